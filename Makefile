@@ -1,0 +1,22 @@
+# The two set-up commands of the README.  Both work on a fresh machine with python3 (>= 3.10).
+PYTHON ?= python3
+
+.PHONY: demo test docs bench
+
+# Install gpulint into a fresh virtual environment and run it on the bundled fixtures:
+# the findings, then the diff its fixes would make.  (gpulint exits 1 because the fixtures have findings.)
+demo:
+	rm -rf .venv-demo && $(PYTHON) -m venv .venv-demo
+	.venv-demo/bin/pip install -q .
+	-.venv-demo/bin/gpulint fixtures/
+	-.venv-demo/bin/gpulint fixtures/ --diff --unsafe-fixes
+
+# Install the test environment (torch pinned to the CPU build; tensorflow-cpu) and run the tests.
+test:
+	test -x .venv/bin/python || $(PYTHON) -m venv .venv
+	.venv/bin/pip install -q torch==2.13.0
+	.venv/bin/pip install -q -e '.[dev,tf]'
+	.venv/bin/python -m pytest
+
+docs:
+	.venv/bin/python scripts/gen_docs.py

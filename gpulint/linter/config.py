@@ -1,0 +1,224 @@
+"""Settings: `[tool.gpulint]` in pyproject.toml, overridden by the command line.
+
+    [tool.gpulint]
+    select = ["GL1", "GL2"]          # rule ids or prefixes; "ALL" is every rule, hints included
+    extend-select = ["GL401"]        # added to select (or to the default set)
+    ignore = ["GL302"]
+    per-file-ignores = { "scripts/*.py" = ["GL302"] }
+    exclude = ["legacy/"]            # gitignore-style patterns, relative to this file
+    unsafe-fixes = false
+    num-workers = "min(8, os.cpu_count() or 1)"   # rule options: see `gpulint rule ID`
+    log-every = 100
+
+An unknown key, or an id that matches no rule, is an error: a typo must not silently turn a rule off.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+from gpulint.linter.findings import SYNTAX_ERROR_CODE
+from gpulint.linter.rule import all_rules, rule_options
+
+
+class ConfigError(Exception):
+    """Bad configuration: reported as one line, exit code 2."""
+
+
+STANDARD_KEYS = {"select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude", "unsafe-fixes"}
+
+
+@dataclass
+class Settings:
+    select: list[str] | None = None  # None: the default set (every "on" rule)
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    exclude: list[str] = field(default_factory=list)
+    unsafe_fixes: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+    root: Path = field(default_factory=Path.cwd)  # where relative patterns start
+    source: Path | None = None  # the config file, if any
+
+    def enabled_codes(self) -> frozenset[str]:
+        rules = all_rules()
+        if self.select is None:
+            chosen = {r.code for r in rules if r.default == "on"}
+        else:
+            chosen = set(expand_selectors(self.select))
+        chosen |= set(expand_selectors(self.extend_select))
+        chosen -= set(expand_selectors(self.ignore))
+        return frozenset(chosen)
+
+    def codes_for(self, path: str | Path) -> frozenset[str]:
+        """Enabled codes minus the per-file ignores that match this path."""
+        codes = self.enabled_codes()
+        if not self.per_file_ignores:
+            return codes
+        relative = _relative(Path(path), self.root)
+        for pattern, ids in self.per_file_ignores.items():
+            if _glob_match(relative, pattern):
+                codes -= set(expand_selectors(ids))
+        return codes
+
+    def fingerprint(self) -> str:
+        """A stable digest of everything that changes results (for caches)."""
+        payload = {
+            "select": self.select,
+            "extend_select": self.extend_select,
+            "ignore": self.ignore,
+            "per_file_ignores": self.per_file_ignores,
+            "unsafe_fixes": self.unsafe_fixes,
+            "options": self.options,
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def expand_selectors(selectors: Iterable[str]) -> list[str]:
+    """Rule codes matched by ids, prefixes (`GL1`), names (`dataloader-serial`) or `ALL`."""
+    rules = all_rules()
+    codes: list[str] = []
+    for raw in selectors:
+        selector = raw.strip()
+        if not selector:
+            continue
+        if selector.upper() == "ALL":
+            codes.extend(r.code for r in rules)
+            continue
+        matched = [r.code for r in rules if r.code.startswith(selector.upper()) or r.name == selector]
+        if not matched and selector.upper() != SYNTAX_ERROR_CODE:
+            raise ConfigError(f"unknown rule selector {selector!r} (see `gpulint rules`)")
+        codes.extend(matched)
+    return codes
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _glob_match(relative: str, pattern: str) -> bool:
+    pattern = pattern.rstrip("/")
+    if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(relative, pattern + "/*"):
+        return True
+    # A pattern without a slash matches the file name anywhere, as in .gitignore.
+    return "/" not in pattern and fnmatch.fnmatch(relative.rsplit("/", 1)[-1], pattern)
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest pyproject.toml with a [tool.gpulint] table, from `start` upwards."""
+    directory = start.resolve()
+    if directory.is_file():
+        directory = directory.parent
+    for candidate_dir in (directory, *directory.parents):
+        candidate = candidate_dir / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue  # a broken unrelated pyproject is not ours to report
+            if "gpulint" in data.get("tool", {}):
+                return candidate
+    return None
+
+
+def load_settings(config_file: Path | None) -> Settings:
+    """Settings from a pyproject.toml ([tool.gpulint]) or a gpulint.toml (top level)."""
+    if config_file is None:
+        return Settings()
+    try:
+        data = tomllib.loads(config_file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {config_file}: {exc.strerror or exc}") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{config_file}: invalid TOML: {exc}") from exc
+    table = data.get("tool", {}).get("gpulint") if config_file.name == "pyproject.toml" else data
+    if table is None:
+        table = data.get("tool", {}).get("gpulint", {})
+    return settings_from_table(table, config_file)
+
+
+def settings_from_table(table: dict[str, Any], config_file: Path) -> Settings:
+    known_options = rule_options()
+    unknown = sorted(set(table) - STANDARD_KEYS - set(known_options))
+    if unknown:
+        raise ConfigError(
+            f"{config_file}: unknown key(s) {', '.join(unknown)} in [tool.gpulint]; "
+            f"known: {', '.join(sorted(STANDARD_KEYS | set(known_options)))}"
+        )
+
+    def id_list(key: str) -> list[str]:
+        value = table.get(key, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{config_file}: `{key}` must be a list of rule ids")
+        return value
+
+    settings = Settings(root=config_file.parent, source=config_file)
+    if "select" in table:
+        settings.select = id_list("select")
+    settings.extend_select = id_list("extend-select")
+    settings.ignore = id_list("ignore")
+    settings.exclude = id_list("exclude") + id_list("extend-exclude")
+    per_file = table.get("per-file-ignores", {})
+    if not isinstance(per_file, dict):
+        raise ConfigError(f"{config_file}: `per-file-ignores` must be a table of pattern = [ids]")
+    settings.per_file_ignores = {str(k): (v if isinstance(v, list) else [v]) for k, v in per_file.items()}
+    unsafe = table.get("unsafe-fixes", False)
+    if not isinstance(unsafe, bool):
+        raise ConfigError(f"{config_file}: `unsafe-fixes` must be true or false")
+    settings.unsafe_fixes = unsafe
+    for key, option in known_options.items():
+        if key in table:
+            value = table[key]
+            if not isinstance(value, option.type) or isinstance(value, bool) and option.type is int:
+                raise ConfigError(f"{config_file}: `{key}` must be a {option.type.__name__}")
+            settings.options[key] = value
+    validate(settings)
+    return settings
+
+
+def validate(settings: Settings) -> None:
+    """Raise ConfigError for ids that match no rule and option values that cannot work."""
+    for ids in [settings.select or [], settings.extend_select, settings.ignore, *settings.per_file_ignores.values()]:
+        expand_selectors(ids)
+    for key, value in settings.options.items():
+        checker = _OPTION_CHECKS.get(key)
+        if checker:
+            checker(key, value)
+
+
+def _check_expression(key: str, value: Any) -> None:
+    import libcst as cst
+
+    try:
+        cst.parse_expression(str(value))
+    except Exception as exc:  # libcst raises ParserSyntaxError and ValueError
+        raise ConfigError(f"`{key}` must be a Python expression: {value!r} ({exc.__class__.__name__})") from exc
+
+
+def _check_positive(key: str, value: Any) -> None:
+    if not isinstance(value, int) or value < 1:
+        raise ConfigError(f"`{key}` must be a positive integer, not {value!r}")
+
+
+_OPTION_CHECKS = {
+    "num-workers": _check_expression,
+    "log-every": _check_positive,
+    "eval-every": _check_positive,
+    "checkpoint-every": _check_positive,
+}

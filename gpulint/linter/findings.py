@@ -1,0 +1,102 @@
+"""What a lint run produces: findings, their locations, and the fixes attached to them.
+
+A finding is born holding the libcst node it points at (positions are expensive, so they are
+computed once per file and only for files that have findings); `locate()` turns it into the plain,
+picklable record that reporters, the cache and worker processes exchange.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import libcst as cst
+
+
+class Applicability(str, enum.Enum):
+    """How sure a fix is to keep behaviour (ruff's terms)."""
+
+    SAFE = "safe"  # keeps behaviour: applied by --fix
+    UNSAFE = "unsafe"  # may change behaviour: only with --unsafe-fixes
+
+
+@dataclass(frozen=True)
+class Location:
+    """1-based line, 1-based column, as editors and ruff show them."""
+
+    row: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between `location` and `end_location` (end exclusive) with `content`."""
+
+    content: str
+    location: Location
+    end_location: Location
+
+
+@dataclass
+class Fix:
+    """A change to the tree that removes a finding.
+
+    `replacements` maps original nodes (by identity) to their replacements.  `imports` are
+    statements (`"import os"`) the new code needs; the fixer adds each one once, and only if the
+    module does not already bind the name.
+    """
+
+    applicability: Applicability
+    message: str
+    replacements: Mapping[cst.CSTNode, cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel]
+    imports: tuple[str, ...] = ()
+
+
+@dataclass
+class RawFinding:
+    """A finding as a rule reports it, still pointing into the parsed tree."""
+
+    code: str
+    name: str
+    message: str
+    node: cst.CSTNode
+    fix: Fix | None = None
+    severity: str = "warning"
+
+
+@dataclass(frozen=True)
+class FixInfo:
+    """The picklable description of a fix, with the text edits it makes to the file."""
+
+    applicability: Applicability
+    message: str
+    edits: tuple[Edit, ...] = ()
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A located finding: what reporters print and what the cache stores."""
+
+    code: str
+    name: str
+    message: str
+    path: str
+    location: Location
+    end_location: Location
+    severity: str = "warning"
+    fix: FixInfo | None = None
+    # The first line of the statement that holds the finding: a suppression comment there counts
+    # too, which is how a multi-line call is silenced without touching its inner lines.
+    statement_row: int | None = None
+    # For sources that are not plain modules (notebooks): how to show the location to a person,
+    # e.g. "cell 3:2:5".  None for .py files.
+    display_location: str | None = None
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.location.row, self.location.column, self.code)
+
+
+SYNTAX_ERROR_CODE = "GL000"
+SYNTAX_ERROR_NAME = "syntax-error"

@@ -1,0 +1,186 @@
+"""Apply fixes: transform, re-parse, re-lint until nothing fixable is left, write atomically.
+
+One pass applies every allowed fix whose target does not overlap another's (two fixes of the same
+`DataLoader(...)` call go in consecutive passes), adds the imports they need once, and checks that
+the result parses.  The loop is bounded; a fix that never settles is reported, not looped on.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+
+from gpulint.linter.engine import Analysis, Linter, SyntaxErrorInSource, line_edits, parse
+from gpulint.linter.findings import Applicability, Edit, Fix
+
+MAX_PASSES = 10
+
+
+class _Replacer(cst.CSTTransformer):
+    def __init__(self, replacements: dict[int, object]) -> None:
+        super().__init__()
+        self.replacements = replacements
+
+    def on_leave(self, original_node, updated_node):
+        replacement = self.replacements.get(id(original_node))
+        return updated_node if replacement is None else replacement
+
+
+def _import_binding(statement: cst.SimpleStatementLine) -> set[str]:
+    names: set[str] = set()
+    for small in statement.body:
+        if isinstance(small, cst.Import):
+            for alias in small.names:
+                if alias.asname is not None:
+                    names.add(alias.asname.name.value)
+                else:
+                    names.add(cst.Module([]).code_for_node(alias.name).split(".")[0])
+        elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+            for alias in small.names:
+                names.add(alias.asname.name.value if alias.asname else alias.name.value)
+    return names
+
+
+def _is_import_line(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
+    )
+
+
+def _is_docstring(statement: cst.CSTNode) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def add_imports(module: cst.Module, imports: list[str], bound: set[str]) -> cst.Module:
+    """Add each import statement once, after the module's top-level imports (or its docstring)."""
+    new_lines = []
+    for text in dict.fromkeys(imports):
+        line = cst.parse_statement(text)
+        if not _import_binding(line) <= bound:
+            new_lines.append(line)
+            bound |= _import_binding(line)
+    if not new_lines:
+        return module
+    body = list(module.body)
+    insert_at = 0
+    for index, statement in enumerate(body):
+        if _is_import_line(statement) or (index == 0 and _is_docstring(statement)):
+            insert_at = index + 1
+        elif index > insert_at:
+            break
+    return module.with_changes(body=body[:insert_at] + new_lines + body[insert_at:])
+
+
+def apply_fixes(analysis: Analysis, fixes: list[Fix]) -> cst.Module:
+    replacements: dict[int, object] = {}
+    imports: list[str] = []
+    for fix in fixes:
+        for original, replacement in fix.replacements.items():
+            replacements[id(original)] = replacement
+        imports.extend(fix.imports)
+    module = analysis.module.visit(_Replacer(replacements))
+    if imports:
+        module = add_imports(module, imports, set(analysis.ctx.imports.bindings))
+    return module
+
+
+def non_overlapping(analysis: Analysis, fixes: list[Fix]) -> list[Fix]:
+    """Fixes whose targets neither contain nor sit inside an earlier chosen fix's targets."""
+    chosen: list[Fix] = []
+    taken: set[int] = set()
+    taken_with_ancestors: set[int] = set()
+    for fix in fixes:
+        targets = list(fix.replacements)
+        lineage = [{id(a) for a in analysis.ctx.ancestors(t)} for t in targets]
+        clash = any(id(t) in taken_with_ancestors for t in targets) or any(ids & taken for ids in lineage)
+        if clash:
+            continue
+        chosen.append(fix)
+        for target, ids in zip(targets, lineage):
+            taken.add(id(target))
+            taken_with_ancestors.add(id(target))
+            taken_with_ancestors |= ids
+    return chosen
+
+
+def edits_for(analysis: Analysis, fix: Fix) -> list[Edit]:
+    return line_edits(analysis.module.code, apply_fixes(analysis, [fix]).code)
+
+
+def allowed(fix: Fix, unsafe: bool) -> bool:
+    return fix.applicability is Applicability.SAFE or unsafe
+
+
+@dataclass
+class FixOutcome:
+    source: bytes  # the fixed source (the input when nothing was applied)
+    applied: int = 0
+    # What went wrong, as one line: a fix that broke parsing or never settled.  Nothing is written then.
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.applied > 0
+
+
+def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool) -> FixOutcome:
+    """Apply fixes to a source until none is left.  Raises SyntaxErrorInSource if the input does
+    not parse (the caller reports it as a finding)."""
+    outcome = FixOutcome(source)
+    for _ in range(MAX_PASSES):
+        analysis = linter.analyze(outcome.source, path)
+        if analysis is None:
+            return outcome
+        fixes = [f.fix for f in analysis.findings if f.fix is not None and allowed(f.fix, unsafe)]
+        if not fixes:
+            return outcome
+        chosen = non_overlapping(analysis, fixes)
+        new_module = apply_fixes(analysis, chosen)
+        new_source = new_module.bytes
+        try:
+            parse(new_source)
+        except SyntaxErrorInSource as exc:
+            codes = ", ".join(sorted({f.code for f in analysis.findings if f.fix in chosen}))
+            outcome.errors.append(f"{path}: fix for {codes} produced code that does not parse ({exc}); file left unchanged")
+            outcome.source, outcome.applied = source, 0
+            return outcome
+        if new_source == outcome.source:
+            outcome.errors.append(f"{path}: a fix made no change; stopping")
+            return outcome
+        outcome.source = new_source
+        outcome.applied += len(chosen)
+    analysis = linter.analyze(outcome.source, path)
+    if analysis is not None and any(f.fix and allowed(f.fix, unsafe) for f in analysis.findings):
+        outcome.errors.append(f"{path}: fixes did not settle after {MAX_PASSES} passes; file left unchanged")
+        outcome.source, outcome.applied = source, 0
+    return outcome
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace a file's content in one rename, keeping its mode; through symlinks to the target."""
+    target = Path(os.path.realpath(path))
+    mode = stat.S_IMODE(target.stat().st_mode)
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".gpulint-tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
+        raise

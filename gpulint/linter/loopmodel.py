@@ -1,0 +1,310 @@
+"""The training-loop model (DESIGN §2), shared by every rule that asks "does this run every step?".
+
+Built once per module after the walk, when the whole module is known (a step function may be defined
+below the loop that calls it):
+
+* a *step call* performs a training step: `loss.backward()`, `optimizer.step()`, `scaler.step(opt)`,
+  `tape.gradient(...)`, `opt.apply_gradients(...)`, Keras 3 `opt.apply(...)`, `train_on_batch(...)`,
+  or a call of a *step function*;
+* a *step function* is a function of this module that makes a step call outside any loop of its
+  own (`train_step`, `self._run_batch`); calling it is a step call (found to a fixpoint);
+* a *step loop* is the innermost `for`/`while` that encloses a step call.  Loops around it (epochs)
+  and loops without a step call (evaluation) are not step loops;
+* code runs *per step* when a step loop's body (or a `while` test) encloses it, or when it is in a
+  step function or a Lightning `training_step`;
+* an *interval guard* is an `if` between the code and its step loop whose condition throttles by a
+  counter (`step % 100 == 0`, `i == 0`, `step >= next_log`); `% accum_steps`, flags and rank checks
+  are not.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from gpulint.linter.imports import ImportTable, dotted_name
+from gpulint.linter.values import ValueOrigins, last_name
+from gpulint.linter.walk import TreeIndex
+
+LOOP_TYPES = (cst.For, cst.While)
+SCOPE_TYPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+
+_OPTIMIZER_NAME = re.compile(r"optim|(^|_)opt($|_|\d|s\b)|(^|_)(adam|sgd)", re.IGNORECASE)
+_ACCUMULATION_NAME = re.compile(r"accum|grad_acc|gradient_acc|update_freq|micro", re.IGNORECASE)
+_THROTTLE_NAME = re.compile(r"next|last|prev|interval|every|freq|period|log_at|eval_at|save_at", re.IGNORECASE)
+# Method names too generic to link `obj.name()` to a same-named function of this module unless the
+# receiver is `self`: `scheduler.step()` is not a call of some class's `def step(self)`.
+_GENERIC_METHODS = frozenset({"step", "update", "apply", "run", "forward", "__call__", "call", "fit"})
+
+LIGHTNING_MODULES = ("lightning.pytorch.LightningModule", "lightning.LightningModule", "lightning.pytorch.core.LightningModule")
+
+
+def _receiver(call: cst.Call) -> cst.BaseExpression | None:
+    return call.func.value if isinstance(call.func, cst.Attribute) else None
+
+
+def _method(call: cst.Call) -> str | None:
+    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+
+
+def _int_literal(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Integer)
+
+
+class LoopModel:
+    def __init__(self, index: TreeIndex, imports: ImportTable, values: ValueOrigins) -> None:
+        self.index = index
+        self.imports = imports
+        self.values = values
+        self.step_functions: set[int] = set()  # id() of FunctionDef nodes
+        self.step_loops: set[int] = set()  # id() of For/While nodes
+        self.step_calls: set[int] = set()  # id() of Call nodes
+        self.lightning_steps: set[int] = set()  # id() of `training_step` methods of LightningModules
+        self._build()
+
+    # -- building ---------------------------------------------------------------------------
+    def is_direct_step_call(self, call: cst.Call) -> bool:
+        method = _method(call)
+        if method is None:
+            return False
+        receiver = _receiver(call)
+        if method in ("backward", "manual_backward", "apply_gradients", "train_on_batch"):
+            return True
+        if method == "step":
+            if self.values.is_kind(receiver, "optimizer") or self.values.is_kind(receiver, "gradscaler"):
+                return True
+            if self.values.is_kind(receiver, "scheduler"):
+                return False
+            name = last_name(receiver) or ""
+            return bool(_OPTIMIZER_NAME.search(name) or "scaler" in name.lower()) and "sched" not in name.lower()
+        if method == "gradient":
+            name = (last_name(receiver) or "").lower()
+            return self.values.is_kind(receiver, "tape") or "tape" in name
+        if method == "apply":  # Keras 3 optimizer.apply(grads, variables)
+            name = last_name(receiver) or ""
+            return self.values.is_kind(receiver, "optimizer") or bool(_OPTIMIZER_NAME.search(name))
+        return False
+
+    def _enclosing(self, node: cst.CSTNode) -> tuple[cst.CSTNode | None, cst.CSTNode | None]:
+        """(innermost loop whose body holds node, innermost function) -- loop only within that function."""
+        child = node
+        loop = None
+        for ancestor in self.index.ancestors(node):
+            if isinstance(ancestor, SCOPE_TYPES):
+                return loop, ancestor if isinstance(ancestor, cst.FunctionDef) else None
+            if loop is None and isinstance(ancestor, LOOP_TYPES) and self._runs_each_iteration(ancestor, child):
+                loop = ancestor
+            child = ancestor
+        return loop, None
+
+    @staticmethod
+    def _runs_each_iteration(loop: cst.CSTNode, child: cst.CSTNode) -> bool:
+        if child is loop.body:
+            return True
+        return isinstance(loop, cst.While) and child is loop.test
+
+    def _callee_functions(self, call: cst.Call, functions_by_name: dict[str, list[cst.FunctionDef]]) -> list[cst.FunctionDef]:
+        func = call.func
+        if isinstance(func, cst.Name):
+            return [f for f in functions_by_name.get(func.value, ()) if not self._is_method(f)]
+        if isinstance(func, cst.Attribute):
+            name = func.attr.value
+            receiver = dotted_name(func.value)
+            if receiver in ("self", "cls") or (name not in _GENERIC_METHODS and ("step" in name or "batch" in name or "train" in name)):
+                return [f for f in functions_by_name.get(name, ()) if self._is_method(f)]
+        return []
+
+    def _is_method(self, function: cst.FunctionDef) -> bool:
+        parent = self.index.parent(function)
+        # FunctionDef -> IndentedBlock -> ClassDef
+        grand = self.index.parent(parent) if parent is not None else None
+        return isinstance(grand, cst.ClassDef)
+
+    def _build(self) -> None:
+        calls: list[cst.Call] = self.index.nodes("Call")
+        functions: list[cst.FunctionDef] = self.index.nodes("FunctionDef")
+        functions_by_name: dict[str, list[cst.FunctionDef]] = {}
+        for function in functions:
+            functions_by_name.setdefault(function.name.value, []).append(function)
+        self._find_lightning_steps(functions)
+
+        placement = {id(call): self._enclosing(call) for call in calls}
+        step_calls = {id(call) for call in calls if self.is_direct_step_call(call)}
+
+        # Step functions to a fixpoint: a function that steps outside its own loops is one, and a
+        # call of one is a step call.
+        changed = True
+        while changed:
+            changed = False
+            for call in calls:
+                if id(call) not in step_calls:
+                    callees = self._callee_functions(call, functions_by_name)
+                    if any(id(f) in self.step_functions for f in callees):
+                        step_calls.add(id(call))
+                        changed = True
+                if id(call) in step_calls:
+                    loop, function = placement[id(call)]
+                    if loop is None and function is not None and id(function) not in self.step_functions:
+                        self.step_functions.add(id(function))
+                        changed = True
+
+        self.step_calls = step_calls
+        for call in calls:
+            if id(call) in step_calls:
+                loop, _ = placement[id(call)]
+                if loop is not None:
+                    self.step_loops.add(id(loop))
+
+    def _find_lightning_steps(self, functions: list[cst.FunctionDef]) -> None:
+        for function in functions:
+            if function.name.value != "training_step" or not self._is_method(function):
+                continue
+            cls = self.index.parent(self.index.parent(function))
+            for base in cls.bases:
+                qualified = self.imports.qualified_name(base.value)
+                if qualified and qualified in LIGHTNING_MODULES:
+                    self.lightning_steps.add(id(function))
+
+    # -- queries ----------------------------------------------------------------------------
+    def _per_step_boundary(self, node: cst.CSTNode) -> tuple[cst.CSTNode | None, list[tuple[cst.CSTNode, cst.CSTNode]]]:
+        """The step loop or step function that makes `node` run per step, and the path to it.
+
+        The path is the (ancestor, child-on-the-way) pairs walked, for guard checks.
+        """
+        path: list[tuple[cst.CSTNode, cst.CSTNode]] = []
+        child = node
+        for ancestor in self.index.ancestors(node):
+            path.append((ancestor, child))
+            if isinstance(ancestor, LOOP_TYPES) and id(ancestor) in self.step_loops and self._runs_each_iteration(ancestor, child):
+                return ancestor, path
+            if isinstance(ancestor, cst.FunctionDef):
+                if id(ancestor) in self.step_functions or id(ancestor) in self.lightning_steps:
+                    return ancestor, path
+                return None, path
+            if isinstance(ancestor, (cst.Lambda, cst.ClassDef)):
+                return None, path
+            child = ancestor
+        return None, path
+
+    def per_step(self, node: cst.CSTNode) -> bool:
+        """Whether `node` runs on every training step (ignoring guards)."""
+        return self._per_step_boundary(node)[0] is not None
+
+    def step_boundary(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The step loop (For/While) or step function that `node` runs in, or None."""
+        return self._per_step_boundary(node)[0]
+
+    def is_step_call(self, call: cst.Call) -> bool:
+        return id(call) in self.step_calls
+
+    def is_step_loop(self, loop: cst.CSTNode) -> bool:
+        return id(loop) in self.step_loops
+
+    def interval_guard(self, node: cst.CSTNode) -> cst.If | None:
+        """The `if` that throttles `node` inside its step loop, or None."""
+        boundary, path = self._per_step_boundary(node)
+        if boundary is None:
+            return None
+        for ancestor, child in path:
+            if ancestor is boundary:
+                break
+            if isinstance(ancestor, cst.If) and child is ancestor.body and is_interval_condition(ancestor.test):
+                return ancestor
+        return None
+
+    def per_step_unguarded(self, node: cst.CSTNode) -> bool:
+        """The question most in-loop rules ask: runs every step and nothing throttles it."""
+        return self.per_step(node) and self.interval_guard(node) is None
+
+    def step_counter(self, node: cst.CSTNode) -> str | None:
+        """A counter of the step loop around `node`, for guard fixes: `step` in `for step, b in
+        enumerate(...)`, `i` in `for i in range(...)`, or a name incremented by `+= 1` in the loop.
+        None when the loop has none (the fix then is not offered)."""
+        boundary = self.step_boundary(node)
+        if not isinstance(boundary, LOOP_TYPES):
+            return None
+        if isinstance(boundary, cst.For):
+            iterator = boundary.iter
+            if isinstance(iterator, cst.Call):
+                callee = dotted_name(iterator.func)
+                target = boundary.target
+                if callee == "enumerate" and isinstance(target, cst.Tuple) and target.elements:
+                    first = target.elements[0].value
+                    if isinstance(first, cst.Name):
+                        return first.value
+                if callee == "range" and isinstance(target, cst.Name):
+                    return target.value
+        for aug in self.index.nodes("AugAssign"):
+            if (
+                isinstance(aug.operator, cst.AddAssign)
+                and isinstance(aug.target, (cst.Name, cst.Attribute))
+                and isinstance(aug.value, cst.Integer)
+                and aug.value.value == "1"
+                and self.step_boundary(aug) is boundary
+            ):
+                return dotted_name(aug.target)
+        return None
+
+
+def is_interval_condition(test: cst.BaseExpression) -> bool:
+    """Whether an `if` condition throttles by a counter (see the module docstring)."""
+    if isinstance(test, cst.BooleanOperation):
+        left, right = is_interval_condition(test.left), is_interval_condition(test.right)
+        return (left or right) if isinstance(test.operator, cst.And) else (left and right)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _is_modulo(test.expression)  # `if not step % 100:`
+    if _is_modulo(test):
+        return False  # `if step % 100:` is true on 99 steps of 100: not a throttle
+    if isinstance(test, cst.Comparison):
+        left = test.left
+        for target in test.comparisons:
+            operator, right = target.operator, target.comparator
+            if isinstance(operator, (cst.Equal, cst.NotEqual)) and (_is_modulo(left) or _is_modulo(right)):
+                return isinstance(operator, cst.Equal)
+            if isinstance(operator, cst.Equal) and (_int_literal(right) or _int_literal(left)):
+                # `i == 0`: a counter hitting one value.  A rank check is not a throttle.
+                names = _names_in(left) | _names_in(right)
+                return not any("rank" in n.lower() or "local" in n.lower() for n in names)
+            if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual, cst.LessThan, cst.LessThanEqual)):
+                if any(_THROTTLE_NAME.search(n) for n in _names_in(left) | _names_in(right)):
+                    return True
+            left = right
+        return False
+    if isinstance(test, cst.Call):
+        # Trainers' own throttles: `accelerator.sync_gradients`-style flags are not, but
+        # `should_log(step)` / `is_log_step()` helpers are named for it.
+        name = (dotted_name(test.func) or "").rsplit(".", 1)[-1].lower()
+        return name.startswith(("should_", "is_log", "is_eval", "time_to_"))
+    return False
+
+
+def _is_modulo(node: cst.BaseExpression) -> bool:
+    """`counter % interval`, where the interval is not a gradient-accumulation count."""
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo)):
+        return False
+    if isinstance(node.left, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+        return False  # string formatting, not arithmetic
+    return not any(_ACCUMULATION_NAME.search(n) for n in _names_in(node.right))
+
+
+def _names_in(node: cst.BaseExpression) -> set[str]:
+    names: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            names.add(current.value)
+        elif isinstance(current, cst.Attribute):
+            names.add(current.attr.value)
+            stack.append(current.value)
+        elif isinstance(current, cst.BinaryOperation):
+            stack.extend((current.left, current.right))
+        elif isinstance(current, cst.Call):
+            stack.append(current.func)
+            stack.extend(arg.value for arg in current.args)
+        elif isinstance(current, cst.Subscript):
+            stack.append(current.value)
+        elif isinstance(current, cst.UnaryOperation):
+            stack.append(current.expression)
+    return names

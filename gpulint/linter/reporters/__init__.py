@@ -1,0 +1,41 @@
+"""Output formats.  Each reporter turns a RunResult into text for standard output.
+
+A reporter is `render(result: RunResult, settings: ReportSettings) -> str`; add a module here and
+an entry in FORMATS to make it available as `--format NAME`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from gpulint.linter.runner import RunResult
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    unsafe_fixes: bool = False  # whether unsafe fixes count as available ([*])
+    color: bool = False
+    statistics: bool = False
+    fix_mode: bool = False  # --fix ran: say how many were fixed
+
+
+def _load(name: str) -> Callable[[RunResult, ReportSettings], str]:
+    import importlib
+
+    module_name, _, function = FORMATS[name].partition(":")
+    return getattr(importlib.import_module(module_name), function)
+
+
+# name -> "module:function"; imported lazily so `--format text` never loads the others.
+FORMATS: dict[str, str] = {
+    "text": "gpulint.linter.reporters.text:render",
+    "json": "gpulint.linter.reporters.json_format:render",
+}
+
+# Formats whose output carries fix edits (computing edits costs a code generation per fix).
+NEEDS_EDITS = {"json"}
+
+
+def render(name: str, result: RunResult, settings: ReportSettings) -> str:
+    return _load(name)(result, settings)

@@ -1,0 +1,51 @@
+"""`--format json`: a list of findings shaped like ruff's JSON output, plus `name` and `severity`.
+
+Tools that read ruff's JSON (editors, CI annotators) read ours: `code`, `message`, `filename`,
+`location` / `end_location` ({`row`, `column`}, 1-based), `fix` ({`applicability`, `message`,
+`edits`} or null), `noqa_row`, `url`, `cell`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from gpulint import DOCS_URL
+from gpulint.linter.findings import Finding
+from gpulint.linter.reporters import ReportSettings
+from gpulint.linter.runner import RunResult
+
+
+def finding_to_dict(finding: Finding) -> dict:
+    fix = None
+    if finding.fix is not None:
+        fix = {
+            "applicability": finding.fix.applicability.value,
+            "message": finding.fix.message,
+            "edits": [
+                {
+                    "content": edit.content,
+                    "location": {"row": edit.location.row, "column": edit.location.column},
+                    "end_location": {"row": edit.end_location.row, "column": edit.end_location.column},
+                }
+                for edit in finding.fix.edits
+            ],
+        }
+    return {
+        "cell": finding.extra.get("cell"),
+        "code": finding.code,
+        "name": finding.name,
+        "severity": finding.severity,
+        "message": finding.message,
+        "filename": os.path.abspath(finding.path),
+        "location": {"row": finding.location.row, "column": finding.location.column},
+        "end_location": {"row": finding.end_location.row, "column": finding.end_location.column},
+        "fix": fix,
+        "noqa_row": finding.statement_row or finding.location.row,
+        "url": DOCS_URL.format(code=finding.code, name=finding.name),
+    }
+
+
+def render(result: RunResult, settings: ReportSettings) -> str:
+    findings = sorted(result.findings, key=Finding.sort_key)
+    return json.dumps([finding_to_dict(f) for f in findings], indent=2)

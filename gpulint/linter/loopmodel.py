@@ -260,8 +260,9 @@ def is_interval_condition(test: cst.BaseExpression) -> bool:
         left = test.left
         for target in test.comparisons:
             operator, right = target.operator, target.comparator
-            if isinstance(operator, (cst.Equal, cst.NotEqual)) and (_is_modulo(left) or _is_modulo(right)):
-                return isinstance(operator, cst.Equal)
+            if isinstance(operator, (cst.Equal, cst.NotEqual)) and (_has_modulo(left) or _has_modulo(right)):
+                # `step % 100 == 0` throttles; `(step + 1) % accum_steps == 0` does not.
+                return isinstance(operator, cst.Equal) and (_is_modulo(left) or _is_modulo(right))
             if isinstance(operator, cst.Equal) and (_int_literal(right) or _int_literal(left)):
                 # `i == 0`: a counter hitting one value.  A rank check is not a throttle.
                 names = _names_in(left) | _names_in(right)
@@ -277,6 +278,10 @@ def is_interval_condition(test: cst.BaseExpression) -> bool:
         name = (dotted_name(test.func) or "").rsplit(".", 1)[-1].lower()
         return name.startswith(("should_", "is_log", "is_eval", "time_to_"))
     return False
+
+
+def _has_modulo(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo)
 
 
 def _is_modulo(node: cst.BaseExpression) -> bool:

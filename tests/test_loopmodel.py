@@ -1,0 +1,215 @@
+"""The training-loop model (DESIGN §2): step calls, step functions, step loops, guards."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from gpulint.linter.context import FileContext
+from gpulint.linter.loopmodel import is_interval_condition
+
+
+def context(source: str) -> FileContext:
+    module = cst.parse_module(textwrap.dedent(source))
+    return FileContext(module, "t.py", {}, frozenset({"Call"}))
+
+
+def call_named(ctx: FileContext, name: str, occurrence: int = 0) -> cst.Call:
+    matches = [
+        c for c in ctx.index.nodes("Call")
+        if (isinstance(c.func, cst.Attribute) and c.func.attr.value == name)
+        or (isinstance(c.func, cst.Name) and c.func.value == name)
+    ]
+    return matches[occurrence]
+
+
+TRAIN = """
+import torch
+for epoch in range(10):
+    epoch_work()
+    for step, batch in enumerate(loader):
+        loss = model(batch)
+        loss.backward()
+        optimizer.step()
+        per_step()
+        if step % 100 == 0:
+            guarded()
+        if (step + 1) % accum_steps == 0:
+            accumulated()
+    for batch in val_loader:
+        evaluation()
+"""
+
+
+def test_step_loop_epoch_loop_and_evaluation_loop():
+    ctx = context(TRAIN)
+    assert ctx.loops.per_step(call_named(ctx, "per_step"))
+    assert not ctx.loops.per_step(call_named(ctx, "epoch_work"))
+    assert not ctx.loops.per_step(call_named(ctx, "evaluation"))
+    assert ctx.loops.is_step_call(call_named(ctx, "backward"))
+
+
+def test_interval_guard_but_not_accumulation_guard():
+    ctx = context(TRAIN)
+    assert ctx.loops.interval_guard(call_named(ctx, "guarded")) is not None
+    assert ctx.loops.per_step_unguarded(call_named(ctx, "accumulated"))
+
+
+def test_loop_header_runs_once_per_epoch():
+    ctx = context("""
+        for epoch in range(3):
+            for batch in make_loader():
+                loss.backward()
+    """)
+    assert not ctx.loops.per_step(call_named(ctx, "make_loader"))
+
+
+def test_while_test_runs_every_step():
+    ctx = context("""
+        while not done(step):
+            opt.step()
+            step += 1
+    """)
+    assert ctx.loops.per_step(call_named(ctx, "done"))
+    assert ctx.loops.step_counter(call_named(ctx, "step")) == "step"
+
+
+def test_step_function_defined_below_its_caller():
+    ctx = context("""
+        def train(loader):
+            for batch in loader:
+                train_step(batch)
+                after()
+
+        def train_step(batch):
+            loss = compute(batch)
+            loss.backward()
+            optimizer.step()
+            inside()
+    """)
+    assert ctx.loops.per_step(call_named(ctx, "after"))
+    assert ctx.loops.per_step(call_named(ctx, "inside"))  # the step function runs every step
+
+
+def test_method_step_function_through_self():
+    ctx = context("""
+        class Trainer:
+            def _run_batch(self, batch):
+                self.scaler.scale(self.loss(batch)).backward()
+                self.scaler.step(self.optimizer)
+
+            def fit(self):
+                for batch in self.loader:
+                    self._run_batch(batch)
+                    self.report()
+    """)
+    assert ctx.loops.per_step(call_named(ctx, "report"))
+
+
+def test_scheduler_and_env_step_are_not_training_steps():
+    ctx = context("""
+        import torch
+        sched = torch.optim.lr_scheduler.StepLR(opt, 10)
+        for batch in loader:
+            sched.step()
+            first()
+        for t in range(100):
+            obs, reward, done, info = env.step(action)
+            second()
+    """)
+    assert not ctx.loops.per_step(call_named(ctx, "first"))
+    assert not ctx.loops.per_step(call_named(ctx, "second"))
+
+
+def test_optimizer_recognised_by_constructor_even_with_odd_name():
+    ctx = context("""
+        import torch
+        thing = torch.optim.AdamW(params)
+        for batch in loader:
+            thing.step()
+            work()
+    """)
+    assert ctx.loops.per_step(call_named(ctx, "work"))
+
+
+def test_tensorflow_tape_step():
+    ctx = context("""
+        import tensorflow as tf
+        for x, y in dataset:
+            with tf.GradientTape() as t:
+                loss = model(x)
+            grads = t.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+            log_it()
+    """)
+    assert ctx.loops.per_step(call_named(ctx, "log_it"))
+
+
+def test_lightning_training_step_is_per_step():
+    ctx = context("""
+        import lightning as L
+        class Model(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                print(batch_idx)
+                return self.loss(batch)
+            def configure_optimizers(self):
+                print("once")
+    """)
+    assert ctx.loops.per_step(call_named(ctx, "print", 0))
+    assert not ctx.loops.per_step(call_named(ctx, "print", 1))
+
+
+def test_nested_loop_inside_step_loop_is_per_step():
+    ctx = context("""
+        for batch in loader:
+            loss.backward()
+            optimizer.step()
+            for name, p in model.named_parameters():
+                inner()
+    """)
+    assert ctx.loops.per_step(call_named(ctx, "inner"))
+
+
+def test_step_counter_from_enumerate_range_and_increment():
+    enumerate_ctx = context("for i, b in enumerate(loader):\n    opt.step()\n    x()\n")
+    assert enumerate_ctx.loops.step_counter(call_named(enumerate_ctx, "x")) == "i"
+    range_ctx = context("for it in range(1000):\n    opt.step()\n    x()\n")
+    assert range_ctx.loops.step_counter(call_named(range_ctx, "x")) == "it"
+    plain = context("for b in loader:\n    opt.step()\n    x()\n")
+    assert plain.loops.step_counter(call_named(plain, "x")) is None
+    counted = context("for b in loader:\n    opt.step()\n    self.global_step += 1\n    x()\n")
+    assert counted.loops.step_counter(call_named(counted, "x")) == "self.global_step"
+
+
+@pytest.mark.parametrize(
+    "condition, throttles",
+    [
+        ("step % 100 == 0", True),
+        ("(i + 1) % args.log_interval == 0", True),
+        ("not step % 10", True),
+        ("i == 0 or i % 50 == 0", True),
+        ("step >= next_log_step", True),
+        ("is_main and step % 10 == 0", True),
+        ("step % 10 == 0 or args.debug", False),
+        ("(step + 1) % accum_steps == 0", False),
+        ("(step + 1) % gradient_accumulation_steps == 0", False),
+        ("step % 100", False),
+        ("args.verbose", False),
+        ("rank == 0", False),
+        ("args.local_rank == 0", False),
+        ("'%d' % x == y", False),
+    ],
+)
+def test_interval_conditions(condition, throttles):
+    assert is_interval_condition(cst.parse_expression(condition)) is throttles
+
+
+def test_accelerated_module_detection():
+    assert context("import torch\nmodel.cuda()\n").accelerated
+    assert context("import torch\ndevice = torch.device('cuda:0')\n").accelerated
+    assert context("import torch\nif torch.cuda.is_available(): pass\n").accelerated
+    assert context("from accelerate import Accelerator\n").accelerated
+    assert not context("import torch\n# move to cuda later\nx = torch.ones(3)\n").accelerated
+    assert not context("import torch\nprint('no gpu here')\n").accelerated

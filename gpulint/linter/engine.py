@@ -7,6 +7,7 @@ comments are computed only for files that have findings.
 
 from __future__ import annotations
 
+import ast
 import difflib
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -72,6 +73,15 @@ def parse(source: bytes | str) -> cst.Module:
     except SyntaxError as exc:  # raised by the encoding detection, before libcst's own parser
         raise UndecodableSource(f"cannot decode: {exc.msg}") from exc
     except cst.ParserSyntaxError as exc:
+        # libcst's positions for tokenizer errors are often off; CPython's compiler, asked only
+        # when parsing failed, names the line a person expects.
+        try:
+            compile(source, "<source>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError as python_error:
+            if python_error.lineno:
+                raise SyntaxErrorInSource(python_error.msg, python_error.lineno, python_error.offset or 1) from exc
+        except (ValueError, RecursionError, MemoryError):
+            pass
         raise SyntaxErrorInSource(exc.message, exc.raw_line, exc.raw_column + 1) from exc
     except (RecursionError, ValueError, IndexError) as exc:  # pathological inputs
         raise SyntaxErrorInSource(f"cannot parse: {exc.__class__.__name__}", 1, 1) from exc

@@ -1,0 +1,172 @@
+"""The engine: import resolution, prefilter, suppressions, syntax errors, positions."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+import gpulint.linter.engine as engine
+from gpulint.linter.config import Settings
+from gpulint.linter.engine import Linter
+from gpulint.linter.imports import ImportTable
+from tests.helpers import codes, lint, rows
+
+LOADER_LINE = "loader = {call}(ds, batch_size=8)\n"
+ACCELERATED = "device = 'cuda'\n"
+
+
+def _table(source: str) -> ImportTable:
+    table = ImportTable()
+    for statement in cst.parse_module(textwrap.dedent(source)).body:
+        for small in getattr(statement, "body", ()):
+            if isinstance(small, cst.Import):
+                table.add_import(small)
+            elif isinstance(small, cst.ImportFrom):
+                table.add_import_from(small)
+    return table
+
+
+@pytest.mark.parametrize(
+    "imports, expression, expected",
+    [
+        ("from torch.utils.data import DataLoader as DL", "DL", "torch.utils.data.DataLoader"),
+        ("import torch.utils.data as tud", "tud.DataLoader", "torch.utils.data.DataLoader"),
+        ("import torch.utils.data", "torch.utils.data.DataLoader", "torch.utils.data.DataLoader"),
+        ("import tensorflow as tf", "tf.data.Dataset", "tensorflow.data.Dataset"),
+        ("from tensorflow import data", "data.Dataset", "tensorflow.data.Dataset"),
+        ("import tensorflow as tf", "tf.keras.Model", "keras.Model"),
+        ("import pytorch_lightning as pl", "pl.Trainer", "lightning.pytorch.Trainer"),
+        ("from . import DataLoader", "DataLoader", None),
+        ("import torch", "DataLoader", None),
+    ],
+)
+def test_qualified_names(imports, expression, expected):
+    assert _table(imports).qualified_name(cst.parse_expression(expression)) == expected
+
+
+def test_reference_uses_the_module_alias():
+    table = _table("import tensorflow as tf")
+    assert table.reference("tensorflow.data.AUTOTUNE") == "tf.data.AUTOTUNE"
+    assert table.reference("os.cpu_count") is None
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "from torch.utils.data import DataLoader as DL\n",
+        "import torch.utils.data as tud\n",
+        "import torch.utils.data\n",
+    ],
+)
+def test_aliased_imports_are_resolved_by_rules(header):
+    call = {"from": "DL", "import torch.utils.data as": "tud.DataLoader"}
+    name = "DL" if "as DL" in header else ("tud.DataLoader" if "as tud" in header else "torch.utils.data.DataLoader")
+    source = "import torch\n" + header + ACCELERATED + LOADER_LINE.format(call=name)
+    assert codes(source, "GL101") == ["GL101"]
+
+
+def test_unrelated_dataloader_class_is_not_torch():
+    source = "import torch\nfrom mylib import DataLoader\n" + ACCELERATED + LOADER_LINE.format(call="DataLoader")
+    assert codes(source, "GL101") == []
+
+
+def test_pattern_in_comment_or_string_is_not_a_finding():
+    source = textwrap.dedent('''
+        import torch
+        device = "cuda"
+        # loader = torch.utils.data.DataLoader(ds)
+        doc = "torch.utils.data.DataLoader(ds) is slow without workers"
+    ''')
+    assert codes(source) == []
+
+
+def test_prefilter_skips_files_without_framework_or_tokens(monkeypatch):
+    parsed = []
+    real_parse = engine.parse
+    monkeypatch.setattr(engine, "parse", lambda src: parsed.append(src) or real_parse(src))
+    linter = Linter(Settings(select=["ALL"]))
+    linter.lint_source(b"import os\nprint(os.getcwd())\n", "a.py")  # no framework named
+    linter.lint_source(b"import torch\nx = torch.ones(3)\n", "b.py")  # framework, no rule token
+    assert parsed == []
+    linter.lint_source(b"import torch\nloader = torch.utils.data.DataLoader(ds)\n", "c.py")
+    assert len(parsed) == 1
+
+
+SUPPRESSIBLE = """
+import torch
+from torch.utils.data import DataLoader
+device = "cuda"
+a = DataLoader(ds, num_workers=2, pin_memory=False){comment}
+"""
+
+
+@pytest.mark.parametrize(
+    "comment, reported",
+    [
+        ("", ["GL102"]),
+        ("  # gpulint: ignore[GL102]", []),
+        ("  # gpulint: ignore[GL101]", ["GL102"]),
+        ("  # gpulint: ignore[GL101, GL102]", []),
+        ("  # gpulint: ignore", []),
+        ("  # noqa: GL102", []),
+        ("  # noqa", []),
+        ("  # noqa: E501", ["GL102"]),
+        ("  # GPULINT: IGNORE[gl102]", []),
+    ],
+)
+def test_suppression_comments(comment, reported):
+    assert codes(SUPPRESSIBLE.format(comment=comment), "GL102") == reported
+
+
+def test_suppression_on_first_line_of_multiline_statement():
+    source = textwrap.dedent("""
+        import torch
+        from torch.utils.data import DataLoader
+        device = "cuda"
+        loader = DataLoader(  # noqa: GL102
+            ds,
+            num_workers=2,
+        )
+        other = dict(
+            x=DataLoader(ds, num_workers=2),  # gpulint: ignore[GL102]
+        )
+    """)
+    assert codes(source, "GL102") == []
+
+
+def test_suppression_text_inside_a_string_does_not_count():
+    source = 'import torch\nfrom torch.utils.data import DataLoader\ndevice = "cuda"\na = DataLoader(ds, num_workers=2, x="# noqa")\n'
+    assert codes(source, "GL102") == ["GL102"]
+
+
+def test_ignore_file_comment():
+    source = "# gpulint: ignore-file\n" + SUPPRESSIBLE.format(comment="")
+    assert codes(source) == []
+
+
+def test_syntax_error_is_a_finding_with_position():
+    findings = lint("import torch\nloader = DataLoader(ds))\nx = 1\n")
+    assert [(f.code, f.name, f.location.row) for f in findings] == [("GL000", "syntax-error", 2)]
+    assert findings[0].message.startswith("SyntaxError")
+
+
+def test_file_the_prefilter_rules_out_is_not_parsed_even_if_broken():
+    # Documented trade-off: a file with nothing any rule looks for is not gpulint's to parse.
+    assert lint("import torch\ndef broken(:\n    pass\n") == []
+
+
+def test_positions_are_one_based():
+    assert rows(SUPPRESSIBLE.format(comment=""), "GL102") == [(5, "GL102")]
+    finding = lint(SUPPRESSIBLE.format(comment=""), "GL102")[0]
+    assert finding.location.column == 5
+    assert finding.end_location.row == 5
+
+
+def test_per_file_ignores(tmp_path):
+    settings = Settings(select=["ALL"], per_file_ignores={"scripts/*.py": ["GL102"]}, root=tmp_path)
+    linter = Linter(settings)
+    source = SUPPRESSIBLE.format(comment="").encode()
+    assert [f.code for f in linter.lint_source(source, str(tmp_path / "scripts" / "a.py")).findings] == []
+    assert [f.code for f in linter.lint_source(source, str(tmp_path / "src" / "a.py")).findings] == ["GL102"]

@@ -41,7 +41,16 @@ def remove_keyword(call: cst.Call, keyword: str, applicability: Applicability, m
     return Fix(applicability, message, {call: call.with_changes(args=args)})
 
 
+def _without_comment(whitespace: cst.BaseParenthesizableWhitespace) -> cst.BaseParenthesizableWhitespace:
+    """The same line break and indentation, minus any comment (comments must never be copied)."""
+    if isinstance(whitespace, cst.ParenthesizedWhitespace):
+        return whitespace.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=())
+    return whitespace
+
+
 def append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Call:
+    """Append `keyword=value` in the call's own layout: one line stays one line; one argument per
+    line gets a new line at the same indentation; comments stay on the argument they follow."""
     new_arg = cst.Arg(
         value=value,
         keyword=cst.Name(keyword),
@@ -51,18 +60,34 @@ def append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> c
     if not args:
         return call.with_changes(args=[new_arg])
     last = args[-1]
-    # The separator between arguments: copy the one already used between the last two, so an
-    # argument-per-line call gets a new line with the same indentation.
+    # The break between two arguments, copied from the layout already in use.
     if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma):
-        separator = args[-2].comma
+        separator = args[-2].comma.with_changes(whitespace_after=_without_comment(args[-2].comma.whitespace_after))
+    elif isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
+        separator = cst.Comma(whitespace_after=_without_comment(call.whitespace_before_args))
     else:
         separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    breaks = isinstance(separator.whitespace_after, cst.ParenthesizedWhitespace)
+
     if isinstance(last.comma, cst.Comma):
-        # Trailing comma: the new argument takes it (and its newline before the parenthesis).
-        new_arg = new_arg.with_changes(comma=last.comma)
-    new_arg = new_arg.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+        closing = last.comma.whitespace_after  # the comment after the old last argument, then `)`
+        if breaks and isinstance(closing, cst.ParenthesizedWhitespace):
+            last_comma = last.comma.with_changes(
+                whitespace_after=closing.with_changes(indent=separator.whitespace_after.indent, last_line=separator.whitespace_after.last_line)
+            )
+            new_comma = cst.Comma(whitespace_after=_without_comment(closing))
+        else:
+            last_comma, new_comma = separator, last.comma
+        args[-1] = last.with_changes(comma=last_comma)
+        args.append(new_arg.with_changes(comma=new_comma, whitespace_after_arg=last.whitespace_after_arg))
+        return call.with_changes(args=args)
+
+    closing = last.whitespace_after_arg  # no trailing comma: the break before `)` is here
+    if breaks and isinstance(closing, cst.ParenthesizedWhitespace):
+        separator = separator.with_changes(whitespace_after=separator.whitespace_after.with_changes(first_line=closing.first_line))
+        closing = _without_comment(closing)
     args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
-    args.append(new_arg)
+    args.append(new_arg.with_changes(whitespace_after_arg=closing))
     return call.with_changes(args=args)
 
 

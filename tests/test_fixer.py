@@ -1,0 +1,186 @@
+"""The fixer: layout-preserving edits, imports added once, overlap handling, safe writing."""
+
+from __future__ import annotations
+
+import os
+import stat
+import textwrap
+
+import pytest
+
+from gpulint.linter.config import Settings
+from gpulint.linter.engine import Linter
+from gpulint.linter.fixer import fix_source, write_atomic
+from gpulint.linter.runner import RunOptions, run
+from tests.helpers import assert_fix_ok, fix
+
+HEADER = "import torch\nfrom torch.utils.data import DataLoader\ndevice = 'cuda'\n"
+
+
+def test_keyword_appended_in_one_line_layout():
+    fixed = fix(HEADER + "loader = DataLoader(ds, batch_size=8)  # keep me\n", "GL102")
+    assert "loader = DataLoader(ds, batch_size=8, pin_memory=True)  # keep me\n" in fixed
+
+
+def test_keyword_appended_in_argument_per_line_layout_with_trailing_comma():
+    source = HEADER + textwrap.dedent("""
+        loader = DataLoader(
+            ds,
+            batch_size=8,  # the batch
+        )
+    """)
+    fixed = fix(source, "GL102")
+    assert fixed.endswith(textwrap.dedent("""
+        loader = DataLoader(
+            ds,
+            batch_size=8,  # the batch
+            pin_memory=True,
+        )
+    """))
+
+
+def test_keyword_appended_in_argument_per_line_layout_without_trailing_comma():
+    source = HEADER + "loader = DataLoader(\n    ds,\n    batch_size=8\n)\n"
+    assert fix(source, "GL102").endswith("loader = DataLoader(\n    ds,\n    batch_size=8,\n    pin_memory=True\n)\n")
+
+
+def test_existing_keyword_value_is_replaced():
+    fixed = fix(HEADER + "loader = DataLoader(ds, pin_memory=False, batch_size=8)\n", "GL102")
+    assert "DataLoader(ds, pin_memory=True, batch_size=8)" in fixed
+
+
+def test_two_fixes_on_one_call_both_apply_and_import_added_once():
+    source = HEADER + "a = DataLoader(ds)\nb = DataLoader(ds)\n"
+    fixed = assert_fix_ok(source, ["GL101", "GL102"])
+    assert fixed.count("import os\n") == 1
+    assert fixed.count("num_workers=min(8, os.cpu_count() or 1), pin_memory=True") == 2
+
+
+def test_import_not_added_when_already_bound():
+    fixed = fix("import os\n" + HEADER + "a = DataLoader(ds)\n", "GL101")
+    assert fixed.count("import os") == 1
+
+
+def test_import_goes_after_docstring_and_imports():
+    source = '"""Doc."""\nimport torch\nfrom torch.utils.data import DataLoader\n\ndevice = "cuda"\na = DataLoader(ds)\n'
+    fixed = fix(source, "GL101")
+    assert fixed.startswith('"""Doc."""\nimport torch\nfrom torch.utils.data import DataLoader\nimport os\n\ndevice')
+
+
+def test_num_workers_option_is_used():
+    fixed = fix(HEADER + "a = DataLoader(ds)\n", "GL101", **{"num-workers": "4"})
+    assert "num_workers=4" in fixed and "import os" not in fixed
+
+
+def test_unsafe_fixes_need_the_flag():
+    linter = Linter(Settings(select=["GL101"]))
+    outcome = fix_source(linter, (HEADER + "a = DataLoader(ds)\n").encode(), "x.py", unsafe=False)
+    assert not outcome.changed
+
+
+def test_newlines_encoding_and_bom_survive(tmp_path):
+    path = tmp_path / "train.py"
+    source = ("\ufeff# -*- coding: utf-8 -*-\n" + HEADER + "a = DataLoader(ds)  # é\n").replace("\n", "\r\n")
+    path.write_bytes(source.encode("utf-8"))
+    run([path], Settings(select=["GL102"]), RunOptions(fix=True))
+    data = path.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf")
+    assert b"\r\n" in data and b"\n" not in data.replace(b"\r\n", b"")
+    assert "pin_memory=True)  # é".encode() in data
+
+
+def test_latin1_file_keeps_its_encoding(tmp_path):
+    path = tmp_path / "train.py"
+    source = "# -*- coding: latin-1 -*-\n" + HEADER + "a = DataLoader(ds)  # café\n"
+    path.write_bytes(source.encode("latin-1"))
+    run([path], Settings(select=["GL102"]), RunOptions(fix=True))
+    assert "pin_memory=True)  # café".encode("latin-1") in path.read_bytes()
+
+
+def test_file_mode_is_kept_and_no_temporary_file_left(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(HEADER + "a = DataLoader(ds)\n")
+    path.chmod(0o750)
+    run([path], Settings(select=["GL102"]), RunOptions(fix=True))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o750
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
+
+
+def test_fix_through_symlink_writes_the_target(tmp_path):
+    target = tmp_path / "real.py"
+    target.write_text(HEADER + "a = DataLoader(ds)\n")
+    link = tmp_path / "link.py"
+    link.symlink_to(target)
+    run([link], Settings(select=["GL102"]), RunOptions(fix=True))
+    assert link.is_symlink()
+    assert "pin_memory=True" in target.read_text()
+
+
+def test_diff_writes_nothing(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(HEADER + "a = DataLoader(ds)\n")
+    before = path.read_bytes()
+    result = run([path], Settings(select=["GL102"]), RunOptions(diff=True))
+    assert path.read_bytes() == before
+    assert "+a = DataLoader(ds, pin_memory=True)" in result.outcomes[0].diff
+
+
+def test_only_named_files_change(tmp_path):
+    (tmp_path / "a.py").write_text(HEADER + "a = DataLoader(ds)\n")
+    (tmp_path / "b.py").write_text(HEADER + "b = DataLoader(ds)\n")
+    before = (tmp_path / "b.py").read_bytes()
+    run([tmp_path / "a.py"], Settings(select=["GL102"]), RunOptions(fix=True))
+    assert (tmp_path / "b.py").read_bytes() == before
+    assert "pin_memory=True" in (tmp_path / "a.py").read_text()
+
+
+def test_fix_that_would_break_parsing_is_not_written(tmp_path, monkeypatch):
+    import libcst as cst
+
+    import gpulint.linter.fixer as fixer
+
+    path = tmp_path / "train.py"
+    path.write_text(HEADER + "a = DataLoader(ds)\n")
+    before = path.read_bytes()
+    real_apply = fixer.apply_fixes
+
+    def broken_apply(analysis, fixes):
+        module = real_apply(analysis, fixes)
+        return module.with_changes(body=[*module.body, cst.parse_statement("x = 1\n")]).with_changes(
+            header=[cst.EmptyLine(comment=None)]
+        ).__class__(body=[cst.SimpleStatementLine([cst.Expr(cst.Name("def"))])])
+
+    monkeypatch.setattr(fixer, "apply_fixes", broken_apply)
+    result = run([path], Settings(select=["GL102"]), RunOptions(fix=True))
+    assert path.read_bytes() == before
+    assert any("does not parse" in line for line in result.errors)
+
+
+def test_write_atomic_leaves_original_when_writing_fails(tmp_path, monkeypatch):
+    path = tmp_path / "f.py"
+    path.write_bytes(b"old\n")
+
+    def failing_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    with pytest.raises(OSError):
+        write_atomic(path, b"new\n")
+    assert path.read_bytes() == b"old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.py"]
+
+
+def test_comments_stay_with_their_arguments_without_trailing_comma():
+    source = HEADER + "loader = DataLoader(\n    ds,  # data\n    batch_size=8  # batch\n)\n"
+    assert fix(source, "GL102").endswith(
+        "loader = DataLoader(\n    ds,  # data\n    batch_size=8,  # batch\n    pin_memory=True\n)\n"
+    )
+
+
+def test_single_argument_per_line_call():
+    source = HEADER + "loader = DataLoader(\n    ds,\n)\n"
+    assert fix(source, "GL102").endswith("loader = DataLoader(\n    ds,\n    pin_memory=True,\n)\n")
+
+
+def test_single_line_trailing_comma():
+    assert "DataLoader(ds, pin_memory=True,)" in fix(HEADER + "loader = DataLoader(ds,)\n", "GL102")

@@ -77,11 +77,13 @@ def check(
     select: Optional[List[str]] = typer.Option(None, "--select", help="Rule ids or prefixes to enable (comma-separated; ALL for every rule)."),
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule ids or prefixes to disable."),
     extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Rule ids or prefixes to add to the selection."),
-    output_format: str = typer.Option("text", "--format", help="Output format: text or json."),
+    output_format: str = typer.Option("text", "--format", help="Output format: text, json, sarif, github, rdjson or gitlab."),
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when findings remain."),
     statistics: bool = typer.Option(False, "--statistics", help="Count findings per rule instead of listing them."),
     config: Optional[Path] = typer.Option(None, "--config", help="A pyproject.toml ([tool.gpulint]) or gpulint.toml."),
     stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", help="The name of the file read from standard input."),
+    add_suppressions: bool = typer.Option(False, "--add-suppressions", help="Write `# gpulint: ignore[ID]` on every current finding's line (adopt gpulint on existing code)."),
+    report_unused_suppressions: bool = typer.Option(False, "--report-unused-suppressions", help="Also report suppression comments that suppress nothing (rule GL900)."),
 ) -> None:
     """Lint training code (the default command)."""
     from gpulint.linter import reporters
@@ -100,6 +102,10 @@ def check(
     except ConfigError as exc:
         _err(str(exc))
         raise typer.Exit(EXIT_ERROR)
+    if report_unused_suppressions:
+        settings.extend_select.append("GL900")  # the flag is a shorthand for selecting the rule
+    if add_suppressions:
+        _add_suppressions(paths, settings, reading_stdin, fix or diff)
 
     options = RunOptions(
         fix=fix,
@@ -139,6 +145,21 @@ def check(
     if result.path_errors or any(o.errors for o in result.outcomes):
         code = EXIT_ERROR
     raise typer.Exit(code)
+
+
+def _add_suppressions(paths: List[Path], settings: Settings, reading_stdin: bool, fixing: bool) -> None:
+    from gpulint.linter.add_suppressions import add_suppressions
+    from gpulint.linter.engine import Linter
+
+    if reading_stdin or fixing:
+        _err("--add-suppressions edits files in place; it cannot be combined with standard input, --fix or --diff")
+        raise typer.Exit(EXIT_ERROR)
+    outcome = add_suppressions(paths, Linter(settings))
+    for line in outcome.errors:
+        _err(line)
+    plural = "s" if outcome.added != 1 else ""
+    typer.echo(f"Added {outcome.added} suppression{plural} in {outcome.files} file{'s' if outcome.files != 1 else ''}.", err=True)
+    raise typer.Exit(EXIT_ERROR if outcome.errors else EXIT_CLEAN)
 
 
 def _run_stdin(settings: Settings, options, name: str):
@@ -233,7 +254,7 @@ def _register_extensions() -> None:
 
 
 # Each module has `register(app: typer.Typer)`; listed here so the command set is visible in one place.
-EXTENSION_MODULES: list[str] = []
+EXTENSION_MODULES: list[str] = ["gpulint.review.cli"]
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import warnings
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -32,6 +33,10 @@ from gpulint.linter.suppressions import Suppression, file_is_ignored, find_suppr
 
 # A file that names none of these is not training code for any rule here (DESIGN §2 prefilter).
 FRAMEWORK_MARKERS = (b"torch", b"tensorflow", b"keras", b"lightning", b"transformers", b"accelerate", b"tf.")
+
+# GL900 unused-suppression (gpulint.rules.meta) reads suppression comments, not the tree: it is
+# never a reason to parse a file and runs after the other rules, in lint_source.
+UNUSED_SUPPRESSION = "GL900"
 
 
 @dataclass
@@ -76,7 +81,9 @@ def parse(source: bytes | str) -> cst.Module:
         # libcst's positions for tokenizer errors are often off; CPython's compiler, asked only
         # when parsing failed, names the line a person expects.
         try:
-            compile(source, "<source>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the user's code's warnings are not ours to print
+                compile(source, "<source>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
         except SyntaxError as python_error:
             if python_error.lineno:
                 raise SyntaxErrorInSource(python_error.msg, python_error.lineno, python_error.offset or 1) from exc
@@ -108,6 +115,7 @@ class Linter:
         """Rules whose prefilter tokens occur in the source (the parse is skipped when none do)."""
         if not any(marker in source for marker in FRAMEWORK_MARKERS):
             return []
+        rules = tuple(r for r in rules if r.code != UNUSED_SUPPRESSION)
         return [r for r in rules if not r.tokens or any(t.encode() in source for t in r.tokens)]
 
     def analyze(self, source: bytes, path: str) -> Analysis | None:
@@ -208,12 +216,30 @@ class Linter:
             result.findings.append(syntax_error_finding(path, str(exc), exc.row, exc.column))
             return result
         if analysis is None:
-            return result
+            return self._with_unused_suppressions(result, source, None)
         result.parsed = True
         result.findings = self.locate(analysis, path, with_edits)
         result.unused_suppressions = [
             s for rows in analysis.suppressions.values() for s in rows if not s.used
         ]
+        return self._with_unused_suppressions(result, analysis.module.code, analysis.suppressions)
+
+    def _with_unused_suppressions(self, result: FileResult, text: bytes | str, suppressions) -> FileResult:
+        """Add GL900 findings (when enabled) for suppression comments that silenced nothing;
+        `suppressions` carry which codes they silenced (None: the file was not parsed)."""
+        codes = self.settings.codes_for(result.path)
+        if UNUSED_SUPPRESSION not in codes:
+            return result
+        if isinstance(text, bytes):
+            lowered = text.lower()
+            if file_is_ignored(text) or (b"gpulint" not in lowered and b"noqa" not in lowered):
+                return result
+            text = text.decode("utf-8", errors="replace")
+        from gpulint.rules.meta import unused_suppression_findings
+
+        extra = unused_suppression_findings(text, result.path, suppressions, codes)
+        if extra:
+            result.findings = sorted(result.findings + extra, key=Finding.sort_key)
         return result
 
 

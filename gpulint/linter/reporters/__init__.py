@@ -31,10 +31,14 @@ def _load(name: str) -> Callable[[RunResult, ReportSettings], str]:
 FORMATS: dict[str, str] = {
     "text": "gpulint.linter.reporters.text:render",
     "json": "gpulint.linter.reporters.json_format:render",
+    "sarif": "gpulint.linter.reporters.sarif:render",
+    "github": "gpulint.linter.reporters.github:render",
+    "rdjson": "gpulint.linter.reporters.rdjson:render",
+    "gitlab": "gpulint.linter.reporters.gitlab:render",
 }
 
 # Formats whose output carries fix edits (computing edits costs a code generation per fix).
-NEEDS_EDITS = {"json"}
+NEEDS_EDITS = {"json", "sarif", "rdjson"}
 
 
 def render(name: str, result: RunResult, settings: ReportSettings) -> str:

@@ -1,0 +1,46 @@
+"""`--format gitlab`: a GitLab Code Quality report (the `artifacts:reports:codequality` file).
+
+A JSON array of issues with `description`, `check_name`, `fingerprint` (unique per issue and stable
+across runs: the same fingerprint as SARIF), `severity` and `location.path` / `location.lines.begin`.
+"""
+
+from __future__ import annotations
+
+import json
+
+from gpulint.linter.findings import Finding
+from gpulint.linter.reporters import ReportSettings
+from gpulint.linter.reporters.sarif import fingerprints
+from gpulint.linter.runner import RunResult
+
+
+def _severity(finding: Finding) -> str:
+    from gpulint.linter.rule import rules_by_code
+
+    if finding.severity == "error":
+        return "critical"
+    rule = rules_by_code().get(finding.code)
+    return "info" if rule is not None and rule.default == "hint" else "major"
+
+
+def to_gitlab(result: RunResult) -> list[dict]:
+    findings = sorted(result.findings, key=Finding.sort_key)
+    return [
+        {
+            "type": "issue",
+            "description": f"{finding.code} {finding.message}",
+            "check_name": finding.code,
+            "categories": ["Performance"],
+            "fingerprint": fingerprint,
+            "severity": _severity(finding),
+            "location": {
+                "path": finding.path.replace("\\", "/"),
+                "lines": {"begin": finding.location.row, "end": max(finding.end_location.row, finding.location.row)},
+            },
+        }
+        for finding, fingerprint in zip(findings, fingerprints(findings))
+    ]
+
+
+def render(result: RunResult, settings: ReportSettings) -> str:
+    return json.dumps(to_gitlab(result), indent=2)

@@ -1,0 +1,69 @@
+"""`--format rdjson`: reviewdog's Diagnostic Format (`reviewdog -f=rdjson`).
+
+Positions are 1-based; reviewdog counts columns in UTF-8 bytes, so code-point columns from libcst
+are converted with the line's text.  Fixes become `suggestions`: whole-line ranges (the end is
+exclusive, as rdjson defines it) with the replacement text.
+"""
+
+from __future__ import annotations
+
+import json
+
+from gpulint import DOCS_URL
+from gpulint.linter.findings import Finding
+from gpulint.linter.reporters import ReportSettings
+from gpulint.linter.reporters.sarif import line_text, source_lines
+from gpulint.linter.runner import RunResult
+
+
+def byte_column(path: str, row: int, column: int) -> int:
+    """A 1-based code-point column as a 1-based UTF-8 byte column."""
+    text = line_text(path, row)
+    return len(text[: column - 1].encode("utf-8")) + 1 if text else column
+
+
+def _suggestions(finding: Finding) -> list[dict]:
+    if finding.fix is None or not finding.fix.edits:
+        return []
+    count = len(source_lines(finding.path))
+    if not count:
+        return []
+    suggestions = []
+    for edit in finding.fix.edits:
+        start, end = edit.location.row, edit.end_location.row
+        if end > count + 1 or start > count + 1:
+            return []
+        # [start:1, end:1) covers whole lines including their newlines (empty when inserting).
+        suggestions.append(
+            {
+                "range": {"start": {"line": start, "column": 1}, "end": {"line": end, "column": 1}},
+                "text": edit.content,
+            }
+        )
+    return suggestions
+
+
+def diagnostic(finding: Finding) -> dict:
+    start = {"line": finding.location.row, "column": byte_column(finding.path, finding.location.row, finding.location.column)}
+    end = {"line": finding.end_location.row, "column": byte_column(finding.path, finding.end_location.row, finding.end_location.column)}
+    entry = {
+        "message": finding.message,
+        "location": {"path": finding.path.replace("\\", "/"), "range": {"start": start, "end": end}},
+        "severity": "ERROR" if finding.severity == "error" else "WARNING",
+        "code": {"value": finding.code, "url": DOCS_URL.format(code=finding.code, name=finding.name)},
+    }
+    suggestions = _suggestions(finding)
+    if suggestions:
+        entry["suggestions"] = suggestions
+    return entry
+
+
+def to_rdjson(result: RunResult) -> dict:
+    return {
+        "source": {"name": "gpulint", "url": "https://github.com/gpulint/gpulint"},
+        "diagnostics": [diagnostic(f) for f in sorted(result.findings, key=Finding.sort_key)],
+    }
+
+
+def render(result: RunResult, settings: ReportSettings) -> str:
+    return json.dumps(to_rdjson(result), indent=2)

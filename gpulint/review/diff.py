@@ -1,0 +1,127 @@
+"""Which lines a change adds: `git diff` of the working tree against the merge base of a ref."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(?P<start>\d+)(?:,(?P<count>\d+))? @@")
+
+
+class GitError(Exception):
+    """A git problem, as one line for the user."""
+
+
+@dataclass
+class FileDiff:
+    path: str  # relative to the repository root, with forward slashes
+    added: set[int] = field(default_factory=set)  # new-side rows the change adds
+    commentable: set[int] = field(default_factory=set)  # new-side rows in the diff (added or context)
+
+
+def git(args: list[str], cwd: Path | None = None) -> str:
+    try:
+        completed = subprocess.run(
+            ["git", "-c", "core.quotePath=false", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            env={**os.environ, "GIT_PAGER": "cat", "LC_ALL": "C"},
+        )
+    except FileNotFoundError:
+        raise GitError("git is not installed or not on PATH") from None
+    if completed.returncode != 0:
+        detail = (completed.stderr.strip().splitlines() or ["failed"])[-1]
+        raise GitError(f"git {args[0]}: {detail}")
+    return completed.stdout
+
+
+def repo_root(cwd: Path | None = None) -> Path:
+    try:
+        return Path(git(["rev-parse", "--show-toplevel"], cwd).strip())
+    except GitError:
+        raise GitError("not inside a git repository (gpulint review compares against a base commit)") from None
+
+
+def default_base() -> str:
+    """The base to compare with: the pull request's base branch in GitHub Actions, else the
+    current branch's upstream."""
+    base_ref = os.environ.get("GITHUB_BASE_REF")
+    if base_ref:
+        return f"origin/{base_ref}"
+    return "@{upstream}"
+
+
+def merge_base(ref: str, cwd: Path | None = None) -> str:
+    try:
+        git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd)
+    except GitError:
+        hint = " (no upstream branch is set: pass --base REF)" if ref == "@{upstream}" else ""
+        raise GitError(f"cannot resolve base {ref!r}{hint}") from None
+    try:
+        return git(["merge-base", ref, "HEAD"], cwd).strip()
+    except GitError:
+        raise GitError(
+            f"no common ancestor between {ref!r} and HEAD (a shallow clone? fetch with fetch-depth: 0)"
+        ) from None
+
+
+def _unquote(path: str) -> str:
+    """A path from a diff header; git quotes unusual names C-style."""
+    if path.startswith('"') and path.endswith('"'):
+        return path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape").encode("latin-1").decode("utf-8", "replace")
+    return path
+
+
+def parse_diff(text: str) -> dict[str, FileDiff]:
+    """New-side added and commentable rows per file of a unified diff (a/ b/ prefixes)."""
+    files: dict[str, FileDiff] = {}
+    current: FileDiff | None = None
+    row = 0
+    remaining_new = remaining_old = 0
+    for line in text.splitlines():
+        if remaining_new or remaining_old:
+            tag = line[:1]
+            if tag == "+":
+                current.added.add(row)
+                current.commentable.add(row)
+                row += 1
+                remaining_new -= 1
+            elif tag == "-":
+                remaining_old -= 1
+            elif tag == " " or line == "":
+                current.commentable.add(row)
+                row += 1
+                remaining_new -= 1
+                remaining_old -= 1
+            # "\ No newline at end of file" changes nothing
+            continue
+        if line.startswith("+++ "):
+            name = _unquote(line[4:].rstrip("\t"))
+            current = None
+            if name != "/dev/null" and name.startswith("b/"):
+                current = files.setdefault(name[2:], FileDiff(name[2:]))
+        elif line.startswith("@@") and current is not None:
+            match = _HUNK.match(line)
+            if match:
+                row = int(match.group("start"))
+                remaining_new = int(match.group("count") or 1)
+                old = re.match(r"^@@ -\d+(?:,(\d+))?", line)
+                remaining_old = int(old.group(1) or 1) if old and old.group(1) is not None else 1
+    return files
+
+
+def changed_lines(base: str, paths: list[str], cwd: Path | None = None) -> dict[str, FileDiff]:
+    """The working tree's changes since the merge base of `base` and HEAD, per file."""
+    since = merge_base(base, cwd)
+    text = git(
+        ["diff", "--no-color", "--no-ext-diff", "--unified=3", "-M", "--src-prefix=a/", "--dst-prefix=b/",
+         "--diff-filter=AMR", since, "--", *paths],
+        cwd,
+    )
+    return parse_diff(text)

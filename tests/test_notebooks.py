@@ -1,0 +1,359 @@
+"""Notebooks: linted cell by cell as one module, reported in cell coordinates, fixed in place with
+outputs, metadata and the JSON layout untouched."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from typer.testing import CliRunner
+
+from gpulint.cli import app
+from gpulint.linter.config import Settings
+from gpulint.linter.engine import Linter
+from gpulint.linter.files import discover
+from gpulint.linter.notebook import NotebookError, classify, join, make_cell, map_back, split_lines
+from gpulint.linter.rule import rules_by_code
+from gpulint.linter.runner import RunOptions, process_file, run
+from tests.helpers import FIXTURES
+
+NOTEBOOKS = FIXTURES / "notebooks"
+BAD = NOTEBOOKS / "pytorch_training.ipynb"
+CLEAN = NOTEBOOKS / "clean" / "pytorch_training.ipynb"
+_EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9,\s]+)")
+
+
+def expected_cell_markers(path: Path) -> set[tuple[int, int, str]]:
+    """(cell, row in cell, code) from `# expect:` comments in a notebook's code cells."""
+    expected = set()
+    for number, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"], start=1):
+        if cell["cell_type"] != "code":
+            continue
+        for row, line in enumerate("".join(cell["source"]).splitlines(), start=1):
+            match = _EXPECT.search(line)
+            if match:
+                expected |= {(number, row, code) for code in re.split(r"[,\s]+", match.group(1).strip()) if code}
+    return expected
+
+
+def outcome_for(path: Path, select="ALL", **options):
+    settings = Settings(select=[select] if isinstance(select, str) else select)
+    return process_file(path, Linter(settings), RunOptions(**options))
+
+
+def findings_of(path: Path, select="ALL"):
+    outcome = outcome_for(path, select)
+    assert not outcome.errors, outcome.errors
+    return outcome.result.findings
+
+
+def write_notebook(path: Path, cells: list, indent=1, ensure_ascii=False, tail="\n", metadata=None, **dump) -> Path:
+    """A notebook file from (cell_type, source) pairs, laid out as asked."""
+    nb = nbformat.v4.new_notebook(metadata=metadata or {"language_info": {"name": "python"}})
+    for index, (kind, source) in enumerate(cells):
+        cell = nbformat.v4.new_code_cell(source) if kind == "code" else nbformat.v4.new_markdown_cell(source)
+        cell["id"] = f"cell-{index}"
+        nb.cells.append(cell)
+    path.write_text(json.dumps(nb, indent=indent, ensure_ascii=ensure_ascii, **dump) + tail, encoding="utf-8", newline="")
+    return path
+
+
+def without_sources(nb: dict) -> dict:
+    copy = json.loads(json.dumps(nb))
+    for cell in copy["cells"]:
+        cell.pop("source")
+    return copy
+
+
+# -- the fixture notebooks --------------------------------------------------------------------
+
+
+def test_planted_findings_reported_exactly_once_in_cell_coordinates():
+    findings = findings_of(BAD)
+    triples = [(f.extra["cell"], f.location.row, f.code) for f in findings]
+    assert len(triples) == len(set(triples)), "a finding is reported twice"
+    assert set(triples) == expected_cell_markers(BAD)
+    for finding in findings:
+        assert finding.display_location == f"cell {finding.extra['cell']}:{finding.location.row}:{finding.location.column}"
+        assert finding.statement_row is not None
+
+
+def test_default_selection_reports_the_non_hint_markers():
+    expected = {t for t in expected_cell_markers(BAD) if rules_by_code()[t[2]].default == "on"}
+    outcome = process_file(BAD, Linter(Settings()), RunOptions())
+    assert {(f.extra["cell"], f.location.row, f.code) for f in outcome.result.findings} == expected
+
+
+def test_clean_twin_has_no_findings():
+    assert findings_of(CLEAN) == []
+
+
+def test_cells_are_counted_with_markdown_and_columns_are_the_cells_own():
+    # Cell 10 is the `%%time` training cell (markdown cells count); `.item()` in
+    # `history.append(loss.item())` starts at column 24 of its line.
+    source = "".join(json.loads(BAD.read_text())["cells"][9]["source"])
+    line = source.splitlines()[13]
+    assert line.strip().startswith("history.append(loss.item())")
+    finding = next(f for f in findings_of(BAD) if f.extra["cell"] == 10 and f.location.row == 14)
+    assert finding.location.column == line.index("loss.item()") + 1
+
+
+def test_text_and_json_reports_carry_the_cell(tmp_path):
+    copy = shutil.copy(BAD, tmp_path / "nb.ipynb")
+    result = CliRunner().invoke(app, ["check", "--select", "ALL", str(copy)])
+    assert re.search(r"nb\.ipynb:cell 10:15:9: GL302 ", result.output), result.output
+    result = CliRunner().invoke(app, ["check", "--select", "ALL", "--format", "json", str(copy)])
+    rows = json.loads(result.stdout)
+    gl302 = next(r for r in rows if r["code"] == "GL302")
+    assert (gl302["cell"], gl302["location"]["row"], gl302["noqa_row"]) == (10, 15, 15)
+
+
+def test_json_fix_edits_are_in_the_cells_coordinates(tmp_path):
+    copy = shutil.copy(BAD, tmp_path / "nb.ipynb")
+    outcome = outcome_for(Path(copy), with_edits=True)
+    gl102 = next(f for f in outcome.result.findings if f.code == "GL102" and f.location.row == 5)
+    assert gl102.fix.edits, "a one-cell fix keeps its edits"
+    edit = gl102.fix.edits[0]
+    assert edit.location.row == 5 and "pin_memory=True" in edit.content
+
+
+def test_fixing_a_copy_keeps_outputs_metadata_layout_and_magics(tmp_path):
+    copy = Path(shutil.copy(BAD, tmp_path / "nb.ipynb"))
+    before = json.loads(copy.read_text(encoding="utf-8"))
+    outcome = outcome_for(copy, fix=True, unsafe_fixes=True)
+    assert not outcome.errors, outcome.errors
+    assert outcome.fixed >= 5
+    text = copy.read_text(encoding="utf-8")
+    after = json.loads(text)
+    # Only sources changed; the file is laid out as Jupyter wrote the original.
+    assert without_sources(after) == without_sources(before)
+    assert text == json.dumps(after, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+    notebook = nbformat.read(copy, as_version=4)
+    nbformat.validate(notebook)
+    assert sum(len(c.get("outputs", [])) for c in notebook.cells) == sum(len(c.get("outputs", [])) for c in before["cells"])
+    # Every IPython line is still there, unchanged and in order; unfixable findings are all that is left.
+    for old, new in zip(before["cells"], after["cells"]):
+        if old["cell_type"] == "code":
+            old_lines, new_lines = split_lines("".join(old["source"])), split_lines("".join(new["source"]))
+            keep = lambda lines: [line for line, m in zip(lines, classify(lines)[0]) if m]  # noqa: E731
+            assert keep(new_lines) == keep(old_lines)
+    assert all(f.fix is None for f in outcome.result.findings), outcome.result.findings
+    assert "os.cpu_count()" in "".join(after["cells"][4]["source"])
+    assert "import os\n" in after["cells"][2]["source"], "the added import joins the imports cell"
+    # A second run finds nothing to fix and writes nothing.
+    second = outcome_for(copy, fix=True, unsafe_fixes=True)
+    assert second.fixed == 0 and not second.errors
+    assert copy.read_text(encoding="utf-8") == text
+
+
+def test_diff_shows_cells_and_writes_nothing(tmp_path):
+    copy = Path(shutil.copy(BAD, tmp_path / "nb.ipynb"))
+    original = copy.read_bytes()
+    outcome = outcome_for(copy, diff=True)
+    assert copy.read_bytes() == original
+    assert "--- a/" in outcome.diff and ":cell 5\n" in outcome.diff
+    assert "+    pin_memory=True,\n" in outcome.diff
+    assert outcome.fixed > 0
+
+
+def test_directories_include_notebooks():
+    files, errors = discover([NOTEBOOKS])
+    assert not errors
+    assert BAD in files and CLEAN in files
+
+
+# -- IPython syntax ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["%timeit f(x)\n", "!pip install torch\n", "x = !ls\n", "files = %sx ls\n", "model?\n", "?model\n", "torch.nn??\n", "%%time\n"],
+)
+def test_ipython_lines_are_recognised(line):
+    assert classify([line])[0] == [True]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "x = (a\n     % b)\n",  # modulo on a continuation line
+        'doc = """\n%d items\n!important\n"""\n',  # inside a triple-quoted string
+        "x = 1  # why?\n",  # a comment that ends with a question mark
+        "y = a != b\n",
+        "call(a,\\\n     b)\n",
+    ],
+)
+def test_python_lines_are_not_taken_for_ipython(source):
+    lines = split_lines(source)
+    magic, python = classify(lines)
+    assert python and not any(magic)
+
+
+def test_indented_and_continued_magics_keep_the_cell_parseable():
+    cell = make_cell(1, "for i in range(3):\n    %time f(i)\n!echo a \\\n  b\nx = 1")
+    assert cell.magic == [False, True, True, True, False]
+    assert cell.error is None
+
+
+def test_cell_magics_python_bodies_are_linted_others_skipped(tmp_path):
+    path = write_notebook(
+        tmp_path / "nb.ipynb",
+        [
+            ("code", "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nmodel = model.cuda()"),
+            ("code", "%%capture\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n    print(loss.item())"),
+            ("code", "%%bash\nfor x in loader:\n  echo $x.item()\ndone"),
+            ("code", "%%writefile train.py\nfor x, y in loader:\n    loss.backward()\n    print(loss.item())"),
+        ],
+    )
+    found = {(f.extra["cell"], f.location.row, f.code) for f in findings_of(path, "GL201")}
+    assert found == {(2, 6, "GL201")}
+
+
+def test_top_level_await_and_a_first_line_magic_parse(tmp_path):
+    path = write_notebook(tmp_path / "nb.ipynb", [("code", "%load_ext autoreload\nimport torch\nawait asyncio.sleep(0)\nx = torch.ones(1)")])
+    outcome = outcome_for(path)
+    assert not outcome.errors and outcome.result.findings == []
+
+
+# -- suppressions, broken cells, bad files ---------------------------------------------------------
+
+
+TRAIN = "for x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n"
+
+
+def test_suppressions_work_per_line(tmp_path):
+    path = write_notebook(
+        tmp_path / "nb.ipynb",
+        [("code", "import torch\nmodel = model.cuda()"), ("code", TRAIN + "    a = loss.item()  # noqa: GL201\n    b = loss.item()")],
+    )
+    assert [(f.extra["cell"], f.location.row) for f in findings_of(path, "GL201")] == [(2, 6)]
+
+
+def test_a_broken_cell_is_reported_where_it_is_and_the_others_are_still_linted(tmp_path):
+    path = write_notebook(
+        tmp_path / "nb.ipynb",
+        [("code", "import torch\nmodel = model.cuda()"), ("code", "def broken(:\n    pass"), ("code", TRAIN + "    print(loss.item())")],
+    )
+    found = {(f.extra["cell"], f.location.row, f.code) for f in findings_of(path, ["GL201"])}
+    assert (2, 1, "GL000") in found
+    assert (3, 5, "GL201") in found
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"{not json", "invalid JSON at line 1 column 2"),
+        (b"[1, 2]", "top level is not a JSON object"),
+        (b'{"nbformat": 3, "worksheets": []}', "nbformat 3 notebooks are not supported"),
+        (b'{"nbformat": 4, "cells": [{"cell_type": "code", "source": 5}]}', "cell 1: `source` is not text"),
+        (b'{"nbformat": 4}', "no `cells` list"),
+        (b'{"cells": ["\xff"]}', "not UTF-8"),
+    ],
+)
+def test_bad_notebooks_get_one_clear_line(tmp_path, content, message):
+    path = tmp_path / "bad.ipynb"
+    path.write_bytes(content)
+    outcome = outcome_for(path, fix=True)
+    assert len(outcome.errors) == 1 and "\n" not in outcome.errors[0]
+    assert outcome.errors[0].startswith(f"{outcome.result.path}: ") and message in outcome.errors[0]
+    assert path.read_bytes() == content
+    result = CliRunner().invoke(app, ["check", str(path)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_other_kernels_are_skipped(tmp_path):
+    path = write_notebook(tmp_path / "nb.ipynb", [("code", "library(torch)\nx <- 1")], metadata={"kernelspec": {"display_name": "R", "language": "R", "name": "ir"}})
+    outcome = outcome_for(path)
+    assert not outcome.errors and outcome.result.findings == []
+
+
+# -- writing back ----------------------------------------------------------------------------
+
+
+LOADER_CELLS = [
+    ("markdown", "# Title ünïcode"),
+    ("code", "import torch\nfrom torch.utils.data import DataLoader\nmodel = model.cuda()\nloader = DataLoader(ds, num_workers=2)"),
+]
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        {"indent": 1},
+        {"indent": 2, "ensure_ascii": True, "tail": ""},
+        {"indent": 4, "sort_keys": True},
+        {"indent": None, "separators": (",", ":"), "tail": ""},
+    ],
+    ids=["jupyter", "indent2-ascii-no-newline", "indent4-sorted", "minified"],
+)
+def test_fixes_keep_the_files_own_layout(tmp_path, layout):
+    path = write_notebook(tmp_path / "nb.ipynb", LOADER_CELLS, **layout)
+    outcome = outcome_for(path, select="GL102", fix=True)
+    assert not outcome.errors and outcome.fixed == 1
+    text = path.read_text(encoding="utf-8")
+    data = json.loads(text)
+    assert "pin_memory=True" in "".join(data["cells"][1]["source"])
+    tail = layout.pop("tail", "\n")
+    assert text == json.dumps(data, **{"ensure_ascii": False, **layout}) + tail
+
+
+def test_string_sources_stay_strings_and_crlf_and_bom_survive(tmp_path):
+    path = write_notebook(tmp_path / "nb.ipynb", LOADER_CELLS)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["cells"][1]["source"] = "".join(data["cells"][1]["source"])  # one string, not a list
+    path.write_bytes(b"\xef\xbb\xbf" + (json.dumps(data, indent=1, ensure_ascii=False) + "\n").replace("\n", "\r\n").encode())
+    outcome = outcome_for(path, select="GL102", fix=True)
+    assert not outcome.errors and outcome.fixed == 1
+    raw = path.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf") and b"\r\n" in raw and b"\n" not in raw.replace(b"\r\n", b"")
+    source = json.loads(raw.decode("utf-8-sig"))["cells"][1]["source"]
+    assert isinstance(source, str) and "pin_memory=True" in source
+
+
+def test_a_layout_that_cannot_be_reproduced_is_not_rewritten(tmp_path):
+    path = write_notebook(tmp_path / "nb.ipynb", LOADER_CELLS)
+    odd = path.read_text(encoding="utf-8").replace('"cells": [', '"cells":   [', 1)
+    path.write_text(odd, encoding="utf-8")
+    outcome = outcome_for(path, select="GL102", fix=True)
+    assert len(outcome.errors) == 1 and "without reformatting" in outcome.errors[0]
+    assert path.read_text(encoding="utf-8") == odd
+    assert [f.code for f in outcome.result.findings] == ["GL102"]
+
+
+def test_a_fix_that_touches_a_magic_line_is_refused():
+    cells = [make_cell(1, "import torch\n%time x = 1\ny = 2")]
+    joined = join(cells)
+    lines = split_lines(joined.text)
+    assert lines[2].startswith("import _gpulint_ipython_line_")
+    lines[2] = "if True:\n    " + lines[2]
+    with pytest.raises(NotebookError, match="IPython line at cell 1:2"):
+        map_back(joined, "".join(lines))
+    # And an insertion goes to the cell of the line above it, magic restored as it was.
+    cells = [make_cell(1, "%pip install x\nimport torch"), make_cell(3, "y = torch.ones(1)")]
+    joined = join(cells)
+    lines = split_lines(joined.text)
+    fixed = "".join(lines[:3] + ["import os\n"] + lines[3:])
+    assert map_back(joined, fixed) == {1: "%pip install x\nimport torch\nimport os", 3: "y = torch.ones(1)"}
+
+
+def test_notebooks_are_linted_and_fixed_without_nbformat(tmp_path, monkeypatch):
+    path = write_notebook(tmp_path / "nb.ipynb", LOADER_CELLS)
+    monkeypatch.setitem(sys.modules, "nbformat", None)  # `import nbformat` now raises ImportError
+    outcome = outcome_for(path, select="GL102", fix=True)
+    assert not outcome.errors and outcome.fixed == 1
+    assert "pin_memory=True" in path.read_text(encoding="utf-8")
+
+
+def test_run_over_a_tree_mixes_scripts_and_notebooks(tmp_path):
+    tree = tmp_path / "project"
+    shutil.copytree(NOTEBOOKS, tree / "notebooks")
+    shutil.copy(FIXTURES / "pytorch_image_classification.py", tree / "train.py")
+    result = run([tree], Settings(select=["GL101"]), RunOptions())
+    assert not result.errors
+    by_file = {Path(f.path).name for f in result.findings}
+    assert by_file == {"train.py", "pytorch_training.ipynb"}

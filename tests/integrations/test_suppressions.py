@@ -1,0 +1,153 @@
+"""--add-suppressions (silence today's findings, idempotently, never breaking a file) and unused
+suppressions (GL900, --report-unused-suppressions)."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+import libcst as cst
+
+from gpulint.linter.add_suppressions import comment_rows, suppress_source
+from gpulint.linter.config import Settings
+from gpulint.linter.engine import Linter
+from tests.helpers import FIXTURES, lint
+from tests.integrations.conftest import run_cli
+
+LOOP = textwrap.dedent(
+    '''\
+    import torch
+    from torch.utils.data import DataLoader
+
+
+    def train(ds, model, optimizer):
+        loader = DataLoader(ds, batch_size=8)  # a note
+        model.cuda()
+        for step, (x, y) in enumerate(loader):
+            loss = model(x.cuda(non_blocking=True), y)
+            loss.backward()
+            optimizer.step()
+            text = """loss
+            %s""" % loss.item()
+            print(loss.item())  # gpulint: ignore[GL302]
+    '''
+)
+
+
+def test_add_suppressions_silences_everything_once(tmp_path, monkeypatch, capsys):
+    for path in FIXTURES.glob("*.py"):
+        shutil.copy(path, tmp_path / path.name)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli([".", "--select", "ALL"], capsys)
+    assert code == 1
+    before = {p.name: p.read_text() for p in tmp_path.glob("*.py")}
+
+    code, _, err = run_cli([".", "--select", "ALL", "--add-suppressions"], capsys)
+    assert code == 0, err
+    assert "Added" in err
+    after = {p.name: p.read_text() for p in tmp_path.glob("*.py")}
+    for name, text in after.items():
+        cst.parse_module(text)  # every file still parses
+        assert len(text.splitlines()) == len(before[name].splitlines())  # comments only, no new lines
+    code, out, err = run_cli([".", "--select", "ALL"], capsys)
+    assert code == 0, out  # nothing left to report
+    code, _, err = run_cli([".", "--select", "ALL", "--add-suppressions"], capsys)
+    assert "Added 0 suppressions in 0 files." in err
+    assert {p.name: p.read_text() for p in tmp_path.glob("*.py")} == after  # second run adds nothing
+
+
+def test_add_suppressions_merges_and_avoids_string_lines():
+    findings = lint(LOOP, "ALL")
+    new_text, added, skipped = suppress_source(LOOP, findings)
+    assert not skipped and added == len({(f.location.row, f.code) for f in findings})
+    lines = new_text.splitlines()
+    # merged into the existing comment, codes in order
+    assert lines[13].endswith("print(loss.item())  # gpulint: ignore[GL201, GL302]")
+    # the loader line keeps its own comment and gets ours after it
+    assert lines[5].endswith("# a note  # gpulint: ignore[GL101, GL102]")
+    # the multi-line string's first line is untouched: a comment there would land inside the string
+    assert lines[11].endswith('text = """loss')
+    cst.parse_module(new_text)
+    assert lint(new_text, "ALL") == []
+
+
+def test_comment_rows_exclude_string_interiors_and_continuations():
+    text = 'a = """x\ny""" + \\\n    b\nc = 1\n'
+    assert comment_rows(text) == {3, 4}  # row 1 ends inside the string, row 2 with a backslash
+
+
+def test_statement_row_used_when_the_reported_line_cannot_take_a_comment():
+    source = LOOP.replace(
+        '        print(loss.item())  # gpulint: ignore[GL302]\n',
+        '        pair = (\n            loss.item(), """tail\n            """)\n',
+    )
+    findings = [f for f in lint(source, "GL201") if f.location.row == 15]
+    assert findings and findings[0].statement_row == 14
+    new_text, added, skipped = suppress_source(source, findings)
+    assert added == 1 and not skipped
+    assert new_text.splitlines()[13].endswith("pair = (  # gpulint: ignore[GL201]")
+    assert [f for f in lint(new_text, "GL201") if f.location.row == 15] == []
+
+
+def test_crlf_line_endings_are_kept():
+    source = LOOP.replace("\n", "\r\n")
+    findings = lint(LOOP, "ALL")
+    new_text, _, _ = suppress_source(source, findings)
+    assert "\r\n" in new_text and "\n" not in new_text.replace("\r\n", "")
+
+
+# -- unused suppressions ----------------------------------------------------------------------------
+UNUSED = textwrap.dedent(
+    '''\
+    import torch
+    from torch.utils.data import DataLoader
+
+    loader = DataLoader(ds, num_workers=4, pin_memory=True)  # gpulint: ignore[GL101]
+    other = DataLoader(ds, pin_memory=True)  # noqa: GL101, GL102
+    x = 1  # noqa: E501
+    y = 2  # noqa
+    z = 3  # gpulint: ignore
+    w = 4  # gpulint: ignore[GL999]
+    model = torch.nn.Linear(1, 1).cuda()
+    '''
+)
+
+
+def _gl900(source: str, select: list[str]) -> list[tuple[int, str]]:
+    return [(f.location.row, f.message) for f in lint(source, select) if f.code == "GL900"]
+
+
+def test_unused_suppressions_reported_when_selected():
+    found = _gl900(UNUSED, ["GL1", "GL900"])
+    rows = [row for row, _ in found]
+    assert rows == [4, 5, 8, 9]
+    messages = dict(found)
+    assert "GL101" in messages[4]
+    assert "GL102" in messages[5] and "GL101" not in messages[5]  # GL101 is used on row 5
+    assert "GL999 is not a gpulint rule" in messages[9]
+
+
+def test_unused_suppressions_off_by_default_and_scoped_to_enabled_rules():
+    assert _gl900(UNUSED, ["GL1"]) == []
+    # GL3 is selected but GL101/GL102 are not: their comments may be needed by a fuller run
+    assert [row for row, _ in _gl900(UNUSED, ["GL3", "GL900"])] == [8, 9]
+
+
+def test_unused_suppressions_in_files_that_are_not_parsed():
+    # no framework marker: the file is never parsed, yet its gpulint comment is stale
+    assert [row for row, _ in _gl900("x = 1  # gpulint: ignore[GL101]\n", ["GL1", "GL900"])] == [1]
+    assert _gl900("# gpulint: ignore-file\nx = 1  # gpulint: ignore[GL101]\n", ["GL1", "GL900"]) == []
+
+
+def test_selecting_gl900_parses_nothing_more():
+    linter = Linter(Settings(select=["GL900"]))
+    assert linter.analyze(b"import torch\nx = 1  # noqa: GL101\n", "a.py") is None
+
+
+def test_report_unused_suppressions_flag(tmp_path, monkeypatch, capsys):
+    (tmp_path / "t.py").write_text(UNUSED)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli(["t.py"], capsys)
+    assert "GL900" not in out
+    code, out, _ = run_cli(["t.py", "--report-unused-suppressions"], capsys)
+    assert code == 1 and out.count("GL900") == 4

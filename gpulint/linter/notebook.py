@@ -5,8 +5,9 @@ How a notebook becomes a module
 The code cells, in order, are joined into one module: a notebook shares one namespace, so a
 `DataLoader` built in cell 2 and iterated in cell 5 is one training script.  IPython syntax that
 is not Python (`%timeit`, `!pip install`, `x = !ls`, `obj?`) is replaced line for line by a
-placeholder statement at the same indentation, so line numbers and columns of every other line are
-unchanged and positions map straight back.  A cell magic whose body is Python (`%%time`,
+placeholder statement (an import of a made-up name) at the same indentation, so line numbers and
+columns of every other line are unchanged and positions map straight back.  Code inside a line
+magic (`%time train()`) is not linted.  A cell magic whose body is Python (`%%time`,
 `%%timeit`, `%%capture`, `%%prun`, `%%debug`) keeps its body; any other cell magic (`%%bash`,
 `%%writefile`, `%%html`) makes the cell opaque.  A cell that does not parse on its own (IPython
 would not run it either) is reported as GL000 at its own coordinates and left out, so one broken

@@ -1,0 +1,44 @@
+"""Every rule meets the catalog's standards, and the generated docs are current."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from gpulint.linter.findings import Applicability
+from gpulint.linter.rule import all_rules
+from tests.helpers import ROOT
+
+RULES = all_rules()
+
+
+def test_ids_and_names_are_unique_and_well_formed():
+    assert len({r.code for r in RULES}) == len(RULES)
+    assert len({r.name for r in RULES}) == len(RULES)
+    for rule in RULES:
+        assert re.fullmatch(r"GL[1-9]\d\d", rule.code), rule.code
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", rule.name), rule.name
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_rule_documentation_has_every_section(rule):
+    text = rule.explanation()
+    for heading in ("## What it finds", "## Why it is slow", "## Example", "## Fix"):
+        assert heading in text, f"{rule.code} lacks {heading}"
+    fix_heading = re.search(r"## Fix(?: \((safe|unsafe)\))?", text)
+    declared = fix_heading.group(1)
+    actual = rule.fix_applicability.value if rule.fix_applicability else None
+    assert declared == actual, f"{rule.code}: docs say fix {declared}, class says {actual}"
+    assert rule.default in ("on", "hint")
+    assert rule.message
+    if rule.visited_types():  # a rule that reads the tree must say what text it needs (prefilter)
+        assert rule.tokens, f"{rule.code} visits nodes but has no prefilter tokens"
+    assert rule.fix_applicability in (None, Applicability.SAFE, Applicability.UNSAFE)
+
+
+def test_generated_docs_are_current():
+    result = subprocess.run([sys.executable, "scripts/gen_docs.py", "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -206,3 +206,94 @@ class PerStepLogging(Rule):
             message=f"{_LOGGING_LABELS[kind]} runs on every training step; log every N steps",
             fix=guard_fix(self.ctx, node, "log-every", interval, "logging"),
         )
+
+
+# Methods that write a checkpoint whatever their receiver.
+_SAVE_METHODS = frozenset({"save_pretrained", "save_state", "save_checkpoint", "save_model", "save_weights"})
+# `.save(...)` is a checkpoint only on these receivers (an image's or an array's `.save` is not).
+_SAVE_RECEIVER = re.compile(r"(^|_)(model|net|module|fabric|accelerator|trainer|checkpoint|ckpt|checkpointer|manager|engine)s?$", re.I)
+_SAVE_FUNCTIONS = frozenset({"torch.save", "safetensors.torch.save_file", "safetensors.torch.save_model"})
+
+
+def _best_condition(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """`if acc > best_acc: save(...)`: saving on improvement is an event, not per-step work."""
+    boundary = ctx.loops.step_boundary(node)
+    for ancestor in ctx.ancestors(node):
+        if ancestor is boundary:
+            return False
+        if isinstance(ancestor, cst.If):
+            names = {n.lower() for n in _names_of(ancestor.test)}
+            if any("best" in n or "improv" in n for n in names):
+                return True
+    return False
+
+
+def _names_of(node: cst.CSTNode) -> set[str]:
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            found.add(current.value)
+        elif isinstance(current, cst.Attribute):
+            found.add(current.attr.value)
+        stack.extend(current.children)
+    return found
+
+
+class PerStepCheckpoint(Rule):
+    """
+    ## What it finds
+    A checkpoint written inside a training step loop, not under an interval guard:
+    `torch.save(...)`, `model.save_pretrained(...)`, `accelerator.save_state(...)`,
+    `trainer.save_checkpoint(...)`, Keras `model.save(...)` / `save_weights(...)`.
+
+    ## Why it is slow
+    A checkpoint copies every weight (and the optimizer state, often twice the weights) from the
+    GPU to the host and writes it to disk: for a 1 GB model with Adam, about 3 GB per save, seconds
+    per step on local disk and far more on network storage -- while the GPU waits.  Saving on
+    improvement (`if acc > best_acc:`), in `except` handlers or before a `break` is an event and is
+    not reported.
+
+    ## Example
+    ```python
+    for step, (x, y) in enumerate(loader):
+        ...
+        optimizer.step()
+        torch.save(model.state_dict(), "checkpoint.pt")
+    ```
+    Use instead:
+    ```python
+        if step % 1000 == 0:
+            torch.save(model.state_dict(), "checkpoint.pt")
+    ```
+
+    ## Fix (unsafe)
+    Wraps the statement in `if <step counter> % <checkpoint-every> == 0:` (default 1000).  Offered
+    only when the loop has a step counter.  Unsafe: fewer checkpoints are written, so a crash loses
+    more work and the files on disk differ.
+    """
+
+    code = "GL303"
+    name = "per-step-checkpoint"
+    message = "a checkpoint is written on every training step; save every N steps"
+    tokens = ("save",)
+    fix_applicability = Applicability.UNSAFE
+    options = {"checkpoint-every": RuleOption(1000, "Interval (in steps) the GL303 fix guards checkpoints with.", int)}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._is_checkpoint(node) or not per_step_work(self.ctx, node) or _best_condition(self.ctx, node):
+            return
+        interval = self.option("checkpoint-every")
+        self.report(node, fix=guard_fix(self.ctx, node, "checkpoint-every", interval, "checkpointing"))
+
+    def _is_checkpoint(self, node: cst.Call) -> bool:
+        qualified = self.ctx.call_qualified_name(node)
+        if qualified is not None:
+            return qualified in _SAVE_FUNCTIONS
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return False
+        if func.attr.value in _SAVE_METHODS:
+            return True
+        return func.attr.value == "save" and bool(_SAVE_RECEIVER.search(last_name(func.value) or ""))

@@ -403,8 +403,15 @@ def _settle(linter: Linter, cells: list[Cell], name: str) -> Joined:
 
 
 def lint_cells(linter: Linter, cells: list[Cell], name: str, with_edits: bool) -> tuple[FileResult, Joined]:
-    joined = _settle(linter, cells, name)
-    result = linter.lint_source(joined.text.encode("utf-8", "surrogatepass"), name, with_edits=with_edits)
+    # One parse in the usual case; a cell that only fails once joined is dropped and we retry.
+    for _ in range(len(cells) + 1):
+        joined = join(cells)
+        result = linter.lint_source(joined.text.encode("utf-8", "surrogatepass"), name, with_edits=with_edits)
+        failure = next((f for f in result.findings if f.code == SYNTAX_ERROR_CODE), None) if not result.parsed else None
+        found = joined.where(failure.location.row) if failure is not None else None
+        if found is None or found[0].error is not None:
+            break
+        found[0].error = (failure.message.removeprefix("SyntaxError: "), found[1], failure.location.column)
     findings = [_to_cell(f, joined) for f in result.findings]
     if result.parsed:
         findings.extend(_cell_error_finding(name, c) for c in cells if c.python and c.error is not None)

@@ -1,0 +1,381 @@
+"""Started in the child as `python bootstrap.py (SCRIPT | -m MODULE) ARGS...`: instruments the
+training frameworks when the user's code imports them, runs the user's code unchanged, stops it
+after the configured steps, and writes what it measured to a JSON file for the parent.
+
+This file is run by path, so it must import nothing from gpulint (the user's interpreter may not
+have gpulint installed) and only the standard library at start-up: torch, TensorFlow and Keras are
+instrumented by post-import hooks, so a TF script never pays for importing torch.
+
+Configuration comes in the environment variable GPULINT_RT_CONFIG (JSON):
+  out        path of the result JSON (written once, at the end, by rename)
+  progress   path of a small progress JSON rewritten at most every 0.2 s (for the progress bar and
+             for what a hung run got to)
+  steps      measured steps after warm-up (or null with `seconds`)
+  warmup     steps run and discarded before timing starts
+  seconds    measure this long after warm-up (or null)
+  syncs      on CUDA builds, record host-device sync lines (torch.cuda.set_sync_debug_mode)
+  sys_path0  the directory to put first on sys.path instead of the script's own (verify runs a
+             fixed copy from a temporary folder but imports its siblings from the original place)
+
+Clocks: every timestamp is time.monotonic(), which on Linux is one system-wide clock, so the
+parent can line its CPU and GPU samples up with the child's measurement window.
+"""
+
+import importlib.abc
+import importlib.util
+import json
+import os
+import runpy
+import sys
+import time
+import traceback
+import warnings
+
+clock = time.monotonic
+THIS_FILE = os.path.abspath(__file__)
+SYNC_MESSAGE = "synchronizing CUDA operation"
+
+
+class StopProfiling(SystemExit):
+    """Raised from a hook once enough steps are measured.  A SystemExit, so a user's
+    `except Exception:` does not swallow it and `finally:` blocks still run."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+
+
+class State:
+    def __init__(self, config: dict) -> None:
+        self.config = config
+        self.out = config["out"]
+        self.progress_path = config.get("progress")
+        self.steps_wanted = config.get("steps")
+        self.warmup = max(1, int(config.get("warmup") or 0))  # the first step end is the time origin
+        self.seconds = config.get("seconds")
+        self.pid = os.getpid()
+        self.t_start = clock()
+        # id(optimizer) -> {"name", "times"}: optimizer step ends, per optimizer.
+        self.optimizers = {}
+        self.loader_fetches = []  # (start, end) of each DataLoader __next__
+        # (start, end, ok) of each tf.data iterator __next__ outside Keras fit; ok is False for the
+        # call that ends an epoch (StopIteration), whose start ends a step but starts none.
+        self.tf_fetches = []
+        self.tf_batches = 0
+        self.stop_time = None
+        self.keras_batch_ends = []
+        self.keras_active = 0  # > 0 while inside Model.fit: tf.data reads there are inside the step
+        self.syncs = {}  # "file:line" -> {"count", "times"}
+        self.instrumented = []
+        self.notes = []
+        self.cuda = False
+        self.stop_reason = None
+        self.measure_start = None  # end of the last warm-up step
+        self.last_progress = 0.0
+        self.stopping = False
+
+    # -- step events -----------------------------------------------------------------------
+    def _check_stop(self, count: int, now: float) -> None:
+        """`count` steps of the deciding source have ended at `now`."""
+        if count == self.warmup and self.measure_start is None:
+            self.measure_start = now
+        if now - self.last_progress > 0.2:
+            self.last_progress = now
+            self.write_progress(count)
+        if self.stopping or count <= self.warmup:
+            return
+        if self.steps_wanted is not None and count >= self.warmup + self.steps_wanted:
+            self.stop_reason = "steps"
+        elif self.seconds is not None and self.measure_start is not None and now - self.measure_start >= self.seconds:
+            self.stop_reason = "seconds"
+        else:
+            return
+        self.stopping = True
+        self.stop_time = now
+        self.write_progress(count)
+        raise StopProfiling()
+
+    def optimizer_step(self, optimizer) -> None:
+        if self.stopping:
+            return
+        if self.cuda:
+            _cuda_sync()  # CUDA runs asynchronously: a host timer alone would lie about step time
+        now = clock()
+        entry = self.optimizers.get(id(optimizer))
+        if entry is None:
+            entry = self.optimizers[id(optimizer)] = {"name": type(optimizer).__name__, "times": []}
+        entry["times"].append(now)
+        self._check_stop(len(entry["times"]), now)
+
+    def keras_batch_end(self) -> None:
+        if self.stopping:
+            return
+        now = clock()
+        self.keras_batch_ends.append(now)
+        self._check_stop(len(self.keras_batch_ends), now)
+
+    def tf_fetch_start(self, now: float) -> None:
+        """A custom TF loop: the step of batch k ends when batch k+1 is asked for."""
+        if self.keras_active or self.optimizers or self.stopping:
+            return
+        self._check_stop(self.tf_batches, now)
+
+    def write_progress(self, count: int) -> None:
+        if not self.progress_path:
+            return
+        _write_json(self.progress_path, {
+            "steps": count, "warmup": self.warmup, "steps_wanted": self.steps_wanted,
+            "seconds": self.seconds, "measure_start": self.measure_start, "now": clock(),
+        })
+
+    def result(self, status: str, exit_code, error) -> dict:
+        return {
+            "format": 1,
+            "pid": self.pid,
+            "status": status,
+            "exit_code": exit_code,
+            "error": error,
+            "t_start": self.t_start,
+            "t_end": clock(),
+            "warmup": self.warmup,
+            "steps_wanted": self.steps_wanted,
+            "seconds": self.seconds,
+            "stop_reason": self.stop_reason,
+            "stop_time": self.stop_time,
+            "optimizers": list(self.optimizers.values()),
+            "loader_fetches": self.loader_fetches,
+            "tf_fetches": self.tf_fetches,
+            "keras_batch_ends": self.keras_batch_ends,
+            "syncs": self.syncs,
+            "cuda": self.cuda,
+            "instrumented": self.instrumented,
+            "notes": self.notes,
+        }
+
+
+STATE = None
+
+
+def _write_json(path: str, payload: dict) -> None:
+    temporary = f"{path}.{os.getpid()}.tmp"
+    with open(temporary, "w") as handle:
+        json.dump(payload, handle)
+    os.replace(temporary, path)
+
+
+def _cuda_sync() -> None:
+    import torch
+
+    STATE.own_sync = True
+    try:
+        torch.cuda.synchronize()
+    finally:
+        STATE.own_sync = False
+
+
+def _timed_next(original, record):
+    def __next__(self):
+        start = clock()
+        try:
+            return original(self)
+        finally:
+            record.append((start, clock()))
+
+    __next__.__wrapped__ = original
+    return __next__
+
+
+# -- torch ---------------------------------------------------------------------------------
+def instrument_torch(torch) -> None:
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+    from torch.utils.data import dataloader
+
+    register_optimizer_step_post_hook(lambda optimizer, args, kwargs: STATE.optimizer_step(optimizer))
+    iterator_class = dataloader._BaseDataLoaderIter
+    iterator_class.__next__ = _timed_next(iterator_class.__next__, STATE.loader_fetches)
+    STATE.instrumented.append(f"torch {torch.__version__}")
+    if torch.cuda.is_available():
+        STATE.cuda = True
+        STATE.own_sync = False
+        if STATE.config.get("syncs"):
+            _watch_syncs(torch)
+    else:
+        STATE.notes.append("torch has no CUDA device here: no sync lines, no device timing")
+
+
+def _user_frame():
+    """The innermost frame outside torch, the standard library, site-packages and this file."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name != THIS_FILE and "site-packages" not in name and not name.startswith(sys.prefix + os.sep + "lib") \
+                and not name.startswith("<") and "/torch/" not in name:
+            return name, frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+def _watch_syncs(torch) -> None:
+    previous = warnings.showwarning
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        if SYNC_MESSAGE not in str(message):
+            return previous(message, category, filename, lineno, file, line)
+        if getattr(STATE, "own_sync", False) or STATE.stopping:
+            return None
+        where = _user_frame() or (filename, lineno)
+        key = f"{where[0]}:{where[1]}"
+        entry = STATE.syncs.setdefault(key, {"count": 0, "times": []})
+        entry["count"] += 1
+        if len(entry["times"]) < 10000:
+            entry["times"].append(clock())
+        return None
+
+    warnings.showwarning = showwarning
+    # Every occurrence, not once per location: the count per step is the figure.
+    warnings.filterwarnings("always", message=".*" + SYNC_MESSAGE)
+    torch.cuda.set_sync_debug_mode("warn")
+    STATE.instrumented.append("torch.cuda sync debug mode")
+
+
+# -- TensorFlow / Keras --------------------------------------------------------------------
+def instrument_tensorflow(tf) -> None:
+    from tensorflow.python.data.ops import iterator_ops
+
+    owned = iterator_ops.OwnedIterator
+    original = owned.__next__
+
+    def __next__(self):
+        start = clock()
+        STATE.tf_fetch_start(start)
+        ok = False
+        try:
+            value = original(self)
+            ok = True
+            return value
+        finally:
+            if not STATE.keras_active:
+                STATE.tf_fetches.append((start, clock(), ok))
+                STATE.tf_batches += ok
+
+    __next__.__wrapped__ = original
+    owned.__next__ = __next__
+    STATE.instrumented.append(f"tensorflow {tf.__version__}")
+
+
+def instrument_keras(keras) -> None:
+    model_class = getattr(keras, "Model", None)
+    if model_class is None or not hasattr(model_class, "fit"):
+        return
+    original_fit = model_class.fit
+
+    class _StepCallback(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            STATE.keras_batch_end()
+
+    def fit(self, *args, **kwargs):
+        callbacks = list(kwargs.get("callbacks") or [])
+        callbacks.append(_StepCallback())
+        kwargs["callbacks"] = callbacks
+        STATE.keras_active += 1
+        try:
+            return original_fit(self, *args, **kwargs)
+        finally:
+            STATE.keras_active -= 1
+
+    fit.__wrapped__ = original_fit
+    model_class.fit = fit
+    STATE.instrumented.append(f"keras {getattr(keras, '__version__', '?')} fit callback")
+
+
+# -- post-import hooks ---------------------------------------------------------------------
+HOOKS = {"torch": instrument_torch, "tensorflow": instrument_tensorflow, "keras": instrument_keras}
+
+
+def _run_hook(name: str, module) -> None:
+    try:
+        HOOKS[name](module)
+    except Exception as exc:  # never break the user's script: say what is not measured instead
+        STATE.notes.append(f"could not instrument {name}: {exc.__class__.__name__}: {exc}")
+
+
+class PostImportFinder(importlib.abc.MetaPathFinder):
+    """Runs a hook right after a watched top-level package finishes importing."""
+
+    def __init__(self) -> None:
+        self.busy = set()
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in HOOKS or name in self.busy:
+            return None
+        self.busy.add(name)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self.busy.discard(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        original = spec.loader.exec_module
+
+        def exec_module(module):
+            original(module)
+            _run_hook(name, module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+# -- main ----------------------------------------------------------------------------------
+def _error_info(exc: BaseException) -> dict:
+    frames = traceback.extract_tb(exc.__traceback__)
+    user = [f for f in frames if f.filename != THIS_FILE and "runpy" not in f.filename]
+    where = f"{user[-1].filename}:{user[-1].lineno}" if user else None
+    return {"type": exc.__class__.__name__, "message": str(exc), "where": where}
+
+
+def main(argv) -> int:
+    global STATE
+    if not argv:
+        print("gpulint bootstrap: usage: bootstrap.py (SCRIPT | -m MODULE) ARGS...", file=sys.stderr)
+        return 2
+    STATE = State(json.loads(os.environ.pop("GPULINT_RT_CONFIG")))
+    for name in HOOKS:
+        if name in sys.modules:
+            _run_hook(name, sys.modules[name])
+    sys.meta_path.insert(0, PostImportFinder())
+
+    status, exit_code, error = "finished", 0, None
+    try:
+        if argv[0] == "-m":
+            sys.argv = [argv[1], *argv[2:]]
+            sys.path[0] = STATE.config.get("sys_path0") or os.getcwd()
+            runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        else:
+            script = os.path.abspath(argv[0])
+            sys.argv = [argv[0], *argv[1:]]
+            sys.path[0] = STATE.config.get("sys_path0") or os.path.dirname(script)
+            runpy.run_path(script, run_name="__main__")
+    except StopProfiling:
+        status = "stopped"
+    except SystemExit as exc:
+        code = exc.code
+        exit_code = code if isinstance(code, int) else (0 if code is None else 1)
+        status = "exit" if exit_code else "finished"
+        if exit_code:
+            error = {"type": "SystemExit", "message": str(code), "where": None}
+        if code is not None and not isinstance(code, int):
+            print(code, file=sys.stderr)
+    except BaseException as exc:  # the script raised: show its traceback as Python would
+        status, exit_code, error = "error", 1, _error_info(exc)
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
+        if isinstance(exc, KeyboardInterrupt):
+            exit_code = 130
+    finally:
+        if os.getpid() == STATE.pid:  # not in a forked worker that unwinds through here
+            _write_json(STATE.out, STATE.result(status, exit_code, error))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

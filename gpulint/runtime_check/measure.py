@@ -1,0 +1,330 @@
+"""Run the user's command once under the bootstrap and turn what it recorded into figures.
+
+The parent starts the child in its own session (so a hang is ended with its loader workers), samples
+CPU and GPU in threads while it runs, and reads the child's JSON at the end.  Everything lives in a
+temporary folder that is removed whatever happens.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from gpulint.runtime_check import cpu as cpu_mod
+from gpulint.runtime_check import nvml
+
+BOOTSTRAP = str(Path(__file__).with_name("bootstrap.py"))
+# Interpreter options that take a value (`python -X dev -W error train.py`).
+_OPTIONS_WITH_VALUE = {"-X", "-W", "--check-hash-based-pycs"}
+# After a stop, a script gets this long to unwind before it is killed.
+EXIT_GRACE_S = 15.0
+EXIT_TIMEOUT = 124  # as coreutils `timeout`
+EXIT_NO_STEPS = 3
+
+
+class CommandError(Exception):
+    """The command cannot be profiled: one line for the user."""
+
+
+@dataclass
+class Command:
+    interpreter: str
+    options: list[str]  # interpreter options before the script
+    target: list[str]  # [script, args...] or ["-m", module, args...]
+
+    @property
+    def script(self) -> Path | None:
+        return None if self.target[0] == "-m" else Path(self.target[0])
+
+    def display(self) -> str:
+        return " ".join([Path(self.interpreter).name, *self.options, *self.target])
+
+
+def parse_command(argv: list[str]) -> Command:
+    """`python [opts] train.py ARGS`, `python -m pkg.train ARGS` or `train.py ARGS`."""
+    if not argv:
+        raise CommandError("no command to run: give it after `--`, e.g. `gpulint profile -- python train.py`")
+    first = argv[0]
+    if first.endswith(".py"):
+        interpreter, rest = sys.executable, list(argv)
+    elif re.fullmatch(r"python[0-9.]*", Path(first).name):
+        found = shutil.which(first)
+        if found is None:
+            raise CommandError(f"interpreter {first!r} not found")
+        interpreter, rest = found, list(argv[1:])
+    else:
+        raise CommandError(
+            f"cannot profile {first!r}: gpulint profile runs one Python process; "
+            "use `-- python train.py ARGS` or `-- python -m package.module ARGS`"
+        )
+    options: list[str] = []
+    while rest and rest[0].startswith("-") and rest[0] != "-m":
+        if rest[0] in ("-c", "-"):
+            raise CommandError("`python -c` and standard input cannot be profiled: give a script or -m module")
+        options.append(rest.pop(0))
+        if options[-1] in _OPTIONS_WITH_VALUE and rest:
+            options.append(rest.pop(0))
+    if not rest:
+        raise CommandError("no script given to the interpreter")
+    if rest[0] == "-m":
+        if len(rest) < 2:
+            raise CommandError("`-m` needs a module name")
+        return Command(interpreter, options, rest)
+    if not Path(rest[0]).is_file():
+        raise CommandError(f"script {rest[0]} does not exist")
+    return Command(interpreter, options, rest)
+
+
+@dataclass
+class RunConfig:
+    steps: int | None = 50
+    warmup: int = 5
+    seconds: float | None = None
+    timeout: float = 600.0
+    syncs: bool = True
+    show_output: bool = False
+    sys_path0: str | None = None  # see bootstrap.py
+    sample_interval: float = 0.25
+
+
+@dataclass
+class StepStats:
+    source: str  # what a step is: "optimizer steps", "Keras batches", "tf.data batches"
+    total: int  # steps seen, warm-up included
+    warmup: int
+    times: list[float]  # seconds per measured step
+    data_waits: list[float] | None  # seconds waiting for input per measured step; None: not measured
+    data_note: str | None = None  # why data wait is not measured
+    batches: int | None = None  # input batches fetched in the measured window
+    optimizers: dict[str, int] = field(default_factory=dict)  # optimizer -> steps (all)
+    window: tuple[float, float] | None = None
+    syncs: dict[str, int] = field(default_factory=dict)  # "file:line" -> syncs in the window
+
+    @property
+    def count(self) -> int:
+        return len(self.times)
+
+    @property
+    def total_time(self) -> float:
+        return sum(self.times)
+
+    @property
+    def data_share(self) -> float | None:
+        if self.data_waits is None or not self.times:
+            return None
+        return min(1.0, sum(self.data_waits) / self.total_time)
+
+    def quantile(self, q: float) -> float:
+        return nvml._quantile(sorted(self.times), q)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+
+@dataclass
+class RunResult:
+    command: str
+    status: str  # stopped | finished | error | exit | timeout | no-report
+    exit_code: int
+    wall: float
+    error: dict | None = None
+    output_tail: str = ""
+    steps: StepStats | None = None
+    cpu: cpu_mod.CpuSummary | None = None
+    gpu: nvml.GpuSummary | None = None
+    gpu_unavailable: str | None = None
+    cuda: bool = False
+    instrumented: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Measured: stopped after its steps, or finished normally with at least one measured step."""
+        return self.status in ("stopped", "finished") and self.steps is not None and self.steps.count > 0
+
+
+def analyze_steps(data: dict) -> StepStats | None:
+    """Step boundaries, data waits and syncs of the measured window; None when nothing stepped."""
+    warmup = data["warmup"]
+    optimizers = data.get("optimizers") or []
+    fetches: list = []
+    note = None
+    if optimizers:
+        pacing = max(optimizers, key=lambda o: len(o["times"]))  # with several, the most frequent paces
+        ends = pacing["times"]
+        source = "optimizer steps"
+        fetches = data["loader_fetches"] or [(s, e) for s, e, _ in data["tf_fetches"]]
+    elif data.get("keras_batch_ends"):
+        ends = data["keras_batch_ends"]
+        source = "Keras batches"
+        fetches = None
+        note = "Keras fit reads its dataset inside the compiled step: data wait not measured"
+    elif data.get("tf_fetches"):
+        tf = data["tf_fetches"]
+        ends = [tf[i][0] for i in range(1, len(tf)) if tf[i - 1][2]]
+        if data.get("stop_time") is not None:
+            ends.append(data["stop_time"])
+        source = "tf.data batches"
+        fetches = [(s, e) for s, e, _ in tf]
+    else:
+        return None
+    if not ends:
+        return None
+    counts: dict[str, int] = {}
+    for optimizer in optimizers:
+        counts[optimizer["name"]] = counts.get(optimizer["name"], 0) + len(optimizer["times"])
+    bounds = ends[warmup - 1:] if len(ends) >= warmup else []
+    times = [b - a for a, b in zip(bounds, bounds[1:])]
+    stats = StepStats(source, len(ends), warmup, times, None, note, optimizers=counts)
+    if len(bounds) < 2:
+        return stats
+    start, end = bounds[0], bounds[-1]
+    stats.window = (start, end)
+    if fetches is not None:
+        fetches = sorted(fetches, key=lambda f: f[1])
+        fetch_ends = [e for _, e in fetches]
+        prefix = [0.0]
+        for s, e in fetches:
+            prefix.append(prefix[-1] + (e - s))
+
+        def waited(a: float, b: float) -> float:  # fetches that ended in (a, b]
+            return prefix[bisect.bisect_right(fetch_ends, b)] - prefix[bisect.bisect_right(fetch_ends, a)]
+
+        stats.data_waits = [waited(a, b) for a, b in zip(bounds, bounds[1:])]
+        stats.batches = bisect.bisect_right(fetch_ends, end) - bisect.bisect_right(fetch_ends, start)
+        if not fetches:
+            stats.data_waits = None
+            stats.data_note = "no DataLoader or tf.data iterator read in the step loop: data wait not measured"
+    for where, entry in (data.get("syncs") or {}).items():
+        inside = sum(1 for t in entry["times"] if start < t <= end)
+        if inside:
+            stats.syncs[where] = inside
+    return stats
+
+
+ProgressCallback = Callable[[dict], None]
+
+
+def run_once(command: Command, config: RunConfig, progress: ProgressCallback | None = None) -> RunResult:
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="gpulint-run-") as folder:
+        out = os.path.join(folder, "result.json")
+        progress_path = os.path.join(folder, "progress.json")
+        env = dict(os.environ)
+        env["GPULINT_RT_CONFIG"] = json.dumps({
+            "out": out, "progress": progress_path, "steps": config.steps, "warmup": config.warmup,
+            "seconds": config.seconds, "syncs": config.syncs, "sys_path0": config.sys_path0,
+        })
+        argv = [command.interpreter, *command.options, BOOTSTRAP, *command.target]
+        log_path = os.path.join(folder, "output.log")
+        with open(log_path, "wb") as log:
+            sink = None if config.show_output else log
+            gpu = nvml.GpuSampler(interval=0.2).start()
+            try:
+                process = subprocess.Popen(
+                    argv, stdout=sink, stderr=subprocess.STDOUT if sink else None, env=env, start_new_session=True,
+                )
+            except OSError as exc:
+                gpu.stop()
+                raise CommandError(f"cannot start {command.interpreter}: {exc}") from exc
+            cpu = cpu_mod.CpuSampler(process.pid, interval=config.sample_interval).start()
+            status = None
+            try:
+                status = _wait(process, config, started, out, progress_path, progress)
+            finally:
+                if process.poll() is None:  # KeyboardInterrupt, or a timeout
+                    _kill_tree(process)
+                cpu.stop()
+                gpu.stop()
+        output = Path(log_path).read_bytes().decode(errors="replace")
+        data = _read_json(out)
+    return _result(command, config, status, process.returncode, data, output, cpu, gpu, time.monotonic() - started)
+
+
+def _wait(process, config: RunConfig, started: float, out: str, progress_path: str, progress) -> str | None:
+    reported_at = None
+    while process.poll() is None:
+        now = time.monotonic()
+        if now - started > config.timeout:
+            _kill_tree(process)
+            return "timeout"
+        if os.path.exists(out):
+            reported_at = reported_at or now
+            if now - reported_at > EXIT_GRACE_S:
+                _kill_tree(process)
+                return "killed-after-report"
+        if progress is not None:
+            state = _read_json(progress_path)
+            if state:
+                progress(state)
+        time.sleep(0.1)
+    return None
+
+
+def _kill_tree(process: subprocess.Popen) -> None:
+    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _read_json(path: str) -> dict | None:
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def _tail(text: str, lines: int = 25) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def _result(command, config, status, returncode, data, output, cpu, gpu, wall) -> RunResult:
+    result = RunResult(command.display(), status or "no-report", returncode or 0, wall, output_tail=_tail(output))
+    result.gpu_unavailable = gpu.unavailable
+    if status == "timeout":
+        result.exit_code = EXIT_TIMEOUT
+        result.error = {"type": "Timeout", "message": f"no result after {config.timeout:g} s; stopped", "where": None}
+    if data is not None:
+        if status is None or status == "killed-after-report":
+            result.status = data["status"]
+            result.exit_code = data["exit_code"] or 0
+            result.error = data["error"]
+        result.cuda = data["cuda"]
+        result.instrumented = data["instrumented"]
+        result.notes = list(data["notes"])
+        if status == "killed-after-report":
+            result.notes.append(f"the script did not exit within {EXIT_GRACE_S:g} s of being stopped and was killed")
+        result.steps = analyze_steps(data)
+    elif status is None:
+        result.status = "no-report"
+        result.exit_code = returncode if returncode else 1
+        result.error = {
+            "type": "NoReport",
+            "message": f"the script exited (code {returncode}) without the profiler's report (os._exit or a crash of the interpreter)",
+            "where": None,
+        }
+    window = result.steps.window if result.steps and result.steps.window else (None, None)
+    result.cpu = cpu_mod.summarize(cpu, *window)
+    result.gpu = nvml.summarize(gpu, *window)
+    return result

@@ -1,0 +1,235 @@
+"""Terminal reports (rich) and the `--json` documents of `profile` and `verify`.
+
+Anything not measured is printed as "not measured" (with the reason where there is one) and is
+null in JSON: never a number.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from gpulint.runtime_check.measure import RunResult
+from gpulint.runtime_check.profile import Profile
+from gpulint.runtime_check.verify import VerifyResult
+
+NOT_MEASURED = "not measured"
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float], width: int = 60, top: float = 100.0) -> str:
+    """Values (0..top) in `width` bins, each bin's mean as one block character."""
+    if not values:
+        return ""
+    bins = min(width, len(values))
+    out = []
+    for i in range(bins):
+        chunk = values[i * len(values) // bins:(i + 1) * len(values) // bins] or [values[-1]]
+        level = sum(chunk) / len(chunk) / top
+        out.append(SPARK[min(len(SPARK) - 1, max(0, round(level * (len(SPARK) - 1))))])
+    return "".join(out)
+
+
+def ms(seconds: float | None) -> str:
+    return NOT_MEASURED if seconds is None else f"{1000 * seconds:.1f} ms"
+
+
+def pct(share: float | None) -> str:
+    return NOT_MEASURED if share is None else f"{100 * share:.1f}%"
+
+
+# -- profile -------------------------------------------------------------------------------
+def print_failure(console: Console, run: RunResult) -> None:
+    what = {
+        "timeout": "the script did not finish or reach its steps in time",
+        "error": "the script raised an exception",
+        "exit": f"the script exited with code {run.exit_code}",
+        "no-report": "the script ended without the profiler's report",
+    }.get(run.status, run.status)
+    console.print(f"[bold red]gpulint profile: {what}[/]", highlight=False)
+    if run.error:
+        where = f" at {run.error['where']}" if run.error.get("where") else ""
+        console.print(f"  {run.error['type']}: {run.error['message']}{where}", highlight=False, markup=False)
+    if run.output_tail:
+        console.print("  last lines of its output:", highlight=False)
+        for line in run.output_tail.splitlines():
+            console.print(f"    {line}", highlight=False, markup=False)
+
+
+def print_no_steps(console: Console, run: RunResult) -> None:
+    console.print("[bold yellow]gpulint profile: the script never made a training step[/]", highlight=False)
+    console.print(
+        "  No optimizer step (torch.optim), Keras fit batch or tf.data batch was seen, so there is nothing to "
+        "time. Profile the training entry point, and check it trains with the given arguments.",
+        highlight=False,
+    )
+    if run.instrumented:
+        console.print(f"  instrumented: {', '.join(run.instrumented)}", highlight=False)
+    else:
+        console.print("  neither torch nor TensorFlow/Keras was imported", highlight=False)
+
+
+def print_profile(console: Console, result: Profile) -> None:
+    run, steps, m, v = result.run, result.run.steps, result.measurements, result.verdict
+    console.print(f"[bold]gpulint profile[/] {run.command}", highlight=False)
+    table = Table(title="Measured", show_header=True, title_justify="left")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_column("note")
+    table.add_row("steps", f"{steps.count} measured", f"{steps.source}; {steps.warmup} warm-up step(s) skipped; stopped: {run.status}")
+    if steps.optimizers and len(steps.optimizers) > 1:
+        table.add_row("optimizers", ", ".join(f"{k}: {n}" for k, n in steps.optimizers.items()), "the most frequent paces the step")
+    if steps.count:
+        table.add_row("step time (median)", ms(steps.median), f"p10 {ms(steps.quantile(0.1))}, p90 {ms(steps.quantile(0.9))}")
+        if steps.batches is not None and steps.count:
+            per = steps.batches / steps.count
+            if abs(per - 1) > 0.01:
+                table.add_row("batches per step", f"{per:.2f}", "gradient accumulation")
+    table.add_row("data wait", pct(steps.data_share), steps.data_note or (f"{ms(sum(steps.data_waits) / steps.count)} per step" if steps.data_waits and steps.count else ""))
+    table.add_row("sync wait", NOT_MEASURED, "host timers cannot see it" + ("; sync lines below" if result.syncs else ""))
+    table.add_row("effective compute share", pct(v.compute_share) if v and m and m.data_share is not None else NOT_MEASURED, "step time minus data wait, over step time")
+    cpu = run.cpu
+    if cpu:
+        table.add_row("CPU main process", f"{cpu.main_cores:.2f} cores", "pegged" if cpu.main_pegged else "")
+        table.add_row("CPU loader workers", f"{cpu.worker_cores:.2f} cores", f"{cpu.workers} process(es)")
+        table.add_row("CPU machine", f"{cpu.system_cores:.2f} of {cpu.cores} cores", "per core: " + " ".join(f"{p:.0f}%" for p in cpu.per_core))
+        table.add_row("CPU other processes", f"{cpu.other_cores:.2f} cores", "busy machine" if cpu.machine_busy else "")
+    else:
+        table.add_row("CPU", NOT_MEASURED, "run too short for two samples")
+    if run.gpu:
+        g = run.gpu
+        table.add_row("GPU utilization", f"{g.util_mean:.0f}%", f"median {g.util_median:.0f}%, p10 {g.util_p10:.0f}%, at 0%: {100 * g.idle_fraction:.0f}% of {g.samples} samples")
+        table.add_row("GPU memory peak", f"{100 * g.mem_peak_fraction:.0f}%", ", ".join(g.devices))
+    else:
+        table.add_row("GPU utilization", NOT_MEASURED, run.gpu_unavailable or "no samples")
+        table.add_row("GPU memory", NOT_MEASURED, "")
+    console.print(table)
+    if run.gpu and run.gpu.series:
+        console.print(f"GPU utilization over the run: {sparkline(run.gpu.series)}", highlight=False)
+    if result.syncs:
+        syncs = Table(title="Host-device syncs in the measured steps", title_justify="left")
+        for column in ("where", "per step", "line", "rule"):
+            syncs.add_column(column)
+        for s in result.syncs:
+            syncs.add_row(s.where, f"{s.per_step:.1f}", s.source, s.rule or "-")
+        console.print(syncs)
+    elif run.cuda:
+        console.print("No host-device sync in the measured steps.", highlight=False)
+    else:
+        console.print("Host-device syncs: not measured (no CUDA device).", highlight=False)
+    for note in run.notes:
+        console.print(f"note: {note}", highlight=False, markup=False)
+    if v is None:
+        return
+    for warning in v.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    console.print(f"\n[bold]Verdict: {v.headline}[/] -- {v.advice}", highlight=False)
+    for reason in v.reasons:
+        console.print(f"  - {reason}", highlight=False)
+    if v.recommendations:
+        recs = Table(title="Fixes to try, in order of expected gain", title_justify="left")
+        for column in ("rule", "fix", "expected gain", "in this script"):
+            recs.add_column(column)
+        for r in v.recommendations:
+            lines = [str(row) for row in dict.fromkeys(h.row for h in result.lint if h.code == r.code)]
+            recs.add_row(r.code, r.action, r.expected_gain, ("line " + ", ".join(lines)) if lines else "-")
+        console.print(recs)
+        fixable = [h for h in result.lint if h.fixable]
+        if fixable and result.script:
+            console.print(f"Measure the first fix before keeping it: gpulint verify {result.script} --select {fixable[0].code} -- ARGS",
+                          highlight=False, markup=False)
+
+
+def profile_json(result: Profile) -> dict:
+    run = result.run
+    steps = run.steps
+    return {
+        "command": run.command,
+        "status": run.status,
+        "exit_code": run.exit_code,
+        "error": run.error,
+        "wall_seconds": run.wall,
+        "framework": result.framework,
+        "instrumented": run.instrumented,
+        "notes": run.notes,
+        "steps": None if steps is None else {
+            "source": steps.source, "total": steps.total, "warmup": steps.warmup, "measured": steps.count,
+            "times": steps.times, "median": steps.median if steps.count else None,
+            "p10": steps.quantile(0.1) if steps.count else None, "p90": steps.quantile(0.9) if steps.count else None,
+            "data_waits": steps.data_waits, "data_share": steps.data_share, "data_note": steps.data_note,
+            "batches": steps.batches, "optimizers": steps.optimizers,
+        },
+        "sync_wait": None,
+        "syncs": [dataclasses.asdict(s) for s in result.syncs] if run.cuda else None,
+        "cpu": dataclasses.asdict(run.cpu) if run.cpu else None,
+        "gpu": dataclasses.asdict(run.gpu) if run.gpu else None,
+        "gpu_not_measured": None if run.gpu else (run.gpu_unavailable or "no samples"),
+        "measurements": dataclasses.asdict(result.measurements) if result.measurements else None,
+        "verdict": None if result.verdict is None else {
+            **dataclasses.asdict(result.verdict), "headline": result.verdict.headline,
+        },
+        "lint": [dataclasses.asdict(h) for h in result.lint],
+    }
+
+
+# -- verify --------------------------------------------------------------------------------
+def print_verify(console: Console, result: VerifyResult) -> None:
+    console.print(f"[bold]gpulint verify[/] {result.script}: {result.applied} fix(es) from {','.join(result.codes) or 'the default rules'}", highlight=False)
+    console.print(result.diff.rstrip(), highlight=False, markup=False)
+    if result.failed is not None:
+        console.print(f"[bold red]the {result.failed_arm} script failed; no comparison[/]", highlight=False)
+        if result.failed.ok is False and result.failed.status in ("stopped", "finished"):
+            console.print("  it made no measured step", highlight=False)
+        else:
+            print_failure(console, result.failed)
+        return
+    table = Table(title=f"Median step time, {len(result.original.runs)} runs each, order {' '.join(result.order)}", title_justify="left")
+    for column in ("arm", "median", "range (per-run medians)", "runs"):
+        table.add_column(column)
+    for arm in (result.original, result.fixed):
+        low, high = arm.spread
+        table.add_row(arm.name, ms(arm.median), f"{ms(low)} .. {ms(high)}", " ".join(f"{1000 * x:.1f}" for x in arm.medians))
+    console.print(table)
+    c = result.comparison
+    colour = {"confirmed": "green", "slowdown": "red"}.get(c.outcome, "yellow")
+    console.print(
+        f"speedup {c.speedup:.2f}x (95% bootstrap interval {c.interval[0]:.2f}..{c.interval[1]:.2f}; "
+        f"ranges {'clear of each other' if c.ranges_clear else 'overlap'}): [bold {colour}]{c.outcome}[/]",
+        highlight=False,
+    )
+    if result.written:
+        console.print(f"wrote the fix to {result.script}", highlight=False)
+    elif c.outcome == "confirmed":
+        console.print("the script is unchanged; --write applies the fix", highlight=False)
+
+
+def verify_json(result: VerifyResult) -> dict:
+    def arm(a):
+        return {
+            "median": a.median if a.medians else None,
+            "run_medians": a.medians,
+            "runs": [{"status": r.status, "exit_code": r.exit_code, "step_times": r.steps.times if r.steps else None,
+                      "data_share": r.steps.data_share if r.steps else None} for r in a.runs],
+        }
+
+    return {
+        "script": result.script,
+        "select": result.codes,
+        "fixes_applied": result.applied,
+        "diff": result.diff,
+        "order": result.order,
+        "original": arm(result.original),
+        "fixed": arm(result.fixed),
+        "comparison": dataclasses.asdict(result.comparison) if result.comparison else None,
+        "failed_arm": result.failed_arm,
+        "failure": None if result.failed is None else {"status": result.failed.status, "exit_code": result.failed.exit_code, "error": result.failed.error},
+        "written": result.written,
+    }
+
+
+def write_json(path: Path, payload: dict) -> None:
+    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")

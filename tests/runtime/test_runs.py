@@ -1,0 +1,143 @@
+"""`gpulint profile` / `verify` on real child processes: step counting, data wait, failures,
+timeouts, temporary folders, user files, and end to end on the runtime fixtures (CPU only).
+
+The CLI runs in a subprocess (`python -m gpulint.runtime_check`, the same commands `gpulint`
+registers) with TMPDIR pointed at a fresh folder, so leftovers can be seen.
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpulint.runtime_check.measure import Command, RunConfig, run_once
+
+HERE = Path(__file__).parent
+SCRIPTS = HERE / "scripts"
+ROOT = HERE.parent.parent
+FIXTURES = ROOT / "fixtures" / "runtime"
+
+
+def gpulint(tmp_path, *args, timeout=300):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir(exist_ok=True)
+    env = dict(os.environ, TMPDIR=str(tmp), NO_COLOR="1", COLUMNS="200")
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    return subprocess.run([sys.executable, "-m", "gpulint.runtime_check", *args], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=timeout)
+
+
+def leftovers(tmp_path):
+    return sorted(p.name for p in (tmp_path / "tmp").iterdir() if p.name.startswith("gpulint-"))
+
+
+def checksums(folder: Path) -> dict:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def test_several_optimizers_and_gradient_accumulation_count_optimizer_steps():
+    script = str(SCRIPTS / "multi_optimizer.py")
+    result = run_once(Command(sys.executable, [], [script, "--accumulate", "2"]), RunConfig(steps=12, warmup=2))
+    assert result.status == "stopped", result.output_tail
+    steps = result.steps
+    assert steps.source == "optimizer steps"
+    assert steps.total == 14 and steps.count == 12  # SGD paces: it steps twice as often as Adam
+    # Stopped right after the 14th SGD step, before the 7th Adam step of that iteration.
+    assert steps.optimizers["SGD"] == 14 and steps.optimizers["Adam"] == 6
+    assert steps.batches == 24  # two batches per optimizer step
+    # Data: 4 samples x 1 ms per batch, two batches per step; compute: a 10 ms sleep per step.
+    for wait, total in zip(steps.data_waits, steps.times):
+        assert 0.007 <= wait < total
+    assert steps.data_share == pytest.approx(sum(steps.data_waits) / sum(steps.times))
+    assert 0.02 < steps.data_share < 0.9
+
+
+def test_crashing_script_shows_its_error_and_passes_the_exit_code_on(tmp_path):
+    run = gpulint(tmp_path, "profile", "--", sys.executable, str(SCRIPTS / "crash.py"))
+    assert run.returncode == 1
+    assert "raised an exception" in run.stdout
+    assert "ValueError: boom: the dataset path does not exist" in run.stdout
+    assert "crash.py:6" in run.stdout and "Traceback" in run.stdout  # its own traceback, shown
+    exited = gpulint(tmp_path, "profile", "--", sys.executable, str(SCRIPTS / "crash.py"), "7")
+    assert exited.returncode == 7 and "exited with code 7" in exited.stdout
+    assert leftovers(tmp_path) == []
+
+
+def test_hanging_script_is_stopped_by_the_timeout(tmp_path):
+    run = gpulint(tmp_path, "profile", "--timeout", "3", "--", sys.executable, str(SCRIPTS / "hang.py"))
+    assert run.returncode == 124
+    assert "in time" in run.stdout and "no result after 3 s" in run.stdout
+    assert "waiting forever" in run.stdout
+    assert leftovers(tmp_path) == []
+
+
+def test_script_that_never_steps_gets_a_clear_report(tmp_path):
+    run = gpulint(tmp_path, "profile", "--", sys.executable, str(SCRIPTS / "no_steps.py"))
+    assert run.returncode == 3
+    assert "never made a training step" in run.stdout
+    assert leftovers(tmp_path) == []
+
+
+def test_script_that_ends_during_warmup_says_so(tmp_path):
+    run = gpulint(tmp_path, "profile", "--warmup", "5", "--", sys.executable, str(SCRIPTS / "few_steps.py"))
+    assert run.returncode == 3
+    assert "only 2 step(s) ran" in run.stdout
+
+
+def test_usage_errors_are_one_line(tmp_path):
+    run = gpulint(tmp_path, "profile", "--", "torchrun", "train.py")
+    assert run.returncode == 2 and run.stderr.count("\n") == 1 and "python train.py" in run.stderr
+    missing = gpulint(tmp_path, "verify", str(tmp_path / "missing.py"))
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_profile_torch_fixture_is_input_bound(tmp_path):
+    before = checksums(FIXTURES)
+    out = tmp_path / "profile.json"
+    run = gpulint(tmp_path, "profile", "--steps", "10", "--warmup", "2", "--json", str(out), "--",
+                  sys.executable, str(FIXTURES / "torch_slow_loader.py"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Verdict: input-bound (high)" in run.stdout
+    assert "GPU utilization" in run.stdout and "not measured" in run.stdout
+    report = json.loads(out.read_text())
+    assert report["steps"]["measured"] == 10 and report["steps"]["data_share"] >= 0.2
+    assert report["verdict"]["kind"] == "input-bound"
+    assert report["gpu"] is None and report["gpu_not_measured"]
+    assert report["lint"][0]["code"] == "GL101"  # the finding behind the first recommendation
+    assert checksums(FIXTURES) == before
+    assert leftovers(tmp_path) == []
+
+
+def test_verify_confirms_gl101_and_leaves_the_script_alone(tmp_path):
+    before = checksums(FIXTURES)
+    out = tmp_path / "verify.json"
+    run = gpulint(tmp_path, "verify", str(FIXTURES / "torch_slow_loader.py"), "--select", "GL101", "--runs", "2",
+                  "--steps", "10", "--warmup", "2", "--json", str(out))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "confirmed" in run.stdout and "num_workers=" in run.stdout
+    report = json.loads(out.read_text())
+    assert report["order"] == ["A", "B", "B", "A"]
+    assert report["comparison"]["outcome"] == "confirmed" and report["comparison"]["speedup"] > 1.2
+    assert report["written"] is False
+    assert checksums(FIXTURES) == before
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.slow
+def test_tf_fixture_profile_input_bound_and_gl701_confirmed(tmp_path):
+    before = checksums(FIXTURES)
+    script = str(FIXTURES / "tf_slow_map.py")
+    profile = gpulint(tmp_path, "profile", "--steps", "10", "--warmup", "2", "--", sys.executable, script)
+    assert profile.returncode == 0, profile.stdout + profile.stderr
+    assert "Verdict: input-bound" in profile.stdout and "tf.data batches" in profile.stdout
+    out = tmp_path / "verify.json"
+    verify = gpulint(tmp_path, "verify", script, "--select", "GL701", "--runs", "2", "--steps", "10", "--warmup", "2",
+                     "--json", str(out))
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert json.loads(out.read_text())["comparison"]["outcome"] == "confirmed"
+    assert checksums(FIXTURES) == before
+    assert leftovers(tmp_path) == []

@@ -1,0 +1,75 @@
+"""The verdict on synthetic measurements: every DESIGN §1 threshold, both sides of it."""
+
+import pytest
+
+from gpulint.runtime_check.verdict import Measurements, decide
+
+
+def m(**overrides):
+    base = dict(framework="torch", steps=20, step_median=0.1, step_cv=0.05, data_share=0.0)
+    base.update(overrides)
+    return Measurements(**base)
+
+
+@pytest.mark.parametrize(
+    "share, kind, severity",
+    [(0.0, "compute-bound", None), (0.049, "compute-bound", None), (0.05, "input-bound", "moderate"),
+     (0.199, "input-bound", "moderate"), (0.20, "input-bound", "high"), (0.9, "input-bound", "high")],
+)
+def test_input_bound_thresholds(share, kind, severity):
+    verdict = decide(m(data_share=share))
+    assert (verdict.kind, verdict.severity) == (kind, severity)
+
+
+def test_input_bound_recommends_loader_rules_first_with_gain_bound():
+    verdict = decide(m(data_share=0.5))
+    assert verdict.recommendations[0].code == "GL101"
+    assert verdict.recommendations[0].expected_gain == "up to 2.0x"
+    tf = decide(m(framework="tf", data_share=0.5))
+    assert tf.recommendations[0].code == "GL701"
+
+
+def test_compute_share_under_60_percent_says_fix_the_code_first():
+    assert decide(m(data_share=0.41)).advice.startswith("fix the code first")
+    assert not decide(m(data_share=0.39, gpu_util=97.0)).advice.startswith("fix the code first")
+
+
+def test_more_gpus_only_when_gpu_busy_and_little_data_wait():
+    assert decide(m(data_share=0.01, gpu_util=96.0)).advice.startswith("more GPUs can help")
+    assert not decide(m(data_share=0.01, gpu_util=94.0)).advice.startswith("more GPUs")
+    assert not decide(m(data_share=0.06, gpu_util=99.0)).advice.startswith("more GPUs")
+
+
+def test_gpu_not_measured_never_recommends_gpus():
+    verdict = decide(m(data_share=0.01, gpu_util=None))
+    assert verdict.kind == "compute-bound"
+    assert "not measured" in verdict.advice and "more GPUs can help" not in verdict.advice
+
+
+def test_starved_gpu_without_data_wait_is_not_compute_bound():
+    verdict = decide(m(data_share=0.01, gpu_util=60.0))
+    assert verdict.kind == "inconclusive"
+    assert decide(m(data_share=0.01, gpu_util=60.0, syncs_per_step=3.0)).kind == "sync-bound"
+    # Syncs with a busy GPU are not the bottleneck.
+    assert decide(m(data_share=0.01, gpu_util=90.0, syncs_per_step=3.0)).kind == "compute-bound"
+
+
+def test_too_few_steps_is_inconclusive():
+    verdict = decide(m(steps=2))
+    assert verdict.kind == "inconclusive" and "3 at least" in verdict.reasons[0]
+
+
+def test_nothing_measurable_is_inconclusive_not_compute_bound():
+    assert decide(m(data_share=None, gpu_util=None)).kind == "inconclusive"
+
+
+def test_busy_machine_and_noisy_steps_warn():
+    verdict = decide(m(other_cores=1.2, step_cv=0.8))
+    assert any("other processes" in w for w in verdict.warnings)
+    assert any("vary a lot" in w for w in verdict.warnings)
+    assert decide(m(other_cores=0.2, step_cv=0.1)).warnings == []
+
+
+def test_serial_pipeline_reason_when_main_process_pegged():
+    verdict = decide(m(data_share=0.3, main_cores=0.98, worker_cores=0.0))
+    assert any("serial" in r for r in verdict.reasons)

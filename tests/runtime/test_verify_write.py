@@ -1,0 +1,47 @@
+"""`verify --write` writes only after a confirmed speedup (runs stubbed with fixed step times)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpulint.runtime_check import verify as verify_mod
+from gpulint.runtime_check.measure import RunConfig, RunResult, StepStats
+
+SOURCE = b"""import torch
+from torch.utils.data import DataLoader
+device = torch.device("cuda")
+loader = DataLoader(range(10))
+for x in loader:
+    opt.step()
+"""
+
+
+def fake_runs(monkeypatch, original: float, fixed: float):
+    def run_once(command, config, progress=None):
+        step = fixed if "gpulint-verify-" in command.target[0] else original
+        result = RunResult("cmd", "stopped", 0, 1.0)
+        result.steps = StepStats("optimizer steps", 5, 1, [step] * 4, None)
+        return result
+
+    monkeypatch.setattr(verify_mod, "run_once", run_once)
+
+
+@pytest.mark.parametrize("original, fixed, written", [(0.2, 0.1, True), (0.1, 0.1, False), (0.1, 0.2, False)])
+def test_write_only_after_confirmed_speedup(tmp_path, monkeypatch, original, fixed, written):
+    script = tmp_path / "train.py"
+    script.write_bytes(SOURCE)
+    fake_runs(monkeypatch, original, fixed)
+    result = verify_mod.verify(script, [], ["GL101"], 2, RunConfig(), sys.executable, write=True)
+    assert result.written is written
+    assert (script.read_bytes() != SOURCE) is written
+    if written:
+        assert b"num_workers=" in script.read_bytes()
+        compile(script.read_bytes(), str(script), "exec")
+
+
+def test_nothing_to_fix_is_an_error(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_bytes(b"import torch\nprint(1)\n")
+    with pytest.raises(verify_mod.VerifyError, match="nothing to fix"):
+        verify_mod.verify(script, [], ["GL101"], 2, RunConfig(), sys.executable)

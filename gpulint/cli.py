@@ -254,7 +254,7 @@ def _register_extensions() -> None:
 
 
 # Each module has `register(app: typer.Typer)`; listed here so the command set is visible in one place.
-EXTENSION_MODULES: list[str] = ["gpulint.review.cli"]
+EXTENSION_MODULES: list[str] = ["gpulint.review.cli", "gpulint.runtime_check.cli"]
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -82,6 +82,9 @@ def check(
     statistics: bool = typer.Option(False, "--statistics", help="Count findings per rule instead of listing them."),
     config: Optional[Path] = typer.Option(None, "--config", help="A pyproject.toml ([tool.gpulint]) or gpulint.toml."),
     stdin_filename: Optional[str] = typer.Option(None, "--stdin-filename", help="The name of the file read from standard input."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes (default: the cores available)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the result cache."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Where to keep the result cache (default: .gpulint_cache in the project root)."),
     add_suppressions: bool = typer.Option(False, "--add-suppressions", help="Write `# gpulint: ignore[ID]` on every current finding's line (adopt gpulint on existing code)."),
     report_unused_suppressions: bool = typer.Option(False, "--report-unused-suppressions", help="Also report suppression comments that suppress nothing (rule GL900)."),
 ) -> None:
@@ -116,7 +119,7 @@ def check(
     if reading_stdin:
         result, fixed_source = _run_stdin(settings, options, stdin_filename or "-")
     else:
-        result, fixed_source = run(paths, settings, options), None
+        result, fixed_source = _run_paths(paths, settings, options, jobs, None if no_cache else cache_dir or True), None
 
     for line in result.errors:
         _err(line)
@@ -160,6 +163,24 @@ def _add_suppressions(paths: List[Path], settings: Settings, reading_stdin: bool
     plural = "s" if outcome.added != 1 else ""
     typer.echo(f"Added {outcome.added} suppression{plural} in {outcome.files} file{'s' if outcome.files != 1 else ''}.", err=True)
     raise typer.Exit(EXIT_ERROR if outcome.errors else EXIT_CLEAN)
+
+
+def _run_paths(paths: List[Path], settings: Settings, options, jobs: Optional[int], cache_dir):
+    """Run over files with workers, the cache (`cache_dir`: a folder, True for the default, None
+    for none) and a progress bar on long runs at a terminal."""
+    from gpulint.linter.cache import ResultCache, default_cache_dir
+    from gpulint.linter.parallel import DelayedProgress, default_jobs
+    from gpulint.linter.runner import run
+
+    cache = None
+    if cache_dir is not None:
+        folder = default_cache_dir(settings.root) if cache_dir is True else cache_dir
+        cache = ResultCache.for_run(folder, settings.fingerprint(), options)
+    progress = DelayedProgress()
+    try:
+        return run(paths, settings, options, jobs=jobs or default_jobs(), cache=cache, progress=progress)
+    finally:
+        progress.close()
 
 
 def _run_stdin(settings: Settings, options, name: str):

@@ -10,11 +10,14 @@ import difflib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import FileResult, Linter, SyntaxErrorInSource, UndecodableSource, syntax_error_finding
 from gpulint.linter.files import PathError, discover, read_source
 from gpulint.linter.fixer import fix_source, write_atomic
+from gpulint.linter import parallel
+from gpulint.linter.cache import ResultCache, content_hash
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,16 @@ def process_file(path: Path, linter: Linter, options: RunOptions) -> FileOutcome
     try:
         source = read_source(path)
     except OSError as exc:
-        return FileOutcome(FileResult(name), errors=[f"{name}: cannot read: {exc.strerror or exc}"])
+        return _unreadable(name, exc)
+    return process_read_file(path, name, source, linter, options)
+
+
+def _unreadable(name: str, exc: OSError) -> FileOutcome:
+    return FileOutcome(FileResult(name), errors=[f"{name}: cannot read: {exc.strerror or exc}"])
+
+
+def process_read_file(path: Path, name: str, source: bytes, linter: Linter, options: RunOptions) -> FileOutcome:
+    """`process_file` for a file already read (its bytes are what the cache key hashed)."""
     if path.suffix == ".ipynb":
         from gpulint.linter import notebook  # noqa: PLC0415 - only notebooks pay for nbformat
 
@@ -107,10 +119,77 @@ def process_file(path: Path, linter: Linter, options: RunOptions) -> FileOutcome
     return outcome
 
 
-def run(paths: list[Path], settings: Settings, options: RunOptions) -> RunResult:
+def cacheable(outcome: FileOutcome, options: RunOptions) -> bool:
+    """Whether an outcome is a function of the hashed bytes alone: no problem reported, and no
+    file rewritten (after a write the result belongs to the new content)."""
+    if outcome.errors:
+        return False
+    return not options.fix or options.diff or outcome.fixed == 0
+
+
+def process_file_cached(path: Path, linter: Linter, options: RunOptions, cache: ResultCache | None) -> FileOutcome:
+    """`process_file` through the cache: a hit returns the stored outcome without parsing."""
+    if cache is None:
+        return process_file(path, linter, options)
+    name = display_path(path)
+    try:
+        source = read_source(path)
+    except OSError as exc:
+        return _unreadable(name, exc)
+    # The key hashes the bytes this call lints, so a file edited during the run is never stored
+    # under its old content.
+    key = cache.key(path, name, content_hash(source))
+    outcome = cache.get(key)
+    if outcome is None:
+        outcome = process_read_file(path, name, source, linter, options)
+        if cacheable(outcome, options):
+            cache.put(key, outcome)
+    return outcome
+
+
+def _cached_outcome(path: Path, cache: ResultCache) -> FileOutcome | None:
+    try:
+        source = read_source(path)
+    except OSError:
+        return None  # reported when the file is processed
+    return cache.get(cache.key(path, display_path(path), content_hash(source)))
+
+
+def run(
+    paths: list[Path],
+    settings: Settings,
+    options: RunOptions,
+    jobs: int = 1,
+    cache: ResultCache | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> RunResult:
+    """Lint (or fix) every file under `paths`; outcomes in the sorted order of the files.
+
+    Cache hits are looked up here first, so a warm run over an unchanged tree starts no worker and
+    parses nothing; the rest go to `jobs` worker processes (in this process when `jobs` is 1 or
+    there are only a few files).  `progress(done, total)` is called as files finish."""
     files, path_errors = discover(paths, settings.exclude, settings.root)
     result = RunResult(path_errors=path_errors)
-    linter = Linter(settings)
-    for path in files:
-        result.outcomes.append(process_file(path, linter, options))
+    outcomes: list[FileOutcome | None] = [None] * len(files)
+    done = 0
+    if cache is not None:
+        for index, path in enumerate(files):
+            outcomes[index] = _cached_outcome(path, cache)
+        done = sum(o is not None for o in outcomes)
+    pending = [i for i, o in enumerate(outcomes) if o is None]
+    if progress is not None and done:
+        progress(done, len(files))
+    if jobs > 1 and len(pending) >= parallel.MIN_FILES_FOR_WORKERS:
+        stream = parallel.map_files([files[i] for i in pending], settings, options, cache, jobs)
+    else:
+        linter = Linter(settings)
+        stream = (process_file_cached(files[i], linter, options, cache) for i in pending)
+    for index, outcome in zip(pending, stream):
+        outcomes[index] = outcome
+        done += 1
+        if progress is not None:
+            progress(done, len(files))
+    if cache is not None and pending:  # entries were written (by this process or its workers)
+        cache.evict()
+    result.outcomes = [o for o in outcomes if o is not None]
     return result

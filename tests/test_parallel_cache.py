@@ -1,0 +1,306 @@
+"""Worker processes and the result cache change how fast results come, never what they are.
+
+The corpus: the repository's fixtures, generated training scripts (findings, fixes, suppressions, a
+syntax error, files the prefilter skips), and a fixed sample of the installed torch package (real
+code, present wherever the tests run).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+import gpulint.linter.engine as engine
+from gpulint.linter import parallel
+from gpulint.linter.cache import LAYOUT, ResultCache
+from gpulint.linter.config import Settings
+from gpulint.linter.runner import RunOptions, run
+
+from tests.helpers import FIXTURES
+
+TRAIN_TEMPLATE = '''\
+import torch
+from torch.utils.data import DataLoader
+
+model = torch.nn.Linear({n}, 2).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(range({n}), batch_size={n})
+
+for epoch in range(3):
+    for step, batch in enumerate(loader):
+        loss = model(batch.cuda()).sum()
+        loss.backward()
+        opt.step()
+        print("loss", loss.item())  {suppress}
+'''
+
+PLAIN_TEMPLATE = '''\
+def add_{n}(a, b):
+    """Nothing here for a training linter: the prefilter skips this file."""
+    return a + b + {n}
+'''
+
+# Real code: a fixed sample of torch's own sources (optimizer, AMP, DataParallel: about 1,500 lines).
+TORCH_SAMPLE = ("optim/sgd.py", "amp/grad_scaler.py", "nn/parallel/data_parallel.py")
+
+
+def _torch_files() -> list[Path]:
+    torch = pytest.importorskip("torch")
+    base = Path(torch.__file__).parent
+    return [base / name for name in TORCH_SAMPLE if (base / name).is_file()]
+
+
+def _build_corpus(root: Path) -> Path:
+    """A tree of ~40 files under `root`."""
+    shutil.copytree(FIXTURES, root / "fixtures", ignore=shutil.ignore_patterns("__pycache__"))
+    generated = root / "generated"
+    generated.mkdir()
+    for n in range(12):
+        suppress = "# gpulint: ignore[GL201]" if n % 4 == 0 else ""
+        (generated / f"train_{n:02d}.py").write_text(TRAIN_TEMPLATE.format(n=n + 1, suppress=suppress))
+        (generated / f"plain_{n:02d}.py").write_text(PLAIN_TEMPLATE.format(n=n))
+    (generated / "broken.py").write_text("import torch\nfor x in loader:\n    loss.backward(\n")
+    (generated / "not_utf8.py").write_bytes(b"import torch\nname = '\xff\xfe'\n")
+    real = root / "torch_sample"
+    real.mkdir()
+    for path in _torch_files():
+        shutil.copyfile(path, real / path.name)
+    return root
+
+
+@pytest.fixture(scope="module")
+def shared_corpus(tmp_path_factory) -> Path:
+    """A corpus the tests only read (built once: parsing it is most of this module's time)."""
+    return _build_corpus(tmp_path_factory.mktemp("shared") / "corpus")
+
+
+@pytest.fixture()
+def corpus(shared_corpus: Path, monkeypatch) -> Path:
+    # Display paths are relative to the working directory: keep it fixed so results compare.
+    monkeypatch.chdir(shared_corpus.parent)
+    return shared_corpus
+
+
+@pytest.fixture()
+def own_corpus(tmp_path: Path, monkeypatch) -> Path:
+    """A corpus this test may change."""
+    monkeypatch.chdir(tmp_path)
+    return _build_corpus(tmp_path / "corpus")
+
+
+_baselines: dict = {}
+
+
+def _serial(corpus: Path, options: RunOptions) -> list:
+    """The reference: serial, uncached (computed once per corpus and options)."""
+    key = (corpus, options)
+    if key not in _baselines:
+        _baselines[key] = _summary(run([corpus], SETTINGS, options, jobs=1))
+    return _baselines[key]
+
+
+def _summary(result) -> list:
+    """Everything a reporter shows, in order: per file its findings (with fixes and edits), the
+    problems reported, and the diff and fix count."""
+    return [
+        (o.result.path, o.result.findings, sorted(o.errors), o.diff, o.fixed, [(s.row, s.codes) for s in o.result.unused_suppressions])
+        for o in result.outcomes
+    ] + [result.errors]
+
+
+@pytest.fixture()
+def count_parses(monkeypatch):
+    calls = []
+    original = engine.parse
+
+    def counting(source):
+        calls.append(1)
+        return original(source)
+
+    monkeypatch.setattr(engine, "parse", counting)
+    return calls
+
+
+SETTINGS = Settings(select=["ALL"])
+
+
+def _cache(tmp_path: Path, settings: Settings = SETTINGS, options: RunOptions = RunOptions(), **kwargs) -> ResultCache:
+    return ResultCache.for_run(tmp_path / "cache", settings.fingerprint(), options, **kwargs)
+
+
+@pytest.mark.parametrize("options", [RunOptions(), RunOptions(diff=True, unsafe_fixes=True, with_edits=True)])
+def test_parallel_and_cached_equal_serial_uncached(corpus, tmp_path, options):
+    serial = _serial(corpus, options)
+    assert len(serial) > 35 and any(row[1] for row in serial), "the corpus must have findings to compare"
+    paths = [row[0] for row in serial[:-1]]
+    assert paths == sorted(paths), "outcomes come in the sorted order of the files"
+    if not options.diff:  # (the diff run is the costly one: its cold cached run below uses workers too)
+        assert _summary(run([corpus], SETTINGS, options, jobs=2)) == serial
+    cache = _cache(tmp_path, options=options)
+    assert _summary(run([corpus], SETTINGS, options, jobs=2, cache=cache)) == serial  # cold, workers write
+    assert _summary(run([corpus], SETTINGS, options, jobs=1, cache=cache)) == serial  # warm
+    assert cache.hits > 0
+
+
+def test_warm_run_parses_nothing_and_starts_no_worker(corpus, tmp_path, count_parses, monkeypatch):
+    cache = _cache(tmp_path)
+    cold = _summary(run([corpus], SETTINGS, RunOptions(), jobs=1, cache=cache))
+    assert len(count_parses) > 10
+    count_parses.clear()
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a warm run must not start workers")
+
+    monkeypatch.setattr(parallel, "map_files", no_pool)
+    assert _summary(run([corpus], SETTINGS, RunOptions(), jobs=2, cache=cache)) == cold
+    assert count_parses == []
+
+
+def test_edited_file_is_the_only_one_parsed_again(own_corpus, tmp_path, count_parses):
+    corpus = own_corpus / "generated"
+    cache = _cache(tmp_path)
+    run([corpus], SETTINGS, RunOptions(), jobs=1, cache=cache)
+    target = corpus / "train_03.py"
+    target.write_text(target.read_text().replace('print("loss", loss.item())', "pass"))
+    count_parses.clear()
+    warm = run([corpus], SETTINGS, RunOptions(), jobs=1, cache=cache)
+    assert len(count_parses) == 1
+    assert _summary(warm) == _summary(run([corpus], SETTINGS, RunOptions(), jobs=1))
+
+
+def test_configuration_and_options_are_part_of_the_key(corpus, tmp_path, count_parses):
+    corpus = corpus / "generated"
+    run([corpus], SETTINGS, RunOptions(), jobs=1, cache=_cache(tmp_path))
+    count_parses.clear()
+    other = Settings(select=["GL1"])
+    narrowed = run([corpus], other, RunOptions(), jobs=1, cache=_cache(tmp_path, other))
+    assert count_parses, "another selection must not reuse the results of ALL"
+    assert {f.code for f in narrowed.findings} <= {"GL101", "GL102", "GL103", "GL104", "GL105", "GL000"}
+    count_parses.clear()
+    run([corpus], SETTINGS, RunOptions(with_edits=True), jobs=1, cache=_cache(tmp_path, options=RunOptions(with_edits=True)))
+    assert count_parses, "results without edits must not serve a run that needs them"
+
+
+def _entries(cache: ResultCache) -> list[Path]:
+    return [p for p in (cache.directory / LAYOUT).rglob("*") if p.is_file()]
+
+
+def test_corrupt_entries_are_misses(corpus, tmp_path):
+    corpus = corpus / "generated"
+    cache = _cache(tmp_path)
+    expected = _serial(corpus, RunOptions())
+    assert _summary(run([corpus], SETTINGS, RunOptions(), jobs=1, cache=cache)) == expected
+    entries = sorted(_entries(cache))
+    assert len(entries) > 20
+    # Each kind of damage on a quarter of the entries: cut short (a run killed mid-write on a
+    # filesystem without atomic rename), random bytes, one flipped byte, empty.
+    for index, entry in enumerate(entries):
+        data = entry.read_bytes()
+        damage = (data[: len(data) // 2], os.urandom(len(data)), data[:-1] + bytes([data[-1] ^ 0xFF]), b"")
+        entry.write_bytes(damage[index % 4])
+    cache = _cache(tmp_path)
+    assert _summary(run([corpus], SETTINGS, RunOptions(), jobs=1, cache=cache)) == expected
+    assert cache.hits == 0
+
+
+def test_cache_is_bounded(corpus, tmp_path):
+    corpus = corpus / "generated"
+    cache = _cache(tmp_path)
+    run([corpus], SETTINGS, RunOptions(), jobs=1, cache=cache)
+    total, entries = cache.size()
+    assert len(entries) > 20
+    # Age the entries so the eviction order is known: the first half oldest.
+    ordered = sorted(entries, key=lambda e: e[2].name)
+    for age, (_mtime, _size, path) in enumerate(ordered):
+        os.utime(path, (1_000_000 + age, 1_000_000 + age))
+    small = _cache(tmp_path, max_bytes=total // 2)
+    assert small.evict() > 0
+    left, kept = small.size()
+    assert left <= total // 2
+    assert {p for _m, _s, p in kept} == {p for _m, _s, p in ordered[len(ordered) - len(kept) :]}, "oldest go first"
+
+
+def test_two_runs_sharing_a_cache(corpus, tmp_path):
+    corpus = corpus / "generated"
+    expected = _serial(corpus, RunOptions())
+    results: list = [None, None]
+
+    def one(slot: int) -> None:
+        results[slot] = _summary(run([corpus], SETTINGS, RunOptions(), jobs=1, cache=_cache(tmp_path)))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [expected, expected]
+    assert not [p for p in (tmp_path / "cache").rglob(".tmp-*")], "no temporary file left behind"
+    assert _summary(run([corpus], SETTINGS, RunOptions(), jobs=1, cache=_cache(tmp_path))) == expected
+
+
+def test_fix_through_workers_writes_the_same_files(own_corpus, tmp_path):
+    corpus = own_corpus
+    shutil.rmtree(corpus / "torch_sample")  # nothing to fix there; the lint tests cover real code
+    twin = tmp_path / "twin"
+    shutil.copytree(corpus, twin)
+    options = RunOptions(fix=True, unsafe_fixes=True)
+    serial = run([corpus], SETTINGS, options, jobs=1)
+    parallel_run = run([twin], SETTINGS, options, jobs=2, cache=_cache(tmp_path, options=options))
+    assert sum(o.fixed for o in serial.outcomes) > 0
+    assert [o.fixed for o in parallel_run.outcomes] == [o.fixed for o in serial.outcomes]
+    for path in sorted(corpus.rglob("*.py")):
+        assert (twin / path.relative_to(corpus)).read_bytes() == path.read_bytes(), path
+    # The files written are linted afresh next time (their results were not cached under the old
+    # content), and the cached results of the others still hold.
+    after = run([twin], SETTINGS, RunOptions(), jobs=1)
+    cached = _cache(tmp_path, options=options)
+    again = run([twin], SETTINGS, options, jobs=1, cache=cached)
+    assert [o.result.findings for o in again.outcomes] == [o.result.findings for o in after.outcomes]
+    assert sum(o.fixed for o in again.outcomes) == 0
+
+
+def test_default_jobs_is_the_available_cores():
+    expected = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert parallel.default_jobs() == expected
+
+
+def test_progress_bar_waits_and_needs_a_terminal(capsys):
+    quiet = parallel.DelayedProgress(delay=0.0, enabled=False)
+    quiet(1, 10)
+    assert not quiet.shown
+    patient = parallel.DelayedProgress(delay=3600.0, enabled=True)
+    patient(1, 10)
+    assert not patient.shown, "a run shorter than the delay shows nothing"
+    eager = parallel.DelayedProgress(delay=0.0, enabled=True)
+    eager(1, 10)
+    assert eager.shown
+    eager.close()
+    assert not eager.shown
+
+
+def test_cli_jobs_cache_dir_and_no_cache(corpus, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from gpulint.cli import app
+
+    runner = CliRunner()
+    monkeypatch.chdir(tmp_path)
+    target = str(corpus / "generated")
+    base = runner.invoke(app, ["check", target, "--select", "ALL", "--jobs", "1", "--no-cache"])
+    assert base.exit_code == 1, base.output
+    cache_dir = tmp_path / "cli-cache"
+    for _ in range(2):  # cold, then warm
+        again = runner.invoke(app, ["check", target, "--select", "ALL", "--jobs", "2", "--cache-dir", str(cache_dir)])
+        assert (again.exit_code, again.output) == (base.exit_code, base.output)
+    assert (cache_dir / LAYOUT).is_dir() and (cache_dir / ".gitignore").read_text().strip().endswith("*")
+    assert not (tmp_path / ".gpulint_cache").exists(), "--no-cache and --cache-dir write no default cache"
+    default = runner.invoke(app, ["check", target, "--select", "ALL"])
+    assert default.output == base.output
+    assert (tmp_path / ".gpulint_cache" / LAYOUT).is_dir(), "the default cache lives in the project root (cwd)"
+    bad = runner.invoke(app, ["check", target, "--jobs", "0"])
+    assert bad.exit_code == 2

@@ -39,9 +39,12 @@ STATEMENT_TYPES = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 class FileContext:
     """A parsed module with its import table, value origins and training-loop model."""
 
-    def __init__(self, module: cst.Module, path: str, options: dict[str, Any], wanted_types: frozenset[str]) -> None:
+    def __init__(
+        self, module: cst.Module, path: str, options: dict[str, Any], wanted_types: frozenset[str], source: bytes | None = None
+    ) -> None:
         self.module = module
         self.path = path
+        self._source = source
         self.options = options
         self.index = TreeIndex(module, wanted_types | ANALYSIS_TYPES)
         self.imports = ImportTable()
@@ -53,6 +56,14 @@ class FileContext:
         for type_name in ("Assign", "AnnAssign", "WithItem", "Param"):
             for node in self.index.nodes(type_name):
                 self.values.add(node)
+
+    @cached_property
+    def source_text(self) -> str:
+        """The module's text.  Decoded from the bytes that were parsed when available: regenerating
+        it (`module.code`) costs as much as a second parse on big files."""
+        if self._source is not None:
+            return self._source.decode(self.module.encoding)
+        return self.module.code
 
     @cached_property
     def loops(self) -> LoopModel:

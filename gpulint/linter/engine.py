@@ -49,6 +49,10 @@ class Analysis:
     suppressions: dict[int, list[Suppression]] = field(default_factory=dict)
     positions: dict | None = None
 
+    @property
+    def text(self) -> str:
+        return self.ctx.source_text
+
 
 @dataclass
 class FileResult:
@@ -126,11 +130,11 @@ class Linter:
         if not rules:
             return None
         module = parse(source)
-        return self.analyze_module(module, path, rules)
+        return self.analyze_module(module, path, rules, source)
 
-    def analyze_module(self, module: cst.Module, path: str, rules: list[type[Rule]]) -> Analysis:
+    def analyze_module(self, module: cst.Module, path: str, rules: list[type[Rule]], source: bytes | None = None) -> Analysis:
         wanted = frozenset().union(*(r.visited_types() for r in rules))
-        ctx = FileContext(module, path, self.settings.options, wanted)
+        ctx = FileContext(module, path, self.settings.options, wanted, source)
         instances = [r(ctx) for r in rules]
         handlers: dict[str, list] = {}
         for instance in instances:
@@ -149,7 +153,7 @@ class Linter:
         return analysis
 
     def _unsuppressed(self, analysis: Analysis) -> list[RawFinding]:
-        analysis.suppressions = find_suppressions(analysis.module.code)
+        analysis.suppressions = find_suppressions(analysis.text)
         if not analysis.suppressions:
             return analysis.findings
         kept = []
@@ -222,7 +226,7 @@ class Linter:
         result.unused_suppressions = [
             s for rows in analysis.suppressions.values() for s in rows if not s.used
         ]
-        return self._with_unused_suppressions(result, analysis.module.code, analysis.suppressions)
+        return self._with_unused_suppressions(result, analysis.text, analysis.suppressions)
 
     def _with_unused_suppressions(self, result: FileResult, text: bytes | str, suppressions) -> FileResult:
         """Add GL900 findings (when enabled) for suppression comments that silenced nothing;

@@ -95,7 +95,8 @@ class Finding:
     extra: dict = field(default_factory=dict, compare=False)
 
     def sort_key(self) -> tuple:
-        return (self.path, self.location.row, self.location.column, self.code)
+        # Notebook findings are cell-relative: the cell orders them first.
+        return (self.path, self.extra.get("cell") or 0, self.location.row, self.location.column, self.code)
 
 
 SYNTAX_ERROR_CODE = "GL000"

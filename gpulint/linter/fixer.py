@@ -114,7 +114,7 @@ def non_overlapping(analysis: Analysis, fixes: list[Fix]) -> list[Fix]:
 
 
 def edits_for(analysis: Analysis, fix: Fix) -> list[Edit]:
-    return line_edits(analysis.module.code, apply_fixes(analysis, [fix]).code)
+    return line_edits(analysis.text, apply_fixes(analysis, [fix]).code)
 
 
 def allowed(fix: Fix, unsafe: bool) -> bool:

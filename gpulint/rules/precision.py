@@ -43,7 +43,7 @@ def code_without_comments(ctx: FileContext) -> str:
     cached = ctx.__dict__.get("_gpulint_code_without_comments")
     if cached is not None:
         return cached
-    code = ctx.module.code
+    code = ctx.source_text
     try:
         kept = [tok.string for tok in tokenize.generate_tokens(io.StringIO(code).readline) if tok.type != tokenize.COMMENT]
         text = " ".join(kept)
@@ -302,7 +302,7 @@ class DeprecatedAmpApi(Rule):
             return fix
         local = func.value
         # Every occurrence of the name as a word: the import and this use, or it is used elsewhere.
-        if len(re.findall(rf"(?<![\w.]){re.escape(local)}(?!\w)", self.ctx.module.code)) != 2:
+        if len(re.findall(rf"(?<![\w.]){re.escape(local)}(?!\w)", self.ctx.source_text)) != 2:
             return fix
         for node in self.ctx.index.nodes("ImportFrom"):
             if isinstance(node.names, cst.ImportStar) or node.relative:

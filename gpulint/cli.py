@@ -189,6 +189,16 @@ def _run_stdin(settings: Settings, options, name: str):
     from gpulint.linter.runner import RunResult, process_source
 
     source = sys.stdin.buffer.read()
+    if name.endswith(".ipynb"):
+        from dataclasses import replace
+
+        from gpulint.linter import notebook
+
+        if options.fix and not options.diff:
+            _err("--fix on a notebook read from standard input is not supported; use --diff, or name the file")
+            raise typer.Exit(EXIT_ERROR)
+        outcome = notebook.process_notebook(Path(name), name, source, Linter(settings), replace(options, fix=False))
+        return RunResult(outcomes=[outcome]), None
     outcome, final = process_source(Linter(settings), source, name, options)
     result = RunResult(outcomes=[outcome])
     if options.fix and not options.diff:

@@ -15,6 +15,7 @@ from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.imports import dotted_name
 from gpulint.linter.loopmodel import LOOP_TYPES, SCOPE_TYPES
 from gpulint.linter.rule import Rule
+from gpulint.linter.values import last_name
 from gpulint.rules.data_pipeline import DATALOADERS
 from gpulint.rules.precision import code_without_comments
 
@@ -37,6 +38,7 @@ INIT_PROCESS_GROUP = ("torch.distributed.init_process_group", "torch.distributed
 _FALLBACK_WORDS = re.compile(r"is_available|nccl|platform|win32|windows|darwin|macos|^nt$|os\.name|cpu|cuda|gpu|mps|device", re.IGNORECASE)
 # Handling of accumulation under DDP: the context manager, accelerate's wrapper, or the flag.
 _SYNC_HANDLED = re.compile(r"no_sync|require_backward_grad_sync|set_requires_gradient_sync|\baccumulate\s*\(|sync_gradients")
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_test\.py$")
 _CPU_COUNT = (
     "os.cpu_count",
     "multiprocessing.cpu_count",
@@ -162,6 +164,8 @@ class GlooOnCuda(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.call_qualified_name(node) not in INIT_PROCESS_GROUP or not self.ctx.accelerated:
             return
+        if _TEST_PATH.search(self.ctx.path.replace("\\", "/")):
+            return  # tests pick gloo on purpose: it runs on CI machines without GPUs
         backend = keyword_arg(node, "backend")
         if backend is None:
             positional = [a for a in node.args if a.keyword is None and not a.star]
@@ -367,8 +371,14 @@ class DdpFindUnused(Rule):
     tokens = ("find_unused_parameters",)
 
     KEYWORDS = {"find_unused_parameters", "ddp_find_unused_parameters"}
+    # Callees that configure DDP (by their last name: aliases and re-exports vary).  Anything else
+    # given the keyword -- a registry that *offers* the option, a test helper -- is not a choice.
+    CALLEES = re.compile(r"DDP|DistributedDataParallel|Strategy$|TrainingArguments$|Kwargs$|^Trainer$|^Fabric$")
 
     def visit_Call(self, node: cst.Call) -> None:
+        callee = last_name(node.func) or ""
+        if not self.CALLEES.search(callee):
+            return
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value in self.KEYWORDS and is_true(arg.value):
                 self.report(node)

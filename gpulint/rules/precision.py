@@ -31,6 +31,7 @@ _MIXED_PRECISION_TEXT = re.compile(
 )
 _COMPILE_TEXT = re.compile(r"(?<![a-z0-9])compile(?![a-z])|torch\.jit|dynamo|torchscript|tensorrt|\bjit\b", re.IGNORECASE)
 _REGEX_COMPILE = re.compile(r"\b(re|regex)\s*\.\s*compile\b")
+_VERSION_TEST = re.compile(r"version|greater|less|hasattr|older|newer|torch_?\d|_ge_|_lt_|[<>]=?", re.IGNORECASE)
 _TF32_TEXT = re.compile(r"tf32|float32_matmul_precision|fp32_precision", re.IGNORECASE)
 
 
@@ -72,7 +73,10 @@ def trains_pytorch_itself(ctx: FileContext) -> list[cst.Call]:
         return cached
     calls: list[cst.Call] = []
     if ctx.uses_torch and ctx.accelerated and not ctx.uses(*_MANAGED_ELSEWHERE) and not ctx.loops.lightning_steps:
-        calls = _backward_step_calls(ctx)
+        # A training script builds an optimizer and steps in a loop; helpers that only call
+        # `.backward()` (library utilities, gradient checks) are not one.
+        if ctx.loops.step_loops and optimizer_construction(ctx) is not None:
+            calls = _backward_step_calls(ctx)
     ctx.__dict__["_gpulint_own_torch_training"] = calls
     return calls
 
@@ -215,7 +219,8 @@ class DeprecatedAmpApi(Rule):
 
     code = "GL402"
     name = "deprecated-amp-api"
-    message = "`{old}` is deprecated; use `{new}`"
+    message = "the `torch.cuda.amp` API is deprecated; use its `torch.amp` form with a device argument"
+    _specific = "`{old}` is deprecated; use `{new}`"
     tokens = ("cuda.amp", "cpu.amp", "cuda import amp", "cpu import amp")
     fix_applicability = Applicability.SAFE
 
@@ -239,10 +244,10 @@ class DeprecatedAmpApi(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         old = self.ctx.call_qualified_name(node)
-        if old not in self.DEPRECATED:
+        if old not in self.DEPRECATED or self._is_compatibility_fallback(node):
             return
         new, device, shape = self.DEPRECATED[old]
-        self.report(node, message=self.message.format(old=old, new=new), fix=self._call_fix(node, new, device, shape))
+        self.report(node, message=self._specific.format(old=old, new=new), fix=self._call_fix(node, new, device, shape))
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         # `@torch.cuda.amp.custom_fwd` without parentheses (the called form is a Call).
@@ -256,7 +261,19 @@ class DeprecatedAmpApi(Rule):
         replacement = cst.parse_expression(f'{text}(device_type="{device}")')
         fix = Fix(Applicability.SAFE, f"Use `{new}(device_type=\"{device}\")`", {node.decorator: replacement}, imports)
         fix = self._with_import_cleanup(fix, node.decorator)
-        self.report(node, message=self.message.format(old=old, new=new), fix=fix)
+        self.report(node, message=self._specific.format(old=old, new=new), fix=fix)
+
+    def _is_compatibility_fallback(self, node: cst.CSTNode) -> bool:
+        """The old API kept for old PyTorch versions: in an `except` handler (the new API failed),
+        or in a branch chosen by a version test (`... if TORCH_GE_2_4 else torch.cuda.amp...`)."""
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, cst.ExceptHandler):
+                return True
+            if isinstance(ancestor, (cst.If, cst.IfExp)) and _VERSION_TEST.search(self.ctx.code(ancestor.test)):
+                return True
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+        return False
 
     def _call_fix(self, call: cst.Call, new: str, device: str, shape: str) -> Fix | None:
         if any(arg.star == "*" for arg in call.args):

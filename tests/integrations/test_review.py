@@ -224,3 +224,22 @@ def test_post_needs_token_and_pull_request(review_repo, monkeypatch, capsys):
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     code, _, err = run_cli(["review", "--base", "main", "--post"], capsys)
     assert code == 2 and "no pull request number" in err
+
+
+def test_multi_line_suggestion_uses_start_line(review_repo, capsys):
+    script = (review_repo / "train.py").read_text()
+    script = script.replace(
+        "        total = loss.item()\n",
+        "        total = loss.item()\n        logger.info(\n            \"step %d\", step,\n        )\n",
+    )
+    (review_repo / "train.py").write_text("import logging\nlogger = logging.getLogger()\n" + script)
+    git(review_repo, "commit", "-q", "-am", "log")
+    code, out, _ = run_cli(["review", "--base", "main", "--format", "json"], capsys)
+    comments = [c for c in json.loads(out)["comments"] if "**gpulint GL302**" in c["body"]]
+    assert len(comments) == 1
+    comment = comments[0]
+    rows = (review_repo / "train.py").read_text().splitlines()
+    start = rows.index("        logger.info(") + 1
+    assert (comment["start_line"], comment["line"], comment["start_side"]) == (start, start + 2, "RIGHT")
+    block = comment["body"].split("```suggestion\n", 1)[1].split("\n```", 1)[0]
+    assert block.splitlines()[0].strip().startswith("if step %") and "logger.info(" in block

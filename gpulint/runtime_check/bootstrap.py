@@ -72,6 +72,7 @@ class State:
         self.measure_start = None  # end of the last warm-up step
         self.last_progress = 0.0
         self.stopping = False
+        self.uninstall = []  # callables that remove the torch hooks (the overhead benchmark toggles them)
 
     # -- step events -----------------------------------------------------------------------
     def _check_stop(self, count: int, now: float) -> None:
@@ -189,9 +190,16 @@ def instrument_torch(torch) -> None:
     from torch.optim.optimizer import register_optimizer_step_post_hook
     from torch.utils.data import dataloader
 
-    register_optimizer_step_post_hook(lambda optimizer, args, kwargs: STATE.optimizer_step(optimizer))
+    handle = register_optimizer_step_post_hook(lambda optimizer, args, kwargs: STATE.optimizer_step(optimizer))
     iterator_class = dataloader._BaseDataLoaderIter
-    iterator_class.__next__ = _timed_next(iterator_class.__next__, STATE.loader_fetches)
+    original = iterator_class.__next__
+    iterator_class.__next__ = _timed_next(original, STATE.loader_fetches)
+
+    def uninstall():
+        handle.remove()
+        iterator_class.__next__ = original
+
+    STATE.uninstall.append(uninstall)
     STATE.instrumented.append(f"torch {torch.__version__}")
     if torch.cuda.is_available():
         STATE.cuda = True

@@ -13,7 +13,8 @@ from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_onc
 SYNC_PATTERNS = [
     ("torch.cuda.synchronize", "GL204"),
     (".item(", "GL201"), (".cpu(", "GL201"), (".numpy(", "GL201"), (".tolist(", "GL201"), ("float(", "GL201"),
-    ("isnan", "GL201"), ("print(", "GL302"), ("log", "GL302"),
+    ("isnan", "GL201"), ("print(", "GL302"), ("logging.", "GL302"), ("logger.", "GL302"), (".log(", "GL302"),
+    ("add_scalar", "GL302"),
     (".to(", "GL104"), (".cuda(", "GL104"),
 ]
 

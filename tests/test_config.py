@@ -61,7 +61,7 @@ log-every = 50
     "body, message",
     [
         ('selct = ["GL1"]', "unknown key"),
-        ('select = ["GL9"]', "unknown rule selector"),
+        ('select = ["GL99"]', "unknown rule selector"),
         ("select = 3", "must be a list"),
         ('unsafe-fixes = "yes"', "true or false"),
         ("log-every = 0", "positive integer"),

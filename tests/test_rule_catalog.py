@@ -42,3 +42,11 @@ def test_rule_documentation_has_every_section(rule):
 def test_generated_docs_are_current():
     result = subprocess.run([sys.executable, "scripts/gen_docs.py", "--check"], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_summary_is_the_what_it_finds_text(rule):
+    text = rule.explanation()
+    section = text.split("## What it finds", 1)[1].split("\n\n", 1)[0] if "## What it finds" in text else text
+    assert rule.summary() and not rule.summary().startswith("#")
+    assert rule.summary() == " ".join(section.split())

@@ -89,8 +89,9 @@ class Rule:
     def summary(cls) -> str:
         """The explanation's first paragraph after its first heading, for short listings."""
         for paragraph in cls.explanation().split("\n\n"):
-            if paragraph and not paragraph.startswith("#"):
-                return " ".join(paragraph.split())
+            lines = [line for line in paragraph.splitlines() if not line.startswith("#")]
+            if lines:
+                return " ".join(" ".join(lines).split())
         return cls.message
 
 

@@ -166,6 +166,8 @@ def _write_json(path: str, payload: dict) -> None:
 def _cuda_sync() -> None:
     import torch
 
+    if not torch.cuda.is_initialized():
+        return  # a CPU run on a CUDA machine: synchronizing would create a context for nothing
     STATE.own_sync = True
     try:
         torch.cuda.synchronize()
@@ -210,13 +212,21 @@ def instrument_torch(torch) -> None:
         STATE.notes.append("torch has no CUDA device here: no sync lines, no device timing")
 
 
+def _library_prefixes():
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    return tuple({paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths})
+
+
 def _user_frame():
-    """The innermost frame outside torch, the standard library, site-packages and this file."""
-    frame = sys._getframe(2)
+    """The innermost frame outside torch, the standard library, installed packages and this file."""
+    libraries = _library_prefixes()
+    frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
-        if name != THIS_FILE and "site-packages" not in name and not name.startswith(sys.prefix + os.sep + "lib") \
-                and not name.startswith("<") and "/torch/" not in name:
+        if name != THIS_FILE and not name.startswith(libraries) and not name.startswith("<") \
+                and "site-packages" not in name and "dist-packages" not in name and f"{os.sep}torch{os.sep}" not in name:
             return name, frame.f_lineno
         frame = frame.f_back
     return None

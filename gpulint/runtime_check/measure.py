@@ -242,8 +242,9 @@ def run_once(command: Command, config: RunConfig, progress: ProgressCallback | N
                 raise CommandError(f"cannot start {command.interpreter}: {exc}") from exc
             cpu = cpu_mod.CpuSampler(process.pid, interval=config.sample_interval).start()
             status = None
+            last_progress: dict = {}
             try:
-                status = _wait(process, config, started, out, progress_path, progress)
+                status = _wait(process, config, started, out, progress_path, progress, last_progress)
             finally:
                 if process.poll() is None:  # KeyboardInterrupt, or a timeout
                     _kill_tree(process)
@@ -251,14 +252,19 @@ def run_once(command: Command, config: RunConfig, progress: ProgressCallback | N
                 gpu.stop()
         output = Path(log_path).read_bytes().decode(errors="replace")
         data = _read_json(out)
-    return _result(command, config, status, process.returncode, data, output, cpu, gpu, time.monotonic() - started)
+    result = _result(command, config, status, process.returncode, data, output, cpu, gpu, time.monotonic() - started)
+    if status == "timeout":
+        made = last_progress.get("steps", 0)
+        result.error["message"] += f"; it had made {made} step{'s' if made != 1 else ''}" if made else "; it had made no training step"
+    return result
 
 
-def _wait(process, config: RunConfig, started: float, out: str, progress_path: str, progress) -> str | None:
+def _wait(process, config: RunConfig, started: float, out: str, progress_path: str, progress, last: dict) -> str | None:
     reported_at = None
     while process.poll() is None:
         now = time.monotonic()
         if now - started > config.timeout:
+            last.update(_read_json(progress_path) or {})  # how far it got, for the report
             _kill_tree(process)
             return "timeout"
         if os.path.exists(out):

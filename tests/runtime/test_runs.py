@@ -70,7 +70,7 @@ def test_crashing_script_shows_its_error_and_passes_the_exit_code_on(tmp_path):
 def test_hanging_script_is_stopped_by_the_timeout(tmp_path):
     run = gpulint(tmp_path, "profile", "--timeout", "3", "--", sys.executable, str(SCRIPTS / "hang.py"))
     assert run.returncode == 124
-    assert "in time" in run.stdout and "no result after 3 s" in run.stdout
+    assert "in time" in run.stdout and "no result after 3 s; stopped; it had made no training step" in run.stdout
     assert "waiting forever" in run.stdout
     assert leftovers(tmp_path) == []
 
@@ -86,6 +86,12 @@ def test_script_that_ends_during_warmup_says_so(tmp_path):
     run = gpulint(tmp_path, "profile", "--warmup", "5", "--", sys.executable, str(SCRIPTS / "few_steps.py"))
     assert run.returncode == 3
     assert "only 2 step(s) ran" in run.stdout
+
+
+def test_module_form_runs_with_sys_path_like_python_m():
+    result = run_once(Command(sys.executable, [], ["-m", "no_steps"]), RunConfig(sys_path0=str(SCRIPTS)))
+    assert result.status == "finished" and result.steps is None
+    assert "evaluated 499500" in result.output_tail
 
 
 def test_usage_errors_are_one_line(tmp_path):

@@ -5,8 +5,8 @@ An entry is keyed by everything that can change a file's result:
 * the file's bytes (a hash of them) and its path (findings carry the path, per-file ignores match it);
 * the effective configuration (`Settings.fingerprint()`) and the run options that change results
   (fix, diff, unsafe fixes, edits attached);
-* gpulint itself: its version and a fingerprint of its own source files (size and modification time
-  of each), so an edited rule in a development checkout never serves stale results; and the libcst
+* gpulint itself: its version and a fingerprint of its engine and rule modules (size and
+  modification time of each), so an edited rule in a development checkout never serves stale results; and the libcst
   and Python versions, which decide what parses.
 
 Each entry is one small file `<dir>/v1/<2 hex>/<38 hex>` holding a magic header, a SHA-256 of the
@@ -47,15 +47,18 @@ _code_fingerprint: str | None = None
 
 
 def gpulint_fingerprint() -> str:
-    """gpulint's version plus the size and mtime of every module of the package, and the versions
-    of what decides parsing (computed once per process: about a hundred stat calls)."""
+    """gpulint's version, the size and mtime of every module of its engine and rules, and the
+    versions of what decides parsing (computed once per process: a few dozen stat calls)."""
     global _code_fingerprint
     if _code_fingerprint is None:
         import libcst
 
         package = Path(__file__).resolve().parent.parent
         digest = hashlib.sha256(f"{__version__}|{sys.version}|{getattr(libcst, '__version__', '')}".encode())
-        for path in sorted(package.rglob("*.py")):
+        # The code that decides a file's result: the engine and the rules (not the runtime checker
+        # or the review bot, whose edits must not throw the cache away).
+        sources = [*sorted((package / "linter").rglob("*.py")), *sorted((package / "rules").rglob("*.py"))]
+        for path in sources:
             try:
                 info = path.stat()
             except OSError:

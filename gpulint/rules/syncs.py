@@ -118,16 +118,16 @@ def _name_key(expr: cst.BaseExpression) -> str | None:
     return None
 
 
-def _in_condition(ctx: FileContext, node: cst.CSTNode) -> bool:
-    """Whether `node` is (part of) the test of an `if`, `while`, conditional expression or assert."""
+def _condition_of(ctx: FileContext, node: cst.CSTNode) -> cst.BaseExpression | None:
+    """The test of the `if`, `while`, conditional expression or assert that `node` is part of."""
     child = node
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, (cst.If, cst.While, cst.IfExp, cst.Assert)):
-            return child is ancestor.test
+            return ancestor.test if child is ancestor.test else None
         if isinstance(ancestor, cst.SimpleStatementLine) or isinstance(ancestor, cst.BaseSuite):
-            return False
+            return None
         child = ancestor
-    return False
+    return None
 
 
 class HostSyncInLoop(Rule):
@@ -185,6 +185,7 @@ class HostSyncInLoop(Rule):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._tensors: TensorNames | None = None
+        self._reported_tests: set[int] = set()
 
     @property
     def tensors(self) -> TensorNames:
@@ -236,8 +237,11 @@ class HostSyncInLoop(Rule):
         while isinstance(parent, cst.Attribute) and parent.attr.value in ("any", "all") and isinstance(self.ctx.parent(parent), cst.Call):
             outer = self.ctx.parent(parent)
             parent = self.ctx.parent(outer)
-        if _in_condition(self.ctx, outer) and self._applies(outer):
-            self.report(outer, message="a NaN/Inf check of a tensor used as a condition makes the CPU wait for the GPU every step")
+        test = _condition_of(self.ctx, outer)
+        if test is None or id(test) in self._reported_tests or not self._applies(outer):
+            return
+        self._reported_tests.add(id(test))  # `isnan(x) or isinf(x)` is one read: report it once
+        self.report(outer, message="a NaN/Inf check of a tensor used as a condition makes the CPU wait for the GPU every step")
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
         if self._is_unsynced_tensor(node.expression) and self._applies(node):
@@ -347,7 +351,8 @@ class HostTensorThenCopy(Rule):
     `device="cuda"`).  Safe for deterministic factories: the values are identical.  Unsafe for
     random factories (`torch.rand`, `randn`, `randint`, `randperm`, ...): on the device they draw
     from the device's generator, so the numbers differ from the host's for the same seed.  Not
-    offered when `.to()` also changes the dtype or copies, or the factory already names a device.
+    offered when `.to()` also changes the dtype, copies, asks for `non_blocking`, or takes another
+    tensor (`.to(x)` takes `x`'s dtype too), nor when the factory already names a device.
     """
 
     code = "GL203"
@@ -374,7 +379,9 @@ class HostTensorThenCopy(Rule):
         self.report(node, message=self.message.format(factory=name), fix=self._fix(node, factory, name))
 
     def _fix(self, node: cst.Call, factory: cst.Call, name: str):
-        args = [a for a in node.args if not (a.keyword is not None and a.keyword.value == "non_blocking")]
+        if keyword_arg(node, "non_blocking") is not None:
+            return None  # the author wants an asynchronous copy (of a pinned tensor?): not ours to drop
+        args = list(node.args)
         if node.func.attr.value == "cuda":
             if args:
                 return None  # `.cuda(1)`: the index would need translating
@@ -383,11 +390,25 @@ class HostTensorThenCopy(Rule):
             if len(args) != 1 or (args[0].keyword is not None and args[0].keyword.value != "device"):
                 return None  # a dtype or `copy=` as well: keep it for a person
             device = args[0].value
+            if not _device_like(self.ctx, device):
+                return None  # `.to(other_tensor)` also takes its dtype: `device=` would not do the same
         applicability = Applicability.UNSAFE if name in _RANDOM_FACTORIES else Applicability.SAFE
         new = append_keyword(factory, "device", device)
         # The `.to()` call is replaced by the factory itself, keeping the outer parentheses.
         new = new.with_changes(lpar=node.lpar, rpar=node.rpar)
         return Fix(applicability, f"Create the tensor on the device: `torch.{name}(..., device=...)`", {node: new})
+
+
+_DEVICE_NAME = re.compile(r"device|^dev$|gpu|cuda|rank", re.I)
+
+
+def _device_like(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+    """A device (not a tensor or dtype): a string, `torch.device(...)`, or a name that says so."""
+    if isinstance(expr, (cst.SimpleString, cst.Integer)):
+        return True
+    if isinstance(expr, cst.Call):
+        return ctx.call_qualified_name(expr) == "torch.device"
+    return bool(_DEVICE_NAME.search(last_name(expr) or ""))
 
 
 _SYNCHRONIZE = frozenset(

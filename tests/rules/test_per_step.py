@@ -197,3 +197,21 @@ def test_gl303_fix_uses_checkpoint_every():
     fixed = assert_fix_ok(source, "GL303", **{"checkpoint-every": 200})
     assert "if step % 200 == 0:" in fixed
     assert fix(source, "GL303", unsafe=False) == source
+
+
+def test_model_a_pytest_test_taking_one_step_is_not_a_step_function():
+    # Seen in keras' trainer tests: `train_on_batch(...)` then `evaluate(...)` in one test.
+    source = """
+        import keras
+        def test_nested_inputs():
+            model.compile(optimizer="sgd", loss="mse")
+            out = model.train_on_batch(x, y)
+            res = model.evaluate(x, y)
+            print(res)
+        def train_step(batch):
+            loss = model(batch).loss
+            loss.backward()
+            optimizer.step()
+            print(loss)
+        """
+    assert rows(source, ["GL301", "GL302"]) == [(12, "GL302")]

@@ -38,7 +38,7 @@ profile() {  # name json-file args...
     local name="$1" out="$2"; shift 2
     timeout 120 "${GPULINT[@]}" profile --steps 30 --warmup 5 --timeout 100 --json "$out" -- "$PY" "$@" > "$WORK/$name.log" 2>&1
     local rc=$?
-    SUMMARY+=("profile $name: rc=$rc verdict=$(json "$out" 'd["verdict"]["headline"]') data=$(json "$out" 'round(100*(d["steps"]["data_share"] or 0),1)')% step=$(json "$out" 'round(1000*d["steps"]["median"],2)')ms gpu=$(json "$out" '"%.0f%%" % d["gpu"]["util_mean"] if d["gpu"] else "not measured"') syncs=$(json "$out" '[(s["where"].rsplit("/",1)[-1], s["rule"], round(s["per_step"],1)) for s in d["syncs"] or []]')")
+    SUMMARY+=("profile $name: rc=$rc verdict=$(json "$out" 'd["verdict"]["headline"]') data=$(json "$out" 'round(100*(d["steps"]["data_share"] or 0),1)')% step=$(json "$out" 'round(1000*d["steps"]["mean"],2)')ms gpu=$(json "$out" '"%.0f%%" % d["gpu"]["util_mean"] if d["gpu"] else "not measured"') syncs=$(json "$out" '[(s["where"].rsplit("/",1)[-1], s["rule"], round(s["per_step"],1)) for s in d["syncs"] or []]')")
 }
 
 verify() {  # name json-file script select runs
@@ -89,7 +89,7 @@ profile torch-fixture "$WORK/p1.json" fixtures/runtime/torch_slow_loader.py
 verify torch-fixture "$WORK/v1.json" fixtures/runtime/torch_slow_loader.py GL101 3
 profile cuda-model "$WORK/p2.json" "$WORK/cuda_model.py"
 profile cuda-model-amp "$WORK/p3.json" "$WORK/cuda_model_amp.py"
-SUMMARY+=("AMP (bf16 autocast) speedup from the two profiles: $("$PY" -c "import json; a=json.load(open('$WORK/p2.json'))['steps']['median']; b=json.load(open('$WORK/p3.json'))['steps']['median']; print(round(a/b, 2))" 2>/dev/null || echo '?')x (one run each: indicative, not confirmed)")
+SUMMARY+=("AMP (bf16 autocast) speedup from the two profiles: $("$PY" -c "import json; a=json.load(open('$WORK/p2.json'))['steps']['mean']; b=json.load(open('$WORK/p3.json'))['steps']['mean']; print(round(a/b, 2))" 2>/dev/null || echo '?')x (one run each: indicative, not confirmed)")
 verify cuda-pin-nonblocking "$WORK/v2.json" "$WORK/cuda_model.py" GL102,GL104 2
 verify cuda-tf32 "$WORK/v3.json" "$WORK/cuda_model.py" GL404 2
 if "$PY" -c 'import tensorflow' 2>/dev/null; then

@@ -117,8 +117,10 @@ def register(app: typer.Typer) -> None:
         python: Optional[str] = typer.Option(None, "--python", help="Interpreter to run the script with (default: the one running gpulint)."),
         write: bool = typer.Option(False, "--write", help="Apply the fixes to SCRIPT, only after a confirmed speedup."),
         json_file: Optional[Path] = typer.Option(None, "--json", help="Write every figure to this JSON file."),
+        param: Optional[str] = typer.Option(None, "--param", help="Sweep a DataLoader keyword instead of fixing: NAME=V1,V2,... (e.g. num_workers=0,2,4)."),
     ) -> None:
-        """Apply fixes to a copy, run original and fixed interleaved, and say whether the fix is faster."""
+        """Apply fixes to a copy, run original and fixed interleaved, and say whether the fix is faster
+        (or, with --param, measure each value of a DataLoader keyword and recommend the best)."""
         import shutil
 
         from gpulint.cli import _split_ids
@@ -146,6 +148,8 @@ def register(app: typer.Typer) -> None:
             if err_console.is_terminal:
                 err_console.print(f"run {index + 1}/{total}: {arm}", highlight=False)
 
+        if param is not None:
+            _sweep(console, script, list(args or []), param, select, write, runs, config, interpreter, json_file, progress)
         try:
             result = verify(script, list(args or []), _split_ids(select), runs, config, interpreter, write, progress)
         except (VerifyError, CommandError) as exc:
@@ -162,3 +166,23 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(EXIT_NO_STEPS)
             raise typer.Exit(run.exit_code or 1)
         raise typer.Exit(0 if result.comparison.outcome == "confirmed" else EXIT_NOT_CONFIRMED)
+
+
+def _sweep(console, script, args, param, select, write, runs, config, interpreter, json_file, progress) -> None:
+    from gpulint.runtime_check import report
+    from gpulint.runtime_check.sweep import SweepError, sweep
+
+    if select or write:
+        _err("--param measures values; it does not combine with --select or --write")
+        raise typer.Exit(EXIT_USAGE)
+    try:
+        result = sweep(script, args, param, runs, config, interpreter, progress)
+    except (SweepError, CommandError) as exc:
+        _err(str(exc))
+        raise typer.Exit(EXIT_USAGE)
+    if json_file is not None:
+        report.write_json(json_file, report.sweep_json(result))
+    report.print_sweep(console, result)
+    if result.failed is not None:
+        raise typer.Exit(EXIT_TIMEOUT if result.failed.status == "timeout" else (result.failed.exit_code or EXIT_NO_STEPS))
+    raise typer.Exit(0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
 from pathlib import Path
 
 from rich.console import Console
@@ -15,6 +16,7 @@ from rich.table import Table
 
 from gpulint.runtime_check.measure import RunResult
 from gpulint.runtime_check.profile import Profile
+from gpulint.runtime_check.sweep import SweepResult
 from gpulint.runtime_check.verify import VerifyResult
 
 NOT_MEASURED = "not measured"
@@ -84,7 +86,7 @@ def print_profile(console: Console, result: Profile) -> None:
     if steps.optimizers and len(steps.optimizers) > 1:
         table.add_row("optimizers", ", ".join(f"{k}: {n}" for k, n in steps.optimizers.items()), "the most frequent paces the step")
     if steps.count:
-        table.add_row("step time (median)", ms(steps.median), f"p10 {ms(steps.quantile(0.1))}, p90 {ms(steps.quantile(0.9))}")
+        table.add_row("step time (mean)", ms(steps.total_time / steps.count), f"median {ms(steps.median)}, p10 {ms(steps.quantile(0.1))}, p90 {ms(steps.quantile(0.9))}")
         if steps.batches is not None and steps.count:
             per = steps.batches / steps.count
             if abs(per - 1) > 0.01:
@@ -158,7 +160,8 @@ def profile_json(result: Profile) -> dict:
         "notes": run.notes,
         "steps": None if steps is None else {
             "source": steps.source, "total": steps.total, "warmup": steps.warmup, "measured": steps.count,
-            "times": steps.times, "median": steps.median if steps.count else None,
+            "times": steps.times, "mean": steps.total_time / steps.count if steps.count else None,
+            "median": steps.median if steps.count else None,
             "p10": steps.quantile(0.1) if steps.count else None, "p90": steps.quantile(0.9) if steps.count else None,
             "data_waits": steps.data_waits, "data_share": steps.data_share, "data_note": steps.data_note,
             "batches": steps.batches, "optimizers": steps.optimizers,
@@ -187,12 +190,12 @@ def print_verify(console: Console, result: VerifyResult) -> None:
         else:
             print_failure(console, result.failed)
         return
-    table = Table(title=f"Median step time, {len(result.original.runs)} runs each, order {' '.join(result.order)}", title_justify="left")
-    for column in ("arm", "median", "range (per-run medians)", "runs"):
+    table = Table(title=f"Step time (mean per run, median of runs), {len(result.original.runs)} runs each, order {' '.join(result.order)}", title_justify="left")
+    for column in ("arm", "median", "range of runs", "runs (ms)"):
         table.add_column(column)
     for arm in (result.original, result.fixed):
         low, high = arm.spread
-        table.add_row(arm.name, ms(arm.median), f"{ms(low)} .. {ms(high)}", " ".join(f"{1000 * x:.1f}" for x in arm.medians))
+        table.add_row(arm.name, ms(arm.median), f"{ms(low)} .. {ms(high)}", " ".join(f"{1000 * x:.1f}" for x in arm.run_times))
     console.print(table)
     c = result.comparison
     colour = {"confirmed": "green", "slowdown": "red"}.get(c.outcome, "yellow")
@@ -210,8 +213,8 @@ def print_verify(console: Console, result: VerifyResult) -> None:
 def verify_json(result: VerifyResult) -> dict:
     def arm(a):
         return {
-            "median": a.median if a.medians else None,
-            "run_medians": a.medians,
+            "median": a.median if a.run_times else None,
+            "run_mean_step_times": a.run_times,
             "runs": [{"status": r.status, "exit_code": r.exit_code, "step_times": r.steps.times if r.steps else None,
                       "data_share": r.steps.data_share if r.steps else None} for r in a.runs],
         }
@@ -228,6 +231,37 @@ def verify_json(result: VerifyResult) -> dict:
         "failed_arm": result.failed_arm,
         "failure": None if result.failed is None else {"status": result.failed.status, "exit_code": result.failed.exit_code, "error": result.failed.error},
         "written": result.written,
+    }
+
+
+def print_sweep(console: Console, result: SweepResult) -> None:
+    console.print(f"[bold]gpulint verify --param[/] {result.script}: {result.name} = {', '.join(c.value for c in result.candidates)}", highlight=False)
+    if result.failed is not None:
+        console.print(f"[bold red]the run with {result.name}={result.failed_value} failed; no recommendation[/]", highlight=False)
+        print_failure(console, result.failed)
+        return
+    table = Table(title=f"Step time per value (mean per run, median of runs), {len(result.candidates[0].runs)} runs each, rotating order", title_justify="left")
+    for column in (result.name, "median", "range of runs", "data wait"):
+        table.add_column(column)
+    for c in result.candidates:
+        shares = [r.steps.data_share for r in c.runs if r.steps and r.steps.data_share is not None]
+        table.add_row(c.value, ms(c.median), f"{ms(min(c.run_times))} .. {ms(max(c.run_times))}",
+                      pct(statistics.median(shares)) if shares else NOT_MEASURED)
+    console.print(table)
+    how = "clearly best (its range is clear of the runner-up's)" if result.clearly_best else "best by median, within the noise of the runner-up"
+    console.print(f"recommended: {result.name}={result.best.value} -- {how}", highlight=False)
+
+
+def sweep_json(result: SweepResult) -> dict:
+    return {
+        "script": result.script,
+        "param": result.name,
+        "order": result.order,
+        "values": [{"value": c.value, "median": c.median if c.run_times else None, "run_mean_step_times": c.run_times,
+                    "data_shares": [r.steps.data_share if r.steps else None for r in c.runs]} for c in result.candidates],
+        "best": result.best.value if result.best else None,
+        "clearly_best": result.clearly_best,
+        "failed_value": result.failed_value,
     }
 
 

@@ -247,7 +247,23 @@ class TfSteps:
 
     def is_tf_step(self, node: cst.CSTNode) -> bool:
         boundary = self.ctx.loops.step_boundary(node)
-        return boundary is not None and id(boundary) in self.tf_boundaries
+        return boundary is not None and id(boundary) in self.tf_boundaries and self.runs_per_step(boundary)
+
+    def runs_per_step(self, boundary: cst.CSTNode) -> bool:
+        """A step loop runs per step; a step function only when it is one: named for it
+        (`train_step`, `_run_batch`) or called from a loop here.  A test or a one-shot helper that
+        applies gradients once (`test_adam_step`) runs once."""
+        if not isinstance(boundary, cst.FunctionDef):
+            return True
+        name = boundary.name.value
+        if name.startswith("test"):
+            return False
+        if "step" in name or "batch" in name:
+            return True
+        return any(
+            name in self._names_referenced(call) and self.ctx.loops.step_boundary(call) is not None
+            for call in self.calls
+        )
 
 
 _TF_STEPS: "weakref.WeakKeyDictionary[FileContext, TfSteps]" = weakref.WeakKeyDictionary()
@@ -320,8 +336,10 @@ def _lacks_prefetch(ctx: FileContext, expr: cst.BaseExpression, seen: set[str]) 
 class TfDataNoPrefetch(Rule):
     """
     ## What it finds
-    A tf.data pipeline consumed -- passed to `fit`/`evaluate`/`predict`, iterated in a `for`, or
-    handed to `iter(...)` -- when no definition of it ends in `.prefetch(...)`.
+    A tf.data pipeline consumed -- passed to `fit`/`evaluate`/`predict`, iterated by a training
+    loop (a `for` that makes a training step), or handed to `iter(...)` -- when no definition of it
+    has a `.prefetch(...)`.  Loops that only look at outputs (`for out in ds.take(1)`, evaluation)
+    and `next(iter(ds))` are not reported: there is no step to overlap with.
 
     ## Why it is slow
     Without a prefetch, the pipeline produces the next batch only when the training step asks for
@@ -371,11 +389,16 @@ class TfDataNoPrefetch(Rule):
                 if validation is not None:
                     self._check(validation.value)
         elif isinstance(node.func, cst.Name) and node.func.value == "iter" and "iter" not in self.ctx.imports.bindings:
+            parent = self.ctx.parent(self.ctx.parent(node))  # Call -> Arg -> Call
+            if isinstance(parent, cst.Call) and dotted_name(parent.func) == "next":
+                return  # `next(iter(ds))` looks at one element: nothing to overlap
             if len(node.args) == 1 and not node.args[0].star:
                 self._check(node.args[0].value)
 
     def visit_For(self, node: cst.For) -> None:
-        if not self.ctx.uses_tensorflow:
+        # Only training loops: a loop that inspects outputs (`for out in ds.take(1)`) or evaluates
+        # has no step for the input to overlap with.
+        if not self.ctx.uses_tensorflow or not self.ctx.loops.is_step_loop(node):
             return
         iterable = node.iter
         # `for step, batch in enumerate(ds)` consumes `ds`.
@@ -725,9 +748,9 @@ class TfEagerStep(Rule):
     fix_applicability = Applicability.UNSAFE
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if not self.ctx.uses_tensorflow or node.name.value.startswith("test"):
-            return
-        if id(node) not in self.ctx.loops.step_functions:
+        if not self.ctx.uses_tensorflow or node.name.value.startswith("test") or node.name.value == "minimize":
+            return  # tests, and optimizers' own `minimize(loss, tape=...)` API, are no training step
+        if self._in_optimizer_class(node) or id(node) not in self.ctx.loops.step_functions:
             return
         own_calls = [
             call for call in tf_steps(self.ctx).calls
@@ -756,9 +779,16 @@ class TfEagerStep(Rule):
         function = _enclosing_function(self.ctx, node)
         if function is not None and function.name.value.startswith("test"):
             return
-        if tf_steps(self.ctx).in_compiled(node):
-            return
+        steps = tf_steps(self.ctx)
+        applies = any(
+            method_name(c) in _APPLY_METHODS and self.ctx.loops.step_boundary(c) is boundary for c in steps.calls
+        )
+        if not applies or steps.in_compiled(node):
+            return  # gradients without an optimizer step (a test of gradients) are no training step
         self.report(node)
+
+    def _in_optimizer_class(self, function: cst.FunctionDef) -> bool:
+        return any(isinstance(a, cst.ClassDef) and "Optimizer" in a.name.value for a in self.ctx.ancestors(function))
 
     def _calls_within(self, function: cst.FunctionDef) -> list[cst.Call]:
         return [c for c in tf_steps(self.ctx).calls if any(a is function for a in self.ctx.ancestors(c))]

@@ -69,14 +69,29 @@ def test_gl702_consumption_points():
         model.fit(ds, epochs=3)
         model.evaluate(x=ds)
         for batch in ds:
-            pass
+            model.train_on_batch(batch)
         for i, batch in enumerate(ds):
-            pass
+            model.train_on_batch(batch)
         it = iter(ds)
         model.fit(other, validation_data=ds)
         """
     )
     assert [r for r, _ in rows(source, "GL702")] == [3, 4, 5, 7, 9, 10]
+
+
+def test_gl702_inspection_is_not_consumption_for_training():
+    # From keras' own tests: a loop that looks at one output, `next(iter(ds))`, an evaluation loop.
+    source = src(
+        """
+        ds = tf.data.Dataset.from_tensor_slices(x).batch(2).map(layer)
+        for output in ds.take(1):
+            check(output)
+        first = next(iter(ds)).numpy()
+        for x, y in ds:
+            preds.append(model(x))
+        """
+    )
+    assert codes(source, "GL702") == []
 
 
 def test_gl702_negatives():
@@ -114,7 +129,7 @@ def test_gl702_fix_appends_prefetch_at_the_consumer():
         ds = tf.data.Dataset.range(10).batch(2)
         for epoch in range(3):
             for batch in ds:  # train
-                step(batch)
+                model.train_on_batch(batch)
         model.fit(ds.shuffle(4), epochs=1)
         """
     )
@@ -125,7 +140,7 @@ def test_gl702_fix_appends_prefetch_at_the_consumer():
 
 
 def test_gl702_fix_uses_module_alias_or_imports():
-    fixed = assert_fix_ok("from tensorflow.data import Dataset\nds = Dataset.range(3)\nfor b in ds:\n    pass\n", "GL702")
+    fixed = assert_fix_ok("from tensorflow.data import Dataset\nds = Dataset.range(3)\nfor b in ds:\n    model.train_on_batch(b)\n", "GL702")
     assert "import tensorflow" in fixed and "ds.prefetch(tensorflow.data.AUTOTUNE)" in fixed
 
 
@@ -314,6 +329,39 @@ def test_gl706_never_with_gl201_on_the_same_expression():
     assert len(found) == len({r for r, _ in found}) == 1
 
 
+def test_gl706_not_in_tests_or_one_shot_helpers():
+    # From keras' optimizer tests: one apply_gradients then reading the variable back.
+    source = src(
+        """
+        class AdamTest(TestCase):
+            def test_weight_decay(self):
+                optimizer.apply_gradients(zip([grads], [var]))
+                self.assertAlmostEqual(var.numpy(), 1.9, decimal=6)
+
+        def fit_once():
+            optimizer.apply_gradients(zip([grads], [var]))
+            return var.numpy()
+        """
+    )
+    assert codes(source, "GL706") == []
+
+
+def test_gl706_step_function_called_from_a_loop():
+    source = src(
+        """
+        def update(x):
+            with tf.GradientTape() as tape:
+                loss = f(x)
+            optimizer.apply_gradients(zip(tape.gradient(loss, v), v))
+            print(loss.numpy())
+
+        for x in data:
+            update(x)
+        """
+    )
+    assert rows(source, "GL706") == [(6, "GL706")]
+
+
 def test_gl706_fix_guards_logging():
     fixed = assert_fix_ok(TF_LOOP, "GL706")
     assert "        if step % 100 == 0:\n            print(\"loss\", loss.numpy())" in fixed
@@ -405,6 +453,17 @@ def test_gl707_compiled_in_every_way():
             with tf.GradientTape() as tape:
                 loss = f(1.0)
             opt.apply_gradients(zip(tape.gradient(loss, v), v))
+
+        def loop_of_gradients(ops):
+            for op in ops:
+                with tf.GradientTape() as tape:
+                    y = op()
+                check(tape.gradient(y, op.variables))  # gradients only: a test of gradients
+
+        class TFOptimizer:
+            def minimize(self, loss, var_list, tape=None):
+                grads = tape.gradient(loss(), var_list)
+                self.apply_gradients(zip(grads, var_list))
 
         def only_gradients(x):
             with tf.GradientTape() as tape:

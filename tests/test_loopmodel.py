@@ -213,3 +213,54 @@ def test_accelerated_module_detection():
     assert context("from accelerate import Accelerator\n").accelerated
     assert not context("import torch\n# move to cuda later\nx = torch.ones(3)\n").accelerated
     assert not context("import torch\nprint('no gpu here')\n").accelerated
+
+
+def test_step_function_called_once_is_not_per_step_work():
+    ctx = context("""
+        def check_gradients(model, batch):
+            loss = model(batch)
+            loss.backward()
+            print(loss)
+
+        def run_checks(model, batch):
+            check_gradients(model, batch)
+            print("checked")
+
+        def main():
+            run_checks(model, batch)
+    """)
+    assert not ctx.loops.per_step(call_named(ctx, "print", 0))
+    assert not ctx.loops.per_step(call_named(ctx, "print", 1))
+
+
+def test_step_function_per_step_through_a_wrapper_called_in_a_loop():
+    ctx = context("""
+        def inner(batch):
+            loss.backward()
+            optimizer.step()
+            print("inner")
+
+        def wrapper(batch):
+            inner(batch)
+            print("wrapper")
+
+        def train():
+            for batch in loader:
+                wrapper(batch)
+    """)
+    assert ctx.loops.per_step(call_named(ctx, "print", 0))
+    assert ctx.loops.per_step(call_named(ctx, "print", 1))
+
+
+def test_uncalled_step_function_is_a_framework_hook_and_per_step():
+    ctx = context("""
+        import tensorflow as tf
+        class Model(tf.keras.Model):
+            def train_step(self, data):
+                with tf.GradientTape() as tape:
+                    loss = self.compute_loss(data)
+                grads = tape.gradient(loss, self.trainable_variables)
+                self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+                print("step")
+    """)
+    assert ctx.loops.per_step(call_named(ctx, "print"))

@@ -58,6 +58,7 @@ class LoopModel:
         self.imports = imports
         self.values = values
         self.step_functions: set[int] = set()  # id() of FunctionDef nodes
+        self.per_step_functions: set[int] = set()  # the step functions whose body runs every step
         self.step_loops: set[int] = set()  # id() of For/While nodes
         self.step_calls: set[int] = set()  # id() of Call nodes
         self.lightning_steps: set[int] = set()  # id() of `training_step` methods of LightningModules
@@ -131,6 +132,12 @@ class LoopModel:
 
         placement = {id(call): self._enclosing(call) for call in calls}
         step_calls = {id(call) for call in calls if self.is_direct_step_call(call)}
+        # Functions that step themselves (not only through calls): an uncalled one is a hook.
+        self._direct_steppers = {
+            id(placement[id(call)][1]) for call in calls
+            if id(call) in step_calls and placement[id(call)][0] is None and placement[id(call)][1] is not None
+        }
+        callees_of = {id(call): self._callee_functions(call, functions_by_name) for call in calls}
 
         # Step functions to a fixpoint: a function that steps outside its own loops is one, and a
         # call of one is a step call.
@@ -139,8 +146,7 @@ class LoopModel:
             changed = False
             for call in calls:
                 if id(call) not in step_calls:
-                    callees = self._callee_functions(call, functions_by_name)
-                    if any(id(f) in self.step_functions for f in callees):
+                    if any(id(f) in self.step_functions for f in callees_of[id(call)]):
                         step_calls.add(id(call))
                         changed = True
                 if id(call) in step_calls:
@@ -161,6 +167,33 @@ class LoopModel:
                 loop, _ = placement[id(call)]
                 if loop is not None:
                     self.step_loops.add(id(loop))
+        self._find_per_step_functions(functions, calls, placement, callees_of)
+
+    def _find_per_step_functions(self, functions, calls, placement, callees_of) -> None:
+        """Step functions whose body runs every step: called from a step loop, or from another
+        per-step function, or -- when it takes the step itself -- not called in this module at all
+        (a framework hook such as Keras' `train_step`).  A step function only ever called in
+        straight-line code (a one-shot check that takes a single step, and the `main()` that calls
+        it) runs once, and its body is not per-step work."""
+        callers: dict[int, list[cst.Call]] = {}
+        for call in calls:
+            for function in callees_of[id(call)]:
+                callers.setdefault(id(function), []).append(call)
+        step_functions = [f for f in functions if id(f) in self.step_functions]
+        changed = True
+        while changed:
+            changed = False
+            for function in step_functions:
+                if id(function) in self.per_step_functions:
+                    continue
+                sites = callers.get(id(function), [])
+                if (not sites and id(function) in self._direct_steppers) or any(
+                    placement[id(site)][0] is not None
+                    or (placement[id(site)][1] is not None and id(placement[id(site)][1]) in self.per_step_functions)
+                    for site in sites
+                ):
+                    self.per_step_functions.add(id(function))
+                    changed = True
 
     def _find_lightning_steps(self, functions: list[cst.FunctionDef]) -> None:
         for function in functions:
@@ -185,7 +218,7 @@ class LoopModel:
             if isinstance(ancestor, LOOP_TYPES) and id(ancestor) in self.step_loops and self._runs_each_iteration(ancestor, child):
                 return ancestor, path
             if isinstance(ancestor, cst.FunctionDef):
-                if id(ancestor) in self.step_functions or id(ancestor) in self.lightning_steps:
+                if id(ancestor) in self.per_step_functions or id(ancestor) in self.lightning_steps:
                     return ancestor, path
                 return None, path
             if isinstance(ancestor, (cst.Lambda, cst.ClassDef)):

@@ -10,6 +10,7 @@ import libcst as cst
 
 from gpulint.linter.context import FileContext, keyword_arg
 from gpulint.linter.findings import Applicability, Fix
+from gpulint.linter.walk import names_under
 
 
 def set_keyword(
@@ -101,19 +102,8 @@ def _bound_names(statement: cst.CSTNode) -> set[str]:
             elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
                 targets = [small.target]
             for target in targets:
-                names |= _names(target)
+                names |= names_under(target)
     return names
-
-
-def _names(node: cst.CSTNode) -> set[str]:
-    found: set[str] = set()
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Name):
-            found.add(current.value)
-        stack.extend(current.children)
-    return found
 
 
 def guard_fix(ctx: FileContext, node: cst.CSTNode, interval_option: str, interval: int, what: str) -> Fix | None:
@@ -136,13 +126,13 @@ def guard_fix(ctx: FileContext, node: cst.CSTNode, interval_option: str, interva
     group = [statement]
     bound = _bound_names(statement)
     for following in body[start + 1 :]:
-        if bound and _names(following) & bound:
+        if bound and names_under(following) & bound:
             group.append(following)
             bound |= _bound_names(following)
         else:
             break
     rest = body[start + len(group) :]
-    if bound and any(_names(s) & bound for s in rest):
+    if bound and any(names_under(s) & bound for s in rest):
         return None
     if bound and _loop_reads_after(ctx, block, bound):
         return None
@@ -173,7 +163,7 @@ def _loop_reads_after(ctx: FileContext, block: cst.IndentedBlock, names: set[str
             statements = list(ancestor.body)
             if child in statements:
                 index = statements.index(child)
-                if any(_names(s) & names for s in statements[index + 1 :]):
+                if any(names_under(s) & names for s in statements[index + 1 :]):
                     return True
         if isinstance(ancestor, (cst.FunctionDef, cst.Module)):
             break

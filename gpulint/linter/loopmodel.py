@@ -25,7 +25,7 @@ import libcst as cst
 
 from gpulint.linter.imports import ImportTable, dotted_name
 from gpulint.linter.values import ValueOrigins, last_name
-from gpulint.linter.walk import TreeIndex
+from gpulint.linter.walk import TreeIndex, names_under
 
 LOOP_TYPES = (cst.For, cst.While)
 SCOPE_TYPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
@@ -304,10 +304,10 @@ def is_interval_condition(test: cst.BaseExpression) -> bool:
                 return isinstance(operator, cst.Equal) and (_is_modulo(left) or _is_modulo(right))
             if isinstance(operator, cst.Equal) and (_int_literal(right) or _int_literal(left)):
                 # `i == 0`: a counter hitting one value.  A rank check is not a throttle.
-                names = _names_in(left) | _names_in(right)
+                names = names_under(left) | names_under(right)
                 return not any("rank" in n.lower() or "local" in n.lower() for n in names)
             if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual, cst.LessThan, cst.LessThanEqual)):
-                if any(_THROTTLE_NAME.search(n) for n in _names_in(left) | _names_in(right)):
+                if any(_THROTTLE_NAME.search(n) for n in names_under(left) | names_under(right)):
                     return True
             left = right
         return False
@@ -329,26 +329,4 @@ def _is_modulo(node: cst.BaseExpression) -> bool:
         return False
     if isinstance(node.left, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
         return False  # string formatting, not arithmetic
-    return not any(_ACCUMULATION_NAME.search(n) for n in _names_in(node.right))
-
-
-def _names_in(node: cst.BaseExpression) -> set[str]:
-    names: set[str] = set()
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Name):
-            names.add(current.value)
-        elif isinstance(current, cst.Attribute):
-            names.add(current.attr.value)
-            stack.append(current.value)
-        elif isinstance(current, cst.BinaryOperation):
-            stack.extend((current.left, current.right))
-        elif isinstance(current, cst.Call):
-            stack.append(current.func)
-            stack.extend(arg.value for arg in current.args)
-        elif isinstance(current, cst.Subscript):
-            stack.append(current.value)
-        elif isinstance(current, cst.UnaryOperation):
-            stack.append(current.expression)
-    return names
+    return not any(_ACCUMULATION_NAME.search(n) for n in names_under(node.right))

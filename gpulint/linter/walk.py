@@ -79,6 +79,19 @@ def iter_children(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
                     yield item
 
 
+def names_under(node: cst.CSTNode) -> set[str]:
+    """Every identifier under `node` (variables and attribute names: `a.b` gives {"a", "b"})."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            found.add(current.value)
+        else:
+            stack.extend(iter_children(current))
+    return found
+
+
 class TreeIndex:
     """Parents and per-type node lists for one module, filled by a single walk."""
 

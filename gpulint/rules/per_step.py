@@ -17,6 +17,7 @@ from gpulint.linter.findings import Applicability
 from gpulint.linter.fixes import guard_fix
 from gpulint.linter.rule import Rule, RuleOption
 from gpulint.linter.values import last_name
+from gpulint.linter.walk import names_under
 
 _EXITS = (cst.Break, cst.Continue, cst.Return, cst.Raise)
 
@@ -222,23 +223,10 @@ def _best_condition(ctx: FileContext, node: cst.CSTNode) -> bool:
         if ancestor is boundary:
             return False
         if isinstance(ancestor, cst.If):
-            names = {n.lower() for n in _names_of(ancestor.test)}
+            names = {n.lower() for n in names_under(ancestor.test)}
             if any("best" in n or "improv" in n for n in names):
                 return True
     return False
-
-
-def _names_of(node: cst.CSTNode) -> set[str]:
-    found: set[str] = set()
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Name):
-            found.add(current.value)
-        elif isinstance(current, cst.Attribute):
-            found.add(current.attr.value)
-        stack.extend(current.children)
-    return found
 
 
 class PerStepCheckpoint(Rule):

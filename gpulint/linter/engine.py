@@ -171,10 +171,19 @@ class Linter:
                 suppression.used.add(finding.code)
         return kept
 
+    @staticmethod
+    def anchor(node: cst.CSTNode) -> cst.CSTNode:
+        """Where a finding starts.  A method called on the result of another call
+        (`tf.data.Dataset.range(n)\\n    .map(f)`) is reported at its name, not at the start of the
+        chain, which may be lines above."""
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, (cst.Call, cst.Subscript)):
+            return node.func.attr
+        return node
+
     def rows_of(self, analysis: Analysis, node: cst.CSTNode) -> tuple[int, ...]:
         """The finding's own row and the first row of its statement."""
         positions = self.positions(analysis)
-        row = positions[node].start.line
+        row = positions[self.anchor(node)].start.line
         statement = analysis.ctx.statement_of(node)
         statement_row = positions[statement].start.line if statement in positions else row
         return (row, statement_row) if statement_row != row else (row,)
@@ -200,7 +209,7 @@ class Linter:
         positions = self.positions(analysis) if analysis.findings else {}
         located = []
         for raw in analysis.findings:
-            span = positions[raw.node]
+            start, end = positions[self.anchor(raw.node)].start, positions[raw.node].end
             rows = self.rows_of(analysis, raw.node)
             fix = None
             if raw.fix is not None:
@@ -212,8 +221,8 @@ class Linter:
                     name=raw.name,
                     message=raw.message,
                     path=path,
-                    location=Location(span.start.line, span.start.column + 1),
-                    end_location=Location(span.end.line, span.end.column + 1),
+                    location=Location(start.line, start.column + 1),
+                    end_location=Location(end.line, end.column + 1),
                     severity=raw.severity,
                     fix=fix,
                     statement_row=rows[-1],

@@ -170,3 +170,17 @@ def test_per_file_ignores(tmp_path):
     source = SUPPRESSIBLE.format(comment="").encode()
     assert [f.code for f in linter.lint_source(source, str(tmp_path / "scripts" / "a.py")).findings] == []
     assert [f.code for f in linter.lint_source(source, str(tmp_path / "src" / "a.py")).findings] == ["GL102"]
+
+
+def test_method_on_a_chain_is_reported_at_its_name():
+    source = textwrap.dedent("""
+        import tensorflow as tf
+        ds = (
+            tf.data.Dataset.range(10)
+            .shuffle(10)
+            .map(parse)
+        )
+    """)
+    finding = lint(source, "GL701")[0]
+    assert (finding.location.row, finding.location.column) == (6, 6)
+    assert finding.end_location.row == 6

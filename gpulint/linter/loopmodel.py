@@ -108,15 +108,16 @@ class LoopModel:
     def _callee_functions(self, call: cst.Call, functions_by_name: dict[str, list[cst.FunctionDef]]) -> list[cst.FunctionDef]:
         func = call.func
         if isinstance(func, cst.Name):
-            return [f for f in functions_by_name.get(func.value, ()) if not self._is_method(f)]
+            return [f for f in functions_by_name.get(func.value, ()) if not self.is_method(f)]
         if isinstance(func, cst.Attribute):
             name = func.attr.value
             receiver = dotted_name(func.value)
             if receiver in ("self", "cls") or (name not in _GENERIC_METHODS and ("step" in name or "batch" in name or "train" in name)):
-                return [f for f in functions_by_name.get(name, ()) if self._is_method(f)]
+                return [f for f in functions_by_name.get(name, ()) if self.is_method(f)]
         return []
 
-    def _is_method(self, function: cst.FunctionDef) -> bool:
+    def is_method(self, function: cst.FunctionDef) -> bool:
+        """Whether a function is defined directly in a class body."""
         parent = self.index.parent(function)
         # FunctionDef -> IndentedBlock -> ClassDef
         grand = self.index.parent(parent) if parent is not None else None
@@ -197,7 +198,7 @@ class LoopModel:
 
     def _find_lightning_steps(self, functions: list[cst.FunctionDef]) -> None:
         for function in functions:
-            if function.name.value != "training_step" or not self._is_method(function):
+            if function.name.value != "training_step" or not self.is_method(function):
                 continue
             cls = self.index.parent(self.index.parent(function))
             for base in cls.bases:

@@ -193,7 +193,7 @@ class TfSteps:
             by_name.setdefault(function.name.value, []).append(function)
             if any(_is_tf_function_decorator(ctx, d) for d in function.decorators):
                 compiled.add(id(function))
-            elif function.name.value in _KERAS_COMPILED_METHODS and ctx.loops._is_method(function):
+            elif function.name.value in _KERAS_COMPILED_METHODS and ctx.loops.is_method(function):
                 compiled.add(id(function))
         for call in self.calls:  # `step = tf.function(step)`
             if ctx.call_qualified_name(call) in _TF_FUNCTION:
@@ -841,7 +841,7 @@ class KerasPythonInput(Rule):
         if self._generators is None:
             self._generators = set()
             for function in self.ctx.index.nodes("FunctionDef"):
-                if not self.ctx.loops._is_method(function) and _yields(function):
+                if not self.ctx.loops.is_method(function) and _yields(function):
                     self._generators.add(function.name.value)
         return self._generators
 

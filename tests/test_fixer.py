@@ -64,7 +64,7 @@ def test_import_not_added_when_already_bound():
 def test_import_goes_after_docstring_and_imports():
     source = '"""Doc."""\nimport torch\nfrom torch.utils.data import DataLoader\n\ndevice = "cuda"\na = DataLoader(ds)\n'
     fixed = fix(source, "GL101")
-    assert fixed.startswith('"""Doc."""\nimport torch\nfrom torch.utils.data import DataLoader\nimport os\n\ndevice')
+    assert fixed.startswith('"""Doc."""\nimport os\nimport torch\nfrom torch.utils.data import DataLoader\n\ndevice')
 
 
 def test_num_workers_option_is_used():
@@ -184,3 +184,14 @@ def test_single_argument_per_line_call():
 
 def test_single_line_trailing_comma():
     assert "DataLoader(ds, pin_memory=True,)" in fix(HEADER + "loader = DataLoader(ds,)\n", "GL102")
+
+
+def test_stdlib_import_joins_the_stdlib_group():
+    source = '"""Doc."""\nfrom __future__ import annotations\n\nimport argparse\nimport logging\n\nimport torch\nfrom torch.utils.data import DataLoader\n\ndevice = "cuda"\na = DataLoader(ds)\n'
+    fixed = fix(source, "GL101")
+    assert fixed.startswith('"""Doc."""\nfrom __future__ import annotations\n\nimport argparse\nimport logging\nimport os\n\nimport torch\n')
+
+
+def test_stdlib_import_goes_first_when_only_third_party_imports():
+    source = "# header comment\nimport torch\nfrom torch.utils.data import DataLoader\ndevice = 'cuda'\na = DataLoader(ds)\n"
+    assert fix(source, "GL101").startswith("# header comment\nimport os\nimport torch\n")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,24 +62,64 @@ def _is_docstring(statement: cst.CSTNode) -> bool:
     )
 
 
+def _imported_top(statement: cst.CSTNode) -> str | None:
+    """`os` for `import os.path` / `from os import path`; None for anything else."""
+    if not _is_import_line(statement):
+        return None
+    first = statement.body[0]
+    if isinstance(first, cst.Import):
+        node = first.names[0].name
+    elif first.module is not None and not first.relative:
+        node = first.module
+    else:
+        return None
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+# Notebook magics (`!pip install x`) stand in the joined module as imports of this prefix
+# (gpulint.linter.notebook); an added import never goes above them.
+NOTEBOOK_PLACEHOLDER_PREFIX = "_gpulint_ipython"
+
+
+def _is_stdlib(name: str | None) -> bool:
+    return name is not None and name != "__future__" and name in sys.stdlib_module_names
+
+
 def add_imports(module: cst.Module, imports: list[str], bound: set[str]) -> cst.Module:
-    """Add each import statement once, after the module's top-level imports (or its docstring)."""
-    new_lines = []
+    """Add each import statement once, in the module's top import block: a standard-library import
+    after the standard-library imports already there (before the others when there are none),
+    anything else after the last import; never above a docstring or `from __future__`."""
+    body = list(module.body)
     for text in dict.fromkeys(imports):
         line = cst.parse_statement(text)
-        if not _import_binding(line) <= bound:
-            new_lines.append(line)
-            bound |= _import_binding(line)
-    if not new_lines:
-        return module
-    body = list(module.body)
-    insert_at = 0
-    for index, statement in enumerate(body):
-        if _is_import_line(statement) or (index == 0 and _is_docstring(statement)):
-            insert_at = index + 1
-        elif index > insert_at:
-            break
-    return module.with_changes(body=body[:insert_at] + new_lines + body[insert_at:])
+        if _import_binding(line) <= bound:
+            continue
+        bound |= _import_binding(line)
+        block_end, first_import, last_stdlib = 0, None, None
+        for index, statement in enumerate(body):
+            top = _imported_top(statement)
+            if index == 0 and _is_docstring(statement) or top == "__future__":
+                block_end = index + 1
+            elif top is not None:
+                block_end = index + 1
+                if first_import is None and not top.startswith(NOTEBOOK_PLACEHOLDER_PREFIX):
+                    first_import = index
+                if _is_stdlib(top):
+                    last_stdlib = index + 1
+            elif index >= block_end:
+                break
+        if _is_stdlib(_imported_top(line)):
+            insert_at = last_stdlib if last_stdlib is not None else (first_import if first_import is not None else block_end)
+        else:
+            insert_at = block_end
+        if insert_at == first_import and last_stdlib is None:
+            # Going first in the block: take over the block's leading blank lines and comments.
+            line = line.with_changes(leading_lines=body[insert_at].leading_lines)
+            body[insert_at] = body[insert_at].with_changes(leading_lines=())
+        body.insert(insert_at, line)
+    return module.with_changes(body=body)
 
 
 def apply_fixes(analysis: Analysis, fixes: list[Fix]) -> cst.Module:

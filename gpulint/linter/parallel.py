@@ -64,7 +64,9 @@ def _work(path: Path):
 def map_files(paths: Sequence[Path], settings: Settings, options, cache, jobs: int) -> Iterator:
     """Outcomes of `paths` in order, computed by `jobs` worker processes."""
     jobs = max(1, min(jobs, len(paths)))
-    chunksize = max(1, min(16, len(paths) // (jobs * 16)))
+    # Small chunks: the files come largest first, and a chunk of big files at the end would leave
+    # the other workers idle; a task costs ~0.1 ms of IPC against tens of ms of parsing.
+    chunksize = max(1, min(8, len(paths) // (jobs * 32)))
     with _context().Pool(jobs, initializer=_init_worker, initargs=(settings, options, cache)) as pool:
         yield from pool.imap(_work, paths, chunksize)
 

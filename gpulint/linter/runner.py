@@ -147,6 +147,13 @@ def process_file_cached(path: Path, linter: Linter, options: RunOptions, cache: 
     return outcome
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _cached_outcome(path: Path, cache: ResultCache) -> FileOutcome | None:
     try:
         source = read_source(path)
@@ -180,6 +187,9 @@ def run(
     if progress is not None and done:
         progress(done, len(files))
     if jobs > 1 and len(pending) >= parallel.MIN_FILES_FOR_WORKERS:
+        # Largest files first, so a big file is not the last one left while the other workers idle
+        # (results are placed by index: the order of the outcomes does not change).
+        pending.sort(key=lambda i: -_size(files[i]))
         stream = parallel.map_files([files[i] for i in pending], settings, options, cache, jobs)
     else:
         linter = Linter(settings)

@@ -199,6 +199,7 @@ def run(
         done += 1
         if progress is not None:
             progress(done, len(files))
+    stream.close()  # zip stops before the generator ends: close it so the pool shuts down now
     if cache is not None and pending:  # entries were written (by this process or its workers)
         cache.evict()
     result.outcomes = [o for o in outcomes if o is not None]

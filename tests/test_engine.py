@@ -184,3 +184,16 @@ def test_method_on_a_chain_is_reported_at_its_name():
     finding = lint(source, "GL701")[0]
     assert (finding.location.row, finding.location.column) == (6, 6)
     assert finding.end_location.row == 6
+
+
+def test_per_step_rules_do_not_parse_files_that_never_take_a_step(monkeypatch):
+    parsed = []
+    real_parse = engine.parse
+    monkeypatch.setattr(engine, "parse", lambda src: parsed.append(src) or real_parse(src))
+    linter = Linter(Settings(select=["GL2", "GL3"]))
+    model_file = b"import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        print(x.shape)\n        return x.cpu()\n"
+    assert linter.lint_source(model_file, "model.py").findings == []
+    assert parsed == []
+    training = model_file + b"for batch in loader:\n    loss.backward()\n    optimizer.step()\n"
+    linter.lint_source(training, "train.py")
+    assert len(parsed) == 1

@@ -28,6 +28,7 @@ from gpulint.linter.findings import (
     Location,
     RawFinding,
 )
+from gpulint.linter.loopmodel import STEP_TOKENS
 from gpulint.linter.rule import Rule, all_rules
 from gpulint.linter.suppressions import Suppression, file_is_ignored, find_suppressions, matching_suppression
 
@@ -120,7 +121,11 @@ class Linter:
         if not any(marker in source for marker in FRAMEWORK_MARKERS):
             return []
         rules = tuple(r for r in rules if r.code != UNUSED_SUPPRESSION)
-        return [r for r in rules if not r.tokens or any(t.encode() in source for t in r.tokens)]
+        steps = any(token in source for token in STEP_TOKENS)
+        return [
+            r for r in rules
+            if (steps or not r.needs_step) and (not r.tokens or any(t.encode() in source for t in r.tokens))
+        ]
 
     def analyze(self, source: bytes, path: str) -> Analysis | None:
         """Parse and run the rules; None when the prefilter rules the file out."""

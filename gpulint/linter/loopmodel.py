@@ -37,6 +37,10 @@ _THROTTLE_NAME = re.compile(r"next|last|prev|interval|every|freq|period|log_at|e
 # receiver is `self`: `scheduler.step()` is not a call of some class's `def step(self)`.
 _GENERIC_METHODS = frozenset({"step", "update", "apply", "run", "forward", "__call__", "call", "fit"})
 
+# Text every module with a step call contains (one of): what `is_direct_step_call` recognises,
+# plus Lightning's `training_step`.  The engine's prefilter uses it for rules with `needs_step`.
+STEP_TOKENS = (b"backward", b".step(", b"gradient(", b"apply_gradients", b"train_on_batch", b"training_step", b".apply(")
+
 LIGHTNING_MODULES = ("lightning.pytorch.LightningModule", "lightning.LightningModule", "lightning.pytorch.core.LightningModule")
 
 

@@ -52,6 +52,10 @@ class Rule:
     fix_applicability: ClassVar[Applicability | None] = None  # what fix it can offer, for docs
     # Prefilter tokens: the file must contain at least one of them (as text) to be parsed.
     tokens: ClassVar[tuple[str, ...]] = ()
+    # For rules that only report per-step work: the file must also spell a training step
+    # (loopmodel.STEP_TOKENS), or nothing in it can run per step.  Most files of a model library
+    # print, log and call `.to(` without ever taking a step.
+    needs_step: ClassVar[bool] = False
     options: ClassVar[dict[str, RuleOption]] = {}
 
     def __init__(self, ctx: FileContext) -> None:

@@ -446,6 +446,7 @@ class BlockingHostToDeviceCopy(Rule):
     """
 
     code = "GL104"
+    needs_step = True
     name = "blocking-h2d-copy"
     message = "batch copied to the GPU without `non_blocking=True`: the host waits for every copy"
     tokens = (".to(", ".cuda(")

@@ -259,6 +259,7 @@ class DdpAccumulationSync(Rule):
     """
 
     code = "GL603"
+    needs_step = True
     name = "ddp-accumulation-sync"
     message = "gradient accumulation under DDP all-reduces gradients on every micro-batch; wrap the non-final ones in `model.no_sync()`"
     tokens = ("DistributedDataParallel", "FullyShardedDataParallel", "Accelerator")

@@ -135,6 +135,7 @@ class PerStepValidation(Rule):
     """
 
     code = "GL301"
+    needs_step = True
     name = "per-step-validation"
     message = "validation runs on every training step; run it every N steps or once per epoch"
     tokens = ("eval", "valid", "test")
@@ -191,6 +192,7 @@ class PerStepLogging(Rule):
     """
 
     code = "GL302"
+    needs_step = True
     name = "per-step-logging"
     message = "logging runs on every training step; log every N steps"
     tokens = ("print", "log", "add_", "wandb", "mlflow")
@@ -263,6 +265,7 @@ class PerStepCheckpoint(Rule):
     """
 
     code = "GL303"
+    needs_step = True
     name = "per-step-checkpoint"
     message = "a checkpoint is written on every training step; save every N steps"
     tokens = ("save",)

@@ -175,6 +175,7 @@ class HostSyncInLoop(Rule):
     """
 
     code = "GL201"
+    needs_step = True
     name = "host-sync-in-loop"
     message = "`.{method}()` in the training loop makes the CPU wait for the GPU every step"
     # Every finding is inside a step loop or step function, and each of those holds a step call
@@ -294,6 +295,7 @@ class ModelTransferInLoop(Rule):
     """
 
     code = "GL202"
+    needs_step = True
     name = "model-transfer-in-loop"
     message = "the model is moved to the device on every training step; move it once before the loop"
     tokens = (".to(", ".cuda(")
@@ -452,6 +454,7 @@ class SynchronizeInLoop(Rule):
     """
 
     code = "GL204"
+    needs_step = True
     name = "synchronize-in-loop"
     message = "`synchronize()` in the training loop makes the CPU wait for the GPU every step"
     tokens = ("synchronize",)

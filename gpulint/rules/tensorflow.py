@@ -670,6 +670,7 @@ class TfHostSyncInLoop(Rule):
     """
 
     code = "GL706"
+    needs_step = True
     name = "tf-host-sync-in-loop"
     message = "`{what}` in the TensorFlow training loop makes the host wait for the GPU every step"
     tokens = (".numpy(", "float(")
@@ -742,6 +743,7 @@ class TfEagerStep(Rule):
     """
 
     code = "GL707"
+    needs_step = True
     name = "tf-eager-step"
     message = "GradientTape training step runs eagerly (not in `tf.function`): Python dispatches every op"
     tokens = (".gradient(",)

@@ -158,11 +158,6 @@ class Linter:
         return analysis
 
     def _unsuppressed(self, analysis: Analysis) -> list[RawFinding]:
-        # Tokenizing the file for comments is the costly part; a file that never spells either
-        # marker (matched case-insensitively) has no suppression to find.
-        lowered = analysis.text.lower()
-        if "noqa" not in lowered and "gpulint" not in lowered:
-            return analysis.findings
         analysis.suppressions = find_suppressions(analysis.text)
         if not analysis.suppressions:
             return analysis.findings
@@ -260,8 +255,7 @@ class Linter:
         if UNUSED_SUPPRESSION not in codes:
             return result
         if isinstance(text, bytes):
-            lowered = text.lower()
-            if file_is_ignored(text) or (b"gpulint" not in lowered and b"noqa" not in lowered):
+            if file_is_ignored(text):
                 return result
             text = text.decode("utf-8", errors="replace")
         from gpulint.rules.meta import unused_suppression_findings

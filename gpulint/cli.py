@@ -242,12 +242,12 @@ def list_rules(
         for column in ("id", "name", "default", "fix", "what it finds"):
             table.add_column(column)
         for r in rules:
-            table.add_row(r.code, r.name, r.default, r.fix_applicability.value if r.fix_applicability else "-", r.message)
+            table.add_row(r.code, r.name, r.default, r.fix_applicability.value if r.fix_applicability else "-", r.message_template())
         Console().print(table)
         return
     for r in rules:
         fix = r.fix_applicability.value if r.fix_applicability else "-"
-        typer.echo(f"{r.code}  {r.name:<28} {r.default:<5} fix:{fix:<7} {r.message}")
+        typer.echo(f"{r.code}  {r.name:<28} {r.default:<5} fix:{fix:<7} {r.message_template()}")
 
 
 @app.command("rule")

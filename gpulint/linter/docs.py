@@ -23,7 +23,7 @@ def rule_markdown(rule: type[Rule]) -> str:
         "",
         f"Default: **{rule.default}**{' (opt-in: select it, or ALL)' if rule.default == 'hint' else ''}  ",
         f"Fix: **{fix_label(rule)}**{' (applied only with --unsafe-fixes)' if fix_label(rule) == 'unsafe' else ''}  ",
-        f"Message: {rule.message}",
+        f"Message: {rule.message_template()}",
     ]
     if rule.options:
         lines.append("")
@@ -41,7 +41,7 @@ def rules_table() -> str:
     ]
     for rule in all_rules():
         link = f"[{rule.code}](docs/rules/{rule.code}.md)"
-        rows.append(f"| {link} | `{rule.name}` | {rule.default} | {fix_label(rule)} | {rule.message} |")
+        rows.append(f"| {link} | `{rule.name}` | {rule.default} | {fix_label(rule)} | {rule.message_template()} |")
     return "\n".join(rows)
 
 

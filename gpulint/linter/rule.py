@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
@@ -88,6 +89,15 @@ class Rule:
     @classmethod
     def explanation(cls) -> str:
         return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def message_template(cls) -> str:
+        """The message for listings and Markdown: a `{placeholder}` reads `<placeholder>` inside a
+        code span and `…` in prose (where Markdown would take `<word>` for an HTML tag)."""
+        parts = cls.message.split("`")
+        for index, part in enumerate(parts):
+            parts[index] = re.sub(r"\{(\w+)\}", r"<\1>" if index % 2 else "…", part)
+        return "`".join(parts)
 
     @classmethod
     def summary(cls) -> str:

@@ -106,7 +106,7 @@ class HfTrainerArgs(Rule):
 
     code = "GL801"
     name = "hf-trainer-args"
-    message = "TrainingArguments starve the GPU"
+    message = "TrainingArguments that starve the GPU: no loader workers, or logging, evaluation or saving every few steps"
     tokens = ("TrainingArguments",)
     fix_applicability = Applicability.UNSAFE
 
@@ -182,7 +182,7 @@ class LightningTrainerArgs(Rule):
 
     code = "GL802"
     name = "lightning-trainer"
-    message = "Lightning Trainer {what}"
+    message = "Lightning Trainer {what}: per-step work keeps the GPU waiting"
     tokens = ("Trainer",)
     fix_applicability = Applicability.UNSAFE
 

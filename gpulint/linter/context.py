@@ -29,6 +29,8 @@ ANALYSIS_TYPES = frozenset(
     }
 )
 
+# Text every accelerated module contains (one of), by how `FileContext.accelerated` decides.
+ACCELERATOR_TOKENS = (b"cuda", b"gpu", b"accelerat", b"fabric", b"deepspeed")
 _CUDA_STRING = re.compile(r"""^[rbuRBU]*['"]{1,3}(cuda|gpu)\b""")
 _ACCELERATOR_MODULES = ("accelerate", "lightning.fabric", "deepspeed")
 _ACCELERATOR_CALL_PREFIXES = ("torch.cuda.", "torch.accelerator.", "torch.backends.cuda.", "torch.backends.cudnn.")

@@ -17,7 +17,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from gpulint.linter.config import Settings
-from gpulint.linter.context import FileContext
+from gpulint.linter.context import ACCELERATOR_TOKENS, FileContext
 from gpulint.linter.findings import (
     SYNTAX_ERROR_CODE,
     SYNTAX_ERROR_NAME,
@@ -122,9 +122,12 @@ class Linter:
             return []
         rules = tuple(r for r in rules if r.code != UNUSED_SUPPRESSION)
         steps = any(token in source for token in STEP_TOKENS)
+        accelerator = any(token in source for token in ACCELERATOR_TOKENS)
         return [
             r for r in rules
-            if (steps or not r.needs_step) and (not r.tokens or any(t.encode() in source for t in r.tokens))
+            if (steps or not r.needs_step)
+            and (accelerator or not r.needs_accelerator)
+            and (not r.tokens or any(t.encode() in source for t in r.tokens))
         ]
 
     def analyze(self, source: bytes, path: str) -> Analysis | None:

@@ -57,6 +57,10 @@ class Rule:
     # (loopmodel.STEP_TOKENS), or nothing in it can run per step.  Most files of a model library
     # print, log and call `.to(` without ever taking a step.
     needs_step: ClassVar[bool] = False
+    # For device rules, which fire only in accelerated modules (FileContext.accelerated): the file
+    # must also spell an accelerator (context.ACCELERATOR_TOKENS).  A library's modeling code that
+    # never names CUDA is not parsed for them.
+    needs_accelerator: ClassVar[bool] = False
     options: ClassVar[dict[str, RuleOption]] = {}
 
     def __init__(self, ctx: FileContext) -> None:

@@ -60,6 +60,7 @@ class DataLoaderSerial(Rule):
     """
 
     code = "GL101"
+    needs_accelerator = True
     name = "dataloader-serial"
     message = "DataLoader loads batches in the training process (no `num_workers`): the GPU waits for every batch"
     tokens = ("DataLoader",)
@@ -119,6 +120,7 @@ class DataLoaderUnpinned(Rule):
     """
 
     code = "GL102"
+    needs_accelerator = True
     name = "dataloader-unpinned"
     message = "DataLoader without `pin_memory=True`: host-to-GPU copies are slower and cannot overlap compute"
     tokens = ("DataLoader",)
@@ -250,6 +252,7 @@ class DataLoaderRespawn(Rule):
     """
 
     code = "GL103"
+    needs_accelerator = True
     name = "dataloader-respawn"
     message = "DataLoader workers are started again every epoch; set `persistent_workers=True`"
     tokens = ("DataLoader",)
@@ -446,6 +449,7 @@ class BlockingHostToDeviceCopy(Rule):
     """
 
     code = "GL104"
+    needs_accelerator = True
     needs_step = True
     name = "blocking-h2d-copy"
     message = "batch copied to the GPU without `non_blocking=True`: the host waits for every copy"

@@ -156,6 +156,7 @@ class GlooOnCuda(Rule):
     """
 
     code = "GL602"
+    needs_accelerator = True
     name = "gloo-on-cuda"
     message = "the `gloo` backend moves CUDA gradients through host memory; use `nccl` for GPU training"
     tokens = ("gloo",)

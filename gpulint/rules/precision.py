@@ -169,6 +169,7 @@ class NoMixedPrecision(Rule):
     """
 
     code = "GL401"
+    needs_accelerator = True
     needs_step = True
     name = "no-mixed-precision"
     message = "training runs in fp32 with no autocast/AMP: bf16 or fp16 mixed precision is typically 1.5-3x faster on tensor cores"
@@ -384,6 +385,7 @@ class NoCompile(Rule):
     """
 
     code = "GL403"
+    needs_accelerator = True
     needs_step = True
     name = "no-compile"
     message = "the model is trained without `torch.compile`: fused kernels are typically 1.3-2x faster"
@@ -443,6 +445,7 @@ class Fp32Matmul(Rule):
     """
 
     code = "GL404"
+    needs_accelerator = True
     needs_step = True
     name = "fp32-matmul"
     message = "fp32 training without TF32: `torch.set_float32_matmul_precision(\"high\")` makes matmuls up to 8x faster on Ampere+"

@@ -175,6 +175,7 @@ class HostSyncInLoop(Rule):
     """
 
     code = "GL201"
+    needs_accelerator = True
     needs_step = True
     name = "host-sync-in-loop"
     message = "`.{method}()` in the training loop makes the CPU wait for the GPU every step"
@@ -295,6 +296,7 @@ class ModelTransferInLoop(Rule):
     """
 
     code = "GL202"
+    needs_accelerator = True
     needs_step = True
     name = "model-transfer-in-loop"
     message = "the model is moved to the device on every training step; move it once before the loop"
@@ -358,6 +360,7 @@ class HostTensorThenCopy(Rule):
     """
 
     code = "GL203"
+    needs_accelerator = True
     name = "host-tensor-then-copy"
     message = "`torch.{factory}(...)` is built on the host and then copied to the device; pass `device=` instead"
     tokens = (".to(", ".cuda(")

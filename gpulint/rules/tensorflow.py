@@ -371,7 +371,7 @@ class TfDataNoPrefetch(Rule):
     code = "GL702"
     name = "tfdata-no-prefetch"
     message = "tf.data pipeline consumed without `.prefetch(...)`: input and training steps take turns"
-    tokens = ("Dataset", "dataset")
+    tokens = ("tf.data", "tensorflow", "tfds", "dataset_from_directory")  # a tf.data pipeline is built here
     fix_applicability = Applicability.SAFE
 
     def visit_Call(self, node: cst.Call) -> None:

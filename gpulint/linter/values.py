@@ -35,7 +35,7 @@ class Kind:
         )
 
 
-_TFDATA_CHAIN = frozenset(
+TFDATA_CHAIN = frozenset(
     "apply batch bucket_by_sequence_length cache concatenate enumerate filter flat_map "
     "group_by_window ignore_errors interleave map padded_batch prefetch ragged_batch rebatch "
     "rejection_resample repeat sample_from_datasets scan shard shuffle skip snapshot "
@@ -62,7 +62,7 @@ KINDS: dict[str, Kind] = {
                 "keras.preprocessing.text_dataset_from_directory",
                 "tensorflow_datasets.load",
             ),
-            chain_methods=_TFDATA_CHAIN,
+            chain_methods=TFDATA_CHAIN,
         ),
         Kind("dataloader", constructors=("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")),
         Kind(
@@ -87,7 +87,7 @@ KINDS: dict[str, Kind] = {
 }
 
 
-def _target_key(node: cst.BaseExpression) -> str | None:
+def target_key(node: cst.BaseExpression) -> str | None:
     """The key an assignment target is stored under: `x`, or `self.x` for attributes of self."""
     if isinstance(node, cst.Name):
         return node.value
@@ -106,7 +106,7 @@ class ValueOrigins:
 
     # -- building ---------------------------------------------------------------------------
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        key = _target_key(target)
+        key = target_key(target)
         if key is not None:
             self.assigned.setdefault(key, []).append(value)
         elif isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)):
@@ -160,7 +160,7 @@ class ValueOrigins:
         qualified = self.imports.qualified_name(expr)
         if qualified is not None and kind.matches(qualified):
             return True  # an annotation naming the class itself
-        key = _target_key(expr)
+        key = target_key(expr)
         if key is None or key in seen:
             return False
         seen.add(key)

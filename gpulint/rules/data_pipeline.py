@@ -10,6 +10,7 @@ from gpulint.linter.context import dotted_name, has_star_kwargs, is_false, is_tr
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fixes import set_keyword
 from gpulint.linter.rule import Rule, RuleOption
+from gpulint.linter.values import target_key
 from gpulint.rules.per_step import per_step_work
 
 DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
@@ -167,15 +168,7 @@ def _binding_key(ctx, node: cst.CSTNode) -> str | None:
     parent = ctx.parent(node)
     if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node:
         target = parent.targets[0].target if isinstance(parent, cst.Assign) else parent.target
-        return _key(target)
-    return None
-
-
-def _key(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value in ("self", "cls"):
-        return f"self.{node.attr.value}"
+        return target_key(target)
     return None
 
 
@@ -184,7 +177,7 @@ def _mentions(expr: cst.CSTNode, key: str) -> bool:
     stack: list[cst.CSTNode] = [expr]
     while stack:
         current = stack.pop()
-        if _key(current) == key:
+        if target_key(current) == key:
             return True
         if isinstance(current, cst.Call):
             stack.extend(arg.value for arg in current.args)
@@ -304,7 +297,7 @@ class DataLoaderRespawn(Rule):
             name = (dotted_name(other.func) or "").rsplit(".", 1)[-1]
             if name in _NOT_ITERATING or other is call:
                 continue
-            if any(_key(arg.value) == key for arg in other.args) and _in_loop(self.ctx, other):
+            if any(target_key(arg.value) == key for arg in other.args) and _in_loop(self.ctx, other):
                 return True
         return False
 
@@ -335,17 +328,17 @@ class DataLoaderRespawn(Rule):
     def _dataset_changes(self, call: cst.Call) -> bool:
         """Whether the module changes the loader's dataset inside a loop (an epoch-dependent dataset)."""
         dataset = _dataset_argument(call)
-        key = _key(dataset) if dataset is not None else None
+        key = target_key(dataset) if dataset is not None else None
         if key is None:
             return False
         for other in self.ctx.index.nodes("Call"):
             func = other.func
-            if isinstance(func, cst.Attribute) and _key(func.value) == key and func.attr.value in _DATASET_MUTATORS:
+            if isinstance(func, cst.Attribute) and target_key(func.value) == key and func.attr.value in _DATASET_MUTATORS:
                 return True
         for assign in self.ctx.index.nodes("Assign"):
             for target in assign.targets:
                 node = target.target
-                if isinstance(node, cst.Attribute) and _key(node.value) == key and _in_loop(self.ctx, assign):
+                if isinstance(node, cst.Attribute) and target_key(node.value) == key and _in_loop(self.ctx, assign):
                     return True
         return False
 

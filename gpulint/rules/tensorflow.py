@@ -11,7 +11,7 @@ from gpulint.linter.context import FileContext, dotted_name, has_star_kwargs, is
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.fixes import guard_fix, remove_keyword, set_keyword
 from gpulint.linter.rule import Rule, RuleOption
-from gpulint.linter.values import _TFDATA_CHAIN, KINDS, _target_key, last_name
+from gpulint.linter.values import TFDATA_CHAIN, KINDS, target_key, last_name
 from gpulint.linter.walk import iter_children
 from gpulint.rules.per_step import PerStepLogging, enclosing_logging_call, per_step_work
 
@@ -315,10 +315,10 @@ def _lacks_prefetch(ctx: FileContext, expr: cst.BaseExpression, seen: set[str]) 
             return False
         if method == "apply" and "prefetch" in ctx.code(expr):
             return False  # tf.data.experimental.prefetch_to_device(...)
-        if method is None or method not in _TFDATA_CHAIN:
+        if method is None or method not in TFDATA_CHAIN:
             return False
         return _lacks_prefetch(ctx, expr.func.value, seen)
-    key = _target_key(expr)
+    key = target_key(expr)
     if key is None or key in ctx.values.assigned and not ctx.values.assigned[key]:
         return False
     if key in seen:
@@ -872,7 +872,7 @@ class KerasPythonInput(Rule):
             if isinstance(expr.func, cst.Name) and expr.func.value in self._generator_functions():
                 return f"generator `{expr.func.value}()`"
             return None
-        key = _target_key(expr)
+        key = target_key(expr)
         if key is None or key in seen:
             return None
         seen.add(key)

@@ -54,13 +54,13 @@ from typing import Callable
 
 from gpulint.linter.engine import FileResult, Linter, SyntaxErrorInSource, UndecodableSource, parse, syntax_error_finding
 from gpulint.linter.findings import SYNTAX_ERROR_CODE, Edit, Finding, FixInfo, Location
-from gpulint.linter.fixer import FixOutcome, fix_source, write_atomic
+from gpulint.linter.fixer import NOTEBOOK_PLACEHOLDER_PREFIX, FixOutcome, fix_source, write_atomic
 
 # Line 1 of every joined module: pins the encoding, so a `# coding: latin-1` comment in a cell
 # cannot make the parser decode the (UTF-8) joined text differently.
 HEADER = "# -*- coding: utf-8 -*-\n"
 
-PLACEHOLDER = "_gpulint_ipython_line_"
+PLACEHOLDER = NOTEBOOK_PLACEHOLDER_PREFIX + "_line_"  # the fixer keeps added imports below these
 
 # Cell magics whose body IPython runs as Python: the body is linted, the `%%` line is not.
 PYTHON_BODY_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})

@@ -4,22 +4,14 @@ from __future__ import annotations
 
 import textwrap
 
-from tests.helpers import assert_fix_ok, codes, fix, lint, rows
+from tests.helpers import assert_fix_ok, codes, first_body_row, fix, in_step_loop, lint, rows
 
 HEADER = "import logging\nimport torch\nimport wandb\nlogger = logging.getLogger(__name__)\n"
-LOOP = """
-for epoch in range(3):
-    for step, (x, y) in enumerate(loader):
-        loss = criterion(model(x), y)
-        loss.backward()
-        optimizer.step()
-{body}
-"""
-FIRST = 11  # row of the first body line
+FIRST = first_body_row(HEADER)  # row of the body's first line
 
 
 def step(body: str, header: str = HEADER) -> str:
-    return header + LOOP.format(body=textwrap.indent(textwrap.dedent(body).strip("\n"), " " * 8))
+    return in_step_loop(body, header)
 
 
 # -- GL301 per-step-validation ----------------------------------------------------------------------

@@ -39,7 +39,6 @@ parsed with `parse_intermixed_args`) unless the command takes the rest of the li
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import os
 import re
@@ -134,7 +133,10 @@ def top_parser() -> argparse.ArgumentParser:
 def command_parser(name: str) -> argparse.ArgumentParser:
     """The parser of one command, with the arguments its module adds (importing that module)."""
     command = COMMANDS[name]
-    parser = argparse.ArgumentParser(prog=f"gpulint {name}", description=command.summary, formatter_class=HelpFormatter)
+    # allow_abbrev=False: `--sel` is an error, not --select (an option added later would change what it means)
+    parser = argparse.ArgumentParser(
+        prog=f"gpulint {name}", description=command.summary, formatter_class=HelpFormatter, allow_abbrev=False
+    )
     module_name, _, function = command.setup.partition(":")
     getattr(importlib.import_module(module_name), function)(parser)
     return parser
@@ -157,6 +159,8 @@ def parse(args: list[str]) -> argparse.Namespace:
 
 
 def _unknown_command(word: str) -> NoReturn:
+    import difflib
+
     close = difflib.get_close_matches(word, COMMANDS, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else " (see `gpulint --help`)"
     error(f"no such command or path: {word!r}{hint}")
@@ -171,6 +175,10 @@ def main(argv: list[str] | None = None) -> NoReturn:
         code = options.run(options)
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
+    except BrokenPipeError:  # `gpulint rules | head`: the reader left; stop quietly
+        # Send what is still buffered to /dev/null, or flushing it at exit raises again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, exit 2
         if os.environ.get("GPULINT_DEBUG"):
             raise

@@ -15,6 +15,7 @@ from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, rule_ids, 
 
 if TYPE_CHECKING:  # the linter imports libcst: loaded when a command runs, not to parse its line
     from gpulint.linter.config import Settings
+    from gpulint.linter.reporters import ReportSettings
     from gpulint.linter.runner import RunOptions, RunResult
 
 
@@ -169,7 +170,7 @@ def check(options: argparse.Namespace) -> int:
     return EXIT_ERROR if result.errors else code
 
 
-def _no_all_clear_after_errors(report: str, report_settings, errors: int) -> str:
+def _no_all_clear_after_errors(report: str, report_settings: ReportSettings, errors: int) -> str:
     """The text report ends with the reporter's all-clear when nothing is left to list; after an
     error line (a missing path, an unreadable file) that would be false."""
     from gpulint.linter.reporters.text import summary

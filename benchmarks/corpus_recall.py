@@ -15,7 +15,8 @@ finding is matched to a label of the same file and rule: on the same line, or in
 (GL401, GL403, GL404) -- anywhere in the file.  A finding is a true positive when it matches a
 positive label, a false positive when it matches a tricky-negative label *or no label at all*
 (an unlabelled finding counts against precision until someone labels it), and a positive label
-that no finding matches is a miss.  Several findings of one rule on one line count once.
+that no finding matches is a miss.  Several findings of one rule on one line, or on one positive
+label's statement, count once.
 
 Each label carries the sha1 of its line's stripped text: when the file has drifted, the label moves
 to the nearest line with that text, or is reported as stale and left out.
@@ -168,7 +169,8 @@ def _statement_spans(text: str) -> dict[int, tuple[int, int]]:
             continue
         first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
         body = getattr(node, "body", None)
-        last = body[0].lineno - 1 if isinstance(body, list) and body and body[0].lineno > node.lineno else node.end_lineno
+        compound = isinstance(body, list) and body and body[0].lineno > node.lineno
+        last = body[0].lineno - 1 if compound else node.end_lineno  # a compound statement: its header only
         for line in range(first, max(first, last) + 1):
             known = spans.get(line)
             if known is None or (last - first) < (known[1] - known[0]):
@@ -227,6 +229,8 @@ class Outcome:
 
 
 def evaluate(labels: list[Label], findings: list[Finding], sources: dict[tuple[str, str], SourceFile]) -> Outcome:
+    """Relocate the labels in the current sources, then classify each finding (duplicates of one rule on
+    one line once; further findings on a positive label already met add nothing)."""
     outcome = Outcome()
     live: list[Label] = []
     for label in labels:

@@ -1,8 +1,9 @@
-"""`gpulint profile` and `gpulint verify`, added to the main app by `register(app)`.
+"""`gpulint profile`, `gpulint verify` and `gpulint scale`, added to the main app by `register(app)`.
 
-Exit codes: 0 measured (profile) or speedup confirmed (verify); 1 verify found no confirmed
-speedup; 2 usage error; 3 the script never made a training step; 124 timeout; otherwise the
-script's own exit code when it failed.
+Exit codes: 0 measured (profile), speedup confirmed (verify) or near-linear scaling (scale); 1 verify
+found no confirmed speedup, or scale found a size below the efficiency bar or within its noise;
+2 usage error; 3 the script never made a training step; 124 timeout; otherwise the script's own
+exit code when it failed.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ def register(app: typer.Typer) -> None:
         timeout: float = typer.Option(600.0, "--timeout", help="Stop the run after this many seconds, whatever it is doing."),
         json_file: Optional[Path] = typer.Option(None, "--json", help="Write every figure to this JSON file."),
         show_output: bool = typer.Option(False, "--show-output", help="Let the script print to the terminal (no progress bar)."),
+        flops_per_step: Optional[float] = typer.Option(None, "--flops-per-step", help="FLOPs of one training step from the model's own estimate (instead of counting them)."),
+        peak_tflops: Optional[float] = typer.Option(None, "--peak-tflops", help="The device's peak TFLOP/s for the arithmetic in use, for MFU (instead of gpulint's table)."),
     ) -> None:
         """Run a training script and say where its step time goes: input-bound, sync-bound or compute-bound."""
         from gpulint.runtime_check import report
@@ -75,6 +78,11 @@ def register(app: typer.Typer) -> None:
             config = _config(steps, warmup, seconds, timeout)
             config.show_output = show_output
             parsed = parse_command(list(command or []))
+            if parsed.launch is not None and seconds is not None:
+                raise CommandError("ranks must stop at the same step: use --steps, not --seconds, with a launcher")
+            for name, value in (("--flops-per-step", flops_per_step), ("--peak-tflops", peak_tflops)):
+                if value is not None and value <= 0:
+                    raise CommandError(f"{name} must be positive")
         except CommandError as exc:
             _err(str(exc))
             raise typer.Exit(EXIT_USAGE)
@@ -83,9 +91,9 @@ def register(app: typer.Typer) -> None:
         try:
             if bar is not None:
                 with bar:
-                    result = profile(parsed, config, update)
+                    result = profile(parsed, config, update, flops_per_step, peak_tflops)
             else:
-                result = profile(parsed, config, None)
+                result = profile(parsed, config, None, flops_per_step, peak_tflops)
         except CommandError as exc:
             _err(str(exc))
             raise typer.Exit(EXIT_USAGE)
@@ -117,10 +125,10 @@ def register(app: typer.Typer) -> None:
         python: Optional[str] = typer.Option(None, "--python", help="Interpreter to run the script with (default: the one running gpulint)."),
         write: bool = typer.Option(False, "--write", help="Apply the fixes to SCRIPT, only after a confirmed speedup."),
         json_file: Optional[Path] = typer.Option(None, "--json", help="Write every figure to this JSON file."),
-        param: Optional[str] = typer.Option(None, "--param", help="Sweep a DataLoader keyword instead of fixing: NAME=V1,V2,... (e.g. num_workers=0,2,4)."),
+        param: Optional[str] = typer.Option(None, "--param", help="Sweep a value instead of fixing: NAME=V1,V2,... (e.g. num_workers=0,2,4 or batch_size=32,64,128), set through the script's argparse option, constant or DataLoader keyword."),
     ) -> None:
         """Apply fixes to a copy, run original and fixed interleaved, and say whether the fix is faster
-        (or, with --param, measure each value of a DataLoader keyword and recommend the best)."""
+        (or, with --param, measure each value of a parameter and recommend the best)."""
         import shutil
 
         from gpulint.cli import _split_ids
@@ -166,6 +174,47 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(EXIT_NO_STEPS)
             raise typer.Exit(run.exit_code or 1)
         raise typer.Exit(0 if result.comparison.outcome == "confirmed" else EXIT_NOT_CONFIRMED)
+
+    @app.command("scale", context_settings={"allow_interspersed_args": False})
+    def scale_command(
+        command: Optional[List[str]] = typer.Argument(None, help="The training script, after `--`: train.py ARGS or python -m pkg.train ARGS."),
+        nproc: str = typer.Option(..., "--nproc", help="Process counts to compare, e.g. 1,2,4 (the smallest is the base)."),
+        runs: int = typer.Option(3, "--runs", help="Runs at each size, in rotating order."),
+        steps: int = typer.Option(20, "--steps", help="Measured steps per run."),
+        warmup: int = typer.Option(3, "--warmup", help="Warm-up steps per run."),
+        timeout: float = typer.Option(600.0, "--timeout", help="Limit for each run, in seconds."),
+        strong: Optional[str] = typer.Option(None, "--strong", help="Strong scaling: keep the global batch, NAME=GLOBAL (e.g. batch_size=256); each size runs with GLOBAL/N per rank."),
+        json_file: Optional[Path] = typer.Option(None, "--json", help="Write every figure to this JSON file."),
+    ) -> None:
+        """Run the script under torchrun at each process count and say whether throughput scales
+        near-linearly (about 90% efficiency at 2x, 80% at 4x), and what to fix when it does not."""
+        from gpulint.runtime_check import report
+        from gpulint.runtime_check.measure import parse_command
+        from gpulint.runtime_check.scale import ScaleError, parse_sizes, scale, scale_record
+
+        if runs < 2:
+            _err("--runs must be at least 2 for an interval")
+            raise typer.Exit(EXIT_USAGE)
+        err_console = Console(stderr=True)
+
+        def progress(index: int, total: int, what: str) -> None:
+            if err_console.is_terminal:
+                err_console.print(f"run {index + 1}/{total}: {what}", highlight=False)
+
+        try:
+            config = _config(steps, warmup, None, timeout)
+            result = scale(parse_command(list(command or [])), parse_sizes(nproc), runs, config, strong, progress)
+        except (ScaleError, CommandError) as exc:
+            _err(str(exc))
+            raise typer.Exit(EXIT_USAGE)
+        if json_file is not None:
+            report.write_json(json_file, scale_record(result))
+        report.print_scale(Console(), result)
+        if result.failed is not None:
+            run = result.failed
+            raise typer.Exit(EXIT_TIMEOUT if run.status == "timeout" else EXIT_NO_STEPS if run.status in ("stopped", "finished")
+                             else (run.exit_code or 1))
+        raise typer.Exit(0 if result.kind == "scales" else EXIT_NOT_CONFIRMED)
 
 
 def _sweep(console, script, args, param, select, write, runs, config, interpreter, json_file, progress) -> None:

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The runtime checker on a CUDA machine, in under five minutes: profile and verify on the CPU
-# fixtures (now with NVML sampling), then on a small CUDA model (sync lines mapped to rules, the
-# pin_memory/non_blocking fixes and TF32 verified, AMP measured against a hand-made autocast copy).
+# The runtime checker on a CUDA machine, in about seven minutes on one GPU: profile and verify on the
+# CPU fixtures (now with NVML sampling), then on a small CUDA model (sync lines mapped to rules, the
+# pin_memory/non_blocking fixes and TF32 verified, AMP measured against a hand-made autocast copy),
+# then the capacity figures: FLOPs and MFU against the GPU's listed peak (fp32 and bf16), memory
+# headroom, a batch-size sweep that runs out of device memory on purpose, a profile under torchrun
+# (NCCL, DDP's CUDA-event timers) and, with two GPUs or more, `gpulint scale` 1 -> 2.
 # Prints one summary line per check at the end.  Not run in CI (no GPU there).
 #
 #   scripts/gpu-check.sh            # uses .venv/bin/python when present, else python3
@@ -92,6 +95,50 @@ profile cuda-model-amp "$WORK/p3.json" "$WORK/cuda_model_amp.py"
 SUMMARY+=("AMP (bf16 autocast) speedup from the two profiles: $("$PY" -c "import json; a=json.load(open('$WORK/p2.json'))['steps']['mean']; b=json.load(open('$WORK/p3.json'))['steps']['mean']; print(round(a/b, 2))" 2>/dev/null || echo '?')x (one run each: indicative, not confirmed)")
 verify cuda-pin-nonblocking "$WORK/v2.json" "$WORK/cuda_model.py" GL102,GL104 2
 verify cuda-tf32 "$WORK/v3.json" "$WORK/cuda_model.py" GL404 2
+# Capacity on one GPU, from the two CUDA profiles above: MFU (fp32 and bf16 peaks), memory headroom.
+capacity() {  # name json-file
+    SUMMARY+=("capacity $1: device=$(json "$2" 'd["compute"]["device"]') flops/step=$(json "$2" '"%.3g" % d["compute"]["flops_per_step"]["value"]') by_math=$(json "$2" '{k: "%.3g" % v for k, v in d["compute"]["by_math"].items()}') achieved=$(json "$2" '"%.1f TFLOP/s" % (d["compute"]["achieved"]["value"] / 1e12)') MFU=$(json "$2" '"%.1f%%" % (100 * d["compute"]["mfu"]["value"]) if d["compute"]["mfu"]["value"] is not None else "not measured: " + d["compute"]["mfu"]["note"]') memory=$(json "$2" '[(f["name"], f["value"]) for f in d["memory"]["figures"]]')")
+}
+capacity cuda-model "$WORK/p2.json"
+capacity cuda-model-amp "$WORK/p3.json"
+
+# A batch-size sweep whose largest size cannot fit: 4 MiB of activations per sample.
+cat > "$WORK/batch_oom.py" <<'EOF'
+import argparse
+import torch
+from torch.utils.data import DataLoader, RandomSampler, TensorDataset
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--batch-size", type=int, default=64)
+args = parser.parse_args()
+data = TensorDataset(torch.randn(4096, 1))
+loader = DataLoader(data, batch_size=args.batch_size, sampler=RandomSampler(data, replacement=True, num_samples=10**7))
+model = torch.nn.Sequential(torch.nn.Linear(1, 2**20), torch.nn.ReLU(), torch.nn.Linear(2**20, 1)).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-6)
+for (x,) in loader:
+    model(x.cuda()).sum().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+EOF
+timeout 300 "${GPULINT[@]}" verify "$WORK/batch_oom.py" --param batch_size=64,256,1000000 --runs 2 --steps 10 --warmup 3 --timeout 120 --python "$PY" --json "$WORK/b1.json" > "$WORK/batch-sweep.log" 2>&1
+SUMMARY+=("batch sweep: rc=$? out_of_memory=$(json "$WORK/b1.json" '[v["value"] for v in d["values"] if v["out_of_memory"]]') throughput=$(json "$WORK/b1.json" '[(v["value"], round(v["throughput"] or 0, 1)) for v in d["values"]]') recommended=$(json "$WORK/b1.json" 'd["batch_advice"]["recommended"]')")
+
+# Under torchrun with NCCL: one rank on one GPU, two when there are two.
+GPUS=$("$PY" -c 'import torch; print(torch.cuda.device_count())')
+RANKS=$(( GPUS >= 2 ? 2 : 1 ))
+timeout 240 "${GPULINT[@]}" profile --steps 10 --warmup 3 --timeout 200 --json "$WORK/p5.json" -- "$PY" -m torch.distributed.run --standalone --nproc-per-node "$RANKS" fixtures/runtime/ddp_sleep_compute.py --gradient-mb 64 --compute-ms 20 > "$WORK/torchrun.log" 2>&1
+SUMMARY+=("profile torchrun x$RANKS (nccl): rc=$? verdict=$(json "$WORK/p5.json" 'd["verdict"]["headline"]') backend=$(json "$WORK/p5.json" 'd["ranks"]["ddp_config"]["backend_name"]') collective_wait_ms=$(json "$WORK/p5.json" '[round(1000 * r["collective_wait"], 2) for r in d["ranks"]["ranks"]]') allreduce_ms=$(json "$WORK/p5.json" '[round(1000 * r["allreduce_time"], 2) for r in d["ranks"]["ranks"]]') memory=$(json "$WORK/p5.json" '[(f["name"], f["value"]) for f in d["memory"]["figures"]]') gpu=$(json "$WORK/p5.json" '"%.0f%%" % d["gpu"]["util_mean"] if d["gpu"] else "not measured"')")
+if [ "$GPUS" -ge 2 ]; then
+    for variant in "scales:--compute-ms 300" "communication:--gradient-mb 256 --compute-ms 5"; do
+        name="${variant%%:*}"
+        # shellcheck disable=SC2086  # the fixture's options are meant to split
+        timeout 300 "${GPULINT[@]}" scale --nproc 1,2 --runs 2 --steps 10 --warmup 3 --timeout 120 --json "$WORK/s-$name.json" -- fixtures/runtime/ddp_sleep_compute.py ${variant#*:} > "$WORK/scale-$name.log" 2>&1
+        SUMMARY+=("scale 1->2 ($name fixture): rc=$? verdict=$(json "$WORK/s-$name.json" 'd["verdict"]') efficiency=$(json "$WORK/s-$name.json" '[(e["nproc"], round(e["efficiency"], 3), [round(x, 3) for x in e["interval"]]) for e in d["efficiencies"]]')")
+    done
+else
+    SUMMARY+=("scale: skipped ($GPUS GPU: it needs two)")
+fi
+
 if "$PY" -c 'import tensorflow' 2>/dev/null; then
     profile tf-fixture "$WORK/p4.json" fixtures/runtime/tf_slow_map.py
 else

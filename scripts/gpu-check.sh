@@ -96,11 +96,39 @@ SUMMARY+=("AMP (bf16 autocast) speedup from the two profiles: $("$PY" -c "import
 verify cuda-pin-nonblocking "$WORK/v2.json" "$WORK/cuda_model.py" GL102,GL104 2
 verify cuda-tf32 "$WORK/v3.json" "$WORK/cuda_model.py" GL404 2
 # Capacity on one GPU, from the two CUDA profiles above: MFU (fp32 and bf16 peaks), memory headroom.
-capacity() {  # name json-file
-    SUMMARY+=("capacity $1: device=$(json "$2" 'd["compute"]["device"]') flops/step=$(json "$2" '"%.3g" % d["compute"]["flops_per_step"]["value"]') by_math=$(json "$2" '{k: "%.3g" % v for k, v in d["compute"]["by_math"].items()}') achieved=$(json "$2" '"%.1f TFLOP/s" % (d["compute"]["achieved"]["value"] / 1e12)') MFU=$(json "$2" '"%.1f%%" % (100 * d["compute"]["mfu"]["value"]) if d["compute"]["mfu"]["value"] is not None else "not measured: " + d["compute"]["mfu"]["note"]') memory=$(json "$2" '[(f["name"], f["value"]) for f in d["memory"]["figures"]]')")
+# capacity KIND FILE: one summary line from a --json document (profile, sweep, torchrun or scale).
+capacity() { "$PY" - "$1" "$2" <<'EOF'
+import json, sys
+kind, path = sys.argv[1:]
+try:
+    d = json.load(open(path))
+except Exception as exc:
+    sys.exit(print(f"? ({exc.__class__.__name__})"))
+figures = lambda group: [(f["name"], f["value"], f["note"][:60]) for f in group["figures"]]
+if kind == "profile":
+    c = d["compute"]
+    mfu = c["mfu"]["value"]
+    print(f"device={c['device']} flops/step={c['flops_per_step']['value']} by_math={c['by_math']} "
+          f"achieved={(c['achieved']['value'] or 0) / 1e12:.2f} TFLOP/s peak={c['peak']['value']} "
+          f"MFU={'%.1f%%' % (100 * mfu) if mfu is not None else 'not measured: ' + c['mfu']['note']} "
+          f"memory={figures(d['memory'])} advice={d['memory']['advice']}")
+elif kind == "sweep":
+    print(f"out_of_memory={[v['value'] for v in d['values'] if v['out_of_memory']]} "
+          f"throughput={[(v['value'], v['throughput']) for v in d['values']]} {d['throughput_unit']} "
+          f"recommended={(d['batch_advice'] or {}).get('recommended')}")
+elif kind == "torchrun":
+    r = d["ranks"]
+    print(f"verdict={d['verdict']['headline']} backend={r['ddp_config']['backend_name']} "
+          f"collective_wait_ms={[round(1000 * (x['collective_wait'] or 0), 2) for x in r['ranks']]} "
+          f"allreduce_ms={[round(1000 * (x['allreduce_time'] or 0), 2) for x in r['ranks']]} "
+          f"memory={figures(d['memory'])} MFU={d['compute']['mfu']['value']}")
+else:
+    efficiencies = [(e["nproc"], e["efficiency"], e["interval"]) for e in d["efficiencies"]]
+    print(f"verdict={d['verdict']} efficiency={efficiencies}")
+EOF
 }
-capacity cuda-model "$WORK/p2.json"
-capacity cuda-model-amp "$WORK/p3.json"
+SUMMARY+=("capacity cuda-model: $(capacity profile "$WORK/p2.json")")
+SUMMARY+=("capacity cuda-model-amp: $(capacity profile "$WORK/p3.json")")
 
 # A batch-size sweep whose largest size cannot fit: 4 MiB of activations per sample.
 cat > "$WORK/batch_oom.py" <<'EOF'
@@ -112,7 +140,8 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--batch-size", type=int, default=64)
 args = parser.parse_args()
 data = TensorDataset(torch.randn(4096, 1))
-loader = DataLoader(data, batch_size=args.batch_size, sampler=RandomSampler(data, replacement=True, num_samples=10**7))
+sampler = RandomSampler(data, replacement=True, num_samples=10**7)
+loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler)
 model = torch.nn.Sequential(torch.nn.Linear(1, 2**20), torch.nn.ReLU(), torch.nn.Linear(2**20, 1)).cuda()
 optimizer = torch.optim.SGD(model.parameters(), lr=1e-6)
 for (x,) in loader:
@@ -120,20 +149,25 @@ for (x,) in loader:
     optimizer.step()
     optimizer.zero_grad()
 EOF
-timeout 300 "${GPULINT[@]}" verify "$WORK/batch_oom.py" --param batch_size=64,256,1000000 --runs 2 --steps 10 --warmup 3 --timeout 120 --python "$PY" --json "$WORK/b1.json" > "$WORK/batch-sweep.log" 2>&1
-SUMMARY+=("batch sweep: rc=$? out_of_memory=$(json "$WORK/b1.json" '[v["value"] for v in d["values"] if v["out_of_memory"]]') throughput=$(json "$WORK/b1.json" '[(v["value"], round(v["throughput"] or 0, 1)) for v in d["values"]]') recommended=$(json "$WORK/b1.json" 'd["batch_advice"]["recommended"]')")
+timeout 300 "${GPULINT[@]}" verify "$WORK/batch_oom.py" --param batch_size=64,256,1000000 --runs 2 --steps 10 \
+    --warmup 3 --timeout 120 --python "$PY" --json "$WORK/b1.json" > "$WORK/batch-sweep.log" 2>&1
+SUMMARY+=("batch sweep: rc=$? $(capacity sweep "$WORK/b1.json")")
 
 # Under torchrun with NCCL: one rank on one GPU, two when there are two.
 GPUS=$("$PY" -c 'import torch; print(torch.cuda.device_count())')
 RANKS=$(( GPUS >= 2 ? 2 : 1 ))
-timeout 240 "${GPULINT[@]}" profile --steps 10 --warmup 3 --timeout 200 --json "$WORK/p5.json" -- "$PY" -m torch.distributed.run --standalone --nproc-per-node "$RANKS" fixtures/runtime/ddp_sleep_compute.py --gradient-mb 64 --compute-ms 20 > "$WORK/torchrun.log" 2>&1
-SUMMARY+=("profile torchrun x$RANKS (nccl): rc=$? verdict=$(json "$WORK/p5.json" 'd["verdict"]["headline"]') backend=$(json "$WORK/p5.json" 'd["ranks"]["ddp_config"]["backend_name"]') collective_wait_ms=$(json "$WORK/p5.json" '[round(1000 * r["collective_wait"], 2) for r in d["ranks"]["ranks"]]') allreduce_ms=$(json "$WORK/p5.json" '[round(1000 * r["allreduce_time"], 2) for r in d["ranks"]["ranks"]]') memory=$(json "$WORK/p5.json" '[(f["name"], f["value"]) for f in d["memory"]["figures"]]') gpu=$(json "$WORK/p5.json" '"%.0f%%" % d["gpu"]["util_mean"] if d["gpu"] else "not measured"')")
+timeout 240 "${GPULINT[@]}" profile --steps 10 --warmup 3 --timeout 200 --json "$WORK/p5.json" -- \
+    "$PY" -m torch.distributed.run --standalone --nproc-per-node "$RANKS" \
+    fixtures/runtime/ddp_sleep_compute.py --gradient-mb 64 --compute-ms 20 > "$WORK/torchrun.log" 2>&1
+SUMMARY+=("profile torchrun x$RANKS (nccl): rc=$? $(capacity torchrun "$WORK/p5.json")")
 if [ "$GPUS" -ge 2 ]; then
     for variant in "scales:--compute-ms 300" "communication:--gradient-mb 256 --compute-ms 5"; do
         name="${variant%%:*}"
         # shellcheck disable=SC2086  # the fixture's options are meant to split
-        timeout 300 "${GPULINT[@]}" scale --nproc 1,2 --runs 2 --steps 10 --warmup 3 --timeout 120 --json "$WORK/s-$name.json" -- fixtures/runtime/ddp_sleep_compute.py ${variant#*:} > "$WORK/scale-$name.log" 2>&1
-        SUMMARY+=("scale 1->2 ($name fixture): rc=$? verdict=$(json "$WORK/s-$name.json" 'd["verdict"]') efficiency=$(json "$WORK/s-$name.json" '[(e["nproc"], round(e["efficiency"], 3), [round(x, 3) for x in e["interval"]]) for e in d["efficiencies"]]')")
+        timeout 300 "${GPULINT[@]}" scale --nproc 1,2 --runs 2 --steps 10 --warmup 3 --timeout 120 \
+            --json "$WORK/s-$name.json" -- fixtures/runtime/ddp_sleep_compute.py ${variant#*:} \
+            > "$WORK/scale-$name.log" 2>&1
+        SUMMARY+=("scale 1->2 ($name fixture): rc=$? $(capacity scale "$WORK/s-$name.json")")
     done
 else
     SUMMARY+=("scale: skipped ($GPUS GPU: it needs two)")

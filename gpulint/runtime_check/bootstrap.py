@@ -326,8 +326,8 @@ def instrument_torch(torch) -> None:
         STATE.notes.append("torch has no CUDA device here: no sync lines, no device timing")
 
 
-DDP_CONFIG_KEYS = ("backend_name", "world_size", "bucket_cap_bytes", "find_unused_parameters", "gradient_as_bucket_view",
-                   "total_parameter_size_bytes", "device_ids")
+DDP_CONFIG_KEYS = ("backend_name", "world_size", "bucket_cap_bytes", "find_unused_parameters",
+                   "gradient_as_bucket_view", "total_parameter_size_bytes", "device_ids")
 
 
 def _watch_ddp(torch) -> None:

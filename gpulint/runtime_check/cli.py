@@ -66,8 +66,12 @@ def register(app: typer.Typer) -> None:
         timeout: float = typer.Option(600.0, "--timeout", help="Stop the run after this many seconds, whatever it is doing."),
         json_file: Optional[Path] = typer.Option(None, "--json", help="Write every figure to this JSON file."),
         show_output: bool = typer.Option(False, "--show-output", help="Let the script print to the terminal (no progress bar)."),
-        flops_per_step: Optional[float] = typer.Option(None, "--flops-per-step", help="FLOPs of one training step from the model's own estimate (instead of counting them)."),
-        peak_tflops: Optional[float] = typer.Option(None, "--peak-tflops", help="The device's peak TFLOP/s for the arithmetic in use, for MFU (instead of gpulint's table)."),
+        flops_per_step: Optional[float] = typer.Option(
+            None, "--flops-per-step",
+            help="FLOPs of one training step from the model's own estimate (instead of counting them)."),
+        peak_tflops: Optional[float] = typer.Option(
+            None, "--peak-tflops",
+            help="The device's peak TFLOP/s for the arithmetic in use, for MFU (instead of gpulint's table)."),
     ) -> None:
         """Run a training script and say where its step time goes: input-bound, sync-bound or compute-bound."""
         from gpulint.runtime_check import report
@@ -125,7 +129,10 @@ def register(app: typer.Typer) -> None:
         python: Optional[str] = typer.Option(None, "--python", help="Interpreter to run the script with (default: the one running gpulint)."),
         write: bool = typer.Option(False, "--write", help="Apply the fixes to SCRIPT, only after a confirmed speedup."),
         json_file: Optional[Path] = typer.Option(None, "--json", help="Write every figure to this JSON file."),
-        param: Optional[str] = typer.Option(None, "--param", help="Sweep a value instead of fixing: NAME=V1,V2,... (e.g. num_workers=0,2,4 or batch_size=32,64,128), set through the script's argparse option, constant or DataLoader keyword."),
+        param: Optional[str] = typer.Option(
+            None, "--param",
+            help="Sweep a value instead of fixing: NAME=V1,V2,... (e.g. num_workers=0,2,4 or batch_size=32,64,128), "
+                 "set through the script's argparse option, constant or DataLoader keyword."),
     ) -> None:
         """Apply fixes to a copy, run original and fixed interleaved, and say whether the fix is faster
         (or, with --param, measure each value of a parameter and recommend the best)."""
@@ -177,13 +184,17 @@ def register(app: typer.Typer) -> None:
 
     @app.command("scale", context_settings={"allow_interspersed_args": False})
     def scale_command(
-        command: Optional[List[str]] = typer.Argument(None, help="The training script, after `--`: train.py ARGS or python -m pkg.train ARGS."),
-        nproc: str = typer.Option(..., "--nproc", help="Process counts to compare, e.g. 1,2,4 (the smallest is the base)."),
+        command: Optional[List[str]] = typer.Argument(
+            None, help="The training script, after `--`: train.py ARGS or python -m pkg.train ARGS."),
+        nproc: str = typer.Option(
+            ..., "--nproc", help="Process counts to compare, e.g. 1,2,4 (the smallest is the base)."),
         runs: int = typer.Option(3, "--runs", help="Runs at each size, in rotating order."),
         steps: int = typer.Option(20, "--steps", help="Measured steps per run."),
         warmup: int = typer.Option(3, "--warmup", help="Warm-up steps per run."),
         timeout: float = typer.Option(600.0, "--timeout", help="Limit for each run, in seconds."),
-        strong: Optional[str] = typer.Option(None, "--strong", help="Strong scaling: keep the global batch, NAME=GLOBAL (e.g. batch_size=256); each size runs with GLOBAL/N per rank."),
+        strong: Optional[str] = typer.Option(
+            None, "--strong", help="Strong scaling: keep the global batch, NAME=GLOBAL (e.g. batch_size=256); "
+                                   "each size runs with GLOBAL/N per rank."),
         json_file: Optional[Path] = typer.Option(None, "--json", help="Write every figure to this JSON file."),
     ) -> None:
         """Run the script under torchrun at each process count and say whether throughput scales
@@ -212,8 +223,9 @@ def register(app: typer.Typer) -> None:
         report.print_scale(Console(), result)
         if result.failed is not None:
             run = result.failed
-            raise typer.Exit(EXIT_TIMEOUT if run.status == "timeout" else EXIT_NO_STEPS if run.status in ("stopped", "finished")
-                             else (run.exit_code or 1))
+            if run.status == "timeout":
+                raise typer.Exit(EXIT_TIMEOUT)
+            raise typer.Exit(EXIT_NO_STEPS if run.status in ("stopped", "finished") else (run.exit_code or 1))
         raise typer.Exit(0 if result.kind == "scales" else EXIT_NOT_CONFIRMED)
 
 

@@ -19,7 +19,8 @@ from gpulint.runtime_check.figures import Figure
 from gpulint.runtime_check.measure import RunResult
 
 IGNORED_MATH_SHARE = 0.01  # FLOPs in arithmetic without a listed peak, up to this share, are left out of the peak
-CPU_REASON = "the training ran on the CPU: gpulint lists GPU peaks only (a CPU's depends on its cores, vector units and clocks)"
+CPU_REASON = ("the training ran on the CPU: gpulint lists GPU peaks only (a CPU's peak depends on its cores, vector "
+              "units and clocks)")
 
 
 @dataclass
@@ -70,7 +71,8 @@ def combined_peak(by_math: dict[str, float], device: str) -> tuple[float | None,
     return (total - unlisted) / seconds, "; ".join(notes)
 
 
-def compute_report(run: RunResult, flops_per_step: float | None = None, peak_tflops: float | None = None) -> ComputeReport:
+def compute_report(run: RunResult, flops_per_step: float | None = None,
+                   peak_tflops: float | None = None) -> ComputeReport:
     steps = run.steps
     step_time = steps.total_time / steps.count if steps and steps.count else None
     counted = run.processes[0].report.get("flops") if run.processes else None

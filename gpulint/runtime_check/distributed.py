@@ -104,7 +104,7 @@ def rank_report(run: RunResult) -> RankReport | None:
     cores = run.cpu.rank_cores if run.cpu and run.cpu.rank_cores else [None] * len(run.processes)
     ranks: list[RankFigures] = []
     notes = set()
-    for process, busy in zip(run.processes, cores):
+    for process, busy in zip(run.processes, cores, strict=True):
         steps = process.steps
         wait, allreduce, note = collective_times(process)
         notes.add(note)

@@ -101,9 +101,9 @@ def memory_report(run: RunResult) -> MemoryReport:
     if report.memory_bound:
         report.advice.append(f"peak memory {fraction:.0%} of the device: " + MEMORY_FIXES)
     elif growth is not None and growth >= 2:
-        report.advice.append(f"the batch fits {'at least ' if lower_bound else 'about '}{growth:.1f}x larger: measure "
-                             "larger sizes with `gpulint verify SCRIPT --param batch_size=B1,B2,B3` before changing it, "
-                             "and " + LR_RULE)
+        report.advice.append(f"the batch fits {'at least ' if lower_bound else 'about '}{growth:.1f}x larger: "
+                             "measure larger sizes with `gpulint verify SCRIPT --param batch_size=B1,B2,B3` before "
+                             "changing it, and " + LR_RULE)
     return report
 
 
@@ -144,14 +144,14 @@ def batch_advice(sizes: list[SizeResult], current: str | None, unit: str = "samp
     best = max(s.throughput for s in fitted)
     efficient = [s for s in fitted if s.throughput >= EFFICIENT * best]
     recommended = max(efficient, key=lambda s: _number(s.value))
-    lines.append(f"recommended: {recommended.value}, the largest size within {1 - EFFICIENT:.0%} of the best throughput "
-                 f"({best:.1f} samples/s)")
+    lines.append(f"recommended: {recommended.value}, the largest size within {1 - EFFICIENT:.0%} of the best "
+                 f"throughput ({best:.1f} samples/s)")
     if recommended is max(fitted, key=lambda s: _number(s.value)) and not failed:
         lines.append("throughput may still grow past the largest size tried: try larger ones")
     if current is not None and current != recommended.value and _number(current) and _number(recommended.value):
         ratio = _number(recommended.value) / _number(current)
-        lines.append(f"learning rate: multiply it by {ratio:g} ({recommended.value}/{current}, linear scaling rule) and "
-                     "ramp it up to that value over the first few epochs (warm-up)")
+        lines.append(f"learning rate: multiply it by {ratio:g} ({recommended.value}/{current}, linear scaling rule) "
+                     "and ramp it up to that value over the first few epochs (warm-up)")
     else:
         lines.append(LR_RULE)
     if failed:

@@ -65,7 +65,8 @@ def framework_of(run: RunResult) -> str:
     return "torch"
 
 
-def measurements_of(run: RunResult, framework: str, ranks: distributed.RankReport | None = None) -> verdict_mod.Measurements:
+def measurements_of(run: RunResult, framework: str,
+                    ranks: distributed.RankReport | None = None) -> verdict_mod.Measurements:
     steps = run.steps
     times = steps.times if steps else []
     cv = statistics.pstdev(times) / statistics.mean(times) if len(times) >= 2 and statistics.mean(times) > 0 else None

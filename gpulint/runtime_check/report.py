@@ -275,14 +275,15 @@ def verify_json(result: VerifyResult) -> dict:
 
 def print_sweep(console: Console, result: SweepResult) -> None:
     site = f" (set via {result.site.where})" if result.site else ""
-    console.print(f"[bold]gpulint verify --param[/] {result.script}: {result.name} = {', '.join(c.value for c in result.candidates)}{site}",
-                  highlight=False)
+    values = ", ".join(c.value for c in result.candidates)
+    console.print(f"[bold]gpulint verify --param[/] {result.script}: {result.name} = {values}{site}", highlight=False)
     if result.failed is not None:
         console.print(f"[bold red]the run with {result.name}={result.failed_value} failed; no recommendation[/]", highlight=False)
         print_failure(console, result.failed)
         return
     runs = max(len(c.runs) for c in result.candidates)
-    table = Table(title=f"Throughput per value (median of runs), {runs} runs each, rotating order", title_justify="left")
+    table = Table(title=f"Throughput per value (median of runs), {runs} runs each, rotating order",
+                  title_justify="left")
     for column in (result.name, result.unit, "range of runs", "step time", "data wait"):
         table.add_column(column)
     for c in result.candidates:
@@ -298,7 +299,8 @@ def print_sweep(console: Console, result: SweepResult) -> None:
         for line in result.batch.lines:
             console.print(f"  - {line}", highlight=False, markup=False)
     elif result.best is not None:
-        how = "clearly best (its range is clear of the runner-up's)" if result.clearly_best else "best by median, within the noise of the runner-up"
+        how = ("clearly best (its range is clear of the runner-up's)" if result.clearly_best
+               else "best by median, within the noise of the runner-up")
         console.print(f"recommended: {result.name}={result.best.value} -- {how}", highlight=False)
     else:
         console.print("no value ran: every one ran out of memory", highlight=False)
@@ -332,8 +334,8 @@ def print_scale(console: Console, result: ScaleResult) -> None:
         print_failure(console, result.failed)
         return
     runs = len(result.sizes[0].runs)
-    table = Table(title=f"Throughput per size (median of {runs} runs, rotating order {' '.join(map(str, result.order))})",
-                  title_justify="left")
+    order = " ".join(map(str, result.order))
+    table = Table(title=f"Throughput per size (median of {runs} runs, rotating order {order})", title_justify="left")
     for column in ("processes", result.unit, "range of runs", "step time", "data wait", "collective wait",
                    "efficiency (95% interval)", "bar", "outcome"):
         table.add_column(column, justify="right")

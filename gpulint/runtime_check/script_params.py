@@ -183,6 +183,7 @@ def set_param(source: bytes, args: list[str], name: str, value: str) -> ParamCop
     changed = module.visit(keyword)
     if keyword.count:
         calls = f" x{keyword.count}" if keyword.count > 1 else ""
-        return ParamCopy(changed.bytes, list(args), ParamSite("keyword", f"DataLoader({name}=){calls}", keyword.current))
-    raise ParamError(f"no argparse option --{name.replace('_', '-')}, no constant {name.upper()} and no DataLoader(...) "
-                     f"call to set {name} on")
+        site = ParamSite("keyword", f"DataLoader({name}=){calls}", keyword.current)
+        return ParamCopy(changed.bytes, list(args), site)
+    raise ParamError(f"no argparse option --{name.replace('_', '-')}, no constant {name.upper()} and no "
+                     f"DataLoader(...) call to set {name} on")

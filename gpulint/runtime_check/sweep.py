@@ -148,5 +148,6 @@ def sweep(script: Path, args: list[str], param: str, runs: int, config: RunConfi
     if ranked:
         samples = result.counts_samples
         result.best = ranked[0]
-        result.clearly_best = len(ranked) > 1 and min(ranked[0].throughputs(samples)) > max(ranked[1].throughputs(samples))
+        result.clearly_best = (len(ranked) > 1
+                               and min(ranked[0].throughputs(samples)) > max(ranked[1].throughputs(samples)))
     return result

@@ -151,7 +151,8 @@ def decide(m: Measurements) -> Verdict:
     elif kind == "input-bound":
         advice = f"fix the input pipeline first: {pct(data)} of each step waits for data, and more GPUs would wait too"
     elif kind == "communication-bound":
-        advice = f"fix communication first: {pct(collective)} of each step waits for other ranks; more GPUs would wait longer"
+        advice = (f"fix communication first: {pct(collective)} of each step waits for other ranks; "
+                  "more GPUs would wait longer")
     elif kind == "compute-bound" and gpu_measured and m.gpu_util >= GPU_SCALES:
         advice = f"more GPUs can help: GPU busy {m.gpu_util:.0f}% (>= {GPU_SCALES:.0f}%) and little data wait; confirm with a 1->2 GPU scaling run"
     elif kind == "compute-bound" and gpu_measured and m.gpu_memory is not None and m.gpu_memory >= GPU_MEMORY_FULL:

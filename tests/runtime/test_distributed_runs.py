@@ -37,6 +37,14 @@ def test_profile_under_torchrun_instruments_every_rank(tmp_path):
     assert leftovers(tmp_path) == []
 
 
+def test_a_rank_that_crashes_is_reported_with_its_error(tmp_path):
+    run = gpulint(tmp_path, "profile", "--", sys.executable, "-m", "torch.distributed.run", "--standalone",
+                  "--nproc-per-node", "1", str(SCRIPTS / "crash.py"))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "raised an exception" in run.stdout and "ValueError: boom: the dataset path does not exist" in run.stdout
+    assert leftovers(tmp_path) == []
+
+
 def test_scale_near_linear_fixture(tmp_path):
     out = tmp_path / "scale.json"
     run = gpulint(tmp_path, "scale", "--nproc", "1,2", "--runs", "2", "--steps", "8", "--warmup", "2",

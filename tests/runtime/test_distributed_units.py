@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from gpulint.runtime_check import distributed, launchers, scale, sweep, verdict
-from gpulint.runtime_check.measure import Command, CommandError, ProcessRun, RunConfig, RunResult, StepStats, parse_command
+from gpulint.runtime_check.measure import (Command, CommandError, ProcessRun, RunConfig, RunResult, StepStats,
+                                           parse_command)
 from gpulint.runtime_check.script_params import ParamError, set_param
 
 BIN = os.path.dirname(sys.executable)
@@ -265,7 +266,8 @@ def test_sweep_treats_out_of_memory_as_a_result(tmp_path, monkeypatch):
             else Path(command.target[0]).read_text().split("default=")[1].split(")")[0]
         calls.append(size)
         if size == "128":
-            return RunResult("cmd", "error", 1, 1.0, error={"type": "OutOfMemoryError", "message": "CUDA out of memory"})
+            error = {"type": "OutOfMemoryError", "message": "CUDA out of memory"}
+            return RunResult("cmd", "error", 1, 1.0, error=error)
         result = RunResult("cmd", "stopped", 0, 1.0)
         result.steps = StepStats("optimizer steps", 6, 2, [seconds[size]] * 4, None, samples=4 * int(size))
         return result

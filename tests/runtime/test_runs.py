@@ -156,6 +156,6 @@ def test_gpulint_registers_profile_and_verify():
     from gpulint.cli import EXTENSION_MODULES
 
     assert "gpulint.runtime_check.cli" in EXTENSION_MODULES
-    for command in ("profile", "verify"):
+    for command in ("profile", "verify", "scale"):
         run = subprocess.run([sys.executable, "-m", "gpulint", command, "--help"], capture_output=True, text=True, cwd=ROOT)
         assert run.returncode == 0 and "--steps" in run.stdout, run.stderr

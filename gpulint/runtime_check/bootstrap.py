@@ -367,8 +367,12 @@ def _flop_counter():
             result = super()._count_flops(func_packet, out, args, kwargs)
             added = self.flop_counts["Global"].get(func_packet, 0) - before
             if added:
-                first = next((a for a in args if isinstance(a, torch.Tensor)), None)
-                math = _math_of(torch, first.dtype if first is not None else None, "conv" in func_packet.__name__)
+                try:
+                    first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+                    convolution = "conv" in getattr(func_packet, "__name__", "")
+                    math = _math_of(torch, first.dtype if first is not None else None, convolution)
+                except Exception:  # a tally never breaks the user's step
+                    math = "unknown"
                 self.by_math[math] = self.by_math.get(math, 0) + added
             return result
 

@@ -206,7 +206,7 @@ def analyze_steps(data: dict) -> StepStats | None:
         source = "optimizer steps"
         if data["loader_fetches"]:
             counts = data.get("loader_samples") or [None] * len(data["loader_fetches"])
-            fetches = [(s, e, n) for (s, e), n in zip(data["loader_fetches"], counts)]
+            fetches = [(s, e, n) for (s, e), n in zip(data["loader_fetches"], counts, strict=True)]
         else:
             fetches = [(s, e, None) for s, e, _ in data["tf_fetches"]]
     elif data.get("keras_batch_ends"):

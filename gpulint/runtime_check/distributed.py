@@ -178,13 +178,13 @@ def communication_advice(ddp_config: dict | None, accumulation: bool, data_share
                                     "one autograd-graph traversal per step"))
     rest = [
         Recommendation("", "tune bucket_cap_mb (default 25): bigger buckets mean fewer all-reduces, smaller ones "
-                              "start earlier and overlap more of the backward pass", "model-dependent"),
+                           "start earlier and overlap more of the backward pass", "model-dependent"),
         Recommendation("", "compress gradients: model.register_comm_hook(None, default_hooks.bf16_compress_hook) "
-                              "halves the bytes sent (PowerSGD cuts more)", "up to 2x less all-reduce time"),
+                           "halves the bytes sent (PowerSGD cuts more)", "up to 2x less all-reduce time"),
     ]
     if config.get("gradient_as_bucket_view") == 0:
         rest.append(Recommendation("", "gradient_as_bucket_view=True: gradients live in the buckets, one copy "
-                                          "less per step", "small"))
+                                       "less per step", "small"))
     if data_share is not None and data_share >= 0.05:
         rest.append(Recommendation("GL605", "overlap the input pipeline: loader workers per rank (cores divided by "
                                             "ranks), pin_memory, prefetch", "the data wait"))

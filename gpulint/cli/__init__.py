@@ -72,6 +72,11 @@ COMMANDS: dict[str, Command] = {
         "gpulint.runtime_check.cli:add_verify",
         "Apply fixes to a copy, run original and fixed interleaved, and say whether the fix is faster.",
     ),
+    "scale": Command(
+        "gpulint.runtime_check.cli:add_scale",
+        "Run the script under torchrun at 1, 2, 4... processes and say whether throughput scales near-linearly.",
+        takes_rest=True,
+    ),
     "review": Command(
         "gpulint.review.cli:add_review",
         "Review a change: comment on the findings in the lines it adds (a pull-request review).",

@@ -1,7 +1,9 @@
-"""`gpulint profile` and `gpulint verify` (set up by add_profile and add_verify; see gpulint.cli).
+"""`gpulint profile`, `gpulint verify` and `gpulint scale` (set up by add_profile, add_verify and
+add_scale; see gpulint.cli).
 
-Exit codes: 0 measured (profile) or speedup confirmed (verify); 1 verify found no confirmed
-speedup; 2 usage error; 3 the script never made a training step; 124 timeout; otherwise the
+Exit codes: 0 measured (profile), speedup confirmed (verify) or near-linear scaling (scale); 1 verify
+found no confirmed speedup, or scale found a size below the efficiency bar or within its noise;
+2 usage error; 3 the script never made a training step; 124 timeout; otherwise the
 script's own exit code when it failed (run_exit_code).
 """
 
@@ -89,6 +91,14 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--show-output", action="store_true", help="Let the script print to the terminal (no progress bar)."
     )
+    parser.add_argument(
+        "--flops-per-step", type=float, metavar="FLOPS",
+        help="FLOPs of one training step from the model's own estimate (instead of counting them).",
+    )
+    parser.add_argument(
+        "--peak-tflops", type=float, metavar="TFLOPS",
+        help="The device's peak TFLOP/s for the arithmetic in use, for MFU (instead of gpulint's table).",
+    )
     parser.set_defaults(run=profile_command)
 
 
@@ -105,6 +115,11 @@ def profile_command(options: argparse.Namespace) -> int:
         config = _config(options.steps, options.warmup, options.seconds, options.timeout)
         config.show_output = options.show_output
         parsed = parse_command(command)
+        if parsed.launch is not None and options.seconds is not None:
+            raise CommandError("ranks must stop at the same step: use --steps, not --seconds, with a launcher")
+        for name, value in (("--flops-per-step", options.flops_per_step), ("--peak-tflops", options.peak_tflops)):
+            if value is not None and value <= 0:
+                raise CommandError(f"{name} must be positive")
     except CommandError as exc:
         error(str(exc))
         return EXIT_ERROR
@@ -115,9 +130,9 @@ def profile_command(options: argparse.Namespace) -> int:
     try:
         if bar is not None:
             with bar:
-                result = profile(parsed, config, update)
+                result = profile(parsed, config, update, options.flops_per_step, options.peak_tflops)
         else:
-            result = profile(parsed, config, None)
+            result = profile(parsed, config, None, options.flops_per_step, options.peak_tflops)
     except CommandError as exc:
         error(str(exc))
         return EXIT_ERROR
@@ -140,7 +155,7 @@ def profile_command(options: argparse.Namespace) -> int:
 def add_verify(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Apply fixes to a copy, run original and fixed interleaved, and say whether the fix is faster "
-        "(or, with --param, measure each value of a DataLoader keyword and recommend the best)."
+        "(or, with --param, measure each value of a parameter and recommend the best)."
     )
     parser.add_argument("script", type=Path, metavar="SCRIPT", help="The training script to fix and measure.")
     parser.add_argument("script_args", nargs="*", metavar="ARGS", help="The script's arguments, after `--`.")
@@ -163,14 +178,15 @@ def add_verify(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--param", metavar="NAME=VALUES",
-        help="Sweep a DataLoader keyword instead of fixing: NAME=V1,V2,... (e.g. num_workers=0,2,4).",
+        help="Sweep a value instead of fixing: NAME=V1,V2,... (e.g. num_workers=0,2,4 or batch_size=32,64,128), "
+        "set through the script's argparse option, constant or DataLoader keyword.",
     )
     parser.set_defaults(run=verify_command)
 
 
 def verify_command(options: argparse.Namespace) -> int:
     """Apply fixes to a copy, run original and fixed interleaved, and say whether the fix is faster
-    (or, with --param, measure each value of a DataLoader keyword and recommend the best)."""
+    (or, with --param, measure each value of a parameter and recommend the best)."""
     import shutil
 
     from rich.console import Console
@@ -235,3 +251,60 @@ def _sweep(console: Console, options: argparse.Namespace, config: RunConfig, int
     if result.failed is not None:
         return run_exit_code(result.failed)
     return EXIT_CLEAN
+
+
+def add_scale(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "command", nargs=argparse.REMAINDER, metavar="COMMAND",
+        help="The training script, after `--`: train.py ARGS or python -m pkg.train ARGS.",
+    )
+    parser.add_argument(
+        "--nproc", required=True, metavar="N,N,...",
+        help="Process counts to compare, e.g. 1,2,4 (the smallest is the base).",
+    )
+    parser.add_argument("--runs", type=int, default=3, metavar="N", help="Runs at each size, in rotating order.")
+    parser.add_argument("--steps", type=int, default=20, metavar="N", help="Measured steps per run.")
+    parser.add_argument("--warmup", type=int, default=3, metavar="N", help="Warm-up steps per run.")
+    parser.add_argument("--timeout", type=float, default=600.0, metavar="S", help="Limit for each run, in seconds.")
+    parser.add_argument(
+        "--strong", metavar="NAME=GLOBAL",
+        help="Strong scaling: keep the global batch, NAME=GLOBAL (e.g. batch_size=256); each size runs with "
+        "GLOBAL/N per rank.",
+    )
+    parser.add_argument(
+        "--json", type=Path, dest="json_file", metavar="FILE", help="Write every figure to this JSON file."
+    )
+    parser.set_defaults(run=scale_command)
+
+
+def scale_command(options: argparse.Namespace) -> int:
+    """Run the script under torchrun at each process count and say whether throughput scales
+    near-linearly (about 90% efficiency at 2x, 80% at 4x), and what to fix when it does not."""
+    from rich.console import Console
+
+    from gpulint.runtime_check import report
+    from gpulint.runtime_check.measure import CommandError, parse_command
+    from gpulint.runtime_check.scale import ScaleError, parse_sizes, scale, scale_record
+
+    if options.runs < 2:
+        error("--runs must be at least 2 for an interval")
+        return EXIT_ERROR
+    err_console = Console(stderr=True)
+
+    def progress(index: int, total: int, what: str) -> None:
+        if err_console.is_terminal:
+            err_console.print(f"run {index + 1}/{total}: {what}", highlight=False)
+
+    command = options.command[1:] if options.command[:1] == ["--"] else options.command
+    try:
+        config = _config(options.steps, options.warmup, None, options.timeout)
+        result = scale(parse_command(command), parse_sizes(options.nproc), options.runs, config, options.strong, progress)
+    except (ScaleError, CommandError) as exc:
+        error(str(exc))
+        return EXIT_ERROR
+    if options.json_file is not None:
+        report.write_json(options.json_file, scale_record(result))
+    report.print_scale(Console(), result)
+    if result.failed is not None:
+        return run_exit_code(result.failed)
+    return EXIT_CLEAN if result.kind == "scales" else EXIT_NOT_CONFIRMED

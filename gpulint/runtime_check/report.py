@@ -14,12 +14,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from gpulint.runtime_check.distributed import RankReport
+from gpulint.runtime_check.figures import NOT_MEASURED, Figure, format_value
 from gpulint.runtime_check.measure import RunResult
 from gpulint.runtime_check.profile import Profile
+from gpulint.runtime_check.scale import ScaleResult
 from gpulint.runtime_check.sweep import SweepResult
 from gpulint.runtime_check.verify import VerifyResult
 
-NOT_MEASURED = "not measured"
 SPARK = "▁▂▃▄▅▆▇█"
 
 
@@ -37,11 +39,11 @@ def sparkline(values: list[float], width: int = 60, top: float = 100.0) -> str:
 
 
 def ms(seconds: float | None) -> str:
-    return NOT_MEASURED if seconds is None else f"{1000 * seconds:.1f} ms"
+    return format_value(seconds, "s")
 
 
 def pct(share: float | None) -> str:
-    return NOT_MEASURED if share is None else f"{100 * share:.1f}%"
+    return format_value(share, "share")
 
 
 # -- profile -------------------------------------------------------------------------------
@@ -94,9 +96,11 @@ def print_profile(console: Console, result: Profile) -> None:
     table.add_row("data wait", pct(steps.data_share), steps.data_note or (f"{ms(sum(steps.data_waits) / steps.count)} per step" if steps.data_waits and steps.count else ""))
     table.add_row("sync wait", NOT_MEASURED, "host timers cannot see it" + ("; sync lines below" if result.syncs else ""))
     table.add_row("effective compute share", pct(v.compute_share) if v and m and m.data_share is not None else NOT_MEASURED, "step time minus data wait, over step time")
+    add_figures(table, result.compute.figures if result.compute else [])
     cpu = run.cpu
     if cpu:
-        table.add_row("CPU main process", f"{cpu.main_cores:.2f} cores", "pegged" if cpu.main_pegged else "")
+        main = "CPU busiest rank" if cpu.rank_cores else "CPU main process"
+        table.add_row(main, f"{cpu.main_cores:.2f} cores", "pegged" if cpu.main_pegged else "")
         table.add_row("CPU loader workers", f"{cpu.worker_cores:.2f} cores", f"{cpu.workers} process(es)")
         table.add_row("CPU machine", f"{cpu.system_cores:.2f} of {cpu.cores} cores", "per core: " + " ".join(f"{p:.0f}%" for p in cpu.per_core))
         table.add_row("CPU other processes", f"{cpu.other_cores:.2f} cores", "busy machine" if cpu.machine_busy else "")
@@ -109,7 +113,10 @@ def print_profile(console: Console, result: Profile) -> None:
     else:
         table.add_row("GPU utilization", NOT_MEASURED, run.gpu_unavailable or "no samples")
         table.add_row("GPU memory", NOT_MEASURED, "")
+    add_figures(table, result.memory.figures if result.memory else [])
     console.print(table)
+    if result.ranks:
+        print_ranks(console, result.ranks)
     if run.gpu and run.gpu.series:
         console.print(f"GPU utilization over the run: {sparkline(run.gpu.series)}", highlight=False)
     if result.syncs:
@@ -132,18 +139,47 @@ def print_profile(console: Console, result: Profile) -> None:
     console.print(f"\n[bold]Verdict: {v.headline}[/] -- {v.advice}", highlight=False)
     for reason in v.reasons:
         console.print(f"  - {reason}", highlight=False)
+    for advice in result.memory.advice if result.memory else []:
+        console.print(f"Memory: {advice}", highlight=False, markup=False)
     if v.recommendations:
         recs = Table(title="Fixes to try, in order of expected gain", title_justify="left")
         for column in ("rule", "fix", "expected gain", "in this script"):
             recs.add_column(column)
         for r in v.recommendations:
             lines = [str(row) for row in dict.fromkeys(h.row for h in result.lint if h.code == r.code)]
-            recs.add_row(r.code, r.action, r.expected_gain, ("line " + ", ".join(lines)) if lines else "-")
+            recs.add_row(r.code or "-", r.action, r.expected_gain, ("line " + ", ".join(lines)) if lines else "-")
         console.print(recs)
         fixable = [h for h in result.lint if h.fixable]
         if fixable and result.script:
             console.print(f"Measure the first fix before keeping it: gpulint verify {result.script} --select {fixable[0].code} -- ARGS",
                           highlight=False, markup=False)
+
+
+def add_figures(table: Table, figures: list[Figure]) -> None:
+    for figure in figures:
+        table.add_row(figure.name, figure.text, figure.note)
+
+
+def print_ranks(console: Console, ranks: RankReport) -> None:
+    table = Table(title=f"Per rank ({len(ranks.ranks)} of world size {ranks.world_size})", title_justify="left")
+    for column in ("rank", "step time", "data wait", "collective wait", "all-reduce", "own work", "CPU cores",
+                   "samples/step"):
+        table.add_column(column, justify="right")
+    for r in ranks.ranks:
+        table.add_row(str(r.rank), ms(r.step_time), ms(r.data_wait), ms(r.collective_wait), ms(r.allreduce_time),
+                      ms(r.own_time), NOT_MEASURED if r.cores is None else f"{r.cores:.2f}",
+                      NOT_MEASURED if r.samples_per_step is None else f"{r.samples_per_step:g}")
+    console.print(table)
+    console.print(f"collective wait: {ranks.collective_note}", highlight=False, markup=False)
+    console.print(f"slowest rank: {ranks.slowest_note}", highlight=False, markup=False)
+
+
+def ranks_json(ranks: RankReport | None) -> dict | None:
+    if ranks is None:
+        return None
+    return {**dataclasses.asdict(ranks), "collective_share": ranks.collective_share,
+            "ranks": [{**dataclasses.asdict(r), "own_time": r.own_time, "collective_share": r.collective_share}
+                      for r in ranks.ranks]}
 
 
 def profile_json(result: Profile) -> dict:
@@ -164,7 +200,7 @@ def profile_json(result: Profile) -> dict:
             "median": steps.median if steps.count else None,
             "p10": steps.quantile(0.1) if steps.count else None, "p90": steps.quantile(0.9) if steps.count else None,
             "data_waits": steps.data_waits, "data_share": steps.data_share, "data_note": steps.data_note,
-            "batches": steps.batches, "optimizers": steps.optimizers,
+            "batches": steps.batches, "samples": steps.samples, "optimizers": steps.optimizers,
         },
         "sync_wait": None,
         "syncs": [dataclasses.asdict(s) for s in result.syncs] if run.cuda else None,
@@ -176,6 +212,9 @@ def profile_json(result: Profile) -> dict:
             **dataclasses.asdict(result.verdict), "headline": result.verdict.headline,
         },
         "lint": [dataclasses.asdict(h) for h in result.lint],
+        "ranks": ranks_json(result.ranks),
+        "memory": dataclasses.asdict(result.memory) if result.memory else None,
+        "compute": dataclasses.asdict(result.compute) if result.compute else None,
     }
 
 
@@ -235,34 +274,91 @@ def verify_json(result: VerifyResult) -> dict:
 
 
 def print_sweep(console: Console, result: SweepResult) -> None:
-    console.print(f"[bold]gpulint verify --param[/] {result.script}: {result.name} = {', '.join(c.value for c in result.candidates)}", highlight=False)
+    site = f" (set via {result.site.where})" if result.site else ""
+    values = ", ".join(c.value for c in result.candidates)
+    console.print(f"[bold]gpulint verify --param[/] {result.script}: {result.name} = {values}{site}", highlight=False)
     if result.failed is not None:
         console.print(f"[bold red]the run with {result.name}={result.failed_value} failed; no recommendation[/]", highlight=False)
         print_failure(console, result.failed)
         return
-    table = Table(title=f"Step time per value (mean per run, median of runs), {len(result.candidates[0].runs)} runs each, rotating order", title_justify="left")
-    for column in (result.name, "median", "range of runs", "data wait"):
+    runs = max(len(c.runs) for c in result.candidates)
+    table = Table(title=f"Throughput per value (median of runs), {runs} runs each, rotating order",
+                  title_justify="left")
+    for column in (result.name, result.unit, "range of runs", "step time", "data wait"):
         table.add_column(column)
     for c in result.candidates:
+        if c.out_of_memory:
+            table.add_row(c.value, "out of memory", "-", "-", "-")
+            continue
+        rates = c.throughputs(result.counts_samples)
         shares = [r.steps.data_share for r in c.runs if r.steps and r.steps.data_share is not None]
-        table.add_row(c.value, ms(c.median), f"{ms(min(c.run_times))} .. {ms(max(c.run_times))}",
+        table.add_row(c.value, f"{result.throughput(c):.1f}", f"{min(rates):.1f} .. {max(rates):.1f}", ms(c.median),
                       pct(statistics.median(shares)) if shares else NOT_MEASURED)
     console.print(table)
-    how = "clearly best (its range is clear of the runner-up's)" if result.clearly_best else "best by median, within the noise of the runner-up"
-    console.print(f"recommended: {result.name}={result.best.value} -- {how}", highlight=False)
+    if result.batch is not None:
+        for line in result.batch.lines:
+            console.print(f"  - {line}", highlight=False, markup=False)
+    elif result.best is not None:
+        how = ("clearly best (its range is clear of the runner-up's)" if result.clearly_best
+               else "best by median, within the noise of the runner-up")
+        console.print(f"recommended: {result.name}={result.best.value} -- {how}", highlight=False)
+    else:
+        console.print("no value ran: every one ran out of memory", highlight=False)
 
 
 def sweep_json(result: SweepResult) -> dict:
     return {
         "script": result.script,
         "param": result.name,
+        "set_via": dataclasses.asdict(result.site) if result.site else None,
         "order": result.order,
+        "throughput_unit": result.unit,
         "values": [{"value": c.value, "median": c.median if c.run_times else None, "run_mean_step_times": c.run_times,
+                    "throughput": result.throughput(c) if c.run_times else None,
+                    "run_throughputs": c.throughputs(result.counts_samples), "out_of_memory": c.out_of_memory,
                     "data_shares": [r.steps.data_share if r.steps else None for r in c.runs]} for c in result.candidates],
         "best": result.best.value if result.best else None,
         "clearly_best": result.clearly_best,
+        "batch_advice": dataclasses.asdict(result.batch) if result.batch else None,
         "failed_value": result.failed_value,
     }
+
+
+# -- scale ---------------------------------------------------------------------------------
+def print_scale(console: Console, result: ScaleResult) -> None:
+    how = (f"strong scaling: global batch {result.global_batch} ({result.site.where} = {result.global_batch} / N)"
+           if result.mode == "strong" else "weak scaling: the per-rank batch is the script's")
+    console.print(f"[bold]gpulint scale[/] {result.script}: {how}", highlight=False)
+    if result.failed is not None:
+        console.print(f"[bold red]the run with {result.failed_size} process(es) failed; no verdict[/]", highlight=False)
+        print_failure(console, result.failed)
+        return
+    runs = len(result.sizes[0].runs)
+    order = " ".join(map(str, result.order))
+    table = Table(title=f"Throughput per size (median of {runs} runs, rotating order {order})", title_justify="left")
+    for column in ("processes", result.unit, "range of runs", "step time", "data wait", "collective wait",
+                   "efficiency (95% interval)", "bar", "outcome"):
+        table.add_column(column, justify="right")
+    efficiency = {e.nproc: e for e in result.efficiencies}
+    for size in result.sizes:
+        rates = size.throughputs(result.unit)
+        parts = size.breakdown()
+        e = efficiency.get(size.nproc)
+        table.add_row(str(size.nproc), f"{result.throughput(size):.1f}", f"{min(rates):.1f} .. {max(rates):.1f}",
+                      ms(parts["step_time"]), ms(parts["data_wait"]), ms(parts["collective_wait"]),
+                      f"{100 * e.value:.0f}% ({100 * e.interval[0]:.0f}%..{100 * e.interval[1]:.0f}%)" if e else "base",
+                      f"{100 * e.threshold:.0f}%" if e else "-", e.outcome if e else "-")
+    console.print(table)
+    console.print(f"\n[bold]Verdict: {result.kind}[/] -- {result.advice}", highlight=False)
+    for reason in result.reasons:
+        console.print(f"  - {reason}", highlight=False, markup=False)
+    if result.recommendations:
+        recs = Table(title="What to change, the ones this run points at first", title_justify="left")
+        for column in ("rule", "change", "expected gain"):
+            recs.add_column(column)
+        for r in result.recommendations:
+            recs.add_row(r.code or "-", r.action, r.expected_gain)
+        console.print(recs)
 
 
 def write_json(path: Path, payload: dict) -> None:

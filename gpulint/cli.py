@@ -16,6 +16,8 @@ import typer
 
 from gpulint import __version__
 from gpulint.linter.config import ConfigError, Settings, find_config, load_settings, validate
+from gpulint.linter.printable import printable
+from gpulint.redaction import redact
 
 app = typer.Typer(
     add_completion=False,
@@ -30,7 +32,7 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 def _err(message: str) -> None:
-    typer.echo(f"gpulint: error: {message}", err=True)
+    typer.echo(f"gpulint: error: {printable(redact(message))}", err=True)
 
 
 def _split_ids(values: Optional[List[str]]) -> Optional[List[str]]:
@@ -90,7 +92,7 @@ def check(
 ) -> None:
     """Lint training code (the default command)."""
     from gpulint.linter import reporters
-    from gpulint.linter.runner import RunOptions, RunResult, run
+    from gpulint.linter.runner import RunOptions, RunResult, diff_output, run
 
     if output_format not in reporters.FORMATS:
         _err(f"unknown format {output_format!r}; choose from {', '.join(reporters.FORMATS)}")
@@ -123,6 +125,8 @@ def check(
 
     for line in result.errors:
         _err(line)
+    for line in result.warnings:
+        typer.echo(f"gpulint: warning: {line}", err=True)
 
     report_settings = reporters.ReportSettings(
         unsafe_fixes=settings.unsafe_fixes,
@@ -132,8 +136,8 @@ def check(
     )
     if diff:
         diffs = [o.diff for o in result.outcomes if o.diff]
-        if diffs:
-            typer.echo("".join(diffs), nl=False)
+        sys.stdout.buffer.write(diff_output(result))  # bytes: a latin-1 file's diff must apply
+        sys.stdout.flush()
         would_fix = sum(o.fixed for o in result.outcomes if o.diff)
         typer.echo(f"Would fix {would_fix} problem{'s' if would_fix != 1 else ''}.", err=True)
         code = EXIT_FINDINGS if diffs and not exit_zero else EXIT_CLEAN

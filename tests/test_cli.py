@@ -119,13 +119,15 @@ def test_syntax_error_file_among_good_ones(project):
 def test_bad_inputs_get_one_line_each(project):
     (project / "undecodable.py").write_bytes(b"import torch\nx = '\xff\xfe'\nDataLoader(x)\n")
     (project / "loop").mkdir()
-    (project / "loop" / "self").symlink_to(project / "loop")
-    result = gpulint(".", "missing.py", cwd=project)
+    (project / "loop" / "self").symlink_to(project / "loop")  # inside the tree: not followed
+    (project / "named.py").symlink_to(project / "named.py")
+    result = gpulint(".", "missing.py", "named.py", cwd=project)
     err = result.stderr.decode()
     assert result.returncode == 2
     assert "missing.py: no such file or directory" in err
     assert "undecodable.py: cannot decode" in err
-    assert "symbolic link loop" in err
+    assert "named.py: symbolic link loop; skipped" in err
+    assert len(err.splitlines()) == 3
     assert "Traceback" not in err
     assert "bad.py:5:10: GL102" in result.stdout.decode()  # the run went on
 

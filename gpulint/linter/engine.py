@@ -29,6 +29,7 @@ from gpulint.linter.findings import (
     RawFinding,
 )
 from gpulint.linter.loopmodel import STEP_TOKENS
+from gpulint.linter.parse_guard import check_source
 from gpulint.linter.rule import Rule, all_rules
 from gpulint.linter.suppressions import Suppression, file_is_ignored, find_suppressions, matching_suppression
 
@@ -76,6 +77,9 @@ class UndecodableSource(Exception):
 
 
 def parse(source: bytes | str) -> cst.Module:
+    """libcst's tree of a source; raises SyntaxErrorInSource, UndecodableSource, and
+    parse_guard.UnanalysableSource for a source too deep to hand to the parser."""
+    check_source(source)
     try:
         return cst.parse_module(source)
     except (UnicodeDecodeError, LookupError) as exc:

@@ -54,7 +54,9 @@ from typing import Callable
 
 from gpulint.linter.engine import FileResult, Linter, SyntaxErrorInSource, UndecodableSource, parse, syntax_error_finding
 from gpulint.linter.findings import SYNTAX_ERROR_CODE, Edit, Finding, FixInfo, Location
-from gpulint.linter.fixer import NOTEBOOK_PLACEHOLDER_PREFIX, FixOutcome, fix_source, write_atomic
+from gpulint.linter.fixer import NOTEBOOK_PLACEHOLDER_PREFIX, FixOutcome, fix_source
+from gpulint.linter.parse_guard import UnanalysableSource
+from gpulint.linter.safe_files import WriteRefused, write_atomic
 
 # Line 1 of every joined module: pins the encoding, so a `# coding: latin-1` comment in a cell
 # cannot make the parser decode the (UTF-8) joined text differently.
@@ -636,9 +638,10 @@ def process_notebook(path: Path, name: str, source: bytes, linter: Linter, optio
                         outcome.diff = cell_diff(notebook, final, name)
                     else:
                         try:
-                            write_atomic(path, fixed.source)
+                            write_atomic(path, fixed.source, options.write_scope)
                         except OSError as exc:
-                            outcome.errors.append(f"{name}: cannot write fixes: {exc.strerror or exc}")
+                            outcome.errors.append(f"{name}: fixes {exc}" if isinstance(exc, WriteRefused)
+                                                  else f"{name}: cannot write fixes: {exc.strerror or exc}")
                             outcome.fixed = 0
                             final = notebook
         outcome.result, _ = lint_cells(linter, final.cells, name, options.with_edits)
@@ -648,6 +651,8 @@ def process_notebook(path: Path, name: str, source: bytes, linter: Linter, optio
         outcome.result.findings.append(syntax_error_finding(name, str(exc), exc.row, exc.column))
     except RecursionError:
         outcome.errors.append(f"{name}: too deeply nested to analyse; skipped")
+    except UnanalysableSource as exc:
+        outcome.errors.append(f"{name}: {exc}")
     return outcome
 
 

@@ -111,7 +111,10 @@ def _summary(comments: list) -> str:
 
 
 def _err(message: str) -> None:
-    typer.echo(f"gpulint: error: {message}", err=True)
+    from gpulint.linter.printable import printable
+    from gpulint.redaction import redact
+
+    typer.echo(f"gpulint: error: {printable(redact(message))}", err=True)
 
 
 def review(

@@ -121,8 +121,8 @@ def compare(a: list[float], b: list[float], seed: int = 0) -> Comparison:
 
 def verify(script: Path, args: list[str], codes: list[str] | None, runs: int, config: RunConfig,
            interpreter: str, write: bool = False, progress=None) -> VerifyResult:
-    from gpulint.linter.fixer import write_atomic
     from gpulint.linter.runner import unified_diff
+    from gpulint.linter.safe_files import write_atomic
 
     if not script.is_file():
         raise VerifyError(f"script {script} does not exist")

@@ -151,7 +151,8 @@ class ResultCache:
     # -- keys and entries ----------------------------------------------------------------------
     def key(self, path: Path, name: str, source_hash: str) -> str:
         where = os.path.abspath(path)
-        return hashlib.sha256(f"{self.run_key}|{where}|{name}|{source_hash}".encode()).hexdigest()
+        text = f"{self.run_key}|{where}|{name}|{source_hash}"
+        return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()  # names need not be UTF-8
 
     def _entry(self, key: str) -> Path:
         return self.directory / LAYOUT / key[:2] / key[2:40]

@@ -76,12 +76,10 @@ def _pool(jobs: int, settings: Settings, options, cache) -> ProcessPoolExecutor:
 def _close(pool: ProcessPoolExecutor, interrupted: bool) -> None:
     """Shut a pool down; when the run was interrupted, without waiting for the files in flight
     (a worker stopped mid-write leaves the file as it was: writes are atomic)."""
-    if not interrupted:
-        pool.shutdown(wait=True)
-        return
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        process.terminate()
+    if interrupted:
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+    pool.shutdown(wait=True, cancel_futures=interrupted)
 
 
 def map_files(paths: Sequence[Path], settings: Settings, options, cache, jobs: int) -> Iterator:
@@ -96,6 +94,7 @@ def map_files(paths: Sequence[Path], settings: Settings, options, cache, jobs: i
         pool = _pool(jobs, settings, options, cache)
         in_flight: deque[tuple[list[Path], Future]] = deque()
         suspects: list[tuple[list[Path], Future]] = []
+        last: list = []
         interrupted = True
         try:
             while following < len(chunks) or in_flight:
@@ -108,10 +107,14 @@ def map_files(paths: Sequence[Path], settings: Settings, options, cache, jobs: i
                     suspects = list(in_flight)
                     break
                 in_flight.popleft()
+                if following == len(chunks) and not in_flight:
+                    last = outcomes  # handed out once the pool is closed: the caller may stop here
+                    break
                 yield from outcomes
             interrupted = False
         finally:
             _close(pool, interrupted)
+        yield from last
         for chunk, future in suspects:  # in order; a chunk that finished before the break is fine
             if future.done() and future.exception() is None:
                 yield from future.result()

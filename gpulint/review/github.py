@@ -127,7 +127,8 @@ class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
         if code not in _REDIRECTS:
             return None
         if _origin(newurl) != self.origin:
-            where = _origin(newurl)[1] or newurl
+            _scheme, host, port = _origin(newurl)
+            where = f"{host}:{port}" if port else host or newurl
             raise GitHubError(f"the GitHub API redirected to another host ({where}); not following it with the token")
         method = "GET" if code == 303 else req.get_method()
         data = None if code == 303 else req.data

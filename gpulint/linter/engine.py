@@ -79,7 +79,9 @@ class UndecodableSource(Exception):
 def parse(source: bytes | str) -> cst.Module:
     """libcst's tree of a source; raises SyntaxErrorInSource, UndecodableSource, and
     parse_guard.UnanalysableSource for a source too deep to hand to the parser."""
-    check_source(source)
+    rejected = check_source(source)
+    if rejected is not None and rejected.lineno:  # both parsers reject it: CPython names the line
+        raise SyntaxErrorInSource(rejected.msg, rejected.lineno, rejected.offset or 1)
     try:
         return cst.parse_module(source)
     except (UnicodeDecodeError, LookupError) as exc:

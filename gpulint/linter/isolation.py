@@ -12,6 +12,7 @@ in this process.
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import pickle
 import signal
@@ -37,6 +38,7 @@ def call_isolated(function: Callable[..., Any], *args: Any) -> Any:
     if pid == 0:  # the child: answer, then leave without running the parent's exit handlers
         status = 0
         try:
+            faulthandler.disable()  # a crash here is expected and reported by the parent, not dumped
             os.close(read_fd)
             try:
                 answer = (True, function(*args))

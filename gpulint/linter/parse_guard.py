@@ -15,7 +15,9 @@ syntax tree is built) but accepts boolean chains of any length.  So before libcs
    analysis stops (RecursionError, reported the same way) between 150 and 500 levels anyway.
 3. A source CPython rejects for its syntax (an error, or syntax newer than this Python, which libcst
    may still read) cannot be measured: it is parsed once in a forked child first (`isolation`), and
-   a crash there is reported instead of killing the run.
+   a crash there is reported instead of killing the run.  When libcst rejects it too, CPython's
+   error is what the engine reports anyway (it names the line a person expects), so the source is
+   not parsed a second time.
 
 Sources shorter than MAX_NESTING bytes cannot nest deeper than that and skip the checks.
 """
@@ -38,26 +40,28 @@ class UnanalysableSource(Exception):
     one-line reason, ending in "skipped"."""
 
 
-def check_source(source: bytes | str) -> None:
-    """Raise UnanalysableSource for a source libcst should not (or could not) parse."""
+def check_source(source: bytes | str) -> SyntaxError | None:
+    """Raise UnanalysableSource for a source libcst should not (or could not) parse.  Returns
+    CPython's SyntaxError when libcst rejects the source as a syntax error too (the caller reports
+    it without parsing); None when the source is for libcst to parse."""
     if len(source) < MAX_NESTING:
-        return
+        return None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the user's code's warnings are not ours to print
-            tree = compile(source, "<gpulint>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+            tree = compile(source, "<source>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
         if any(text in (exc.msg or "") for text in _COMPLEXITY_MESSAGES):
             raise UnanalysableSource(f"too deeply nested to analyse ({exc.msg}); skipped") from None
-        _trial_parse(source)
-        return
+        return exc if _trial_parse(source) == "syntax error" else None
     except (RecursionError, MemoryError):
         raise UnanalysableSource("too deeply nested to analyse (Python's own parser gives up); skipped") from None
     except ValueError:  # null bytes: libcst decides
         _trial_parse(source)
-        return
+        return None
     if too_deep(tree):
         raise UnanalysableSource(f"too deeply nested to analyse (over {MAX_NESTING} levels); skipped")
+    return None
 
 
 def too_deep(tree: ast.AST, limit: int = MAX_NESTING) -> bool:
@@ -78,18 +82,21 @@ def too_deep(tree: ast.AST, limit: int = MAX_NESTING) -> bool:
     return False
 
 
-def _libcst_parses(source: bytes | str) -> bool:
+def _libcst_verdict(source: bytes | str) -> str:
     import libcst as cst  # noqa: PLC0415 - in the child only
 
     try:
         cst.parse_module(source)
-    except Exception:  # noqa: BLE001 - only a crash matters here; the parent parses for the error
-        return False
-    return True
+    except cst.ParserSyntaxError:
+        return "syntax error"
+    except Exception:  # noqa: BLE001 - an encoding problem and the like: the parent parses to say which
+        return "other error"
+    return "parses"
 
 
-def _trial_parse(source: bytes | str) -> None:
+def _trial_parse(source: bytes | str) -> str:
+    """libcst's verdict on the source, reached in a forked child."""
     try:
-        call_isolated(_libcst_parses, source)
+        return call_isolated(_libcst_verdict, source)
     except ChildCrashed as exc:
         raise UnanalysableSource(f"could not be analysed: the parser crashed ({exc}); skipped") from None

@@ -96,7 +96,8 @@ def test_unreadable_folder_is_one_line_and_the_rest_is_linted(tmp_path, monkeypa
     monkeypatch.setattr(os, "scandir", scandir)
     files, errors = discover([tmp_path])
     assert names(files, tmp_path) == ["ok.py"]
-    assert [(Path(e.path).name, e.reason) for e in errors] == [("locked", "cannot read folder: Permission denied; skipped")]
+    reasons = [(Path(e.path).name, e.reason) for e in errors]
+    assert reasons == [("locked", "cannot read folder: Permission denied; skipped")]
 
 
 def test_duplicates_removed_and_order_is_stable(tmp_path):

@@ -148,8 +148,8 @@ def add_suppressions(paths: list[Path], linter: Linter) -> AddResult:
             continue
         new_source = new_text.encode(encoding)
         try:
-            parse(new_source)
-        except (SyntaxErrorInSource, UndecodableSource, UnanalysableSource) as exc:  # never write a file that does not parse
+            parse(new_source)  # never write a file that does not parse
+        except (SyntaxErrorInSource, UndecodableSource, UnanalysableSource) as exc:
             outcome.errors.append(f"{name}: adding suppressions would break the file ({exc}); left unchanged")
             continue
         try:

@@ -45,7 +45,8 @@ class ConfigError(Exception):
 
 
 STANDARD_KEYS = {
-    "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude", "unsafe-fixes", "max-file-size",
+    "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude", "unsafe-fixes",
+    "max-file-size",
 }
 
 
@@ -201,7 +202,9 @@ def load_settings(config_file: Path | None) -> Settings:
 
 
 def _toml_type(value: Any) -> str:
-    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array", dict: "a table"}
+    names = {
+        bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array", dict: "a table",
+    }
     return next((name for kind, name in names.items() if isinstance(value, kind)), type(value).__name__)
 
 
@@ -246,7 +249,8 @@ def settings_from_table(table: dict[str, Any], config_file: Path) -> Settings:
         if key in table:
             value = table[key]
             if not isinstance(value, option.type) or isinstance(value, bool) and option.type is int:
-                raise ConfigError(f"{config_file}: `{key}` must be {_toml_type(option.type())}, not {_toml_type(value)}")
+                expected, found = _toml_type(option.type()), _toml_type(value)
+                raise ConfigError(f"{config_file}: `{key}` must be {expected}, not {found}")
             settings.options[key] = value
     validate(settings)
     return settings
@@ -280,7 +284,9 @@ def parse_size(value: Any, config_file: Path) -> int:
         return value
     match = _SIZE.match(value) if isinstance(value, str) else None
     if match is None or int(match[1]) == 0:
-        raise ConfigError(f"{config_file}: `max-file-size` must be a positive size such as 10485760 or \"10MiB\", not {value!r}")
+        raise ConfigError(
+            f"{config_file}: `max-file-size` must be a positive size such as 10485760 or \"10MiB\", not {value!r}"
+        )
     return int(match[1]) * _SIZE_UNITS[match[2][:1].lower()]
 
 

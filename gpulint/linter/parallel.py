@@ -70,7 +70,9 @@ def _work(paths: list[Path]) -> list:
 
 
 def _pool(jobs: int, settings: Settings, options, cache) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(jobs, mp_context=_context(), initializer=_init_worker, initargs=(settings, options, cache))
+    return ProcessPoolExecutor(
+        jobs, mp_context=_context(), initializer=_init_worker, initargs=(settings, options, cache)
+    )
 
 
 def _close(pool: ProcessPoolExecutor, interrupted: bool) -> None:

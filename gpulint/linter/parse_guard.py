@@ -32,7 +32,9 @@ from gpulint.linter.isolation import ChildCrashed, call_isolated
 MAX_NESTING = 500
 
 # CPython's messages for sources it finds too complex (as opposed to wrong).
-_COMPLEXITY_MESSAGES = ("too many nested", "too many levels of indentation", "too many statically nested", "too complex")
+_COMPLEXITY_MESSAGES = (
+    "too many nested", "too many levels of indentation", "too many statically nested", "too complex",
+)
 
 
 class UnanalysableSource(Exception):
@@ -74,8 +76,9 @@ def too_deep(tree: ast.AST, limit: int = MAX_NESTING) -> bool:
         if depth > limit:
             return True
         end_line = getattr(node, "end_lineno", None)
-        if end_line is not None and end_line == node.lineno and depth + node.end_col_offset - node.col_offset + 2 <= limit:
-            continue
+        if end_line is not None and end_line == node.lineno:
+            if depth + node.end_col_offset - node.col_offset + 2 <= limit:
+                continue
         # libcst nests an `and`/`or` chain pairwise: its first operand is n-1 levels down.
         step = max(len(node.values) - 1, 1) if isinstance(node, ast.BoolOp) else 1
         stack.extend((child, depth + step) for child in ast.iter_child_nodes(node))

@@ -153,7 +153,8 @@ def write_atomic(path: Path | str, data: bytes, scope: WriteScope | None = None)
     # a statement by its owner that a tool should respect.
     if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(target, os.W_OK):
         raise WriteRefused("not written: the file is read-only")
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX)
+    prefix = f".{target.name}.{os.getpid()}."
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=TEMPORARY_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

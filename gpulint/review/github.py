@@ -81,7 +81,8 @@ def check_token(token: str) -> None:
     if not token:
         raise GitHubError("GITHUB_TOKEN is not set (needed to post; give the job `pull-requests: write`)")
     if not _TOKEN.fullmatch(token):
-        problem = "whitespace (a trailing newline?)" if any(c.isspace() for c in token) else "characters a token cannot have"
+        spaced = any(c.isspace() for c in token)
+        problem = "whitespace (a trailing newline?)" if spaced else "characters a token cannot have"
         raise GitHubError(f"GITHUB_TOKEN is not a valid token: it holds {problem}")
 
 

@@ -152,7 +152,10 @@ def verify(script: Path, args: list[str], codes: list[str] | None, runs: int, co
     if write and result.comparison.outcome == "confirmed":
         if script.read_bytes() != source:
             raise VerifyError(f"{script} changed while it was being verified; not written")
-        write_atomic(script, fixed)
+        try:
+            write_atomic(script, fixed)
+        except OSError as exc:  # a read-only script, a full disk: the result stands, the file does not change
+            raise VerifyError(f"the fix was confirmed but {script} was left unchanged ({exc})") from None
         result.written = True
     return result
 

@@ -77,7 +77,8 @@ def _state(root: Path, skip: Path) -> dict[str, tuple]:
                     detail = hashlib.sha256(handle.read(2**20)).hexdigest()
             else:
                 detail = ""
-            state[str(path.relative_to(root))] = (stat.S_IFMT(info.st_mode), info.st_mode, info.st_size, info.st_mtime_ns, detail)
+            kind = stat.S_IFMT(info.st_mode)
+            state[str(path.relative_to(root))] = (kind, info.st_mode, info.st_size, info.st_mtime_ns, detail)
     return state
 
 
@@ -105,7 +106,7 @@ class Sandbox:
         """`python -m gpulint ARGS` (or `python -c SCRIPT ARGS`) in the project, bounded in time,
         checking that nothing outside the project changed."""
         before = _state(self.root, self.project)
-        command = [sys.executable, "-c", script, *args] if script else [sys.executable, "-m", module or "gpulint", *args]
+        command = [sys.executable, *(["-c", script] if script else ["-m", module or "gpulint"]), *args]
         environment = {"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "PYTHONPATH": str(ROOT), "HOME": str(self.home)}
         environment.update(env or {})
         started = time.monotonic()

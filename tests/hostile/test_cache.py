@@ -69,7 +69,8 @@ def test_markers_are_written_when_the_layout_already_exists(sandbox):
     result = sandbox.run(".")
     assert result.returncode == 1 and not result.stderr
     assert (sandbox.project / CACHE / ".gitignore").read_text().splitlines()[-1] == "*"
-    assert (sandbox.project / CACHE / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    tag = (sandbox.project / CACHE / "CACHEDIR.TAG").read_text()
+    assert tag.startswith("Signature: 8a477f597d28d172789f06886806bc55")
 
 
 def test_eviction_deletes_only_the_cache_s_own_entries(sandbox):

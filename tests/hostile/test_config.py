@@ -55,7 +55,9 @@ def test_pyproject_that_is_not_utf8(sandbox):
     sandbox.write("train.py")
     result = sandbox.run(".")
     assert result.returncode == 2
-    assert result.error_lines == [f"gpulint: error: {found(sandbox)}:2: not UTF-8 text (byte 0xe9); TOML files are UTF-8"]
+    assert result.error_lines == [
+        f"gpulint: error: {found(sandbox)}:2: not UTF-8 text (byte 0xe9); TOML files are UTF-8"
+    ]
 
 
 def test_per_file_ignores_of_the_wrong_type(sandbox):

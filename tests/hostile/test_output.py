@@ -20,7 +20,8 @@ def test_newline_in_a_file_name_cannot_start_a_workflow_command(sandbox):
     for output_format in ("text", "github"):
         result = sandbox.run(".", "--format", output_format)
         assert result.returncode == 1
-        assert not any(line.startswith("::error") for line in (result.stdout + result.stderr).splitlines()), output_format
+        lines = (result.stdout + result.stderr).splitlines()
+        assert not any(line.startswith("::error") for line in lines), output_format
     text = sandbox.run(".").stdout
     assert "x\\n::error title=pwned::owned.py:5:10: GL102" in text
     github = sandbox.run(".", "--format", "github").stdout
@@ -56,7 +57,8 @@ def test_file_name_that_is_not_utf8(sandbox):
     result = sandbox.run(".")
     assert result.returncode == 1
     assert "caf\\xe9.py:5:10: GL102" in result.stdout
-    for flags in (["--diff"], ["--statistics"], *(["--format", f] for f in ("json", "sarif", "github", "rdjson", "gitlab"))):
+    formats = (["--format", f] for f in ("json", "sarif", "github", "rdjson", "gitlab"))
+    for flags in (["--diff"], ["--statistics"], *formats):
         assert sandbox.run(".", *flags).returncode == 1, flags
 
 
@@ -64,7 +66,9 @@ def test_control_characters_in_error_lines(sandbox):
     os.mkfifo(sandbox.project / INJECTED)
     result = sandbox.run(".")
     assert result.returncode == 2
-    assert result.error_lines == ["gpulint: error: x\\n::error title=pwned::owned.py: a FIFO, not a regular file; skipped"]
+    assert result.error_lines == [
+        "gpulint: error: x\\n::error title=pwned::owned.py: a FIFO, not a regular file; skipped"
+    ]
     assert not any(line.startswith("::") for line in result.stderr.splitlines())
 
 

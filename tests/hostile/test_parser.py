@@ -10,6 +10,7 @@ import pytest
 from tests.hostile.conftest import FIXABLE
 
 HEADER = FIXABLE  # passes the prefilter: the parser sees the file
+TOO_MANY_PARENTHESES = "gpulint: error: deep.py: too deeply nested to analyse (too many nested parentheses); skipped"
 
 
 def nested_calls(depth: int) -> str:
@@ -28,7 +29,7 @@ def test_calls_nested_2000_deep(sandbox):
     sandbox.write("deep.py", nested_calls(2000))
     result = sandbox.run("deep.py")
     assert result.returncode == 2
-    assert result.error_lines == ["gpulint: error: deep.py: too deeply nested to analyse (too many nested parentheses); skipped"]
+    assert result.error_lines == [TOO_MANY_PARENTHESES]
 
 
 @pytest.mark.parametrize("flags", [(), ("--fix",)], ids=["lint", "fix"])
@@ -38,7 +39,7 @@ def test_calls_nested_2000_deep_in_a_tree_with_two_workers(sandbox, flags):
         sandbox.write(f"train_{index}.py")
     result = sandbox.run(".", "--jobs", "2", *flags)
     assert result.returncode == 2
-    assert result.error_lines == ["gpulint: error: deep.py: too deeply nested to analyse (too many nested parentheses); skipped"]
+    assert result.error_lines == [TOO_MANY_PARENTHESES]
     assert result.stdout.count("GL101") == 6, "every other file is reported"
     if flags:
         assert all("pin_memory=True" in (sandbox.project / f"train_{i}.py").read_text() for i in range(6))
@@ -127,7 +128,9 @@ def test_indentation_python_refuses(sandbox):
     sandbox.write("indent.py", HEADER + body)
     result = sandbox.run("indent.py")
     assert result.returncode == 2
-    assert result.error_lines == ["gpulint: error: indent.py: too deeply nested to analyse (too many levels of indentation); skipped"]
+    assert result.error_lines == [
+        "gpulint: error: indent.py: too deeply nested to analyse (too many levels of indentation); skipped"
+    ]
 
 
 def test_null_bytes_in_source(sandbox):

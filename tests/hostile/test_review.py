@@ -30,7 +30,8 @@ class Server:
             def _handle(self):
                 length = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(length) if length else b""
-                server.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body})
+                record = {"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body}
+                server.requests.append(record)
                 status, headers, payload = respond(self)
                 data = json.dumps(payload).encode()
                 self.send_response(status)
@@ -155,7 +156,8 @@ def test_credentials_in_the_api_url_are_refused_and_not_printed(repo):
     assert result.returncode == 2
     assert PASSWORD not in result.stderr
     assert result.error_lines == [
-        "gpulint: error: GITHUB_API_URL must not hold credentials (https://***@api.github.com); the token is GITHUB_TOKEN"
+        "gpulint: error: GITHUB_API_URL must not hold credentials (https://***@api.github.com); "
+        "the token is GITHUB_TOKEN"
     ]
 
 

@@ -41,7 +41,8 @@ def summary(findings: list[Finding], settings: ReportSettings, fixed: int, error
         lines.append(f"Fixed {fixed} problem{'s' if fixed != 1 else ''}.")
     if count == 0:
         if errors:
-            lines.append(f"No problems found, but {errors} error{'s' if errors != 1 else ''} stopped some checks (see above).")
+            plural = "s" if errors != 1 else ""
+            lines.append(f"No problems found, but {errors} error{plural} stopped some checks (see above).")
         elif not fixed:
             lines.append("All checks passed!")
         return "\n".join(lines)

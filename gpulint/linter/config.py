@@ -44,6 +44,11 @@ class ConfigError(Exception):
     """Bad configuration: reported as one line, exit code 2."""
 
 
+# A configuration file larger than this is not one a person wrote.
+CONFIG_MAX_BYTES = 2**20
+_CONFIG_LIMIT = "the size of a configuration file"
+_TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+
 STANDARD_KEYS = {
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude", "unsafe-fixes",
     "max-file-size",
@@ -153,20 +158,15 @@ def find_config(start: Path) -> Path | None:
 
 def _mentions_gpulint(path: Path) -> bool:
     try:
-        return b"gpulint" in read_regular_file(path, CONFIG_MAX_BYTES).lower()
+        return b"gpulint" in read_regular_file(path, CONFIG_MAX_BYTES, _CONFIG_LIMIT).lower()
     except OSError:
         return True
-
-
-# A configuration file larger than this is not one a person wrote.
-CONFIG_MAX_BYTES = 2**20
-_TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
 
 def read_toml(path: Path) -> dict[str, Any]:
     """A TOML file's content; ConfigError naming the file, the line and the reason otherwise."""
     try:
-        raw = read_regular_file(path, CONFIG_MAX_BYTES)
+        raw = read_regular_file(path, CONFIG_MAX_BYTES, _CONFIG_LIMIT)
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:

@@ -56,6 +56,7 @@ from gpulint.linter.engine import FileResult, Linter, SyntaxErrorInSource, Undec
 from gpulint.linter.findings import SYNTAX_ERROR_CODE, Edit, Finding, FixInfo, Location
 from gpulint.linter.fixer import NOTEBOOK_PLACEHOLDER_PREFIX, FixOutcome, fix_source
 from gpulint.linter.parse_guard import UnanalysableSource
+from gpulint.linter.printable import quote_diff_path
 from gpulint.linter.safe_files import WriteRefused, write_atomic
 
 # Line 1 of every joined module: pins the encoding, so a `# coding: latin-1` comment in a cell
@@ -594,8 +595,8 @@ def cell_diff(before: Notebook, after: Notebook, name: str) -> str:
                 difflib.unified_diff(
                     lines(old.get(cell.number, "")),
                     lines(cell.text),
-                    fromfile=f"a/{name}:cell {cell.number}",
-                    tofile=f"b/{name}:cell {cell.number}",
+                    fromfile=quote_diff_path(f"a/{name}:cell {cell.number}"),
+                    tofile=quote_diff_path(f"b/{name}:cell {cell.number}"),
                 )
             )
         )

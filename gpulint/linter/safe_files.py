@@ -74,8 +74,9 @@ def format_size(size: int) -> str:
     return f"{size} bytes"
 
 
-def read_regular_file(path: Path | str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
-    """The bytes of a regular file of at most `max_bytes`; NotLintable for anything else.
+def read_regular_file(path: Path | str, max_bytes: int = DEFAULT_MAX_FILE_BYTES, limit: str = "max-file-size") -> bytes:
+    """The bytes of a regular file of at most `max_bytes` (the setting named `limit`); NotLintable
+    for anything else.
 
     Opened with O_NONBLOCK (a FIFO opens at once instead of waiting for a writer) and checked on
     the descriptor, so what is read is what was checked."""
@@ -86,7 +87,7 @@ def read_regular_file(path: Path | str, max_bytes: int = DEFAULT_MAX_FILE_BYTES)
         if not stat.S_ISREG(info.st_mode):
             raise NotLintable(f"{kind_of(info.st_mode)}, not a regular file; skipped")
         if info.st_size > max_bytes:
-            raise NotLintable(_too_large(info.st_size, max_bytes))
+            raise NotLintable(_too_large(info.st_size, max_bytes, limit))
         chunks, total = [], 0
         while True:
             chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
@@ -95,14 +96,14 @@ def read_regular_file(path: Path | str, max_bytes: int = DEFAULT_MAX_FILE_BYTES)
             chunks.append(chunk)
             total += len(chunk)
             if total > max_bytes:  # grew since fstat
-                raise NotLintable(_too_large(total, max_bytes))
+                raise NotLintable(_too_large(total, max_bytes, limit))
         return b"".join(chunks)
     finally:
         os.close(fd)
 
 
-def _too_large(size: int, limit: int) -> str:
-    return f"larger than max-file-size ({format_size(size)} > {format_size(limit)}); skipped"
+def _too_large(size: int, most: int, limit: str) -> str:
+    return f"larger than {limit} ({format_size(size)} > {format_size(most)}); skipped"
 
 
 @dataclass(frozen=True)

@@ -155,7 +155,7 @@ def add_suppressions(paths: list[Path], linter: Linter) -> AddResult:
         try:
             write_atomic(path, new_source, scope)
         except OSError as exc:
-            outcome.errors.append(write_problem(name, exc))
+            outcome.errors.append(write_problem(name, exc, "suppressions"))
             continue
         outcome.added += added
         outcome.files += 1

@@ -133,11 +133,11 @@ def read_problem(name: str, exc: OSError) -> str:
     return f"{name}: cannot read: {exc.strerror or exc}"
 
 
-def write_problem(name: str, exc: OSError) -> str:
-    """The line for fixes that were not written: gpulint's refusal, or the system's reason."""
+def write_problem(name: str, exc: OSError, what: str = "fixes") -> str:
+    """The line for changes (`what`) that were not written: gpulint's refusal, or the system's reason."""
     if isinstance(exc, WriteRefused):
-        return f"{name}: fixes {exc}"
-    return f"{name}: cannot write fixes: {exc.strerror or exc}"
+        return f"{name}: {what} {exc}"
+    return f"{name}: cannot write {what}: {exc.strerror or exc}"
 
 
 def _unreadable(name: str, exc: OSError) -> FileOutcome:

@@ -81,12 +81,14 @@ def test_eviction_deletes_only_the_cache_s_own_entries(sandbox):
     with open(old_entry, "wb") as handle:  # an entry of our name pattern, over the cap on its own
         handle.truncate(70 * 2**20)
     os.utime(old_entry, (1_000_000, 1_000_000))
-    (shard / "notes.txt").write_text("not an entry\n")
+    notes = shard / "notes.txt"
+    notes.write_text("not an entry\n")
+    os.utime(notes, (500_000, 500_000))  # older than the entry: first to go if it were counted
     (shard / ("1" * 38)).symlink_to(sandbox.outside / "model.ckpt")
     result = sandbox.run(".")
     assert result.returncode == 1 and not result.stderr
     assert not old_entry.exists(), "the oldest entry went to bring the cache under its cap"
-    assert (shard / "notes.txt").exists() and (shard / ("1" * 38)).is_symlink()
+    assert notes.exists() and (shard / ("1" * 38)).is_symlink()
 
 
 def _poisoned_pickle(marker: Path) -> bytes:

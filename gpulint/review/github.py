@@ -86,9 +86,14 @@ def check_token(token: str) -> None:
         raise GitHubError(f"GITHUB_TOKEN is not a valid token: it holds {problem}")
 
 
+_DEFAULT_PORTS = {"https": 443, "http": 80}
+
+
 def _origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) with the scheme's default port filled in, as browsers compare origins."""
     parts = urllib.parse.urlsplit(url)
-    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), parts.port or _DEFAULT_PORTS.get(scheme)
 
 
 def _is_loopback(host: str) -> bool:

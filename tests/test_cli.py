@@ -119,13 +119,15 @@ def test_syntax_error_file_among_good_ones(project):
 def test_bad_inputs_get_one_line_each(project):
     (project / "undecodable.py").write_bytes(b"import torch\nx = '\xff\xfe'\nDataLoader(x)\n")
     (project / "loop").mkdir()
-    (project / "loop" / "self").symlink_to(project / "loop")
-    result = gpulint(".", "missing.py", cwd=project)
+    (project / "loop" / "self").symlink_to(project / "loop")  # inside the tree: not followed
+    (project / "named.py").symlink_to(project / "named.py")
+    result = gpulint(".", "missing.py", "named.py", cwd=project)
     err = result.stderr.decode()
     assert result.returncode == 2
     assert "missing.py: no such file or directory" in err
     assert "undecodable.py: cannot decode" in err
-    assert "symbolic link loop" in err
+    assert "named.py: symbolic link loop; skipped" in err
+    assert len(err.splitlines()) == 3
     assert "Traceback" not in err
     assert "bad.py:5:10: GL102" in result.stdout.decode()  # the run went on
 
@@ -185,7 +187,7 @@ def test_no_all_clear_after_an_error(project):
             out, err = result.stdout.decode(), result.stderr.decode()
             assert result.returncode == 2 and "gpulint: error: " in err, (paths, extra, err)
             assert "All checks passed!" not in out + err, (paths, extra, out)
-            assert "No problems found; 1 error above." in out, (paths, extra, out)
+            assert "No problems found, but 1 error stopped some checks (see above)." in out, (paths, extra, out)
     assert "All checks passed!" in gpulint("clean.py", cwd=project).stdout.decode()
     (project / "pyproject.toml").write_text("[tool.gpulint]\nignor = ['GL102']\n")
     config_error = gpulint("clean.py", cwd=project)

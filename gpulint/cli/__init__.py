@@ -89,8 +89,12 @@ _COMMAND_WORD = re.compile(r"[a-z][a-z0-9-]*")
 
 
 def error(message: str) -> None:
-    """The one way a command reports a problem: `gpulint: error: ...` on standard error."""
-    print(f"gpulint: error: {message}", file=sys.stderr)
+    """The one way a command reports a problem: `gpulint: error: ...` on standard error, with
+    secrets masked and control characters escaped (a file name can carry a workflow command)."""
+    from gpulint.linter.printable import printable  # small, standard library only
+    from gpulint.redaction import redact
+
+    print(f"gpulint: error: {printable(redact(message))}", file=sys.stderr)
 
 
 def rule_ids(value: str) -> list[str]:

@@ -15,7 +15,6 @@ from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, rule_ids, 
 
 if TYPE_CHECKING:  # the linter imports libcst: loaded when a command runs, not to parse its line
     from gpulint.linter.config import Settings
-    from gpulint.linter.reporters import ReportSettings
     from gpulint.linter.runner import RunOptions, RunResult
 
 
@@ -103,7 +102,7 @@ def check(options: argparse.Namespace) -> int:
     """Lint training code (the default command)."""
     from gpulint.linter import reporters
     from gpulint.linter.config import ConfigError
-    from gpulint.linter.runner import RunOptions
+    from gpulint.linter.runner import RunOptions, diff_output
 
     output_format = options.format
     if output_format not in reporters.FORMATS:
@@ -142,6 +141,8 @@ def check(options: argparse.Namespace) -> int:
 
     for line in result.errors:
         error(line)
+    for line in result.warnings:
+        print(f"gpulint: warning: {line}", file=sys.stderr)
 
     report_settings = reporters.ReportSettings(
         unsafe_fixes=settings.unsafe_fixes,
@@ -151,15 +152,13 @@ def check(options: argparse.Namespace) -> int:
     )
     if options.diff:
         diffs = [o.diff for o in result.outcomes if o.diff]
-        if diffs:
-            sys.stdout.write("".join(diffs))
+        sys.stdout.buffer.write(diff_output(result))  # bytes: a latin-1 file's diff must apply
+        sys.stdout.flush()
         would_fix = sum(o.fixed for o in result.outcomes if o.diff)
         print(f"Would fix {would_fix} problem{'s' if would_fix != 1 else ''}.", file=sys.stderr)
         code = EXIT_FINDINGS if diffs and not options.exit_zero else EXIT_CLEAN
     else:
         report = reporters.render(output_format, result, report_settings)
-        if output_format == "text" and result.errors:
-            report = _no_all_clear_after_errors(report, report_settings, len(result.errors))
         if fixed_source is not None:
             sys.stdout.buffer.write(fixed_source)
             sys.stdout.flush()
@@ -168,17 +167,6 @@ def check(options: argparse.Namespace) -> int:
             print(report)
         code = EXIT_FINDINGS if result.findings and not options.exit_zero else EXIT_CLEAN
     return EXIT_ERROR if result.errors else code
-
-
-def _no_all_clear_after_errors(report: str, report_settings: ReportSettings, errors: int) -> str:
-    """The text report ends with the reporter's all-clear when nothing is left to list; after an
-    error line (a missing path, an unreadable file) that would be false."""
-    from gpulint.linter.reporters.text import summary
-
-    all_clear = summary([], report_settings, fixed=0)
-    if not report.endswith(all_clear):
-        return report
-    return report[: -len(all_clear)] + f"No problems found; {errors} error{'s' if errors != 1 else ''} above."
 
 
 def _add_suppressions(paths: list[Path], settings: Settings, reading_stdin: bool, fixing: bool) -> int:

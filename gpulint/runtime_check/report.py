@@ -221,7 +221,9 @@ def profile_json(result: Profile) -> dict:
 # -- verify --------------------------------------------------------------------------------
 def print_verify(console: Console, result: VerifyResult) -> None:
     console.print(f"[bold]gpulint verify[/] {result.script}: {result.applied} fix(es) from {','.join(result.codes) or 'the default rules'}", highlight=False)
-    console.print(result.diff.rstrip(), highlight=False, markup=False)
+    # The diff carries a non-UTF-8 script's bytes as lone surrogates: shown, they become U+FFFD.
+    shown = result.diff.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    console.print(shown.rstrip(), highlight=False, markup=False)
     if result.failed is not None:
         console.print(f"[bold red]the {result.failed_arm} script failed; no comparison[/]", highlight=False)
         if result.failed.ok is False and result.failed.status in ("stopped", "finished"):

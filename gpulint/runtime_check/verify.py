@@ -121,8 +121,8 @@ def compare(a: list[float], b: list[float], seed: int = 0) -> Comparison:
 
 def verify(script: Path, args: list[str], codes: list[str] | None, runs: int, config: RunConfig,
            interpreter: str, write: bool = False, progress=None) -> VerifyResult:
-    from gpulint.linter.fixer import write_atomic
     from gpulint.linter.runner import unified_diff
+    from gpulint.linter.safe_files import write_atomic
 
     if not script.is_file():
         raise VerifyError(f"script {script} does not exist")
@@ -152,7 +152,10 @@ def verify(script: Path, args: list[str], codes: list[str] | None, runs: int, co
     if write and result.comparison.outcome == "confirmed":
         if script.read_bytes() != source:
             raise VerifyError(f"{script} changed while it was being verified; not written")
-        write_atomic(script, fixed)
+        try:
+            write_atomic(script, fixed)
+        except OSError as exc:  # a read-only script, a full disk: the result stands, the file does not change
+            raise VerifyError(f"the fix was confirmed but {script} was left unchanged ({exc})") from None
         result.written = True
     return result
 

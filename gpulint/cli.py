@@ -285,7 +285,7 @@ def _register_extensions() -> None:
 
 
 # Each module has `register(app: typer.Typer)`; listed here so the command set is visible in one place.
-EXTENSION_MODULES: list[str] = ["gpulint.review.cli", "gpulint.runtime_check.cli"]
+EXTENSION_MODULES: list[str] = ["gpulint.review.cli", "gpulint.runtime_check.cli", "gpulint.server"]
 
 
 def main(argv: Optional[List[str]] = None) -> None:

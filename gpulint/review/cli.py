@@ -1,8 +1,11 @@
 """The `gpulint review` command: lint what a change touches, comment on the lines it adds.
 
-    gpulint review [--base REF] [PATHS] [--format text|json] [--post]
+    gpulint review [--base REF] [PATHS] [--format text|json] [--post [--fallback annotations]]
 
 Exit codes: 0 no finding on an added line (or --exit-zero), 1 findings, 2 usage, git or API errors.
+A review that cannot be posted (the token may not write: a pull request from a fork) is an error,
+unless `--fallback annotations` reports the comments as GitHub annotations instead (the exit code
+then follows the findings), or `--exit-zero` turns it into a warning.
 """
 
 from __future__ import annotations
@@ -125,7 +128,8 @@ def review(
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule ids or prefixes to disable."),
     extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Rule ids or prefixes to add."),
     config: Optional[Path] = typer.Option(None, "--config", help="A pyproject.toml ([tool.gpulint]) or gpulint.toml."),
-    exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when findings are on added lines."),
+    exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when findings are on added lines, or when the review cannot be posted."),
+    fallback: str = typer.Option("none", "--fallback", help="With --post, when the review cannot be posted: `annotations` prints the comments as GitHub annotations; `none` fails."),
 ) -> None:
     """Review a change: comment on the findings in the lines it adds (a pull-request review)."""
     from gpulint.cli import resolve_settings
@@ -134,6 +138,9 @@ def review(
 
     if output_format not in ("text", "json"):
         _err(f"unknown format {output_format!r}; choose text or json")
+        raise typer.Exit(EXIT_ERROR)
+    if fallback not in ("annotations", "none"):
+        _err(f"unknown fallback {fallback!r}; choose annotations or none")
         raise typer.Exit(EXIT_ERROR)
     path_args = [str(p) for p in paths or []]
     try:
@@ -160,6 +167,10 @@ def review(
 
     try:
         pull = pull_request_from_env(repo, pr)
+    except GitHubError as exc:  # no pull request to post to: a usage error
+        _err(str(exc))
+        raise typer.Exit(EXIT_ERROR)
+    try:
         client = GitHub(os.environ.get("GITHUB_TOKEN", ""), os.environ.get("GITHUB_API_URL"))
         fresh = plan.comments
         if fresh:
@@ -171,8 +182,7 @@ def review(
         commit = pull.head_sha or git(["rev-parse", "HEAD"]).strip()
         created = client.create_review(pull, review_payload(fresh, commit))
     except GitHubError as exc:
-        _err(str(exc))
-        raise typer.Exit(EXIT_ERROR)
+        raise typer.Exit(_not_posted(str(exc), plan.comments, fallback, exit_zero, code))
     except GitError as exc:
         _err(str(exc))
         raise typer.Exit(EXIT_ERROR)
@@ -181,6 +191,28 @@ def review(
     note = f" ({skipped} already there)" if skipped else ""
     typer.echo(f"Posted a review with {len(fresh)} comment{'s' if len(fresh) != 1 else ''}{note}: {where}", err=True)
     raise typer.Exit(code)
+
+
+def _not_posted(reason: str, comments: list, fallback: str, exit_zero: bool, code: int) -> int:
+    """The exit code when the review could not be posted (the token may not write, the API refused
+    or could not be reached), after reporting the comments another way if asked to."""
+    if fallback == "annotations":
+        from gpulint.linter.reporters.github import format_finding
+
+        for comment in comments:
+            typer.echo(format_finding(comment.finding))
+        count = len(comments)
+        typer.echo(
+            f"gpulint: warning: could not post the review: {reason}; "
+            f"reported {count} finding{'s' if count != 1 else ''} on added lines as annotations instead",
+            err=True,
+        )
+        return code
+    if exit_zero:
+        typer.echo(f"gpulint: warning: could not post the review: {reason}", err=True)
+        return EXIT_CLEAN if code != EXIT_ERROR else code
+    _err(reason)
+    return EXIT_ERROR
 
 
 def register(app: typer.Typer) -> None:

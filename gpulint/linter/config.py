@@ -28,8 +28,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from gpulint.linter.catalog import OPTIONS, RULES
 from gpulint.linter.findings import SYNTAX_ERROR_CODE
-from gpulint.linter.rule import all_rules, rule_options
 
 
 class ConfigError(Exception):
@@ -52,9 +52,8 @@ class Settings:
     source: Path | None = None  # the config file, if any
 
     def enabled_codes(self) -> frozenset[str]:
-        rules = all_rules()
         if self.select is None:
-            chosen = {r.code for r in rules if r.default == "on"}
+            chosen = {r.code for r in RULES if r.default == "on"}
         else:
             chosen = set(expand_selectors(self.select))
         chosen |= set(expand_selectors(self.extend_select))
@@ -87,16 +86,15 @@ class Settings:
 
 def expand_selectors(selectors: Iterable[str]) -> list[str]:
     """Rule codes matched by ids, prefixes (`GL1`), names (`dataloader-serial`) or `ALL`."""
-    rules = all_rules()
     codes: list[str] = []
     for raw in selectors:
         selector = raw.strip()
         if not selector:
             continue
         if selector.upper() == "ALL":
-            codes.extend(r.code for r in rules)
+            codes.extend(r.code for r in RULES)
             continue
-        matched = [r.code for r in rules if r.code.startswith(selector.upper()) or r.name == selector]
+        matched = [r.code for r in RULES if r.code.startswith(selector.upper()) or r.name == selector]
         if not matched and selector.upper() != SYNTAX_ERROR_CODE:
             raise ConfigError(f"unknown rule selector {selector!r} (see `gpulint rules`)")
         codes.extend(matched)
@@ -152,7 +150,7 @@ def load_settings(config_file: Path | None) -> Settings:
 
 
 def settings_from_table(table: dict[str, Any], config_file: Path) -> Settings:
-    known_options = rule_options()
+    known_options = OPTIONS
     unknown = sorted(set(table) - STANDARD_KEYS - set(known_options))
     if unknown:
         raise ConfigError(

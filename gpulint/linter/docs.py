@@ -52,3 +52,56 @@ def readme_with_table(readme: str) -> str:
 
 def rule_url(rule: type[Rule]) -> str:
     return docs_url(rule.code, rule.name)
+
+
+def _literal(value, indent: int) -> str:
+    """`repr(value)`, with a long string split into adjacent literals (lines stay short)."""
+    text = repr(value)
+    if not isinstance(value, str) or len(text) + indent <= 100:
+        return text
+    words, chunks, current = value.split(" "), [], ""
+    for word in words:
+        if current and len(current) + len(word) > 80:
+            chunks.append(current)
+            current = ""
+        current += word + " "
+    chunks.append(current[:-1])
+    pad = " " * (indent + 4)
+    return "(\n" + "".join(f"{pad}{chunk!r}\n" for chunk in chunks) + " " * indent + ")"
+
+
+def catalog_source(current: str) -> str:
+    """gpulint/linter/catalog.py with its generated part rewritten from the rule classes and the
+    training-loop model's token lists."""
+    from gpulint.linter import catalog
+    from gpulint.linter.context import ACCELERATOR_TOKENS
+    from gpulint.linter.loopmodel import STEP_TOKENS
+    from gpulint.linter.rule import rule_options
+
+    head = current.split(f"\n{catalog.GENERATED_BELOW}\n", 1)[0]
+    lines = ["", "RULES: tuple[RuleInfo, ...] = ("]
+    for rule in all_rules():
+        fix = rule.fix_applicability.value if rule.fix_applicability else None
+        fields = {"code": rule.code, "name": rule.name, "default": rule.default, "fix": fix,
+                  "message": rule.message_template()}
+        if rule.tokens:
+            fields["tokens"] = tuple(rule.tokens)
+        if rule.needs_step:
+            fields["needs_step"] = True
+        if rule.needs_accelerator:
+            fields["needs_accelerator"] = True
+        lines.append("    RuleInfo(")
+        lines.extend(f"        {key}={_literal(value, 8)}," for key, value in fields.items())
+        lines.append("    ),")
+    lines += [")", "", "OPTIONS: dict[str, RuleOption] = {"]
+    for key, option in rule_options().items():
+        lines.append(f"    {key!r}: RuleOption(")
+        lines.append(f"        default={_literal(option.default, 8)},")
+        lines.append(f"        help={_literal(option.help, 8)},")
+        lines.append(f"        type={option.type.__name__},")
+        lines.append("    ),")
+    lines += ["}", "", "# The prefilter's token lists: loopmodel.STEP_TOKENS and context.ACCELERATOR_TOKENS."]
+    for name, tokens in (("STEP_TOKENS", STEP_TOKENS), ("ACCELERATOR_TOKENS", ACCELERATOR_TOKENS)):
+        lines += [f"{name} = (", *(f"    {token!r}," for token in tokens), ")"]
+    lines.append("")
+    return f"{head}\n{catalog.GENERATED_BELOW}\n" + "\n".join(lines)

@@ -2,7 +2,9 @@
 
 The order is chosen for cost (DESIGN §4): most files of a real repository are rejected by a byte
 search before any parse; parsed files get one walk that feeds every rule; positions and suppression
-comments are computed only for files that have findings.
+comments are computed only for files that have findings.  libcst and the rule classes are imported
+only when a first file passes the prefilter (which reads the rule catalog), so a run that parses
+nothing never pays for their import.
 """
 
 from __future__ import annotations
@@ -11,13 +13,10 @@ import ast
 import difflib
 import warnings
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
-
+from gpulint.linter import catalog
 from gpulint.linter.config import Settings
-from gpulint.linter.context import ACCELERATOR_TOKENS, FileContext
 from gpulint.linter.findings import (
     SYNTAX_ERROR_CODE,
     SYNTAX_ERROR_NAME,
@@ -28,9 +27,13 @@ from gpulint.linter.findings import (
     Location,
     RawFinding,
 )
-from gpulint.linter.loopmodel import STEP_TOKENS
-from gpulint.linter.rule import Rule, all_rules
 from gpulint.linter.suppressions import Suppression, file_is_ignored, find_suppressions, matching_suppression
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from gpulint.linter.context import FileContext
+    from gpulint.linter.rule import Rule
 
 # A file that names none of these is not training code for any rule here (DESIGN §2 prefilter).
 FRAMEWORK_MARKERS = (b"torch", b"tensorflow", b"keras", b"lightning", b"transformers", b"accelerate", b"tf.")
@@ -76,6 +79,8 @@ class UndecodableSource(Exception):
 
 
 def parse(source: bytes | str) -> cst.Module:
+    import libcst as cst
+
     try:
         return cst.parse_module(source)
     except (UnicodeDecodeError, LookupError) as exc:
@@ -104,8 +109,25 @@ class Linter:
 
     def __init__(self, settings: Settings, rules: Iterable[type[Rule]] | None = None) -> None:
         self.settings = settings
-        self.rules = tuple(rules) if rules is not None else all_rules()
+        self._rules = tuple(rules) if rules is not None else None
         self._enabled_cache: dict[frozenset[str], tuple[type[Rule], ...]] = {}
+
+    @property
+    def rules(self) -> tuple[type[Rule], ...]:
+        """The rule classes (imported on first use: they bring libcst)."""
+        if self._rules is None:
+            from gpulint.linter.rule import all_rules
+
+            self._rules = all_rules()
+        return self._rules
+
+    def _prefilter_rules(self, path: str) -> tuple:
+        """The enabled rules as the prefilter needs them: from the catalog until the rule classes
+        are loaded (so rejecting a file imports nothing), the classes after."""
+        if self._rules is None:
+            codes = self.settings.codes_for(path)
+            return tuple(r for r in catalog.RULES if r.code in codes)
+        return self.rules_for(path)
 
     def rules_for(self, path: str) -> tuple[type[Rule], ...]:
         codes = self.settings.codes_for(path)
@@ -116,13 +138,14 @@ class Linter:
 
     # -- stages ------------------------------------------------------------------------------
     @staticmethod
-    def candidate_rules(source: bytes, rules: tuple[type[Rule], ...]) -> list[type[Rule]]:
-        """Rules whose prefilter tokens occur in the source (the parse is skipped when none do)."""
+    def candidate_rules(source: bytes, rules: tuple) -> list:
+        """Rules whose prefilter tokens occur in the source (the parse is skipped when none do);
+        `rules` are rule classes or their catalog entries."""
         if not any(marker in source for marker in FRAMEWORK_MARKERS):
             return []
         rules = tuple(r for r in rules if r.code != UNUSED_SUPPRESSION)
-        steps = any(token in source for token in STEP_TOKENS)
-        accelerator = any(token in source for token in ACCELERATOR_TOKENS)
+        steps = any(token in source for token in catalog.STEP_TOKENS)
+        accelerator = any(token in source for token in catalog.ACCELERATOR_TOKENS)
         return [
             r for r in rules
             if (steps or not r.needs_step)
@@ -134,13 +157,16 @@ class Linter:
         """Parse and run the rules; None when the prefilter rules the file out."""
         if file_is_ignored(source):
             return None
-        rules = self.candidate_rules(source, self.rules_for(path))
-        if not rules:
+        candidates = {r.code for r in self.candidate_rules(source, self._prefilter_rules(path))}
+        if not candidates:
             return None
+        rules = [r for r in self.rules_for(path) if r.code in candidates]
         module = parse(source)
         return self.analyze_module(module, path, rules, source)
 
     def analyze_module(self, module: cst.Module, path: str, rules: list[type[Rule]], source: bytes | None = None) -> Analysis:
+        from gpulint.linter.context import FileContext
+
         wanted = frozenset().union(*(r.visited_types() for r in rules))
         ctx = FileContext(module, path, self.settings.options, wanted, source)
         instances = [r(ctx) for r in rules]
@@ -179,6 +205,8 @@ class Linter:
         """Where a finding starts.  A method called on the result of another call
         (`tf.data.Dataset.range(n)\\n    .map(f)`) is reported at its name, not at the start of the
         chain, which may be lines above."""
+        import libcst as cst
+
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, (cst.Call, cst.Subscript)):
             return node.func.attr
         return node
@@ -194,6 +222,8 @@ class Linter:
     @staticmethod
     def positions(analysis: Analysis):
         if analysis.positions is None:
+            from libcst.metadata import MetadataWrapper, PositionProvider
+
             wrapper = MetadataWrapper(analysis.module, unsafe_skip_copy=True)
             try:
                 # The provider alone is one code generation pass.  `wrapper.resolve` adds a full

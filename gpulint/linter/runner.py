@@ -15,7 +15,6 @@ from typing import Callable
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import FileResult, Linter, SyntaxErrorInSource, UndecodableSource, syntax_error_finding
 from gpulint.linter.files import PathError, discover, read_source
-from gpulint.linter.fixer import fix_source, write_atomic
 from gpulint.linter import parallel
 from gpulint.linter.cache import ResultCache, content_hash
 
@@ -73,6 +72,8 @@ def process_source(linter: Linter, source: bytes, name: str, options: RunOptions
     unsafe = options.unsafe_fixes or linter.settings.unsafe_fixes
     try:
         if options.fix or options.diff:
+            from gpulint.linter.fixer import fix_source  # libcst: only runs that may fix pay for it
+
             fixed = fix_source(linter, source, name, unsafe)
             outcome.errors.extend(fixed.errors)
             if fixed.changed:
@@ -111,6 +112,8 @@ def process_read_file(path: Path, name: str, source: bytes, linter: Linter, opti
         return notebook.process_notebook(path, name, source, linter, options)
     outcome, final = process_source(linter, source, name, options)
     if options.fix and not options.diff and final != source:
+        from gpulint.linter.fixer import write_atomic
+
         try:
             write_atomic(path, final)
         except OSError as exc:

@@ -138,8 +138,7 @@ class Project:
 
     # ---------------------------------------------------------------------------------------
     def _single_rule_linter(self, code: str) -> Linter:
-        settings = dataclasses.replace(self.settings, select=[code], extend_select=[], ignore=[])
-        return Linter(settings, rules=[r for r in self.linter.rules if r.code == code])
+        return Linter(dataclasses.replace(self.settings, select=[code], extend_select=[], ignore=[]))
 
     @staticmethod
     def _edits_of(problem: Problem, findings: list[Finding]) -> list[TextChange] | None:

@@ -49,7 +49,8 @@ def timed(function, repeat: int) -> list[float]:
 def describe(times: list[float]) -> str:
     ordered = sorted(times)
     p90 = ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
-    return f"median {statistics.median(times):7.1f} ms   p90 {p90:7.1f} ms   min {ordered[0]:7.1f} ms   max {ordered[-1]:7.1f} ms"
+    median = statistics.median(times)
+    return f"median {median:7.1f} ms   p90 {p90:7.1f} ms   min {ordered[0]:7.1f} ms   max {ordered[-1]:7.1f} ms"
 
 
 def relint_times(command, root: Path, path: Path, text: str, line: int, edits: int) -> tuple[list[dict], list[float]]:
@@ -69,7 +70,9 @@ def relint_times(command, root: Path, path: Path, text: str, line: int, edits: i
             else:  # and remove it again
                 change = {"range": {"start": where, "end": {"line": line + 1, "character": 0}}, "text": ""}
             start = time.perf_counter()
-            client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]})
+            client.notify(
+                "textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]}
+            )
             client.diagnostics(uri, version=version)
             if version > 4:  # the first edits warm the server's caches
                 round_trips.append((time.perf_counter() - start) * 1000)
@@ -105,11 +108,15 @@ def main() -> int:
         lint = timed(lambda: project.lint(text, str(path)), max(5, args.edits // 3))
 
         first, round_trips = relint_times(None, root, path, text, middle, args.edits)
-        fixit = shutil.which("fixit", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+        fixit = shutil.which(
+            "fixit", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+        )
         fixit_trips = None
         if fixit and not args.no_fixit:
             # Fixit's own language server (pygls too), with its debounce off so it answers at once.
-            _, fixit_trips = relint_times([fixit, "lsp", "--debounce-interval", "0"], root, path, text, middle, args.edits)
+            _, fixit_trips = relint_times(
+                [fixit, "lsp", "--debounce-interval", "0"], root, path, text, middle, args.edits
+            )
 
     print(f"findings in the file: {len(first)}")
     print(f"libcst parse (in process)        {describe(parse)}")
@@ -121,8 +128,10 @@ def main() -> int:
     elif not args.no_fixit:
         print("fixit lsp: not installed (pip install -e '.[bench]' and pygls); not measured")
     median = statistics.median(round_trips)
-    print(f"re-lint / parse floor: {median / statistics.median(parse):.2f}x; "
-          f"protocol overhead over the in-process lint: {median - statistics.median(lint):+.1f} ms")
+    print(
+        f"re-lint / parse floor: {median / statistics.median(parse):.2f}x; "
+        f"protocol overhead over the in-process lint: {median - statistics.median(lint):+.1f} ms"
+    )
     print(f"target: median < {TARGET_MS:.0f} ms -> {'met' if median < TARGET_MS else 'NOT met'} ({median:.1f} ms)")
     return 0
 

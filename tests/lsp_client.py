@@ -32,7 +32,9 @@ class LspClient:
         self._reader = threading.Thread(target=self._read_forever, daemon=True)
         self._reader.start()
         # Drained all along, so a chatty server never blocks on a full pipe.
-        threading.Thread(target=lambda: self._stderr.extend(iter(self.process.stderr.readline, b"")), daemon=True).start()
+        threading.Thread(
+            target=lambda: self._stderr.extend(iter(self.process.stderr.readline, b"")), daemon=True
+        ).start()
 
     # -- framing ----------------------------------------------------------------------------
     def _send(self, message: dict) -> None:
@@ -175,7 +177,9 @@ def apply_edits(text: str, edits: list[dict]) -> str:
             index += 1
         return start + index
 
-    for edit in sorted(edits, key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]), reverse=True):
+    for edit in sorted(
+        edits, key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]), reverse=True
+    ):
         start, end = offset(edit["range"]["start"]), offset(edit["range"]["end"])
         text = text[:start] + edit["newText"] + text[end:]
     return text

@@ -64,9 +64,24 @@ def test_built_wheel_installs_and_lints_in_a_clean_venv(tmp_path):
     pytest.importorskip("build", reason="`build` comes with the dev extra")
     dist = tmp_path / "dist"
     source = tmp_path / "source"  # a copy, so the build leaves no egg-info or build/ in the checkout
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv*", "*.egg-info", "build", "dist",
-                                                                "__pycache__", ".pytest_cache", ".gpulint_cache", ".hypothesis"))
-    built = subprocess.run([sys.executable, "-m", "build", "--outdir", str(dist), str(source)], capture_output=True, text=True)
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git",
+            ".venv*",
+            "*.egg-info",
+            "build",
+            "dist",
+            "__pycache__",
+            ".pytest_cache",
+            ".gpulint_cache",
+            ".hypothesis",
+        ),
+    )
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(dist), str(source)], capture_output=True, text=True
+    )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     wheels = list(dist.glob("gpulint-*.whl"))
     assert len(wheels) == 1 and list(dist.glob("gpulint-*.tar.gz"))
@@ -74,8 +89,9 @@ def test_built_wheel_installs_and_lints_in_a_clean_venv(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
-    installed = subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "--quiet", str(wheels[0])],
-                               capture_output=True, text=True)
+    installed = subprocess.run(
+        [str(bin_dir / "python"), "-m", "pip", "install", "--quiet", str(wheels[0])], capture_output=True, text=True
+    )
     assert installed.returncode == 0, installed.stderr[-3000:]
 
     outside = tmp_path / "elsewhere"
@@ -83,15 +99,24 @@ def test_built_wheel_installs_and_lints_in_a_clean_venv(tmp_path):
     gpulint = str(bin_dir / "gpulint")
     version = subprocess.run([gpulint, "--version"], capture_output=True, text=True, cwd=outside)
     assert version.returncode == 0 and version.stdout.strip() == f"gpulint {__version__}"
-    where = subprocess.run([str(bin_dir / "python"), "-c", "import gpulint; print(gpulint.__file__)"],
-                           capture_output=True, text=True, cwd=outside).stdout.strip()
+    where = subprocess.run(
+        [str(bin_dir / "python"), "-c", "import gpulint; print(gpulint.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=outside,
+    ).stdout.strip()
     assert Path(where).resolve().is_relative_to(venv.resolve()), where
 
-    linted = subprocess.run([gpulint, str(FIXTURE), "--no-cache", "--format", "json"], capture_output=True, text=True,
-                            cwd=outside)
+    linted = subprocess.run(
+        [gpulint, str(FIXTURE), "--no-cache", "--format", "json"], capture_output=True, text=True, cwd=outside
+    )
     assert linted.returncode == 1, linted.stderr
-    here = subprocess.run([sys.executable, "-m", "gpulint", str(FIXTURE), "--no-cache", "--format", "json"],
-                          capture_output=True, text=True, cwd=outside)
+    here = subprocess.run(
+        [sys.executable, "-m", "gpulint", str(FIXTURE), "--no-cache", "--format", "json"],
+        capture_output=True,
+        text=True,
+        cwd=outside,
+    )
     codes = sorted((f["code"], f["location"]["row"]) for f in json.loads(linted.stdout))
     assert codes and codes == sorted((f["code"], f["location"]["row"]) for f in json.loads(here.stdout))
     assert {"GL101", "GL102"} <= {code for code, _ in codes}

@@ -126,13 +126,28 @@ def test_tests_pass_from_a_clone_in_another_folder(clone):
     env = {**os.environ, "PYTHONPATH": str(clone), "PYTHONDONTWRITEBYTECODE": "1"}
     where = subprocess.run(
         [sys.executable, "-c", "import gpulint, tests.helpers as h; print(gpulint.__file__); print(h.ROOT)"],
-        cwd=clone, env=env, capture_output=True, text=True, check=True,
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split()
     assert all(Path(p).resolve().is_relative_to(clone.resolve()) for p in where), where
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "tests/integrations/test_formats.py", "tests/test_rule_catalog.py"],
-        cwd=clone, env=env, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/integrations/test_formats.py",
+            "tests/test_rule_catalog.py",
+        ],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert re.search(r"\b\d+ passed\b", run.stdout) and " skipped" not in run.stdout, run.stdout[-500:]

@@ -112,7 +112,11 @@ class GpulintServer(LanguageServer):
         notebook = self.workspace.get_notebook_document(notebook_uri=notebook_uri)
         if notebook is None:
             return
-        cells = [self.workspace.get_text_document(c.document) for c in notebook.cells if c.kind == types.NotebookCellKind.Code]
+        cells = [
+            self.workspace.get_text_document(c.document)
+            for c in notebook.cells
+            if c.kind == types.NotebookCellKind.Code
+        ]
         project = self.project_for(notebook_uri)
         problems: list[Problem] = []
         if project is not None:
@@ -198,18 +202,35 @@ class GpulintServer(LanguageServer):
                     continue
                 if problem.fix_title is not None:
                     unsafe = " (unsafe: may change behaviour)" if problem.unsafe_fix else ""
-                    actions.append(self._action(
-                        f"gpulint: {problem.fix_title} ({problem.code}){unsafe}", types.CodeActionKind.QuickFix,
-                        uri, checked.version, index, "fix", diagnostic, preferred=not problem.unsafe_fix,
-                    ))
+                    actions.append(
+                        self._action(
+                            f"gpulint: {problem.fix_title} ({problem.code}){unsafe}",
+                            types.CodeActionKind.QuickFix,
+                            uri,
+                            checked.version,
+                            index,
+                            "fix",
+                            diagnostic,
+                            preferred=not problem.unsafe_fix,
+                        )
+                    )
                 if problem.suppressible:
-                    actions.append(self._action(
-                        f"gpulint: suppress {problem.code} on this line", types.CodeActionKind.QuickFix,
-                        uri, checked.version, index, "suppress", diagnostic,
-                    ))
+                    actions.append(
+                        self._action(
+                            f"gpulint: suppress {problem.code} on this line",
+                            types.CodeActionKind.QuickFix,
+                            uri,
+                            checked.version,
+                            index,
+                            "suppress",
+                            diagnostic,
+                        )
+                    )
         fixable = any(p.fix_title is not None and not p.unsafe_fix for p in checked.problems)
         if fixable and checked.owner == uri and _asks_for(wanted, FIX_ALL) and (wanted or self.can_resolve_edits()):
-            actions.append(self._action("gpulint: fix all safe problems", FIX_ALL, uri, checked.version, None, "fix-all"))
+            actions.append(
+                self._action("gpulint: fix all safe problems", FIX_ALL, uri, checked.version, None, "fix-all")
+            )
         if not self.can_resolve_edits():
             actions = [a for a in (self.resolve(a) for a in actions) if a.edit is not None]
         return actions

@@ -74,7 +74,9 @@ def cli_findings(path: Path, *args: str) -> list[tuple[str, int, int]]:
     """(code, 0-based line, 0-based column) as `gpulint --format json` reports them."""
     run = subprocess.run(
         [sys.executable, "-m", "gpulint", str(path), "--format", "json", "--no-cache", *args],
-        cwd=path.parent, capture_output=True, text=True,
+        cwd=path.parent,
+        capture_output=True,
+        text=True,
     )
     assert run.returncode in (0, 1), run.stderr
     return sorted((f["code"], f["location"]["row"] - 1, f["location"]["column"] - 1) for f in json.loads(run.stdout))
@@ -86,7 +88,9 @@ def found(diagnostics: list[dict]) -> list[tuple[str, int, int]]:
 
 def _actions(client: LspClient, uri: str, diagnostic: dict, only: list[str] | None = None) -> list[dict]:
     context = {"diagnostics": [diagnostic], **({"only": only} if only else {})}
-    return client.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": diagnostic["range"], "context": context})
+    return client.request(
+        "textDocument/codeAction", {"textDocument": {"uri": uri}, "range": diagnostic["range"], "context": context}
+    )
 
 
 def test_initialize_advertises_what_the_server_does(server):
@@ -128,7 +132,10 @@ def test_quick_fix_applies_and_the_finding_is_gone(server, project):
     # the same result as the command line's fix of this rule
     run = subprocess.run(
         [sys.executable, "-m", "gpulint", "-", "--stdin-filename", str(path), "--fix", "--select", "GL102"],
-        input=TRAIN, capture_output=True, text=True, cwd=project,
+        input=TRAIN,
+        capture_output=True,
+        text=True,
+        cwd=project,
     )
     assert run.stdout == fixed
 
@@ -168,16 +175,23 @@ def test_incremental_change_relints(server, project):
     # type `, pin_memory=True` before the closing parenthesis of line 6
     line = TRAIN.splitlines()[5]
     column = line.index("shuffle=True") + len("shuffle=True")
-    server.notify("textDocument/didChange", {
-        "textDocument": {"uri": uri, "version": 2},
-        "contentChanges": [{"range": {"start": {"line": 5, "character": column}, "end": {"line": 5, "character": column}},
-                            "text": ", pin_memory=True"}],
-    })
+    server.notify(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": uri, "version": 2},
+            "contentChanges": [
+                {
+                    "range": {"start": {"line": 5, "character": column}, "end": {"line": 5, "character": column}},
+                    "text": ", pin_memory=True",
+                }
+            ],
+        },
+    )
     assert "GL102" not in {d["code"] for d in server.diagnostics(uri, version=2)}
 
 
 def test_positions_are_utf16_code_units(server, project):
-    text = TRAIN.replace('            print(loss.item())', '            print("🚀 loss", loss.item())')
+    text = TRAIN.replace("            print(loss.item())", '            print("🚀 loss", loss.item())')
     uri = server.open(project / "emoji.py", text)
     diagnostic = next(d for d in server.diagnostics(uri, version=1) if d["code"] == "GL201")
     line = text.splitlines()[diagnostic["range"]["start"]["line"]]
@@ -188,33 +202,46 @@ def test_positions_are_utf16_code_units(server, project):
 def test_hover_explains_the_rule(server, project):
     uri = server.open(project / "hover.py", TRAIN)
     diagnostic = next(d for d in server.diagnostics(uri, version=1) if d["code"] == "GL102")
-    hover = server.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": diagnostic["range"]["start"]})
+    hover = server.request(
+        "textDocument/hover", {"textDocument": {"uri": uri}, "position": diagnostic["range"]["start"]}
+    )
     assert hover["contents"]["kind"] == "markdown"
     sections = hover["contents"]["value"].split("\n---\n")  # GL101 and GL102 report the same call
     assert [s.strip().splitlines()[0] for s in sections] == ["# GL101 dataloader-serial", "# GL102 dataloader-unpinned"]
     assert "## Why it is slow" in sections[1] and "GL102.md" in sections[1]
     # on a rule id inside a suppression comment
     column = TRAIN.splitlines()[9].index("GL104") + 2
-    hover = server.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 9, "character": column}})
+    hover = server.request(
+        "textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 9, "character": column}}
+    )
     assert hover["contents"]["value"].startswith("# GL104 blocking-h2d-copy")
     # on plain code: nothing
-    assert server.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 2}}) is None
+    assert (
+        server.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 2}})
+        is None
+    )
 
 
 def test_fix_all_on_request_matches_gpulint_fix(server, project):
     path = project / "fix_all.py"
     uri = server.open(path, TRAIN)
     server.diagnostics(uri, version=1)
-    actions = server.request("textDocument/codeAction", {
-        "textDocument": {"uri": uri},
-        "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
-        "context": {"diagnostics": [], "only": ["source.fixAll"]},
-    })
+    actions = server.request(
+        "textDocument/codeAction",
+        {
+            "textDocument": {"uri": uri},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+            "context": {"diagnostics": [], "only": ["source.fixAll"]},
+        },
+    )
     assert [a["kind"] for a in actions] == ["source.fixAll.gpulint"]
     fixed = apply_edits(TRAIN, actions[0]["edit"]["changes"][uri])
     run = subprocess.run(
         [sys.executable, "-m", "gpulint", "-", "--stdin-filename", str(path), "--fix"],
-        input=TRAIN, capture_output=True, text=True, cwd=project,
+        input=TRAIN,
+        capture_output=True,
+        text=True,
+        cwd=project,
     )
     assert fixed == run.stdout and fixed != TRAIN
 
@@ -241,20 +268,29 @@ def test_notebook_cells_get_their_own_diagnostics_and_fixes(server, project):
     cells = [
         ("import torch\nfrom torch.utils.data import DataLoader\n", 2),
         ("# Training\n", 1),  # markdown
-        ("loader = DataLoader(dataset, batch_size=8)\nmodel.cuda()\nfor x, y in loader:\n"
-         "    loss = model(x.cuda(), y)\n    loss.backward()\n    opt.step()\n", 2),
+        (
+            "loader = DataLoader(dataset, batch_size=8)\nmodel.cuda()\nfor x, y in loader:\n"
+            "    loss = model(x.cuda(), y)\n    loss.backward()\n    opt.step()\n",
+            2,
+        ),
     ]
     cell_uris = [f"{notebook_uri}#cell{i}" for i in range(len(cells))]
-    server.notify("notebookDocument/didOpen", {
-        "notebookDocument": {
-            "uri": notebook_uri, "notebookType": "jupyter-notebook", "version": 1,
-            "cells": [{"kind": kind, "document": u} for (_, kind), u in zip(cells, cell_uris)],
+    server.notify(
+        "notebookDocument/didOpen",
+        {
+            "notebookDocument": {
+                "uri": notebook_uri,
+                "notebookType": "jupyter-notebook",
+                "version": 1,
+                "cells": [{"kind": kind, "document": u} for (_, kind), u in zip(cells, cell_uris)],
+            },
+            "cellTextDocuments": [
+                {"uri": u, "languageId": "python" if kind == 2 else "markdown", "version": 1, "text": text}
+                for (text, kind), u in zip(cells, cell_uris)
+                if kind == 2
+            ],
         },
-        "cellTextDocuments": [
-            {"uri": u, "languageId": "python" if kind == 2 else "markdown", "version": 1, "text": text}
-            for (text, kind), u in zip(cells, cell_uris) if kind == 2
-        ],
-    })
+    )
     by_cell = {}
     for _ in range(2):
         params = server.wait_for("textDocument/publishDiagnostics", lambda p: p["uri"] in cell_uris)
@@ -264,7 +300,9 @@ def test_notebook_cells_get_their_own_diagnostics_and_fixes(server, project):
     assert {"GL101", "GL102"} <= {d["code"] for d in training}
     gl102 = next(d for d in training if d["code"] == "GL102")
     assert gl102["range"]["start"]["line"] == 0  # relative to the cell
-    fix = next(a for a in _actions(server, cell_uris[2], gl102) if "GL102" in a["title"] and "suppress" not in a["title"])
+    fix = next(
+        a for a in _actions(server, cell_uris[2], gl102) if "GL102" in a["title"] and "suppress" not in a["title"]
+    )
     fixed = apply_edits(cells[2][0], fix["edit"]["changes"][cell_uris[2]])
     assert fixed.startswith("loader = DataLoader(dataset, batch_size=8, pin_memory=True)\n")
 

@@ -174,12 +174,13 @@ def main() -> int:
             "libcst parse floor (1 process)": ([sys.executable, str(floor_script), str(parse_list)], 1.0),
         }
         notes = []
+        search_path = os.pathsep.join([*map(str, args.tools_bin), os.environ.get("PATH", "")])
         for tool, command in (
             ("ruff --select ALL --no-cache", ["ruff", "check", "--select", "ALL", "--no-cache", "--exit-zero", "--quiet", *names]),
             ("fixit lint", ["fixit", "lint", *[str(p) for p in subset]]),
             ("torchfix", ["torchfix", *[str(p) for p in subset]]),
         ):
-            found = shutil.which(command[0], path=os.pathsep.join([*map(str, args.tools_bin), os.environ.get("PATH", "")]))
+            found = shutil.which(command[0], path=search_path)
             if found is None:
                 folders = ", ".join(map(str, args.tools_bin))
                 notes.append(f"{tool}: not installed (looked in {folders} and PATH); not measured")

@@ -101,6 +101,11 @@ class Project:
         self.settings = load_settings(config_file)  # raises SettingsError
         self.linter = Linter(self.settings)
 
+    @property
+    def applies_unsafe_fixes(self) -> bool:
+        """Whether `fix_all` applies unsafe fixes too (`unsafe-fixes = true` in the configuration)."""
+        return self.settings.unsafe_fixes
+
     # -- Python sources ---------------------------------------------------------------------
     def lint(self, text: str, name: str) -> Report:
         """The findings in `text` (as `gpulint NAME` reports them), without fix edits: those cost

@@ -100,7 +100,7 @@ class GpulintServer(LanguageServer):
             self.check_notebook(notebook.uri)
             return
         document = self.workspace.get_text_document(uri)
-        project = self.project_for(uri)
+        project = self.project_for(uri) if _is_python(document) else None
         problems: list[Problem] = []
         if project is not None:
             report = project.lint(document.source, str(self.path_of(uri)))
@@ -226,11 +226,12 @@ class GpulintServer(LanguageServer):
                             diagnostic,
                         )
                     )
-        fixable = any(p.fix_title is not None and not p.unsafe_fix for p in checked.problems)
-        if fixable and checked.owner == uri and _asks_for(wanted, FIX_ALL) and (wanted or self.can_resolve_edits()):
-            actions.append(
-                self._action("gpulint: fix all safe problems", FIX_ALL, uri, checked.version, None, "fix-all")
-            )
+        project = self.project_for(uri) if checked.owner == uri else None
+        unsafe_too = project is not None and project.applies_unsafe_fixes
+        fixable = any(p.fix_title is not None and (unsafe_too or not p.unsafe_fix) for p in checked.problems)
+        if fixable and _asks_for(wanted, FIX_ALL) and (wanted or self.can_resolve_edits()):
+            title = "gpulint: apply every fix `gpulint --fix` would"
+            actions.append(self._action(title, FIX_ALL, uri, checked.version, None, "fix-all"))
         if not self.can_resolve_edits():
             actions = [a for a in (self.resolve(a) for a in actions) if a.edit is not None]
         return actions
@@ -309,6 +310,11 @@ class GpulintServer(LanguageServer):
             contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(sections)),
             range=here[0].range if here else None,
         )
+
+
+def _is_python(document: TextDocument) -> bool:
+    """Whether to lint a document: Python by its language or its name (a client may send others)."""
+    return document.language_id == "python" or (document.path or "").endswith((".py", ".pyw", ".pyi"))
 
 
 def _asks_for(only: list[str] | None, kind: str) -> bool:

@@ -336,3 +336,9 @@ def test_without_pygls_the_command_says_which_extra_to_install(monkeypatch, caps
     monkeypatch.setitem(sys.modules, "pygls", None)  # what an install without the `lsp` extra has
     assert gpulint.server.main() == 2
     assert "pip install 'gpulint[lsp]'" in capsys.readouterr().err
+
+
+def test_documents_that_are_not_python_are_left_alone(server, project):
+    text = "Training notes: torch DataLoader(dataset) without workers is slow.\n"
+    uri = server.open(project / "notes.md", text, language="markdown")
+    assert server.diagnostics(uri, version=1) == []

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
+from typing import Sequence
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -127,7 +128,8 @@ class GpulintServer(LanguageServer):
             self._publish(cell, [p for p in problems if p.cell == number], owner=notebook_uri)
 
     def _publish(self, document: TextDocument, problems: list[Problem], owner: str) -> None:
-        diagnostics = [self._diagnostic(document, p) for p in problems]
+        lines = document.lines
+        diagnostics = [self._diagnostic(document, lines, p) for p in problems]
         self.checked[document.uri] = Checked(document.version, problems, diagnostics, owner)
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=document.uri, diagnostics=diagnostics, version=document.version)
@@ -152,19 +154,23 @@ class GpulintServer(LanguageServer):
 
     # -- positions ----------------------------------------------------------------------------
     @staticmethod
-    def client_range(document: TextDocument, start: tuple[int, int], end: tuple[int, int]) -> types.Range:
-        """1-based (row, code-point column) pairs as an LSP range in the client's position encoding."""
-        return document.range_to_client_units(
+    def client_range(
+        document: TextDocument, lines: Sequence[str], start: tuple[int, int], end: tuple[int, int]
+    ) -> types.Range:
+        """1-based (row, code-point column) pairs as an LSP range in the client's position encoding
+        (`lines`: the document's, split once by the caller)."""
+        return document.position_codec.range_to_client_units(
+            lines,
             ServerTextRange(
                 start=ServerTextPosition(line=start[0] - 1, character=start[1] - 1),
                 end=ServerTextPosition(line=end[0] - 1, character=end[1] - 1),
-            )
+            ),
         )
 
-    def _diagnostic(self, document: TextDocument, problem: Problem) -> types.Diagnostic:
+    def _diagnostic(self, document: TextDocument, lines: Sequence[str], problem: Problem) -> types.Diagnostic:
         page = engine.rule_page(problem.code)
         return types.Diagnostic(
-            range=self.client_range(document, problem.start, problem.end),
+            range=self.client_range(document, lines, problem.start, problem.end),
             message=problem.message,
             severity=_LEVELS[problem.level],
             code=problem.code,
@@ -174,9 +180,10 @@ class GpulintServer(LanguageServer):
         )
 
     def text_edits(self, document: TextDocument, changes: list[TextChange]) -> list[types.TextEdit]:
+        lines = document.lines
         return [
             types.TextEdit(
-                range=self.client_range(document, (c.start_row, c.start_column), (c.end_row, c.end_column)),
+                range=self.client_range(document, lines, (c.start_row, c.start_column), (c.end_row, c.end_column)),
                 new_text=c.text,
             )
             for c in changes

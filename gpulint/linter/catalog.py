@@ -32,6 +32,7 @@ class RuleInfo:
     default: str  # "on", or "hint" (opt-in)
     fix: str | None  # the fix it can offer: "safe", "unsafe" or None
     message: str  # the message template, as listings show it
+    summary: str  # the explanation's first paragraph, for short listings
     tokens: tuple[str, ...] = ()
     needs_step: bool = False
     needs_accelerator: bool = False
@@ -54,6 +55,10 @@ RULES: tuple[RuleInfo, ...] = (
             'DataLoader loads batches in the training process (no `num_workers`): the GPU '
             'waits for every batch'
         ),
+        summary=(
+            'A `torch.utils.data.DataLoader` created without `num_workers`, or with '
+            '`num_workers=0`, in a module that trains on an accelerator.'
+        ),
         tokens=('DataLoader',),
         needs_accelerator=True,
     ),
@@ -66,6 +71,10 @@ RULES: tuple[RuleInfo, ...] = (
             'DataLoader without `pin_memory=True`: host-to-GPU copies are slower and cannot '
             'overlap compute'
         ),
+        summary=(
+            'A `DataLoader` without `pin_memory=True` (absent or `False`) in a module that '
+            'trains on an accelerator.'
+        ),
         tokens=('DataLoader',),
         needs_accelerator=True,
     ),
@@ -75,6 +84,13 @@ RULES: tuple[RuleInfo, ...] = (
         default='on',
         fix='safe',
         message='DataLoader workers are started again every epoch; set `persistent_workers=True`',
+        summary=(
+            'A `DataLoader` with worker processes (`num_workers` set and not 0) and without '
+            '`persistent_workers=True`, whose batches are iterated again and again: in a loop '
+            'inside an epoch loop, by a function called from a loop, passed to a call inside '
+            'a loop, or returned by `train_dataloader()` / `val_dataloader()` (Lightning '
+            'iterates those every epoch).'
+        ),
         tokens=('DataLoader',),
         needs_accelerator=True,
     ),
@@ -84,6 +100,13 @@ RULES: tuple[RuleInfo, ...] = (
         default='on',
         fix='safe',
         message='batch copied to the GPU without `non_blocking=True`: the host waits for every copy',
+        summary=(
+            'A batch moved to the accelerator with `.to(device)` or `.cuda()` inside a '
+            'training step loop without `non_blocking=True`. A batch is what the step loop '
+            'iterates (`for x, y in loader`), what is unpacked or indexed from it (`x, y = '
+            'batch`, `batch["input_ids"]`, the values of a `{k: v.to(device) for k, v in '
+            'batch.items()}`), or a batch parameter of a step function.'
+        ),
         tokens=('.to(', '.cuda('),
         needs_step=True,
         needs_accelerator=True,
@@ -94,6 +117,10 @@ RULES: tuple[RuleInfo, ...] = (
         default='on',
         fix=None,
         message='DataLoader iterated just to …: every call loads batches (and starts workers) again',
+        summary=(
+            'A `DataLoader` iterated only to count or peek at it: `len(list(loader))` (or '
+            '`tuple`), and `next(iter(loader))` inside a loop.'
+        ),
         tokens=('DataLoader',),
     ),
     RuleInfo(
@@ -102,6 +129,10 @@ RULES: tuple[RuleInfo, ...] = (
         default='on',
         fix='unsafe',
         message='`.<method>()` in the training loop makes the CPU wait for the GPU every step',
+        summary=(
+            'A value read back from the GPU inside a training step loop, not under an '
+            'interval guard, in a PyTorch module that trains on an accelerator:'
+        ),
         tokens=('backward', '.step', 'training_step', 'gradient', '.apply', 'train_on_batch'),
         needs_step=True,
         needs_accelerator=True,
@@ -112,6 +143,11 @@ RULES: tuple[RuleInfo, ...] = (
         default='on',
         fix=None,
         message='the model is moved to the device on every training step; move it once before the loop',
+        summary=(
+            '`model.to(device)` or `model.cuda()` on a model (a name such as `model`, `net`, '
+            '`encoder`, `self.model`) inside a training step loop, not under an interval '
+            'guard.'
+        ),
         tokens=('.to(', '.cuda('),
         needs_step=True,
         needs_accelerator=True,
@@ -125,6 +161,11 @@ RULES: tuple[RuleInfo, ...] = (
             '`torch.<factory>(...)` is built on the host and then copied to the device; pass '
             '`device=` instead'
         ),
+        summary=(
+            'A tensor built on the host by a factory and then copied to the accelerator: '
+            '`torch.zeros(n).to(device)`, `torch.arange(n).cuda()`, '
+            '`torch.tensor(values).to(device)`.'
+        ),
         tokens=('.to(', '.cuda('),
         needs_accelerator=True,
     ),
@@ -134,6 +175,12 @@ RULES: tuple[RuleInfo, ...] = (
         default='on',
         fix=None,
         message='`synchronize()` in the training loop makes the CPU wait for the GPU every step',
+        summary=(
+            "`torch.cuda.synchronize()` (or `torch.accelerator.synchronize()`, a stream's "
+            '`.synchronize()`) inside a training step loop, not under an interval guard, '
+            'where the loop does not time anything (no `time.perf_counter()`, `time.time()` '
+            'or CUDA event timing in the loop).'
+        ),
         tokens=('synchronize',),
         needs_step=True,
     ),
@@ -143,6 +190,11 @@ RULES: tuple[RuleInfo, ...] = (
         default='on',
         fix='unsafe',
         message='validation runs on every training step; run it every N steps or once per epoch',
+        summary=(
+            'A call that evaluates the model -- `evaluate(...)`, `validate(...)`, '
+            '`run_validation(...)`, `model.eval()` -- inside a training step loop, not under '
+            'an interval guard.'
+        ),
         tokens=('eval', 'valid', 'test'),
         needs_step=True,
     ),
@@ -152,6 +204,11 @@ RULES: tuple[RuleInfo, ...] = (
         default='on',
         fix='unsafe',
         message='logging runs on every training step; log every N steps',
+        summary=(
+            '`print(...)`, `logging`/`logger.info(...)`, `wandb.log(...)`, TensorBoard '
+            '`writer.add_*(...)` and `mlflow.log_*(...)` inside a training step loop, not '
+            'under an interval guard.'
+        ),
         tokens=('print', 'log', 'add_', 'wandb', 'mlflow'),
         needs_step=True,
     ),
@@ -161,6 +218,11 @@ RULES: tuple[RuleInfo, ...] = (
         default='on',
         fix='unsafe',
         message='a checkpoint is written on every training step; save every N steps',
+        summary=(
+            'A checkpoint written inside a training step loop, not under an interval guard: '
+            '`torch.save(...)`, `model.save_pretrained(...)`, `accelerator.save_state(...)`, '
+            '`trainer.save_checkpoint(...)`, Keras `model.save(...)` / `save_weights(...)`.'
+        ),
         tokens=('save',),
         needs_step=True,
     ),
@@ -173,6 +235,13 @@ RULES: tuple[RuleInfo, ...] = (
             'training runs in fp32 with no autocast/AMP: bf16 or fp16 mixed precision is '
             'typically 1.5-3x faster on tensor cores'
         ),
+        summary=(
+            'A module that trains a PyTorch model on an accelerator with its own loop (a '
+            '`.backward()` in a step loop) and never uses mixed precision: no '
+            '`torch.autocast`, no `GradScaler`, no bf16/fp16, no `--amp` flag. Reported once, '
+            'at the first `.backward()` of the step loop. Modules whose precision is set '
+            'elsewhere (Accelerate, Fabric, DeepSpeed, Lightning modules) are not reported.'
+        ),
         tokens=('backward',),
         needs_step=True,
         needs_accelerator=True,
@@ -183,6 +252,12 @@ RULES: tuple[RuleInfo, ...] = (
         default='on',
         fix='safe',
         message='the `torch.cuda.amp` API is deprecated; use its `torch.amp` form with a device argument',
+        summary=(
+            '`torch.cuda.amp.autocast(...)`, `torch.cuda.amp.GradScaler(...)`, '
+            '`torch.cuda.amp.custom_fwd` / `custom_bwd`, and their `torch.cpu.amp` twins, '
+            'however imported (`from torch.cuda.amp import autocast as ac`, `import '
+            'torch.cuda.amp as amp`).'
+        ),
         tokens=('cuda.amp', 'cpu.amp', 'cuda import amp', 'cpu import amp'),
     ),
     RuleInfo(
@@ -191,6 +266,13 @@ RULES: tuple[RuleInfo, ...] = (
         default='hint',
         fix='unsafe',
         message='the model is trained without `torch.compile`: fused kernels are typically 1.3-2x faster',
+        summary=(
+            'A module that trains a PyTorch model on an accelerator with its own loop and '
+            'never compiles it: no `torch.compile`, `model.compile()`, TorchScript, or '
+            '`--compile` flag. Reported once, at the line that builds the model whose '
+            'parameters the optimizer trains (or the optimizer, or the first `.backward()` '
+            'when the model cannot be found).'
+        ),
         tokens=('backward',),
         needs_step=True,
         needs_accelerator=True,
@@ -203,6 +285,14 @@ RULES: tuple[RuleInfo, ...] = (
         message=(
             'fp32 training without TF32: `torch.set_float32_matmul_precision("high")` makes '
             'matmuls up to 8x faster on Ampere+'
+        ),
+        summary=(
+            'A module that trains a PyTorch model on an accelerator with its own loop, in '
+            'fp32 (no mixed precision: see GL401), without enabling TF32 for matrix '
+            'multiplications: no `torch.set_float32_matmul_precision("high")`, '
+            '`torch.backends.cuda.matmul.allow_tf32 = True` or `fp32_precision = "tf32"`. '
+            "Reported once, at the optimizer's construction (or the first `.backward()`). "
+            'Under autocast most matmuls are already bf16/fp16, so it is not reported there.'
         ),
         tokens=('backward',),
         needs_step=True,
@@ -217,6 +307,10 @@ RULES: tuple[RuleInfo, ...] = (
             '`DataParallel` drives all GPUs from one process; use DistributedDataParallel '
             '(one process per GPU)'
         ),
+        summary=(
+            '`torch.nn.DataParallel(model)` (however imported) and the functional '
+            '`torch.nn.parallel.data_parallel(...)`.'
+        ),
         tokens=('DataParallel', 'data_parallel'),
     ),
     RuleInfo(
@@ -225,6 +319,13 @@ RULES: tuple[RuleInfo, ...] = (
         default='on',
         fix='unsafe',
         message='the `gloo` backend moves CUDA gradients through host memory; use `nccl` for GPU training',
+        summary=(
+            '`torch.distributed.init_process_group("gloo")` (or `backend="gloo"`, directly or '
+            'through a variable assigned `"gloo"`) in a module that trains on CUDA. Gloo '
+            'chosen as a fallback is not reported: `"nccl" if torch.cuda.is_available() else '
+            '"gloo"`, inside `if sys.platform == "win32":`, after `dist.is_nccl_available()`, '
+            'or a mixed `"cpu:gloo,cuda:nccl"` string.'
+        ),
         tokens=('gloo',),
         needs_accelerator=True,
     ),
@@ -236,6 +337,14 @@ RULES: tuple[RuleInfo, ...] = (
         message=(
             'gradient accumulation under DDP all-reduces gradients on every micro-batch; wrap '
             'the non-final ones in `model.no_sync()`'
+        ),
+        summary=(
+            'Gradient accumulation under DistributedDataParallel, FSDP or Accelerate -- '
+            '`loss.backward()` on every micro-batch, `optimizer.step()` only under `if (step '
+            '+ 1) % accum_steps == 0:` -- without skipping the gradient all-reduce on the '
+            'micro-batches in between: no `model.no_sync()`, no '
+            '`accelerator.accumulate(model)`, no `require_backward_grad_sync` toggle anywhere '
+            'in the module. Reported at the `.backward()` call.'
         ),
         tokens=('DistributedDataParallel', 'FullyShardedDataParallel', 'Accelerator'),
         needs_step=True,
@@ -249,6 +358,12 @@ RULES: tuple[RuleInfo, ...] = (
             '`find_unused_parameters=True` makes DDP traverse the autograd graph every step; '
             'drop it unless parameters are really unused'
         ),
+        summary=(
+            "`find_unused_parameters=True` given to `DistributedDataParallel`, Lightning's "
+            "`DDPStrategy`, Accelerate's `DistributedDataParallelKwargs`, "
+            '`ddp_find_unused_parameters=True` in Hugging Face `TrainingArguments`, and the '
+            '`strategy="ddp_find_unused_parameters_true"` string.'
+        ),
         tokens=('find_unused_parameters',),
     ),
     RuleInfo(
@@ -260,6 +375,13 @@ RULES: tuple[RuleInfo, ...] = (
             '`num_workers` = every CPU core, in every rank: the ranks of a node oversubscribe '
             'its CPUs; divide by the ranks per node'
         ),
+        summary=(
+            '`DataLoader(num_workers=os.cpu_count())` -- or `multiprocessing.cpu_count()`, '
+            '`len(os.sched_getaffinity(0))`, directly or through a variable -- in a module '
+            'that runs one process per GPU (torch.distributed, DDP, Accelerate). A count '
+            'divided by something (the ranks per node) or capped with `min(...)` is not '
+            'reported.'
+        ),
         tokens=('cpu_count', 'sched_getaffinity'),
     ),
     RuleInfo(
@@ -268,6 +390,10 @@ RULES: tuple[RuleInfo, ...] = (
         default='on',
         fix='safe',
         message='tf.data `.<method>()` without `num_parallel_calls` runs on one core',
+        summary=(
+            '`Dataset.map(...)` and `Dataset.interleave(...)` on a tf.data pipeline without '
+            '`num_parallel_calls`.'
+        ),
         tokens=('.map(', '.interleave('),
     ),
     RuleInfo(
@@ -276,6 +402,13 @@ RULES: tuple[RuleInfo, ...] = (
         default='on',
         fix='safe',
         message='tf.data pipeline consumed without `.prefetch(...)`: input and training steps take turns',
+        summary=(
+            'A tf.data pipeline consumed -- passed to `fit`/`evaluate`/`predict`, iterated by '
+            'a training loop (a `for` that makes a training step), or handed to `iter(...)` '
+            '-- when no definition of it has a `.prefetch(...)`. Loops that only look at '
+            'outputs (`for out in ds.take(1)`, evaluation) and `next(iter(ds))` are not '
+            'reported: there is no step to overlap with.'
+        ),
         tokens=('tf.data', 'tensorflow', 'tfds', 'dataset_from_directory'),
     ),
     RuleInfo(
@@ -284,6 +417,11 @@ RULES: tuple[RuleInfo, ...] = (
         default='on',
         fix=None,
         message='`<name>` in a tf.data mapped function runs in Python under the GIL, one element at a time',
+        summary=(
+            '`tf.py_function(...)` or `tf.numpy_function(...)` inside a function that a '
+            'tf.data pipeline maps (`.map`, `.flat_map`, `.interleave`, `.filter`), directly '
+            'or through functions it calls.'
+        ),
         tokens=('py_function', 'numpy_function', 'py_func'),
     ),
     RuleInfo(
@@ -292,6 +430,10 @@ RULES: tuple[RuleInfo, ...] = (
         default='on',
         fix='unsafe',
         message='XLA compilation is switched off (`jit_compile=False`): the step runs as many small kernels',
+        summary=(
+            'XLA switched off explicitly: `jit_compile=False` in `tf.function(...)` or '
+            '`model.compile(...)`, and `tf.config.optimizer.set_jit(False)`.'
+        ),
         tokens=('jit_compile', 'set_jit'),
     ),
     RuleInfo(
@@ -300,6 +442,7 @@ RULES: tuple[RuleInfo, ...] = (
         default='hint',
         fix='unsafe',
         message='`model.compile()` without `steps_per_execution`: `fit` returns to Python after every batch',
+        summary='Keras `model.compile(...)` without `steps_per_execution`.',
         tokens=('.compile(',),
     ),
     RuleInfo(
@@ -308,6 +451,12 @@ RULES: tuple[RuleInfo, ...] = (
         default='on',
         fix='unsafe',
         message='`<what>` in the TensorFlow training loop makes the host wait for the GPU every step',
+        summary=(
+            "`.numpy()` and `float(loss)` (of a step's loss, metric or output) inside a "
+            'TensorFlow training step loop -- one that calls `tape.gradient`, '
+            '`apply_gradients` or `train_on_batch`, directly or through a step function -- '
+            'not under an interval guard.'
+        ),
         tokens=('.numpy(', 'float('),
         needs_step=True,
     ),
@@ -317,6 +466,13 @@ RULES: tuple[RuleInfo, ...] = (
         default='on',
         fix='unsafe',
         message='GradientTape training step runs eagerly (not in `tf.function`): Python dispatches every op',
+        summary=(
+            'A `tf.GradientTape` training step that runs eagerly: a function that calls '
+            '`tape.gradient(...)` and `optimizer.apply_gradients(...)` without being '
+            'decorated with `tf.function` (or traced by one: called from a compiled function, '
+            'wrapped by `tf.function(step)`, or a Keras `train_step` override, which `fit` '
+            'compiles), and a tape step written inline in a Python training loop.'
+        ),
         tokens=('.gradient(',),
         needs_step=True,
     ),
@@ -326,6 +482,11 @@ RULES: tuple[RuleInfo, ...] = (
         default='hint',
         fix=None,
         message='Keras `fit` fed from Python (…): batches are produced one at a time under the GIL',
+        summary=(
+            'Keras `fit(...)` fed by a Python generator (a generator function of this module, '
+            'a generator expression) or by `dataset.as_numpy_iterator()` / '
+            '`tfds.as_numpy(...)`.'
+        ),
         tokens=('yield', 'as_numpy_iterator', 'as_numpy('),
     ),
     RuleInfo(
@@ -337,6 +498,16 @@ RULES: tuple[RuleInfo, ...] = (
             'TrainingArguments that starve the GPU: no loader workers, or logging, evaluation '
             'or saving every few steps'
         ),
+        summary=(
+            'Hugging Face `TrainingArguments(...)` (and `Seq2SeqTrainingArguments`) written '
+            'with literal values that starve the GPU: - `dataloader_num_workers` absent or '
+            '`0`: batches are loaded and collated in the training process; - '
+            '`logging_steps=1`: the Trainer reads the loss back from the GPU and logs on '
+            'every step; - `eval_steps` of 10 or less with `eval_strategy="steps"` (or '
+            '`logging_steps=1` standing in for an absent `eval_steps`): a pass over the '
+            'evaluation set every few steps; - `save_steps` of 10 or less with the default '
+            '`save_strategy="steps"`: a checkpoint every few steps.'
+        ),
         tokens=('TrainingArguments',),
     ),
     RuleInfo(
@@ -345,6 +516,10 @@ RULES: tuple[RuleInfo, ...] = (
         default='on',
         fix='unsafe',
         message='Lightning Trainer …: per-step work keeps the GPU waiting',
+        summary=(
+            'Lightning `Trainer(...)` with `log_every_n_steps=1`, or an integer '
+            '`val_check_interval` of 10 or less (validation every few training batches).'
+        ),
         tokens=('Trainer',),
     ),
     RuleInfo(
@@ -356,6 +531,12 @@ RULES: tuple[RuleInfo, ...] = (
             'trainer configured for fp32: mixed precision (bf16) is usually about 2x faster '
             'on tensor-core GPUs'
         ),
+        summary=(
+            'A trainer configured for full fp32 training: `TrainingArguments(...)` with '
+            'neither `bf16=True` nor `fp16=True`, and Lightning `Trainer(...)` without '
+            '`precision=` (or with `32`/`"32-true"`). CPU-only trainers (`use_cpu=True`, '
+            '`accelerator="cpu"`) are not reported.'
+        ),
         tokens=('Trainer',),
     ),
     RuleInfo(
@@ -364,6 +545,15 @@ RULES: tuple[RuleInfo, ...] = (
         default='hint',
         fix=None,
         message='Suppression comment suppresses nothing',
+        summary=(
+            'A `# gpulint: ignore[GL...]` or `# noqa: GL...` comment whose gpulint codes '
+            'suppress no finding on its line: the code was fixed, moved, or the comment names '
+            "the wrong rule. Only gpulint's own codes (GL...) are reported, and only those of "
+            'rules enabled for the file: a `# noqa: E501` belongs to another tool, and a code '
+            'left out by `--select` may still be needed by a full run. A bare `# gpulint: '
+            'ignore` that suppresses nothing is reported too; a bare `# noqa` is not (other '
+            'tools read it).'
+        ),
     ),
 )
 

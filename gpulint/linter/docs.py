@@ -83,7 +83,7 @@ def catalog_source(current: str) -> str:
     for rule in all_rules():
         fix = rule.fix_applicability.value if rule.fix_applicability else None
         fields = {"code": rule.code, "name": rule.name, "default": rule.default, "fix": fix,
-                  "message": rule.message_template()}
+                  "message": rule.message_template(), "summary": rule.summary()}
         if rule.tokens:
             fields["tokens"] = tuple(rule.tokens)
         if rule.needs_step:

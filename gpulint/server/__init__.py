@@ -6,26 +6,24 @@ pygls comes with the `lsp` extra (`pip install 'gpulint[lsp]'`), so only this co
 
 from __future__ import annotations
 
-import sys
+import argparse
+
+from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, error
 
 
-def main() -> int:
-    """Serve on stdin/stdout; 2 with a one-line message when the `lsp` extra is missing."""
+def add_server(parser: argparse.ArgumentParser) -> None:
+    parser.set_defaults(run=main)
+
+
+def main(options: argparse.Namespace | None = None) -> int:
+    """Serve on stdin/stdout until the client says exit; 2 with a one-line message when the `lsp`
+    extra is missing."""
     try:
         from gpulint.server.lsp import serve
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in ("pygls", "lsprotocol"):
             raise
-        print("gpulint: error: `gpulint server` needs pygls: pip install 'gpulint[lsp]'", file=sys.stderr)
-        return 2
+        error("`gpulint server` needs pygls: pip install 'gpulint[lsp]'")
+        return EXIT_ERROR
     serve()
-    return 0
-
-
-def register(app) -> None:
-    """Add `gpulint server` to the command line."""
-
-    @app.command("server")
-    def server() -> None:
-        """Run the language server on standard input and output (for editors)."""
-        raise SystemExit(main())
+    return EXIT_CLEAN

@@ -243,7 +243,7 @@ def test_fork_pull_request_with_exit_zero_warns_and_exits_0(actions_env, monkeyp
         code, _, err = run_cli(["review", "--base", "main", "--post"], capsys)
         assert code == 2 and err.startswith("gpulint: error: forbidden")
         code, _, err = run_cli(["review", "--base", "main", "--post", "--fallback", "sarif"], capsys)
-        assert code == 2 and "unknown fallback" in err
+        assert code == 2 and "invalid choice: 'sarif'" in err
 
 
 def test_rate_limit_message(actions_env, monkeypatch, capsys):

@@ -150,9 +150,9 @@ def test_tf_fixture_profile_input_bound_and_gl701_confirmed(tmp_path):
 
 
 def test_gpulint_registers_profile_and_verify():
-    from gpulint.cli import EXTENSION_MODULES
+    from gpulint.cli import COMMANDS
 
-    assert "gpulint.runtime_check.cli" in EXTENSION_MODULES
+    assert {COMMANDS[name].setup.partition(":")[0] for name in ("profile", "verify")} == {"gpulint.runtime_check.cli"}
     for command in ("profile", "verify"):
         run = subprocess.run([sys.executable, "-m", "gpulint", command, "--help"], capture_output=True, text=True, cwd=ROOT)
         assert run.returncode == 0 and "--steps" in run.stdout, run.stderr

@@ -8,7 +8,6 @@ pool: a worker writes its own file atomically.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import sys
@@ -40,6 +39,8 @@ def _context():
     # fork starts a worker in milliseconds with gpulint and libcst already imported; it is safe here
     # because the pool is created before this process starts any thread of its own (the progress
     # bar redraws from the main thread).  Elsewhere, the platform's default (spawn).
+    import multiprocessing  # only runs with workers pay for its import
+
     if sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context()
@@ -67,7 +68,15 @@ def map_files(paths: Sequence[Path], settings: Settings, options, cache, jobs: i
     # Small chunks: the files come largest first, and a chunk of big files at the end would leave
     # the other workers idle; a task costs ~0.1 ms of IPC against tens of ms of parsing.
     chunksize = max(1, min(8, len(paths) // (jobs * 32)))
-    with _context().Pool(jobs, initializer=_init_worker, initargs=(settings, options, cache)) as pool:
+    context = _context()
+    if context.get_start_method() == "fork":
+        # The rules (and libcst) are loaded lazily, on the first file that needs a parse: with this
+        # many files that is likely, so load them once here for the forked workers to share, rather
+        # than once in every worker.
+        from gpulint.linter.rule import all_rules
+
+        all_rules()
+    with context.Pool(jobs, initializer=_init_worker, initargs=(settings, options, cache)) as pool:
         yield from pool.imap(_work, paths, chunksize)
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
 SKIPPED_DIRS = frozenset(
@@ -43,7 +44,7 @@ class _IgnoreRules:
     def __init__(self, exclude: list[str], root: Path) -> None:
         self.specs: list[tuple[Path, pathspec.PathSpec]] = []
         if exclude:
-            self.specs.append((root.resolve(), pathspec.GitIgnoreSpec.from_lines(exclude)))
+            self.specs.append((root.resolve(), _gitignore_spec(exclude)))
 
     def load(self, directory: Path) -> int:
         gitignore = directory / ".gitignore"
@@ -52,7 +53,7 @@ class _IgnoreRules:
                 lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
             except OSError:
                 return 0
-            self.specs.append((directory.resolve(), pathspec.GitIgnoreSpec.from_lines(lines)))
+            self.specs.append((directory.resolve(), _gitignore_spec(lines)))
             return 1
         return 0
 
@@ -68,11 +69,17 @@ class _IgnoreRules:
         return False
 
 
+def _gitignore_spec(lines: list[str]) -> pathspec.PathSpec:
+    import pathspec  # only directory walks match patterns: a run over named files (pre-commit) skips its import
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
 def discover(paths: list[Path], exclude: list[str] | None = None, root: Path | None = None) -> tuple[list[Path], list[PathError]]:
     """Files to lint, sorted and without duplicates, and the paths that could not be used."""
     files: dict[str, Path] = {}
     errors: list[PathError] = []
-    rules = _IgnoreRules(exclude or [], root or Path.cwd())
+    rules = None  # built for the first directory walked
     for path in paths:
         if not path.exists():
             reason = "broken symbolic link" if path.is_symlink() else "no such file or directory"
@@ -80,6 +87,7 @@ def discover(paths: list[Path], exclude: list[str] | None = None, root: Path | N
         elif path.is_file():
             files.setdefault(os.path.realpath(path), path)
         elif path.is_dir():
+            rules = rules or _IgnoreRules(exclude or [], root or Path.cwd())
             for found in _walk(path, rules, errors):
                 files.setdefault(os.path.realpath(found), found)
         else:

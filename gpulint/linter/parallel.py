@@ -9,7 +9,6 @@ pool: a worker writes its own file atomically.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -47,6 +46,8 @@ def _context():
 
 
 def _init_worker(settings: Settings, options, cache) -> None:
+    import signal
+
     from gpulint.linter.engine import Linter
 
     # Ctrl-C goes to the whole process group; let the parent alone handle it (one message, exit 130).

@@ -17,7 +17,7 @@ from gpulint.linter.fixer import fix_source
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-SCHEMAS = ROOT.parent / "shared" / "schemas"
+SCHEMAS = ROOT / "tests" / "schemas"  # official schemas, vendored with their licences (see README there)
 
 _EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9,\s]+)")
 

@@ -81,6 +81,9 @@ COMMANDS: dict[str, Command] = {
         "gpulint.review.cli:add_review",
         "Review a change: comment on the findings in the lines it adds (a pull-request review).",
     ),
+    "server": Command(
+        "gpulint.server:add_server", "Run the language server for editors (LSP over standard input and output)."
+    ),
     "version": Command("gpulint.cli:add_version", "Print gpulint's version."),
 }
 

@@ -24,10 +24,10 @@ def list_rules(options: argparse.Namespace) -> int:
     """List every rule (or with --enabled, the enabled ones): id, name, default, fix safety."""
     import json
 
+    from gpulint.linter.catalog import RULES  # not the rule classes: a listing needs no libcst
     from gpulint.linter.config import ConfigError
-    from gpulint.linter.rule import all_rules
 
-    rules = all_rules()
+    rules = RULES
     selecting = options.select is not None or options.extend_select or options.ignore or options.config is not None
     if options.enabled or selecting:
         try:
@@ -42,8 +42,8 @@ def list_rules(options: argparse.Namespace) -> int:
                 "code": r.code,
                 "name": r.name,
                 "default": r.default,
-                "fix": r.fix_applicability.value if r.fix_applicability else None,
-                "summary": r.summary(),
+                "fix": r.fix,
+                "summary": r.summary,
             }
             for r in rules
         ]
@@ -57,13 +57,11 @@ def list_rules(options: argparse.Namespace) -> int:
         for column in ("id", "name", "default", "fix", "what it finds"):
             table.add_column(column)
         for r in rules:
-            fix = r.fix_applicability.value if r.fix_applicability else "-"
-            table.add_row(r.code, r.name, r.default, fix, r.message_template())
+            table.add_row(r.code, r.name, r.default, r.fix or "-", r.message)
         Console().print(table)
         return EXIT_CLEAN
     for r in rules:
-        fix = r.fix_applicability.value if r.fix_applicability else "-"
-        print(f"{r.code}  {r.name:<28} {r.default:<5} fix:{fix:<7} {r.message_template()}")
+        print(f"{r.code}  {r.name:<28} {r.default:<5} fix:{r.fix or '-':<7} {r.message}")
     return EXIT_CLEAN
 
 

@@ -70,10 +70,14 @@ def gpulint_fingerprint() -> str:
     versions of what decides parsing (computed once per process: a few dozen stat calls)."""
     global _code_fingerprint
     if _code_fingerprint is None:
-        import libcst
+        from importlib import metadata  # libcst's version without importing libcst
 
+        try:
+            libcst_version = metadata.version("libcst")
+        except metadata.PackageNotFoundError:
+            libcst_version = ""
         package = Path(__file__).resolve().parent.parent
-        digest = hashlib.sha256(f"{__version__}|{sys.version}|{getattr(libcst, '__version__', '')}".encode())
+        digest = hashlib.sha256(f"{__version__}|{sys.version}|{libcst_version}".encode())
         # The code that decides a file's result: the engine and the rules (not the runtime checker
         # or the review bot, whose edits must not throw the cache away).
         sources = [*sorted((package / "linter").rglob("*.py")), *sorted((package / "rules").rglob("*.py"))]

@@ -34,9 +34,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from gpulint.linter.catalog import OPTIONS, RULES
 from gpulint.linter.findings import SYNTAX_ERROR_CODE
 from gpulint.linter.option_expression import UnsafeExpression, check_worker_expression
-from gpulint.linter.rule import all_rules, rule_options
 from gpulint.linter.safe_files import DEFAULT_MAX_FILE_BYTES, read_regular_file
 
 
@@ -69,9 +69,8 @@ class Settings:
     source: Path | None = None  # the config file, if any
 
     def enabled_codes(self) -> frozenset[str]:
-        rules = all_rules()
         if self.select is None:
-            chosen = {r.code for r in rules if r.default == "on"}
+            chosen = {r.code for r in RULES if r.default == "on"}
         else:
             chosen = set(expand_selectors(self.select))
         chosen |= set(expand_selectors(self.extend_select))
@@ -104,16 +103,15 @@ class Settings:
 
 def expand_selectors(selectors: Iterable[str]) -> list[str]:
     """Rule codes matched by ids, prefixes (`GL1`), names (`dataloader-serial`) or `ALL`."""
-    rules = all_rules()
     codes: list[str] = []
     for raw in selectors:
         selector = raw.strip()
         if not selector:
             continue
         if selector.upper() == "ALL":
-            codes.extend(r.code for r in rules)
+            codes.extend(r.code for r in RULES)
             continue
-        matched = [r.code for r in rules if r.code.startswith(selector.upper()) or r.name == selector]
+        matched = [r.code for r in RULES if r.code.startswith(selector.upper()) or r.name == selector]
         if not matched and selector.upper() != SYNTAX_ERROR_CODE:
             raise ConfigError(f"unknown rule selector {selector!r} (see `gpulint rules`)")
         codes.extend(matched)
@@ -209,7 +207,7 @@ def _toml_type(value: Any) -> str:
 
 
 def settings_from_table(table: dict[str, Any], config_file: Path) -> Settings:
-    known_options = rule_options()
+    known_options = OPTIONS
     unknown = sorted(set(table) - STANDARD_KEYS - set(known_options))
     if unknown:
         raise ConfigError(

@@ -19,9 +19,10 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec
 
 from gpulint.linter.safe_files import DEFAULT_MAX_FILE_BYTES, kind_of, read_regular_file
 
@@ -57,7 +58,7 @@ class _IgnoreRules:
     def __init__(self, exclude: list[str], root: Path) -> None:
         self.specs: list[tuple[Path, pathspec.PathSpec]] = []
         if exclude:
-            self.specs.append((root.resolve(), pathspec.GitIgnoreSpec.from_lines(exclude)))
+            self.specs.append((root.resolve(), _gitignore_spec(exclude)))
 
     def load(self, directory: Path) -> int:
         gitignore = directory / ".gitignore"
@@ -68,7 +69,7 @@ class _IgnoreRules:
         except OSError:
             return 0
         lines = text.decode("utf-8", errors="replace").splitlines()
-        self.specs.append((directory.resolve(), pathspec.GitIgnoreSpec.from_lines(lines)))
+        self.specs.append((directory.resolve(), _gitignore_spec(lines)))
         return 1
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
@@ -83,11 +84,17 @@ class _IgnoreRules:
         return False
 
 
+def _gitignore_spec(lines: list[str]) -> pathspec.PathSpec:
+    import pathspec  # only directory walks match patterns: a run over named files (pre-commit) skips its import
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
 def discover(paths: list[Path], exclude: list[str] | None = None, root: Path | None = None) -> tuple[list[Path], list[PathError]]:
     """Files to lint, sorted and without duplicates, and the paths that could not be used."""
     files: dict[str, Path] = {}
     errors: list[PathError] = []
-    rules = _IgnoreRules(exclude or [], root or Path.cwd())
+    rules = None  # built for the first directory walked
     for path in paths:
         try:
             mode = os.stat(path).st_mode
@@ -97,6 +104,7 @@ def discover(paths: list[Path], exclude: list[str] | None = None, root: Path | N
         if stat.S_ISREG(mode):
             files.setdefault(os.path.realpath(path), path)
         elif stat.S_ISDIR(mode):
+            rules = rules or _IgnoreRules(exclude or [], root or Path.cwd())
             for found in _walk(path, rules, errors):
                 files.setdefault(os.path.realpath(found), found)
         else:

@@ -13,18 +13,17 @@ not be analysed: the parser crashed", and the other files go on in a fresh pool.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import signal
 import sys
 import time
 from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from gpulint.linter.config import Settings
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 # Below this many files to process, starting workers costs more than it saves (a parse is tens of
 # milliseconds, a worker start about as much).
@@ -48,12 +47,16 @@ def _context():
     # fork starts a worker in milliseconds with gpulint and libcst already imported; it is safe here
     # because the pool is created before this process starts any thread of its own (the progress
     # bar redraws from the main thread).  Elsewhere, the platform's default (spawn).
+    import multiprocessing  # only runs with workers pay for its import
+
     if sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context()
 
 
 def _init_worker(settings: Settings, options, cache) -> None:
+    import signal
+
     from gpulint.linter.engine import Linter
 
     # Ctrl-C goes to the whole process group; let the parent alone handle it (one message, exit 130).
@@ -70,8 +73,18 @@ def _work(paths: list[Path]) -> list:
 
 
 def _pool(jobs: int, settings: Settings, options, cache) -> ProcessPoolExecutor:
+    from concurrent.futures import ProcessPoolExecutor  # only runs with workers pay for multiprocessing
+
+    context = _context()
+    if context.get_start_method() == "fork":
+        # The rules (and libcst) are loaded lazily, on the first file that needs a parse: with this
+        # many files that is likely, so load them once here for the forked workers to share, rather
+        # than once in every worker.
+        from gpulint.linter.rule import all_rules
+
+        all_rules()
     return ProcessPoolExecutor(
-        jobs, mp_context=_context(), initializer=_init_worker, initargs=(settings, options, cache)
+        jobs, mp_context=context, initializer=_init_worker, initargs=(settings, options, cache)
     )
 
 
@@ -86,6 +99,8 @@ def _close(pool: ProcessPoolExecutor, interrupted: bool) -> None:
 
 def map_files(paths: Sequence[Path], settings: Settings, options, cache, jobs: int) -> Iterator:
     """Outcomes of `paths` in order, computed by `jobs` worker processes."""
+    from concurrent.futures.process import BrokenProcessPool
+
     jobs = max(1, min(jobs, len(paths)))
     # Small chunks: the files come largest first, and a chunk of big files at the end would leave
     # the other workers idle; a task costs ~0.1 ms of IPC against tens of ms of parsing.
@@ -126,6 +141,8 @@ def map_files(paths: Sequence[Path], settings: Settings, options, cache, jobs: i
 
 def _alone(path: Path, settings: Settings, options, cache):
     """One file in a pool of its own: its outcome, or the report that it killed its worker."""
+    from concurrent.futures.process import BrokenProcessPool
+
     from gpulint.linter.engine import FileResult
     from gpulint.linter.runner import FileOutcome, display_path
 

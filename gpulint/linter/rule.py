@@ -25,23 +25,14 @@ import importlib
 import inspect
 import pkgutil
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
 
 import libcst as cst
 
+from gpulint.linter.catalog import RuleOption  # noqa: F401 - rules import it from here
 from gpulint.linter.context import FileContext
 from gpulint.linter.findings import Applicability, Fix, RawFinding
-
-
-@dataclass(frozen=True)
-class RuleOption:
-    """A `[tool.gpulint]` setting a rule reads (`num-workers`, `log-every`, ...)."""
-
-    default: Any
-    help: str
-    type: type = str
 
 
 class Rule:

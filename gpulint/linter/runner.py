@@ -17,7 +17,6 @@ from typing import Callable
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import FileResult, Linter, SyntaxErrorInSource, UndecodableSource, syntax_error_finding
 from gpulint.linter.files import PathError, discover, read_source
-from gpulint.linter.fixer import fix_source
 from gpulint.linter import parallel
 from gpulint.linter.cache import ResultCache, content_hash
 from gpulint.linter.parse_guard import UnanalysableSource
@@ -98,6 +97,8 @@ def process_source(linter: Linter, source: bytes, name: str, options: RunOptions
     unsafe = options.unsafe_fixes or linter.settings.unsafe_fixes
     try:
         if options.fix or options.diff:
+            from gpulint.linter.fixer import fix_source  # libcst: only runs that may fix pay for it
+
             fixed = fix_source(linter, source, name, unsafe)
             outcome.errors.extend(fixed.errors)
             if fixed.changed:

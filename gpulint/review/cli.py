@@ -1,8 +1,11 @@
 """The `gpulint review` command: lint what a change touches, comment on the lines it adds.
 
-    gpulint review [--base REF] [PATHS] [--format text|json] [--post]
+    gpulint review [--base REF] [PATHS] [--format text|json] [--post [--fallback annotations]]
 
 Exit codes: 0 no finding on an added line (or --exit-zero), 1 findings, 2 usage, git or API errors.
+A review that cannot be posted (the token may not write: a pull request from a fork) is an error,
+unless `--fallback annotations` reports the comments as GitHub annotations instead (the exit code
+then follows the findings), or `--exit-zero` turns it into a warning.
 """
 
 from __future__ import annotations
@@ -135,7 +138,15 @@ def add_review(parser: argparse.ArgumentParser) -> None:
         "--pr", type=int, metavar="NUMBER", help="Pull request number (default: from GITHUB_EVENT_PATH)."
     )
     add_selection_options(parser)
-    parser.add_argument("--exit-zero", action="store_true", help="Exit 0 even when findings are on added lines.")
+    parser.add_argument(
+        "--exit-zero", action="store_true",
+        help="Exit 0 even when findings are on added lines, or when the review cannot be posted (with a warning).",
+    )
+    parser.add_argument(
+        "--fallback", choices=("annotations", "none"), default="none",
+        help="With --post, when the review cannot be posted: `annotations` prints the comments as GitHub "
+             "annotations instead; `none` fails.",
+    )
     parser.set_defaults(run=review)
 
 
@@ -169,6 +180,10 @@ def review(options: argparse.Namespace) -> int:
 
     try:
         pull = pull_request_from_env(options.repo, options.pr)
+    except GitHubError as exc:  # no pull request to post to: a usage error
+        error(str(exc))
+        return EXIT_ERROR
+    try:
         client = GitHub(os.environ.get("GITHUB_TOKEN", ""), os.environ.get("GITHUB_API_URL"))
         fresh = plan.comments
         if fresh:
@@ -180,7 +195,9 @@ def review(options: argparse.Namespace) -> int:
             return code
         commit = pull.head_sha or git(["rev-parse", "HEAD"]).strip()
         created = client.create_review(pull, review_payload(fresh, commit))
-    except (GitHubError, GitError) as exc:
+    except GitHubError as exc:
+        return _not_posted(str(exc), plan.comments, options.fallback, options.exit_zero, code)
+    except GitError as exc:
         error(str(exc))
         return EXIT_ERROR
     where = created.get("html_url") or f"{pull.repository}#{pull.number}"
@@ -188,3 +205,25 @@ def review(options: argparse.Namespace) -> int:
     note = f" ({skipped} already there)" if skipped else ""
     print(f"Posted a review with {len(fresh)} comment{'s' if len(fresh) != 1 else ''}{note}: {where}", file=sys.stderr)
     return code
+
+
+def _not_posted(reason: str, comments: list, fallback: str, exit_zero: bool, code: int) -> int:
+    """The exit code when the review could not be posted (the token may not write, the API refused
+    or could not be reached), after reporting the comments another way if asked to."""
+    if fallback == "annotations":
+        from gpulint.linter.reporters.github import format_finding
+
+        for comment in comments:
+            print(format_finding(comment.finding))
+        count = len(comments)
+        print(
+            f"gpulint: warning: could not post the review: {reason}; "
+            f"reported {count} finding{'s' if count != 1 else ''} on added lines as annotations instead",
+            file=sys.stderr,
+        )
+        return code
+    if exit_zero:
+        print(f"gpulint: warning: could not post the review: {reason}", file=sys.stderr)
+        return EXIT_CLEAN if code != EXIT_ERROR else code
+    error(reason)
+    return EXIT_ERROR

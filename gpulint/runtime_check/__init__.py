@@ -1,3 +1,3 @@
 """The runtime checker: `gpulint profile` measures where a real training run spends its time,
 `gpulint verify` runs the original and the fixed script interleaved and says whether the fix is
-faster.  See docs/runtime.md and DESIGN.md §1 and §3."""
+faster.  See docs/runtime.md (how) and docs/method.md (the method and its thresholds)."""

@@ -1,5 +1,5 @@
 """`gpulint verify`: is the fixed script faster?  Original (A) and fixed copy (B) run interleaved,
-A B B A A B ..., R runs each, on the same machine in the same session (DESIGN §1.5, §3).
+A B B A A B ..., R runs each, on the same machine in the same session (docs/method.md, "Measuring honestly").
 
 The fixed copy lives in a temporary folder; it imports its siblings from the original folder (the
 bootstrap puts that first on sys.path).  The user's script is written only with `--write`, only

@@ -25,9 +25,9 @@ def escape_property(text: str) -> str:
 
 
 def _command(finding: Finding) -> str:
-    from gpulint.linter.rule import rules_by_code
+    from gpulint.linter.catalog import by_code  # not the rule classes: a cached run need not import libcst
 
-    rule = rules_by_code().get(finding.code)
+    rule = by_code().get(finding.code)
     if finding.severity == "error":
         command = "error"
     elif rule is not None and rule.default == "hint":

@@ -87,7 +87,7 @@ def _level(finding: Finding) -> str:
 
 
 def _rule_descriptor(code: str, name: str, fallback_message: str) -> dict:
-    from gpulint import DOCS_URL
+    from gpulint import docs_url
     from gpulint.linter.rule import rules_by_code
 
     rule = rules_by_code().get(code)
@@ -104,7 +104,7 @@ def _rule_descriptor(code: str, name: str, fallback_message: str) -> dict:
         "shortDescription": {"text": rule.message},
         "fullDescription": {"text": rule.summary()},
         "help": {"text": rule.summary(), "markdown": rule.explanation()},
-        "helpUri": DOCS_URL.format(code=rule.code, name=rule.name),
+        "helpUri": docs_url(rule.code, rule.name),
         "defaultConfiguration": {"level": "note" if rule.default == "hint" else "warning"},
         "properties": {
             "tags": ["performance", "gpu"],

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
 
 from gpulint.runtime_check.measure import EXIT_NO_STEPS, EXIT_TIMEOUT, CommandError, RunConfig
 
@@ -38,23 +37,6 @@ def _config(steps: Optional[int], warmup: int, seconds: Optional[float], timeout
     return RunConfig(steps=steps or 50, warmup=warmup, seconds=seconds, timeout=timeout)
 
 
-def _progress_bar(console: Console, total: Optional[int], warmup: int):
-    """A rich progress bar fed from the child's progress file; a no-op off a terminal."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    if not console.is_terminal:
-        return None, None
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
-                   TimeElapsedColumn(), console=console, transient=True)
-    task = bar.add_task("starting", total=(total or 0) + warmup)
-
-    def update(state: dict) -> None:
-        done = state.get("steps", 0)
-        bar.update(task, completed=done, description="warm-up" if done < warmup else "measuring")
-
-    return bar, update
-
-
 def register(app: typer.Typer) -> None:
     @app.command("profile", context_settings={"allow_interspersed_args": False})
     def profile_command(
@@ -78,31 +60,30 @@ def register(app: typer.Typer) -> None:
         except CommandError as exc:
             _err(str(exc))
             raise typer.Exit(EXIT_USAGE)
-        console = Console()
-        bar, update = (None, None) if show_output else _progress_bar(Console(stderr=True), config.steps, config.warmup)
+        out = report.Output()
+        progress = None if show_output else report.Progress()
         try:
-            if bar is not None:
-                with bar:
-                    result = profile(parsed, config, update)
-            else:
-                result = profile(parsed, config, None)
+            result = profile(parsed, config, progress)
         except CommandError as exc:
             _err(str(exc))
             raise typer.Exit(EXIT_USAGE)
+        finally:
+            if progress is not None:
+                progress.close()
         if json_file is not None:
             report.write_json(json_file, report.profile_json(result))
         run = result.run
         if run.status not in ("stopped", "finished"):
-            report.print_failure(console, run)
+            report.print_failure(out, run)
             raise typer.Exit(EXIT_TIMEOUT if run.status == "timeout" else (run.exit_code or 1))
         if run.steps is None or run.steps.count == 0:
             if run.steps is None:
-                report.print_no_steps(console, run)
+                report.print_no_steps(out, run)
             else:
-                console.print(f"gpulint profile: only {run.steps.total} step(s) ran, none after the {run.steps.warmup} warm-up step(s): "
-                              "lower --warmup or let the script train longer", highlight=False)
+                out.line(f"gpulint profile: only {run.steps.total} step(s) ran, none after the {run.steps.warmup} warm-up step(s): "
+                         "lower --warmup or let the script train longer")
             raise typer.Exit(EXIT_NO_STEPS)
-        report.print_profile(console, result)
+        report.print_profile(out, result)
         raise typer.Exit(0)
 
     @app.command("verify")
@@ -110,7 +91,8 @@ def register(app: typer.Typer) -> None:
         script: Path = typer.Argument(..., help="The training script to fix and measure."),
         args: Optional[List[str]] = typer.Argument(None, help="The script's arguments, after `--`."),
         select: Optional[List[str]] = typer.Option(None, "--select", help="Rule ids or prefixes whose fixes to verify (default: the default rules)."),
-        runs: int = typer.Option(3, "--runs", help="Runs of each arm (interleaved A B B A ...)."),
+        runs: int = typer.Option(3, "--runs", help="Runs of each arm (interleaved A B B A ...) before the first verdict."),
+        max_runs: Optional[int] = typer.Option(None, "--max-runs", help="Add A/B pairs while not confirmed, up to this many runs of each (default twice --runs)."),
         steps: int = typer.Option(20, "--steps", help="Measured steps per run."),
         warmup: int = typer.Option(3, "--warmup", help="Warm-up steps per run."),
         timeout: float = typer.Option(600.0, "--timeout", help="Limit for each run, in seconds."),
@@ -136,28 +118,30 @@ def register(app: typer.Typer) -> None:
         if runs < 2:
             _err("--runs must be at least 2 to compare spreads")
             raise typer.Exit(EXIT_USAGE)
+        if max_runs is not None and max_runs < runs:
+            _err("--max-runs must be at least --runs")
+            raise typer.Exit(EXIT_USAGE)
         try:
             config = _config(steps, warmup, None, timeout)
         except CommandError as exc:
             _err(str(exc))
             raise typer.Exit(EXIT_USAGE)
-        console = Console()
-        err_console = Console(stderr=True)
+        out = report.Output()
 
         def progress(index: int, total: int, arm: str) -> None:
-            if err_console.is_terminal:
-                err_console.print(f"run {index + 1}/{total}: {arm}", highlight=False)
+            if sys.stderr.isatty():
+                print(f"run {index + 1} (at most {total}): {arm}", file=sys.stderr)
 
         if param is not None:
-            _sweep(console, script, list(args or []), param, select, write, runs, config, interpreter, json_file, progress)
+            _sweep(out, script, list(args or []), param, select, write, runs, config, interpreter, json_file, progress)
         try:
-            result = verify(script, list(args or []), _split_ids(select), runs, config, interpreter, write, progress)
+            result = verify(script, list(args or []), _split_ids(select), runs, config, interpreter, write, progress, max_runs)
         except (VerifyError, CommandError) as exc:
             _err(str(exc))
             raise typer.Exit(EXIT_USAGE)
         if json_file is not None:
             report.write_json(json_file, report.verify_json(result))
-        report.print_verify(console, result)
+        report.print_verify(out, result, list(args or []), None if python is None else interpreter)
         if result.failed is not None:
             run = result.failed
             if run.status == "timeout":
@@ -168,7 +152,7 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(0 if result.comparison.outcome == "confirmed" else EXIT_NOT_CONFIRMED)
 
 
-def _sweep(console, script, args, param, select, write, runs, config, interpreter, json_file, progress) -> None:
+def _sweep(out, script, args, param, select, write, runs, config, interpreter, json_file, progress) -> None:
     from gpulint.runtime_check import report
     from gpulint.runtime_check.sweep import SweepError, sweep
 
@@ -182,7 +166,7 @@ def _sweep(console, script, args, param, select, write, runs, config, interprete
         raise typer.Exit(EXIT_USAGE)
     if json_file is not None:
         report.write_json(json_file, report.sweep_json(result))
-    report.print_sweep(console, result)
+    report.print_sweep(out, result)
     if result.failed is not None:
         raise typer.Exit(EXIT_TIMEOUT if result.failed.status == "timeout" else (result.failed.exit_code or EXIT_NO_STEPS))
     raise typer.Exit(0)

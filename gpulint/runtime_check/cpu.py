@@ -1,5 +1,6 @@
 """CPU of the process tree (main process versus DataLoader workers) and per-core system load,
-sampled with psutil in a thread of the parent while the child runs."""
+sampled with psutil in a thread of the parent while the child runs.  Past SAMPLES_CAP samples,
+neighbours are merged pairwise, so a long run keeps a bounded list at a coarser interval."""
 
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ import time
 from dataclasses import dataclass, field
 
 import psutil
+
+from gpulint.runtime_check import stats
+
+SAMPLES_CAP = 2048
 
 
 @dataclass
@@ -18,11 +23,18 @@ class CpuSample:
     per_core: list[float]  # percent busy per core since the previous sample
 
 
+def _merge(a: CpuSample, b: CpuSample, share: float) -> CpuSample:
+    """Two consecutive samples as one: the counters as of the later, the load over both intervals
+    (b's interval is `share` of the two)."""
+    per_core = [x + (y - x) * share for x, y in zip(a.per_core, b.per_core)] if a.per_core else b.per_core
+    return CpuSample(b.t, b.main, {**a.children, **b.children}, per_core)
+
+
 @dataclass
 class CpuSampler:
     pid: int
     interval: float = 0.25
-    samples: list[CpuSample] = field(default_factory=list)
+    samples: stats.Bounded = field(default_factory=lambda: stats.Bounded(_merge, SAMPLES_CAP))
     cores: int = field(default_factory=lambda: psutil.cpu_count() or 1)
 
     def __post_init__(self) -> None:
@@ -51,7 +63,7 @@ class CpuSampler:
                         pass
             except psutil.Error:
                 return  # the child exited
-            self.samples.append(CpuSample(time.monotonic(), main, children, psutil.cpu_percent(percpu=True)))
+            self.samples.add(CpuSample(time.monotonic(), main, children, psutil.cpu_percent(percpu=True)))
 
     def stop(self) -> None:
         self._stop.set()
@@ -74,20 +86,21 @@ class CpuSummary:
     per_core: list[float]  # mean percent per core
     cores: int
     samples: int
+    # Over the whole run, one entry per sample after the first (time.monotonic() at its end):
+    times: list[float] = field(default_factory=list)
+    main_series: list[float] = field(default_factory=list)  # cores
+    worker_series: list[float] = field(default_factory=list)  # cores
+    core_series: list[list[float]] = field(default_factory=list)  # per core: percent busy
 
     @property
     def main_pegged(self) -> bool:
         return self.main_cores >= 0.9
 
-    @property
-    def machine_busy(self) -> bool:
-        """Other processes kept at least half a core busy: the diagnosis may change."""
-        return self.other_cores >= 0.5
-
 
 def summarize(sampler: CpuSampler, start: float | None, end: float | None) -> CpuSummary | None:
     """Averages over the window [start, end] (the whole run when not given); None with < 2 samples."""
-    samples = [s for s in sampler.samples if (start is None or s.t >= start - sampler.interval) and (end is None or s.t <= end + sampler.interval)]
+    slack = sampler.interval * sampler.samples.stride
+    samples = [s for s in sampler.samples if (start is None or s.t >= start - slack) and (end is None or s.t <= end + slack)]
     if len(samples) < 2:
         return None
     first, last = samples[0], samples[-1]
@@ -111,7 +124,20 @@ def summarize(sampler: CpuSampler, start: float | None, end: float | None) -> Cp
         per_core=per_core,
         cores=sampler.cores,
         samples=len(samples),
+        **_timeline(sampler.samples),
     )
+
+
+def _timeline(samples: list[CpuSample]) -> dict:
+    """Cores used by the main process and by its descendants, and each core's load, per interval."""
+    pairs = [(a, b) for a, b in zip(samples, samples[1:]) if b.t > a.t]
+    return {
+        "times": [b.t for _, b in pairs],
+        "main_series": [(b.main - a.main) / (b.t - a.t) for a, b in pairs],
+        "worker_series": [max(0.0, sum(b.children.values()) - sum(a.children.get(pid, 0.0) for pid in b.children)) / (b.t - a.t)
+                          for a, b in pairs],
+        "core_series": [list(core) for core in zip(*(b.per_core for _, b in pairs if b.per_core))],
+    }
 
 
 def _last_values(samples: list[CpuSample]) -> dict[int, float]:

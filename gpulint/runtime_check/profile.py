@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpulint.runtime_check import stats
 from gpulint.runtime_check import verdict as verdict_mod
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_once
 
@@ -17,9 +17,6 @@ SYNC_PATTERNS = [
     ("add_scalar", "GL302"),
     (".to(", "GL104"), (".cuda(", "GL104"),
 ]
-
-
-CUDA_ONLY = {"GL102", "GL104"}
 
 
 @dataclass
@@ -47,7 +44,7 @@ class Profile:
     verdict: verdict_mod.Verdict | None = None
     syncs: list[SyncLine] = field(default_factory=list)
     lint: list[LintHit] = field(default_factory=list)
-    script: str | None = None
+    command: Command | None = None  # what ran (None in tests that build a Profile by hand)
 
 
 def framework_of(run: RunResult) -> str:
@@ -60,14 +57,13 @@ def framework_of(run: RunResult) -> str:
 
 def measurements_of(run: RunResult, framework: str) -> verdict_mod.Measurements:
     steps = run.steps
-    times = steps.times if steps else []
-    cv = statistics.pstdev(times) / statistics.mean(times) if len(times) >= 2 and statistics.mean(times) > 0 else None
+    sample = steps.sample if steps else []
     syncs = sum(steps.syncs.values()) / steps.count if steps and steps.count and run.cuda else None
     return verdict_mod.Measurements(
         framework=framework,
-        steps=len(times),
-        step_median=statistics.median(times) if times else None,
-        step_cv=cv,
+        steps=steps.count if steps else 0,
+        step_median=steps.median if sample else None,
+        step_cv=stats.variation(sample),
         data_share=steps.data_share if steps else None,
         syncs_per_step=syncs,
         gpu_util=run.gpu.util_mean if run.gpu else None,
@@ -118,14 +114,14 @@ def lint_hits(script: Path | None, codes: list[str]) -> list[LintHit]:
 def profile(command: Command, config: RunConfig, progress=None) -> Profile:
     run = run_once(command, config, progress)
     framework = framework_of(run)
-    result = Profile(run, framework, script=str(command.script) if command.script else None)
+    result = Profile(run, framework, command=command)
     if run.status not in ("stopped", "finished") or run.steps is None:
         return result
     result.measurements = measurements_of(run, framework)
     result.verdict = verdict_mod.decide(result.measurements)
     result.syncs = sync_lines(run)
-    if not run.cuda:  # pinned memory and non_blocking copies only matter with a GPU
-        result.verdict.recommendations = [r for r in result.verdict.recommendations if r.code not in CUDA_ONLY]
+    if not run.cuda:  # what only a GPU can show is not suggested from a run without one
+        result.verdict.recommendations = [r for r in result.verdict.recommendations if r.code not in verdict_mod.NEEDS_DEVICE]
     codes = [r.code for r in result.verdict.recommendations]
     codes += [s.rule for s in result.syncs if s.rule and s.rule not in codes]
     result.lint = lint_hits(command.script, codes)

@@ -1,20 +1,21 @@
 """`gpulint verify SCRIPT --param num_workers=0,2,4`: measure each value instead of trusting a rule
 of thumb.  Every `DataLoader(...)` call of a copy of SCRIPT gets `name=value`; the copies run in
-rotating order (each value goes first as often as the others), R runs each, and the value with the
-lowest median (over runs) of the mean step time is recommended -- "clearly" only when its range
-of runs is clear of the runner-up's.
+rotating order (each value goes first as often as the others), R runs each, from the script's own
+folder as verify's arms do, and the value with the lowest median (over runs) of the mean step
+time is recommended -- "clearly" only when it is faster than the runner-up with the confidence
+verify asks of a speedup.
 """
 
 from __future__ import annotations
 
-import statistics
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import libcst as cst
 
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_once
+from gpulint.runtime_check.verify import Arm, compare
 
 CALLS = {"DataLoader"}
 
@@ -73,27 +74,12 @@ def rotation(values: list[str], runs: int) -> list[str]:
 
 
 @dataclass
-class Candidate:
-    value: str
-    runs: list[RunResult] = field(default_factory=list)
-
-    @property
-    def run_times(self) -> list[float]:
-        """Mean step time of each run (see verify.Arm.run_times)."""
-        return [r.steps.total_time / r.steps.count for r in self.runs if r.ok]
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.run_times)
-
-
-@dataclass
 class SweepResult:
     script: str
     name: str
-    candidates: list[Candidate]
+    candidates: list[Arm]  # one per value, named by it
     order: list[str]
-    best: Candidate | None = None
+    best: Arm | None = None
     clearly_best: bool = False
     failed: RunResult | None = None
     failed_value: str | None = None
@@ -110,24 +96,23 @@ def sweep(script: Path, args: list[str], param: str, runs: int, config: RunConfi
         raise SweepError(f"{script} does not parse: {exc}") from None
     if not any(count for _, count in copies.values()):
         raise SweepError(f"no DataLoader(...) call in {script} to set {name}= on")
-    result = SweepResult(str(script), name, [Candidate(v) for v in values], rotation(values, runs))
-    by_value = {c.value: c for c in result.candidates}
-    run_config = RunConfig(**{**config.__dict__, "sys_path0": str(script.resolve().parent)})
+    result = SweepResult(str(script), name, [Arm(v) for v in values], rotation(values, runs))
+    by_value = {c.name: c for c in result.candidates}
+    command = Command(interpreter, [], [str(script), *args])
     with tempfile.TemporaryDirectory(prefix="gpulint-sweep-") as folder:
-        paths = {}
+        sources = {}
         for index, value in enumerate(values):
-            paths[value] = Path(folder) / f"v{index}" / script.name
-            paths[value].parent.mkdir()
-            paths[value].write_bytes(copies[value][0])
+            sources[value] = Path(folder) / f"v{index}.py"
+            sources[value].write_bytes(copies[value][0])
         for index, value in enumerate(result.order):
             if progress is not None:
                 progress(index, len(result.order), f"{name}={value}")
-            run = run_once(Command(interpreter, [], [str(paths[value]), *args]), run_config)
+            run = run_once(command, replace(config, source=str(sources[value])))
             by_value[value].runs.append(run)
             if not run.ok:
                 result.failed, result.failed_value = run, value
                 return result
     ranked = sorted(result.candidates, key=lambda c: c.median)
     result.best = ranked[0]
-    result.clearly_best = max(ranked[0].run_times) < min(ranked[1].run_times)
+    result.clearly_best = compare(ranked[1].run_times, ranked[0].run_times).outcome == "confirmed"
     return result

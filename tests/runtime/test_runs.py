@@ -126,7 +126,8 @@ def test_verify_confirms_gl101_and_leaves_the_script_alone(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     assert "confirmed" in run.stdout and "num_workers=" in run.stdout
     report = json.loads(out.read_text())
-    assert report["order"] == ["A", "B", "B", "A"]
+    order = report["order"]  # two interleaved pairs, then a pair more while not decisive, up to 4 of each
+    assert order[:4] == ["A", "B", "B", "A"] and len(order) <= 8 and order.count("A") == order.count("B")
     assert report["comparison"]["outcome"] == "confirmed" and report["comparison"]["speedup"] > 1.2
     assert report["written"] is False
     assert checksums(FIXTURES) == before

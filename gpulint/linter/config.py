@@ -9,6 +9,7 @@
     unsafe-fixes = false
     num-workers = "min(8, os.cpu_count() or 1)"   # rule options: see `gpulint rule ID`
     log-every = 100
+    history = ".gpulint/history.db"  # where profile/verify keep their runs (relative); false: nowhere
 
 An unknown key, or an id that matches no rule, is an error: a typo must not silently turn a rule off.
 """
@@ -36,7 +37,7 @@ class ConfigError(Exception):
     """Bad configuration: reported as one line, exit code 2."""
 
 
-STANDARD_KEYS = {"select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude", "unsafe-fixes"}
+STANDARD_KEYS = {"select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude", "unsafe-fixes", "history"}
 
 
 @dataclass
@@ -50,6 +51,7 @@ class Settings:
     options: dict[str, Any] = field(default_factory=dict)
     root: Path = field(default_factory=Path.cwd)  # where relative patterns start
     source: Path | None = None  # the config file, if any
+    history: str | bool | None = None  # the runtime checker's run history: a path, or False for none
 
     def enabled_codes(self) -> frozenset[str]:
         rules = all_rules()
@@ -182,6 +184,10 @@ def settings_from_table(table: dict[str, Any], config_file: Path) -> Settings:
     if not isinstance(unsafe, bool):
         raise ConfigError(f"{config_file}: `unsafe-fixes` must be true or false")
     settings.unsafe_fixes = unsafe
+    history = table.get("history")
+    if history is not None and not (history is False or isinstance(history, str) and history):
+        raise ConfigError(f"{config_file}: `history` must be a file path or false")
+    settings.history = history
     for key, option in known_options.items():
         if key in table:
             value = table[key]

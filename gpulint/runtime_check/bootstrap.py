@@ -236,6 +236,7 @@ class State:
             "cuda": self.cuda,
             "instrumented": self.instrumented,
             "notes": self.notes,
+            "python": sys.version.split()[0],
         }
 
 

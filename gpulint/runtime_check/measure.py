@@ -168,6 +168,7 @@ class RunResult:
     cuda: bool = False
     instrumented: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    python: str | None = None  # the version that ran the script
 
     @property
     def ok(self) -> bool:
@@ -310,6 +311,7 @@ def _result(command, config, status, returncode, data, output, cpu, gpu, wall) -
             result.error = data["error"]
         result.cuda = data["cuda"]
         result.instrumented = data["instrumented"]
+        result.python = data.get("python")
         result.notes = list(data["notes"])
         if status == "killed-after-report":
             result.notes.append(f"the script did not exit within {EXIT_GRACE_S:g} s of being stopped and was killed")

@@ -37,6 +37,7 @@ class GpuSampler:
     samples: stats.Bounded = field(default_factory=lambda: stats.Bounded(_merge, SAMPLES_CAP))
     devices: list[str] = field(default_factory=list)
     mem_total: list[int] = field(default_factory=list)
+    driver: str | None = None
     unavailable: str | None = None  # why nothing is measured
 
     def __post_init__(self) -> None:
@@ -62,6 +63,7 @@ class GpuSampler:
             self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in indices]
             self.devices = [_text(pynvml.nvmlDeviceGetName(h)) for h in self._handles]
             self.mem_total = [pynvml.nvmlDeviceGetMemoryInfo(h).total for h in self._handles]
+            self.driver = _text(pynvml.nvmlSystemGetDriverVersion())
         except Exception as exc:
             self.unavailable = f"NVML could not list devices ({exc})"
             self._shutdown()
@@ -145,6 +147,7 @@ class GpuSummary:
     util_series: list[list[float]] = field(default_factory=list)  # percent
     mem_series: list[list[float]] = field(default_factory=list)  # bytes used
     mem_total: list[int] = field(default_factory=list)  # bytes
+    driver: str | None = None
 
 
 def summarize(sampler: GpuSampler, start: float | None, end: float | None) -> GpuSummary | None:
@@ -166,5 +169,6 @@ def summarize(sampler: GpuSampler, start: float | None, end: float | None) -> Gp
         util_series=[[s.util[i] for s in sampler.samples] for i in range(len(sampler.devices))],
         mem_series=[[s.mem_used[i] for s in sampler.samples] for i in range(len(sampler.devices))],
         mem_total=list(sampler.mem_total),
+        driver=sampler.driver,
     )
 

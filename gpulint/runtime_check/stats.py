@@ -8,7 +8,8 @@
 - `ratio_interval`: the ratio of two sets of run times with its confidence interval, from the
   spread between runs of the same arm (the A/A noise of this machine in this call);
 - `t_critical`: Student's t for those intervals (exact for integer degrees of freedom);
-- `Bounded`: a list of samples that down-samples itself, to keep memory bounded over long runs.
+- `Bounded`: a list of samples that down-samples itself, to keep memory bounded over long runs;
+  `thin`: a series averaged down to a number of points, for storing and drawing.
 
 Only the standard library: these run in the parent and in tests, never in the user's process.
 """
@@ -121,6 +122,14 @@ def ratio_interval(a: Sequence[float], b: Sequence[float], confidence: float) ->
     pooled = (sum((x - mean(log_a)) ** 2 for x in log_a) + sum((x - mean(log_b)) ** 2 for x in log_b)) / df
     half = t_critical(confidence, df) * math.sqrt(pooled * (1 / len(a) + 1 / len(b)))
     return math.exp(difference), math.exp(difference - half), math.exp(difference + half), math.exp(math.sqrt(pooled))
+
+
+def thin(x: Sequence[float], y: Sequence[float], limit: int) -> tuple[list[float], list[float]]:
+    """At most `limit` points: consecutive points averaged in equal groups (x and y alike)."""
+    if len(y) <= limit:
+        return list(x), list(y)
+    edges = [round(i * len(y) / limit) for i in range(limit + 1)]
+    return [mean(x[a:b]) for a, b in zip(edges, edges[1:])], [mean(y[a:b]) for a, b in zip(edges, edges[1:])]
 
 
 class Bounded(list):

@@ -2,12 +2,13 @@
 profile --baseline REF --fail-on-regression PCT`.
 
 Whether a difference is "beyond the noise" is judged on the noise of a difference between two
-single runs:
+single runs, the larger of two measures (the output says which one it was):
 - between runs, where the history holds at least MIN_RUNS_FOR_SPREAD runs of the baseline's
-  command and script up to the baseline: the spread of the figure over them, which is what a
-  rerun changes on this machine (t interval, 95%);
-- otherwise within the runs: each figure's own noise (batch means over its steps), combined.
-  That is a lower bound of the real noise, and the output says which one was used.
+  command and script up to the baseline: the spread of the figure over them (a robust standard
+  deviation, so one run slowed by another job does not blind the gate afterwards), which is what
+  a rerun changes on this machine (t interval, 95%);
+- within the runs: each figure's own noise (batch means over its steps), combined; a run with
+  stalls (the machine taken by another job for seconds) has a wide one.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from gpulint.runtime_check.history import Figure, History, RunRecord, iso, when
 MIN_RUNS_FOR_SPREAD = 3
 SPREAD_RUNS = 20  # the latest runs that estimate the spread between runs
 GATE_FIGURE = "step_time_mean"
-NOISE_NOTE = ("Noise: the half-width of the 95% interval of a difference between two runs. 'Between N runs' is "
-              "measured on recorded runs of the same command and script; 'within the runs' is each run's own "
-              f"step-to-step noise, a lower bound: record {MIN_RUNS_FOR_SPREAD} runs or more of the same command to "
-              "measure the noise between runs.")
+NOISE_NOTE = ("Noise: the half-width of the 95% interval of a difference between two runs, the larger of 'between "
+              "N runs' (the spread over recorded runs of the same command and script) and 'within the runs' (each "
+              f"run's own step-to-step noise). Until {MIN_RUNS_FOR_SPREAD} runs of a command are recorded only the "
+              "second is known, and it is a lower bound.")
 
 
 @dataclass
@@ -71,17 +72,18 @@ def spread_between_runs(history: History | None, baseline: RunRecord, name: str)
     values = [f.value for r in runs if (f := r.figure(name)) is not None and f.value is not None]
     if len(values) < MIN_RUNS_FOR_SPREAD:
         return None
-    sd = math.sqrt(sum((v - stats.mean(values)) ** 2 for v in values) / (len(values) - 1))
-    return stats.t_critical(0.95, len(values) - 1) * sd * math.sqrt(2), len(values)
+    return stats.t_critical(0.95, len(values) - 1) * stats.robust_sd(values) * math.sqrt(2), len(values)
 
 
 def difference(a: Figure | None, b: Figure | None, spread: tuple[float, int] | None) -> Difference:
+    """b against a; the noise is the larger of the spread between runs and the runs' own."""
     shown = b or a
-    noise, basis = None, ""
+    measures = []
     if spread is not None:
-        noise, basis = spread[0], f"between {spread[1]} runs"
-    elif a is not None and b is not None and a.noise is not None and b.noise is not None:
-        noise, basis = math.hypot(a.noise, b.noise), "within the runs"
+        measures.append((spread[0], f"between {spread[1]} runs"))
+    if a is not None and b is not None and a.noise is not None and b.noise is not None:
+        measures.append((math.hypot(a.noise, b.noise), "within the runs"))
+    noise, basis = max(measures) if measures else (None, "")
     return Difference(shown.name, shown.label, shown.unit, shown.better, a.value if a else None, b.value if b else None,
                       noise, basis)
 
@@ -183,8 +185,7 @@ def print_compare(out, a: RunRecord, b: RunRecord, rows: list[Difference]) -> No
         table.append([d.label, format_value(d.a, d.unit), format_value(d.b, d.unit), format_change(d), format_noise(d),
                       out.style(status, "green" if status == "better" else "red") if status in ("better", "worse") else status])
     out.table(None, ["figure", f"run {a.id}", f"run {b.id}", "change", "noise", ""], table, right=(1, 2, 3))
-    if any(d.basis == "within the runs" for d in rows):
-        out.line(NOISE_NOTE)
+    out.line(NOISE_NOTE)
     if a.verdict or b.verdict:
         out.line(f"verdict: {a.verdict or '-'} -> {b.verdict or '-'}")
 

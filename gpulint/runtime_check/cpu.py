@@ -13,6 +13,7 @@ import psutil
 from gpulint.runtime_check import stats
 
 SAMPLES_CAP = 2048
+LIST_CHILDREN_EVERY = 8  # samples: every 2 s at the default interval
 
 
 @dataclass
@@ -52,17 +53,25 @@ class CpuSampler:
             process = psutil.Process(self.pid)
         except psutil.Error:
             return
+        descendants: list[psutil.Process] = []
+        count = 0
         while not self._stop.wait(self.interval):
             try:
                 main = _cpu_seconds(process)
-                children = {}
-                for child in process.children(recursive=True):
-                    try:
-                        children[child.pid] = _cpu_seconds(child)
-                    except psutil.Error:
-                        pass
+                # Listing descendants scans every process of the machine (milliseconds): done every
+                # LIST_CHILDREN_EVERY samples.  A worker's counters are cumulative, so one found late
+                # still counts all its CPU time.
+                if count % LIST_CHILDREN_EVERY == 0:
+                    descendants = process.children(recursive=True)
+                count += 1
             except psutil.Error:
                 return  # the child exited
+            children = {}
+            for child in descendants:
+                try:
+                    children[child.pid] = _cpu_seconds(child)
+                except psutil.Error:
+                    pass
             self.samples.add(CpuSample(time.monotonic(), main, children, psutil.cpu_percent(percpu=True)))
 
     def stop(self) -> None:

@@ -30,7 +30,7 @@ import sys
 import time
 from array import array
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -414,7 +414,3 @@ def when(started_at: float) -> str:
 def iso(started_at: float) -> str:
     return datetime.fromtimestamp(started_at, timezone.utc).isoformat(timespec="seconds")
 
-
-def age(started_at: float, now: float | None = None) -> str:
-    seconds = (time.time() if now is None else now) - started_at
-    return str(timedelta(seconds=round(max(0.0, seconds))))

@@ -28,6 +28,7 @@ BOOTSTRAP = str(Path(__file__).with_name("bootstrap.py"))
 _OPTIONS_WITH_VALUE = {"-X", "-W", "--check-hash-based-pycs"}
 # After a stop, a script gets this long to unwind before it is killed.
 EXIT_GRACE_S = 15.0
+POLL_S = 0.2  # how often the parent looks at the child (exit, result file, progress)
 EXIT_TIMEOUT = 124  # as coreutils `timeout`
 EXIT_NO_STEPS = 3
 
@@ -269,7 +270,7 @@ def _wait(process, config: RunConfig, started: float, out: str, progress_path: s
             state = _read_json(progress_path)
             if state:
                 progress(state)
-        time.sleep(0.1)
+        time.sleep(POLL_S)
     return None
 
 

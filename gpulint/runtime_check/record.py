@@ -9,6 +9,7 @@ report.Output and returns the exit code.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,8 +44,6 @@ class HistoryOptions:
 
 
 def _error(message: str) -> None:
-    import sys
-
     print(f"gpulint: error: {message}", file=sys.stderr)
 
 

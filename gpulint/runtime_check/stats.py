@@ -1,6 +1,6 @@
 """The numbers behind the runtime checker's figures and verdicts, in one place.
 
-- `median`, `quantile`, `mean`, `variation`: of a list of step times, samples or run times;
+- `median`, `quantile`, `mean`, `variation`, `robust_sd`: of a list of step times, samples or run times;
 - `mean_noise`: how far the mean of a series (step times, GPU samples) could move by chance, from
   the spread of the means of its consecutive blocks ("batch means": neighbouring steps are not
   independent, loader workers deliver batches in bursts, so the spread of single steps would
@@ -40,6 +40,13 @@ def variation(values: Sequence[float]) -> float | None:
     if len(values) < 2 or mean(values) <= 0:
         return None
     return statistics.pstdev(values) / mean(values)
+
+
+def robust_sd(values: Sequence[float]) -> float:
+    """The standard deviation estimated from the median absolute deviation (1.4826 MAD): a few
+    outliers -- a run slowed by another job -- do not inflate it."""
+    centre = median(values)
+    return 1.4826 * median([abs(v - centre) for v in values])
 
 
 def quantile(values: Sequence[float], q: float) -> float:

@@ -1,4 +1,4 @@
-"""From measurements to a diagnosis, with the thresholds of DESIGN.md §1.
+"""From measurements to a diagnosis, with the thresholds of docs/runtime.md ("Verdict").
 
 Pure functions on plain numbers, so every threshold is tested on synthetic measurements.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# DESIGN §1 anchors (TF Profiler, PyTorch TensorBoard plugin).
+# Anchored on the TF Profiler's and the PyTorch TensorBoard plugin's input-bound thresholds.
 INPUT_MODERATE = 0.05  # share of step time waiting for input
 INPUT_HIGH = 0.20
 FIX_CODE_FIRST = 0.60  # effective compute share below this: fix the code before adding GPUs

@@ -43,3 +43,28 @@ def test_tables_align_and_keep_long_cells_on_one_line():
     assert lines[0] == "T" and len(lines) == 5
     assert lines[3].endswith(" 1.0 ms") and lines[4].endswith("12.5 ms") and len(lines[3]) == len(lines[4])
     assert report.Output(io.StringIO()).color is False  # not a terminal
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_is_redrawn_at_a_terminal_and_logged_every_30_seconds_elsewhere(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(report.time, "monotonic", lambda: clock[0])
+    terminal = Terminal()
+    progress = report.Progress(terminal)
+    clock[0] += 1
+    progress({"steps": 2, "warmup": 5})
+    clock[0] += 1
+    progress({"steps": 900, "warmup": 5, "seconds": 600, "measure_start": 90.0})
+    progress.close()
+    assert terminal.getvalue() == ("\r\033[Kgpulint profile: warm-up: step 2 of 5"
+                                   "\r\033[Kgpulint profile: measuring: 895 steps, 12 of 600 s\r\033[K")
+    log = io.StringIO()
+    progress = report.Progress(log)
+    for _ in range(90):  # 90 s, a state every second
+        clock[0] += 1
+        progress({"steps": 50, "warmup": 5, "steps_wanted": 100, "measure_start": 100.0})
+    assert log.getvalue().count("\n") == 3 and "measuring: step 45 of 100" in log.getvalue()

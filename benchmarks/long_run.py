@@ -76,21 +76,27 @@ def main() -> None:
     wall = time.monotonic() - wall_before
     steps = result.run.steps
     assert result.run.ok, result.run.output_tail
-    print(f"run: {steps.count} measured steps in {args.seconds:g} s ({steps.count / args.seconds:.0f} steps/s), "
-          f"wall {wall:.0f} s, series of {len(steps.series)} points of {steps.width} step(s)")
+    print(
+        f"run: {steps.count} measured steps in {args.seconds:g} s ({steps.count / args.seconds:.0f} steps/s), "
+        f"wall {wall:.0f} s, series of {len(steps.series)} points of {steps.width} step(s)"
+    )
     # While the script trains (from 30 s, after start-up, to the last sample with the child alive):
     # the samplers and the progress polling, not the analysis at the end.
     training = [s for s in memory.samples if s[0] >= 30 and s[2] > 0]
     (t0, *_, cpu0), (t1, *_, cpu1) = training[0], training[-1]
-    print(f"parent while the script trains (CPU sampled every 0.25 s, NVML every 0.2 s, progress polled every 0.2 s): "
-          f"{cpu1 - cpu0:.2f} CPU s over {t1 - t0:.0f} s = {100 * (cpu1 - cpu0) / (t1 - t0):.2f}% of a core (target < 1%)")
+    print(
+        f"parent while the script trains (CPU sampled every 0.25 s, NVML every 0.2 s, progress polled every 0.2 s): "
+        f"{cpu1 - cpu0:.2f} CPU s over {t1 - t0:.0f} s = {100 * (cpu1 - cpu0) / (t1 - t0):.2f}% of a core (target < 1%)"
+    )
     for label, index in (("parent", 1), ("training process", 2)):
         early = [s[index] for s in memory.samples if 50 <= s[0] <= 70]
         late = [s[index] for s in memory.samples if s[0] >= wall - 30]
         peak = max(s[index] for s in memory.samples)
         if early and late:
-            print(f"{label} RSS: {early[0] / 2**20:.0f} MiB after one minute, {late[-1] / 2**20:.0f} MiB at the end, "
-                  f"peak {peak / 2**20:.0f} MiB")
+            print(
+                f"{label} RSS: {early[0] / 2**20:.0f} MiB after one minute, {late[-1] / 2**20:.0f} MiB at the end, "
+                f"peak {peak / 2**20:.0f} MiB"
+            )
     copies = 10
     with tempfile.TemporaryDirectory(prefix="gpulint-bench-") as folder:
         path = Path(folder) / "history.db"
@@ -105,9 +111,11 @@ def main() -> None:
             history.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             size = (path.stat().st_size - before) / copies
     per_thousand = 1000 / steps.count
-    print(f"history: {size / 2**20:.3f} MB and {took:.3f} s to build and record this run ({len(record.figures)} figures, "
-          f"{len(record.series)} series, {sum(len(s.y) for s in record.series)} points; mean of {copies}): "
-          f"{size / 2**20 * per_thousand:.4f} MB and {took * per_thousand:.4f} s per 1,000 steps")
+    print(
+        f"history: {size / 2**20:.3f} MB and {took:.3f} s to build and record this run ({len(record.figures)} figures, "
+        f"{len(record.series)} series, {sum(len(s.y) for s in record.series)} points; mean of {copies}): "
+        f"{size / 2**20 * per_thousand:.4f} MB and {took * per_thousand:.4f} s per 1,000 steps"
+    )
     print(f"machine: {psutil.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
 
 

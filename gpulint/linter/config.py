@@ -37,7 +37,16 @@ class ConfigError(Exception):
     """Bad configuration: reported as one line, exit code 2."""
 
 
-STANDARD_KEYS = {"select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude", "unsafe-fixes", "history"}
+STANDARD_KEYS = {
+    "select",
+    "extend-select",
+    "ignore",
+    "per-file-ignores",
+    "exclude",
+    "extend-exclude",
+    "unsafe-fixes",
+    "history",
+}
 
 
 @dataclass

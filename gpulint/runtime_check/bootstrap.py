@@ -85,7 +85,9 @@ class StepClock:
                 self.series.append(tuple(point))
                 self.point = [0, 0.0, 0.0]
                 if len(self.series) == SERIES_CAP:
-                    self.series = [(a[0] + b[0], a[1] + b[1], a[2] + b[2]) for a, b in zip(self.series[::2], self.series[1::2])]
+                    self.series = [
+                        (a[0] + b[0], a[1] + b[1], a[2] + b[2]) for a, b in zip(self.series[::2], self.series[1::2])
+                    ]
                     self.width *= 2
             if self.measured <= SERIES_CAP:  # reservoir sampling (Vitter's algorithm R)
                 self.sample.append(seconds)
@@ -102,10 +104,16 @@ class StepClock:
     def result(self) -> dict:
         series = self.series + ([tuple(self.point)] if self.point[0] else [])
         return {
-            "kind": self.kind, "name": self.name, "ends": self.ends, "window": self.window,
-            "measured": self.measured, "seconds": self.seconds, "waited": self.waited,
+            "kind": self.kind,
+            "name": self.name,
+            "ends": self.ends,
+            "window": self.window,
+            "measured": self.measured,
+            "seconds": self.seconds,
+            "waited": self.waited,
             "batches": self.fetched_at_end[1] - self.fetched_at_start[1] if self.window else 0,
-            "series": series, "sample": self.sample,
+            "series": series,
+            "sample": self.sample,
         }
 
 
@@ -211,10 +219,17 @@ class State:
     def write_progress(self, count: int) -> None:
         if not self.progress_path:
             return
-        _write_json(self.progress_path, {
-            "steps": count, "warmup": self.warmup, "steps_wanted": self.steps_wanted,
-            "seconds": self.seconds, "measure_start": self.measure_start, "now": clock(),
-        })
+        _write_json(
+            self.progress_path,
+            {
+                "steps": count,
+                "warmup": self.warmup,
+                "steps_wanted": self.steps_wanted,
+                "seconds": self.seconds,
+                "measure_start": self.measure_start,
+                "now": clock(),
+            },
+        )
 
     def result(self, status: str, exit_code, error) -> dict:
         return {
@@ -314,8 +329,14 @@ def _user_frame():
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
-        if name != THIS_FILE and not name.startswith(libraries) and not name.startswith("<") \
-                and "site-packages" not in name and "dist-packages" not in name and f"{os.sep}torch{os.sep}" not in name:
+        if (
+            name != THIS_FILE
+            and not name.startswith(libraries)
+            and not name.startswith("<")
+            and "site-packages" not in name
+            and "dist-packages" not in name
+            and f"{os.sep}torch{os.sep}" not in name
+        ):
             return name, frame.f_lineno
         frame = frame.f_back
     return None

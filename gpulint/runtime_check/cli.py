@@ -45,22 +45,44 @@ def _history_options(history_file: Optional[Path], no_history: bool):
     return HistoryOptions(history_file, not no_history)
 
 
-HISTORY_HELP = "The run history database (default: .gpulint/history.db at the project root, or `history` in [tool.gpulint])."
+HISTORY_HELP = (
+    "The run history database (default: .gpulint/history.db at the project root, or `history` in [tool.gpulint])."
+)
 
 
 def register(app: typer.Typer) -> None:
     @app.command("profile", context_settings={"allow_interspersed_args": False})
     def profile_command(
-        command: Optional[List[str]] = typer.Argument(None, help="The training command, after `--`: python train.py ARGS or python -m pkg.train ARGS."),
-        steps: Optional[int] = typer.Option(None, "--steps", help="Optimizer steps to measure after warm-up (default 50)."),
+        command: Optional[List[str]] = typer.Argument(
+            None, help="The training command, after `--`: python train.py ARGS or python -m pkg.train ARGS."
+        ),
+        steps: Optional[int] = typer.Option(
+            None, "--steps", help="Optimizer steps to measure after warm-up (default 50)."
+        ),
         warmup: int = typer.Option(5, "--warmup", help="Steps to run before timing starts."),
-        seconds: Optional[float] = typer.Option(None, "--seconds", help="Measure this long after warm-up instead of a step count."),
-        timeout: float = typer.Option(600.0, "--timeout", help="Stop the run after this many seconds, whatever it is doing."),
+        seconds: Optional[float] = typer.Option(
+            None, "--seconds", help="Measure this long after warm-up instead of a step count."
+        ),
+        timeout: float = typer.Option(
+            600.0, "--timeout", help="Stop the run after this many seconds, whatever it is doing."
+        ),
         json_file: Optional[Path] = typer.Option(None, "--json", help="Write every figure to this JSON file."),
-        show_output: bool = typer.Option(False, "--show-output", help="Let the script print to the terminal (no progress bar)."),
-        html_file: Optional[Path] = typer.Option(None, "--html", help="Write a self-contained HTML report (verdict, figures, plots) to this file."),
-        baseline: Optional[str] = typer.Option(None, "--baseline", help="Compare with a recorded run: a run id, a git ref, or `last` (the previous run of this command)."),
-        fail_on_regression: Optional[float] = typer.Option(None, "--fail-on-regression", help="With --baseline: exit 1 when step time grew by more than this many percent and beyond the noise."),
+        show_output: bool = typer.Option(
+            False, "--show-output", help="Let the script print to the terminal (no progress bar)."
+        ),
+        html_file: Optional[Path] = typer.Option(
+            None, "--html", help="Write a self-contained HTML report (verdict, figures, plots) to this file."
+        ),
+        baseline: Optional[str] = typer.Option(
+            None,
+            "--baseline",
+            help="Compare with a recorded run: a run id, a git ref, or `last` (the previous run of this command).",
+        ),
+        fail_on_regression: Optional[float] = typer.Option(
+            None,
+            "--fail-on-regression",
+            help="With --baseline: exit 1 when step time grew by more than this many percent and beyond the noise.",
+        ),
         history_file: Optional[Path] = typer.Option(None, "--history", help=HISTORY_HELP),
         no_history: bool = typer.Option(False, "--no-history", help="Do not record this run."),
     ) -> None:
@@ -101,27 +123,54 @@ def register(app: typer.Typer) -> None:
             if run.steps is None:
                 report.print_no_steps(out, run)
             else:
-                out.line(f"gpulint profile: only {run.steps.total} step(s) ran, none after the {run.steps.warmup} warm-up step(s): "
-                         "lower --warmup or let the script train longer")
+                out.line(
+                    f"gpulint profile: only {run.steps.total} step(s) ran, "
+                    f"none after the {run.steps.warmup} warm-up step(s): "
+                    "lower --warmup or let the script train longer"
+                )
             raise typer.Exit(EXIT_NO_STEPS)
         report.print_profile(out, result)
-        raise typer.Exit(finish_profile(out, result, config, started_at, _history_options(history_file, no_history),
-                                        baseline, fail_on_regression, html_file))
+        raise typer.Exit(
+            finish_profile(
+                out,
+                result,
+                config,
+                started_at,
+                _history_options(history_file, no_history),
+                baseline,
+                fail_on_regression,
+                html_file,
+            )
+        )
 
     @app.command("verify")
     def verify_command(
         script: Path = typer.Argument(..., help="The training script to fix and measure."),
         args: Optional[List[str]] = typer.Argument(None, help="The script's arguments, after `--`."),
-        select: Optional[List[str]] = typer.Option(None, "--select", help="Rule ids or prefixes whose fixes to verify (default: the default rules)."),
-        runs: int = typer.Option(3, "--runs", help="Runs of each arm (interleaved A B B A ...) before the first verdict."),
-        max_runs: Optional[int] = typer.Option(None, "--max-runs", help="Add A/B pairs while not confirmed, up to this many runs of each (default twice --runs)."),
+        select: Optional[List[str]] = typer.Option(
+            None, "--select", help="Rule ids or prefixes whose fixes to verify (default: the default rules)."
+        ),
+        runs: int = typer.Option(
+            3, "--runs", help="Runs of each arm (interleaved A B B A ...) before the first verdict."
+        ),
+        max_runs: Optional[int] = typer.Option(
+            None,
+            "--max-runs",
+            help="Add A/B pairs while not confirmed, up to this many runs of each (default twice --runs).",
+        ),
         steps: int = typer.Option(20, "--steps", help="Measured steps per run."),
         warmup: int = typer.Option(3, "--warmup", help="Warm-up steps per run."),
         timeout: float = typer.Option(600.0, "--timeout", help="Limit for each run, in seconds."),
-        python: Optional[str] = typer.Option(None, "--python", help="Interpreter to run the script with (default: the one running gpulint)."),
+        python: Optional[str] = typer.Option(
+            None, "--python", help="Interpreter to run the script with (default: the one running gpulint)."
+        ),
         write: bool = typer.Option(False, "--write", help="Apply the fixes to SCRIPT, only after a confirmed speedup."),
         json_file: Optional[Path] = typer.Option(None, "--json", help="Write every figure to this JSON file."),
-        param: Optional[str] = typer.Option(None, "--param", help="Sweep a DataLoader keyword instead of fixing: NAME=V1,V2,... (e.g. num_workers=0,2,4)."),
+        param: Optional[str] = typer.Option(
+            None,
+            "--param",
+            help="Sweep a DataLoader keyword instead of fixing: NAME=V1,V2,... (e.g. num_workers=0,2,4).",
+        ),
         history_file: Optional[Path] = typer.Option(None, "--history", help=HISTORY_HELP),
         no_history: bool = typer.Option(False, "--no-history", help="Do not record this run."),
     ) -> None:
@@ -162,15 +211,23 @@ def register(app: typer.Typer) -> None:
             _sweep(out, script, list(args or []), param, select, write, runs, config, interpreter, json_file, progress)
         started_at = time.time()
         try:
-            result = verify(script, list(args or []), _split_ids(select), runs, config, interpreter, write, progress, max_runs)
+            result = verify(
+                script, list(args or []), _split_ids(select), runs, config, interpreter, write, progress, max_runs
+            )
         except (VerifyError, CommandError) as exc:
             _err(str(exc))
             raise typer.Exit(EXIT_USAGE)
         if json_file is not None:
             report.write_json(json_file, report.verify_json(result))
         report.print_verify(out, result, list(args or []), None if python is None else interpreter)
-        finish_verify(out, result, Command(interpreter, [], [str(script), *(args or [])]), started_at, time.time() - started_at,
-                      _history_options(history_file, no_history))
+        finish_verify(
+            out,
+            result,
+            Command(interpreter, [], [str(script), *(args or [])]),
+            started_at,
+            time.time() - started_at,
+            _history_options(history_file, no_history),
+        )
         if result.failed is not None:
             run = result.failed
             if run.status == "timeout":
@@ -199,7 +256,9 @@ def _sweep(out, script, args, param, select, write, runs, config, interpreter, j
         report.write_json(json_file, report.sweep_json(result))
     report.print_sweep(out, result)
     if result.failed is not None:
-        raise typer.Exit(EXIT_TIMEOUT if result.failed.status == "timeout" else (result.failed.exit_code or EXIT_NO_STEPS))
+        raise typer.Exit(
+            EXIT_TIMEOUT if result.failed.status == "timeout" else (result.failed.exit_code or EXIT_NO_STEPS)
+        )
     raise typer.Exit(0)
 
 
@@ -207,7 +266,9 @@ def register_history(app: typer.Typer) -> None:
     @app.command("history")
     def history_command(
         script: Optional[str] = typer.Option(None, "--script", help="Only runs of this script."),
-        since: Optional[str] = typer.Option(None, "--since", help="Only runs since: 7d, 12h, 30m, or a date (2024-05-01)."),
+        since: Optional[str] = typer.Option(
+            None, "--since", help="Only runs since: 7d, 12h, 30m, or a date (2024-05-01)."
+        ),
         limit: int = typer.Option(20, "--limit", help="At most this many runs, newest first."),
         output_format: str = typer.Option("text", "--format", help="text or json."),
         history_file: Optional[Path] = typer.Option(None, "--history", help=HISTORY_HELP),
@@ -223,8 +284,13 @@ def register_history(app: typer.Typer) -> None:
 
     @app.command("compare")
     def compare_command(
-        first: Optional[str] = typer.Argument(None, help="The baseline: a run id, a git ref or `last` (default: the run before the latest of its command)."),
-        second: Optional[str] = typer.Argument(None, help="The run to hold against it (default: the latest run of the same command)."),
+        first: Optional[str] = typer.Argument(
+            None,
+            help="The baseline: a run id, a git ref or `last` (default: the run before the latest of its command).",
+        ),
+        second: Optional[str] = typer.Argument(
+            None, help="The run to hold against it (default: the latest run of the same command)."
+        ),
         output_format: str = typer.Option("text", "--format", help="text or json."),
         history_file: Optional[Path] = typer.Option(None, "--history", help=HISTORY_HELP),
     ) -> None:
@@ -241,7 +307,9 @@ def register_history(app: typer.Typer) -> None:
     def report_command(
         run_ref: str = typer.Argument(..., metavar="RUN", help="A run id, a git ref, or `last`."),
         html_file: Path = typer.Option(..., "--html", help="The HTML file to write."),
-        baseline: Optional[str] = typer.Option(None, "--baseline", help="Show this recorded run beside it (run id, git ref or `last`)."),
+        baseline: Optional[str] = typer.Option(
+            None, "--baseline", help="Show this recorded run beside it (run id, git ref or `last`)."
+        ),
         history_file: Optional[Path] = typer.Option(None, "--history", help=HISTORY_HELP),
     ) -> None:
         """Write the self-contained HTML report of a recorded run."""

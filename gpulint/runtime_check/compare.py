@@ -22,10 +22,12 @@ from gpulint.runtime_check.history import Figure, History, RunRecord, iso, when
 MIN_RUNS_FOR_SPREAD = 3
 SPREAD_RUNS = 20  # the latest runs that estimate the spread between runs
 GATE_FIGURE = "step_time_mean"
-NOISE_NOTE = ("Noise: the half-width of the 95% interval of a difference between two runs, the larger of 'between "
-              "N runs' (the spread over recorded runs of the same command and script) and 'within the runs' (each "
-              f"run's own step-to-step noise). Until {MIN_RUNS_FOR_SPREAD} runs of a command are recorded only the "
-              "second is known, and it is a lower bound.")
+NOISE_NOTE = (
+    "Noise: the half-width of the 95% interval of a difference between two runs, the larger of 'between "
+    "N runs' (the spread over recorded runs of the same command and script) and 'within the runs' (each "
+    f"run's own step-to-step noise). Until {MIN_RUNS_FOR_SPREAD} runs of a command are recorded only the "
+    "second is known, and it is a lower bound."
+)
 
 
 @dataclass
@@ -67,8 +69,11 @@ def spread_between_runs(history: History | None, baseline: RunRecord, name: str)
     how much that command varies from run to run here (later runs may be the change under test)."""
     if history is None or baseline.id is None:
         return None
-    runs = [r for r in history.runs(command_key=baseline.command_key, before=baseline.id + 1, limit=SPREAD_RUNS)
-            if r.script_sha256 == baseline.script_sha256]
+    runs = [
+        r
+        for r in history.runs(command_key=baseline.command_key, before=baseline.id + 1, limit=SPREAD_RUNS)
+        if r.script_sha256 == baseline.script_sha256
+    ]
     values = [f.value for r in runs if (f := r.figure(name)) is not None and f.value is not None]
     if len(values) < MIN_RUNS_FOR_SPREAD:
         return None
@@ -84,8 +89,9 @@ def difference(a: Figure | None, b: Figure | None, spread: tuple[float, int] | N
     if a is not None and b is not None and a.noise is not None and b.noise is not None:
         measures.append((math.hypot(a.noise, b.noise), "within the runs"))
     noise, basis = max(measures) if measures else (None, "")
-    return Difference(shown.name, shown.label, shown.unit, shown.better, a.value if a else None, b.value if b else None,
-                      noise, basis)
+    return Difference(
+        shown.name, shown.label, shown.unit, shown.better, a.value if a else None, b.value if b else None, noise, basis
+    )
 
 
 def differences(history: History | None, a: RunRecord, b: RunRecord) -> list[Difference]:
@@ -105,14 +111,22 @@ class Gate:
 def regression_gate(history: History | None, run: RunRecord, baseline: RunRecord, percent: float | None) -> Gate:
     """Fails when the mean step time grew by more than `percent` AND by more than the noise;
     with `percent` None it only says how the step time compares."""
-    d = difference(baseline.figure(GATE_FIGURE), run.figure(GATE_FIGURE), spread_between_runs(history, baseline, GATE_FIGURE))
+    d = difference(
+        baseline.figure(GATE_FIGURE), run.figure(GATE_FIGURE), spread_between_runs(history, baseline, GATE_FIGURE)
+    )
     where = f"run {baseline.id}" + (f" ({baseline.git_commit[:10]})" if baseline.git_commit else "")
     if d.relative is None:
         return Gate(False, f"gpulint: no step time to compare with {where}", d)
-    change = f"step time {format_value(d.b, d.unit)} vs {format_value(d.a, d.unit)} in {where}: {100 * d.relative:+.1f}%"
+    change = (
+        f"step time {format_value(d.b, d.unit)} vs {format_value(d.a, d.unit)} in {where}: {100 * d.relative:+.1f}%"
+    )
     if d.noise is None:
-        return Gate(False, f"gpulint: {change}; its noise is not measured (fewer than 10 steps in a run), so a "
-                           "regression cannot be told from noise", d)
+        return Gate(
+            False,
+            f"gpulint: {change}; its noise is not measured (fewer than 10 steps in a run), so a "
+            "regression cannot be told from noise",
+            d,
+        )
     noise = f"noise ±{100 * d.noise / d.a:.1f}% {d.basis}"
     if percent is None:
         return Gate(False, f"gpulint: compared: {change} ({noise})", d)
@@ -174,7 +188,9 @@ def print_compare(out, a: RunRecord, b: RunRecord, rows: list[Difference]) -> No
     if a.host != b.host:
         out.line(f"  note: different hosts: {a.host} vs {b.host}")
     if a.environment.get("gpus") != b.environment.get("gpus"):
-        out.line(f"  note: different GPUs: {a.environment.get('gpus') or 'none'} vs {b.environment.get('gpus') or 'none'}")
+        out.line(
+            f"  note: different GPUs: {a.environment.get('gpus') or 'none'} vs {b.environment.get('gpus') or 'none'}"
+        )
     table = []
     for d in rows:
         status = {"better": "better", "worse": "worse"}.get(d.direction, "")
@@ -182,8 +198,18 @@ def print_compare(out, a: RunRecord, b: RunRecord, rows: list[Difference]) -> No
             status = "within noise"
         elif not status and d.beyond_noise and not d.better:
             status = "changed"
-        table.append([d.label, format_value(d.a, d.unit), format_value(d.b, d.unit), format_change(d), format_noise(d),
-                      out.style(status, "green" if status == "better" else "red") if status in ("better", "worse") else status])
+        table.append(
+            [
+                d.label,
+                format_value(d.a, d.unit),
+                format_value(d.b, d.unit),
+                format_change(d),
+                format_noise(d),
+                out.style(status, "green" if status == "better" else "red")
+                if status in ("better", "worse")
+                else status,
+            ]
+        )
     out.table(None, ["figure", f"run {a.id}", f"run {b.id}", "change", "noise", ""], table, right=(1, 2, 3))
     out.line(NOISE_NOTE)
     if a.verdict or b.verdict:
@@ -192,18 +218,43 @@ def print_compare(out, a: RunRecord, b: RunRecord, rows: list[Difference]) -> No
 
 def compare_json(a: RunRecord, b: RunRecord, rows: list[Difference]) -> dict:
     return {
-        "a": run_json(a), "b": run_json(b),
-        "figures": [{"name": d.name, "label": d.label, "unit": d.unit, "better": d.better, "a": d.a, "b": d.b,
-                     "change": d.change, "relative": d.relative, "noise": d.noise, "noise_basis": d.basis or None,
-                     "beyond_noise": d.beyond_noise, "direction": d.direction or None} for d in rows],
+        "a": run_json(a),
+        "b": run_json(b),
+        "figures": [
+            {
+                "name": d.name,
+                "label": d.label,
+                "unit": d.unit,
+                "better": d.better,
+                "a": d.a,
+                "b": d.b,
+                "change": d.change,
+                "relative": d.relative,
+                "noise": d.noise,
+                "noise_basis": d.basis or None,
+                "beyond_noise": d.beyond_noise,
+                "direction": d.direction or None,
+            }
+            for d in rows
+        ],
     }
 
 
 def run_json(run: RunRecord) -> dict:
     return {
-        "id": run.id, "kind": run.kind, "command": run.command, "script": run.script, "script_sha256": run.script_sha256,
-        "started_at": iso(run.started_at), "wall_seconds": run.wall_seconds, "status": run.status, "verdict": run.verdict,
-        "git_commit": run.git_commit, "git_dirty": run.git_dirty, "host": run.host, "environment": run.environment,
+        "id": run.id,
+        "kind": run.kind,
+        "command": run.command,
+        "script": run.script,
+        "script_sha256": run.script_sha256,
+        "started_at": iso(run.started_at),
+        "wall_seconds": run.wall_seconds,
+        "status": run.status,
+        "verdict": run.verdict,
+        "git_commit": run.git_commit,
+        "git_dirty": run.git_dirty,
+        "host": run.host,
+        "environment": run.environment,
         "figures": {f.name: f.value for f in run.figures},
     }
 
@@ -216,6 +267,15 @@ def print_history(out, runs: list[RunRecord], path) -> None:
     for run in runs:
         commit = f"{run.git_commit[:10]}{'+' if run.git_dirty else ''}" if run.git_commit else "-"
         headline = run.figure(GATE_FIGURE) or run.figure("speedup")  # a profile's step time, a verify's speedup
-        rows.append([str(run.id), when(run.started_at), run.kind, commit,
-                     format_value(headline.value, headline.unit) if headline else "-", run.verdict or run.status, run.command])
+        rows.append(
+            [
+                str(run.id),
+                when(run.started_at),
+                run.kind,
+                commit,
+                format_value(headline.value, headline.unit) if headline else "-",
+                run.verdict or run.status,
+                run.command,
+            ]
+        )
     out.table(None, ["id", "when", "kind", "commit", "result", "verdict", "command"], rows, right=(0, 4))

@@ -109,7 +109,9 @@ class CpuSummary:
 def summarize(sampler: CpuSampler, start: float | None, end: float | None) -> CpuSummary | None:
     """Averages over the window [start, end] (the whole run when not given); None with < 2 samples."""
     slack = sampler.interval * sampler.samples.stride
-    samples = [s for s in sampler.samples if (start is None or s.t >= start - slack) and (end is None or s.t <= end + slack)]
+    samples = [
+        s for s in sampler.samples if (start is None or s.t >= start - slack) and (end is None or s.t <= end + slack)
+    ]
     if len(samples) < 2:
         return None
     first, last = samples[0], samples[-1]
@@ -118,7 +120,9 @@ def summarize(sampler: CpuSampler, start: float | None, end: float | None) -> Cp
         return None
     main = (last.main - first.main) / span
     # A worker first seen inside the window started there: all its CPU time counts.
-    workers = sum(max(0.0, last_seen - first.children.get(pid, 0.0)) for pid, last_seen in _last_values(samples).items())
+    workers = sum(
+        max(0.0, last_seen - first.children.get(pid, 0.0)) for pid, last_seen in _last_values(samples).items()
+    )
     worker_cores = workers / span
     # cpu_percent of each sample covers the interval before it: skip the first sample's.
     busy = [s.per_core for s in samples[1:] if s.per_core]
@@ -143,8 +147,10 @@ def _timeline(samples: list[CpuSample]) -> dict:
     return {
         "times": [b.t for _, b in pairs],
         "main_series": [(b.main - a.main) / (b.t - a.t) for a, b in pairs],
-        "worker_series": [max(0.0, sum(b.children.values()) - sum(a.children.get(pid, 0.0) for pid in b.children)) / (b.t - a.t)
-                          for a, b in pairs],
+        "worker_series": [
+            max(0.0, sum(b.children.values()) - sum(a.children.get(pid, 0.0) for pid in b.children)) / (b.t - a.t)
+            for a, b in pairs
+        ],
         "core_series": [list(core) for core in zip(*(b.per_core for _, b in pairs if b.per_core))],
     }
 

@@ -80,14 +80,23 @@ def environment(run: RunResult) -> dict:
     }
 
 
-def _base(kind: str, command_text: str, key: list, command: Command, run: RunResult | None, started_at: float,
-          wall: float) -> RunRecord:
+def _base(
+    kind: str, command_text: str, key: list, command: Command, run: RunResult | None, started_at: float, wall: float
+) -> RunRecord:
     root = run_root(command)
     commit, dirty = git_state(root)
     return RunRecord(
-        kind=kind, command=command_text, command_key=json.dumps([kind, *key]), status="", started_at=started_at,
-        script=relative_to_project(command.script, root) if command.script else None, script_sha256=_sha256(command.script),
-        wall_seconds=wall, git_commit=commit, git_dirty=dirty, host=socket.gethostname(),
+        kind=kind,
+        command=command_text,
+        command_key=json.dumps([kind, *key]),
+        status="",
+        started_at=started_at,
+        script=relative_to_project(command.script, root) if command.script else None,
+        script_sha256=_sha256(command.script),
+        wall_seconds=wall,
+        git_commit=commit,
+        git_dirty=dirty,
+        host=socket.gethostname(),
         environment=environment(run) if run else {},
     )
 
@@ -102,8 +111,15 @@ def _target(command: Command, root: Path) -> list[str]:
 # -- profile ---------------------------------------------------------------------------------
 def profile_record(result: Profile, config: RunConfig, started_at: float) -> RunRecord:
     run, command = result.run, result.command
-    record = _base("profile", f"gpulint profile -- {run.command}", _target(command, run_root(command)), command, run,
-                   started_at, run.wall)
+    record = _base(
+        "profile",
+        f"gpulint profile -- {run.command}",
+        _target(command, run_root(command)),
+        command,
+        run,
+        started_at,
+        run.wall,
+    )
     record.status = run.status
     record.verdict = result.verdict.headline if result.verdict else None
     record.figures = profile_figures(result)
@@ -114,11 +130,17 @@ def profile_record(result: Profile, config: RunConfig, started_at: float) -> Run
         "framework": result.framework,
         "step_source": steps.source if steps else None,
         "series_width": steps.width if steps else None,
-        "verdict": None if result.verdict is None else {
-            "headline": result.verdict.headline, "advice": result.verdict.advice, "reasons": result.verdict.reasons,
+        "verdict": None
+        if result.verdict is None
+        else {
+            "headline": result.verdict.headline,
+            "advice": result.verdict.advice,
+            "reasons": result.verdict.reasons,
             "warnings": result.verdict.warnings,
-            "recommendations": [{"code": r.code, "action": r.action, "expected_gain": r.expected_gain}
-                                for r in result.verdict.recommendations],
+            "recommendations": [
+                {"code": r.code, "action": r.action, "expected_gain": r.expected_gain}
+                for r in result.verdict.recommendations
+            ],
         },
         "lint": [{"code": h.code, "row": h.row, "message": h.message, "fixable": h.fixable} for h in result.lint],
         "syncs": [{"where": s.where, "per_step": s.per_step, "source": s.source, "rule": s.rule} for s in result.syncs],
@@ -136,21 +158,35 @@ def profile_figures(result: Profile) -> list[Figure]:
         waits = steps.data_waits
         figures += [
             Figure("step_time_mean", "step time (mean)", steps.mean, "s", "lower", noise),
-            Figure("throughput", "throughput", throughput, "steps/s", "higher",
-                   None if noise is None else throughput * noise / steps.mean),
+            Figure(
+                "throughput",
+                "throughput",
+                throughput,
+                "steps/s",
+                "higher",
+                None if noise is None else throughput * noise / steps.mean,
+            ),
             Figure("step_time_median", "step time (median)", steps.median, "s", "lower"),
             Figure("step_time_p10", "step time (p10)", steps.quantile(0.1), "s", "lower"),
             Figure("step_time_p90", "step time (p90)", steps.quantile(0.9), "s", "lower"),
-            Figure("data_wait_share", "data wait (share of step time)", steps.data_share, "share", "lower",
-                   None if waits is None or noise is None else _share_noise(waits, steps.mean), steps.data_note or ""),
+            Figure(
+                "data_wait_share",
+                "data wait (share of step time)",
+                steps.data_share,
+                "share",
+                "lower",
+                None if waits is None or noise is None else _share_noise(waits, steps.mean),
+                steps.data_note or "",
+            ),
         ]
         if steps.batches is not None:
             figures.append(Figure("batches_per_step", "batches per step", steps.batches / steps.count))
     if v is not None and result.measurements is not None and result.measurements.data_share is not None:
         figures.append(Figure("compute_share", "effective compute share", v.compute_share, "share", "higher"))
     if run.cuda and steps and steps.count:
-        figures.append(Figure("syncs_per_step", "host-device syncs per step", sum(steps.syncs.values()) / steps.count,
-                              "", "lower"))
+        figures.append(
+            Figure("syncs_per_step", "host-device syncs per step", sum(steps.syncs.values()) / steps.count, "", "lower")
+        )
     if run.cpu:
         c = run.cpu
         figures += [
@@ -168,8 +204,11 @@ def profile_figures(result: Profile) -> list[Figure]:
             Figure("gpu_memory_peak", "GPU memory peak (share of the card)", g.mem_peak_fraction, "share"),
         ]
     else:
-        figures.append(Figure("gpu_util_mean", "GPU utilization (mean)", None, "%", "higher",
-                              note=run.gpu_unavailable or "no samples"))
+        figures.append(
+            Figure(
+                "gpu_util_mean", "GPU utilization (mean)", None, "%", "higher", note=run.gpu_unavailable or "no samples"
+            )
+        )
     figures.append(Figure("wall_seconds", "wall time of the run", run.wall, "s"))
     return figures
 
@@ -206,7 +245,10 @@ def profile_series(run: RunResult) -> list[Series]:
         c = run.cpu
         t0 = c.times[0] if t0 is None else t0
         times = [t - t0 for t in c.times]
-        for name, label, values in (("cpu_main", "main process", c.main_series), ("cpu_workers", "loader workers", c.worker_series)):
+        for name, label, values in (
+            ("cpu_main", "main process", c.main_series),
+            ("cpu_workers", "loader workers", c.worker_series),
+        ):
             x, y = stats.thin(times, values, STORED_POINTS)
             series.append(Series(name, label, "CPU of the run", "cores", "s", x, y))
         per_core_points = max(50, min(STORED_POINTS, CORE_POINTS_TOTAL // max(1, len(c.core_series))))
@@ -229,7 +271,9 @@ def verify_record(result: VerifyResult, command: Command, started_at: float, wal
     figures = [Figure("runs_each", "runs of each arm", len(result.original.runs))]
     for arm in (result.original, result.fixed):
         if arm.run_times:
-            figures.append(Figure(f"{arm.name}_step_time", f"step time, {arm.name} (median of runs)", arm.median, "s", "lower"))
+            figures.append(
+                Figure(f"{arm.name}_step_time", f"step time, {arm.name} (median of runs)", arm.median, "s", "lower")
+            )
     if c:
         figures += [
             Figure("speedup", "speedup of the fix", c.speedup, "x", "higher", note=c.reason),
@@ -238,9 +282,25 @@ def verify_record(result: VerifyResult, command: Command, started_at: float, wal
             Figure("run_noise", "typical difference between runs of the same script", c.noise - 1, "share"),
         ]
     record.figures = figures
-    record.series = [Series(f"{arm.name}_runs", arm.name, "step time per run", "s", "run",
-                            [float(i + 1) for i in range(len(arm.run_times))], arm.run_times)
-                     for arm in (result.original, result.fixed) if arm.run_times]
-    record.meta = {"codes": result.codes, "fixes_applied": result.applied, "diff": result.diff, "order": result.order,
-                   "warnings": result.warnings, "written": result.written}
+    record.series = [
+        Series(
+            f"{arm.name}_runs",
+            arm.name,
+            "step time per run",
+            "s",
+            "run",
+            [float(i + 1) for i in range(len(arm.run_times))],
+            arm.run_times,
+        )
+        for arm in (result.original, result.fixed)
+        if arm.run_times
+    ]
+    record.meta = {
+        "codes": result.codes,
+        "fixes_applied": result.applied,
+        "diff": result.diff,
+        "order": result.order,
+        "warnings": result.warnings,
+        "written": result.written,
+    }
     return record

@@ -193,8 +193,10 @@ class History:
         if version == SCHEMA_VERSION:
             return
         if version > SCHEMA_VERSION:
-            raise HistoryError(f"{self.path} was written by a newer gpulint (schema {version}, this one knows "
-                               f"{SCHEMA_VERSION}): upgrade gpulint or use another --history file")
+            raise HistoryError(
+                f"{self.path} was written by a newer gpulint (schema {version}, this one knows "
+                f"{SCHEMA_VERSION}): upgrade gpulint or use another --history file"
+            )
         with self._transaction():
             version = self.connection.execute("PRAGMA user_version").fetchone()[0]  # another writer may have won
             if version == 0:
@@ -237,25 +239,50 @@ class History:
             cursor = self.connection.execute(
                 "INSERT INTO runs (kind, command, command_key, script, script_sha256, status, verdict, started_at, "
                 "wall_seconds, git_commit, git_dirty, host, environment, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run.kind, run.command, run.command_key, run.script, run.script_sha256, run.status, run.verdict,
-                 run.started_at, run.wall_seconds, run.git_commit, None if run.git_dirty is None else int(run.git_dirty),
-                 run.host, json.dumps(run.environment, default=str), json.dumps(run.meta, default=str)),
+                (
+                    run.kind,
+                    run.command,
+                    run.command_key,
+                    run.script,
+                    run.script_sha256,
+                    run.status,
+                    run.verdict,
+                    run.started_at,
+                    run.wall_seconds,
+                    run.git_commit,
+                    None if run.git_dirty is None else int(run.git_dirty),
+                    run.host,
+                    json.dumps(run.environment, default=str),
+                    json.dumps(run.meta, default=str),
+                ),
             )
             run_id = cursor.lastrowid
             self.connection.executemany(
                 "INSERT INTO figures VALUES (?,?,?,?,?,?,?,?,?)",
-                [(run_id, i, f.name, f.label, _finite(f.value), f.unit, f.better, _finite(f.noise), f.note)
-                 for i, f in enumerate(run.figures)],
+                [
+                    (run_id, i, f.name, f.label, _finite(f.value), f.unit, f.better, _finite(f.noise), f.note)
+                    for i, f in enumerate(run.figures)
+                ],
             )
             self.connection.executemany(
                 "INSERT INTO series VALUES (?,?,?,?,?,?,?,?,?)",
-                [(run_id, i, s.name, s.label, s.chart, s.unit, s.x_unit, _pack(s.x), _pack(s.y)) for i, s in enumerate(run.series)],
+                [
+                    (run_id, i, s.name, s.label, s.chart, s.unit, s.x_unit, _pack(s.x), _pack(s.y))
+                    for i, s in enumerate(run.series)
+                ],
             )
         return run_id
 
     # -- reading ---------------------------------------------------------------------------
-    def runs(self, script: str | None = None, kind: str | None = None, command_key: str | None = None,
-             since: float | None = None, limit: int | None = None, before: int | None = None) -> list[RunRecord]:
+    def runs(
+        self,
+        script: str | None = None,
+        kind: str | None = None,
+        command_key: str | None = None,
+        since: float | None = None,
+        limit: int | None = None,
+        before: int | None = None,
+    ) -> list[RunRecord]:
         """Runs newest first, with their figures but not their series; `before`: ids below it."""
         where, values = [], []
         for column, value in (("script", script), ("kind", kind), ("command_key", command_key)):
@@ -285,7 +312,9 @@ class History:
         run.series = [
             Series(name, label, chart, unit, x_unit, _unpack(x), _unpack(y))
             for name, label, chart, unit, x_unit, x, y in self.connection.execute(
-                "SELECT name, label, chart, unit, x_unit, x, y FROM series WHERE run_id = ? ORDER BY position", (run_id,))
+                "SELECT name, label, chart, unit, x_unit, x, y FROM series WHERE run_id = ? ORDER BY position",
+                (run_id,),
+            )
         ]
         return run
 
@@ -320,10 +349,40 @@ class History:
         return self.load(row[0])
 
     def _run(self, row: tuple) -> RunRecord:
-        (run_id, kind, command, command_key, script, sha, status, verdict, started_at, wall, commit, dirty, host,
-         environment, meta) = row
-        return RunRecord(kind, command, command_key, status, started_at, script, sha, verdict, wall, commit,
-                         None if dirty is None else bool(dirty), host, json.loads(environment), meta=json.loads(meta), id=run_id)
+        (
+            run_id,
+            kind,
+            command,
+            command_key,
+            script,
+            sha,
+            status,
+            verdict,
+            started_at,
+            wall,
+            commit,
+            dirty,
+            host,
+            environment,
+            meta,
+        ) = row
+        return RunRecord(
+            kind,
+            command,
+            command_key,
+            status,
+            started_at,
+            script,
+            sha,
+            verdict,
+            wall,
+            commit,
+            None if dirty is None else bool(dirty),
+            host,
+            json.loads(environment),
+            meta=json.loads(meta),
+            id=run_id,
+        )
 
     def _attach_figures(self, runs: list[RunRecord]) -> None:
         by_id = {run.id: run for run in runs}
@@ -331,8 +390,10 @@ class History:
             return
         marks = ",".join("?" * len(by_id))
         for run_id, name, label, value, unit, better, noise, note in self.connection.execute(
-                f"SELECT run_id, name, label, value, unit, better, noise, note FROM figures WHERE run_id IN ({marks}) "
-                "ORDER BY run_id, position", list(by_id)):
+            f"SELECT run_id, name, label, value, unit, better, noise, note FROM figures WHERE run_id IN ({marks}) "
+            "ORDER BY run_id, position",
+            list(by_id),
+        ):
             by_id[run_id].figures.append(Figure(name, label, value, unit, better, noise, note))
 
 
@@ -413,4 +474,3 @@ def when(started_at: float) -> str:
 
 def iso(started_at: float) -> str:
     return datetime.fromtimestamp(started_at, timezone.utc).isoformat(timespec="seconds")
-

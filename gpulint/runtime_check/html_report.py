@@ -21,8 +21,15 @@ WIDTH, HEIGHT = 880, 230
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 14, 34
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
 HEATMAP_FROM = 9  # per-core CPU of this many cores or more is drawn as a heat map, not lines
-CHART_ORDER = ["step time", "data wait per step", "step time per run", "GPU utilization", "GPU memory", "CPU of the run",
-               "CPU per core"]
+CHART_ORDER = [
+    "step time",
+    "data wait per step",
+    "step time per run",
+    "GPU utilization",
+    "GPU memory",
+    "CPU of the run",
+    "CPU per core",
+]
 
 CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1d1d1f; margin: 0;
@@ -51,16 +58,27 @@ footer { margin-top: 32px; color: #777; font-size: 12px; }
 
 def render(run: RunRecord, baseline: RunRecord | None = None, history: History | None = None) -> str:
     """The report of `run` (beside `baseline` when given) as one HTML document."""
-    parts = [_header(run), _verdict(run), _figures(run, baseline, history), _charts(run, baseline), _fixes(run),
-             _syncs(run), _diff(run), _environment(run, baseline)]
+    parts = [
+        _header(run),
+        _verdict(run),
+        _figures(run, baseline, history),
+        _charts(run, baseline),
+        _fixes(run),
+        _syncs(run),
+        _diff(run),
+        _environment(run, baseline),
+    ]
     title = f"gpulint {run.kind}: {run.script or run.command}"
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">"
-            f"<title>{escape(title)}</title><style>{CSS}</style></head><body><main>"
-            + "".join(p for p in parts if p)
-            + f"<footer>gpulint {escape(str(run.environment.get('gpulint', '')))} -- this file loads nothing from "
-              "the network and runs no script.</footer></main></body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        "<meta http-equiv=\"Content-Security-Policy\" "
+        "content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">"
+        f"<title>{escape(title)}</title><style>{CSS}</style></head><body><main>"
+        + "".join(p for p in parts if p)
+        + f"<footer>gpulint {escape(str(run.environment.get('gpulint', '')))} -- this file loads nothing from "
+        "the network and runs no script.</footer></main></body></html>\n"
+    )
 
 
 def write(path: Path, run: RunRecord, baseline: RunRecord | None = None, history: History | None = None) -> None:
@@ -76,12 +94,17 @@ def write(path: Path, run: RunRecord, baseline: RunRecord | None = None, history
 
 # -- sections ------------------------------------------------------------------------------
 def _header(run: RunRecord) -> str:
-    commit = f" · commit <code>{escape(run.git_commit[:12])}</code>{' (uncommitted changes)' if run.git_dirty else ''}" \
-        if run.git_commit else ""
+    commit = (
+        f" · commit <code>{escape(run.git_commit[:12])}</code>{' (uncommitted changes)' if run.git_dirty else ''}"
+        if run.git_commit
+        else ""
+    )
     wall = f" · {run.wall_seconds:.0f} s" if run.wall_seconds is not None else ""
-    return (f"<h1>gpulint {escape(run.kind)} · run {run.id if run.id is not None else '(not recorded)'}</h1>"
-            f"<div class=\"meta\">{escape(when(run.started_at))} · {escape(run.host or '')}{commit}{wall}</div>"
-            f"<h2>Command</h2><div class=\"command\"><code>{escape(run.command)}</code></div>")
+    return (
+        f"<h1>gpulint {escape(run.kind)} · run {run.id if run.id is not None else '(not recorded)'}</h1>"
+        f'<div class="meta">{escape(when(run.started_at))} · {escape(run.host or "")}{commit}{wall}</div>'
+        f'<h2>Command</h2><div class="command"><code>{escape(run.command)}</code></div>'
+    )
 
 
 def _verdict(run: RunRecord) -> str:
@@ -89,32 +112,41 @@ def _verdict(run: RunRecord) -> str:
     if verdict:
         kind = "bad" if verdict["headline"].startswith(("input-bound", "sync-bound")) else ""
         items = "".join(f"<li>{escape(r)}</li>" for r in verdict.get("reasons", []))
-        warnings = "".join(f"<p class=\"warning\">warning: {escape(w)}</p>" for w in verdict.get("warnings", []))
-        return (f"<div class=\"verdict {kind}\"><strong>Verdict: {escape(verdict['headline'])}</strong> -- "
-                f"{escape(verdict['advice'])}<ul>{items}</ul>{warnings}</div>")
+        warnings = "".join(f'<p class="warning">warning: {escape(w)}</p>' for w in verdict.get("warnings", []))
+        return (
+            f'<div class="verdict {kind}"><strong>Verdict: {escape(verdict["headline"])}</strong> -- '
+            f"{escape(verdict['advice'])}<ul>{items}</ul>{warnings}</div>"
+        )
     if run.kind == "verify" and run.verdict:
         speedup = run.figure("speedup")
         kind = {"confirmed": "good", "slowdown": "bad"}.get(run.verdict, "")
         said = f" (speedup {speedup.value:.2f}x: {escape(speedup.note)})" if speedup and speedup.value else ""
-        warnings = "".join(f"<p class=\"warning\">warning: {escape(w)}</p>" for w in run.meta.get("warnings", []))
-        return f"<div class=\"verdict {kind}\"><strong>{escape(run.verdict)}</strong>{said}{warnings}</div>"
+        warnings = "".join(f'<p class="warning">warning: {escape(w)}</p>' for w in run.meta.get("warnings", []))
+        return f'<div class="verdict {kind}"><strong>{escape(run.verdict)}</strong>{said}{warnings}</div>'
     return ""
 
 
 def _figures(run: RunRecord, baseline: RunRecord | None, history: History | None) -> str:
     if baseline is None:
-        rows = "".join(f"<tr><td>{escape(f.label)}</td><td class=\"num\">{escape(format_value(f.value, f.unit))}</td>"
-                       f"<td class=\"muted\">{escape(f.note)}</td></tr>" for f in run.figures)
+        rows = "".join(
+            f'<tr><td>{escape(f.label)}</td><td class="num">{escape(format_value(f.value, f.unit))}</td>'
+            f'<td class="muted">{escape(f.note)}</td></tr>'
+            for f in run.figures
+        )
         return f"<h2>Figures</h2><table><tr><th>figure</th><th>value</th><th>note</th></tr>{rows}</table>"
     rows = []
     for d in differences(history, baseline, run):
         status = d.direction or ("within noise" if d.beyond_noise is False else "")
-        rows.append(f"<tr><td>{escape(d.label)}</td><td class=\"num\">{escape(format_value(d.a, d.unit))}</td>"
-                    f"<td class=\"num\">{escape(format_value(d.b, d.unit))}</td><td class=\"num\">{escape(format_change(d))}</td>"
-                    f"<td class=\"muted\">{escape(format_noise(d))}</td><td class=\"{d.direction}\">{escape(status)}</td></tr>")
-    return (f"<h2>Figures</h2><p class=\"meta\">baseline: {escape(describe(baseline))}</p><table><tr><th>figure</th>"
-            f"<th>baseline</th><th>this run</th><th>change</th><th>noise</th><th></th></tr>{''.join(rows)}</table>"
-            f"<p class=\"muted\">{escape(NOISE_NOTE)}</p>")
+        rows.append(
+            f'<tr><td>{escape(d.label)}</td><td class="num">{escape(format_value(d.a, d.unit))}</td>'
+            f'<td class="num">{escape(format_value(d.b, d.unit))}</td><td class="num">{escape(format_change(d))}</td>'
+            f'<td class="muted">{escape(format_noise(d))}</td><td class="{d.direction}">{escape(status)}</td></tr>'
+        )
+    return (
+        f'<h2>Figures</h2><p class="meta">baseline: {escape(describe(baseline))}</p><table><tr><th>figure</th>'
+        f"<th>baseline</th><th>this run</th><th>change</th><th>noise</th><th></th></tr>{''.join(rows)}</table>"
+        f'<p class="muted">{escape(NOISE_NOTE)}</p>'
+    )
 
 
 def _charts(run: RunRecord, baseline: RunRecord | None) -> str:
@@ -136,27 +168,37 @@ def _fixes(run: RunRecord) -> str:
     rows = []
     for r in recommendations:
         rule = find_rule(r["code"])
-        code = f"<a href=\"{escape(rule_url(rule))}\">{escape(r['code'])}</a>" if rule else escape(r["code"])
+        code = f'<a href="{escape(rule_url(rule))}">{escape(r["code"])}</a>' if rule else escape(r["code"])
         hits = [h for h in lint if h["code"] == r["code"]]
-        found = "<br>".join(f"line {h['row']}: {escape(h['message'])}" for h in hits) or "<span class=\"muted\">-</span>"
-        rows.append(f"<tr><td>{code}</td><td>{escape(r['action'])}</td><td>{escape(r['expected_gain'])}</td><td>{found}</td></tr>")
-    return ("<h2>Fixes to try, in order of expected gain</h2><table><tr><th>rule</th><th>fix</th><th>expected gain</th>"
-            f"<th>in this script</th></tr>{''.join(rows)}</table>")
+        found = "<br>".join(f"line {h['row']}: {escape(h['message'])}" for h in hits) or '<span class="muted">-</span>'
+        rows.append(
+            f"<tr><td>{code}</td><td>{escape(r['action'])}</td><td>{escape(r['expected_gain'])}</td>"
+            f"<td>{found}</td></tr>"
+        )
+    return (
+        "<h2>Fixes to try, in order of expected gain</h2><table><tr><th>rule</th><th>fix</th><th>expected gain</th>"
+        f"<th>in this script</th></tr>{''.join(rows)}</table>"
+    )
 
 
 def _syncs(run: RunRecord) -> str:
     syncs = run.meta.get("syncs") or []
     if not syncs:
         return ""
-    rows = "".join(f"<tr><td><code>{escape(s['where'])}</code></td><td class=\"num\">{s['per_step']:.1f}</td>"
-                   f"<td><code>{escape(s['source'])}</code></td><td>{escape(s['rule'] or '-')}</td></tr>" for s in syncs)
-    return ("<h2>Host-device syncs in the measured steps</h2><table><tr><th>where</th><th>per step</th><th>line</th>"
-            f"<th>rule</th></tr>{rows}</table>")
+    rows = "".join(
+        f'<tr><td><code>{escape(s["where"])}</code></td><td class="num">{s["per_step"]:.1f}</td>'
+        f"<td><code>{escape(s['source'])}</code></td><td>{escape(s['rule'] or '-')}</td></tr>"
+        for s in syncs
+    )
+    return (
+        "<h2>Host-device syncs in the measured steps</h2><table><tr><th>where</th><th>per step</th><th>line</th>"
+        f"<th>rule</th></tr>{rows}</table>"
+    )
 
 
 def _diff(run: RunRecord) -> str:
     diff = run.meta.get("diff")
-    return f"<h2>The fix</h2><pre class=\"diff\">{escape(diff)}</pre>" if diff else ""
+    return f'<h2>The fix</h2><pre class="diff">{escape(diff)}</pre>' if diff else ""
 
 
 def _environment(run: RunRecord, baseline: RunRecord | None) -> str:
@@ -168,11 +210,22 @@ def _environment(run: RunRecord, baseline: RunRecord | None) -> str:
             value = ", ".join(value) or "none"
         return escape(str(value if value not in (None, "") else "-"))
 
-    keys = [("cpu", "CPU"), ("cores", "cores"), ("gpus", "GPUs"), ("driver", "driver"), ("python", "Python"),
-            ("frameworks", "frameworks"), ("platform", "platform")]
+    keys = [
+        ("cpu", "CPU"),
+        ("cores", "cores"),
+        ("gpus", "GPUs"),
+        ("driver", "driver"),
+        ("python", "Python"),
+        ("frameworks", "frameworks"),
+        ("platform", "platform"),
+    ]
     header = "<tr><th></th><th>this run</th>" + ("<th>baseline</th>" if baseline else "") + "</tr>"
-    rows = "".join(f"<tr><td>{label}</td><td>{cell(run, key)}</td>" + (f"<td>{cell(baseline, key)}</td>" if baseline else "")
-                   + "</tr>" for key, label in keys)
+    rows = "".join(
+        f"<tr><td>{label}</td><td>{cell(run, key)}</td>"
+        + (f"<td>{cell(baseline, key)}</td>" if baseline else "")
+        + "</tr>"
+        for key, label in keys
+    )
     return f"<h2>Machine</h2><table>{header}{rows}</table>"
 
 
@@ -232,36 +285,49 @@ def _chart(name: str, series: list[Series], base: list[Series], baseline: RunRec
     def py(y: float) -> float:
         return TOP + plot_h - (y * factor - y0) / ((y1 - y0) or 1) * plot_h
 
-    svg = [f"<svg viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"100%\" role=\"img\" aria-label=\"{escape(name)}\">"]
+    svg = [f'<svg viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" role="img" aria-label="{escape(name)}">']
     if x_unit == "s" and x0 < 0 < x1:  # before the measured window
-        svg.append(f"<rect x=\"{px(x0):.1f}\" y=\"{TOP}\" width=\"{px(0) - px(x0):.1f}\" height=\"{plot_h}\" fill=\"#f1f1f1\"/>"
-                   f"<text x=\"{px(x0) + 4:.1f}\" y=\"{TOP + 12}\">start-up and warm-up</text>")
+        svg.append(
+            f'<rect x="{px(x0):.1f}" y="{TOP}" width="{px(0) - px(x0):.1f}" height="{plot_h}" fill="#f1f1f1"/>'
+            f'<text x="{px(x0) + 4:.1f}" y="{TOP + 12}">start-up and warm-up</text>'
+        )
     for tick in y_ticks:
         y = TOP + plot_h - (tick - y0) / ((y1 - y0) or 1) * plot_h
-        svg.append(f"<line x1=\"{LEFT}\" x2=\"{WIDTH - RIGHT}\" y1=\"{y:.1f}\" y2=\"{y:.1f}\" stroke=\"#e3e6ea\"/>"
-                   f"<text x=\"{LEFT - 6}\" y=\"{y + 4:.1f}\" text-anchor=\"end\">{_tick(tick)}</text>")
+        svg.append(
+            f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e3e6ea"/>'
+            f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{_tick(tick)}</text>'
+        )
     for tick in x_ticks:
         x = px(tick)
-        svg.append(f"<line x1=\"{x:.1f}\" x2=\"{x:.1f}\" y1=\"{TOP + plot_h}\" y2=\"{TOP + plot_h + 4}\" stroke=\"#999\"/>"
-                   f"<text x=\"{x:.1f}\" y=\"{TOP + plot_h + 17}\" text-anchor=\"middle\">{_tick(tick)}</text>")
-    svg.append(f"<text x=\"{WIDTH - RIGHT}\" y=\"{HEIGHT - 3}\" text-anchor=\"end\">{escape(_x_label(x_unit))}</text>"
-               f"<text x=\"12\" y=\"{TOP + plot_h / 2:.0f}\" transform=\"rotate(-90 12 {TOP + plot_h / 2:.0f})\" "
-               f"text-anchor=\"middle\">{escape(shown_unit)}</text>"
-               f"<line x1=\"{LEFT}\" x2=\"{LEFT}\" y1=\"{TOP}\" y2=\"{TOP + plot_h}\" stroke=\"#999\"/>"
-               f"<line x1=\"{LEFT}\" x2=\"{WIDTH - RIGHT}\" y1=\"{TOP + plot_h}\" y2=\"{TOP + plot_h}\" stroke=\"#999\"/>")
+        svg.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{TOP + plot_h}" y2="{TOP + plot_h + 4}" stroke="#999"/>'
+            f'<text x="{x:.1f}" y="{TOP + plot_h + 17}" text-anchor="middle">{_tick(tick)}</text>'
+        )
+    svg.append(
+        f'<text x="{WIDTH - RIGHT}" y="{HEIGHT - 3}" text-anchor="end">{escape(_x_label(x_unit))}</text>'
+        f'<text x="12" y="{TOP + plot_h / 2:.0f}" transform="rotate(-90 12 {TOP + plot_h / 2:.0f})" '
+        f'text-anchor="middle">{escape(shown_unit)}</text>'
+        f'<line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{TOP + plot_h}" stroke="#999"/>'
+        f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{TOP + plot_h}" y2="{TOP + plot_h}" stroke="#999"/>'
+    )
     legend = []
     for s, colour, is_baseline in sorted(drawn, key=lambda d: not d[2]):  # the baseline underneath
         coordinates = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(s.x, s.y))
-        dash = " stroke-dasharray=\"5 3\"" if is_baseline else ""
+        dash = ' stroke-dasharray="5 3"' if is_baseline else ""
         label = f"{s.label} (baseline run {baseline.id})" if is_baseline else s.label
-        svg.append(f"<polyline class=\"series\" points=\"{coordinates}\" fill=\"none\" stroke=\"{colour}\" "
-                   f"stroke-width=\"1.6\"{dash}><title>{escape(label)}</title></polyline>")
+        svg.append(
+            f'<polyline class="series" points="{coordinates}" fill="none" stroke="{colour}" '
+            f'stroke-width="1.6"{dash}><title>{escape(label)}</title></polyline>'
+        )
         if len(s.x) == 1:  # a single point draws no line
-            svg.append(f"<circle cx=\"{px(s.x[0]):.1f}\" cy=\"{py(s.y[0]):.1f}\" r=\"3\" fill=\"{colour}\"/>")
+            svg.append(f'<circle cx="{px(s.x[0]):.1f}" cy="{py(s.y[0]):.1f}" r="3" fill="{colour}"/>')
         swatch = f"border-top: 3px {'dashed' if is_baseline else 'solid'} {colour}"
-        legend.append(f"<span><i style=\"{swatch}\"></i>{escape(label)}</span>")
+        legend.append(f'<span><i style="{swatch}"></i>{escape(label)}</span>')
     svg.append("</svg>")
-    return f"<figure><figcaption>{escape(name)}</figcaption>{''.join(svg)}<div class=\"legend\">{''.join(legend)}</div></figure>"
+    return (
+        f'<figure><figcaption>{escape(name)}</figcaption>{"".join(svg)}'
+        f'<div class="legend">{"".join(legend)}</div></figure>'
+    )
 
 
 def _heatmap(name: str, series: list[Series]) -> str:
@@ -272,23 +338,30 @@ def _heatmap(name: str, series: list[Series]) -> str:
     x_low = min(s.x[0] for s in series if s.x)
     x_high = max(s.x[-1] for s in series if s.x)
     cell_w = plot_w / max(1, columns)
-    svg = [f"<svg viewBox=\"0 0 {WIDTH} {height:.0f}\" width=\"100%\" role=\"img\" aria-label=\"{escape(name)}\">"]
+    svg = [f'<svg viewBox="0 0 {WIDTH} {height:.0f}" width="100%" role="img" aria-label="{escape(name)}">']
     for row, s in enumerate(series):
         y = TOP + row * row_h
         if row % max(1, len(series) // 8) == 0:
-            svg.append(f"<text x=\"{LEFT - 6}\" y=\"{y + row_h - 1:.1f}\" text-anchor=\"end\">{escape(s.label)}</text>")
+            svg.append(f'<text x="{LEFT - 6}" y="{y + row_h - 1:.1f}" text-anchor="end">{escape(s.label)}</text>')
         for column, value in enumerate(s.y):
             shade = max(0.0, min(1.0, value / 100))
-            svg.append(f"<rect class=\"cell\" x=\"{LEFT + column * cell_w:.1f}\" y=\"{y:.1f}\" width=\"{cell_w + 0.3:.1f}\" "
-                       f"height=\"{row_h:.1f}\" fill=\"rgb({255 - int(223 * shade)},{255 - int(136 * shade)},{255 - int(75 * shade)})\"/>")
+            svg.append(
+                f'<rect class="cell" x="{LEFT + column * cell_w:.1f}" y="{y:.1f}" width="{cell_w + 0.3:.1f}" '
+                f'height="{row_h:.1f}" '
+                f'fill="rgb({255 - int(223 * shade)},{255 - int(136 * shade)},{255 - int(75 * shade)})"/>'
+            )
     bottom = TOP + row_h * len(series)
     if x_low < 0 < x_high:  # where the measured steps start
         x = LEFT + (0 - x_low) / (x_high - x_low) * plot_w
-        svg.append(f"<line x1=\"{x:.1f}\" x2=\"{x:.1f}\" y1=\"{TOP - 4}\" y2=\"{bottom + 4:.1f}\" stroke=\"#d62728\"/>"
-                   f"<text x=\"{x:.1f}\" y=\"{bottom + 16:.0f}\" text-anchor=\"middle\">0</text>")
-    svg.append(f"<text x=\"{LEFT}\" y=\"{bottom + 16:.0f}\">{_tick(x_low)} s</text>"
-               f"<text x=\"{WIDTH - RIGHT}\" y=\"{bottom + 16:.0f}\" text-anchor=\"end\">{_tick(x_high)} s · white idle, "
-               "dark blue 100% busy; red line: the measured steps start</text></svg>")
+        svg.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{TOP - 4}" y2="{bottom + 4:.1f}" stroke="#d62728"/>'
+            f'<text x="{x:.1f}" y="{bottom + 16:.0f}" text-anchor="middle">0</text>'
+        )
+    svg.append(
+        f'<text x="{LEFT}" y="{bottom + 16:.0f}">{_tick(x_low)} s</text>'
+        f'<text x="{WIDTH - RIGHT}" y="{bottom + 16:.0f}" text-anchor="end">{_tick(x_high)} s · white idle, '
+        "dark blue 100% busy; red line: the measured steps start</text></svg>"
+    )
     return f"<figure><figcaption>{escape(name)}</figcaption>{''.join(svg)}</figure>"
 
 
@@ -297,4 +370,6 @@ def _tick(value: float) -> str:
 
 
 def _x_label(x_unit: str) -> str:
-    return {"s": "seconds from the start of the measured steps", "step": "measured step", "run": "run"}.get(x_unit, x_unit)
+    return {"s": "seconds from the start of the measured steps", "step": "measured step", "run": "run"}.get(
+        x_unit, x_unit
+    )

@@ -28,7 +28,9 @@ class GpuSample:
 
 def _merge(a: GpuSample, b: GpuSample, share: float) -> GpuSample:
     """Two consecutive samples as one: mean utilization (b is `share` of the samples), peak memory."""
-    return GpuSample(b.t, [x + (y - x) * share for x, y in zip(a.util, b.util)], [max(x, y) for x, y in zip(a.mem_used, b.mem_used)])
+    return GpuSample(
+        b.t, [x + (y - x) * share for x, y in zip(a.util, b.util)], [max(x, y) for x, y in zip(a.mem_used, b.mem_used)]
+    )
 
 
 @dataclass
@@ -153,7 +155,9 @@ class GpuSummary:
 def summarize(sampler: GpuSampler, start: float | None, end: float | None) -> GpuSummary | None:
     if not sampler.samples:
         return None
-    window = [s for s in sampler.samples if (start is None or s.t >= start) and (end is None or s.t <= end)] or sampler.samples
+    window = [
+        s for s in sampler.samples if (start is None or s.t >= start) and (end is None or s.t <= end)
+    ] or sampler.samples
     utils = sorted(sum(s.util) / len(s.util) for s in window)
     peaks = [max(s.mem_used[i] for s in window) / total for i, total in enumerate(sampler.mem_total) if total]
     return GpuSummary(
@@ -171,4 +175,3 @@ def summarize(sampler: GpuSampler, start: float | None, end: float | None) -> Gp
         mem_total=list(sampler.mem_total),
         driver=sampler.driver,
     )
-

@@ -121,7 +121,9 @@ def profile(command: Command, config: RunConfig, progress=None) -> Profile:
     result.verdict = verdict_mod.decide(result.measurements)
     result.syncs = sync_lines(run)
     if not run.cuda:  # what only a GPU can show is not suggested from a run without one
-        result.verdict.recommendations = [r for r in result.verdict.recommendations if r.code not in verdict_mod.NEEDS_DEVICE]
+        result.verdict.recommendations = [
+            r for r in result.verdict.recommendations if r.code not in verdict_mod.NEEDS_DEVICE
+        ]
     codes = [r.code for r in result.verdict.recommendations]
     codes += [s.rule for s in result.syncs if s.rule and s.rule not in codes]
     result.lint = lint_hits(command.script, codes)

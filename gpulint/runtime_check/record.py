@@ -48,8 +48,16 @@ def _error(message: str) -> None:
 
 
 # -- after a run -----------------------------------------------------------------------------
-def finish_profile(out: Output, result: Profile, config: RunConfig, started_at: float, options: HistoryOptions,
-                   baseline_ref: str | None = None, fail_percent: float | None = None, html_file: Path | None = None) -> int:
+def finish_profile(
+    out: Output,
+    result: Profile,
+    config: RunConfig,
+    started_at: float,
+    options: HistoryOptions,
+    baseline_ref: str | None = None,
+    fail_percent: float | None = None,
+    html_file: Path | None = None,
+) -> int:
     """Record a measured profile, compare it with `baseline_ref`, gate it, write its report."""
     record = figures.profile_record(result, config, started_at)
     start = figures.run_root(result.command)
@@ -90,8 +98,9 @@ def finish_profile(out: Output, result: Profile, config: RunConfig, started_at: 
             history.close()
 
 
-def finish_verify(out: Output, result: VerifyResult, command: Command, started_at: float, wall: float,
-                  options: HistoryOptions) -> None:
+def finish_verify(
+    out: Output, result: VerifyResult, command: Command, started_at: float, wall: float, options: HistoryOptions
+) -> None:
     """Record a verify that compared its arms (a failed run is reported, not recorded)."""
     if not options.record or result.comparison is None:
         return
@@ -107,8 +116,14 @@ def finish_verify(out: Output, result: VerifyResult, command: Command, started_a
 
 
 # -- commands on the history -----------------------------------------------------------------
-def history_command(out: Output, options: HistoryOptions, script: str | None = None, since: str | None = None,
-                    limit: int | None = 20, output_format: str = "text") -> int:
+def history_command(
+    out: Output,
+    options: HistoryOptions,
+    script: str | None = None,
+    since: str | None = None,
+    limit: int | None = 20,
+    output_format: str = "text",
+) -> int:
     start = Path.cwd()
     try:
         history = options.open(start, create=False)
@@ -128,8 +143,13 @@ def history_command(out: Output, options: HistoryOptions, script: str | None = N
     return EXIT_OK
 
 
-def compare_command(out: Output, options: HistoryOptions, first: str | None = None, second: str | None = None,
-                    output_format: str = "text") -> int:
+def compare_command(
+    out: Output,
+    options: HistoryOptions,
+    first: str | None = None,
+    second: str | None = None,
+    output_format: str = "text",
+) -> int:
     """`compare`: the last two runs of the latest command; `compare A`: A against the latest run of
     its command; `compare A B`: A (the baseline) against B."""
     try:
@@ -163,7 +183,9 @@ def _pair(history: History, first: str | None, second: str | None) -> tuple[RunR
     return history.resolve("last", like=b), b
 
 
-def report_command(out: Output, options: HistoryOptions, ref: str, html_file: Path, baseline_ref: str | None = None) -> int:
+def report_command(
+    out: Output, options: HistoryOptions, ref: str, html_file: Path, baseline_ref: str | None = None
+) -> int:
     """`report RUN --html FILE [--baseline REF]`: the HTML report of a stored run."""
     try:
         history = options.open(Path.cwd(), create=False)

@@ -177,33 +177,76 @@ def how_it_ended(run: RunResult) -> str:
 def print_profile(out: Output, result: Profile) -> None:
     run, steps, m, v = result.run, result.run.steps, result.measurements, result.verdict
     out.line(f"{out.style('gpulint profile', 'bold')} {run.command}")
-    rows = [["steps", f"{steps.count} measured", f"{steps.source}; {steps.warmup} warm-up step(s) skipped; {how_it_ended(run)}"]]
+    skipped = f"{steps.warmup} warm-up step(s) skipped"
+    rows = [["steps", f"{steps.count} measured", f"{steps.source}; {skipped}; {how_it_ended(run)}"]]
     if steps.optimizers and len(steps.optimizers) > 1:
-        rows.append(["optimizers", ", ".join(f"{k}: {n}" for k, n in steps.optimizers.items()), "the most frequent paces the step"])
+        rows.append(
+            [
+                "optimizers",
+                ", ".join(f"{k}: {n}" for k, n in steps.optimizers.items()),
+                "the most frequent paces the step",
+            ]
+        )
     if steps.count:
-        rows.append(["step time (mean)", ms(steps.mean),
-                     f"median {ms(steps.median)}, p10 {ms(steps.quantile(0.1))}, p90 {ms(steps.quantile(0.9))}"])
+        rows.append(
+            [
+                "step time (mean)",
+                ms(steps.mean),
+                f"median {ms(steps.median)}, p10 {ms(steps.quantile(0.1))}, p90 {ms(steps.quantile(0.9))}",
+            ]
+        )
         if steps.batches is not None:
             per = steps.batches / steps.count
             if abs(per - 1) > 0.01:
                 rows.append(["batches per step", f"{per:.2f}", "gradient accumulation"])
-    rows.append(["data wait", pct(steps.data_share),
-                 steps.data_note or (f"{ms(steps.waited / steps.count)} per step" if steps.waited is not None and steps.count else "")])
-    rows.append(["sync wait", NOT_MEASURED, "host timers cannot see it" + ("; sync lines below" if result.syncs else "")])
-    rows.append(["effective compute share", pct(v.compute_share) if v and m and m.data_share is not None else NOT_MEASURED,
-                 "step time minus data wait, over step time"])
+    rows.append(
+        [
+            "data wait",
+            pct(steps.data_share),
+            steps.data_note
+            or (f"{ms(steps.waited / steps.count)} per step" if steps.waited is not None and steps.count else ""),
+        ]
+    )
+    rows.append(
+        ["sync wait", NOT_MEASURED, "host timers cannot see it" + ("; sync lines below" if result.syncs else "")]
+    )
+    rows.append(
+        [
+            "effective compute share",
+            pct(v.compute_share) if v and m and m.data_share is not None else NOT_MEASURED,
+            "step time minus data wait, over step time",
+        ]
+    )
     cpu = run.cpu
     if cpu:
         rows.append(["CPU main process", f"{cpu.main_cores:.2f} cores", "pegged" if cpu.main_pegged else ""])
         rows.append(["CPU loader workers", f"{cpu.worker_cores:.2f} cores", f"{cpu.workers} process(es)"])
-        rows.append(["CPU machine", f"{cpu.system_cores:.2f} of {cpu.cores} cores", "per core: " + " ".join(f"{p:.0f}%" for p in cpu.per_core)])
-        rows.append(["CPU other processes", f"{cpu.other_cores:.2f} cores", "busy machine" if cpu.other_cores >= BUSY_CORES else ""])
+        rows.append(
+            [
+                "CPU machine",
+                f"{cpu.system_cores:.2f} of {cpu.cores} cores",
+                "per core: " + " ".join(f"{p:.0f}%" for p in cpu.per_core),
+            ]
+        )
+        rows.append(
+            [
+                "CPU other processes",
+                f"{cpu.other_cores:.2f} cores",
+                "busy machine" if cpu.other_cores >= BUSY_CORES else "",
+            ]
+        )
     else:
         rows.append(["CPU", NOT_MEASURED, "run too short for two samples"])
     if run.gpu:
         g = run.gpu
-        rows.append(["GPU utilization", f"{g.util_mean:.0f}%",
-                     f"median {g.util_median:.0f}%, p10 {g.util_p10:.0f}%, at 0%: {100 * g.idle_fraction:.0f}% of {g.samples} samples"])
+        rows.append(
+            [
+                "GPU utilization",
+                f"{g.util_mean:.0f}%",
+                f"median {g.util_median:.0f}%, p10 {g.util_p10:.0f}%, "
+                f"at 0%: {100 * g.idle_fraction:.0f}% of {g.samples} samples",
+            ]
+        )
         rows.append(["GPU memory peak", f"{100 * g.mem_peak_fraction:.0f}%", ", ".join(g.devices)])
     else:
         rows.append(["GPU utilization", NOT_MEASURED, run.gpu_unavailable or "no samples"])
@@ -212,8 +255,12 @@ def print_profile(out: Output, result: Profile) -> None:
     if run.gpu and run.gpu.series:
         out.line(f"GPU utilization over the run: {sparkline(run.gpu.series)}")
     if result.syncs:
-        out.table("Host-device syncs in the measured steps", ["where", "per step", "line", "rule"],
-                  [[s.where, f"{s.per_step:.1f}", s.source, s.rule or "-"] for s in result.syncs], right=(1,))
+        out.table(
+            "Host-device syncs in the measured steps",
+            ["where", "per step", "line", "rule"],
+            [[s.where, f"{s.per_step:.1f}", s.source, s.rule or "-"] for s in result.syncs],
+            right=(1,),
+        )
     elif run.cuda:
         out.line("No host-device sync in the measured steps.")
     else:
@@ -263,13 +310,24 @@ def profile_json(result: Profile) -> dict:
         "framework": result.framework,
         "instrumented": run.instrumented,
         "notes": run.notes,
-        "steps": None if steps is None else {
-            "source": steps.source, "total": steps.total, "warmup": steps.warmup, "measured": steps.count,
-            "times": steps.times, "series_width": steps.width, "mean": steps.mean if steps.count else None,
+        "steps": None
+        if steps is None
+        else {
+            "source": steps.source,
+            "total": steps.total,
+            "warmup": steps.warmup,
+            "measured": steps.count,
+            "times": steps.times,
+            "series_width": steps.width,
+            "mean": steps.mean if steps.count else None,
             "median": steps.median if steps.count else None,
-            "p10": steps.quantile(0.1) if steps.count else None, "p90": steps.quantile(0.9) if steps.count else None,
-            "data_waits": steps.data_waits, "data_share": steps.data_share, "data_note": steps.data_note,
-            "batches": steps.batches, "optimizers": steps.optimizers,
+            "p10": steps.quantile(0.1) if steps.count else None,
+            "p90": steps.quantile(0.9) if steps.count else None,
+            "data_waits": steps.data_waits,
+            "data_share": steps.data_share,
+            "data_note": steps.data_note,
+            "batches": steps.batches,
+            "optimizers": steps.optimizers,
         },
         "sync_wait": None,
         "syncs": [dataclasses.asdict(s) for s in result.syncs] if run.cuda else None,
@@ -277,8 +335,11 @@ def profile_json(result: Profile) -> dict:
         "gpu": dataclasses.asdict(run.gpu) if run.gpu else None,
         "gpu_not_measured": None if run.gpu else (run.gpu_unavailable or "no samples"),
         "measurements": dataclasses.asdict(result.measurements) if result.measurements else None,
-        "verdict": None if result.verdict is None else {
-            **dataclasses.asdict(result.verdict), "headline": result.verdict.headline,
+        "verdict": None
+        if result.verdict is None
+        else {
+            **dataclasses.asdict(result.verdict),
+            "headline": result.verdict.headline,
         },
         "lint": [dataclasses.asdict(h) for h in result.lint],
     }
@@ -288,8 +349,10 @@ def profile_json(result: Profile) -> dict:
 def print_verify(out: Output, result: VerifyResult, args: list[str], interpreter: str | None = None) -> None:
     """The diff, each arm's runs and the verdict; `args` and `interpreter` as verify was given
     them (for the `--write` command line)."""
-    out.line(f"{out.style('gpulint verify', 'bold')} {result.script}: {result.applied} fix(es) from "
-             f"{','.join(result.codes) or 'the default rules'}")
+    out.line(
+        f"{out.style('gpulint verify', 'bold')} {result.script}: {result.applied} fix(es) from "
+        f"{','.join(result.codes) or 'the default rules'}"
+    )
     out.line(result.diff.rstrip())
     if result.failed is not None:
         out.line(out.style(f"the {result.failed_arm} script failed; no comparison", "red"))
@@ -301,21 +364,32 @@ def print_verify(out: Output, result: VerifyResult, args: list[str], interpreter
     rows = []
     for arm in (result.original, result.fixed):
         low, high = arm.spread
-        rows.append([arm.name, ms(arm.median), f"{ms(low)} .. {ms(high)}", " ".join(f"{1000 * x:.1f}" for x in arm.run_times)])
-    out.table(f"Step time (mean per run, median of runs), {len(result.original.runs)} runs each, order {' '.join(result.order)}",
-              ["arm", "median", "range of runs", "runs (ms)"], rows, right=(1,))
+        rows.append(
+            [arm.name, ms(arm.median), f"{ms(low)} .. {ms(high)}", " ".join(f"{1000 * x:.1f}" for x in arm.run_times)]
+        )
+    out.table(
+        f"Step time (mean per run, median of runs), {len(result.original.runs)} runs each, "
+        f"order {' '.join(result.order)}",
+        ["arm", "median", "range of runs", "runs (ms)"],
+        rows,
+        right=(1,),
+    )
     for warning in result.warnings:
         out.line(f"{out.style('warning:', 'yellow')} {warning}")
     c = result.comparison
     colour = {"confirmed": "green", "slowdown": "red"}.get(c.outcome, "yellow")
-    out.line(f"speedup {c.speedup:.2f}x ({100 * CONFIDENCE:g}% interval {c.interval[0]:.2f}..{c.interval[1]:.2f}; "
-             f"runs of the same script differ by about {100 * (c.noise - 1):.1f}%): {out.style(c.outcome, colour)} -- {c.reason}")
+    out.line(
+        f"speedup {c.speedup:.2f}x ({100 * CONFIDENCE:g}% interval {c.interval[0]:.2f}..{c.interval[1]:.2f}; "
+        f"runs of the same script differ by about {100 * (c.noise - 1):.1f}%): "
+        f"{out.style(c.outcome, colour)} -- {c.reason}"
+    )
     if c.outcome == "not confirmed":
         out.line(f"after {len(result.original.runs)} runs of each; more runs (--runs, --max-runs) narrow the interval")
     if result.written:
         out.line(f"wrote the fix to {result.script}")
     elif c.outcome == "confirmed":
-        out.line(f"the script is unchanged; to apply the fix: {verify_command(result.script, result.codes, args, interpreter, '--write')}")
+        apply = verify_command(result.script, result.codes, args, interpreter, "--write")
+        out.line(f"the script is unchanged; to apply the fix: {apply}")
 
 
 def verify_json(result: VerifyResult) -> dict:
@@ -323,8 +397,15 @@ def verify_json(result: VerifyResult) -> dict:
         return {
             "median": a.median if a.run_times else None,
             "run_mean_step_times": a.run_times,
-            "runs": [{"status": r.status, "exit_code": r.exit_code, "step_times": r.steps.times if r.steps else None,
-                      "data_share": r.steps.data_share if r.steps else None} for r in a.runs],
+            "runs": [
+                {
+                    "status": r.status,
+                    "exit_code": r.exit_code,
+                    "step_times": r.steps.times if r.steps else None,
+                    "data_share": r.steps.data_share if r.steps else None,
+                }
+                for r in a.runs
+            ],
         }
 
     return {
@@ -337,14 +418,19 @@ def verify_json(result: VerifyResult) -> dict:
         "fixed": arm(result.fixed),
         "comparison": dataclasses.asdict(result.comparison) if result.comparison else None,
         "failed_arm": result.failed_arm,
-        "failure": None if result.failed is None else {"status": result.failed.status, "exit_code": result.failed.exit_code, "error": result.failed.error},
+        "failure": None
+        if result.failed is None
+        else {"status": result.failed.status, "exit_code": result.failed.exit_code, "error": result.failed.error},
         "written": result.written,
         "warnings": result.warnings,
     }
 
 
 def print_sweep(out: Output, result: SweepResult) -> None:
-    out.line(f"{out.style('gpulint verify --param', 'bold')} {result.script}: {result.name} = {', '.join(c.name for c in result.candidates)}")
+    out.line(
+        f"{out.style('gpulint verify --param', 'bold')} {result.script}: "
+        f"{result.name} = {', '.join(c.name for c in result.candidates)}"
+    )
     if result.failed is not None:
         out.line(out.style(f"the run with {result.name}={result.failed_value} failed; no recommendation", "red"))
         print_failure(out, result.failed)
@@ -352,12 +438,26 @@ def print_sweep(out: Output, result: SweepResult) -> None:
     rows = []
     for c in result.candidates:
         shares = [r.steps.data_share for r in c.runs if r.steps and r.steps.data_share is not None]
-        rows.append([c.name, ms(c.median), f"{ms(min(c.run_times))} .. {ms(max(c.run_times))}",
-                     pct(stats.median(shares)) if shares else NOT_MEASURED])
-    out.table(f"Step time per value (mean per run, median of runs), {len(result.candidates[0].runs)} runs each, rotating order",
-              [result.name, "median", "range of runs", "data wait"], rows, right=(1,))
-    how = ("clearly best (faster than the runner-up beyond the noise between runs)" if result.clearly_best
-           else "best by median, within the noise of the runner-up")
+        rows.append(
+            [
+                c.name,
+                ms(c.median),
+                f"{ms(min(c.run_times))} .. {ms(max(c.run_times))}",
+                pct(stats.median(shares)) if shares else NOT_MEASURED,
+            ]
+        )
+    out.table(
+        f"Step time per value (mean per run, median of runs), {len(result.candidates[0].runs)} runs each, "
+        "rotating order",
+        [result.name, "median", "range of runs", "data wait"],
+        rows,
+        right=(1,),
+    )
+    how = (
+        "clearly best (faster than the runner-up beyond the noise between runs)"
+        if result.clearly_best
+        else "best by median, within the noise of the runner-up"
+    )
     out.line(f"recommended: {result.name}={result.best.name} -- {how}")
 
 
@@ -366,8 +466,15 @@ def sweep_json(result: SweepResult) -> dict:
         "script": result.script,
         "param": result.name,
         "order": result.order,
-        "values": [{"value": c.name, "median": c.median if c.run_times else None, "run_mean_step_times": c.run_times,
-                    "data_shares": [r.steps.data_share if r.steps else None for r in c.runs]} for c in result.candidates],
+        "values": [
+            {
+                "value": c.name,
+                "median": c.median if c.run_times else None,
+                "run_mean_step_times": c.run_times,
+                "data_shares": [r.steps.data_share if r.steps else None for r in c.runs],
+            }
+            for c in result.candidates
+        ],
         "best": result.best.name if result.best else None,
         "clearly_best": result.clearly_best,
         "failed_value": result.failed_value,

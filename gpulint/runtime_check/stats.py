@@ -162,8 +162,10 @@ class Bounded(list):
         if len(self) < self.cap:
             return
         weights = [self.stride] * (len(self) - 1) + [self._filled]
-        merged = [self.merge(self[i], self[i + 1], weights[i + 1] / (weights[i] + weights[i + 1]))
-                  for i in range(0, len(self) - 1, 2)]
+        merged = [
+            self.merge(self[i], self[i + 1], weights[i + 1] / (weights[i] + weights[i + 1]))
+            for i in range(0, len(self) - 1, 2)
+        ]
         self._filled = weights[-1] + (weights[-2] if len(self) % 2 == 0 else 0)
         self[:] = merged + ([self[-1]] if len(self) % 2 else [])
         self.stride *= 2

@@ -183,7 +183,8 @@ def busy_machine_warning(other_cores: float | None, during: str = "the run") -> 
     """The warning for a machine that other processes kept busy (half a core or more)."""
     if other_cores is None or other_cores < BUSY_CORES:
         return None
-    return f"other processes kept {other_cores:.1f} cores busy during {during}: figures are slower and noisier than on an idle machine"
+    return (f"other processes kept {other_cores:.1f} cores busy during {during}: "
+            "figures are slower and noisier than on an idle machine")
 
 
 def _warnings(m: Measurements) -> list[str]:
@@ -192,5 +193,7 @@ def _warnings(m: Measurements) -> list[str]:
     if busy:
         out.append(busy)
     if m.step_cv is not None and m.step_cv > NOISY_CV:
-        out.append(f"step times vary a lot (coefficient of variation {m.step_cv:.2f}): use more steps or a quieter machine")
+        out.append(
+            f"step times vary a lot (coefficient of variation {m.step_cv:.2f}): use more steps or a quieter machine"
+        )
     return out

@@ -106,8 +106,11 @@ def device_refusal(codes: list[str], where: str) -> str | None:
         return None
     why = "; ".join(f"{code}: {NEEDS_DEVICE[code]}" for code in needing)
     others = [code for code in codes if code not in NEEDS_DEVICE]
-    advice = f"--select only the others ({', '.join(others)})" if others else "run verify where the script trains on a GPU"
-    return f"cannot measure {', '.join(needing)} here: {where}, and without a CUDA device the fix changes nothing ({why}); {advice}"
+    advice = (
+        f"--select only the others ({', '.join(others)})" if others else "run verify where the script trains on a GPU"
+    )
+    return (f"cannot measure {', '.join(needing)} here: {where}, "
+            f"and without a CUDA device the fix changes nothing ({why}); {advice}")
 
 
 def interleaved(pairs: int) -> list[str]:
@@ -135,8 +138,17 @@ def compare(a: list[float], b: list[float]) -> Comparison:
     return Comparison(speedup, (low, high), noise, outcome, reason)
 
 
-def verify(script: Path, args: list[str], codes: list[str] | None, runs: int, config: RunConfig,
-           interpreter: str, write: bool = False, progress=None, max_runs: int | None = None) -> VerifyResult:
+def verify(
+    script: Path,
+    args: list[str],
+    codes: list[str] | None,
+    runs: int,
+    config: RunConfig,
+    interpreter: str,
+    write: bool = False,
+    progress=None,
+    max_runs: int | None = None,
+) -> VerifyResult:
     """Runs of each arm: `runs` interleaved pairs, then one pair more at a time while the verdict
     is "not confirmed", up to `max_runs` (default twice `runs`) of each."""
     from gpulint.linter.fixer import write_atomic
@@ -152,8 +164,9 @@ def verify(script: Path, args: list[str], codes: list[str] | None, runs: int, co
         devices, unavailable = nvml.visible_devices()
         if not devices:
             raise VerifyError(device_refusal(fixable, f"no GPU is visible ({unavailable})"))
-    result = VerifyResult(str(script), codes or [], applied, unified_diff(source, fixed, str(script)),
-                          Arm("original"), Arm("fixed"), [])
+    result = VerifyResult(
+        str(script), codes or [], applied, unified_diff(source, fixed, str(script)), Arm("original"), Arm("fixed"), []
+    )
     command = Command(interpreter, [], [str(script), *args])
     schedule = interleaved(max_runs)
     with tempfile.TemporaryDirectory(prefix="gpulint-verify-") as folder:

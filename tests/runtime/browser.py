@@ -43,11 +43,27 @@ class Page:
             os.dup2(answers, 4)
 
         self.process = subprocess.Popen(
-            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-             "--remote-debugging-pipe", f"--user-data-dir={self.profile.name}", f"--window-size={width},{height}",
-             "about:blank"],
-            preexec_fn=descriptors, pass_fds=(3, 4), start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                binary,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--disable-extensions",
+                "--remote-debugging-pipe",
+                f"--user-data-dir={self.profile.name}",
+                f"--window-size={width},{height}",
+                "about:blank",
+            ],
+            preexec_fn=descriptors,
+            pass_fds=(3, 4),
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         os.close(to_browser)
         os.close(from_browser)
@@ -58,8 +74,14 @@ class Page:
         self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         for domain in ("Page", "Runtime", "Log"):
             self.call(f"{domain}.enable", session=True)
-        self.call("Emulation.setDeviceMetricsOverride", session=True, width=width, height=height, deviceScaleFactor=1,
-                  mobile=False)
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            session=True,
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
 
     def __enter__(self) -> "Page":
         return self
@@ -131,8 +153,8 @@ def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     position, idat, header = 8, b"", None
     while position < len(data):
-        length, kind = struct.unpack(">I4s", data[position:position + 8])
-        body = data[position + 8:position + 8 + length]
+        length, kind = struct.unpack(">I4s", data[position : position + 8])
+        body = data[position + 8 : position + 8 + length]
         if kind == b"IHDR":
             header = struct.unpack(">IIBBBBB", body)
         elif kind == b"IDAT":
@@ -145,7 +167,7 @@ def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
     stride = width * channels
     rows, previous = [], bytearray(stride)
     for y in range(height):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for x in range(stride):
             left = line[x - channels] if x >= channels else 0
             up, corner = previous[x], previous[x - channels] if x >= channels else 0

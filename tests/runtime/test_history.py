@@ -18,19 +18,34 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def run_record(step_time: float = 0.02, command_key: str = '["profile", "train.py"]', **fields) -> RunRecord:
-    defaults = dict(kind="profile", command="gpulint profile -- python train.py", command_key=command_key,
-                    status="stopped", started_at=time.time(), script="train.py", script_sha256="abc")
+    defaults = dict(
+        kind="profile",
+        command="gpulint profile -- python train.py",
+        command_key=command_key,
+        status="stopped",
+        started_at=time.time(),
+        script="train.py",
+        script_sha256="abc",
+    )
     defaults.update(fields)
     record = RunRecord(**defaults)
-    record.figures = [Figure("step_time_mean", "step time (mean)", step_time, "s", "lower", 0.001),
-                      Figure("gpu_util_mean", "GPU utilization (mean)", None, "%", "higher", note="NVML unavailable")]
+    record.figures = [
+        Figure("step_time_mean", "step time (mean)", step_time, "s", "lower", 0.001),
+        Figure("gpu_util_mean", "GPU utilization (mean)", None, "%", "higher", note="NVML unavailable"),
+    ]
     record.series = [Series("step_time", "step time", "step time", "s", "step", [1.0, 2.0, 3.0], [step_time] * 3)]
     return record
 
 
 def test_a_run_comes_back_as_it_was_stored(tmp_path):
-    record = run_record(environment={"cpu": "x", "frameworks": {"torch": "2.1"}}, meta={"lint": [{"code": "GL101"}]},
-                        git_commit="f" * 40, git_dirty=True, wall_seconds=3.5, verdict="input-bound (high)")
+    record = run_record(
+        environment={"cpu": "x", "frameworks": {"torch": "2.1"}},
+        meta={"lint": [{"code": "GL101"}]},
+        git_commit="f" * 40,
+        git_dirty=True,
+        wall_seconds=3.5,
+        verdict="input-bound (high)",
+    )
     with History.open(tmp_path / "h.db") as history:
         run_id = history.record(record)
         loaded = history.load(run_id)

@@ -13,17 +13,39 @@ from gpulint.runtime_check.history import Figure, RunRecord, Series
 from tests.runtime.browser import Page, find_chromium, png_pixels
 
 CHROMIUM = find_chromium()
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium found (apt-get install chromium, or set CHROMIUM)")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="no Chromium found (apt-get install chromium, or set CHROMIUM)"
+)
 
 
 def gpu_run(run_id: int, step_ms: float, cores: int = 4) -> RunRecord:
     """A recorded profile of a GPU run, as figures.profile_record makes them."""
     steps = [float(i) for i in range(1, 201)]
     times = [-8 + 0.25 * i for i in range(120)]
-    record = RunRecord("profile", "gpulint profile -- python train.py --epochs 1", '["profile", "train.py"]', "stopped",
-                       time.time(), "train.py", "abc", "input-bound (high)", 30.0, "a" * 40, False, "trainer",
-                       {"cpu": "Xeon", "cores": cores, "gpus": ["NVIDIA H100"], "driver": "550.54", "python": "3.11.9",
-                        "frameworks": {"torch": "2.4.0"}, "gpulint": "0.1.0"}, id=run_id)
+    record = RunRecord(
+        "profile",
+        "gpulint profile -- python train.py --epochs 1",
+        '["profile", "train.py"]',
+        "stopped",
+        time.time(),
+        "train.py",
+        "abc",
+        "input-bound (high)",
+        30.0,
+        "a" * 40,
+        False,
+        "trainer",
+        {
+            "cpu": "Xeon",
+            "cores": cores,
+            "gpus": ["NVIDIA H100"],
+            "driver": "550.54",
+            "python": "3.11.9",
+            "frameworks": {"torch": "2.4.0"},
+            "gpulint": "0.1.0",
+        },
+        id=run_id,
+    )
     record.figures = [
         Figure("steps_measured", "measured steps", 200),
         Figure("step_time_mean", "step time (mean)", step_ms / 1000, "s", "lower", step_ms / 1000 * 0.02),
@@ -31,22 +53,51 @@ def gpu_run(run_id: int, step_ms: float, cores: int = 4) -> RunRecord:
         Figure("gpu_util_mean", "GPU utilization (mean)", 55.0, "%", "higher"),
     ]
     record.series = [
-        Series("step_time", "step time", "step time", "s", "step", steps,
-               [step_ms / 1000 * (1 + 0.1 * math.sin(i / 7)) for i in range(200)]),
-        Series("data_wait", "data wait per step", "data wait per step", "s", "step", steps, [0.4 * step_ms / 1000] * 200),
-        Series("gpu0_util", "GPU 0 (NVIDIA H100)", "GPU utilization", "%", "s", times,
-               [50 + 45 * math.sin(t) for t in times]),
+        Series(
+            "step_time",
+            "step time",
+            "step time",
+            "s",
+            "step",
+            steps,
+            [step_ms / 1000 * (1 + 0.1 * math.sin(i / 7)) for i in range(200)],
+        ),
+        Series(
+            "data_wait", "data wait per step", "data wait per step", "s", "step", steps, [0.4 * step_ms / 1000] * 200
+        ),
+        Series(
+            "gpu0_util",
+            "GPU 0 (NVIDIA H100)",
+            "GPU utilization",
+            "%",
+            "s",
+            times,
+            [50 + 45 * math.sin(t) for t in times],
+        ),
         Series("gpu0_memory", "GPU 0 (NVIDIA H100)", "GPU memory", "GiB", "s", times, [30.0 + t / 10 for t in times]),
         Series("cpu_main", "main process", "CPU of the run", "cores", "s", times, [1.0] * 120),
         Series("cpu_workers", "loader workers", "CPU of the run", "cores", "s", times, [2.5] * 120),
-    ] + [Series(f"cpu_core{i}", f"core {i}", "CPU per core", "%", "s", times, [(20 * i + t) % 100 for t in times])
-         for i in range(cores)]
+    ] + [
+        Series(f"cpu_core{i}", f"core {i}", "CPU per core", "%", "s", times, [(20 * i + t) % 100 for t in times])
+        for i in range(cores)
+    ]
     record.meta = {
-        "verdict": {"headline": "input-bound (high)", "advice": "fix the input pipeline first",
-                    "reasons": ["40% of step time waits for input"], "warnings": [],
-                    "recommendations": [{"code": "GL101", "action": "load batches in worker processes (num_workers)",
-                                         "expected_gain": "up to 1.7x"}]},
-        "lint": [{"code": "GL101", "row": 48, "message": "DataLoader loads batches in the training process", "fixable": True}],
+        "verdict": {
+            "headline": "input-bound (high)",
+            "advice": "fix the input pipeline first",
+            "reasons": ["40% of step time waits for input"],
+            "warnings": [],
+            "recommendations": [
+                {
+                    "code": "GL101",
+                    "action": "load batches in worker processes (num_workers)",
+                    "expected_gain": "up to 1.7x",
+                }
+            ],
+        },
+        "lint": [
+            {"code": "GL101", "row": 48, "message": "DataLoader loads batches in the training process", "fixable": True}
+        ],
         "syncs": [{"where": "train.py:60", "per_step": 1.0, "source": "loss.item()", "rule": "GL201"}],
     }
     return record
@@ -87,12 +138,16 @@ def test_the_report_in_chromium_loads_cleanly_with_plots_and_is_not_blank(tmp_pa
         boxes = page.evaluate("[...document.querySelectorAll('svg')].map(s => s.getBoundingClientRect().height)")
         assert len(boxes) == 6 and min(boxes) > 100  # each chart laid out at a readable size
         assert page.evaluate("document.body.scrollWidth") <= 1000  # nothing wider than the window
-        shot = page.call("Page.captureScreenshot", session=True, format="png",
-                         clip={"x": 0, "y": 0, "width": 1000, "height": 1800, "scale": 0.25})
+        shot = page.call(
+            "Page.captureScreenshot",
+            session=True,
+            format="png",
+            clip={"x": 0, "y": 0, "width": 1000, "height": 1800, "scale": 0.25},
+        )
     import base64
 
     width, height, rows = png_pixels(base64.b64decode(shot["data"]))
-    pixels = [row[i:i + 3] for row in rows for i in range(0, len(row), 3)]
+    pixels = [row[i : i + 3] for row in rows for i in range(0, len(row), 3)]
     background = max(set(pixels), key=pixels.count)
     assert width == 250 and height == 450
     assert len(set(pixels)) > 50 and sum(p != background for p in pixels) > 0.1 * len(pixels)
@@ -101,9 +156,11 @@ def test_the_report_in_chromium_loads_cleanly_with_plots_and_is_not_blank(tmp_pa
 @needs_chromium
 def test_the_browser_check_sees_errors_and_blocked_loads(tmp_path):
     path = tmp_path / "broken.html"
-    path.write_text("<!DOCTYPE html><html><head><meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-                    "script-src 'unsafe-inline'\"></head><body><script>console.error('boom')</script>"
-                    "<img src=\"https://example.com/x.png\"></body></html>")
+    path.write_text(
+        '<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "script-src 'unsafe-inline'\"></head><body><script>console.error('boom')</script>"
+        '<img src="https://example.com/x.png"></body></html>'
+    )
     with Page(CHROMIUM) as page:
         page.load(path.as_uri())
         time.sleep(0.5)

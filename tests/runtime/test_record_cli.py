@@ -15,8 +15,19 @@ SLEEPY = str(FIXTURES / "torch_step_sleep.py")
 
 
 def profile(tmp_path, *options, step_ms=20):
-    return gpulint(tmp_path, "profile", "--steps", "30", "--warmup", "3", *options, "--", sys.executable, SLEEPY,
-                   env={"GPULINT_STEP_MS": str(step_ms)})
+    return gpulint(
+        tmp_path,
+        "profile",
+        "--steps",
+        "30",
+        "--warmup",
+        "3",
+        *options,
+        "--",
+        sys.executable,
+        SLEEPY,
+        env={"GPULINT_STEP_MS": str(step_ms)},
+    )
 
 
 @pytest.mark.slow
@@ -33,8 +44,17 @@ def test_profile_twice_then_compare_report_and_a_gate_that_fails_on_a_20_percent
     assert slower.returncode == 1, slower.stdout + slower.stderr
     gate = [line for line in slower.stdout.splitlines() if line.startswith("gpulint: REGRESSION")]
     assert len(gate) == 1 and "in run 2" in gate[0] and "(allowed +10%" in gate[0], slower.stdout
-    against_commit = profile(tmp_path, "--history", str(tmp_path / "history.db"), "--no-history", "--baseline", "HEAD",
-                             "--fail-on-regression", "10", step_ms=24)
+    against_commit = profile(
+        tmp_path,
+        "--history",
+        str(tmp_path / "history.db"),
+        "--no-history",
+        "--baseline",
+        "HEAD",
+        "--fail-on-regression",
+        "10",
+        step_ms=24,
+    )
     assert against_commit.returncode == 0, against_commit.stdout  # the latest run at HEAD is run 3, as slow
     assert "in run 3" in against_commit.stdout and "recorded as" not in against_commit.stdout
 
@@ -72,7 +92,7 @@ def test_verify_refuses_a_fix_that_needs_a_gpu_on_a_machine_without_one(tmp_path
     assert leftovers(tmp_path) == []
 
 
-LABELLED = '''\
+LABELLED = """\
 import os
 import torch
 from torch.utils.data import DataLoader
@@ -86,7 +106,7 @@ for epoch in range(3):
     for batch in DataLoader(torch.arange(40.0), batch_size=4):
         model(batch.view(-1, 1)).sum().backward()
         optimizer.step()
-'''
+"""
 
 
 @pytest.mark.slow
@@ -96,8 +116,21 @@ def test_the_fixed_arm_runs_from_the_scripts_own_folder_and_leaves_nothing(tmp_p
     (project / "labels.txt").write_text("1 2 3\n")
     (project / "train.py").write_text(LABELLED)
     before = checksums(project)
-    run = gpulint(tmp_path, "verify", str(project / "train.py"), "--select", "GL101", "--runs", "2", "--max-runs", "2",
-                  "--steps", "5", "--warmup", "1")
+    run = gpulint(
+        tmp_path,
+        "verify",
+        str(project / "train.py"),
+        "--select",
+        "GL101",
+        "--runs",
+        "2",
+        "--max-runs",
+        "2",
+        "--steps",
+        "5",
+        "--warmup",
+        "1",
+    )
     assert run.returncode in (0, 1), run.stdout + run.stderr  # measured, whatever the verdict
     assert "failed" not in run.stdout and "speedup" in run.stdout
     assert checksums(project) == before and sorted(p.name for p in project.iterdir()) == ["labels.txt", "train.py"]
@@ -106,5 +139,7 @@ def test_the_fixed_arm_runs_from_the_scripts_own_folder_and_leaves_nothing(tmp_p
 
 def test_gpulint_registers_the_history_commands():
     for command in ("history", "compare", "report"):
-        run = subprocess.run([sys.executable, "-m", "gpulint", command, "--help"], capture_output=True, text=True, cwd=ROOT)
+        run = subprocess.run(
+            [sys.executable, "-m", "gpulint", command, "--help"], capture_output=True, text=True, cwd=ROOT
+        )
         assert run.returncode == 0 and "--history" in run.stdout, run.stderr

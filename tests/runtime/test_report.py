@@ -22,9 +22,17 @@ def profile_of(command: Command, cuda: bool = False) -> Profile:
 def test_the_suggested_verify_has_the_real_arguments_and_can_show_an_effect_here():
     command = Command(sys.executable, [], ["train.py", "--lr", "0.1 x"])
     assert report.suggested_verify(profile_of(command)) == "gpulint verify train.py --select GL101 -- --lr '0.1 x'"
-    assert report.suggested_verify(profile_of(command, cuda=True)) == "gpulint verify train.py --select GL102 -- --lr '0.1 x'"
-    assert report.suggested_verify(profile_of(Command(sys.executable, [], ["train.py"]))) == "gpulint verify train.py --select GL101"
-    assert report.suggested_verify(profile_of(Command("/opt/py/bin/python3", [], ["t.py"]))).endswith("--python /opt/py/bin/python3")
+    assert (
+        report.suggested_verify(profile_of(command, cuda=True))
+        == "gpulint verify train.py --select GL102 -- --lr '0.1 x'"
+    )
+    assert (
+        report.suggested_verify(profile_of(Command(sys.executable, [], ["train.py"])))
+        == "gpulint verify train.py --select GL101"
+    )
+    assert report.suggested_verify(profile_of(Command("/opt/py/bin/python3", [], ["t.py"]))).endswith(
+        "--python /opt/py/bin/python3"
+    )
     assert report.suggested_verify(profile_of(Command(sys.executable, [], ["-m", "pkg.train"]))) is None
 
 
@@ -60,8 +68,10 @@ def test_progress_is_redrawn_at_a_terminal_and_logged_every_30_seconds_elsewhere
     clock[0] += 1
     progress({"steps": 900, "warmup": 5, "seconds": 600, "measure_start": 90.0})
     progress.close()
-    assert terminal.getvalue() == ("\r\033[Kgpulint profile: warm-up: step 2 of 5"
-                                   "\r\033[Kgpulint profile: measuring: 895 steps, 12 of 600 s\r\033[K")
+    assert terminal.getvalue() == (
+        "\r\033[Kgpulint profile: warm-up: step 2 of 5"
+        "\r\033[Kgpulint profile: measuring: 895 steps, 12 of 600 s\r\033[K"
+    )
     log = io.StringIO()
     progress = report.Progress(log)
     for _ in range(90):  # 90 s, a state every second

@@ -10,10 +10,20 @@ import pytest
 from gpulint.runtime_check import stats
 
 
-@pytest.mark.parametrize("confidence, df, expected", [
-    (0.95, 1, 12.706), (0.95, 2, 4.303), (0.95, 4, 2.776), (0.95, 9, 2.262), (0.95, 30, 2.042),
-    (0.99, 2, 9.925), (0.99, 4, 4.604), (0.995, 4, 5.598), (0.995, 10, 3.581),
-])
+@pytest.mark.parametrize(
+    "confidence, df, expected",
+    [
+        (0.95, 1, 12.706),
+        (0.95, 2, 4.303),
+        (0.95, 4, 2.776),
+        (0.95, 9, 2.262),
+        (0.95, 30, 2.042),
+        (0.99, 2, 9.925),
+        (0.99, 4, 4.604),
+        (0.995, 4, 5.598),
+        (0.995, 10, 3.581),
+    ],
+)
 def test_t_critical_matches_the_tables(confidence, df, expected):
     assert stats.t_critical(confidence, df) == pytest.approx(expected, abs=1e-3)
 

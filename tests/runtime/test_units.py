@@ -205,4 +205,5 @@ def test_samplers_keep_a_bounded_list_over_a_long_run():
         gpu.samples.add(nvml.GpuSample(0.2 * i, [100 * (i % 2)], [i]))
     assert len(gpu.samples) < nvml.SAMPLES_CAP
     summary = nvml.summarize(gpu, None, None)
-    assert summary.util_mean == pytest.approx(50.0) and summary.mem_peak_fraction == pytest.approx((3 * nvml.SAMPLES_CAP - 1) / 100)
+    assert summary.util_mean == pytest.approx(50.0)
+    assert summary.mem_peak_fraction == pytest.approx((3 * nvml.SAMPLES_CAP - 1) / 100)

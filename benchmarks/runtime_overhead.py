@@ -138,7 +138,7 @@ def hook_cost(repeat: int = 20000) -> float:
                 return 1
 
         plain = Iterator()
-        Timed = type("Timed", (), {"__next__": bootstrap._timed_next(Iterator.__next__, bootstrap.STATE.fetch)})
+        Timed = type("Timed", (), {"__next__": bootstrap._timed_next(Iterator.__next__, bootstrap.record_loader_fetch)})
         timed, optimizer = Timed(), object()
         start = time.perf_counter()
         for _ in range(repeat):

@@ -29,6 +29,7 @@ from gpulint.linter.findings import (
     RawFinding,
 )
 from gpulint.linter.loopmodel import STEP_TOKENS
+from gpulint.linter.parse_guard import check_source
 from gpulint.linter.rule import Rule, all_rules
 from gpulint.linter.suppressions import Suppression, file_is_ignored, find_suppressions, matching_suppression
 
@@ -76,6 +77,11 @@ class UndecodableSource(Exception):
 
 
 def parse(source: bytes | str) -> cst.Module:
+    """libcst's tree of a source; raises SyntaxErrorInSource, UndecodableSource, and
+    parse_guard.UnanalysableSource for a source too deep to hand to the parser."""
+    rejected = check_source(source)
+    if rejected is not None and rejected.lineno:  # both parsers reject it: CPython names the line
+        raise SyntaxErrorInSource(rejected.msg, rejected.lineno, rejected.offset or 1)
     try:
         return cst.parse_module(source)
     except (UnicodeDecodeError, LookupError) as exc:

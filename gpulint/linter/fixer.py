@@ -1,4 +1,5 @@
-"""Apply fixes: transform, re-parse, re-lint until nothing fixable is left, write atomically.
+"""Apply fixes: transform, re-parse, re-lint until nothing fixable is left (writing the result is
+`safe_files.write_atomic`'s job).
 
 One pass applies every allowed fix whose target does not overlap another's (two fixes of the same
 `DataLoader(...)` call go in consecutive passes), adds the imports they need once, and checks that
@@ -7,12 +8,8 @@ the result parses.  The loop is bounded; a fix that never settles is reported, n
 
 from __future__ import annotations
 
-import os
-import stat
 import sys
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import libcst as cst
 
@@ -206,22 +203,3 @@ def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool) -> FixOut
         outcome.source, outcome.applied = source, 0
     return outcome
 
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace a file's content in one rename, keeping its mode; through symlinks to the target."""
-    target = Path(os.path.realpath(path))
-    mode = stat.S_IMODE(target.stat().st_mode)
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".gpulint-tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except FileNotFoundError:
-            pass
-        raise

@@ -54,7 +54,10 @@ from typing import Callable
 
 from gpulint.linter.engine import FileResult, Linter, SyntaxErrorInSource, UndecodableSource, parse, syntax_error_finding
 from gpulint.linter.findings import SYNTAX_ERROR_CODE, Edit, Finding, FixInfo, Location
-from gpulint.linter.fixer import NOTEBOOK_PLACEHOLDER_PREFIX, FixOutcome, fix_source, write_atomic
+from gpulint.linter.fixer import NOTEBOOK_PLACEHOLDER_PREFIX, FixOutcome, fix_source
+from gpulint.linter.parse_guard import UnanalysableSource
+from gpulint.linter.printable import quote_diff_path
+from gpulint.linter.safe_files import WriteRefused, write_atomic
 
 # Line 1 of every joined module: pins the encoding, so a `# coding: latin-1` comment in a cell
 # cannot make the parser decode the (UTF-8) joined text differently.
@@ -592,8 +595,8 @@ def cell_diff(before: Notebook, after: Notebook, name: str) -> str:
                 difflib.unified_diff(
                     lines(old.get(cell.number, "")),
                     lines(cell.text),
-                    fromfile=f"a/{name}:cell {cell.number}",
-                    tofile=f"b/{name}:cell {cell.number}",
+                    fromfile=quote_diff_path(f"a/{name}:cell {cell.number}"),
+                    tofile=quote_diff_path(f"b/{name}:cell {cell.number}"),
                 )
             )
         )
@@ -636,9 +639,10 @@ def process_notebook(path: Path, name: str, source: bytes, linter: Linter, optio
                         outcome.diff = cell_diff(notebook, final, name)
                     else:
                         try:
-                            write_atomic(path, fixed.source)
+                            write_atomic(path, fixed.source, options.write_scope)
                         except OSError as exc:
-                            outcome.errors.append(f"{name}: cannot write fixes: {exc.strerror or exc}")
+                            outcome.errors.append(f"{name}: fixes {exc}" if isinstance(exc, WriteRefused)
+                                                  else f"{name}: cannot write fixes: {exc.strerror or exc}")
                             outcome.fixed = 0
                             final = notebook
         outcome.result, _ = lint_cells(linter, final.cells, name, options.with_edits)
@@ -648,6 +652,8 @@ def process_notebook(path: Path, name: str, source: bytes, linter: Linter, optio
         outcome.result.findings.append(syntax_error_finding(name, str(exc), exc.row, exc.column))
     except RecursionError:
         outcome.errors.append(f"{name}: too deeply nested to analyse; skipped")
+    except UnanalysableSource as exc:
+        outcome.errors.append(f"{name}: {exc}")
     return outcome
 
 

@@ -1,23 +1,28 @@
 """Run the linter over paths: discover, lint or fix each file, collect results in a stable order.
 
 `process_file` is a pure function of (path, linter settings, options) returning a picklable result, so the
-same code runs in-process or in worker processes.
+same code runs in-process or in worker processes.  With `--fix`, a file is written only inside the
+paths the run was given (`RunOptions.write_scope`), and a write that does not happen leaves the
+report describing the file as it is on disk.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import FileResult, Linter, SyntaxErrorInSource, UndecodableSource, syntax_error_finding
 from gpulint.linter.files import PathError, discover, read_source
-from gpulint.linter.fixer import fix_source, write_atomic
+from gpulint.linter.fixer import fix_source
 from gpulint.linter import parallel
 from gpulint.linter.cache import ResultCache, content_hash
+from gpulint.linter.parse_guard import UnanalysableSource
+from gpulint.linter.printable import printable, quote_diff_path
+from gpulint.linter.safe_files import NotLintable, WriteRefused, WriteScope, remove_stale_temporaries, write_atomic
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,9 @@ class RunOptions:
     diff: bool = False  # compute the diff fixes would make, write nothing
     unsafe_fixes: bool = False
     with_edits: bool = False  # attach text edits to fixable findings (json, sarif, review)
+    # Where --fix may write (None: anywhere).  `run` sets it from the paths it is given; it decides
+    # where results go, not what they are, so it is not part of the cache key.
+    write_scope: WriteScope | None = field(default=None, metadata={"changes_results": False})
 
 
 @dataclass
@@ -40,6 +48,8 @@ class FileOutcome:
 class RunResult:
     outcomes: list[FileOutcome] = field(default_factory=list)
     path_errors: list[PathError] = field(default_factory=list)
+    # Lines about the run that do not make it fail (a cache folder refused, leftovers removed).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def findings(self):
@@ -47,10 +57,11 @@ class RunResult:
 
     @property
     def errors(self) -> list[str]:
+        """One line per problem, safe to print (control characters in file names escaped)."""
         lines = [f"{e.path}: {e.reason}" for e in self.path_errors]
         for outcome in self.outcomes:
             lines.extend(outcome.errors)
-        return lines
+        return [printable(line) for line in lines]
 
 
 def display_path(path: Path) -> str:
@@ -61,9 +72,23 @@ def display_path(path: Path) -> str:
 
 
 def unified_diff(before: bytes, after: bytes, name: str) -> str:
-    old = before.decode("utf-8", errors="replace").splitlines(keepends=True)
-    new = after.decode("utf-8", errors="replace").splitlines(keepends=True)
-    return "".join(difflib.unified_diff(old, new, fromfile=f"a/{name}", tofile=f"b/{name}"))
+    """A unified diff of two versions of a file, computed on its bytes so it applies with `patch`
+    and `git apply` whatever the file's encoding: undecodable bytes are carried as lone surrogates
+    (`diff_output` turns them back into the same bytes).  A name with control characters is
+    C-quoted in the headers, as git does."""
+    lines = difflib.diff_bytes(
+        difflib.unified_diff,
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=quote_diff_path(f"a/{name}").encode("utf-8", "surrogateescape"),
+        tofile=quote_diff_path(f"b/{name}").encode("utf-8", "surrogateescape"),
+    )
+    return b"".join(lines).decode("utf-8", "surrogateescape")
+
+
+def diff_output(result: "RunResult") -> bytes:
+    """The `--diff` text of a run as the bytes to write to standard output."""
+    return "".join(o.diff for o in result.outcomes if o.diff).encode("utf-8", "surrogateescape")
 
 
 def process_source(linter: Linter, source: bytes, name: str, options: RunOptions) -> tuple[FileOutcome, bytes]:
@@ -87,20 +112,36 @@ def process_source(linter: Linter, source: bytes, name: str, options: RunOptions
         outcome.errors.append(f"{name}: {exc}")
     except RecursionError:
         outcome.errors.append(f"{name}: too deeply nested to analyse; skipped")
+    except UnanalysableSource as exc:
+        outcome.errors.append(f"{name}: {exc}")
     return outcome, final
 
 
 def process_file(path: Path, linter: Linter, options: RunOptions) -> FileOutcome:
     name = display_path(path)
     try:
-        source = read_source(path)
+        source = read_source(path, linter.settings.max_file_size)
     except OSError as exc:
         return _unreadable(name, exc)
     return process_read_file(path, name, source, linter, options)
 
 
+def read_problem(name: str, exc: OSError) -> str:
+    """The line for a file that was not read: why it was skipped, or the system's reason."""
+    if isinstance(exc, NotLintable):
+        return f"{name}: {exc}"
+    return f"{name}: cannot read: {exc.strerror or exc}"
+
+
+def write_problem(name: str, exc: OSError, what: str = "fixes") -> str:
+    """The line for changes (`what`) that were not written: gpulint's refusal, or the system's reason."""
+    if isinstance(exc, WriteRefused):
+        return f"{name}: {what} {exc}"
+    return f"{name}: cannot write {what}: {exc.strerror or exc}"
+
+
 def _unreadable(name: str, exc: OSError) -> FileOutcome:
-    return FileOutcome(FileResult(name), errors=[f"{name}: cannot read: {exc.strerror or exc}"])
+    return FileOutcome(FileResult(name), errors=[read_problem(name, exc)])
 
 
 def process_read_file(path: Path, name: str, source: bytes, linter: Linter, options: RunOptions) -> FileOutcome:
@@ -112,9 +153,12 @@ def process_read_file(path: Path, name: str, source: bytes, linter: Linter, opti
     outcome, final = process_source(linter, source, name, options)
     if options.fix and not options.diff and final != source:
         try:
-            write_atomic(path, final)
+            write_atomic(path, final, options.write_scope)
         except OSError as exc:
-            outcome.errors.append(f"{name}: cannot write fixes: {exc.strerror or exc}")
+            # The file keeps its old content: report what is in it, not what the fixes would leave.
+            unfixed, _ = process_source(linter, source, name, replace(options, fix=False))
+            outcome.result = unfixed.result
+            outcome.errors.append(write_problem(name, exc))
             outcome.fixed = 0
     return outcome
 
@@ -133,13 +177,13 @@ def process_file_cached(path: Path, linter: Linter, options: RunOptions, cache: 
         return process_file(path, linter, options)
     name = display_path(path)
     try:
-        source = read_source(path)
+        source = read_source(path, linter.settings.max_file_size)
     except OSError as exc:
         return _unreadable(name, exc)
     # The key hashes the bytes this call lints, so a file edited during the run is never stored
     # under its old content.
     key = cache.key(path, name, content_hash(source))
-    outcome = cache.get(key)
+    outcome = cache.get(key, name)
     if outcome is None:
         outcome = process_read_file(path, name, source, linter, options)
         if cacheable(outcome, options):
@@ -154,12 +198,13 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _cached_outcome(path: Path, cache: ResultCache) -> FileOutcome | None:
+def _cached_outcome(path: Path, cache: ResultCache, max_bytes: int) -> FileOutcome | None:
     try:
-        source = read_source(path)
+        source = read_source(path, max_bytes)
     except OSError:
         return None  # reported when the file is processed
-    return cache.get(cache.key(path, display_path(path), content_hash(source)))
+    name = display_path(path)
+    return cache.get(cache.key(path, name, content_hash(source)), name)
 
 
 def run(
@@ -177,11 +222,19 @@ def run(
     there are only a few files).  `progress(done, total)` is called as files finish."""
     files, path_errors = discover(paths, settings.exclude, settings.root)
     result = RunResult(path_errors=path_errors)
+    if options.fix and not options.diff:
+        options = replace(options, write_scope=WriteScope.of(paths))
+        left = remove_stale_temporaries({path.parent for path in files}, options.write_scope)
+        if left:
+            result.warnings.append(f"removed {len(left)} temporary file(s) an interrupted --fix left behind")
+    if cache is not None and (reason := cache.unusable_reason()) is not None:
+        result.warnings.append(printable(f"{reason}; running without a cache"))
+        cache = None
     outcomes: list[FileOutcome | None] = [None] * len(files)
     done = 0
     if cache is not None:
         for index, path in enumerate(files):
-            outcomes[index] = _cached_outcome(path, cache)
+            outcomes[index] = _cached_outcome(path, cache, settings.max_file_size)
         done = sum(o is not None for o in outcomes)
     pending = [i for i, o in enumerate(outcomes) if o is None]
     if progress is not None and done:

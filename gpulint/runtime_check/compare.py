@@ -17,11 +17,13 @@ import math
 from dataclasses import dataclass
 
 from gpulint.runtime_check import stats
-from gpulint.runtime_check.history import Figure, History, RunRecord, iso, when
+from gpulint.runtime_check.figures import Figure, format_value
+from gpulint.runtime_check.history import History, RunRecord, iso, when
 
 MIN_RUNS_FOR_SPREAD = 3
 SPREAD_RUNS = 20  # the latest runs that estimate the spread between runs
-GATE_FIGURE = "step_time_mean"
+STEP_TIME = "step time (mean)"  # the figure the regression gate holds against a baseline
+SPEEDUP = "speedup of the fix"  # a verify run's result
 NOISE_NOTE = (
     "Noise: the half-width of the 95% interval of a difference between two runs, the larger of 'between "
     "N runs' (the spread over recorded runs of the same command and script) and 'within the runs' (each "
@@ -33,7 +35,6 @@ NOISE_NOTE = (
 @dataclass
 class Difference:
     name: str
-    label: str
     unit: str
     better: str | None
     a: float | None
@@ -90,7 +91,7 @@ def difference(a: Figure | None, b: Figure | None, spread: tuple[float, int] | N
         measures.append((math.hypot(a.noise, b.noise), "within the runs"))
     noise, basis = max(measures) if measures else (None, "")
     return Difference(
-        shown.name, shown.label, shown.unit, shown.better, a.value if a else None, b.value if b else None, noise, basis
+        shown.name, shown.unit, shown.better, a.value if a else None, b.value if b else None, noise, basis
     )
 
 
@@ -112,7 +113,7 @@ def regression_gate(history: History | None, run: RunRecord, baseline: RunRecord
     """Fails when the mean step time grew by more than `percent` AND by more than the noise;
     with `percent` None it only says how the step time compares."""
     d = difference(
-        baseline.figure(GATE_FIGURE), run.figure(GATE_FIGURE), spread_between_runs(history, baseline, GATE_FIGURE)
+        baseline.figure(STEP_TIME), run.figure(STEP_TIME), spread_between_runs(history, baseline, STEP_TIME)
     )
     where = f"run {baseline.id}" + (f" ({baseline.git_commit[:10]})" if baseline.git_commit else "")
     if d.relative is None:
@@ -138,22 +139,6 @@ def regression_gate(history: History | None, run: RunRecord, baseline: RunRecord
 
 
 # -- text and JSON -------------------------------------------------------------------------
-def format_value(value: float | None, unit: str) -> str:
-    if value is None:
-        return "not measured"
-    if unit == "s":
-        return f"{1000 * value:.3g} ms" if value < 10 else f"{value:.1f} s"
-    if unit == "share":
-        return f"{100 * value:.1f}%"
-    if unit == "%":
-        return f"{value:.0f}%"
-    if unit == "x":
-        return f"{value:.2f}x"
-    if unit == "":
-        return f"{value:g}" if float(value).is_integer() else f"{value:.2f}"
-    return f"{value:.3g} {unit}"
-
-
 def format_change(d: Difference) -> str:
     if d.change is None:
         return "-"
@@ -200,7 +185,7 @@ def print_compare(out, a: RunRecord, b: RunRecord, rows: list[Difference]) -> No
             status = "changed"
         table.append(
             [
-                d.label,
+                d.name,
                 format_value(d.a, d.unit),
                 format_value(d.b, d.unit),
                 format_change(d),
@@ -223,7 +208,6 @@ def compare_json(a: RunRecord, b: RunRecord, rows: list[Difference]) -> dict:
         "figures": [
             {
                 "name": d.name,
-                "label": d.label,
                 "unit": d.unit,
                 "better": d.better,
                 "a": d.a,
@@ -266,7 +250,7 @@ def print_history(out, runs: list[RunRecord], path) -> None:
     rows = []
     for run in runs:
         commit = f"{run.git_commit[:10]}{'+' if run.git_dirty else ''}" if run.git_commit else "-"
-        headline = run.figure(GATE_FIGURE) or run.figure("speedup")  # a profile's step time, a verify's speedup
+        headline = run.figure(STEP_TIME) or run.figure(SPEEDUP)  # a profile's step time, a verify's speedup
         rows.append(
             [
                 str(run.id),

@@ -95,6 +95,7 @@ class CpuSummary:
     per_core: list[float]  # mean percent per core
     cores: int
     samples: int
+    rank_cores: list[float] | None = None  # under a launcher: cores each rank kept busy (main_cores is the busiest)
     # Over the whole run, one entry per sample after the first (time.monotonic() at its end):
     times: list[float] = field(default_factory=list)
     main_series: list[float] = field(default_factory=list)  # cores
@@ -106,8 +107,11 @@ class CpuSummary:
         return self.main_cores >= 0.9
 
 
-def summarize(sampler: CpuSampler, start: float | None, end: float | None) -> CpuSummary | None:
-    """Averages over the window [start, end] (the whole run when not given); None with < 2 samples."""
+def summarize(sampler: CpuSampler, start: float | None, end: float | None,
+              ranks: list[int] | None = None) -> CpuSummary | None:
+    """Averages over the window [start, end] (the whole run when not given); None with < 2 samples.
+    Under a launcher `ranks` are the pids of the training processes: the launcher itself is then
+    neither the main process nor a loader worker."""
     slack = sampler.interval * sampler.samples.stride
     samples = [
         s for s in sampler.samples if (start is None or s.t >= start - slack) and (end is None or s.t <= end + slack)
@@ -120,10 +124,15 @@ def summarize(sampler: CpuSampler, start: float | None, end: float | None) -> Cp
         return None
     main = (last.main - first.main) / span
     # A worker first seen inside the window started there: all its CPU time counts.
-    workers = sum(
-        max(0.0, last_seen - first.children.get(pid, 0.0)) for pid, last_seen in _last_values(samples).items()
-    )
-    worker_cores = workers / span
+    used = {pid: max(0.0, last_seen - first.children.get(pid, 0.0)) / span
+            for pid, last_seen in _last_values(samples).items()}
+    rank_cores = None
+    tree = main + sum(used.values())  # everything the run keeps busy
+    if ranks:
+        rank_cores = [used.get(pid, 0.0) for pid in ranks]
+        main = max(rank_cores)
+        used = {pid: cores for pid, cores in used.items() if pid not in ranks}
+    worker_cores = sum(used.values())
     # cpu_percent of each sample covers the interval before it: skip the first sample's.
     busy = [s.per_core for s in samples[1:] if s.per_core]
     per_core = [sum(col) / len(col) for col in zip(*busy)] if busy else []
@@ -131,12 +140,13 @@ def summarize(sampler: CpuSampler, start: float | None, end: float | None) -> Cp
     return CpuSummary(
         main_cores=main,
         worker_cores=worker_cores,
-        workers=len(_last_values(samples)),
+        workers=len(used),
         system_cores=system,
-        other_cores=max(0.0, system - main - worker_cores),
+        other_cores=max(0.0, system - tree),
         per_core=per_core,
         cores=sampler.cores,
         samples=len(samples),
+        rank_cores=rank_cores,
         **_timeline(sampler.samples),
     )
 

@@ -2,9 +2,9 @@
 embedded SQLite database, so every change is measured against a baseline.
 
 A run is stored generically: what ran (command, script checksum, git commit and dirty flag, host,
-CPU/GPU model, driver and framework versions), named figures (a value, a unit, which way is
-better, and the half-width of its noise), named series (x and y arrays: per step or over time)
-and free metadata.  A new figure or series needs no schema change.
+CPU/GPU model, driver and framework versions), figures (figures.Figure: a name, a value, a unit,
+which way is better, the half-width of its noise), named series (x and y arrays: per step or
+over time) and free metadata.  A new figure or series needs no schema change.
 
 Public API (other runtime commands record through it):
 
@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from gpulint.runtime_check.figures import Figure
 
 SCHEMA_VERSION = 1
 # MIGRATIONS[v]: the SQL that upgrades a database of schema v to v + 1.
@@ -64,12 +66,11 @@ CREATE TABLE IF NOT EXISTS figures (
     run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
     position INTEGER NOT NULL,
     name TEXT NOT NULL,
-    label TEXT NOT NULL,
     value REAL,
     unit TEXT NOT NULL,
+    note TEXT NOT NULL,
     better TEXT,
     noise REAL,
-    note TEXT NOT NULL,
     PRIMARY KEY (run_id, name)
 );
 CREATE TABLE IF NOT EXISTS series (
@@ -89,17 +90,6 @@ CREATE TABLE IF NOT EXISTS series (
 
 class HistoryError(Exception):
     """The history cannot be used as asked (a newer schema, an unknown run): one line for the user."""
-
-
-@dataclass
-class Figure:
-    name: str  # stable key: "step_time_mean"
-    label: str  # for people: "step time (mean)"
-    value: float | None  # None: not measured
-    unit: str = ""  # "s", "%", "cores", "steps/s", "share" (0..1), "" (a count)
-    better: str | None = None  # "lower", "higher", or None when neither is better
-    noise: float | None = None  # half-width of the 95% interval of the value, in its unit
-    note: str = ""
 
 
 @dataclass
@@ -258,9 +248,9 @@ class History:
             )
             run_id = cursor.lastrowid
             self.connection.executemany(
-                "INSERT INTO figures VALUES (?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO figures VALUES (?,?,?,?,?,?,?,?)",
                 [
-                    (run_id, i, f.name, f.label, _finite(f.value), f.unit, f.better, _finite(f.noise), f.note)
+                    (run_id, i, f.name, _finite(f.value), f.unit, f.note, f.better, _finite(f.noise))
                     for i, f in enumerate(run.figures)
                 ],
             )
@@ -389,12 +379,12 @@ class History:
         if not by_id:
             return
         marks = ",".join("?" * len(by_id))
-        for run_id, name, label, value, unit, better, noise, note in self.connection.execute(
-            f"SELECT run_id, name, label, value, unit, better, noise, note FROM figures WHERE run_id IN ({marks}) "
+        for run_id, name, value, unit, note, better, noise in self.connection.execute(
+            f"SELECT run_id, name, value, unit, note, better, noise FROM figures WHERE run_id IN ({marks}) "
             "ORDER BY run_id, position",
             list(by_id),
         ):
-            by_id[run_id].figures.append(Figure(name, label, value, unit, better, noise, note))
+            by_id[run_id].figures.append(Figure(name, value, unit, note, better, noise))
 
 
 def _finite(value: float | None) -> float | None:

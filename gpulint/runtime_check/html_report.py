@@ -14,7 +14,15 @@ import math
 from html import escape
 from pathlib import Path
 
-from gpulint.runtime_check.compare import NOISE_NOTE, describe, differences, format_change, format_noise, format_value
+from gpulint.runtime_check.compare import (
+    NOISE_NOTE,
+    SPEEDUP,
+    describe,
+    differences,
+    format_change,
+    format_noise,
+)
+from gpulint.runtime_check.figures import format_value
 from gpulint.runtime_check.history import History, RunRecord, Series, when
 
 WIDTH, HEIGHT = 880, 230
@@ -82,14 +90,10 @@ def render(run: RunRecord, baseline: RunRecord | None = None, history: History |
 
 
 def write(path: Path, run: RunRecord, baseline: RunRecord | None = None, history: History | None = None) -> None:
-    """Write the report, replacing an earlier one whole (write_atomic renames over a file that
-    exists, so a new one is created empty first)."""
-    from gpulint.linter.fixer import write_atomic
-
-    page = render(run, baseline, history).encode()
+    """Write the report (rendered first, so a failure leaves no half page), as --json files are written."""
+    page = render(run, baseline, history)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.touch()
-    write_atomic(path, page)
+    path.write_text(page, encoding="utf-8")
 
 
 # -- sections ------------------------------------------------------------------------------
@@ -118,7 +122,7 @@ def _verdict(run: RunRecord) -> str:
             f"{escape(verdict['advice'])}<ul>{items}</ul>{warnings}</div>"
         )
     if run.kind == "verify" and run.verdict:
-        speedup = run.figure("speedup")
+        speedup = run.figure(SPEEDUP)
         kind = {"confirmed": "good", "slowdown": "bad"}.get(run.verdict, "")
         said = f" (speedup {speedup.value:.2f}x: {escape(speedup.note)})" if speedup and speedup.value else ""
         warnings = "".join(f'<p class="warning">warning: {escape(w)}</p>' for w in run.meta.get("warnings", []))
@@ -129,7 +133,7 @@ def _verdict(run: RunRecord) -> str:
 def _figures(run: RunRecord, baseline: RunRecord | None, history: History | None) -> str:
     if baseline is None:
         rows = "".join(
-            f'<tr><td>{escape(f.label)}</td><td class="num">{escape(format_value(f.value, f.unit))}</td>'
+            f'<tr><td>{escape(f.name)}</td><td class="num">{escape(format_value(f.value, f.unit))}</td>'
             f'<td class="muted">{escape(f.note)}</td></tr>'
             for f in run.figures
         )
@@ -138,7 +142,7 @@ def _figures(run: RunRecord, baseline: RunRecord | None, history: History | None
     for d in differences(history, baseline, run):
         status = d.direction or ("within noise" if d.beyond_noise is False else "")
         rows.append(
-            f'<tr><td>{escape(d.label)}</td><td class="num">{escape(format_value(d.a, d.unit))}</td>'
+            f'<tr><td>{escape(d.name)}</td><td class="num">{escape(format_value(d.a, d.unit))}</td>'
             f'<td class="num">{escape(format_value(d.b, d.unit))}</td><td class="num">{escape(format_change(d))}</td>'
             f'<td class="muted">{escape(format_noise(d))}</td><td class="{d.direction}">{escape(status)}</td></tr>'
         )

@@ -65,11 +65,14 @@ class GpuSampler:
             self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in indices]
             self.devices = [_text(pynvml.nvmlDeviceGetName(h)) for h in self._handles]
             self.mem_total = [pynvml.nvmlDeviceGetMemoryInfo(h).total for h in self._handles]
-            self.driver = _text(pynvml.nvmlSystemGetDriverVersion())
         except Exception as exc:
             self.unavailable = f"NVML could not list devices ({exc})"
             self._shutdown()
             return self
+        try:
+            self.driver = _text(pynvml.nvmlSystemGetDriverVersion())
+        except Exception:  # only recorded with the run: its absence is no reason to stop
+            self.driver = None
         if not self._handles:
             self.unavailable = "NVML sees no GPU"
             self._shutdown()

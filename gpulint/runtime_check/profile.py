@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpulint.runtime_check import stats
+from gpulint.runtime_check import compute as compute_mod
+from gpulint.runtime_check import distributed, stats
+from gpulint.runtime_check import memory as memory_mod
 from gpulint.runtime_check import verdict as verdict_mod
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_once
 
@@ -45,6 +47,10 @@ class Profile:
     syncs: list[SyncLine] = field(default_factory=list)
     lint: list[LintHit] = field(default_factory=list)
     command: Command | None = None  # what ran (None in tests that build a Profile by hand)
+    # Capacity figures (distributed.py, memory.py, compute.py): what more GPUs or a larger batch would give.
+    ranks: distributed.RankReport | None = None  # launched runs only
+    memory: memory_mod.MemoryReport | None = None
+    compute: compute_mod.ComputeReport | None = None
 
 
 def framework_of(run: RunResult) -> str:
@@ -55,7 +61,8 @@ def framework_of(run: RunResult) -> str:
     return "torch"
 
 
-def measurements_of(run: RunResult, framework: str) -> verdict_mod.Measurements:
+def measurements_of(run: RunResult, framework: str,
+                    ranks: distributed.RankReport | None = None) -> verdict_mod.Measurements:
     steps = run.steps
     sample = steps.sample if steps else []
     syncs = sum(steps.syncs.values()) / steps.count if steps and steps.count and run.cuda else None
@@ -69,6 +76,7 @@ def measurements_of(run: RunResult, framework: str) -> verdict_mod.Measurements:
         gpu_util=run.gpu.util_mean if run.gpu else None,
         gpu_idle_fraction=run.gpu.idle_fraction if run.gpu else None,
         gpu_memory=run.gpu.mem_peak_fraction if run.gpu else None,
+        collective_share=ranks.collective_share if ranks else None,
         main_cores=run.cpu.main_cores if run.cpu else None,
         worker_cores=run.cpu.worker_cores if run.cpu else None,
         other_cores=run.cpu.other_cores if run.cpu else None,
@@ -111,20 +119,28 @@ def lint_hits(script: Path | None, codes: list[str]) -> list[LintHit]:
     return sorted(hits, key=lambda h: (order[h.code], h.row))
 
 
-def profile(command: Command, config: RunConfig, progress=None) -> Profile:
+def profile(command: Command, config: RunConfig, progress=None, flops_per_step: float | None = None,
+            peak_tflops: float | None = None) -> Profile:
     run = run_once(command, config, progress)
     framework = framework_of(run)
     result = Profile(run, framework, command=command)
     if run.status not in ("stopped", "finished") or run.steps is None:
         return result
-    result.measurements = measurements_of(run, framework)
+    result.ranks = distributed.rank_report(run)
+    result.memory = memory_mod.memory_report(run)
+    result.compute = compute_mod.compute_report(run, flops_per_step, peak_tflops)
+    result.measurements = measurements_of(run, framework, result.ranks)
     result.verdict = verdict_mod.decide(result.measurements)
+    if result.verdict.kind == "communication-bound":
+        steps = run.steps
+        result.verdict.recommendations = distributed.communication_advice(
+            result.ranks.ddp_config, bool(steps.batches and steps.batches > steps.count), steps.data_share, run.cuda)
     result.syncs = sync_lines(run)
     if not run.cuda:  # what only a GPU can show is not suggested from a run without one
         result.verdict.recommendations = [
             r for r in result.verdict.recommendations if r.code not in verdict_mod.NEEDS_DEVICE
         ]
-    codes = [r.code for r in result.verdict.recommendations]
+    codes = [r.code for r in result.verdict.recommendations if r.code]
     codes += [s.rule for s in result.syncs if s.rule and s.rule not in codes]
     result.lint = lint_hits(command.script, codes)
     # What the script actually has comes first; the order among them is the expected-gain order.

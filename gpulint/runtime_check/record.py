@@ -9,12 +9,12 @@ report.Output and returns the exit code.
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpulint.runtime_check import compare as compare_mod
-from gpulint.runtime_check import figures, html_report
+from gpulint.cli import error
+from gpulint.runtime_check import html_report, records
 from gpulint.runtime_check.history import History, HistoryError, RunRecord, history_path, parse_since, project_root
 from gpulint.runtime_check.measure import Command, RunConfig
 from gpulint.runtime_check.profile import Profile
@@ -43,10 +43,6 @@ class HistoryOptions:
         return None if path is None else History.open(path, create)
 
 
-def _error(message: str) -> None:
-    print(f"gpulint: error: {message}", file=sys.stderr)
-
-
 # -- after a run -----------------------------------------------------------------------------
 def finish_profile(
     out: Output,
@@ -59,8 +55,8 @@ def finish_profile(
     html_file: Path | None = None,
 ) -> int:
     """Record a measured profile, compare it with `baseline_ref`, gate it, write its report."""
-    record = figures.profile_record(result, config, started_at)
-    start = figures.run_root(result.command)
+    record = records.profile_record(result, config, started_at)
+    start = records.run_root(result.command)
     history = None
     try:
         if options.record:
@@ -72,14 +68,14 @@ def finish_profile(
             history = options.open(start, create=False)
     except HistoryError as exc:
         if baseline_ref is not None:
-            _error(str(exc))
+            error(str(exc))
             return EXIT_USAGE
         out.line(f"warning: not recorded: {exc}")
     try:
         baseline = None
         if baseline_ref is not None:
             if history is None:
-                _error("--baseline needs the run history, which is off in the configuration")
+                error("--baseline needs the run history, which is off in the configuration")
                 return EXIT_USAGE
             baseline = history.resolve(baseline_ref, like=record, repository=start)
         if html_file is not None:
@@ -91,7 +87,7 @@ def finish_profile(
         out.line(gate.line)
         return EXIT_REGRESSION if gate.failed else EXIT_OK
     except HistoryError as exc:
-        _error(str(exc))
+        error(str(exc))
         return EXIT_USAGE
     finally:
         if history is not None:
@@ -104,9 +100,9 @@ def finish_verify(
     """Record a verify that compared its arms (a failed run is reported, not recorded)."""
     if not options.record or result.comparison is None:
         return
-    record = figures.verify_record(result, command, started_at, wall)
+    record = records.verify_record(result, command, started_at, wall)
     try:
-        history = options.open(figures.run_root(command), create=True)
+        history = options.open(records.run_root(command), create=True)
         if history is not None:
             with history:
                 history.record(record)
@@ -128,13 +124,13 @@ def history_command(
     try:
         history = options.open(start, create=False)
         if history is None:
-            _error("the run history is off in the configuration (history = false)")
+            error("the run history is off in the configuration (history = false)")
             return EXIT_USAGE
         with history:
-            relative = None if script is None else figures.relative_to_project(Path(script), project_root(start))
+            relative = None if script is None else records.relative_to_project(Path(script), project_root(start))
             runs = history.runs(script=relative, since=None if since is None else parse_since(since), limit=limit)
     except HistoryError as exc:
-        _error(str(exc))
+        error(str(exc))
         return EXIT_USAGE
     if output_format == "json":
         out.line(json.dumps([compare_mod.run_json(r) for r in runs], indent=2))
@@ -155,13 +151,13 @@ def compare_command(
     try:
         history = options.open(Path.cwd(), create=False)
         if history is None:
-            _error("the run history is off in the configuration (history = false)")
+            error("the run history is off in the configuration (history = false)")
             return EXIT_USAGE
         with history:
             a, b = _pair(history, first, second)
             rows = compare_mod.differences(history, a, b)
     except HistoryError as exc:
-        _error(str(exc))
+        error(str(exc))
         return EXIT_USAGE
     if output_format == "json":
         out.line(json.dumps(compare_mod.compare_json(a, b, rows), indent=2))
@@ -190,14 +186,14 @@ def report_command(
     try:
         history = options.open(Path.cwd(), create=False)
         if history is None:
-            _error("the run history is off in the configuration (history = false)")
+            error("the run history is off in the configuration (history = false)")
             return EXIT_USAGE
         with history:
             run = history.resolve(ref)
             baseline = None if baseline_ref is None else history.resolve(baseline_ref, like=run)
             html_report.write(html_file, run, baseline, history)
     except HistoryError as exc:
-        _error(str(exc))
+        error(str(exc))
         return EXIT_USAGE
     out.line(f"wrote the report of run {run.id} to {html_file}")
     return EXIT_OK

@@ -1,4 +1,4 @@
-"""Terminal reports of `profile` and `verify` (plain text) and their `--json` documents.
+"""Terminal reports of `profile`, `verify` and `scale` (plain text) and their `--json` documents.
 
 Anything not measured is printed as "not measured" (with the reason where there is one) and is
 null in JSON: never a number.  Lines are never wrapped, at a terminal or in a pipe, so a printed
@@ -18,13 +18,15 @@ from pathlib import Path
 from typing import TextIO
 
 from gpulint.runtime_check import stats
+from gpulint.runtime_check.distributed import RankReport
+from gpulint.runtime_check.figures import NOT_MEASURED, Figure, format_value
 from gpulint.runtime_check.measure import RunResult
 from gpulint.runtime_check.profile import Profile
+from gpulint.runtime_check.scale import ScaleResult
 from gpulint.runtime_check.sweep import SweepResult
 from gpulint.runtime_check.verdict import BUSY_CORES, NEEDS_DEVICE
 from gpulint.runtime_check.verify import CONFIDENCE, VerifyResult
 
-NOT_MEASURED = "not measured"
 SPARK = "▁▂▃▄▅▆▇█"
 _STYLES = {"bold": "1", "red": "1;31", "green": "1;32", "yellow": "33"}
 
@@ -119,11 +121,11 @@ def sparkline(values: list[float], width: int = 60, top: float = 100.0) -> str:
 
 
 def ms(seconds: float | None) -> str:
-    return NOT_MEASURED if seconds is None else f"{1000 * seconds:.1f} ms"
+    return format_value(seconds, "s")
 
 
 def pct(share: float | None) -> str:
-    return NOT_MEASURED if share is None else f"{100 * share:.1f}%"
+    return format_value(share, "share")
 
 
 def verify_command(script: str, select: list[str], args: list[str], interpreter: str | None = None, *extra: str) -> str:
@@ -132,7 +134,7 @@ def verify_command(script: str, select: list[str], args: list[str], interpreter:
     words = ["gpulint", "verify", script]
     if select:
         words += ["--select", ",".join(select)]
-    if interpreter and interpreter != sys.executable:
+    if interpreter and os.path.realpath(interpreter) != os.path.realpath(sys.executable):
         words += ["--python", interpreter]
     words += list(extra)
     if args:
@@ -217,9 +219,11 @@ def print_profile(out: Output, result: Profile) -> None:
             "step time minus data wait, over step time",
         ]
     )
+    rows += figure_rows(result.compute.figures if result.compute else [])
     cpu = run.cpu
     if cpu:
-        rows.append(["CPU main process", f"{cpu.main_cores:.2f} cores", "pegged" if cpu.main_pegged else ""])
+        main = "CPU busiest rank" if cpu.rank_cores else "CPU main process"
+        rows.append([main, f"{cpu.main_cores:.2f} cores", "pegged" if cpu.main_pegged else ""])
         rows.append(["CPU loader workers", f"{cpu.worker_cores:.2f} cores", f"{cpu.workers} process(es)"])
         rows.append(
             [
@@ -251,7 +255,10 @@ def print_profile(out: Output, result: Profile) -> None:
     else:
         rows.append(["GPU utilization", NOT_MEASURED, run.gpu_unavailable or "no samples"])
         rows.append(["GPU memory", NOT_MEASURED, ""])
+    rows += figure_rows(result.memory.figures if result.memory else [])
     out.table("Measured", ["figure", "value", "note"], rows, right=(1,))
+    if result.ranks:
+        print_ranks(out, result.ranks)
     if run.gpu and run.gpu.series:
         out.line(f"GPU utilization over the run: {sparkline(run.gpu.series)}")
     if result.syncs:
@@ -275,15 +282,40 @@ def print_profile(out: Output, result: Profile) -> None:
     out.line(f"{out.style(f'Verdict: {v.headline}', 'bold')} -- {v.advice}")
     for reason in v.reasons:
         out.line(f"  - {reason}")
+    for advice in result.memory.advice if result.memory else []:
+        out.line(f"Memory: {advice}")
     if v.recommendations:
         rows = []
         for r in v.recommendations:
             lines = [str(row) for row in dict.fromkeys(h.row for h in result.lint if h.code == r.code)]
-            rows.append([r.code, r.action, r.expected_gain, ("line " + ", ".join(lines)) if lines else "-"])
+            rows.append([r.code or "-", r.action, r.expected_gain, ("line " + ", ".join(lines)) if lines else "-"])
         out.table("Fixes to try, in order of expected gain", ["rule", "fix", "expected gain", "in this script"], rows)
         suggestion = suggested_verify(result)
         if suggestion:
             out.line(f"Measure the first fix before keeping it: {suggestion}")
+
+
+def figure_rows(figures: list[Figure]) -> list[list[str]]:
+    return [[figure.name, figure.text, figure.note] for figure in figures]
+
+
+def print_ranks(out: Output, ranks: RankReport) -> None:
+    rows = [[str(r.rank), ms(r.step_time), ms(r.data_wait), ms(r.collective_wait), ms(r.allreduce_time), ms(r.own_time),
+             NOT_MEASURED if r.cores is None else f"{r.cores:.2f}",
+             NOT_MEASURED if r.samples_per_step is None else f"{r.samples_per_step:g}"] for r in ranks.ranks]
+    out.table(f"Per rank ({len(ranks.ranks)} of world size {ranks.world_size})",
+              ["rank", "step time", "data wait", "collective wait", "all-reduce", "own work", "CPU cores", "samples/step"],
+              rows, right=tuple(range(8)))
+    out.line(f"collective wait: {ranks.collective_note}")
+    out.line(f"slowest rank: {ranks.slowest_note}")
+
+
+def ranks_json(ranks: RankReport | None) -> dict | None:
+    if ranks is None:
+        return None
+    return {**dataclasses.asdict(ranks), "collective_share": ranks.collective_share,
+            "ranks": [{**dataclasses.asdict(r), "own_time": r.own_time, "collective_share": r.collective_share}
+                      for r in ranks.ranks]}
 
 
 def suggested_verify(result: Profile) -> str | None:
@@ -327,6 +359,7 @@ def profile_json(result: Profile) -> dict:
             "data_share": steps.data_share,
             "data_note": steps.data_note,
             "batches": steps.batches,
+            "samples": steps.samples,
             "optimizers": steps.optimizers,
         },
         "sync_wait": None,
@@ -342,6 +375,9 @@ def profile_json(result: Profile) -> dict:
             "headline": result.verdict.headline,
         },
         "lint": [dataclasses.asdict(h) for h in result.lint],
+        "ranks": ranks_json(result.ranks),
+        "memory": dataclasses.asdict(result.memory) if result.memory else None,
+        "compute": dataclasses.asdict(result.compute) if result.compute else None,
     }
 
 
@@ -353,7 +389,8 @@ def print_verify(out: Output, result: VerifyResult, args: list[str], interpreter
         f"{out.style('gpulint verify', 'bold')} {result.script}: {result.applied} fix(es) from "
         f"{','.join(result.codes) or 'the default rules'}"
     )
-    out.line(result.diff.rstrip())
+    # The diff carries a non-UTF-8 script's bytes as lone surrogates: shown, they become U+FFFD.
+    out.line(result.diff.encode("utf-8", "surrogateescape").decode("utf-8", "replace").rstrip())
     if result.failed is not None:
         out.line(out.style(f"the {result.failed_arm} script failed; no comparison", "red"))
         if result.failed.status in ("stopped", "finished"):
@@ -427,58 +464,85 @@ def verify_json(result: VerifyResult) -> dict:
 
 
 def print_sweep(out: Output, result: SweepResult) -> None:
-    out.line(
-        f"{out.style('gpulint verify --param', 'bold')} {result.script}: "
-        f"{result.name} = {', '.join(c.name for c in result.candidates)}"
-    )
+    site = f" (set via {result.site.where})" if result.site else ""
+    values = ", ".join(c.value for c in result.candidates)
+    out.line(f"{out.style('gpulint verify --param', 'bold')} {result.script}: {result.name} = {values}{site}")
     if result.failed is not None:
         out.line(out.style(f"the run with {result.name}={result.failed_value} failed; no recommendation", "red"))
         print_failure(out, result.failed)
         return
     rows = []
     for c in result.candidates:
+        if c.out_of_memory:
+            rows.append([c.value, "out of memory", "-", "-", "-"])
+            continue
+        rates = c.throughputs(result.counts_samples)
         shares = [r.steps.data_share for r in c.runs if r.steps and r.steps.data_share is not None]
-        rows.append(
-            [
-                c.name,
-                ms(c.median),
-                f"{ms(min(c.run_times))} .. {ms(max(c.run_times))}",
-                pct(stats.median(shares)) if shares else NOT_MEASURED,
-            ]
-        )
-    out.table(
-        f"Step time per value (mean per run, median of runs), {len(result.candidates[0].runs)} runs each, "
-        "rotating order",
-        [result.name, "median", "range of runs", "data wait"],
-        rows,
-        right=(1,),
-    )
-    how = (
-        "clearly best (faster than the runner-up beyond the noise between runs)"
-        if result.clearly_best
-        else "best by median, within the noise of the runner-up"
-    )
-    out.line(f"recommended: {result.name}={result.best.name} -- {how}")
+        rows.append([c.value, f"{result.throughput(c):.1f}", f"{min(rates):.1f} .. {max(rates):.1f}", ms(c.median),
+                     pct(stats.median(shares)) if shares else NOT_MEASURED])
+    runs = max(len(c.runs) for c in result.candidates)
+    out.table(f"Throughput per value (median of runs), {runs} runs each, rotating order",
+              [result.name, result.unit, "range of runs", "step time", "data wait"], rows, right=(1, 2, 3, 4))
+    if result.batch is not None:
+        for line in result.batch.lines:
+            out.line(f"  - {line}")
+    elif result.best is not None:
+        how = ("clearly best (faster than the runner-up beyond the noise between runs)" if result.clearly_best
+               else "best by median, within the noise of the runner-up")
+        out.line(f"recommended: {result.name}={result.best.value} -- {how}")
+    else:
+        out.line("no value ran: every one ran out of memory")
 
 
 def sweep_json(result: SweepResult) -> dict:
     return {
         "script": result.script,
         "param": result.name,
+        "set_via": dataclasses.asdict(result.site) if result.site else None,
         "order": result.order,
-        "values": [
-            {
-                "value": c.name,
-                "median": c.median if c.run_times else None,
-                "run_mean_step_times": c.run_times,
-                "data_shares": [r.steps.data_share if r.steps else None for r in c.runs],
-            }
-            for c in result.candidates
-        ],
-        "best": result.best.name if result.best else None,
+        "throughput_unit": result.unit,
+        "values": [{"value": c.value, "median": c.median if c.run_times else None, "run_mean_step_times": c.run_times,
+                    "throughput": result.throughput(c) if c.run_times else None,
+                    "run_throughputs": c.throughputs(result.counts_samples), "out_of_memory": c.out_of_memory,
+                    "data_shares": [r.steps.data_share if r.steps else None for r in c.runs]} for c in result.candidates],
+        "best": result.best.value if result.best else None,
         "clearly_best": result.clearly_best,
+        "batch_advice": dataclasses.asdict(result.batch) if result.batch else None,
         "failed_value": result.failed_value,
     }
+
+
+# -- scale ---------------------------------------------------------------------------------
+def print_scale(out: Output, result: ScaleResult) -> None:
+    how = (f"strong scaling: global batch {result.global_batch} ({result.site.where} = {result.global_batch} / N)"
+           if result.mode == "strong" else "weak scaling: the per-rank batch is the script's")
+    out.line(f"{out.style('gpulint scale', 'bold')} {result.script}: {how}")
+    if result.failed is not None:
+        out.line(out.style(f"the run with {result.failed_size} process(es) failed; no verdict", "red"))
+        print_failure(out, result.failed)
+        return
+    runs = len(result.sizes[0].runs)
+    order = " ".join(map(str, result.order))
+    efficiency = {e.nproc: e for e in result.efficiencies}
+    rows = []
+    for size in result.sizes:
+        rates = size.throughputs(result.unit)
+        parts = size.breakdown()
+        e = efficiency.get(size.nproc)
+        rows.append([str(size.nproc), f"{result.throughput(size):.1f}", f"{min(rates):.1f} .. {max(rates):.1f}",
+                     ms(parts["step_time"]), ms(parts["data_wait"]), ms(parts["collective_wait"]),
+                     f"{100 * e.value:.0f}% ({100 * e.interval[0]:.0f}%..{100 * e.interval[1]:.0f}%)" if e else "base",
+                     f"{100 * e.threshold:.0f}%" if e else "-", e.outcome if e else "-"])
+    out.table(f"Throughput per size (median of {runs} runs, rotating order {order})",
+              ["processes", result.unit, "range of runs", "step time", "data wait", "collective wait",
+               "efficiency (95% interval)", "bar", "outcome"], rows, right=tuple(range(9)))
+    out.line()
+    out.line(f"{out.style(f'Verdict: {result.kind}', 'bold')} -- {result.advice}")
+    for reason in result.reasons:
+        out.line(f"  - {reason}")
+    if result.recommendations:
+        out.table("What to change, the ones this run points at first", ["rule", "change", "expected gain"],
+                  [[r.code or "-", r.action, r.expected_gain] for r in result.recommendations])
 
 
 def write_json(path: Path, payload: dict) -> None:

@@ -14,6 +14,9 @@ FIX_CODE_FIRST = 0.60  # effective compute share below this: fix the code before
 GPU_STARVED = 80.0  # mean utilization below this: the GPU is starved
 GPU_SCALES = 95.0  # above this (with little data wait) more GPUs can help
 GPU_MEMORY_FULL = 0.90
+# Share of step time ranks wait for collectives: from this, waiting alone puts a 1 -> 2 scaling run
+# under the 90% efficiency line (scale.py), so more GPUs would mostly wait longer.
+COLLECTIVE_HIGH = 0.10
 MIN_STEPS = 3  # fewer measured steps than this is no measurement
 NOISY_CV = 0.5  # step-time coefficient of variation above this: say the figures are noisy
 BUSY_CORES = 0.5  # cores kept busy by other processes from which the machine counts as loaded
@@ -66,6 +69,7 @@ class Measurements:
     gpu_util: float | None = None  # mean percent
     gpu_idle_fraction: float | None = None
     gpu_memory: float | None = None  # peak fraction
+    collective_share: float | None = None  # time ranks wait for all-reduce (launched runs with DDP)
     main_cores: float | None = None
     worker_cores: float | None = None
     other_cores: float | None = None
@@ -80,7 +84,7 @@ class Recommendation:
 
 @dataclass
 class Verdict:
-    kind: str  # input-bound | sync-bound | compute-bound | inconclusive
+    kind: str  # input-bound | communication-bound | sync-bound | compute-bound | inconclusive
     severity: str | None  # high | moderate (input-bound only)
     advice: str  # "fix the code first", "more GPUs can help", ...
     compute_share: float | None
@@ -104,7 +108,8 @@ def decide(m: Measurements) -> Verdict:
                        [f"only {m.steps} measured step{'s' if m.steps != 1 else ''}; {MIN_STEPS} at least are needed"], warnings)
     data = m.data_share or 0.0
     sync = m.sync_share or 0.0
-    compute = max(0.0, 1.0 - data - sync)
+    collective = m.collective_share or 0.0
+    compute = max(0.0, 1.0 - data - sync - collective)
     reasons: list[str] = []
     if m.data_share is None:
         reasons.append("data wait not measured")
@@ -122,6 +127,12 @@ def decide(m: Measurements) -> Verdict:
                            for i, (code, action) in enumerate(INPUT_RULES[m.framework])]
         if m.syncs_per_step:
             recommendations += _sync_recommendations(m)
+    elif collective >= COLLECTIVE_HIGH:
+        severity = None
+        kind = "communication-bound"
+        reasons.append(f"ranks wait {pct(collective)} of each step for all-reduce (from {pct(COLLECTIVE_HIGH)} "
+                       "a 1->2 scaling run falls under 90% efficiency)")
+        recommendations = []  # they depend on the DDP settings: distributed.communication_advice
     elif m.syncs_per_step and m.syncs_per_step >= 1 and (not gpu_measured or m.gpu_util < GPU_STARVED):
         severity = None
         kind = "sync-bound"
@@ -152,6 +163,9 @@ def decide(m: Measurements) -> Verdict:
         advice = f"fix the code first: effective compute share {pct(compute)} (< {pct(FIX_CODE_FIRST)}); more GPUs would wait too"
     elif kind == "input-bound":
         advice = f"fix the input pipeline first: {pct(data)} of each step waits for data, and more GPUs would wait too"
+    elif kind == "communication-bound":
+        advice = (f"fix communication first: {pct(collective)} of each step waits for other ranks; "
+                  "more GPUs would wait longer")
     elif kind == "compute-bound" and gpu_measured and m.gpu_util >= GPU_SCALES:
         advice = f"more GPUs can help: GPU busy {m.gpu_util:.0f}% (>= {GPU_SCALES:.0f}%) and little data wait; confirm with a 1->2 GPU scaling run"
     elif kind == "compute-bound" and gpu_measured and m.gpu_memory is not None and m.gpu_memory >= GPU_MEMORY_FULL:

@@ -151,8 +151,8 @@ def verify(
 ) -> VerifyResult:
     """Runs of each arm: `runs` interleaved pairs, then one pair more at a time while the verdict
     is "not confirmed", up to `max_runs` (default twice `runs`) of each."""
-    from gpulint.linter.fixer import write_atomic
     from gpulint.linter.runner import unified_diff
+    from gpulint.linter.safe_files import write_atomic
 
     max_runs = max(runs, max_runs or 2 * runs)
     if not script.is_file():
@@ -196,7 +196,10 @@ def verify(
     if write and result.comparison.outcome == "confirmed":
         if script.read_bytes() != source:
             raise VerifyError(f"{script} changed while it was being verified; not written")
-        write_atomic(script, fixed)
+        try:
+            write_atomic(script, fixed)
+        except OSError as exc:  # a read-only script, a full disk: the result stands, the file does not change
+            raise VerifyError(f"the fix was confirmed but {script} was left unchanged ({exc})") from None
         result.written = True
     return result
 

@@ -12,7 +12,9 @@ import pytest
 
 from gpulint.linter.config import ConfigError
 from gpulint.runtime_check import history as history_mod
-from gpulint.runtime_check.history import Figure, History, HistoryError, RunRecord, Series
+from gpulint.runtime_check.compare import STEP_TIME
+from gpulint.runtime_check.figures import Figure
+from gpulint.runtime_check.history import History, HistoryError, RunRecord, Series
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -30,8 +32,8 @@ def run_record(step_time: float = 0.02, command_key: str = '["profile", "train.p
     defaults.update(fields)
     record = RunRecord(**defaults)
     record.figures = [
-        Figure("step_time_mean", "step time (mean)", step_time, "s", "lower", 0.001),
-        Figure("gpu_util_mean", "GPU utilization (mean)", None, "%", "higher", note="NVML unavailable"),
+        Figure(STEP_TIME, step_time, "s", better="lower", noise=0.001),
+        Figure("GPU utilization (mean)", None, "%", "NVML unavailable", "higher"),
     ]
     record.series = [Series("step_time", "step time", "step time", "s", "step", [1.0, 2.0, 3.0], [step_time] * 3)]
     return record
@@ -50,7 +52,8 @@ def test_a_run_comes_back_as_it_was_stored(tmp_path):
         run_id = history.record(record)
         loaded = history.load(run_id)
     assert loaded == record  # every field, figures and series included (record.id was set)
-    assert loaded.figure("gpu_util_mean").value is None and loaded.figure("gpu_util_mean").note == "NVML unavailable"
+    gpu = loaded.figure("GPU utilization (mean)")
+    assert gpu.value is None and gpu.note == "NVML unavailable"
 
 
 def test_queries_filter_and_order_newest_first(tmp_path):
@@ -63,7 +66,7 @@ def test_queries_filter_and_order_newest_first(tmp_path):
         assert len(history.runs(since=history_mod.parse_since("1d"))) == 2
         assert len(history.runs(limit=1)) == 1 and history.runs(limit=1)[0].series == []  # no series in listings
         latest = history.resolve("last")
-        assert latest.figure("step_time_mean").value == 0.03
+        assert latest.figure(STEP_TIME).value == 0.03
         assert history.resolve("last", like=latest).id == 1  # the previous run of the same command
         with pytest.raises(HistoryError, match="no run 9"):
             history.resolve("9")

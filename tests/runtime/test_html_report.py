@@ -9,7 +9,8 @@ import time
 import pytest
 
 from gpulint.runtime_check import html_report
-from gpulint.runtime_check.history import Figure, RunRecord, Series
+from gpulint.runtime_check.figures import Figure
+from gpulint.runtime_check.history import RunRecord, Series
 from tests.runtime.browser import Page, find_chromium, png_pixels
 
 CHROMIUM = find_chromium()
@@ -47,10 +48,10 @@ def gpu_run(run_id: int, step_ms: float, cores: int = 4) -> RunRecord:
         id=run_id,
     )
     record.figures = [
-        Figure("steps_measured", "measured steps", 200),
-        Figure("step_time_mean", "step time (mean)", step_ms / 1000, "s", "lower", step_ms / 1000 * 0.02),
-        Figure("data_wait_share", "data wait (share of step time)", 0.4, "share", "lower", 0.02),
-        Figure("gpu_util_mean", "GPU utilization (mean)", 55.0, "%", "higher"),
+        Figure("measured steps", 200, "count"),
+        Figure("step time (mean)", step_ms / 1000, "s", better="lower", noise=step_ms / 1000 * 0.02),
+        Figure("data wait (share of step time)", 0.4, "share", better="lower", noise=0.02),
+        Figure("GPU utilization (mean)", 55.0, "%", better="higher"),
     ]
     record.series = [
         Series(

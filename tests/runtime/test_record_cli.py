@@ -62,7 +62,7 @@ def test_profile_twice_then_compare_report_and_a_gate_that_fails_on_a_20_percent
     assert compared.returncode == 0, compared.stderr
     document = json.loads(compared.stdout)
     assert (document["a"]["id"], document["b"]["id"]) == (2, 3)
-    step = next(f for f in document["figures"] if f["name"] == "step_time_mean")
+    step = next(f for f in document["figures"] if f["name"] == "step time (mean)")
     assert 0.12 < step["relative"] < 0.35 and step["beyond_noise"] and step["direction"] == "worse"
     text = gpulint(tmp_path, "compare", "1", "3")
     assert text.returncode == 0 and "gpulint compare run 1" in text.stdout and "step time (mean)" in text.stdout

@@ -102,8 +102,11 @@ def test_module_form_runs_with_sys_path_like_python_m():
 
 
 def test_usage_errors_are_one_line(tmp_path):
-    run = gpulint(tmp_path, "profile", "--", "torchrun", "train.py")
+    run = gpulint(tmp_path, "profile", "--", "bash", "train.sh")
     assert run.returncode == 2 and run.stderr.count("\n") == 1 and "python train.py" in run.stderr
+    assert "torchrun" in run.stderr  # launchers are named as the other way in
+    missing_script = gpulint(tmp_path, "profile", "--", "torchrun", "--nproc-per-node", "2", "train.py")
+    assert missing_script.returncode == 2 and "script train.py does not exist" in missing_script.stderr
     missing = gpulint(tmp_path, "verify", str(tmp_path / "missing.py"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr
 
@@ -162,9 +165,9 @@ def test_tf_fixture_profile_input_bound_and_gl701_confirmed(tmp_path):
 
 
 def test_gpulint_registers_profile_and_verify():
-    from gpulint.cli import EXTENSION_MODULES
+    from gpulint.cli import COMMANDS
 
-    assert "gpulint.runtime_check.cli" in EXTENSION_MODULES
-    for command in ("profile", "verify"):
+    assert {COMMANDS[name].setup.partition(":")[0] for name in ("profile", "verify", "scale")} == {"gpulint.runtime_check.cli"}
+    for command in ("profile", "verify", "scale"):
         run = subprocess.run([sys.executable, "-m", "gpulint", command, "--help"], capture_output=True, text=True, cwd=ROOT)
         assert run.returncode == 0 and "--steps" in run.stdout, run.stderr

@@ -6,6 +6,7 @@ import pytest
 
 from gpulint.runtime_check import sweep as sweep_mod
 from gpulint.runtime_check.measure import RunConfig
+from gpulint.runtime_check.script_params import set_param
 from tests.runtime.helpers import measured_run
 
 SOURCE = b"""import torch
@@ -17,8 +18,10 @@ c = other(ds, num_workers=1)
 
 
 def test_keyword_set_on_every_dataloader_call_and_nothing_else():
-    fixed, count = sweep_mod.with_keyword(SOURCE, "num_workers", "4")
-    assert count == 2
+    copy = set_param(SOURCE, ["--x"], "num_workers", "4")
+    fixed = copy.source
+    assert copy.site.kind == "keyword" and copy.site.where == "DataLoader(num_workers=) x2"
+    assert copy.site.current == "1" and copy.args == ["--x"]
     assert b"a = DataLoader(ds, batch_size=8, num_workers=4)" in fixed
     assert b"b = torch.utils.data.DataLoader(ds, num_workers=4)" in fixed
     assert b"c = other(ds, num_workers=1)" in fixed

@@ -207,3 +207,14 @@ def test_samplers_keep_a_bounded_list_over_a_long_run():
     summary = nvml.summarize(gpu, None, None)
     assert summary.util_mean == pytest.approx(50.0)
     assert summary.mem_peak_fraction == pytest.approx((3 * nvml.SAMPLES_CAP - 1) / 100)
+
+
+def test_one_exit_code_for_each_kind_of_failed_run():
+    from gpulint.runtime_check.cli import run_exit_code
+    from gpulint.runtime_check.measure import EXIT_NO_STEPS, EXIT_TIMEOUT, RunResult
+
+    assert run_exit_code(RunResult("cmd", "timeout", EXIT_TIMEOUT, 1.0)) == EXIT_TIMEOUT
+    assert run_exit_code(RunResult("cmd", "finished", 0, 1.0)) == EXIT_NO_STEPS  # ended before a measured step
+    assert run_exit_code(RunResult("cmd", "stopped", 0, 1.0)) == EXIT_NO_STEPS
+    assert run_exit_code(RunResult("cmd", "exit", 7, 1.0)) == 7  # the script's own code is passed on
+    assert run_exit_code(RunResult("cmd", "error", 0, 1.0)) == 1  # a failure never exits 0

@@ -4,18 +4,20 @@
 
 Printed in a workflow step, each line becomes an annotation on the pull request's diff.  Opt-in
 ("hint") rules are `notice`s, syntax errors `error`s.  Values are escaped as the Actions runner
-expects (`%`, CR and LF everywhere; `:` and `,` too inside properties).
+expects (`%`, CR and LF everywhere; `:` and `,` too inside properties), and other control
+characters as everywhere gpulint prints (`printable`).
 """
 
 from __future__ import annotations
 
 from gpulint.linter.findings import Finding
+from gpulint.linter.printable import printable
 from gpulint.linter.reporters import ReportSettings
 from gpulint.linter.runner import RunResult
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:

@@ -70,7 +70,8 @@ def fingerprints(findings: list[Finding], hash_path: Callable[[Finding], str] | 
         key = (shown.replace(os.sep, "/"), finding.code, text)
         occurrence = seen[key]
         seen[key] += 1
-        digest = hashlib.sha256("\0".join((*key, str(occurrence))).encode("utf-8")).hexdigest()
+        # surrogateescape: a file name that is not UTF-8 hashes as its bytes
+        digest = hashlib.sha256("\0".join((*key, str(occurrence))).encode("utf-8", "surrogateescape")).hexdigest()
         result.append((id(finding), digest[:32]))
     by_id = dict(result)
     return [by_id[id(f)] for f in findings]

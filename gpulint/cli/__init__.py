@@ -82,7 +82,9 @@ COMMANDS: dict[str, Command] = {
         "gpulint.runtime_check.cli:add_compare",
         "Show two recorded runs side by side: each figure, its change, and whether it is beyond the noise.",
     ),
-    "report": Command("gpulint.runtime_check.cli:add_report", "Write the self-contained HTML report of a recorded run."),
+    "report": Command(
+        "gpulint.runtime_check.cli:add_report", "Write the self-contained HTML report of a recorded run."
+    ),
     "review": Command(
         "gpulint.review.cli:add_review",
         "Review a change: comment on the findings in the lines it adds (a pull-request review).",

@@ -238,7 +238,8 @@ class State:
 
     def fetch(self, start: float, end: float, samples=None) -> None:
         seconds, calls, counted = self.fetched
-        self.fetched = (seconds + end - start, calls + 1, None if counted is None or samples is None else counted + samples)
+        counted = None if counted is None or samples is None else counted + samples
+        self.fetched = (seconds + end - start, calls + 1, counted)
 
     def count_flops(self, optimizer, count: int) -> None:
         """Count the FLOPs of step 2 (from the end of step 1 to the end of step 2 of the first

@@ -304,7 +304,8 @@ def print_ranks(out: Output, ranks: RankReport) -> None:
              NOT_MEASURED if r.cores is None else f"{r.cores:.2f}",
              NOT_MEASURED if r.samples_per_step is None else f"{r.samples_per_step:g}"] for r in ranks.ranks]
     out.table(f"Per rank ({len(ranks.ranks)} of world size {ranks.world_size})",
-              ["rank", "step time", "data wait", "collective wait", "all-reduce", "own work", "CPU cores", "samples/step"],
+              ["rank", "step time", "data wait", "collective wait", "all-reduce", "own work", "CPU cores",
+               "samples/step"],
               rows, right=tuple(range(8)))
     out.line(f"collective wait: {ranks.collective_note}")
     out.line(f"slowest rank: {ranks.slowest_note}")

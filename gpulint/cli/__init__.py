@@ -77,6 +77,14 @@ COMMANDS: dict[str, Command] = {
         "Run the script under torchrun at 1, 2, 4... processes and say whether throughput scales near-linearly.",
         takes_rest=True,
     ),
+    "history": Command("gpulint.runtime_check.cli:add_history", "List the recorded profile and verify runs."),
+    "compare": Command(
+        "gpulint.runtime_check.cli:add_compare",
+        "Show two recorded runs side by side: each figure, its change, and whether it is beyond the noise.",
+    ),
+    "report": Command(
+        "gpulint.runtime_check.cli:add_report", "Write the self-contained HTML report of a recorded run."
+    ),
     "review": Command(
         "gpulint.review.cli:add_review",
         "Review a change: comment on the findings in the lines it adds (a pull-request review).",

@@ -10,6 +10,7 @@
     num-workers = "min(8, os.cpu_count() or 1)"   # rule options: see `gpulint rule ID`
     log-every = 100
     max-file-size = "10MiB"          # larger files are skipped with a message (bytes, or KiB/MiB/GiB)
+    history = ".gpulint/history.db"  # where profile/verify keep their runs (relative); false: nowhere
 
 An unknown key, or an id that matches no rule, is an error: a typo must not silently turn a rule off.
 So is a configuration file that cannot be read (with its line and the reason), a value of the wrong
@@ -51,7 +52,7 @@ _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
 STANDARD_KEYS = {
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude", "unsafe-fixes",
-    "max-file-size",
+    "max-file-size", "history",
 }
 
 
@@ -67,6 +68,7 @@ class Settings:
     options: dict[str, Any] = field(default_factory=dict)
     root: Path = field(default_factory=Path.cwd)  # where relative patterns start
     source: Path | None = None  # the config file, if any
+    history: str | bool | None = None  # the runtime checker's run history: a path, or False for none
 
     def enabled_codes(self) -> frozenset[str]:
         if self.select is None:
@@ -243,6 +245,10 @@ def settings_from_table(table: dict[str, Any], config_file: Path) -> Settings:
     if not isinstance(unsafe, bool):
         raise ConfigError(f"{config_file}: `unsafe-fixes` must be true or false")
     settings.unsafe_fixes = unsafe
+    history = table.get("history")
+    if history is not None and not (history is False or isinstance(history, str) and history):
+        raise ConfigError(f"{config_file}: `history` must be a file path or false")
+    settings.history = history
     for key, option in known_options.items():
         if key in table:
             value = table[key]

@@ -14,8 +14,10 @@ Configuration comes in the environment variable GPULINT_RT_CONFIG (JSON):
   warmup     steps run and discarded before timing starts
   seconds    measure this long after warm-up (or null)
   syncs      on CUDA builds, record host-device sync lines (torch.cuda.set_sync_debug_mode)
-  sys_path0  the directory to put first on sys.path instead of the script's own (verify runs a
-             fixed copy from a temporary folder but imports its siblings from the original place)
+  sys_path0  the directory to put first on sys.path instead of the script's own (`-m` runs)
+  source     run the source in this file as if it were SCRIPT (verify's fixed arm): `__file__`,
+             sys.path and tracebacks are the script's own, so the fixed code finds the files and
+             modules next to the script, and no copy is ever written there
   per_rank   started by a launcher (torchrun, accelerate launch): every rank writes `out` + ".rank<RANK>"
              and only local rank 0 writes progress
 
@@ -24,6 +26,10 @@ each DataLoader batch, DistributedDataParallel's own all-reduce timers, the FLOP
 (torch's FlopCounterMode, by the math the device runs: fp32, tf32, bf16, ...) and, on CUDA, the
 device memory peak.
 
+Memory stays bounded however long the run: every step is reduced as it ends (StepClock), the
+per-step series is down-sampled past SERIES_CAP steps, and DDP timers keep their first and latest
+reads.
+
 Clocks: every timestamp is time.monotonic(), which on Linux is one system-wide clock, so the
 parent can line its CPU and GPU samples up with the child's measurement window.
 """
@@ -31,17 +37,98 @@ parent can line its CPU and GPU samples up with the child's measurement window.
 import importlib.abc
 import importlib.util
 import json
+import linecache
 import os
+import random
 import runpy
 import sys
 import time
 import traceback
+import types
 import warnings
 import weakref
 
 clock = time.monotonic
 THIS_FILE = os.path.abspath(__file__)
 SYNC_MESSAGE = "synchronizing CUDA operation"
+SERIES_CAP = 4096  # per-step points (and step times for quantiles) kept before down-sampling
+
+
+class StepClock:
+    """The steps of one source (an optimizer, Keras fit batches, tf.data batches), reduced as each
+    one ends: totals over the measured window, the per-step series as (steps, seconds, seconds
+    waiting for input) points (one step per point; past SERIES_CAP points, neighbours are summed
+    pairwise and each point covers twice as many steps), and a uniform sample of step times (all
+    of them up to SERIES_CAP) for quantiles."""
+
+    def __init__(self, kind: str, name: str, warmup: int) -> None:
+        self.kind, self.name, self.warmup = kind, name, warmup
+        self.ends = 0  # step ends seen, warm-up included
+        self.last_end = None
+        self.window = None  # [end of the last warm-up step, end of the last step]
+        self.fetched_at_end = (0.0, 0, 0)  # the input fetch totals (State.fetched) when the last step ended
+        self.fetched_at_start = (0.0, 0, 0)
+        self.measured = 0
+        self.seconds = 0.0
+        self.waited = 0.0
+        self.width = 1  # steps per point of the series
+        self.series = []
+        self.point = [0, 0.0, 0.0]  # the point being filled
+        self.sample = []
+        self._draw = random.Random(0).random
+
+    def end(self, now: float, fetched: tuple) -> None:
+        """A step ended at `now`; `fetched` is (seconds, calls, samples) of every input fetch so far."""
+        self.ends += 1
+        if self.ends > self.warmup:
+            seconds, waited = now - self.last_end, fetched[0] - self.fetched_at_end[0]
+            self.window[1] = now
+            self.measured += 1
+            self.seconds += seconds
+            self.waited += waited
+            point = self.point
+            point[0] += 1
+            point[1] += seconds
+            point[2] += waited
+            if point[0] == self.width:
+                self.series.append(tuple(point))
+                self.point = [0, 0.0, 0.0]
+                if len(self.series) == SERIES_CAP:
+                    self.series = [
+                        (a[0] + b[0], a[1] + b[1], a[2] + b[2]) for a, b in zip(self.series[::2], self.series[1::2])
+                    ]
+                    self.width *= 2
+            if self.measured <= SERIES_CAP:  # reservoir sampling (Vitter's algorithm R)
+                self.sample.append(seconds)
+            else:
+                slot = int(self._draw() * self.measured)
+                if slot < SERIES_CAP:
+                    self.sample[slot] = seconds
+        elif self.ends == self.warmup:
+            self.window = [now, now]
+            self.fetched_at_start = fetched
+        self.last_end = now
+        self.fetched_at_end = fetched
+
+    def result(self) -> dict:
+        series = self.series + ([tuple(self.point)] if self.point[0] else [])
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "ends": self.ends,
+            "window": self.window,
+            "measured": self.measured,
+            "seconds": self.seconds,
+            "waited": self.waited,
+            "batches": self.fetched_at_end[1] - self.fetched_at_start[1] if self.window else 0,
+            "samples": _difference(self.fetched_at_end[2], self.fetched_at_start[2]) if self.window else None,
+            "series": series,
+            "sample": self.sample,
+        }
+
+
+def _difference(end, start):
+    return None if end is None or start is None else end - start
 
 
 class StopProfiling(SystemExit):
@@ -75,18 +162,21 @@ class State:
         self.seconds = config.get("seconds")
         self.pid = os.getpid()
         self.t_start = clock()
-        # id(optimizer) -> {"name", "times"}: optimizer step ends, per optimizer.
-        self.optimizers = {}
-        self.loader_fetches = []  # (start, end) of each DataLoader __next__
-        self.loader_samples = []  # samples in the batch of each fetch above; None: not countable
-        # (start, end, ok) of each tf.data iterator __next__ outside Keras fit; ok is False for the
-        # call that ends an epoch (StopIteration), whose start ends a step but starts none.
-        self.tf_fetches = []
-        self.tf_batches = 0
+        self.optimizers = {}  # id(optimizer) -> StepClock
+        self.keras = StepClock("Keras batches", "fit", self.warmup)
+        # A custom TF loop: the step of batch k ends when batch k+1 is asked for; the call that
+        # ends an epoch (StopIteration) ends a step but starts none.
+        self.tf = StepClock("tf.data batches", "tf.data", self.warmup)
+        self.tf_last_ok = False
+        # Inside DataLoader / tf.data __next__ (outside Keras fit) so far: seconds, calls, and the
+        # samples of the batches (None once a batch's size could not be read).
+        self.fetched = (0.0, 0, 0)
         self.stop_time = None
-        self.keras_batch_ends = []
         self.keras_active = 0  # > 0 while inside Model.fit: tf.data reads there are inside the step
-        self.syncs = {}  # "file:line" -> {"count", "times"}
+        # "file:line" -> syncs in measured steps; syncs of the step under way wait in `syncs_pending`
+        # until it ends (a sync after the last step is outside the window).
+        self.syncs = {}
+        self.syncs_pending = {}
         self.instrumented = []
         self.notes = []
         self.cuda = False
@@ -129,11 +219,15 @@ class State:
         if self.cuda:
             _cuda_sync()  # CUDA runs asynchronously: a host timer alone would lie about step time
         now = clock()
-        entry = self.optimizers.get(id(optimizer))
-        if entry is None:
-            entry = self.optimizers[id(optimizer)] = {"name": type(optimizer).__name__, "times": []}
-        entry["times"].append(now)
-        count = len(entry["times"])
+        steps = self.optimizers.get(id(optimizer))
+        if steps is None:
+            steps = self.optimizers[id(optimizer)] = StepClock("optimizer steps", type(optimizer).__name__, self.warmup)
+        steps.end(now, self.fetched)
+        count = steps.ends
+        if count > self.warmup:
+            for where, syncs in self.syncs_pending.items():
+                self.syncs[where] = self.syncs.get(where, 0) + syncs
+        self.syncs_pending.clear()
         if self.flops is None and count <= 2:
             self.count_flops(optimizer, count)
         if count >= self.warmup:
@@ -141,6 +235,11 @@ class State:
                 self.steady_memory = _cuda_allocated()
             self.read_ddp_timers(now)
         self._check_stop(count, now)
+
+    def fetch(self, start: float, end: float, samples=None) -> None:
+        seconds, calls, counted = self.fetched
+        counted = None if counted is None or samples is None else counted + samples
+        self.fetched = (seconds + end - start, calls + 1, counted)
 
     def count_flops(self, optimizer, count: int) -> None:
         """Count the FLOPs of step 2 (from the end of step 1 to the end of step 2 of the first
@@ -168,7 +267,8 @@ class State:
 
     def read_ddp_timers(self, now: float) -> None:
         """DDP keeps running means of its own per-iteration timers; reading them at two step ends
-        gives the all-reduce time of the iterations in between (see distributed.py in the parent)."""
+        gives the all-reduce time of the iterations in between (see distributed.py in the parent).
+        The first read (the end of warm-up) and the latest are kept."""
         for model_ref, record in self.ddp_models:
             model = model_ref()
             if model is None:
@@ -181,21 +281,31 @@ class State:
                 return
             if not record["config"]:
                 record["config"] = {key: data.get(key) for key in DDP_CONFIG_KEYS}
-            record["reads"].append([now, data.get("iteration"), data.get("avg_backward_comm_time"),
-                                    data.get("avg_backward_compute_comm_overlap_time")])
+            read = [now, data.get("iteration"), data.get("avg_backward_comm_time"),
+                    data.get("avg_backward_compute_comm_overlap_time")]
+            if len(record["reads"]) < 2:
+                record["reads"].append(read)
+            else:
+                record["reads"][-1] = read
 
     def keras_batch_end(self) -> None:
         if self.stopping:
             return
         now = clock()
-        self.keras_batch_ends.append(now)
-        self._check_stop(len(self.keras_batch_ends), now)
+        self.keras.end(now, self.fetched)
+        self._check_stop(self.keras.ends, now)
 
     def tf_fetch_start(self, now: float) -> None:
-        """A custom TF loop: the step of batch k ends when batch k+1 is asked for."""
         if self.keras_active or self.optimizers or self.stopping:
             return
-        self._check_stop(self.tf_batches, now)
+        if self.tf_last_ok:
+            self.tf.end(now, self.fetched)
+        self._check_stop(self.tf.ends, now)
+
+    def tf_fetch_end(self, start: float, ok: bool) -> None:
+        if not self.keras_active:
+            self.fetch(start, clock())
+            self.tf_last_ok = ok
 
     def device_memory(self):
         torch = sys.modules.get("torch")
@@ -209,16 +319,23 @@ class State:
     def write_progress(self, count: int) -> None:
         if not self.progress_path:
             return
-        _write_json(self.progress_path, {
-            "steps": count, "warmup": self.warmup, "steps_wanted": self.steps_wanted,
-            "seconds": self.seconds, "measure_start": self.measure_start, "now": clock(),
-        })
+        _write_json(
+            self.progress_path,
+            {
+                "steps": count,
+                "warmup": self.warmup,
+                "steps_wanted": self.steps_wanted,
+                "seconds": self.seconds,
+                "measure_start": self.measure_start,
+                "now": clock(),
+            },
+        )
 
     def result(self, status: str, exit_code, error) -> dict:
         if self.flop_counter is not None:
             self.flops = {"error": "the run ended inside the step whose FLOPs were being counted"}
         return {
-            "format": 1,
+            "format": 2,
             "pid": self.pid,
             "status": status,
             "exit_code": exit_code,
@@ -230,15 +347,13 @@ class State:
             "seconds": self.seconds,
             "stop_reason": self.stop_reason,
             "stop_time": self.stop_time,
-            "optimizers": list(self.optimizers.values()),
-            "loader_fetches": self.loader_fetches,
-            "loader_samples": self.loader_samples,
-            "tf_fetches": self.tf_fetches,
-            "keras_batch_ends": self.keras_batch_ends,
+            "clocks": [c.result() for c in [*self.optimizers.values(), self.keras, self.tf] if c.ends],
+            "fetches": self.fetched[1],
             "syncs": self.syncs,
             "cuda": self.cuda,
             "instrumented": self.instrumented,
             "notes": self.notes,
+            "python": sys.version.split()[0],
             "rank": self.rank,
             "local_rank": self.local_rank,
             "world_size": self.world_size,
@@ -271,19 +386,27 @@ def _cuda_sync() -> None:
         STATE.own_sync = False
 
 
-def _timed_loader_next(original):
+NO_BATCH = object()  # what a __next__ that raised (StopIteration at an epoch's end) delivered
+
+
+def _timed_next(original, record):
+    """`original` wrapped to call record(start, end, batch) around each call."""
+
     def __next__(self):
         start = clock()
-        batch = None
+        batch = NO_BATCH
         try:
             batch = original(self)
             return batch
         finally:
-            STATE.loader_fetches.append((start, clock()))
-            STATE.loader_samples.append(_batch_samples(batch))
+            record(start, clock(), batch)
 
     __next__.__wrapped__ = original
     return __next__
+
+
+def record_loader_fetch(start: float, end: float, batch) -> None:
+    STATE.fetch(start, end, 0 if batch is NO_BATCH else _batch_samples(batch))
 
 
 def _batch_samples(batch, depth: int = 0):
@@ -308,7 +431,7 @@ def instrument_torch(torch) -> None:
     handle = register_optimizer_step_post_hook(lambda optimizer, args, kwargs: STATE.optimizer_step(optimizer))
     iterator_class = dataloader._BaseDataLoaderIter
     original = iterator_class.__next__
-    iterator_class.__next__ = _timed_loader_next(original)
+    iterator_class.__next__ = _timed_next(original, record_loader_fetch)
 
     def uninstall():
         handle.remove()
@@ -446,8 +569,14 @@ def _user_frame():
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
-        if name != THIS_FILE and not name.startswith(libraries) and not name.startswith("<") \
-                and "site-packages" not in name and "dist-packages" not in name and f"{os.sep}torch{os.sep}" not in name:
+        if (
+            name != THIS_FILE
+            and not name.startswith(libraries)
+            and not name.startswith("<")
+            and "site-packages" not in name
+            and "dist-packages" not in name
+            and f"{os.sep}torch{os.sep}" not in name
+        ):
             return name, frame.f_lineno
         frame = frame.f_back
     return None
@@ -463,10 +592,7 @@ def _watch_syncs(torch) -> None:
             return None
         where = _user_frame() or (filename, lineno)
         key = f"{where[0]}:{where[1]}"
-        entry = STATE.syncs.setdefault(key, {"count": 0, "times": []})
-        entry["count"] += 1
-        if len(entry["times"]) < 10000:
-            entry["times"].append(clock())
+        STATE.syncs_pending[key] = STATE.syncs_pending.get(key, 0) + 1
         return None
 
     warnings.showwarning = showwarning
@@ -492,9 +618,7 @@ def instrument_tensorflow(tf) -> None:
             ok = True
             return value
         finally:
-            if not STATE.keras_active:
-                STATE.tf_fetches.append((start, clock(), ok))
-                STATE.tf_batches += ok
+            STATE.tf_fetch_end(start, ok)
 
     __next__.__wrapped__ = original
     owned.__next__ = __next__
@@ -564,6 +688,25 @@ class PostImportFinder(importlib.abc.MetaPathFinder):
 
 
 # -- main ----------------------------------------------------------------------------------
+def _run_source_as(path: str, script: str) -> None:
+    """Run the code in `path` as `__main__` with `__file__` = `script` (runpy.run_path reads the
+    code from the file it names, so it cannot do this)."""
+    with open(path, "rb") as handle:
+        source = handle.read()
+    code = compile(source, script, "exec")
+    # Tracebacks show the lines that ran, not the script's (an entry without mtime is kept).
+    text = source.decode("utf-8", errors="replace")
+    linecache.cache[script] = (len(text), None, text.splitlines(keepends=True), script)
+    module = types.ModuleType("__main__")
+    module.__file__ = script
+    previous = sys.modules.get("__main__")
+    sys.modules["__main__"] = module
+    try:
+        exec(code, module.__dict__)
+    finally:
+        sys.modules["__main__"] = previous
+
+
 def _error_info(exc: BaseException) -> dict:
     frames = traceback.extract_tb(exc.__traceback__)
     user = [f for f in frames if f.filename != THIS_FILE and "runpy" not in f.filename]
@@ -592,7 +735,10 @@ def main(argv) -> int:
             script = os.path.abspath(argv[0])
             sys.argv = [argv[0], *argv[1:]]
             sys.path[0] = STATE.config.get("sys_path0") or os.path.dirname(script)
-            runpy.run_path(script, run_name="__main__")
+            if STATE.config.get("source"):
+                _run_source_as(STATE.config["source"], script)
+            else:
+                runpy.run_path(script, run_name="__main__")
     except StopProfiling:
         status = "stopped"
     except SystemExit as exc:

@@ -1,25 +1,28 @@
-"""`gpulint profile`, `gpulint verify` and `gpulint scale` (set up by add_profile, add_verify and
-add_scale; see gpulint.cli).
+"""`gpulint profile`, `verify`, `scale`, and the commands on the run history `history`, `compare`
+and `report` (set up by add_profile, add_verify, add_scale, add_history, add_compare and
+add_report; see gpulint.cli).  Options are parsed here; what the commands do is in the modules
+they call (record.py for the history).
 
 Exit codes: 0 measured (profile), speedup confirmed (verify) or near-linear scaling (scale); 1 verify
-found no confirmed speedup, or scale found a size below the efficiency bar or within its noise;
-2 usage error; 3 the script never made a training step; 124 timeout; otherwise the
-script's own exit code when it failed (run_exit_code).
+found no confirmed speedup, scale found a size below the efficiency bar or within its noise, or
+profile's regression gate failed; 2 usage error; 3 the script never made a training step; 124
+timeout; otherwise the script's own exit code when it failed (run_exit_code).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, rule_ids
 
 if TYPE_CHECKING:  # measuring loads psutil and NVML: only when a command runs
-    from rich.console import Console
-
     from gpulint.runtime_check.measure import RunConfig, RunResult
+    from gpulint.runtime_check.record import HistoryOptions
+    from gpulint.runtime_check.report import Output
 
 EXIT_NOT_CONFIRMED = EXIT_FINDINGS
 
@@ -52,21 +55,21 @@ def _config(steps: int | None, warmup: int, seconds: float | None, timeout: floa
     return RunConfig(steps=steps or 50, warmup=warmup, seconds=seconds, timeout=timeout)
 
 
-def _progress_bar(console: Console, total: int | None, warmup: int):
-    """A rich progress bar fed from the child's progress file; a no-op off a terminal."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+HISTORY_HELP = (
+    "The run history database (default: .gpulint/history.db at the project root, or `history` in [tool.gpulint])."
+)
 
-    if not console.is_terminal:
-        return None, None
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
-                   TimeElapsedColumn(), console=console, transient=True)
-    task = bar.add_task("starting", total=(total or 0) + warmup)
 
-    def update(state: dict) -> None:
-        done = state.get("steps", 0)
-        bar.update(task, completed=done, description="warm-up" if done < warmup else "measuring")
+def _add_history_options(parser: argparse.ArgumentParser, record: bool) -> None:
+    parser.add_argument("--history", type=Path, dest="history_file", metavar="FILE", help=HISTORY_HELP)
+    if record:
+        parser.add_argument("--no-history", action="store_true", help="Do not record this run.")
 
-    return bar, update
+
+def _history_options(options: argparse.Namespace) -> HistoryOptions:
+    from gpulint.runtime_check.record import HistoryOptions
+
+    return HistoryOptions(options.history_file, not getattr(options, "no_history", False))
 
 
 def add_profile(parser: argparse.ArgumentParser) -> None:
@@ -99,16 +102,28 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
         "--peak-tflops", type=float, metavar="TFLOPS",
         help="The device's peak TFLOP/s for the arithmetic in use, for MFU (instead of gpulint's table).",
     )
+    parser.add_argument(
+        "--html", type=Path, dest="html_file", metavar="FILE",
+        help="Write a self-contained HTML report (verdict, figures, plots over the run) to this file.",
+    )
+    parser.add_argument(
+        "--baseline", metavar="REF",
+        help="Compare with a recorded run: a run id, a git ref, or `last` (the previous run of this command).",
+    )
+    parser.add_argument(
+        "--fail-on-regression", type=float, metavar="PCT",
+        help="With --baseline: exit 1 when the step time grew by more than PCT percent and beyond the noise.",
+    )
+    _add_history_options(parser, record=True)
     parser.set_defaults(run=profile_command)
 
 
 def profile_command(options: argparse.Namespace) -> int:
     """Run a training script and say where its step time goes: input-bound, sync-bound or compute-bound."""
-    from rich.console import Console
-
     from gpulint.runtime_check import report
     from gpulint.runtime_check.measure import CommandError, parse_command
     from gpulint.runtime_check.profile import profile
+    from gpulint.runtime_check.record import finish_profile
 
     command = options.command[1:] if options.command[:1] == ["--"] else options.command
     try:
@@ -120,36 +135,37 @@ def profile_command(options: argparse.Namespace) -> int:
         for name, value in (("--flops-per-step", options.flops_per_step), ("--peak-tflops", options.peak_tflops)):
             if value is not None and value <= 0:
                 raise CommandError(f"{name} must be positive")
+        if options.fail_on_regression is not None and (options.baseline is None or options.fail_on_regression < 0):
+            raise CommandError("--fail-on-regression needs --baseline and a percentage of 0 or more")
     except CommandError as exc:
         error(str(exc))
         return EXIT_ERROR
-    console = Console()
-    bar, update = None, None
-    if not options.show_output:
-        bar, update = _progress_bar(Console(stderr=True), config.steps, config.warmup)
+    started_at = time.time()
+    out = report.Output()
+    progress = None if options.show_output else report.Progress()
     try:
-        if bar is not None:
-            with bar:
-                result = profile(parsed, config, update, options.flops_per_step, options.peak_tflops)
-        else:
-            result = profile(parsed, config, None, options.flops_per_step, options.peak_tflops)
+        result = profile(parsed, config, progress, options.flops_per_step, options.peak_tflops)
     except CommandError as exc:
         error(str(exc))
         return EXIT_ERROR
+    finally:
+        if progress is not None:
+            progress.close()
     if options.json_file is not None:
         report.write_json(options.json_file, report.profile_json(result))
     run = result.run
     if not run.ok:
         if run.status not in ("stopped", "finished"):
-            report.print_failure(console, run)
+            report.print_failure(out, run)
         elif run.steps is None:
-            report.print_no_steps(console, run)
+            report.print_no_steps(out, run)
         else:
-            console.print(f"gpulint profile: only {run.steps.total} step(s) ran, none after the {run.steps.warmup} "
-                          "warm-up step(s): lower --warmup or let the script train longer", highlight=False)
+            out.line(f"gpulint profile: only {run.steps.total} step(s) ran, none after the {run.steps.warmup} "
+                     "warm-up step(s): lower --warmup or let the script train longer")
         return run_exit_code(run)
-    report.print_profile(console, result)
-    return EXIT_CLEAN
+    report.print_profile(out, result)
+    return finish_profile(out, result, config, started_at, _history_options(options), options.baseline,
+                          options.fail_on_regression, options.html_file)
 
 
 def add_verify(parser: argparse.ArgumentParser) -> None:
@@ -163,7 +179,14 @@ def add_verify(parser: argparse.ArgumentParser) -> None:
         "--select", action="extend", type=rule_ids, metavar="IDS",
         help="Rule ids or prefixes whose fixes to verify (default: the default rules).",
     )
-    parser.add_argument("--runs", type=int, default=3, metavar="N", help="Runs of each arm (interleaved A B B A ...).")
+    parser.add_argument(
+        "--runs", type=int, default=3, metavar="N",
+        help="Runs of each arm (interleaved A B B A ...) before the first verdict.",
+    )
+    parser.add_argument(
+        "--max-runs", type=int, metavar="N",
+        help="Add A/B pairs while not confirmed, up to this many runs of each (default twice --runs).",
+    )
     parser.add_argument("--steps", type=int, default=20, metavar="N", help="Measured steps per run.")
     parser.add_argument("--warmup", type=int, default=3, metavar="N", help="Warm-up steps per run.")
     parser.add_argument("--timeout", type=float, default=600.0, metavar="S", help="Limit for each run, in seconds.")
@@ -181,6 +204,7 @@ def add_verify(parser: argparse.ArgumentParser) -> None:
         help="Sweep a value instead of fixing: NAME=V1,V2,... (e.g. num_workers=0,2,4 or batch_size=32,64,128), "
         "set through the script's argparse option, constant or DataLoader keyword.",
     )
+    _add_history_options(parser, record=True)
     parser.set_defaults(run=verify_command)
 
 
@@ -189,10 +213,9 @@ def verify_command(options: argparse.Namespace) -> int:
     (or, with --param, measure each value of a parameter and recommend the best)."""
     import shutil
 
-    from rich.console import Console
-
     from gpulint.runtime_check import report
-    from gpulint.runtime_check.measure import CommandError
+    from gpulint.runtime_check.measure import Command, CommandError
+    from gpulint.runtime_check.record import finish_verify
     from gpulint.runtime_check.verify import VerifyError, verify
 
     interpreter = sys.executable
@@ -204,35 +227,40 @@ def verify_command(options: argparse.Namespace) -> int:
     if options.runs < 2:
         error("--runs must be at least 2 to compare spreads")
         return EXIT_ERROR
+    if options.max_runs is not None and options.max_runs < options.runs:
+        error("--max-runs must be at least --runs")
+        return EXIT_ERROR
     try:
         config = _config(options.steps, options.warmup, None, options.timeout)
     except CommandError as exc:
         error(str(exc))
         return EXIT_ERROR
-    console = Console()
-    err_console = Console(stderr=True)
+    out = report.Output()
 
     def progress(index: int, total: int, arm: str) -> None:
-        if err_console.is_terminal:
-            err_console.print(f"run {index + 1}/{total}: {arm}", highlight=False)
+        if sys.stderr.isatty():
+            print(f"run {index + 1} (at most {total}): {arm}", file=sys.stderr)
 
     if options.param is not None:
-        return _sweep(console, options, config, interpreter, progress)
+        return _sweep(out, options, config, interpreter, progress)
+    started_at = time.time()
     try:
         result = verify(options.script, options.script_args, options.select, options.runs, config, interpreter,
-                        options.write, progress)
+                        options.write, progress, options.max_runs)
     except (VerifyError, CommandError) as exc:
         error(str(exc))
         return EXIT_ERROR
     if options.json_file is not None:
         report.write_json(options.json_file, report.verify_json(result))
-    report.print_verify(console, result)
+    report.print_verify(out, result, options.script_args, None if options.python is None else interpreter)
+    finish_verify(out, result, Command(interpreter, [], [str(options.script), *options.script_args]), started_at,
+                  time.time() - started_at, _history_options(options))
     if result.failed is not None:
         return run_exit_code(result.failed)
     return EXIT_CLEAN if result.comparison.outcome == "confirmed" else EXIT_NOT_CONFIRMED
 
 
-def _sweep(console: Console, options: argparse.Namespace, config: RunConfig, interpreter: str, progress) -> int:
+def _sweep(out: Output, options: argparse.Namespace, config: RunConfig, interpreter: str, progress) -> int:
     from gpulint.runtime_check import report
     from gpulint.runtime_check.measure import CommandError
     from gpulint.runtime_check.sweep import SweepError, sweep
@@ -247,7 +275,7 @@ def _sweep(console: Console, options: argparse.Namespace, config: RunConfig, int
         return EXIT_ERROR
     if options.json_file is not None:
         report.write_json(options.json_file, report.sweep_json(result))
-    report.print_sweep(console, result)
+    report.print_sweep(out, result)
     if result.failed is not None:
         return run_exit_code(result.failed)
     return EXIT_CLEAN
@@ -280,8 +308,6 @@ def add_scale(parser: argparse.ArgumentParser) -> None:
 def scale_command(options: argparse.Namespace) -> int:
     """Run the script under torchrun at each process count and say whether throughput scales
     near-linearly (about 90% efficiency at 2x, 80% at 4x), and what to fix when it does not."""
-    from rich.console import Console
-
     from gpulint.runtime_check import report
     from gpulint.runtime_check.measure import CommandError, parse_command
     from gpulint.runtime_check.scale import ScaleError, parse_sizes, scale, scale_record
@@ -289,11 +315,10 @@ def scale_command(options: argparse.Namespace) -> int:
     if options.runs < 2:
         error("--runs must be at least 2 for an interval")
         return EXIT_ERROR
-    err_console = Console(stderr=True)
 
     def progress(index: int, total: int, what: str) -> None:
-        if err_console.is_terminal:
-            err_console.print(f"run {index + 1}/{total}: {what}", highlight=False)
+        if sys.stderr.isatty():
+            print(f"run {index + 1}/{total}: {what}", file=sys.stderr)
 
     command = options.command[1:] if options.command[:1] == ["--"] else options.command
     try:
@@ -304,7 +329,66 @@ def scale_command(options: argparse.Namespace) -> int:
         return EXIT_ERROR
     if options.json_file is not None:
         report.write_json(options.json_file, scale_record(result))
-    report.print_scale(Console(), result)
+    report.print_scale(report.Output(), result)
     if result.failed is not None:
         return run_exit_code(result.failed)
     return EXIT_CLEAN if result.kind == "scales" else EXIT_NOT_CONFIRMED
+
+
+# -- the run history -----------------------------------------------------------------------
+def _output_format(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", dest="output_format", choices=("text", "json"), default="text",
+                        help="Output format.")
+
+
+def add_history(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--script", metavar="PATH", help="Only runs of this script.")
+    parser.add_argument("--since", metavar="WHEN", help="Only runs since: 7d, 12h, 30m, or a date (2024-05-01).")
+    parser.add_argument("--limit", type=int, default=20, metavar="N", help="At most this many runs, newest first.")
+    _output_format(parser)
+    _add_history_options(parser, record=False)
+    parser.set_defaults(run=history_command)
+
+
+def history_command(options: argparse.Namespace) -> int:
+    from gpulint.runtime_check.record import history_command as run
+    from gpulint.runtime_check.report import Output
+
+    return run(Output(), _history_options(options), options.script, options.since, options.limit, options.output_format)
+
+
+def add_compare(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "first", nargs="?", metavar="A",
+        help="The baseline: a run id, a git ref or `last` (default: the run before the latest of its command).",
+    )
+    parser.add_argument(
+        "second", nargs="?", metavar="B", help="The run to hold against it (default: the latest run of its command)."
+    )
+    _output_format(parser)
+    _add_history_options(parser, record=False)
+    parser.set_defaults(run=compare_command)
+
+
+def compare_command(options: argparse.Namespace) -> int:
+    from gpulint.runtime_check.record import compare_command as run
+    from gpulint.runtime_check.report import Output
+
+    return run(Output(), _history_options(options), options.first, options.second, options.output_format)
+
+
+def add_report(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_ref", metavar="RUN", help="A run id, a git ref, or `last`.")
+    parser.add_argument("--html", type=Path, dest="html_file", required=True, metavar="FILE",
+                        help="The HTML file to write.")
+    parser.add_argument("--baseline", metavar="REF",
+                        help="Show this recorded run beside it (a run id, a git ref or `last`).")
+    _add_history_options(parser, record=False)
+    parser.set_defaults(run=report_command)
+
+
+def report_command(options: argparse.Namespace) -> int:
+    from gpulint.runtime_check.record import report_command as run
+    from gpulint.runtime_check.report import Output
+
+    return run(Output(), _history_options(options), options.run_ref, options.html_file, options.baseline)

@@ -14,9 +14,9 @@ on CPUs.  Collectives outside DDP (FSDP, hand-written all_reduce) are not timed:
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 
+from gpulint.runtime_check import stats
 from gpulint.runtime_check.figures import Figure
 from gpulint.runtime_check.measure import ProcessRun, RunResult
 from gpulint.runtime_check.verdict import Recommendation
@@ -64,7 +64,7 @@ class RankReport:
     def collective_share(self) -> float | None:
         """Mean over ranks of the share of step time spent waiting for collectives."""
         shares = [r.collective_share for r in self.ranks]
-        return statistics.mean(shares) if shares and None not in shares else None
+        return stats.mean(shares) if shares and None not in shares else None
 
 
 def collective_times(process: ProcessRun) -> tuple[float | None, float | None, str]:
@@ -135,8 +135,8 @@ def _straggler(ranks: list[RankFigures]) -> tuple[int | None, str]:
     if any(r.own_time is None for r in ranks):
         return None, "not measured: needs the collective wait of every rank"
     slowest = max(ranks, key=lambda r: r.own_time)
-    others = statistics.median(r.own_time for r in ranks if r is not slowest)
-    step = statistics.median(r.step_time for r in ranks)
+    others = stats.median(r.own_time for r in ranks if r is not slowest)
+    step = stats.median(r.step_time for r in ranks)
     excess = slowest.own_time - others
     if excess < STRAGGLER_SHARE * step:
         return None, f"none: no rank's own work exceeds the others' by {100 * STRAGGLER_SHARE:.0f}% of a step"
@@ -151,7 +151,7 @@ def _figures(report: RankReport) -> list[Figure]:
     figures = [
         Figure("ranks", len(ranks), "count", f"world size {report.world_size}" if report.world_size else ""),
         Figure("step time (slowest rank)", max(steps) if steps else None, "s", "mean per measured step"),
-        Figure("collective wait (mean of ranks)", statistics.mean(waits) if None not in waits else None, "s",
+        Figure("collective wait (mean of ranks)", stats.mean(waits) if None not in waits else None, "s",
                report.collective_note),
         Figure("collective wait share", report.collective_share, "share", "of step time, mean of ranks"),
     ]

@@ -2,7 +2,9 @@
 efficiency): a value with its unit, or no value and the reason it was not measured.
 
 The terminal report prints them as rows, `--json` writes them as they are (`dataclasses.asdict`),
-and anything that stores or renders runs can take them without knowing which module made them.
+and the run history (history.py) stores them, `compare` and the HTML report show them, without
+knowing which module made them.  A figure may say which way is better and how noisy it is, so
+that a change between two runs can be called better, worse, or within the noise.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 NOT_MEASURED = "not measured"
-UNITS = ("s", "share", "bytes", "flop", "flop/s", "samples/s", "steps/s", "x", "count")
+UNITS = ("s", "share", "bytes", "flop", "flop/s", "samples/s", "steps/s", "x", "count", "%", "cores")
 
 
 @dataclass
@@ -19,6 +21,8 @@ class Figure:
     value: float | None  # None: not measured
     unit: str  # one of UNITS
     note: str = ""  # how it was measured, or why it was not
+    better: str | None = None  # "lower" or "higher" where one way is better
+    noise: float | None = None  # half-width of the 95% interval of the value, in its unit; None: not measured
 
     def __post_init__(self) -> None:
         if self.unit not in UNITS:
@@ -33,7 +37,7 @@ def format_value(value: float | None, unit: str) -> str:
     if value is None:
         return NOT_MEASURED
     if unit == "s":
-        return f"{1000 * value:.1f} ms"
+        return f"{1000 * value:.1f} ms" if abs(value) < 10 else f"{value:.1f} s"
     if unit == "share":
         return f"{100 * value:.1f}%"
     if unit == "bytes":
@@ -51,4 +55,8 @@ def format_value(value: float | None, unit: str) -> str:
         return f"{value:.1f} {unit}"
     if unit == "x":
         return f"{value:.2f}x"
-    return f"{value:.0f}"
+    if unit == "%":
+        return f"{value:.0f}%"
+    if unit == "cores":
+        return f"{value:.2f} cores"
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.2f}"

@@ -7,14 +7,12 @@ temporary folder that is removed whatever happens.
 
 from __future__ import annotations
 
-import bisect
 import glob
 import json
 import os
 import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from gpulint.runtime_check import cpu as cpu_mod
-from gpulint.runtime_check import nvml
+from gpulint.runtime_check import nvml, stats
 from gpulint.runtime_check.launchers import Launch, LaunchError, parse_launch
 
 BOOTSTRAP = str(Path(__file__).with_name("bootstrap.py"))
@@ -32,6 +30,7 @@ BOOTSTRAP = str(Path(__file__).with_name("bootstrap.py"))
 _OPTIONS_WITH_VALUE = {"-X", "-W", "--check-hash-based-pycs"}
 # After a stop, a script gets this long to unwind before it is killed.
 EXIT_GRACE_S = 15.0
+POLL_S = 0.2  # how often the parent looks at the child (exit, result file, progress)
 EXIT_TIMEOUT = 124  # as coreutils `timeout`
 EXIT_NO_STEPS = 3
 
@@ -114,16 +113,24 @@ class RunConfig:
     syncs: bool = True
     show_output: bool = False
     sys_path0: str | None = None  # see bootstrap.py
+    source: str | None = None  # run this file's code as the script (see bootstrap.py)
     sample_interval: float = 0.25
 
 
 @dataclass
 class StepStats:
+    """The measured steps of a run (after warm-up), as the child reduced them: see
+    bootstrap.StepClock.  `series` has one point per step unless the run was longer than
+    bootstrap.SERIES_CAP steps; then each point sums `width` consecutive steps."""
+
     source: str  # what a step is: "optimizer steps", "Keras batches", "tf.data batches"
     total: int  # steps seen, warm-up included
     warmup: int
-    times: list[float]  # seconds per measured step
-    data_waits: list[float] | None  # seconds waiting for input per measured step; None: not measured
+    count: int  # measured steps
+    total_time: float  # seconds over the measured steps
+    waited: float | None  # seconds waiting for input over them; None: not measured
+    series: list[tuple[int, float, float]] = field(default_factory=list)  # (steps, seconds, seconds waiting)
+    sample: list[float] = field(default_factory=list)  # step times: all, or a uniform sample of a long run
     data_note: str | None = None  # why data wait is not measured
     batches: int | None = None  # input batches fetched in the measured window
     samples: int | None = None  # samples in those batches; None when a batch's size could not be read
@@ -132,29 +139,42 @@ class StepStats:
     syncs: dict[str, int] = field(default_factory=dict)  # "file:line" -> syncs in the window
 
     @property
-    def count(self) -> int:
-        return len(self.times)
+    def width(self) -> int:
+        """Steps per point of the series (1 unless the run was long)."""
+        return max((n for n, _, _ in self.series), default=1)
 
     @property
-    def total_time(self) -> float:
-        return sum(self.times)
+    def times(self) -> list[float]:
+        """Seconds per step, one per point of the series (a point's mean over its steps)."""
+        return [seconds / n for n, seconds, _ in self.series]
+
+    @property
+    def data_waits(self) -> list[float] | None:
+        if self.waited is None:
+            return None
+        return [waited / n for n, _, waited in self.series]
+
+    @property
+    def mean(self) -> float:
+        """Mean step time over the window: 1 / throughput."""
+        return self.total_time / self.count
 
     @property
     def data_share(self) -> float | None:
-        if self.data_waits is None or not self.times:
+        if self.waited is None or not self.count:
             return None
-        return min(1.0, sum(self.data_waits) / self.total_time)
+        return min(1.0, self.waited / self.total_time)
 
     def quantile(self, q: float) -> float:
-        return nvml._quantile(sorted(self.times), q)
+        return stats.quantile(self.sample, q)
 
     @property
     def median(self) -> float:
-        return statistics.median(self.times)
+        return stats.median(self.sample)
 
     @property
     def samples_per_second(self) -> float | None:
-        return self.samples / self.total_time if self.samples and self.times else None
+        return self.samples / self.total_time if self.samples and self.count else None
 
 
 @dataclass
@@ -182,6 +202,7 @@ class RunResult:
     cuda: bool = False
     instrumented: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    python: str | None = None  # the version that ran the script
     processes: list[ProcessRun] = field(default_factory=list)  # by rank; `steps` is the first one's
 
     @property
@@ -195,69 +216,35 @@ class RunResult:
 
 
 def analyze_steps(data: dict) -> StepStats | None:
-    """Step boundaries, data waits and syncs of the measured window; None when nothing stepped."""
-    warmup = data["warmup"]
-    optimizers = data.get("optimizers") or []
-    fetches: list = []
-    note = None
+    """The measured steps of the deciding source: optimizer steps (with several optimizers, the one
+    that steps most often paces the step), else Keras fit batches, else tf.data batches; None
+    when nothing stepped."""
+    clocks = data.get("clocks") or []
+    optimizers = [c for c in clocks if c["kind"] == "optimizer steps"]
     if optimizers:
-        pacing = max(optimizers, key=lambda o: len(o["times"]))  # with several, the most frequent paces
-        ends = pacing["times"]
-        source = "optimizer steps"
-        if data["loader_fetches"]:
-            counts = data.get("loader_samples") or [None] * len(data["loader_fetches"])
-            fetches = [(s, e, n) for (s, e), n in zip(data["loader_fetches"], counts, strict=True)]
-        else:
-            fetches = [(s, e, None) for s, e, _ in data["tf_fetches"]]
-    elif data.get("keras_batch_ends"):
-        ends = data["keras_batch_ends"]
-        source = "Keras batches"
-        fetches = None
-        note = "Keras fit reads its dataset inside the compiled step: data wait not measured"
-    elif data.get("tf_fetches"):
-        tf = data["tf_fetches"]
-        ends = [tf[i][0] for i in range(1, len(tf)) if tf[i - 1][2]]
-        if data.get("stop_time") is not None:
-            ends.append(data["stop_time"])
-        source = "tf.data batches"
-        fetches = [(s, e, None) for s, e, _ in tf]
+        pacing = max(optimizers, key=lambda c: c["ends"])
     else:
-        return None
-    if not ends:
+        pacing = next((c for c in clocks if c["kind"] in ("Keras batches", "tf.data batches")), None)
+    if pacing is None:
         return None
     counts: dict[str, int] = {}
     for optimizer in optimizers:
-        counts[optimizer["name"]] = counts.get(optimizer["name"], 0) + len(optimizer["times"])
-    bounds = ends[warmup - 1:] if len(ends) >= warmup else []
-    times = [b - a for a, b in zip(bounds, bounds[1:])]
-    stats = StepStats(source, len(ends), warmup, times, None, note, optimizers=counts)
-    if len(bounds) < 2:
-        return stats
-    start, end = bounds[0], bounds[-1]
-    stats.window = (start, end)
-    if fetches is not None:
-        fetches = sorted(fetches, key=lambda f: f[1])
-        fetch_ends = [e for _, e, _ in fetches]
-        prefix = [0.0]
-        for s, e, _ in fetches:
-            prefix.append(prefix[-1] + (e - s))
-
-        def waited(a: float, b: float) -> float:  # fetches that ended in (a, b]
-            return prefix[bisect.bisect_right(fetch_ends, b)] - prefix[bisect.bisect_right(fetch_ends, a)]
-
-        stats.data_waits = [waited(a, b) for a, b in zip(bounds, bounds[1:])]
-        first, last = bisect.bisect_right(fetch_ends, start), bisect.bisect_right(fetch_ends, end)
-        stats.batches = last - first
-        counted = [n for _, _, n in fetches[first:last]]
-        stats.samples = sum(counted) if counted and None not in counted else None
-        if not fetches:
-            stats.data_waits = None
-            stats.data_note = "no DataLoader or tf.data iterator read in the step loop: data wait not measured"
-    for where, entry in (data.get("syncs") or {}).items():
-        inside = sum(1 for t in entry["times"] if start < t <= end)
-        if inside:
-            stats.syncs[where] = inside
-    return stats
+        counts[optimizer["name"]] = counts.get(optimizer["name"], 0) + optimizer["ends"]
+    steps = StepStats(pacing["kind"], pacing["ends"], data["warmup"], pacing["measured"], pacing["seconds"],
+                      pacing["waited"], [tuple(point) for point in pacing["series"]], pacing["sample"],
+                      optimizers=counts, syncs=dict(data.get("syncs") or {}))
+    if pacing["kind"] == "Keras batches":
+        steps.waited = None
+        steps.data_note = "Keras fit reads its dataset inside the compiled step: data wait not measured"
+    elif not data.get("fetches"):
+        steps.waited = None
+        steps.data_note = "no DataLoader or tf.data iterator read in the step loop: data wait not measured"
+    if pacing["window"] is not None and pacing["measured"]:
+        steps.window = tuple(pacing["window"])
+        if steps.waited is not None:
+            steps.batches = pacing["batches"]
+            steps.samples = pacing["samples"] or None
+    return steps
 
 
 ProgressCallback = Callable[[dict], None]
@@ -272,6 +259,7 @@ def run_once(command: Command, config: RunConfig, progress: ProgressCallback | N
         env["GPULINT_RT_CONFIG"] = json.dumps({
             "out": out, "progress": progress_path, "steps": config.steps, "warmup": config.warmup,
             "seconds": config.seconds, "syncs": config.syncs, "sys_path0": config.sys_path0,
+            "source": config.source,
             "per_rank": command.launch is not None,
         })
         argv = command.argv(BOOTSTRAP)
@@ -323,7 +311,7 @@ def _wait(process, config: RunConfig, started: float, reported, progress_path: s
             state = _read_json(progress_path)
             if state:
                 progress(state)
-        time.sleep(0.1)
+        time.sleep(POLL_S)
     return None
 
 
@@ -387,6 +375,7 @@ def _result(command, config, status, returncode, reports, output, cpu, gpu, wall
             result.error = data["error"]
         result.cuda = data["cuda"]
         result.instrumented = data["instrumented"]
+        result.python = data.get("python")
         result.notes = list(dict.fromkeys(note for report in [data, *reports] for note in report["notes"]))
         if command.launch and status is None and returncode and result.status in ("stopped", "finished"):
             result.status, result.exit_code = "exit", returncode

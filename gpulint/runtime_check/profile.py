@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpulint.runtime_check import compute as compute_mod
-from gpulint.runtime_check import distributed
+from gpulint.runtime_check import distributed, stats
 from gpulint.runtime_check import memory as memory_mod
 from gpulint.runtime_check import verdict as verdict_mod
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_once
@@ -20,9 +19,6 @@ SYNC_PATTERNS = [
     ("add_scalar", "GL302"),
     (".to(", "GL104"), (".cuda(", "GL104"),
 ]
-
-
-CUDA_ONLY = {"GL102", "GL104"}
 
 
 @dataclass
@@ -50,7 +46,7 @@ class Profile:
     verdict: verdict_mod.Verdict | None = None
     syncs: list[SyncLine] = field(default_factory=list)
     lint: list[LintHit] = field(default_factory=list)
-    script: str | None = None
+    command: Command | None = None  # what ran (None in tests that build a Profile by hand)
     # Capacity figures (distributed.py, memory.py, compute.py): what more GPUs or a larger batch would give.
     ranks: distributed.RankReport | None = None  # launched runs only
     memory: memory_mod.MemoryReport | None = None
@@ -68,14 +64,13 @@ def framework_of(run: RunResult) -> str:
 def measurements_of(run: RunResult, framework: str,
                     ranks: distributed.RankReport | None = None) -> verdict_mod.Measurements:
     steps = run.steps
-    times = steps.times if steps else []
-    cv = statistics.pstdev(times) / statistics.mean(times) if len(times) >= 2 and statistics.mean(times) > 0 else None
+    sample = steps.sample if steps else []
     syncs = sum(steps.syncs.values()) / steps.count if steps and steps.count and run.cuda else None
     return verdict_mod.Measurements(
         framework=framework,
-        steps=len(times),
-        step_median=statistics.median(times) if times else None,
-        step_cv=cv,
+        steps=steps.count if steps else 0,
+        step_median=steps.median if sample else None,
+        step_cv=stats.variation(sample),
         data_share=steps.data_share if steps else None,
         syncs_per_step=syncs,
         gpu_util=run.gpu.util_mean if run.gpu else None,
@@ -128,7 +123,7 @@ def profile(command: Command, config: RunConfig, progress=None, flops_per_step: 
             peak_tflops: float | None = None) -> Profile:
     run = run_once(command, config, progress)
     framework = framework_of(run)
-    result = Profile(run, framework, script=str(command.script) if command.script else None)
+    result = Profile(run, framework, command=command)
     if run.status not in ("stopped", "finished") or run.steps is None:
         return result
     result.ranks = distributed.rank_report(run)
@@ -141,8 +136,10 @@ def profile(command: Command, config: RunConfig, progress=None, flops_per_step: 
         result.verdict.recommendations = distributed.communication_advice(
             result.ranks.ddp_config, bool(steps.batches and steps.batches > steps.count), steps.data_share, run.cuda)
     result.syncs = sync_lines(run)
-    if not run.cuda:  # pinned memory and non_blocking copies only matter with a GPU
-        result.verdict.recommendations = [r for r in result.verdict.recommendations if r.code not in CUDA_ONLY]
+    if not run.cuda:  # what only a GPU can show is not suggested from a run without one
+        result.verdict.recommendations = [
+            r for r in result.verdict.recommendations if r.code not in verdict_mod.NEEDS_DEVICE
+        ]
     codes = [r.code for r in result.verdict.recommendations if r.code]
     codes += [s.rule for s in result.syncs if s.rule and s.rule not in codes]
     result.lint = lint_hits(command.script, codes)

@@ -21,15 +21,13 @@ advice follows from that.
 from __future__ import annotations
 
 import math
-import random
-import statistics
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
 
-from gpulint.runtime_check import distributed
+from gpulint.runtime_check import distributed, stats
 from gpulint.runtime_check.figures import Figure
 from gpulint.runtime_check.launchers import Launch, torchrun_prefix
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_once
@@ -37,7 +35,6 @@ from gpulint.runtime_check.script_params import ParamError, ParamSite, set_param
 from gpulint.runtime_check.sweep import rotation
 from gpulint.runtime_check.verdict import Recommendation
 
-BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
 
 
@@ -67,17 +64,9 @@ def parse_strong(text: str) -> tuple[str, int]:
     return name.strip(), int(value)
 
 
-def ratio_interval(base: list[float], scaled: list[float], factor: float, seed: int = 0) -> tuple[float, float, float]:
-    """(point, low, high): median(scaled) / (factor x median(base)) and its bootstrap interval
-    over runs.  The one statistics routine of this module, kept behind this boundary so it can
-    move to a shared statistics module."""
-    point = statistics.median(scaled) / (factor * statistics.median(base))
-    rng = random.Random(seed)
-    ratios = sorted(statistics.median(rng.choices(scaled, k=len(scaled)))
-                    / (factor * statistics.median(rng.choices(base, k=len(base))))
-                    for _ in range(BOOTSTRAP_RESAMPLES))
-    tail = (1 - CONFIDENCE) / 2
-    return point, ratios[int(tail * (len(ratios) - 1))], ratios[int((1 - tail) * (len(ratios) - 1))]
+def ratio_interval(base: list[float], scaled: list[float], factor: float) -> tuple[float, float, float]:
+    """(point, low, high): median(scaled) / (factor x median(base)) and its CONFIDENCE interval."""
+    return stats.bootstrap_ratio_interval(base, scaled, factor, CONFIDENCE)
 
 
 @dataclass
@@ -93,7 +82,7 @@ class SizeRuns:
             if unit == "samples/s":
                 out.append(sum(s.samples_per_second for s in ranks))
             else:
-                rate = statistics.mean(s.count / s.total_time for s in ranks)  # ranks step together
+                rate = stats.mean(s.count / s.total_time for s in ranks)  # ranks step together
                 out.append(rate * self.nproc if unit == "rank batches/s" else rate)
         return out
 
@@ -109,8 +98,8 @@ class SizeRuns:
             for key in rows:
                 values = [getattr(r, key) for r in report.ranks]
                 if values and None not in values:
-                    rows[key].append(statistics.mean(values))
-        return {key: statistics.median(v) if len(v) == len(self.runs) else None for key, v in rows.items()}
+                    rows[key].append(stats.mean(values))
+        return {key: stats.median(v) if len(v) == len(self.runs) else None for key, v in rows.items()}
 
 
 @dataclass
@@ -145,7 +134,7 @@ class ScaleResult:
         return "rank batches/s" if self.mode == "weak" else "steps/s"
 
     def throughput(self, size: SizeRuns) -> float:
-        return statistics.median(size.throughputs(self.unit))
+        return stats.median(size.throughputs(self.unit))
 
     @property
     def figures(self) -> list[Figure]:

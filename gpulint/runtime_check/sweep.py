@@ -1,10 +1,11 @@
 """`gpulint verify SCRIPT --param num_workers=0,2,4`: measure each value instead of trusting a rule
-of thumb.  A copy of SCRIPT per value takes `name=value` where the script takes it from (an
-argparse option, a constant or the DataLoader keyword: script_params.py); the copies run in
-rotating order (each value goes first as often as the others), R runs each, and the value with the
-highest median (over runs) throughput is recommended -- "clearly" only when its range of runs is
-clear of the runner-up's.  Throughput is samples per second where the batches' sizes are known
-(so batch sizes compare fairly), else steps per second.
+of thumb.  A copy of SCRIPT's source per value takes `name=value` where the script takes it from
+(an argparse option, a constant or the DataLoader keyword: script_params.py); the values run in
+rotating order (each value goes first as often as the others), R runs each, from the script's own
+folder as verify's arms do, and the value with the highest median (over runs) throughput is
+recommended -- "clearly" only when it beats the runner-up with the confidence verify asks of a
+speedup.  Throughput is samples per second where the batches' sizes are known (so batch sizes
+compare fairly), else steps per second.
 
 A run that runs out of memory is a result, not a failure: that value is marked out of memory and
 not run again.  For a batch size the recommendation is memory.batch_advice's: the largest size
@@ -13,16 +14,16 @@ within 5% of the best throughput, with the learning-rate rule.
 
 from __future__ import annotations
 
-import statistics
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import libcst as cst
 
-from gpulint.runtime_check import memory
+from gpulint.runtime_check import memory, stats
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_once
 from gpulint.runtime_check.script_params import ParamError, ParamSite, set_param
+from gpulint.runtime_check.verify import Arm, compare
 
 
 class SweepError(Exception):
@@ -53,19 +54,14 @@ def rotation(values: list[str], runs: int) -> list[str]:
 
 
 @dataclass
-class Candidate:
-    value: str
-    runs: list[RunResult] = field(default_factory=list)
+class Candidate(Arm):
+    """The runs of one value (named by it), and whether it ran out of memory."""
+
     out_of_memory: bool = False
 
     @property
-    def run_times(self) -> list[float]:
-        """Mean step time of each run (see verify.Arm.run_times)."""
-        return [r.steps.total_time / r.steps.count for r in self.runs if r.ok]
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.run_times)
+    def value(self) -> str:
+        return self.name
 
     def throughputs(self, samples: bool) -> list[float]:
         """Samples (or steps) per second of each run."""
@@ -103,7 +99,7 @@ class SweepResult:
 
     def throughput(self, candidate: Candidate) -> float:
         """Median over runs, in `unit`."""
-        return statistics.median(candidate.throughputs(self.counts_samples))
+        return stats.median(candidate.throughputs(self.counts_samples))
 
 
 def sweep(script: Path, args: list[str], param: str, runs: int, config: RunConfig, interpreter: str, progress=None) -> SweepResult:
@@ -120,20 +116,19 @@ def sweep(script: Path, args: list[str], param: str, runs: int, config: RunConfi
     result = SweepResult(str(script), name, [Candidate(v) for v in values], rotation(values, runs),
                          site=copies[values[0]].site)
     by_value = {c.value: c for c in result.candidates}
-    run_config = RunConfig(**{**config.__dict__, "sys_path0": str(script.resolve().parent)})
     with tempfile.TemporaryDirectory(prefix="gpulint-sweep-") as folder:
-        paths = {}
+        sources = {}
         for index, value in enumerate(values):
-            paths[value] = Path(folder) / f"v{index}" / script.name
-            paths[value].parent.mkdir()
-            paths[value].write_bytes(copies[value].source)
+            sources[value] = Path(folder) / f"v{index}.py"
+            sources[value].write_bytes(copies[value].source)
         for index, value in enumerate(result.order):
             candidate = by_value[value]
             if candidate.out_of_memory:
                 continue  # it would run out again: the size is measured
             if progress is not None:
                 progress(index, len(result.order), f"{name}={value}")
-            run = run_once(Command(interpreter, [], [str(paths[value]), *copies[value].args]), run_config)
+            command = Command(interpreter, [], [str(script), *copies[value].args])
+            run = run_once(command, replace(config, source=str(sources[value])))
             candidate.runs.append(run)
             if not run.ok and memory.is_out_of_memory(run):
                 candidate.out_of_memory = True
@@ -148,6 +143,8 @@ def sweep(script: Path, args: list[str], param: str, runs: int, config: RunConfi
     if ranked:
         samples = result.counts_samples
         result.best = ranked[0]
-        result.clearly_best = (len(ranked) > 1
-                               and min(ranked[0].throughputs(samples)) > max(ranked[1].throughputs(samples)))
+        # Faster by verify's test, on the time per sample (or step): 1 / throughput.
+        result.clearly_best = len(ranked) > 1 and compare(
+            [1 / t for t in ranked[1].throughputs(samples)], [1 / t for t in ranked[0].throughputs(samples)]
+        ).outcome == "confirmed"
     return result

@@ -19,6 +19,7 @@ GPU_MEMORY_FULL = 0.90
 COLLECTIVE_HIGH = 0.10
 MIN_STEPS = 3  # fewer measured steps than this is no measurement
 NOISY_CV = 0.5  # step-time coefficient of variation above this: say the figures are noisy
+BUSY_CORES = 0.5  # cores kept busy by other processes from which the machine counts as loaded
 
 # The rules to run for each bottleneck, in the order they usually pay off.
 INPUT_RULES = {
@@ -36,6 +37,18 @@ SYNC_RULES = [("GL201", "keep values on the device; read them at logging interva
               ("GL204", "drop torch.cuda.synchronize() from the step loop"),
               ("GL706", "no .numpy()/float(loss) per TF step"),
               ("GL302", "log at intervals, not every step")]
+# Fixes whose effect needs a CUDA device: on a run without one they change nothing measurable,
+# so profile does not suggest them there and verify refuses to A/B them.
+NEEDS_DEVICE = {
+    "GL102": "pinned memory speeds up host-to-GPU copies",
+    "GL104": "non_blocking copies overlap host-to-GPU transfers",
+    "GL203": "building tensors on the device saves a host-to-GPU copy",
+    "GL401": "mixed precision runs on GPU tensor cores",
+    "GL402": "the AMP API drives GPU mixed precision",
+    "GL404": "TF32 is a GPU matmul mode",
+    "GL602": "NCCL moves gradients between GPUs",
+    "GL803": "mixed precision runs on GPU tensor cores",
+}
 COMPUTE_RULES = {
     "torch": [("GL401", "mixed precision (torch.autocast)"), ("GL404", "TF32 matmuls"), ("GL403", "torch.compile")],
     "tf": [("GL704", "XLA (jit_compile)"), ("GL705", "steps_per_execution")],
@@ -180,10 +193,21 @@ def _compute_recommendations(m: Measurements) -> list[Recommendation]:
     return [Recommendation(code, action, "model-dependent") for code, action in COMPUTE_RULES[m.framework]]
 
 
+def busy_machine_warning(other_cores: float | None, during: str = "the run") -> str | None:
+    """The warning for a machine that other processes kept busy (half a core or more)."""
+    if other_cores is None or other_cores < BUSY_CORES:
+        return None
+    return (f"other processes kept {other_cores:.1f} cores busy during {during}: "
+            "figures are slower and noisier than on an idle machine")
+
+
 def _warnings(m: Measurements) -> list[str]:
     out = []
-    if m.other_cores is not None and m.other_cores >= 0.5:
-        out.append(f"other processes kept {m.other_cores:.1f} cores busy during the run: figures are slower and noisier than on an idle machine")
+    busy = busy_machine_warning(m.other_cores)
+    if busy:
+        out.append(busy)
     if m.step_cv is not None and m.step_cv > NOISY_CV:
-        out.append(f"step times vary a lot (coefficient of variation {m.step_cv:.2f}): use more steps or a quieter machine")
+        out.append(
+            f"step times vary a lot (coefficient of variation {m.step_cv:.2f}): use more steps or a quieter machine"
+        )
     return out

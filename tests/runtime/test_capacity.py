@@ -10,15 +10,16 @@ import torch
 
 from gpulint.runtime_check import bootstrap, compute, gpu_peaks, memory, nvml
 from gpulint.runtime_check.figures import Figure, format_value
-from gpulint.runtime_check.measure import ProcessRun, RunResult, StepStats
+from gpulint.runtime_check.measure import ProcessRun, RunResult
+from tests.runtime.helpers import step_stats
 
 GIB = 2**30
 
 
 def run_with(report: dict, step: float = 0.1, steps: int = 10, samples: int | None = 32 * 10, cuda: bool = True,
              gpu: nvml.GpuSummary | None = None) -> RunResult:
-    stats = StepStats("optimizer steps", steps + 2, 2, [step] * steps, [0.0] * steps, samples=samples,
-                      optimizers={"AdamW": steps + 2}, window=(0.0, step * steps))
+    stats = step_stats([step] * steps, [0.0] * steps, warmup=2, samples=samples, optimizers={"AdamW": steps + 2},
+                       window=(0.0, step * steps))
     run = RunResult("python train.py", "stopped", 0, 5.0, steps=stats, cuda=cuda, gpu=gpu,
                     instrumented=["torch 2.x"])
     run.processes = [ProcessRun(None, 123, stats, {"flops": None, "memory": None, "ddp": [], **report})]

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from gpulint.runtime_check import distributed, launchers, scale, sweep, verdict
-from gpulint.runtime_check.measure import (Command, CommandError, ProcessRun, RunConfig, RunResult, StepStats,
+from gpulint.runtime_check.measure import (Command, CommandError, ProcessRun, RunConfig, RunResult,
                                            parse_command)
 from gpulint.runtime_check.script_params import ParamError, set_param
+from tests.runtime.helpers import step_stats
 
 BIN = os.path.dirname(sys.executable)
 
@@ -82,8 +83,8 @@ def test_torchrun_flags_are_in_step_with_torchs_parser():
 # -- per-rank figures ----------------------------------------------------------------------
 def rank_process(rank: int, step: float, waits: tuple[float, float], steps: int = 10, start: float = 1.0) -> ProcessRun:
     """A rank whose DDP timers say it waited `waits[0]` s per step (of `waits[1]` s all-reduce)."""
-    stats = StepStats("optimizer steps", steps + 3, 3, [step] * steps, [0.001] * steps, samples=8 * steps,
-                      window=(start, start + step * steps), batches=steps)
+    stats = step_stats([step] * steps, [0.001] * steps, warmup=3, samples=8 * steps,
+                       window=(start, start + step * steps), batches=steps)
     end = start + step * steps
     # Running means (ns) times the iteration count: 100 iterations before the window, `steps` in it.
     first = [start, 100, 5_000_000, 5_000_000 - 1_000_000]
@@ -263,13 +264,13 @@ def test_sweep_treats_out_of_memory_as_a_result(tmp_path, monkeypatch):
 
     def run_once(command, config, progress=None):
         size = command.target[command.target.index("--batch-size") + 1] if "--batch-size" in command.target \
-            else Path(command.target[0]).read_text().split("default=")[1].split(")")[0]
+            else Path(config.source).read_text().split("default=")[1].split(")")[0]  # the value's source
         calls.append(size)
         if size == "128":
             error = {"type": "OutOfMemoryError", "message": "CUDA out of memory"}
             return RunResult("cmd", "error", 1, 1.0, error=error)
         result = RunResult("cmd", "stopped", 0, 1.0)
-        result.steps = StepStats("optimizer steps", 6, 2, [seconds[size]] * 4, None, samples=4 * int(size))
+        result.steps = step_stats([seconds[size]] * 4, warmup=2, samples=4 * int(size))
         return result
 
     monkeypatch.setattr(sweep, "run_once", run_once)

@@ -22,11 +22,18 @@ ROOT = HERE.parent.parent
 FIXTURES = ROOT / "fixtures" / "runtime"
 
 
-def gpulint(tmp_path, *args, timeout=300):
+HISTORY_COMMANDS = {"profile", "verify", "history", "compare", "report"}
+
+
+def gpulint(tmp_path, *args, timeout=300, env=None):
+    """The CLI in a child process; the run history goes to tmp_path/history.db unless args say."""
     tmp = tmp_path / "tmp"
     tmp.mkdir(exist_ok=True)
-    env = dict(os.environ, TMPDIR=str(tmp), NO_COLOR="1", COLUMNS="200")
+    env = dict(os.environ, TMPDIR=str(tmp), NO_COLOR="1", **(env or {}))
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    args = list(args)
+    if args and args[0] in HISTORY_COMMANDS and not {"--history", "--no-history"} & set(args):
+        args[1:1] = ["--history", str(tmp_path / "history.db")]
     return subprocess.run([sys.executable, "-m", "gpulint.runtime_check", *args], capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=timeout)
 
@@ -125,11 +132,16 @@ def test_verify_confirms_gl101_and_leaves_the_script_alone(tmp_path):
     before = checksums(FIXTURES)
     out = tmp_path / "verify.json"
     run = gpulint(tmp_path, "verify", str(FIXTURES / "torch_slow_loader.py"), "--select", "GL101", "--runs", "2",
-                  "--steps", "10", "--warmup", "2", "--json", str(out))
+                  "--steps", "10", "--warmup", "2", "--json", str(out), env={"COLUMNS": "40"})
     assert run.returncode == 0, run.stdout + run.stderr
     assert "confirmed" in run.stdout and "num_workers=" in run.stdout
     report = json.loads(out.read_text())
-    assert report["order"] == ["A", "B", "B", "A"]
+    assert report["diff"].rstrip() in run.stdout  # not wrapped in a pipe, whatever the terminal width: it applies
+    assert any(line.startswith("original ") and len(line) > 40 for line in run.stdout.splitlines())
+    apply = next(line for line in run.stdout.splitlines() if "to apply the fix:" in line)
+    assert apply.endswith(f"gpulint verify {FIXTURES / 'torch_slow_loader.py'} --select GL101 --write")
+    order = report["order"]  # two interleaved pairs, then a pair more while not decisive, up to 4 of each
+    assert order[:4] == ["A", "B", "B", "A"] and len(order) <= 8 and order.count("A") == order.count("B")
     assert report["comparison"]["outcome"] == "confirmed" and report["comparison"]["speedup"] > 1.2
     assert report["written"] is False
     assert checksums(FIXTURES) == before

@@ -115,10 +115,12 @@ def map_files(paths: Sequence[Path], settings: Settings, options, cache, jobs: i
         interrupted = True
         try:
             while following < len(chunks) or in_flight:
-                while following < len(chunks) and len(in_flight) < 2 * jobs:
-                    in_flight.append((chunks[following], pool.submit(_work, chunks[following])))
-                    following += 1
                 try:
+                    # submit() too raises once a worker has died; the chunk it refused is sent
+                    # again to the next pool (`following` has not moved past it).
+                    while following < len(chunks) and len(in_flight) < 2 * jobs:
+                        in_flight.append((chunks[following], pool.submit(_work, chunks[following])))
+                        following += 1
                     outcomes = in_flight[0][1].result()
                 except BrokenProcessPool:
                     suspects = list(in_flight)

@@ -7,7 +7,9 @@ read from the DataLoader); where they cannot be read, per-rank batches per secon
 steps per second (strong scaling, the global batch being fixed).
 
 Efficiency at N processes against the smallest size b is throughput_N / ((N / b) x throughput_b),
-from the medians over runs, with a bootstrap interval over the runs.  The bar is the method's:
+from the geometric means over runs, with a Student's t interval from the spread between runs of the
+same size (stats.ratio_interval, as verify's: with two or three runs a size, a bootstrap of medians
+is narrower than the run-to-run noise and calls noise a result).  The bar is the method's:
 about 90% at 2x, 80% at 4x, i.e. 1 - 0.1 x log2(N / b).  A size is near linear when the whole
 interval clears the bar, below when it lies under it, and within the noise otherwise.
 
@@ -65,8 +67,10 @@ def parse_strong(text: str) -> tuple[str, int]:
 
 
 def ratio_interval(base: list[float], scaled: list[float], factor: float) -> tuple[float, float, float]:
-    """(point, low, high): median(scaled) / (factor x median(base)) and its CONFIDENCE interval."""
-    return stats.bootstrap_ratio_interval(base, scaled, factor, CONFIDENCE)
+    """(point, low, high): the efficiency geomean(scaled) / (factor x geomean(base)) and its
+    CONFIDENCE interval."""
+    ratio, low, high, _spread = stats.ratio_interval(scaled, base, CONFIDENCE)
+    return ratio / factor, low / factor, high / factor
 
 
 @dataclass

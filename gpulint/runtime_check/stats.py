@@ -5,10 +5,9 @@
   the spread of the means of its consecutive blocks ("batch means": neighbouring steps are not
   independent, loader workers deliver batches in bursts, so the spread of single steps would
   understate it);
-- `ratio_interval`: the ratio of two sets of run times with its confidence interval, from the
-  spread between runs of the same arm (the A/A noise of this machine in this call);
+- `ratio_interval`: the ratio of two sets of run times (or throughputs) with its confidence interval,
+  from the spread between runs of the same arm (the A/A noise of this machine in this call);
 - `t_critical`: Student's t for those intervals (exact for integer degrees of freedom);
-- `bootstrap_ratio_interval`: scaling efficiency's interval (scale.py);
 - `Bounded`: a list of samples that down-samples itself, to keep memory bounded over long runs;
   `thin`: a series averaged down to a number of points, for storing and drawing.
 
@@ -26,7 +25,6 @@ T = TypeVar("T")
 
 NOISE_CONFIDENCE = 0.95  # the interval a figure's noise is quoted at
 MIN_BLOCK = 5  # values per block at least, for the noise of a mean
-BOOTSTRAP_RESAMPLES = 2000
 
 
 def median(values: Iterable[float]) -> float:
@@ -133,23 +131,6 @@ def ratio_interval(a: Sequence[float], b: Sequence[float], confidence: float) ->
     pooled = (sum((x - mean(log_a)) ** 2 for x in log_a) + sum((x - mean(log_b)) ** 2 for x in log_b)) / df
     half = t_critical(confidence, df) * math.sqrt(pooled * (1 / len(a) + 1 / len(b)))
     return math.exp(difference), math.exp(difference - half), math.exp(difference + half), math.exp(math.sqrt(pooled))
-
-
-def bootstrap_ratio_interval(
-    base: Sequence[float], scaled: Sequence[float], factor: float, confidence: float, seed: int = 0
-) -> tuple[float, float, float]:
-    """(point, low, high): median(scaled) / (factor x median(base)) and its bootstrap interval over
-    runs (BOOTSTRAP_RESAMPLES resamples of both lists), for scaling efficiency (scale.py).  With a
-    few runs each, a bootstrap of medians is narrower than the noise: ratio_interval is verify's
-    calibrated test."""
-    point = median(scaled) / (factor * median(base))
-    rng = random.Random(seed)
-    ratios = sorted(
-        median(rng.choices(scaled, k=len(scaled))) / (factor * median(rng.choices(base, k=len(base))))
-        for _ in range(BOOTSTRAP_RESAMPLES)
-    )
-    tail = (1 - confidence) / 2
-    return point, ratios[int(tail * (len(ratios) - 1))], ratios[int((1 - tail) * (len(ratios) - 1))]
 
 
 def thin(x: Sequence[float], y: Sequence[float], limit: int) -> tuple[list[float], list[float]]:

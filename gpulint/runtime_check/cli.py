@@ -302,6 +302,7 @@ def add_scale(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", type=Path, dest="json_file", metavar="FILE", help="Write every figure to this JSON file."
     )
+    _add_history_options(parser, record=True)
     parser.set_defaults(run=scale_command)
 
 
@@ -310,6 +311,7 @@ def scale_command(options: argparse.Namespace) -> int:
     near-linearly (about 90% efficiency at 2x, 80% at 4x), and what to fix when it does not."""
     from gpulint.runtime_check import report
     from gpulint.runtime_check.measure import CommandError, parse_command
+    from gpulint.runtime_check.record import finish_scale
     from gpulint.runtime_check.scale import ScaleError, parse_sizes, scale, scale_record
 
     if options.runs < 2:
@@ -321,15 +323,20 @@ def scale_command(options: argparse.Namespace) -> int:
             print(f"run {index + 1}/{total}: {what}", file=sys.stderr)
 
     command = options.command[1:] if options.command[:1] == ["--"] else options.command
+    started_at = time.time()
     try:
         config = _config(options.steps, options.warmup, None, options.timeout)
-        result = scale(parse_command(command), parse_sizes(options.nproc), options.runs, config, options.strong, progress)
+        parsed = parse_command(command)
+        result = scale(parsed, parse_sizes(options.nproc), options.runs, config, options.strong, progress)
     except (ScaleError, CommandError) as exc:
         error(str(exc))
         return EXIT_ERROR
     if options.json_file is not None:
         report.write_json(options.json_file, scale_record(result))
-    report.print_scale(report.Output(), result)
+    out = report.Output()
+    report.print_scale(out, result)
+    scale_options = ["--nproc", options.nproc, *(["--strong", options.strong] if options.strong else [])]
+    finish_scale(out, result, parsed, scale_options, started_at, time.time() - started_at, _history_options(options))
     if result.failed is not None:
         return run_exit_code(result.failed)
     return EXIT_CLEAN if result.kind == "scales" else EXIT_NOT_CONFIRMED

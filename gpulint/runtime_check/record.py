@@ -19,6 +19,7 @@ from gpulint.runtime_check.history import History, HistoryError, RunRecord, hist
 from gpulint.runtime_check.measure import Command, RunConfig
 from gpulint.runtime_check.profile import Profile
 from gpulint.runtime_check.report import Output
+from gpulint.runtime_check.scale import ScaleResult
 from gpulint.runtime_check.verify import VerifyResult
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
@@ -101,6 +102,24 @@ def finish_verify(
     if not options.record or result.comparison is None:
         return
     record = records.verify_record(result, command, started_at, wall)
+    try:
+        history = options.open(records.run_root(command), create=True)
+        if history is not None:
+            with history:
+                history.record(record)
+                out.line(f"recorded as run {record.id} in {history.path}")
+    except HistoryError as exc:
+        out.line(f"warning: not recorded: {exc}")
+
+
+def finish_scale(
+    out: Output, result: ScaleResult, command: Command, scale_options: list[str], started_at: float, wall: float,
+    options: HistoryOptions,
+) -> None:
+    """Record a scaling run that measured every size (a failed run is reported, not recorded)."""
+    if not options.record or result.failed is not None or not result.efficiencies:
+        return
+    record = records.scale_run_record(result, command, scale_options, started_at, wall)
     try:
         history = options.open(records.run_root(command), create=True)
         if history is not None:

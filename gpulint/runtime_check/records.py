@@ -24,6 +24,7 @@ from gpulint.runtime_check.history import RunRecord, Series, git_state, project_
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult
 from gpulint.runtime_check.profile import Profile
 from gpulint.runtime_check.report import verify_command
+from gpulint.runtime_check.scale import ScaleResult, scale_record
 from gpulint.runtime_check.verify import CONFIDENCE, VerifyResult
 
 STORED_POINTS = 1000
@@ -290,5 +291,32 @@ def verify_record(result: VerifyResult, command: Command, started_at: float, wal
         "order": result.order,
         "warnings": result.warnings,
         "written": result.written,
+    }
+    return record
+
+
+# -- scale -----------------------------------------------------------------------------------
+def scale_run_record(
+    result: ScaleResult, command: Command, options: list[str], started_at: float, wall: float
+) -> RunRecord:
+    """A finished scaling run: its efficiencies and throughputs as figures, the throughput of every
+    run at each size as series, the whole `--json` document in meta.  `options`: the command line's
+    `--nproc` and `--strong` (what makes two scaling runs of a script comparable)."""
+    text = " ".join(["gpulint scale", *options, "--", command.display()])
+    runs = [run for size in result.sizes for run in size.runs]
+    record = _base("scale", text, [*_target(command, run_root(command)), *options], command,
+                   runs[0] if runs else None, started_at, wall)
+    record.status = result.kind or "failed"
+    record.verdict = result.kind or None
+    record.figures = result.figures
+    record.series = [
+        Series(f"throughput_{size.nproc}", f"{size.nproc} processes", "throughput per run", result.unit, "run",
+               [float(i + 1) for i in range(len(size.runs))], size.throughputs(result.unit))
+        for size in result.sizes
+        if size.runs
+    ]
+    record.meta = {
+        **scale_record(result),
+        "verdict": {"headline": result.kind, "advice": result.advice, "reasons": result.reasons, "warnings": []},
     }
     return record

@@ -138,12 +138,13 @@ class ScaleResult:
         return "rank batches/s" if self.mode == "weak" else "steps/s"
 
     def throughput(self, size: SizeRuns) -> float:
-        return stats.median(size.throughputs(self.unit))
+        """The geometric mean over runs: the efficiency is the ratio of these."""
+        return stats.geometric_mean(size.throughputs(self.unit))
 
     @property
     def figures(self) -> list[Figure]:
         out = [Figure(f"throughput at {s.nproc}", self.throughput(s), "samples/s" if self.unit == "samples/s"
-                      else "steps/s", f"median of {len(s.runs)} runs ({self.unit})") for s in self.sizes if s.runs]
+                      else "steps/s", f"geometric mean of {len(s.runs)} runs ({self.unit})") for s in self.sizes if s.runs]
         out += [Figure(f"efficiency at {e.nproc}", e.value, "share",
                        f"95% interval {100 * e.interval[0]:.0f}%..{100 * e.interval[1]:.0f}%, bar "
                        f"{100 * e.threshold:.0f}%: {e.outcome}") for e in self.efficiencies]

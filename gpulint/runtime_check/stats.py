@@ -1,6 +1,6 @@
 """The numbers behind the runtime checker's figures and verdicts, in one place.
 
-- `median`, `quantile`, `mean`, `variation`, `robust_sd`: of a list of step times, samples or run times;
+- `median`, `quantile`, `mean`, `geometric_mean`, `variation`, `robust_sd`: of a list of step times, samples or run times;
 - `mean_noise`: how far the mean of a series (step times, GPU samples) could move by chance, from
   the spread of the means of its consecutive blocks ("batch means": neighbouring steps are not
   independent, loader workers deliver batches in bursts, so the spread of single steps would
@@ -25,6 +25,11 @@ T = TypeVar("T")
 
 NOISE_CONFIDENCE = 0.95  # the interval a figure's noise is quoted at
 MIN_BLOCK = 5  # values per block at least, for the noise of a mean
+
+
+def geometric_mean(values: Iterable[float]) -> float:
+    """Of positive rates or times: the mean that ratio_interval's log scale compares."""
+    return statistics.geometric_mean(values)
 
 
 def median(values: Iterable[float]) -> float:

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from gpulint.runtime_check.history import History
 from tests.runtime.test_runs import FIXTURES, SCRIPTS, gpulint, leftovers
 
 DDP = str(FIXTURES / "ddp_sleep_compute.py")
@@ -56,6 +57,10 @@ def test_scale_near_linear_fixture(tmp_path):
     assert efficiency["nproc"] == 2 and efficiency["interval"][0] >= 0.9 and efficiency["outcome"] == "near linear"
     assert f"{100 * efficiency['efficiency']:.0f}% ({100 * efficiency['interval'][0]:.0f}%.." in run.stdout
     assert record["throughput_unit"] == "samples/s" and record["order"] == [1, 2, 2, 1]
+    with History.open(tmp_path / "history.db", create=False) as history:
+        (stored,) = history.runs(kind="scale")
+        assert stored.verdict == "scales" and stored.command.startswith("gpulint scale --nproc 1,2 -- ")
+        assert stored.figure("efficiency at 2").value == pytest.approx(efficiency["efficiency"])
     assert leftovers(tmp_path) == []
 
 

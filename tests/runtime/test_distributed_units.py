@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.runtime_check import distributed, launchers, scale, sweep, verdict
+from gpulint.runtime_check import distributed, html_report, launchers, records, scale, sweep, verdict
+from gpulint.runtime_check.history import History
 from gpulint.runtime_check.measure import (Command, CommandError, ProcessRun, RunConfig, RunResult,
                                            parse_command)
 from gpulint.runtime_check.script_params import ParamError, set_param
@@ -217,6 +218,19 @@ def test_scale_record_holds_every_figure():
     assert [s["nproc"] for s in record["sizes"]] == [1, 2] and record["sizes"][1]["collective_wait"] is not None
     assert record["efficiencies"][0]["threshold"] == pytest.approx(0.9)
     assert [f.name for f in result.figures] == ["throughput at 1", "throughput at 2", "efficiency at 2"]
+
+
+def test_a_scaling_run_is_kept_in_the_history_and_renders(tmp_path):
+    result = judged(sized(1, 0.100), sized(2, 0.180, collective=0.080))
+    command = Command(sys.executable, [], [str(tmp_path / "train.py"), "--lr", "3"])
+    stored = records.scale_run_record(result, command, ["--nproc", "1,2"], 1.7e9, 60.0)
+    with History.open(tmp_path / "history.db") as history:
+        loaded = history.load(history.record(stored))
+    assert (loaded.kind, loaded.verdict) == ("scale", "communication-bound")
+    assert loaded.figure("efficiency at 2").value == pytest.approx(result.efficiencies[0].value)
+    assert [s.name for s in loaded.series] == ["throughput_1", "throughput_2"] and len(loaded.series[1].y) == 3
+    page = html_report.render(loaded)
+    assert "communication-bound" in page and "efficiency at 2" in page and "throughput per run" in page
 
 
 @pytest.mark.parametrize("text", ["1", "0,2", "a,b", ""])

@@ -22,7 +22,7 @@ ROOT = HERE.parent.parent
 FIXTURES = ROOT / "fixtures" / "runtime"
 
 
-HISTORY_COMMANDS = {"profile", "verify", "history", "compare", "report"}
+HISTORY_COMMANDS = {"profile", "verify", "scale", "history", "compare", "report"}
 
 
 def gpulint(tmp_path, *args, timeout=300, env=None):

@@ -122,7 +122,7 @@ def main() -> int:
     parser.add_argument("--subset", type=float, default=0.1, help="share of the files Fixit and TorchFix run on (scaled by lines)")
     args = parser.parse_args()
 
-    from gpulint.linter.files import discover
+    from gpulint.linter.run.files import discover
 
     roots = args.corpus or package_dirs(DEFAULT_PACKAGES)
     if not args.no_fixtures:

@@ -90,7 +90,8 @@ def check(
 ) -> None:
     """Lint training code (the default command)."""
     from gpulint.linter import reporters
-    from gpulint.linter.runner import RunOptions, RunResult, run
+    from gpulint.linter.run.outcome import RunOptions, RunResult
+    from gpulint.linter.run.runner import run
 
     if output_format not in reporters.FORMATS:
         _err(f"unknown format {output_format!r}; choose from {', '.join(reporters.FORMATS)}")
@@ -151,7 +152,7 @@ def check(
 
 
 def _add_suppressions(paths: List[Path], settings: Settings, reading_stdin: bool, fixing: bool) -> None:
-    from gpulint.linter.add_suppressions import add_suppressions
+    from gpulint.linter.run.add_suppressions import add_suppressions
     from gpulint.linter.engine import Linter
 
     if reading_stdin or fixing:
@@ -168,9 +169,9 @@ def _add_suppressions(paths: List[Path], settings: Settings, reading_stdin: bool
 def _run_paths(paths: List[Path], settings: Settings, options, jobs: Optional[int], cache_dir):
     """Run over files with workers, the cache (`cache_dir`: a folder, True for the default, None
     for none) and a progress bar on long runs at a terminal."""
-    from gpulint.linter.cache import ResultCache, default_cache_dir
-    from gpulint.linter.parallel import DelayedProgress, default_jobs
-    from gpulint.linter.runner import run
+    from gpulint.linter.run.cache import ResultCache, default_cache_dir
+    from gpulint.linter.run.parallel import DelayedProgress, default_jobs
+    from gpulint.linter.run.runner import run
 
     cache = None
     if cache_dir is not None:
@@ -186,13 +187,14 @@ def _run_paths(paths: List[Path], settings: Settings, options, jobs: Optional[in
 def _run_stdin(settings: Settings, options, name: str):
     """Lint standard input; with --fix the fixed source goes to stdout (as ruff does for editors)."""
     from gpulint.linter.engine import Linter
-    from gpulint.linter.runner import RunResult, process_source
+    from gpulint.linter.run.outcome import RunResult
+    from gpulint.linter.run.process import process_source
 
     source = sys.stdin.buffer.read()
     if name.endswith(".ipynb"):
         from dataclasses import replace
 
-        from gpulint.linter import notebook
+        from gpulint.linter.run import notebook
 
         if options.fix and not options.diff:
             _err("--fix on a notebook read from standard input is not supported; use --diff, or name the file")
@@ -253,7 +255,7 @@ def list_rules(
 @app.command("rule")
 def show_rule(key: str = typer.Argument(..., help="A rule id (GL101) or name (dataloader-serial).")) -> None:
     """Explain one rule: what it finds, why it is slow, an example, and its fix."""
-    from gpulint.linter.docs import rule_markdown
+    from gpulint.rules.docs import rule_markdown
     from gpulint.linter.rule import find_rule
 
     rule = find_rule(key)

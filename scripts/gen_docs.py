@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gpulint.linter.docs import readme_with_table, rule_markdown
+from gpulint.rules.docs import readme_with_table, rule_markdown
 from gpulint.linter.rule import all_rules
 
 ROOT = Path(__file__).resolve().parent.parent

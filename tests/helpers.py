@@ -11,7 +11,7 @@ import libcst as cst
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
 from gpulint.linter.findings import Finding
-from gpulint.linter.fixer import fix_source
+from gpulint.linter.fix.passes import fix_source
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

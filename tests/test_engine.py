@@ -10,7 +10,7 @@ import pytest
 import gpulint.linter.engine as engine
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
-from gpulint.linter.imports import ImportTable
+from gpulint.linter.analysis.imports import ImportTable
 from tests.helpers import codes, lint, rows
 
 LOADER_LINE = "loader = {call}(ds, batch_size=8)\n"
@@ -206,7 +206,7 @@ def test_accelerator_tokens_cover_every_accelerated_module():
 
     import torch
 
-    from gpulint.linter.context import ACCELERATOR_TOKENS, FileContext
+    from gpulint.linter.analysis.context import ACCELERATOR_TOKENS, FileContext
     from tests.helpers import FIXTURES
 
     sources = [p.read_bytes() for p in sorted(FIXTURES.rglob("*.py"))]

@@ -10,8 +10,10 @@ import pytest
 
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
-from gpulint.linter.fixer import fix_source, write_atomic
-from gpulint.linter.runner import RunOptions, run
+from gpulint.linter.fix.fixer import write_atomic
+from gpulint.linter.fix.passes import fix_source
+from gpulint.linter.run.outcome import RunOptions
+from gpulint.linter.run.runner import run
 from tests.helpers import assert_fix_ok, fix
 
 HEADER = "import torch\nfrom torch.utils.data import DataLoader\ndevice = 'cuda'\n"
@@ -137,17 +139,17 @@ def test_only_named_files_change(tmp_path):
 def test_fix_that_would_break_parsing_is_not_written(tmp_path, monkeypatch):
     import libcst as cst
 
-    import gpulint.linter.fixer as fixer
+    import gpulint.linter.fix.passes as passes
 
     path = tmp_path / "train.py"
     path.write_text(HEADER + "a = DataLoader(ds)\n")
     before = path.read_bytes()
 
-    def broken_apply(analysis, fixes):
+    def broken_apply(ctx, fixes):
         # Stand in for a buggy fix: a module whose code is `def`, which does not parse.
         return cst.Module(body=[cst.SimpleStatementLine([cst.Expr(cst.Name("def"))])])
 
-    monkeypatch.setattr(fixer, "apply_fixes", broken_apply)
+    monkeypatch.setattr(passes, "apply_fixes", broken_apply)
     result = run([path], Settings(select=["GL102"]), RunOptions(fix=True))
     assert path.read_bytes() == before
     assert any("does not parse" in line for line in result.errors)

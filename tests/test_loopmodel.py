@@ -7,8 +7,8 @@ import textwrap
 import libcst as cst
 import pytest
 
-from gpulint.linter.context import FileContext
-from gpulint.linter.loopmodel import is_interval_condition
+from gpulint.linter.analysis.context import FileContext
+from gpulint.linter.analysis.loops import is_interval_condition
 
 
 def context(source: str) -> FileContext:

@@ -15,8 +15,9 @@ from hypothesis import HealthCheck, given, settings as hypothesis_settings, stra
 
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
-from gpulint.linter.notebook import make_cell
-from gpulint.linter.runner import RunOptions, process_file
+from gpulint.linter.run.notebook import make_cell
+from gpulint.linter.run.outcome import RunOptions
+from gpulint.linter.run.process import process_file
 
 LINTER = Linter(Settings(select=["ALL"]))
 SETTINGS = hypothesis_settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))

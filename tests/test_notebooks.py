@@ -16,10 +16,12 @@ from typer.testing import CliRunner
 from gpulint.cli import app
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
-from gpulint.linter.files import discover
-from gpulint.linter.notebook import NotebookError, classify, join, make_cell, map_back, split_lines
+from gpulint.linter.run.files import discover
+from gpulint.linter.run.notebook import NotebookError, classify, join, make_cell, map_back, split_lines
 from gpulint.linter.rule import rules_by_code
-from gpulint.linter.runner import RunOptions, process_file, run
+from gpulint.linter.run.outcome import RunOptions
+from gpulint.linter.run.process import process_file
+from gpulint.linter.run.runner import run
 from tests.helpers import FIXTURES
 
 NOTEBOOKS = FIXTURES / "notebooks"

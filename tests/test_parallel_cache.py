@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 import gpulint.linter.engine as engine
-from gpulint.linter import parallel
-from gpulint.linter.cache import LAYOUT, ResultCache
+from gpulint.linter.run import parallel
+from gpulint.linter.run.cache import LAYOUT, ResultCache
 from gpulint.linter.config import Settings
-from gpulint.linter.runner import RunOptions, run
+from gpulint.linter.run.outcome import RunOptions
+from gpulint.linter.run.runner import run
 
 from tests.helpers import FIXTURES
 

@@ -7,17 +7,15 @@ comments are computed only for files that have findings.
 
 from __future__ import annotations
 
-import ast
-import difflib
-import warnings
 from dataclasses import dataclass, field
 from typing import Iterable
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from gpulint.linter.analysis.parse import SyntaxErrorInSource, parse
 from gpulint.linter.config import Settings
-from gpulint.linter.context import ACCELERATOR_TOKENS, FileContext
+from gpulint.linter.analysis.context import ACCELERATOR_TOKENS, FileContext
 from gpulint.linter.findings import (
     SYNTAX_ERROR_CODE,
     SYNTAX_ERROR_NAME,
@@ -28,7 +26,8 @@ from gpulint.linter.findings import (
     Location,
     RawFinding,
 )
-from gpulint.linter.loopmodel import STEP_TOKENS
+from gpulint.linter.analysis.loops import STEP_TOKENS
+from gpulint.linter.fix.fixer import edits_for
 from gpulint.linter.rule import Rule, all_rules
 from gpulint.linter.suppressions import Suppression, file_is_ignored, find_suppressions, matching_suppression
 
@@ -62,41 +61,6 @@ class FileResult:
     parsed: bool = False
     # Suppression comments that matched no finding (for --report-unused-suppressions).
     unused_suppressions: list[Suppression] = field(default_factory=list)
-
-
-class SyntaxErrorInSource(Exception):
-    def __init__(self, message: str, row: int, column: int) -> None:
-        super().__init__(message)
-        self.row = row
-        self.column = column
-
-
-class UndecodableSource(Exception):
-    """Bytes that are not text in the file's declared (or default UTF-8) encoding."""
-
-
-def parse(source: bytes | str) -> cst.Module:
-    try:
-        return cst.parse_module(source)
-    except (UnicodeDecodeError, LookupError) as exc:
-        raise UndecodableSource(f"cannot decode: {exc}") from exc
-    except SyntaxError as exc:  # raised by the encoding detection, before libcst's own parser
-        raise UndecodableSource(f"cannot decode: {exc.msg}") from exc
-    except cst.ParserSyntaxError as exc:
-        # libcst's positions for tokenizer errors are often off; CPython's compiler, asked only
-        # when parsing failed, names the line a person expects.
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the user's code's warnings are not ours to print
-                compile(source, "<source>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-        except SyntaxError as python_error:
-            if python_error.lineno:
-                raise SyntaxErrorInSource(python_error.msg, python_error.lineno, python_error.offset or 1) from exc
-        except (ValueError, RecursionError, MemoryError):
-            pass
-        raise SyntaxErrorInSource(exc.message, exc.raw_line, exc.raw_column + 1) from exc
-    except (RecursionError, ValueError, IndexError) as exc:  # pathological inputs
-        raise SyntaxErrorInSource(f"cannot parse: {exc.__class__.__name__}", 1, 1) from exc
 
 
 class Linter:
@@ -207,8 +171,6 @@ class Linter:
     def locate(self, analysis: Analysis, path: str, with_edits: bool = False) -> list[Finding]:
         """Turn raw findings into located, picklable ones (edits only when asked: they cost a
         code generation per fixable finding)."""
-        from gpulint.linter.fixer import edits_for
-
         positions = self.positions(analysis) if analysis.findings else {}
         located = []
         for raw in analysis.findings:
@@ -216,7 +178,7 @@ class Linter:
             rows = self.rows_of(analysis, raw.node)
             fix = None
             if raw.fix is not None:
-                edits = edits_for(analysis, raw.fix) if with_edits else ()
+                edits = edits_for(analysis.ctx, raw.fix) if with_edits else ()
                 fix = FixInfo(raw.fix.applicability, raw.fix.message, tuple(edits))
             located.append(
                 Finding(
@@ -279,19 +241,3 @@ def syntax_error_finding(path: str, message: str, row: int, column: int) -> Find
         end_location=Location(row, column),
         severity="error",
     )
-
-
-def line_edits(before: str, after: str) -> list[Edit]:
-    """Whole-line edits turning `before` into `after` (what SARIF fixes and GitHub suggestions
-    need: both work on lines)."""
-    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    edits = []
-    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        edits.append(Edit("".join(new[j1:j2]), Location(i1 + 1, 1), Location(i2 + 1, 1)))
-    return edits
-
-
-__all__ = ["Linter", "FileResult", "Analysis", "parse", "line_edits", "syntax_error_finding", "Applicability"]

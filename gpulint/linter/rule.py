@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 import libcst as cst
 
-from gpulint.linter.context import FileContext
+from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.findings import Applicability, Fix, RawFinding
 
 

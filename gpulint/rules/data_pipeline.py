@@ -6,11 +6,11 @@ import re
 
 import libcst as cst
 
-from gpulint.linter.context import dotted_name, has_star_kwargs, is_false, is_true, is_zero, keyword_arg
+from gpulint.linter.analysis.context import dotted_name, has_star_kwargs, is_false, is_true, is_zero, keyword_arg
 from gpulint.linter.findings import Applicability
-from gpulint.linter.fixes import set_keyword
+from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Rule, RuleOption
-from gpulint.linter.values import target_key
+from gpulint.linter.analysis.values import target_key
 from gpulint.rules.per_step import per_step_work
 
 DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")

@@ -10,12 +10,12 @@ import re
 
 import libcst as cst
 
-from gpulint.linter.context import FileContext, has_star_kwargs, is_true, keyword_arg
+from gpulint.linter.analysis.context import FileContext, has_star_kwargs, is_true, keyword_arg
 from gpulint.linter.findings import Applicability, Fix
-from gpulint.linter.imports import dotted_name
-from gpulint.linter.loopmodel import LOOP_TYPES, SCOPE_TYPES
+from gpulint.linter.analysis.imports import dotted_name
+from gpulint.linter.analysis.loops import LOOP_TYPES, SCOPE_TYPES
 from gpulint.linter.rule import Rule
-from gpulint.linter.values import last_name
+from gpulint.linter.analysis.values import last_name
 from gpulint.rules.data_pipeline import DATALOADERS
 from gpulint.rules.precision import code_without_comments
 

@@ -12,12 +12,12 @@ import re
 
 import libcst as cst
 
-from gpulint.linter.context import FileContext, dotted_name
+from gpulint.linter.analysis.context import FileContext, dotted_name
 from gpulint.linter.findings import Applicability
-from gpulint.linter.fixes import guard_fix
+from gpulint.linter.fix.builders import guard_fix
 from gpulint.linter.rule import Rule, RuleOption
-from gpulint.linter.values import last_name
-from gpulint.linter.walk import names_under
+from gpulint.linter.analysis.values import last_name
+from gpulint.linter.analysis.walk import names_under
 
 _EXITS = (cst.Break, cst.Continue, cst.Return, cst.Raise)
 

@@ -16,9 +16,9 @@ import tokenize
 
 import libcst as cst
 
-from gpulint.linter.context import FileContext
+from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.findings import Applicability, Fix
-from gpulint.linter.imports import dotted_name
+from gpulint.linter.analysis.imports import dotted_name
 from gpulint.linter.rule import Rule
 
 # Frameworks that own precision and compilation: their config, not the script, decides.

@@ -6,11 +6,11 @@ import re
 
 import libcst as cst
 
-from gpulint.linter.context import FileContext, has_star_kwargs, keyword_arg
+from gpulint.linter.analysis.context import FileContext, has_star_kwargs, keyword_arg
 from gpulint.linter.findings import Applicability, Fix
-from gpulint.linter.fixes import append_keyword, guard_fix
+from gpulint.linter.fix.builders import append_keyword, guard_fix
 from gpulint.linter.rule import Rule
-from gpulint.linter.values import last_name
+from gpulint.linter.analysis.values import last_name
 from gpulint.rules.data_pipeline import MODULE_NAME, is_device_target
 from gpulint.rules.per_step import PerStepLogging, enclosing_logging_call, per_step_work
 

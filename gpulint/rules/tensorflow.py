@@ -7,12 +7,12 @@ import weakref
 
 import libcst as cst
 
-from gpulint.linter.context import FileContext, dotted_name, has_star_kwargs, is_false, keyword_arg, method_name
+from gpulint.linter.analysis.context import FileContext, dotted_name, has_star_kwargs, is_false, keyword_arg, method_name
 from gpulint.linter.findings import Applicability, Fix
-from gpulint.linter.fixes import guard_fix, remove_keyword, set_keyword
+from gpulint.linter.fix.builders import guard_fix, remove_keyword, set_keyword
 from gpulint.linter.rule import Rule, RuleOption
-from gpulint.linter.values import TFDATA_CHAIN, KINDS, target_key, last_name
-from gpulint.linter.walk import iter_children
+from gpulint.linter.analysis.values import TFDATA_CHAIN, KINDS, target_key, last_name
+from gpulint.linter.analysis.walk import iter_children
 from gpulint.rules.per_step import PerStepLogging, enclosing_logging_call, per_step_work
 
 # Positional index of `num_parallel_calls` in each tf.data method.

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.linter.context import FileContext, has_star_kwargs, is_true, keyword_arg
+from gpulint.linter.analysis.context import FileContext, has_star_kwargs, is_true, keyword_arg
 from gpulint.linter.findings import Applicability
-from gpulint.linter.fixes import remove_keyword, set_keyword
+from gpulint.linter.fix.builders import remove_keyword, set_keyword
 from gpulint.linter.rule import Rule
 from gpulint.rules.data_pipeline import DataLoaderSerial
 

@@ -103,8 +103,9 @@ def lint_hits(script: Path | None, codes: list[str]) -> list[LintHit]:
     hints included), so the report can point at lines."""
     if script is None or not codes or not script.is_file():
         return []
+    from gpulint.linter.analysis.parse import SyntaxErrorInSource
     from gpulint.linter.config import ConfigError, Settings
-    from gpulint.linter.engine import Linter, SyntaxErrorInSource
+    from gpulint.linter.engine import Linter
 
     try:
         result = Linter(Settings(select=codes)).lint_source(script.read_bytes(), str(script))

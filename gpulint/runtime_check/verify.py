@@ -70,9 +70,10 @@ class VerifyResult:
 
 def fix_script(script: Path, codes: list[str] | None) -> tuple[bytes, bytes, int]:
     """(original, fixed, fixes applied) using the linter's own fixer, unsafe fixes included."""
+    from gpulint.linter.analysis.parse import SyntaxErrorInSource
     from gpulint.linter.config import ConfigError, Settings, validate
-    from gpulint.linter.engine import Linter, SyntaxErrorInSource
-    from gpulint.linter.fixer import fix_source
+    from gpulint.linter.engine import Linter
+    from gpulint.linter.fix.passes import fix_source
 
     settings = Settings(select=codes)
     try:
@@ -121,8 +122,8 @@ def compare(a: list[float], b: list[float], seed: int = 0) -> Comparison:
 
 def verify(script: Path, args: list[str], codes: list[str] | None, runs: int, config: RunConfig,
            interpreter: str, write: bool = False, progress=None) -> VerifyResult:
-    from gpulint.linter.fixer import write_atomic
-    from gpulint.linter.runner import unified_diff
+    from gpulint.linter.fix.fixer import write_atomic
+    from gpulint.linter.run.process import unified_diff
 
     if not script.is_file():
         raise VerifyError(f"script {script} does not exist")

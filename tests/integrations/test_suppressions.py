@@ -8,7 +8,7 @@ import textwrap
 
 import libcst as cst
 
-from gpulint.linter.add_suppressions import comment_rows, suppress_source
+from gpulint.linter.run.add_suppressions import comment_rows, suppress_source
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
 from tests.helpers import FIXTURES, lint

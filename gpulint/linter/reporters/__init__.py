@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from gpulint.linter.runner import RunResult
+from gpulint.linter.run.outcome import RunResult
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Callable
 from gpulint import __version__
 from gpulint.linter.findings import Edit, Finding
 from gpulint.linter.reporters import ReportSettings
-from gpulint.linter.runner import RunResult
+from gpulint.linter.run.outcome import RunResult
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "gpulint/v1"

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from gpulint.linter.config import Settings
+from gpulint.linter.engine import Linter
+from gpulint.linter.run.process import process_file_cached
 
 # Below this many files to process, starting workers costs more than it saves (a parse is tens of
 # milliseconds, a worker start about as much).
@@ -46,8 +48,6 @@ def _context():
 
 
 def _init_worker(settings: Settings, options, cache) -> None:
-    from gpulint.linter.engine import Linter
-
     # Ctrl-C goes to the whole process group; let the parent alone handle it (one message, exit 130).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker["linter"] = Linter(settings)
@@ -56,8 +56,6 @@ def _init_worker(settings: Settings, options, cache) -> None:
 
 
 def _work(path: Path):
-    from gpulint.linter.runner import process_file_cached
-
     return process_file_cached(path, _worker["linter"], _worker["options"], _worker["cache"])
 
 

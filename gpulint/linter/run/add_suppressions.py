@@ -16,11 +16,12 @@ import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpulint.linter.engine import Linter, SyntaxErrorInSource, UndecodableSource, parse
-from gpulint.linter.files import discover, read_source
+from gpulint.linter.analysis.parse import SyntaxErrorInSource, UndecodableSource, parse
+from gpulint.linter.engine import Linter
+from gpulint.linter.run.files import discover, read_source
 from gpulint.linter.findings import SYNTAX_ERROR_CODE, Finding
-from gpulint.linter.fixer import write_atomic
-from gpulint.linter.runner import display_path
+from gpulint.linter.fix.fixer import write_atomic
+from gpulint.linter.run.process import display_path
 
 _EXISTING = re.compile(r"#\s*gpulint\s*:\s*ignore\[(?P<codes>[^\]]*)\]", re.IGNORECASE)
 _CODE_SORT = re.compile(r"(\D*)(\d*)")

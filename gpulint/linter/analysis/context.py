@@ -8,10 +8,10 @@ from typing import Any, Iterable
 
 import libcst as cst
 
-from gpulint.linter.imports import ImportTable, dotted_name
-from gpulint.linter.loopmodel import LoopModel
-from gpulint.linter.values import ValueOrigins
-from gpulint.linter.walk import TreeIndex
+from gpulint.linter.analysis.imports import ImportTable, dotted_name
+from gpulint.linter.analysis.loops import LoopModel
+from gpulint.linter.analysis.values import ValueOrigins
+from gpulint.linter.analysis.walk import TreeIndex
 
 # Node types the shared analyses need from the walk, whatever rules are enabled.
 ANALYSIS_TYPES = frozenset(

@@ -53,7 +53,7 @@ def gpulint_fingerprint() -> str:
     if _code_fingerprint is None:
         import libcst
 
-        package = Path(__file__).resolve().parent.parent
+        package = Path(__file__).resolve().parents[2]
         digest = hashlib.sha256(f"{__version__}|{sys.version}|{getattr(libcst, '__version__', '')}".encode())
         # The code that decides a file's result: the engine and the rules (not the runtime checker
         # or the review bot, whose edits must not throw the cache away).

@@ -1,25 +1,23 @@
-"""Apply fixes: transform, re-parse, re-lint until nothing fixable is left, write atomically.
+"""Apply fixes to a parsed module: replace the nodes, add the imports they need, turn the result
+into text edits, and write a fixed file atomically.
 
 One pass applies every allowed fix whose target does not overlap another's (two fixes of the same
-`DataLoader(...)` call go in consecutive passes), adds the imports they need once, and checks that
-the result parses.  The loop is bounded; a fix that never settles is reported, not looped on.
+`DataLoader(...)` call go in consecutive passes: see passes.py, which re-lints between passes).
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import stat
 import sys
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
 
-from gpulint.linter.engine import Analysis, Linter, SyntaxErrorInSource, line_edits, parse
-from gpulint.linter.findings import Applicability, Edit, Fix
-
-MAX_PASSES = 10
+from gpulint.linter.analysis.context import FileContext
+from gpulint.linter.findings import Applicability, Edit, Fix, Location
 
 
 class _Replacer(cst.CSTTransformer):
@@ -79,7 +77,7 @@ def _imported_top(statement: cst.CSTNode) -> str | None:
 
 
 # Notebook magics (`!pip install x`) stand in the joined module as imports of this prefix
-# (gpulint.linter.notebook); an added import never goes above them.
+# (gpulint.linter.run.notebook); an added import never goes above them.
 NOTEBOOK_PLACEHOLDER_PREFIX = "_gpulint_ipython"
 
 
@@ -122,27 +120,27 @@ def add_imports(module: cst.Module, imports: list[str], bound: set[str]) -> cst.
     return module.with_changes(body=body)
 
 
-def apply_fixes(analysis: Analysis, fixes: list[Fix]) -> cst.Module:
+def apply_fixes(ctx: FileContext, fixes: list[Fix]) -> cst.Module:
     replacements: dict[int, object] = {}
     imports: list[str] = []
     for fix in fixes:
         for original, replacement in fix.replacements.items():
             replacements[id(original)] = replacement
         imports.extend(fix.imports)
-    module = analysis.module.visit(_Replacer(replacements))
+    module = ctx.module.visit(_Replacer(replacements))
     if imports:
-        module = add_imports(module, imports, set(analysis.ctx.imports.bindings))
+        module = add_imports(module, imports, set(ctx.imports.bindings))
     return module
 
 
-def non_overlapping(analysis: Analysis, fixes: list[Fix]) -> list[Fix]:
+def non_overlapping(ctx: FileContext, fixes: list[Fix]) -> list[Fix]:
     """Fixes whose targets neither contain nor sit inside an earlier chosen fix's targets."""
     chosen: list[Fix] = []
     taken: set[int] = set()
     taken_with_ancestors: set[int] = set()
     for fix in fixes:
         targets = list(fix.replacements)
-        lineage = [{id(a) for a in analysis.ctx.ancestors(t)} for t in targets]
+        lineage = [{id(a) for a in ctx.ancestors(t)} for t in targets]
         clash = any(id(t) in taken_with_ancestors for t in targets) or any(ids & taken for ids in lineage)
         if clash:
             continue
@@ -154,57 +152,25 @@ def non_overlapping(analysis: Analysis, fixes: list[Fix]) -> list[Fix]:
     return chosen
 
 
-def edits_for(analysis: Analysis, fix: Fix) -> list[Edit]:
-    return line_edits(analysis.text, apply_fixes(analysis, [fix]).code)
+def edits_for(ctx: FileContext, fix: Fix) -> list[Edit]:
+    return line_edits(ctx.source_text, apply_fixes(ctx, [fix]).code)
+
+
+def line_edits(before: str, after: str) -> list[Edit]:
+    """Whole-line edits turning `before` into `after` (what SARIF fixes and GitHub suggestions
+    need: both work on lines)."""
+    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    edits = []
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        edits.append(Edit("".join(new[j1:j2]), Location(i1 + 1, 1), Location(i2 + 1, 1)))
+    return edits
 
 
 def allowed(fix: Fix, unsafe: bool) -> bool:
     return fix.applicability is Applicability.SAFE or unsafe
-
-
-@dataclass
-class FixOutcome:
-    source: bytes  # the fixed source (the input when nothing was applied)
-    applied: int = 0
-    # What went wrong, as one line: a fix that broke parsing or never settled.  Nothing is written then.
-    errors: list[str] = field(default_factory=list)
-
-    @property
-    def changed(self) -> bool:
-        return self.applied > 0
-
-
-def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool) -> FixOutcome:
-    """Apply fixes to a source until none is left.  Raises SyntaxErrorInSource if the input does
-    not parse (the caller reports it as a finding)."""
-    outcome = FixOutcome(source)
-    for _ in range(MAX_PASSES):
-        analysis = linter.analyze(outcome.source, path)
-        if analysis is None:
-            return outcome
-        fixes = [f.fix for f in analysis.findings if f.fix is not None and allowed(f.fix, unsafe)]
-        if not fixes:
-            return outcome
-        chosen = non_overlapping(analysis, fixes)
-        new_module = apply_fixes(analysis, chosen)
-        new_source = new_module.bytes
-        try:
-            parse(new_source)
-        except SyntaxErrorInSource as exc:
-            codes = ", ".join(sorted({f.code for f in analysis.findings if f.fix in chosen}))
-            outcome.errors.append(f"{path}: fix for {codes} produced code that does not parse ({exc}); file left unchanged")
-            outcome.source, outcome.applied = source, 0
-            return outcome
-        if new_source == outcome.source:
-            outcome.errors.append(f"{path}: a fix made no change; stopping")
-            return outcome
-        outcome.source = new_source
-        outcome.applied += len(chosen)
-    analysis = linter.analyze(outcome.source, path)
-    if analysis is not None and any(f.fix and allowed(f.fix, unsafe) for f in analysis.findings):
-        outcome.errors.append(f"{path}: fixes did not settle after {MAX_PASSES} passes; file left unchanged")
-        outcome.source, outcome.applied = source, 0
-    return outcome
 
 
 def write_atomic(path: Path, data: bytes) -> None:

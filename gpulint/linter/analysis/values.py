@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from gpulint.linter.imports import ImportTable, dotted_name
+from gpulint.linter.analysis.imports import ImportTable, dotted_name
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ import re
 
 import libcst as cst
 
-from gpulint.linter.imports import ImportTable, dotted_name
-from gpulint.linter.values import ValueOrigins, last_name
-from gpulint.linter.walk import TreeIndex, names_under
+from gpulint.linter.analysis.imports import ImportTable, dotted_name
+from gpulint.linter.analysis.values import ValueOrigins, last_name
+from gpulint.linter.analysis.walk import TreeIndex, names_under
 
 LOOP_TYPES = (cst.For, cst.While)
 SCOPE_TYPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)

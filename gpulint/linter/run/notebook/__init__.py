@@ -52,9 +52,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from gpulint.linter.engine import FileResult, Linter, SyntaxErrorInSource, UndecodableSource, parse, syntax_error_finding
+from gpulint.linter.analysis.parse import SyntaxErrorInSource, UndecodableSource, parse
+from gpulint.linter.engine import FileResult, Linter, syntax_error_finding
 from gpulint.linter.findings import SYNTAX_ERROR_CODE, Edit, Finding, FixInfo, Location
-from gpulint.linter.fixer import NOTEBOOK_PLACEHOLDER_PREFIX, FixOutcome, fix_source, write_atomic
+from gpulint.linter.fix.fixer import NOTEBOOK_PLACEHOLDER_PREFIX, write_atomic
+from gpulint.linter.fix.passes import FixOutcome, fix_source
+from gpulint.linter.run.outcome import FileOutcome, RunOptions
 
 # Line 1 of every joined module: pins the encoding, so a `# coding: latin-1` comment in a cell
 # cannot make the parser decode the (UTF-8) joined text differently.
@@ -603,11 +606,9 @@ def cell_diff(before: Notebook, after: Notebook, name: str) -> str:
 # -- the runner's entry point --------------------------------------------------------------------
 
 
-def process_notebook(path: Path, name: str, source: bytes, linter: Linter, options) -> "FileOutcome":
+def process_notebook(path: Path, name: str, source: bytes, linter: Linter, options: RunOptions) -> FileOutcome:
     """Lint (and with options.fix / options.diff, fix) one notebook: what `process_file` does for
     a `.py` file."""
-    from gpulint.linter.runner import FileOutcome  # noqa: PLC0415 - runner imports this module
-
     outcome = FileOutcome(FileResult(name))
     try:
         notebook = read_notebook(source)

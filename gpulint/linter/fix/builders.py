@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.linter.context import FileContext, keyword_arg
+from gpulint.linter.analysis.context import FileContext, keyword_arg
 from gpulint.linter.findings import Applicability, Fix
-from gpulint.linter.walk import names_under
+from gpulint.linter.analysis.walk import names_under
 
 
 def set_keyword(

@@ -216,7 +216,7 @@ def list_rules(
     """List every rule: id, name, default (on or hint) and fix safety."""
     import json
 
-    from gpulint.linter.rule import all_rules
+    from gpulint.rules import all_rules
 
     rules = all_rules()
     if output_format == "json":
@@ -256,7 +256,7 @@ def list_rules(
 def show_rule(key: str = typer.Argument(..., help="A rule id (GL101) or name (dataloader-serial).")) -> None:
     """Explain one rule: what it finds, why it is slow, an example, and its fix."""
     from gpulint.rules.docs import rule_markdown
-    from gpulint.linter.rule import find_rule
+    from gpulint.rules import find_rule
 
     rule = find_rule(key)
     if rule is None:

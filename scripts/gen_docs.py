@@ -9,8 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from gpulint.rules import all_rules
 from gpulint.rules.docs import readme_with_table, rule_markdown
-from gpulint.linter.rule import all_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -90,7 +90,7 @@ def test_prefilter_skips_files_without_framework_or_tokens(monkeypatch):
     linter.lint_source(b"import os\nprint(os.getcwd())\n", "a.py")  # no framework named
     linter.lint_source(b"import torch\nx = torch.ones(3)\n", "b.py")  # framework, no rule token
     assert parsed == []
-    linter.lint_source(b"import torch\nloader = torch.utils.data.DataLoader(ds)\n", "c.py")
+    linter.lint_source(b"import torch\nloader = torch.utils.data.DataLoader(ds)\nmodel.cuda()\n", "c.py")
     assert len(parsed) == 1
 
 
@@ -147,7 +147,7 @@ def test_ignore_file_comment():
 
 
 def test_syntax_error_is_a_finding_with_position():
-    findings = lint("import torch\nloader = DataLoader(ds))\nx = 1\n")
+    findings = lint("import torch\nloader = DataLoader(ds))\nx = 'cuda'\n")
     assert [(f.code, f.name, f.location.row) for f in findings] == [("GL000", "syntax-error", 2)]
     assert findings[0].message.startswith("SyntaxError")
 
@@ -206,7 +206,8 @@ def test_accelerator_tokens_cover_every_accelerated_module():
 
     import torch
 
-    from gpulint.linter.analysis.context import ACCELERATOR_TOKENS, FileContext
+    from gpulint.linter.analysis.context import FileContext
+    from gpulint.linter.analysis.facts import ACCELERATOR_TOKENS
     from tests.helpers import FIXTURES
 
     sources = [p.read_bytes() for p in sorted(FIXTURES.rglob("*.py"))]

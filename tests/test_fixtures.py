@@ -11,7 +11,7 @@ import pytest
 
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
-from gpulint.linter.rule import rules_by_code
+from gpulint.rules import rules_by_code
 from gpulint.linter.run.outcome import RunOptions
 from gpulint.linter.run.runner import run
 from tests.helpers import FIXTURES, expected_markers

@@ -54,7 +54,7 @@ def test_step_loop_epoch_loop_and_evaluation_loop():
 def test_interval_guard_but_not_accumulation_guard():
     ctx = context(TRAIN)
     assert ctx.loops.interval_guard(call_named(ctx, "guarded")) is not None
-    assert ctx.loops.per_step_unguarded(call_named(ctx, "accumulated"))
+    assert ctx.loops.per_step_work(call_named(ctx, "accumulated"))
 
 
 def test_loop_header_runs_once_per_epoch():

@@ -18,7 +18,7 @@ from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
 from gpulint.linter.run.files import discover
 from gpulint.linter.run.notebook import NotebookError, classify, join, make_cell, map_back, split_lines
-from gpulint.linter.rule import rules_by_code
+from gpulint.rules import rules_by_code
 from gpulint.linter.run.outcome import RunOptions
 from gpulint.linter.run.process import process_file
 from gpulint.linter.run.runner import run

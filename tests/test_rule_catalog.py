@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from gpulint.linter.findings import Applicability
-from gpulint.linter.rule import all_rules
+from gpulint.rules import all_rules
 from tests.helpers import ROOT
 
 RULES = all_rules()

@@ -29,7 +29,8 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from gpulint.linter.findings import SYNTAX_ERROR_CODE
-from gpulint.linter.rule import all_rules, rule_options
+from gpulint.linter.rule import Rule
+from gpulint.rules import all_rules, rule_options
 
 
 class ConfigError(Exception):
@@ -50,6 +51,11 @@ class Settings:
     options: dict[str, Any] = field(default_factory=dict)
     root: Path = field(default_factory=Path.cwd)  # where relative patterns start
     source: Path | None = None  # the config file, if any
+
+    @staticmethod
+    def catalog() -> tuple[type[Rule], ...]:
+        """Every rule there is, selected or not: what the codes below select from."""
+        return all_rules()
 
     def enabled_codes(self) -> frozenset[str]:
         rules = all_rules()
@@ -196,29 +202,10 @@ def validate(settings: Settings) -> None:
     """Raise ConfigError for ids that match no rule and option values that cannot work."""
     for ids in [settings.select or [], settings.extend_select, settings.ignore, *settings.per_file_ignores.values()]:
         expand_selectors(ids)
+    options = rule_options()
     for key, value in settings.options.items():
-        checker = _OPTION_CHECKS.get(key)
-        if checker:
-            checker(key, value)
-
-
-def _check_expression(key: str, value: Any) -> None:
-    import libcst as cst
-
-    try:
-        cst.parse_expression(str(value))
-    except Exception as exc:  # libcst raises ParserSyntaxError and ValueError
-        raise ConfigError(f"`{key}` must be a Python expression: {value!r} ({exc.__class__.__name__})") from exc
-
-
-def _check_positive(key: str, value: Any) -> None:
-    if not isinstance(value, int) or value < 1:
-        raise ConfigError(f"`{key}` must be a positive integer, not {value!r}")
-
-
-_OPTION_CHECKS = {
-    "num-workers": _check_expression,
-    "log-every": _check_positive,
-    "eval-every": _check_positive,
-    "checkpoint-every": _check_positive,
-}
+        if key in options:
+            try:
+                options[key].validate(value)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from exc

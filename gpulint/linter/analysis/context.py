@@ -1,15 +1,27 @@
-"""Everything a rule can ask about the file it is checking, computed once per file."""
+"""Everything a rule can ask about the file it is checking.
+
+A FileContext is built once per parsed file from one walk of the tree (walk.py): the import table
+and the value origins are filled from that walk at once, every other analysis -- the training-loop
+model, positions, what PyTorch and TensorFlow code does -- is a `cached_property`, computed the first
+time a rule asks and shared by every rule after it.  That is the one way per-file analyses are
+cached: on the FileContext, or on the analysis object it holds.
+"""
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from functools import cached_property
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from gpulint.linter.analysis.imports import ImportTable, dotted_name
-from gpulint.linter.analysis.loops import LoopModel
+from gpulint.linter.analysis.imports import ImportTable
+from gpulint.linter.analysis.loops import LoopModel, is_direct_step_call, lightning_training_steps, loop_around
+from gpulint.linter.analysis.pytorch import TorchAnalysis
+from gpulint.linter.analysis.tensorflow import TfAnalysis
 from gpulint.linter.analysis.values import ValueOrigins
 from gpulint.linter.analysis.walk import TreeIndex
 
@@ -29,8 +41,6 @@ ANALYSIS_TYPES = frozenset(
     }
 )
 
-# Text every accelerated module contains (one of), by how `FileContext.accelerated` decides.
-ACCELERATOR_TOKENS = (b"cuda", b"gpu", b"accelerat", b"fabric", b"deepspeed")
 _CUDA_STRING = re.compile(r"""^[rbuRBU]*['"]{1,3}(cuda|gpu)\b""")
 _ACCELERATOR_MODULES = ("accelerate", "lightning.fabric", "deepspeed")
 _ACCELERATOR_CALL_PREFIXES = ("torch.cuda.", "torch.accelerator.", "torch.backends.cuda.", "torch.backends.cudnn.")
@@ -39,10 +49,10 @@ STATEMENT_TYPES = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 
 
 class FileContext:
-    """A parsed module with its import table, value origins and training-loop model."""
+    """A parsed module with its import table, value origins and the analyses built on them."""
 
     def __init__(
-        self, module: cst.Module, path: str, options: dict[str, Any], wanted_types: frozenset[str], source: bytes | None = None
+        self, module: cst.Module, path: str, options: Mapping[str, Any], wanted_types: frozenset[str], source: bytes | None = None
     ) -> None:
         self.module = module
         self.path = path
@@ -59,6 +69,7 @@ class FileContext:
             for node in self.index.nodes(type_name):
                 self.values.add(node)
 
+    # -- the text and positions ----------------------------------------------------------------
     @cached_property
     def source_text(self) -> str:
         """The module's text.  Decoded from the bytes that were parsed when available: regenerating
@@ -68,8 +79,42 @@ class FileContext:
         return self.module.code
 
     @cached_property
+    def code_without_comments(self) -> str:
+        """The module's source with comments removed (strings kept: a `--amp` flag is real code).
+
+        If the tokenizer disagrees with libcst about the source, the full text is used: the rules
+        that read it look for mentions that make them quieter."""
+        code = self.source_text
+        try:
+            kept = [tok.string for tok in tokenize.generate_tokens(io.StringIO(code).readline) if tok.type != tokenize.COMMENT]
+            return " ".join(kept)
+        except (tokenize.TokenError, SyntaxError, IndentationError):
+            return code
+
+    @cached_property
+    def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
+        """Every node's position (computed for files that have findings only)."""
+        wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+        try:
+            # The provider alone is one code generation pass.  `wrapper.resolve` adds a full
+            # visitor traversal for the batchable providers even when there are none, which
+            # cost as much again (measured: positions were 20% of lint time, now half that).
+            return PositionProvider()._gen(wrapper)
+        except AttributeError:  # a libcst without this internal: the public way
+            return wrapper.resolve(PositionProvider)
+
+    # -- analyses ----------------------------------------------------------------------------
+    @cached_property
     def loops(self) -> LoopModel:
         return LoopModel(self.index, self.imports, self.values)
+
+    @cached_property
+    def torch(self) -> TorchAnalysis:
+        return TorchAnalysis(self)
+
+    @cached_property
+    def tf(self) -> TfAnalysis:
+        return TfAnalysis(self)
 
     # -- module-level facts ------------------------------------------------------------------
     def uses(self, *modules: str) -> bool:
@@ -86,7 +131,9 @@ class FileContext:
 
     @cached_property
     def accelerated(self) -> bool:
-        """Whether the module moves models or tensors to an accelerator (DESIGN §2)."""
+        """Whether the module moves models or tensors to an accelerator: it calls `.cuda()` or a
+        `torch.cuda.*`-style function, names a "cuda"/"gpu" device in a string, or uses a library
+        that places work on accelerators (Accelerate, Fabric, DeepSpeed)."""
         if self.uses(*_ACCELERATOR_MODULES):
             return True
         for call in self.index.nodes("Call"):
@@ -97,6 +144,13 @@ class FileContext:
             if qualified and qualified.startswith(_ACCELERATOR_CALL_PREFIXES):
                 return True
         return any(_CUDA_STRING.match(s.value) for s in self.index.nodes("SimpleString"))
+
+    @cached_property
+    def takes_steps(self) -> bool:
+        """Whether anything in the module takes a training step (without building the loop model:
+        a step function always holds a direct step call)."""
+        calls = self.index.nodes("Call")
+        return any(is_direct_step_call(c, self.values) for c in calls) or bool(lightning_training_steps(self.index, self.imports))
 
     # -- tree helpers ------------------------------------------------------------------------
     def qualified_name(self, expr: cst.BaseExpression) -> str | None:
@@ -120,6 +174,17 @@ class FileContext:
                 return ancestor
         return node
 
+    def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        """The innermost function whose definition holds `node` (through lambdas and classes)."""
+        for ancestor in self.index.ancestors(node):
+            if isinstance(ancestor, cst.FunctionDef):
+                return ancestor
+        return None
+
+    def in_loop(self, node: cst.CSTNode) -> bool:
+        """Whether a loop of the function holding `node` runs it again and again."""
+        return loop_around(self.index, node)[0] is not None
+
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
 
@@ -134,43 +199,3 @@ class FileContext:
             return text, ()
         top = qualified.split(".", 1)[0]
         return qualified, (f"import {top}",)
-
-
-def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg
-    return None
-
-
-def has_star_kwargs(call: cst.Call) -> bool:
-    """`f(**options)` may set any keyword: rules cannot know what it holds."""
-    return any(arg.star == "**" for arg in call.args)
-
-
-def method_name(call: cst.Call) -> str | None:
-    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
-
-
-def is_false(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "False"
-
-
-def is_true(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "True"
-
-
-def is_zero(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Integer) and node.evaluated_value == 0
-
-
-__all__ = [
-    "FileContext",
-    "keyword_arg",
-    "has_star_kwargs",
-    "method_name",
-    "is_false",
-    "is_true",
-    "is_zero",
-    "dotted_name",
-]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from gpulint.linter.analysis.nodes import dotted_name
+
 # Modules that are the same API under another import path.  Resolution canonicalises to the right
 # side so rules can match one spelling: `import keras` and `tf.keras` are both Keras, and Lightning's
 # two package names are one framework.
@@ -27,18 +29,6 @@ def canonical(qualified: str) -> str:
         if qualified == prefix or qualified.startswith(prefix + "."):
             return replacement + qualified[len(prefix) :]
     return qualified
-
-
-def dotted_name(node: cst.BaseExpression) -> str | None:
-    """`a.b.c` for a Name/Attribute chain, else None (calls, subscripts, ... break the chain)."""
-    parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if not isinstance(node, cst.Name):
-        return None
-    parts.append(node.value)
-    return ".".join(reversed(parts))
 
 
 class ImportTable:

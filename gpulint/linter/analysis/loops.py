@@ -1,4 +1,4 @@
-"""The training-loop model (DESIGN §2), shared by every rule that asks "does this run every step?".
+"""The training-loop model, shared by every rule that asks "does this run every step?".
 
 Built once per module after the walk, when the whole module is known (a step function may be defined
 below the loop that calls it):
@@ -7,14 +7,18 @@ below the loop that calls it):
   `tape.gradient(...)`, `opt.apply_gradients(...)`, Keras 3 `opt.apply(...)`, `train_on_batch(...)`,
   or a call of a *step function*;
 * a *step function* is a function of this module that makes a step call outside any loop of its
-  own (`train_step`, `self._run_batch`); calling it is a step call (found to a fixpoint);
+  own (`train_step`, `self._run_batch`); calling it is a step call (found to a fixpoint).  A test
+  function (`test*`, pytest's own rule) that takes one step checks behaviour once: it is none;
 * a *step loop* is the innermost `for`/`while` that encloses a step call.  Loops around it (epochs)
   and loops without a step call (evaluation) are not step loops;
 * code runs *per step* when a step loop's body (or a `while` test) encloses it, or when it is in a
   step function or a Lightning `training_step`;
 * an *interval guard* is an `if` between the code and its step loop whose condition throttles by a
   counter (`step % 100 == 0`, `i == 0`, `step >= next_log`); `% accum_steps`, flags and rank checks
-  are not.
+  are not;
+* *per-step work* runs per step, under no interval guard, and not as the handling of a rare event
+  (in an `except` handler, or in a branch that leaves the iteration: `break`, `continue`,
+  `return`, `raise`).
 """
 
 from __future__ import annotations
@@ -23,37 +27,97 @@ import re
 
 import libcst as cst
 
-from gpulint.linter.analysis.imports import ImportTable, dotted_name
-from gpulint.linter.analysis.values import ValueOrigins, last_name
+from gpulint.linter.analysis.imports import ImportTable
+from gpulint.linter.analysis.nodes import dotted_name, last_name, method_name
+from gpulint.linter.analysis.values import ValueOrigins
 from gpulint.linter.analysis.walk import TreeIndex, names_under
 
 LOOP_TYPES = (cst.For, cst.While)
 SCOPE_TYPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 
 _OPTIMIZER_NAME = re.compile(r"optim|(^|_)opt($|_|\d|s\b)|(^|_)(adam|sgd)", re.IGNORECASE)
-_ACCUMULATION_NAME = re.compile(r"accum|grad_acc|gradient_acc|update_freq|micro", re.IGNORECASE)
+ACCUMULATION_NAME = re.compile(r"accum|grad_acc|gradient_acc|update_freq|micro", re.IGNORECASE)
 _THROTTLE_NAME = re.compile(r"next|last|prev|interval|every|freq|period|log_at|eval_at|save_at", re.IGNORECASE)
 # Method names too generic to link `obj.name()` to a same-named function of this module unless the
 # receiver is `self`: `scheduler.step()` is not a call of some class's `def step(self)`.
 _GENERIC_METHODS = frozenset({"step", "update", "apply", "run", "forward", "__call__", "call", "fit"})
+_EXITS = (cst.Break, cst.Continue, cst.Return, cst.Raise)
 
 # Text every module with a step call contains (one of): what `is_direct_step_call` recognises,
-# plus Lightning's `training_step`.  The engine's prefilter uses it for rules with `needs_step`.
+# plus Lightning's `training_step` (the prefilter of the STEPS fact).
 STEP_TOKENS = (b"backward", b".step(", b"gradient(", b"apply_gradients", b"train_on_batch", b"training_step", b".apply(")
 
 LIGHTNING_MODULES = ("lightning.pytorch.LightningModule", "lightning.LightningModule", "lightning.pytorch.core.LightningModule")
 
 
-def _receiver(call: cst.Call) -> cst.BaseExpression | None:
-    return call.func.value if isinstance(call.func, cst.Attribute) else None
+def is_direct_step_call(call: cst.Call, values: ValueOrigins) -> bool:
+    """A call that takes a training step by itself (not through a step function)."""
+    method = method_name(call)
+    if method is None:
+        return False
+    receiver = call.func.value
+    if method in ("backward", "manual_backward", "apply_gradients", "train_on_batch"):
+        return True
+    if method == "step":
+        if values.is_kind(receiver, "optimizer") or values.is_kind(receiver, "gradscaler"):
+            return True
+        if values.is_kind(receiver, "scheduler"):
+            return False
+        name = last_name(receiver) or ""
+        return bool(_OPTIMIZER_NAME.search(name) or "scaler" in name.lower()) and "sched" not in name.lower()
+    if method == "gradient":
+        name = (last_name(receiver) or "").lower()
+        return values.is_kind(receiver, "tape") or "tape" in name
+    if method == "apply":  # Keras 3 optimizer.apply(grads, variables)
+        name = last_name(receiver) or ""
+        return values.is_kind(receiver, "optimizer") or bool(_OPTIMIZER_NAME.search(name))
+    return False
 
 
-def _method(call: cst.Call) -> str | None:
-    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+def is_method(index: TreeIndex, function: cst.FunctionDef) -> bool:
+    """Whether a function is defined directly in a class body."""
+    parent = index.parent(function)
+    # FunctionDef -> IndentedBlock -> ClassDef
+    grand = index.parent(parent) if parent is not None else None
+    return isinstance(grand, cst.ClassDef)
 
 
-def _int_literal(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Integer)
+def lightning_training_steps(index: TreeIndex, imports: ImportTable) -> list[cst.FunctionDef]:
+    """The `training_step` methods of LightningModule subclasses: Lightning calls them every step."""
+    found = []
+    for function in index.nodes("FunctionDef"):
+        if function.name.value != "training_step" or not is_method(index, function):
+            continue
+        cls = index.parent(index.parent(function))
+        if any(imports.qualified_name(base.value) in LIGHTNING_MODULES for base in cls.bases):
+            found.append(function)
+    return found
+
+
+def is_test_function(function: cst.FunctionDef) -> bool:
+    """A function pytest collects (`test*`): it checks behaviour once, however many steps it takes."""
+    return function.name.value.startswith("test")
+
+
+def loop_around(index: TreeIndex, node: cst.CSTNode) -> tuple[cst.CSTNode | None, cst.FunctionDef | None]:
+    """(innermost loop that runs `node` on each iteration, innermost function) -- the loop only
+    within that function: a loop outside the function runs the definition, not the body."""
+    child = node
+    loop = None
+    for ancestor in index.ancestors(node):
+        if isinstance(ancestor, SCOPE_TYPES):
+            return loop, ancestor if isinstance(ancestor, cst.FunctionDef) else None
+        if loop is None and isinstance(ancestor, LOOP_TYPES) and runs_each_iteration(ancestor, child):
+            loop = ancestor
+        child = ancestor
+    return loop, None
+
+
+def runs_each_iteration(loop: cst.CSTNode, child: cst.CSTNode) -> bool:
+    """Whether `child` of `loop` runs on every iteration (the body, or a `while` test)."""
+    if child is loop.body:
+        return True
+    return isinstance(loop, cst.While) and child is loop.test
 
 
 class LoopModel:
@@ -69,63 +133,16 @@ class LoopModel:
         self._build()
 
     # -- building ---------------------------------------------------------------------------
-    def is_direct_step_call(self, call: cst.Call) -> bool:
-        method = _method(call)
-        if method is None:
-            return False
-        receiver = _receiver(call)
-        if method in ("backward", "manual_backward", "apply_gradients", "train_on_batch"):
-            return True
-        if method == "step":
-            if self.values.is_kind(receiver, "optimizer") or self.values.is_kind(receiver, "gradscaler"):
-                return True
-            if self.values.is_kind(receiver, "scheduler"):
-                return False
-            name = last_name(receiver) or ""
-            return bool(_OPTIMIZER_NAME.search(name) or "scaler" in name.lower()) and "sched" not in name.lower()
-        if method == "gradient":
-            name = (last_name(receiver) or "").lower()
-            return self.values.is_kind(receiver, "tape") or "tape" in name
-        if method == "apply":  # Keras 3 optimizer.apply(grads, variables)
-            name = last_name(receiver) or ""
-            return self.values.is_kind(receiver, "optimizer") or bool(_OPTIMIZER_NAME.search(name))
-        return False
-
-    def _enclosing(self, node: cst.CSTNode) -> tuple[cst.CSTNode | None, cst.CSTNode | None]:
-        """(innermost loop whose body holds node, innermost function) -- loop only within that function."""
-        child = node
-        loop = None
-        for ancestor in self.index.ancestors(node):
-            if isinstance(ancestor, SCOPE_TYPES):
-                return loop, ancestor if isinstance(ancestor, cst.FunctionDef) else None
-            if loop is None and isinstance(ancestor, LOOP_TYPES) and self._runs_each_iteration(ancestor, child):
-                loop = ancestor
-            child = ancestor
-        return loop, None
-
-    @staticmethod
-    def _runs_each_iteration(loop: cst.CSTNode, child: cst.CSTNode) -> bool:
-        if child is loop.body:
-            return True
-        return isinstance(loop, cst.While) and child is loop.test
-
     def _callee_functions(self, call: cst.Call, functions_by_name: dict[str, list[cst.FunctionDef]]) -> list[cst.FunctionDef]:
         func = call.func
         if isinstance(func, cst.Name):
-            return [f for f in functions_by_name.get(func.value, ()) if not self.is_method(f)]
+            return [f for f in functions_by_name.get(func.value, ()) if not is_method(self.index, f)]
         if isinstance(func, cst.Attribute):
             name = func.attr.value
             receiver = dotted_name(func.value)
             if receiver in ("self", "cls") or (name not in _GENERIC_METHODS and ("step" in name or "batch" in name or "train" in name)):
-                return [f for f in functions_by_name.get(name, ()) if self.is_method(f)]
+                return [f for f in functions_by_name.get(name, ()) if is_method(self.index, f)]
         return []
-
-    def is_method(self, function: cst.FunctionDef) -> bool:
-        """Whether a function is defined directly in a class body."""
-        parent = self.index.parent(function)
-        # FunctionDef -> IndentedBlock -> ClassDef
-        grand = self.index.parent(parent) if parent is not None else None
-        return isinstance(grand, cst.ClassDef)
 
     def _build(self) -> None:
         calls: list[cst.Call] = self.index.nodes("Call")
@@ -133,10 +150,10 @@ class LoopModel:
         functions_by_name: dict[str, list[cst.FunctionDef]] = {}
         for function in functions:
             functions_by_name.setdefault(function.name.value, []).append(function)
-        self._find_lightning_steps(functions)
+        self.lightning_steps = {id(f) for f in lightning_training_steps(self.index, self.imports)}
 
-        placement = {id(call): self._enclosing(call) for call in calls}
-        step_calls = {id(call) for call in calls if self.is_direct_step_call(call)}
+        placement = {id(call): loop_around(self.index, call) for call in calls}
+        step_calls = {id(call) for call in calls if is_direct_step_call(call, self.values)}
         # Functions that step themselves (not only through calls): an uncalled one is a hook.
         self._direct_steppers = {
             id(placement[id(call)][1]) for call in calls
@@ -156,12 +173,11 @@ class LoopModel:
                         changed = True
                 if id(call) in step_calls:
                     loop, function = placement[id(call)]
-                    # A pytest test that takes one step checks behaviour once; it is not a step.
                     if (
                         loop is None
                         and function is not None
                         and id(function) not in self.step_functions
-                        and not function.name.value.startswith("test_")
+                        and not is_test_function(function)
                     ):
                         self.step_functions.add(id(function))
                         changed = True
@@ -200,16 +216,6 @@ class LoopModel:
                     self.per_step_functions.add(id(function))
                     changed = True
 
-    def _find_lightning_steps(self, functions: list[cst.FunctionDef]) -> None:
-        for function in functions:
-            if function.name.value != "training_step" or not self.is_method(function):
-                continue
-            cls = self.index.parent(self.index.parent(function))
-            for base in cls.bases:
-                qualified = self.imports.qualified_name(base.value)
-                if qualified and qualified in LIGHTNING_MODULES:
-                    self.lightning_steps.add(id(function))
-
     # -- queries ----------------------------------------------------------------------------
     def _per_step_boundary(self, node: cst.CSTNode) -> tuple[cst.CSTNode | None, list[tuple[cst.CSTNode, cst.CSTNode]]]:
         """The step loop or step function that makes `node` run per step, and the path to it.
@@ -220,7 +226,7 @@ class LoopModel:
         child = node
         for ancestor in self.index.ancestors(node):
             path.append((ancestor, child))
-            if isinstance(ancestor, LOOP_TYPES) and id(ancestor) in self.step_loops and self._runs_each_iteration(ancestor, child):
+            if isinstance(ancestor, LOOP_TYPES) and id(ancestor) in self.step_loops and runs_each_iteration(ancestor, child):
                 return ancestor, path
             if isinstance(ancestor, cst.FunctionDef):
                 if id(ancestor) in self.per_step_functions or id(ancestor) in self.lightning_steps:
@@ -257,9 +263,27 @@ class LoopModel:
                 return ancestor
         return None
 
-    def per_step_unguarded(self, node: cst.CSTNode) -> bool:
-        """The question most in-loop rules ask: runs every step and nothing throttles it."""
-        return self.per_step(node) and self.interval_guard(node) is None
+    def per_step_work(self, node: cst.CSTNode) -> bool:
+        """The question most in-loop rules ask: runs every step, nothing throttles it, and it is not
+        the handling of a rare event."""
+        return self.per_step(node) and self.interval_guard(node) is None and not self.in_event_branch(node)
+
+    def in_event_branch(self, node: cst.CSTNode) -> bool:
+        """Whether `node` sits in an `except` handler or in an `if` branch that ends the iteration
+        (break/continue/return/raise), between it and its step loop."""
+        boundary = self.step_boundary(node)
+        child = node
+        for ancestor in self.index.ancestors(node):
+            if ancestor is boundary:
+                return False
+            if isinstance(ancestor, cst.ExceptHandler):
+                return True
+            if isinstance(ancestor, (cst.If, cst.Else)) and isinstance(child, cst.IndentedBlock):
+                for statement in child.body:
+                    if isinstance(statement, cst.SimpleStatementLine) and any(isinstance(s, _EXITS) for s in statement.body):
+                        return True
+            child = ancestor
+        return False
 
     def step_counter(self, node: cst.CSTNode) -> str | None:
         """A counter of the step loop around `node`, for guard fixes: `step` in `for step, b in
@@ -307,7 +331,7 @@ def is_interval_condition(test: cst.BaseExpression) -> bool:
             if isinstance(operator, (cst.Equal, cst.NotEqual)) and (_has_modulo(left) or _has_modulo(right)):
                 # `step % 100 == 0` throttles; `(step + 1) % accum_steps == 0` does not.
                 return isinstance(operator, cst.Equal) and (_is_modulo(left) or _is_modulo(right))
-            if isinstance(operator, cst.Equal) and (_int_literal(right) or _int_literal(left)):
+            if isinstance(operator, cst.Equal) and (isinstance(right, cst.Integer) or isinstance(left, cst.Integer)):
                 # `i == 0`: a counter hitting one value.  A rank check is not a throttle.
                 names = names_under(left) | names_under(right)
                 return not any("rank" in n.lower() or "local" in n.lower() for n in names)
@@ -334,4 +358,4 @@ def _is_modulo(node: cst.BaseExpression) -> bool:
         return False
     if isinstance(node.left, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
         return False  # string formatting, not arithmetic
-    return not any(_ACCUMULATION_NAME.search(n) for n in names_under(node.right))
+    return not any(ACCUMULATION_NAME.search(n) for n in names_under(node.right))

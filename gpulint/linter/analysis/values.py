@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from gpulint.linter.analysis.imports import ImportTable, dotted_name
+from gpulint.linter.analysis.imports import ImportTable
 
 
 @dataclass(frozen=True)
@@ -168,13 +168,3 @@ class ValueOrigins:
             return any(self._is_kind(value, kind, seen) for value in self.assigned.get(key, ()))
         finally:
             seen.discard(key)
-
-
-def last_name(expr: cst.BaseExpression) -> str | None:
-    """The rightmost name of `a.b.c` (`c`), or of a call's receiver chain; None otherwise."""
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value
-    dotted = dotted_name(expr)
-    return dotted.rsplit(".", 1)[-1] if dotted else None

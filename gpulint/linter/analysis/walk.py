@@ -14,6 +14,8 @@ from typing import Iterable
 
 import libcst as cst
 
+from gpulint.linter.analysis.nodes import dotted_name
+
 # Fields that hold only formatting (whitespace, comments, parentheses, commas) or plain strings.
 # Skipping them is where most of the walk's speed comes from: they are the bulk of the tree.
 _SKIPPED_FIELDS = frozenset(
@@ -133,3 +135,23 @@ class TreeIndex:
 
     def nodes(self, type_name: str) -> list[cst.CSTNode]:
         return self.by_type.get(type_name, [])
+
+
+def words_under(node: cst.CSTNode) -> set[str]:
+    """Every identifier, dotted name and string value under `node` (`torch.cuda.is_available()`
+    gives "torch", "cuda", "is_available", "torch.cuda", "torch.cuda.is_available")."""
+    words: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            words.add(current.value)
+        elif isinstance(current, cst.Attribute):
+            dotted = dotted_name(current)
+            if dotted:
+                words.add(dotted)
+            words.add(current.attr.value)
+        elif isinstance(current, cst.SimpleString):
+            words.add(current.evaluated_value if isinstance(current.evaluated_value, str) else "")
+        stack.extend(iter_children(current))
+    return words

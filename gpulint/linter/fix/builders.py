@@ -1,16 +1,17 @@
 """Building blocks that rules use to describe their fixes.
 
 Each returns a `Fix` (or None when no correct fix can be written); nothing here touches the file.
-The fixer (fixer.py) applies fixes, re-parses and re-lints.
+The fixer (fixer.py) applies them; passes.py re-parses and re-lints between passes.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.linter.analysis.context import FileContext, keyword_arg
-from gpulint.linter.findings import Applicability, Fix
+from gpulint.linter.analysis.context import FileContext
+from gpulint.linter.analysis.nodes import keyword_arg
 from gpulint.linter.analysis.walk import names_under
+from gpulint.linter.findings import Applicability, Fix
 
 
 def set_keyword(
@@ -169,3 +170,17 @@ def _loop_reads_after(ctx: FileContext, block: cst.IndentedBlock, names: set[str
             break
         child = ancestor
     return False
+
+
+def insert_after(statement: cst.SimpleStatementLine, code: str, applicability: Applicability, message: str,
+                 imports: tuple[str, ...] = ()) -> Fix:
+    """Add the statement `code` on the line after `statement`."""
+    new = cst.parse_statement(code)
+    return Fix(applicability, message, {statement: cst.FlattenSentinel([statement, new])}, imports)
+
+
+def insert_before(statement: cst.CSTNode, code: str, applicability: Applicability, message: str,
+                  imports: tuple[str, ...] = ()) -> Fix:
+    """Add the statement `code` before `statement`, taking over the blank lines and comments above it."""
+    new = cst.parse_statement(code).with_changes(leading_lines=statement.leading_lines)
+    return Fix(applicability, message, {statement: cst.FlattenSentinel([new, statement.with_changes(leading_lines=())])}, imports)

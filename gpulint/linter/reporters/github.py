@@ -23,7 +23,7 @@ def escape_property(text: str) -> str:
 
 
 def _command(finding: Finding) -> str:
-    from gpulint.linter.rule import rules_by_code
+    from gpulint.rules import rules_by_code
 
     rule = rules_by_code().get(finding.code)
     if finding.severity == "error":

@@ -15,7 +15,7 @@ from gpulint.linter.run.outcome import RunResult
 
 
 def _severity(finding: Finding) -> str:
-    from gpulint.linter.rule import rules_by_code
+    from gpulint.rules import rules_by_code
 
     if finding.severity == "error":
         return "critical"

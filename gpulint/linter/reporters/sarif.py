@@ -87,7 +87,7 @@ def _level(finding: Finding) -> str:
 
 def _rule_descriptor(code: str, name: str, fallback_message: str) -> dict:
     from gpulint import DOCS_URL
-    from gpulint.linter.rule import rules_by_code
+    from gpulint.rules import rules_by_code
 
     rule = rules_by_code().get(code)
     if rule is None:  # GL000 syntax errors have no rule class

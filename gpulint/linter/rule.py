@@ -117,18 +117,18 @@ class Invalid(Case):
     """Code the rule must report at exactly `findings` ("row:column", 1-based, in source order).
 
     `fixed` is the code after the rule's fixes (unsafe ones included; None: no finding offers a
-    fix), `applicability` the safety every offered fix must have (default: the rule's), `message`
-    the first finding's message when the case is about it."""
+    fix), `applicability` the safety every offered fix must have (default: the rule's), `messages`
+    the findings' messages when the case is about them."""
 
     def __init__(self, code: str, *findings: str, fixed: str | None = None, applicability: Applicability | None = None,
-                 message: str | None = None, **case: Any) -> None:
+                 messages: tuple[str, ...] | None = None, **case: Any) -> None:
         super().__init__(code, **case)
         if not findings:
             raise ValueError("an Invalid case names where its findings are")
         self.findings = findings
         self.fixed = None if fixed is None else case.get("header", "") + textwrap.dedent(fixed).lstrip("\n")
         self.applicability = applicability
-        self.message = message
+        self.messages = messages
 
 
 class Rule:

@@ -12,6 +12,7 @@ from gpulint.linter.analysis.pytorch import MODULE_NAME, is_device_target
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import CUDA_SCRIPT
 
 # Parameters of a step function that hold a batch (`def train_step(model, batch, optimizer)`).
 _BATCH_PARAM = re.compile(r"batch|^(inputs?|targets?|labels?|images?|imgs?|samples?|data|x|y|xb|yb|features|tokens|input_ids|masks?)$", re.I)
@@ -71,6 +72,136 @@ class BlockingHostToDeviceCopy(Rule):
     requires = {TORCH, ACCELERATOR, STEPS}
     tokens = (".to(", ".cuda(")
     fix_applicability = Applicability.SAFE
+
+    VALID = [
+        # asynchronous already, a dtype, the host, the model, not the batch, throttled
+        Valid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    x = x.to(device, non_blocking=True)
+                    y = y.cuda(non_blocking=True)
+                    x = x.to(torch.float16)
+                    y = y.to("cpu")
+                    model.to(device)
+                    w = weights.to(device)
+                    if step % 100 == 0:
+                        z = x.to(device)
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # an evaluation loop takes no step
+        Valid(
+            """
+            for x, y in val_loader:
+                pred = model(x.to(device))
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # no accelerator in the module
+        Valid(
+            """
+            import torch
+            for x in loader:
+                x = x.to(dev)
+                model(x).sum().backward()
+                opt.step()
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    x = x.to(device)
+                    y = y.cuda()
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+            """,
+            "6:13", "7:13",
+            header=CUDA_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    x = x.to(device, non_blocking=True)
+                    y = y.cuda(non_blocking=True)
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        ),
+        # views of the batch and a dict comprehension over it
+        Invalid(
+            """
+            for batch in loader:
+                inputs, labels = batch
+                inputs = inputs.to(device)
+                ids = batch["input_ids"].to(device)
+                batch = {k: v.to(device) for k, v in batch.items()}
+                model(inputs).loss.backward()
+                optimizer.step()
+            """,
+            "6:14", "7:30", "8:17",
+            header=CUDA_SCRIPT,
+            fixed="""
+            for batch in loader:
+                inputs, labels = batch
+                inputs = inputs.to(device, non_blocking=True)
+                ids = batch["input_ids"].to(device, non_blocking=True)
+                batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+                model(inputs).loss.backward()
+                optimizer.step()
+            """,
+        ),
+        # a batch parameter of a step function
+        Invalid(
+            """
+            def train_step(model, batch, optimizer):
+                batch = batch.to(device)
+                model.to(device)
+                loss = model(batch).sum()
+                loss.backward()
+                optimizer.step()
+            """,
+            "5:13",
+            header=CUDA_SCRIPT,
+            fixed="""
+            def train_step(model, batch, optimizer):
+                batch = batch.to(device, non_blocking=True)
+                model.to(device)
+                loss = model(batch).sum()
+                loss.backward()
+                optimizer.step()
+            """,
+        ),
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    x = x.to(device)  # comment
+                    y = y.cuda()
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+            """,
+            "6:13", "7:13",
+            header=CUDA_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    x = x.to(device, non_blocking=True)  # comment
+                    y = y.cuda(non_blocking=True)
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        ),
+    ]
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)

@@ -13,6 +13,7 @@ from gpulint.linter.analysis.values import target_key
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import CUDA_SCRIPT
 
 # Builtins that take a loader without iterating it.
 _NOT_ITERATING = frozenset({"print", "len", "isinstance", "type", "id", "repr", "str", "getattr", "hasattr", "setattr"})
@@ -73,6 +74,187 @@ class DataLoaderRespawn(Rule):
     requires = {TORCH, ACCELERATOR}
     tokens = ("DataLoader",)
     fix_applicability = Applicability.SAFE
+
+    VALID = [
+        Valid(
+            """
+            loader = DataLoader(ds, num_workers=4, pin_memory=True, persistent_workers=True)
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x.to(device, non_blocking=True)).sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # no workers: GL101's
+        Valid(
+            """
+            loader = DataLoader(ds, num_workers=0, pin_memory=True)
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x.to(device, non_blocking=True)).sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # a single pass
+        Valid(
+            """
+            loader = DataLoader(ds, num_workers=4)
+            for x, y in loader:
+                model(x).sum().backward()
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # a new loader each epoch
+        Valid(
+            """
+            for epoch in range(10):
+                loader = DataLoader(ds, num_workers=4)
+                for x in loader:
+                    model(x).sum().backward()
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # print and len do not iterate
+        Valid(
+            """
+            loader = DataLoader(ds, num_workers=4)
+            for epoch in range(3):
+                print(len(loader), loader)
+            """,
+            header=CUDA_SCRIPT,
+        ),
+    ]
+    INVALID = [
+        # iterated every epoch
+        Invalid(
+            """
+            loader = DataLoader(ds, num_workers=4, pin_memory=True)
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x.to(device, non_blocking=True)).sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
+            "4:10",
+            header=CUDA_SCRIPT,
+            fixed="""
+            loader = DataLoader(ds, num_workers=4, pin_memory=True, persistent_workers=True)
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x.to(device, non_blocking=True)).sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
+        ),
+        # a variable worker count
+        Invalid(
+            """
+            loader = DataLoader(ds, num_workers=args.workers, pin_memory=True)
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x.to(device, non_blocking=True)).sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
+            "4:10",
+            header=CUDA_SCRIPT,
+            fixed="""
+            loader = DataLoader(ds, num_workers=args.workers, pin_memory=True, persistent_workers=args.workers > 0)
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x.to(device, non_blocking=True)).sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
+        ),
+        # iterated by a function called from a loop
+        Invalid(
+            """
+            class Runner:
+                def __init__(self):
+                    self.loader = DataLoader(ds, num_workers=4)
+                def train_epoch(self):
+                    for batch in self.loader:
+                        self.model(batch).sum().backward()
+                def fit(self):
+                    for epoch in range(3):
+                        self.train_epoch()
+            """,
+            "6:23",
+            header=CUDA_SCRIPT,
+            fixed="""
+            class Runner:
+                def __init__(self):
+                    self.loader = DataLoader(ds, num_workers=4, persistent_workers=True)
+                def train_epoch(self):
+                    for batch in self.loader:
+                        self.model(batch).sum().backward()
+                def fit(self):
+                    for epoch in range(3):
+                        self.train_epoch()
+            """,
+        ),
+        # passed to a call inside a loop
+        Invalid(
+            """
+            val_loader = DataLoader(ds, num_workers=4)
+            for epoch in range(3):
+                acc = evaluate(model, val_loader)
+                print(len(val_loader))
+            """,
+            "4:14",
+            header=CUDA_SCRIPT,
+            fixed="""
+            val_loader = DataLoader(ds, num_workers=4, persistent_workers=True)
+            for epoch in range(3):
+                acc = evaluate(model, val_loader)
+                print(len(val_loader))
+            """,
+        ),
+        # returned by a Lightning hook that is called every epoch
+        Invalid(
+            """
+            class Data:
+                def train_dataloader(self):
+                    return DataLoader(self.train, num_workers=8)
+                def test_dataloader(self):
+                    return DataLoader(self.test, num_workers=8)
+            """,
+            "6:16",
+            header=CUDA_SCRIPT,
+            fixed="""
+            class Data:
+                def train_dataloader(self):
+                    return DataLoader(self.train, num_workers=8, persistent_workers=True)
+                def test_dataloader(self):
+                    return DataLoader(self.test, num_workers=8)
+            """,
+        ),
+        # the dataset changes between epochs: the fix is unsafe
+        Invalid(
+            """
+            loader = DataLoader(ds, num_workers=4)
+            for epoch in range(10):
+                ds.set_epoch(epoch)
+                for x in loader:
+                    model(x).sum().backward()
+            """,
+            "4:10",
+            header=CUDA_SCRIPT,
+            fixed="""
+            loader = DataLoader(ds, num_workers=4, persistent_workers=True)
+            for epoch in range(10):
+                ds.set_epoch(epoch)
+                for x in loader:
+                    model(x).sum().backward()
+            """,
+            applicability=Applicability.UNSAFE,
+        ),
+    ]
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)

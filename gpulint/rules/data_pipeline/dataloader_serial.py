@@ -10,6 +10,7 @@ from gpulint.linter.analysis.pytorch import dataloader_dataset, is_dataloader
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import CUDA_SCRIPT
 from gpulint.rules.options import NUM_WORKERS
 
 
@@ -61,6 +62,108 @@ class DataLoaderSerial(Rule):
     tokens = ("DataLoader",)
     fix_applicability = Applicability.UNSAFE
     options = (NUM_WORKERS,)
+
+    VALID = [
+        # no accelerator in the module
+        Valid(
+            """
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds)
+            """,
+        ),
+        # tensors already in memory
+        Valid(
+            """
+            from torch.utils.data import TensorDataset
+            ds = TensorDataset(x, y)
+            loader = DataLoader(ds, batch_size=32)
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # text in comments and strings
+        Valid(
+            """
+            # loader = DataLoader(ds)
+            doc = "DataLoader(ds) without workers"
+            """,
+            header=CUDA_SCRIPT,
+        ),
+    ]
+    INVALID = [
+        # absent or zero workers; set ones (a variable, positionally) and **kwargs are the user's choice
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader
+            device = torch.device("cuda")
+            a = DataLoader(ds, batch_size=32)
+            b = DataLoader(ds, batch_size=32, num_workers=0)
+            c = DataLoader(ds, batch_size=32, num_workers=4)
+            d = DataLoader(ds, batch_size=32, num_workers=args.workers)
+            e = DataLoader(ds, 32, True, None, None, 4)
+            f = DataLoader(ds, **options)
+            """,
+            "4:5", "5:5",
+            fixed="""
+            import os
+            import torch
+            from torch.utils.data import DataLoader
+            device = torch.device("cuda")
+            a = DataLoader(ds, batch_size=32, num_workers=min(8, os.cpu_count() or 1))
+            b = DataLoader(ds, batch_size=32, num_workers=min(8, os.cpu_count() or 1))
+            c = DataLoader(ds, batch_size=32, num_workers=4)
+            d = DataLoader(ds, batch_size=32, num_workers=args.workers)
+            e = DataLoader(ds, 32, True, None, None, 4)
+            f = DataLoader(ds, **options)
+            """,
+        ),
+        # aliased imports
+        Invalid(
+            """
+            import torch.utils.data as tud
+            from torch.utils.data import DataLoader as DL
+            x = torch.zeros(1).cuda()
+            a = tud.DataLoader(ds)
+            b = DL(ds)
+            """,
+            "4:5", "5:5",
+            fixed="""
+            import os
+            import torch.utils.data as tud
+            from torch.utils.data import DataLoader as DL
+            x = torch.zeros(1).cuda()
+            a = tud.DataLoader(ds, num_workers=min(8, os.cpu_count() or 1))
+            b = DL(ds, num_workers=min(8, os.cpu_count() or 1))
+            """,
+        ),
+        # the fix imports os once and keeps comments
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader
+            device = torch.device("cuda")
+            loader = DataLoader(ds, batch_size=32)  # keep me
+            other = 1  # and me
+            """,
+            "4:10",
+            fixed="""
+            import os
+            import torch
+            from torch.utils.data import DataLoader
+            device = torch.device("cuda")
+            loader = DataLoader(ds, batch_size=32, num_workers=min(8, os.cpu_count() or 1))  # keep me
+            other = 1  # and me
+            """,
+        ),
+        # the configured expression
+        Invalid(
+            "loader = DataLoader(ds, num_workers=0)\n",
+            "4:10",
+            header=CUDA_SCRIPT,
+            fixed="loader = DataLoader(ds, num_workers=4)\n",
+            options={'num-workers': '4'},
+        ),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if not is_dataloader(self.ctx, node) or has_star_kwargs(node):

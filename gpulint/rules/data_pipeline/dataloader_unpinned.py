@@ -10,6 +10,7 @@ from gpulint.linter.analysis.pytorch import is_dataloader
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import CUDA_SCRIPT
 
 
 class DataLoaderUnpinned(Rule):
@@ -51,6 +52,55 @@ class DataLoaderUnpinned(Rule):
     requires = {TORCH, ACCELERATOR}
     tokens = ("DataLoader",)
     fix_applicability = Applicability.SAFE
+
+    VALID = [
+        # CPU module
+        Valid(
+            """
+            from torch.utils.data import DataLoader
+            l = DataLoader(ds, num_workers=2)
+            """,
+        ),
+    ]
+    INVALID = [
+        # absent or False; a variable is the user's choice
+        Invalid(
+            """
+            a = DataLoader(ds, num_workers=4)
+            b = DataLoader(ds, num_workers=4, pin_memory=False)
+            c = DataLoader(ds, num_workers=4, pin_memory=True)
+            d = DataLoader(ds, num_workers=4, pin_memory=args.pin)
+            """,
+            "4:5", "5:5",
+            header=CUDA_SCRIPT,
+            fixed="""
+            a = DataLoader(ds, num_workers=4, pin_memory=True)
+            b = DataLoader(ds, num_workers=4, pin_memory=True)
+            c = DataLoader(ds, num_workers=4, pin_memory=True)
+            d = DataLoader(ds, num_workers=4, pin_memory=args.pin)
+            """,
+        ),
+        # the fix keeps a multi-line layout
+        Invalid(
+            """
+            loader = DataLoader(  # comment kept
+                ds,
+                batch_size=32,
+                num_workers=4,
+            )
+            """,
+            "4:10",
+            header=CUDA_SCRIPT,
+            fixed="""
+            loader = DataLoader(  # comment kept
+                ds,
+                batch_size=32,
+                num_workers=4,
+                pin_memory=True,
+            )
+            """,
+        ),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if not is_dataloader(self.ctx, node) or has_star_kwargs(node):

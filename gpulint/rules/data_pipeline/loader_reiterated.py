@@ -7,6 +7,7 @@ import libcst as cst
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
 from gpulint.linter.analysis.nodes import dotted_name
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import CUDA_SCRIPT
 
 
 class LoaderReiterated(Rule):
@@ -56,6 +57,43 @@ class LoaderReiterated(Rule):
     message = "DataLoader iterated just to {what}: every call loads batches (and starts workers) again"
     requires = {TORCH, ACCELERATOR}
     tokens = ("DataLoader",)
+
+    VALID = [
+        # one peek before the loop, len(), not a loader
+        Valid(
+            """
+            loader = DataLoader(ds, num_workers=4)
+            first = next(iter(loader))
+            n = len(loader)
+            for epoch in range(3):
+                it = iter(loader)
+                cached = len(list(files))
+                other = next(iter(items))
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # no accelerator in the module
+        Valid(
+            """
+            from torch.utils.data import DataLoader
+            l = DataLoader(d)
+            n = len(list(l))
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            loader = DataLoader(ds, num_workers=4)
+            n = len(list(loader))
+            for epoch in range(3):
+                first = next(iter(loader))
+                m = len(tuple(loader))
+            """,
+            "5:5", "7:13", "8:9",
+            header=CUDA_SCRIPT,
+        ),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         outer = dotted_name(node.func)

@@ -58,6 +58,34 @@ class DataParallel(Rule):
     requires = {TORCH}
     tokens = ("DataParallel", "data_parallel")
 
+    VALID = [
+        Valid(
+            """
+            import torch.nn as nn
+            from torch.nn.parallel import DistributedDataParallel
+            ok = isinstance(model, nn.DataParallel)  # a type check, not a wrap
+            m = DistributedDataParallel(model)
+            s = "nn.DataParallel(model)"
+            """,
+        ),
+    ]
+    INVALID = [
+        # however imported, and the functional form
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            from torch.nn import DataParallel as DP
+            from torch.nn.parallel import data_parallel
+            a = nn.DataParallel(model)
+            b = DP(model)
+            c = torch.nn.parallel.DataParallel(model)
+            d = data_parallel(model, inputs)
+            """,
+            "5:5", "6:5", "7:5", "8:5",
+        ),
+    ]
+
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.call_qualified_name(node) in DATA_PARALLEL:
             self.report(node)

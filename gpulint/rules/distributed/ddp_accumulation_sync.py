@@ -71,6 +71,177 @@ class DdpAccumulationSync(Rule):
     requires = {STEPS}
     tokens = ("DistributedDataParallel", "FullyShardedDataParallel", "Accelerator")
 
+    VALID = [
+        # no_sync()
+        Valid(
+            """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            model = DDP(net.cuda(), device_ids=[rank])
+            optimizer = torch.optim.AdamW(model.parameters())
+            for epoch in range(3):
+                for step, batch in enumerate(loader):
+                    with model.no_sync():
+                        loss = model(batch) / accum_steps
+                        loss.backward()
+                    if (step + 1) % accum_steps == 0:
+                        optimizer.step()
+                        optimizer.zero_grad()
+            """,
+        ),
+        # the flag
+        Valid(
+            """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            model = DDP(net.cuda(), device_ids=[rank])
+            optimizer = torch.optim.AdamW(model.parameters())
+            for epoch in range(3):
+                for step, batch in enumerate(loader):
+                    loss = model(batch) / accum_steps
+                    model.require_backward_grad_sync = (step + 1) % accum_steps == 0
+                    loss.backward()
+                    if (step + 1) % accum_steps == 0:
+                        optimizer.step()
+                        optimizer.zero_grad()
+            """,
+        ),
+        # accelerator.accumulate()
+        Valid(
+            """
+            from accelerate import Accelerator
+            accelerator = Accelerator(gradient_accumulation_steps=4)
+            for batch in loader:
+                with accelerator.accumulate(model):
+                    loss = model(batch)
+                    accelerator.backward(loss)
+                    optimizer.step()
+            """,
+        ),
+        # no DDP: accumulation is fine
+        Valid(
+            """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            model = net.cuda()
+            optimizer = torch.optim.AdamW(model.parameters())
+            for epoch in range(3):
+                for step, batch in enumerate(loader):
+                    loss = model(batch) / accum_steps
+                    loss.backward()
+                    if (step + 1) % accum_steps == 0:
+                        optimizer.step()
+                        optimizer.zero_grad()
+            """,
+        ),
+        # no accumulation, a logging interval only
+        Valid(
+            """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            model = DDP(net.cuda(), device_ids=[rank])
+            optimizer = torch.optim.AdamW(model.parameters())
+            for epoch in range(3):
+                for step, batch in enumerate(loader):
+                    loss = model(batch) / accum_steps
+                    loss.backward()
+                    optimizer.step()
+                    if step % 100 == 0:
+                        print(step)
+            """,
+        ),
+        # the backward under the same guard: nothing is accumulated
+        Valid(
+            """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            model = DDP(net.cuda(), device_ids=[rank])
+            optimizer = torch.optim.AdamW(model.parameters())
+            for epoch in range(3):
+                for step, batch in enumerate(loader):
+                    loss = model(batch) / accum_steps
+                    if (step + 1) % accum_steps == 0:
+                        loss.backward()
+                        optimizer.step()
+                        optimizer.zero_grad()
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            model = DDP(net.cuda(), device_ids=[rank])
+            optimizer = torch.optim.AdamW(model.parameters())
+            for epoch in range(3):
+                for step, batch in enumerate(loader):
+                    loss = model(batch) / accum_steps
+                    loss.backward()
+                    if (step + 1) % accum_steps == 0:
+                        optimizer.step()
+                        optimizer.zero_grad()
+            """,
+            "9:9",
+        ),
+        # a literal modulo, a scaler's step
+        Invalid(
+            """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            model = DDP(net.cuda(), device_ids=[rank])
+            optimizer = torch.optim.AdamW(model.parameters())
+            for epoch in range(3):
+                for step, batch in enumerate(loader):
+                    loss = model(batch) / accum_steps
+                    loss.backward()
+                    if step % 4 == 3:
+                        scaler.step(optimizer)
+                        optimizer.zero_grad()
+            """,
+            "9:9",
+        ),
+        # Accelerate without accumulate() (its own test scripts)
+        Invalid(
+            """
+            from accelerate import Accelerator
+            accelerator = Accelerator()
+            for step, batch in enumerate(loader):
+                loss = model(**batch).loss / gradient_accumulation_steps
+                accelerator.backward(loss)
+                if step % gradient_accumulation_steps == 0:
+                    optimizer.step()
+            """,
+            "5:5",
+        ),
+        # no_sync in a comment does not count
+        Invalid(
+            """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            model = DDP(net.cuda(), device_ids=[rank])
+            optimizer = torch.optim.AdamW(model.parameters())
+            for epoch in range(3):
+                for step, batch in enumerate(loader):
+                    loss = model(batch) / accum_steps
+                    loss.backward()
+                    if (step + 1) % accum_steps == 0:
+                        optimizer.step()
+                        optimizer.zero_grad()
+            # TODO: no_sync()
+            """,
+            "9:9",
+        ),
+    ]
+
     def finish(self) -> None:
         wrappers = DDP + FSDP + ACCELERATE_ACCELERATORS
         if not any(self.ctx.call_qualified_name(call) in wrappers for call in self.ctx.index.nodes("Call")):

@@ -52,6 +52,39 @@ class DdpFindUnused(Rule):
     # given the keyword -- a registry that *offers* the option, a test helper -- is not a choice.
     CALLEES = re.compile(r"DDP|DistributedDataParallel|Strategy$|TrainingArguments$|Kwargs$|^Trainer$|^Fabric$")
 
+    VALID = [
+        Valid(
+            """
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            a = DDP(model, find_unused_parameters=False)
+            b = DDP(model, find_unused_parameters=args.find_unused)
+            # find_unused_parameters=True is slow
+            # Lightning registering the strategy it offers is not a choice of it:
+            strategy_registry.register("ddp_find_unused_parameters_true", cls, find_unused_parameters=True)
+            """,
+        ),
+    ]
+    INVALID = [
+        # every spelling
+        Invalid(
+            """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            from lightning.pytorch.strategies import DDPStrategy
+            from accelerate.utils import DistributedDataParallelKwargs
+            import lightning as L
+            from transformers import TrainingArguments
+            a = DDP(model, find_unused_parameters=True)
+            b = DDPStrategy(find_unused_parameters=True)
+            c = DistributedDataParallelKwargs(find_unused_parameters=True)
+            d = L.Trainer(strategy="ddp_find_unused_parameters_true")
+            e = TrainingArguments("out", ddp_find_unused_parameters=True)
+            f = torch.nn.parallel.DistributedDataParallel(model, device_ids=[0], find_unused_parameters=True)
+            """,
+            "7:5", "8:5", "9:5", "10:5", "11:5", "12:5",
+        ),
+    ]
+
     def visit_Call(self, node: cst.Call) -> None:
         callee = last_name(node.func) or ""
         if not self.CALLEES.search(callee):

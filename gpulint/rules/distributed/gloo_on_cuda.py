@@ -63,6 +63,125 @@ class GlooOnCuda(Rule):
     tokens = ("gloo",)
     fix_applicability = Applicability.UNSAFE
 
+    VALID = [
+        # gloo as a fallback: no CUDA, no NCCL, another platform, NCCL failed; a mixed string
+        Valid(
+            """
+            import sys
+            import torch
+            import torch.distributed as dist
+            from torch.distributed import init_process_group as ipg
+            dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+            backend = "nccl" if dist.is_nccl_available() else "gloo"
+            dist.init_process_group(backend)
+            if sys.platform == "win32":
+                ipg("gloo")
+            if not torch.cuda.is_available():
+                dist.init_process_group("gloo")
+            if torch.cuda.is_available():
+                dist.init_process_group("nccl")
+            else:
+                dist.init_process_group("gloo")
+            try:
+                dist.init_process_group("nccl")
+            except RuntimeError:
+                dist.init_process_group("gloo")
+            dist.init_process_group("cpu:gloo,cuda:nccl")
+            dist.new_group(backend="gloo")  # a CPU side group next to NCCL
+            x = torch.zeros(1).cuda()
+            """,
+        ),
+        # CPU training: gloo is right
+        Valid(
+            """
+            import torch.distributed as dist
+            dist.init_process_group("gloo")
+            """,
+        ),
+        # tests pick gloo to run on CI machines without GPUs (torch's own)
+        Valid(
+            """
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group("gloo")
+            x = torch.zeros(1).cuda()
+            """,
+            path='tests/distributed/test_ddp.py',
+        ),
+        Valid(
+            """
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group(backend='nccl', world_size=2)
+            x = torch.zeros(1).cuda()
+            """,
+        ),
+    ]
+    INVALID = [
+        # a literal (keyword or positional), or a variable only ever set to it (no fix)
+        Invalid(
+            """
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group(backend="gloo")
+            dist.init_process_group("gloo", rank=0)
+            backend = "gloo"
+            dist.init_process_group(backend=backend)
+            x = torch.zeros(1).cuda()
+            """,
+            "3:1", "4:1", "6:1",
+            fixed="""
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group(backend="nccl")
+            dist.init_process_group("nccl", rank=0)
+            backend = "gloo"
+            dist.init_process_group(backend=backend)
+            x = torch.zeros(1).cuda()
+            """,
+        ),
+        # the else of a platform check is the ordinary path
+        Invalid(
+            """
+            import sys
+            import torch
+            import torch.distributed as dist
+            if sys.platform == "win32":
+                dist.init_process_group("gloo")
+            else:
+                dist.init_process_group("gloo")
+            x = torch.zeros(1).cuda()
+            """,
+            "7:5",
+            fixed="""
+            import sys
+            import torch
+            import torch.distributed as dist
+            if sys.platform == "win32":
+                dist.init_process_group("gloo")
+            else:
+                dist.init_process_group("nccl")
+            x = torch.zeros(1).cuda()
+            """,
+        ),
+        # the fix swaps the literal only
+        Invalid(
+            """
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group(backend='gloo', world_size=2)  # one node
+            x = torch.zeros(1).cuda()
+            """,
+            "3:1",
+            fixed="""
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group(backend='nccl', world_size=2)  # one node
+            x = torch.zeros(1).cuda()
+            """,
+        ),
+    ]
+
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.call_qualified_name(node) not in INIT_PROCESS_GROUP:
             return

@@ -67,6 +67,86 @@ class WorkersPerRank(Rule):
 
     REPLACEMENT = 'max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))'
 
+    VALID = [
+        # not distributed: one process may take every core
+        Valid(
+            """
+            import os
+            import multiprocessing as mp
+            from torch.utils.data import DataLoader as DL
+            a = DL(ds, num_workers=os.cpu_count(), pin_memory=True)
+            b = DL(ds, num_workers=mp.cpu_count() - 1, pin_memory=True)
+            workers = len(os.sched_getaffinity(0))
+            c = DL(ds, num_workers=workers, pin_memory=True)
+            """,
+        ),
+        # divided, capped, literal, a variable, **kwargs
+        Valid(
+            """
+            import os
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            a = DataLoader(ds, num_workers=os.cpu_count() // dist.get_world_size())
+            b = DataLoader(ds, num_workers=min(8, os.cpu_count()))
+            c = DataLoader(ds, num_workers=4)
+            d = DataLoader(ds, num_workers=args.workers)
+            e = DataLoader(ds, **kwargs)
+            """,
+        ),
+    ]
+    INVALID = [
+        # every core, however counted; through a variable (no fix)
+        Invalid(
+            """
+            import os
+            import multiprocessing as mp
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader as DL
+            a = DL(ds, num_workers=os.cpu_count(), pin_memory=True)
+            b = DL(ds, num_workers=mp.cpu_count() - 1, pin_memory=True)
+            workers = len(os.sched_getaffinity(0))
+            c = DL(ds, num_workers=workers, pin_memory=True)
+            """,
+            "5:5", "6:5", "8:5",
+            fixed="""
+            import os
+            import multiprocessing as mp
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader as DL
+            a = DL(ds, num_workers=max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))), pin_memory=True)
+            b = DL(ds, num_workers=max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))), pin_memory=True)
+            workers = len(os.sched_getaffinity(0))
+            c = DL(ds, num_workers=workers, pin_memory=True)
+            """,
+        ),
+        # the fix divides between the local ranks and keeps the layout
+        Invalid(
+            """
+            import os
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+
+            loader = DataLoader(
+                ds,
+                num_workers=os.cpu_count(),  # all of them
+                pin_memory=True,
+            )
+            """,
+            "5:10",
+            fixed="""
+            import os
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+
+            loader = DataLoader(
+                ds,
+                num_workers=max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))),  # all of them
+                pin_memory=True,
+            )
+            """,
+        ),
+    ]
+
     def visit_Call(self, node: cst.Call) -> None:
         if not is_dataloader(self.ctx, node) or has_star_kwargs(node):
             return

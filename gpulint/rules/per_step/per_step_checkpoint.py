@@ -12,6 +12,7 @@ from gpulint.linter.analysis.walk import names_under
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import guard_fix
 from gpulint.linter.rule import Invalid, Rule, RuleOption, Valid, positive_int
+from gpulint.rules.case_headers import LOGGING_SCRIPT
 
 CHECKPOINT_EVERY = RuleOption(
     "checkpoint-every", 1000, "Interval (in steps) the GL303 fix guards checkpoints with.", int, check=positive_int
@@ -73,6 +74,143 @@ class PerStepCheckpoint(Rule):
     tokens = ("save",)
     fix_applicability = Applicability.UNSAFE
     options = (CHECKPOINT_EVERY,)
+
+    VALID = [
+        # not a checkpoint, throttled, on improvement, before a break
+        Valid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    image.save("sample.png")
+                    np.save("arr.npy", arr)
+                    if step % 1000 == 0:
+                        torch.save(model.state_dict(), "ckpt.pt")
+                    if acc > best_acc:
+                        torch.save(model.state_dict(), "best.pt")
+                    if loss.isnan().any():
+                        torch.save(model.state_dict(), "crash.pt")
+                        break
+                    # torch.save(model.state_dict(), "x.pt")
+            """,
+            header=LOGGING_SCRIPT,
+        ),
+        # once per epoch
+        Valid(
+            """
+            for epoch in range(3):
+                for x, y in loader:
+                    model(x).sum().backward()
+                    optimizer.step()
+                torch.save(model.state_dict(), f"epoch{epoch}.pt")
+            """,
+            header=LOGGING_SCRIPT,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    torch.save(model.state_dict(), "last.pt")
+                    model.save_pretrained("out")
+                    accelerator.save_state("ckpt")
+                    trainer.save_checkpoint("x.ckpt")
+                    model.save("model.keras")
+            """,
+            "10:9", "11:9", "12:9", "13:9", "14:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 1000 == 0:
+                        torch.save(model.state_dict(), "last.pt")
+                    if step % 1000 == 0:
+                        model.save_pretrained("out")
+                    if step % 1000 == 0:
+                        accelerator.save_state("ckpt")
+                    if step % 1000 == 0:
+                        trainer.save_checkpoint("x.ckpt")
+                    if step % 1000 == 0:
+                        model.save("model.keras")
+            """,
+        ),
+        # aliased torch.save
+        Invalid(
+            """
+            from torch import save
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    save(model.state_dict(), "last.pt")
+            """,
+            "7:9",
+            fixed="""
+            from torch import save
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 1000 == 0:
+                        save(model.state_dict(), "last.pt")
+            """,
+        ),
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    torch.save(model.state_dict(), "last.pt")  # keep
+            """,
+            "10:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 1000 == 0:
+                        torch.save(model.state_dict(), "last.pt")  # keep
+            """,
+        ),
+        # the guard uses checkpoint-every
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    torch.save(model.state_dict(), "last.pt")  # keep
+            """,
+            "10:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 200 == 0:
+                        torch.save(model.state_dict(), "last.pt")  # keep
+            """,
+            options={'checkpoint-every': 200},
+        ),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self._is_checkpoint(node) or not self.ctx.loops.per_step_work(node) or self._on_improvement(node):

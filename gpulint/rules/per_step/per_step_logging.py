@@ -9,6 +9,7 @@ from gpulint.linter.analysis.logging_calls import logging_call_kind
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import guard_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import LOGGING_SCRIPT
 from gpulint.rules.options import LOG_EVERY
 
 _LOGGING_LABELS = {
@@ -67,6 +68,178 @@ class PerStepLogging(Rule):
     tokens = ("print", "log", "add_", "wandb", "mlflow")
     fix_applicability = Applicability.UNSAFE
     options = (LOG_EVERY,)
+
+    VALID = [
+        # a warning, throttled, the first step only, events, text
+        Valid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    logger.warning("odd batch")
+                    if step % 50 == 0:
+                        print(step)
+                    if step == 0:
+                        print("first step")
+                    if not torch.isfinite(loss):
+                        print("skipping")
+                        continue
+                    try:
+                        pass
+                    except ValueError:
+                        logger.info("bad")
+                    # print(step)
+                    msg = "print(step)"
+            """,
+            header=LOGGING_SCRIPT,
+        ),
+        # print is not the builtin
+        Valid(
+            """
+            import torch
+            from rich import print
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print(step)
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print(step)
+                    logger.info("step %d", step)
+                    logging.info("step")
+                    wandb.log({"step": step})
+                    writer.add_scalar("loss", 1.0, step)
+            """,
+            "10:9", "11:9", "12:9", "13:9", "14:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 100 == 0:
+                        print(step)
+                    if step % 100 == 0:
+                        logger.info("step %d", step)
+                    if step % 100 == 0:
+                        logging.info("step")
+                    if step % 100 == 0:
+                        wandb.log({"step": step})
+                    if step % 100 == 0:
+                        writer.add_scalar("loss", 1.0, step)
+            """,
+        ),
+        # an accumulation modulo and a rank check are not interval guards
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % accum_steps == 0:
+                        print(step)
+                    if rank == 0:
+                        print(step)
+            """,
+            "11:13", "13:13",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % accum_steps == 0:
+                        if step % 100 == 0:
+                            print(step)
+                    if rank == 0:
+                        if step % 100 == 0:
+                            print(step)
+            """,
+        ),
+        # an aliased logger
+        Invalid(
+            """
+            import torch
+            import logging as lg
+            log = lg.getLogger()
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    log.info("x")
+            """,
+            "9:9",
+            fixed="""
+            import torch
+            import logging as lg
+            log = lg.getLogger()
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 100 == 0:
+                        log.info("x")
+            """,
+        ),
+        # the guard uses log-every and keeps comments
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print(step)  # progress
+            """,
+            "10:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 25 == 0:
+                        print(step)  # progress
+            """,
+            options={'log-every': 25},
+        ),
+        # a pytest test that takes one step is not a step function; train_step is one
+        Invalid(
+            """
+            import keras
+            def test_nested_inputs():
+                model.compile(optimizer="sgd", loss="mse")
+                out = model.train_on_batch(x, y)
+                res = model.evaluate(x, y)
+                print(res)
+            def train_step(batch):
+                loss = model(batch).loss
+                loss.backward()
+                optimizer.step()
+                print(loss)
+            """,
+            "11:5",
+        ),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         kind = logging_call_kind(self.ctx, node)

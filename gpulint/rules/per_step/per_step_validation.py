@@ -11,6 +11,7 @@ from gpulint.linter.analysis.nodes import last_name
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import guard_fix
 from gpulint.linter.rule import Invalid, Rule, RuleOption, Valid, positive_int
+from gpulint.rules.case_headers import LOGGING_SCRIPT
 
 EVAL_EVERY = RuleOption("eval-every", 1000, "Interval (in steps) the GL301 fix guards validation with.", int, check=positive_int)
 
@@ -71,6 +72,158 @@ class PerStepValidation(Rule):
     tokens = ("eval", "valid", "test")
     fix_applicability = Applicability.UNSAFE
     options = (EVAL_EVERY,)
+
+    VALID = [
+        # not evaluation (argument checks, the builtin eval), or throttled
+        Valid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    validate_args(args)
+                    test_inputs(x)
+                    result = eval("1 + 1")
+                    if step % 500 == 0:
+                        evaluate(model, val_loader)
+            """,
+            header=LOGGING_SCRIPT,
+        ),
+        # once per epoch
+        Valid(
+            """
+            for epoch in range(3):
+                for x, y in loader:
+                    model(x).sum().backward()
+                    optimizer.step()
+                evaluate(model, val_loader)
+            """,
+            header=LOGGING_SCRIPT,
+        ),
+        # a pytest test that takes one step is not a step function (keras' trainer tests)
+        Valid(
+            """
+            import keras
+            def test_nested_inputs():
+                model.compile(optimizer="sgd", loss="mse")
+                out = model.train_on_batch(x, y)
+                res = model.evaluate(x, y)
+                print(res)
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    acc = evaluate(model, val_loader)
+                    val = self.run_validation()
+                    model.eval()
+            """,
+            "10:15", "11:15", "12:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 1000 == 0:
+                        acc = evaluate(model, val_loader)
+                    if step % 1000 == 0:
+                        val = self.run_validation()
+                    model.eval()
+            """,
+        ),
+        # a frequency rule: no accelerator needed
+        Invalid(
+            """
+            import torch
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    evaluate(model, val_loader)
+            """,
+            "7:9",
+            fixed="""
+            import torch
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 1000 == 0:
+                        evaluate(model, val_loader)
+            """,
+        ),
+        # the guard takes the statements that use the result along; a mode switch has no fix
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    acc = evaluate(model, val_loader)  # note
+                    print(acc)
+                    model.eval()
+            """,
+            "10:15", "12:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 1000 == 0:
+                        acc = evaluate(model, val_loader)  # note
+                        print(acc)
+                    model.eval()
+            """,
+        ),
+        # no step counter: no fix
+        Invalid(
+            """
+            for x in loader:
+                model(x).sum().backward()
+                opt.step()
+                evaluate(model)
+            """,
+            "8:5",
+            header=LOGGING_SCRIPT,
+        ),
+        # the guard uses eval-every
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    evaluate(model, val_loader)
+            """,
+            "10:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 250 == 0:
+                        evaluate(model, val_loader)
+            """,
+            options={'eval-every': 250},
+        ),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

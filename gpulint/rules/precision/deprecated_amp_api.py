@@ -82,6 +82,153 @@ class DeprecatedAmpApi(Rule):
     # The old autocast's parameters in order; the new one takes `device_type` first, then `dtype`.
     _AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
 
+    VALID = [
+        # the torch.amp API
+        Valid(
+            """
+            import torch
+            with torch.amp.autocast("cuda"):
+                pass
+            s = torch.amp.GradScaler()
+            """,
+        ),
+        # comments and strings
+        Valid(
+            """
+            import torch
+            # torch.cuda.amp.autocast() is deprecated
+            x = 'torch.cuda.amp.GradScaler()'
+            """,
+        ),
+        # fallbacks for old PyTorch versions (lightning, timm)
+        Valid(
+            """
+            import torch
+            scaler = torch.amp.GradScaler(device="cuda") if _TORCH_GREATER_EQUAL_2_4 else torch.cuda.amp.GradScaler()
+            try:
+                s = torch.amp.GradScaler(device="cuda")
+            except (AttributeError, TypeError):
+                s = torch.cuda.amp.GradScaler()
+            """,
+        ),
+    ]
+    INVALID = [
+        # the fix drops the import its last use leaves dead
+        Invalid(
+            """
+            import torch
+            from torch.cuda.amp import GradScaler, autocast
+
+            scaler = GradScaler(init_scale=1024)  # keep this comment
+            for x in loader:
+                with autocast():
+                    loss = model(x)
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+            """,
+            "4:10", "6:10",
+            fixed="""
+            import torch
+
+            scaler = torch.amp.GradScaler("cuda", init_scale=1024)  # keep this comment
+            for x in loader:
+                with torch.amp.autocast("cuda"):
+                    loss = model(x)
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+            """,
+        ),
+        # autocast's positional arguments become keywords
+        Invalid(
+            """
+            import torch
+            with torch.cuda.amp.autocast(True, torch.bfloat16):
+                y = model(x)
+            """,
+            "2:6",
+            fixed="""
+            import torch
+            with torch.amp.autocast("cuda", enabled=True, dtype=torch.bfloat16):
+                y = model(x)
+            """,
+        ),
+        # aliases and a module import
+        Invalid(
+            """
+            import torch.cuda.amp as amp
+            from torch.cuda.amp import autocast as ac
+            s = amp.GradScaler()
+            with ac(enabled=False):
+                pass
+            """,
+            "3:5", "4:6",
+            fixed="""
+            import torch.cuda.amp as amp
+            import torch
+            s = torch.amp.GradScaler("cuda")
+            with torch.amp.autocast("cuda", enabled=False):
+                pass
+            """,
+        ),
+        # an import still used elsewhere stays
+        Invalid(
+            """
+            import torch
+            from torch.cuda.amp import GradScaler
+            scaler = GradScaler()
+            assert isinstance(scaler, GradScaler)
+            """,
+            "3:10",
+            fixed="""
+            import torch
+            from torch.cuda.amp import GradScaler
+            scaler = torch.amp.GradScaler("cuda")
+            assert isinstance(scaler, GradScaler)
+            """,
+        ),
+        # custom_fwd/custom_bwd decorators and torch.cpu.amp
+        Invalid(
+            """
+            import torch
+            class F(torch.autograd.Function):
+                @staticmethod
+                @torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)
+                def forward(ctx, x):
+                    return x
+                @staticmethod
+                @torch.cuda.amp.custom_bwd
+                def backward(ctx, g):
+                    return g
+            with torch.cpu.amp.autocast():
+                pass
+            """,
+            "4:6", "8:5", "11:6",
+            fixed="""
+            import torch
+            class F(torch.autograd.Function):
+                @staticmethod
+                @torch.amp.custom_fwd(cast_inputs=torch.float32, device_type="cuda")
+                def forward(ctx, x):
+                    return x
+                @staticmethod
+                @torch.amp.custom_bwd(device_type="cuda")
+                def backward(ctx, g):
+                    return g
+            with torch.amp.autocast("cpu"):
+                pass
+            """,
+        ),
+        # *args: no fix
+        Invalid(
+            """
+            import torch
+            with torch.cuda.amp.autocast(*flags):
+                pass
+            """,
+            "2:6",
+        ),
+    ]
+
     def visit_Call(self, node: cst.Call) -> None:
         old = self.ctx.call_qualified_name(node)
         if old not in self.DEPRECATED or self._is_compatibility_fallback(node):

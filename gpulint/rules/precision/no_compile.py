@@ -69,6 +69,276 @@ class NoCompile(Rule):
     default = "hint"
     fix_applicability = Applicability.UNSAFE
 
+    VALID = [
+        # no accelerator
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(8, 2)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(3):
+                for x, y in loader:
+                    loss = nn.functional.mse_loss(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        ),
+        # Accelerate sets precision and compilation
+        Valid(
+            """
+            import torch
+            from accelerate import Accelerator
+            import torch.nn as nn
+
+            model = nn.Linear(8, 2).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(3):
+                for x, y in loader:
+                    loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+            """,
+        ),
+        # so does Lightning
+        Valid(
+            """
+            import torch
+            import lightning as L
+            import torch.nn as nn
+
+            model = nn.Linear(8, 2).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(3):
+                for x, y in loader:
+                    loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+            """,
+        ),
+        # a library helper that calls backward (timm, transformers): no optimizer, no loop
+        Valid(
+            """
+            import torch
+            class ApexScaler:
+                def __call__(self, loss, optimizer):
+                    loss.backward()
+                    optimizer.step()
+            x = torch.zeros(1).cuda()
+            """,
+        ),
+        # a gradient check: no optimizer
+        Valid(
+            """
+            import torch
+            def check(layer):
+                for _ in range(3):
+                    out = layer(torch.ones(2, device="cuda"))
+                    out.sum().backward()
+            """,
+        ),
+        # an evaluation loop alone
+        Valid(
+            """
+            import torch
+            model = torch.nn.Linear(2, 2).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x in loader:
+                print(model(x))
+            """,
+        ),
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(8, 2).cuda()
+            model = torch.compile(model)
+            torch.set_float32_matmul_precision("high")
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(3):
+                for x, y in loader:
+                    loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+            """,
+        ),
+    ]
+    INVALID = [
+        # plain fp32 training: reported once, where the fix belongs
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(8, 2).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(3):
+                for x, y in loader:
+                    loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+            """,
+            "4:25",
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(8, 2).cuda()
+            model = torch.compile(model)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(3):
+                for x, y in loader:
+                    loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+            """,
+        ),
+        # a step function called from a loop
+        Invalid(
+            """
+            import torch
+            model = torch.nn.Linear(2, 2).cuda()
+            opt = torch.optim.AdamW(model.parameters())
+            def train_step(batch):
+                loss = model(batch).sum()
+                loss.backward()
+                opt.step()
+            for batch in loader:
+                train_step(batch)
+            """,
+            "2:31",
+            fixed="""
+            import torch
+            model = torch.nn.Linear(2, 2).cuda()
+            model = torch.compile(model)
+            opt = torch.optim.AdamW(model.parameters())
+            def train_step(batch):
+                loss = model(batch).sum()
+                loss.backward()
+                opt.step()
+            for batch in loader:
+                train_step(batch)
+            """,
+        ),
+        # a comment does not count as handled
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(8, 2).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(3):
+                for x, y in loader:
+                    loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+
+            # TODO: try autocast and torch.compile and tf32
+            """,
+            "4:25",
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(8, 2).cuda()
+            model = torch.compile(model)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(3):
+                for x, y in loader:
+                    loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+
+            # TODO: try autocast and torch.compile and tf32
+            """,
+        ),
+        # autocast does not compile
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(8, 2).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(3):
+                for x, y in loader:
+                    with torch.autocast("cuda", dtype=torch.bfloat16):
+                        loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+            """,
+            "4:25",
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(8, 2).cuda()
+            model = torch.compile(model)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(3):
+                for x, y in loader:
+                    with torch.autocast("cuda", dtype=torch.bfloat16):
+                        loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+            """,
+        ),
+        # re.compile is not torch.compile
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(8, 2).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(3):
+                for x, y in loader:
+                    loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+
+            import re
+            PATTERN = re.compile('x')
+            """,
+            "4:25",
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(8, 2).cuda()
+            model = torch.compile(model)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(3):
+                for x, y in loader:
+                    loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+
+            import re
+            PATTERN = re.compile('x')
+            """,
+        ),
+        # the trained model cannot be found: the optimizer is reported, without a fix
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(8, 2).cuda()
+            optimizer = torch.optim.SGD(params, lr=0.1)
+            for epoch in range(3):
+                for x, y in loader:
+                    loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+            """,
+            "5:13",
+        ),
+    ]
+
     def finish(self) -> None:
         backward_calls = self.ctx.torch.own_loop_backward_calls
         if not backward_calls:

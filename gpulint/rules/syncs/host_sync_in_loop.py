@@ -9,6 +9,7 @@ from gpulint.linter.analysis.logging_calls import enclosing_logging_call
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import guard_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import TF_SCRIPT, TIMED_CUDA_SCRIPT
 from gpulint.rules.options import LOG_EVERY
 
 SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
@@ -79,6 +80,226 @@ class HostSyncInLoop(Rule):
     tokens = ("backward", ".step", "training_step", "gradient", ".apply", "train_on_batch")
     fix_applicability = Applicability.UNSAFE
     options = (LOG_EVERY,)
+
+    VALID = [
+        # not tensors; a NaN check that is not a condition
+        Valid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    lr = float(args.lr)
+                    n = int(len(batch))
+                    text = f"step {step} epoch {epoch}"
+                    line = "step %d" % step
+                    ok = torch.isnan(loss)
+                    name = str(epoch)
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # under an interval guard
+        Valid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 100 == 0:
+                        print(loss.item(), float(loss), f"{loss}")
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # once per epoch, and in an evaluation loop
+        Valid(
+            """
+            for epoch in range(3):
+                for x, y in loader:
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                print(f"epoch {epoch} loss {loss.item()} {float(loss)}")
+            for x, y in val_loader:
+                acc += (model(x).argmax(1) == y).sum().item()
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # no accelerator in the module
+        Valid(
+            """
+            import torch
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    total += loss.item()
+            """,
+        ),
+        # not PyTorch
+        Valid(
+            """
+            import numpy as np
+            dev = "cuda"
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    total += loss.item()
+            """,
+        ),
+        # comments and strings
+        Valid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    # total += loss.item()
+                    note = "loss.item() and float(loss)"
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+    ]
+    INVALID = [
+        # `.cpu().numpy()` is one sync, reported once at `.cpu()`
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    total += loss.item()
+                    arr = loss.detach().cpu().numpy()
+                    values = y.tolist()
+            """,
+            "9:18", "10:29", "11:18",
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # implicit reads; `isnan(x) or isinf(x)` is one read, reported once
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    total += float(loss)
+                    seen = int((model(x).argmax(1) == y).sum())
+                    text = f"loss {loss:.3f}"
+                    line = "loss %.3f" % loss
+                    other = "loss {}".format(loss)
+                    if torch.isnan(loss):
+                        break
+                    if not torch.isfinite(loss).all():
+                        raise ValueError("diverged")
+                    if args.nan_filter and (torch.isnan(loss) or torch.isinf(loss)):
+                        continue
+            """,
+            "9:18", "10:16", "11:24", "12:30", "13:34", "14:12", "16:37", "18:33",
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # in a step function; an except handler is an event
+        Invalid(
+            """
+            def train_step(batch):
+                loss = model(batch).loss
+                loss.backward()
+                optimizer.step()
+                return loss.item()
+
+            for batch in loader:
+                loss = train_step(batch)
+                try:
+                    pass
+                except RuntimeError:
+                    print(loss.item())
+            """,
+            "8:12",
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # the value decides control flow: no fix
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if loss.item() < 0.01:
+                        break
+            """,
+            "9:12",
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # only a read that feeds a log line is guarded; the other feeds the computation
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print(f"step {step} loss {loss.item():.4f}")  # comment kept
+                    total += loss.item()
+            """,
+            "9:35", "10:18",
+            header=TIMED_CUDA_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 100 == 0:
+                        print(f"step {step} loss {loss.item():.4f}")  # comment kept
+                    total += loss.item()
+            """,
+        ),
+        # the guard uses log-every
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print(f"loss {loss}")
+            """,
+            "9:23",
+            header=TIMED_CUDA_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 50 == 0:
+                        print(f"loss {loss}")
+            """,
+            options={'log-every': 50},
+        ),
+        # TensorFlow and PyTorch on an accelerator in one module: this read is GL201's (GL706 stands aside)
+        Invalid(
+            """
+            import torch
+            device = torch.device("cuda")
+            for x, y in ds:
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                opt.apply_gradients(zip(grads, model.trainable_variables))
+                print(loss.numpy())
+            """,
+            "9:11",
+            header=TF_SCRIPT,
+        ),
+    ]
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)

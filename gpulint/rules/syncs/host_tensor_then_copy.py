@@ -13,6 +13,7 @@ from gpulint.linter.analysis.pytorch import is_device_target
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.fix.builders import append_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import TIMED_CUDA_SCRIPT
 
 # Factories that build a tensor on the host when no `device=` is given.
 _FACTORIES = frozenset(
@@ -69,6 +70,73 @@ class HostTensorThenCopy(Rule):
     requires = {TORCH, ACCELERATOR}
     tokens = (".to(", ".cuda(")
     fix_applicability = Applicability.SAFE
+
+    VALID = [
+        Valid(
+            """
+            import numpy as np
+            a = torch.zeros(3, device=device)
+            b = torch.zeros(3, device="cpu").to(device)
+            c = torch.zeros_like(x).to(device)
+            d = torch.zeros(3).to(torch.float16)
+            e = torch.zeros(3).to("cpu")
+            f = np.zeros(3).to(device)
+            g = torch.from_numpy(arr).to(device)
+            # h = torch.zeros(3).to(device)
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # no accelerator in the module
+        Valid(
+            """
+            import torch
+            a = torch.zeros(3).to(dev)
+            """,
+        ),
+    ]
+    INVALID = [
+        # deterministic factories: safe; an asynchronous copy is the author's choice (no fix)
+        Invalid(
+            """
+            a = torch.zeros(3, 4).to(device)  # kept
+            b = (torch.arange(10).cuda())
+            c = torch.tensor([1, 2]).to(device=device)
+            e = torch.tensor([1, 2]).to(device, non_blocking=True)
+            """,
+            "4:23", "5:23", "6:26", "7:26",
+            header=TIMED_CUDA_SCRIPT,
+            fixed="""
+            a = torch.zeros(3, 4, device=device)  # kept
+            b = (torch.arange(10, device="cuda"))
+            c = torch.tensor([1, 2], device=device)
+            e = torch.tensor([1, 2]).to(device, non_blocking=True)
+            """,
+        ),
+        # a random factory draws from the device's generator: unsafe
+        Invalid(
+            "d = torch.randn(5).to(device)\n",
+            "4:20",
+            header=TIMED_CUDA_SCRIPT,
+            fixed="d = torch.randn(5, device=device)\n",
+            applicability=Applicability.UNSAFE,
+        ),
+        # no fix: a dtype too, a device index, `.to(grad)` takes grad's dtype as well
+        Invalid(
+            """
+            a = torch.zeros(3).to(device, torch.float16)
+            b = torch.ones(2).cuda(1)
+            c = torch.zeros(4).to(grad)
+            """,
+            "4:20", "5:19", "6:20",
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        Invalid(
+            "stop = torch.ones(n, 1).to(masks.device)\n",
+            "4:25",
+            header=TIMED_CUDA_SCRIPT,
+            fixed="stop = torch.ones(n, 1, device=masks.device)\n",
+        ),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

@@ -8,6 +8,7 @@ from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
 from gpulint.linter.analysis.nodes import last_name
 from gpulint.linter.analysis.pytorch import MODULE_NAME, is_device_target
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import TIMED_CUDA_SCRIPT
 
 
 class ModelTransferInLoop(Rule):
@@ -55,6 +56,57 @@ class ModelTransferInLoop(Rule):
     message = "the model is moved to the device on every training step; move it once before the loop"
     requires = {TORCH, ACCELERATOR, STEPS}
     tokens = (".to(", ".cuda(")
+
+    VALID = [
+        # before the loop
+        Valid(
+            """
+            model = Net().to(device)
+            model.cuda()
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # a batch, a dtype, the host, throttled
+        Valid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    x = x.to(device)
+                    model.to(torch.float32)
+                    model.to("cpu")
+                    if step % 1000 == 0:
+                        model.cuda()
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # an evaluation loop
+        Valid(
+            """
+            for x in val_loader:
+                model.to(device)
+                model(x)
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    model.to(device)
+                    self.encoder.cuda()
+            """,
+            "9:9", "10:9",
+            header=TIMED_CUDA_SCRIPT,
+        ),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

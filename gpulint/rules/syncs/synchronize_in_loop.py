@@ -8,6 +8,7 @@ import libcst as cst
 
 from gpulint.linter.analysis.facts import STEPS, TORCH
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import TIMED_CUDA_SCRIPT
 
 _SYNCHRONIZE = frozenset(
     {
@@ -56,6 +57,86 @@ class SynchronizeInLoop(Rule):
     message = "`synchronize()` in the training loop makes the CPU wait for the GPU every step"
     requires = {TORCH, STEPS}
     tokens = ("synchronize",)
+
+    VALID = [
+        # the loop times its steps
+        Valid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    torch.cuda.synchronize()
+                    elapsed = time.perf_counter() - start
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        Valid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 100 == 0:
+                        torch.cuda.synchronize()
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # after the loop
+        Valid(
+            """
+            for x in loader:
+                model(x).sum().backward()
+                opt.step()
+            torch.cuda.synchronize()
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        Valid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    s = torch.cuda.current_stream()
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    torch.cuda.synchronize()
+                    torch.cuda.current_stream().synchronize()
+            """,
+            "9:9", "10:37",
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # aliased import
+        Invalid(
+            """
+            from torch.cuda import synchronize as sync
+            import torch
+            import time
+            device = torch.device("cuda")
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    sync()
+            """,
+            "10:9",
+        ),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

@@ -12,6 +12,7 @@ from gpulint.linter.analysis.nodes import keyword_arg, method_name
 from gpulint.linter.analysis.values import target_key
 from gpulint.linter.analysis.walk import iter_children
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import TF_SCRIPT
 
 
 class KerasPythonInput(Rule):
@@ -51,6 +52,50 @@ class KerasPythonInput(Rule):
     requires = {TENSORFLOW}
     tokens = ("yield", "as_numpy_iterator", "as_numpy(")
     default = "hint"
+
+    VALID = [
+        Valid(
+            """
+            def make_ds():
+                return tf.data.Dataset.range(3)
+
+            class Loader:
+                def __iter__(self):
+                    yield 1
+
+            model.fit(make_ds())
+            model.fit(x_train, y_train)
+            model.fit(Loader())
+            clf.fit(X, y)
+            """,
+            header=TF_SCRIPT,
+        ),
+        # no TensorFlow: sklearn and friends
+        Valid(
+            """
+            def g():
+                yield 1
+            clf.fit(g())
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            def batches():
+                while True:
+                    yield x, y
+
+            gen = batches()
+            model.fit(batches(), steps_per_epoch=10)
+            model.fit(gen, steps_per_epoch=10)
+            model.fit(ds.as_numpy_iterator())
+            model.fit(x=((a, b) for a, b in pairs))
+            """,
+            "7:11", "8:11", "9:11", "10:14",
+            header=TF_SCRIPT,
+        ),
+    ]
 
     @cached_property
     def _generator_functions(self) -> set[str]:

@@ -10,6 +10,7 @@ from gpulint.linter.analysis.nodes import has_star_kwargs, keyword_arg, method_n
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, RuleOption, Valid, positive_int
+from gpulint.rules.case_headers import TF_SCRIPT
 
 STEPS_PER_EXECUTION = RuleOption(
     "steps-per-execution", 32, "Value GL705's fix writes as `steps_per_execution=`.", int, check=positive_int
@@ -54,6 +55,58 @@ class KerasStepsPerExecution(Rule):
     default = "hint"
     fix_applicability = Applicability.UNSAFE
     options = (STEPS_PER_EXECUTION,)
+
+    VALID = [
+        Valid(
+            """
+            import re
+            import torch
+            model.compile(optimizer="adam", loss="mse", steps_per_execution=16)
+            model.compile(**config)
+            pattern = re.compile("x")
+            compiled = torch.compile(net)
+            net.compile()  # nn.Module.compile: no loss, no optimizer
+            """,
+            header=TF_SCRIPT,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import keras
+            model.compile(optimizer="adam", loss="mse")
+            model.compile("sgd", "mse")
+            model.compile(optimizer=keras.optimizers.Adam(), loss=loss_fn)
+            """,
+            "3:1", "4:1", "5:1",
+            header=TF_SCRIPT,
+            fixed="""
+            import keras
+            model.compile(optimizer="adam", loss="mse", steps_per_execution=32)
+            model.compile("sgd", "mse", steps_per_execution=32)
+            model.compile(optimizer=keras.optimizers.Adam(), loss=loss_fn, steps_per_execution=32)
+            """,
+        ),
+        # the option, in the call's layout
+        Invalid(
+            """
+            model.compile(
+                optimizer="adam",
+                loss="mse",
+            )
+            """,
+            "2:1",
+            header=TF_SCRIPT,
+            fixed="""
+            model.compile(
+                optimizer="adam",
+                loss="mse",
+                steps_per_execution=64,
+            )
+            """,
+            options={'steps-per-execution': 64},
+        ),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if not _keras_compile_call(self.ctx, node) or has_star_kwargs(node):

@@ -10,6 +10,7 @@ from gpulint.linter.analysis.nodes import method_name
 from gpulint.linter.analysis.tensorflow import float_of_tensor
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import TF_SCRIPT
 
 _APPLY_METHODS = frozenset({"apply_gradients", "apply", "minimize"})
 
@@ -66,6 +67,133 @@ class TfEagerStep(Rule):
     requires = {TENSORFLOW, STEPS}
     tokens = (".gradient(",)
     fix_applicability = Applicability.UNSAFE
+
+    VALID = [
+        # compiled in every way; a test; gradients without an optimizer step; an optimizer's own minimize
+        Valid(
+            """
+            from tensorflow import function as compile_me
+            import keras
+
+            @tf.function(jit_compile=True)
+            def step_a(x):
+                with tf.GradientTape() as tape:
+                    loss = f(x)
+                opt.apply_gradients(zip(tape.gradient(loss, v), v))
+
+            @compile_me
+            def step_b(x):
+                with tf.GradientTape() as tape:
+                    loss = f(x)
+                opt.apply_gradients(zip(tape.gradient(loss, v), v))
+
+            def step_c(x):
+                with tf.GradientTape() as tape:
+                    loss = f(x)
+                opt.apply_gradients(zip(tape.gradient(loss, v), v))
+            step_c = tf.function(step_c)
+
+            def step_d(x):
+                with tf.GradientTape() as tape:
+                    loss = f(x)
+                opt.apply_gradients(zip(tape.gradient(loss, v), v))
+
+            @tf.function
+            def distributed_step(x):
+                strategy.run(step_d, args=(x,))
+
+            class MyModel(keras.Model):
+                def train_step(self, data):
+                    with tf.GradientTape() as tape:
+                        loss = self.compute_loss(data)
+                    self.optimizer.apply_gradients(zip(tape.gradient(loss, self.trainable_variables), self.trainable_variables))
+
+            @tf.function
+            def whole_loop():
+                for x in ds:
+                    with tf.GradientTape() as tape:
+                        loss = f(x)
+                    opt.apply_gradients(zip(tape.gradient(loss, v), v))
+
+            def test_optimizer_step():
+                with tf.GradientTape() as tape:
+                    loss = f(1.0)
+                opt.apply_gradients(zip(tape.gradient(loss, v), v))
+
+            def loop_of_gradients(ops):
+                for op in ops:
+                    with tf.GradientTape() as tape:
+                        y = op()
+                    check(tape.gradient(y, op.variables))  # gradients only: a test of gradients
+
+            class TFOptimizer:
+                def minimize(self, loss, var_list, tape=None):
+                    grads = tape.gradient(loss(), var_list)
+                    self.apply_gradients(zip(grads, var_list))
+
+            def only_gradients(x):
+                with tf.GradientTape() as tape:
+                    y = f(x)
+                return tape.gradient(y, x)  # no optimizer step: not a training step
+            """,
+            header=TF_SCRIPT,
+        ),
+    ]
+    INVALID = [
+        # the fix decorates the step with the module's alias
+        Invalid(
+            """
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            for x, y in ds:
+                train_step(x, y)
+            """,
+            "2:5",
+            header=TF_SCRIPT,
+            fixed="""
+            @tf.function
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            for x, y in ds:
+                train_step(x, y)
+            """,
+        ),
+        # an inline step in a loop: no function to decorate
+        Invalid(
+            """
+            for x, y in ds:
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            """,
+            "5:13",
+            header=TF_SCRIPT,
+        ),
+        # no fix: the step reads a value back, which fails under tf.function
+        Invalid(
+            """
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                return loss.numpy()
+            """,
+            "2:5",
+            header=TF_SCRIPT,
+        ),
+    ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node.name.value == "minimize" or self._in_optimizer_class(node):

@@ -11,6 +11,7 @@ from gpulint.linter.analysis.tensorflow import float_of_tensor
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import guard_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import TF_SCRIPT
 from gpulint.rules.options import LOG_EVERY
 
 
@@ -68,6 +69,113 @@ class TfHostSyncInLoop(Rule):
     tokens = (".numpy(", "float(")
     fix_applicability = Applicability.UNSAFE
     options = (LOG_EVERY,)
+
+    VALID = [
+        # an evaluation loop; a PyTorch step
+        Valid(
+            """
+            for x, y in val_ds:
+                preds.append(model(x).numpy())  # evaluation: no step
+
+            import torch
+            for x, y in loader:
+                loss = criterion(net(x), y)
+                loss.backward()
+                opt.step()
+                arr = loss.numpy()  # a torch step: GL201's business
+            """,
+            header=TF_SCRIPT,
+        ),
+        # PyTorch on an accelerator too: GL201 reports the read (one finding, not two)
+        Valid(
+            """
+            import torch
+            device = torch.device("cuda")
+            for x, y in ds:
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                opt.apply_gradients(zip(grads, model.trainable_variables))
+                print(loss.numpy())
+            """,
+            header=TF_SCRIPT,
+        ),
+        # a test and a one-shot helper apply gradients once (keras' optimizer tests)
+        Valid(
+            """
+            class AdamTest(TestCase):
+                def test_weight_decay(self):
+                    optimizer.apply_gradients(zip([grads], [var]))
+                    self.assertAlmostEqual(var.numpy(), 1.9, decimal=6)
+
+            def fit_once():
+                optimizer.apply_gradients(zip([grads], [var]))
+                return var.numpy()
+            """,
+            header=TF_SCRIPT,
+        ),
+    ]
+    INVALID = [
+        # in the step loop, unthrottled; only the read that feeds a log line is guarded
+        Invalid(
+            """
+            @tf.function
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            for epoch in range(3):
+                for step, (x, y) in enumerate(ds):
+                    loss = train_step(x, y)
+                    print("loss", loss.numpy())
+                    total += float(loss)
+                    if step % 100 == 0:
+                        print(loss.numpy())
+                    lr = float(args.lr)
+                print("epoch", loss.numpy())
+            """,
+            "13:23", "14:18",
+            header=TF_SCRIPT,
+            fixed="""
+            @tf.function
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            for epoch in range(3):
+                for step, (x, y) in enumerate(ds):
+                    loss = train_step(x, y)
+                    if step % 100 == 0:
+                        print("loss", loss.numpy())
+                    total += float(loss)
+                    if step % 100 == 0:
+                        print(loss.numpy())
+                    lr = float(args.lr)
+                print("epoch", loss.numpy())
+            """,
+        ),
+        # a step function called from a loop
+        Invalid(
+            """
+            def update(x):
+                with tf.GradientTape() as tape:
+                    loss = f(x)
+                optimizer.apply_gradients(zip(tape.gradient(loss, v), v))
+                print(loss.numpy())
+
+            for x in data:
+                update(x)
+            """,
+            "6:11",
+            header=TF_SCRIPT,
+        ),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if method_name(node) == "numpy" and not node.args:

@@ -10,6 +10,7 @@ from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, method_name
 from gpulint.linter.analysis.values import KINDS, TFDATA_CHAIN, target_key
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import TF_SCRIPT
 
 # Constructors that end their pipeline with a prefetch of their own.
 _PREFETCHING_CONSTRUCTORS = frozenset(
@@ -74,6 +75,116 @@ class TfDataNoPrefetch(Rule):
     requires = {TENSORFLOW}
     tokens = ("tf.data", "tensorflow", "tfds", "dataset_from_directory")  # a tf.data pipeline is built here
     fix_applicability = Applicability.SAFE
+
+    VALID = [
+        # inspection is not consumption for training (keras' own tests)
+        Valid(
+            """
+            ds = tf.data.Dataset.from_tensor_slices(x).batch(2).map(layer)
+            for output in ds.take(1):
+                check(output)
+            first = next(iter(ds)).numpy()
+            for x, y in ds:
+                preds.append(model(x))
+            """,
+            header=TF_SCRIPT,
+        ),
+        Valid(
+            """
+            import keras
+            ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32)
+            ds = ds.prefetch(tf.data.AUTOTUNE)
+            model.fit(ds)
+            images = keras.utils.image_dataset_from_directory("data/")  # prefetches itself
+            model.fit(images)
+
+            def train(dataset: tf.data.Dataset):
+                model.fit(dataset)  # a parameter: the caller may prefetch
+
+            for row in rows_list:  # not tf.data
+                pass
+            zipped = tf.data.Dataset.zip((ds, ds))
+            model.fit(zipped)
+            dev = tf.data.Dataset.range(4).apply(tf.data.experimental.prefetch_to_device("/gpu:0"))
+            model.fit(dev)
+            # model.fit(ds) in a comment
+            """,
+            header=TF_SCRIPT,
+        ),
+        # not TensorFlow
+        Valid(
+            """
+            import torch
+            for batch in loader:
+                pass
+            """,
+        ),
+    ]
+    INVALID = [
+        # fit/evaluate, a training loop, iter(), validation_data
+        Invalid(
+            """
+            ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32)
+            model.fit(ds, epochs=3)
+            model.evaluate(x=ds)
+            for batch in ds:
+                model.train_on_batch(batch)
+            for i, batch in enumerate(ds):
+                model.train_on_batch(batch)
+            it = iter(ds)
+            model.fit(other, validation_data=ds)
+            """,
+            "3:11", "4:18", "5:14", "7:27", "9:11", "10:34",
+            header=TF_SCRIPT,
+            fixed="""
+            ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32)
+            model.fit(ds.prefetch(tf.data.AUTOTUNE), epochs=3)
+            model.evaluate(x=ds.prefetch(tf.data.AUTOTUNE))
+            for batch in ds.prefetch(tf.data.AUTOTUNE):
+                model.train_on_batch(batch)
+            for i, batch in enumerate(ds.prefetch(tf.data.AUTOTUNE)):
+                model.train_on_batch(batch)
+            it = iter(ds.prefetch(tf.data.AUTOTUNE))
+            model.fit(other, validation_data=ds.prefetch(tf.data.AUTOTUNE))
+            """,
+        ),
+        # the fix prefetches where the pipeline is consumed
+        Invalid(
+            """
+            ds = tf.data.Dataset.range(10).batch(2)
+            for epoch in range(3):
+                for batch in ds:  # train
+                    model.train_on_batch(batch)
+            model.fit(ds.shuffle(4), epochs=1)
+            """,
+            "4:18", "6:11",
+            header=TF_SCRIPT,
+            fixed="""
+            ds = tf.data.Dataset.range(10).batch(2)
+            for epoch in range(3):
+                for batch in ds.prefetch(tf.data.AUTOTUNE):  # train
+                    model.train_on_batch(batch)
+            model.fit(ds.shuffle(4).prefetch(tf.data.AUTOTUNE), epochs=1)
+            """,
+        ),
+        # no module alias: the fix imports tensorflow
+        Invalid(
+            """
+            from tensorflow.data import Dataset
+            ds = Dataset.range(3)
+            for b in ds:
+                model.train_on_batch(b)
+            """,
+            "3:10",
+            fixed="""
+            from tensorflow.data import Dataset
+            import tensorflow
+            ds = Dataset.range(3)
+            for b in ds.prefetch(tensorflow.data.AUTOTUNE):
+                model.train_on_batch(b)
+            """,
+        ),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         method = method_name(node)

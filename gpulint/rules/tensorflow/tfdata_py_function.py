@@ -9,6 +9,7 @@ import libcst as cst
 from gpulint.linter.analysis.facts import TENSORFLOW
 from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, method_name
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import TF_SCRIPT
 
 _PY_FUNCTIONS = frozenset(
     {
@@ -58,6 +59,53 @@ class TfDataPyFunction(Rule):
     message = "`{name}` in a tf.data mapped function runs in Python under the GIL, one element at a time"
     requires = {TENSORFLOW}
     tokens = ("py_function", "numpy_function", "py_func")
+
+    VALID = [
+        Valid(
+            """
+            def debug(x):
+                return tf.py_function(print_it, [x], [])  # not mapped by tf.data
+
+            @tf.function
+            def step(x):
+                debug(x)
+
+            ds = tf.data.Dataset.range(3).map(lambda x: x * 2)
+            # ds.map(lambda x: tf.py_function(f, [x], tf.int64)) in a comment
+            """,
+            header=TF_SCRIPT,
+        ),
+    ]
+    INVALID = [
+        # in a mapped function, a function it calls, a mapped lambda
+        Invalid(
+            """
+            def load(path):
+                return tf.py_function(read, [path], tf.float32)
+
+            def helper(x):
+                return tf.numpy_function(np.sin, [x], tf.float32)
+
+            def outer(x):
+                return helper(x)
+
+            ds = tf.data.Dataset.from_tensor_slices(paths).map(load)
+            ds = ds.map(outer, num_parallel_calls=8)
+            ds = ds.map(lambda x: tf.numpy_function(np.cos, [x], tf.float32))
+            """,
+            "3:12", "6:12", "13:23",
+            header=TF_SCRIPT,
+        ),
+        # aliased
+        Invalid(
+            """
+            from tensorflow import numpy_function as npf
+            import tensorflow as tf
+            ds = tf.data.Dataset.range(3).map(lambda x: npf(f, [x], tf.int64))
+            """,
+            "3:45",
+        ),
+    ]
 
     @cached_property
     def _mapped_functions(self) -> tuple[set[int], set[str]]:

@@ -9,6 +9,7 @@ from gpulint.linter.analysis.nodes import has_star_kwargs, keyword_arg, method_n
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import TF_SCRIPT
 
 # Positional index of `num_parallel_calls` in each tf.data method.
 _PARALLEL_POSITION = {"map": 1, "interleave": 3}
@@ -52,6 +53,76 @@ class TfDataSerialMap(Rule):
     requires = {TENSORFLOW}
     tokens = (".map(", ".interleave(")
     fix_applicability = Applicability.SAFE
+
+    VALID = [
+        Valid(
+            """
+            ds = tf.data.Dataset.range(10).map(f, num_parallel_calls=tf.data.AUTOTUNE)
+            ds = ds.map(f, 8)  # positional num_parallel_calls
+            ds = ds.map(f, **opts)
+            rdd = spark_rdd.map(f)  # not tf.data
+            squares = map(f, xs)  # builtin
+            # ds.map(decode) in a comment
+            text = "ds.map(decode)"
+            """,
+            header=TF_SCRIPT,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            ds = tf.data.Dataset.from_tensor_slices(files).map(decode).batch(32)
+            ds2 = tf.data.TFRecordDataset(files).interleave(read, cycle_length=4)
+            """,
+            "2:48", "3:38",
+            header=TF_SCRIPT,
+            fixed="""
+            ds = tf.data.Dataset.from_tensor_slices(files).map(decode, num_parallel_calls=tf.data.AUTOTUNE).batch(32)
+            ds2 = tf.data.TFRecordDataset(files).interleave(read, cycle_length=4, num_parallel_calls=tf.data.AUTOTUNE)
+            """,
+        ),
+        # aliases
+        Invalid(
+            """
+            from tensorflow import data as tfd
+            ds = tfd.Dataset.range(3).map(f)
+            """,
+            "2:27",
+            fixed="""
+            from tensorflow import data as tfd
+            ds = tfd.Dataset.range(3).map(f, num_parallel_calls=tfd.AUTOTUNE)
+            """,
+        ),
+        Invalid(
+            """
+            from tensorflow.data import Dataset as D
+            ds = D.range(3)
+            ds = ds.map(f)
+            """,
+            "3:6",
+            fixed="""
+            from tensorflow.data import Dataset as D
+            import tensorflow
+            ds = D.range(3)
+            ds = ds.map(f, num_parallel_calls=tensorflow.data.AUTOTUNE)
+            """,
+        ),
+        # the fix keeps the rest
+        Invalid(
+            """
+            # build the pipeline
+            ds = tf.data.Dataset.range(10).map(f)  # decode
+            x = 1  # untouched
+            """,
+            "3:32",
+            header=TF_SCRIPT,
+            fixed="""
+            # build the pipeline
+            ds = tf.data.Dataset.range(10).map(f, num_parallel_calls=tf.data.AUTOTUNE)  # decode
+            x = 1  # untouched
+            """,
+        ),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         method = method_name(node)

@@ -9,6 +9,7 @@ from gpulint.linter.analysis.nodes import is_false, keyword_arg, method_name
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.fix.builders import remove_keyword, set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import TF_SCRIPT
 
 
 class XlaDisabled(Rule):
@@ -47,6 +48,66 @@ class XlaDisabled(Rule):
     requires = {TENSORFLOW}
     tokens = ("jit_compile", "set_jit")
     fix_applicability = Applicability.UNSAFE
+
+    VALID = [
+        Valid(
+            """
+            @tf.function(jit_compile=True)
+            def step(x):
+                return x
+            tf.config.optimizer.set_jit(True)
+            model.compile(optimizer="adam", loss="mse")
+            other.function(jit_compile=False)  # not tf.function
+            # tf.config.optimizer.set_jit(False)
+            """,
+            header=TF_SCRIPT,
+        ),
+        # not TensorFlow
+        Valid(
+            """
+            import torch
+            model.compile(jit_compile=False)
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            @tf.function(jit_compile=False)
+            def step(x):
+                return x
+            tf.config.optimizer.set_jit(False)
+            model.compile(optimizer="adam", loss="mse", jit_compile=False)
+            """,
+            "2:2", "5:1", "6:1",
+            header=TF_SCRIPT,
+            fixed="""
+            @tf.function(jit_compile=True)
+            def step(x):
+                return x
+            tf.config.optimizer.set_jit(True)
+            model.compile(optimizer="adam", loss="mse")
+            """,
+        ),
+        # an alias, and each fix
+        Invalid(
+            """
+            from tensorflow import function as tff
+            import tensorflow as tf
+            f = tff(g, jit_compile=False)
+            model.compile(loss='mse', jit_compile=False)  # keep
+            tf.config.optimizer.set_jit(False)
+            """,
+            "3:5", "4:1", "5:1",
+            fixed="""
+            from tensorflow import function as tff
+            import tensorflow as tf
+            f = tff(g, jit_compile=True)
+            model.compile(loss='mse')  # keep
+            tf.config.optimizer.set_jit(True)
+            """,
+        ),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.ctx.call_qualified_name(node)

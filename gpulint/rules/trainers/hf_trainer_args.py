@@ -9,6 +9,7 @@ from gpulint.linter.analysis.trainers import TINY_INTERVAL, is_hf_training_argum
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import remove_keyword, set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import HF_SCRIPT
 from gpulint.rules.options import NUM_WORKERS
 
 
@@ -58,6 +59,114 @@ class HfTrainerArgs(Rule):
     tokens = ("TrainingArguments",)
     fix_applicability = Applicability.UNSAFE
     options = (NUM_WORKERS,)
+
+    VALID = [
+        # values from a parser, unused or per-epoch settings, **kwargs
+        Valid(
+            """
+            import argparse
+            from transformers import HfArgumentParser, Seq2SeqTrainingArguments as S2S
+            parser = argparse.ArgumentParser()
+            args = parser.parse_args()
+            ok = TrainingArguments("out", dataloader_num_workers=4, logging_steps=50, eval_strategy="steps", eval_steps=500)
+            from_cli = TrainingArguments("out", dataloader_num_workers=args.workers, logging_steps=args.logging_steps)
+            no_eval = TrainingArguments("out", dataloader_num_workers=2, eval_steps=1)  # eval_strategy "no": unused
+            epoch_logs = TrainingArguments("out", dataloader_num_workers=2, logging_steps=1, logging_strategy="epoch")
+            epoch_saves = TrainingArguments("out", dataloader_num_workers=2, save_steps=1, save_strategy="epoch")
+            splat = TrainingArguments(**config)
+            (parsed,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
+            s2s = S2S("out", dataloader_num_workers=8)
+            # TrainingArguments("out", logging_steps=1) in a comment
+            text = "TrainingArguments(logging_steps=1)"
+            """,
+            header=HF_SCRIPT,
+        ),
+    ]
+    INVALID = [
+        # each problem once: no workers, logging, evaluation and saving every few steps
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(
+                "out",
+                logging_steps=1,
+                eval_strategy="steps",
+                eval_steps=10,
+                save_steps=2,
+            )
+            """,
+            "2:8", "4:5", "6:5", "7:5",
+            fixed="""
+            import os
+            from transformers import TrainingArguments
+            args = TrainingArguments(
+                "out",
+                eval_strategy="steps",
+                dataloader_num_workers=min(8, os.cpu_count() or 1),
+            )
+            """,
+        ),
+        # eval_steps defaults to logging_steps=1 (the second finding)
+        Invalid(
+            """
+            a = TrainingArguments("out", dataloader_num_workers=4, logging_steps=1,
+                evaluation_strategy="steps")
+            """,
+            "2:56", "3:5",
+            header=HF_SCRIPT,
+            fixed="""
+            a = TrainingArguments("out", dataloader_num_workers=4, evaluation_strategy="steps")
+            """,
+            messages=(
+                "logging_steps=1: the loss is read back and logged every step",
+                "`eval_steps` defaults to `logging_steps=1`: the model is evaluated every step",
+            ),
+        ),
+        # aliases and Seq2SeqTrainingArguments
+        Invalid(
+            """
+            import transformers as tr
+            from transformers import Seq2SeqTrainingArguments as S
+            a = tr.TrainingArguments('o', dataloader_num_workers=0)
+            b = S('o', dataloader_num_workers=2, logging_steps=1)
+            """,
+            "3:5", "4:38",
+            fixed="""
+            import os
+            import transformers as tr
+            from transformers import Seq2SeqTrainingArguments as S
+            a = tr.TrainingArguments('o', dataloader_num_workers=min(8, os.cpu_count() or 1))
+            b = S('o', dataloader_num_workers=2)
+            """,
+        ),
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            # configure
+            args = TrainingArguments(
+                "out",
+                logging_steps=1,  # chatty
+                eval_strategy="steps",
+                eval_steps=1,
+                bf16=True,
+            )
+            x = 1  # untouched
+            """,
+            "3:8", "5:5", "7:5",
+            fixed="""
+            import os
+            from transformers import TrainingArguments
+            # configure
+            args = TrainingArguments(
+                "out",
+                eval_strategy="steps",
+                bf16=True,
+                dataloader_num_workers=min(8, os.cpu_count() or 1),
+            )
+            x = 1  # untouched
+            """,
+        ),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if not is_hf_training_arguments(self.ctx, node):

@@ -9,6 +9,7 @@ from gpulint.linter.analysis.trainers import TINY_INTERVAL, is_lightning_trainer
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import remove_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import LIGHTNING_SCRIPT
 
 
 class LightningTrainerArgs(Rule):
@@ -47,6 +48,71 @@ class LightningTrainerArgs(Rule):
     message = "Lightning Trainer {what}: per-step work keeps the GPU waiting"
     tokens = ("Trainer",)
     fix_applicability = Applicability.UNSAFE
+
+    VALID = [
+        Valid(
+            """
+            from lightning.pytorch.cli import LightningCLI
+            from transformers import Trainer as HfTrainer
+            a = L.Trainer(log_every_n_steps=50, val_check_interval=0.25)
+            b = L.Trainer(val_check_interval=1000)
+            c = L.Trainer(log_every_n_steps=args.log_every)
+            d = L.Trainer(**vars(args))
+            e = HfTrainer(model=m, args=targs)
+            cli = LightningCLI(Model)
+            # L.Trainer(log_every_n_steps=1)
+            """,
+            header=LIGHTNING_SCRIPT,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            trainer = L.Trainer(
+                max_epochs=3,
+                log_every_n_steps=1,
+                val_check_interval=5,
+            )
+            """,
+            "4:5", "5:5",
+            header=LIGHTNING_SCRIPT,
+            fixed="""
+            trainer = L.Trainer(
+                max_epochs=3,
+            )
+            """,
+        ),
+        # both package names
+        Invalid(
+            """
+            from pytorch_lightning import Trainer
+            t = Trainer(log_every_n_steps=1)
+            """,
+            "2:13",
+            fixed="""
+            from pytorch_lightning import Trainer
+            t = Trainer()
+            """,
+        ),
+        Invalid(
+            """
+            import lightning.pytorch as pl
+            t = pl.Trainer(val_check_interval=1)
+            """,
+            "2:16",
+            fixed="""
+            import lightning.pytorch as pl
+            t = pl.Trainer()
+            """,
+        ),
+        # the fix removes the keywords
+        Invalid(
+            "t = L.Trainer(max_epochs=3, log_every_n_steps=1, val_check_interval=2)  # keep\n",
+            "2:29", "2:50",
+            header=LIGHTNING_SCRIPT,
+            fixed="t = L.Trainer(max_epochs=3)  # keep\n",
+        ),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if not is_lightning_trainer(self.ctx, node):

@@ -49,6 +49,63 @@ class TrainerPrecision(Rule):
     default = "hint"
     fix_applicability = Applicability.UNSAFE
 
+    VALID = [
+        Valid(
+            """
+            from transformers import TrainingArguments
+            import lightning as L
+            a = TrainingArguments("out", bf16=True)
+            b = TrainingArguments("out", fp16=True)
+            c = TrainingArguments("out", bf16=args.bf16)
+            d = TrainingArguments("out", use_cpu=True)
+            e = L.Trainer(precision="bf16-mixed")
+            f = L.Trainer(precision="16-mixed")
+            g = L.Trainer(precision=args.precision)
+            h = L.Trainer(accelerator="cpu")
+            i = L.Trainer(plugins=[plugin])
+            j = L.Trainer(**kwargs)
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            import lightning as L
+            a = TrainingArguments("out")
+            b = TrainingArguments("out", fp16=False)
+            c = L.Trainer(max_epochs=1)
+            d = L.Trainer(precision="32-true")
+            e = L.Trainer(precision=32)
+            """,
+            "3:5", "4:5", "5:5", "6:5", "7:5",
+            fixed="""
+            from transformers import TrainingArguments
+            import lightning as L
+            a = TrainingArguments("out", bf16=True)
+            b = TrainingArguments("out", fp16=False, bf16=True)
+            c = L.Trainer(max_epochs=1, precision="bf16-mixed")
+            d = L.Trainer(precision="bf16-mixed")
+            e = L.Trainer(precision="bf16-mixed")
+            """,
+        ),
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            import lightning as L
+            a = TrainingArguments("out", dataloader_num_workers=2)
+            b = L.Trainer(max_epochs=1)
+            """,
+            "3:5", "4:5",
+            fixed="""
+            from transformers import TrainingArguments
+            import lightning as L
+            a = TrainingArguments("out", dataloader_num_workers=2, bf16=True)
+            b = L.Trainer(max_epochs=1, precision="bf16-mixed")
+            """,
+        ),
+    ]
+
     def visit_Call(self, node: cst.Call) -> None:
         if is_hf_training_arguments(self.ctx, node):
             if any(is_true(a.value) for k in ("use_cpu", "no_cuda") if (a := keyword_arg(node, k))):

@@ -114,7 +114,6 @@ def check(
     options = RunOptions(
         fix=fix,
         diff=diff,
-        unsafe_fixes=settings.unsafe_fixes,
         with_edits=output_format in reporters.NEEDS_EDITS,
     )
     if reading_stdin:
@@ -126,7 +125,7 @@ def check(
         _err(line)
 
     report_settings = reporters.ReportSettings(
-        unsafe_fixes=settings.unsafe_fixes,
+        settings=settings,
         color=_use_color() and output_format == "text",
         statistics=statistics,
         fix_mode=fix and not diff,

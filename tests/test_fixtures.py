@@ -58,13 +58,13 @@ def test_clean_twins_have_no_findings(path):
 def test_fixing_a_copy_leaves_only_unfixable_findings(tmp_path):
     copy = tmp_path / "fixtures"
     shutil.copytree(FIXTURES, copy, ignore=shutil.ignore_patterns("runtime", "*.ipynb"))
-    settings = Settings(select=["ALL"])
-    first = run([copy], settings, RunOptions(fix=True, unsafe_fixes=True))
+    settings = Settings(select=["ALL"], unsafe_fixes=True)
+    first = run([copy], settings, RunOptions(fix=True))
     assert not first.errors
     for path in copy.rglob("*.py"):
         cst.parse_module(path.read_bytes())
     assert all(f.fix is None for f in first.findings), [f for f in first.findings if f.fix]
     snapshot = {p: p.read_bytes() for p in copy.rglob("*.py")}
-    second = run([copy], settings, RunOptions(fix=True, unsafe_fixes=True))
+    second = run([copy], settings, RunOptions(fix=True))
     assert sum(o.fixed for o in second.outcomes) == 0
     assert snapshot == {p: p.read_bytes() for p in copy.rglob("*.py")}

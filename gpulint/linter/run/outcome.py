@@ -11,9 +11,10 @@ from gpulint.linter.run.files import PathError
 
 @dataclass(frozen=True)
 class RunOptions:
+    """What to do with each file.  Which fixes are allowed is the settings' `unsafe_fixes`."""
+
     fix: bool = False  # write fixed files
     diff: bool = False  # compute the diff fixes would make, write nothing
-    unsafe_fixes: bool = False
     with_edits: bool = False  # attach text edits to fixable findings (json, sarif, review)
 
 

@@ -38,10 +38,9 @@ def process_source(linter: Linter, source: bytes, name: str, options: RunOptions
     """Lint (and with fix/diff, fix) one source; returns the outcome and the final source."""
     outcome = FileOutcome(FileResult(name))
     final = source
-    unsafe = options.unsafe_fixes or linter.settings.unsafe_fixes
     try:
         if options.fix or options.diff:
-            fixed = fix_source(linter, source, name, unsafe)
+            fixed = fix_source(linter, source, name, linter.settings.unsafe_fixes)
             outcome.errors.extend(fixed.errors)
             if fixed.changed:
                 final = fixed.source

@@ -21,7 +21,7 @@ HEADER = "import torch\nfrom torch.utils.data import DataLoader\ndevice = 'cuda'
 
 def test_keyword_appended_in_one_line_layout():
     fixed = fix(HEADER + "loader = DataLoader(ds, batch_size=8)  # keep me\n", "GL102")
-    assert "loader = DataLoader(ds, batch_size=8, pin_memory=True)  # keep me\n" in fixed
+    assert fixed == HEADER + "loader = DataLoader(ds, batch_size=8, pin_memory=True)  # keep me\n"
 
 
 def test_keyword_appended_in_argument_per_line_layout_with_trailing_comma():
@@ -32,35 +32,35 @@ def test_keyword_appended_in_argument_per_line_layout_with_trailing_comma():
         )
     """)
     fixed = fix(source, "GL102")
-    assert fixed.endswith(textwrap.dedent("""
+    assert fixed == HEADER + textwrap.dedent("""
         loader = DataLoader(
             ds,
             batch_size=8,  # the batch
             pin_memory=True,
         )
-    """))
+    """)
 
 
 def test_keyword_appended_in_argument_per_line_layout_without_trailing_comma():
     source = HEADER + "loader = DataLoader(\n    ds,\n    batch_size=8\n)\n"
-    assert fix(source, "GL102").endswith("loader = DataLoader(\n    ds,\n    batch_size=8,\n    pin_memory=True\n)\n")
+    assert fix(source, "GL102") == HEADER + "loader = DataLoader(\n    ds,\n    batch_size=8,\n    pin_memory=True\n)\n"
 
 
 def test_existing_keyword_value_is_replaced():
     fixed = fix(HEADER + "loader = DataLoader(ds, pin_memory=False, batch_size=8)\n", "GL102")
-    assert "DataLoader(ds, pin_memory=True, batch_size=8)" in fixed
+    assert fixed == HEADER + "loader = DataLoader(ds, pin_memory=True, batch_size=8)\n"
 
 
 def test_two_fixes_on_one_call_both_apply_and_import_added_once():
     source = HEADER + "a = DataLoader(ds)\nb = DataLoader(ds)\n"
     fixed = assert_fix_ok(source, ["GL101", "GL102"])
-    assert fixed.count("import os\n") == 1
-    assert fixed.count("num_workers=min(8, os.cpu_count() or 1), pin_memory=True") == 2
+    call = "DataLoader(ds, num_workers=min(8, os.cpu_count() or 1), pin_memory=True)"
+    assert fixed == "import os\n" + HEADER + f"a = {call}\nb = {call}\n"
 
 
 def test_import_not_added_when_already_bound():
     fixed = fix("import os\n" + HEADER + "a = DataLoader(ds)\n", "GL101")
-    assert fixed.count("import os") == 1
+    assert fixed == "import os\n" + HEADER + "a = DataLoader(ds, num_workers=min(8, os.cpu_count() or 1))\n"
 
 
 def test_import_goes_after_docstring_and_imports():
@@ -71,7 +71,7 @@ def test_import_goes_after_docstring_and_imports():
 
 def test_num_workers_option_is_used():
     fixed = fix(HEADER + "a = DataLoader(ds)\n", "GL101", **{"num-workers": "4"})
-    assert "num_workers=4" in fixed and "import os" not in fixed
+    assert fixed == HEADER + "a = DataLoader(ds, num_workers=4)\n"
 
 
 def test_unsafe_fixes_need_the_flag():
@@ -171,18 +171,18 @@ def test_write_atomic_leaves_original_when_writing_fails(tmp_path, monkeypatch):
 
 def test_comments_stay_with_their_arguments_without_trailing_comma():
     source = HEADER + "loader = DataLoader(\n    ds,  # data\n    batch_size=8  # batch\n)\n"
-    assert fix(source, "GL102").endswith(
+    assert fix(source, "GL102") == HEADER + (
         "loader = DataLoader(\n    ds,  # data\n    batch_size=8,  # batch\n    pin_memory=True\n)\n"
     )
 
 
 def test_single_argument_per_line_call():
     source = HEADER + "loader = DataLoader(\n    ds,\n)\n"
-    assert fix(source, "GL102").endswith("loader = DataLoader(\n    ds,\n    pin_memory=True,\n)\n")
+    assert fix(source, "GL102") == HEADER + "loader = DataLoader(\n    ds,\n    pin_memory=True,\n)\n"
 
 
 def test_single_line_trailing_comma():
-    assert "DataLoader(ds, pin_memory=True,)" in fix(HEADER + "loader = DataLoader(ds,)\n", "GL102")
+    assert fix(HEADER + "loader = DataLoader(ds,)\n", "GL102") == HEADER + "loader = DataLoader(ds, pin_memory=True,)\n"
 
 
 def test_stdlib_import_joins_the_stdlib_group():

@@ -1,4 +1,4 @@
-"""The training-loop model (DESIGN §2): step calls, step functions, step loops, guards."""
+"""The training-loop model: step calls, step functions, step loops, guards."""
 
 from __future__ import annotations
 

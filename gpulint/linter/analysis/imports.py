@@ -1,7 +1,7 @@
 """Qualified names from a module's own import statements.
 
 libcst's QualifiedNameProvider needs scope analysis, which costs about eight times the parse on real
-code (DESIGN §4).  Training scripts bind framework names with plain imports, so a module-wide table of
+code.  Training scripts bind framework names with plain imports, so a module-wide table of
 "local name -> dotted import path" resolves `DL(...)`, `tud.DataLoader(...)` and `tf.data.Dataset`
 correctly at a small fraction of the cost.  The trade-off: a local variable that shadows an imported
 name is not seen; rules treat an unresolved name as "unknown", never as a match.

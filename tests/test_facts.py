@@ -35,7 +35,8 @@ def _sources() -> list[bytes]:
         b"import deepspeed\n",
         b"import tf_keras\nopt.apply(grads, variables)\n",
         b"from torch.nn.parallel import DistributedDataParallel as D\nm = D(m)\n",
-        b"import pytorch_lightning as pl\nclass M(pl.LightningModule):\n    def training_step(self, batch, i):\n        pass\n",
+        b"import pytorch_lightning as pl\n"
+        b"class M(pl.LightningModule):\n    def training_step(self, batch, i):\n        pass\n",
     ]
     return sources
 

@@ -40,7 +40,10 @@ def _check(name: str, actual: str) -> None:
     assert actual == stored.read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("args, name", [(("--format", "json"), "fixtures.json"), (("--format", "text"), "fixtures.txt")])
+@pytest.mark.parametrize("args, name", [
+    (("--format", "json"), "fixtures.json"),
+    (("--format", "text"), "fixtures.txt"),
+])
 def test_findings_on_the_fixtures_match_the_snapshot(args, name):
     result = _gpulint(*args)
     assert result.returncode == 1, result.stderr  # the fixtures have findings

@@ -16,7 +16,7 @@ PACKAGE = ROOT / "gpulint"
 # reporters or the configuration (the settings object it is handed selects the rules).
 ENGINE = ("gpulint.linter.analysis", "gpulint.linter.fix", "gpulint.linter.engine", "gpulint.linter.rule",
           "gpulint.linter.findings", "gpulint.linter.suppressions")
-# What a rule module may import: the engine's API and the options rules share.
+# What a rule module may import: the engine's API, the options rules share and the headers of their cases.
 RULE_IMPORTS = ("gpulint.linter.analysis", "gpulint.linter.rule", "gpulint.linter.findings",
                 "gpulint.linter.fix.builders", "gpulint.linter.suppressions", "gpulint.rules.options",
                 "gpulint.rules.case_headers")

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from gpulint.linter.analysis.facts import Fact
 from gpulint.linter.findings import Applicability
 from gpulint.rules import all_rules
 from tests.helpers import ROOT
@@ -35,7 +36,8 @@ def test_rule_documentation_has_every_section(rule):
     assert rule.default in ("on", "hint")
     assert rule.message
     if rule.visited_types():  # a rule that reads the tree must say what text it needs (prefilter)
-        assert rule.tokens, f"{rule.code} visits nodes but has no prefilter tokens"
+        assert rule.tokens or any(fact.tokens for fact in rule.requires), f"{rule.code} has no prefilter"
+    assert all(isinstance(fact, Fact) for fact in rule.requires), f"{rule.code}: requires holds facts"
     assert rule.fix_applicability in (None, Applicability.SAFE, Applicability.UNSAFE)
 
 

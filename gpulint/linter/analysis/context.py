@@ -150,7 +150,9 @@ class FileContext:
         """Whether anything in the module takes a training step (without building the loop model:
         a step function always holds a direct step call)."""
         calls = self.index.nodes("Call")
-        return any(is_direct_step_call(c, self.values) for c in calls) or bool(lightning_training_steps(self.index, self.imports))
+        if any(is_direct_step_call(call, self.values) for call in calls):
+            return True
+        return bool(lightning_training_steps(self.index, self.imports))
 
     # -- tree helpers ------------------------------------------------------------------------
     def qualified_name(self, expr: cst.BaseExpression) -> str | None:

@@ -226,7 +226,7 @@ class LoopModel:
         child = node
         for ancestor in self.index.ancestors(node):
             path.append((ancestor, child))
-            if isinstance(ancestor, LOOP_TYPES) and id(ancestor) in self.step_loops and runs_each_iteration(ancestor, child):
+            if id(ancestor) in self.step_loops and runs_each_iteration(ancestor, child):
                 return ancestor, path
             if isinstance(ancestor, cst.FunctionDef):
                 if id(ancestor) in self.per_step_functions or id(ancestor) in self.lightning_steps:

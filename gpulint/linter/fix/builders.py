@@ -183,4 +183,5 @@ def insert_before(statement: cst.CSTNode, code: str, applicability: Applicabilit
                   imports: tuple[str, ...] = ()) -> Fix:
     """Add the statement `code` before `statement`, taking over the blank lines and comments above it."""
     new = cst.parse_statement(code).with_changes(leading_lines=statement.leading_lines)
-    return Fix(applicability, message, {statement: cst.FlattenSentinel([new, statement.with_changes(leading_lines=())])}, imports)
+    both = cst.FlattenSentinel([new, statement.with_changes(leading_lines=())])
+    return Fix(applicability, message, {statement: both}, imports)

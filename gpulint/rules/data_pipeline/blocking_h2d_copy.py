@@ -7,7 +7,15 @@ import re
 import libcst as cst
 
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
-from gpulint.linter.analysis.nodes import dotted_name, has_star_kwargs, is_false, is_true, keyword_arg, last_name, positional_args
+from gpulint.linter.analysis.nodes import (
+    dotted_name,
+    has_star_kwargs,
+    is_false,
+    is_true,
+    keyword_arg,
+    last_name,
+    positional_args,
+)
 from gpulint.linter.analysis.pytorch import MODULE_NAME, is_device_target
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword

@@ -13,7 +13,9 @@ from gpulint.linter.fix.builders import guard_fix
 from gpulint.linter.rule import Invalid, Rule, RuleOption, Valid, positive_int
 from gpulint.rules.case_headers import LOGGING_SCRIPT
 
-EVAL_EVERY = RuleOption("eval-every", 1000, "Interval (in steps) the GL301 fix guards validation with.", int, check=positive_int)
+EVAL_EVERY = RuleOption(
+    "eval-every", 1000, "Interval (in steps) the GL301 fix guards validation with.", int, check=positive_int
+)
 
 # Names of functions that evaluate a model.  Kept narrow on purpose: `validate_args()` or
 # `test_inputs()` are not evaluation, and a false positive costs more than a miss.

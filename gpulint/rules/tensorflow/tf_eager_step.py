@@ -58,7 +58,7 @@ class TfEagerStep(Rule):
     effects (`print`, appending to lists) then run only while tracing, and Python values that
     change between calls retrace the function.  Not offered when the function reads values back
     (`.numpy()`, `float(...)`), which fails inside `tf.function`, nor for inline loop steps (the
-    step must first become a function).  Test functions (`test_*`) are not reported.
+    step must first become a function).  Test functions (`test*`, as pytest collects them) are not reported.
     """
 
     code = "GL707"
@@ -199,7 +199,7 @@ class TfEagerStep(Rule):
         if node.name.value == "minimize" or self._in_optimizer_class(node):
             return  # optimizers' own `minimize(loss, tape=...)` API is no training step
         if id(node) not in self.ctx.loops.step_functions:
-            return  # (test functions are never step functions)
+            return  # a test function never is one
         tf = self.ctx.tf
         own_calls = [call for call in tf.calls if tf.owner(call) is node and self.ctx.loops.step_boundary(call) is node]
         has_tape = any(method_name(c) == "gradient" and self.ctx.loops.is_step_call(c) for c in own_calls)
@@ -226,7 +226,9 @@ class TfEagerStep(Rule):
         if function is not None and is_test_function(function):
             return
         tf = self.ctx.tf
-        applies = any(method_name(c) in _APPLY_METHODS and self.ctx.loops.step_boundary(c) is boundary for c in tf.calls)
+        applies = any(
+            method_name(c) in _APPLY_METHODS and self.ctx.loops.step_boundary(c) is boundary for c in tf.calls
+        )
         if not applies or tf.in_compiled(node):
             return  # gradients without an optimizer step (a test of gradients) are no training step
         self.report(node)

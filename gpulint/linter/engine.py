@@ -58,14 +58,6 @@ class Analysis:
     # finding to match: the comments were not looked for).
     suppressions: dict[int, list[Suppression]] = field(default_factory=dict)
 
-    @property
-    def module(self) -> cst.Module:
-        return self.ctx.module
-
-    @property
-    def text(self) -> str:
-        return self.ctx.source_text
-
 
 @dataclass
 class FileResult:
@@ -166,7 +158,7 @@ class Linter:
         """GL900: the suppression comments that silenced nothing (every comment, in a file that was
         not parsed)."""
         if analysis is not None:
-            text, suppressions = analysis.text, analysis.suppressions
+            text, suppressions = analysis.ctx.source_text, analysis.suppressions
         elif file_is_ignored(source):
             return []
         else:

@@ -121,6 +121,9 @@ def runs_each_iteration(loop: cst.CSTNode, child: cst.CSTNode) -> bool:
 
 
 class LoopModel:
+    """The training-loop model of one module (`ctx.loops`): its step calls, step functions and step
+    loops, built once, and the per-step questions rules ask of a node."""
+
     def __init__(self, index: TreeIndex, imports: ImportTable, values: ValueOrigins) -> None:
         self.index = index
         self.imports = imports

@@ -58,7 +58,7 @@ import inspect
 import re
 import textwrap
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping
+from typing import AbstractSet, Any, Callable, ClassVar, Mapping
 
 import libcst as cst
 
@@ -138,12 +138,16 @@ class Rule:
     default: ClassVar[str] = "on"  # "on" or "hint" (opt-in: an opportunity, right in most files)
     severity: ClassVar[str] = "warning"
     fix_applicability: ClassVar[Applicability | None] = None  # the fix it offers, for docs and cases
-    requires: ClassVar[frozenset[Fact] | set[Fact]] = frozenset()
+    requires: ClassVar[AbstractSet[Fact]] = frozenset()
     # Prefilter: the file must contain at least one of these (as text) to be parsed for this rule.
     tokens: ClassVar[tuple[str, ...]] = ()
     options: ClassVar[tuple[RuleOption, ...]] = ()
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.requires = frozenset(cls.requires)  # written as a set literal; shared by every instance
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx

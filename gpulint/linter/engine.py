@@ -105,11 +105,10 @@ class Linter:
         wanted = frozenset().union(*(r.visited_types() for r in rules))
         ctx = FileContext(module, path, self.settings.options, wanted, source)
         findings = run_rules(ctx, [r for r in rules if r.applies(ctx)])
-        if not findings:
-            return Analysis(ctx, findings)
-        suppressions = find_suppressions(ctx.source_text)
-        kept = [f for f in findings if not silenced(suppressions, f.code, rows_of(ctx, f.node))]
-        return Analysis(ctx, kept, suppressions)
+        suppressions = find_suppressions(ctx.source_text) if findings else {}
+        if suppressions:  # (positions, which matching needs, cost a pass: the fix loop does without)
+            findings = [f for f in findings if not silenced(suppressions, f.code, rows_of(ctx, f.node))]
+        return Analysis(ctx, findings, suppressions)
 
     @staticmethod
     def candidate_rules(source: bytes, rules: tuple[type[Rule], ...]) -> list[type[Rule]]:

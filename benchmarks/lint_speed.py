@@ -76,7 +76,7 @@ def parsed_by_gpulint(files: list[Path], select: str | None) -> list[Path]:
     chosen = []
     for path in files:
         source = path.read_bytes()
-        if not file_is_ignored(source) and linter.candidate_rules(source, linter.rules_for(str(path))):
+        if not file_is_ignored(source) and linter.candidate_rules(source, linter.entries_for(str(path))):
             chosen.append(path)
     return chosen
 
@@ -127,7 +127,7 @@ def main() -> int:
     parser.add_argument("--subset", type=float, default=0.1, help="share of the files Fixit and TorchFix run on (scaled by lines)")
     args = parser.parse_args()
 
-    from gpulint.linter.files import discover
+    from gpulint.linter.run.files import discover
 
     roots = args.corpus or package_dirs(DEFAULT_PACKAGES)
     if not args.no_fixtures:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gpulint.linter.docs import catalog_source, readme_with_table, rule_markdown
-from gpulint.linter.rule import all_rules
+from gpulint.rules import all_rules
+from gpulint.rules.docs import catalog_source, readme_with_table, rule_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 

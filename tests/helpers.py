@@ -13,7 +13,7 @@ from gpulint.cli import main
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
 from gpulint.linter.findings import Finding
-from gpulint.linter.fixer import fix_source
+from gpulint.linter.fix.passes import fix_source
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -69,27 +69,6 @@ def assert_fix_ok(source: str, select: str | list[str], unsafe: bool = True, **o
     allowed = {"safe"} | ({"unsafe"} if unsafe else set())
     assert not [f for f in remaining if f.fix and f.fix.applicability.value in allowed], remaining
     return fixed
-
-
-# A training loop whose step loop body is `{body}`: the shape most in-loop rule tests need.
-TRAINING_LOOP = """
-for epoch in range(3):
-    for step, (x, y) in enumerate(loader):
-        loss = criterion(model(x), y)
-        loss.backward()
-        optimizer.step()
-{body}
-"""
-
-
-def in_step_loop(body: str, header: str) -> str:
-    """`header`, then TRAINING_LOOP with the (dedented) body in its step loop."""
-    return header + TRAINING_LOOP.format(body=textwrap.indent(textwrap.dedent(body).strip("\n"), " " * 8))
-
-
-def first_body_row(header: str) -> int:
-    """The row of the body's first line in `in_step_loop(body, header)`."""
-    return header.count("\n") + TRAINING_LOOP.count("\n")
 
 
 def expected_markers(path: Path) -> set[tuple[int, str]]:

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.linter.cache import LAYOUT, ResultCache
-from gpulint.linter.datajson import ShapeError, from_data, to_data
+from gpulint.linter.run.cache import LAYOUT, ResultCache
+from gpulint.linter.run.datajson import ShapeError, from_data, to_data
 from gpulint.linter.engine import FileResult
 from gpulint.linter.findings import Applicability, Edit, Finding, FixInfo, Location
-from gpulint.linter.runner import FileOutcome, RunOptions
-from gpulint.linter.safe_files import WriteScope
-from gpulint.linter.suppressions import Suppression
+from gpulint.linter.run.outcome import FileOutcome, RunOptions
+from gpulint.linter.run.safe_files import WriteScope
 
 
 def _outcome(path: str = "train.py") -> FileOutcome:
@@ -23,8 +22,7 @@ def _outcome(path: str = "train.py") -> FileOutcome:
         code="GL101", name="dataloader-serial", message="m", path=path, location=Location(3, 5),
         end_location=Location(3, 9), fix=fix, statement_row=3, display_location="cell 2:3:5", extra={"cell": 2},
     )
-    unused = Suppression(row=7, codes=frozenset({"GL201", "GL302"}), kind="gpulint", used={"GL201"})
-    return FileOutcome(FileResult(path, [finding], True, [unused]), diff="--- a\n+++ b\n", fixed=1, errors=[])
+    return FileOutcome(FileResult(path, [finding], True), diff="--- a\n+++ b\n", fixed=1, errors=[])
 
 
 def test_outcomes_round_trip_through_json():
@@ -84,7 +82,7 @@ def test_write_scope_is_not_part_of_the_key(tmp_path):
     plain = ResultCache.for_run(tmp_path, "s", RunOptions(fix=True))
     scoped = ResultCache.for_run(tmp_path, "s", RunOptions(fix=True, write_scope=WriteScope(("/x",), ())))
     assert plain.run_key == scoped.run_key
-    assert plain.run_key != ResultCache.for_run(tmp_path, "s", RunOptions(fix=True, unsafe_fixes=True)).run_key
+    assert plain.run_key != ResultCache.for_run(tmp_path, "s", RunOptions(fix=True, with_edits=True)).run_key
 
 
 def test_unusable_cache_folders(tmp_path):

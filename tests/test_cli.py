@@ -108,7 +108,7 @@ def test_stdin(project):
 
 
 def test_syntax_error_file_among_good_ones(project):
-    (project / "broken.py").write_text("import torch\nloader = DataLoader(ds))\n")
+    (project / "broken.py").write_text("import torch\nloader = DataLoader(ds))\nmodel.cuda()\n")
     result = gpulint(".", cwd=project)
     out = result.stdout.decode()
     assert result.returncode == 1
@@ -117,7 +117,7 @@ def test_syntax_error_file_among_good_ones(project):
 
 
 def test_bad_inputs_get_one_line_each(project):
-    (project / "undecodable.py").write_bytes(b"import torch\nx = '\xff\xfe'\nDataLoader(x)\n")
+    (project / "undecodable.py").write_bytes(b"import torch\nx = '\xff\xfe'\nDataLoader(x)\nmodel.cuda()\n")
     (project / "loop").mkdir()
     (project / "loop" / "self").symlink_to(project / "loop")  # inside the tree: not followed
     (project / "named.py").symlink_to(project / "named.py")
@@ -181,7 +181,7 @@ def test_did_you_mean_covers_commands_added_later(monkeypatch, capsys):
 
 def test_no_all_clear_after_an_error(project):
     for paths in (["clean.py", "missing.py"], ["clean.py", "undecodable.py"]):
-        (project / "undecodable.py").write_bytes(b"import torch\nx = '\xff\xfe'\nDataLoader(x)\n")
+        (project / "undecodable.py").write_bytes(b"import torch\nx = '\xff\xfe'\nDataLoader(x)\nmodel.cuda()\n")
         for extra in ([], ["--statistics"], ["--fix"]):
             result = gpulint(*paths, *extra, cwd=project)
             out, err = result.stdout.decode(), result.stderr.decode()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpulint.linter.config import ConfigError, Settings, expand_selectors, find_config, load_settings
-from gpulint.linter.rule import all_rules
+from gpulint.rules import all_rules
 
 
 def write(tmp_path, text: str):

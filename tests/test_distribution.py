@@ -14,7 +14,7 @@ import pytest
 
 from gpulint import DOCS_URL_VARIABLE, __version__, docs_url
 from gpulint.linter.config import STANDARD_KEYS
-from gpulint.linter.rule import rule_options
+from gpulint.rules import rule_options
 from tests.helpers import FIXTURES, ROOT
 
 FIXTURE = FIXTURES / "pytorch_image_classification.py"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gpulint.linter.files import discover
+from gpulint.linter.run.files import discover
 
 
 def touch(path: Path, text: str = "") -> Path:

@@ -11,8 +11,9 @@ import pytest
 
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
-from gpulint.linter.rule import rules_by_code
-from gpulint.linter.runner import RunOptions, run
+from gpulint.rules import rules_by_code
+from gpulint.linter.run.outcome import RunOptions
+from gpulint.linter.run.runner import run
 from tests.helpers import FIXTURES, expected_markers
 
 BAD = sorted(p for p in FIXTURES.glob("*.py"))
@@ -57,13 +58,13 @@ def test_clean_twins_have_no_findings(path):
 def test_fixing_a_copy_leaves_only_unfixable_findings(tmp_path):
     copy = tmp_path / "fixtures"
     shutil.copytree(FIXTURES, copy, ignore=shutil.ignore_patterns("runtime", "*.ipynb"))
-    settings = Settings(select=["ALL"])
-    first = run([copy], settings, RunOptions(fix=True, unsafe_fixes=True))
+    settings = Settings(select=["ALL"], unsafe_fixes=True)
+    first = run([copy], settings, RunOptions(fix=True))
     assert not first.errors
     for path in copy.rglob("*.py"):
         cst.parse_module(path.read_bytes())
     assert all(f.fix is None for f in first.findings), [f for f in first.findings if f.fix]
     snapshot = {p: p.read_bytes() for p in copy.rglob("*.py")}
-    second = run([copy], settings, RunOptions(fix=True, unsafe_fixes=True))
+    second = run([copy], settings, RunOptions(fix=True))
     assert sum(o.fixed for o in second.outcomes) == 0
     assert snapshot == {p: p.read_bytes() for p in copy.rglob("*.py")}

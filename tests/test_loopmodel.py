@@ -1,4 +1,4 @@
-"""The training-loop model (terms in gpulint/linter/loopmodel.py): step calls, step functions, loops, guards."""
+"""The training-loop model (terms in gpulint/linter/analysis/loops.py): step calls, step functions, loops, guards."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import textwrap
 import libcst as cst
 import pytest
 
-from gpulint.linter.context import FileContext
-from gpulint.linter.loopmodel import is_interval_condition
+from gpulint.linter.analysis.context import FileContext
+from gpulint.linter.analysis.loops import is_interval_condition
 
 
 def context(source: str) -> FileContext:
@@ -54,7 +54,7 @@ def test_step_loop_epoch_loop_and_evaluation_loop():
 def test_interval_guard_but_not_accumulation_guard():
     ctx = context(TRAIN)
     assert ctx.loops.interval_guard(call_named(ctx, "guarded")) is not None
-    assert ctx.loops.per_step_unguarded(call_named(ctx, "accumulated"))
+    assert ctx.loops.per_step_work(call_named(ctx, "accumulated"))
 
 
 def test_loop_header_runs_once_per_epoch():

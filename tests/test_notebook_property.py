@@ -15,10 +15,11 @@ from hypothesis import HealthCheck, given, settings as hypothesis_settings, stra
 
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
-from gpulint.linter.notebook import make_cell
-from gpulint.linter.runner import RunOptions, process_file
+from gpulint.linter.run.notebook.cells import make_cell
+from gpulint.linter.run.outcome import RunOptions
+from gpulint.linter.run.process import process_file
 
-LINTER = Linter(Settings(select=["ALL"]))
+LINTER = Linter(Settings(select=["ALL"], unsafe_fixes=True))  # fixes include the unsafe ones
 SETTINGS = hypothesis_settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
 
 PRELUDE = "import torch\nfrom torch.utils.data import DataLoader\nmodel = model.cuda()\n"
@@ -109,7 +110,7 @@ def test_generated_notebooks_never_crash_and_fixes_keep_a_valid_notebook(cells, 
         for finding in linted.result.findings:
             assert finding.display_location.startswith(f"cell {finding.extra['cell']}:")
 
-        fixed = process_file(path, LINTER, RunOptions(fix=True, unsafe_fixes=True))
+        fixed = process_file(path, LINTER, RunOptions(fix=True))
         after_text = path.read_text(encoding="utf-8")
     if fixed.errors:
         assert after_text == text, "a refused fix must leave the file as it was"

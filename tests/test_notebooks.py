@@ -13,10 +13,12 @@ import nbformat
 import pytest
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
-from gpulint.linter.files import discover
-from gpulint.linter.notebook import NotebookError, classify, join, make_cell, map_back, split_lines
-from gpulint.linter.rule import rules_by_code
-from gpulint.linter.runner import RunOptions, process_file, run
+from gpulint.linter.run.files import discover
+from gpulint.linter.run.notebook.cells import NotebookError, classify, join, make_cell, map_back, split_lines
+from gpulint.rules import rules_by_code
+from gpulint.linter.run.outcome import RunOptions
+from gpulint.linter.run.process import process_file
+from gpulint.linter.run.runner import run
 from tests.helpers import FIXTURES, run_cli
 
 NOTEBOOKS = FIXTURES / "notebooks"
@@ -38,8 +40,8 @@ def expected_cell_markers(path: Path) -> set[tuple[int, int, str]]:
     return expected
 
 
-def outcome_for(path: Path, select="ALL", **options):
-    settings = Settings(select=[select] if isinstance(select, str) else select)
+def outcome_for(path: Path, select="ALL", unsafe_fixes=False, **options):
+    settings = Settings(select=[select] if isinstance(select, str) else select, unsafe_fixes=unsafe_fixes)
     return process_file(path, Linter(settings), RunOptions(**options))
 
 

@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 import gpulint.linter.engine as engine
-from gpulint.linter import parallel
-from gpulint.linter.cache import LAYOUT, ResultCache
+from gpulint.linter.run import parallel
+from gpulint.linter.run.cache import LAYOUT, ResultCache
 from gpulint.linter.config import Settings
-from gpulint.linter.runner import RunOptions, run
+from gpulint.linter.run.outcome import RunOptions
+from gpulint.linter.run.runner import run
 
 from tests.helpers import FIXTURES, run_cli
 
@@ -108,7 +109,7 @@ def _summary(result) -> list:
     """Everything a reporter shows, in order: per file its findings (with fixes and edits), the
     problems reported, and the diff and fix count."""
     return [
-        (o.result.path, o.result.findings, sorted(o.errors), o.diff, o.fixed, [(s.row, s.codes) for s in o.result.unused_suppressions])
+        (o.result.path, o.result.findings, sorted(o.errors), o.diff, o.fixed)
         for o in result.outcomes
     ] + [result.errors]
 
@@ -126,14 +127,14 @@ def count_parses(monkeypatch):
     return calls
 
 
-SETTINGS = Settings(select=["ALL"])
+SETTINGS = Settings(select=["ALL"], unsafe_fixes=True)  # the fix and diff runs apply unsafe fixes too
 
 
 def _cache(tmp_path: Path, settings: Settings = SETTINGS, options: RunOptions = RunOptions(), **kwargs) -> ResultCache:
     return ResultCache.for_run(tmp_path / "cache", settings.fingerprint(), options, **kwargs)
 
 
-@pytest.mark.parametrize("options", [RunOptions(), RunOptions(diff=True, unsafe_fixes=True, with_edits=True)])
+@pytest.mark.parametrize("options", [RunOptions(), RunOptions(diff=True, with_edits=True)])
 def test_parallel_and_cached_equal_serial_uncached(corpus, tmp_path, options):
     serial = _serial(corpus, options)
     assert len(serial) > 35 and any(row[1] for row in serial), "the corpus must have findings to compare"
@@ -248,7 +249,7 @@ def test_fix_through_workers_writes_the_same_files(own_corpus, tmp_path):
     shutil.rmtree(corpus / "torch_sample")  # nothing to fix there; the lint tests cover real code
     twin = tmp_path / "twin"
     shutil.copytree(corpus, twin)
-    options = RunOptions(fix=True, unsafe_fixes=True)
+    options = RunOptions(fix=True)
     serial = run([corpus], SETTINGS, options, jobs=1)
     parallel_run = run([twin], SETTINGS, options, jobs=2, cache=_cache(tmp_path, options=options))
     assert sum(o.fixed for o in serial.outcomes) > 0

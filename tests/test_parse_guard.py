@@ -12,9 +12,9 @@ import hypothesmith
 import pytest
 from hypothesis import HealthCheck, given, settings as hypothesis_settings
 
-from gpulint.linter import parse_guard
-from gpulint.linter.isolation import ChildCrashed, call_isolated
-from gpulint.linter.parse_guard import MAX_NESTING, UnanalysableSource, check_source, too_deep
+from gpulint.linter.analysis import parse_guard
+from gpulint.linter.analysis.isolation import ChildCrashed, call_isolated
+from gpulint.linter.analysis.parse_guard import MAX_NESTING, UnanalysableSource, check_source, too_deep
 
 
 def full_depth(node: ast.AST, depth: int = 1) -> int:

@@ -8,7 +8,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from gpulint.linter.engine import positions_of
+from gpulint.linter.analysis.positions import positions_of
 from tests.helpers import FIXTURES
 
 

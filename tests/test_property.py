@@ -12,8 +12,9 @@ import hypothesmith
 from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
 
 from gpulint.linter.config import Settings
-from gpulint.linter.engine import Linter, SyntaxErrorInSource, UndecodableSource
-from gpulint.linter.fixer import fix_source
+from gpulint.linter.analysis.parse import SyntaxErrorInSource, UndecodableSource
+from gpulint.linter.engine import Linter
+from gpulint.linter.fix.passes import fix_source
 from tests.helpers import FIXTURES
 
 HEADER = (

@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
+from gpulint.linter.analysis.facts import Fact
 from gpulint.linter.findings import Applicability
-from gpulint.linter.rule import all_rules
+from gpulint.rules import all_rules
 from tests.helpers import ROOT
 
 RULES = all_rules()
@@ -35,7 +36,8 @@ def test_rule_documentation_has_every_section(rule):
     assert rule.default in ("on", "hint")
     assert rule.message
     if rule.visited_types():  # a rule that reads the tree must say what text it needs (prefilter)
-        assert rule.tokens, f"{rule.code} visits nodes but has no prefilter tokens"
+        assert rule.tokens or any(fact.tokens for fact in rule.requires), f"{rule.code} has no prefilter"
+    assert all(isinstance(fact, Fact) for fact in rule.requires), f"{rule.code}: requires holds facts"
     assert rule.fix_applicability in (None, Applicability.SAFE, Applicability.UNSAFE)
 
 
@@ -50,3 +52,29 @@ def test_summary_is_the_what_it_finds_text(rule):
     section = text.split("## What it finds", 1)[1].split("\n\n", 1)[0] if "## What it finds" in text else text
     assert rule.summary() and not rule.summary().startswith("#")
     assert rule.summary() == " ".join(section.split())
+
+
+def test_options_are_declared_once_and_validated():
+    from gpulint.linter.config import ConfigError, Settings, validate
+    from gpulint.rules import rule_options
+
+    options = rule_options()
+    assert {"num-workers", "log-every", "eval-every", "checkpoint-every", "steps-per-execution"} <= set(options)
+    readers = {key: [r.code for r in RULES if options[key] in r.options] for key in options}
+    assert readers["log-every"] == ["GL201", "GL302", "GL706"] and readers["num-workers"] == ["GL101", "GL801"]
+    for key, bad in [("num-workers", "min(8,"), ("log-every", 0), ("steps-per-execution", -1)]:
+        with pytest.raises(ConfigError, match=key):
+            validate(Settings(options={key: bad}))
+
+
+def test_a_rule_reads_only_the_options_it_declares():
+    import libcst as cst
+
+    from gpulint.linter.analysis.context import FileContext
+    from gpulint.rules import rules_by_code
+    from gpulint.rules.options import LOG_EVERY, NUM_WORKERS
+
+    rule = rules_by_code()["GL201"](FileContext(cst.parse_module(""), "x.py", {"log-every": 7}, frozenset()))
+    assert rule.option(LOG_EVERY) == 7
+    with pytest.raises(KeyError, match="num-workers"):
+        rule.option(NUM_WORKERS)

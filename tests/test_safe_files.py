@@ -11,8 +11,9 @@ import time
 import pytest
 
 from gpulint.linter.config import Settings
-from gpulint.linter.runner import RunOptions, run
-from gpulint.linter.safe_files import (
+from gpulint.linter.run.outcome import RunOptions
+from gpulint.linter.run.runner import run
+from gpulint.linter.run.safe_files import (
     NotLintable,
     WriteRefused,
     WriteScope,

@@ -7,7 +7,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from gpulint.linter.walk import TreeIndex
+from gpulint.linter.analysis.walk import TreeIndex
 from tests.helpers import FIXTURES
 
 SEMANTIC = ("Call", "Name", "Attribute", "For", "While", "If", "FunctionDef", "ClassDef", "Assign",

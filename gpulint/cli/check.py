@@ -15,7 +15,7 @@ from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, rule_ids, 
 
 if TYPE_CHECKING:  # the linter imports libcst: loaded when a command runs, not to parse its line
     from gpulint.linter.config import Settings
-    from gpulint.linter.runner import RunOptions, RunResult
+    from gpulint.linter.run.outcome import RunOptions, RunResult
 
 
 def add_selection_options(parser: argparse.ArgumentParser) -> None:
@@ -102,7 +102,7 @@ def check(options: argparse.Namespace) -> int:
     """Lint training code (the default command)."""
     from gpulint.linter import reporters
     from gpulint.linter.config import ConfigError
-    from gpulint.linter.runner import RunOptions, diff_output
+    from gpulint.linter.run.outcome import RunOptions, diff_output
 
     output_format = options.format
     if output_format not in reporters.FORMATS:
@@ -130,7 +130,6 @@ def check(options: argparse.Namespace) -> int:
     run_options = RunOptions(
         fix=options.fix,
         diff=options.diff,
-        unsafe_fixes=settings.unsafe_fixes,
         with_edits=output_format in reporters.NEEDS_EDITS,
     )
     if reading_stdin:
@@ -145,7 +144,7 @@ def check(options: argparse.Namespace) -> int:
         print(f"gpulint: warning: {line}", file=sys.stderr)
 
     report_settings = reporters.ReportSettings(
-        unsafe_fixes=settings.unsafe_fixes,
+        settings=settings,
         color=use_color() and output_format == "text",
         statistics=options.statistics,
         fix_mode=options.fix and not options.diff,
@@ -170,7 +169,7 @@ def check(options: argparse.Namespace) -> int:
 
 
 def _add_suppressions(paths: list[Path], settings: Settings, reading_stdin: bool, fixing: bool) -> int:
-    from gpulint.linter.add_suppressions import add_suppressions
+    from gpulint.linter.run.add_suppressions import add_suppressions
     from gpulint.linter.engine import Linter
 
     if reading_stdin or fixing:
@@ -188,9 +187,9 @@ def _add_suppressions(paths: list[Path], settings: Settings, reading_stdin: bool
 def _run_paths(paths: list[Path], settings: Settings, options: RunOptions, jobs: int | None, cache_dir) -> RunResult:
     """Run over files with workers, the cache (`cache_dir`: a folder, True for the default, None
     for none) and a progress bar on long runs at a terminal."""
-    from gpulint.linter.cache import ResultCache, default_cache_dir
-    from gpulint.linter.parallel import DelayedProgress, default_jobs
-    from gpulint.linter.runner import run
+    from gpulint.linter.run.cache import ResultCache, default_cache_dir
+    from gpulint.linter.run.parallel import DelayedProgress, default_jobs
+    from gpulint.linter.run.runner import run
 
     cache = None
     if cache_dir is not None:
@@ -206,13 +205,14 @@ def _run_paths(paths: list[Path], settings: Settings, options: RunOptions, jobs:
 def _run_stdin(settings: Settings, options: RunOptions, name: str) -> tuple[RunResult, bytes | None]:
     """Lint standard input; with --fix the fixed source goes to stdout (as ruff does for editors)."""
     from gpulint.linter.engine import Linter
-    from gpulint.linter.runner import RunResult, process_source
+    from gpulint.linter.run.outcome import RunResult
+    from gpulint.linter.run.process import process_source
 
     source = sys.stdin.buffer.read()
     if name.endswith(".ipynb"):
         from dataclasses import replace
 
-        from gpulint.linter import notebook
+        from gpulint.linter.run import notebook
 
         outcome = notebook.process_notebook(Path(name), name, source, Linter(settings), replace(options, fix=False))
         return RunResult(outcomes=[outcome]), None

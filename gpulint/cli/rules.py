@@ -72,8 +72,8 @@ def add_rule(parser: argparse.ArgumentParser) -> None:
 
 def show_rule(options: argparse.Namespace) -> int:
     """Explain one rule: what it finds, why it is slow, an example, and its fix."""
-    from gpulint.linter.docs import rule_markdown
-    from gpulint.linter.rule import find_rule
+    from gpulint.rules import find_rule
+    from gpulint.rules.docs import rule_markdown
 
     rule = find_rule(options.key)
     if rule is None:

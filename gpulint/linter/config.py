@@ -28,7 +28,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -37,8 +37,10 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 from gpulint.linter.catalog import OPTIONS, RULES
 from gpulint.linter.findings import SYNTAX_ERROR_CODE
-from gpulint.linter.option_expression import UnsafeExpression, check_worker_expression
-from gpulint.linter.safe_files import DEFAULT_MAX_FILE_BYTES, read_regular_file
+from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES, read_regular_file
+
+if TYPE_CHECKING:
+    from gpulint.linter.rule import Rule
 
 
 class ConfigError(Exception):
@@ -69,6 +71,14 @@ class Settings:
     root: Path = field(default_factory=Path.cwd)  # where relative patterns start
     source: Path | None = None  # the config file, if any
     history: str | bool | None = None  # the runtime checker's run history: a path, or False for none
+
+    @staticmethod
+    def catalog() -> tuple[type[Rule], ...]:
+        """Every rule class there is, selected or not (imported on first use: they bring libcst;
+        the codes below are selected from their generated catalog, gpulint/linter/catalog.py)."""
+        from gpulint.rules import all_rules
+
+        return all_rules()
 
     def enabled_codes(self) -> frozenset[str]:
         if self.select is None:
@@ -265,16 +275,11 @@ def validate(settings: Settings) -> None:
     for ids in [settings.select or [], settings.extend_select, settings.ignore, *settings.per_file_ignores.values()]:
         expand_selectors(ids)
     for key, value in settings.options.items():
-        checker = _OPTION_CHECKS.get(key)
-        if checker:
-            checker(key, value)
-
-
-def _check_expression(key: str, value: Any) -> None:
-    try:
-        check_worker_expression(str(value))
-    except UnsafeExpression as exc:
-        raise ConfigError(f"`{key}` = {str(value)!r} is not accepted: {exc}") from None
+        if key in OPTIONS:
+            try:
+                OPTIONS[key].validate(value)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
 
 
 _SIZE = re.compile(r"^\s*(\d+)\s*(|b|kib|kb|k|mib|mb|m|gib|gb|g)\s*$", re.IGNORECASE)
@@ -292,16 +297,3 @@ def parse_size(value: Any, config_file: Path) -> int:
             f"{config_file}: `max-file-size` must be a positive size such as 10485760 or \"10MiB\", not {value!r}"
         )
     return int(match[1]) * _SIZE_UNITS[match[2][:1].lower()]
-
-
-def _check_positive(key: str, value: Any) -> None:
-    if not isinstance(value, int) or value < 1:
-        raise ConfigError(f"`{key}` must be a positive integer, not {value!r}")
-
-
-_OPTION_CHECKS = {
-    "num-workers": _check_expression,
-    "log-every": _check_positive,
-    "eval-every": _check_positive,
-    "checkpoint-every": _check_positive,
-}

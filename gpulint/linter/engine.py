@@ -1,64 +1,77 @@
-"""Lint one source: prefilter, parse once, one walk, every enabled rule, suppressions, positions.
+"""Lint one source, top to bottom:
 
-The order is chosen for cost (DESIGN §4): most files of a real repository are rejected by a byte
-search before any parse; parsed files get one walk that feeds every rule; positions and suppression
-comments are computed only for files that have findings.  libcst and the rule classes are imported
-only when a first file passes the prefilter (which reads the rule catalog), so a run that parses
-nothing never pays for their import.
+    prefilter -> parse -> analyse -> rules -> suppress -> locate
+
+1. prefilter: the rules whose declared facts and tokens the file's bytes can hold (for most files
+   of a real repository: none, and they are never parsed).  It reads the generated rule catalog
+   (catalog.py), so a run that parses nothing never imports libcst or a rule class;
+2. parse, once (analysis/parse.py, behind the guard against sources too deep for the parser);
+3. analyse: one walk of the tree builds the FileContext; the shared analyses on it (the
+   training-loop model, what PyTorch and TensorFlow code does) are computed when a rule first asks;
+4. rules: each candidate rule whose required facts hold visits the nodes it subscribes to, in
+   source order, then finishes;
+5. suppress: findings a comment silences are dropped; the comments that silenced nothing are
+   GL900's findings (suppressions.py);
+6. locate: line and column of each finding, and the text edits of its fix when asked
+   (fix/fixer.py) -- plain, picklable Findings for reporters, the cache and worker processes.
+
+Suppression comments cost a pass over the file: they are looked for only in files that have
+findings.  Positions cost a code generation pass: they are computed once per analysis, only for the
+nodes findings need (where each starts and ends, its statement), when comments are matched or
+findings located.  Fixing runs stages 1-5 pass after pass (fix/passes.py) and needs positions only
+in files with suppression comments.
 """
 
 from __future__ import annotations
 
-import ast
-import contextlib
-import difflib
-import functools
-import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from gpulint.linter import catalog
-from gpulint.linter.config import Settings
-from gpulint.linter.findings import (
-    SYNTAX_ERROR_CODE,
-    SYNTAX_ERROR_NAME,
-    Applicability,
-    Edit,
-    Finding,
-    FixInfo,
-    Location,
-    RawFinding,
+from gpulint.linter.analysis.parse import SyntaxErrorInSource, parse
+from gpulint.linter.findings import SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME, Finding, FixInfo, Location, RawFinding
+from gpulint.linter.suppressions import (
+    UNUSED_SUPPRESSION,
+    Suppression,
+    file_is_ignored,
+    find_suppressions,
+    silenced,
+    unused_suppression_findings,
 )
-from gpulint.linter.parse_guard import check_source
-from gpulint.linter.suppressions import Suppression, file_is_ignored, find_suppressions, matching_suppression
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # libcst and the rule classes are imported once a file passes the prefilter
     import libcst as cst
+    from libcst.metadata import CodeRange
 
-    from gpulint.linter.context import FileContext
+    from gpulint.linter.analysis.context import FileContext
+    from gpulint.linter.config import Settings
     from gpulint.linter.rule import Rule
 
-# A file that names none of these is not training code for any rule here (DESIGN §2 prefilter).
+# A file that names none of these is not training code for any rule here.
 FRAMEWORK_MARKERS = (b"torch", b"tensorflow", b"keras", b"lightning", b"transformers", b"accelerate", b"tf.")
-
-# GL900 unused-suppression (gpulint.rules.meta) reads suppression comments, not the tree: it is
-# never a reason to parse a file and runs after the other rules, in lint_source.
-UNUSED_SUPPRESSION = "GL900"
 
 
 @dataclass
 class Analysis:
-    """A parsed module with the rules' raw findings, before positions (or None: not parsed)."""
+    """One parsed source and the rules' findings that no comment silenced, still pointing into
+    the tree."""
 
-    module: cst.Module
     ctx: FileContext
     findings: list[RawFinding]
+    # The file's suppression comments, with the codes each silenced (empty when there was no
+    # finding to match: the comments were not looked for).
     suppressions: dict[int, list[Suppression]] = field(default_factory=dict)
-    positions: dict | None = None
+    _positions: Mapping[cst.CSTNode, CodeRange] | None = field(default=None, repr=False)
 
-    @property
-    def text(self) -> str:
-        return self.ctx.source_text
+    def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
+        """The positions of the nodes the findings need (each one's node, where it is reported, its
+        statement), computed once, on first use, for all of them (still covering every finding
+        after suppressed ones are dropped)."""
+        if self._positions is None:
+            ctx = self.ctx
+            wanted = {n for f in self.findings for n in (f.node, anchor(f.node), ctx.statement_of(f.node))}
+            self._positions = ctx.positions(wanted)
+        return self._positions
 
 
 @dataclass
@@ -66,191 +79,99 @@ class FileResult:
     path: str
     findings: list[Finding] = field(default_factory=list)
     parsed: bool = False
-    # Suppression comments that matched no finding (for --report-unused-suppressions).
-    unused_suppressions: list[Suppression] = field(default_factory=list)
-
-
-class SyntaxErrorInSource(Exception):
-    def __init__(self, message: str, row: int, column: int) -> None:
-        super().__init__(message)
-        self.row = row
-        self.column = column
-
-
-class UndecodableSource(Exception):
-    """Bytes that are not text in the file's declared (or default UTF-8) encoding."""
-
-
-def parse(source: bytes | str) -> cst.Module:
-    """libcst's tree of a source; raises SyntaxErrorInSource, UndecodableSource, and
-    parse_guard.UnanalysableSource for a source too deep to hand to the parser."""
-    import libcst as cst
-
-    rejected = check_source(source)
-    if rejected is not None and rejected.lineno:  # both parsers reject it: CPython names the line
-        raise SyntaxErrorInSource(rejected.msg, rejected.lineno, rejected.offset or 1)
-    try:
-        return cst.parse_module(source)
-    except (UnicodeDecodeError, LookupError) as exc:
-        raise UndecodableSource(f"cannot decode: {exc}") from exc
-    except SyntaxError as exc:  # raised by the encoding detection, before libcst's own parser
-        raise UndecodableSource(f"cannot decode: {exc.msg}") from exc
-    except cst.ParserSyntaxError as exc:
-        # libcst's positions for tokenizer errors are often off; CPython's compiler, asked only
-        # when parsing failed, names the line a person expects.
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the user's code's warnings are not ours to print
-                compile(source, "<source>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-        except SyntaxError as python_error:
-            if python_error.lineno:
-                raise SyntaxErrorInSource(python_error.msg, python_error.lineno, python_error.offset or 1) from exc
-        except (ValueError, RecursionError, MemoryError):
-            pass
-        raise SyntaxErrorInSource(exc.message, exc.raw_line, exc.raw_column + 1) from exc
-    except (RecursionError, ValueError, IndexError) as exc:  # pathological inputs
-        raise SyntaxErrorInSource(f"cannot parse: {exc.__class__.__name__}", 1, 1) from exc
 
 
 class Linter:
-    """The enabled rules for one set of settings, ready to run on many files."""
+    """The rules the settings enable, ready to run on many files."""
 
-    def __init__(self, settings: Settings, rules: Iterable[type[Rule]] | None = None) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._rules = tuple(rules) if rules is not None else None
-        self._enabled_cache: dict[frozenset[str], tuple[type[Rule], ...]] = {}
-
-    @property
-    def rules(self) -> tuple[type[Rule], ...]:
-        """The rule classes (imported on first use: they bring libcst)."""
-        if self._rules is None:
-            from gpulint.linter.rule import all_rules
-
-            self._rules = all_rules()
-        return self._rules
-
-    def _prefilter_rules(self, path: str) -> tuple:
-        """The enabled rules as the prefilter needs them: from the catalog until the rule classes
-        are loaded (so rejecting a file imports nothing), the classes after."""
-        if self._rules is None:
-            codes = self.settings.codes_for(path)
-            return tuple(r for r in catalog.RULES if r.code in codes)
-        return self.rules_for(path)
+        self._rules_by_codes: dict[frozenset[str], tuple[type[Rule], ...]] = {}
+        self._entries_by_codes: dict[frozenset[str], tuple[catalog.RuleInfo, ...]] = {}
 
     def rules_for(self, path: str) -> tuple[type[Rule], ...]:
+        """The rule classes enabled for `path` (per-file ignores applied), GL900 included;
+        asking imports them (and libcst)."""
         codes = self.settings.codes_for(path)
-        rules = self._enabled_cache.get(codes)
+        rules = self._rules_by_codes.get(codes)
         if rules is None:
-            rules = self._enabled_cache[codes] = tuple(r for r in self.rules if r.code in codes)
+            rules = self._rules_by_codes[codes] = tuple(r for r in self.settings.catalog() if r.code in codes)
         return rules
 
-    # -- stages ------------------------------------------------------------------------------
-    @staticmethod
-    def candidate_rules(source: bytes, rules: tuple) -> list:
-        """Rules whose prefilter tokens occur in the source (the parse is skipped when none do);
-        `rules` are rule classes or their catalog entries."""
-        if not any(marker in source for marker in FRAMEWORK_MARKERS):
-            return []
-        rules = tuple(r for r in rules if r.code != UNUSED_SUPPRESSION)
-        steps = any(token in source for token in catalog.STEP_TOKENS)
-        accelerator = any(token in source for token in catalog.ACCELERATOR_TOKENS)
-        return [
-            r for r in rules
-            if (steps or not r.needs_step)
-            and (accelerator or not r.needs_accelerator)
-            and (not r.tokens or any(t.encode() in source for t in r.tokens))
-        ]
+    def entries_for(self, path: str) -> tuple[catalog.RuleInfo, ...]:
+        """`rules_for` as the catalog describes them: what the prefilter reads, importing nothing."""
+        codes = self.settings.codes_for(path)
+        entries = self._entries_by_codes.get(codes)
+        if entries is None:
+            entries = self._entries_by_codes[codes] = tuple(r for r in catalog.RULES if r.code in codes)
+        return entries
 
+    def lint_source(self, source: bytes, path: str, with_edits: bool = False) -> FileResult:
+        """Every finding in one source, located (with fix edits when asked), in order."""
+        try:
+            analysis = self.analyze(source, path)
+        except SyntaxErrorInSource as exc:
+            return FileResult(path, [syntax_error_finding(path, str(exc), exc.row, exc.column)])
+        findings = self.locate(analysis, path, with_edits) if analysis is not None else []
+        if UNUSED_SUPPRESSION in self.settings.codes_for(path):
+            findings += self._unused_suppressions(source, analysis, path)
+        return FileResult(path, sorted(findings, key=Finding.sort_key), parsed=analysis is not None)
+
+    # -- stages 1-5 --------------------------------------------------------------------------
     def analyze(self, source: bytes, path: str) -> Analysis | None:
-        """Parse and run the rules; None when the prefilter rules the file out."""
+        """Prefilter, parse, analyse, run the rules and drop what comments silence; None when the
+        prefilter rules the file out (or it asks to be ignored)."""
         if file_is_ignored(source):
             return None
-        candidates = {r.code for r in self.candidate_rules(source, self._prefilter_rules(path))}
+        candidates = {r.code for r in self.candidate_rules(source, self.entries_for(path))}
         if not candidates:
             return None
-        rules = [r for r in self.rules_for(path) if r.code in candidates]
         module = parse(source)
-        return self.analyze_module(module, path, rules, source)
+        from gpulint.linter.analysis.context import FileContext  # (with libcst, which parse has loaded)
 
-    def analyze_module(self, module: cst.Module, path: str, rules: list[type[Rule]], source: bytes | None = None) -> Analysis:
-        from gpulint.linter.context import FileContext
-
+        rules = [r for r in self.rules_for(path) if r.code in candidates]
         wanted = frozenset().union(*(r.visited_types() for r in rules))
         ctx = FileContext(module, path, self.settings.options, wanted, source)
-        instances = [r(ctx) for r in rules]
-        handlers: dict[str, list] = {}
-        for instance in instances:
-            for type_name in instance.visited_types():
-                handlers.setdefault(type_name, []).append(getattr(instance, f"visit_{type_name}"))
-        for node in ctx.index.ordered:
-            for handler in handlers.get(type(node).__name__, ()):
-                handler(node)
-        raw: list[RawFinding] = []
-        for instance in instances:
-            instance.finish()
-            raw.extend(instance.findings)
-        analysis = Analysis(module, ctx, raw)
-        if raw:
-            analysis.findings = self._unsuppressed(analysis)
+        findings = run_rules(ctx, [r for r in rules if r.applies(ctx)])
+        suppressions = find_suppressions(ctx.source_text) if findings else {}
+        analysis = Analysis(ctx, findings, suppressions)
+        if suppressions:  # (matching needs positions: files without such comments do without)
+            positions = analysis.positions()
+            analysis.findings = [
+                f for f in findings if not silenced(suppressions, f.code, rows_of(ctx, positions, f.node))
+            ]
         return analysis
 
-    def _unsuppressed(self, analysis: Analysis) -> list[RawFinding]:
-        analysis.suppressions = find_suppressions(analysis.text)
-        if not analysis.suppressions:
-            return analysis.findings
-        kept = []
-        for finding in analysis.findings:
-            rows = self.rows_of(analysis, finding.node)
-            suppression = matching_suppression(analysis.suppressions, finding.code, rows)
-            if suppression is None:
-                kept.append(finding)
-            else:
-                suppression.used.add(finding.code)
-        return kept
-
     @staticmethod
-    def anchor(node: cst.CSTNode) -> cst.CSTNode:
-        """Where a finding starts.  A method called on the result of another call
-        (`tf.data.Dataset.range(n)\\n    .map(f)`) is reported at its name, not at the start of the
-        chain, which may be lines above."""
-        import libcst as cst
+    def candidate_rules(source: bytes, rules: Iterable[catalog.RuleInfo]) -> list[catalog.RuleInfo]:
+        """The tree rules whose facts and tokens the source's bytes can hold."""
+        if not any(marker in source for marker in FRAMEWORK_MARKERS):
+            return []
+        known: dict[str, bool] = {}
 
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, (cst.Call, cst.Subscript)):
-            return node.func.attr
-        return node
+        def may_hold(fact: str) -> bool:  # each fact's tokens are searched for once per file
+            if fact not in known:
+                known[fact] = catalog.fact_may_hold(fact, source)
+            return known[fact]
 
-    def rows_of(self, analysis: Analysis, node: cst.CSTNode) -> tuple[int, ...]:
-        """The finding's own row and the first row of its statement."""
-        positions = self.positions(analysis)
-        row = positions[self.anchor(node)].start.line
-        statement = analysis.ctx.statement_of(node)
-        statement_row = positions[statement].start.line if statement in positions else row
-        return (row, statement_row) if statement_row != row else (row,)
+        # GL900 reads comments, not the tree (suppressions.py): never a reason to parse a file.
+        return [r for r in rules if r.code != UNUSED_SUPPRESSION and r.may_apply(source, may_hold)]
 
-    def positions(self, analysis: Analysis):
-        """Positions of the nodes the findings need (each finding's node, where it is reported, its
-        statement), computed on first use for all of them at once."""
-        if analysis.positions is None:
-            wanted = set()
-            for finding in analysis.findings:
-                wanted.update((finding.node, self.anchor(finding.node), analysis.ctx.statement_of(finding.node)))
-            wanted.discard(None)
-            analysis.positions = positions_of(analysis.module, wanted)
-        return analysis.positions
-
+    # -- stage 6 -----------------------------------------------------------------------------
     def locate(self, analysis: Analysis, path: str, with_edits: bool = False) -> list[Finding]:
         """Turn raw findings into located, picklable ones (edits only when asked: they cost a
         code generation per fixable finding)."""
-        from gpulint.linter.fixer import edits_for
-
-        positions = self.positions(analysis) if analysis.findings else {}
+        if not analysis.findings:
+            return []
+        if with_edits:
+            from gpulint.linter.fix.fixer import edits_for
+        ctx, positions = analysis.ctx, analysis.positions()
         located = []
         for raw in analysis.findings:
-            start, end = positions[self.anchor(raw.node)].start, positions[raw.node].end
-            rows = self.rows_of(analysis, raw.node)
+            start, end = positions[anchor(raw.node)].start, positions[raw.node].end
             fix = None
             if raw.fix is not None:
-                edits = edits_for(analysis, raw.fix) if with_edits else ()
+                edits = edits_for(ctx, raw.fix) if with_edits else ()
                 fix = FixInfo(raw.fix.applicability, raw.fix.message, tuple(edits))
             located.append(
                 Finding(
@@ -262,106 +183,61 @@ class Linter:
                     end_location=Location(end.line, end.column + 1),
                     severity=raw.severity,
                     fix=fix,
-                    statement_row=rows[-1],
+                    statement_row=rows_of(ctx, positions, raw.node)[-1],
                 )
             )
         located.sort(key=Finding.sort_key)
         return located
 
-    # -- whole file --------------------------------------------------------------------------
-    def lint_source(self, source: bytes, path: str, with_edits: bool = False) -> FileResult:
-        result = FileResult(path)
-        try:
-            analysis = self.analyze(source, path)
-        except SyntaxErrorInSource as exc:
-            result.findings.append(syntax_error_finding(path, str(exc), exc.row, exc.column))
-            return result
-        if analysis is None:
-            return self._with_unused_suppressions(result, source, None)
-        result.parsed = True
-        result.findings = self.locate(analysis, path, with_edits)
-        result.unused_suppressions = [
-            s for rows in analysis.suppressions.values() for s in rows if not s.used
-        ]
-        return self._with_unused_suppressions(result, analysis.text, analysis.suppressions)
-
-    def _with_unused_suppressions(self, result: FileResult, text: bytes | str, suppressions) -> FileResult:
-        """Add GL900 findings (when enabled) for suppression comments that silenced nothing;
-        `suppressions` carry which codes they silenced (None: the file was not parsed)."""
-        codes = self.settings.codes_for(result.path)
-        if UNUSED_SUPPRESSION not in codes:
-            return result
-        if isinstance(text, bytes):
-            if file_is_ignored(text):
-                return result
-            text = text.decode("utf-8", errors="replace")
-        from gpulint.rules.meta import unused_suppression_findings
-
-        extra = unused_suppression_findings(text, result.path, suppressions, codes)
-        if extra:
-            result.findings = sorted(result.findings + extra, key=Finding.sort_key)
-        return result
+    def _unused_suppressions(self, source: bytes, analysis: Analysis | None, path: str) -> list[Finding]:
+        """GL900: the suppression comments that silenced nothing (every comment, in a file that was
+        not parsed)."""
+        if analysis is not None:
+            text, suppressions = analysis.ctx.source_text, analysis.suppressions
+        elif file_is_ignored(source):
+            return []
+        else:
+            text, suppressions = source.decode("utf-8", errors="replace"), None
+        known = frozenset(rule.code for rule in catalog.RULES)
+        return unused_suppression_findings(text, path, suppressions, self.settings.codes_for(path), known)
 
 
-def positions_of(module: cst.Module, nodes: set) -> dict:
-    """libcst's `PositionProvider` ranges of `nodes` (and of the nodes their ranges derive from).
-
-    The provider is a code generation pass that records a range for every node of the module;
-    the recording, not the code generation, is most of its cost (measured: 49 ms for the provider,
-    21 ms for the code generation alone, on a 281-line file), and a file's findings need a handful.
-    So the same pass runs with libcst's own position-keeping state, told to record only those
-    nodes.  Without the libcst internals this uses, every node's range is computed the public way.
-    """
-    state_class = _selective_position_state()
-    if state_class is None:
-        from libcst.metadata import MetadataWrapper, PositionProvider
-
-        return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    recorder = _PositionRecorder(nodes)
-    state = state_class(default_indent=module.default_indent, default_newline=module.default_newline, provider=recorder)
-    module._codegen(state)
-    return recorder._computed
+def run_rules(ctx: FileContext, rules: list[type[Rule]]) -> list[RawFinding]:
+    """Every rule's findings: one pass over the walked nodes in source order, each node handed to
+    the rules that visit its type, then each rule's `finish()`."""
+    instances = [rule(ctx) for rule in rules]
+    handlers: dict[str, list] = {}
+    for instance in instances:
+        for type_name in instance.visited_types():
+            handlers.setdefault(type_name, []).append(getattr(instance, f"visit_{type_name}"))
+    for node in ctx.index.ordered:
+        for handler in handlers.get(type(node).__name__, ()):
+            handler(node)
+    findings: list[RawFinding] = []
+    for instance in instances:
+        instance.finish()
+        findings.extend(instance.findings)
+    return findings
 
 
-class _PositionRecorder:
-    """Stands in for the position provider: where the codegen state keeps the ranges it records."""
+def anchor(node: cst.CSTNode) -> cst.CSTNode:
+    """Where a finding starts.  A method called on the result of another call
+    (`tf.data.Dataset.range(n)\\n    .map(f)`) is reported at its name, not at the start of the
+    chain, which may be lines above."""
+    import libcst as cst
 
-    def __init__(self, wanted: set) -> None:
-        self.wanted = set(wanted)
-        self._computed: dict = {}
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, (cst.Call, cst.Subscript)):
+        return node.func.attr
+    return node
 
 
-_NOT_RECORDED = contextlib.nullcontext()
-
-
-@functools.lru_cache(maxsize=1)
-def _selective_position_state():
-    """libcst's position-providing codegen state, recording only the nodes its provider wants
-    (None when this libcst has no such internal)."""
-    try:
-        from libcst.metadata.position_provider import PositionProvidingCodegenState
-    except ImportError:
-        return None
-
-    class SelectivePositionState(PositionProvidingCodegenState):
-        def before_codegen(self, node) -> None:
-            if node in self.provider.wanted:
-                super().before_codegen(node)
-
-        def after_codegen(self, node) -> None:
-            if node in self.provider.wanted:
-                super().after_codegen(node)
-
-        def record_syntactic_position(self, node, *, start_node=None, end_node=None):
-            wanted = self.provider.wanted
-            if node not in wanted:
-                return _NOT_RECORDED
-            # A range may be hoisted from a child's (a compound statement ends where its body
-            # does): the child is generated inside this block, so asking for it now is in time.
-            wanted.update(n for n in (start_node, end_node) if n is not None)
-            return super().record_syntactic_position(node, start_node=start_node, end_node=end_node)
-
-    return SelectivePositionState
+def rows_of(ctx: FileContext, positions: Mapping[cst.CSTNode, CodeRange], node: cst.CSTNode) -> tuple[int, ...]:
+    """The finding's own row and the first row of its statement (a suppression comment on either
+    silences it), from the analysis's positions."""
+    row = positions[anchor(node)].start.line
+    statement = ctx.statement_of(node)
+    statement_row = positions[statement].start.line if statement in positions else row
+    return (row, statement_row) if statement_row != row else (row,)
 
 
 def syntax_error_finding(path: str, message: str, row: int, column: int) -> Finding:
@@ -374,19 +250,3 @@ def syntax_error_finding(path: str, message: str, row: int, column: int) -> Find
         end_location=Location(row, column),
         severity="error",
     )
-
-
-def line_edits(before: str, after: str) -> list[Edit]:
-    """Whole-line edits turning `before` into `after` (what SARIF fixes and GitHub suggestions
-    need: both work on lines)."""
-    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    edits = []
-    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        edits.append(Edit("".join(new[j1:j2]), Location(i1 + 1, 1), Location(i2 + 1, 1)))
-    return edits
-
-
-__all__ = ["Linter", "FileResult", "Analysis", "parse", "line_edits", "syntax_error_finding", "Applicability"]

@@ -1,38 +1,115 @@
-"""The rule interface and the registry of every rule.
+"""The rule API: what a rule declares, how it reports, and the cases that test it.
 
-A rule is a class in a module of `gpulint.rules` (found automatically, one module per family):
+A rule is a class in its own module under `gpulint.rules` (a folder per family), found there by
+the catalog (gpulint/rules/__init__.py):
 
-    class DataLoaderSerial(Rule):
-        '''## What it finds ... ## Why it is slow ... ## Example ... ## Fix ...'''
-        code = "GL101"
-        name = "dataloader-serial"
-        message = "DataLoader loads batches in the training process (num_workers=0)"
-        tokens = ("DataLoader",)       # prefilter: a file without any of these is not parsed
-        fix_applicability = Applicability.UNSAFE
+    class DataLoaderUnpinned(Rule):
+        '''
+        ## What it finds
+        ...
+        ## Example
+        ```python
+        ...                                      # must fire (tests/test_rule_cases.py)
+        ```
+        Use instead:
+        ```python
+        ...                                      # must not fire
+        ```
+        ## Fix (safe)
+        ...
+        '''
+
+        code = "GL102"
+        name = "dataloader-unpinned"
+        message = "DataLoader without `pin_memory=True`: ..."
+        requires = {TORCH, ACCELERATOR}          # facts about the file (analysis/facts.py)
+        tokens = ("DataLoader",)                 # text the pattern itself spells
+        fix_applicability = Applicability.SAFE
 
         def visit_Call(self, node: cst.Call) -> None:
-            if ...:
-                self.report(node, fix=...)
+            if is_dataloader(self.ctx, node) and ...:
+                self.report(node, fix=set_keyword(...))
+
+        VALID = [Valid("...code the rule must not report...")]
+        INVALID = [Invalid("...code...", "4:10", fixed="...the code after the fix...")]
+
+What a rule needs is declared once.  `requires` are facts about the whole file (it imports torch,
+it runs on an accelerator, it takes training steps): the engine does not parse a file whose text
+rules one of them out, and runs the rule only on files where all of them hold; `visit_` methods do
+not check them again.  `tokens` is the text of the rule's own pattern (one of them must occur).
+`options` are the `[tool.gpulint]` settings the rule reads, each declared once as a RuleOption
+(shared ones in gpulint/rules/options.py) and read with `self.option(...)`.
 
 `visit_<NodeType>` methods are called for every node of that type in source order, after the whole
 module has been analysed, so `self.ctx.loops` already knows about loops and step functions defined
-further down.  `finish()` runs once after the last node, for whole-module rules.
+further down.  `finish()` runs once after the last node, for whole-module rules.  A rule instance
+lives for one file: data it works out for itself is a `functools.cached_property`, as the shared
+analyses on FileContext are.
+
+VALID and INVALID are the rule's cases, run by one parametrized test with only this rule selected:
+a Valid must produce no finding; an Invalid must produce findings at exactly the given
+"row:column" positions, and -- with `fixed` -- its fixes (unsafe ones included) must turn it into
+exactly `fixed`, which must parse and have nothing left to fix.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import pkgutil
 import re
-from functools import lru_cache
-from typing import Any, ClassVar
+import textwrap
+from typing import AbstractSet, Any, ClassVar, Mapping
 
 import libcst as cst
 
-from gpulint.linter.catalog import RuleOption  # noqa: F401 - rules import it from here
-from gpulint.linter.context import FileContext
+from gpulint.linter.analysis.context import FileContext
+from gpulint.linter.analysis.facts import Fact
+from gpulint.linter.catalog import RuleOption, positive_int, worker_expression  # noqa: F401 - rules import them here
 from gpulint.linter.findings import Applicability, Fix, RawFinding
+
+
+class Case:
+    """Code a rule is run on in its tests (see Valid and Invalid)."""
+
+    def __init__(self, code: str, *, header: str = "", options: Mapping[str, Any] | None = None,
+                 path: str = "case.py", select: tuple[str, ...] = ()) -> None:
+        self.code = code
+        self.header = header
+        self.options = dict(options or {})
+        self.path = path
+        self.select = select  # other rules to enable too (GL900 needs the rules its comments name)
+
+    @property
+    def source(self) -> str:
+        """`header` (imports, a CUDA device) as written, then `code` dedented, so cases can be
+        indented triple-quoted strings.  Rows count from the header's first line.  (Worked out
+        when a test asks: importing the rules must stay cheap.)"""
+        return self.header + textwrap.dedent(self.code).lstrip("\n")
+
+
+class Valid(Case):
+    """Code the rule must not report."""
+
+
+class Invalid(Case):
+    """Code the rule must report at exactly `findings` ("row:column", 1-based, in source order).
+
+    `fixed` is the code after the rule's fixes (unsafe ones included; None: no finding offers a
+    fix), `applicability` the safety every offered fix must have (default: the rule's), `messages`
+    the findings' messages when the case is about them."""
+
+    def __init__(self, code: str, *findings: str, fixed: str | None = None, applicability: Applicability | None = None,
+                 messages: tuple[str, ...] | None = None, **case: Any) -> None:
+        super().__init__(code, **case)
+        if not findings:
+            raise ValueError("an Invalid case names where its findings are")
+        self.findings = findings
+        self._fixed = fixed
+        self.applicability = applicability
+        self.messages = messages
+
+    @property
+    def fixed(self) -> str | None:
+        return None if self._fixed is None else self.header + textwrap.dedent(self._fixed).lstrip("\n")
 
 
 class Rule:
@@ -41,18 +118,17 @@ class Rule:
     message: ClassVar[str]
     default: ClassVar[str] = "on"  # "on" or "hint" (opt-in: an opportunity, right in most files)
     severity: ClassVar[str] = "warning"
-    fix_applicability: ClassVar[Applicability | None] = None  # what fix it can offer, for docs
-    # Prefilter tokens: the file must contain at least one of them (as text) to be parsed.
+    fix_applicability: ClassVar[Applicability | None] = None  # the fix it offers, for docs and cases
+    requires: ClassVar[AbstractSet[Fact]] = frozenset()
+    # Prefilter: the file must contain at least one of these (as text) to be parsed for this rule.
     tokens: ClassVar[tuple[str, ...]] = ()
-    # For rules that only report per-step work: the file must also spell a training step
-    # (loopmodel.STEP_TOKENS), or nothing in it can run per step.  Most files of a model library
-    # print, log and call `.to(` without ever taking a step.
-    needs_step: ClassVar[bool] = False
-    # For device rules, which fire only in accelerated modules (FileContext.accelerated): the file
-    # must also spell an accelerator (context.ACCELERATOR_TOKENS).  A library's modeling code that
-    # never names CUDA is not parsed for them.
-    needs_accelerator: ClassVar[bool] = False
-    options: ClassVar[dict[str, RuleOption]] = {}
+    options: ClassVar[tuple[RuleOption, ...]] = ()
+    VALID: ClassVar[list[Valid]] = []
+    INVALID: ClassVar[list[Invalid]] = []
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.requires = frozenset(cls.requires)  # written as a set literal; shared by every instance
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
@@ -70,13 +146,27 @@ class Rule:
             )
         )
 
-    def option(self, key: str) -> Any:
-        return self.ctx.options.get(key, self.options[key].default)
+    def option(self, option: RuleOption) -> Any:
+        """The configured value of one of this rule's options (or its default)."""
+        if option not in self.options:
+            raise KeyError(f"{self.code} reads `{option.key}` without declaring it in `options`")
+        return self.ctx.options.get(option.key, option.default)
 
     def finish(self) -> None:
         """Called after every node was visited."""
 
     # -- class-level metadata ----------------------------------------------------------------
+    @classmethod
+    def prefilter_facts(cls) -> tuple[str, ...]:
+        """The names of the required facts whose tokens a file must spell (what the prefilter
+        checks, from the catalog, before libcst or this class is imported)."""
+        return tuple(sorted({spelled.name for fact in cls.requires for spelled in fact.spelled()}))
+
+    @classmethod
+    def applies(cls, ctx: FileContext) -> bool:
+        """Every fact the rule requires holds for the parsed file."""
+        return all(fact.holds(ctx) for fact in cls.requires)
+
     @classmethod
     def visited_types(cls) -> frozenset[str]:
         return frozenset(name[len("visit_") :] for name in dir(cls) if name.startswith("visit_"))
@@ -102,39 +192,3 @@ class Rule:
             if lines:
                 return " ".join(" ".join(lines).split())
         return cls.message
-
-
-@lru_cache(maxsize=1)
-def all_rules() -> tuple[type[Rule], ...]:
-    """Every rule class in `gpulint.rules`, sorted by code."""
-    import gpulint.rules as package
-
-    found: dict[str, type[Rule]] = {}
-    for info in pkgutil.iter_modules(package.__path__):
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
-        for obj in vars(module).values():
-            if inspect.isclass(obj) and issubclass(obj, Rule) and obj is not Rule and "code" in vars(obj):
-                if obj.code in found and found[obj.code] is not obj:
-                    raise RuntimeError(f"two rules claim {obj.code}: {found[obj.code].__name__}, {obj.__name__}")
-                found[obj.code] = obj
-    return tuple(found[code] for code in sorted(found))
-
-
-def rules_by_code() -> dict[str, type[Rule]]:
-    return {rule.code: rule for rule in all_rules()}
-
-
-def rule_options() -> dict[str, RuleOption]:
-    """Every rule option, by its config key."""
-    options: dict[str, RuleOption] = {}
-    for rule in all_rules():
-        options.update(rule.options)
-    return options
-
-
-def find_rule(key: str) -> type[Rule] | None:
-    """A rule by code (`GL101`) or name (`dataloader-serial`)."""
-    for rule in all_rules():
-        if key.upper() == rule.code or key == rule.name:
-            return rule
-    return None

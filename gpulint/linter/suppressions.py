@@ -5,8 +5,9 @@
 * for a multi-line statement, the same comment on the statement's first line;
 * `# gpulint: ignore-file` in the comment block at the top of a file skips the file.
 
-Comments are found with the tokenizer, so the text inside a string literal never counts.  This runs
-only for files that have findings.
+Comments are found with the tokenizer, so the text inside a string literal never counts.  The
+engine looks for them only in files that have findings.  Each comment records the codes it
+silenced; the comments that silenced nothing are rule GL900's findings (`unused_suppression_findings`).
 """
 
 from __future__ import annotations
@@ -16,11 +17,19 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
+from gpulint.linter.findings import Finding, Location
+
 _GPULINT = re.compile(r"#\s*gpulint\s*:\s*ignore(?:\[(?P<codes>[^\]]*)\])?(?!-)", re.IGNORECASE)
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _IGNORE_FILE = re.compile(rb"#\s*gpulint\s*:\s*ignore-file\b", re.IGNORECASE)
 
 ALL = "*"
+
+# Rule GL900 is this module's: its class (gpulint/rules/meta/) documents it.
+UNUSED_SUPPRESSION = "GL900"
+UNUSED_SUPPRESSION_NAME = "unused-suppression"
+_GL_CODE = re.compile(r"^GL\d+$")
+_COMMENT = re.compile(r"#\s*(gpulint\s*:\s*ignore|noqa)", re.IGNORECASE)
 
 
 @dataclass
@@ -73,11 +82,74 @@ def find_suppressions(text: str) -> dict[int, list[Suppression]]:
     return found
 
 
-def matching_suppression(
-    suppressions: dict[int, list[Suppression]], code: str, rows: tuple[int, ...]
-) -> Suppression | None:
+def silenced(suppressions: dict[int, list[Suppression]], code: str, rows: tuple[int, ...]) -> bool:
+    """Whether a comment on one of `rows` silences `code`; the comment records that it did."""
     for row in rows:
         for suppression in suppressions.get(row, ()):
             if ALL in suppression.codes or code in suppression.codes:
-                return suppression
-    return None
+                suppression.used.add(code)
+                return True
+    return False
+
+
+def unused_suppression_findings(
+    text: str,
+    path: str,
+    suppressions: dict[int, list[Suppression]] | None,
+    enabled: frozenset[str],
+    known: frozenset[str],
+) -> list[Finding]:
+    """GL900 findings for the comments in `text` that silenced nothing.  `suppressions` are the
+    comments findings were matched against (their `used` sets filled in); None or empty when no
+    finding was (then every comment is unused).  Only gpulint's own codes are reported, and only
+    those `enabled` for the file or not `known` at all (a code left out by `--select` may still be
+    needed by a full run)."""
+    if not suppressions:
+        suppressions = find_suppressions(text)
+    if not suppressions:
+        return []
+    lines = text.splitlines()
+    findings = []
+    for row in sorted(suppressions):
+        for suppression in suppressions[row]:
+            codes = _unused_codes(suppression, enabled, known)
+            if codes is None:
+                continue
+            line = lines[row - 1] if row <= len(lines) else ""
+            match = _COMMENT.search(line)
+            column = match.start() + 1 if match else 1
+            if codes:
+                unknown = [c for c in codes if c not in known]
+                message = f"Unused suppression of {', '.join(codes)}: nothing to suppress on this line"
+                if unknown:
+                    message += f" ({', '.join(unknown)} is not a gpulint rule)" if len(unknown) == 1 else f" ({', '.join(unknown)} are not gpulint rules)"
+            else:
+                message = "Unused `# gpulint: ignore`: nothing to suppress on this line"
+            findings.append(
+                Finding(
+                    code=UNUSED_SUPPRESSION,
+                    name=UNUSED_SUPPRESSION_NAME,
+                    message=message,
+                    path=path,
+                    location=Location(row, column),
+                    end_location=Location(row, len(line) + 1),
+                    severity="warning",
+                    statement_row=row,
+                    extra={"codes": codes},
+                )
+            )
+    return findings
+
+
+def _unused_codes(suppression: Suppression, enabled: frozenset[str], known: frozenset[str]) -> list[str] | None:
+    """The codes to report for one comment, or None when there is nothing to report."""
+    if ALL in suppression.codes:
+        if suppression.kind == "gpulint" and not suppression.used:
+            return []  # a bare `# gpulint: ignore` that silenced nothing (a bare `# noqa` is other tools' too)
+        return None
+    unused = sorted(
+        code
+        for code in suppression.codes
+        if _GL_CODE.match(code) and code not in suppression.used and (code in enabled or code not in known)
+    )
+    return unused or None

@@ -38,7 +38,8 @@ def build_review(base: str | None, paths: list[str], settings) -> ReviewPlan:
 
     from gpulint.linter.engine import Linter
     from gpulint.linter.reporters.sarif import fingerprints, source_lines
-    from gpulint.linter.runner import RunOptions, process_file
+    from gpulint.linter.run.outcome import RunOptions
+    from gpulint.linter.run.process import process_file
     from gpulint.review.comments import make_comment
     from gpulint.review.diff import changed_lines, default_base, repo_root
 

@@ -107,7 +107,7 @@ def _fence(text: str) -> str:
 
 def comment_body(finding: Finding, fingerprint: str, proposal: Suggestion | None) -> str:
     from gpulint import docs_url
-    from gpulint.linter.rule import rules_by_code
+    from gpulint.rules import rules_by_code
 
     rule = rules_by_code().get(finding.code)
     summary = rule.summary() if rule is not None else ""

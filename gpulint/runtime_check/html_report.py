@@ -161,8 +161,8 @@ def _charts(run: RunRecord, baseline: RunRecord | None) -> str:
 
 
 def _fixes(run: RunRecord) -> str:
-    from gpulint.linter.docs import rule_url
-    from gpulint.linter.rule import find_rule
+    from gpulint.rules import find_rule
+    from gpulint.rules.docs import rule_url
 
     verdict = run.meta.get("verdict") or {}
     recommendations = verdict.get("recommendations") or []

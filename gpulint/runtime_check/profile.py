@@ -107,12 +107,14 @@ def lint_hits(script: Path | None, codes: list[str]) -> list[LintHit]:
     hints included), so the report can point at lines."""
     if script is None or not codes or not script.is_file():
         return []
+    from gpulint.linter.analysis.parse import SyntaxErrorInSource, UndecodableSource
+    from gpulint.linter.analysis.parse_guard import UnanalysableSource
     from gpulint.linter.config import ConfigError, Settings
-    from gpulint.linter.engine import Linter, SyntaxErrorInSource
+    from gpulint.linter.engine import Linter
 
     try:
         result = Linter(Settings(select=codes)).lint_source(script.read_bytes(), str(script))
-    except (SyntaxErrorInSource, ConfigError, UnicodeDecodeError, ValueError):
+    except (SyntaxErrorInSource, UndecodableSource, UnanalysableSource, ConfigError, UnicodeDecodeError, ValueError):
         return []
     order = {code: i for i, code in enumerate(codes)}
     hits = [LintHit(f.code, f.location.row, f.message, f.fix is not None) for f in result.findings if f.code in order]

@@ -77,9 +77,11 @@ class VerifyResult:
 def fix_script(script: Path, codes: list[str] | None) -> tuple[bytes, bytes, int, list[str]]:
     """(original, fixed, fixes applied, rules with a fix in the original) using the linter's own
     fixer, unsafe fixes included."""
+    from gpulint.linter.analysis.parse import SyntaxErrorInSource, UndecodableSource
+    from gpulint.linter.analysis.parse_guard import UnanalysableSource
     from gpulint.linter.config import ConfigError, Settings, validate
-    from gpulint.linter.engine import Linter, SyntaxErrorInSource
-    from gpulint.linter.fixer import fix_source
+    from gpulint.linter.engine import Linter
+    from gpulint.linter.fix.passes import fix_source
 
     settings = Settings(select=codes)
     try:
@@ -93,6 +95,8 @@ def fix_script(script: Path, codes: list[str] | None) -> tuple[bytes, bytes, int
         outcome = fix_source(linter, source, str(script), unsafe=True)
     except SyntaxErrorInSource as exc:
         raise VerifyError(f"{script} does not parse: {exc}") from exc
+    except (UndecodableSource, UnanalysableSource) as exc:
+        raise VerifyError(f"{script}: {exc}") from exc
     if outcome.errors:
         raise VerifyError("; ".join(outcome.errors))
     return source, outcome.source, outcome.applied, fixable
@@ -151,8 +155,8 @@ def verify(
 ) -> VerifyResult:
     """Runs of each arm: `runs` interleaved pairs, then one pair more at a time while the verdict
     is "not confirmed", up to `max_runs` (default twice `runs`) of each."""
-    from gpulint.linter.runner import unified_diff
-    from gpulint.linter.safe_files import write_atomic
+    from gpulint.linter.run.process import unified_diff
+    from gpulint.linter.run.safe_files import write_atomic
 
     max_runs = max(runs, max_runs or 2 * runs)
     if not script.is_file():

@@ -14,14 +14,16 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpulint.linter import notebook
-from gpulint.linter.add_suppressions import suppress_source
 from gpulint.linter.config import ConfigError, find_config, load_settings
-from gpulint.linter.docs import rule_markdown, rule_url
-from gpulint.linter.engine import Linter, line_edits
+from gpulint.linter.engine import Linter
 from gpulint.linter.findings import SYNTAX_ERROR_CODE, Applicability, Finding
-from gpulint.linter.rule import find_rule
-from gpulint.linter.runner import RunOptions, process_source
+from gpulint.linter.fix.fixer import line_edits
+from gpulint.linter.run import notebook
+from gpulint.linter.run.add_suppressions import suppress_source
+from gpulint.linter.run.outcome import RunOptions
+from gpulint.linter.run.process import process_source
+from gpulint.rules import find_rule
+from gpulint.rules.docs import rule_markdown, rule_url
 
 SettingsError = ConfigError  # a bad configuration file, said in one line
 

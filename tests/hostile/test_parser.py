@@ -85,7 +85,7 @@ def test_newer_syntax_with_a_chain_that_crashes_the_parser(sandbox):
 # every other file is linted, the run ends.
 CRASHING_WORKER_SCRIPT = """
 import os, signal, sys
-import gpulint.linter.runner as runner
+import gpulint.linter.run.process as runner
 original = runner.process_source
 def process_source(linter, source, name, options):
     if name.endswith("crash.py"):

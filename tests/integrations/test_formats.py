@@ -13,7 +13,8 @@ import pytest
 from gpulint.linter.config import Settings
 from gpulint.linter.reporters import FORMATS, NEEDS_EDITS, ReportSettings, render
 from gpulint.linter.reporters.github import escape_property, format_finding
-from gpulint.linter.runner import RunOptions, run
+from gpulint.linter.run.outcome import RunOptions
+from gpulint.linter.run.runner import run
 from tests.helpers import FIXTURES, SCHEMAS
 from tests.integrations.conftest import run_cli
 

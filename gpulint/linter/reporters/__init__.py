@@ -6,18 +6,24 @@ an entry in FORMATS to make it available as `--format NAME`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
-from gpulint.linter.runner import RunResult
+from gpulint.linter.config import Settings
+from gpulint.linter.run.outcome import RunResult
 
 
 @dataclass(frozen=True)
 class ReportSettings:
-    unsafe_fixes: bool = False  # whether unsafe fixes count as available ([*])
+    settings: Settings = field(default_factory=Settings)  # the run's: which fixes count as available
     color: bool = False
     statistics: bool = False
     fix_mode: bool = False  # --fix ran: say how many were fixed
+
+    @property
+    def unsafe_fixes(self) -> bool:
+        """Whether unsafe fixes count as available ([*]): as they were for the run."""
+        return self.settings.unsafe_fixes
 
 
 def _load(name: str) -> Callable[[RunResult, ReportSettings], str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from gpulint.linter.findings import Finding
 from gpulint.linter.printable import printable
 from gpulint.linter.reporters import ReportSettings
-from gpulint.linter.runner import RunResult
+from gpulint.linter.run.outcome import RunResult
 
 
 def escape_data(text: str) -> str:

@@ -11,7 +11,7 @@ import json
 from gpulint.linter.findings import Finding
 from gpulint.linter.reporters import ReportSettings
 from gpulint.linter.reporters.sarif import fingerprints
-from gpulint.linter.runner import RunResult
+from gpulint.linter.run.outcome import RunResult
 
 
 def _severity(finding: Finding) -> str:

@@ -13,7 +13,7 @@ import os
 from gpulint import docs_url
 from gpulint.linter.findings import Finding
 from gpulint.linter.reporters import ReportSettings
-from gpulint.linter.runner import RunResult
+from gpulint.linter.run.outcome import RunResult
 
 
 def finding_to_dict(finding: Finding) -> dict:

@@ -13,7 +13,7 @@ from gpulint import docs_url
 from gpulint.linter.findings import Finding
 from gpulint.linter.reporters import ReportSettings
 from gpulint.linter.reporters.sarif import line_text, source_lines
-from gpulint.linter.runner import RunResult
+from gpulint.linter.run.outcome import RunResult
 
 
 def byte_column(path: str, row: int, column: int) -> int:

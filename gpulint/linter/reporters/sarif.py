@@ -22,7 +22,7 @@ from typing import Callable
 from gpulint import __version__
 from gpulint.linter.findings import Edit, Finding
 from gpulint.linter.reporters import ReportSettings
-from gpulint.linter.runner import RunResult
+from gpulint.linter.run.outcome import RunResult
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "gpulint/v1"
@@ -88,7 +88,7 @@ def _level(finding: Finding) -> str:
 
 def _rule_descriptor(code: str, name: str, fallback_message: str) -> dict:
     from gpulint import docs_url
-    from gpulint.linter.rule import rules_by_code
+    from gpulint.rules import rules_by_code
 
     rule = rules_by_code().get(code)
     if rule is None:  # GL000 syntax errors have no rule class

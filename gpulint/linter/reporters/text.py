@@ -11,7 +11,7 @@ from collections import Counter
 from gpulint.linter.findings import Applicability, Finding
 from gpulint.linter.printable import printable
 from gpulint.linter.reporters import ReportSettings
-from gpulint.linter.runner import RunResult
+from gpulint.linter.run.outcome import RunResult
 
 _BOLD, _RED, _CYAN, _DIM, _RESET = "\033[1m", "\033[31m", "\033[36m", "\033[2m", "\033[0m"
 

@@ -1,0 +1,80 @@
+"""Facts about a whole file that rules require (`Rule.requires`).
+
+A fact is checked twice, from one declaration.  Before parsing, on the file's bytes: `may_hold` is a
+cheap necessary condition (the file spells one of the fact's tokens), so a file where a rule's
+facts cannot hold is never parsed for it.  After parsing, on the FileContext: `holds` is the real
+check, and the engine runs a rule only on files where every fact it requires holds -- rules do not
+test these conditions again.
+
+A fact's tokens must occur in every file where the fact holds, or the prefilter would hide
+findings; tests/test_facts.py checks that on real code.  The prefilter reads them, by the fact's
+name, from the generated catalog (gpulint/linter/catalog.py), so rejecting a file imports neither
+libcst nor this module.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from gpulint.linter.analysis.loops import STEP_TOKENS
+
+if TYPE_CHECKING:
+    from gpulint.linter.analysis.context import FileContext
+
+# Text every accelerated module contains (one of), by how `FileContext.accelerated` decides.
+ACCELERATOR_TOKENS = (b"cuda", b"gpu", b"accelerat", b"fabric", b"deepspeed")
+
+
+class Fact:
+    """A condition on a whole file: `holds` on the parsed module, `may_hold` on its bytes."""
+
+    def __init__(self, name: str, check: Callable[[FileContext], bool], tokens: tuple[bytes, ...] = ()) -> None:
+        self.name = name
+        self._check = check
+        # One of these occurs in every file where the fact holds; () when no text is required.
+        self.tokens = tokens
+
+    def holds(self, ctx: FileContext) -> bool:
+        return self._check(ctx)
+
+    def may_hold(self, source: bytes) -> bool:
+        return not self.tokens or any(token in source for token in self.tokens)
+
+    def spelled(self) -> tuple[Fact, ...]:
+        """The facts with tokens that hold wherever this one does: what the prefilter checks (by
+        name, in the generated catalog)."""
+        return (self,) if self.tokens else ()
+
+    def __invert__(self) -> Fact:
+        # No text rules a negation out: a file may lack a fact whatever it spells.
+        return Fact(f"not ({self.name})", lambda ctx: not self.holds(ctx))
+
+    def __and__(self, other: Fact) -> Fact:
+        return _Both(self, other)
+
+    def __repr__(self) -> str:
+        return f"Fact({self.name!r})"
+
+
+class _Both(Fact):
+    def __init__(self, first: Fact, second: Fact) -> None:
+        super().__init__(f"{first.name} and {second.name}", lambda ctx: first.holds(ctx) and second.holds(ctx))
+        self.parts = (first, second)
+
+    def may_hold(self, source: bytes) -> bool:
+        return all(part.may_hold(source) for part in self.parts)
+
+    def spelled(self) -> tuple[Fact, ...]:
+        return self.parts[0].spelled() + self.parts[1].spelled()
+
+
+TORCH = Fact("imports torch", lambda ctx: ctx.uses_torch, (b"torch",))
+TENSORFLOW = Fact("imports tensorflow or keras", lambda ctx: ctx.uses_tensorflow, (b"tensorflow", b"keras"))
+ACCELERATOR = Fact("runs on an accelerator", lambda ctx: ctx.accelerated, ACCELERATOR_TOKENS)
+STEPS = Fact("takes training steps", lambda ctx: ctx.takes_steps, STEP_TOKENS)
+ONE_PROCESS_PER_GPU = Fact(
+    "runs one process per GPU",
+    lambda ctx: ctx.torch.one_process_per_gpu,
+    # torch.distributed (and its `DistributedDataParallel`, `DistributedSampler`) or Accelerate.
+    (b"distributed", b"Distributed", b"accelerate"),
+)

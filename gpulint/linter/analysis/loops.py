@@ -1,0 +1,364 @@
+"""The training-loop model, shared by every rule that asks "does this run every step?".
+
+Built once per module after the walk, when the whole module is known (a step function may be defined
+below the loop that calls it):
+
+* a *step call* performs a training step: `loss.backward()`, `optimizer.step()`, `scaler.step(opt)`,
+  `tape.gradient(...)`, `opt.apply_gradients(...)`, Keras 3 `opt.apply(...)`, `train_on_batch(...)`,
+  or a call of a *step function*;
+* a *step function* is a function of this module that makes a step call outside any loop of its
+  own (`train_step`, `self._run_batch`); calling it is a step call (found to a fixpoint).  A test
+  function (`test*`, pytest's own rule) that takes one step checks behaviour once: it is none;
+* a *step loop* is the innermost `for`/`while` that encloses a step call.  Loops around it (epochs)
+  and loops without a step call (evaluation) are not step loops;
+* code runs *per step* when a step loop's body (or a `while` test) encloses it, or when it is in a
+  step function or a Lightning `training_step`;
+* an *interval guard* is an `if` between the code and its step loop whose condition throttles by a
+  counter (`step % 100 == 0`, `i == 0`, `step >= next_log`); `% accum_steps`, flags and rank checks
+  are not;
+* *per-step work* runs per step, under no interval guard, and not as the handling of a rare event
+  (in an `except` handler, or in a branch that leaves the iteration: `break`, `continue`,
+  `return`, `raise`).
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from gpulint.linter.analysis.imports import ImportTable
+from gpulint.linter.analysis.nodes import dotted_name, last_name, method_name
+from gpulint.linter.analysis.values import ValueOrigins
+from gpulint.linter.analysis.walk import TreeIndex, names_under
+
+LOOP_TYPES = (cst.For, cst.While)
+SCOPE_TYPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+
+_OPTIMIZER_NAME = re.compile(r"optim|(^|_)opt($|_|\d|s\b)|(^|_)(adam|sgd)", re.IGNORECASE)
+ACCUMULATION_NAME = re.compile(r"accum|grad_acc|gradient_acc|update_freq|micro", re.IGNORECASE)
+_THROTTLE_NAME = re.compile(r"next|last|prev|interval|every|freq|period|log_at|eval_at|save_at", re.IGNORECASE)
+# Method names too generic to link `obj.name()` to a same-named function of this module unless the
+# receiver is `self`: `scheduler.step()` is not a call of some class's `def step(self)`.
+_GENERIC_METHODS = frozenset({"step", "update", "apply", "run", "forward", "__call__", "call", "fit"})
+_EXITS = (cst.Break, cst.Continue, cst.Return, cst.Raise)
+
+# Text every module with a step call contains (one of): what `is_direct_step_call` recognises,
+# plus Lightning's `training_step` (the prefilter of the STEPS fact).
+STEP_TOKENS = (b"backward", b".step(", b"gradient(", b"apply_gradients", b"train_on_batch", b"training_step", b".apply(")
+
+LIGHTNING_MODULES = ("lightning.pytorch.LightningModule", "lightning.LightningModule", "lightning.pytorch.core.LightningModule")
+
+
+def is_direct_step_call(call: cst.Call, values: ValueOrigins) -> bool:
+    """A call that takes a training step by itself (not through a step function)."""
+    method = method_name(call)
+    if method is None:
+        return False
+    receiver = call.func.value
+    if method in ("backward", "manual_backward", "apply_gradients", "train_on_batch"):
+        return True
+    if method == "step":
+        if values.is_kind(receiver, "optimizer") or values.is_kind(receiver, "gradscaler"):
+            return True
+        if values.is_kind(receiver, "scheduler"):
+            return False
+        name = last_name(receiver) or ""
+        return bool(_OPTIMIZER_NAME.search(name) or "scaler" in name.lower()) and "sched" not in name.lower()
+    if method == "gradient":
+        name = (last_name(receiver) or "").lower()
+        return values.is_kind(receiver, "tape") or "tape" in name
+    if method == "apply":  # Keras 3 optimizer.apply(grads, variables)
+        name = last_name(receiver) or ""
+        return values.is_kind(receiver, "optimizer") or bool(_OPTIMIZER_NAME.search(name))
+    return False
+
+
+def is_method(index: TreeIndex, function: cst.FunctionDef) -> bool:
+    """Whether a function is defined directly in a class body."""
+    parent = index.parent(function)
+    # FunctionDef -> IndentedBlock -> ClassDef
+    grand = index.parent(parent) if parent is not None else None
+    return isinstance(grand, cst.ClassDef)
+
+
+def lightning_training_steps(index: TreeIndex, imports: ImportTable) -> list[cst.FunctionDef]:
+    """The `training_step` methods of LightningModule subclasses: Lightning calls them every step."""
+    found = []
+    for function in index.nodes("FunctionDef"):
+        if function.name.value != "training_step" or not is_method(index, function):
+            continue
+        cls = index.parent(index.parent(function))
+        if any(imports.qualified_name(base.value) in LIGHTNING_MODULES for base in cls.bases):
+            found.append(function)
+    return found
+
+
+def is_test_function(function: cst.FunctionDef) -> bool:
+    """A function pytest collects (`test*`): it checks behaviour once, however many steps it takes."""
+    return function.name.value.startswith("test")
+
+
+def loop_around(index: TreeIndex, node: cst.CSTNode) -> tuple[cst.CSTNode | None, cst.FunctionDef | None]:
+    """(innermost loop that runs `node` on each iteration, innermost function) -- the loop only
+    within that function: a loop outside the function runs the definition, not the body."""
+    child = node
+    loop = None
+    for ancestor in index.ancestors(node):
+        if isinstance(ancestor, SCOPE_TYPES):
+            return loop, ancestor if isinstance(ancestor, cst.FunctionDef) else None
+        if loop is None and isinstance(ancestor, LOOP_TYPES) and runs_each_iteration(ancestor, child):
+            loop = ancestor
+        child = ancestor
+    return loop, None
+
+
+def runs_each_iteration(loop: cst.CSTNode, child: cst.CSTNode) -> bool:
+    """Whether `child` of `loop` runs on every iteration (the body, or a `while` test)."""
+    if child is loop.body:
+        return True
+    return isinstance(loop, cst.While) and child is loop.test
+
+
+class LoopModel:
+    """The training-loop model of one module (`ctx.loops`): its step calls, step functions and step
+    loops, built once, and the per-step questions rules ask of a node."""
+
+    def __init__(self, index: TreeIndex, imports: ImportTable, values: ValueOrigins) -> None:
+        self.index = index
+        self.imports = imports
+        self.values = values
+        self.step_functions: set[int] = set()  # id() of FunctionDef nodes
+        self.per_step_functions: set[int] = set()  # the step functions whose body runs every step
+        self.step_loops: set[int] = set()  # id() of For/While nodes
+        self.step_calls: set[int] = set()  # id() of Call nodes
+        self.lightning_steps: set[int] = set()  # id() of `training_step` methods of LightningModules
+        self._build()
+
+    # -- building ---------------------------------------------------------------------------
+    def _callee_functions(self, call: cst.Call, functions_by_name: dict[str, list[cst.FunctionDef]]) -> list[cst.FunctionDef]:
+        func = call.func
+        if isinstance(func, cst.Name):
+            return [f for f in functions_by_name.get(func.value, ()) if not is_method(self.index, f)]
+        if isinstance(func, cst.Attribute):
+            name = func.attr.value
+            receiver = dotted_name(func.value)
+            if receiver in ("self", "cls") or (name not in _GENERIC_METHODS and ("step" in name or "batch" in name or "train" in name)):
+                return [f for f in functions_by_name.get(name, ()) if is_method(self.index, f)]
+        return []
+
+    def _build(self) -> None:
+        calls: list[cst.Call] = self.index.nodes("Call")
+        functions: list[cst.FunctionDef] = self.index.nodes("FunctionDef")
+        functions_by_name: dict[str, list[cst.FunctionDef]] = {}
+        for function in functions:
+            functions_by_name.setdefault(function.name.value, []).append(function)
+        self.lightning_steps = {id(f) for f in lightning_training_steps(self.index, self.imports)}
+
+        placement = {id(call): loop_around(self.index, call) for call in calls}
+        step_calls = {id(call) for call in calls if is_direct_step_call(call, self.values)}
+        # Functions that step themselves (not only through calls): an uncalled one is a hook.
+        self._direct_steppers = {
+            id(placement[id(call)][1]) for call in calls
+            if id(call) in step_calls and placement[id(call)][0] is None and placement[id(call)][1] is not None
+        }
+        callees_of = {id(call): self._callee_functions(call, functions_by_name) for call in calls}
+
+        # Step functions to a fixpoint: a function that steps outside its own loops is one, and a
+        # call of one is a step call.
+        changed = True
+        while changed:
+            changed = False
+            for call in calls:
+                if id(call) not in step_calls:
+                    if any(id(f) in self.step_functions for f in callees_of[id(call)]):
+                        step_calls.add(id(call))
+                        changed = True
+                if id(call) in step_calls:
+                    loop, function = placement[id(call)]
+                    if (
+                        loop is None
+                        and function is not None
+                        and id(function) not in self.step_functions
+                        and not is_test_function(function)
+                    ):
+                        self.step_functions.add(id(function))
+                        changed = True
+
+        self.step_calls = step_calls
+        for call in calls:
+            if id(call) in step_calls:
+                loop, _ = placement[id(call)]
+                if loop is not None:
+                    self.step_loops.add(id(loop))
+        self._find_per_step_functions(functions, calls, placement, callees_of)
+
+    def _find_per_step_functions(self, functions, calls, placement, callees_of) -> None:
+        """Step functions whose body runs every step: called from a step loop, or from another
+        per-step function, or -- when it takes the step itself -- not called in this module at all
+        (a framework hook such as Keras' `train_step`).  A step function only ever called in
+        straight-line code (a one-shot check that takes a single step, and the `main()` that calls
+        it) runs once, and its body is not per-step work."""
+        callers: dict[int, list[cst.Call]] = {}
+        for call in calls:
+            for function in callees_of[id(call)]:
+                callers.setdefault(id(function), []).append(call)
+        step_functions = [f for f in functions if id(f) in self.step_functions]
+        changed = True
+        while changed:
+            changed = False
+            for function in step_functions:
+                if id(function) in self.per_step_functions:
+                    continue
+                sites = callers.get(id(function), [])
+                if (not sites and id(function) in self._direct_steppers) or any(
+                    placement[id(site)][0] is not None
+                    or (placement[id(site)][1] is not None and id(placement[id(site)][1]) in self.per_step_functions)
+                    for site in sites
+                ):
+                    self.per_step_functions.add(id(function))
+                    changed = True
+
+    # -- queries ----------------------------------------------------------------------------
+    def _per_step_boundary(self, node: cst.CSTNode) -> tuple[cst.CSTNode | None, list[tuple[cst.CSTNode, cst.CSTNode]]]:
+        """The step loop or step function that makes `node` run per step, and the path to it.
+
+        The path is the (ancestor, child-on-the-way) pairs walked, for guard checks.
+        """
+        path: list[tuple[cst.CSTNode, cst.CSTNode]] = []
+        child = node
+        for ancestor in self.index.ancestors(node):
+            path.append((ancestor, child))
+            if id(ancestor) in self.step_loops and runs_each_iteration(ancestor, child):
+                return ancestor, path
+            if isinstance(ancestor, cst.FunctionDef):
+                if id(ancestor) in self.per_step_functions or id(ancestor) in self.lightning_steps:
+                    return ancestor, path
+                return None, path
+            if isinstance(ancestor, (cst.Lambda, cst.ClassDef)):
+                return None, path
+            child = ancestor
+        return None, path
+
+    def per_step(self, node: cst.CSTNode) -> bool:
+        """Whether `node` runs on every training step (ignoring guards)."""
+        return self._per_step_boundary(node)[0] is not None
+
+    def step_boundary(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The step loop (For/While) or step function that `node` runs in, or None."""
+        return self._per_step_boundary(node)[0]
+
+    def is_step_call(self, call: cst.Call) -> bool:
+        return id(call) in self.step_calls
+
+    def is_step_loop(self, loop: cst.CSTNode) -> bool:
+        return id(loop) in self.step_loops
+
+    def interval_guard(self, node: cst.CSTNode) -> cst.If | None:
+        """The `if` that throttles `node` inside its step loop, or None."""
+        boundary, path = self._per_step_boundary(node)
+        if boundary is None:
+            return None
+        for ancestor, child in path:
+            if ancestor is boundary:
+                break
+            if isinstance(ancestor, cst.If) and child is ancestor.body and is_interval_condition(ancestor.test):
+                return ancestor
+        return None
+
+    def per_step_work(self, node: cst.CSTNode) -> bool:
+        """The question most in-loop rules ask: runs every step, nothing throttles it, and it is not
+        the handling of a rare event."""
+        return self.per_step(node) and self.interval_guard(node) is None and not self.in_event_branch(node)
+
+    def in_event_branch(self, node: cst.CSTNode) -> bool:
+        """Whether `node` sits in an `except` handler or in an `if` branch that ends the iteration
+        (break/continue/return/raise), between it and its step loop."""
+        boundary = self.step_boundary(node)
+        child = node
+        for ancestor in self.index.ancestors(node):
+            if ancestor is boundary:
+                return False
+            if isinstance(ancestor, cst.ExceptHandler):
+                return True
+            if isinstance(ancestor, (cst.If, cst.Else)) and isinstance(child, cst.IndentedBlock):
+                for statement in child.body:
+                    if isinstance(statement, cst.SimpleStatementLine) and any(isinstance(s, _EXITS) for s in statement.body):
+                        return True
+            child = ancestor
+        return False
+
+    def step_counter(self, node: cst.CSTNode) -> str | None:
+        """A counter of the step loop around `node`, for guard fixes: `step` in `for step, b in
+        enumerate(...)`, `i` in `for i in range(...)`, or a name incremented by `+= 1` in the loop.
+        None when the loop has none (the fix then is not offered)."""
+        boundary = self.step_boundary(node)
+        if not isinstance(boundary, LOOP_TYPES):
+            return None
+        if isinstance(boundary, cst.For):
+            iterator = boundary.iter
+            if isinstance(iterator, cst.Call):
+                callee = dotted_name(iterator.func)
+                target = boundary.target
+                if callee == "enumerate" and isinstance(target, cst.Tuple) and target.elements:
+                    first = target.elements[0].value
+                    if isinstance(first, cst.Name):
+                        return first.value
+                if callee == "range" and isinstance(target, cst.Name):
+                    return target.value
+        for aug in self.index.nodes("AugAssign"):
+            if (
+                isinstance(aug.operator, cst.AddAssign)
+                and isinstance(aug.target, (cst.Name, cst.Attribute))
+                and isinstance(aug.value, cst.Integer)
+                and aug.value.value == "1"
+                and self.step_boundary(aug) is boundary
+            ):
+                return dotted_name(aug.target)
+        return None
+
+
+def is_interval_condition(test: cst.BaseExpression) -> bool:
+    """Whether an `if` condition throttles by a counter (see the module docstring)."""
+    if isinstance(test, cst.BooleanOperation):
+        left, right = is_interval_condition(test.left), is_interval_condition(test.right)
+        return (left or right) if isinstance(test.operator, cst.And) else (left and right)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _is_modulo(test.expression)  # `if not step % 100:`
+    if _is_modulo(test):
+        return False  # `if step % 100:` is true on 99 steps of 100: not a throttle
+    if isinstance(test, cst.Comparison):
+        left = test.left
+        for target in test.comparisons:
+            operator, right = target.operator, target.comparator
+            if isinstance(operator, (cst.Equal, cst.NotEqual)) and (_has_modulo(left) or _has_modulo(right)):
+                # `step % 100 == 0` throttles; `(step + 1) % accum_steps == 0` does not.
+                return isinstance(operator, cst.Equal) and (_is_modulo(left) or _is_modulo(right))
+            if isinstance(operator, cst.Equal) and (isinstance(right, cst.Integer) or isinstance(left, cst.Integer)):
+                # `i == 0`: a counter hitting one value.  A rank check is not a throttle.
+                names = names_under(left) | names_under(right)
+                return not any("rank" in n.lower() or "local" in n.lower() for n in names)
+            if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual, cst.LessThan, cst.LessThanEqual)):
+                if any(_THROTTLE_NAME.search(n) for n in names_under(left) | names_under(right)):
+                    return True
+            left = right
+        return False
+    if isinstance(test, cst.Call):
+        # Trainers' own throttles: `accelerator.sync_gradients`-style flags are not, but
+        # `should_log(step)` / `is_log_step()` helpers are named for it.
+        name = (dotted_name(test.func) or "").rsplit(".", 1)[-1].lower()
+        return name.startswith(("should_", "is_log", "is_eval", "time_to_"))
+    return False
+
+
+def _has_modulo(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo)
+
+
+def _is_modulo(node: cst.BaseExpression) -> bool:
+    """`counter % interval`, where the interval is not a gradient-accumulation count."""
+    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo)):
+        return False
+    if isinstance(node.left, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+        return False  # string formatting, not arithmetic
+    return not any(ACCUMULATION_NAME.search(n) for n in names_under(node.right))

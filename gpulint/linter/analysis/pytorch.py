@@ -1,0 +1,219 @@
+"""What gpulint knows about PyTorch code: the API names rules match, and the per-file analyses
+several rules share -- which names hold tensors, whether the module trains a model with its own
+loop, whether it runs one process per GPU."""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from gpulint.linter.analysis.nodes import keyword_arg, last_name, positional_args
+
+if TYPE_CHECKING:
+    from gpulint.linter.analysis.context import FileContext
+
+DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+DDP = ("torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel")
+FSDP = (
+    "torch.distributed.fsdp.FullyShardedDataParallel",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+)
+ACCELERATE_ACCELERATORS = ("accelerate.Accelerator", "accelerate.accelerator.Accelerator")
+
+# Names of models, not batches or tensors: `model`, `self.net`, `encoder`, `ema_model`.
+MODULE_NAME = re.compile(
+    r"(^|_)(model|net|network|module|encoder|decoder|backbone|head|teacher|student|ema|critic|actor|policy"
+    r"|generator|discriminator|classifier|transformer|unet|vae|lm)s?$",
+    re.I,
+)
+_HOST_DEVICES = re.compile(r"""^[rbuRBU]*['"](cpu|meta)\b""")
+
+# Frameworks that own precision and compilation: their config, not the script, decides.
+_MANAGED_ELSEWHERE = ("accelerate", "lightning", "deepspeed", "colossalai", "composer")
+_MIXED_PRECISION_TEXT = re.compile(
+    r"autocast|grad_?scaler|bfloat16|float16|\bhalf\b|(?<![a-z0-9])amp(?![a-z])|mixed.precision|"
+    r"(?<![a-z0-9])(fp16|bf16)(?![a-z0-9])",
+    re.IGNORECASE,
+)
+
+
+def is_dataloader(ctx: FileContext, call: cst.Call) -> bool:
+    return ctx.call_qualified_name(call) in DATALOADERS
+
+
+def dataloader_dataset(call: cst.Call) -> cst.BaseExpression | None:
+    """The dataset a `DataLoader(...)` call loads from (first positional or `dataset=`)."""
+    for arg in call.args:
+        if arg.keyword is None and not arg.star:
+            return arg.value
+        if arg.keyword is not None and arg.keyword.value == "dataset":
+            return arg.value
+    return None
+
+
+def is_device_target(ctx: FileContext, call: cst.Call) -> bool:
+    """Whether `.to(...)` / `.cuda(...)` moves to a (possibly) accelerator device, not to a dtype,
+    a memory format or the host."""
+    func = call.func
+    if func.attr.value == "cuda":
+        return True
+    device = keyword_arg(call, "device")
+    positional = positional_args(call)
+    target = device.value if device is not None else positional[0].value if positional else None
+    if target is None:
+        return False
+    if isinstance(target, cst.SimpleString):
+        return not _HOST_DEVICES.match(target.value)
+    qualified = ctx.qualified_name(target)
+    if qualified and qualified.startswith("torch.") and qualified != "torch.device":
+        return False  # a dtype: torch.float16
+    if isinstance(target, cst.Call):
+        name = ctx.call_qualified_name(target)
+        if name == "torch.device" and target.args and isinstance(target.args[0].value, cst.SimpleString):
+            return not _HOST_DEVICES.match(target.args[0].value.value)
+    return True
+
+
+class TorchAnalysis:
+    """The PyTorch analyses of one module (`ctx.torch`), each computed when first asked."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+
+    @cached_property
+    def tensors(self) -> TensorNames:
+        return TensorNames(self.ctx)
+
+    @cached_property
+    def optimizer_construction(self) -> cst.Call | None:
+        """The first call that builds an optimizer (`torch.optim.AdamW(model.parameters(), ...)`)."""
+        for call in self.ctx.index.nodes("Call"):
+            if self.ctx.values.is_kind(call, "optimizer"):
+                return call
+        return None
+
+    @cached_property
+    def own_loop_backward_calls(self) -> list[cst.Call]:
+        """The `.backward()` step calls, in source order, of a module that trains a model with its
+        own loop and sets precision and compilation itself; empty when the module is anything else
+        (a library helper, evaluation code, or code run by Accelerate, Fabric, DeepSpeed or
+        Lightning, whose configuration decides)."""
+        ctx = self.ctx
+        loops = ctx.loops
+        if ctx.uses(*_MANAGED_ELSEWHERE) or loops.lightning_steps:
+            return []
+        # A training script builds an optimizer and steps in a loop; helpers that only call
+        # `.backward()` (library utilities, gradient checks) are not one.
+        if not loops.step_loops or self.optimizer_construction is None:
+            return []
+        return [
+            call for call in ctx.index.nodes("Call")
+            if isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "backward"
+            and loops.is_step_call(call)
+            and loops.per_step(call)
+        ]
+
+    @cached_property
+    def uses_mixed_precision(self) -> bool:
+        """Any mention of mixed precision outside a comment: autocast, a GradScaler, bf16/fp16, an
+        `--amp` flag (a hint the user has already considered is noise)."""
+        return bool(_MIXED_PRECISION_TEXT.search(self.ctx.code_without_comments))
+
+    @cached_property
+    def one_process_per_gpu(self) -> bool:
+        """Whether the module trains with one process per GPU (DDP, FSDP, torch.distributed,
+        Accelerate)."""
+        ctx = self.ctx
+        if ctx.uses("torch.distributed", "accelerate", "torch.utils.data.distributed"):
+            return True
+        wrappers = DDP + FSDP + ("torch.utils.data.DistributedSampler",)
+        return any(ctx.call_qualified_name(call) in wrappers for call in ctx.index.nodes("Call"))
+
+
+# -- which expressions are tensors ---------------------------------------------------------------
+# Methods whose result is a tensor when their receiver is one (reductions and element-wise ops).
+_TENSOR_METHODS = frozenset(
+    "sum mean max min norm std var prod argmax argmin amax amin count_nonzero any all abs sqrt exp log "
+    "float double half bfloat16 detach clone squeeze unsqueeze flatten view reshape eq ne gt lt ge le "
+    "isnan isinf isfinite sigmoid softmax log_softmax".split()
+)
+# `torch.<name>` functions that do not return a tensor (or whose tensor is on the host anyway).
+_TORCH_NOT_TENSOR = re.compile(r"^(get_|is_|set_|manual_seed|device|dtype|Size|no_grad|compile|save|load|from_numpy|tensor|as_tensor)")
+_LOSSY_NAME = re.compile(r"(^|_)(loss|losses|criterion|loss_fn|lossfn|loss_func|loss_function)$", re.I)
+
+
+class TensorNames:
+    """Names in a module that hold tensors, by a small flow-insensitive analysis: the receiver of
+    `.backward()` (the loss), names assigned from `torch.*` calls, from a criterion
+    (`criterion(out, y)`), from `outputs.loss`, or from tensor arithmetic on other tensor names."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.names: set[str] = set()
+        for call in ctx.index.nodes("Call"):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+                key = _name_key(func.value)
+                if key:
+                    self.names.add(key)
+        pairs: list[tuple[str, cst.BaseExpression]] = []
+        for assign in ctx.index.nodes("Assign"):
+            for target in assign.targets:
+                key = _name_key(target.target)
+                if key:
+                    pairs.append((key, assign.value))
+        for aug in ctx.index.nodes("AugAssign"):
+            key = _name_key(aug.target)
+            if key:
+                pairs.append((key, aug.value))
+        changed = True
+        while changed:
+            changed = False
+            for key, value in pairs:
+                if key not in self.names and self.is_tensor(value):
+                    self.names.add(key)
+                    changed = True
+
+    def is_tensor(self, expr: cst.BaseExpression) -> bool:
+        key = _name_key(expr)
+        if key is not None:
+            return key in self.names
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value == "loss"  # `outputs.loss` (Hugging Face model outputs)
+        if isinstance(expr, cst.Subscript):
+            return self.is_tensor(expr.value)
+        if isinstance(expr, cst.BinaryOperation):
+            return self.is_tensor(expr.left) or self.is_tensor(expr.right)
+        if isinstance(expr, cst.UnaryOperation):
+            return self.is_tensor(expr.expression)
+        if isinstance(expr, cst.Call):
+            qualified = self.ctx.call_qualified_name(expr)
+            if qualified is not None:
+                rest = qualified[len("torch."):] if qualified.startswith("torch.") else None
+                if rest is None:
+                    return False
+                if rest.startswith("nn.functional."):
+                    return True
+                return "." not in rest and not _TORCH_NOT_TENSOR.match(rest)
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS:
+                receiver = func.value
+                if isinstance(receiver, cst.Comparison):
+                    return self.is_tensor(receiver.left) or any(self.is_tensor(c.comparator) for c in receiver.comparisons)
+                return self.is_tensor(receiver)
+            # `criterion(out, y)` returns the loss, `model(x)` / `self.net(x)` the outputs.
+            callee = last_name(func) or ""
+            return bool(_LOSSY_NAME.search(callee) or MODULE_NAME.search(callee))
+        return False
+
+
+def _name_key(expr: cst.BaseExpression) -> str | None:
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return f"self.{expr.attr.value}"
+    return None

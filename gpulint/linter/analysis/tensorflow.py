@@ -1,0 +1,177 @@
+"""What gpulint knows about TensorFlow and Keras code: which functions run compiled (under
+`tf.function`), which training steps are TensorFlow steps, and when `float(x)` reads a tensor."""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from gpulint.linter.analysis.loops import is_method
+from gpulint.linter.analysis.nodes import dotted_name, last_name, method_name
+
+if TYPE_CHECKING:
+    from gpulint.linter.analysis.context import FileContext
+
+TF_FUNCTION = frozenset(
+    {
+        "tensorflow.function",
+        "tensorflow.compat.v2.function",
+        "tensorflow.python.eager.def_function.function",
+        "tensorflow.python.eager.polymorphic_function.polymorphic_function.function",
+    }
+)
+# Keras compiles these overrides itself (`Model.fit` wraps `train_step` in tf.function).
+_KERAS_COMPILED_METHODS = frozenset({"train_step", "test_step", "predict_step"})
+# Step calls that only TensorFlow/Keras make (`loss.backward()` and `optimizer.step()` are torch's).
+_TF_STEP_METHODS = frozenset({"gradient", "apply_gradients", "train_on_batch", "apply"})
+# `float(x)` syncs when x is a tensor; what a name holds is not known, so only names that say
+# they hold a step's result count (not `float(step)` or `float(args.lr)`).
+_TENSORISH_NAME = re.compile(r"loss|acc|metric|logit|pred|grad|norm|result|output", re.IGNORECASE)
+
+
+def is_tf_function_decorator(ctx: FileContext, decorator: cst.Decorator) -> bool:
+    expr = decorator.decorator
+    if isinstance(expr, cst.Call):  # @tf.function(jit_compile=True)
+        expr = expr.func
+    qualified = ctx.qualified_name(expr)
+    if qualified is not None:
+        return qualified in TF_FUNCTION
+    # An unresolved `@function` / `@def_function.function` (TF's own sources, re-exports): a
+    # decorator named like tf.function is taken to compile -- missing an eager step is cheaper
+    # than reporting a compiled one.
+    name = dotted_name(expr) or ""
+    return name.rsplit(".", 1)[-1] in ("function", "tf_function")
+
+
+def float_of_tensor(ctx: FileContext, node: cst.Call) -> bool:
+    """`float(loss)`, `float(metric.result())`: a TensorFlow value read back to the host."""
+    if not (isinstance(node.func, cst.Name) and node.func.value == "float" and "float" not in ctx.imports.bindings):
+        return False
+    if len(node.args) != 1 or node.args[0].star or node.args[0].keyword is not None:
+        return False
+    value = node.args[0].value
+    if isinstance(value, cst.Call):
+        if method_name(value) == "numpy":
+            return False  # reported at the `.numpy()` itself
+        qualified = ctx.call_qualified_name(value)
+        if qualified is not None:
+            return qualified.startswith(("tensorflow.", "keras."))
+        return method_name(value) == "result"  # metric.result()
+    name = last_name(value)
+    return bool(name and _TENSORISH_NAME.search(name))
+
+
+def names_referenced(call: cst.Call) -> set[str]:
+    """Function names a call runs or hands on: `f(...)`, `self.f(...)`, `strategy.run(f)`."""
+    names = set()
+    for expr in [call.func, *(arg.value for arg in call.args)]:
+        if isinstance(expr, cst.Name):
+            names.add(expr.value)
+        elif isinstance(expr, cst.Attribute) and dotted_name(expr.value) in ("self", "cls"):
+            names.add(expr.attr.value)
+    return names
+
+
+class TfAnalysis:
+    """The TensorFlow analyses of one module (`ctx.tf`): which functions run compiled, and which
+    step boundaries of the loop model are TensorFlow steps."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.calls: list[cst.Call] = ctx.index.nodes("Call")
+
+    @cached_property
+    def _owners(self) -> dict[int, cst.FunctionDef | None]:
+        return {id(call): self.ctx.enclosing_function(call) for call in self.calls}
+
+    def owner(self, call: cst.Call) -> cst.FunctionDef | None:
+        """The function whose definition holds `call`."""
+        return self._owners[id(call)]
+
+    @cached_property
+    def compiled(self) -> set[int]:
+        """id() of the functions that run under tf.function: decorated, wrapped (`step =
+        tf.function(step)`), Keras' own compiled overrides, and what those call or hand on."""
+        ctx = self.ctx
+        compiled: set[int] = set()
+        by_name: dict[str, list[cst.FunctionDef]] = {}
+        for function in ctx.index.nodes("FunctionDef"):
+            by_name.setdefault(function.name.value, []).append(function)
+            if any(is_tf_function_decorator(ctx, d) for d in function.decorators):
+                compiled.add(id(function))
+            elif function.name.value in _KERAS_COMPILED_METHODS and is_method(ctx.index, function):
+                compiled.add(id(function))
+        for call in self.calls:  # `step = tf.function(step)`
+            if ctx.call_qualified_name(call) in TF_FUNCTION:
+                for name in names_referenced(call) - {dotted_name(call.func)}:
+                    compiled.update(id(f) for f in by_name.get(name, ()))
+        # What a compiled function calls or hands on is traced with it; so are functions nested in it.
+        changed = True
+        while changed:
+            changed = False
+            for call in self.calls:
+                owner = self.owner(call)
+                if owner is None or not self._in(owner, compiled):
+                    continue
+                for name in names_referenced(call):
+                    for function in by_name.get(name, ()):
+                        if id(function) not in compiled:
+                            compiled.add(id(function))
+                            changed = True
+        return compiled
+
+    def in_compiled(self, node: cst.CSTNode) -> bool:
+        """Whether `node` is (in) a function that runs under tf.function."""
+        return self._in(node, self.compiled)
+
+    def _in(self, node: cst.CSTNode, compiled: set[int]) -> bool:
+        if isinstance(node, cst.FunctionDef) and id(node) in compiled:
+            return True
+        return any(isinstance(a, cst.FunctionDef) and id(a) in compiled for a in self.ctx.ancestors(node))
+
+    @cached_property
+    def tf_boundaries(self) -> set[int]:
+        """Step loops and step functions whose step is a TensorFlow step (tape, apply_gradients,
+        train_on_batch, or a call of a function that makes one)."""
+        loops = self.ctx.loops
+        tf_functions: set[str] = set()
+        boundaries: set[int] = set()
+        changed = True
+        while changed:
+            changed = False
+            for call in self.calls:
+                if not loops.is_step_call(call):
+                    continue
+                direct = method_name(call) in _TF_STEP_METHODS
+                if not (direct or names_referenced(call) & tf_functions):
+                    continue
+                boundary = loops.step_boundary(call)
+                if boundary is None or id(boundary) in boundaries:
+                    continue
+                boundaries.add(id(boundary))
+                changed = True
+                if isinstance(boundary, cst.FunctionDef):
+                    tf_functions.add(boundary.name.value)
+        return boundaries
+
+    def is_tf_step(self, node: cst.CSTNode) -> bool:
+        """Whether `node` runs in a TensorFlow training step that runs per step."""
+        boundary = self.ctx.loops.step_boundary(node)
+        return boundary is not None and id(boundary) in self.tf_boundaries and self._runs_per_step(boundary)
+
+    def _runs_per_step(self, boundary: cst.CSTNode) -> bool:
+        """A step loop runs per step; a step function only when it is one: named for it
+        (`train_step`, `_run_batch`) or called from a loop here.  A one-shot helper that applies
+        gradients once runs once."""
+        if not isinstance(boundary, cst.FunctionDef):
+            return True
+        name = boundary.name.value
+        if "step" in name or "batch" in name:
+            return True
+        return any(
+            name in names_referenced(call) and self.ctx.loops.step_boundary(call) is not None
+            for call in self.calls
+        )

@@ -1,0 +1,157 @@
+"""One fast pre-order walk of a libcst tree.
+
+libcst's visitor machinery (`module.visit`) rebuilds every node's children on the way out and costs
+several times the parse on real code.  Rules here only read the tree, so this walk iterates the
+dataclass fields of each node directly, skips the whitespace/comment/punctuation fields that no rule
+looks at, and records what later stages need: each node's parent, and the nodes of the types that
+rules and the shared analyses subscribe to, in source order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable
+
+import libcst as cst
+
+from gpulint.linter.analysis.nodes import dotted_name
+
+# Fields that hold only formatting (whitespace, comments, parentheses, commas) or plain strings.
+# Skipping them is where most of the walk's speed comes from: they are the bulk of the tree.
+_SKIPPED_FIELDS = frozenset(
+    {
+        "lpar",
+        "rpar",
+        "comma",
+        "semicolon",
+        "leading_lines",
+        "lines_after_decorators",
+        "trailing_whitespace",
+        "header",
+        "footer",
+        "equal",
+        "colon",
+        "dot",
+        "star",
+        "lbracket",
+        "rbracket",
+        "lbrace",
+        "rbrace",
+        "whitespace",
+        "newline",
+        "encoding",
+        "default_indent",
+        "default_newline",
+        "has_trailing_newline",
+        "indent",
+        "asynchronous",
+        "prefix",
+        "quote",
+        "value",  # only skipped where it is a str; node-valued `value` fields are kept (see below)
+    }
+)
+
+_fields_cache: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(node_type: type) -> tuple[str, ...]:
+    fields = _fields_cache.get(node_type)
+    if fields is None:
+        names = []
+        for f in dataclasses.fields(node_type):
+            name = f.name
+            if name.startswith("whitespace") or name.startswith("_"):
+                continue
+            if name in _SKIPPED_FIELDS and name != "value":
+                continue
+            names.append(name)
+        fields = _fields_cache[node_type] = tuple(names)
+    return fields
+
+
+def iter_children(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
+    """Semantic children of a node, in source order (formatting nodes left out)."""
+    for name in _child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield item
+
+
+def names_under(node: cst.CSTNode) -> set[str]:
+    """Every identifier under `node` (variables and attribute names: `a.b` gives {"a", "b"})."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            found.add(current.value)
+        else:
+            stack.extend(iter_children(current))
+    return found
+
+
+class TreeIndex:
+    """Parents and per-type node lists for one module, filled by a single walk."""
+
+    def __init__(self, module: cst.Module, wanted_types: frozenset[str]) -> None:
+        self.module = module
+        self.parents: dict[int, cst.CSTNode] = {}
+        self.by_type: dict[str, list[cst.CSTNode]] = {name: [] for name in wanted_types}
+        # Every wanted node in pre-order, for dispatching rules in source order.
+        self.ordered: list[cst.CSTNode] = []
+        self._walk(module, wanted_types)
+
+    def _walk(self, root: cst.CSTNode, wanted: frozenset[str]) -> None:
+        parents = self.parents
+        by_type = self.by_type
+        ordered = self.ordered
+        # An explicit stack instead of recursion: deep expressions (long string concatenations in
+        # generated code) would otherwise hit Python's recursion limit.
+        stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(root, None)]
+        while stack:
+            node, parent = stack.pop()
+            if parent is not None:
+                parents[id(node)] = parent
+            type_name = type(node).__name__
+            if type_name in wanted:
+                by_type[type_name].append(node)
+                ordered.append(node)
+            children = list(iter_children(node))
+            for child in reversed(children):
+                stack.append((child, node))
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.parents.get(id(node))
+
+    def ancestors(self, node: cst.CSTNode) -> Iterable[cst.CSTNode]:
+        parent = self.parents.get(id(node))
+        while parent is not None:
+            yield parent
+            parent = self.parents.get(id(parent))
+
+    def nodes(self, type_name: str) -> list[cst.CSTNode]:
+        return self.by_type.get(type_name, [])
+
+
+def words_under(node: cst.CSTNode) -> set[str]:
+    """Every identifier, dotted name and string value under `node` (`torch.cuda.is_available()`
+    gives "torch", "cuda", "is_available", "torch.cuda", "torch.cuda.is_available")."""
+    words: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            words.add(current.value)
+        elif isinstance(current, cst.Attribute):
+            dotted = dotted_name(current)
+            if dotted:
+                words.add(dotted)
+            words.add(current.attr.value)
+        elif isinstance(current, cst.SimpleString):
+            words.add(current.evaluated_value if isinstance(current.evaluated_value, str) else "")
+        stack.extend(iter_children(current))
+    return words

@@ -1,0 +1,187 @@
+"""Building blocks that rules use to describe their fixes.
+
+Each returns a `Fix` (or None when no correct fix can be written); nothing here touches the file.
+The fixer (fixer.py) applies them; passes.py re-parses and re-lints between passes.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gpulint.linter.analysis.context import FileContext
+from gpulint.linter.analysis.nodes import keyword_arg
+from gpulint.linter.analysis.walk import names_under
+from gpulint.linter.findings import Applicability, Fix
+
+
+def set_keyword(
+    ctx: FileContext,
+    call: cst.Call,
+    keyword: str,
+    value_code: str,
+    applicability: Applicability,
+    message: str,
+    imports: tuple[str, ...] = (),
+) -> Fix:
+    """Set `keyword=value` on a call: replace the value if the keyword is there, else append it in
+    the call's own layout (one argument per line stays one argument per line)."""
+    value = cst.parse_expression(value_code)
+    existing = keyword_arg(call, keyword)
+    if existing is not None:
+        new_args = [arg.with_changes(value=value) if arg is existing else arg for arg in call.args]
+        return Fix(applicability, message, {call: call.with_changes(args=new_args)}, imports)
+    return Fix(applicability, message, {call: append_keyword(call, keyword, value)}, imports)
+
+
+def remove_keyword(call: cst.Call, keyword: str, applicability: Applicability, message: str) -> Fix:
+    args = list(call.args)
+    index = next(i for i, arg in enumerate(args) if arg.keyword is not None and arg.keyword.value == keyword)
+    removed = args.pop(index)
+    if args and index == len(args):
+        # The last argument went: the one before it takes over its trailing comma and spacing.
+        args[-1] = args[-1].with_changes(comma=removed.comma, whitespace_after_arg=removed.whitespace_after_arg)
+    return Fix(applicability, message, {call: call.with_changes(args=args)})
+
+
+def _without_comment(whitespace: cst.BaseParenthesizableWhitespace) -> cst.BaseParenthesizableWhitespace:
+    """The same line break and indentation, minus any comment (comments must never be copied)."""
+    if isinstance(whitespace, cst.ParenthesizedWhitespace):
+        return whitespace.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=())
+    return whitespace
+
+
+def append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Call:
+    """Append `keyword=value` in the call's own layout: one line stays one line; one argument per
+    line gets a new line at the same indentation; comments stay on the argument they follow."""
+    new_arg = cst.Arg(
+        value=value,
+        keyword=cst.Name(keyword),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[new_arg])
+    last = args[-1]
+    # The break between two arguments, copied from the layout already in use.
+    if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma):
+        separator = args[-2].comma.with_changes(whitespace_after=_without_comment(args[-2].comma.whitespace_after))
+    elif isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
+        separator = cst.Comma(whitespace_after=_without_comment(call.whitespace_before_args))
+    else:
+        separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    breaks = isinstance(separator.whitespace_after, cst.ParenthesizedWhitespace)
+
+    if isinstance(last.comma, cst.Comma):
+        closing = last.comma.whitespace_after  # the comment after the old last argument, then `)`
+        if breaks and isinstance(closing, cst.ParenthesizedWhitespace):
+            last_comma = last.comma.with_changes(
+                whitespace_after=closing.with_changes(indent=separator.whitespace_after.indent, last_line=separator.whitespace_after.last_line)
+            )
+            new_comma = cst.Comma(whitespace_after=_without_comment(closing))
+        else:
+            last_comma, new_comma = separator, last.comma
+        args[-1] = last.with_changes(comma=last_comma)
+        args.append(new_arg.with_changes(comma=new_comma, whitespace_after_arg=last.whitespace_after_arg))
+        return call.with_changes(args=args)
+
+    closing = last.whitespace_after_arg  # no trailing comma: the break before `)` is here
+    if breaks and isinstance(closing, cst.ParenthesizedWhitespace):
+        separator = separator.with_changes(whitespace_after=separator.whitespace_after.with_changes(first_line=closing.first_line))
+        closing = _without_comment(closing)
+    args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
+    args.append(new_arg.with_changes(whitespace_after_arg=closing))
+    return call.with_changes(args=args)
+
+
+def _bound_names(statement: cst.CSTNode) -> set[str]:
+    names: set[str] = set()
+    if isinstance(statement, cst.SimpleStatementLine):
+        for small in statement.body:
+            targets = []
+            if isinstance(small, cst.Assign):
+                targets = [t.target for t in small.targets]
+            elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+                targets = [small.target]
+            for target in targets:
+                names |= names_under(target)
+    return names
+
+
+def guard_fix(ctx: FileContext, node: cst.CSTNode, interval_option: str, interval: int, what: str) -> Fix | None:
+    """Wrap the statement holding `node` in `if <counter> % <interval> == 0:`.
+
+    The counter is the step loop's own (`for step, batch in enumerate(loader)`, or a `+= 1`
+    counter); with none, there is no fix.  Statements right after it that use a name it assigns
+    move under the guard too, so the guarded value is never read unset; if such a name is read
+    further away, no fix is offered (it could not be written without guessing).
+    """
+    counter = ctx.loops.step_counter(node)
+    if counter is None:
+        return None
+    statement = ctx.statement_of(node)
+    block = ctx.parent(statement)
+    if not isinstance(block, cst.IndentedBlock):
+        return None  # a one-line `for x in y: stmt` suite: leave it to a person
+    body = list(block.body)
+    start = body.index(statement)
+    group = [statement]
+    bound = _bound_names(statement)
+    for following in body[start + 1 :]:
+        if bound and names_under(following) & bound:
+            group.append(following)
+            bound |= _bound_names(following)
+        else:
+            break
+    rest = body[start + len(group) :]
+    if bound and any(names_under(s) & bound for s in rest):
+        return None
+    if bound and _loop_reads_after(ctx, block, bound):
+        return None
+
+    test = cst.parse_expression(f"{counter} % {interval} == 0")
+    first = group[0]
+    guarded_body = [first.with_changes(leading_lines=())] + group[1:]
+    guard = cst.If(
+        test=test,
+        body=cst.IndentedBlock(body=guarded_body),
+        leading_lines=first.leading_lines,
+    )
+    replacements: dict = {first: guard}
+    for extra in group[1:]:
+        replacements[extra] = cst.RemovalSentinel.REMOVE
+    return Fix(
+        Applicability.UNSAFE,
+        f"Run {what} every {interval} steps (`{interval_option}`)",
+        replacements,
+    )
+
+
+def _loop_reads_after(ctx: FileContext, block: cst.IndentedBlock, names: set[str]) -> bool:
+    """Whether statements after the block (up to the function's end) read any of `names`."""
+    child: cst.CSTNode = block
+    for ancestor in ctx.ancestors(block):
+        if isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
+            statements = list(ancestor.body)
+            if child in statements:
+                index = statements.index(child)
+                if any(names_under(s) & names for s in statements[index + 1 :]):
+                    return True
+        if isinstance(ancestor, (cst.FunctionDef, cst.Module)):
+            break
+        child = ancestor
+    return False
+
+
+def insert_after(statement: cst.SimpleStatementLine, code: str, applicability: Applicability, message: str,
+                 imports: tuple[str, ...] = ()) -> Fix:
+    """Add the statement `code` on the line after `statement`."""
+    new = cst.parse_statement(code)
+    return Fix(applicability, message, {statement: cst.FlattenSentinel([statement, new])}, imports)
+
+
+def insert_before(statement: cst.CSTNode, code: str, applicability: Applicability, message: str,
+                  imports: tuple[str, ...] = ()) -> Fix:
+    """Add the statement `code` before `statement`, taking over the blank lines and comments above it."""
+    new = cst.parse_statement(code).with_changes(leading_lines=statement.leading_lines)
+    both = cst.FlattenSentinel([new, statement.with_changes(leading_lines=())])
+    return Fix(applicability, message, {statement: both}, imports)

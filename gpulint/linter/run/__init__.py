@@ -1,0 +1,1 @@
+"""Running the linter over files: discovery, the result cache, worker processes, notebooks."""

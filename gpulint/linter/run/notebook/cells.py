@@ -1,0 +1,286 @@
+"""How a notebook's code cells become one Python module, and how its lines map back.
+
+The code cells, in order, are joined into one module: a notebook shares one namespace, so a
+`DataLoader` built in cell 2 and iterated in cell 5 is one training script.  IPython syntax that
+is not Python (`%timeit`, `!pip install`, `x = !ls`, `obj?`) is replaced line for line by a
+placeholder statement (an import of a made-up name) at the same indentation, so line numbers and
+columns of every other line are unchanged and positions map straight back.  Code inside a line
+magic (`%time train()`) is not linted.  A cell magic whose body is Python (`%%time`,
+`%%timeit`, `%%capture`, `%%prun`, `%%debug`) keeps its body; any other cell magic (`%%bash`,
+`%%writefile`, `%%html`) makes the cell opaque.  A cell that does not parse on its own (IPython
+would not run it either) is marked with its error and left out of the module.
+
+After fixes, the fixed module's lines are mapped back to their cells with a line diff (`map_back`);
+a fix that would touch a magic line or span two cells is refused.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import io
+import re
+import warnings
+from dataclasses import dataclass
+
+from gpulint.linter.fix.fixer import NOTEBOOK_PLACEHOLDER_PREFIX
+
+
+# Line 1 of every joined module: pins the encoding, so a `# coding: latin-1` comment in a cell
+# cannot make the parser decode the (UTF-8) joined text differently.
+HEADER = "# -*- coding: utf-8 -*-\n"
+
+PLACEHOLDER = NOTEBOOK_PLACEHOLDER_PREFIX + "_line_"  # the fixer keeps added imports below these
+
+# Cell magics whose body IPython runs as Python: the body is linted, the `%%` line is not.
+PYTHON_BODY_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
+
+# `x = !ls`, `files = %sx ls`: IPython's assignment from a shell command or a magic.
+_ASSIGN_MAGIC = re.compile(r"^[ \t]*[A-Za-z_][\w.\[\]'\", ]*=[ \t]*[!%]")
+_CELL_MAGIC = re.compile(r"^%%(\w+)")
+
+
+class NotebookError(Exception):
+    """A notebook that cannot be linted or fixed, said in one line."""
+
+
+# -- splitting a cell into Python lines and IPython lines -----------------------------------------
+
+
+def split_lines(text: str) -> list[str]:
+    """Physical lines with their endings, split where Python splits them (\\n, \\r\\n, \\r)."""
+    return io.StringIO(text, newline="").readlines()
+
+
+class _LineScanner:
+    """Tracks brackets, triple-quoted strings and backslash continuations across lines, so that
+    only a line that starts a new statement can be taken for IPython syntax (a `% x` line
+    inside parentheses is Python's modulo)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.triple: str | None = None
+        self.continued = False
+
+    @property
+    def at_statement_start(self) -> bool:
+        return self.depth == 0 and self.triple is None and not self.continued
+
+    def feed(self, line: str) -> None:
+        body = line.rstrip("\r\n")
+        i, n = 0, len(body)
+        self.continued = False
+        while i < n:
+            if self.triple is not None:
+                if body[i] == "\\":
+                    i += 2
+                elif body.startswith(self.triple, i):
+                    self.triple = None
+                    i += 3
+                else:
+                    i += 1
+                continue
+            char = body[i]
+            if char == "#":
+                return
+            if char in "([{":
+                self.depth += 1
+            elif char in ")]}":
+                self.depth = max(0, self.depth - 1)
+            elif char in "\"'":
+                if body.startswith(char * 3, i):
+                    self.triple = char * 3
+                    i += 3
+                    continue
+                j = i + 1
+                while j < n and body[j] != char:
+                    j += 2 if body[j] == "\\" else 1
+                if j >= n:  # unterminated on this line: only a trailing backslash continues it
+                    self.continued = body.endswith("\\")
+                    return
+                i = j + 1
+                continue
+            i += 1
+        self.continued = self.triple is None and body.endswith("\\")
+
+
+def _is_ipython_line(line: str) -> bool:
+    stripped = line.strip()
+    if stripped[:1] in ("%", "!", "?"):
+        return True
+    if _ASSIGN_MAGIC.match(line):
+        return True
+    # `obj?` / `obj??` help; a `?` at the end of a comment is not (a `#` rules it out).
+    return stripped.endswith("?") and "#" not in stripped
+
+
+def classify(lines: list[str]) -> tuple[list[bool], bool]:
+    """(per line: is it IPython syntax, is the cell Python at all)."""
+    magic = [False] * len(lines)
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is not None:
+        cell_magic = _CELL_MAGIC.match(lines[first].lstrip())
+        if cell_magic:
+            if cell_magic.group(1) not in PYTHON_BODY_CELL_MAGICS:
+                return [True] * len(lines), False
+            magic[first] = True
+            first += 1
+    scanner = _LineScanner()
+    index = first if first is not None else len(lines)
+    while index < len(lines):
+        line = lines[index]
+        if scanner.at_statement_start and line.strip() and _is_ipython_line(line):
+            magic[index] = True
+            # A line magic continues over lines that end with a backslash.
+            while lines[index].rstrip("\r\n").endswith("\\") and index + 1 < len(lines):
+                index += 1
+                magic[index] = True
+        else:
+            scanner.feed(line)
+        index += 1
+    return magic, True
+
+
+# -- the notebook, its cells and the joined module -------------------------------------------------
+
+
+@dataclass
+class Cell:
+    number: int  # 1-based position among all cells
+    lines: list[str]
+    magic: list[bool]
+    python: bool  # False: a non-Python cell magic; the cell is left out
+    error: tuple[str, int, int] | None = None  # (message, row, column) when it does not parse alone
+
+    @property
+    def text(self) -> str:
+        return "".join(self.lines)
+
+    def python_lines(self) -> list[str]:
+        """The cell's lines with IPython lines replaced by placeholders (same count, same indent)."""
+        result = []
+        indent = ""
+        for index, (line, is_magic) in enumerate(zip(self.lines, self.magic)):
+            if is_magic:
+                if index == 0 or not self.magic[index - 1]:
+                    indent = line[: len(line) - len(line.lstrip(" \t"))]
+                # An import of a made-up name: unique, so the line diff that maps fixed lines
+                # back to cells never pairs one magic with another; and an import, so an import
+                # a fix adds goes after `!pip install` / `%load_ext` lines, not before them.
+                result.append(f"{indent}import {PLACEHOLDER}{self.number}_{index + 1}\n")
+            else:
+                result.append(line)
+        if result and not result[-1].endswith(("\n", "\r")):
+            result[-1] += "\n"
+        return result
+
+
+def make_cell(number: int, text: str) -> Cell:
+    lines = split_lines(text)
+    magic, python = classify(lines)
+    cell = Cell(number, lines, magic, python)
+    if python:
+        cell.error = _cell_syntax_error("".join(cell.python_lines()))
+    return cell
+
+
+def _cell_syntax_error(code: str) -> tuple[str, int, int] | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings of the user's code are not ours
+            ast.parse(code)
+    except SyntaxError as exc:
+        return (exc.msg or "invalid syntax", exc.lineno or 1, exc.offset or 1)
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
+        return (f"cannot parse: {exc.__class__.__name__}", 1, 1)
+    return None
+
+
+@dataclass
+class Joined:
+    """The module made of the Python cells: its text and, per line, where it came from."""
+
+    text: str
+    owners: list[tuple[Cell, int] | None]  # per 0-based line: (cell, 0-based line in cell); None: header
+
+    def where(self, row: int) -> tuple[Cell, int] | None:
+        """(cell, 1-based row in the cell) for a 1-based row of the joined module."""
+        if 1 <= row <= len(self.owners) and self.owners[row - 1] is not None:
+            cell, line = self.owners[row - 1]
+            return cell, line + 1
+        # Past the end (an end position after the last newline): the last line of the last cell.
+        last = next((o for o in reversed(self.owners) if o is not None), None)
+        if last is not None and row > len(self.owners):
+            return last[0], last[1] + 1 + (row - len(self.owners))
+        first = next((o for o in self.owners if o is not None), None)
+        return (first[0], 1) if first is not None else None
+
+
+def join(cells: list[Cell]) -> Joined:
+    parts = [HEADER]
+    owners: list[tuple[Cell, int] | None] = [None]
+    for cell in cells:
+        if not cell.python or cell.error is not None:
+            continue
+        for index, line in enumerate(cell.python_lines()):
+            parts.append(line)
+            owners.append((cell, index))
+    return Joined("".join(parts), owners)
+
+
+# -- fixing ------------------------------------------------------------------------------------
+
+
+def map_back(joined: Joined, fixed_text: str) -> dict[int, str]:
+    """The new text of each Python cell (by number) after fixes turned `joined` into `fixed_text`.
+    Raises NotebookError when a fix touched a magic line or spans cells."""
+    old = split_lines(joined.text)
+    new = split_lines(fixed_text)
+    pieces: dict[int, list[str]] = {}
+    cells: dict[int, Cell] = {}
+
+    def add(cell: Cell, lines: list[str]) -> None:
+        cells[cell.number] = cell
+        pieces.setdefault(cell.number, []).extend(lines)
+
+    for owner in joined.owners:
+        if owner is not None:
+            pieces.setdefault(owner[0].number, [])
+            cells[owner[0].number] = owner[0]
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for offset in range(i2 - i1):
+                owner = joined.owners[i1 + offset]
+                if owner is not None:
+                    cell, line = owner
+                    # A magic goes back as it was; a Python line as the fixed text has it.
+                    add(cell, [cell.lines[line] if cell.magic[line] else new[j1 + offset]])
+            continue
+        owners = joined.owners[i1:i2]
+        if any(o is None for o in owners):
+            raise NotebookError("a fix changed the notebook's header line")
+        touched = {o[0].number: o[0] for o in owners}
+        magic = [o for o in owners if o[0].magic[o[1]]]
+        if magic:
+            raise NotebookError(f"a fix would change the IPython line at cell {magic[0][0].number}:{magic[0][1] + 1}")
+        if len(touched) > 1:
+            raise NotebookError(f"a fix spans cells {', '.join(str(n) for n in sorted(touched))}")
+        if touched:
+            (target,) = touched.values()
+        else:  # a pure insertion goes to the cell of the line above it (imports join the imports)
+            above = joined.owners[i1 - 1] if i1 >= 1 else None
+            below = joined.owners[i1] if i1 < len(joined.owners) else None
+            owner = above or below
+            if owner is None:
+                raise NotebookError("a fix added code outside every cell")
+            target = owner[0]
+        add(target, new[j1:j2])
+    texts = {}
+    for number, lines in pieces.items():
+        text = "".join(lines)
+        original = cells[number].text
+        if not original.endswith(("\n", "\r")):  # the joined module added the last newline
+            text = re.sub(r"(\r\n|\n|\r)\Z", "", text)
+        texts[number] = text
+    return texts

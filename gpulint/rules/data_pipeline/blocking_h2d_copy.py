@@ -1,0 +1,313 @@
+"""GL104 blocking-h2d-copy."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
+from gpulint.linter.analysis.nodes import (
+    dotted_name,
+    has_star_kwargs,
+    is_false,
+    is_true,
+    keyword_arg,
+    last_name,
+    positional_args,
+)
+from gpulint.linter.analysis.pytorch import MODULE_NAME, is_device_target
+from gpulint.linter.findings import Applicability
+from gpulint.linter.fix.builders import set_keyword
+from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import CUDA_SCRIPT
+
+# Parameters of a step function that hold a batch (`def train_step(model, batch, optimizer)`).
+_BATCH_PARAM = re.compile(r"batch|^(inputs?|targets?|labels?|images?|imgs?|samples?|data|x|y|xb|yb|features|tokens|input_ids|masks?)$", re.I)
+
+
+class BlockingHostToDeviceCopy(Rule):
+    """
+    ## What it finds
+    A batch moved to the accelerator with `.to(device)` or `.cuda()` inside a training step loop
+    without `non_blocking=True`.  A batch is what the step loop iterates (`for x, y in loader`),
+    what is unpacked or indexed from it (`x, y = batch`, `batch["input_ids"]`, the values of a
+    `{k: v.to(device) for k, v in batch.items()}`), or a batch parameter of a step function.
+
+    ## Why it is slow
+    A blocking copy makes the host wait until the copy has finished before it can queue the
+    forward pass, so the copy and the previous step's kernels cannot overlap.  From pinned memory
+    (`pin_memory=True`, GL102) a `non_blocking=True` copy is a DMA transfer queued on the stream:
+    the host goes on queuing kernels, and the copy of a large image batch (milliseconds over PCIe)
+    disappears behind compute.
+
+    ## Example
+    ```python
+    import torch
+
+    device = torch.device("cuda")
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+    Use instead:
+    ```python
+    import torch
+
+    device = torch.device("cuda")
+    for x, y in loader:
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Fix (safe)
+    Adds `non_blocking=True`.  Safe for host-to-device copies of batches: the copy is queued on
+    the current CUDA stream, so every kernel that later reads the device tensor runs after it, and
+    any host read of a device tensor synchronizes first (PyTorch's guide "A guide on good usage of
+    non_blocking and pin_memory()").  From pageable memory the copy simply stays synchronous.  The
+    one hazard -- writing into the pinned *source* tensor before the copy has run -- does not arise
+    for batches, which the loader creates fresh for every step; copies of other tensors (reused
+    buffers, device-to-host copies) are not reported.
+    """
+
+    code = "GL104"
+    name = "blocking-h2d-copy"
+    message = "batch copied to the GPU without `non_blocking=True`: the host waits for every copy"
+    requires = {TORCH, ACCELERATOR, STEPS}
+    tokens = (".to(", ".cuda(")
+    fix_applicability = Applicability.SAFE
+
+    VALID = [
+        # asynchronous already, a dtype, the host, the model, not the batch, throttled
+        Valid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    x = x.to(device, non_blocking=True)
+                    y = y.cuda(non_blocking=True)
+                    x = x.to(torch.float16)
+                    y = y.to("cpu")
+                    model.to(device)
+                    w = weights.to(device)
+                    if step % 100 == 0:
+                        z = x.to(device)
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # an evaluation loop takes no step
+        Valid(
+            """
+            for x, y in val_loader:
+                pred = model(x.to(device))
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # no accelerator in the module
+        Valid(
+            """
+            import torch
+            for x in loader:
+                x = x.to(dev)
+                model(x).sum().backward()
+                opt.step()
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    x = x.to(device)
+                    y = y.cuda()
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+            """,
+            "6:13", "7:13",
+            header=CUDA_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    x = x.to(device, non_blocking=True)
+                    y = y.cuda(non_blocking=True)
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        ),
+        # views of the batch and a dict comprehension over it
+        Invalid(
+            """
+            for batch in loader:
+                inputs, labels = batch
+                inputs = inputs.to(device)
+                ids = batch["input_ids"].to(device)
+                batch = {k: v.to(device) for k, v in batch.items()}
+                model(inputs).loss.backward()
+                optimizer.step()
+            """,
+            "6:14", "7:30", "8:17",
+            header=CUDA_SCRIPT,
+            fixed="""
+            for batch in loader:
+                inputs, labels = batch
+                inputs = inputs.to(device, non_blocking=True)
+                ids = batch["input_ids"].to(device, non_blocking=True)
+                batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+                model(inputs).loss.backward()
+                optimizer.step()
+            """,
+        ),
+        # a batch parameter of a step function
+        Invalid(
+            """
+            def train_step(model, batch, optimizer):
+                batch = batch.to(device)
+                model.to(device)
+                loss = model(batch).sum()
+                loss.backward()
+                optimizer.step()
+            """,
+            "5:13",
+            header=CUDA_SCRIPT,
+            fixed="""
+            def train_step(model, batch, optimizer):
+                batch = batch.to(device, non_blocking=True)
+                model.to(device)
+                loss = model(batch).sum()
+                loss.backward()
+                optimizer.step()
+            """,
+        ),
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    x = x.to(device)  # comment
+                    y = y.cuda()
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+            """,
+            "6:13", "7:13",
+            header=CUDA_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    x = x.to(device, non_blocking=True)  # comment
+                    y = y.cuda(non_blocking=True)
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._batch_names: dict[int, set[str]] = {}  # per step boundary (by id)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda")) or has_star_kwargs(node):
+            return
+        blocking = keyword_arg(node, "non_blocking")
+        if blocking is not None and not is_false(blocking.value):
+            return
+        if func.attr.value == "cuda" and len(positional_args(node)) >= 2:
+            return  # `.cuda(device, True)`: non_blocking given positionally
+        if func.attr.value == "to" and any(is_true(a.value) for a in positional_args(node)[1:]):
+            return  # `.to(device, torch.float, True)`
+        if not is_device_target(self.ctx, node) or not self.ctx.loops.per_step_work(node):
+            return
+        receiver = func.value
+        root = _root_name(receiver)
+        if root is None or MODULE_NAME.search(last_name(receiver) or root):
+            return
+        if not self._is_batch(node, root):
+            return
+        self.report(
+            node,
+            fix=set_keyword(self.ctx, node, "non_blocking", "True", Applicability.SAFE, "Copy asynchronously: `non_blocking=True`"),
+        )
+
+    def _is_batch(self, node: cst.Call, root: str) -> bool:
+        # A comprehension over the batch: `{k: v.to(device) for k, v in batch.items()}`.
+        boundary = self.ctx.loops.step_boundary(node)
+        names = self._names_for(boundary)
+        for ancestor in self.ctx.ancestors(node):
+            if ancestor is boundary:
+                break
+            if isinstance(ancestor, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+                comp = ancestor.for_in
+                while comp is not None:
+                    iterated = comp.iter
+                    if isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Attribute):
+                        iterated = iterated.func.value  # batch.items()
+                    if root in _target_names(comp.target) and _root_name(iterated) in names:
+                        return True
+                    comp = comp.inner_for_in
+        return root in names
+
+    def _names_for(self, boundary: cst.CSTNode | None) -> set[str]:
+        """The names holding the batch in a step loop or step function."""
+        if boundary is None:
+            return set()
+        names = self._batch_names.get(id(boundary))
+        if names is not None:
+            return names
+        names = set()
+        if isinstance(boundary, cst.For):
+            names |= _target_names(boundary.target)
+        elif isinstance(boundary, cst.FunctionDef):
+            names |= {p.name.value for p in boundary.params.params if _BATCH_PARAM.search(p.name.value)}
+        assigns = [a for a in self.ctx.index.nodes("Assign") if self.ctx.loops.step_boundary(a) is boundary]
+        changed = True
+        while changed:  # `x, y = batch`, `inputs = batch["x"]`, `batch = next(it)`
+            changed = False
+            for assign in assigns:
+                value = assign.value
+                from_next = isinstance(value, cst.Call) and dotted_name(value.func) == "next"
+                if from_next or _is_plain_view(value, names):
+                    for target in assign.targets:
+                        new = _target_names(target.target) - names
+                        if new:
+                            names |= new
+                            changed = True
+        self._batch_names[id(boundary)] = names
+        return names
+
+
+def _root_name(expr: cst.BaseExpression) -> str | None:
+    """`batch` for `batch`, `batch["x"]`, `batch.x`, `batch[0].x`."""
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _target_names(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names: set[str] = set()
+        for element in target.elements:
+            names |= _target_names(element.value)
+        return names
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return set()
+
+
+def _is_plain_view(expr: cst.BaseExpression, names: set[str]) -> bool:
+    """`batch`, `batch["x"]`, `batch.x`, `(batch[0], batch[1])`: the batch itself, not a result."""
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return bool(expr.elements) and all(_is_plain_view(el.value, names) for el in expr.elements)
+    return isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)) and _root_name(expr) in names

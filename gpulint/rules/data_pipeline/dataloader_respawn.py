@@ -1,0 +1,373 @@
+"""GL103 dataloader-respawn."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import libcst as cst
+
+from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
+from gpulint.linter.analysis.nodes import dotted_name, has_star_kwargs, is_false, is_zero, keyword_arg, positional_args
+from gpulint.linter.analysis.pytorch import dataloader_dataset, is_dataloader
+from gpulint.linter.analysis.values import target_key
+from gpulint.linter.findings import Applicability, Fix
+from gpulint.linter.fix.builders import set_keyword
+from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import CUDA_SCRIPT
+
+# Builtins that take a loader without iterating it.
+_NOT_ITERATING = frozenset({"print", "len", "isinstance", "type", "id", "repr", "str", "getattr", "hasattr", "setattr"})
+# Methods Lightning (and its DataModules) call once, then iterate every epoch.
+_EPOCH_LOADER_HOOKS = frozenset({"train_dataloader", "val_dataloader"})
+_DATASET_MUTATORS = frozenset({"set_epoch", "reshuffle", "resample", "update", "set_stage", "set_difficulty"})
+
+
+class DataLoaderRespawn(Rule):
+    """
+    ## What it finds
+    A `DataLoader` with worker processes (`num_workers` set and not 0) and without
+    `persistent_workers=True`, whose batches are iterated again and again: in a loop inside an
+    epoch loop, by a function called from a loop, passed to a call inside a loop, or returned by
+    `train_dataloader()` / `val_dataloader()` (Lightning iterates those every epoch).
+
+    ## Why it is slow
+    Without persistent workers, every `for batch in loader` starts `num_workers` new processes,
+    each of which re-imports and unpickles the dataset (and its transforms) before the first batch
+    arrives, and tears them down at the end of the epoch.  With 8 workers and a heavy dataset object
+    that is seconds to tens of seconds of an idle GPU at the start of every epoch (and of every
+    validation pass), repeated for the whole run.
+
+    ## Example
+    ```python
+    import torch
+    from torch.utils.data import DataLoader
+
+    loader = DataLoader(train_set, batch_size=64, num_workers=8, pin_memory=True)
+    for epoch in range(epochs):
+        for x, y in loader:
+            train_step(x.cuda(), y.cuda())
+    ```
+    Use instead:
+    ```python
+    import torch
+    from torch.utils.data import DataLoader
+
+    loader = DataLoader(train_set, batch_size=64, num_workers=8, pin_memory=True, persistent_workers=True)
+    for epoch in range(epochs):
+        for x, y in loader:
+            train_step(x.cuda(), y.cuda())
+    ```
+
+    ## Fix (safe)
+    Adds `persistent_workers=True` when `num_workers` is a positive literal, or
+    `persistent_workers=<num_workers> > 0` when it is a variable (`persistent_workers=True` with
+    zero workers raises).  Batches, their order and the sampler's shuffling are the same (the
+    sampler runs in the main process, so `sampler.set_epoch()` still works).  The fix is unsafe
+    when the module changes the dataset between epochs (`dataset.set_epoch(...)`, or assigns its
+    attributes in a loop): persistent workers keep the copy they started with and would not see
+    the change; and when `num_workers` is an expression that is not a plain name.
+    """
+
+    code = "GL103"
+    name = "dataloader-respawn"
+    message = "DataLoader workers are started again every epoch; set `persistent_workers=True`"
+    requires = {TORCH, ACCELERATOR}
+    tokens = ("DataLoader",)
+    fix_applicability = Applicability.SAFE
+
+    VALID = [
+        Valid(
+            """
+            loader = DataLoader(ds, num_workers=4, pin_memory=True, persistent_workers=True)
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x.to(device, non_blocking=True)).sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # no workers: GL101's
+        Valid(
+            """
+            loader = DataLoader(ds, num_workers=0, pin_memory=True)
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x.to(device, non_blocking=True)).sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # a single pass
+        Valid(
+            """
+            loader = DataLoader(ds, num_workers=4)
+            for x, y in loader:
+                model(x).sum().backward()
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # a new loader each epoch
+        Valid(
+            """
+            for epoch in range(10):
+                loader = DataLoader(ds, num_workers=4)
+                for x in loader:
+                    model(x).sum().backward()
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # print and len do not iterate
+        Valid(
+            """
+            loader = DataLoader(ds, num_workers=4)
+            for epoch in range(3):
+                print(len(loader), loader)
+            """,
+            header=CUDA_SCRIPT,
+        ),
+    ]
+    INVALID = [
+        # iterated every epoch
+        Invalid(
+            """
+            loader = DataLoader(ds, num_workers=4, pin_memory=True)
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x.to(device, non_blocking=True)).sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
+            "4:10",
+            header=CUDA_SCRIPT,
+            fixed="""
+            loader = DataLoader(ds, num_workers=4, pin_memory=True, persistent_workers=True)
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x.to(device, non_blocking=True)).sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
+        ),
+        # a variable worker count
+        Invalid(
+            """
+            loader = DataLoader(ds, num_workers=args.workers, pin_memory=True)
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x.to(device, non_blocking=True)).sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
+            "4:10",
+            header=CUDA_SCRIPT,
+            fixed="""
+            loader = DataLoader(ds, num_workers=args.workers, pin_memory=True, persistent_workers=args.workers > 0)
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x.to(device, non_blocking=True)).sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
+        ),
+        # iterated by a function called from a loop
+        Invalid(
+            """
+            class Runner:
+                def __init__(self):
+                    self.loader = DataLoader(ds, num_workers=4)
+                def train_epoch(self):
+                    for batch in self.loader:
+                        self.model(batch).sum().backward()
+                def fit(self):
+                    for epoch in range(3):
+                        self.train_epoch()
+            """,
+            "6:23",
+            header=CUDA_SCRIPT,
+            fixed="""
+            class Runner:
+                def __init__(self):
+                    self.loader = DataLoader(ds, num_workers=4, persistent_workers=True)
+                def train_epoch(self):
+                    for batch in self.loader:
+                        self.model(batch).sum().backward()
+                def fit(self):
+                    for epoch in range(3):
+                        self.train_epoch()
+            """,
+        ),
+        # passed to a call inside a loop
+        Invalid(
+            """
+            val_loader = DataLoader(ds, num_workers=4)
+            for epoch in range(3):
+                acc = evaluate(model, val_loader)
+                print(len(val_loader))
+            """,
+            "4:14",
+            header=CUDA_SCRIPT,
+            fixed="""
+            val_loader = DataLoader(ds, num_workers=4, persistent_workers=True)
+            for epoch in range(3):
+                acc = evaluate(model, val_loader)
+                print(len(val_loader))
+            """,
+        ),
+        # returned by a Lightning hook that is called every epoch
+        Invalid(
+            """
+            class Data:
+                def train_dataloader(self):
+                    return DataLoader(self.train, num_workers=8)
+                def test_dataloader(self):
+                    return DataLoader(self.test, num_workers=8)
+            """,
+            "6:16",
+            header=CUDA_SCRIPT,
+            fixed="""
+            class Data:
+                def train_dataloader(self):
+                    return DataLoader(self.train, num_workers=8, persistent_workers=True)
+                def test_dataloader(self):
+                    return DataLoader(self.test, num_workers=8)
+            """,
+        ),
+        # the dataset changes between epochs: the fix is unsafe
+        Invalid(
+            """
+            loader = DataLoader(ds, num_workers=4)
+            for epoch in range(10):
+                ds.set_epoch(epoch)
+                for x in loader:
+                    model(x).sum().backward()
+            """,
+            "4:10",
+            header=CUDA_SCRIPT,
+            fixed="""
+            loader = DataLoader(ds, num_workers=4, persistent_workers=True)
+            for epoch in range(10):
+                ds.set_epoch(epoch)
+                for x in loader:
+                    model(x).sum().backward()
+            """,
+            applicability=Applicability.UNSAFE,
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.loaders: list[tuple[cst.Call, str | None, cst.BaseExpression]] = []
+        self.fors: list[cst.For] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not is_dataloader(self.ctx, node) or has_star_kwargs(node):
+            return
+        workers = _num_workers(node)
+        if workers is None or is_zero(workers):
+            return  # GL101's finding: no workers to keep
+        persistent = keyword_arg(node, "persistent_workers")
+        if persistent is not None and not is_false(persistent.value):
+            return
+        if self.ctx.in_loop(node):
+            return  # a new loader each time round: keeping its workers would not help
+        self.loaders.append((node, self._binding_key(node), workers))
+
+    def visit_For(self, node: cst.For) -> None:
+        self.fors.append(node)
+
+    def finish(self) -> None:
+        for call, key, workers in self.loaders:
+            if self._reiterated(call, key):
+                self.report(call, fix=self._fix(call, workers))
+
+    def _binding_key(self, node: cst.CSTNode) -> str | None:
+        """`loader` or `self.loader` when the call is the whole right side of an assignment."""
+        parent = self.ctx.parent(node)
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node:
+            target = parent.targets[0].target if isinstance(parent, cst.Assign) else parent.target
+            return target_key(target)
+        return None
+
+    def _reiterated(self, call: cst.Call, key: str | None) -> bool:
+        if key is None:
+            parent = self.ctx.parent(call)
+            function = self.ctx.enclosing_function(call)
+            return isinstance(parent, cst.Return) and function is not None and function.name.value in _EPOCH_LOADER_HOOKS
+        for loop in self.fors:
+            if not _mentions(loop.iter, key):
+                continue
+            if self.ctx.in_loop(loop):
+                return True
+            function = self.ctx.enclosing_function(loop)
+            if function is not None and function.name.value in self._functions_called_in_loops:
+                return True
+        for other in self.ctx.index.nodes("Call"):
+            name = (dotted_name(other.func) or "").rsplit(".", 1)[-1]
+            if name in _NOT_ITERATING or other is call:
+                continue
+            if any(target_key(arg.value) == key for arg in other.args) and self.ctx.in_loop(other):
+                return True
+        return False
+
+    @cached_property
+    def _functions_called_in_loops(self) -> set[str]:
+        called = set()
+        for other in self.ctx.index.nodes("Call"):
+            func = other.func
+            name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+            if name and self.ctx.in_loop(other):
+                called.add(name)
+        return called
+
+    def _fix(self, call: cst.Call, workers: cst.BaseExpression) -> Fix:
+        message = "Keep worker processes alive between epochs: `persistent_workers=True`"
+        if isinstance(workers, cst.Integer):
+            value, applicability = "True", Applicability.SAFE
+        elif dotted_name(workers) is not None:
+            value, applicability = f"{self.ctx.code(workers)} > 0", Applicability.SAFE
+        else:
+            value, applicability = "True", Applicability.UNSAFE
+        if self._dataset_changes(call):
+            applicability = Applicability.UNSAFE
+        return set_keyword(self.ctx, call, "persistent_workers", value, applicability, message)
+
+    def _dataset_changes(self, call: cst.Call) -> bool:
+        """Whether the module changes the loader's dataset inside a loop (an epoch-dependent dataset)."""
+        dataset = dataloader_dataset(call)
+        key = target_key(dataset) if dataset is not None else None
+        if key is None:
+            return False
+        for other in self.ctx.index.nodes("Call"):
+            func = other.func
+            if isinstance(func, cst.Attribute) and target_key(func.value) == key and func.attr.value in _DATASET_MUTATORS:
+                return True
+        for assign in self.ctx.index.nodes("Assign"):
+            for target in assign.targets:
+                node = target.target
+                if isinstance(node, cst.Attribute) and target_key(node.value) == key and self.ctx.in_loop(assign):
+                    return True
+        return False
+
+
+def _num_workers(node: cst.Call) -> cst.BaseExpression | None:
+    arg = keyword_arg(node, "num_workers")
+    if arg is not None:
+        return arg.value
+    positional = positional_args(node)
+    return positional[5].value if len(positional) >= 6 else None
+
+
+def _mentions(expr: cst.CSTNode, key: str) -> bool:
+    """Whether `expr` refers to `key` as a whole name (`loader`, `enumerate(loader)`, `tqdm(self.loader)`)."""
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        current = stack.pop()
+        if target_key(current) == key:
+            return True
+        if isinstance(current, cst.Call):
+            stack.extend(arg.value for arg in current.args)
+        elif isinstance(current, (cst.Tuple, cst.List)):
+            stack.extend(el.value for el in current.elements)
+    return False

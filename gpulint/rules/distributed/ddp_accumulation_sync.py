@@ -1,0 +1,314 @@
+"""GL603 ddp-accumulation-sync."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from gpulint.linter.analysis.facts import STEPS
+from gpulint.linter.analysis.loops import ACCUMULATION_NAME, is_direct_step_call
+from gpulint.linter.analysis.pytorch import ACCELERATE_ACCELERATORS, DDP, FSDP
+from gpulint.linter.analysis.walk import words_under
+from gpulint.linter.rule import Invalid, Rule, Valid
+
+# Handling of accumulation under DDP: the context manager, accelerate's wrapper, or the flag.
+_SYNC_HANDLED = re.compile(r"no_sync|require_backward_grad_sync|set_requires_gradient_sync|\baccumulate\s*\(|sync_gradients")
+
+
+class DdpAccumulationSync(Rule):
+    """
+    ## What it finds
+    Gradient accumulation under DistributedDataParallel, FSDP or Accelerate -- `loss.backward()`
+    on every micro-batch, `optimizer.step()` only under `if (step + 1) % accum_steps == 0:` --
+    without skipping the gradient all-reduce on the micro-batches in between: no `model.no_sync()`,
+    no `accelerator.accumulate(model)`, no `require_backward_grad_sync` toggle anywhere in the
+    module.  Reported at the `.backward()` call.
+
+    ## Why it is slow
+    DDP all-reduces every gradient during every `backward()`.  With k micro-batches per optimizer
+    step, k-1 of those all-reduces are thrown away: communication grows k-fold, and on a
+    bandwidth-bound job the step time grows almost as much.  `no_sync()` accumulates locally and
+    communicates once, on the last micro-batch.
+
+    ## Example
+    ```python
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(model, device_ids=[rank])
+    for step, batch in enumerate(loader):
+        loss = model(batch) / accum_steps
+        loss.backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+    ```
+    Use instead:
+    ```python
+    import contextlib
+
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(model, device_ids=[rank])
+    for step, batch in enumerate(loader):
+        sync = (step + 1) % accum_steps == 0
+        with model.no_sync() if not sync else contextlib.nullcontext():
+            loss = model(batch) / accum_steps
+            loss.backward()
+        if sync:
+            optimizer.step()
+            optimizer.zero_grad()
+    ```
+
+    ## Fix
+    None: the forward pass must move into the `no_sync()` block too (DDP decides at forward time),
+    which restructures the loop body.
+    """
+
+    code = "GL603"
+    name = "ddp-accumulation-sync"
+    message = "gradient accumulation under DDP all-reduces gradients on every micro-batch; wrap the non-final ones in `model.no_sync()`"
+    requires = {STEPS}
+    tokens = ("DistributedDataParallel", "FullyShardedDataParallel", "Accelerator")
+
+    VALID = [
+        # no_sync()
+        Valid(
+            """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            model = DDP(net.cuda(), device_ids=[rank])
+            optimizer = torch.optim.AdamW(model.parameters())
+            for epoch in range(3):
+                for step, batch in enumerate(loader):
+                    with model.no_sync():
+                        loss = model(batch) / accum_steps
+                        loss.backward()
+                    if (step + 1) % accum_steps == 0:
+                        optimizer.step()
+                        optimizer.zero_grad()
+            """,
+        ),
+        # the flag
+        Valid(
+            """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            model = DDP(net.cuda(), device_ids=[rank])
+            optimizer = torch.optim.AdamW(model.parameters())
+            for epoch in range(3):
+                for step, batch in enumerate(loader):
+                    loss = model(batch) / accum_steps
+                    model.require_backward_grad_sync = (step + 1) % accum_steps == 0
+                    loss.backward()
+                    if (step + 1) % accum_steps == 0:
+                        optimizer.step()
+                        optimizer.zero_grad()
+            """,
+        ),
+        # accelerator.accumulate()
+        Valid(
+            """
+            from accelerate import Accelerator
+            accelerator = Accelerator(gradient_accumulation_steps=4)
+            for batch in loader:
+                with accelerator.accumulate(model):
+                    loss = model(batch)
+                    accelerator.backward(loss)
+                    optimizer.step()
+            """,
+        ),
+        # no DDP: accumulation is fine
+        Valid(
+            """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            model = net.cuda()
+            optimizer = torch.optim.AdamW(model.parameters())
+            for epoch in range(3):
+                for step, batch in enumerate(loader):
+                    loss = model(batch) / accum_steps
+                    loss.backward()
+                    if (step + 1) % accum_steps == 0:
+                        optimizer.step()
+                        optimizer.zero_grad()
+            """,
+        ),
+        # no accumulation, a logging interval only
+        Valid(
+            """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            model = DDP(net.cuda(), device_ids=[rank])
+            optimizer = torch.optim.AdamW(model.parameters())
+            for epoch in range(3):
+                for step, batch in enumerate(loader):
+                    loss = model(batch) / accum_steps
+                    loss.backward()
+                    optimizer.step()
+                    if step % 100 == 0:
+                        print(step)
+            """,
+        ),
+        # the backward under the same guard: nothing is accumulated
+        Valid(
+            """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            model = DDP(net.cuda(), device_ids=[rank])
+            optimizer = torch.optim.AdamW(model.parameters())
+            for epoch in range(3):
+                for step, batch in enumerate(loader):
+                    loss = model(batch) / accum_steps
+                    if (step + 1) % accum_steps == 0:
+                        loss.backward()
+                        optimizer.step()
+                        optimizer.zero_grad()
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            model = DDP(net.cuda(), device_ids=[rank])
+            optimizer = torch.optim.AdamW(model.parameters())
+            for epoch in range(3):
+                for step, batch in enumerate(loader):
+                    loss = model(batch) / accum_steps
+                    loss.backward()
+                    if (step + 1) % accum_steps == 0:
+                        optimizer.step()
+                        optimizer.zero_grad()
+            """,
+            "9:9",
+        ),
+        # a literal modulo, a scaler's step
+        Invalid(
+            """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            model = DDP(net.cuda(), device_ids=[rank])
+            optimizer = torch.optim.AdamW(model.parameters())
+            for epoch in range(3):
+                for step, batch in enumerate(loader):
+                    loss = model(batch) / accum_steps
+                    loss.backward()
+                    if step % 4 == 3:
+                        scaler.step(optimizer)
+                        optimizer.zero_grad()
+            """,
+            "9:9",
+        ),
+        # Accelerate without accumulate() (its own test scripts)
+        Invalid(
+            """
+            from accelerate import Accelerator
+            accelerator = Accelerator()
+            for step, batch in enumerate(loader):
+                loss = model(**batch).loss / gradient_accumulation_steps
+                accelerator.backward(loss)
+                if step % gradient_accumulation_steps == 0:
+                    optimizer.step()
+            """,
+            "5:5",
+        ),
+        # no_sync in a comment does not count
+        Invalid(
+            """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            model = DDP(net.cuda(), device_ids=[rank])
+            optimizer = torch.optim.AdamW(model.parameters())
+            for epoch in range(3):
+                for step, batch in enumerate(loader):
+                    loss = model(batch) / accum_steps
+                    loss.backward()
+                    if (step + 1) % accum_steps == 0:
+                        optimizer.step()
+                        optimizer.zero_grad()
+            # TODO: no_sync()
+            """,
+            "9:9",
+        ),
+    ]
+
+    def finish(self) -> None:
+        wrappers = DDP + FSDP + ACCELERATE_ACCELERATORS
+        if not any(self.ctx.call_qualified_name(call) in wrappers for call in self.ctx.index.nodes("Call")):
+            return
+        if _SYNC_HANDLED.search(self.ctx.code_without_comments):
+            return
+        reported: set[int] = set()
+        for call in self.ctx.index.nodes("Call"):
+            if not self._is_optimizer_step(call):
+                continue
+            loop = self.ctx.loops.step_boundary(call)
+            guard = self._accumulation_guard(call, loop)
+            if loop is None or guard is None or id(loop) in reported:
+                continue
+            backward = self._backward_outside(loop, guard)
+            if backward is not None:
+                reported.add(id(loop))
+                self.report(backward)
+
+    def _is_optimizer_step(self, call: cst.Call) -> bool:
+        func = call.func
+        return (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "step"
+            and is_direct_step_call(call, self.ctx.values)
+        )
+
+    def _accumulation_guard(self, call: cst.Call, loop: cst.CSTNode | None) -> cst.If | None:
+        """The `if` between the optimizer step and its loop that skips it on some iterations (a
+        modulo test, or a test naming an accumulation count)."""
+        if loop is None:
+            return None
+        child: cst.CSTNode = call
+        for ancestor in self.ctx.ancestors(call):
+            if ancestor is loop:
+                return None
+            if isinstance(ancestor, cst.If) and child is ancestor.body and _counts_micro_batches(ancestor.test):
+                return ancestor
+            child = ancestor
+        return None
+
+    def _backward_outside(self, loop: cst.CSTNode, guard: cst.If) -> cst.Call | None:
+        """The first `.backward()` that runs on every iteration of `loop`, not under `guard`."""
+        for call in self.ctx.index.nodes("Call"):
+            func = call.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value == "backward"):
+                continue
+            if self.ctx.loops.step_boundary(call) is not loop:
+                continue
+            if not any(a is guard for a in self.ctx.ancestors(call)):
+                return call
+        return None
+
+
+def _counts_micro_batches(test: cst.BaseExpression) -> bool:
+    if isinstance(test, cst.BooleanOperation):
+        return _counts_micro_batches(test.left) or _counts_micro_batches(test.right)
+    if isinstance(test, cst.UnaryOperation):
+        return _counts_micro_batches(test.expression)
+    words = words_under(test)
+    if any(ACCUMULATION_NAME.search(w) for w in words):
+        return True
+    # `(i + 1) % 4 == 0` around the optimizer step (and not around the backward) is accumulation.
+    stack: list[cst.CSTNode] = [test]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.BinaryOperation) and isinstance(current.operator, cst.Modulo):
+            return True
+        stack.extend(current.children)
+    return False

@@ -1,0 +1,242 @@
+"""GL602 gloo-on-cuda."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
+from gpulint.linter.analysis.loops import SCOPE_TYPES
+from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, positional_args
+from gpulint.linter.analysis.walk import words_under
+from gpulint.linter.findings import Applicability, Fix
+from gpulint.linter.rule import Invalid, Rule, Valid
+
+INIT_PROCESS_GROUP = ("torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group")
+# Words in a condition that make `gloo` a fallback: no CUDA, no NCCL, or a platform without NCCL.
+_FALLBACK_WORDS = re.compile(r"is_available|nccl|platform|win32|windows|darwin|macos|^nt$|os\.name|cpu|cuda|gpu|mps|device", re.IGNORECASE)
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_test\.py$")
+
+
+class GlooOnCuda(Rule):
+    """
+    ## What it finds
+    `torch.distributed.init_process_group("gloo")` (or `backend="gloo"`, directly or through a
+    variable assigned `"gloo"`) in a module that trains on CUDA.  Gloo chosen as a fallback is not
+    reported: `"nccl" if torch.cuda.is_available() else "gloo"`, inside `if sys.platform ==
+    "win32":`, after `dist.is_nccl_available()`, or a mixed `"cpu:gloo,cuda:nccl"` string.
+
+    ## Why it is slow
+    Gloo all-reduces CUDA tensors by copying them through host memory and the CPU network stack;
+    NCCL moves them GPU to GPU over NVLink, PCIe peer-to-peer or GPUDirect RDMA.  For gradient
+    all-reduce, NCCL is typically several times faster, and the gap grows with model size and GPU
+    count.  PyTorch's documentation: "Use the NCCL backend for distributed GPU training".
+
+    ## Example
+    ```python
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    dist.init_process_group(backend="gloo")
+    model = DDP(model.cuda(rank), device_ids=[rank])
+    ```
+    Use instead:
+    ```python
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    dist.init_process_group(backend="nccl")
+    model = DDP(model.cuda(rank), device_ids=[rank])
+    ```
+
+    ## Fix (unsafe)
+    Replaces the literal `"gloo"` in the call with `"nccl"`.  Unsafe: NCCL needs one GPU per
+    process and CUDA tensors for every collective; CPU tensors sent through the group
+    (`all_gather_object`, CPU metrics) then fail, and NCCL is not available on Windows or macOS.
+    """
+
+    code = "GL602"
+    name = "gloo-on-cuda"
+    message = "the `gloo` backend moves CUDA gradients through host memory; use `nccl` for GPU training"
+    requires = {TORCH, ACCELERATOR}
+    tokens = ("gloo",)
+    fix_applicability = Applicability.UNSAFE
+
+    VALID = [
+        # gloo as a fallback: no CUDA, no NCCL, another platform, NCCL failed; a mixed string
+        Valid(
+            """
+            import sys
+            import torch
+            import torch.distributed as dist
+            from torch.distributed import init_process_group as ipg
+            dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+            backend = "nccl" if dist.is_nccl_available() else "gloo"
+            dist.init_process_group(backend)
+            if sys.platform == "win32":
+                ipg("gloo")
+            if not torch.cuda.is_available():
+                dist.init_process_group("gloo")
+            if torch.cuda.is_available():
+                dist.init_process_group("nccl")
+            else:
+                dist.init_process_group("gloo")
+            try:
+                dist.init_process_group("nccl")
+            except RuntimeError:
+                dist.init_process_group("gloo")
+            dist.init_process_group("cpu:gloo,cuda:nccl")
+            dist.new_group(backend="gloo")  # a CPU side group next to NCCL
+            x = torch.zeros(1).cuda()
+            """,
+        ),
+        # CPU training: gloo is right
+        Valid(
+            """
+            import torch.distributed as dist
+            dist.init_process_group("gloo")
+            """,
+        ),
+        # tests pick gloo to run on CI machines without GPUs (torch's own)
+        Valid(
+            """
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group("gloo")
+            x = torch.zeros(1).cuda()
+            """,
+            path='tests/distributed/test_ddp.py',
+        ),
+        Valid(
+            """
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group(backend='nccl', world_size=2)
+            x = torch.zeros(1).cuda()
+            """,
+        ),
+    ]
+    INVALID = [
+        # a literal (keyword or positional), or a variable only ever set to it (no fix)
+        Invalid(
+            """
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group(backend="gloo")
+            dist.init_process_group("gloo", rank=0)
+            backend = "gloo"
+            dist.init_process_group(backend=backend)
+            x = torch.zeros(1).cuda()
+            """,
+            "3:1", "4:1", "6:1",
+            fixed="""
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group(backend="nccl")
+            dist.init_process_group("nccl", rank=0)
+            backend = "gloo"
+            dist.init_process_group(backend=backend)
+            x = torch.zeros(1).cuda()
+            """,
+        ),
+        # the else of a platform check is the ordinary path
+        Invalid(
+            """
+            import sys
+            import torch
+            import torch.distributed as dist
+            if sys.platform == "win32":
+                dist.init_process_group("gloo")
+            else:
+                dist.init_process_group("gloo")
+            x = torch.zeros(1).cuda()
+            """,
+            "7:5",
+            fixed="""
+            import sys
+            import torch
+            import torch.distributed as dist
+            if sys.platform == "win32":
+                dist.init_process_group("gloo")
+            else:
+                dist.init_process_group("nccl")
+            x = torch.zeros(1).cuda()
+            """,
+        ),
+        # the fix swaps the literal only
+        Invalid(
+            """
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group(backend='gloo', world_size=2)  # one node
+            x = torch.zeros(1).cuda()
+            """,
+            "3:1",
+            fixed="""
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group(backend='nccl', world_size=2)  # one node
+            x = torch.zeros(1).cuda()
+            """,
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.call_qualified_name(node) not in INIT_PROCESS_GROUP:
+            return
+        if _TEST_PATH.search(self.ctx.path.replace("\\", "/")):
+            return  # tests pick gloo on purpose: it runs on CI machines without GPUs
+        backend = keyword_arg(node, "backend")
+        if backend is None:
+            positional = positional_args(node)
+            backend = positional[0] if positional else None
+        if backend is None:
+            return
+        value = backend.value
+        if _is_gloo(value):
+            if not self._is_fallback(value):
+                fix = Fix(Applicability.UNSAFE, 'Use the NCCL backend: `"nccl"`', {value: _nccl_string(value)})
+                self.report(node, fix=fix)
+            return
+        key = dotted_name(value)
+        if key is None or self._is_fallback(node):
+            return
+        origins = self.ctx.values.assigned.get(key, ())
+        # Every value the variable can hold is a plain "gloo" chosen outside any fallback.
+        if origins and all(_is_gloo(origin) and not self._is_fallback(origin) for origin in origins):
+            self.report(node)
+
+    def _is_fallback(self, node: cst.CSTNode) -> bool:
+        """A conditional expression, an `if`/`elif`/`else` or a `try` around `node` that tests
+        for CUDA, NCCL or the platform."""
+        child = node
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, cst.IfExp) and _mentions_fallback(ancestor.test):
+                return True
+            if isinstance(ancestor, cst.If) and child is ancestor.body and _mentions_fallback(ancestor.test):
+                return True
+            if isinstance(ancestor, cst.Else):
+                # `if <cuda/nccl test>: "nccl" else: "gloo"`; the `else` of a platform check
+                # (`if win32: gloo else: gloo`) is the ordinary path and not a fallback.
+                owner = self.ctx.parent(ancestor)
+                if isinstance(owner, cst.If) and _mentions_fallback(owner.test) and "nccl" in words_under(owner.body):
+                    return True
+            if isinstance(ancestor, cst.ExceptHandler):
+                return True  # `except: backend = "gloo"`: NCCL failed, fall back
+            if isinstance(ancestor, SCOPE_TYPES):
+                return False
+            child = ancestor
+        return False
+
+
+def _is_gloo(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.SimpleString) and node.evaluated_value == "gloo"
+
+
+def _nccl_string(node: cst.SimpleString) -> cst.SimpleString:
+    return node.with_changes(value=node.value.replace("gloo", "nccl"))
+
+
+def _mentions_fallback(node: cst.CSTNode) -> bool:
+    return any(_FALLBACK_WORDS.search(word) for word in words_under(node))

@@ -1,0 +1,1 @@
+"""GL9xx: findings about gpulint's own comments rather than about training code."""

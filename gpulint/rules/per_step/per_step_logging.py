@@ -1,0 +1,252 @@
+"""GL302 per-step-logging."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gpulint.linter.analysis.facts import STEPS
+from gpulint.linter.analysis.logging_calls import logging_call_kind
+from gpulint.linter.findings import Applicability
+from gpulint.linter.fix.builders import guard_fix
+from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import LOGGING_SCRIPT
+from gpulint.rules.options import LOG_EVERY
+
+_LOGGING_LABELS = {
+    "print": "print()",
+    "logging": "logging",
+    "wandb": "wandb.log()",
+    "tensorboard": "TensorBoard logging",
+    "mlflow": "mlflow logging",
+}
+
+
+class PerStepLogging(Rule):
+    """
+    ## What it finds
+    `print(...)`, `logging`/`logger.info(...)`, `wandb.log(...)`, TensorBoard `writer.add_*(...)`
+    and `mlflow.log_*(...)` inside a training step loop, not under an interval guard.
+
+    ## Why it is slow
+    Each call formats strings, writes to a terminal, file or socket, and usually reads the loss back
+    from the GPU to do it (a host-device sync, GL201), so the GPU drains its queue every step.  With
+    steps of tens of milliseconds, a print and a `.item()` per step can cost 10-30% of throughput.
+
+    ## Example
+    ```python
+    import torch
+
+    for step, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        print(f"step {step} loss {loss.item():.4f}")
+    ```
+    Use instead:
+    ```python
+    import torch
+
+    for step, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        if step % 100 == 0:
+            print(f"step {step} loss {loss.item():.4f}")
+    ```
+
+    ## Fix (unsafe)
+    Wraps the statement in `if <step counter> % <log-every> == 0:`.  Offered only when the loop has
+    a step counter.  Unsafe: the program prints or logs less often.  Warnings and errors
+    (`logger.warning`), code in `except` handlers and branches that `continue`/`break` are events,
+    not per-step logging, and are not reported.
+    """
+
+    code = "GL302"
+    name = "per-step-logging"
+    message = "logging runs on every training step; log every N steps"
+    requires = {STEPS}
+    tokens = ("print", "log", "add_", "wandb", "mlflow")
+    fix_applicability = Applicability.UNSAFE
+    options = (LOG_EVERY,)
+
+    VALID = [
+        # a warning, throttled, the first step only, events, text
+        Valid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    logger.warning("odd batch")
+                    if step % 50 == 0:
+                        print(step)
+                    if step == 0:
+                        print("first step")
+                    if not torch.isfinite(loss):
+                        print("skipping")
+                        continue
+                    try:
+                        pass
+                    except ValueError:
+                        logger.info("bad")
+                    # print(step)
+                    msg = "print(step)"
+            """,
+            header=LOGGING_SCRIPT,
+        ),
+        # print is not the builtin
+        Valid(
+            """
+            import torch
+            from rich import print
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print(step)
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print(step)
+                    logger.info("step %d", step)
+                    logging.info("step")
+                    wandb.log({"step": step})
+                    writer.add_scalar("loss", 1.0, step)
+            """,
+            "10:9", "11:9", "12:9", "13:9", "14:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 100 == 0:
+                        print(step)
+                    if step % 100 == 0:
+                        logger.info("step %d", step)
+                    if step % 100 == 0:
+                        logging.info("step")
+                    if step % 100 == 0:
+                        wandb.log({"step": step})
+                    if step % 100 == 0:
+                        writer.add_scalar("loss", 1.0, step)
+            """,
+        ),
+        # an accumulation modulo and a rank check are not interval guards
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % accum_steps == 0:
+                        print(step)
+                    if rank == 0:
+                        print(step)
+            """,
+            "11:13", "13:13",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % accum_steps == 0:
+                        if step % 100 == 0:
+                            print(step)
+                    if rank == 0:
+                        if step % 100 == 0:
+                            print(step)
+            """,
+        ),
+        # an aliased logger
+        Invalid(
+            """
+            import torch
+            import logging as lg
+            log = lg.getLogger()
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    log.info("x")
+            """,
+            "9:9",
+            fixed="""
+            import torch
+            import logging as lg
+            log = lg.getLogger()
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 100 == 0:
+                        log.info("x")
+            """,
+        ),
+        # the guard uses log-every and keeps comments
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print(step)  # progress
+            """,
+            "10:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 25 == 0:
+                        print(step)  # progress
+            """,
+            options={'log-every': 25},
+        ),
+        # a pytest test that takes one step is not a step function; train_step is one
+        Invalid(
+            """
+            import keras
+            def test_nested_inputs():
+                model.compile(optimizer="sgd", loss="mse")
+                out = model.train_on_batch(x, y)
+                res = model.evaluate(x, y)
+                print(res)
+            def train_step(batch):
+                loss = model(batch).loss
+                loss.backward()
+                optimizer.step()
+                print(loss)
+            """,
+            "11:5",
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        kind = logging_call_kind(self.ctx, node)
+        if kind is None or not self.ctx.loops.per_step_work(node):
+            return
+        self.report(
+            node,
+            message=f"{_LOGGING_LABELS[kind]} runs on every training step; log every N steps",
+            fix=guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY), "logging"),
+        )

@@ -1,0 +1,244 @@
+"""GL301 per-step-validation."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from gpulint.linter.analysis.facts import STEPS
+from gpulint.linter.analysis.nodes import last_name
+from gpulint.linter.findings import Applicability
+from gpulint.linter.fix.builders import guard_fix
+from gpulint.linter.rule import Invalid, Rule, RuleOption, Valid, positive_int
+from gpulint.rules.case_headers import LOGGING_SCRIPT
+
+EVAL_EVERY = RuleOption(
+    "eval-every", 1000, "Interval (in steps) the GL301 fix guards validation with.", int, check=positive_int
+)
+
+# Names of functions that evaluate a model.  Kept narrow on purpose: `validate_args()` or
+# `test_inputs()` are not evaluation, and a false positive costs more than a miss.
+_EVALUATION = re.compile(
+    r"^_?(run_|do_)?(evaluate|evaluation|validate|validation|eval|val|test)"
+    r"(_(model|models|epoch|loop|step|steps|one_epoch|net|network|fn|all|dataset|data|set|split|metrics|accuracy|loss))?$"
+)
+
+
+class PerStepValidation(Rule):
+    """
+    ## What it finds
+    A call that evaluates the model -- `evaluate(...)`, `validate(...)`, `run_validation(...)`,
+    `model.eval()` -- inside a training step loop, not under an interval guard.
+
+    ## Why it is slow
+    Validation runs a whole pass over the validation set.  Doing it after every optimizer step
+    multiplies the cost of training by the size of the validation set over the batch size; even a
+    small validation set usually costs more than the step itself.  The GPU does useful training work
+    only a fraction of the time.
+
+    ## Example
+    ```python
+    import torch
+
+    for step, batch in enumerate(train_loader):
+        loss = model(batch).loss
+        loss.backward()
+        optimizer.step()
+        val_loss = evaluate(model, val_loader)
+    ```
+    Use instead:
+    ```python
+    import torch
+
+    for step, batch in enumerate(train_loader):
+        loss = model(batch).loss
+        loss.backward()
+        optimizer.step()
+        if step % 1000 == 0:
+            val_loss = evaluate(model, val_loader)
+    ```
+
+    ## Fix (unsafe)
+    Wraps the statement in `if <step counter> % <eval-every> == 0:` (statements right after it that
+    use its result move under the guard too).  Offered only when the loop has a step counter
+    (`enumerate`, `range`, or a `+= 1` counter) and only for evaluation functions; `model.eval()`
+    starts a block of statements that must move together, which is left to a person.  Unsafe: it
+    changes how often validation runs and what the program prints.
+    """
+
+    code = "GL301"
+    name = "per-step-validation"
+    message = "validation runs on every training step; run it every N steps or once per epoch"
+    requires = {STEPS}
+    tokens = ("eval", "valid", "test")
+    fix_applicability = Applicability.UNSAFE
+    options = (EVAL_EVERY,)
+
+    VALID = [
+        # not evaluation (argument checks, the builtin eval), or throttled
+        Valid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    validate_args(args)
+                    test_inputs(x)
+                    result = eval("1 + 1")
+                    if step % 500 == 0:
+                        evaluate(model, val_loader)
+            """,
+            header=LOGGING_SCRIPT,
+        ),
+        # once per epoch
+        Valid(
+            """
+            for epoch in range(3):
+                for x, y in loader:
+                    model(x).sum().backward()
+                    optimizer.step()
+                evaluate(model, val_loader)
+            """,
+            header=LOGGING_SCRIPT,
+        ),
+        # a pytest test that takes one step is not a step function (keras' trainer tests)
+        Valid(
+            """
+            import keras
+            def test_nested_inputs():
+                model.compile(optimizer="sgd", loss="mse")
+                out = model.train_on_batch(x, y)
+                res = model.evaluate(x, y)
+                print(res)
+            """,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    acc = evaluate(model, val_loader)
+                    val = self.run_validation()
+                    model.eval()
+            """,
+            "10:15", "11:15", "12:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 1000 == 0:
+                        acc = evaluate(model, val_loader)
+                    if step % 1000 == 0:
+                        val = self.run_validation()
+                    model.eval()
+            """,
+        ),
+        # a frequency rule: no accelerator needed
+        Invalid(
+            """
+            import torch
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    evaluate(model, val_loader)
+            """,
+            "7:9",
+            fixed="""
+            import torch
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 1000 == 0:
+                        evaluate(model, val_loader)
+            """,
+        ),
+        # the guard takes the statements that use the result along; a mode switch has no fix
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    acc = evaluate(model, val_loader)  # note
+                    print(acc)
+                    model.eval()
+            """,
+            "10:15", "12:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 1000 == 0:
+                        acc = evaluate(model, val_loader)  # note
+                        print(acc)
+                    model.eval()
+            """,
+        ),
+        # no step counter: no fix
+        Invalid(
+            """
+            for x in loader:
+                model(x).sum().backward()
+                opt.step()
+                evaluate(model)
+            """,
+            "8:5",
+            header=LOGGING_SCRIPT,
+        ),
+        # the guard uses eval-every
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    evaluate(model, val_loader)
+            """,
+            "10:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 250 == 0:
+                        evaluate(model, val_loader)
+            """,
+            options={'eval-every': 250},
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        is_mode_switch = isinstance(func, cst.Attribute) and func.attr.value == "eval" and not node.args
+        name = last_name(func) or ""
+        is_evaluation = not is_mode_switch and bool(_EVALUATION.match(name)) and not (
+            isinstance(func, cst.Name) and name == "eval"  # the builtin eval()
+        )
+        if not (is_mode_switch or is_evaluation):
+            return
+        if not self.ctx.loops.per_step_work(node):
+            return
+        fix = None
+        if is_evaluation:
+            fix = guard_fix(self.ctx, node, EVAL_EVERY.key, self.option(EVAL_EVERY), "validation")
+        self.report(node, fix=fix)

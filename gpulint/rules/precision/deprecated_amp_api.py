@@ -1,0 +1,337 @@
+"""GL402 deprecated-amp-api."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from gpulint.linter.analysis.context import FileContext
+from gpulint.linter.analysis.facts import TORCH
+from gpulint.linter.analysis.nodes import dotted_name
+from gpulint.linter.findings import Applicability, Fix
+from gpulint.linter.rule import Invalid, Rule, Valid
+
+# A branch chosen by a version test keeps the old API on purpose (for old PyTorch versions).
+_VERSION_TEST = re.compile(r"version|greater|less|hasattr|older|newer|torch_?\d|_ge_|_lt_|[<>]=?", re.IGNORECASE)
+
+
+class DeprecatedAmpApi(Rule):
+    """
+    ## What it finds
+    `torch.cuda.amp.autocast(...)`, `torch.cuda.amp.GradScaler(...)`, `torch.cuda.amp.custom_fwd`
+    / `custom_bwd`, and their `torch.cpu.amp` twins, however imported (`from torch.cuda.amp import
+    autocast as ac`, `import torch.cuda.amp as amp`).
+
+    ## Why it is slow
+    It is not slower today: these are thin wrappers that emit a `FutureWarning` (deprecated since
+    PyTorch 2.4) and will be removed.  The device-generic `torch.amp` API is the one that keeps
+    working, and the one other tools (and other accelerators) understand.
+
+    ## Example
+    ```python
+    import torch
+    from torch.cuda.amp import GradScaler, autocast
+
+    scaler = GradScaler()
+    with autocast(dtype=torch.float16):
+        loss = model(x)
+    ```
+    Use instead:
+    ```python
+    import torch
+
+    scaler = torch.amp.GradScaler("cuda")
+    with torch.amp.autocast("cuda", dtype=torch.float16):
+        loss = model(x)
+    ```
+
+    ## Fix (safe)
+    Rewrites the call to `torch.amp.autocast("cuda", ...)` / `torch.amp.GradScaler("cuda", ...)`
+    (`"cpu"` for the `torch.cpu.amp` forms), turning `autocast`'s positional arguments into keywords
+    because the two signatures order them differently, and `custom_fwd`/`custom_bwd` into
+    `torch.amp.custom_fwd(..., device_type="cuda")`.  The old functions are exactly these calls
+    with the same defaults, so behaviour is unchanged.  The `from torch.cuda.amp import ...` name is
+    dropped from its import once its last use is rewritten; `import torch` is added if needed.
+    Calls with `*args`, and the names used other than by calling them, are reported without a fix.
+    """
+
+    code = "GL402"
+    name = "deprecated-amp-api"
+    message = "the `torch.cuda.amp` API is deprecated; use its `torch.amp` form with a device argument"
+    _specific = "`{old}` is deprecated; use `{new}`"
+    requires = {TORCH}
+    tokens = ("cuda.amp", "cpu.amp", "cuda import amp", "cpu import amp")
+    fix_applicability = Applicability.SAFE
+
+    # qualified name -> (new qualified name, device, how arguments move)
+    DEPRECATED = {
+        "torch.cuda.amp.autocast": ("torch.amp.autocast", "cuda", "autocast"),
+        "torch.cuda.amp.autocast_mode.autocast": ("torch.amp.autocast", "cuda", "autocast"),
+        "torch.cpu.amp.autocast": ("torch.amp.autocast", "cpu", "autocast"),
+        "torch.cpu.amp.autocast_mode.autocast": ("torch.amp.autocast", "cpu", "autocast"),
+        "torch.cuda.amp.GradScaler": ("torch.amp.GradScaler", "cuda", "scaler"),
+        "torch.cuda.amp.grad_scaler.GradScaler": ("torch.amp.GradScaler", "cuda", "scaler"),
+        "torch.cpu.amp.GradScaler": ("torch.amp.GradScaler", "cpu", "scaler"),
+        "torch.cpu.amp.grad_scaler.GradScaler": ("torch.amp.GradScaler", "cpu", "scaler"),
+        "torch.cuda.amp.custom_fwd": ("torch.amp.custom_fwd", "cuda", "custom"),
+        "torch.cuda.amp.autocast_mode.custom_fwd": ("torch.amp.custom_fwd", "cuda", "custom"),
+        "torch.cuda.amp.custom_bwd": ("torch.amp.custom_bwd", "cuda", "custom"),
+        "torch.cuda.amp.autocast_mode.custom_bwd": ("torch.amp.custom_bwd", "cuda", "custom"),
+    }
+    # The old autocast's parameters in order; the new one takes `device_type` first, then `dtype`.
+    _AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
+
+    VALID = [
+        # the torch.amp API
+        Valid(
+            """
+            import torch
+            with torch.amp.autocast("cuda"):
+                pass
+            s = torch.amp.GradScaler()
+            """,
+        ),
+        # comments and strings
+        Valid(
+            """
+            import torch
+            # torch.cuda.amp.autocast() is deprecated
+            x = 'torch.cuda.amp.GradScaler()'
+            """,
+        ),
+        # fallbacks for old PyTorch versions (lightning, timm)
+        Valid(
+            """
+            import torch
+            scaler = torch.amp.GradScaler(device="cuda") if _TORCH_GREATER_EQUAL_2_4 else torch.cuda.amp.GradScaler()
+            try:
+                s = torch.amp.GradScaler(device="cuda")
+            except (AttributeError, TypeError):
+                s = torch.cuda.amp.GradScaler()
+            """,
+        ),
+    ]
+    INVALID = [
+        # the fix drops the import its last use leaves dead
+        Invalid(
+            """
+            import torch
+            from torch.cuda.amp import GradScaler, autocast
+
+            scaler = GradScaler(init_scale=1024)  # keep this comment
+            for x in loader:
+                with autocast():
+                    loss = model(x)
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+            """,
+            "4:10", "6:10",
+            fixed="""
+            import torch
+
+            scaler = torch.amp.GradScaler("cuda", init_scale=1024)  # keep this comment
+            for x in loader:
+                with torch.amp.autocast("cuda"):
+                    loss = model(x)
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+            """,
+        ),
+        # autocast's positional arguments become keywords
+        Invalid(
+            """
+            import torch
+            with torch.cuda.amp.autocast(True, torch.bfloat16):
+                y = model(x)
+            """,
+            "2:6",
+            fixed="""
+            import torch
+            with torch.amp.autocast("cuda", enabled=True, dtype=torch.bfloat16):
+                y = model(x)
+            """,
+        ),
+        # aliases and a module import
+        Invalid(
+            """
+            import torch.cuda.amp as amp
+            from torch.cuda.amp import autocast as ac
+            s = amp.GradScaler()
+            with ac(enabled=False):
+                pass
+            """,
+            "3:5", "4:6",
+            fixed="""
+            import torch.cuda.amp as amp
+            import torch
+            s = torch.amp.GradScaler("cuda")
+            with torch.amp.autocast("cuda", enabled=False):
+                pass
+            """,
+        ),
+        # an import still used elsewhere stays
+        Invalid(
+            """
+            import torch
+            from torch.cuda.amp import GradScaler
+            scaler = GradScaler()
+            assert isinstance(scaler, GradScaler)
+            """,
+            "3:10",
+            fixed="""
+            import torch
+            from torch.cuda.amp import GradScaler
+            scaler = torch.amp.GradScaler("cuda")
+            assert isinstance(scaler, GradScaler)
+            """,
+        ),
+        # custom_fwd/custom_bwd decorators and torch.cpu.amp
+        Invalid(
+            """
+            import torch
+            class F(torch.autograd.Function):
+                @staticmethod
+                @torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)
+                def forward(ctx, x):
+                    return x
+                @staticmethod
+                @torch.cuda.amp.custom_bwd
+                def backward(ctx, g):
+                    return g
+            with torch.cpu.amp.autocast():
+                pass
+            """,
+            "4:6", "8:5", "11:6",
+            fixed="""
+            import torch
+            class F(torch.autograd.Function):
+                @staticmethod
+                @torch.amp.custom_fwd(cast_inputs=torch.float32, device_type="cuda")
+                def forward(ctx, x):
+                    return x
+                @staticmethod
+                @torch.amp.custom_bwd(device_type="cuda")
+                def backward(ctx, g):
+                    return g
+            with torch.amp.autocast("cpu"):
+                pass
+            """,
+        ),
+        # *args: no fix
+        Invalid(
+            """
+            import torch
+            with torch.cuda.amp.autocast(*flags):
+                pass
+            """,
+            "2:6",
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        old = self.ctx.call_qualified_name(node)
+        if old not in self.DEPRECATED or self._is_compatibility_fallback(node):
+            return
+        new, device, shape = self.DEPRECATED[old]
+        self.report(node, message=self._specific.format(old=old, new=new), fix=self._call_fix(node, new, device, shape))
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        # `@torch.cuda.amp.custom_fwd` without parentheses (the called form is a Call).
+        if isinstance(node.decorator, cst.Call):
+            return
+        old = self.ctx.qualified_name(node.decorator)
+        if old not in self.DEPRECATED:
+            return
+        new, device, _ = self.DEPRECATED[old]
+        text, imports = self.ctx.reference(new)
+        replacement = cst.parse_expression(f'{text}(device_type="{device}")')
+        fix = Fix(Applicability.SAFE, f"Use `{new}(device_type=\"{device}\")`", {node.decorator: replacement}, imports)
+        fix = self._with_import_cleanup(fix, node.decorator)
+        self.report(node, message=self._specific.format(old=old, new=new), fix=fix)
+
+    def _is_compatibility_fallback(self, node: cst.CSTNode) -> bool:
+        """The old API kept for old PyTorch versions: in an `except` handler (the new API failed),
+        or in a branch chosen by a version test (`... if TORCH_GE_2_4 else torch.cuda.amp...`)."""
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, cst.ExceptHandler):
+                return True
+            if isinstance(ancestor, (cst.If, cst.IfExp)) and _VERSION_TEST.search(self.ctx.code(ancestor.test)):
+                return True
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+        return False
+
+    def _call_fix(self, call: cst.Call, new: str, device: str, shape: str) -> Fix | None:
+        if any(arg.star == "*" for arg in call.args):
+            return None  # positions cannot be mapped
+        device_arg = cst.Arg(cst.SimpleString(f'"{device}"'))
+        args = list(call.args)
+        if shape == "autocast":
+            positional = [a for a in args if a.keyword is None and not a.star]
+            if len(positional) > len(self._AUTOCAST_POSITIONAL):
+                return None
+            converted = []
+            for index, arg in enumerate(args):
+                if arg.keyword is None and not arg.star:
+                    arg = arg.with_changes(
+                        keyword=cst.Name(self._AUTOCAST_POSITIONAL[index]),
+                        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+                    )
+                converted.append(arg)
+            args = [device_arg, *converted]
+        elif shape == "scaler":
+            args = [device_arg, *args]  # same parameters, `device` first
+        else:  # custom_fwd / custom_bwd: `device_type` is keyword-only
+            keyword = cst.Arg(
+                cst.SimpleString(f'"{device}"'),
+                keyword=cst.Name("device_type"),
+                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+            )
+            if args:
+                last = args[-1]
+                args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            args = [*args, keyword]
+        if shape != "custom" and len(args) > 1:
+            args[0] = args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        text, imports = self.ctx.reference(new)
+        replacement = call.with_changes(func=cst.parse_expression(text), args=args)
+        fix = Fix(Applicability.SAFE, f"Use `{new}(\"{device}\", ...)`", {call: replacement}, imports)
+        return self._with_import_cleanup(fix, call.func)
+
+    def _with_import_cleanup(self, fix: Fix, func: cst.BaseExpression) -> Fix:
+        """When `func` is a name from `from torch.cuda.amp import X` used nowhere else, drop it from
+        the import in the same fix, so the fixed module does not keep a dead deprecated import."""
+        if not isinstance(func, cst.Name):
+            return fix
+        local = func.value
+        # Every occurrence of the name as a word: the import and this use, or it is used elsewhere.
+        if len(re.findall(rf"(?<![\w.]){re.escape(local)}(?!\w)", self.ctx.source_text)) != 2:
+            return fix
+        for node in self.ctx.index.nodes("ImportFrom"):
+            if isinstance(node.names, cst.ImportStar) or node.relative:
+                continue
+            module = dotted_name(node.module) if node.module is not None else None
+            if module is None or not module.startswith(("torch.cuda.amp", "torch.cpu.amp")):
+                continue
+            for alias in node.names:
+                bound = alias.asname.name.value if alias.asname is not None else alias.name.value
+                if bound == local:
+                    replacements = dict(fix.replacements)
+                    replacements.update(_without_alias(self.ctx, node, alias))
+                    return Fix(fix.applicability, fix.message, replacements, fix.imports)
+        return fix
+
+
+def _without_alias(ctx: FileContext, node: cst.ImportFrom, alias: cst.ImportAlias) -> dict:
+    remaining = [a for a in node.names if a is not alias]
+    if not remaining:
+        statement = ctx.parent(node)
+        if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+            return {statement: cst.RemovalSentinel.REMOVE}
+        return {node: cst.RemovalSentinel.REMOVE}
+    last = node.names[-1]
+    if remaining[-1] is not last:
+        # The removed alias was the last: its predecessor takes over its (absent or trailing) comma.
+        remaining[-1] = remaining[-1].with_changes(comma=last.comma)
+    return {node: node.with_changes(names=remaining)}

@@ -1,0 +1,165 @@
+"""GL204 synchronize-in-loop."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from gpulint.linter.analysis.facts import STEPS, TORCH
+from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import TIMED_CUDA_SCRIPT
+
+_SYNCHRONIZE = frozenset(
+    {
+        "torch.cuda.synchronize",
+        "torch.accelerator.synchronize",
+        "torch.xpu.synchronize",
+        "torch.mps.synchronize",
+    }
+)
+_STREAM_GETTERS = frozenset({"torch.cuda.current_stream", "torch.cuda.default_stream", "torch.accelerator.current_stream"})
+_TIMERS = re.compile(r"^(time\.(time|perf_counter|monotonic|process_time)(_ns)?|timeit\.default_timer)$")
+
+
+class SynchronizeInLoop(Rule):
+    """
+    ## What it finds
+    `torch.cuda.synchronize()` (or `torch.accelerator.synchronize()`, a stream's `.synchronize()`)
+    inside a training step loop, not under an interval guard, where the loop does not time
+    anything (no `time.perf_counter()`, `time.time()` or CUDA event timing in the loop).
+
+    ## Why it is slow
+    A synchronize makes the host wait until the GPU has finished every queued kernel.  The host can
+    no longer run ahead and queue the next step while this one computes, so each step pays the
+    Python overhead of queuing on top of the GPU time: often 10-30% of step time on models with
+    small kernels.  Correct PyTorch code never needs it for correctness on one stream.
+
+    ## Example
+    ```python
+    import torch
+
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        torch.cuda.synchronize()
+    ```
+    Use instead: delete the call, or keep it only where you time steps.
+
+    ## Fix
+    None: a synchronize may guard work with other streams or an external library, which only a
+    person can rule out.  Loops that time steps need it and are not reported.
+    """
+
+    code = "GL204"
+    name = "synchronize-in-loop"
+    message = "`synchronize()` in the training loop makes the CPU wait for the GPU every step"
+    requires = {TORCH, STEPS}
+    tokens = ("synchronize",)
+
+    VALID = [
+        # the loop times its steps
+        Valid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    torch.cuda.synchronize()
+                    elapsed = time.perf_counter() - start
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        Valid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 100 == 0:
+                        torch.cuda.synchronize()
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # after the loop
+        Valid(
+            """
+            for x in loader:
+                model(x).sum().backward()
+                opt.step()
+            torch.cuda.synchronize()
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        Valid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    s = torch.cuda.current_stream()
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    torch.cuda.synchronize()
+                    torch.cuda.current_stream().synchronize()
+            """,
+            "9:9", "10:37",
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # aliased import
+        Invalid(
+            """
+            from torch.cuda import synchronize as sync
+            import torch
+            import time
+            device = torch.device("cuda")
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    sync()
+            """,
+            "10:9",
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        qualified = self.ctx.call_qualified_name(node)  # also `from torch.cuda import synchronize`
+        if qualified is None and isinstance(func, cst.Attribute) and func.attr.value == "synchronize":
+            if isinstance(func.value, cst.Call) and self.ctx.call_qualified_name(func.value) in _STREAM_GETTERS:
+                qualified = "torch.cuda.synchronize"  # torch.cuda.current_stream().synchronize()
+        if qualified not in _SYNCHRONIZE:
+            return
+        if not self.ctx.loops.per_step_work(node) or self._timing(node):
+            return
+        self.report(node)
+
+    def _timing(self, node: cst.CSTNode) -> bool:
+        """Whether the step loop (or step function) around `node` measures time."""
+        boundary = self.ctx.loops.step_boundary(node)
+        for call in self.ctx.index.nodes("Call"):
+            if self.ctx.loops.step_boundary(call) is not boundary:
+                continue
+            name = self.ctx.call_qualified_name(call) or ""
+            func = call.func
+            if _TIMERS.match(name) or (isinstance(func, cst.Attribute) and func.attr.value in ("elapsed_time", "record")):
+                return True
+            if isinstance(func, cst.Name) and func.value in ("perf_counter", "time") and name.startswith("time."):
+                return True
+        return False

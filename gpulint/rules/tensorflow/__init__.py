@@ -1,0 +1,1 @@
+"""GL7xx: TensorFlow and Keras -- tf.data pipelines, XLA, eager steps."""

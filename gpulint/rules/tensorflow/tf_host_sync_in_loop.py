@@ -1,0 +1,194 @@
+"""GL706 tf-host-sync-in-loop."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TENSORFLOW, TORCH
+from gpulint.linter.analysis.logging_calls import enclosing_logging_call
+from gpulint.linter.analysis.nodes import method_name
+from gpulint.linter.analysis.tensorflow import float_of_tensor
+from gpulint.linter.findings import Applicability
+from gpulint.linter.fix.builders import guard_fix
+from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import TF_SCRIPT
+from gpulint.rules.options import LOG_EVERY
+
+
+class TfHostSyncInLoop(Rule):
+    """
+    ## What it finds
+    `.numpy()` and `float(loss)` (of a step's loss, metric or output) inside a TensorFlow training
+    step loop -- one that calls `tape.gradient`, `apply_gradients` or `train_on_batch`, directly or
+    through a step function -- not under an interval guard.
+
+    ## Why it is slow
+    TensorFlow dispatches GPU work asynchronously, and `tf.function` steps run ahead of the host.
+    Reading a value back (`.numpy()`, `float(...)`) makes Python wait until the GPU has finished
+    everything queued, so the next step cannot be queued while this one runs and the GPU idles
+    between steps; one read per step commonly costs 5-20% of step time on small models.
+
+    ## Example
+    ```python
+    import tensorflow as tf
+
+    for step, (x, y) in enumerate(train_ds):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        print("loss", loss.numpy())
+    ```
+    Use instead: keep a `keras.metrics.Mean` and read it every N steps:
+    ```python
+    import tensorflow as tf
+
+    for step, (x, y) in enumerate(train_ds):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        loss_metric.update_state(loss)
+        if step % 100 == 0:
+            print("loss", float(loss_metric.result()))
+    ```
+
+    ## Fix (unsafe)
+    As GL201: where the value only feeds a logging call, the statement is wrapped in
+    `if <step counter> % <log-every> == 0:`; elsewhere there is no automatic fix.  Unsafe: the
+    program prints less often.  PyTorch steps are GL201's; in a module that trains with both
+    frameworks on an accelerator, GL201 reports these reads, so one read is never reported twice.
+    """
+
+    code = "GL706"
+    name = "tf-host-sync-in-loop"
+    message = "`{what}` in the TensorFlow training loop makes the host wait for the GPU every step"
+    # PyTorch steps on an accelerator are GL201's, which reports these reads there: one read is
+    # never reported twice in a module that trains with both frameworks.
+    requires = {TENSORFLOW, STEPS, ~(TORCH & ACCELERATOR)}
+    tokens = (".numpy(", "float(")
+    fix_applicability = Applicability.UNSAFE
+    options = (LOG_EVERY,)
+
+    VALID = [
+        # an evaluation loop; a PyTorch step
+        Valid(
+            """
+            for x, y in val_ds:
+                preds.append(model(x).numpy())  # evaluation: no step
+
+            import torch
+            for x, y in loader:
+                loss = criterion(net(x), y)
+                loss.backward()
+                opt.step()
+                arr = loss.numpy()  # a torch step: GL201's business
+            """,
+            header=TF_SCRIPT,
+        ),
+        # PyTorch on an accelerator too: GL201 reports the read (one finding, not two)
+        Valid(
+            """
+            import torch
+            device = torch.device("cuda")
+            for x, y in ds:
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                opt.apply_gradients(zip(grads, model.trainable_variables))
+                print(loss.numpy())
+            """,
+            header=TF_SCRIPT,
+        ),
+        # a test and a one-shot helper apply gradients once (keras' optimizer tests)
+        Valid(
+            """
+            class AdamTest(TestCase):
+                def test_weight_decay(self):
+                    optimizer.apply_gradients(zip([grads], [var]))
+                    self.assertAlmostEqual(var.numpy(), 1.9, decimal=6)
+
+            def fit_once():
+                optimizer.apply_gradients(zip([grads], [var]))
+                return var.numpy()
+            """,
+            header=TF_SCRIPT,
+        ),
+    ]
+    INVALID = [
+        # in the step loop, unthrottled; only the read that feeds a log line is guarded
+        Invalid(
+            """
+            @tf.function
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            for epoch in range(3):
+                for step, (x, y) in enumerate(ds):
+                    loss = train_step(x, y)
+                    print("loss", loss.numpy())
+                    total += float(loss)
+                    if step % 100 == 0:
+                        print(loss.numpy())
+                    lr = float(args.lr)
+                print("epoch", loss.numpy())
+            """,
+            "13:23", "14:18",
+            header=TF_SCRIPT,
+            fixed="""
+            @tf.function
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            for epoch in range(3):
+                for step, (x, y) in enumerate(ds):
+                    loss = train_step(x, y)
+                    if step % 100 == 0:
+                        print("loss", loss.numpy())
+                    total += float(loss)
+                    if step % 100 == 0:
+                        print(loss.numpy())
+                    lr = float(args.lr)
+                print("epoch", loss.numpy())
+            """,
+        ),
+        # a step function called from a loop
+        Invalid(
+            """
+            def update(x):
+                with tf.GradientTape() as tape:
+                    loss = f(x)
+                optimizer.apply_gradients(zip(tape.gradient(loss, v), v))
+                print(loss.numpy())
+
+            for x in data:
+                update(x)
+            """,
+            "6:11",
+            header=TF_SCRIPT,
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if method_name(node) == "numpy" and not node.args:
+            what = ".numpy()"
+        elif float_of_tensor(self.ctx, node):
+            what = "float(...)"
+        else:
+            return
+        if not self.ctx.loops.per_step_work(node):
+            return
+        if not self.ctx.tf.is_tf_step(node) or self.ctx.tf.in_compiled(node):
+            return
+        fix = None
+        if enclosing_logging_call(self.ctx, node) is not None:
+            fix = guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY), "logging")
+        self.report(node, message=self.message.format(what=what), fix=fix)

@@ -1,0 +1,166 @@
+"""GL703 tfdata-py-function."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import libcst as cst
+
+from gpulint.linter.analysis.facts import TENSORFLOW
+from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, method_name
+from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import TF_SCRIPT
+
+_PY_FUNCTIONS = frozenset(
+    {
+        "tensorflow.py_function",
+        "tensorflow.numpy_function",
+        "tensorflow.py_func",
+        "tensorflow.compat.v1.py_func",
+        "tensorflow.compat.v1.py_function",
+        "tensorflow.compat.v1.numpy_function",
+    }
+)
+_MAPPING_METHODS = {"map": "map_func", "flat_map": "map_func", "interleave": "map_func", "filter": "predicate"}
+
+
+class TfDataPyFunction(Rule):
+    """
+    ## What it finds
+    `tf.py_function(...)` or `tf.numpy_function(...)` inside a function that a tf.data pipeline maps
+    (`.map`, `.flat_map`, `.interleave`, `.filter`), directly or through functions it calls.
+
+    ## Why it is slow
+    A Python function inside a tf.data graph runs in the Python interpreter and holds the GIL:
+    however large `num_parallel_calls` is, those elements are produced one at a time, and every
+    call copies tensors out of and back into TensorFlow.  The pipeline is capped at what one Python
+    thread can do, and the TF Profiler shows the step input-bound (20% of step time waiting is
+    "high").
+
+    ## Example
+    ```python
+    import numpy as np
+    import tensorflow as tf
+
+    def load(path):
+        return tf.numpy_function(lambda p: np.load(p), [path], tf.float32)
+
+    ds = ds.map(load, num_parallel_calls=tf.data.AUTOTUNE)
+    ```
+    Use instead TensorFlow ops (`tf.io.read_file`, `tf.io.decode_*`, `tf.image.*`), or do the
+    Python work once offline and store the result (TFRecord).
+
+    ## Fix
+    None: rewriting Python code as TensorFlow ops takes a person.
+    """
+
+    code = "GL703"
+    name = "tfdata-py-function"
+    message = "`{name}` in a tf.data mapped function runs in Python under the GIL, one element at a time"
+    requires = {TENSORFLOW}
+    tokens = ("py_function", "numpy_function", "py_func")
+
+    VALID = [
+        Valid(
+            """
+            def debug(x):
+                return tf.py_function(print_it, [x], [])  # not mapped by tf.data
+
+            @tf.function
+            def step(x):
+                debug(x)
+
+            ds = tf.data.Dataset.range(3).map(lambda x: x * 2)
+            # ds.map(lambda x: tf.py_function(f, [x], tf.int64)) in a comment
+            """,
+            header=TF_SCRIPT,
+        ),
+    ]
+    INVALID = [
+        # in a mapped function, a function it calls, a mapped lambda
+        Invalid(
+            """
+            def load(path):
+                return tf.py_function(read, [path], tf.float32)
+
+            def helper(x):
+                return tf.numpy_function(np.sin, [x], tf.float32)
+
+            def outer(x):
+                return helper(x)
+
+            ds = tf.data.Dataset.from_tensor_slices(paths).map(load)
+            ds = ds.map(outer, num_parallel_calls=8)
+            ds = ds.map(lambda x: tf.numpy_function(np.cos, [x], tf.float32))
+            """,
+            "3:12", "6:12", "13:23",
+            header=TF_SCRIPT,
+        ),
+        # aliased
+        Invalid(
+            """
+            from tensorflow import numpy_function as npf
+            import tensorflow as tf
+            ds = tf.data.Dataset.range(3).map(lambda x: npf(f, [x], tf.int64))
+            """,
+            "3:45",
+        ),
+    ]
+
+    @cached_property
+    def _mapped_functions(self) -> tuple[set[int], set[str]]:
+        """(ids of mapped lambdas, names of mapped functions and what they call), to a fixpoint."""
+        lambdas: set[int] = set()
+        names: set[str] = set()
+        calls = self.ctx.index.nodes("Call")
+        for call in calls:
+            keyword = _MAPPING_METHODS.get(method_name(call) or "")
+            if keyword is None:
+                continue
+            argument = keyword_arg(call, keyword)
+            if argument is None and call.args and call.args[0].keyword is None:
+                argument = call.args[0]
+            if argument is None:
+                continue
+            function = argument.value
+            if isinstance(function, cst.Call) and (dotted_name(function.func) or "").endswith("partial") and function.args:
+                function = function.args[0].value  # functools.partial(fn, ...)
+            if isinstance(function, cst.Lambda):
+                lambdas.add(id(function))
+            elif isinstance(function, cst.Name):
+                names.add(function.value)
+            elif isinstance(function, cst.Attribute) and dotted_name(function.value) in ("self", "cls"):
+                names.add(function.attr.value)
+        owners = [(call, self.ctx.enclosing_function(call)) for call in calls]
+        changed = bool(names)
+        while changed:
+            changed = False
+            for call, owner in owners:
+                if owner is None or owner.name.value not in names:
+                    continue
+                func = call.func
+                callee = func.value if isinstance(func, cst.Name) else (
+                    func.attr.value if isinstance(func, cst.Attribute) and dotted_name(func.value) in ("self", "cls") else None
+                )
+                if callee is not None and callee not in names:
+                    names.add(callee)
+                    changed = True
+        return lambdas, names
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.ctx.call_qualified_name(node)
+        if qualified not in _PY_FUNCTIONS:
+            return
+        lambdas, names = self._mapped_functions
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, cst.Lambda) and id(ancestor) in lambdas:
+                break
+            if isinstance(ancestor, cst.FunctionDef):
+                if ancestor.name.value in names:
+                    break
+                if not any(isinstance(a, cst.FunctionDef) and a.name.value in names for a in self.ctx.ancestors(ancestor)):
+                    return
+                break
+        else:
+            return
+        self.report(node, message=self.message.format(name=dotted_name(node.func) or qualified))

@@ -1,0 +1,223 @@
+"""GL801 hf-trainer-args."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gpulint.linter.analysis.nodes import int_literal, keyword_arg, string_literal
+from gpulint.linter.analysis.trainers import TINY_INTERVAL, is_hf_training_arguments
+from gpulint.linter.findings import Applicability
+from gpulint.linter.fix.builders import remove_keyword, set_keyword
+from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.case_headers import HF_SCRIPT
+from gpulint.rules.options import NUM_WORKERS
+
+
+class HfTrainerArgs(Rule):
+    """
+    ## What it finds
+    Hugging Face `TrainingArguments(...)` (and `Seq2SeqTrainingArguments`) written with literal
+    values that starve the GPU:
+    - `dataloader_num_workers` absent or `0`: batches are loaded and collated in the training
+      process;
+    - `logging_steps=1`: the Trainer reads the loss back from the GPU and logs on every step;
+    - `eval_steps` of 10 or less with `eval_strategy="steps"` (or `logging_steps=1` standing in for
+      an absent `eval_steps`): a pass over the evaluation set every few steps;
+    - `save_steps` of 10 or less with the default `save_strategy="steps"`: a checkpoint every
+      few steps.
+
+    ## Why it is slow
+    With no workers, the GPU waits while the main process loads and collates each batch (the
+    PyTorch profiler plugin flags data loading above 5% of step time).  Logging each step adds a
+    host-device sync (`.item()`) per step; evaluation and checkpoints every few steps cost more than
+    the steps themselves.
+
+    ## Example
+    ```python
+    from transformers import TrainingArguments
+
+    args = TrainingArguments("out", logging_steps=1, eval_strategy="steps", eval_steps=1)
+    ```
+    Use instead:
+    ```python
+    from transformers import TrainingArguments
+
+    args = TrainingArguments("out", eval_strategy="steps", eval_steps=500, dataloader_num_workers=4)
+    ```
+
+    ## Fix (unsafe)
+    Sets `dataloader_num_workers=` the `num-workers` expression (as GL101; worker processes must be
+    able to pickle the dataset and collator), and removes `logging_steps=1`, a tiny `eval_steps`
+    and a tiny `save_steps` (back to the Trainer's defaults: 500, or `logging_steps`).  Unsafe: it
+    changes what is logged, evaluated and saved, and how data is loaded.  Values that come from
+    a parser (`args.logging_steps`) are never reported.
+    """
+
+    code = "GL801"
+    name = "hf-trainer-args"
+    message = "TrainingArguments that starve the GPU: no loader workers, or logging, evaluation or saving every few steps"
+    tokens = ("TrainingArguments",)
+    fix_applicability = Applicability.UNSAFE
+    options = (NUM_WORKERS,)
+
+    VALID = [
+        # values from a parser, unused or per-epoch settings, **kwargs
+        Valid(
+            """
+            import argparse
+            from transformers import HfArgumentParser, Seq2SeqTrainingArguments as S2S
+            parser = argparse.ArgumentParser()
+            args = parser.parse_args()
+            ok = TrainingArguments("out", dataloader_num_workers=4, logging_steps=50, eval_strategy="steps", eval_steps=500)
+            from_cli = TrainingArguments("out", dataloader_num_workers=args.workers, logging_steps=args.logging_steps)
+            no_eval = TrainingArguments("out", dataloader_num_workers=2, eval_steps=1)  # eval_strategy "no": unused
+            epoch_logs = TrainingArguments("out", dataloader_num_workers=2, logging_steps=1, logging_strategy="epoch")
+            epoch_saves = TrainingArguments("out", dataloader_num_workers=2, save_steps=1, save_strategy="epoch")
+            splat = TrainingArguments(**config)
+            (parsed,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()
+            s2s = S2S("out", dataloader_num_workers=8)
+            # TrainingArguments("out", logging_steps=1) in a comment
+            text = "TrainingArguments(logging_steps=1)"
+            """,
+            header=HF_SCRIPT,
+        ),
+    ]
+    INVALID = [
+        # each problem once: no workers, logging, evaluation and saving every few steps
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            args = TrainingArguments(
+                "out",
+                logging_steps=1,
+                eval_strategy="steps",
+                eval_steps=10,
+                save_steps=2,
+            )
+            """,
+            "2:8", "4:5", "6:5", "7:5",
+            fixed="""
+            import os
+            from transformers import TrainingArguments
+            args = TrainingArguments(
+                "out",
+                eval_strategy="steps",
+                dataloader_num_workers=min(8, os.cpu_count() or 1),
+            )
+            """,
+        ),
+        # eval_steps defaults to logging_steps=1 (the second finding)
+        Invalid(
+            """
+            a = TrainingArguments("out", dataloader_num_workers=4, logging_steps=1,
+                evaluation_strategy="steps")
+            """,
+            "2:56", "3:5",
+            header=HF_SCRIPT,
+            fixed="""
+            a = TrainingArguments("out", dataloader_num_workers=4, evaluation_strategy="steps")
+            """,
+            messages=(
+                "logging_steps=1: the loss is read back and logged every step",
+                "`eval_steps` defaults to `logging_steps=1`: the model is evaluated every step",
+            ),
+        ),
+        # aliases and Seq2SeqTrainingArguments
+        Invalid(
+            """
+            import transformers as tr
+            from transformers import Seq2SeqTrainingArguments as S
+            a = tr.TrainingArguments('o', dataloader_num_workers=0)
+            b = S('o', dataloader_num_workers=2, logging_steps=1)
+            """,
+            "3:5", "4:38",
+            fixed="""
+            import os
+            import transformers as tr
+            from transformers import Seq2SeqTrainingArguments as S
+            a = tr.TrainingArguments('o', dataloader_num_workers=min(8, os.cpu_count() or 1))
+            b = S('o', dataloader_num_workers=2)
+            """,
+        ),
+        Invalid(
+            """
+            from transformers import TrainingArguments
+            # configure
+            args = TrainingArguments(
+                "out",
+                logging_steps=1,  # chatty
+                eval_strategy="steps",
+                eval_steps=1,
+                bf16=True,
+            )
+            x = 1  # untouched
+            """,
+            "3:8", "5:5", "7:5",
+            fixed="""
+            import os
+            from transformers import TrainingArguments
+            # configure
+            args = TrainingArguments(
+                "out",
+                eval_strategy="steps",
+                bf16=True,
+                dataloader_num_workers=min(8, os.cpu_count() or 1),
+            )
+            x = 1  # untouched
+            """,
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not is_hf_training_arguments(self.ctx, node):
+            return
+        workers = keyword_arg(node, "dataloader_num_workers")
+        if workers is None or int_literal(workers) == 0:
+            expression = str(self.option(NUM_WORKERS))
+            imports = ("import os",) if "os." in expression else ()
+            self.report(
+                node,
+                message="TrainingArguments without `dataloader_num_workers`: batches load in the training process",
+                fix=set_keyword(
+                    self.ctx, node, "dataloader_num_workers", expression, Applicability.UNSAFE,
+                    f"Load batches in worker processes: `dataloader_num_workers={expression}`", imports,
+                ),
+            )
+        logging = keyword_arg(node, "logging_steps")
+        logging_strategy = _strategy(keyword_arg(node, "logging_strategy"), "steps")
+        logs_every_step = int_literal(logging) == 1 and logging_strategy == "steps"
+        if logs_every_step:
+            self._interval(node, "logging_steps", "logging_steps=1: the loss is read back and logged every step")
+        eval_strategy = _strategy(keyword_arg(node, "eval_strategy") or keyword_arg(node, "evaluation_strategy"), "no")
+        if eval_strategy == "steps":
+            eval_steps = keyword_arg(node, "eval_steps")
+            if eval_steps is None and int_literal(logging) == 1:
+                self.report(
+                    keyword_arg(node, "eval_strategy") or keyword_arg(node, "evaluation_strategy"),
+                    message="`eval_steps` defaults to `logging_steps=1`: the model is evaluated every step",
+                )
+            elif eval_steps is not None and (int_literal(eval_steps) or TINY_INTERVAL + 1) <= TINY_INTERVAL:
+                self._interval(node, "eval_steps", "the model is evaluated every few steps (`eval_steps`)")
+        if _strategy(keyword_arg(node, "save_strategy"), "steps") == "steps":
+            save_steps = keyword_arg(node, "save_steps")
+            if save_steps is not None and (int_literal(save_steps) or TINY_INTERVAL + 1) <= TINY_INTERVAL:
+                self._interval(node, "save_steps", "a checkpoint is written every few steps (`save_steps`)")
+
+    def _interval(self, node: cst.Call, keyword: str, message: str) -> None:
+        self.report(
+            keyword_arg(node, keyword),
+            message=message,
+            fix=remove_keyword(node, keyword, Applicability.UNSAFE, f"Remove `{keyword}` (back to the Trainer's default)"),
+        )
+
+
+def _strategy(arg: cst.Arg | None, default: str) -> str | None:
+    """"steps"/"epoch"/"no" from a string or `IntervalStrategy.STEPS`; None when not a literal."""
+    if arg is None:
+        return default
+    text = string_literal(arg)
+    if text is not None:
+        return text.lower()
+    if isinstance(arg.value, cst.Attribute) and arg.value.attr.value.isupper():
+        return arg.value.attr.value.lower()
+    return None

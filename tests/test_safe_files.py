@@ -146,3 +146,21 @@ def test_temporaries_outside_the_scope_are_left(tmp_path):
     stale.write_text("partial")
     assert remove_stale_temporaries([tmp_path], WriteScope.of([tmp_path / "elsewhere"])) == []
     assert stale.exists()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="zombie states are read from /proc (Linux)")
+def test_a_temporary_whose_writer_is_an_unreaped_zombie_is_stale(tmp_path):
+    # A writer killed along with its parent is reparented to the container's first process, which
+    # often never reaps it: it still answers kill(pid, 0).  Here our own unreaped child plays it.
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "Z" not in open(f"/proc/{child.pid}/stat").read().rpartition(")")[2][:3]:
+            time.sleep(0.01)
+        os.kill(child.pid, 0)  # the pid still answers, as the hostile run's killed worker did
+        (tmp_path / "train.py").write_text("")
+        zombie_written = tmp_path / f".train.py.{child.pid}.abcd1234.gpulint-tmp"
+        zombie_written.write_text("partial")
+        assert remove_stale_temporaries([tmp_path], WriteScope.of([tmp_path])) == [str(zombie_written)]
+    finally:
+        child.wait()

@@ -145,6 +145,23 @@ def _unpack(blob: bytes) -> list[float]:
     return values.tolist()
 
 
+def _switch_to_wal(connection: sqlite3.Connection) -> None:
+    """Put the database in write-ahead-log mode (readers never block the writer).  The switch takes
+    an exclusive lock, and SQLite answers "database is locked" at once, without waiting out the
+    busy timeout, when another process is creating or switching the same file: so retry here."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    pause = 0.01
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+
 class History:
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self.connection, self.path = connection, path
@@ -161,7 +178,7 @@ class History:
                 (path.parent / ".gitignore").write_text("# gpulint's local run history: not for version control\n*\n")
         try:
             connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            connection.execute("PRAGMA journal_mode=WAL")
+            _switch_to_wal(connection)
             connection.execute("PRAGMA foreign_keys=ON")
             history = cls(connection, path)
             history._migrate()

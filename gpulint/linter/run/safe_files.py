@@ -180,7 +180,19 @@ def _writer_gone(pid: int) -> bool:
         return True
     except OSError:  # alive, another user's
         return False
-    return False
+    return _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    """Whether `pid` has exited but not been reaped.  A writer killed with its parent is reparented
+    to the container's first process, which often never reaps it: it still answers `kill(pid, 0)`
+    but will never finish its write."""
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # no /proc (macOS) or already gone
+        return False
+    state = status.rpartition(")")[2].split()[:1]  # the command name in parentheses may hold spaces
+    return state in (["Z"], ["X"])
 
 
 def remove_stale_temporaries(folders: Iterable[Path | str], scope: WriteScope | None = None) -> list[str]:

@@ -11,9 +11,10 @@ from gpulint.cli.check import add_selection_options, resolve_settings
 
 def add_rules(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--enabled", action="store_true",
+        "--enabled",
+        action="store_true",
         help="Only the rules `gpulint check` would run here: the configuration file with --select, --extend-select "
-             "and --ignore on top (before per-file-ignores); implied by those options.",
+        "and --ignore on top (before per-file-ignores); implied by those options.",
     )
     add_selection_options(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text", help="text or json.")

@@ -106,15 +106,23 @@ def _summary(comments: list) -> str:
     lines = []
     for comment in comments:
         finding = comment.finding
-        lines.append(f"{comment.path}:{finding.location.row}:{finding.location.column}: {finding.code} {finding.message}")
+        lines.append(
+            f"{comment.path}:{finding.location.row}:{finding.location.column}: {finding.code} {finding.message}"
+        )
         marker = "```suggestion"
         if marker in comment.body:
             block = comment.body.split(marker, 1)[1].split("\n```", 1)[0].strip("\n")
-            where = f"lines {comment.start_line}-{comment.line}" if comment.start_line != comment.line else f"line {comment.line}"
+            where = (
+                f"lines {comment.start_line}-{comment.line}"
+                if comment.start_line != comment.line
+                else f"line {comment.line}"
+            )
             lines.append(f"    suggestion for {where}:")
             lines.extend(f"    | {text}" for text in block.splitlines())
     count = len(comments)
-    lines.append(f"{count} comment{'s' if count != 1 else ''} on added lines." if count else "No findings on added lines.")
+    lines.append(
+        f"{count} comment{'s' if count != 1 else ''} on added lines." if count else "No findings on added lines."
+    )
     return "\n".join(lines)
 
 
@@ -123,15 +131,18 @@ def add_review(parser: argparse.ArgumentParser) -> None:
         "paths", nargs="*", type=Path, metavar="PATH", help="Limit the review to these files or directories."
     )
     parser.add_argument(
-        "--base", metavar="REF",
+        "--base",
+        metavar="REF",
         help="Compare with the merge base of this ref "
-             "(default: origin/$GITHUB_BASE_REF in Actions, else the upstream branch).",
+        "(default: origin/$GITHUB_BASE_REF in Actions, else the upstream branch).",
     )
     parser.add_argument(
         "--post", action="store_true", help="Post the review to the pull request with the GitHub REST API."
     )
     parser.add_argument(
-        "--format", choices=("text", "json"), default="text",
+        "--format",
+        choices=("text", "json"),
+        default="text",
         help="Without --post: text (a summary) or json (the review payload).",
     )
     parser.add_argument("--repo", metavar="OWNER/NAME", help="owner/name (default: GITHUB_REPOSITORY).")
@@ -140,13 +151,16 @@ def add_review(parser: argparse.ArgumentParser) -> None:
     )
     add_selection_options(parser)
     parser.add_argument(
-        "--exit-zero", action="store_true",
+        "--exit-zero",
+        action="store_true",
         help="Exit 0 even when findings are on added lines, or when the review cannot be posted (with a warning).",
     )
     parser.add_argument(
-        "--fallback", choices=("annotations", "none"), default="none",
+        "--fallback",
+        choices=("annotations", "none"),
+        default="none",
         help="With --post, when the review cannot be posted: `annotations` prints the comments as GitHub "
-             "annotations instead; `none` fails.",
+        "annotations instead; `none` fails.",
     )
     parser.set_defaults(run=review)
 
@@ -191,8 +205,10 @@ def review(options: argparse.Namespace) -> int:
             markers, places = existing_keys(client.review_comments(pull))
             fresh = [c for c in plan.comments if not is_duplicate(c, markers, places)]
         if not fresh:
-            print(f"Nothing new to post ({len(plan.comments)} finding(s) on added lines already commented).",
-                  file=sys.stderr)
+            print(
+                f"Nothing new to post ({len(plan.comments)} finding(s) on added lines already commented).",
+                file=sys.stderr,
+            )
             return code
         commit = pull.head_sha or git(["rev-parse", "HEAD"]).strip()
         created = client.create_review(pull, review_payload(fresh, commit))

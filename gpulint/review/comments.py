@@ -120,7 +120,9 @@ def comment_body(finding: Finding, fingerprint: str, proposal: Suggestion | None
         caution = " (unsafe: it may change behaviour, review it)" if unsafe else ""
         if proposal is not None:
             fence = _fence(proposal.text)
-            parts.append(f"Suggested fix{caution}: {finding.fix.message}\n\n{fence}suggestion\n{proposal.text}\n{fence}")
+            parts.append(
+                f"Suggested fix{caution}: {finding.fix.message}\n\n{fence}suggestion\n{proposal.text}\n{fence}"
+            )
             if proposal.extra_imports:
                 imports = ", ".join(f"`{i}`" for i in proposal.extra_imports)
                 parts.append(f"The fix also needs {imports} at the top of the file.")
@@ -132,7 +134,9 @@ def comment_body(finding: Finding, fingerprint: str, proposal: Suggestion | None
     return "\n\n".join(parts)
 
 
-def make_comment(path: str, finding: Finding, fingerprint: str, lines: tuple[str, ...], commentable: set[int]) -> Comment:
+def make_comment(
+    path: str, finding: Finding, fingerprint: str, lines: tuple[str, ...], commentable: set[int]
+) -> Comment:
     proposal = suggestion(finding, lines, commentable)
     body = comment_body(finding, fingerprint, proposal)
     if proposal is not None:
@@ -159,4 +163,7 @@ def is_duplicate(comment: Comment, markers: set[tuple[str, str]], places: set[tu
     if (comment.finding.code, comment.fingerprint) in markers:
         return True
     return (comment.path, comment.finding.location.row, comment.finding.code) in places or (
-        comment.path, comment.line, comment.finding.code) in places
+        comment.path,
+        comment.line,
+        comment.finding.code,
+    ) in places

@@ -74,7 +74,13 @@ def merge_base(ref: str, cwd: Path | None = None) -> str:
 def _unquote(path: str) -> str:
     """A path from a diff header; git quotes unusual names C-style."""
     if path.startswith('"') and path.endswith('"'):
-        return path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape").encode("latin-1").decode("utf-8", "replace")
+        return (
+            path[1:-1]
+            .encode("latin-1", "backslashreplace")
+            .decode("unicode_escape")
+            .encode("latin-1")
+            .decode("utf-8", "replace")
+        )
     return path
 
 
@@ -120,8 +126,19 @@ def changed_lines(base: str, paths: list[str], cwd: Path | None = None) -> dict[
     """The working tree's changes since the merge base of `base` and HEAD, per file."""
     since = merge_base(base, cwd)
     text = git(
-        ["diff", "--no-color", "--no-ext-diff", "--unified=3", "-M", "--src-prefix=a/", "--dst-prefix=b/",
-         "--diff-filter=AMR", since, "--", *paths],
+        [
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--unified=3",
+            "-M",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            "--diff-filter=AMR",
+            since,
+            "--",
+            *paths,
+        ],
         cwd,
     )
     return parse_diff(text)

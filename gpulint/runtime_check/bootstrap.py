@@ -260,8 +260,11 @@ class State:
             counter, self.flop_counter = self.flop_counter, None
             try:
                 counter.__exit__(None, None, None)
-                self.flops = {"total": counter.get_total_flops(), "by_math": counter.by_math,
-                              "optimizer": type(optimizer).__name__}
+                self.flops = {
+                    "total": counter.get_total_flops(),
+                    "by_math": counter.by_math,
+                    "optimizer": type(optimizer).__name__,
+                }
             except Exception as exc:
                 self.flops = {"error": f"FlopCounterMode failed: {exc.__class__.__name__}: {exc}"}
 
@@ -281,8 +284,12 @@ class State:
                 return
             if not record["config"]:
                 record["config"] = {key: data.get(key) for key in DDP_CONFIG_KEYS}
-            read = [now, data.get("iteration"), data.get("avg_backward_comm_time"),
-                    data.get("avg_backward_compute_comm_overlap_time")]
+            read = [
+                now,
+                data.get("iteration"),
+                data.get("avg_backward_comm_time"),
+                data.get("avg_backward_compute_comm_overlap_time"),
+            ]
             if len(record["reads"]) < 2:
                 record["reads"].append(read)
             else:
@@ -449,8 +456,15 @@ def instrument_torch(torch) -> None:
         STATE.notes.append("torch has no CUDA device here: no sync lines, no device timing")
 
 
-DDP_CONFIG_KEYS = ("backend_name", "world_size", "bucket_cap_bytes", "find_unused_parameters",
-                   "gradient_as_bucket_view", "total_parameter_size_bytes", "device_ids")
+DDP_CONFIG_KEYS = (
+    "backend_name",
+    "world_size",
+    "bucket_cap_bytes",
+    "find_unused_parameters",
+    "gradient_as_bucket_view",
+    "total_parameter_size_bytes",
+    "device_ids",
+)
 
 
 def _watch_ddp(torch) -> None:
@@ -550,8 +564,14 @@ def _tf_memory(tf):
         if not tf.config.list_physical_devices("GPU"):
             return None
         info = tf.config.experimental.get_memory_info("GPU:0")
-        return {"source": "tensorflow", "device": None, "total": None, "peak_allocated": info["peak"],
-                "peak_reserved": None, "steady_allocated": None}
+        return {
+            "source": "tensorflow",
+            "device": None,
+            "total": None,
+            "peak_allocated": info["peak"],
+            "peak_reserved": None,
+            "steady_allocated": None,
+        }
     except Exception as exc:
         return {"error": f"TensorFlow memory figures unavailable: {exc.__class__.__name__}: {exc}"}
 

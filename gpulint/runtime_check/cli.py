@@ -76,7 +76,9 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
     # REMAINDER: from the first word that is not one of these options, the line is the training
     # command, its own options included (`gpulint profile python train.py --lr 3`).
     parser.add_argument(
-        "command", nargs=argparse.REMAINDER, metavar="COMMAND",
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="COMMAND",
         help="The training command, after `--`: python train.py ARGS or python -m pkg.train ARGS.",
     )
     parser.add_argument("--steps", type=int, metavar="N", help="Optimizer steps to measure after warm-up (default 50).")
@@ -85,7 +87,10 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
         "--seconds", type=float, metavar="S", help="Measure this long after warm-up instead of a step count."
     )
     parser.add_argument(
-        "--timeout", type=float, default=600.0, metavar="S",
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="S",
         help="Stop the run after this many seconds, whatever it is doing.",
     )
     parser.add_argument(
@@ -95,23 +100,33 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
         "--show-output", action="store_true", help="Let the script print to the terminal (no progress bar)."
     )
     parser.add_argument(
-        "--flops-per-step", type=float, metavar="FLOPS",
+        "--flops-per-step",
+        type=float,
+        metavar="FLOPS",
         help="FLOPs of one training step from the model's own estimate (instead of counting them).",
     )
     parser.add_argument(
-        "--peak-tflops", type=float, metavar="TFLOPS",
+        "--peak-tflops",
+        type=float,
+        metavar="TFLOPS",
         help="The device's peak TFLOP/s for the arithmetic in use, for MFU (instead of gpulint's table).",
     )
     parser.add_argument(
-        "--html", type=Path, dest="html_file", metavar="FILE",
+        "--html",
+        type=Path,
+        dest="html_file",
+        metavar="FILE",
         help="Write a self-contained HTML report (verdict, figures, plots over the run) to this file.",
     )
     parser.add_argument(
-        "--baseline", metavar="REF",
+        "--baseline",
+        metavar="REF",
         help="Compare with a recorded run: a run id, a git ref, or `last` (the previous run of this command).",
     )
     parser.add_argument(
-        "--fail-on-regression", type=float, metavar="PCT",
+        "--fail-on-regression",
+        type=float,
+        metavar="PCT",
         help="With --baseline: exit 1 when the step time grew by more than PCT percent and beyond the noise.",
     )
     _add_history_options(parser, record=True)
@@ -160,12 +175,22 @@ def profile_command(options: argparse.Namespace) -> int:
         elif run.steps is None:
             report.print_no_steps(out, run)
         else:
-            out.line(f"gpulint profile: only {run.steps.total} step(s) ran, none after the {run.steps.warmup} "
-                     "warm-up step(s): lower --warmup or let the script train longer")
+            out.line(
+                f"gpulint profile: only {run.steps.total} step(s) ran, none after the {run.steps.warmup} "
+                "warm-up step(s): lower --warmup or let the script train longer"
+            )
         return run_exit_code(run)
     report.print_profile(out, result)
-    return finish_profile(out, result, config, started_at, _history_options(options), options.baseline,
-                          options.fail_on_regression, options.html_file)
+    return finish_profile(
+        out,
+        result,
+        config,
+        started_at,
+        _history_options(options),
+        options.baseline,
+        options.fail_on_regression,
+        options.html_file,
+    )
 
 
 def add_verify(parser: argparse.ArgumentParser) -> None:
@@ -176,15 +201,23 @@ def add_verify(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("script", type=Path, metavar="SCRIPT", help="The training script to fix and measure.")
     parser.add_argument("script_args", nargs="*", metavar="ARGS", help="The script's arguments, after `--`.")
     parser.add_argument(
-        "--select", action="extend", type=rule_ids, metavar="IDS",
+        "--select",
+        action="extend",
+        type=rule_ids,
+        metavar="IDS",
         help="Rule ids or prefixes whose fixes to verify (default: the default rules).",
     )
     parser.add_argument(
-        "--runs", type=int, default=3, metavar="N",
+        "--runs",
+        type=int,
+        default=3,
+        metavar="N",
         help="Runs of each arm (interleaved A B B A ...) before the first verdict.",
     )
     parser.add_argument(
-        "--max-runs", type=int, metavar="N",
+        "--max-runs",
+        type=int,
+        metavar="N",
         help="Add A/B pairs while not confirmed, up to this many runs of each (default twice --runs).",
     )
     parser.add_argument("--steps", type=int, default=20, metavar="N", help="Measured steps per run.")
@@ -200,7 +233,8 @@ def add_verify(parser: argparse.ArgumentParser) -> None:
         "--json", type=Path, dest="json_file", metavar="FILE", help="Write every figure to this JSON file."
     )
     parser.add_argument(
-        "--param", metavar="NAME=VALUES",
+        "--param",
+        metavar="NAME=VALUES",
         help="Sweep a value instead of fixing: NAME=V1,V2,... (e.g. num_workers=0,2,4 or batch_size=32,64,128), "
         "set through the script's argparse option, constant or DataLoader keyword.",
     )
@@ -245,16 +279,31 @@ def verify_command(options: argparse.Namespace) -> int:
         return _sweep(out, options, config, interpreter, progress)
     started_at = time.time()
     try:
-        result = verify(options.script, options.script_args, options.select, options.runs, config, interpreter,
-                        options.write, progress, options.max_runs)
+        result = verify(
+            options.script,
+            options.script_args,
+            options.select,
+            options.runs,
+            config,
+            interpreter,
+            options.write,
+            progress,
+            options.max_runs,
+        )
     except (VerifyError, CommandError) as exc:
         error(str(exc))
         return EXIT_ERROR
     if options.json_file is not None:
         report.write_json(options.json_file, report.verify_json(result))
     report.print_verify(out, result, options.script_args, None if options.python is None else interpreter)
-    finish_verify(out, result, Command(interpreter, [], [str(options.script), *options.script_args]), started_at,
-                  time.time() - started_at, _history_options(options))
+    finish_verify(
+        out,
+        result,
+        Command(interpreter, [], [str(options.script), *options.script_args]),
+        started_at,
+        time.time() - started_at,
+        _history_options(options),
+    )
     if result.failed is not None:
         return run_exit_code(result.failed)
     return EXIT_CLEAN if result.comparison.outcome == "confirmed" else EXIT_NOT_CONFIRMED
@@ -283,11 +332,15 @@ def _sweep(out: Output, options: argparse.Namespace, config: RunConfig, interpre
 
 def add_scale(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "command", nargs=argparse.REMAINDER, metavar="COMMAND",
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="COMMAND",
         help="The training script, after `--`: train.py ARGS or python -m pkg.train ARGS.",
     )
     parser.add_argument(
-        "--nproc", required=True, metavar="N,N,...",
+        "--nproc",
+        required=True,
+        metavar="N,N,...",
         help="Process counts to compare, e.g. 1,2,4 (the smallest is the base).",
     )
     parser.add_argument("--runs", type=int, default=3, metavar="N", help="Runs at each size, in rotating order.")
@@ -295,7 +348,8 @@ def add_scale(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=int, default=3, metavar="N", help="Warm-up steps per run.")
     parser.add_argument("--timeout", type=float, default=600.0, metavar="S", help="Limit for each run, in seconds.")
     parser.add_argument(
-        "--strong", metavar="NAME=GLOBAL",
+        "--strong",
+        metavar="NAME=GLOBAL",
         help="Strong scaling: keep the global batch, NAME=GLOBAL (e.g. batch_size=256); each size runs with "
         "GLOBAL/N per rank.",
     )
@@ -344,8 +398,9 @@ def scale_command(options: argparse.Namespace) -> int:
 
 # -- the run history -----------------------------------------------------------------------
 def _output_format(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", dest="output_format", choices=("text", "json"), default="text",
-                        help="Output format.")
+    parser.add_argument(
+        "--format", dest="output_format", choices=("text", "json"), default="text", help="Output format."
+    )
 
 
 def add_history(parser: argparse.ArgumentParser) -> None:
@@ -366,7 +421,9 @@ def history_command(options: argparse.Namespace) -> int:
 
 def add_compare(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "first", nargs="?", metavar="A",
+        "first",
+        nargs="?",
+        metavar="A",
         help="The baseline: a run id, a git ref or `last` (default: the run before the latest of its command).",
     )
     parser.add_argument(
@@ -386,10 +443,12 @@ def compare_command(options: argparse.Namespace) -> int:
 
 def add_report(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_ref", metavar="RUN", help="A run id, a git ref, or `last`.")
-    parser.add_argument("--html", type=Path, dest="html_file", required=True, metavar="FILE",
-                        help="The HTML file to write.")
-    parser.add_argument("--baseline", metavar="REF",
-                        help="Show this recorded run beside it (a run id, a git ref or `last`).")
+    parser.add_argument(
+        "--html", type=Path, dest="html_file", required=True, metavar="FILE", help="The HTML file to write."
+    )
+    parser.add_argument(
+        "--baseline", metavar="REF", help="Show this recorded run beside it (a run id, a git ref or `last`)."
+    )
     _add_history_options(parser, record=False)
     parser.set_defaults(run=report_command)
 

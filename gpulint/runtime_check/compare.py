@@ -112,9 +112,7 @@ class Gate:
 def regression_gate(history: History | None, run: RunRecord, baseline: RunRecord, percent: float | None) -> Gate:
     """Fails when the mean step time grew by more than `percent` AND by more than the noise;
     with `percent` None it only says how the step time compares."""
-    d = difference(
-        baseline.figure(STEP_TIME), run.figure(STEP_TIME), spread_between_runs(history, baseline, STEP_TIME)
-    )
+    d = difference(baseline.figure(STEP_TIME), run.figure(STEP_TIME), spread_between_runs(history, baseline, STEP_TIME))
     where = f"run {baseline.id}" + (f" ({baseline.git_commit[:10]})" if baseline.git_commit else "")
     if d.relative is None:
         return Gate(False, f"gpulint: no step time to compare with {where}", d)

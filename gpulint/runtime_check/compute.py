@@ -19,8 +19,10 @@ from gpulint.runtime_check.figures import Figure
 from gpulint.runtime_check.measure import RunResult
 
 IGNORED_MATH_SHARE = 0.01  # FLOPs in arithmetic without a listed peak, up to this share, are left out of the peak
-CPU_REASON = ("the training ran on the CPU: gpulint lists GPU peaks only (a CPU's peak depends on its cores, vector "
-              "units and clocks)")
+CPU_REASON = (
+    "the training ran on the CPU: gpulint lists GPU peaks only (a CPU's peak depends on its cores, vector "
+    "units and clocks)"
+)
 
 
 @dataclass
@@ -71,8 +73,9 @@ def combined_peak(by_math: dict[str, float], device: str) -> tuple[float | None,
     return (total - unlisted) / seconds, "; ".join(notes)
 
 
-def compute_report(run: RunResult, flops_per_step: float | None = None,
-                   peak_tflops: float | None = None) -> ComputeReport:
+def compute_report(
+    run: RunResult, flops_per_step: float | None = None, peak_tflops: float | None = None
+) -> ComputeReport:
     steps = run.steps
     step_time = steps.total_time / steps.count if steps and steps.count else None
     counted = run.processes[0].report.get("flops") if run.processes else None
@@ -82,31 +85,47 @@ def compute_report(run: RunResult, flops_per_step: float | None = None,
     if flops_per_step is not None:
         flops = Figure("FLOPs per step", flops_per_step, "flop", "given with --flops-per-step")
     elif not counted:
-        reason = "no torch optimizer step to count over" if steps is None or steps.source != "optimizer steps" \
+        reason = (
+            "no torch optimizer step to count over"
+            if steps is None or steps.source != "optimizer steps"
             else "not counted"
+        )
         if run.processes and not any(i.startswith("torch") for i in run.instrumented):
             reason = "FLOPs are counted for torch only: give the model's own estimate with --flops-per-step"
         flops = Figure("FLOPs per step", None, "flop", reason)
     elif "error" in counted:
         flops = Figure("FLOPs per step", None, "flop", counted["error"])
     elif pacing is not None and counted.get("optimizer") != pacing:
-        flops = Figure("FLOPs per step", None, "flop", f"counted over a {counted.get('optimizer')} step, but "
-                                                         f"{pacing} paces the step: give --flops-per-step")
+        flops = Figure(
+            "FLOPs per step",
+            None,
+            "flop",
+            f"counted over a {counted.get('optimizer')} step, but {pacing} paces the step: give --flops-per-step",
+        )
     else:
         by_math = {k: float(v) for k, v in counted["by_math"].items()}
-        flops = Figure("FLOPs per step", float(counted["total"]), "flop",
-                       "torch FlopCounterMode over warm-up step 2" + rank_note)
+        flops = Figure(
+            "FLOPs per step", float(counted["total"]), "flop", "torch FlopCounterMode over warm-up step 2" + rank_note
+        )
     achieved_value = flops.value / step_time if flops.value is not None and step_time else None
-    achieved = Figure("achieved FLOP/s", achieved_value, "flop/s",
-                      "FLOPs per step / mean step time" if achieved_value is not None else flops.note)
+    achieved = Figure(
+        "achieved FLOP/s",
+        achieved_value,
+        "flop/s",
+        "FLOPs per step / mean step time" if achieved_value is not None else flops.note,
+    )
     device, no_device = device_name(run)
     if peak_tflops is not None:
         peak = Figure("peak FLOP/s", peak_tflops * gpu_peaks.TERA, "flop/s", "given with --peak-tflops")
     elif device is None:
         peak = Figure("peak FLOP/s", None, "flop/s", no_device)
     elif flops_per_step is not None:
-        peak = Figure("peak FLOP/s", None, "flop/s", "the arithmetic (fp32, bf16, ...) of a given FLOP count is "
-                                                     "unknown: give --peak-tflops")
+        peak = Figure(
+            "peak FLOP/s",
+            None,
+            "flop/s",
+            "the arithmetic (fp32, bf16, ...) of a given FLOP count is unknown: give --peak-tflops",
+        )
     elif not by_math:
         peak = Figure("peak FLOP/s", None, "flop/s", "FLOPs not counted, so their arithmetic is unknown")
     else:
@@ -116,6 +135,9 @@ def compute_report(run: RunResult, flops_per_step: float | None = None,
     if mfu_value is not None:
         mfu_note = "achieved / peak" + rank_note
     else:
-        mfu_note = next(f.note for f in (flops, peak) if f.value is None) if flops.value is None or peak.value is None \
+        mfu_note = (
+            next(f.note for f in (flops, peak) if f.value is None)
+            if flops.value is None or peak.value is None
             else "no measured step time"
+        )
     return ComputeReport(flops, achieved, peak, Figure("MFU", mfu_value, "share", mfu_note), by_math, device)

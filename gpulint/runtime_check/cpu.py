@@ -107,8 +107,9 @@ class CpuSummary:
         return self.main_cores >= 0.9
 
 
-def summarize(sampler: CpuSampler, start: float | None, end: float | None,
-              ranks: list[int] | None = None) -> CpuSummary | None:
+def summarize(
+    sampler: CpuSampler, start: float | None, end: float | None, ranks: list[int] | None = None
+) -> CpuSummary | None:
     """Averages over the window [start, end] (the whole run when not given); None with < 2 samples.
     Under a launcher `ranks` are the pids of the training processes: the launcher itself is then
     neither the main process nor a loader worker."""
@@ -124,8 +125,10 @@ def summarize(sampler: CpuSampler, start: float | None, end: float | None,
         return None
     main = (last.main - first.main) / span
     # A worker first seen inside the window started there: all its CPU time counts.
-    used = {pid: max(0.0, last_seen - first.children.get(pid, 0.0)) / span
-            for pid, last_seen in _last_values(samples).items()}
+    used = {
+        pid: max(0.0, last_seen - first.children.get(pid, 0.0)) / span
+        for pid, last_seen in _last_values(samples).items()
+    }
     rank_cores = None
     tree = main + sum(used.values())  # everything the run keeps busy
     if ranks:

@@ -109,16 +109,18 @@ def rank_report(run: RunResult) -> RankReport | None:
         wait, allreduce, note = collective_times(process)
         notes.add(note)
         measured = steps is not None and steps.count > 0
-        ranks.append(RankFigures(
-            rank=process.rank or 0,
-            steps=steps.count if measured else 0,
-            step_time=steps.total_time / steps.count if measured else None,
-            data_wait=sum(steps.data_waits) / steps.count if measured and steps.data_waits is not None else None,
-            collective_wait=wait,
-            allreduce_time=allreduce,
-            samples_per_step=steps.samples / steps.count if measured and steps.samples else None,
-            cores=busy,
-        ))
+        ranks.append(
+            RankFigures(
+                rank=process.rank or 0,
+                steps=steps.count if measured else 0,
+                step_time=steps.total_time / steps.count if measured else None,
+                data_wait=sum(steps.data_waits) / steps.count if measured and steps.data_waits is not None else None,
+                collective_wait=wait,
+                allreduce_time=allreduce,
+                samples_per_step=steps.samples / steps.count if measured and steps.samples else None,
+                cores=busy,
+            )
+        )
     first = run.processes[0].report
     config = next((m["config"] for p in run.processes for m in p.report.get("ddp") or [] if m["config"]), None)
     slowest, slowest_note = _straggler(ranks)
@@ -140,8 +142,10 @@ def _straggler(ranks: list[RankFigures]) -> tuple[int | None, str]:
     excess = slowest.own_time - others
     if excess < STRAGGLER_SHARE * step:
         return None, f"none: no rank's own work exceeds the others' by {100 * STRAGGLER_SHARE:.0f}% of a step"
-    return slowest.rank, (f"rank {slowest.rank} works {1000 * excess:.1f} ms per step longer than the other ranks "
-                          "(median); they wait for it in all-reduce")
+    return slowest.rank, (
+        f"rank {slowest.rank} works {1000 * excess:.1f} ms per step longer than the other ranks "
+        "(median); they wait for it in all-reduce"
+    )
 
 
 def _figures(report: RankReport) -> list[Figure]:
@@ -151,8 +155,12 @@ def _figures(report: RankReport) -> list[Figure]:
     figures = [
         Figure("ranks", len(ranks), "count", f"world size {report.world_size}" if report.world_size else ""),
         Figure("step time (slowest rank)", max(steps) if steps else None, "s", "mean per measured step"),
-        Figure("collective wait (mean of ranks)", stats.mean(waits) if None not in waits else None, "s",
-               report.collective_note),
+        Figure(
+            "collective wait (mean of ranks)",
+            stats.mean(waits) if None not in waits else None,
+            "s",
+            report.collective_note,
+        ),
         Figure("collective wait share", report.collective_share, "share", "of step time, mean of ranks"),
     ]
     slowest = next((r for r in ranks if r.rank == report.slowest), None)
@@ -161,31 +169,61 @@ def _figures(report: RankReport) -> list[Figure]:
 
 
 # -- what to change when communication limits scaling ---------------------------------------
-def communication_advice(ddp_config: dict | None, accumulation: bool, data_share: float | None,
-                         cuda: bool) -> list[Recommendation]:
+def communication_advice(
+    ddp_config: dict | None, accumulation: bool, data_share: float | None, cuda: bool
+) -> list[Recommendation]:
     """Changes that cut the time ranks wait for each other, the ones this run's settings point at
     first.  The codes are gpulint's rules, so the report can show the script's lines."""
     config = ddp_config or {}
     first: list[Recommendation] = []
     if cuda and config.get("backend_name") == "gloo":
-        first.append(Recommendation("GL602", "use the nccl backend: gloo copies CUDA gradients through host memory",
-                                    "large on GPUs"))
+        first.append(
+            Recommendation(
+                "GL602", "use the nccl backend: gloo copies CUDA gradients through host memory", "large on GPUs"
+            )
+        )
     if accumulation:
-        first.append(Recommendation("GL603", "wrap the non-final micro-batches of an accumulation in model.no_sync()",
-                                    "up to one all-reduce per optimizer step instead of one per micro-batch"))
+        first.append(
+            Recommendation(
+                "GL603",
+                "wrap the non-final micro-batches of an accumulation in model.no_sync()",
+                "up to one all-reduce per optimizer step instead of one per micro-batch",
+            )
+        )
     if config.get("find_unused_parameters"):
-        first.append(Recommendation("GL604", "drop find_unused_parameters=True unless parameters are really unused",
-                                    "one autograd-graph traversal per step"))
+        first.append(
+            Recommendation(
+                "GL604",
+                "drop find_unused_parameters=True unless parameters are really unused",
+                "one autograd-graph traversal per step",
+            )
+        )
     rest = [
-        Recommendation("", "tune bucket_cap_mb (default 25): bigger buckets mean fewer all-reduces, smaller ones "
-                           "start earlier and overlap more of the backward pass", "model-dependent"),
-        Recommendation("", "compress gradients: model.register_comm_hook(None, default_hooks.bf16_compress_hook) "
-                           "halves the bytes sent (PowerSGD cuts more)", "up to 2x less all-reduce time"),
+        Recommendation(
+            "",
+            "tune bucket_cap_mb (default 25): bigger buckets mean fewer all-reduces, smaller ones "
+            "start earlier and overlap more of the backward pass",
+            "model-dependent",
+        ),
+        Recommendation(
+            "",
+            "compress gradients: model.register_comm_hook(None, default_hooks.bf16_compress_hook) "
+            "halves the bytes sent (PowerSGD cuts more)",
+            "up to 2x less all-reduce time",
+        ),
     ]
     if config.get("gradient_as_bucket_view") == 0:
-        rest.append(Recommendation("", "gradient_as_bucket_view=True: gradients live in the buckets, one copy "
-                                       "less per step", "small"))
+        rest.append(
+            Recommendation(
+                "", "gradient_as_bucket_view=True: gradients live in the buckets, one copy less per step", "small"
+            )
+        )
     if data_share is not None and data_share >= 0.05:
-        rest.append(Recommendation("GL605", "overlap the input pipeline: loader workers per rank (cores divided by "
-                                            "ranks), pin_memory, prefetch", "the data wait"))
+        rest.append(
+            Recommendation(
+                "GL605",
+                "overlap the input pipeline: loader workers per rank (cores divided by ranks), pin_memory, prefetch",
+                "the data wait",
+            )
+        )
     return first + rest

@@ -36,21 +36,28 @@ PEAKS = (
     GpuPeak("GH200", r"GH200", {}, _datasheet("grace-hopper-superchip")),  # not listed
     GpuPeak("H100 NVL", r"H100.*NVL", {}, _datasheet("h100")),  # NVL figures are per pair: not listed
     GpuPeak("H200 NVL", r"H200.*NVL", {}, _datasheet("h200")),  # differs from the SXM part: not listed
-    GpuPeak("H100 PCIe", r"H100.*PCIe", {"fp32": 51, "tf32": 378, "bf16": 756.5, "fp16": 756.5, "fp8": 1513},
-            _datasheet("h100")),
-    GpuPeak("H100 SXM", r"H100", {"fp32": 67, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5, "fp8": 1979},
-            _datasheet("h100")),
-    GpuPeak("H200 SXM", r"H200", {"fp32": 67, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5, "fp8": 1979},
-            _datasheet("h200")),
+    GpuPeak(
+        "H100 PCIe",
+        r"H100.*PCIe",
+        {"fp32": 51, "tf32": 378, "bf16": 756.5, "fp16": 756.5, "fp8": 1513},
+        _datasheet("h100"),
+    ),
+    GpuPeak(
+        "H100 SXM", r"H100", {"fp32": 67, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5, "fp8": 1979}, _datasheet("h100")
+    ),
+    GpuPeak(
+        "H200 SXM", r"H200", {"fp32": 67, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5, "fp8": 1979}, _datasheet("h200")
+    ),
     GpuPeak("A100", r"A100", {"fp32": 19.5, "tf32": 156, "bf16": 312, "fp16": 312}, _datasheet("a100")),
     GpuPeak("A40", r"\bA40\b", {"fp32": 37.4, "tf32": 74.8, "bf16": 149.7, "fp16": 149.7}, _datasheet("a40")),
     GpuPeak("A30", r"\bA30\b", {"fp32": 10.3, "tf32": 82, "bf16": 165, "fp16": 165}, _datasheet("products/a30-gpu")),
-    GpuPeak("A10", r"\bA10\b", {"fp32": 31.2, "tf32": 62.5, "bf16": 125, "fp16": 125},
-            _datasheet("products/a10-gpu")),
-    GpuPeak("L40S", r"\bL40S\b", {"fp32": 91.6, "tf32": 183, "bf16": 362.05, "fp16": 362.05, "fp8": 733},
-            _datasheet("l40s")),
-    GpuPeak("L40", r"\bL40\b", {"fp32": 90.5, "tf32": 90.5, "bf16": 181.05, "fp16": 181.05, "fp8": 362},
-            _datasheet("l40")),
+    GpuPeak("A10", r"\bA10\b", {"fp32": 31.2, "tf32": 62.5, "bf16": 125, "fp16": 125}, _datasheet("products/a10-gpu")),
+    GpuPeak(
+        "L40S", r"\bL40S\b", {"fp32": 91.6, "tf32": 183, "bf16": 362.05, "fp16": 362.05, "fp8": 733}, _datasheet("l40s")
+    ),
+    GpuPeak(
+        "L40", r"\bL40\b", {"fp32": 90.5, "tf32": 90.5, "bf16": 181.05, "fp16": 181.05, "fp8": 362}, _datasheet("l40")
+    ),
     GpuPeak("L4", r"\bL4\b", {"fp32": 30.3, "tf32": 60, "bf16": 121, "fp16": 121, "fp8": 242.5}, _datasheet("l4")),
     GpuPeak("V100S PCIe", r"V100S", {"fp32": 16.4, "fp16": 130}, _datasheet("v100")),
     GpuPeak("V100 PCIe", r"V100.*PCIE", {"fp32": 14, "fp16": 112}, _datasheet("v100")),

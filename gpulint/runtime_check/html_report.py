@@ -80,7 +80,7 @@ def render(run: RunRecord, baseline: RunRecord | None = None, history: History |
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        "<meta http-equiv=\"Content-Security-Policy\" "
+        '<meta http-equiv="Content-Security-Policy" '
         "content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">"
         f"<title>{escape(title)}</title><style>{CSS}</style></head><body><main>"
         + "".join(p for p in parts if p)
@@ -329,7 +329,7 @@ def _chart(name: str, series: list[Series], base: list[Series], baseline: RunRec
         legend.append(f'<span><i style="{swatch}"></i>{escape(label)}</span>')
     svg.append("</svg>")
     return (
-        f'<figure><figcaption>{escape(name)}</figcaption>{"".join(svg)}'
+        f"<figure><figcaption>{escape(name)}</figcaption>{''.join(svg)}"
         f'<div class="legend">{"".join(legend)}</div></figure>'
     )
 

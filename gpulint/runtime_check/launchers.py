@@ -20,10 +20,31 @@ from pathlib import Path
 TORCHRUN_FLAGS = {"standalone", "module", "m", "no_python", "run_path", "virtual_local_rank"}
 # accelerate launch options that take no value (spelled with - or _; accelerate accepts both).
 ACCELERATE_FLAGS = {
-    "quiet", "q", "cpu", "multi_gpu", "tpu", "ipex", "enable_cpu_affinity", "dynamo_use_fullgraph",
-    "dynamo_use_dynamic", "dynamo_use_regional_compilation", "use_deepspeed", "use_fsdp", "use_megatron_lm",
-    "use_xpu", "same_network", "module", "m", "no_python", "tpu_cluster", "no_tpu_cluster", "tpu_use_sudo",
-    "downcast_bf16", "fp8_use_autocast_during_eval", "debug", "use_parallelism_config",
+    "quiet",
+    "q",
+    "cpu",
+    "multi_gpu",
+    "tpu",
+    "ipex",
+    "enable_cpu_affinity",
+    "dynamo_use_fullgraph",
+    "dynamo_use_dynamic",
+    "dynamo_use_regional_compilation",
+    "use_deepspeed",
+    "use_fsdp",
+    "use_megatron_lm",
+    "use_xpu",
+    "same_network",
+    "module",
+    "m",
+    "no_python",
+    "tpu_cluster",
+    "no_tpu_cluster",
+    "tpu_use_sudo",
+    "downcast_bf16",
+    "fp8_use_autocast_during_eval",
+    "debug",
+    "use_parallelism_config",
 }
 NPROC_OPTIONS = {"torchrun": "nproc_per_node", "accelerate launch": "num_processes"}
 UNSUPPORTED = {"no_python": "runs a non-Python program", "run_path": "runs the script inside the launcher process"}
@@ -64,8 +85,10 @@ def _torchrun_prefix(argv: list[str]) -> tuple[list[str], int] | None:
                     raise LaunchError(f"interpreter {argv[0]!r} not found")
                 return [interpreter, *argv[1:position], "-m", "torch.distributed.run"], position + 2
             if rest[1] == "torch.distributed.launch":
-                raise LaunchError("torch.distributed.launch is deprecated and passes --local-rank before the script: "
-                                  "use `torchrun` (or `python -m torch.distributed.run`)")
+                raise LaunchError(
+                    "torch.distributed.launch is deprecated and passes --local-rank before the script: "
+                    "use `torchrun` (or `python -m torch.distributed.run`)"
+                )
     return None
 
 
@@ -106,7 +129,7 @@ def parse_launch(argv: list[str]) -> tuple[Launch, list[str]] | None:
             position += 1
         else:
             value = tokens[position + 1] if position + 1 < len(tokens) else None
-            options += tokens[position:position + 2]
+            options += tokens[position : position + 2]
             position += 2
         if option == NPROC_OPTIONS[name] and value is not None and value.isdigit():
             nproc = int(value)
@@ -124,5 +147,13 @@ def parse_launch(argv: list[str]) -> tuple[Launch, list[str]] | None:
 
 def torchrun_prefix(nproc: int, interpreter: str | None = None) -> list[str]:
     """The launcher part `gpulint scale` runs each size with: one node, a free rendezvous port."""
-    return [interpreter or sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
-            "--nproc-per-node", str(nproc)]
+    return [
+        interpreter or sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nnodes",
+        "1",
+        "--nproc-per-node",
+        str(nproc),
+    ]

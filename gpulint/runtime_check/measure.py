@@ -230,9 +230,18 @@ def analyze_steps(data: dict) -> StepStats | None:
     counts: dict[str, int] = {}
     for optimizer in optimizers:
         counts[optimizer["name"]] = counts.get(optimizer["name"], 0) + optimizer["ends"]
-    steps = StepStats(pacing["kind"], pacing["ends"], data["warmup"], pacing["measured"], pacing["seconds"],
-                      pacing["waited"], [tuple(point) for point in pacing["series"]], pacing["sample"],
-                      optimizers=counts, syncs=dict(data.get("syncs") or {}))
+    steps = StepStats(
+        pacing["kind"],
+        pacing["ends"],
+        data["warmup"],
+        pacing["measured"],
+        pacing["seconds"],
+        pacing["waited"],
+        [tuple(point) for point in pacing["series"]],
+        pacing["sample"],
+        optimizers=counts,
+        syncs=dict(data.get("syncs") or {}),
+    )
     if pacing["kind"] == "Keras batches":
         steps.waited = None
         steps.data_note = "Keras fit reads its dataset inside the compiled step: data wait not measured"
@@ -256,12 +265,19 @@ def run_once(command: Command, config: RunConfig, progress: ProgressCallback | N
         out = os.path.join(folder, "result.json")
         progress_path = os.path.join(folder, "progress.json")
         env = dict(os.environ)
-        env["GPULINT_RT_CONFIG"] = json.dumps({
-            "out": out, "progress": progress_path, "steps": config.steps, "warmup": config.warmup,
-            "seconds": config.seconds, "syncs": config.syncs, "sys_path0": config.sys_path0,
-            "source": config.source,
-            "per_rank": command.launch is not None,
-        })
+        env["GPULINT_RT_CONFIG"] = json.dumps(
+            {
+                "out": out,
+                "progress": progress_path,
+                "steps": config.steps,
+                "warmup": config.warmup,
+                "seconds": config.seconds,
+                "syncs": config.syncs,
+                "sys_path0": config.sys_path0,
+                "source": config.source,
+                "per_rank": command.launch is not None,
+            }
+        )
         argv = command.argv(BOOTSTRAP)
         log_path = os.path.join(folder, "output.log")
         with open(log_path, "wb") as log:
@@ -269,7 +285,11 @@ def run_once(command: Command, config: RunConfig, progress: ProgressCallback | N
             gpu = nvml.GpuSampler(interval=0.2).start()
             try:
                 process = subprocess.Popen(
-                    argv, stdout=sink, stderr=subprocess.STDOUT if sink else None, env=env, start_new_session=True,
+                    argv,
+                    stdout=sink,
+                    stderr=subprocess.STDOUT if sink else None,
+                    env=env,
+                    start_new_session=True,
                 )
             except OSError as exc:
                 gpu.stop()
@@ -278,8 +298,9 @@ def run_once(command: Command, config: RunConfig, progress: ProgressCallback | N
             status = None
             last_progress: dict = {}
             try:
-                status = _wait(process, config, started, lambda: _reported(out, command), progress_path, progress,
-                               last_progress)
+                status = _wait(
+                    process, config, started, lambda: _reported(out, command), progress_path, progress, last_progress
+                )
             finally:
                 if process.poll() is None:  # KeyboardInterrupt, or a timeout
                     _kill_tree(process)
@@ -290,7 +311,9 @@ def run_once(command: Command, config: RunConfig, progress: ProgressCallback | N
     result = _result(command, config, status, process.returncode, reports, output, cpu, gpu, time.monotonic() - started)
     if status == "timeout":
         made = last_progress.get("steps", 0)
-        result.error["message"] += f"; it had made {made} step{'s' if made != 1 else ''}" if made else "; it had made no training step"
+        result.error["message"] += (
+            f"; it had made {made} step{'s' if made != 1 else ''}" if made else "; it had made no training step"
+        )
     return result
 
 
@@ -379,13 +402,17 @@ def _result(command, config, status, returncode, reports, output, cpu, gpu, wall
         result.notes = list(dict.fromkeys(note for report in [data, *reports] for note in report["notes"]))
         if command.launch and status is None and returncode and result.status in ("stopped", "finished"):
             result.status, result.exit_code = "exit", returncode
-            result.error = {"type": "LauncherExit", "where": None,
-                            "message": f"{command.launch.name} exited with code {returncode}: "
-                                       "a rank ended without the profiler's report"}
+            result.error = {
+                "type": "LauncherExit",
+                "where": None,
+                "message": f"{command.launch.name} exited with code {returncode}: "
+                "a rank ended without the profiler's report",
+            }
         if status == "killed-after-report":
             result.notes.append(f"the script did not exit within {EXIT_GRACE_S:g} s of being stopped and was killed")
-        result.processes = [ProcessRun(r.get("rank") if command.launch else None, r["pid"], analyze_steps(r), r)
-                            for r in reports]
+        result.processes = [
+            ProcessRun(r.get("rank") if command.launch else None, r["pid"], analyze_steps(r), r) for r in reports
+        ]
         result.steps = result.processes[0].steps
     elif status is None:
         result.status = "no-report"

@@ -27,11 +27,15 @@ EFFICIENT = 0.95  # a batch size is efficient when its throughput is at least th
 OOM_TYPES = {"OutOfMemoryError", "ResourceExhaustedError", "MemoryError"}
 OOM_MESSAGE = re.compile(r"out of memory|can't allocate memory|RESOURCE_EXHAUSTED|OOM when allocating", re.IGNORECASE)
 CPU_REASON = "the training ran on the CPU: there is no device memory to measure"
-LR_RULE = ("scale the learning rate with the batch: multiply it by new batch / old batch (linear scaling rule) and "
-           "ramp it up to that value over the first few epochs (warm-up), as large-batch training needs")
-MEMORY_FIXES = ("memory is the limit: reach a larger effective batch with gradient accumulation (k micro-batches per "
-                "optimizer step; under DDP wrap the first k-1 in model.no_sync()), free activation memory with "
-                "activation checkpointing (torch.utils.checkpoint), or halve it with bf16 autocast")
+LR_RULE = (
+    "scale the learning rate with the batch: multiply it by new batch / old batch (linear scaling rule) and "
+    "ramp it up to that value over the first few epochs (warm-up), as large-batch training needs"
+)
+MEMORY_FIXES = (
+    "memory is the limit: reach a larger effective batch with gradient accumulation (k micro-batches per "
+    "optimizer step; under DDP wrap the first k-1 in model.no_sync()), free activation memory with "
+    "activation checkpointing (torch.utils.checkpoint), or halve it with bf16 autocast"
+)
 
 
 def is_out_of_memory(run: RunResult) -> bool:
@@ -65,18 +69,27 @@ def memory_report(run: RunResult) -> MemoryReport:
     lower_bound = False
     if memory and "error" not in memory and memory.get("total"):
         peak, total, steady = memory["peak_allocated"], memory["total"], memory.get("steady_allocated")
-        source = f"{memory['source']} peak allocated" + (f", {_gib(memory['peak_reserved'])} reserved"
-                                                         if memory.get("peak_reserved") else "")
+        source = f"{memory['source']} peak allocated" + (
+            f", {_gib(memory['peak_reserved'])} reserved" if memory.get("peak_reserved") else ""
+        )
         fraction = peak / total
     elif run.gpu is not None and run.gpu.mem_peak_fraction:
         fraction, lower_bound = run.gpu.mem_peak_fraction, True
         source = "NVML: the whole device, every process on it"
     else:
-        reason = memory["error"] if memory and "error" in memory else \
-            "TensorFlow gives no device total and NVML is unavailable" if memory else \
-            CPU_REASON if not run.gpu else "no device memory figure for this run"
-        figures = [Figure(name, None, unit, reason) for name, unit in
-                   (("device memory peak", "bytes"), ("memory headroom", "share"), ("batch can grow", "x"))]
+        reason = (
+            memory["error"]
+            if memory and "error" in memory
+            else "TensorFlow gives no device total and NVML is unavailable"
+            if memory
+            else CPU_REASON
+            if not run.gpu
+            else "no device memory figure for this run"
+        )
+        figures = [
+            Figure(name, None, unit, reason)
+            for name, unit in (("device memory peak", "bytes"), ("memory headroom", "share"), ("batch can grow", "x"))
+        ]
         return MemoryReport(figures, None, False, False)
     if steady is None:
         lower_bound = True
@@ -84,26 +97,40 @@ def memory_report(run: RunResult) -> MemoryReport:
         how = f"at least: {USABLE:.0%} of the device over the peak, as if all memory grew with the batch"
     elif peak > steady:
         growth = (USABLE * total - steady) / (peak - steady)
-        how = (f"estimate: {_gib(peak - steady)} grows with the batch, {_gib(steady)} (weights, gradients, optimizer "
-               f"state) does not; {USABLE:.0%} of the device usable")
+        how = (
+            f"estimate: {_gib(peak - steady)} grows with the batch, {_gib(steady)} (weights, gradients, optimizer "
+            f"state) does not; {USABLE:.0%} of the device usable"
+        )
     else:
         growth, how = None, "no memory grows with the batch between steps"
     figures = [
-        Figure("device memory peak", peak if peak is not None else fraction, "bytes" if peak is not None else "share",
-               source),
+        Figure(
+            "device memory peak",
+            peak if peak is not None else fraction,
+            "bytes" if peak is not None else "share",
+            source,
+        ),
         Figure("memory headroom", max(0.0, 1 - fraction), "share", f"of the device at the peak ({source})"),
         Figure("batch can grow", growth, "x", how),
     ]
     if growth is not None and samples:
-        figures.append(Figure("largest batch (estimate)", int(samples * growth), "count",
-                              f"samples per step per device; now {samples:g}"))
+        figures.append(
+            Figure(
+                "largest batch (estimate)",
+                int(samples * growth),
+                "count",
+                f"samples per step per device; now {samples:g}",
+            )
+        )
     report = MemoryReport(figures, growth, lower_bound, fraction >= GPU_MEMORY_FULL)
     if report.memory_bound:
         report.advice.append(f"peak memory {fraction:.0%} of the device: " + MEMORY_FIXES)
     elif growth is not None and growth >= 2:
-        report.advice.append(f"the batch fits {'at least ' if lower_bound else 'about '}{growth:.1f}x larger: "
-                             "measure larger sizes with `gpulint verify SCRIPT --param batch_size=B1,B2,B3` before "
-                             "changing it, and " + LR_RULE)
+        report.advice.append(
+            f"the batch fits {'at least ' if lower_bound else 'about '}{growth:.1f}x larger: "
+            "measure larger sizes with `gpulint verify SCRIPT --param batch_size=B1,B2,B3` before "
+            "changing it, and " + LR_RULE
+        )
     return report
 
 
@@ -144,14 +171,18 @@ def batch_advice(sizes: list[SizeResult], current: str | None, unit: str = "samp
     best = max(s.throughput for s in fitted)
     efficient = [s for s in fitted if s.throughput >= EFFICIENT * best]
     recommended = max(efficient, key=lambda s: _number(s.value))
-    lines.append(f"recommended: {recommended.value}, the largest size within {1 - EFFICIENT:.0%} of the best "
-                 f"throughput ({best:.1f} samples/s)")
+    lines.append(
+        f"recommended: {recommended.value}, the largest size within {1 - EFFICIENT:.0%} of the best "
+        f"throughput ({best:.1f} samples/s)"
+    )
     if recommended is max(fitted, key=lambda s: _number(s.value)) and not failed:
         lines.append("throughput may still grow past the largest size tried: try larger ones")
     if current is not None and current != recommended.value and _number(current) and _number(recommended.value):
         ratio = _number(recommended.value) / _number(current)
-        lines.append(f"learning rate: multiply it by {ratio:g} ({recommended.value}/{current}, linear scaling rule) "
-                     "and ramp it up to that value over the first few epochs (warm-up)")
+        lines.append(
+            f"learning rate: multiply it by {ratio:g} ({recommended.value}/{current}, linear scaling rule) "
+            "and ramp it up to that value over the first few epochs (warm-up)"
+        )
     else:
         lines.append(LR_RULE)
     if failed:

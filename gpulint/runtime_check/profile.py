@@ -14,10 +14,19 @@ from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_onc
 # Sync lines are mapped to the rule that flags that kind of code; the first match wins.
 SYNC_PATTERNS = [
     ("torch.cuda.synchronize", "GL204"),
-    (".item(", "GL201"), (".cpu(", "GL201"), (".numpy(", "GL201"), (".tolist(", "GL201"), ("float(", "GL201"),
-    ("isnan", "GL201"), ("print(", "GL302"), ("logging.", "GL302"), ("logger.", "GL302"), (".log(", "GL302"),
+    (".item(", "GL201"),
+    (".cpu(", "GL201"),
+    (".numpy(", "GL201"),
+    (".tolist(", "GL201"),
+    ("float(", "GL201"),
+    ("isnan", "GL201"),
+    ("print(", "GL302"),
+    ("logging.", "GL302"),
+    ("logger.", "GL302"),
+    (".log(", "GL302"),
     ("add_scalar", "GL302"),
-    (".to(", "GL104"), (".cuda(", "GL104"),
+    (".to(", "GL104"),
+    (".cuda(", "GL104"),
 ]
 
 
@@ -56,13 +65,16 @@ class Profile:
 def framework_of(run: RunResult) -> str:
     if run.steps is not None and run.steps.source != "optimizer steps":
         return "tf"
-    if not any(i.startswith("torch") for i in run.instrumented) and any(i.startswith("tensorflow") for i in run.instrumented):
+    if not any(i.startswith("torch") for i in run.instrumented) and any(
+        i.startswith("tensorflow") for i in run.instrumented
+    ):
         return "tf"
     return "torch"
 
 
-def measurements_of(run: RunResult, framework: str,
-                    ranks: distributed.RankReport | None = None) -> verdict_mod.Measurements:
+def measurements_of(
+    run: RunResult, framework: str, ranks: distributed.RankReport | None = None
+) -> verdict_mod.Measurements:
     steps = run.steps
     sample = steps.sample if steps else []
     syncs = sum(steps.syncs.values()) / steps.count if steps and steps.count and run.cuda else None
@@ -121,8 +133,13 @@ def lint_hits(script: Path | None, codes: list[str]) -> list[LintHit]:
     return sorted(hits, key=lambda h: (order[h.code], h.row))
 
 
-def profile(command: Command, config: RunConfig, progress=None, flops_per_step: float | None = None,
-            peak_tflops: float | None = None) -> Profile:
+def profile(
+    command: Command,
+    config: RunConfig,
+    progress=None,
+    flops_per_step: float | None = None,
+    peak_tflops: float | None = None,
+) -> Profile:
     run = run_once(command, config, progress)
     framework = framework_of(run)
     result = Profile(run, framework, command=command)
@@ -136,7 +153,8 @@ def profile(command: Command, config: RunConfig, progress=None, flops_per_step: 
     if result.verdict.kind == "communication-bound":
         steps = run.steps
         result.verdict.recommendations = distributed.communication_advice(
-            result.ranks.ddp_config, bool(steps.batches and steps.batches > steps.count), steps.data_share, run.cuda)
+            result.ranks.ddp_config, bool(steps.batches and steps.batches > steps.count), steps.data_share, run.cuda
+        )
     result.syncs = sync_lines(run)
     if not run.cuda:  # what only a GPU can show is not suggested from a run without one
         result.verdict.recommendations = [

@@ -113,7 +113,12 @@ def finish_verify(
 
 
 def finish_scale(
-    out: Output, result: ScaleResult, command: Command, scale_options: list[str], started_at: float, wall: float,
+    out: Output,
+    result: ScaleResult,
+    command: Command,
+    scale_options: list[str],
+    started_at: float,
+    wall: float,
     options: HistoryOptions,
 ) -> None:
     """Record a scaling run that measured every size (a failed run is reported, not recorded)."""

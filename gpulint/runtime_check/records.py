@@ -162,13 +162,24 @@ def profile_figures(result: Profile) -> list[Figure]:
         waits = steps.data_waits
         figures += [
             Figure(STEP_TIME, steps.mean, "s", "over the measured window: 1 / throughput", "lower", noise),
-            Figure("throughput", throughput, "steps/s", better="higher",
-                   noise=None if noise is None else throughput * noise / steps.mean),
+            Figure(
+                "throughput",
+                throughput,
+                "steps/s",
+                better="higher",
+                noise=None if noise is None else throughput * noise / steps.mean,
+            ),
             Figure("step time (median)", steps.median, "s", better="lower"),
             Figure("step time (p10)", steps.quantile(0.1), "s", better="lower"),
             Figure("step time (p90)", steps.quantile(0.9), "s", better="lower"),
-            Figure("data wait (share of step time)", steps.data_share, "share", steps.data_note or "", "lower",
-                   None if waits is None or noise is None else _share_noise(waits, steps.mean)),
+            Figure(
+                "data wait (share of step time)",
+                steps.data_share,
+                "share",
+                steps.data_note or "",
+                "lower",
+                None if waits is None or noise is None else _share_noise(waits, steps.mean),
+            ),
         ]
         if steps.batches is not None:
             figures.append(Figure("batches per step", steps.batches / steps.count, "count"))
@@ -177,8 +188,9 @@ def profile_figures(result: Profile) -> list[Figure]:
     if v is not None and result.measurements is not None and result.measurements.data_share is not None:
         figures.append(Figure("effective compute share", v.compute_share, "share", better="higher"))
     if run.cuda and steps and steps.count:
-        figures.append(Figure("host-device syncs per step", sum(steps.syncs.values()) / steps.count, "count",
-                              better="lower"))
+        figures.append(
+            Figure("host-device syncs per step", sum(steps.syncs.values()) / steps.count, "count", better="lower")
+        )
     if run.cpu:
         c = run.cpu
         figures += [
@@ -304,14 +316,28 @@ def scale_run_record(
     `--nproc` and `--strong` (what makes two scaling runs of a script comparable)."""
     text = " ".join(["gpulint scale", *options, "--", command.display()])
     runs = [run for size in result.sizes for run in size.runs]
-    record = _base("scale", text, [*_target(command, run_root(command)), *options], command,
-                   runs[0] if runs else None, started_at, wall)
+    record = _base(
+        "scale",
+        text,
+        [*_target(command, run_root(command)), *options],
+        command,
+        runs[0] if runs else None,
+        started_at,
+        wall,
+    )
     record.status = result.kind or "failed"
     record.verdict = result.kind or None
     record.figures = result.figures
     record.series = [
-        Series(f"throughput_{size.nproc}", f"{size.nproc} processes", "throughput per run", result.unit, "run",
-               [float(i + 1) for i in range(len(size.runs))], size.throughputs(result.unit))
+        Series(
+            f"throughput_{size.nproc}",
+            f"{size.nproc} processes",
+            "throughput per run",
+            result.unit,
+            "run",
+            [float(i + 1) for i in range(len(size.runs))],
+            size.throughputs(result.unit),
+        )
         for size in result.sizes
         if size.runs
     ]

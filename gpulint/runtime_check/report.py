@@ -114,7 +114,7 @@ def sparkline(values: list[float], width: int = 60, top: float = 100.0) -> str:
     bins = min(width, len(values))
     out = []
     for i in range(bins):
-        chunk = values[i * len(values) // bins:(i + 1) * len(values) // bins] or [values[-1]]
+        chunk = values[i * len(values) // bins : (i + 1) * len(values) // bins] or [values[-1]]
         level = sum(chunk) / len(chunk) / top
         out.append(SPARK[min(len(SPARK) - 1, max(0, round(level * (len(SPARK) - 1))))])
     return "".join(out)
@@ -162,8 +162,10 @@ def print_failure(out: Output, run: RunResult) -> None:
 
 def print_no_steps(out: Output, run: RunResult) -> None:
     out.line(out.style("gpulint profile: the script never made a training step", "yellow"))
-    out.line("  No optimizer step (torch.optim), Keras fit batch or tf.data batch was seen, so there is nothing to "
-             "time. Profile the training entry point, and check it trains with the given arguments.")
+    out.line(
+        "  No optimizer step (torch.optim), Keras fit batch or tf.data batch was seen, so there is nothing to "
+        "time. Profile the training entry point, and check it trains with the given arguments."
+    )
     if run.instrumented:
         out.line(f"  instrumented: {', '.join(run.instrumented)}")
     else:
@@ -300,13 +302,25 @@ def figure_rows(figures: list[Figure]) -> list[list[str]]:
 
 
 def print_ranks(out: Output, ranks: RankReport) -> None:
-    rows = [[str(r.rank), ms(r.step_time), ms(r.data_wait), ms(r.collective_wait), ms(r.allreduce_time), ms(r.own_time),
-             NOT_MEASURED if r.cores is None else f"{r.cores:.2f}",
-             NOT_MEASURED if r.samples_per_step is None else f"{r.samples_per_step:g}"] for r in ranks.ranks]
-    out.table(f"Per rank ({len(ranks.ranks)} of world size {ranks.world_size})",
-              ["rank", "step time", "data wait", "collective wait", "all-reduce", "own work", "CPU cores",
-               "samples/step"],
-              rows, right=tuple(range(8)))
+    rows = [
+        [
+            str(r.rank),
+            ms(r.step_time),
+            ms(r.data_wait),
+            ms(r.collective_wait),
+            ms(r.allreduce_time),
+            ms(r.own_time),
+            NOT_MEASURED if r.cores is None else f"{r.cores:.2f}",
+            NOT_MEASURED if r.samples_per_step is None else f"{r.samples_per_step:g}",
+        ]
+        for r in ranks.ranks
+    ]
+    out.table(
+        f"Per rank ({len(ranks.ranks)} of world size {ranks.world_size})",
+        ["rank", "step time", "data wait", "collective wait", "all-reduce", "own work", "CPU cores", "samples/step"],
+        rows,
+        right=tuple(range(8)),
+    )
     out.line(f"collective wait: {ranks.collective_note}")
     out.line(f"slowest rank: {ranks.slowest_note}")
 
@@ -314,9 +328,14 @@ def print_ranks(out: Output, ranks: RankReport) -> None:
 def ranks_json(ranks: RankReport | None) -> dict | None:
     if ranks is None:
         return None
-    return {**dataclasses.asdict(ranks), "collective_share": ranks.collective_share,
-            "ranks": [{**dataclasses.asdict(r), "own_time": r.own_time, "collective_share": r.collective_share}
-                      for r in ranks.ranks]}
+    return {
+        **dataclasses.asdict(ranks),
+        "collective_share": ranks.collective_share,
+        "ranks": [
+            {**dataclasses.asdict(r), "own_time": r.own_time, "collective_share": r.collective_share}
+            for r in ranks.ranks
+        ],
+    }
 
 
 def suggested_verify(result: Profile) -> str | None:
@@ -479,17 +498,31 @@ def print_sweep(out: Output, result: SweepResult) -> None:
             continue
         rates = c.throughputs(result.counts_samples)
         shares = [r.steps.data_share for r in c.runs if r.steps and r.steps.data_share is not None]
-        rows.append([c.value, f"{result.throughput(c):.1f}", f"{min(rates):.1f} .. {max(rates):.1f}", ms(c.median),
-                     pct(stats.median(shares)) if shares else NOT_MEASURED])
+        rows.append(
+            [
+                c.value,
+                f"{result.throughput(c):.1f}",
+                f"{min(rates):.1f} .. {max(rates):.1f}",
+                ms(c.median),
+                pct(stats.median(shares)) if shares else NOT_MEASURED,
+            ]
+        )
     runs = max(len(c.runs) for c in result.candidates)
-    out.table(f"Throughput per value (median of runs), {runs} runs each, rotating order",
-              [result.name, result.unit, "range of runs", "step time", "data wait"], rows, right=(1, 2, 3, 4))
+    out.table(
+        f"Throughput per value (median of runs), {runs} runs each, rotating order",
+        [result.name, result.unit, "range of runs", "step time", "data wait"],
+        rows,
+        right=(1, 2, 3, 4),
+    )
     if result.batch is not None:
         for line in result.batch.lines:
             out.line(f"  - {line}")
     elif result.best is not None:
-        how = ("clearly best (faster than the runner-up beyond the noise between runs)" if result.clearly_best
-               else "best by median, within the noise of the runner-up")
+        how = (
+            "clearly best (faster than the runner-up beyond the noise between runs)"
+            if result.clearly_best
+            else "best by median, within the noise of the runner-up"
+        )
         out.line(f"recommended: {result.name}={result.best.value} -- {how}")
     else:
         out.line("no value ran: every one ran out of memory")
@@ -502,10 +535,18 @@ def sweep_json(result: SweepResult) -> dict:
         "set_via": dataclasses.asdict(result.site) if result.site else None,
         "order": result.order,
         "throughput_unit": result.unit,
-        "values": [{"value": c.value, "median": c.median if c.run_times else None, "run_mean_step_times": c.run_times,
-                    "throughput": result.throughput(c) if c.run_times else None,
-                    "run_throughputs": c.throughputs(result.counts_samples), "out_of_memory": c.out_of_memory,
-                    "data_shares": [r.steps.data_share if r.steps else None for r in c.runs]} for c in result.candidates],
+        "values": [
+            {
+                "value": c.value,
+                "median": c.median if c.run_times else None,
+                "run_mean_step_times": c.run_times,
+                "throughput": result.throughput(c) if c.run_times else None,
+                "run_throughputs": c.throughputs(result.counts_samples),
+                "out_of_memory": c.out_of_memory,
+                "data_shares": [r.steps.data_share if r.steps else None for r in c.runs],
+            }
+            for c in result.candidates
+        ],
         "best": result.best.value if result.best else None,
         "clearly_best": result.clearly_best,
         "batch_advice": dataclasses.asdict(result.batch) if result.batch else None,
@@ -515,8 +556,11 @@ def sweep_json(result: SweepResult) -> dict:
 
 # -- scale ---------------------------------------------------------------------------------
 def print_scale(out: Output, result: ScaleResult) -> None:
-    how = (f"strong scaling: global batch {result.global_batch} ({result.site.where} = {result.global_batch} / N)"
-           if result.mode == "strong" else "weak scaling: the per-rank batch is the script's")
+    how = (
+        f"strong scaling: global batch {result.global_batch} ({result.site.where} = {result.global_batch} / N)"
+        if result.mode == "strong"
+        else "weak scaling: the per-rank batch is the script's"
+    )
     out.line(f"{out.style('gpulint scale', 'bold')} {result.script}: {how}")
     if result.failed is not None:
         out.line(out.style(f"the run with {result.failed_size} process(es) failed; no verdict", "red"))
@@ -530,20 +574,45 @@ def print_scale(out: Output, result: ScaleResult) -> None:
         rates = size.throughputs(result.unit)
         parts = size.breakdown()
         e = efficiency.get(size.nproc)
-        rows.append([str(size.nproc), f"{result.throughput(size):.1f}", f"{min(rates):.1f} .. {max(rates):.1f}",
-                     ms(parts["step_time"]), ms(parts["data_wait"]), ms(parts["collective_wait"]),
-                     f"{100 * e.value:.0f}% ({100 * e.interval[0]:.0f}%..{100 * e.interval[1]:.0f}%)" if e else "base",
-                     f"{100 * e.threshold:.0f}%" if e else "-", e.outcome if e else "-"])
-    out.table(f"Throughput per size (median of {runs} runs, rotating order {order})",
-              ["processes", result.unit, "range of runs", "step time", "data wait", "collective wait",
-               "efficiency (95% interval)", "bar", "outcome"], rows, right=tuple(range(9)))
+        rows.append(
+            [
+                str(size.nproc),
+                f"{result.throughput(size):.1f}",
+                f"{min(rates):.1f} .. {max(rates):.1f}",
+                ms(parts["step_time"]),
+                ms(parts["data_wait"]),
+                ms(parts["collective_wait"]),
+                f"{100 * e.value:.0f}% ({100 * e.interval[0]:.0f}%..{100 * e.interval[1]:.0f}%)" if e else "base",
+                f"{100 * e.threshold:.0f}%" if e else "-",
+                e.outcome if e else "-",
+            ]
+        )
+    out.table(
+        f"Throughput per size (median of {runs} runs, rotating order {order})",
+        [
+            "processes",
+            result.unit,
+            "range of runs",
+            "step time",
+            "data wait",
+            "collective wait",
+            "efficiency (95% interval)",
+            "bar",
+            "outcome",
+        ],
+        rows,
+        right=tuple(range(9)),
+    )
     out.line()
     out.line(f"{out.style(f'Verdict: {result.kind}', 'bold')} -- {result.advice}")
     for reason in result.reasons:
         out.line(f"  - {reason}")
     if result.recommendations:
-        out.table("What to change, the ones this run points at first", ["rule", "change", "expected gain"],
-                  [[r.code or "-", r.action, r.expected_gain] for r in result.recommendations])
+        out.table(
+            "What to change, the ones this run points at first",
+            ["rule", "change", "expected gain"],
+            [[r.code or "-", r.action, r.expected_gain] for r in result.recommendations],
+        )
 
 
 def write_json(path: Path, payload: dict) -> None:

@@ -143,11 +143,26 @@ class ScaleResult:
 
     @property
     def figures(self) -> list[Figure]:
-        out = [Figure(f"throughput at {s.nproc}", self.throughput(s), "samples/s" if self.unit == "samples/s"
-                      else "steps/s", f"geometric mean of {len(s.runs)} runs ({self.unit})") for s in self.sizes if s.runs]
-        out += [Figure(f"efficiency at {e.nproc}", e.value, "share",
-                       f"95% interval {100 * e.interval[0]:.0f}%..{100 * e.interval[1]:.0f}%, bar "
-                       f"{100 * e.threshold:.0f}%: {e.outcome}") for e in self.efficiencies]
+        out = [
+            Figure(
+                f"throughput at {s.nproc}",
+                self.throughput(s),
+                "samples/s" if self.unit == "samples/s" else "steps/s",
+                f"geometric mean of {len(s.runs)} runs ({self.unit})",
+            )
+            for s in self.sizes
+            if s.runs
+        ]
+        out += [
+            Figure(
+                f"efficiency at {e.nproc}",
+                e.value,
+                "share",
+                f"95% interval {100 * e.interval[0]:.0f}%..{100 * e.interval[1]:.0f}%, bar "
+                f"{100 * e.threshold:.0f}%: {e.outcome}",
+            )
+            for e in self.efficiencies
+        ]
         return out
 
 
@@ -162,35 +177,51 @@ def scale_record(result: ScaleResult) -> dict:
         "set_via": result.site.where if result.site else None,
         "order": result.order,
         "throughput_unit": result.unit if not result.failed else None,
-        "sizes": [{
-            "nproc": s.nproc,
-            "run_throughputs": s.throughputs(result.unit) if not result.failed else None,
-            "throughput": result.throughput(s) if s.runs and not result.failed else None,
-            **(s.breakdown() if s.runs and not result.failed else {}),
-        } for s in result.sizes],
-        "efficiencies": [{"nproc": e.nproc, "efficiency": e.value, "interval": list(e.interval),
-                          "threshold": e.threshold, "outcome": e.outcome} for e in result.efficiencies],
+        "sizes": [
+            {
+                "nproc": s.nproc,
+                "run_throughputs": s.throughputs(result.unit) if not result.failed else None,
+                "throughput": result.throughput(s) if s.runs and not result.failed else None,
+                **(s.breakdown() if s.runs and not result.failed else {}),
+            }
+            for s in result.sizes
+        ],
+        "efficiencies": [
+            {
+                "nproc": e.nproc,
+                "efficiency": e.value,
+                "interval": list(e.interval),
+                "threshold": e.threshold,
+                "outcome": e.outcome,
+            }
+            for e in result.efficiencies
+        ],
         "verdict": result.kind or None,
         "advice": result.advice or None,
         "reasons": result.reasons,
         "recommendations": [{"code": r.code or None, "action": r.action} for r in result.recommendations],
         "failed_nproc": result.failed_size,
-        "failure": None if result.failed is None else {"status": result.failed.status,
-                                                        "exit_code": result.failed.exit_code,
-                                                        "error": result.failed.error},
+        "failure": None
+        if result.failed is None
+        else {"status": result.failed.status, "exit_code": result.failed.exit_code, "error": result.failed.error},
     }
 
 
-def scale(command: Command, sizes: list[int], runs: int, config: RunConfig, strong: str | None = None,
-          progress=None) -> ScaleResult:
+def scale(
+    command: Command, sizes: list[int], runs: int, config: RunConfig, strong: str | None = None, progress=None
+) -> ScaleResult:
     """Run `command` (a script, not a launcher) under torchrun at each size and judge the scaling."""
     if command.launch is not None:
         raise ScaleError("scale starts the ranks itself: give the script (`-- train.py ARGS`), not a launcher")
     if config.seconds is not None:
         raise ScaleError("ranks must stop at the same step: scale measures by --steps")
     script = command.script
-    result = ScaleResult(str(script or command.target[1]), "strong" if strong else "weak", [SizeRuns(n) for n in sizes],
-                         rotation(sizes, runs))
+    result = ScaleResult(
+        str(script or command.target[1]),
+        "strong" if strong else "weak",
+        [SizeRuns(n) for n in sizes],
+        rotation(sizes, runs),
+    )
     targets = {n: command.target for n in sizes}
     run_config = config
     with tempfile.TemporaryDirectory(prefix="gpulint-scale-") as folder:
@@ -247,8 +278,10 @@ def judge(result: ScaleResult) -> None:
     elif all(e.outcome == "near linear" for e in result.efficiencies):
         result.kind = "scales"
         top = result.efficiencies[-1]
-        result.advice = (f"more GPUs will help: {100 * top.value:.0f}% efficiency at {top.nproc} processes "
-                         f"(bar {100 * top.threshold:.0f}%), near linear at every size measured")
+        result.advice = (
+            f"more GPUs will help: {100 * top.value:.0f}% efficiency at {top.nproc} processes "
+            f"(bar {100 * top.threshold:.0f}%), near linear at every size measured"
+        )
     else:
         result.kind = "inconclusive"
         result.advice = "the efficiency is within the noise of the bar: run more repeats (--runs) on a quieter machine"
@@ -258,13 +291,16 @@ def _explain(result: ScaleResult, size: SizeRuns, efficiency: Efficiency) -> Non
     """Say what grew between the base size and `size`: collective wait, data wait or own work."""
     base = result.sizes[0]
     before, after = base.breakdown(), size.breakdown()
-    result.reasons.append(f"{100 * efficiency.value:.0f}% efficiency at {size.nproc} processes "
-                          f"(interval {100 * efficiency.interval[0]:.0f}%..{100 * efficiency.interval[1]:.0f}%, "
-                          f"bar {100 * efficiency.threshold:.0f}%)")
+    result.reasons.append(
+        f"{100 * efficiency.value:.0f}% efficiency at {size.nproc} processes "
+        f"(interval {100 * efficiency.interval[0]:.0f}%..{100 * efficiency.interval[1]:.0f}%, "
+        f"bar {100 * efficiency.threshold:.0f}%)"
+    )
     ideal = before["step_time"] * (base.nproc / size.nproc if result.mode == "strong" else 1.0)
     lost = after["step_time"] - ideal
-    result.reasons.append(f"step time {1000 * after['step_time']:.1f} ms at {size.nproc} against "
-                          f"{1000 * ideal:.1f} ms for linear scaling")
+    result.reasons.append(
+        f"step time {1000 * after['step_time']:.1f} ms at {size.nproc} against {1000 * ideal:.1f} ms for linear scaling"
+    )
     parts = {}
     if after["collective_wait"] is not None and before["collective_wait"] is not None:
         parts["collective wait"] = after["collective_wait"] - before["collective_wait"]
@@ -280,20 +316,30 @@ def _explain(result: ScaleResult, size: SizeRuns, efficiency: Efficiency) -> Non
     run = size.runs[-1]
     steps = run.steps
     report = distributed.rank_report(run)
-    advice = distributed.communication_advice(report.ddp_config, bool(steps.batches and steps.batches > steps.count),
-                                              steps.data_share, run.cuda)
+    advice = distributed.communication_advice(
+        report.ddp_config, bool(steps.batches and steps.batches > steps.count), steps.data_share, run.cuda
+    )
     if cause == "collective wait" or cause is None:
         result.kind = "communication-bound" if cause else "below linear"
-        result.advice = ("fix communication before adding GPUs: ranks wait for each other's gradients"
-                         if cause else "fix scaling before adding GPUs")
+        result.advice = (
+            "fix communication before adding GPUs: ranks wait for each other's gradients"
+            if cause
+            else "fix scaling before adding GPUs"
+        )
         result.recommendations = advice
     elif cause == "data wait":
         result.kind = "input-bound"
         result.advice = "fix the input pipeline before adding GPUs: ranks wait longer for data as they multiply"
         result.recommendations = [r for r in advice if r.code == "GL605"] or [
-            Recommendation("GL605", "overlap the input pipeline: loader workers per rank (cores divided by ranks), "
-                                    "pin_memory, prefetch", "the data wait")]
+            Recommendation(
+                "GL605",
+                "overlap the input pipeline: loader workers per rank (cores divided by ranks), pin_memory, prefetch",
+                "the data wait",
+            )
+        ]
     else:
         result.kind = "contention"
-        result.advice = ("the ranks' own work slows as they multiply: they share something (CPU cores, host memory "
-                         "bandwidth, a GPU) or, in strong scaling, each does too little work per step")
+        result.advice = (
+            "the ranks' own work slows as they multiply: they share something (CPU cores, host memory "
+            "bandwidth, a GPU) or, in strong scaling, each does too little work per step"
+        )

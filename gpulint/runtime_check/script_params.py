@@ -54,8 +54,9 @@ def _with_keyword_arg(call: cst.Call, name: str, value: cst.BaseExpression) -> c
     args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == name)]
     if args:  # the new keyword follows the last argument: give that one a plain comma
         args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    keyword = cst.Arg(value=value, keyword=cst.Name(name),
-                      equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+    keyword = cst.Arg(
+        value=value, keyword=cst.Name(name), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+    )
     return call.with_changes(args=[*args, keyword])
 
 
@@ -76,11 +77,18 @@ class _FindOption(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if _called_name(node) != "add_argument":
             return
-        strings = [a.value.evaluated_value for a in node.args
-                   if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+        strings = [
+            a.value.evaluated_value for a in node.args if a.keyword is None and isinstance(a.value, cst.SimpleString)
+        ]
         options = [s for s in strings if isinstance(s, str) and s.startswith("-")]
-        dest = next((a.value.evaluated_value for a in node.args if a.keyword is not None and a.keyword.value == "dest"
-                     and isinstance(a.value, cst.SimpleString)), None)
+        dest = next(
+            (
+                a.value.evaluated_value
+                for a in node.args
+                if a.keyword is not None and a.keyword.value == "dest" and isinstance(a.value, cst.SimpleString)
+            ),
+            None,
+        )
         if not options or (dest != self.name and not any(_normalized(o) == self.name for o in options)):
             return
         self.options = options
@@ -96,8 +104,9 @@ class _SetDefault(cst.CSTTransformer):
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         if _called_name(updated) != "add_argument":
             return updated
-        strings = [a.value.evaluated_value for a in updated.args
-                   if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+        strings = [
+            a.value.evaluated_value for a in updated.args if a.keyword is None and isinstance(a.value, cst.SimpleString)
+        ]
         if strings != self.options:
             return updated
         return _with_keyword_arg(updated, "default", self.value)
@@ -154,9 +163,9 @@ def _in_args(args: list[str], options: list[str], value: str) -> tuple[list[str]
             return None
         for option in options:
             if arg == option and index + 1 < len(args):
-                return [*args[:index + 1], value, *args[index + 2:]], args[index + 1]
+                return [*args[: index + 1], value, *args[index + 2 :]], args[index + 1]
             if arg.startswith(option + "="):
-                return [*args[:index], f"{option}={value}", *args[index + 1:]], arg.split("=", 1)[1]
+                return [*args[:index], f"{option}={value}", *args[index + 1 :]], arg.split("=", 1)[1]
     return None
 
 
@@ -177,13 +186,16 @@ def set_param(source: bytes, args: list[str], name: str, value: str) -> ParamCop
     constant = _SetConstant(name, value)
     changed = module.visit(constant)
     if constant.count:
-        return ParamCopy(changed.bytes, list(args), ParamSite("constant", f"constant {constant.targets[0]}",
-                                                              constant.current))
+        return ParamCopy(
+            changed.bytes, list(args), ParamSite("constant", f"constant {constant.targets[0]}", constant.current)
+        )
     keyword = _SetKeyword(name, value)
     changed = module.visit(keyword)
     if keyword.count:
         calls = f" x{keyword.count}" if keyword.count > 1 else ""
         site = ParamSite("keyword", f"DataLoader({name}=){calls}", keyword.current)
         return ParamCopy(changed.bytes, list(args), site)
-    raise ParamError(f"no argparse option --{name.replace('_', '-')}, no constant {name.upper()} and no "
-                     f"DataLoader(...) call to set {name} on")
+    raise ParamError(
+        f"no argparse option --{name.replace('_', '-')}, no constant {name.upper()} and no "
+        f"DataLoader(...) call to set {name} on"
+    )

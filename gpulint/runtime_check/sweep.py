@@ -49,7 +49,7 @@ def rotation(values: list[str], runs: int) -> list[str]:
     position once and none is always first (or always right after a slow one)."""
     order: list[str] = []
     for r in range(runs):
-        order += values[r % len(values):] + values[: r % len(values)]
+        order += values[r % len(values) :] + values[: r % len(values)]
     return order
 
 
@@ -102,7 +102,9 @@ class SweepResult:
         return stats.median(candidate.throughputs(self.counts_samples))
 
 
-def sweep(script: Path, args: list[str], param: str, runs: int, config: RunConfig, interpreter: str, progress=None) -> SweepResult:
+def sweep(
+    script: Path, args: list[str], param: str, runs: int, config: RunConfig, interpreter: str, progress=None
+) -> SweepResult:
     if not script.is_file():
         raise SweepError(f"script {script} does not exist")
     name, values = parse_param(param)
@@ -113,8 +115,9 @@ def sweep(script: Path, args: list[str], param: str, runs: int, config: RunConfi
         raise SweepError(f"{script} does not parse: {exc}") from None
     except ParamError as exc:
         raise SweepError(f"{script}: {exc}") from None
-    result = SweepResult(str(script), name, [Candidate(v) for v in values], rotation(values, runs),
-                         site=copies[values[0]].site)
+    result = SweepResult(
+        str(script), name, [Candidate(v) for v in values], rotation(values, runs), site=copies[values[0]].site
+    )
     by_value = {c.value: c for c in result.candidates}
     with tempfile.TemporaryDirectory(prefix="gpulint-sweep-") as folder:
         sources = {}
@@ -137,14 +140,20 @@ def sweep(script: Path, args: list[str], param: str, runs: int, config: RunConfi
                 return result
     ranked = sorted((c for c in result.candidates if not c.out_of_memory), key=lambda c: -result.throughput(c))
     if memory.is_batch_param(name):
-        sizes = [memory.SizeResult(c.value, None if c.out_of_memory else result.throughput(c), c.out_of_memory)
-                 for c in result.candidates]
+        sizes = [
+            memory.SizeResult(c.value, None if c.out_of_memory else result.throughput(c), c.out_of_memory)
+            for c in result.candidates
+        ]
         result.batch = memory.batch_advice(sizes, result.site.current, result.unit)
     if ranked:
         samples = result.counts_samples
         result.best = ranked[0]
         # Faster by verify's test, on the time per sample (or step): 1 / throughput.
-        result.clearly_best = len(ranked) > 1 and compare(
-            [1 / t for t in ranked[1].throughputs(samples)], [1 / t for t in ranked[0].throughputs(samples)]
-        ).outcome == "confirmed"
+        result.clearly_best = (
+            len(ranked) > 1
+            and compare(
+                [1 / t for t in ranked[1].throughputs(samples)], [1 / t for t in ranked[0].throughputs(samples)]
+            ).outcome
+            == "confirmed"
+        )
     return result

@@ -23,20 +23,26 @@ BUSY_CORES = 0.5  # cores kept busy by other processes from which the machine co
 
 # The rules to run for each bottleneck, in the order they usually pay off.
 INPUT_RULES = {
-    "torch": [("GL101", "load batches in worker processes (num_workers)"),
-              ("GL103", "keep workers alive between epochs (persistent_workers=True)"),
-              ("GL102", "pin host memory (pin_memory=True)"),
-              ("GL104", "copy batches with non_blocking=True"),
-              ("GL105", "do not re-read the loader to count it")],
-    "tf": [("GL701", "parallel map (num_parallel_calls=tf.data.AUTOTUNE)"),
-           ("GL702", "prefetch (dataset.prefetch(tf.data.AUTOTUNE))"),
-           ("GL703", "replace py_function/numpy_function in map with TF ops"),
-           ("GL708", "feed fit a tf.data pipeline, not a Python generator")],
+    "torch": [
+        ("GL101", "load batches in worker processes (num_workers)"),
+        ("GL103", "keep workers alive between epochs (persistent_workers=True)"),
+        ("GL102", "pin host memory (pin_memory=True)"),
+        ("GL104", "copy batches with non_blocking=True"),
+        ("GL105", "do not re-read the loader to count it"),
+    ],
+    "tf": [
+        ("GL701", "parallel map (num_parallel_calls=tf.data.AUTOTUNE)"),
+        ("GL702", "prefetch (dataset.prefetch(tf.data.AUTOTUNE))"),
+        ("GL703", "replace py_function/numpy_function in map with TF ops"),
+        ("GL708", "feed fit a tf.data pipeline, not a Python generator"),
+    ],
 }
-SYNC_RULES = [("GL201", "keep values on the device; read them at logging intervals"),
-              ("GL204", "drop torch.cuda.synchronize() from the step loop"),
-              ("GL706", "no .numpy()/float(loss) per TF step"),
-              ("GL302", "log at intervals, not every step")]
+SYNC_RULES = [
+    ("GL201", "keep values on the device; read them at logging intervals"),
+    ("GL204", "drop torch.cuda.synchronize() from the step loop"),
+    ("GL706", "no .numpy()/float(loss) per TF step"),
+    ("GL302", "log at intervals, not every step"),
+]
 # Fixes whose effect needs a CUDA device: on a run without one they change nothing measurable,
 # so profile does not suggest them there and verify refuses to A/B them.
 NEEDS_DEVICE = {
@@ -104,8 +110,14 @@ def pct(value: float) -> str:
 def decide(m: Measurements) -> Verdict:
     warnings = _warnings(m)
     if m.steps < MIN_STEPS or m.step_median is None:
-        return Verdict("inconclusive", None, "run more steps (--steps) before deciding anything", None,
-                       [f"only {m.steps} measured step{'s' if m.steps != 1 else ''}; {MIN_STEPS} at least are needed"], warnings)
+        return Verdict(
+            "inconclusive",
+            None,
+            "run more steps (--steps) before deciding anything",
+            None,
+            [f"only {m.steps} measured step{'s' if m.steps != 1 else ''}; {MIN_STEPS} at least are needed"],
+            warnings,
+        )
     data = m.data_share or 0.0
     sync = m.sync_share or 0.0
     collective = m.collective_share or 0.0
@@ -117,21 +129,29 @@ def decide(m: Measurements) -> Verdict:
 
     if data >= INPUT_MODERATE:
         severity = "high" if data >= INPUT_HIGH else "moderate"
-        reasons.append(f"{pct(data)} of step time waits for input (moderate from {pct(INPUT_MODERATE)}, high from {pct(INPUT_HIGH)})")
+        reasons.append(
+            f"{pct(data)} of step time waits for input (moderate from {pct(INPUT_MODERATE)}, high from {pct(INPUT_HIGH)})"
+        )
         if m.main_cores is not None and m.main_cores >= 0.9 and (m.worker_cores or 0) < 0.1:
-            reasons.append(f"the main process keeps one core busy ({m.main_cores:.2f} cores) with no loader workers: the input pipeline is serial")
+            reasons.append(
+                f"the main process keeps one core busy ({m.main_cores:.2f} cores) with no loader workers: the input pipeline is serial"
+            )
         if gpu_measured and m.gpu_idle_fraction:
             reasons.append(f"GPU at 0% in {pct(m.gpu_idle_fraction)} of samples: it waits for batches")
         kind = "input-bound"
-        recommendations = [Recommendation(code, action, _gain(data) if i == 0 else "a share of the same wait")
-                           for i, (code, action) in enumerate(INPUT_RULES[m.framework])]
+        recommendations = [
+            Recommendation(code, action, _gain(data) if i == 0 else "a share of the same wait")
+            for i, (code, action) in enumerate(INPUT_RULES[m.framework])
+        ]
         if m.syncs_per_step:
             recommendations += _sync_recommendations(m)
     elif collective >= COLLECTIVE_HIGH:
         severity = None
         kind = "communication-bound"
-        reasons.append(f"ranks wait {pct(collective)} of each step for all-reduce (from {pct(COLLECTIVE_HIGH)} "
-                       "a 1->2 scaling run falls under 90% efficiency)")
+        reasons.append(
+            f"ranks wait {pct(collective)} of each step for all-reduce (from {pct(COLLECTIVE_HIGH)} "
+            "a 1->2 scaling run falls under 90% efficiency)"
+        )
         recommendations = []  # they depend on the DDP settings: distributed.communication_advice
     elif m.syncs_per_step and m.syncs_per_step >= 1 and (not gpu_measured or m.gpu_util < GPU_STARVED):
         severity = None
@@ -143,8 +163,10 @@ def decide(m: Measurements) -> Verdict:
     elif gpu_measured and m.gpu_util < GPU_STARVED:
         severity = None
         kind = "inconclusive"
-        reasons.append(f"GPU utilization {m.gpu_util:.0f}% (< {GPU_STARVED:.0f}%) with little data wait and no sync found: "
-                       "look at per-step Python work and small kernels")
+        reasons.append(
+            f"GPU utilization {m.gpu_util:.0f}% (< {GPU_STARVED:.0f}%) with little data wait and no sync found: "
+            "look at per-step Python work and small kernels"
+        )
         recommendations = [Recommendation(c, a, "unknown") for c, a in SYNC_RULES[3:]] + _compute_recommendations(m)
     elif m.data_share is None and not gpu_measured:
         severity = None
@@ -164,12 +186,16 @@ def decide(m: Measurements) -> Verdict:
     elif kind == "input-bound":
         advice = f"fix the input pipeline first: {pct(data)} of each step waits for data, and more GPUs would wait too"
     elif kind == "communication-bound":
-        advice = (f"fix communication first: {pct(collective)} of each step waits for other ranks; "
-                  "more GPUs would wait longer")
+        advice = (
+            f"fix communication first: {pct(collective)} of each step waits for other ranks; "
+            "more GPUs would wait longer"
+        )
     elif kind == "compute-bound" and gpu_measured and m.gpu_util >= GPU_SCALES:
         advice = f"more GPUs can help: GPU busy {m.gpu_util:.0f}% (>= {GPU_SCALES:.0f}%) and little data wait; confirm with a 1->2 GPU scaling run"
     elif kind == "compute-bound" and gpu_measured and m.gpu_memory is not None and m.gpu_memory >= GPU_MEMORY_FULL:
-        advice = f"memory is {pct(m.gpu_memory)} of the card: mixed precision or more GPUs (sharding) for a larger batch"
+        advice = (
+            f"memory is {pct(m.gpu_memory)} of the card: mixed precision or more GPUs (sharding) for a larger batch"
+        )
     elif kind == "inconclusive" and not gpu_measured:
         advice = "not enough was measurable here: profile on the training machine (with NVML) before deciding"
     elif kind == "compute-bound" and not gpu_measured:
@@ -186,7 +212,9 @@ def _gain(share: float) -> str:
 
 def _sync_recommendations(m: Measurements) -> list[Recommendation]:
     codes = SYNC_RULES if m.framework == "torch" else [r for r in SYNC_RULES if r[0] in ("GL706", "GL302")]
-    return [Recommendation(code, action, "unknown (sync time is not measured by host timers)") for code, action in codes]
+    return [
+        Recommendation(code, action, "unknown (sync time is not measured by host timers)") for code, action in codes
+    ]
 
 
 def _compute_recommendations(m: Measurements) -> list[Recommendation]:
@@ -197,8 +225,10 @@ def busy_machine_warning(other_cores: float | None, during: str = "the run") -> 
     """The warning for a machine that other processes kept busy (half a core or more)."""
     if other_cores is None or other_cores < BUSY_CORES:
         return None
-    return (f"other processes kept {other_cores:.1f} cores busy during {during}: "
-            "figures are slower and noisier than on an idle machine")
+    return (
+        f"other processes kept {other_cores:.1f} cores busy during {during}: "
+        "figures are slower and noisier than on an idle machine"
+    )
 
 
 def _warnings(m: Measurements) -> list[str]:

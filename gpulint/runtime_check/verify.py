@@ -113,8 +113,10 @@ def device_refusal(codes: list[str], where: str) -> str | None:
     advice = (
         f"--select only the others ({', '.join(others)})" if others else "run verify where the script trains on a GPU"
     )
-    return (f"cannot measure {', '.join(needing)} here: {where}, "
-            f"and without a CUDA device the fix changes nothing ({why}); {advice}")
+    return (
+        f"cannot measure {', '.join(needing)} here: {where}, "
+        f"and without a CUDA device the fix changes nothing ({why}); {advice}"
+    )
 
 
 def interleaved(pairs: int) -> list[str]:

@@ -34,6 +34,7 @@ Clocks: every timestamp is time.monotonic(), which on Linux is one system-wide c
 parent can line its CPU and GPU samples up with the child's measurement window.
 """
 
+import functools
 import importlib.abc
 import importlib.util
 import json
@@ -47,6 +48,8 @@ import traceback
 import types
 import warnings
 import weakref
+from collections.abc import Callable
+from typing import Any
 
 clock = time.monotonic
 THIS_FILE = os.path.abspath(__file__)
@@ -64,23 +67,26 @@ class StepClock:
     def __init__(self, kind: str, name: str, warmup: int) -> None:
         self.kind, self.name, self.warmup = kind, name, warmup
         self.ends = 0  # step ends seen, warm-up included
-        self.last_end = None
-        self.window = None  # [end of the last warm-up step, end of the last step]
-        self.fetched_at_end = (0.0, 0, 0)  # the input fetch totals (State.fetched) when the last step ended
-        self.fetched_at_start = (0.0, 0, 0)
+        self.last_end: float | None = None
+        self.window: list[float] | None = None  # [end of the last warm-up step, end of the last step]
+        # the input fetch totals (State.fetched) when the last step ended
+        self.fetched_at_end: tuple[float, int, int | None] = (0.0, 0, 0)
+        self.fetched_at_start: tuple[float, int, int | None] = (0.0, 0, 0)
         self.measured = 0
         self.seconds = 0.0
         self.waited = 0.0
         self.width = 1  # steps per point of the series
-        self.series = []
-        self.point = [0, 0.0, 0.0]  # the point being filled
-        self.sample = []
+        self.series: list[tuple[float, ...]] = []
+        self.point: list[float] = [0, 0.0, 0.0]  # the point being filled
+        self.sample: list[float] = []
         self._draw = random.Random(0).random
 
     def end(self, now: float, fetched: tuple) -> None:
         """A step ended at `now`; `fetched` is (seconds, calls, samples) of every input fetch so far."""
         self.ends += 1
         if self.ends > self.warmup:
+            # warm-up is at least one step (State), and its last end set both
+            assert self.last_end is not None and self.window is not None
             seconds, waited = now - self.last_end, fetched[0] - self.fetched_at_end[0]
             self.window[1] = now
             self.measured += 1
@@ -94,8 +100,11 @@ class StepClock:
                 self.series.append(tuple(point))
                 self.point = [0, 0.0, 0.0]
                 if len(self.series) == SERIES_CAP:
+                    # pairs by index, not zip(strict=): the user's interpreter running this may predate 3.10
+                    old = self.series
                     self.series = [
-                        (a[0] + b[0], a[1] + b[1], a[2] + b[2]) for a, b in zip(self.series[::2], self.series[1::2])
+                        (old[i][0] + old[i + 1][0], old[i][1] + old[i + 1][1], old[i][2] + old[i + 1][2])
+                        for i in range(0, SERIES_CAP, 2)
                     ]
                     self.width *= 2
             if self.measured <= SERIES_CAP:  # reservoir sampling (Vitter's algorithm R)
@@ -162,7 +171,7 @@ class State:
         self.seconds = config.get("seconds")
         self.pid = os.getpid()
         self.t_start = clock()
-        self.optimizers = {}  # id(optimizer) -> StepClock
+        self.optimizers: dict[int, StepClock] = {}  # id(optimizer) -> its steps
         self.keras = StepClock("Keras batches", "fit", self.warmup)
         # A custom TF loop: the step of batch k ends when batch k+1 is asked for; the call that
         # ends an epoch (StopIteration) ends a step but starts none.
@@ -170,27 +179,33 @@ class State:
         self.tf_last_ok = False
         # Inside DataLoader / tf.data __next__ (outside Keras fit) so far: seconds, calls, and the
         # samples of the batches (None once a batch's size could not be read).
-        self.fetched = (0.0, 0, 0)
-        self.stop_time = None
+        self.fetched: tuple[float, int, int | None] = (0.0, 0, 0)
+        self.stop_time: float | None = None
         self.keras_active = 0  # > 0 while inside Model.fit: tf.data reads there are inside the step
         # "file:line" -> syncs in measured steps; syncs of the step under way wait in `syncs_pending`
         # until it ends (a sync after the last step is outside the window).
-        self.syncs = {}
-        self.syncs_pending = {}
-        self.instrumented = []
-        self.notes = []
+        self.syncs: dict[str, int] = {}
+        self.syncs_pending: dict[str, int] = {}
+        self.instrumented: list[str] = []
+        self.notes: list[str] = []
         self.cuda = False
-        self.stop_reason = None
-        self.measure_start = None  # end of the last warm-up step
+        self.own_sync = False  # True while this file synchronizes CUDA itself: not the user's sync
+        self.stop_reason: str | None = None
+        self.measure_start: float | None = None  # end of the last warm-up step
         self.last_progress = 0.0
         self.stopping = False
-        self.uninstall = []  # callables that remove the torch hooks (the overhead benchmark toggles them)
-        self.ddp_models = []  # (weakref to a DistributedDataParallel model, its record in self.ddp)
-        self.ddp = []  # per model: {"config": {...}, "reads": [[time, iteration, avg comm ns, avg overlap ns]]}
-        self.flop_counter = None  # the FlopCounterMode while step 2 runs
-        self.flop_optimizer = None
-        self.flops = None  # {"total", "by_math", "optimizer"} or {"error"}: see count_flops
-        self.steady_memory = None  # CUDA bytes allocated between steps (no activations), at the end of warm-up
+        # callables that remove the torch hooks (the overhead benchmark toggles them)
+        self.uninstall: list[Callable[[], object]] = []
+        # (weakref to a DistributedDataParallel model, its record in self.ddp)
+        self.ddp_models: list[tuple[weakref.ref, dict]] = []
+        # per model: {"config": {...}, "reads": [[time, iteration, avg comm ns, avg overlap ns]]}
+        self.ddp: list[dict] = []
+        # the FlopCounterMode while step 2 runs (Any: typing it would import torch at start-up)
+        self.flop_counter: Any = None
+        self.flop_optimizer: int | None = None  # id() of the optimizer whose step is counted
+        self.flops: dict | None = None  # {"total", "by_math", "optimizer"} or {"error"}: see count_flops
+        # CUDA bytes allocated between steps (no activations), at the end of warm-up
+        self.steady_memory: int | None = None
 
     # -- step events -----------------------------------------------------------------------
     def _check_stop(self, count: int, now: float) -> None:
@@ -371,7 +386,8 @@ class State:
         }
 
 
-STATE = None
+# Set by main() before any hook is installed, so the hooks below never see None.
+STATE: State = None  # type: ignore[assignment]
 
 
 def _write_json(path: str, payload: dict) -> None:
@@ -408,7 +424,7 @@ def _timed_next(original, record):
         finally:
             record(start, clock(), batch)
 
-    __next__.__wrapped__ = original
+    functools.update_wrapper(__next__, original, assigned=(), updated=())  # only __wrapped__
     return __next__
 
 
@@ -438,7 +454,7 @@ def instrument_torch(torch) -> None:
     handle = register_optimizer_step_post_hook(lambda optimizer, args, kwargs: STATE.optimizer_step(optimizer))
     iterator_class = dataloader._BaseDataLoaderIter
     original = iterator_class.__next__
-    iterator_class.__next__ = _timed_next(original, record_loader_fetch)
+    iterator_class.__next__ = _timed_next(original, record_loader_fetch)  # type: ignore[method-assign]  # the hook
 
     def uninstall():
         handle.remove()
@@ -449,7 +465,6 @@ def instrument_torch(torch) -> None:
     _watch_ddp(torch)
     if torch.cuda.is_available():
         STATE.cuda = True
-        STATE.own_sync = False
         if STATE.config.get("syncs"):
             _watch_syncs(torch)
     else:
@@ -484,7 +499,7 @@ def _watch_ddp(torch) -> None:
         STATE.ddp.append(record)
         STATE.ddp_models.append((weakref.ref(self), record))
 
-    __init__.__wrapped__ = original
+    functools.update_wrapper(__init__, original, assigned=(), updated=())  # only __wrapped__
     ddp_class.__init__ = __init__
     STATE.uninstall.append(lambda: setattr(ddp_class, "__init__", original))
 
@@ -497,7 +512,7 @@ def _flop_counter():
     class MathFlopCounter(FlopCounterMode):
         def __init__(self) -> None:
             super().__init__(display=False)
-            self.by_math = {}
+            self.by_math: dict[str, int] = {}  # FLOPs by the math they run in (see _math_of)
 
         def _count_flops(self, func_packet, out, args, kwargs):
             before = self.flop_counts["Global"].get(func_packet, 0)
@@ -608,7 +623,7 @@ def _watch_syncs(torch) -> None:
     def showwarning(message, category, filename, lineno, file=None, line=None):
         if SYNC_MESSAGE not in str(message):
             return previous(message, category, filename, lineno, file, line)
-        if getattr(STATE, "own_sync", False) or STATE.stopping:
+        if STATE.own_sync or STATE.stopping:
             return None
         where = _user_frame() or (filename, lineno)
         key = f"{where[0]}:{where[1]}"
@@ -640,7 +655,7 @@ def instrument_tensorflow(tf) -> None:
         finally:
             STATE.tf_fetch_end(start, ok)
 
-    __next__.__wrapped__ = original
+    functools.update_wrapper(__next__, original, assigned=(), updated=())  # only __wrapped__
     owned.__next__ = __next__
     STATE.instrumented.append(f"tensorflow {tf.__version__}")
 
@@ -665,7 +680,7 @@ def instrument_keras(keras) -> None:
         finally:
             STATE.keras_active -= 1
 
-    fit.__wrapped__ = original_fit
+    functools.update_wrapper(fit, original_fit, assigned=(), updated=())  # only __wrapped__
     model_class.fit = fit
     STATE.instrumented.append(f"keras {getattr(keras, '__version__', '?')} fit callback")
 
@@ -685,7 +700,7 @@ class PostImportFinder(importlib.abc.MetaPathFinder):
     """Runs a hook right after a watched top-level package finishes importing."""
 
     def __init__(self) -> None:
-        self.busy = set()
+        self.busy: set[str] = set()  # packages being looked up: the find_spec below must not loop
 
     def find_spec(self, name, path=None, target=None):
         if name not in HOOKS or name in self.busy:
@@ -719,7 +734,7 @@ def _run_source_as(path: str, script: str) -> None:
     linecache.cache[script] = (len(text), None, text.splitlines(keepends=True), script)
     module = types.ModuleType("__main__")
     module.__file__ = script
-    previous = sys.modules.get("__main__")
+    previous = sys.modules["__main__"]  # always there: this file runs as __main__
     sys.modules["__main__"] = module
     try:
         exec(code, module.__dict__)

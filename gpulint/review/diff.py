@@ -92,6 +92,7 @@ def parse_diff(text: str) -> dict[str, FileDiff]:
     remaining_new = remaining_old = 0
     for line in text.splitlines():
         if remaining_new or remaining_old:
+            assert current is not None, "a hunk is counted only under a +++ b/ header"
             tag = line[:1]
             if tag == "+":
                 current.added.add(row)

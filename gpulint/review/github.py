@@ -25,6 +25,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from email.message import Message
 from pathlib import Path
 
 from gpulint import __version__
@@ -225,7 +226,7 @@ def _http_error_line(method: str, url: str, exc: urllib.error.HTTPError) -> str:
     except (ValueError, OSError):
         pass
     message = " ".join(message.split())[:300]
-    headers = exc.headers or {}
+    headers: Message | dict[str, str] = exc.headers or {}
     remaining = headers.get("x-ratelimit-remaining")
     if exc.code == 429 or (exc.code == 403 and (remaining == "0" or "rate limit" in message.lower())):
         reset = headers.get("x-ratelimit-reset")

@@ -306,6 +306,7 @@ def verify_command(options: argparse.Namespace) -> int:
     )
     if result.failed is not None:
         return run_exit_code(result.failed)
+    assert result.comparison is not None  # verify() compares whenever no run failed
     return EXIT_CLEAN if result.comparison.outcome == "confirmed" else EXIT_NOT_CONFIRMED
 
 

@@ -84,7 +84,8 @@ def spread_between_runs(history: History | None, baseline: RunRecord, name: str)
 def difference(a: Figure | None, b: Figure | None, spread: tuple[float, int] | None) -> Difference:
     """b against a; the noise is the larger of the spread between runs and the runs' own."""
     shown = b or a
-    measures = []
+    assert shown is not None, "a figure that one run at least has"
+    measures: list[tuple[float, str]] = []
     if spread is not None:
         measures.append((spread[0], f"between {spread[1]} runs"))
     if a is not None and b is not None and a.noise is not None and b.noise is not None:
@@ -116,6 +117,7 @@ def regression_gate(history: History | None, run: RunRecord, baseline: RunRecord
     where = f"run {baseline.id}" + (f" ({baseline.git_commit[:10]})" if baseline.git_commit else "")
     if d.relative is None:
         return Gate(False, f"gpulint: no step time to compare with {where}", d)
+    assert d.a is not None, "a relative change has a baseline value"
     change = (
         f"step time {format_value(d.b, d.unit)} vs {format_value(d.a, d.unit)} in {where}: {100 * d.relative:+.1f}%"
     )

@@ -79,7 +79,7 @@ def compute_report(
     steps = run.steps
     step_time = steps.total_time / steps.count if steps and steps.count else None
     counted = run.processes[0].report.get("flops") if run.processes else None
-    pacing = max(steps.optimizers, key=steps.optimizers.get) if steps and steps.optimizers else None
+    pacing = max(steps.optimizers, key=steps.optimizers.__getitem__) if steps and steps.optimizers else None
     by_math: dict[str, float] = {}
     rank_note = " (rank 0, per device)" if run.launched else ""
     if flops_per_step is not None:

@@ -64,7 +64,8 @@ class RankReport:
     def collective_share(self) -> float | None:
         """Mean over ranks of the share of step time spent waiting for collectives."""
         shares = [r.collective_share for r in self.ranks]
-        return stats.mean(shares) if shares and None not in shares else None
+        known = [share for share in shares if share is not None]
+        return stats.mean(known) if shares and len(known) == len(shares) else None
 
 
 def collective_times(process: ProcessRun) -> tuple[float | None, float | None, str]:
@@ -108,16 +109,17 @@ def rank_report(run: RunResult) -> RankReport | None:
         steps = process.steps
         wait, allreduce, note = collective_times(process)
         notes.add(note)
-        measured = steps is not None and steps.count > 0
+        measured = steps if steps is not None and steps.count > 0 else None
+        data_waits = measured.data_waits if measured else None
         ranks.append(
             RankFigures(
                 rank=process.rank or 0,
-                steps=steps.count if measured else 0,
-                step_time=steps.total_time / steps.count if measured else None,
-                data_wait=sum(steps.data_waits) / steps.count if measured and steps.data_waits is not None else None,
+                steps=measured.count if measured else 0,
+                step_time=measured.total_time / measured.count if measured else None,
+                data_wait=sum(data_waits) / measured.count if measured and data_waits is not None else None,
                 collective_wait=wait,
                 allreduce_time=allreduce,
-                samples_per_step=steps.samples / steps.count if measured and steps.samples else None,
+                samples_per_step=measured.samples / measured.count if measured and measured.samples else None,
                 cores=busy,
             )
         )
@@ -134,12 +136,14 @@ def _straggler(ranks: list[RankFigures]) -> tuple[int | None, str]:
     for the others, so it is found by its own time (step time less collective wait)."""
     if len(ranks) < 2:
         return None, "one rank"
-    if any(r.own_time is None for r in ranks):
+    # (rank, own time, step time); own time is known only where step time is
+    timed = [(r, r.own_time, r.step_time) for r in ranks if r.own_time is not None and r.step_time is not None]
+    if len(timed) < len(ranks):
         return None, "not measured: needs the collective wait of every rank"
-    slowest = max(ranks, key=lambda r: r.own_time)
-    others = stats.median(r.own_time for r in ranks if r is not slowest)
-    step = stats.median(r.step_time for r in ranks)
-    excess = slowest.own_time - others
+    slowest, slowest_own, _ = max(timed, key=lambda t: t[1])
+    others = stats.median(own for r, own, _ in timed if r is not slowest)
+    step = stats.median(step_time for _, _, step_time in timed)
+    excess = slowest_own - others
     if excess < STRAGGLER_SHARE * step:
         return None, f"none: no rank's own work exceeds the others' by {100 * STRAGGLER_SHARE:.0f}% of a step"
     return slowest.rank, (
@@ -150,14 +154,14 @@ def _straggler(ranks: list[RankFigures]) -> tuple[int | None, str]:
 
 def _figures(report: RankReport) -> list[Figure]:
     ranks = report.ranks
-    waits = [r.collective_wait for r in ranks]
+    waits = [r.collective_wait for r in ranks if r.collective_wait is not None]
     steps = [r.step_time for r in ranks if r.step_time is not None]
     figures = [
         Figure("ranks", len(ranks), "count", f"world size {report.world_size}" if report.world_size else ""),
         Figure("step time (slowest rank)", max(steps) if steps else None, "s", "mean per measured step"),
         Figure(
             "collective wait (mean of ranks)",
-            stats.mean(waits) if None not in waits else None,
+            stats.mean(waits) if len(waits) == len(ranks) else None,
             "s",
             report.collective_note,
         ),

@@ -47,9 +47,9 @@ def format_value(value: float | None, unit: str) -> str:
         return f"{value:.0f} B"
     if unit in ("flop", "flop/s"):
         suffix = "FLOP" if unit == "flop" else "FLOP/s"
-        for size, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-            if abs(value) >= size:
-                return f"{value / size:.2f} {prefix}{suffix}"
+        for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+            if abs(value) >= scale:
+                return f"{value / scale:.2f} {prefix}{suffix}"
         return f"{value:.0f} {suffix}"
     if unit in ("samples/s", "steps/s"):
         return f"{value:.1f} {unit}"

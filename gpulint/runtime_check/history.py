@@ -121,7 +121,13 @@ class RunRecord:
     figures: list[Figure] = field(default_factory=list)
     series: list[Series] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
-    id: int | None = None
+    id: int | None = None  # set once the run is in the history
+
+    @property
+    def saved_id(self) -> int:
+        """The id of a run read from (or written to) the history."""
+        assert self.id is not None, "a run from the history has an id"
+        return self.id
 
     def figure(self, name: str) -> Figure | None:
         return next((f for f in self.figures if f.name == name), None)
@@ -264,6 +270,7 @@ class History:
                 ),
             )
             run_id = cursor.lastrowid
+            assert run_id is not None, "an INSERT sets lastrowid"
             self.connection.executemany(
                 "INSERT INTO figures VALUES (?,?,?,?,?,?,?,?)",
                 [
@@ -291,7 +298,8 @@ class History:
         before: int | None = None,
     ) -> list[RunRecord]:
         """Runs newest first, with their figures but not their series; `before`: ids below it."""
-        where, values = [], []
+        where: list[str] = []
+        values: list[str | float] = []
         for column, value in (("script", script), ("kind", kind), ("command_key", command_key)):
             if value is not None:
                 where.append(f"{column} = ?")
@@ -336,11 +344,11 @@ class History:
                 latest = self.runs(limit=1)
                 if not latest:
                     raise HistoryError(f"no run recorded in {self.path} yet")
-                return self.load(latest[0].id)
+                return self.load(latest[0].saved_id)
             found = self.runs(command_key=like.command_key, limit=1, before=like.id)
             if not found:
                 raise HistoryError(f"no earlier run of `{like.command}` in {self.path}")
-            return self.load(found[0].id)
+            return self.load(found[0].saved_id)
         commit = git_commit_of(ref, repository or Path.cwd())
         if commit is None:
             raise HistoryError(f"{ref!r} is neither a run id, `last`, nor a git commit")

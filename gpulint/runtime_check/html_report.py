@@ -132,12 +132,12 @@ def _verdict(run: RunRecord) -> str:
 
 def _figures(run: RunRecord, baseline: RunRecord | None, history: History | None) -> str:
     if baseline is None:
-        rows = "".join(
+        cells = "".join(
             f'<tr><td>{escape(f.name)}</td><td class="num">{escape(format_value(f.value, f.unit))}</td>'
             f'<td class="muted">{escape(f.note)}</td></tr>'
             for f in run.figures
         )
-        return f"<h2>Figures</h2><table><tr><th>figure</th><th>value</th><th>note</th></tr>{rows}</table>"
+        return f"<h2>Figures</h2><table><tr><th>figure</th><th>value</th><th>note</th></tr>{cells}</table>"
     rows = []
     for d in differences(history, baseline, run):
         status = d.direction or ("within noise" if d.beyond_noise is False else "")
@@ -318,7 +318,7 @@ def _chart(name: str, series: list[Series], base: list[Series], baseline: RunRec
     for s, colour, is_baseline in sorted(drawn, key=lambda d: not d[2]):  # the baseline underneath
         coordinates = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(s.x, s.y))
         dash = ' stroke-dasharray="5 3"' if is_baseline else ""
-        label = f"{s.label} (baseline run {baseline.id})" if is_baseline else s.label
+        label = f"{s.label} (baseline run {baseline.id})" if is_baseline and baseline else s.label
         svg.append(
             f'<polyline class="series" points="{coordinates}" fill="none" stroke="{colour}" '
             f'stroke-width="1.6"{dash}><title>{escape(label)}</title></polyline>'

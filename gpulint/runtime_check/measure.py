@@ -310,6 +310,7 @@ def run_once(command: Command, config: RunConfig, progress: ProgressCallback | N
         reports = _reports(out, command)
     result = _result(command, config, status, process.returncode, reports, output, cpu, gpu, time.monotonic() - started)
     if status == "timeout":
+        assert result.error is not None, "_result describes the timeout"
         made = last_progress.get("steps", 0)
         result.error["message"] += (
             f"; it had made {made} step{'s' if made != 1 else ''}" if made else "; it had made no training step"
@@ -422,8 +423,8 @@ def _result(command, config, status, returncode, reports, output, cpu, gpu, wall
             "message": f"the script exited (code {returncode}) without the profiler's report (os._exit or a crash of the interpreter)",
             "where": None,
         }
-    window = result.steps.window if result.steps and result.steps.window else (None, None)
+    start, end = result.steps.window if result.steps and result.steps.window else (None, None)
     ranks = [p.pid for p in result.processes] if command.launch else None
-    result.cpu = cpu_mod.summarize(cpu, *window, ranks=ranks)
-    result.gpu = nvml.summarize(gpu, *window)
+    result.cpu = cpu_mod.summarize(cpu, start, end, ranks=ranks)
+    result.gpu = nvml.summarize(gpu, start, end)
     return result

@@ -95,14 +95,16 @@ def memory_report(run: RunResult) -> MemoryReport:
         lower_bound = True
         growth = USABLE / fraction
         how = f"at least: {USABLE:.0%} of the device over the peak, as if all memory grew with the batch"
-    elif peak > steady:
-        growth = (USABLE * total - steady) / (peak - steady)
-        how = (
-            f"estimate: {_gib(peak - steady)} grows with the batch, {_gib(steady)} (weights, gradients, optimizer "
-            f"state) does not; {USABLE:.0%} of the device usable"
-        )
     else:
-        growth, how = None, "no memory grows with the batch between steps"
+        assert peak is not None and total is not None, "steady comes with the peak and total of the same report"
+        if peak > steady:
+            growth = (USABLE * total - steady) / (peak - steady)
+            how = (
+                f"estimate: {_gib(peak - steady)} grows with the batch, {_gib(steady)} (weights, gradients, "
+                f"optimizer state) does not; {USABLE:.0%} of the device usable"
+            )
+        else:
+            growth, how = None, "no memory grows with the batch between steps"
     figures = [
         Figure(
             "device memory peak",
@@ -159,23 +161,23 @@ def is_batch_param(name: str) -> bool:
 def batch_advice(sizes: list[SizeResult], current: str | None, unit: str = "samples/s") -> BatchAdvice:
     """The largest size that ran and is within (1 - EFFICIENT) of the best throughput: past the
     knee a larger batch buys no speed, only a different optimisation."""
-    fitted = [s for s in sizes if not s.out_of_memory and s.throughput is not None]
+    fitted = [(s, s.throughput) for s in sizes if not s.out_of_memory and s.throughput is not None]
     failed = [s.value for s in sizes if s.out_of_memory]
     lines: list[str] = []
     if unit != "samples/s":
         # steps per second times the size given: samples per second, if a step is one batch
-        fitted = [SizeResult(s.value, s.throughput * _number(s.value), False) for s in fitted if _number(s.value)]
+        fitted = [(s, throughput * _number(s.value)) for s, throughput in fitted if _number(s.value)]
         lines.append("batch sizes were not readable from the batches: samples per step taken as the value given")
     if not fitted:
         return BatchAdvice(None, lines + [f"no size ran ({', '.join(failed)} out of memory): " + MEMORY_FIXES])
-    best = max(s.throughput for s in fitted)
-    efficient = [s for s in fitted if s.throughput >= EFFICIENT * best]
+    best = max(throughput for _, throughput in fitted)
+    efficient = [s for s, throughput in fitted if throughput >= EFFICIENT * best]
     recommended = max(efficient, key=lambda s: _number(s.value))
     lines.append(
         f"recommended: {recommended.value}, the largest size within {1 - EFFICIENT:.0%} of the best "
         f"throughput ({best:.1f} samples/s)"
     )
-    if recommended is max(fitted, key=lambda s: _number(s.value)) and not failed:
+    if recommended is max((s for s, _ in fitted), key=lambda s: _number(s.value)) and not failed:
         lines.append("throughput may still grow past the largest size tried: try larger ones")
     if current is not None and current != recommended.value and _number(current) and _number(recommended.value):
         ratio = _number(recommended.value) / _number(current)

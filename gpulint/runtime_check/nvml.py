@@ -13,6 +13,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from types import ModuleType
 
 from gpulint.runtime_check import stats
 
@@ -22,7 +23,7 @@ SAMPLES_CAP = 2048
 @dataclass
 class GpuSample:
     t: float  # time.monotonic()
-    util: list[int]  # percent, per device
+    util: list[float]  # percent, per device (a mean once samples are merged)
     mem_used: list[int]  # bytes, per device
 
 
@@ -45,7 +46,7 @@ class GpuSampler:
     def __post_init__(self) -> None:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._nvml = None
+        self._nvml: ModuleType | None = None  # pynvml while NVML is initialised
         self._handles: list = []
 
     def start(self) -> "GpuSampler":
@@ -83,6 +84,7 @@ class GpuSampler:
 
     def _run(self) -> None:
         pynvml = self._nvml
+        assert pynvml is not None, "the thread starts once NVML is initialised"
         while not self._stop.is_set():
             try:
                 util = [pynvml.nvmlDeviceGetUtilizationRates(h).gpu for h in self._handles]

@@ -81,7 +81,7 @@ def measurements_of(
     return verdict_mod.Measurements(
         framework=framework,
         steps=steps.count if steps else 0,
-        step_median=steps.median if sample else None,
+        step_median=steps.median if steps and sample else None,
         step_cv=stats.variation(sample),
         data_share=steps.data_share if steps else None,
         syncs_per_step=syncs,
@@ -151,6 +151,8 @@ def profile(
     result.measurements = measurements_of(run, framework, result.ranks)
     result.verdict = verdict_mod.decide(result.measurements)
     if result.verdict.kind == "communication-bound":
+        # collective wait is measured for launched runs only, so there is a rank report
+        assert result.ranks is not None
         steps = run.steps
         result.verdict.recommendations = distributed.communication_advice(
             result.ranks.ddp_config, bool(steps.batches and steps.batches > steps.count), steps.data_share, run.cuda

@@ -56,6 +56,7 @@ def finish_profile(
     html_file: Path | None = None,
 ) -> int:
     """Record a measured profile, compare it with `baseline_ref`, gate it, write its report."""
+    assert result.command is not None, "a profile that ran knows its command"
     record = records.profile_record(result, config, started_at)
     start = records.run_root(result.command)
     history = None
@@ -198,7 +199,7 @@ def _pair(history: History, first: str | None, second: str | None) -> tuple[RunR
         latest = history.runs(command_key=a.command_key, limit=1)
         if not latest or latest[0].id == a.id:
             raise HistoryError(f"run {a.id} is the latest run of `{a.command}`: name a second run to compare it with")
-        return a, history.load(latest[0].id)
+        return a, history.load(latest[0].saved_id)
     b = history.resolve("last")
     return history.resolve("last", like=b), b
 

@@ -114,6 +114,7 @@ def _target(command: Command, root: Path) -> list[str]:
 # -- profile ---------------------------------------------------------------------------------
 def profile_record(result: Profile, config: RunConfig, started_at: float) -> RunRecord:
     run, command = result.run, result.command
+    assert command is not None, "a profile that ran knows its command"
     record = _base(
         "profile",
         f"gpulint profile -- {run.command}",

@@ -20,7 +20,7 @@ from typing import TextIO
 from gpulint.runtime_check import stats
 from gpulint.runtime_check.distributed import RankReport
 from gpulint.runtime_check.figures import NOT_MEASURED, Figure, format_value
-from gpulint.runtime_check.measure import RunResult
+from gpulint.runtime_check.measure import RunResult, StepStats
 from gpulint.runtime_check.profile import Profile
 from gpulint.runtime_check.scale import ScaleResult
 from gpulint.runtime_check.sweep import SweepResult
@@ -172,17 +172,18 @@ def print_no_steps(out: Output, run: RunResult) -> None:
         out.line("  neither torch nor TensorFlow/Keras was imported")
 
 
-def how_it_ended(run: RunResult) -> str:
+def how_it_ended(run: RunResult, steps: StepStats) -> str:
     if run.status == "stopped":
-        return f"stopped after {run.steps.count} measured step{'s' if run.steps.count != 1 else ''}"
+        return f"stopped after {steps.count} measured step{'s' if steps.count != 1 else ''}"
     return "the script ended by itself"
 
 
 def print_profile(out: Output, result: Profile) -> None:
     run, steps, m, v = result.run, result.run.steps, result.measurements, result.verdict
+    assert steps is not None, "a profile is printed for a run that is ok (measured)"
     out.line(f"{out.style('gpulint profile', 'bold')} {run.command}")
     skipped = f"{steps.warmup} warm-up step(s) skipped"
-    rows = [["steps", f"{steps.count} measured", f"{steps.source}; {skipped}; {how_it_ended(run)}"]]
+    rows = [["steps", f"{steps.count} measured", f"{steps.source}; {skipped}; {how_it_ended(run, steps)}"]]
     if steps.optimizers and len(steps.optimizers) > 1:
         rows.append(
             [
@@ -434,6 +435,7 @@ def print_verify(out: Output, result: VerifyResult, args: list[str], interpreter
     for warning in result.warnings:
         out.line(f"{out.style('warning:', 'yellow')} {warning}")
     c = result.comparison
+    assert c is not None  # verify() compares whenever no run failed
     colour = {"confirmed": "green", "slowdown": "red"}.get(c.outcome, "yellow")
     out.line(
         f"speedup {c.speedup:.2f}x ({100 * CONFIDENCE:g}% interval {c.interval[0]:.2f}..{c.interval[1]:.2f}; "
@@ -556,11 +558,12 @@ def sweep_json(result: SweepResult) -> dict:
 
 # -- scale ---------------------------------------------------------------------------------
 def print_scale(out: Output, result: ScaleResult) -> None:
-    how = (
-        f"strong scaling: global batch {result.global_batch} ({result.site.where} = {result.global_batch} / N)"
-        if result.mode == "strong"
-        else "weak scaling: the per-rank batch is the script's"
-    )
+    if result.mode == "strong":
+        assert result.site is not None, "strong scaling sets the per-rank batch at a site"
+        how = f"strong scaling: global batch {result.global_batch} ({result.site.where} = {result.global_batch} / N)"
+    else:
+        how = "weak scaling: the per-rank batch is the script's"
+
     out.line(f"{out.style('gpulint scale', 'bold')} {result.script}: {how}")
     if result.failed is not None:
         out.line(out.style(f"the run with {result.failed_size} process(es) failed; no verdict", "red"))

@@ -80,11 +80,14 @@ class SizeRuns:
 
     def throughputs(self, unit: str) -> list[float]:
         """Each run's throughput over all its ranks, in `unit`."""
-        out = []
+        out: list[float] = []
         for run in self.runs:
             ranks = [p.steps for p in run.processes if p.steps and p.steps.count]
             if unit == "samples/s":
-                out.append(sum(s.samples_per_second for s in ranks))
+                rates = [s.samples_per_second for s in ranks]
+                known = [rate for rate in rates if rate is not None]
+                assert len(known) == len(rates), "samples/s is the unit only when every rank counts samples"
+                out.append(sum(known))
             else:
                 rate = stats.mean(s.count / s.total_time for s in ranks)  # ranks step together
                 out.append(rate * self.nproc if unit == "rank batches/s" else rate)
@@ -99,6 +102,7 @@ class SizeRuns:
         rows: dict[str, list[float]] = {"step_time": [], "data_wait": [], "collective_wait": []}
         for run in self.runs:
             report = distributed.rank_report(run)
+            assert report is not None, "scale launches every run"
             for key in rows:
                 values = [getattr(r, key) for r in report.ranks]
                 if values and None not in values:
@@ -296,26 +300,32 @@ def _explain(result: ScaleResult, size: SizeRuns, efficiency: Efficiency) -> Non
         f"(interval {100 * efficiency.interval[0]:.0f}%..{100 * efficiency.interval[1]:.0f}%, "
         f"bar {100 * efficiency.threshold:.0f}%)"
     )
-    ideal = before["step_time"] * (base.nproc / size.nproc if result.mode == "strong" else 1.0)
-    lost = after["step_time"] - ideal
-    result.reasons.append(
-        f"step time {1000 * after['step_time']:.1f} ms at {size.nproc} against {1000 * ideal:.1f} ms for linear scaling"
-    )
-    parts = {}
+    lost = None
+    if before["step_time"] is None or after["step_time"] is None:  # a rank of a run measured no step
+        result.reasons.append("step time not measured on every rank of every run")
+    else:
+        ideal = before["step_time"] * (base.nproc / size.nproc if result.mode == "strong" else 1.0)
+        lost = after["step_time"] - ideal
+        result.reasons.append(
+            f"step time {1000 * after['step_time']:.1f} ms at {size.nproc} against {1000 * ideal:.1f} ms "
+            "for linear scaling"
+        )
+    parts: dict[str, float] = {}
     if after["collective_wait"] is not None and before["collective_wait"] is not None:
         parts["collective wait"] = after["collective_wait"] - before["collective_wait"]
     if after["data_wait"] is not None and before["data_wait"] is not None:
         parts["data wait"] = after["data_wait"] - before["data_wait"]
-    if len(parts) == 2 or ("collective wait" in parts and after["data_wait"] is None):
+    if lost is not None and (len(parts) == 2 or ("collective wait" in parts and after["data_wait"] is None)):
         parts["ranks' own work"] = lost - sum(parts.values())
     for name, grew in parts.items():
         result.reasons.append(f"{name}: {'+' if grew >= 0 else ''}{1000 * grew:.1f} ms per step")
     if after["collective_wait"] is None:
         result.reasons.append("collective wait not measured (no DistributedDataParallel model)")
-    cause = max(parts, key=parts.get) if parts else None
+    cause = max(parts, key=parts.__getitem__) if parts else None
     run = size.runs[-1]
     steps = run.steps
     report = distributed.rank_report(run)
+    assert steps is not None and report is not None, "a launched run that is ok"
     advice = distributed.communication_advice(
         report.ddp_config, bool(steps.batches and steps.batches > steps.count), steps.data_share, run.cuda
     )

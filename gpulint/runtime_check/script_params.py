@@ -117,7 +117,8 @@ class _SetConstant(cst.CSTTransformer):
 
     def __init__(self, name: str, value: str) -> None:
         super().__init__()
-        self.name, self.value, self.count, self.current = name.lower(), cst.parse_expression(value), 0, None
+        self.name, self.value, self.count = name.lower(), cst.parse_expression(value), 0
+        self.current: str | None = None
         self.targets: list[str] = []
         self.depth = 0
 
@@ -143,7 +144,8 @@ class _SetConstant(cst.CSTTransformer):
 class _SetKeyword(cst.CSTTransformer):
     def __init__(self, name: str, value: str) -> None:
         super().__init__()
-        self.name, self.value, self.count, self.current = name, cst.parse_expression(value), 0, None
+        self.name, self.value, self.count = name, cst.parse_expression(value), 0
+        self.current: str | None = None
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         if _called_name(updated) not in CALLS or any(a.star for a in updated.args):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 import libcst as cst
 
@@ -44,10 +45,13 @@ def parse_param(text: str) -> tuple[str, list[str]]:
     return name, choices
 
 
-def rotation(values: list[str], runs: int) -> list[str]:
+Value = TypeVar("Value")
+
+
+def rotation(values: list[Value], runs: int) -> list[Value]:
     """A Latin square: round r starts at value r (mod n), so over n rounds every value takes every
     position once and none is always first (or always right after a slow one)."""
-    order: list[str] = []
+    order: list[Value] = []
     for r in range(runs):
         order += values[r % len(values) :] + values[: r % len(values)]
     return order
@@ -66,12 +70,15 @@ class Candidate(Arm):
     def throughputs(self, samples: bool) -> list[float]:
         """Samples (or steps) per second of each run."""
         if samples:
-            return [r.steps.samples_per_second for r in self.runs if r.ok]
+            rates = [steps.samples_per_second for steps in self.measured_steps]
+            known = [rate for rate in rates if rate is not None]
+            assert len(known) == len(rates), "samples per second are compared only when every run counts samples"
+            return known
         return [1 / t for t in self.run_times]
 
     @property
     def counts_samples(self) -> bool:
-        return all(r.steps.samples for r in self.runs if r.ok)
+        return all(steps.samples for steps in self.measured_steps)
 
 
 @dataclass
@@ -115,9 +122,8 @@ def sweep(
         raise SweepError(f"{script} does not parse: {exc}") from None
     except ParamError as exc:
         raise SweepError(f"{script}: {exc}") from None
-    result = SweepResult(
-        str(script), name, [Candidate(v) for v in values], rotation(values, runs), site=copies[values[0]].site
-    )
+    site = copies[values[0]].site
+    result = SweepResult(str(script), name, [Candidate(v) for v in values], rotation(values, runs), site=site)
     by_value = {c.value: c for c in result.candidates}
     with tempfile.TemporaryDirectory(prefix="gpulint-sweep-") as folder:
         sources = {}
@@ -144,7 +150,7 @@ def sweep(
             memory.SizeResult(c.value, None if c.out_of_memory else result.throughput(c), c.out_of_memory)
             for c in result.candidates
         ]
-        result.batch = memory.batch_advice(sizes, result.site.current, result.unit)
+        result.batch = memory.batch_advice(sizes, site.current, result.unit)
     if ranked:
         samples = result.counts_samples
         result.best = ranked[0]

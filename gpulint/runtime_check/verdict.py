@@ -153,14 +153,14 @@ def decide(m: Measurements) -> Verdict:
             "a 1->2 scaling run falls under 90% efficiency)"
         )
         recommendations = []  # they depend on the DDP settings: distributed.communication_advice
-    elif m.syncs_per_step and m.syncs_per_step >= 1 and (not gpu_measured or m.gpu_util < GPU_STARVED):
+    elif m.syncs_per_step and m.syncs_per_step >= 1 and (m.gpu_util is None or m.gpu_util < GPU_STARVED):
         severity = None
         kind = "sync-bound"
         reasons.append(f"{m.syncs_per_step:.1f} host-device syncs per step stall the host while the GPU drains")
         if gpu_measured:
             reasons.append(f"GPU utilization {m.gpu_util:.0f}% (< {GPU_STARVED:.0f}%)")
         recommendations = _sync_recommendations(m)
-    elif gpu_measured and m.gpu_util < GPU_STARVED:
+    elif m.gpu_util is not None and m.gpu_util < GPU_STARVED:
         severity = None
         kind = "inconclusive"
         reasons.append(
@@ -190,7 +190,7 @@ def decide(m: Measurements) -> Verdict:
             f"fix communication first: {pct(collective)} of each step waits for other ranks; "
             "more GPUs would wait longer"
         )
-    elif kind == "compute-bound" and gpu_measured and m.gpu_util >= GPU_SCALES:
+    elif kind == "compute-bound" and m.gpu_util is not None and m.gpu_util >= GPU_SCALES:
         advice = f"more GPUs can help: GPU busy {m.gpu_util:.0f}% (>= {GPU_SCALES:.0f}%) and little data wait; confirm with a 1->2 GPU scaling run"
     elif kind == "compute-bound" and gpu_measured and m.gpu_memory is not None and m.gpu_memory >= GPU_MEMORY_FULL:
         advice = (

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpulint.runtime_check import nvml, stats
-from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_once
+from gpulint.runtime_check.measure import Command, RunConfig, RunResult, StepStats, run_once
 from gpulint.runtime_check.verdict import NEEDS_DEVICE, busy_machine_warning
 
 # The confidence a speedup or slowdown must reach at each look (two-sided).  verify looks after
@@ -38,7 +38,12 @@ class Arm:
         """Mean step time of each run (its measured window over its steps): throughput.  Not a
         per-step median: loader workers deliver batches in bursts (two workers, two batches at
         once, then a wait), so step times are bimodal and their median misleads."""
-        return [r.steps.mean for r in self.runs if r.ok]
+        return [steps.mean for steps in self.measured_steps]
+
+    @property
+    def measured_steps(self) -> list[StepStats]:
+        """The steps of each run that is ok (measured)."""
+        return [r.steps for r in self.runs if r.ok and r.steps is not None]
 
     @property
     def median(self) -> float:
@@ -198,6 +203,8 @@ def verify(
                 result.comparison = compare(result.original.run_times, result.fixed.run_times)
                 if result.comparison.outcome != "not confirmed":
                     break
+    # No run failed, so every pair ran and the last one was compared (runs >= 1).
+    assert result.comparison is not None
     result.warnings = run_warnings(result.original.runs + result.fixed.runs)
     if write and result.comparison.outcome == "confirmed":
         if script.read_bytes() != source:

@@ -258,7 +258,9 @@ class GpulintServer(LanguageServer):
         (the client asks again for the new one)."""
         data = action.data if isinstance(action.data, dict) else {}
         uri = data.get("uri")
-        checked = self.checked.get(uri) if isinstance(uri, str) else None
+        if not isinstance(uri, str):
+            return action
+        checked = self.checked.get(uri)
         if checked is None or checked.version != data.get("version"):
             return action
         document = self.workspace.get_text_document(uri)
@@ -324,7 +326,7 @@ def _is_python(document: TextDocument) -> bool:
     return document.language_id == "python" or (document.path or "").endswith((".py", ".pyw", ".pyi"))
 
 
-def _asks_for(only: list[str] | None, kind: str) -> bool:
+def _asks_for(only: Sequence[str] | None, kind: str) -> bool:
     """Whether a request limited to the kinds `only` (None: every kind) wants actions of `kind`."""
     return only is None or any(kind == k or kind.startswith(f"{k}.") for k in only)
 

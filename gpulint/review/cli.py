@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,9 +80,15 @@ def build_review(base: str | None, paths: list[str], settings) -> ReviewPlan:
         lines = source_lines(str(absolute))
         # fingerprints read the file through the finding's path; hash the repository path
         readable = [_with_path(f, str(absolute)) for f in findings]
-        for finding, fingerprint in zip(readable, fingerprints(readable, hash_path=lambda _f: rel)):
+        prints = fingerprints(readable, hash_path=_always(rel))
+        for finding, fingerprint in zip(readable, prints, strict=True):
             comments.append(make_comment(rel, _with_path(finding, rel), fingerprint, lines, diff.commentable))
     return ReviewPlan(comments, linted, errors)
+
+
+def _always(path: str) -> Callable[[object], str]:
+    """A `hash_path` that names every finding's file `path`."""
+    return lambda _finding: path
 
 
 def _with_path(finding, path: str):

@@ -49,7 +49,7 @@ def _covered(edit: Edit) -> tuple[int, int]:
 
 def _is_import_insertion(edit: Edit) -> bool:
     lines = [line for line in edit.content.splitlines() if line.strip()]
-    return edit.location.row == edit.end_location.row and bool(lines) and all(_IMPORT.match(l) for l in lines)
+    return edit.location.row == edit.end_location.row and bool(lines) and all(_IMPORT.match(line) for line in lines)
 
 
 def suggestion(finding: Finding, lines: tuple[str, ...], commentable: set[int]) -> Suggestion | None:
@@ -76,7 +76,7 @@ def suggestion(finding: Finding, lines: tuple[str, ...], commentable: set[int]) 
     for edit in pending:  # edits away from the finding: only added imports can be described in words
         if not _is_import_insertion(edit):
             return None
-        extra_imports.extend(l.strip() for l in edit.content.splitlines() if l.strip())
+        extra_imports.extend(line.strip() for line in edit.content.splitlines() if line.strip())
     if not local or end - start + 1 > MAX_SUGGESTION_LINES or end > len(lines):
         return None
     if any(r not in commentable for r in range(start, end + 1)):

@@ -4,6 +4,7 @@ neighbours are merged pairwise, so a long run keeps a bounded list at a coarser 
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ class CpuSample:
 def _merge(a: CpuSample, b: CpuSample, share: float) -> CpuSample:
     """Two consecutive samples as one: the counters as of the later, the load over both intervals
     (b's interval is `share` of the two)."""
-    per_core = [x + (y - x) * share for x, y in zip(a.per_core, b.per_core)] if a.per_core else b.per_core
+    per_core = [x + (y - x) * share for x, y in zip(a.per_core, b.per_core, strict=False)] if a.per_core else b.per_core
     return CpuSample(b.t, b.main, {**a.children, **b.children}, per_core)
 
 
@@ -42,7 +43,7 @@ class CpuSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "CpuSampler":
+    def start(self) -> CpuSampler:
         psutil.cpu_percent(percpu=True)  # the first call only sets the reference point
         self._thread = threading.Thread(target=self._run, name="gpulint-cpu", daemon=True)
         self._thread.start()
@@ -138,7 +139,7 @@ def summarize(
     worker_cores = sum(used.values())
     # cpu_percent of each sample covers the interval before it: skip the first sample's.
     busy = [s.per_core for s in samples[1:] if s.per_core]
-    per_core = [sum(col) / len(col) for col in zip(*busy)] if busy else []
+    per_core = [sum(col) / len(col) for col in zip(*busy, strict=False)] if busy else []
     system = sum(per_core) / 100
     return CpuSummary(
         main_cores=main,
@@ -156,7 +157,7 @@ def summarize(
 
 def _timeline(samples: list[CpuSample]) -> dict:
     """Cores used by the main process and by its descendants, and each core's load, per interval."""
-    pairs = [(a, b) for a, b in zip(samples, samples[1:]) if b.t > a.t]
+    pairs = [(a, b) for a, b in itertools.pairwise(samples) if b.t > a.t]
     return {
         "times": [b.t for _, b in pairs],
         "main_series": [(b.main - a.main) / (b.t - a.t) for a, b in pairs],
@@ -164,7 +165,7 @@ def _timeline(samples: list[CpuSample]) -> dict:
             max(0.0, sum(b.children.values()) - sum(a.children.get(pid, 0.0) for pid in b.children)) / (b.t - a.t)
             for a, b in pairs
         ],
-        "core_series": [list(core) for core in zip(*(b.per_core for _, b in pairs if b.per_core))],
+        "core_series": [list(core) for core in zip(*(b.per_core for _, b in pairs if b.per_core), strict=False)],
     }
 
 

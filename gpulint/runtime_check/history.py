@@ -173,7 +173,7 @@ class History:
         self.connection, self.path = connection, path
 
     @classmethod
-    def open(cls, path: Path, create: bool = True) -> "History":
+    def open(cls, path: Path, create: bool = True) -> History:
         """Open (and with `create`, create) the database at `path`; a folder named `.gpulint`
         gets a .gitignore so that the history is never committed."""
         if not path.exists():
@@ -192,7 +192,7 @@ class History:
             raise HistoryError(f"cannot use {path} as the run history: {exc}") from exc
         return history
 
-    def __enter__(self) -> "History":
+    def __enter__(self) -> History:
         return self
 
     def __exit__(self, *exc_info) -> None:

@@ -268,7 +268,7 @@ def _chart(name: str, series: list[Series], base: list[Series], baseline: RunRec
     drawn = [(s, colours[s.name], False) for s in series]
     # A baseline's series: dashed, in the colour of the same series of this run.
     drawn += [(s, colours.get(s.name, PALETTE[(len(series) + i) % len(PALETTE)]), True) for i, s in enumerate(base)]
-    points = [(x, y) for s, _, _ in drawn for x, y in zip(s.x, s.y)]
+    points = [(x, y) for s, _, _ in drawn for x, y in zip(s.x, s.y, strict=False)]
     if not points:
         return ""
     unit, x_unit = series[0].unit, series[0].x_unit
@@ -316,7 +316,7 @@ def _chart(name: str, series: list[Series], base: list[Series], baseline: RunRec
     )
     legend = []
     for s, colour, is_baseline in sorted(drawn, key=lambda d: not d[2]):  # the baseline underneath
-        coordinates = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(s.x, s.y))
+        coordinates = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(s.x, s.y, strict=False))
         dash = ' stroke-dasharray="5 3"' if is_baseline else ""
         label = f"{s.label} (baseline run {baseline.id})" if is_baseline and baseline else s.label
         svg.append(

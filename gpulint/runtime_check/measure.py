@@ -17,9 +17,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from gpulint.runtime_check import cpu as cpu_mod
 from gpulint.runtime_check import nvml, stats
@@ -420,7 +420,8 @@ def _result(command, config, status, returncode, reports, output, cpu, gpu, wall
         result.exit_code = returncode if returncode else 1
         result.error = {
             "type": "NoReport",
-            "message": f"the script exited (code {returncode}) without the profiler's report (os._exit or a crash of the interpreter)",
+            "message": f"the script exited (code {returncode}) without the profiler's report "
+            "(os._exit or a crash of the interpreter)",
             "where": None,
         }
     start, end = result.steps.window if result.steps and result.steps.window else (None, None)

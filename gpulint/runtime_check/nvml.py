@@ -30,7 +30,9 @@ class GpuSample:
 def _merge(a: GpuSample, b: GpuSample, share: float) -> GpuSample:
     """Two consecutive samples as one: mean utilization (b is `share` of the samples), peak memory."""
     return GpuSample(
-        b.t, [x + (y - x) * share for x, y in zip(a.util, b.util)], [max(x, y) for x, y in zip(a.mem_used, b.mem_used)]
+        b.t,
+        [x + (y - x) * share for x, y in zip(a.util, b.util, strict=True)],
+        [max(x, y) for x, y in zip(a.mem_used, b.mem_used, strict=True)],
     )
 
 
@@ -49,7 +51,7 @@ class GpuSampler:
         self._nvml: ModuleType | None = None  # pynvml while NVML is initialised
         self._handles: list = []
 
-    def start(self) -> "GpuSampler":
+    def start(self) -> GpuSampler:
         try:
             import pynvml
 

@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpulint.runtime_check import compare as compare_mod
 from gpulint.cli import error
+from gpulint.runtime_check import compare as compare_mod
 from gpulint.runtime_check import html_report, records
 from gpulint.runtime_check.history import History, HistoryError, RunRecord, history_path, parse_since, project_root
 from gpulint.runtime_check.measure import Command, RunConfig

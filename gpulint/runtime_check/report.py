@@ -98,7 +98,10 @@ def table_lines(title: str | None, header: list[str], rows: list[list[str]], rig
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
 
     def render(cells: list[str]) -> str:
-        parts = [str(c).rjust(w) if i in right else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths))]
+        parts = [
+            str(c).rjust(w) if i in right else str(c).ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=False))
+        ]
         return "  ".join(parts).rstrip()
 
     lines = [title] if title else []

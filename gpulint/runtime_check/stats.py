@@ -1,6 +1,7 @@
 """The numbers behind the runtime checker's figures and verdicts, in one place.
 
-- `median`, `quantile`, `mean`, `geometric_mean`, `variation`, `robust_sd`: of a list of step times, samples or run times;
+- `median`, `quantile`, `mean`, `geometric_mean`, `variation`, `robust_sd`: of a list of step times,
+  samples or run times;
 - `mean_noise`: how far the mean of a series (step times, GPU samples) could move by chance, from
   the spread of the means of its consecutive blocks ("batch means": neighbouring steps are not
   independent, loader workers deliver batches in bursts, so the spread of single steps would
@@ -16,10 +17,11 @@ Only the standard library: these run in the parent and in tests, never in the us
 
 from __future__ import annotations
 
+import itertools
 import math
-import random
 import statistics
-from typing import Callable, Iterable, Sequence, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -110,7 +112,7 @@ def block_means(values: Sequence[float], blocks: int = 10) -> list[float]:
         return []
     size = len(values) // count
     edges = [i * size for i in range(count)] + [len(values)]
-    return [mean(values[a:b]) for a, b in zip(edges, edges[1:])]
+    return [mean(values[a:b]) for a, b in itertools.pairwise(edges)]
 
 
 def mean_noise(values: Sequence[float], confidence: float = NOISE_CONFIDENCE) -> float | None:
@@ -143,7 +145,7 @@ def thin(x: Sequence[float], y: Sequence[float], limit: int) -> tuple[list[float
     if len(y) <= limit:
         return list(x), list(y)
     edges = [round(i * len(y) / limit) for i in range(limit + 1)]
-    return [mean(x[a:b]) for a, b in zip(edges, edges[1:])], [mean(y[a:b]) for a, b in zip(edges, edges[1:])]
+    return [mean(x[a:b]) for a, b in itertools.pairwise(edges)], [mean(y[a:b]) for a, b in itertools.pairwise(edges)]
 
 
 class Bounded(list):

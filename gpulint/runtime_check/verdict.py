@@ -130,11 +130,13 @@ def decide(m: Measurements) -> Verdict:
     if data >= INPUT_MODERATE:
         severity = "high" if data >= INPUT_HIGH else "moderate"
         reasons.append(
-            f"{pct(data)} of step time waits for input (moderate from {pct(INPUT_MODERATE)}, high from {pct(INPUT_HIGH)})"
+            f"{pct(data)} of step time waits for input "
+            f"(moderate from {pct(INPUT_MODERATE)}, high from {pct(INPUT_HIGH)})"
         )
         if m.main_cores is not None and m.main_cores >= 0.9 and (m.worker_cores or 0) < 0.1:
             reasons.append(
-                f"the main process keeps one core busy ({m.main_cores:.2f} cores) with no loader workers: the input pipeline is serial"
+                f"the main process keeps one core busy ({m.main_cores:.2f} cores) with no loader workers: "
+                "the input pipeline is serial"
             )
         if gpu_measured and m.gpu_idle_fraction:
             reasons.append(f"GPU at 0% in {pct(m.gpu_idle_fraction)} of samples: it waits for batches")
@@ -182,7 +184,10 @@ def decide(m: Measurements) -> Verdict:
         recommendations = _compute_recommendations(m)
 
     if compute < FIX_CODE_FIRST:
-        advice = f"fix the code first: effective compute share {pct(compute)} (< {pct(FIX_CODE_FIRST)}); more GPUs would wait too"
+        advice = (
+            f"fix the code first: effective compute share {pct(compute)} (< {pct(FIX_CODE_FIRST)}); "
+            "more GPUs would wait too"
+        )
     elif kind == "input-bound":
         advice = f"fix the input pipeline first: {pct(data)} of each step waits for data, and more GPUs would wait too"
     elif kind == "communication-bound":
@@ -191,7 +196,10 @@ def decide(m: Measurements) -> Verdict:
             "more GPUs would wait longer"
         )
     elif kind == "compute-bound" and m.gpu_util is not None and m.gpu_util >= GPU_SCALES:
-        advice = f"more GPUs can help: GPU busy {m.gpu_util:.0f}% (>= {GPU_SCALES:.0f}%) and little data wait; confirm with a 1->2 GPU scaling run"
+        advice = (
+            f"more GPUs can help: GPU busy {m.gpu_util:.0f}% (>= {GPU_SCALES:.0f}%) and little data wait; "
+            "confirm with a 1->2 GPU scaling run"
+        )
     elif kind == "compute-bound" and gpu_measured and m.gpu_memory is not None and m.gpu_memory >= GPU_MEMORY_FULL:
         advice = (
             f"memory is {pct(m.gpu_memory)} of the card: mixed precision or more GPUs (sharding) for a larger batch"

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -204,7 +204,7 @@ class GpulintServer(LanguageServer):
         wanted = params.context.only
         actions: list[types.CodeAction] = []
         if _asks_for(wanted, types.CodeActionKind.QuickFix):
-            for index, (problem, diagnostic) in enumerate(zip(checked.problems, checked.diagnostics)):
+            for index, (problem, diagnostic) in enumerate(zip(checked.problems, checked.diagnostics, strict=True)):
                 if not _overlaps(diagnostic.range, params.range):
                     continue
                 if problem.fix_title is not None:

@@ -20,6 +20,7 @@ MAX_PASSES = 10
 class FixOutcome:
     source: bytes  # the fixed source (the input when nothing was applied)
     applied: int = 0
+    applied_codes: list[str] = field(default_factory=list)  # the rule code of each applied fix
     # What went wrong, as one line: a fix that broke parsing or never settled.  Nothing is written then.
     errors: list[str] = field(default_factory=list)
 
@@ -47,17 +48,18 @@ def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool) -> FixOut
         except SyntaxErrorInSource as exc:
             codes = ", ".join(sorted({f.code for f in analysis.findings if f.fix in chosen}))
             outcome.errors.append(f"{path}: fix for {codes} produced code that does not parse ({exc}); file left unchanged")
-            outcome.source, outcome.applied = source, 0
+            outcome.source, outcome.applied, outcome.applied_codes = source, 0, []
             return outcome
         if new_source == outcome.source:
             outcome.errors.append(f"{path}: a fix made no change; stopping")
             return outcome
         outcome.source = new_source
         outcome.applied += len(chosen)
+        outcome.applied_codes += [f.code for f in analysis.findings if f.fix is not None and any(f.fix is c for c in chosen)]
     analysis = linter.analyze(outcome.source, path)
     if analysis is not None and any(f.fix and allowed(f.fix, unsafe) for f in analysis.findings):
         outcome.errors.append(f"{path}: fixes did not settle after {MAX_PASSES} passes; file left unchanged")
-        outcome.source, outcome.applied = source, 0
+        outcome.source, outcome.applied, outcome.applied_codes = source, 0, []
     return outcome
 
 

@@ -108,6 +108,19 @@ class PerStepCheckpoint(Rule):
             """,
             header=LOGGING_SCRIPT,
         ),
+        # once: on the last step, at the end of the data
+        Valid(
+            """
+            for step, (x, y) in enumerate(loader):
+                model(x).sum().backward()
+                optimizer.step()
+                if step == num_steps - 1:
+                    accelerator.save_state("final")
+                if accelerator.gradient_state.end_of_dataloader:
+                    torch.save(model.state_dict(), "last.pt")
+            """,
+            header=LOGGING_SCRIPT,
+        ),
     ]
     INVALID = [
         Invalid(

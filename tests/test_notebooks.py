@@ -129,7 +129,7 @@ def test_fixing_a_copy_keeps_outputs_metadata_layout_and_magics(tmp_path):
     before = json.loads(copy.read_text(encoding="utf-8"))
     outcome = outcome_for(copy, fix=True, unsafe_fixes=True)
     assert not outcome.errors, outcome.errors
-    assert outcome.fixed >= 5
+    assert outcome.fixed >= 4
     text = copy.read_text(encoding="utf-8")
     after = json.loads(text)
     # Only sources changed; the file is laid out as Jupyter wrote the original.
@@ -145,8 +145,8 @@ def test_fixing_a_copy_keeps_outputs_metadata_layout_and_magics(tmp_path):
             keep = lambda lines: [line for line, m in zip(lines, classify(lines)[0]) if m]  # noqa: E731
             assert keep(new_lines) == keep(old_lines)
     assert all(f.fix is None for f in outcome.result.findings), outcome.result.findings
-    assert "os.cpu_count()" in "".join(after["cells"][4]["source"])
-    assert "import os\n" in after["cells"][2]["source"], "the added import joins the imports cell"
+    # No loader workers from a notebook: it has no `__main__` guard to start them under (GL101).
+    assert "num_workers=0" in "".join(after["cells"][4]["source"])
     # A second run finds nothing to fix and writes nothing.
     second = outcome_for(copy, fix=True, unsafe_fixes=True)
     assert second.fixed == 0 and not second.errors

@@ -11,9 +11,10 @@ from gpulint.runtime_check.measure import RunConfig, RunResult, StepStats
 SOURCE = b"""import torch
 from torch.utils.data import DataLoader
 device = torch.device("cuda")
-loader = DataLoader(range(10))
-for x in loader:
-    opt.step()
+if __name__ == "__main__":
+    loader = DataLoader(range(10))
+    for x in loader:
+        opt.step()
 """
 
 

@@ -24,6 +24,7 @@ from gpulint.linter.analysis.pytorch import TorchAnalysis
 from gpulint.linter.analysis.tensorflow import TfAnalysis
 from gpulint.linter.analysis.values import ValueOrigins
 from gpulint.linter.analysis.walk import TreeIndex
+from gpulint.linter.analysis.workers import WorkerStart
 
 # Node types the shared analyses need from the walk, whatever rules are enabled.
 ANALYSIS_TYPES = frozenset(
@@ -115,6 +116,10 @@ class FileContext:
     @cached_property
     def tf(self) -> TfAnalysis:
         return TfAnalysis(self)
+
+    @cached_property
+    def workers(self) -> WorkerStart:
+        return WorkerStart(self)
 
     # -- module-level facts ------------------------------------------------------------------
     def uses(self, *modules: str) -> bool:

@@ -1,5 +1,5 @@
-"""Apply fixes to a parsed module: replace the nodes, add the imports they need, turn the result
-into text edits, and write a fixed file atomically.
+"""Apply fixes to a parsed module: replace the nodes, add the imports they need and drop those they
+leave unused (imports.py), turn the result into text edits, and write a fixed file atomically.
 
 One pass applies every allowed fix whose target does not overlap another's (two fixes of the same
 `DataLoader(...)` call go in consecutive passes: see passes.py, which re-lints between passes).
@@ -10,7 +10,6 @@ from __future__ import annotations
 import difflib
 import os
 import stat
-import sys
 import tempfile
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.findings import Applicability, Edit, Fix, Location
+from gpulint.linter.fix.imports import add_imports, remove_unused_imports
 
 
 class _Replacer(cst.CSTTransformer):
@@ -30,96 +30,6 @@ class _Replacer(cst.CSTTransformer):
         return updated_node if replacement is None else replacement
 
 
-def _import_binding(statement: cst.SimpleStatementLine) -> set[str]:
-    names: set[str] = set()
-    for small in statement.body:
-        if isinstance(small, cst.Import):
-            for alias in small.names:
-                if alias.asname is not None:
-                    names.add(alias.asname.name.value)
-                else:
-                    names.add(cst.Module([]).code_for_node(alias.name).split(".")[0])
-        elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
-            for alias in small.names:
-                names.add(alias.asname.name.value if alias.asname else alias.name.value)
-    return names
-
-
-def _is_import_line(statement: cst.CSTNode) -> bool:
-    return isinstance(statement, cst.SimpleStatementLine) and all(
-        isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
-    )
-
-
-def _is_docstring(statement: cst.CSTNode) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
-
-
-def _imported_top(statement: cst.CSTNode) -> str | None:
-    """`os` for `import os.path` / `from os import path`; None for anything else."""
-    if not _is_import_line(statement):
-        return None
-    first = statement.body[0]
-    if isinstance(first, cst.Import):
-        node = first.names[0].name
-    elif first.module is not None and not first.relative:
-        node = first.module
-    else:
-        return None
-    while isinstance(node, cst.Attribute):
-        node = node.value
-    return node.value if isinstance(node, cst.Name) else None
-
-
-# Notebook magics (`!pip install x`) stand in the joined module as imports of this prefix
-# (gpulint.linter.run.notebook); an added import never goes above them.
-NOTEBOOK_PLACEHOLDER_PREFIX = "_gpulint_ipython"
-
-
-def _is_stdlib(name: str | None) -> bool:
-    return name is not None and name != "__future__" and name in sys.stdlib_module_names
-
-
-def add_imports(module: cst.Module, imports: list[str], bound: set[str]) -> cst.Module:
-    """Add each import statement once, in the module's top import block: a standard-library import
-    after the standard-library imports already there (before the others when there are none),
-    anything else after the last import; never above a docstring or `from __future__`."""
-    body = list(module.body)
-    for text in dict.fromkeys(imports):
-        line = cst.parse_statement(text)
-        if _import_binding(line) <= bound:
-            continue
-        bound |= _import_binding(line)
-        block_end, first_import, last_stdlib = 0, None, None
-        for index, statement in enumerate(body):
-            top = _imported_top(statement)
-            if index == 0 and _is_docstring(statement) or top == "__future__":
-                block_end = index + 1
-            elif top is not None:
-                block_end = index + 1
-                if first_import is None and not top.startswith(NOTEBOOK_PLACEHOLDER_PREFIX):
-                    first_import = index
-                if _is_stdlib(top):
-                    last_stdlib = index + 1
-            elif index >= block_end:
-                break
-        if _is_stdlib(_imported_top(line)):
-            insert_at = last_stdlib if last_stdlib is not None else (first_import if first_import is not None else block_end)
-        else:
-            insert_at = block_end
-        if insert_at == first_import and last_stdlib is None:
-            # Going first in the block: take over the block's leading blank lines and comments.
-            line = line.with_changes(leading_lines=body[insert_at].leading_lines)
-            body[insert_at] = body[insert_at].with_changes(leading_lines=())
-        body.insert(insert_at, line)
-    return module.with_changes(body=body)
-
-
 def apply_fixes(ctx: FileContext, fixes: list[Fix]) -> cst.Module:
     replacements: dict[int, object] = {}
     imports: list[str] = []
@@ -130,6 +40,9 @@ def apply_fixes(ctx: FileContext, fixes: list[Fix]) -> cst.Module:
     module = ctx.module.visit(_Replacer(replacements))
     if imports:
         module = add_imports(module, imports, set(ctx.imports.bindings))
+    unbound = {name for fix in fixes for name in fix.unbinds}
+    if unbound:
+        module = remove_unused_imports(module, unbound)
     return module
 
 

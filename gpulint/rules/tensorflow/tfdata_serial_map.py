@@ -101,8 +101,8 @@ class TfDataSerialMap(Rule):
             """,
             "3:6",
             fixed="""
-            from tensorflow.data import Dataset as D
             import tensorflow
+            from tensorflow.data import Dataset as D
             ds = D.range(3)
             ds = ds.map(f, num_parallel_calls=tensorflow.data.AUTOTUNE)
             """,

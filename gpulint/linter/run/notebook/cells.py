@@ -23,7 +23,7 @@ import re
 import warnings
 from dataclasses import dataclass
 
-from gpulint.linter.fix.fixer import NOTEBOOK_PLACEHOLDER_PREFIX
+from gpulint.linter.fix.imports import NOTEBOOK_PLACEHOLDER_PREFIX
 
 
 # Line 1 of every joined module: pins the encoding, so a `# coding: latin-1` comment in a cell

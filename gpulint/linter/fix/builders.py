@@ -33,6 +33,21 @@ def set_keyword(
     return Fix(applicability, message, {call: append_keyword(call, keyword, value)}, imports)
 
 
+def persistent_workers_value(ctx: FileContext, workers: cst.BaseExpression) -> str:
+    """What `persistent_workers=` can say next to `num_workers=<workers>`: `True` for a positive
+    literal, else `<workers> > 0` -- `persistent_workers=True` with zero workers raises."""
+    if isinstance(workers, cst.Integer) and workers.evaluated_value > 0:
+        return "True"
+    code = ctx.code(workers)
+    # Operators that bind looser than `>` (`a or 4`, `4 if a else 0`) need parentheses.
+    loose = isinstance(workers, (cst.BooleanOperation, cst.IfExp, cst.Lambda, cst.Comparison, cst.NamedExpr)) or (
+        isinstance(workers, cst.UnaryOperation) and isinstance(workers.operator, cst.Not)
+    )
+    if loose and not workers.lpar:
+        code = f"({code})"
+    return f"{code} > 0"
+
+
 def remove_keyword(call: cst.Call, keyword: str, applicability: Applicability, message: str) -> Fix:
     args = list(call.args)
     index = next(i for i, arg in enumerate(args) if arg.keyword is not None and arg.keyword.value == keyword)

@@ -51,9 +51,11 @@ class GlooOnCuda(Rule):
     ```
 
     ## Fix (unsafe)
-    Replaces the literal `"gloo"` in the call with `"nccl"`.  Unsafe: NCCL needs one GPU per
-    process and CUDA tensors for every collective; CPU tensors sent through the group
-    (`all_gather_object`, CPU metrics) then fail, and NCCL is not available on Windows or macOS.
+    Replaces the literal `"gloo"` in the call with `"nccl" if torch.cuda.is_available() else
+    "gloo"`: NCCL where there are GPUs, and the script still runs where there are none (a CPU-only
+    build of PyTorch has no NCCL).  Unsafe: NCCL needs one GPU per process and CUDA tensors for
+    every collective; CPU tensors sent through the group (`all_gather_object`, CPU metrics) then
+    fail, and NCCL is not available on Windows or macOS.
     """
 
     code = "GL602"
@@ -133,8 +135,8 @@ class GlooOnCuda(Rule):
             fixed="""
             import torch
             import torch.distributed as dist
-            dist.init_process_group(backend="nccl")
-            dist.init_process_group("nccl", rank=0)
+            dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")
+            dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo", rank=0)
             backend = "gloo"
             dist.init_process_group(backend=backend)
             x = torch.zeros(1).cuda()
@@ -160,7 +162,7 @@ class GlooOnCuda(Rule):
             if sys.platform == "win32":
                 dist.init_process_group("gloo")
             else:
-                dist.init_process_group("nccl")
+                dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
             x = torch.zeros(1).cuda()
             """,
         ),
@@ -176,7 +178,7 @@ class GlooOnCuda(Rule):
             fixed="""
             import torch
             import torch.distributed as dist
-            dist.init_process_group(backend='nccl', world_size=2)  # one node
+            dist.init_process_group(backend='nccl' if torch.cuda.is_available() else 'gloo', world_size=2)  # one node
             x = torch.zeros(1).cuda()
             """,
         ),
@@ -196,7 +198,9 @@ class GlooOnCuda(Rule):
         value = backend.value
         if _is_gloo(value):
             if not self._is_fallback(value):
-                fix = Fix(Applicability.UNSAFE, 'Use the NCCL backend: `"nccl"`', {value: _nccl_string(value)})
+                available, imports = self.ctx.reference("torch.cuda.is_available")
+                nccl = cst.parse_expression(f"{_nccl_string(value).value} if {available}() else {value.value}")
+                fix = Fix(Applicability.UNSAFE, 'Use the NCCL backend where there are GPUs: `"nccl" if ... else "gloo"`', {value: nccl}, imports)
                 self.report(node, fix=fix)
             return
         key = dotted_name(value)

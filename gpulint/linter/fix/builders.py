@@ -10,7 +10,6 @@ import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.nodes import keyword_arg
-from gpulint.linter.analysis.walk import names_under
 from gpulint.linter.findings import Applicability, Fix
 
 
@@ -106,85 +105,6 @@ def append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> c
     args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
     args.append(new_arg.with_changes(whitespace_after_arg=closing))
     return call.with_changes(args=args)
-
-
-def _bound_names(statement: cst.CSTNode) -> set[str]:
-    names: set[str] = set()
-    if isinstance(statement, cst.SimpleStatementLine):
-        for small in statement.body:
-            targets = []
-            if isinstance(small, cst.Assign):
-                targets = [t.target for t in small.targets]
-            elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
-                targets = [small.target]
-            for target in targets:
-                names |= names_under(target)
-    return names
-
-
-def guard_fix(ctx: FileContext, node: cst.CSTNode, interval_option: str, interval: int, what: str) -> Fix | None:
-    """Wrap the statement holding `node` in `if <counter> % <interval> == 0:`.
-
-    The counter is the step loop's own (`for step, batch in enumerate(loader)`, or a `+= 1`
-    counter); with none, there is no fix.  Statements right after it that use a name it assigns
-    move under the guard too, so the guarded value is never read unset; if such a name is read
-    further away, no fix is offered (it could not be written without guessing).
-    """
-    counter = ctx.loops.step_counter(node)
-    if counter is None:
-        return None
-    statement = ctx.statement_of(node)
-    block = ctx.parent(statement)
-    if not isinstance(block, cst.IndentedBlock):
-        return None  # a one-line `for x in y: stmt` suite: leave it to a person
-    body = list(block.body)
-    start = body.index(statement)
-    group = [statement]
-    bound = _bound_names(statement)
-    for following in body[start + 1 :]:
-        if bound and names_under(following) & bound:
-            group.append(following)
-            bound |= _bound_names(following)
-        else:
-            break
-    rest = body[start + len(group) :]
-    if bound and any(names_under(s) & bound for s in rest):
-        return None
-    if bound and _loop_reads_after(ctx, block, bound):
-        return None
-
-    test = cst.parse_expression(f"{counter} % {interval} == 0")
-    first = group[0]
-    guarded_body = [first.with_changes(leading_lines=())] + group[1:]
-    guard = cst.If(
-        test=test,
-        body=cst.IndentedBlock(body=guarded_body),
-        leading_lines=first.leading_lines,
-    )
-    replacements: dict = {first: guard}
-    for extra in group[1:]:
-        replacements[extra] = cst.RemovalSentinel.REMOVE
-    return Fix(
-        Applicability.UNSAFE,
-        f"Run {what} every {interval} steps (`{interval_option}`)",
-        replacements,
-    )
-
-
-def _loop_reads_after(ctx: FileContext, block: cst.IndentedBlock, names: set[str]) -> bool:
-    """Whether statements after the block (up to the function's end) read any of `names`."""
-    child: cst.CSTNode = block
-    for ancestor in ctx.ancestors(block):
-        if isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
-            statements = list(ancestor.body)
-            if child in statements:
-                index = statements.index(child)
-                if any(names_under(s) & names for s in statements[index + 1 :]):
-                    return True
-        if isinstance(ancestor, (cst.FunctionDef, cst.Module)):
-            break
-        child = ancestor
-    return False
 
 
 def insert_after(statement: cst.SimpleStatementLine, code: str, applicability: Applicability, message: str,

@@ -17,17 +17,28 @@ import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.findings import Applicability, Edit, Fix, Location
+from gpulint.linter.fix.guards import merge_adjacent_guards
 from gpulint.linter.fix.imports import add_imports, remove_unused_imports
 
 
 class _Replacer(cst.CSTTransformer):
+    """Puts each replacement in place; where a block then has two guards with one condition side
+    by side (one of them new), they become one (guards.py)."""
+
     def __init__(self, replacements: dict[int, object]) -> None:
         super().__init__()
         self.replacements = replacements
+        self.new = {id(r) for r in replacements.values()}
 
     def on_leave(self, original_node, updated_node):
         replacement = self.replacements.get(id(original_node))
-        return updated_node if replacement is None else replacement
+        if replacement is not None:
+            return replacement
+        if isinstance(updated_node, (cst.IndentedBlock, cst.Module)):
+            merged = merge_adjacent_guards(updated_node.body, self.new)
+            if merged is not None:
+                return updated_node.with_changes(body=merged)
+        return updated_node
 
 
 def apply_fixes(ctx: FileContext, fixes: list[Fix]) -> cst.Module:

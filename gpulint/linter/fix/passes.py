@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import libcst as cst
+
+from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, parse
 from gpulint.linter.engine import Linter
+from gpulint.linter.findings import RawFinding
 from gpulint.linter.fix.fixer import allowed, apply_fixes, non_overlapping
 
 MAX_PASSES = 10
@@ -37,7 +41,8 @@ def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool) -> FixOut
         analysis = linter.analyze(outcome.source, path)
         if analysis is None:
             return outcome
-        fixes = [f.fix for f in analysis.findings if f.fix is not None and allowed(f.fix, unsafe)]
+        fixable = [f for f in analysis.findings if f.fix is not None and allowed(f.fix, unsafe)]
+        fixes = [f.fix for f in _in_source_order(analysis.ctx, fixable)]
         if not fixes:
             return outcome
         chosen = non_overlapping(analysis.ctx, fixes)
@@ -63,3 +68,15 @@ def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool) -> FixOut
     return outcome
 
 
+def _in_source_order(ctx: FileContext, findings: list[RawFinding]) -> list[RawFinding]:
+    """The findings by where they are in the file, so that of two fixes of one statement the first
+    finding's goes first (the other is re-linted in the next pass)."""
+    order = {id(node): index for index, node in enumerate(ctx.index.ordered)}
+
+    def position(finding: RawFinding) -> int:
+        node: cst.CSTNode | None = finding.node
+        while node is not None and id(node) not in order:
+            node = ctx.parent(node)
+        return order[id(node)] if node is not None else -1
+
+    return sorted(findings, key=position)

@@ -10,7 +10,7 @@ from gpulint.linter.analysis.facts import STEPS
 from gpulint.linter.analysis.nodes import last_name
 from gpulint.linter.analysis.walk import names_under
 from gpulint.linter.findings import Applicability
-from gpulint.linter.fix.builders import guard_fix
+from gpulint.linter.fix.guards import guard_fix
 from gpulint.linter.rule import Invalid, Rule, RuleOption, Valid, positive_int
 from gpulint.rules.case_headers import LOGGING_SCRIPT
 
@@ -146,13 +146,9 @@ class PerStepCheckpoint(Rule):
                     optimizer.step()
                     if step % 1000 == 0:
                         torch.save(model.state_dict(), "last.pt")
-                    if step % 1000 == 0:
                         model.save_pretrained("out")
-                    if step % 1000 == 0:
                         accelerator.save_state("ckpt")
-                    if step % 1000 == 0:
                         trainer.save_checkpoint("x.ckpt")
-                    if step % 1000 == 0:
                         model.save("model.keras")
             """,
         ),

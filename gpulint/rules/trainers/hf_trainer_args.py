@@ -120,7 +120,8 @@ class HfTrainerArgs(Rule):
             "2:56", "3:5",
             header=HF_SCRIPT,
             fixed="""
-            a = TrainingArguments("out", dataloader_num_workers=4, evaluation_strategy="steps")
+            a = TrainingArguments("out", dataloader_num_workers=4,
+                evaluation_strategy="steps")
             """,
             messages=(
                 "logging_steps=1: the loss is read back and logged every step",

@@ -18,13 +18,13 @@ through a `worker_init_fn`).
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from gpulint.linter.analysis.nodes import dotted_name, keyword_arg
 from gpulint.linter.analysis.values import target_key
-from gpulint.linter.analysis.walk import iter_children, names_under
+from gpulint.linter.analysis.walk import names_under, nodes_under
 
 if TYPE_CHECKING:
     from gpulint.linter.analysis.context import FileContext
@@ -109,7 +109,7 @@ class WorkerStart:
         """Whether something the DataLoader hands its workers cannot be pickled (a lambda, or a
         function or class defined inside a function)."""
         for value in self._with_origins([arg.value for arg in call.args]):
-            if any(isinstance(node, cst.Lambda) for node in _walk(value)):
+            if any(isinstance(node, cst.Lambda) for node in nodes_under(value)):
                 return True
             if names_under(value) & self._local_definitions:
                 return True
@@ -148,13 +148,5 @@ class WorkerStart:
         )
 
 
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(iter_children(current))
-
-
 def _all_definitions(module: cst.Module) -> list[cst.FunctionDef | cst.ClassDef]:
-    return [node for node in _walk(module) if isinstance(node, (cst.FunctionDef, cst.ClassDef))]
+    return [node for node in nodes_under(module) if isinstance(node, (cst.FunctionDef, cst.ClassDef))]

@@ -19,21 +19,41 @@ from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.findings import Applicability, Edit, Fix, Location
 from gpulint.linter.fix.guards import merge_adjacent_guards
 from gpulint.linter.fix.imports import add_imports, remove_unused_imports
+from gpulint.linter.fix.wrap import DEFAULT_LINE_LENGTH, wrap_statement
 
 
 class _Replacer(cst.CSTTransformer):
-    """Puts each replacement in place; where a block then has two guards with one condition side
-    by side (one of them new), they become one (guards.py)."""
+    """Puts each replacement in place.  Then, where a block has two guards with one condition side
+    by side (one of them new), they become one (guards.py); and a one-line statement a fix made
+    longer than the line length is wrapped (wrap.py)."""
 
-    def __init__(self, replacements: dict[int, object]) -> None:
+    def __init__(self, replacements: dict[int, object], default_indent: str, line_length: int) -> None:
         super().__init__()
         self.replacements = replacements
         self.new = {id(r) for r in replacements.values()}
+        self.default_indent = default_indent
+        self.line_length = line_length
+        self.indents: list[str] = []
+        self.touched: list[bool] = []  # per statement being visited: whether a fix changed part of it
+
+    def on_visit(self, node) -> bool:
+        if isinstance(node, _STATEMENTS):
+            self.touched.append(False)
+        elif isinstance(node, cst.IndentedBlock):
+            self.indents.append(self.default_indent if node.indent is None else node.indent)
+        return True
 
     def on_leave(self, original_node, updated_node):
+        touched = self.touched.pop() if isinstance(original_node, _STATEMENTS) else False
+        if isinstance(original_node, cst.IndentedBlock):
+            self.indents.pop()
         replacement = self.replacements.get(id(original_node))
         if replacement is not None:
+            if not isinstance(original_node, _STATEMENTS) and self.touched:
+                self.touched[-1] = True
             return replacement
+        if touched and isinstance(updated_node, cst.SimpleStatementLine):
+            return wrap_statement(updated_node, "".join(self.indents), self.default_indent, self.line_length)
         if isinstance(updated_node, (cst.IndentedBlock, cst.Module)):
             merged = merge_adjacent_guards(updated_node.body, self.new)
             if merged is not None:
@@ -41,14 +61,17 @@ class _Replacer(cst.CSTTransformer):
         return updated_node
 
 
-def apply_fixes(ctx: FileContext, fixes: list[Fix]) -> cst.Module:
+_STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+
+
+def apply_fixes(ctx: FileContext, fixes: list[Fix], line_length: int = DEFAULT_LINE_LENGTH) -> cst.Module:
     replacements: dict[int, object] = {}
     imports: list[str] = []
     for fix in fixes:
         for original, replacement in fix.replacements.items():
             replacements[id(original)] = replacement
         imports.extend(fix.imports)
-    module = ctx.module.visit(_Replacer(replacements))
+    module = ctx.module.visit(_Replacer(replacements, ctx.module.default_indent, line_length))
     if imports:
         module = add_imports(module, imports, set(ctx.imports.bindings))
     unbound = {name for fix in fixes for name in fix.unbinds}

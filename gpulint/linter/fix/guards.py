@@ -16,13 +16,13 @@ code already had -- joins it, so a run of log lines becomes one `if` block, not 
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.logging_calls import enclosing_logging_call, logging_call_kind
-from gpulint.linter.analysis.walk import iter_children, names_under
+from gpulint.linter.analysis.walk import iter_children, names_under, nodes_under
 from gpulint.linter.findings import Applicability, Fix
 
 # Calls that read a value back to the host (a sync) and change nothing.
@@ -240,18 +240,10 @@ def _joinable(first: cst.If, second: cst.If) -> bool:
 
 def _assigned(statement: cst.CSTNode) -> set[str]:
     names = set()
-    for node in _nodes(statement):
+    for node in nodes_under(statement):
         if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign)):
             names |= names_under(node.target)
     return names
-
-
-def _nodes(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(iter_children(current))
 
 
 def _join(first: cst.If, second: cst.If) -> cst.If:

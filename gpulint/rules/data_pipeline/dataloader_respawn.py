@@ -164,7 +164,9 @@ class DataLoaderRespawn(Rule):
             "4:10",
             header=CUDA_SCRIPT,
             fixed="""
-            loader = DataLoader(ds, num_workers=args.workers, pin_memory=True, persistent_workers=args.workers > 0)
+            loader = DataLoader(
+                ds, num_workers=args.workers, pin_memory=True, persistent_workers=args.workers > 0
+            )
             for epoch in range(10):
                 for x, y in loader:
                     loss = model(x.to(device, non_blocking=True)).sum()
@@ -183,7 +185,9 @@ class DataLoaderRespawn(Rule):
             "4:10",
             header=CUDA_SCRIPT,
             fixed="""
-            loader = DataLoader(ds, num_workers=int(opt.workers), persistent_workers=int(opt.workers) > 0)
+            loader = DataLoader(
+                ds, num_workers=int(opt.workers), persistent_workers=int(opt.workers) > 0
+            )
             for epoch in range(10):
                 for x, y in loader:
                     model(x.to(device, non_blocking=True)).sum().backward()

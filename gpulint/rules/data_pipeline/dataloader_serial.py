@@ -206,7 +206,9 @@ class DataLoaderSerial(Rule):
             from torch.utils.data import DataLoader
             def main():
                 device = torch.device("cuda")
-                loader = DataLoader(ds, batch_size=32, num_workers=min(8, os.cpu_count() or 1))  # keep me
+                loader = DataLoader(
+                    ds, batch_size=32, num_workers=min(8, os.cpu_count() or 1)
+                )  # keep me
                 other = 1  # and me
             if __name__ == "__main__":
                 main()

@@ -178,7 +178,9 @@ class GlooOnCuda(Rule):
             fixed="""
             import torch
             import torch.distributed as dist
-            dist.init_process_group(backend='nccl' if torch.cuda.is_available() else 'gloo', world_size=2)  # one node
+            dist.init_process_group(
+                backend='nccl' if torch.cuda.is_available() else 'gloo', world_size=2
+            )  # one node
             x = torch.zeros(1).cuda()
             """,
         ),

@@ -77,8 +77,14 @@ class TfDataSerialMap(Rule):
             "2:48", "3:38",
             header=TF_SCRIPT,
             fixed="""
-            ds = tf.data.Dataset.from_tensor_slices(files).map(decode, num_parallel_calls=tf.data.AUTOTUNE).batch(32)
-            ds2 = tf.data.TFRecordDataset(files).interleave(read, cycle_length=4, num_parallel_calls=tf.data.AUTOTUNE)
+            ds = (
+                tf.data.Dataset.from_tensor_slices(files)
+                .map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+                .batch(32)
+            )
+            ds2 = tf.data.TFRecordDataset(files).interleave(
+                read, cycle_length=4, num_parallel_calls=tf.data.AUTOTUNE
+            )
             """,
         ),
         # aliases

@@ -89,7 +89,10 @@ class TrainerPrecision(Rule):
             import lightning as L
             a = TrainingArguments("out", bf16=torch.cuda.is_bf16_supported())
             b = TrainingArguments("out", fp16=False, bf16=torch.cuda.is_bf16_supported())
-            c = L.Trainer(max_epochs=1, precision="bf16-mixed" if torch.cuda.is_bf16_supported() else "32-true")
+            c = L.Trainer(
+                max_epochs=1,
+                precision="bf16-mixed" if torch.cuda.is_bf16_supported() else "32-true",
+            )
             d = L.Trainer(precision="bf16-mixed" if torch.cuda.is_bf16_supported() else "32-true")
             e = L.Trainer(precision="bf16-mixed" if torch.cuda.is_bf16_supported() else 32)
             """,
@@ -106,8 +109,13 @@ class TrainerPrecision(Rule):
             import torch
             from transformers import TrainingArguments
             import lightning as L
-            a = TrainingArguments("out", dataloader_num_workers=2, bf16=torch.cuda.is_bf16_supported())
-            b = L.Trainer(max_epochs=1, precision="bf16-mixed" if torch.cuda.is_bf16_supported() else "32-true")
+            a = TrainingArguments(
+                "out", dataloader_num_workers=2, bf16=torch.cuda.is_bf16_supported()
+            )
+            b = L.Trainer(
+                max_epochs=1,
+                precision="bf16-mixed" if torch.cuda.is_bf16_supported() else "32-true",
+            )
             """,
         ),
     ]

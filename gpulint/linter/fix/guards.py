@@ -58,10 +58,16 @@ def host_read_guard_fix(ctx: FileContext, node: cst.CSTNode, interval_option: st
     if group is None:
         return None
     counter, statements = group
-    users = statements[statements.index(statement) + 1 :]
+    condition = f"{counter} % {interval} == 0"
+    message = f"Run logging every {interval} steps (`{interval_option}`)"
+    at = statements.index(statement)
+    users = statements[at + 1 :]
+    if len(users) == 1 and isinstance(users[0], cst.If) and _condition(users[0]) == "".join(condition.split()):
+        # Read just before the guard that logs it: guarding the read joins that guard (the fixer merges them).
+        return _guard(statements[: at + 1], condition, message)
     if not users or not all(_is_logging_statement(ctx, s) for s in users):
         return None
-    return _guard(statements, f"{counter} % {interval} == 0", f"Run logging every {interval} steps (`{interval_option}`)")
+    return _guard(statements, condition, message)
 
 
 def is_read_back(statement: cst.CSTNode) -> bool:

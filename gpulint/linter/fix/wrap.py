@@ -53,6 +53,9 @@ def wrap_statement(statement: cst.SimpleStatementLine, indent: str, step: str, l
             return statement
         statement = statement.with_changes(body=[small.with_changes(value=value)])
         small = statement.body[0]
+    if isinstance(value, cst.Tuple) and not value.lpar and len(value.elements) > 2:
+        # `a, b, c = x.to(d), y.to(d), z.to(d)`: black puts the tuple in parentheses, one element a line.
+        return statement.with_changes(body=[small.with_changes(value=_exploded_tuple(value, step))])
     chain = _calls_closing_the_line(value)
     if not chain:
         return statement
@@ -106,7 +109,12 @@ def _code(node: cst.CSTNode) -> str:
 
 
 def _calls_closing_the_line(value: cst.BaseExpression | None) -> list[cst.Call]:
-    """`a.b(x).c(y)`: [the `.c(y)` call, the `.b(x)` call] -- calls with arguments, outermost first."""
+    """`a.b(x).c(y)`: [the `.c(y)` call, the `.b(x)` call] -- calls with arguments, outermost first.
+    Black splits a pair (`x, y = a(1), b(2)`) or one operation (`a(1) + b(2)`) at its right part."""
+    if isinstance(value, cst.Tuple) and not value.lpar and len(value.elements) == 2:
+        value = value.elements[-1].value
+    elif isinstance(value, cst.BinaryOperation) and not value.lpar and not isinstance(value.left, cst.BinaryOperation):
+        value = value.right
     chain = []
     node = value
     while isinstance(node, (cst.Call, cst.Attribute)) and not node.lpar:
@@ -157,11 +165,28 @@ def _fluent(value: cst.BaseExpression, links: list[cst.Attribute], block_indent:
     )
 
 
+def _exploded_tuple(value: cst.Tuple, step: str) -> cst.Tuple:
+    last = len(value.elements) - 1
+    elements = [
+        element.with_changes(comma=cst.Comma(whitespace_after=_break(1 if index < last else 0, step)))
+        for index, element in enumerate(value.elements)
+    ]
+    return value.with_changes(
+        elements=elements, lpar=[cst.LeftParen(whitespace_after=_break(1, step))], rpar=[cst.RightParen()]
+    )
+
+
 def _replace(expression: cst.BaseExpression, target: cst.Call, new: cst.Call) -> cst.BaseExpression:
     if expression is target:
         return new
     if isinstance(expression, cst.Call):
         return expression.with_changes(func=_replace(expression.func, target, new))
+    if isinstance(expression, cst.Tuple):
+        elements = list(expression.elements)
+        elements[-1] = elements[-1].with_changes(value=_replace(elements[-1].value, target, new))
+        return expression.with_changes(elements=elements)
+    if isinstance(expression, cst.BinaryOperation):
+        return expression.with_changes(right=_replace(expression.right, target, new))
     return expression.with_changes(value=_replace(expression.value, target, new))
 
 

@@ -52,8 +52,9 @@ def resolve_settings(
     with the command line on top.  Raises ConfigError."""
     if config is not None and not config.is_file():
         raise ConfigError(f"config file {config} does not exist")
-    config_file = config if config is not None else find_config(paths[0] if paths else Path.cwd())
-    settings = load_settings(config_file)
+    start = paths[0] if paths else Path.cwd()
+    config_file = config if config is not None else find_config(start)
+    settings = load_settings(config_file, start)
     if select is not None:
         settings.select = _split_ids(select)
     settings.extend_select += _split_ids(extend_select) or []

@@ -8,7 +8,6 @@ after the fix is the fix's doing.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -18,6 +17,7 @@ import pytest
 from tests.helpers import fix
 
 BLACK = [sys.executable, "-m", "black"]
+RUFF = [sys.executable, "-m", "ruff"]
 
 INPUTS = {
     "main-loaders": (
@@ -109,10 +109,12 @@ def _formatted(source: str) -> str:
     return subprocess.run([*BLACK, "-q", "-"], input=source, capture_output=True, text=True, check=True).stdout
 
 
-needs_black = pytest.mark.skipif(
-    subprocess.run([*BLACK, "--version"], capture_output=True).returncode != 0, reason="black is not installed (the dev extra)"
-)
-needs_ruff = pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is not installed (the dev extra)")
+def _missing(tool: list[str]) -> bool:
+    return subprocess.run([*tool, "--version"], capture_output=True).returncode != 0
+
+
+needs_black = pytest.mark.skipif(_missing(BLACK), reason="black is not installed (the dev extra)")
+needs_ruff = pytest.mark.skipif(_missing(RUFF), reason="ruff is not installed (the dev extra)")
 
 
 @needs_black
@@ -132,7 +134,7 @@ def test_ruff_import_sorting_leaves_fixed_code_alone(name, tmp_path):
     path = tmp_path / "fixed.py"
     path.write_text(fix(textwrap.dedent(source).lstrip("\n"), select))
     result = subprocess.run(
-        ["ruff", "check", "--isolated", "--select", "I", "--diff", str(path)], capture_output=True, text=True
+        [*RUFF, "check", "--isolated", "--select", "I", "--diff", str(path)], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stdout + result.stderr
 

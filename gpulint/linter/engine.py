@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from gpulint.linter.analysis.context import FileContext
+from gpulint.linter.analysis.context import FileContext, is_test_path
 from gpulint.linter.analysis.facts import Fact
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, parse
 from gpulint.linter.findings import SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME, Finding, FixInfo, Location, RawFinding
@@ -105,10 +105,25 @@ class Linter:
         wanted = frozenset().union(*(r.visited_types() for r in rules))
         ctx = FileContext(module, path, self.settings.options, wanted, source)
         findings = run_rules(ctx, [r for r in rules if r.applies(ctx)])
+        self._withhold_fixes(rules, findings, path)
         suppressions = find_suppressions(ctx.source_text) if findings else {}
         if suppressions:  # (positions, which matching needs, cost a pass: the fix loop does without)
             findings = [f for f in findings if not silenced(suppressions, f.code, rows_of(ctx, f.node))]
         return Analysis(ctx, findings, suppressions)
+
+    def _withhold_fixes(self, rules: list[type[Rule]], findings: list[RawFinding], path: str) -> None:
+        """Drop the fixes the project rules out (the findings stay): those that need a newer
+        PyTorch than it targets, and in a test file the rules' that change what tests check
+        (trainer configuration, per-step work) unless `fix-tests` is set."""
+        target = self.settings.target_torch
+        in_tests = not self.settings.fix_tests and is_test_path(path)
+        not_in_tests = {rule.code for rule in rules if not rule.fixes_test_files} if in_tests else set()
+        for finding in findings:
+            fix = finding.fix
+            if fix is None:
+                continue
+            if finding.code in not_in_tests or (target is not None and fix.min_torch is not None and fix.min_torch > target):
+                finding.fix = None
 
     @staticmethod
     def candidate_rules(source: bytes, rules: tuple[type[Rule], ...]) -> list[type[Rule]]:
@@ -135,7 +150,7 @@ class Linter:
             start, end = ctx.positions[anchor(raw.node)].start, ctx.positions[raw.node].end
             fix = None
             if raw.fix is not None:
-                edits = edits_for(ctx, raw.fix) if with_edits else ()
+                edits = edits_for(ctx, raw.fix, self.settings.line_length) if with_edits else ()
                 fix = FixInfo(raw.fix.applicability, raw.fix.message, tuple(edits))
             located.append(
                 Finding(

@@ -152,6 +152,9 @@ class Rule:
     # Prefilter: the file must contain at least one of these (as text) to be parsed for this rule.
     tokens: ClassVar[tuple[str, ...]] = ()
     options: ClassVar[tuple[RuleOption, ...]] = ()
+    # False for fixes that change what tests check (trainer configuration, per-step work): not
+    # offered in test files unless the `fix-tests` setting says so.
+    fixes_test_files: ClassVar[bool] = True
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 

@@ -25,6 +25,12 @@ def rule_markdown(rule: type[Rule]) -> str:
         f"Fix: **{fix_label(rule)}**{' (applied only with --unsafe-fixes)' if fix_label(rule) == 'unsafe' else ''}  ",
         f"Message: {rule.message_template()}",
     ]
+    if rule.fix_applicability is not None and not rule.fixes_test_files:
+        lines += ["", ""]
+        lines[-1] = (
+            "Test files (`test_*.py`, `*_test.py`, `conftest.py`, `tests/`): reported without a fix, as tests check "
+            "what the fix changes; `fix-tests = true` in `[tool.gpulint]` offers it there too."
+        )
     if rule.options:
         lines.append("")
         lines.append("Options (`[tool.gpulint]`):")

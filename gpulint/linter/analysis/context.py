@@ -48,6 +48,14 @@ _ACCELERATOR_CALL_PREFIXES = ("torch.cuda.", "torch.accelerator.", "torch.backen
 
 STATEMENT_TYPES = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$")
+
+
+def is_test_path(path: str) -> bool:
+    """Whether `path` is test code by pytest's conventions: `test_*.py`, `*_test.py`,
+    `conftest.py`, or anything under a `tests/` (`test/`, `testing/`) directory."""
+    return bool(_TEST_PATH.search(path.replace("\\", "/")))
+
 
 class FileContext:
     """A parsed module with its import table, value origins and the analyses built on them."""

@@ -114,15 +114,15 @@ def append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> c
 
 
 def insert_after(statement: cst.SimpleStatementLine, code: str, applicability: Applicability, message: str,
-                 imports: tuple[str, ...] = ()) -> Fix:
+                 imports: tuple[str, ...] = (), min_torch: tuple[int, int] | None = None) -> Fix:
     """Add the statement `code` on the line after `statement`."""
     new = cst.parse_statement(code)
-    return Fix(applicability, message, {statement: cst.FlattenSentinel([statement, new])}, imports)
+    return Fix(applicability, message, {statement: cst.FlattenSentinel([statement, new])}, imports, min_torch=min_torch)
 
 
 def insert_before(statement: cst.CSTNode, code: str, applicability: Applicability, message: str,
-                  imports: tuple[str, ...] = ()) -> Fix:
+                  imports: tuple[str, ...] = (), min_torch: tuple[int, int] | None = None) -> Fix:
     """Add the statement `code` before `statement`, taking over the blank lines and comments above it."""
     new = cst.parse_statement(code).with_changes(leading_lines=statement.leading_lines)
     both = cst.FlattenSentinel([new, statement.with_changes(leading_lines=())])
-    return Fix(applicability, message, {statement: both}, imports)
+    return Fix(applicability, message, {statement: both}, imports, min_torch=min_torch)

@@ -19,7 +19,7 @@ from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.findings import Applicability, Edit, Fix, Location
 from gpulint.linter.fix.guards import merge_adjacent_guards
 from gpulint.linter.fix.imports import add_imports, remove_unused_imports
-from gpulint.linter.fix.wrap import DEFAULT_LINE_LENGTH, wrap_statement
+from gpulint.linter.fix.wrap import wrap_statement
 
 
 class _Replacer(cst.CSTTransformer):
@@ -64,7 +64,7 @@ class _Replacer(cst.CSTTransformer):
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 
 
-def apply_fixes(ctx: FileContext, fixes: list[Fix], line_length: int = DEFAULT_LINE_LENGTH) -> cst.Module:
+def apply_fixes(ctx: FileContext, fixes: list[Fix], line_length: int) -> cst.Module:
     replacements: dict[int, object] = {}
     imports: list[str] = []
     for fix in fixes:
@@ -99,8 +99,8 @@ def non_overlapping(ctx: FileContext, fixes: list[Fix]) -> list[Fix]:
     return chosen
 
 
-def edits_for(ctx: FileContext, fix: Fix) -> list[Edit]:
-    return line_edits(ctx.source_text, apply_fixes(ctx, [fix]).code)
+def edits_for(ctx: FileContext, fix: Fix, line_length: int) -> list[Edit]:
+    return line_edits(ctx.source_text, apply_fixes(ctx, [fix], line_length).code)
 
 
 def line_edits(before: str, after: str) -> list[Edit]:

@@ -46,7 +46,7 @@ def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool) -> FixOut
         if not fixes:
             return outcome
         chosen = non_overlapping(analysis.ctx, fixes)
-        new_module = apply_fixes(analysis.ctx, chosen)
+        new_module = apply_fixes(analysis.ctx, chosen, linter.settings.line_length)
         new_source = new_module.bytes
         try:
             parse(new_source)

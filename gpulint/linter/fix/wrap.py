@@ -24,7 +24,7 @@ Only a statement a fix changed, only when it is one line, and only at a call tha
            .batch(32)
        )
 
-The line length is the project's (ruff's or black's `line-length`, else 88; see the settings).
+The line length is the project's (ruff's or black's `line-length`, else 88: gpulint/linter/project.py).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from typing import Iterator
 
 import libcst as cst
 
-DEFAULT_LINE_LENGTH = 88
 _MARK = "__gpulint_split_here__"
 
 

@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from gpulint.linter.analysis.context import is_test_path
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
 from gpulint.linter.analysis.loops import SCOPE_TYPES
 from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, positional_args
@@ -16,7 +17,6 @@ from gpulint.linter.rule import Invalid, Rule, Valid
 INIT_PROCESS_GROUP = ("torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group")
 # Words in a condition that make `gloo` a fallback: no CUDA, no NCCL, or a platform without NCCL.
 _FALLBACK_WORDS = re.compile(r"is_available|nccl|platform|win32|windows|darwin|macos|^nt$|os\.name|cpu|cuda|gpu|mps|device", re.IGNORECASE)
-_TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_test\.py$")
 
 
 class GlooOnCuda(Rule):
@@ -189,7 +189,7 @@ class GlooOnCuda(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.call_qualified_name(node) not in INIT_PROCESS_GROUP:
             return
-        if _TEST_PATH.search(self.ctx.path.replace("\\", "/")):
+        if is_test_path(self.ctx.path):
             return  # tests pick gloo on purpose: it runs on CI machines without GPUs
         backend = keyword_arg(node, "backend")
         if backend is None:

@@ -73,6 +73,7 @@ class PerStepCheckpoint(Rule):
     requires = {STEPS}
     tokens = ("save",)
     fix_applicability = Applicability.UNSAFE
+    fixes_test_files = False
     options = (CHECKPOINT_EVERY,)
 
     VALID = [

@@ -67,6 +67,7 @@ class PerStepLogging(Rule):
     requires = {STEPS}
     tokens = ("print", "log", "add_", "wandb", "mlflow")
     fix_applicability = Applicability.UNSAFE
+    fixes_test_files = False
     options = (LOG_EVERY,)
 
     VALID = [

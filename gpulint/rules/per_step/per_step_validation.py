@@ -73,6 +73,7 @@ class PerStepValidation(Rule):
     requires = {STEPS}
     tokens = ("eval", "valid", "test")
     fix_applicability = Applicability.UNSAFE
+    fixes_test_files = False
     options = (EVAL_EVERY,)
 
     VALID = [

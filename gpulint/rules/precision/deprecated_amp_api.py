@@ -51,9 +51,14 @@ class DeprecatedAmpApi(Rule):
     (`"cpu"` for the `torch.cpu.amp` forms), turning `autocast`'s positional arguments into keywords
     because the two signatures order them differently, and `custom_fwd`/`custom_bwd` into
     `torch.amp.custom_fwd(..., device_type="cuda")`.  The old functions are exactly these calls
-    with the same defaults, so behaviour is unchanged.  The `from torch.cuda.amp import ...` name is
-    dropped from its import once its last use is rewritten; `import torch` is added if needed.
-    Calls with `*args`, and the names used other than by calling them, are reported without a fix.
+    with the same defaults, so behaviour is unchanged.  An import the rewritten calls leave unused
+    (`from torch.cuda.amp import autocast`, `from torch.cuda import amp`) is removed; `import torch`
+    is added if needed.  Calls with `*args`, and the names used other than by calling them, are
+    reported without a fix.
+
+    The new forms need PyTorch 2.0 (`autocast`), 2.3 (`GradScaler`) and 2.4 (`custom_fwd`,
+    `custom_bwd`): a project whose requirements allow an older `torch` (or that sets `target-torch`
+    lower) is not offered them.
     """
 
     code = "GL402"
@@ -79,6 +84,8 @@ class DeprecatedAmpApi(Rule):
         "torch.cuda.amp.custom_bwd": ("torch.amp.custom_bwd", "cuda", "custom"),
         "torch.cuda.amp.autocast_mode.custom_bwd": ("torch.amp.custom_bwd", "cuda", "custom"),
     }
+    # The oldest PyTorch with each new form.
+    _MIN_TORCH = {"autocast": (2, 0), "scaler": (2, 3), "custom": (2, 4)}
     # The old autocast's parameters in order; the new one takes `device_type` first, then `dtype`.
     _AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
 
@@ -266,7 +273,10 @@ class DeprecatedAmpApi(Rule):
         new, device, _ = self.DEPRECATED[old]
         text, imports = self.ctx.reference(new)
         replacement = cst.parse_expression(f'{text}(device_type="{device}")')
-        fix = Fix(Applicability.SAFE, f"Use `{new}(device_type=\"{device}\")`", {node.decorator: replacement}, imports)
+        fix = Fix(
+            Applicability.SAFE, f"Use `{new}(device_type=\"{device}\")`", {node.decorator: replacement}, imports,
+            min_torch=self._MIN_TORCH["custom"],
+        )
         fix = self._with_import_cleanup(fix, node.decorator)
         self.report(node, message=self._specific.format(old=old, new=new), fix=fix)
 
@@ -316,7 +326,7 @@ class DeprecatedAmpApi(Rule):
             args[0] = args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         text, imports = self.ctx.reference(new)
         replacement = call.with_changes(func=cst.parse_expression(text), args=args)
-        fix = Fix(Applicability.SAFE, f"Use `{new}(\"{device}\", ...)`", {call: replacement}, imports)
+        fix = Fix(Applicability.SAFE, f"Use `{new}(\"{device}\", ...)`", {call: replacement}, imports, min_torch=self._MIN_TORCH[shape])
         return self._with_import_cleanup(fix, call.func)
 
     def _with_import_cleanup(self, fix: Fix, func: cst.BaseExpression) -> Fix:

@@ -76,6 +76,7 @@ class HostSyncInLoop(Rule):
     # Its patterns (a method call, an f-string, `%`) are everywhere: the facts are the prefilter.
     requires = {TORCH, ACCELERATOR, STEPS}
     fix_applicability = Applicability.UNSAFE
+    fixes_test_files = False
     options = (LOG_EVERY,)
 
     VALID = [

@@ -67,6 +67,7 @@ class TfHostSyncInLoop(Rule):
     requires = {TENSORFLOW, STEPS, ~(TORCH & ACCELERATOR)}
     tokens = (".numpy(", "float(")
     fix_applicability = Applicability.UNSAFE
+    fixes_test_files = False
     options = (LOG_EVERY,)
 
     VALID = [

@@ -60,6 +60,7 @@ class HfTrainerArgs(Rule):
     message = "TrainingArguments that starve the GPU: no loader workers, or logging, evaluation or saving every few steps"
     tokens = ("TrainingArguments",)
     fix_applicability = Applicability.UNSAFE
+    fixes_test_files = False
     options = (NUM_WORKERS,)
 
     VALID = [

@@ -48,6 +48,7 @@ class LightningTrainerArgs(Rule):
     message = "Lightning Trainer {what}: per-step work keeps the GPU waiting"
     tokens = ("Trainer",)
     fix_applicability = Applicability.UNSAFE
+    fixes_test_files = False
 
     VALID = [
         Valid(

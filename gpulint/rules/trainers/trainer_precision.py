@@ -52,6 +52,7 @@ class TrainerPrecision(Rule):
     tokens = ("Trainer",)
     default = "hint"
     fix_applicability = Applicability.UNSAFE
+    fixes_test_files = False
 
     VALID = [
         Valid(

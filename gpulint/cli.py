@@ -244,12 +244,12 @@ def list_rules(
         for column in ("id", "name", "default", "fix", "what it finds"):
             table.add_column(column)
         for r in rules:
-            table.add_row(r.code, r.name, r.default, r.fix_applicability.value if r.fix_applicability else "-", r.message_template())
+            table.add_row(r.code, r.name, r.default, r.fix_applicability.value if r.fix_applicability else "-", r.short_description())
         Console().print(table)
         return
     for r in rules:
         fix = r.fix_applicability.value if r.fix_applicability else "-"
-        typer.echo(f"{r.code}  {r.name:<28} {r.default:<5} fix:{fix:<7} {r.message_template()}")
+        typer.echo(f"{r.code}  {r.name:<28} {r.default:<5} fix:{fix:<7} {r.short_description()}")
 
 
 @app.command("rule")

@@ -47,7 +47,7 @@ def rules_table() -> str:
     ]
     for rule in all_rules():
         link = f"[{rule.code}](docs/rules/{rule.code}.md)"
-        rows.append(f"| {link} | `{rule.name}` | {rule.default} | {fix_label(rule)} | {rule.message_template()} |")
+        rows.append(f"| {link} | `{rule.name}` | {rule.default} | {fix_label(rule)} | {rule.short_description()} |")
     return "\n".join(rows)
 
 

@@ -50,6 +50,7 @@ class TfDataSerialMap(Rule):
     code = "GL701"
     name = "tfdata-serial-map"
     message = "tf.data `.{method}()` without `num_parallel_calls` runs on one core"
+    title = "tf.data `.map()` or `.interleave()` without `num_parallel_calls` runs on one core"
     requires = {TENSORFLOW}
     tokens = (".map(", ".interleave(")
     fix_applicability = Applicability.SAFE

@@ -18,7 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from gpulint.linter.run.safe_files import read_regular_file
+
 DEFAULT_LINE_LENGTH = 88
+_REQUIREMENTS_MAX_BYTES = 2**20
 _TORCH_REQUIREMENT = re.compile(r"^\s*torch\s*(\[[^\]]*\])?\s*(?P<specs>[^;#]*)", re.IGNORECASE)
 _LOWER_BOUND = re.compile(r"(>=|==|~=|===|>)\s*v?(?P<major>\d+)\.(?P<minor>\d+)")
 
@@ -64,7 +67,8 @@ def facts_from(pyproject: dict[str, Any], directory: Path | None) -> ProjectFact
     if directory is not None:
         for path in sorted(directory.glob("requirements*.txt")):
             try:
-                requirements.extend(path.read_text(encoding="utf-8", errors="replace").splitlines())
+                text = read_regular_file(path, _REQUIREMENTS_MAX_BYTES, "the size of a requirements file")
             except OSError:
-                continue
+                continue  # a requirements file that cannot be read says nothing about torch
+            requirements.extend(text.decode("utf-8", errors="replace").splitlines())
     return ProjectFacts(line_length, torch_lower_bound(r for r in requirements if isinstance(r, str)))

@@ -2,9 +2,10 @@
 
 A FileContext is built once per parsed file from one walk of the tree (walk.py): the import table
 and the value origins are filled from that walk at once, every other analysis -- the training-loop
-model, positions, what PyTorch and TensorFlow code does -- is a `cached_property`, computed the first
+model, what PyTorch and TensorFlow code does -- is a `cached_property`, computed the first
 time a rule asks and shared by every rule after it.  That is the one way per-file analyses are
-cached: on the FileContext, or on the analysis object it holds.
+cached: on the FileContext, or on the analysis object it holds.  Positions, a code generation pass,
+are computed only for the nodes the engine asks about (`positions`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from functools import cached_property
 from typing import Any, Iterable, Mapping
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
 from gpulint.linter.analysis.imports import ImportTable
 from gpulint.linter.analysis.loops import LoopModel, is_direct_step_call, lightning_training_steps, loop_around
+from gpulint.linter.analysis.positions import positions_of
 from gpulint.linter.analysis.pytorch import TorchAnalysis
 from gpulint.linter.analysis.tensorflow import TfAnalysis
 from gpulint.linter.analysis.values import ValueOrigins
@@ -100,17 +102,10 @@ class FileContext:
         except (tokenize.TokenError, SyntaxError, IndentationError):
             return code
 
-    @cached_property
-    def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
-        """Every node's position (computed for files that have findings only)."""
-        wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-        try:
-            # The provider alone is one code generation pass.  `wrapper.resolve` adds a full
-            # visitor traversal for the batchable providers even when there are none, which
-            # cost as much again (measured: positions were 20% of lint time, now half that).
-            return PositionProvider()._gen(wrapper)
-        except AttributeError:  # a libcst without this internal: the public way
-            return wrapper.resolve(PositionProvider)
+    def positions(self, nodes: Iterable[cst.CSTNode]) -> Mapping[cst.CSTNode, CodeRange]:
+        """The positions of `nodes`: one code generation pass that records only those
+        (positions.py).  Ask once, for every node needed: each call is a pass over the file."""
+        return positions_of(self.module, nodes)
 
     # -- analyses ----------------------------------------------------------------------------
     @cached_property

@@ -7,7 +7,9 @@ check, and the engine runs a rule only on files where every fact it requires hol
 test these conditions again.
 
 A fact's tokens must occur in every file where the fact holds, or the prefilter would hide
-findings; tests/test_facts.py checks that on real code.
+findings; tests/test_facts.py checks that on real code.  The prefilter reads them, by the fact's
+name, from the generated catalog (gpulint/linter/catalog.py), so rejecting a file imports neither
+libcst nor this module.
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ class Fact:
     def may_hold(self, source: bytes) -> bool:
         return not self.tokens or any(token in source for token in self.tokens)
 
+    def spelled(self) -> tuple[Fact, ...]:
+        """The facts with tokens that hold wherever this one does: what the prefilter checks (by
+        name, in the generated catalog)."""
+        return (self,) if self.tokens else ()
+
     def __invert__(self) -> Fact:
         # No text rules a negation out: a file may lack a fact whatever it spells.
         return Fact(f"not ({self.name})", lambda ctx: not self.holds(ctx))
@@ -56,6 +63,9 @@ class _Both(Fact):
 
     def may_hold(self, source: bytes) -> bool:
         return all(part.may_hold(source) for part in self.parts)
+
+    def spelled(self) -> tuple[Fact, ...]:
+        return self.parts[0].spelled() + self.parts[1].spelled()
 
 
 TORCH = Fact("imports torch", lambda ctx: ctx.uses_torch, (b"torch",))

@@ -22,7 +22,7 @@ RUFF = [sys.executable, "-m", "ruff"]
 INPUTS = {
     "main-loaders": (
         ["GL101", "GL102", "GL103", "GL104"],
-        '''
+        """
         import argparse
         import time
 
@@ -48,7 +48,7 @@ INPUTS = {
 
         if __name__ == "__main__":
             main()
-        ''',
+        """,
     ),
     "tf-pipeline": (
         ["GL701", "GL702"],

@@ -43,7 +43,9 @@ class Run:
 
     @property
     def id(self) -> str:
-        return "-".join([self.script.removesuffix(".py"), *([self.start_method] if self.start_method else []), *self.args])
+        return "-".join(
+            [self.script.removesuffix(".py"), *([self.start_method] if self.start_method else []), *self.args]
+        )
 
     def command(self) -> list[str]:
         if self.script.startswith("test_"):
@@ -116,8 +118,12 @@ class Result:
 def _execute(run: Run, directory: Path) -> Result:
     try:
         completed = subprocess.run(
-            run.command(), cwd=directory, env={**os.environ, **RUN_ENVIRONMENT},
-            capture_output=True, text=True, timeout=TIMEOUT_S,
+            run.command(),
+            cwd=directory,
+            env={**os.environ, **RUN_ENVIRONMENT},
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
         )
     except subprocess.TimeoutExpired as exc:
         return Result(-1, f"timed out after {TIMEOUT_S} s\n{exc.stdout or ''}{exc.stderr or ''}")
@@ -137,10 +143,18 @@ def results(tmp_path_factory) -> dict[tuple[str, str], Result]:
             shutil.copy(path, directory / path.name)
     fixed = subprocess.run(
         [sys.executable, "-m", "gpulint", ".", "--select", "ALL", "--fix", "--unsafe-fixes"],
-        cwd=after, capture_output=True, text=True, timeout=TIMEOUT_S,
+        cwd=after,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
     )
     assert fixed.returncode in (0, 1) and "error" not in fixed.stderr, fixed.stderr
-    jobs = [(run, stage, directory) for run in RUNS if _available(run.needs) for stage, directory in (("before", before), ("after", after))]
+    jobs = [
+        (run, stage, directory)
+        for run in RUNS
+        if _available(run.needs)
+        for stage, directory in (("before", before), ("after", after))
+    ]
     with ThreadPoolExecutor(max_workers=2) as pool:
         outputs = pool.map(lambda job: _execute(job[0], job[2]), jobs)
     found = {(run.id, stage): result for (run, stage, _), result in zip(jobs, outputs)}
@@ -152,7 +166,9 @@ def _diff(before: Path, after: Path) -> str:
     import difflib
 
     return "".join(
-        difflib.unified_diff(before.read_text().splitlines(True), after.read_text().splitlines(True), str(before.name), str(after.name))
+        difflib.unified_diff(
+            before.read_text().splitlines(True), after.read_text().splitlines(True), str(before.name), str(after.name)
+        )
     )
 
 
@@ -162,7 +178,9 @@ def test_fixed_script_still_runs(run: Run, results):
     if not _available(run.needs):
         pytest.skip(f"{run.needs} is not installed")
     before, after = results[(run.id, "before")], results[(run.id, "after")]
-    assert before.returncode == 0, f"{run.script} does not run unfixed (the script is wrong, not a fix):\n{before.output[-3000:]}"
+    assert (
+        before.returncode == 0
+    ), f"{run.script} does not run unfixed (the script is wrong, not a fix):\n{before.output[-3000:]}"
     assert after.returncode == 0, (
         f"{run.script} ran before `gpulint --fix --unsafe-fixes` and fails after it:\n"
         f"{after.output[-3000:]}\n--- the fixes ---\n{results['diff'].output}"

@@ -64,7 +64,10 @@ def test_import_not_added_when_already_bound():
 
 
 def test_import_goes_after_docstring_as_its_own_section():
-    source = '"""Doc."""\nimport torch\nfrom torch.utils.data import DataLoader\n\ndevice = "cuda"\n' + MAIN + "    a = DataLoader(ds)\n"
+    source = (
+        '"""Doc."""\nimport torch\nfrom torch.utils.data import DataLoader\n\ndevice = "cuda"\n'
+        + MAIN + "    a = DataLoader(ds)\n"
+    )
     fixed = fix(source, "GL101")
     assert fixed.startswith('"""Doc."""\nimport os\n\nimport torch\nfrom torch.utils.data import DataLoader\n\ndevice')
 
@@ -183,13 +186,16 @@ def test_stdlib_import_is_sorted_into_the_stdlib_section():
     )
     fixed = fix(source, "GL101")
     assert fixed.startswith(
-        '"""Doc."""\nfrom __future__ import annotations\n\nimport argparse\nimport os\nimport time\nfrom pathlib import Path\n\n'
-        "import torch\n"
+        '"""Doc."""\nfrom __future__ import annotations\n\n'
+        "import argparse\nimport os\nimport time\nfrom pathlib import Path\n\nimport torch\n"
     )
 
 
 def test_new_stdlib_section_takes_over_the_comment_above_the_imports():
-    source = "# header comment\nimport torch\nfrom torch.utils.data import DataLoader\ndevice = 'cuda'\n" + MAIN + "    a = DataLoader(ds)\n"
+    source = (
+        "# header comment\nimport torch\nfrom torch.utils.data import DataLoader\ndevice = 'cuda'\n" + MAIN
+        + "    a = DataLoader(ds)\n"
+    )
     assert fix(source, "GL101").startswith("# header comment\nimport os\n\nimport torch\n")
 
 
@@ -201,7 +207,8 @@ def test_third_party_import_is_sorted_after_stdlib_and_before_relative_imports()
     )
     fixed = fix(source, "GL404")
     assert fixed.startswith(
-        "import os\n\nimport numpy as np\nimport torch\nfrom torch import nn\nfrom torch.optim import SGD\n\nfrom . import data\n"
+        "import os\n\nimport numpy as np\nimport torch\nfrom torch import nn\nfrom torch.optim import SGD\n\n"
+        "from . import data\n"
     )
 
 

@@ -385,7 +385,8 @@ def test_changes_to_neighbouring_lines_of_two_cells_stay_in_their_cells():
     ]
     joined = join(cells)
     fixed = joined.text.replace(
-        "metrics=['acc'])\nmodel.fit(ds,", "metrics=['acc'],\n              steps_per_execution=32)\nmodel.fit(ds.prefetch(2),"
+        "metrics=['acc'])\nmodel.fit(ds,",
+        "metrics=['acc'],\n              steps_per_execution=32)\nmodel.fit(ds.prefetch(2),",
     ).replace("evaluate(test_ds)", "evaluate(test_ds.prefetch(2))")
     assert map_back(joined, fixed) == {
         1: "model.compile(optimizer,\n              metrics=['acc'],\n              steps_per_execution=32)",
@@ -399,7 +400,11 @@ def test_a_pip_install_cell_is_left_alone_and_the_others_are_fixed(tmp_path):
         tmp_path / "nb.ipynb",
         [
             ("code", "!pip install -q tensorflow"),
-            ("code", "from tensorflow.data import Dataset\nds = Dataset.range(3).map(f)\nfor b in ds:\n    model.train_on_batch(b)"),
+            (
+                "code",
+                "from tensorflow.data import Dataset\nds = Dataset.range(3).map(f)\n"
+                "for b in ds:\n    model.train_on_batch(b)",
+            ),
         ],
     )
     outcome = outcome_for(path, select=["GL701", "GL702"], fix=True)

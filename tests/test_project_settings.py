@@ -97,7 +97,9 @@ LOGGING_TEST = """
 """
 
 
-@pytest.mark.parametrize("path", ["tests/test_train.py", "test_train.py", "train_test.py", "conftest.py", "pkg/tests/helpers.py"])
+@pytest.mark.parametrize(
+    "path", ["tests/test_train.py", "test_train.py", "train_test.py", "conftest.py", "pkg/tests/helpers.py"]
+)
 def test_test_files_get_no_per_step_or_trainer_fixes_unless_asked(path):
     assert _fixable(Settings(select=["GL302"]), LOGGING_TEST, path) == []
     assert _fixable(Settings(select=["GL302"], fix_tests=True), LOGGING_TEST, path) == ["GL302"]
@@ -107,7 +109,11 @@ def test_test_files_get_no_per_step_or_trainer_fixes_unless_asked(path):
 
 
 def test_fixed_lines_wrap_at_the_projects_line_length():
-    source = b"import torch\ndevice = 'cuda'\nfor x in loader:\n    y = model(x.to(device_name_that_is_long_enough, memory_format=torch.channels_last))\n    y.sum().backward()\n    opt.step()\n"
+    source = (
+        b"import torch\ndevice = 'cuda'\nfor x in loader:\n"
+        b"    y = model(x.to(device_name_that_is_long_enough, memory_format=torch.channels_last))\n"
+        b"    y.sum().backward()\n    opt.step()\n"
+    )
     wide = fix_source(Linter(Settings(select=["GL104"], line_length=120)), source, "t.py", unsafe=True).source.decode()
     narrow = fix_source(Linter(Settings(select=["GL104"])), source, "t.py", unsafe=True).source.decode()
     assert "memory_format=torch.channels_last, non_blocking=True))\n" in wide

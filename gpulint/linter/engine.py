@@ -156,7 +156,8 @@ class Linter:
             fix = finding.fix
             if fix is None:
                 continue
-            if finding.code in not_in_tests or (target is not None and fix.min_torch is not None and fix.min_torch > target):
+            too_new = target is not None and fix.min_torch is not None and fix.min_torch > target
+            if too_new or finding.code in not_in_tests:
                 finding.fix = None
 
     @staticmethod

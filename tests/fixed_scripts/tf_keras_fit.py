@@ -12,7 +12,9 @@ def main():
     features = np.arange(64, dtype=np.int64).reshape(32, 2)
     labels = (features.sum(axis=1) % 2).astype(np.float32)
     dataset = tf.data.Dataset.from_tensor_slices((features, labels)).map(scale).batch(8)
-    model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(4, activation="relu"), tf.keras.layers.Dense(1)])
+    model = tf.keras.Sequential(
+        [tf.keras.Input((2,)), tf.keras.layers.Dense(4, activation="relu"), tf.keras.layers.Dense(1)]
+    )
     model.compile(optimizer="adam", loss="mse", jit_compile=False)
     history = model.fit(dataset, epochs=2, verbose=0)
     assert len(history.history["loss"]) == 2

@@ -39,7 +39,9 @@ _OPTIMIZER_NAME = re.compile(r"optim|(^|_)opt($|_|\d|s\b)|(^|_)(adam|sgd)", re.I
 ACCUMULATION_NAME = re.compile(r"accum|grad_acc|gradient_acc|update_freq|micro", re.IGNORECASE)
 _THROTTLE_NAME = re.compile(r"next|last|prev|interval|every|freq|period|log_at|eval_at|save_at", re.IGNORECASE)
 # Step counters: `step == n - 1` picks one step of the loop.
-_COUNTER_NAME = re.compile(r"(^|_)(i|it|iter|iters|iteration|step|steps|idx|index|epoch|count|counter|update|updates)$", re.I)
+_COUNTER_NAME = re.compile(
+    r"(^|_)(i|it|iter|iters|iteration|step|steps|idx|index|epoch|count|counter|update|updates)$", re.IGNORECASE
+)
 # Flags that are true on one step: `is_last_batch`, `final_step`, `gradient_state.end_of_dataloader`.
 _ONE_STEP_FLAG = re.compile(r"(^|_)(first|last|final|end)(_|$)", re.IGNORECASE)
 # Method names too generic to link `obj.name()` to a same-named function of this module unless the
@@ -343,7 +345,8 @@ def is_interval_condition(test: cst.BaseExpression) -> bool:
                 names = names_under(left) | names_under(right)
                 if any("rank" in n.lower() or "local" in n.lower() for n in names):
                     return False
-                if isinstance(right, cst.Integer) or isinstance(left, cst.Integer) or any(_COUNTER_NAME.search(n) for n in names):
+                literal = isinstance(right, cst.Integer) or isinstance(left, cst.Integer)
+                if literal or any(_COUNTER_NAME.search(n) for n in names):
                     return True
             if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual, cst.LessThan, cst.LessThanEqual)):
                 if any(_THROTTLE_NAME.search(n) for n in names_under(left) | names_under(right)):

@@ -54,13 +54,19 @@ def remove_keyword(call: cst.Call, keyword: str, applicability: Applicability, m
     if args and index == len(args):
         # The last argument went: the one before it takes over its trailing comma and spacing.
         args[-1] = args[-1].with_changes(comma=removed.comma, whitespace_after_arg=removed.whitespace_after_arg)
-    elif index > 0 and isinstance(removed.comma, cst.Comma) and isinstance(removed.comma.whitespace_after, cst.ParenthesizedWhitespace):
+    elif index > 0 and _breaks_after(removed):
         # The line broke after the removed argument: it breaks after the one before it now (unless
         # that one ends its own line already), so the next line is not joined onto this one.
         before = args[index - 1]
-        if isinstance(before.comma, cst.Comma) and not isinstance(before.comma.whitespace_after, cst.ParenthesizedWhitespace):
-            args[index - 1] = before.with_changes(comma=before.comma.with_changes(whitespace_after=_without_comment(removed.comma.whitespace_after)))
+        if isinstance(before.comma, cst.Comma) and not _breaks_after(before):
+            line_break = _without_comment(removed.comma.whitespace_after)
+            args[index - 1] = before.with_changes(comma=before.comma.with_changes(whitespace_after=line_break))
     return Fix(applicability, message, {call: call.with_changes(args=args)})
+
+
+def _breaks_after(arg: cst.Arg) -> bool:
+    """Whether the line ends after this argument's comma."""
+    return isinstance(arg.comma, cst.Comma) and isinstance(arg.comma.whitespace_after, cst.ParenthesizedWhitespace)
 
 
 def _without_comment(whitespace: cst.BaseParenthesizableWhitespace) -> cst.BaseParenthesizableWhitespace:

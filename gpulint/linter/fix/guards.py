@@ -42,7 +42,9 @@ def guard_fix(ctx: FileContext, node: cst.CSTNode, interval_option: str, interva
     if group is None:
         return None
     counter, statements = group
-    return _guard(statements, f"{counter} % {interval} == 0", f"Run {what} every {interval} steps (`{interval_option}`)")
+    return _guard(
+        statements, f"{counter} % {interval} == 0", f"Run {what} every {interval} steps (`{interval_option}`)"
+    )
 
 
 def host_read_guard_fix(ctx: FileContext, node: cst.CSTNode, interval_option: str, interval: int) -> Fix | None:
@@ -156,7 +158,9 @@ def _read_backs_before(ctx: FileContext, before: Sequence[cst.CSTNode], group: l
         if not is_read_back(candidate) or not names:
             break
         users = [*taken, *group]
-        if not any(names & names_under(user) for user in users) or _used_elsewhere(ctx, candidate, names, [candidate, *users]):
+        if not any(names & names_under(user) for user in users) or _used_elsewhere(
+            ctx, candidate, names, [candidate, *users]
+        ):
             break
         taken.insert(0, candidate)
     return taken
@@ -197,7 +201,9 @@ def _read_after(ctx: FileContext, block: cst.IndentedBlock, names: set[str]) -> 
 def _guard(statements: list[cst.CSTNode], condition: str, message: str) -> Fix:
     first = statements[0]
     body = [first.with_changes(leading_lines=()), *statements[1:]]
-    guard = cst.If(test=cst.parse_expression(condition), body=cst.IndentedBlock(body=body), leading_lines=first.leading_lines)
+    guard = cst.If(
+        test=cst.parse_expression(condition), body=cst.IndentedBlock(body=body), leading_lines=first.leading_lines
+    )
     replacements: dict = {first: guard}
     for extra in statements[1:]:
         replacements[extra] = cst.RemovalSentinel.REMOVE

@@ -80,7 +80,11 @@ def _top_block(body: list[cst.BaseStatement]) -> tuple[int, list[int]]:
     import lines)."""
     start, lines = 0, []
     for index, statement in enumerate(body):
-        if index == 0 and _is_docstring(statement) or (_is_import_line(statement) and _module_name(statement) == "__future__"):
+        if (
+            index == 0
+            and _is_docstring(statement)
+            or (_is_import_line(statement) and _module_name(statement) == "__future__")
+        ):
             start = index + 1
         elif _is_import_line(statement):
             lines.append(index)

@@ -60,7 +60,8 @@ def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool) -> FixOut
             return outcome
         outcome.source = new_source
         outcome.applied += len(chosen)
-        outcome.applied_codes += [f.code for f in analysis.findings if f.fix is not None and any(f.fix is c for c in chosen)]
+        applied = {id(fix) for fix in chosen}
+        outcome.applied_codes += [f.code for f in analysis.findings if id(f.fix) in applied]
     analysis = linter.analyze(outcome.source, path)
     if analysis is not None and any(f.fix and allowed(f.fix, unsafe) for f in analysis.findings):
         outcome.errors.append(f"{path}: fixes did not settle after {MAX_PASSES} passes; file left unchanged")

@@ -36,7 +36,9 @@ import libcst as cst
 _MARK = "__gpulint_split_here__"
 
 
-def wrap_statement(statement: cst.SimpleStatementLine, indent: str, step: str, line_length: int) -> cst.SimpleStatementLine:
+def wrap_statement(
+    statement: cst.SimpleStatementLine, indent: str, step: str, line_length: int
+) -> cst.SimpleStatementLine:
     """`statement` (at indentation `indent`; one level is `step`) wrapped to fit `line_length`,
     or unchanged when it fits, spans lines already, or ends in no call."""
     lines = _code(statement.with_changes(leading_lines=())).rstrip("\n").split("\n")
@@ -60,7 +62,9 @@ def wrap_statement(statement: cst.SimpleStatementLine, indent: str, step: str, l
         return statement
     links = _links(value)
     if len(links) >= 2 and isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return)):
-        return statement.with_changes(body=[small.with_changes(value=_fluent(value, links, len(indent), step, line_length))])
+        return statement.with_changes(
+            body=[small.with_changes(value=_fluent(value, links, len(indent), step, line_length))]
+        )
     fitting = [call for call in chain if len(indent) + _head_length(statement, small, value, call) <= line_length]
     target = fitting[0] if fitting else chain[0]
     wrapped = _replace(value, target, _fit(target, len(indent), step, 0, line_length))
@@ -138,7 +142,9 @@ def _links(value: cst.BaseExpression) -> list[cst.Attribute]:
     return links
 
 
-def _fluent(value: cst.BaseExpression, links: list[cst.Attribute], block_indent: int, step: str, line_length: int) -> cst.BaseExpression:
+def _fluent(
+    value: cst.BaseExpression, links: list[cst.Attribute], block_indent: int, step: str, line_length: int
+) -> cst.BaseExpression:
     """`value` in parentheses, a line break before each of `links`; a segment still too long has
     its call split as well."""
     starts_line = {id(link) for link in links}
@@ -146,7 +152,9 @@ def _fluent(value: cst.BaseExpression, links: list[cst.Attribute], block_indent:
     def rebuild(node: cst.BaseExpression) -> cst.BaseExpression:
         if isinstance(node, cst.Call):
             call = node.with_changes(func=rebuild(node.func))
-            own_line = "." + _code(node.with_changes(func=node.func.attr)) if id(node.func) in starts_line else _code(node)
+            own_line = (
+                "." + _code(node.with_changes(func=node.func.attr)) if id(node.func) in starts_line else _code(node)
+            )
             if block_indent + len(step) + len(own_line) > line_length and call.args:
                 call = _fit(call, block_indent, step, 1, line_length)
             return call
@@ -189,9 +197,13 @@ def _replace(expression: cst.BaseExpression, target: cst.Call, new: cst.Call) ->
     return expression.with_changes(value=_replace(expression.value, target, new))
 
 
-def _head_length(statement: cst.SimpleStatementLine, small: cst.CSTNode, value: cst.BaseExpression, call: cst.Call) -> int:
+def _head_length(
+    statement: cst.SimpleStatementLine, small: cst.CSTNode, value: cst.BaseExpression, call: cst.Call
+) -> int:
     """How long the line up to the call's `(` is."""
-    marked = _replace(value, call, call.with_changes(args=[cst.Arg(cst.Name(_MARK))], whitespace_before_args=cst.SimpleWhitespace("")))
+    marked = _replace(
+        value, call, call.with_changes(args=[cst.Arg(cst.Name(_MARK))], whitespace_before_args=cst.SimpleWhitespace(""))
+    )
     return _code(statement.with_changes(leading_lines=(), body=[small.with_changes(value=marked)])).index(_MARK)
 
 
@@ -207,7 +219,12 @@ def _fit(call: cst.Call, block_indent: int, step: str, depth: int, line_length: 
     args = []
     for arg in call.args:
         inner = arg.value
-        if body_indent + len(_arg_code(arg)) + 1 > line_length and isinstance(inner, cst.Call) and inner.args and not inner.lpar:
+        if (
+            body_indent + len(_arg_code(arg)) + 1 > line_length
+            and isinstance(inner, cst.Call)
+            and inner.args
+            and not inner.lpar
+        ):
             arg = arg.with_changes(value=_fit(inner, block_indent, step, depth + 1, line_length))
         args.append(arg)
     return _split(call.with_changes(args=args), step, depth, one_line=False)

@@ -348,7 +348,8 @@ class DataLoaderRespawn(Rule):
         message = "Keep worker processes alive between epochs: `persistent_workers=True`"
         value = persistent_workers_value(self.ctx, workers)
         # A name is read twice for free; an expression (`int(opt.workers)`) is evaluated twice.
-        applicability = Applicability.SAFE if value == "True" or dotted_name(workers) is not None else Applicability.UNSAFE
+        read_twice_for_free = value == "True" or dotted_name(workers) is not None
+        applicability = Applicability.SAFE if read_twice_for_free else Applicability.UNSAFE
         if self._dataset_changes(call):
             applicability = Applicability.UNSAFE
         return set_keyword(self.ctx, call, "persistent_workers", value, applicability, message)

@@ -278,7 +278,10 @@ class DataLoaderSerial(Rule):
                 b = DataLoader(Sharded(), num_workers=4)
             """,
             options={'num-workers': '4'},
-            messages=(ITERABLE_MESSAGE, "DataLoader loads batches in the training process (no `num_workers`): the GPU waits for every batch"),
+            messages=(
+                ITERABLE_MESSAGE,
+                "DataLoader loads batches in the training process (no `num_workers`): the GPU waits for every batch",
+            ),
         ),
     ]
 

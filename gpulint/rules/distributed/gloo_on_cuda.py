@@ -202,7 +202,8 @@ class GlooOnCuda(Rule):
             if not self._is_fallback(value):
                 available, imports = self.ctx.reference("torch.cuda.is_available")
                 nccl = cst.parse_expression(f"{_nccl_string(value).value} if {available}() else {value.value}")
-                fix = Fix(Applicability.UNSAFE, 'Use the NCCL backend where there are GPUs: `"nccl" if ... else "gloo"`', {value: nccl}, imports)
+                message = 'Use the NCCL backend where there are GPUs: `"nccl" if ... else "gloo"`'
+                fix = Fix(Applicability.UNSAFE, message, {value: nccl}, imports)
                 self.report(node, fix=fix)
             return
         key = dotted_name(value)

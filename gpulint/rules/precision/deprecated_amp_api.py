@@ -326,7 +326,10 @@ class DeprecatedAmpApi(Rule):
             args[0] = args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         text, imports = self.ctx.reference(new)
         replacement = call.with_changes(func=cst.parse_expression(text), args=args)
-        fix = Fix(Applicability.SAFE, f"Use `{new}(\"{device}\", ...)`", {call: replacement}, imports, min_torch=self._MIN_TORCH[shape])
+        fix = Fix(
+            Applicability.SAFE, f"Use `{new}(\"{device}\", ...)`", {call: replacement}, imports,
+            min_torch=self._MIN_TORCH[shape],
+        )
         return self._with_import_cleanup(fix, call.func)
 
     def _with_import_cleanup(self, fix: Fix, func: cst.BaseExpression) -> Fix:

@@ -315,7 +315,7 @@ class Fp32Matmul(Rule):
         if isinstance(statement, cst.SimpleStatementLine) and isinstance(self.ctx.parent(statement), (cst.IndentedBlock, cst.Module)):
             text, imports = self.ctx.reference("torch.set_float32_matmul_precision")
             fix = insert_before(
-                statement, f'{text}("high")', Applicability.UNSAFE, 'Enable TF32 matmuls: `torch.set_float32_matmul_precision("high")`',
-                imports, min_torch=(1, 12),
+                statement, f'{text}("high")', Applicability.UNSAFE,
+                'Enable TF32 matmuls: `torch.set_float32_matmul_precision("high")`', imports, min_torch=(1, 12),
             )
         self.report(node, fix=fix)

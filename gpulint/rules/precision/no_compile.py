@@ -355,8 +355,8 @@ class NoCompile(Rule):
         model = dotted_name(assignment.body[0].targets[0].target)
         text, imports = self.ctx.reference("torch.compile")
         fix = insert_after(
-            assignment, f"{model} = {text}({model})", Applicability.UNSAFE, f"Compile the model: `{model} = torch.compile({model})`",
-            imports, min_torch=(2, 0),
+            assignment, f"{model} = {text}({model})", Applicability.UNSAFE,
+            f"Compile the model: `{model} = torch.compile({model})`", imports, min_torch=(2, 0),
         )
         self.report(assignment.body[0].value, fix=fix)
 

@@ -73,7 +73,10 @@ class HostSyncInLoop(Rule):
     code = "GL201"
     name = "host-sync-in-loop"
     message = "`.{method}()` in the training loop makes the CPU wait for the GPU every step"
-    title = "a tensor read back to the host (`.item()`, `.cpu()`, `float()`) in the training loop makes the CPU wait for the GPU every step"
+    title = (
+        "a tensor read back to the host (`.item()`, `.cpu()`, `float()`) in the training loop makes the CPU wait for "
+        "the GPU every step"
+    )
     # Its patterns (a method call, an f-string, `%`) are everywhere: the facts are the prefilter.
     requires = {TORCH, ACCELERATOR, STEPS}
     fix_applicability = Applicability.UNSAFE

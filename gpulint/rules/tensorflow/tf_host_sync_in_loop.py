@@ -62,7 +62,10 @@ class TfHostSyncInLoop(Rule):
     code = "GL706"
     name = "tf-host-sync-in-loop"
     message = "`{what}` in the TensorFlow training loop makes the host wait for the GPU every step"
-    title = "a value read back to the host (`.numpy()`, `float()`) in the TensorFlow training loop makes the host wait for the GPU every step"
+    title = (
+        "a value read back to the host (`.numpy()`, `float()`) in the TensorFlow training loop makes the host wait "
+        "for the GPU every step"
+    )
     # PyTorch steps on an accelerator are GL201's, which reports these reads there: one read is
     # never reported twice in a module that trains with both frameworks.
     requires = {TENSORFLOW, STEPS, ~(TORCH & ACCELERATOR)}

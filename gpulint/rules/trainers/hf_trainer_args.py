@@ -194,9 +194,8 @@ class HfTrainerArgs(Rule):
                     self.ctx, node, "dataloader_num_workers", expression, Applicability.UNSAFE,
                     f"Load batches in worker processes: `dataloader_num_workers={expression}`", imports,
                 )
-            self.report(
-                node, message="TrainingArguments without `dataloader_num_workers`: batches load in the training process", fix=fix
-            )
+            message = "TrainingArguments without `dataloader_num_workers`: batches load in the training process"
+            self.report(node, message=message, fix=fix)
         logging = keyword_arg(node, "logging_steps")
         logging_strategy = _strategy(keyword_arg(node, "logging_strategy"), "steps")
         logs_every_step = int_literal(logging) == 1 and logging_strategy == "steps"

@@ -155,7 +155,8 @@ class TrainerPrecision(Rule):
                 node,
                 fix=set_keyword(
                     self.ctx, node, "precision", f'"bf16-mixed" if {supported}() else {fallback}', Applicability.UNSAFE,
-                    'Train in bf16 where the GPU supports it: `precision="bf16-mixed" if torch.cuda.is_bf16_supported() else ...`',
+                    'Train in bf16 where the GPU supports it: '
+                    '`precision="bf16-mixed" if torch.cuda.is_bf16_supported() else ...`',
                     imports,
                 ),
             )

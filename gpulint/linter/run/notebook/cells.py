@@ -295,7 +295,8 @@ def map_back(joined: Joined, fixed_text: str) -> dict[int, str]:
             # Between two cells: an import joins the imports above it; anything else opens the cell
             # below (appended to the cell above, it would hide that cell's displayed value).
             imports_above = above is not None and not above[0].magic[above[1]] and _is_import_text(old[i1 - 1])
-            target = above[0] if imports_above and all(_is_import_text(line) for line in new[j1:j2] if line.strip()) else below[0]
+            imports = all(_is_import_text(line) for line in new[j1:j2] if line.strip())
+            target = above[0] if imports_above and imports else below[0]
         add(target, new[j1:j2])
     texts = {}
     for number, lines in pieces.items():

@@ -192,7 +192,7 @@ class Rule:
 
     @classmethod
     def short_description(cls) -> str:
-        """One line that says what the rule finds, placeholders and all filled in."""
+        """One line that says what the rule finds, with no placeholders."""
         text = cls.title or cls.message
         if re.search(r"\{\w+\}", text):
             raise ValueError(f"{cls.code}'s message has placeholders: give the rule a `title`")
@@ -207,7 +207,7 @@ class Rule:
             lines = [line for line in lines if line.strip() and not line.startswith("#")]
             if not lines:
                 continue
-            if _is_item(lines[0]) or not any(_is_item(line) for line in lines):
+            if not any(_is_item(line) for line in lines):
                 following = paragraphs[index + 1] if index + 1 < len(paragraphs) else []
                 if " ".join(lines).rstrip().endswith(":") and following and _is_item(following[0]):
                     lines = lines + following  # the list the paragraph introduces

@@ -101,6 +101,53 @@ INPUTS = {
             torch.save(model.state_dict(), "last.pt")
         """,
     ),
+    # A loop header a fix makes too long, and a line that no longer fits once a guard moves it in.
+    "tf-loop": (
+        ["GL302", "GL702", "GL706"],
+        """
+        import tensorflow as tf
+
+
+        def train(model, optimizer, loss_fn, paths, labels, epochs):
+            train_dataset = tf.data.Dataset.from_tensor_slices((paths, labels)).batch(64)
+            for epoch in range(epochs):
+                for step, (images, labels) in enumerate(train_dataset):
+                    with tf.GradientTape() as tape:
+                        loss = loss_fn(labels, model(images, training=True))
+                    grads = tape.gradient(loss, model.trainable_variables)
+                    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                    print(f"epoch {epoch} step {step} loss {loss.numpy():.4f} in this trial")
+        """,
+    ),
+    # A `with` header a fix makes too long, and an argument of a call already one argument a line.
+    "amp-ddp": (
+        ["GL402", "GL605"],
+        """
+        import os
+
+        import torch
+        from torch.cuda.amp import autocast
+        from torch.utils.data import DataLoader, DistributedSampler
+
+
+        def main():
+            loader = DataLoader(
+                train_set,
+                batch_size=64,
+                sampler=DistributedSampler(train_set),
+                num_workers=os.cpu_count(),
+                pin_memory=True,
+            )
+            for images, labels in loader:
+                with autocast(dtype=torch.float16, enabled=use_mixed_precision_in_this_run):
+                    loss = model(images, labels)
+                loss.backward()
+
+
+        if __name__ == "__main__":
+            main()
+        """,
+    ),
 }
 
 
@@ -125,6 +172,14 @@ def test_black_leaves_fixed_code_alone(name):
     fixed = fix(original, select)
     assert fixed != original, "the input has nothing to fix"
     assert _formatted(fixed) == fixed
+
+
+@needs_black
+@pytest.mark.parametrize("name", sorted(INPUTS))
+def test_fixed_lines_fit_the_line_length(name):
+    select, source = INPUTS[name]
+    fixed = fix(_formatted(textwrap.dedent(source).lstrip("\n")), select)
+    assert max(len(line) for line in fixed.splitlines()) <= 88, fixed
 
 
 @needs_ruff

@@ -16,12 +16,12 @@ from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.findings import Applicability, Edit, Fix, Location
 from gpulint.linter.fix.guards import merge_adjacent_guards
 from gpulint.linter.fix.imports import add_imports, remove_unused_imports
-from gpulint.linter.fix.wrap import wrap_statement
+from gpulint.linter.fix.wrap import wrap_header, wrap_statement
 
 
 class _Replacer(cst.CSTTransformer):
     """Puts each replacement in place.  Then, where a block has two guards with one condition side
-    by side (one of them new), they become one (guards.py); and a one-line statement a fix made
+    by side (one of them new), they become one (guards.py); and a statement or header a fix made
     longer than the line length is wrapped (wrap.py)."""
 
     def __init__(self, replacements: dict[int, object], default_indent: str, line_length: int) -> None:
@@ -46,16 +46,38 @@ class _Replacer(cst.CSTTransformer):
             self.indents.pop()
         replacement = self.replacements.get(id(original_node))
         if replacement is not None:
-            if not isinstance(original_node, _STATEMENTS) and self.touched:
-                self.touched[-1] = True
-            return replacement
-        if touched and isinstance(updated_node, cst.SimpleStatementLine):
-            return wrap_statement(updated_node, "".join(self.indents), self.default_indent, self.line_length)
+            if not isinstance(original_node, _STATEMENTS):
+                if self.touched:
+                    self.touched[-1] = True
+                return replacement
+            wrapped = self._wrapped(replacement, "".join(self.indents), moved=True)
+            self.new.add(id(wrapped))  # still a guard a fix added, for merge_adjacent_guards
+            return wrapped
+        if touched:
+            return self._wrapped(updated_node, "".join(self.indents), moved=False)
         if isinstance(updated_node, (cst.IndentedBlock, cst.Module)):
             merged = merge_adjacent_guards(updated_node.body, self.new)
             if merged is not None:
                 return updated_node.with_changes(body=merged)
         return updated_node
+
+
+    def _wrapped(self, statement, indent: str, moved: bool):
+        """`statement` with the lines a fix made too long wrapped: a one-line statement, or a
+        compound statement's header; when it is new or `moved` in, the statements in its body too
+        (a guard moved them one level in)."""
+        if isinstance(statement, cst.SimpleStatementLine):
+            return wrap_statement(statement, indent, self.default_indent, self.line_length)
+        if not isinstance(statement, cst.BaseCompoundStatement):
+            return statement  # a removal
+        statement = wrap_header(statement, indent, self.default_indent, self.line_length)
+        if not moved or not isinstance(statement.body, cst.IndentedBlock):
+            return statement
+        inner = indent + (self.default_indent if statement.body.indent is None else statement.body.indent)
+        body = [self._wrapped(child, inner, moved=True) for child in statement.body.body]
+        if all(new is old for new, old in zip(body, statement.body.body)):
+            return statement
+        return statement.with_changes(body=statement.body.with_changes(body=body))
 
 
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)

@@ -24,12 +24,17 @@ Only a statement a fix changed, only when it is one line, and only at a call tha
            .batch(32)
        )
 
+A call already one argument per line (a magic trailing comma, or a comment, holds it) stays so;
+an argument a fix made too long is split as in 2.  The header of a `for`, `while`, `if` or `with`
+(`for x in enumerate(ds.prefetch(...)):`) splits at its last call as in 1.  Statements a fix moved
+one level in (under a guard) are wrapped the same way.
+
 The line length is the project's (ruff's or black's `line-length`, else 88: gpulint/linter/project.py).
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Callable, Iterator
 
 import libcst as cst
 
@@ -49,26 +54,128 @@ def wrap_statement(
     if len(lines) > 1:
         # Split before (by a fix of an earlier pass): black joins it and splits it again, unless a
         # comment or a trailing comma after the last argument holds the layout.
-        value = _joined(value)
-        if value is None:
-            return statement
+        joined = _joined(value)
+        if joined is None:
+            refitted = _refit_arguments(value, len(indent), step, line_length)
+            return statement if refitted is None else statement.with_changes(body=[small.with_changes(value=refitted)])
+        value = joined
         statement = statement.with_changes(body=[small.with_changes(value=value)])
         small = statement.body[0]
     if isinstance(value, cst.Tuple) and not value.lpar and len(value.elements) > 2:
         # `a, b, c = x.to(d), y.to(d), z.to(d)`: black puts the tuple in parentheses, one element a line.
         return statement.with_changes(body=[small.with_changes(value=_exploded_tuple(value, step))])
-    chain = _calls_closing_the_line(value)
-    if not chain:
+    if not _calls_closing_the_line(value):
         return statement
     links = _links(value)
     if len(links) >= 2 and isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return)):
         return statement.with_changes(
             body=[small.with_changes(value=_fluent(value, links, len(indent), step, line_length))]
         )
-    fitting = [call for call in chain if len(indent) + _head_length(statement, small, value, call) <= line_length]
-    target = fitting[0] if fitting else chain[0]
-    wrapped = _replace(value, target, _fit(target, len(indent), step, 0, line_length))
+
+    def line_with(new_value: cst.BaseExpression) -> str:
+        return _code(statement.with_changes(leading_lines=(), body=[small.with_changes(value=new_value)]))
+
+    wrapped = _right_hand_split(value, line_with, indent, step, line_length)
     return statement.with_changes(body=[small.with_changes(value=wrapped)])
+
+
+# The expression of a compound statement's header that black splits, by the statement's type.
+_HEADER_EXPRESSION = {cst.For: "iter", cst.While: "test", cst.If: "test"}
+
+
+def wrap_header(
+    statement: cst.BaseCompoundStatement, indent: str, step: str, line_length: int
+) -> cst.BaseCompoundStatement:
+    """The header of `statement` (`for ... in <call>:`, `with <call> as x:`) split at its last call
+    when it is one line longer than `line_length`; otherwise `statement` unchanged."""
+    if isinstance(statement, cst.With) and len(statement.items) == 1 and not isinstance(statement.lpar, cst.LeftParen):
+        value = statement.items[0].item
+
+        def header_with(new_value: cst.BaseExpression) -> str:
+            return _header_code(statement.with_changes(items=[statement.items[0].with_changes(item=new_value)]))
+
+        def rebuilt(new_value: cst.BaseExpression) -> cst.BaseCompoundStatement:
+            return statement.with_changes(items=[statement.items[0].with_changes(item=new_value)])
+
+    elif type(statement) in _HEADER_EXPRESSION:
+        field = _HEADER_EXPRESSION[type(statement)]
+        value = getattr(statement, field)
+
+        def header_with(new_value: cst.BaseExpression) -> str:
+            return _header_code(statement.with_changes(**{field: new_value}))
+
+        def rebuilt(new_value: cst.BaseExpression) -> cst.BaseCompoundStatement:
+            return statement.with_changes(**{field: new_value})
+
+    else:
+        return statement
+    header = header_with(value)
+    if "\n" in header or len(indent) + len(header) <= line_length or not _calls_closing_the_line(value):
+        return statement
+    return rebuilt(_right_hand_split(value, header_with, indent, step, line_length))
+
+
+def _header_code(statement: cst.BaseCompoundStatement) -> str:
+    """The header of `statement`, its trailing comment included, without the line break."""
+    suite = cst.IndentedBlock(body=[cst.SimpleStatementLine([cst.Pass()])], header=statement.body.header)
+    changes = {"orelse": None} if hasattr(statement, "orelse") else {}
+    code = _code(statement.with_changes(leading_lines=(), body=suite, **changes))
+    return code[: code.rindex("\n", 0, len(code) - 1)]
+
+
+def _right_hand_split(
+    value: cst.BaseExpression, line_with: Callable[[cst.BaseExpression], str], indent: str, step: str, line_length: int
+) -> cst.BaseExpression:
+    """`value` split at the last call of the line whose opening line fits (or the last call when
+    none does); `line_with(v)` renders the line with `v` in place of `value`."""
+    chain = _calls_closing_the_line(value)
+    fitting = [call for call in chain if len(indent) + _head_length(value, call, line_with) <= line_length]
+    target = fitting[0] if fitting else chain[0]
+    return _replace(value, target, _fit(target, len(indent), step, 0, line_length))
+
+
+def _refit_arguments(
+    value: cst.BaseExpression | None, block_indent: int, step: str, line_length: int
+) -> cst.BaseExpression | None:
+    """The call closing the line, already one argument per line (black's layout), with each
+    argument that is a call and too long for its line split too; None when there is nothing to
+    split or the call is laid out otherwise."""
+    chain = _calls_closing_the_line(value)
+    if not chain or not _one_argument_per_line(chain[0], step):
+        return None
+    call = chain[0]
+    args = []
+    for arg in call.args:
+        inner = arg.value
+        if (
+            block_indent + len(step) + len(_arg_code(arg)) + 1 > line_length
+            and isinstance(inner, cst.Call)
+            and inner.args
+            and not inner.lpar
+            and "\n" not in _code(inner)
+        ):
+            arg = arg.with_changes(value=_fit(inner, block_indent, step, 1, line_length))
+        args.append(arg)
+    if all(new is old for new, old in zip(args, call.args)):
+        return None
+    return _replace(value, call, call.with_changes(args=args))
+
+
+def _one_argument_per_line(call: cst.Call, step: str) -> bool:
+    def breaks_to(whitespace: object, levels: int) -> bool:
+        return (
+            isinstance(whitespace, cst.ParenthesizedWhitespace)
+            and whitespace.indent
+            and whitespace.last_line.value == step * levels
+        )
+
+    last = len(call.args) - 1
+    return breaks_to(call.whitespace_before_args, 1) and all(
+        breaks_to(arg.comma.whitespace_after, 1 if index < last else 0)
+        if isinstance(arg.comma, cst.Comma)
+        else index == last and breaks_to(arg.whitespace_after_arg, 0)
+        for index, arg in enumerate(call.args)
+    )
 
 
 class _Joiner(cst.CSTTransformer):
@@ -197,14 +304,12 @@ def _replace(expression: cst.BaseExpression, target: cst.Call, new: cst.Call) ->
     return expression.with_changes(value=_replace(expression.value, target, new))
 
 
-def _head_length(
-    statement: cst.SimpleStatementLine, small: cst.CSTNode, value: cst.BaseExpression, call: cst.Call
-) -> int:
+def _head_length(value: cst.BaseExpression, call: cst.Call, line_with: Callable[[cst.BaseExpression], str]) -> int:
     """How long the line up to the call's `(` is."""
     marked = _replace(
         value, call, call.with_changes(args=[cst.Arg(cst.Name(_MARK))], whitespace_before_args=cst.SimpleWhitespace(""))
     )
-    return _code(statement.with_changes(leading_lines=(), body=[small.with_changes(value=marked)])).index(_MARK)
+    return line_with(marked).index(_MARK)
 
 
 def _arg_code(arg: cst.Arg) -> str:

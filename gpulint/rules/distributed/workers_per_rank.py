@@ -152,7 +152,9 @@ class WorkersPerRank(Rule):
 
             loader = DataLoader(
                 ds,
-                num_workers=max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))),  # all of them
+                num_workers=max(
+                    1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+                ),  # all of them
                 pin_memory=True,
             )
             """,

@@ -61,7 +61,6 @@ class _Replacer(cst.CSTTransformer):
                 return updated_node.with_changes(body=merged)
         return updated_node
 
-
     def _wrapped(self, statement, indent: str, moved: bool):
         """`statement` with the lines a fix made too long wrapped: a one-line statement, or a
         compound statement's header; when it is new or `moved` in, the statements in its body too

@@ -1,6 +1,6 @@
 """Wrap a line a fix made longer than the project's line length, the way black would.
 
-Only a statement a fix changed, only when it is one line, and only at a call that closes the line
+Only a statement a fix changed (or moved), and only at a call that closes the line
 (`loader = DataLoader(...)`, `return f(...)`, `ds = ds.map(...).batch(32)`):
 
 1. black's "right hand split": the call's arguments go on a line of their own, one level in, and
@@ -45,7 +45,7 @@ def wrap_statement(
     statement: cst.SimpleStatementLine, indent: str, step: str, line_length: int
 ) -> cst.SimpleStatementLine:
     """`statement` (at indentation `indent`; one level is `step`) wrapped to fit `line_length`,
-    or unchanged when it fits, spans lines already, or ends in no call."""
+    or unchanged when it fits, ends in no call, or spans lines in a layout black would keep."""
     lines = _code(statement.with_changes(leading_lines=())).rstrip("\n").split("\n")
     if len(statement.body) != 1 or all(len(indent) + len(line) <= line_length for line in lines):
         return statement
@@ -87,7 +87,7 @@ def wrap_header(
     statement: cst.BaseCompoundStatement, indent: str, step: str, line_length: int
 ) -> cst.BaseCompoundStatement:
     """The header of `statement` (`for ... in <call>:`, `with <call> as x:`) split at its last call
-    when it is one line longer than `line_length`; otherwise `statement` unchanged."""
+    when the header is one line and longer than `line_length`; otherwise `statement` unchanged."""
     if isinstance(statement, cst.With) and len(statement.items) == 1 and not isinstance(statement.lpar, cst.LeftParen):
         value = statement.items[0].item
 

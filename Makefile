@@ -11,11 +11,12 @@ demo:
 	-.venv-demo/bin/gpulint fixtures/
 	-.venv-demo/bin/gpulint fixtures/ --diff --unsafe-fixes
 
-# Install the test environment (torch pinned to the CPU build; tensorflow-cpu) and run the tests.
+# Install the test environment (torch pinned to the CPU build; tensorflow-cpu; the HF and Lightning trainers)
+# and run the tests.
 test:
 	test -x .venv/bin/python || $(PYTHON) -m venv .venv
 	.venv/bin/pip install -q torch==2.13.0
-	.venv/bin/pip install -q -e '.[dev,tf]'
+	.venv/bin/pip install -q -e '.[dev,tf,trainers]'
 	.venv/bin/python -m pytest
 
 docs:

@@ -16,6 +16,7 @@ from gpulint.linter.run.runner import run
 from tests.helpers import assert_fix_ok, fix
 
 HEADER = "import torch\nfrom torch.utils.data import DataLoader\ndevice = 'cuda'\n"
+MAIN = 'if __name__ == "__main__":\n'  # where GL101 may add workers
 
 
 def test_keyword_appended_in_one_line_layout():
@@ -51,26 +52,29 @@ def test_existing_keyword_value_is_replaced():
 
 
 def test_two_fixes_on_one_call_both_apply_and_import_added_once():
-    source = HEADER + "a = DataLoader(ds)\nb = DataLoader(ds)\n"
+    source = HEADER + MAIN + "    a = DataLoader(ds)\n    b = DataLoader(ds)\n"
     fixed = assert_fix_ok(source, ["GL101", "GL102"])
     call = "DataLoader(ds, num_workers=min(8, os.cpu_count() or 1), pin_memory=True)"
-    assert fixed == "import os\n" + HEADER + f"a = {call}\nb = {call}\n"
+    assert fixed == "import os\n\n" + HEADER + MAIN + f"    a = {call}\n    b = {call}\n"
 
 
 def test_import_not_added_when_already_bound():
-    fixed = fix("import os\n" + HEADER + "a = DataLoader(ds)\n", "GL101")
-    assert fixed == "import os\n" + HEADER + "a = DataLoader(ds, num_workers=min(8, os.cpu_count() or 1))\n"
+    fixed = fix("import os\n" + HEADER + MAIN + "    a = DataLoader(ds)\n", "GL101")
+    assert fixed == "import os\n" + HEADER + MAIN + "    a = DataLoader(ds, num_workers=min(8, os.cpu_count() or 1))\n"
 
 
-def test_import_goes_after_docstring_and_imports():
-    source = '"""Doc."""\nimport torch\nfrom torch.utils.data import DataLoader\n\ndevice = "cuda"\na = DataLoader(ds)\n'
+def test_import_goes_after_docstring_as_its_own_section():
+    source = (
+        '"""Doc."""\nimport torch\nfrom torch.utils.data import DataLoader\n\ndevice = "cuda"\n'
+        + MAIN + "    a = DataLoader(ds)\n"
+    )
     fixed = fix(source, "GL101")
-    assert fixed.startswith('"""Doc."""\nimport os\nimport torch\nfrom torch.utils.data import DataLoader\n\ndevice')
+    assert fixed.startswith('"""Doc."""\nimport os\n\nimport torch\nfrom torch.utils.data import DataLoader\n\ndevice')
 
 
 def test_num_workers_option_is_used():
-    fixed = fix(HEADER + "a = DataLoader(ds)\n", "GL101", **{"num-workers": "4"})
-    assert fixed == HEADER + "a = DataLoader(ds, num_workers=4)\n"
+    fixed = fix(HEADER + MAIN + "    a = DataLoader(ds)\n", "GL101", **{"num-workers": "4"})
+    assert fixed == HEADER + MAIN + "    a = DataLoader(ds, num_workers=4)\n"
 
 
 def test_unsafe_fixes_need_the_flag():
@@ -149,7 +153,7 @@ def test_fix_that_would_break_parsing_is_not_written(tmp_path, monkeypatch):
     path.write_text(HEADER + "a = DataLoader(ds)\n")
     before = path.read_bytes()
 
-    def broken_apply(ctx, fixes):
+    def broken_apply(ctx, fixes, line_length):
         # Stand in for a buggy fix: a module whose code is `def`, which does not parse.
         return cst.Module(body=[cst.SimpleStatementLine([cst.Expr(cst.Name("def"))])])
 
@@ -175,12 +179,46 @@ def test_single_line_trailing_comma():
     assert fix(HEADER + "loader = DataLoader(ds,)\n", "GL102") == HEADER + "loader = DataLoader(ds, pin_memory=True,)\n"
 
 
-def test_stdlib_import_joins_the_stdlib_group():
-    source = '"""Doc."""\nfrom __future__ import annotations\n\nimport argparse\nimport logging\n\nimport torch\nfrom torch.utils.data import DataLoader\n\ndevice = "cuda"\na = DataLoader(ds)\n'
+def test_stdlib_import_is_sorted_into_the_stdlib_section():
+    source = (
+        '"""Doc."""\nfrom __future__ import annotations\n\nimport argparse\nimport time\nfrom pathlib import Path\n\n'
+        'import torch\nfrom torch.utils.data import DataLoader\n\ndevice = "cuda"\n' + MAIN + "    a = DataLoader(ds)\n"
+    )
     fixed = fix(source, "GL101")
-    assert fixed.startswith('"""Doc."""\nfrom __future__ import annotations\n\nimport argparse\nimport logging\nimport os\n\nimport torch\n')
+    assert fixed.startswith(
+        '"""Doc."""\nfrom __future__ import annotations\n\n'
+        "import argparse\nimport os\nimport time\nfrom pathlib import Path\n\nimport torch\n"
+    )
 
 
-def test_stdlib_import_goes_first_when_only_third_party_imports():
-    source = "# header comment\nimport torch\nfrom torch.utils.data import DataLoader\ndevice = 'cuda'\na = DataLoader(ds)\n"
-    assert fix(source, "GL101").startswith("# header comment\nimport os\nimport torch\n")
+def test_new_stdlib_section_takes_over_the_comment_above_the_imports():
+    source = (
+        "# header comment\nimport torch\nfrom torch.utils.data import DataLoader\ndevice = 'cuda'\n" + MAIN
+        + "    a = DataLoader(ds)\n"
+    )
+    assert fix(source, "GL101").startswith("# header comment\nimport os\n\nimport torch\n")
+
+
+def test_third_party_import_is_sorted_after_stdlib_and_before_relative_imports():
+    source = (
+        "import os\n\nimport numpy as np\nfrom torch import nn\nfrom torch.optim import SGD\n\nfrom . import data\n\n"
+        "x = model.cuda()\nopt = SGD(model.parameters())\n"
+        "for x in loader:\n    loss = model(x)\n    loss.backward()\n    opt.step()\n"
+    )
+    fixed = fix(source, "GL404")
+    assert fixed.startswith(
+        "import os\n\nimport numpy as np\nimport torch\nfrom torch import nn\nfrom torch.optim import SGD\n\n"
+        "from . import data\n"
+    )
+
+
+def test_import_a_fix_leaves_unused_is_removed_and_one_still_used_is_kept():
+    source = (
+        "import torch\nfrom torch.cuda import amp\nfrom torch.cuda.amp import GradScaler, autocast\n\n"
+        "scaler = amp.GradScaler()\nother = GradScaler()\nwith autocast(*args):\n    pass\n"
+    )
+    fixed = fix(source, "GL402")
+    assert fixed == (
+        "import torch\nfrom torch.cuda.amp import autocast\n\n"
+        'scaler = torch.amp.GradScaler("cuda")\nother = torch.amp.GradScaler("cuda")\nwith autocast(*args):\n    pass\n'
+    )

@@ -20,7 +20,8 @@ ENGINE = ("gpulint.linter.analysis", "gpulint.linter.fix", "gpulint.linter.engin
           "gpulint.linter.option_expression")
 # What a rule module may import: the engine's API, the options rules share and the headers of their cases.
 RULE_IMPORTS = ("gpulint.linter.analysis", "gpulint.linter.rule", "gpulint.linter.findings",
-                "gpulint.linter.fix.builders", "gpulint.linter.suppressions", "gpulint.rules.options",
+                "gpulint.linter.fix.builders", "gpulint.linter.fix.guards", "gpulint.linter.suppressions",
+                "gpulint.rules.options",
                 "gpulint.rules.case_headers")
 
 

@@ -200,6 +200,18 @@ def test_step_counter_from_enumerate_range_and_increment():
         ("rank == 0", False),
         ("args.local_rank == 0", False),
         ("'%d' % x == y", False),
+        # one step of the loop: a guard, never wrapped in an interval
+        ("step == num_steps - 1", True),
+        ("i == len(loader) - 1", True),
+        ("global_step == args.max_steps", True),
+        ("epoch == args.epochs - 1 and rank == 0", True),
+        ("is_last_batch", True),
+        ("accelerator.gradient_state.end_of_dataloader", True),
+        ("self.is_final_step()", True),
+        ("not is_last_batch", False),
+        ("mode == 'train'", False),
+        ("pred == target", False),
+        ("accelerator.sync_gradients", False),
     ],
 )
 def test_interval_conditions(condition, throttles):

@@ -126,7 +126,7 @@ def test_fixing_a_copy_keeps_outputs_metadata_layout_and_magics(tmp_path):
     before = json.loads(copy.read_text(encoding="utf-8"))
     outcome = outcome_for(copy, fix=True, unsafe_fixes=True)
     assert not outcome.errors, outcome.errors
-    assert outcome.fixed >= 5
+    assert outcome.fixed >= 4
     text = copy.read_text(encoding="utf-8")
     after = json.loads(text)
     # Only sources changed; the file is laid out as Jupyter wrote the original.
@@ -142,8 +142,8 @@ def test_fixing_a_copy_keeps_outputs_metadata_layout_and_magics(tmp_path):
             keep = lambda lines: [line for line, m in zip(lines, classify(lines)[0]) if m]  # noqa: E731
             assert keep(new_lines) == keep(old_lines)
     assert all(f.fix is None for f in outcome.result.findings), outcome.result.findings
-    assert "os.cpu_count()" in "".join(after["cells"][4]["source"])
-    assert "import os\n" in after["cells"][2]["source"], "the added import joins the imports cell"
+    # No loader workers from a notebook: it has no `__main__` guard to start them under (GL101).
+    assert "num_workers=0" in "".join(after["cells"][4]["source"])
     # A second run finds nothing to fix and writes nothing.
     second = outcome_for(copy, fix=True, unsafe_fixes=True)
     assert second.fixed == 0 and not second.errors
@@ -332,7 +332,7 @@ def test_a_fix_that_touches_a_magic_line_is_refused():
     lines[2] = "if True:\n    " + lines[2]
     with pytest.raises(NotebookError, match="IPython line at cell 1:2"):
         map_back(joined, "".join(lines))
-    # And an insertion goes to the cell of the line above it, magic restored as it was.
+    # An import added after the imports of a cell joins them, magic restored as it was.
     cells = [make_cell(1, "%pip install x\nimport torch"), make_cell(3, "y = torch.ones(1)")]
     joined = join(cells)
     lines = split_lines(joined.text)
@@ -356,3 +356,60 @@ def test_run_over_a_tree_mixes_scripts_and_notebooks(tmp_path):
     assert not result.errors
     by_file = {Path(f.path).name for f in result.findings}
     assert by_file == {"train.py", "pytorch_training.ipynb"}
+
+
+# -- where fixed lines go ------------------------------------------------------------------------
+
+
+def test_a_line_added_between_cells_opens_the_cell_below():
+    # A statement inserted before the first line of cell 3 would, appended to cell 1, come after
+    # the expression cell 1 displays (and a decorator there would leave the cell unparsable).
+    cells = [make_cell(1, "import torch\ndevice"), make_cell(3, "def step():\n    pass")]
+    joined = join(cells)
+    lines = split_lines(joined.text)
+    fixed = "".join(lines[:3] + ["@tf.function\n"] + lines[3:])
+    assert map_back(joined, fixed) == {1: "import torch\ndevice", 3: "@tf.function\ndef step():\n    pass"}
+
+
+def test_a_line_added_after_the_last_cell_goes_before_the_value_it_shows():
+    cells = [make_cell(1, "x = 1\nx")]
+    joined = join(cells)
+    assert map_back(joined, joined.text + "y = 2\n") == {1: "x = 1\ny = 2\nx"}
+
+
+def test_changes_to_neighbouring_lines_of_two_cells_stay_in_their_cells():
+    cells = [
+        make_cell(1, "model.compile(optimizer,\n              metrics=['acc'])"),
+        make_cell(2, "model.fit(ds, epochs=10)"),
+        make_cell(3, "model.evaluate(test_ds)"),
+    ]
+    joined = join(cells)
+    fixed = joined.text.replace(
+        "metrics=['acc'])\nmodel.fit(ds,",
+        "metrics=['acc'],\n              steps_per_execution=32)\nmodel.fit(ds.prefetch(2),",
+    ).replace("evaluate(test_ds)", "evaluate(test_ds.prefetch(2))")
+    assert map_back(joined, fixed) == {
+        1: "model.compile(optimizer,\n              metrics=['acc'],\n              steps_per_execution=32)",
+        2: "model.fit(ds.prefetch(2), epochs=10)",
+        3: "model.evaluate(test_ds.prefetch(2))",
+    }
+
+
+def test_a_pip_install_cell_is_left_alone_and_the_others_are_fixed(tmp_path):
+    path = write_notebook(
+        tmp_path / "nb.ipynb",
+        [
+            ("code", "!pip install -q tensorflow"),
+            (
+                "code",
+                "from tensorflow.data import Dataset\nds = Dataset.range(3).map(f)\n"
+                "for b in ds:\n    model.train_on_batch(b)",
+            ),
+        ],
+    )
+    outcome = outcome_for(path, select=["GL701", "GL702"], fix=True)
+    assert not outcome.errors, outcome.errors
+    sources = ["".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]]
+    assert sources[0] == "!pip install -q tensorflow"
+    assert sources[1].startswith("import tensorflow\nfrom tensorflow.data import Dataset\n")
+    assert "num_parallel_calls=tensorflow.data.AUTOTUNE" in sources[1] and ".prefetch(" in sources[1]

@@ -51,7 +51,9 @@ def test_summary_is_the_what_it_finds_text(rule):
     text = rule.explanation()
     section = text.split("## What it finds", 1)[1].split("\n\n", 1)[0] if "## What it finds" in text else text
     assert rule.summary() and not rule.summary().startswith("#")
-    assert rule.summary() == " ".join(section.split())
+    # The paragraph, and the list it introduces (if any) joined into the sentence.
+    intro = " ".join(section.split("\n- ")[0].split("\n* ")[0].split())
+    assert rule.summary().startswith(intro.removesuffix(":")) and not rule.summary().endswith(":")
 
 
 def test_options_are_declared_once_and_validated():

@@ -44,8 +44,9 @@ def resolve_settings(paths: list[Path], options: argparse.Namespace) -> Settings
     config = options.config
     if config is not None and not config.is_file():
         raise ConfigError(f"config file {config} does not exist")
-    config_file = config if config is not None else find_config(paths[0] if paths else Path.cwd())
-    settings = load_settings(config_file)
+    start = paths[0] if paths else Path.cwd()
+    config_file = config if config is not None else find_config(start)
+    settings = load_settings(config_file, start)
     if options.select is not None:
         settings.select = options.select
     settings.extend_select += options.extend_select or []

@@ -58,7 +58,7 @@ class RuleInfo:
     name: str
     default: str  # "on", or "hint" (opt-in)
     fix: str | None  # the fix it can offer: "safe", "unsafe" or None
-    message: str  # the message template, as listings show it
+    message: str  # what the rule finds in one line, no placeholders: what listings show
     summary: str  # the explanation's first paragraph, for short listings
     facts: tuple[str, ...] = ()  # the required facts a file must spell (keys of FACT_TOKENS)
     tokens: tuple[str, ...] = ()  # one of these must occur: the text of the rule's own pattern
@@ -152,7 +152,10 @@ RULES: tuple[RuleInfo, ...] = (
         name='loader-reiterated',
         default='on',
         fix=None,
-        message='DataLoader iterated just to …: every call loads batches (and starts workers) again',
+        message=(
+            'DataLoader iterated just to count or sample it: every call loads batches (and '
+            'starts workers) again'
+        ),
         summary=(
             'A `DataLoader` iterated only to count or peek at it: `len(list(loader))` (or '
             '`tuple`), and `next(iter(loader))` inside a loop.'
@@ -165,10 +168,17 @@ RULES: tuple[RuleInfo, ...] = (
         name='host-sync-in-loop',
         default='on',
         fix='unsafe',
-        message='`.<method>()` in the training loop makes the CPU wait for the GPU every step',
+        message=(
+            'a tensor read back to the host (`.item()`, `.cpu()`, `float()`) in the training '
+            'loop makes the CPU wait for the GPU every step'
+        ),
         summary=(
             'A value read back from the GPU inside a training step loop, not under an '
-            'interval guard, in a PyTorch module that trains on an accelerator:'
+            'interval guard, in a PyTorch module that trains on an accelerator: `.item()`, '
+            '`.cpu()`, `.numpy()` and `.tolist()` on a tensor; `float(loss)` / `int(correct)` '
+            'of a tensor; a tensor formatted into a string: `f"{loss}"`, `"%f" % loss`, '
+            '`"{}".format(loss)`, `str(loss)`; a NaN/Inf check used as a condition: `if '
+            'torch.isnan(loss)`, `if not torch.isfinite(loss).all()`.'
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
     ),
@@ -192,8 +202,8 @@ RULES: tuple[RuleInfo, ...] = (
         default='on',
         fix='safe',
         message=(
-            '`torch.<factory>(...)` is built on the host and then copied to the device; pass '
-            '`device=` instead'
+            'a tensor built on the host and then copied to the device; pass `device=` to the '
+            'factory instead'
         ),
         summary=(
             'A tensor built on the host by a factory and then copied to the accelerator: '
@@ -423,7 +433,7 @@ RULES: tuple[RuleInfo, ...] = (
         name='tfdata-serial-map',
         default='on',
         fix='safe',
-        message='tf.data `.<method>()` without `num_parallel_calls` runs on one core',
+        message='tf.data `.map()` or `.interleave()` without `num_parallel_calls` runs on one core',
         summary=(
             '`Dataset.map(...)` and `Dataset.interleave(...)` on a tf.data pipeline without '
             '`num_parallel_calls`.'
@@ -452,7 +462,7 @@ RULES: tuple[RuleInfo, ...] = (
         name='tfdata-py-function',
         default='on',
         fix=None,
-        message='`<name>` in a tf.data mapped function runs in Python under the GIL, one element at a time',
+        message='Python code in a tf.data mapped function runs under the GIL, one element at a time',
         summary=(
             '`tf.py_function(...)` or `tf.numpy_function(...)` inside a function that a '
             'tf.data pipeline maps (`.map`, `.flat_map`, `.interleave`, `.filter`), directly '
@@ -489,7 +499,10 @@ RULES: tuple[RuleInfo, ...] = (
         name='tf-host-sync-in-loop',
         default='on',
         fix='unsafe',
-        message='`<what>` in the TensorFlow training loop makes the host wait for the GPU every step',
+        message=(
+            'a value read back to the host (`.numpy()`, `float()`) in the TensorFlow training '
+            'loop makes the host wait for the GPU every step'
+        ),
         summary=(
             "`.numpy()` and `float(loss)` (of a step's loss, metric or output) inside a "
             'TensorFlow training step loop -- one that calls `tape.gradient`, '
@@ -520,7 +533,10 @@ RULES: tuple[RuleInfo, ...] = (
         name='keras-python-input',
         default='hint',
         fix=None,
-        message='Keras `fit` fed from Python (…): batches are produced one at a time under the GIL',
+        message=(
+            'Keras `fit` fed from Python (a generator or a `Sequence`): batches are produced '
+            'one at a time under the GIL'
+        ),
         summary=(
             'Keras `fit(...)` fed by a Python generator (a generator function of this module, '
             'a generator expression) or by `dataset.as_numpy_iterator()` / '
@@ -540,13 +556,13 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         summary=(
             'Hugging Face `TrainingArguments(...)` (and `Seq2SeqTrainingArguments`) written '
-            'with literal values that starve the GPU: - `dataloader_num_workers` absent or '
-            '`0`: batches are loaded and collated in the training process; - '
-            '`logging_steps=1`: the Trainer reads the loss back from the GPU and logs on '
-            'every step; - `eval_steps` of 10 or less with `eval_strategy="steps"` (or '
-            '`logging_steps=1` standing in for an absent `eval_steps`): a pass over the '
-            'evaluation set every few steps; - `save_steps` of 10 or less with the default '
-            '`save_strategy="steps"`: a checkpoint every few steps.'
+            'with literal values that starve the GPU: `dataloader_num_workers` absent or `0`: '
+            'batches are loaded and collated in the training process; `logging_steps=1`: the '
+            'Trainer reads the loss back from the GPU and logs on every step; `eval_steps` of '
+            '10 or less with `eval_strategy="steps"` (or `logging_steps=1` standing in for an '
+            'absent `eval_steps`): a pass over the evaluation set every few steps; '
+            '`save_steps` of 10 or less with the default `save_strategy="steps"`: a '
+            'checkpoint every few steps.'
         ),
         tokens=('TrainingArguments',),
     ),
@@ -555,7 +571,10 @@ RULES: tuple[RuleInfo, ...] = (
         name='lightning-trainer',
         default='on',
         fix='unsafe',
-        message='Lightning Trainer …: per-step work keeps the GPU waiting',
+        message=(
+            'Lightning Trainer that logs or validates every few steps: per-step work keeps '
+            'the GPU waiting'
+        ),
         summary=(
             'Lightning `Trainer(...)` with `log_every_n_steps=1`, or an integer '
             '`val_check_interval` of 10 or less (validation every few training batches).'

@@ -9,8 +9,14 @@
     unsafe-fixes = false
     num-workers = "min(8, os.cpu_count() or 1)"   # rule options: see `gpulint rule ID`
     log-every = 100
+    fix-tests = false                # trainer-config and per-step fixes in test files too
+    target-torch = "2.1"             # the oldest PyTorch to write fixes for (default: from the requirements)
     max-file-size = "10MiB"          # larger files are skipped with a message (bytes, or KiB/MiB/GiB)
     history = ".gpulint/history.db"  # where profile/verify keep their runs (relative); false: nowhere
+
+The project's line length (ruff's or black's `line-length`) and the PyTorch its requirements allow
+are read from the same pyproject.toml, or the nearest one when there is no `[tool.gpulint]`
+(gpulint/linter/project.py).
 
 An unknown key, or an id that matches no rule, is an error: a typo must not silently turn a rule off.
 So is a configuration file that cannot be read (with its line and the reason), a value of the wrong
@@ -37,6 +43,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 from gpulint.linter.catalog import OPTIONS, RULES
 from gpulint.linter.findings import SYNTAX_ERROR_CODE
+from gpulint.linter.project import DEFAULT_LINE_LENGTH, facts_from, parse_version
 from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES, read_regular_file
 
 if TYPE_CHECKING:
@@ -54,7 +61,7 @@ _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
 STANDARD_KEYS = {
     "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude", "unsafe-fixes",
-    "max-file-size", "history",
+    "max-file-size", "history", "fix-tests", "target-torch",
 }
 
 
@@ -66,6 +73,11 @@ class Settings:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     exclude: list[str] = field(default_factory=list)
     unsafe_fixes: bool = False
+    # Trainer-config and per-step fixes in test files (test_*.py, *_test.py, tests/, conftest.py):
+    # off by default, as tests check exactly what those fixes change (per-step logs, precision).
+    fix_tests: bool = False
+    line_length: int = DEFAULT_LINE_LENGTH  # where fixed lines are wrapped
+    target_torch: tuple[int, int] | None = None  # fixes that need a newer PyTorch are not offered
     max_file_size: int = DEFAULT_MAX_FILE_BYTES  # bytes; larger files are skipped with a message
     options: dict[str, Any] = field(default_factory=dict)
     root: Path = field(default_factory=Path.cwd)  # where relative patterns start
@@ -108,6 +120,9 @@ class Settings:
             "ignore": self.ignore,
             "per_file_ignores": self.per_file_ignores,
             "unsafe_fixes": self.unsafe_fixes,
+            "fix_tests": self.fix_tests,
+            "line_length": self.line_length,
+            "target_torch": self.target_torch,
             "options": self.options,
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
@@ -195,10 +210,19 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}:{position[1]}:{position[2]}: invalid TOML: {reason}") from exc
 
 
-def load_settings(config_file: Path | None) -> Settings:
-    """Settings from a pyproject.toml ([tool.gpulint]) or a gpulint.toml (top level)."""
+def load_settings(config_file: Path | None, start: Path | None = None) -> Settings:
+    """Settings from a pyproject.toml ([tool.gpulint]) or a gpulint.toml (top level), with the
+    project's facts (line length, PyTorch version) from that pyproject.toml -- or, with no config
+    file, from the nearest pyproject.toml above `start`."""
     if config_file is None:
-        return Settings()
+        settings = Settings()
+        project_file = _nearest_pyproject(start) if start is not None else None
+        if project_file is not None:
+            try:
+                _apply_project(settings, read_toml(project_file), project_file.parent)
+            except ConfigError:
+                pass  # a broken pyproject without our table is not ours to report
+        return settings
     data = read_toml(config_file)
     table = data
     if config_file.name == "pyproject.toml":
@@ -208,7 +232,28 @@ def load_settings(config_file: Path | None) -> Settings:
         table = tool.get("gpulint", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{config_file}: `[tool] gpulint` must be a table ([tool.gpulint]), not {_toml_type(table)}")
-    return settings_from_table(table, config_file)
+    settings = settings_from_table(table, config_file)
+    target = settings.target_torch
+    _apply_project(settings, data if config_file.name == "pyproject.toml" else {}, config_file.parent)
+    if target is not None:  # said outright: it wins over the requirements
+        settings.target_torch = target
+    return settings
+
+
+def _nearest_pyproject(start: Path) -> Path | None:
+    directory = Path(os.path.realpath(start))  # (not resolve(): a symlink loop must not raise)
+    if not directory.is_dir():
+        directory = directory.parent
+    for candidate in (directory, *directory.parents):
+        if (candidate / "pyproject.toml").is_file():
+            return candidate / "pyproject.toml"
+    return None
+
+
+def _apply_project(settings: Settings, pyproject: dict[str, Any], directory: Path) -> None:
+    facts = facts_from(pyproject, directory)
+    settings.line_length = facts.line_length
+    settings.target_torch = facts.target_torch
 
 
 def _toml_type(value: Any) -> str:
@@ -255,6 +300,15 @@ def settings_from_table(table: dict[str, Any], config_file: Path) -> Settings:
     if not isinstance(unsafe, bool):
         raise ConfigError(f"{config_file}: `unsafe-fixes` must be true or false")
     settings.unsafe_fixes = unsafe
+    fix_tests = table.get("fix-tests", False)
+    if not isinstance(fix_tests, bool):
+        raise ConfigError(f"{config_file}: `fix-tests` must be true or false")
+    settings.fix_tests = fix_tests
+    if "target-torch" in table:
+        try:
+            settings.target_torch = parse_version(str(table["target-torch"]))
+        except ValueError as exc:
+            raise ConfigError(f"{config_file}: `target-torch` must be a version such as \"2.1\" ({exc})") from None
     history = table.get("history")
     if history is not None and not (history is False or isinstance(history, str) and history):
         raise ConfigError(f"{config_file}: `history` must be a file path or false")

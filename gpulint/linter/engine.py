@@ -133,6 +133,7 @@ class Linter:
         wanted = frozenset().union(*(r.visited_types() for r in rules))
         ctx = FileContext(module, path, self.settings.options, wanted, source)
         findings = run_rules(ctx, [r for r in rules if r.applies(ctx)])
+        self._withhold_fixes(rules, findings, path)
         suppressions = find_suppressions(ctx.source_text) if findings else {}
         analysis = Analysis(ctx, findings, suppressions)
         if suppressions:  # (matching needs positions: files without such comments do without)
@@ -141,6 +142,23 @@ class Linter:
                 f for f in findings if not silenced(suppressions, f.code, rows_of(ctx, positions, f.node))
             ]
         return analysis
+
+    def _withhold_fixes(self, rules: list[type[Rule]], findings: list[RawFinding], path: str) -> None:
+        """Drop the fixes the project rules out (the findings stay): those that need a newer
+        PyTorch than it targets, and in a test file the rules' that change what tests check
+        (trainer configuration, per-step work) unless `fix-tests` is set."""
+        from gpulint.linter.analysis.context import is_test_path  # (loaded with FileContext)
+
+        target = self.settings.target_torch
+        in_tests = not self.settings.fix_tests and is_test_path(path)
+        not_in_tests = {rule.code for rule in rules if not rule.fixes_test_files} if in_tests else set()
+        for finding in findings:
+            fix = finding.fix
+            if fix is None:
+                continue
+            too_new = target is not None and fix.min_torch is not None and fix.min_torch > target
+            if too_new or finding.code in not_in_tests:
+                finding.fix = None
 
     @staticmethod
     def candidate_rules(source: bytes, rules: Iterable[catalog.RuleInfo]) -> list[catalog.RuleInfo]:
@@ -171,7 +189,7 @@ class Linter:
             start, end = positions[anchor(raw.node)].start, positions[raw.node].end
             fix = None
             if raw.fix is not None:
-                edits = edits_for(ctx, raw.fix) if with_edits else ()
+                edits = edits_for(ctx, raw.fix, self.settings.line_length) if with_edits else ()
                 fix = FixInfo(raw.fix.applicability, raw.fix.message, tuple(edits))
             located.append(
                 Finding(

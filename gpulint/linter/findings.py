@@ -45,13 +45,18 @@ class Fix:
 
     `replacements` maps original nodes (by identity) to their replacements.  `imports` are
     statements (`"import os"`) the new code needs; the fixer adds each one once, and only if the
-    module does not already bind the name.
+    module does not already bind the name.  `unbinds` are names the new code may no longer use
+    (`amp` after `amp.GradScaler()` became `torch.amp.GradScaler("cuda")`): the fixer drops their
+    module-level imports when nothing else mentions them.  `min_torch` is the oldest PyTorch
+    (major, minor) the new code runs on: a project that targets an older one is not offered it.
     """
 
     applicability: Applicability
     message: str
     replacements: Mapping[cst.CSTNode, cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel]
     imports: tuple[str, ...] = ()
+    unbinds: tuple[str, ...] = ()
+    min_torch: tuple[int, int] | None = None
 
 
 @dataclass

@@ -116,6 +116,9 @@ class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
     message: ClassVar[str]
+    # The message without its `{placeholders}`, for listings and SARIF's shortDescription: needed
+    # when `message` has placeholders (short_description() says so).
+    title: ClassVar[str | None] = None
     default: ClassVar[str] = "on"  # "on" or "hint" (opt-in: an opportunity, right in most files)
     severity: ClassVar[str] = "warning"
     fix_applicability: ClassVar[Applicability | None] = None  # the fix it offers, for docs and cases
@@ -123,6 +126,9 @@ class Rule:
     # Prefilter: the file must contain at least one of these (as text) to be parsed for this rule.
     tokens: ClassVar[tuple[str, ...]] = ()
     options: ClassVar[tuple[RuleOption, ...]] = ()
+    # False for fixes that change what tests check (trainer configuration, per-step work): not
+    # offered in test files unless the `fix-tests` setting says so.
+    fixes_test_files: ClassVar[bool] = True
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 
@@ -185,10 +191,40 @@ class Rule:
         return "`".join(parts)
 
     @classmethod
+    def short_description(cls) -> str:
+        """One line that says what the rule finds, with no placeholders."""
+        text = cls.title or cls.message
+        if re.search(r"\{\w+\}", text):
+            raise ValueError(f"{cls.code}'s message has placeholders: give the rule a `title`")
+        return text
+
+    @classmethod
     def summary(cls) -> str:
-        """The explanation's first paragraph after its first heading, for short listings."""
-        for paragraph in cls.explanation().split("\n\n"):
-            lines = [line for line in paragraph.splitlines() if not line.startswith("#")]
-            if lines:
-                return " ".join(" ".join(lines).split())
+        """The explanation's first paragraph after its first heading, for short listings; a
+        paragraph that introduces a list (`...:`) takes the list along, items joined by `;`."""
+        paragraphs = [p.splitlines() for p in cls.explanation().split("\n\n")]
+        for index, lines in enumerate(paragraphs):
+            lines = [line for line in lines if line.strip() and not line.startswith("#")]
+            if not lines:
+                continue
+            if not any(_is_item(line) for line in lines):
+                following = paragraphs[index + 1] if index + 1 < len(paragraphs) else []
+                if " ".join(lines).rstrip().endswith(":") and following and _is_item(following[0]):
+                    lines = lines + following  # the list the paragraph introduces
+            intro, items = [], []
+            for line in lines:
+                if _is_item(line):
+                    items.append([line.lstrip()[2:]])
+                elif items:
+                    items[-1].append(line)  # an item's continuation line
+                else:
+                    intro.append(line)
+            text = " ".join(" ".join(intro).split())
+            if items:
+                text += " " + "; ".join(" ".join(" ".join(item).split()).rstrip(";.") for item in items) + "."
+            return text
         return cls.message
+
+
+def _is_item(line: str) -> bool:
+    return line.lstrip().startswith(("* ", "- "))

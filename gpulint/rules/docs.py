@@ -26,6 +26,12 @@ def rule_markdown(rule: type[Rule]) -> str:
         f"Fix: **{fix_label(rule)}**{' (applied only with --unsafe-fixes)' if fix_label(rule) == 'unsafe' else ''}  ",
         f"Message: {rule.message_template()}",
     ]
+    if rule.fix_applicability is not None and not rule.fixes_test_files:
+        lines += ["", ""]
+        lines[-1] = (
+            "Test files (`test_*.py`, `*_test.py`, `conftest.py`, `tests/`): reported without a fix, as tests check "
+            "what the fix changes; `fix-tests = true` in `[tool.gpulint]` offers it there too."
+        )
     if rule.options:
         lines.append("")
         lines.append("Options (`[tool.gpulint]`):")
@@ -42,7 +48,7 @@ def rules_table() -> str:
     ]
     for rule in all_rules():
         link = f"[{rule.code}](docs/rules/{rule.code}.md)"
-        rows.append(f"| {link} | `{rule.name}` | {rule.default} | {fix_label(rule)} | {rule.message_template()} |")
+        rows.append(f"| {link} | `{rule.name}` | {rule.default} | {fix_label(rule)} | {rule.short_description()} |")
     return "\n".join(rows)
 
 
@@ -82,7 +88,7 @@ def catalog_source(current: str) -> str:
     for rule in all_rules():
         fix = rule.fix_applicability.value if rule.fix_applicability else None
         fields = {"code": rule.code, "name": rule.name, "default": rule.default, "fix": fix,
-                  "message": rule.message_template(), "summary": rule.summary()}
+                  "message": rule.short_description(), "summary": rule.summary()}
         if rule.prefilter_facts():
             fields["facts"] = rule.prefilter_facts()
         if rule.tokens:

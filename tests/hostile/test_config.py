@@ -92,7 +92,9 @@ def test_num_workers_call_outside_the_grammar_is_refused(sandbox):
 
 def test_num_workers_in_the_grammar_is_written(sandbox):
     sandbox.write("pyproject.toml", '[tool.gpulint]\nnum-workers = "max(1, len(os.sched_getaffinity(0)) // 2)"\n')
-    path = sandbox.write("train.py")
+    # GL101 adds workers only under the main guard (where they can start under spawn).
+    main = FIXABLE.replace("loader = ", 'if __name__ == "__main__":\n    loader = ')
+    path = sandbox.write("train.py", main)
     result = sandbox.run(".", "--fix", "--unsafe-fixes")
     assert result.returncode == 0, result.stderr
     assert "num_workers=max(1, len(os.sched_getaffinity(0)) // 2)" in path.read_text()

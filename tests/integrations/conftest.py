@@ -24,6 +24,10 @@ BASE_SCRIPT = textwrap.dedent(
             loss.backward()
             optimizer.step()
             print(loss.item())  # already on the base branch: not the change's fault
+
+
+    if __name__ == "__main__":
+        train(*build())
     '''
 )
 

@@ -23,9 +23,10 @@ RECORDED = Path(__file__).parent / "data" / "aa_run_times.json"
 SOURCE = b"""import torch
 from torch.utils.data import DataLoader
 device = torch.device("cuda")
-loader = DataLoader(range(10))
-for x in loader:
-    opt.step()
+if __name__ == "__main__":
+    loader = DataLoader(range(10))
+    for x in loader:
+        opt.step()
 """
 
 

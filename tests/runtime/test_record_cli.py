@@ -92,20 +92,27 @@ def test_verify_refuses_a_fix_that_needs_a_gpu_on_a_machine_without_one(tmp_path
     assert leftovers(tmp_path) == []
 
 
+# The training runs under the main guard: GL101 adds loader workers only where they can start.
 LABELLED = """\
 import os
 import torch
 from torch.utils.data import DataLoader
 
-device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-with open(os.path.join(os.path.dirname(__file__), "labels.txt")) as handle:  # next to the script
-    labels = [int(x) for x in handle.read().split()]
-model = torch.nn.Linear(1, 1)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-for epoch in range(3):
-    for batch in DataLoader(torch.arange(40.0), batch_size=4):
-        model(batch.view(-1, 1)).sum().backward()
-        optimizer.step()
+
+def main():
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    with open(os.path.join(os.path.dirname(__file__), "labels.txt")) as handle:  # next to the script
+        labels = [int(x) for x in handle.read().split()]
+    model = torch.nn.Linear(1, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        for batch in DataLoader(torch.arange(40.0), batch_size=4):
+            model(batch.view(-1, 1)).sum().backward()
+            optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
 """
 
 

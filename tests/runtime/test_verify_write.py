@@ -12,9 +12,10 @@ from tests.runtime.helpers import measured_run
 SOURCE = b"""import torch
 from torch.utils.data import DataLoader
 device = torch.device("cuda")
-loader = DataLoader(range(10))
-for x in loader:
-    opt.step()
+if __name__ == "__main__":
+    loader = DataLoader(range(10))
+    for x in loader:
+        opt.step()
 """
 
 

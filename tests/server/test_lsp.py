@@ -34,6 +34,10 @@ TRAIN = textwrap.dedent(
                 loss.backward()
                 optimizer.step()
                 print(loss.item())
+
+
+    if __name__ == "__main__":
+        train(*build())
     """
 )
 NOTEBOOKS = {"notebookDocument": {"synchronization": {}}}  # notebook sync is only advertised to clients that have it

@@ -26,6 +26,7 @@ from gpulint.linter.analysis.pytorch import TorchAnalysis
 from gpulint.linter.analysis.tensorflow import TfAnalysis
 from gpulint.linter.analysis.values import ValueOrigins
 from gpulint.linter.analysis.walk import TreeIndex
+from gpulint.linter.analysis.workers import WorkerStart
 
 # Node types the shared analyses need from the walk, whatever rules are enabled.
 ANALYSIS_TYPES = frozenset(
@@ -48,6 +49,14 @@ _ACCELERATOR_MODULES = ("accelerate", "lightning.fabric", "deepspeed")
 _ACCELERATOR_CALL_PREFIXES = ("torch.cuda.", "torch.accelerator.", "torch.backends.cuda.", "torch.backends.cudnn.")
 
 STATEMENT_TYPES = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$")
+
+
+def is_test_path(path: str) -> bool:
+    """Whether `path` is test code by pytest's conventions: `test_*.py`, `*_test.py`,
+    `conftest.py`, or anything under a `tests/` (`test/`, `testing/`) directory."""
+    return bool(_TEST_PATH.search(path.replace("\\", "/")))
 
 
 class FileContext:
@@ -110,6 +119,10 @@ class FileContext:
     @cached_property
     def tf(self) -> TfAnalysis:
         return TfAnalysis(self)
+
+    @cached_property
+    def workers(self) -> WorkerStart:
+        return WorkerStart(self)
 
     # -- module-level facts ------------------------------------------------------------------
     def uses(self, *modules: str) -> bool:

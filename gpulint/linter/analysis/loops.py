@@ -14,8 +14,8 @@ below the loop that calls it):
 * code runs *per step* when a step loop's body (or a `while` test) encloses it, or when it is in a
   step function or a Lightning `training_step`;
 * an *interval guard* is an `if` between the code and its step loop whose condition throttles by a
-  counter (`step % 100 == 0`, `i == 0`, `step >= next_log`); `% accum_steps`, flags and rank checks
-  are not;
+  counter (`step % 100 == 0`, `step >= next_log`) or picks one step (`i == 0`, `step == n - 1`,
+  `is_last_batch`); `% accum_steps`, other flags and rank checks are not;
 * *per-step work* runs per step, under no interval guard, and not as the handling of a rare event
   (in an `except` handler, or in a branch that leaves the iteration: `break`, `continue`,
   `return`, `raise`).
@@ -38,6 +38,12 @@ SCOPE_TYPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 _OPTIMIZER_NAME = re.compile(r"optim|(^|_)opt($|_|\d|s\b)|(^|_)(adam|sgd)", re.IGNORECASE)
 ACCUMULATION_NAME = re.compile(r"accum|grad_acc|gradient_acc|update_freq|micro", re.IGNORECASE)
 _THROTTLE_NAME = re.compile(r"next|last|prev|interval|every|freq|period|log_at|eval_at|save_at", re.IGNORECASE)
+# Step counters: `step == n - 1` picks one step of the loop.
+_COUNTER_NAME = re.compile(
+    r"(^|_)(i|it|iter|iters|iteration|step|steps|idx|index|epoch|count|counter|update|updates)$", re.IGNORECASE
+)
+# Flags that are true on one step: `is_last_batch`, `final_step`, `gradient_state.end_of_dataloader`.
+_ONE_STEP_FLAG = re.compile(r"(^|_)(first|last|final|end)(_|$)", re.IGNORECASE)
 # Method names too generic to link `obj.name()` to a same-named function of this module unless the
 # receiver is `self`: `scheduler.step()` is not a call of some class's `def step(self)`.
 _GENERIC_METHODS = frozenset({"step", "update", "apply", "run", "forward", "__call__", "call", "fit"})
@@ -334,10 +340,14 @@ def is_interval_condition(test: cst.BaseExpression) -> bool:
             if isinstance(operator, (cst.Equal, cst.NotEqual)) and (_has_modulo(left) or _has_modulo(right)):
                 # `step % 100 == 0` throttles; `(step + 1) % accum_steps == 0` does not.
                 return isinstance(operator, cst.Equal) and (_is_modulo(left) or _is_modulo(right))
-            if isinstance(operator, cst.Equal) and (isinstance(right, cst.Integer) or isinstance(left, cst.Integer)):
-                # `i == 0`: a counter hitting one value.  A rank check is not a throttle.
+            if isinstance(operator, cst.Equal):
+                # `i == 0`, `step == n - 1`: a counter hitting one value.  A rank check is not a throttle.
                 names = names_under(left) | names_under(right)
-                return not any("rank" in n.lower() or "local" in n.lower() for n in names)
+                if any("rank" in n.lower() or "local" in n.lower() for n in names):
+                    return False
+                literal = isinstance(right, cst.Integer) or isinstance(left, cst.Integer)
+                if literal or any(_COUNTER_NAME.search(n) for n in names):
+                    return True
             if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual, cst.LessThan, cst.LessThanEqual)):
                 if any(_THROTTLE_NAME.search(n) for n in names_under(left) | names_under(right)):
                     return True
@@ -347,7 +357,9 @@ def is_interval_condition(test: cst.BaseExpression) -> bool:
         # Trainers' own throttles: `accelerator.sync_gradients`-style flags are not, but
         # `should_log(step)` / `is_log_step()` helpers are named for it.
         name = (dotted_name(test.func) or "").rsplit(".", 1)[-1].lower()
-        return name.startswith(("should_", "is_log", "is_eval", "time_to_"))
+        return name.startswith(("should_", "is_log", "is_eval", "time_to_")) or bool(_ONE_STEP_FLAG.search(name))
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        return bool(_ONE_STEP_FLAG.search((dotted_name(test) or "").rsplit(".", 1)[-1]))
     return False
 
 

@@ -10,7 +10,7 @@ rules and the shared analyses subscribe to, in source order.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import libcst as cst
 
@@ -79,6 +79,15 @@ def iter_children(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
             for item in value:
                 if isinstance(item, cst.CSTNode):
                     yield item
+
+
+def nodes_under(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`node` and every semantic node under it (formatting nodes left out), in no set order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(iter_children(current))
 
 
 def names_under(node: cst.CSTNode) -> set[str]:

@@ -10,7 +10,6 @@ import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.nodes import keyword_arg
-from gpulint.linter.analysis.walk import names_under
 from gpulint.linter.findings import Applicability, Fix
 
 
@@ -33,6 +32,21 @@ def set_keyword(
     return Fix(applicability, message, {call: append_keyword(call, keyword, value)}, imports)
 
 
+def persistent_workers_value(ctx: FileContext, workers: cst.BaseExpression) -> str:
+    """What `persistent_workers=` can say next to `num_workers=<workers>`: `True` for a positive
+    literal, else `<workers> > 0` -- `persistent_workers=True` with zero workers raises."""
+    if isinstance(workers, cst.Integer) and workers.evaluated_value > 0:
+        return "True"
+    code = ctx.code(workers)
+    # Operators that bind looser than `>` (`a or 4`, `4 if a else 0`) need parentheses.
+    loose = isinstance(workers, (cst.BooleanOperation, cst.IfExp, cst.Lambda, cst.Comparison, cst.NamedExpr)) or (
+        isinstance(workers, cst.UnaryOperation) and isinstance(workers.operator, cst.Not)
+    )
+    if loose and not workers.lpar:
+        code = f"({code})"
+    return f"{code} > 0"
+
+
 def remove_keyword(call: cst.Call, keyword: str, applicability: Applicability, message: str) -> Fix:
     args = list(call.args)
     index = next(i for i, arg in enumerate(args) if arg.keyword is not None and arg.keyword.value == keyword)
@@ -40,7 +54,19 @@ def remove_keyword(call: cst.Call, keyword: str, applicability: Applicability, m
     if args and index == len(args):
         # The last argument went: the one before it takes over its trailing comma and spacing.
         args[-1] = args[-1].with_changes(comma=removed.comma, whitespace_after_arg=removed.whitespace_after_arg)
+    elif index > 0 and _breaks_after(removed):
+        # The line broke after the removed argument: it breaks after the one before it now (unless
+        # that one ends its own line already), so the next line is not joined onto this one.
+        before = args[index - 1]
+        if isinstance(before.comma, cst.Comma) and not _breaks_after(before):
+            line_break = _without_comment(removed.comma.whitespace_after)
+            args[index - 1] = before.with_changes(comma=before.comma.with_changes(whitespace_after=line_break))
     return Fix(applicability, message, {call: call.with_changes(args=args)})
+
+
+def _breaks_after(arg: cst.Arg) -> bool:
+    """Whether the line ends after this argument's comma."""
+    return isinstance(arg.comma, cst.Comma) and isinstance(arg.comma.whitespace_after, cst.ParenthesizedWhitespace)
 
 
 def _without_comment(whitespace: cst.BaseParenthesizableWhitespace) -> cst.BaseParenthesizableWhitespace:
@@ -93,95 +119,16 @@ def append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> c
     return call.with_changes(args=args)
 
 
-def _bound_names(statement: cst.CSTNode) -> set[str]:
-    names: set[str] = set()
-    if isinstance(statement, cst.SimpleStatementLine):
-        for small in statement.body:
-            targets = []
-            if isinstance(small, cst.Assign):
-                targets = [t.target for t in small.targets]
-            elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
-                targets = [small.target]
-            for target in targets:
-                names |= names_under(target)
-    return names
-
-
-def guard_fix(ctx: FileContext, node: cst.CSTNode, interval_option: str, interval: int, what: str) -> Fix | None:
-    """Wrap the statement holding `node` in `if <counter> % <interval> == 0:`.
-
-    The counter is the step loop's own (`for step, batch in enumerate(loader)`, or a `+= 1`
-    counter); with none, there is no fix.  Statements right after it that use a name it assigns
-    move under the guard too, so the guarded value is never read unset; if such a name is read
-    further away, no fix is offered (it could not be written without guessing).
-    """
-    counter = ctx.loops.step_counter(node)
-    if counter is None:
-        return None
-    statement = ctx.statement_of(node)
-    block = ctx.parent(statement)
-    if not isinstance(block, cst.IndentedBlock):
-        return None  # a one-line `for x in y: stmt` suite: leave it to a person
-    body = list(block.body)
-    start = body.index(statement)
-    group = [statement]
-    bound = _bound_names(statement)
-    for following in body[start + 1 :]:
-        if bound and names_under(following) & bound:
-            group.append(following)
-            bound |= _bound_names(following)
-        else:
-            break
-    rest = body[start + len(group) :]
-    if bound and any(names_under(s) & bound for s in rest):
-        return None
-    if bound and _loop_reads_after(ctx, block, bound):
-        return None
-
-    test = cst.parse_expression(f"{counter} % {interval} == 0")
-    first = group[0]
-    guarded_body = [first.with_changes(leading_lines=())] + group[1:]
-    guard = cst.If(
-        test=test,
-        body=cst.IndentedBlock(body=guarded_body),
-        leading_lines=first.leading_lines,
-    )
-    replacements: dict = {first: guard}
-    for extra in group[1:]:
-        replacements[extra] = cst.RemovalSentinel.REMOVE
-    return Fix(
-        Applicability.UNSAFE,
-        f"Run {what} every {interval} steps (`{interval_option}`)",
-        replacements,
-    )
-
-
-def _loop_reads_after(ctx: FileContext, block: cst.IndentedBlock, names: set[str]) -> bool:
-    """Whether statements after the block (up to the function's end) read any of `names`."""
-    child: cst.CSTNode = block
-    for ancestor in ctx.ancestors(block):
-        if isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
-            statements = list(ancestor.body)
-            if child in statements:
-                index = statements.index(child)
-                if any(names_under(s) & names for s in statements[index + 1 :]):
-                    return True
-        if isinstance(ancestor, (cst.FunctionDef, cst.Module)):
-            break
-        child = ancestor
-    return False
-
-
 def insert_after(statement: cst.SimpleStatementLine, code: str, applicability: Applicability, message: str,
-                 imports: tuple[str, ...] = ()) -> Fix:
+                 imports: tuple[str, ...] = (), min_torch: tuple[int, int] | None = None) -> Fix:
     """Add the statement `code` on the line after `statement`."""
     new = cst.parse_statement(code)
-    return Fix(applicability, message, {statement: cst.FlattenSentinel([statement, new])}, imports)
+    return Fix(applicability, message, {statement: cst.FlattenSentinel([statement, new])}, imports, min_torch=min_torch)
 
 
 def insert_before(statement: cst.CSTNode, code: str, applicability: Applicability, message: str,
-                  imports: tuple[str, ...] = ()) -> Fix:
+                  imports: tuple[str, ...] = (), min_torch: tuple[int, int] | None = None) -> Fix:
     """Add the statement `code` before `statement`, taking over the blank lines and comments above it."""
     new = cst.parse_statement(code).with_changes(leading_lines=statement.leading_lines)
     both = cst.FlattenSentinel([new, statement.with_changes(leading_lines=())])
-    return Fix(applicability, message, {statement: both}, imports)
+    return Fix(applicability, message, {statement: both}, imports, min_torch=min_torch)

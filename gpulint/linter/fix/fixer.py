@@ -1,5 +1,6 @@
-"""Apply fixes to a parsed module: replace the nodes, add the imports they need, and turn the
-result into text edits (writing a fixed file is `run.safe_files.write_atomic`'s job).
+"""Apply fixes to a parsed module: replace the nodes, add the imports they need and drop those they
+leave unused (imports.py), and turn the result into text edits (writing a fixed file is
+`run.safe_files.write_atomic`'s job).
 
 One pass applies every allowed fix whose target does not overlap another's (two fixes of the same
 `DataLoader(...)` call go in consecutive passes: see passes.py, which re-lints between passes).
@@ -8,124 +9,92 @@ One pass applies every allowed fix whose target does not overlap another's (two 
 from __future__ import annotations
 
 import difflib
-import sys
 
 import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.findings import Applicability, Edit, Fix, Location
+from gpulint.linter.fix.guards import merge_adjacent_guards
+from gpulint.linter.fix.imports import add_imports, remove_unused_imports
+from gpulint.linter.fix.wrap import wrap_header, wrap_statement
 
 
 class _Replacer(cst.CSTTransformer):
-    def __init__(self, replacements: dict[int, object]) -> None:
+    """Puts each replacement in place.  Then, where a block has two guards with one condition side
+    by side (one of them new), they become one (guards.py); and a statement or header a fix made
+    longer than the line length is wrapped (wrap.py)."""
+
+    def __init__(self, replacements: dict[int, object], default_indent: str, line_length: int) -> None:
         super().__init__()
         self.replacements = replacements
+        self.new = {id(r) for r in replacements.values()}
+        self.default_indent = default_indent
+        self.line_length = line_length
+        self.indents: list[str] = []
+        self.touched: list[bool] = []  # per statement being visited: whether a fix changed part of it
+
+    def on_visit(self, node) -> bool:
+        if isinstance(node, _STATEMENTS):
+            self.touched.append(False)
+        elif isinstance(node, cst.IndentedBlock):
+            self.indents.append(self.default_indent if node.indent is None else node.indent)
+        return True
 
     def on_leave(self, original_node, updated_node):
+        touched = self.touched.pop() if isinstance(original_node, _STATEMENTS) else False
+        if isinstance(original_node, cst.IndentedBlock):
+            self.indents.pop()
         replacement = self.replacements.get(id(original_node))
-        return updated_node if replacement is None else replacement
+        if replacement is not None:
+            if not isinstance(original_node, _STATEMENTS):
+                if self.touched:
+                    self.touched[-1] = True
+                return replacement
+            wrapped = self._wrapped(replacement, "".join(self.indents), moved=True)
+            self.new.add(id(wrapped))  # still a guard a fix added, for merge_adjacent_guards
+            return wrapped
+        if touched:
+            return self._wrapped(updated_node, "".join(self.indents), moved=False)
+        if isinstance(updated_node, (cst.IndentedBlock, cst.Module)):
+            merged = merge_adjacent_guards(updated_node.body, self.new)
+            if merged is not None:
+                return updated_node.with_changes(body=merged)
+        return updated_node
+
+    def _wrapped(self, statement, indent: str, moved: bool):
+        """`statement` with the lines a fix made too long wrapped: a one-line statement, or a
+        compound statement's header; when it is new or `moved` in, the statements in its body too
+        (a guard moved them one level in)."""
+        if isinstance(statement, cst.SimpleStatementLine):
+            return wrap_statement(statement, indent, self.default_indent, self.line_length)
+        if not isinstance(statement, cst.BaseCompoundStatement):
+            return statement  # a removal
+        statement = wrap_header(statement, indent, self.default_indent, self.line_length)
+        if not moved or not isinstance(statement.body, cst.IndentedBlock):
+            return statement
+        inner = indent + (self.default_indent if statement.body.indent is None else statement.body.indent)
+        body = [self._wrapped(child, inner, moved=True) for child in statement.body.body]
+        if all(new is old for new, old in zip(body, statement.body.body)):
+            return statement
+        return statement.with_changes(body=statement.body.with_changes(body=body))
 
 
-def _import_binding(statement: cst.SimpleStatementLine) -> set[str]:
-    names: set[str] = set()
-    for small in statement.body:
-        if isinstance(small, cst.Import):
-            for alias in small.names:
-                if alias.asname is not None:
-                    names.add(alias.asname.name.value)
-                else:
-                    names.add(cst.Module([]).code_for_node(alias.name).split(".")[0])
-        elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
-            for alias in small.names:
-                names.add(alias.asname.name.value if alias.asname else alias.name.value)
-    return names
+_STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 
 
-def _is_import_line(statement: cst.CSTNode) -> bool:
-    return isinstance(statement, cst.SimpleStatementLine) and all(
-        isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
-    )
-
-
-def _is_docstring(statement: cst.CSTNode) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
-
-
-def _imported_top(statement: cst.CSTNode) -> str | None:
-    """`os` for `import os.path` / `from os import path`; None for anything else."""
-    if not _is_import_line(statement):
-        return None
-    first = statement.body[0]
-    if isinstance(first, cst.Import):
-        node = first.names[0].name
-    elif first.module is not None and not first.relative:
-        node = first.module
-    else:
-        return None
-    while isinstance(node, cst.Attribute):
-        node = node.value
-    return node.value if isinstance(node, cst.Name) else None
-
-
-# Notebook magics (`!pip install x`) stand in the joined module as imports of this prefix
-# (gpulint.linter.run.notebook); an added import never goes above them.
-NOTEBOOK_PLACEHOLDER_PREFIX = "_gpulint_ipython"
-
-
-def _is_stdlib(name: str | None) -> bool:
-    return name is not None and name != "__future__" and name in sys.stdlib_module_names
-
-
-def add_imports(module: cst.Module, imports: list[str], bound: set[str]) -> cst.Module:
-    """Add each import statement once, in the module's top import block: a standard-library import
-    after the standard-library imports already there (before the others when there are none),
-    anything else after the last import; never above a docstring or `from __future__`."""
-    body = list(module.body)
-    for text in dict.fromkeys(imports):
-        line = cst.parse_statement(text)
-        if _import_binding(line) <= bound:
-            continue
-        bound |= _import_binding(line)
-        block_end, first_import, last_stdlib = 0, None, None
-        for index, statement in enumerate(body):
-            top = _imported_top(statement)
-            if index == 0 and _is_docstring(statement) or top == "__future__":
-                block_end = index + 1
-            elif top is not None:
-                block_end = index + 1
-                if first_import is None and not top.startswith(NOTEBOOK_PLACEHOLDER_PREFIX):
-                    first_import = index
-                if _is_stdlib(top):
-                    last_stdlib = index + 1
-            elif index >= block_end:
-                break
-        if _is_stdlib(_imported_top(line)):
-            insert_at = last_stdlib if last_stdlib is not None else (first_import if first_import is not None else block_end)
-        else:
-            insert_at = block_end
-        if insert_at == first_import and last_stdlib is None:
-            # Going first in the block: take over the block's leading blank lines and comments.
-            line = line.with_changes(leading_lines=body[insert_at].leading_lines)
-            body[insert_at] = body[insert_at].with_changes(leading_lines=())
-        body.insert(insert_at, line)
-    return module.with_changes(body=body)
-
-
-def apply_fixes(ctx: FileContext, fixes: list[Fix]) -> cst.Module:
+def apply_fixes(ctx: FileContext, fixes: list[Fix], line_length: int) -> cst.Module:
     replacements: dict[int, object] = {}
     imports: list[str] = []
     for fix in fixes:
         for original, replacement in fix.replacements.items():
             replacements[id(original)] = replacement
         imports.extend(fix.imports)
-    module = ctx.module.visit(_Replacer(replacements))
+    module = ctx.module.visit(_Replacer(replacements, ctx.module.default_indent, line_length))
     if imports:
         module = add_imports(module, imports, set(ctx.imports.bindings))
+    unbound = {name for fix in fixes for name in fix.unbinds}
+    if unbound:
+        module = remove_unused_imports(module, unbound)
     return module
 
 
@@ -148,8 +117,8 @@ def non_overlapping(ctx: FileContext, fixes: list[Fix]) -> list[Fix]:
     return chosen
 
 
-def edits_for(ctx: FileContext, fix: Fix) -> list[Edit]:
-    return line_edits(ctx.source_text, apply_fixes(ctx, [fix]).code)
+def edits_for(ctx: FileContext, fix: Fix, line_length: int) -> list[Edit]:
+    return line_edits(ctx.source_text, apply_fixes(ctx, [fix], line_length).code)
 
 
 def line_edits(before: str, after: str) -> list[Edit]:

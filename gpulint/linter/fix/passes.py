@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import libcst as cst
+
+from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, parse
 from gpulint.linter.engine import Linter
+from gpulint.linter.findings import RawFinding
 from gpulint.linter.fix.fixer import allowed, apply_fixes, non_overlapping
 
 MAX_PASSES = 10
@@ -20,6 +24,7 @@ MAX_PASSES = 10
 class FixOutcome:
     source: bytes  # the fixed source (the input when nothing was applied)
     applied: int = 0
+    applied_codes: list[str] = field(default_factory=list)  # the rule code of each applied fix
     # What went wrong, as one line: a fix that broke parsing or never settled.  Nothing is written then.
     errors: list[str] = field(default_factory=list)
 
@@ -36,28 +41,43 @@ def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool) -> FixOut
         analysis = linter.analyze(outcome.source, path)
         if analysis is None:
             return outcome
-        fixes = [f.fix for f in analysis.findings if f.fix is not None and allowed(f.fix, unsafe)]
+        fixable = [f for f in analysis.findings if f.fix is not None and allowed(f.fix, unsafe)]
+        fixes = [f.fix for f in _in_source_order(analysis.ctx, fixable)]
         if not fixes:
             return outcome
         chosen = non_overlapping(analysis.ctx, fixes)
-        new_module = apply_fixes(analysis.ctx, chosen)
+        new_module = apply_fixes(analysis.ctx, chosen, linter.settings.line_length)
         new_source = new_module.bytes
         try:
             parse(new_source)
         except SyntaxErrorInSource as exc:
             codes = ", ".join(sorted({f.code for f in analysis.findings if f.fix in chosen}))
             outcome.errors.append(f"{path}: fix for {codes} produced code that does not parse ({exc}); file left unchanged")
-            outcome.source, outcome.applied = source, 0
+            outcome.source, outcome.applied, outcome.applied_codes = source, 0, []
             return outcome
         if new_source == outcome.source:
             outcome.errors.append(f"{path}: a fix made no change; stopping")
             return outcome
         outcome.source = new_source
         outcome.applied += len(chosen)
+        applied = {id(fix) for fix in chosen}
+        outcome.applied_codes += [f.code for f in analysis.findings if id(f.fix) in applied]
     analysis = linter.analyze(outcome.source, path)
     if analysis is not None and any(f.fix and allowed(f.fix, unsafe) for f in analysis.findings):
         outcome.errors.append(f"{path}: fixes did not settle after {MAX_PASSES} passes; file left unchanged")
-        outcome.source, outcome.applied = source, 0
+        outcome.source, outcome.applied, outcome.applied_codes = source, 0, []
     return outcome
 
 
+def _in_source_order(ctx: FileContext, findings: list[RawFinding]) -> list[RawFinding]:
+    """The findings by where they are in the file, so that of two fixes of one statement the first
+    finding's goes first (the other is re-linted in the next pass)."""
+    order = {id(node): index for index, node in enumerate(ctx.index.ordered)}
+
+    def position(finding: RawFinding) -> int:
+        node: cst.CSTNode | None = finding.node
+        while node is not None and id(node) not in order:
+            node = ctx.parent(node)
+        return order[id(node)] if node is not None else -1
+
+    return sorted(findings, key=position)

@@ -101,7 +101,7 @@ def _rule_descriptor(code: str, name: str, fallback_message: str) -> dict:
     return {
         "id": code,
         "name": rule.name,
-        "shortDescription": {"text": rule.message},
+        "shortDescription": {"text": rule.short_description()},
         "fullDescription": {"text": rule.summary()},
         "help": {"text": rule.summary(), "markdown": rule.explanation()},
         "helpUri": docs_url(rule.code, rule.name),

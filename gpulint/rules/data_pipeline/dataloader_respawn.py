@@ -11,7 +11,7 @@ from gpulint.linter.analysis.nodes import dotted_name, has_star_kwargs, is_false
 from gpulint.linter.analysis.pytorch import dataloader_dataset, is_dataloader
 from gpulint.linter.analysis.values import target_key
 from gpulint.linter.findings import Applicability, Fix
-from gpulint.linter.fix.builders import set_keyword
+from gpulint.linter.fix.builders import persistent_workers_value, set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import CUDA_SCRIPT
 
@@ -59,13 +59,14 @@ class DataLoaderRespawn(Rule):
     ```
 
     ## Fix (safe)
-    Adds `persistent_workers=True` when `num_workers` is a positive literal, or
-    `persistent_workers=<num_workers> > 0` when it is a variable (`persistent_workers=True` with
-    zero workers raises).  Batches, their order and the sampler's shuffling are the same (the
-    sampler runs in the main process, so `sampler.set_epoch()` still works).  The fix is unsafe
-    when the module changes the dataset between epochs (`dataset.set_epoch(...)`, or assigns its
-    attributes in a loop): persistent workers keep the copy they started with and would not see
-    the change; and when `num_workers` is an expression that is not a plain name.
+    Adds `persistent_workers=True` when `num_workers` is a positive literal, and
+    `persistent_workers=<num_workers> > 0` for any other value (`persistent_workers=True` with
+    zero workers raises "persistent_workers option needs num_workers > 0": `--workers 0` must keep
+    working).  Batches, their order and the sampler's shuffling are the same (the sampler runs in
+    the main process, so `sampler.set_epoch()` still works).  The fix is unsafe when the module
+    changes the dataset between epochs (`dataset.set_epoch(...)`, or assigns its attributes in a
+    loop): persistent workers keep the copy they started with and would not see the change; and
+    when `num_workers` is an expression that is not a plain name (it is evaluated twice).
     """
 
     code = "GL103"
@@ -163,13 +164,35 @@ class DataLoaderRespawn(Rule):
             "4:10",
             header=CUDA_SCRIPT,
             fixed="""
-            loader = DataLoader(ds, num_workers=args.workers, pin_memory=True, persistent_workers=args.workers > 0)
+            loader = DataLoader(
+                ds, num_workers=args.workers, pin_memory=True, persistent_workers=args.workers > 0
+            )
             for epoch in range(10):
                 for x, y in loader:
                     loss = model(x.to(device, non_blocking=True)).sum()
                     loss.backward()
                     optimizer.step()
             """,
+        ),
+        # an expression: guarded too, and unsafe (it is evaluated twice)
+        Invalid(
+            """
+            loader = DataLoader(ds, num_workers=int(opt.workers))
+            for epoch in range(10):
+                for x, y in loader:
+                    model(x.to(device, non_blocking=True)).sum().backward()
+            """,
+            "4:10",
+            header=CUDA_SCRIPT,
+            fixed="""
+            loader = DataLoader(
+                ds, num_workers=int(opt.workers), persistent_workers=int(opt.workers) > 0
+            )
+            for epoch in range(10):
+                for x, y in loader:
+                    model(x.to(device, non_blocking=True)).sum().backward()
+            """,
+            applicability=Applicability.UNSAFE,
         ),
         # iterated by a function called from a loop
         Invalid(
@@ -323,12 +346,10 @@ class DataLoaderRespawn(Rule):
 
     def _fix(self, call: cst.Call, workers: cst.BaseExpression) -> Fix:
         message = "Keep worker processes alive between epochs: `persistent_workers=True`"
-        if isinstance(workers, cst.Integer):
-            value, applicability = "True", Applicability.SAFE
-        elif dotted_name(workers) is not None:
-            value, applicability = f"{self.ctx.code(workers)} > 0", Applicability.SAFE
-        else:
-            value, applicability = "True", Applicability.UNSAFE
+        value = persistent_workers_value(self.ctx, workers)
+        # A name is read twice for free; an expression (`int(opt.workers)`) is evaluated twice.
+        read_twice_for_free = value == "True" or dotted_name(workers) is not None
+        applicability = Applicability.SAFE if read_twice_for_free else Applicability.UNSAFE
         if self._dataset_changes(call):
             applicability = Applicability.UNSAFE
         return set_keyword(self.ctx, call, "persistent_workers", value, applicability, message)

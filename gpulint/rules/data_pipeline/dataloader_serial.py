@@ -14,6 +14,12 @@ from gpulint.rules.case_headers import CUDA_SCRIPT
 from gpulint.rules.options import NUM_WORKERS
 
 
+ITERABLE_MESSAGE = (
+    "DataLoader over an IterableDataset loads batches in the training process; no fix: the dataset does not split its "
+    "items with `get_worker_info()`, so every worker would yield every item"
+)
+
+
 class DataLoaderSerial(Rule):
     """
     ## What it finds
@@ -34,8 +40,12 @@ class DataLoaderSerial(Rule):
     import torch
     from torch.utils.data import DataLoader
 
-    loader = DataLoader(train_set, batch_size=64, shuffle=True)
-    model = Net().cuda()
+    def main():
+        loader = DataLoader(train_set, batch_size=64, shuffle=True)
+        model = Net().cuda()
+
+    if __name__ == "__main__":
+        main()
     ```
     Use instead:
     ```python
@@ -44,8 +54,12 @@ class DataLoaderSerial(Rule):
     import torch
     from torch.utils.data import DataLoader
 
-    loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=min(8, os.cpu_count() or 1))
-    model = Net().cuda()
+    def main():
+        loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=min(8, os.cpu_count() or 1))
+        model = Net().cuda()
+
+    if __name__ == "__main__":
+        main()
     ```
 
     ## Fix (unsafe)
@@ -53,6 +67,21 @@ class DataLoaderSerial(Rule):
     imports `os` when the expression uses it.  Unsafe: with workers, the dataset is copied into
     other processes, so it must be picklable, per-worker random state and open file handles behave
     differently, and under DDP each rank starts its own workers (see GL605).
+
+    The fix is offered only where workers can start under every start method: the loader is built
+    under `if __name__ == "__main__":`, or in a function or class reached from there.  Under
+    `spawn` (the default on macOS and Windows) and `forkserver` (Linux, from Python 3.14) each
+    worker imports the main module again; training code at module level, as in many tutorials,
+    then runs again inside the worker, and the worker it starts fails with "An attempt has been
+    made to start a new process before the current process has finished its bootstrapping phase".
+    There the finding has no fix: move the training code into a `main()` called under the guard
+    first.  Nor is there one when the loader hands its workers a lambda, or a function or class
+    defined inside a function (they cannot be pickled into a worker).
+
+    A loader over an `IterableDataset` of the module that does not split its items between workers
+    (`torch.utils.data.get_worker_info()` in the dataset, or a `worker_init_fn`) is reported with
+    that reason and no fix: every worker would yield every item, so each batch would arrive once
+    per worker.
     """
 
     code = "GL101"
@@ -95,73 +124,164 @@ class DataLoaderSerial(Rule):
             """
             import torch
             from torch.utils.data import DataLoader
-            device = torch.device("cuda")
-            a = DataLoader(ds, batch_size=32)
-            b = DataLoader(ds, batch_size=32, num_workers=0)
-            c = DataLoader(ds, batch_size=32, num_workers=4)
-            d = DataLoader(ds, batch_size=32, num_workers=args.workers)
-            e = DataLoader(ds, 32, True, None, None, 4)
-            f = DataLoader(ds, **options)
+            if __name__ == "__main__":
+                device = torch.device("cuda")
+                a = DataLoader(ds, batch_size=32)
+                b = DataLoader(ds, batch_size=32, num_workers=0)
+                c = DataLoader(ds, batch_size=32, num_workers=4)
+                d = DataLoader(ds, batch_size=32, num_workers=args.workers)
+                e = DataLoader(ds, 32, True, None, None, 4)
+                f = DataLoader(ds, **options)
             """,
-            "4:5", "5:5",
+            "5:9", "6:9",
             fixed="""
             import os
+
             import torch
             from torch.utils.data import DataLoader
-            device = torch.device("cuda")
-            a = DataLoader(ds, batch_size=32, num_workers=min(8, os.cpu_count() or 1))
-            b = DataLoader(ds, batch_size=32, num_workers=min(8, os.cpu_count() or 1))
-            c = DataLoader(ds, batch_size=32, num_workers=4)
-            d = DataLoader(ds, batch_size=32, num_workers=args.workers)
-            e = DataLoader(ds, 32, True, None, None, 4)
-            f = DataLoader(ds, **options)
+            if __name__ == "__main__":
+                device = torch.device("cuda")
+                a = DataLoader(ds, batch_size=32, num_workers=min(8, os.cpu_count() or 1))
+                b = DataLoader(ds, batch_size=32, num_workers=min(8, os.cpu_count() or 1))
+                c = DataLoader(ds, batch_size=32, num_workers=4)
+                d = DataLoader(ds, batch_size=32, num_workers=args.workers)
+                e = DataLoader(ds, 32, True, None, None, 4)
+                f = DataLoader(ds, **options)
             """,
         ),
-        # aliased imports
+        # aliased imports, in functions and methods the main guard reaches
         Invalid(
             """
             import torch.utils.data as tud
             from torch.utils.data import DataLoader as DL
             x = torch.zeros(1).cuda()
-            a = tud.DataLoader(ds)
-            b = DL(ds)
+            def loaders():
+                return tud.DataLoader(ds)
+            class Runner:
+                def fit(self):
+                    return DL(ds)
+            def main():
+                Runner().fit(loaders())
+            if __name__ == "__main__":
+                main()
             """,
-            "4:5", "5:5",
+            "5:12", "8:16",
             fixed="""
             import os
+
             import torch.utils.data as tud
             from torch.utils.data import DataLoader as DL
             x = torch.zeros(1).cuda()
-            a = tud.DataLoader(ds, num_workers=min(8, os.cpu_count() or 1))
-            b = DL(ds, num_workers=min(8, os.cpu_count() or 1))
+            def loaders():
+                return tud.DataLoader(ds, num_workers=min(8, os.cpu_count() or 1))
+            class Runner:
+                def fit(self):
+                    return DL(ds, num_workers=min(8, os.cpu_count() or 1))
+            def main():
+                Runner().fit(loaders())
+            if __name__ == "__main__":
+                main()
             """,
         ),
-        # the fix imports os once and keeps comments
+        # the fix imports os once, in its place among the imports, and keeps comments
         Invalid(
             """
+            import sys
+
             import torch
             from torch.utils.data import DataLoader
-            device = torch.device("cuda")
-            loader = DataLoader(ds, batch_size=32)  # keep me
-            other = 1  # and me
+            def main():
+                device = torch.device("cuda")
+                loader = DataLoader(ds, batch_size=32)  # keep me
+                other = 1  # and me
+            if __name__ == "__main__":
+                main()
             """,
-            "4:10",
+            "7:14",
             fixed="""
             import os
+            import sys
+
             import torch
             from torch.utils.data import DataLoader
-            device = torch.device("cuda")
-            loader = DataLoader(ds, batch_size=32, num_workers=min(8, os.cpu_count() or 1))  # keep me
-            other = 1  # and me
+            def main():
+                device = torch.device("cuda")
+                loader = DataLoader(
+                    ds, batch_size=32, num_workers=min(8, os.cpu_count() or 1)
+                )  # keep me
+                other = 1  # and me
+            if __name__ == "__main__":
+                main()
             """,
         ),
         # the configured expression
         Invalid(
-            "loader = DataLoader(ds, num_workers=0)\n",
-            "4:10",
+            """
+            if __name__ == "__main__":
+                loader = DataLoader(ds, num_workers=0)
+            """,
+            "5:14",
             header=CUDA_SCRIPT,
-            fixed="loader = DataLoader(ds, num_workers=4)\n",
+            fixed="""
+            if __name__ == "__main__":
+                loader = DataLoader(ds, num_workers=4)
+            """,
             options={'num-workers': '4'},
+        ),
+        # workers could not start: training at module level, a function nothing calls under the
+        # guard, things that cannot be pickled into a worker
+        Invalid(
+            """
+            loader = DataLoader(ds, batch_size=32)
+            def helper():
+                return DataLoader(ds)
+            def main():
+                def collate(batch):
+                    return batch
+                a = DataLoader(ds, collate_fn=lambda b: b)
+                b = DataLoader(ds, collate_fn=collate)
+            main()
+            """,
+            "4:10", "6:12", "10:9", "11:9",
+            header=CUDA_SCRIPT,
+        ),
+        # an IterableDataset that every worker would replay in full; a sharded one is fixed
+        Invalid(
+            """
+            from torch.utils.data import IterableDataset, get_worker_info
+            class Stream(IterableDataset):
+                def __iter__(self):
+                    yield from range(10)
+            class Sharded(Stream):
+                def __iter__(self):
+                    info = get_worker_info()
+                    yield from range(info.id if info else 0, 10, info.num_workers if info else 1)
+            if __name__ == "__main__":
+                stream = Stream()
+                a = DataLoader(stream)
+                b = DataLoader(Sharded(), num_workers=0)
+            """,
+            "14:9", "15:9",
+            header=CUDA_SCRIPT,
+            fixed="""
+            from torch.utils.data import IterableDataset, get_worker_info
+            class Stream(IterableDataset):
+                def __iter__(self):
+                    yield from range(10)
+            class Sharded(Stream):
+                def __iter__(self):
+                    info = get_worker_info()
+                    yield from range(info.id if info else 0, 10, info.num_workers if info else 1)
+            if __name__ == "__main__":
+                stream = Stream()
+                a = DataLoader(stream)
+                b = DataLoader(Sharded(), num_workers=4)
+            """,
+            options={'num-workers': '4'},
+            messages=(
+                ITERABLE_MESSAGE,
+                "DataLoader loads batches in the training process (no `num_workers`): the GPU waits for every batch",
+            ),
         ),
     ]
 
@@ -175,6 +295,13 @@ class DataLoaderSerial(Rule):
             return  # num_workers given positionally (6th parameter)
         dataset = dataloader_dataset(node)
         if dataset is not None and self.ctx.values.is_kind(dataset, "tensordataset"):
+            return
+        start = self.ctx.workers
+        if start.unsharded_iterable(node, dataset):
+            self.report(node, message=ITERABLE_MESSAGE)
+            return
+        if not start.runs_as_main_program(node) or start.unpicklable(node):
+            self.report(node)  # workers could not start here (see the docs): no fix
             return
         expression = str(self.option(NUM_WORKERS))
         imports = ("import os",) if "os." in expression else ()

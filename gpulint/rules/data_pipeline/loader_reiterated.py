@@ -55,6 +55,7 @@ class LoaderReiterated(Rule):
     code = "GL105"
     name = "loader-reiterated"
     message = "DataLoader iterated just to {what}: every call loads batches (and starts workers) again"
+    title = "DataLoader iterated just to count or sample it: every call loads batches (and starts workers) again"
     requires = {TORCH, ACCELERATOR}
     tokens = ("DataLoader",)
 

@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from gpulint.linter.analysis.context import is_test_path
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
 from gpulint.linter.analysis.loops import SCOPE_TYPES
 from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, positional_args
@@ -16,7 +17,6 @@ from gpulint.linter.rule import Invalid, Rule, Valid
 INIT_PROCESS_GROUP = ("torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group")
 # Words in a condition that make `gloo` a fallback: no CUDA, no NCCL, or a platform without NCCL.
 _FALLBACK_WORDS = re.compile(r"is_available|nccl|platform|win32|windows|darwin|macos|^nt$|os\.name|cpu|cuda|gpu|mps|device", re.IGNORECASE)
-_TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_test\.py$")
 
 
 class GlooOnCuda(Rule):
@@ -51,9 +51,11 @@ class GlooOnCuda(Rule):
     ```
 
     ## Fix (unsafe)
-    Replaces the literal `"gloo"` in the call with `"nccl"`.  Unsafe: NCCL needs one GPU per
-    process and CUDA tensors for every collective; CPU tensors sent through the group
-    (`all_gather_object`, CPU metrics) then fail, and NCCL is not available on Windows or macOS.
+    Replaces the literal `"gloo"` in the call with `"nccl" if torch.cuda.is_available() else
+    "gloo"`: NCCL where there are GPUs, and the script still runs where there are none (a CPU-only
+    build of PyTorch has no NCCL).  Unsafe: NCCL needs one GPU per process and CUDA tensors for
+    every collective; CPU tensors sent through the group (`all_gather_object`, CPU metrics) then
+    fail, and NCCL is not available on Windows or macOS.
     """
 
     code = "GL602"
@@ -133,8 +135,8 @@ class GlooOnCuda(Rule):
             fixed="""
             import torch
             import torch.distributed as dist
-            dist.init_process_group(backend="nccl")
-            dist.init_process_group("nccl", rank=0)
+            dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")
+            dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo", rank=0)
             backend = "gloo"
             dist.init_process_group(backend=backend)
             x = torch.zeros(1).cuda()
@@ -160,7 +162,7 @@ class GlooOnCuda(Rule):
             if sys.platform == "win32":
                 dist.init_process_group("gloo")
             else:
-                dist.init_process_group("nccl")
+                dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
             x = torch.zeros(1).cuda()
             """,
         ),
@@ -176,7 +178,9 @@ class GlooOnCuda(Rule):
             fixed="""
             import torch
             import torch.distributed as dist
-            dist.init_process_group(backend='nccl', world_size=2)  # one node
+            dist.init_process_group(
+                backend='nccl' if torch.cuda.is_available() else 'gloo', world_size=2
+            )  # one node
             x = torch.zeros(1).cuda()
             """,
         ),
@@ -185,7 +189,7 @@ class GlooOnCuda(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.call_qualified_name(node) not in INIT_PROCESS_GROUP:
             return
-        if _TEST_PATH.search(self.ctx.path.replace("\\", "/")):
+        if is_test_path(self.ctx.path):
             return  # tests pick gloo on purpose: it runs on CI machines without GPUs
         backend = keyword_arg(node, "backend")
         if backend is None:
@@ -196,7 +200,10 @@ class GlooOnCuda(Rule):
         value = backend.value
         if _is_gloo(value):
             if not self._is_fallback(value):
-                fix = Fix(Applicability.UNSAFE, 'Use the NCCL backend: `"nccl"`', {value: _nccl_string(value)})
+                available, imports = self.ctx.reference("torch.cuda.is_available")
+                nccl = cst.parse_expression(f"{_nccl_string(value).value} if {available}() else {value.value}")
+                message = 'Use the NCCL backend where there are GPUs: `"nccl" if ... else "gloo"`'
+                fix = Fix(Applicability.UNSAFE, message, {value: nccl}, imports)
                 self.report(node, fix=fix)
             return
         key = dotted_name(value)

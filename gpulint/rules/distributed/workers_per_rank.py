@@ -113,8 +113,20 @@ class WorkersPerRank(Rule):
             import multiprocessing as mp
             import torch.distributed as dist
             from torch.utils.data import DataLoader as DL
-            a = DL(ds, num_workers=max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))), pin_memory=True)
-            b = DL(ds, num_workers=max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))), pin_memory=True)
+            a = DL(
+                ds,
+                num_workers=max(
+                    1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+                ),
+                pin_memory=True,
+            )
+            b = DL(
+                ds,
+                num_workers=max(
+                    1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+                ),
+                pin_memory=True,
+            )
             workers = len(os.sched_getaffinity(0))
             c = DL(ds, num_workers=workers, pin_memory=True)
             """,
@@ -140,7 +152,9 @@ class WorkersPerRank(Rule):
 
             loader = DataLoader(
                 ds,
-                num_workers=max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))),  # all of them
+                num_workers=max(
+                    1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+                ),  # all of them
                 pin_memory=True,
             )
             """,

@@ -10,7 +10,7 @@ from gpulint.linter.analysis.facts import STEPS
 from gpulint.linter.analysis.nodes import last_name
 from gpulint.linter.analysis.walk import names_under
 from gpulint.linter.findings import Applicability
-from gpulint.linter.fix.builders import guard_fix
+from gpulint.linter.fix.guards import guard_fix
 from gpulint.linter.rule import Invalid, Rule, RuleOption, Valid, positive_int
 from gpulint.rules.case_headers import LOGGING_SCRIPT
 
@@ -73,6 +73,7 @@ class PerStepCheckpoint(Rule):
     requires = {STEPS}
     tokens = ("save",)
     fix_applicability = Applicability.UNSAFE
+    fixes_test_files = False
     options = (CHECKPOINT_EVERY,)
 
     VALID = [
@@ -108,6 +109,19 @@ class PerStepCheckpoint(Rule):
             """,
             header=LOGGING_SCRIPT,
         ),
+        # once: on the last step, at the end of the data
+        Valid(
+            """
+            for step, (x, y) in enumerate(loader):
+                model(x).sum().backward()
+                optimizer.step()
+                if step == num_steps - 1:
+                    accelerator.save_state("final")
+                if accelerator.gradient_state.end_of_dataloader:
+                    torch.save(model.state_dict(), "last.pt")
+            """,
+            header=LOGGING_SCRIPT,
+        ),
     ]
     INVALID = [
         Invalid(
@@ -133,13 +147,9 @@ class PerStepCheckpoint(Rule):
                     optimizer.step()
                     if step % 1000 == 0:
                         torch.save(model.state_dict(), "last.pt")
-                    if step % 1000 == 0:
                         model.save_pretrained("out")
-                    if step % 1000 == 0:
                         accelerator.save_state("ckpt")
-                    if step % 1000 == 0:
                         trainer.save_checkpoint("x.ckpt")
-                    if step % 1000 == 0:
                         model.save("model.keras")
             """,
         ),

@@ -7,7 +7,7 @@ import libcst as cst
 from gpulint.linter.analysis.facts import STEPS
 from gpulint.linter.analysis.logging_calls import logging_call_kind
 from gpulint.linter.findings import Applicability
-from gpulint.linter.fix.builders import guard_fix
+from gpulint.linter.fix.guards import guard_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import LOGGING_SCRIPT
 from gpulint.rules.options import LOG_EVERY
@@ -67,6 +67,7 @@ class PerStepLogging(Rule):
     requires = {STEPS}
     tokens = ("print", "log", "add_", "wandb", "mlflow")
     fix_applicability = Applicability.UNSAFE
+    fixes_test_files = False
     options = (LOG_EVERY,)
 
     VALID = [
@@ -133,14 +134,77 @@ class PerStepLogging(Rule):
                     optimizer.step()
                     if step % 100 == 0:
                         print(step)
-                    if step % 100 == 0:
                         logger.info("step %d", step)
-                    if step % 100 == 0:
                         logging.info("step")
-                    if step % 100 == 0:
                         wandb.log({"step": step})
-                    if step % 100 == 0:
                         writer.add_scalar("loss", 1.0, step)
+            """,
+        ),
+        # a guard next to one of the same interval joins it, above or below; another interval stays apart
+        Invalid(
+            """
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if step % 100 == 0:
+                    print(step)
+                logger.info("step %d", step)
+                # to the dashboard
+                wandb.log({"step": step})
+                if step % 100 == 0:
+                    writer.add_scalar("loss", 1.0, step)
+                print("done")
+                if step % 50 == 0:
+                    save()
+            """,
+            "11:5", "13:5", "16:5",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if step % 100 == 0:
+                    print(step)
+                    logger.info("step %d", step)
+                    # to the dashboard
+                    wandb.log({"step": step})
+                    writer.add_scalar("loss", 1.0, step)
+                    print("done")
+                if step % 50 == 0:
+                    save()
+            """,
+        ),
+        # the read-back whose value only the log line uses goes under the guard with it
+        Invalid(
+            """
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                lossf = loss.item()
+                acc = (pred == y).float().mean().item()
+                print(f"step {step} loss {lossf:.4f} acc {acc:.2f}")
+                kept = loss.item()
+                losses.append(kept)
+                print(kept)
+            """,
+            "11:5", "14:5",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if step % 100 == 0:
+                    lossf = loss.item()
+                    acc = (pred == y).float().mean().item()
+                    print(f"step {step} loss {lossf:.4f} acc {acc:.2f}")
+                kept = loss.item()
+                losses.append(kept)
+                if step % 100 == 0:
+                    print(kept)
             """,
         ),
         # an accumulation modulo and a rank check are not interval guards

@@ -9,7 +9,7 @@ import libcst as cst
 from gpulint.linter.analysis.facts import STEPS
 from gpulint.linter.analysis.nodes import last_name
 from gpulint.linter.findings import Applicability
-from gpulint.linter.fix.builders import guard_fix
+from gpulint.linter.fix.guards import guard_fix
 from gpulint.linter.rule import Invalid, Rule, RuleOption, Valid, positive_int
 from gpulint.rules.case_headers import LOGGING_SCRIPT
 
@@ -73,6 +73,7 @@ class PerStepValidation(Rule):
     requires = {STEPS}
     tokens = ("eval", "valid", "test")
     fix_applicability = Applicability.UNSAFE
+    fixes_test_files = False
     options = (EVAL_EVERY,)
 
     VALID = [
@@ -137,7 +138,6 @@ class PerStepValidation(Rule):
                     optimizer.step()
                     if step % 1000 == 0:
                         acc = evaluate(model, val_loader)
-                    if step % 1000 == 0:
                         val = self.run_validation()
                     model.eval()
             """,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import libcst as cst
 
-from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import TORCH
 from gpulint.linter.analysis.nodes import dotted_name
 from gpulint.linter.findings import Applicability, Fix
@@ -51,9 +51,14 @@ class DeprecatedAmpApi(Rule):
     (`"cpu"` for the `torch.cpu.amp` forms), turning `autocast`'s positional arguments into keywords
     because the two signatures order them differently, and `custom_fwd`/`custom_bwd` into
     `torch.amp.custom_fwd(..., device_type="cuda")`.  The old functions are exactly these calls
-    with the same defaults, so behaviour is unchanged.  The `from torch.cuda.amp import ...` name is
-    dropped from its import once its last use is rewritten; `import torch` is added if needed.
-    Calls with `*args`, and the names used other than by calling them, are reported without a fix.
+    with the same defaults, so behaviour is unchanged.  An import the rewritten calls leave unused
+    (`from torch.cuda.amp import autocast`, `from torch.cuda import amp`) is removed; `import torch`
+    is added if needed.  Calls with `*args`, and the names used other than by calling them, are
+    reported without a fix.
+
+    The new forms need PyTorch 2.0 (`autocast`), 2.3 (`GradScaler`) and 2.4 (`custom_fwd`,
+    `custom_bwd`): a project whose requirements allow an older `torch` (or that sets `target-torch`
+    lower) is not offered them.
     """
 
     code = "GL402"
@@ -79,6 +84,8 @@ class DeprecatedAmpApi(Rule):
         "torch.cuda.amp.custom_bwd": ("torch.amp.custom_bwd", "cuda", "custom"),
         "torch.cuda.amp.autocast_mode.custom_bwd": ("torch.amp.custom_bwd", "cuda", "custom"),
     }
+    # The oldest PyTorch with each new form.
+    _MIN_TORCH = {"autocast": (2, 0), "scaler": (2, 3), "custom": (2, 4)}
     # The old autocast's parameters in order; the new one takes `device_type` first, then `dtype`.
     _AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
 
@@ -163,11 +170,31 @@ class DeprecatedAmpApi(Rule):
             """,
             "3:5", "4:6",
             fixed="""
-            import torch.cuda.amp as amp
             import torch
             s = torch.amp.GradScaler("cuda")
             with torch.amp.autocast("cuda", enabled=False):
                 pass
+            """,
+        ),
+        # `from torch.cuda import amp` used twice: both uses go in one pass, and the import with them
+        Invalid(
+            """
+            import torch
+            from torch import nn
+            from torch.cuda import amp
+
+            scaler = amp.GradScaler(enabled=use_amp)
+            with amp.autocast(enabled=use_amp):
+                loss = model(x)
+            """,
+            "5:10", "6:6",
+            fixed="""
+            import torch
+            from torch import nn
+
+            scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+            with torch.amp.autocast("cuda", enabled=use_amp):
+                loss = model(x)
             """,
         ),
         # an import still used elsewhere stays
@@ -246,7 +273,10 @@ class DeprecatedAmpApi(Rule):
         new, device, _ = self.DEPRECATED[old]
         text, imports = self.ctx.reference(new)
         replacement = cst.parse_expression(f'{text}(device_type="{device}")')
-        fix = Fix(Applicability.SAFE, f"Use `{new}(device_type=\"{device}\")`", {node.decorator: replacement}, imports)
+        fix = Fix(
+            Applicability.SAFE, f"Use `{new}(device_type=\"{device}\")`", {node.decorator: replacement}, imports,
+            min_torch=self._MIN_TORCH["custom"],
+        )
         fix = self._with_import_cleanup(fix, node.decorator)
         self.report(node, message=self._specific.format(old=old, new=new), fix=fix)
 
@@ -296,42 +326,19 @@ class DeprecatedAmpApi(Rule):
             args[0] = args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         text, imports = self.ctx.reference(new)
         replacement = call.with_changes(func=cst.parse_expression(text), args=args)
-        fix = Fix(Applicability.SAFE, f"Use `{new}(\"{device}\", ...)`", {call: replacement}, imports)
+        fix = Fix(
+            Applicability.SAFE, f"Use `{new}(\"{device}\", ...)`", {call: replacement}, imports,
+            min_torch=self._MIN_TORCH[shape],
+        )
         return self._with_import_cleanup(fix, call.func)
 
     def _with_import_cleanup(self, fix: Fix, func: cst.BaseExpression) -> Fix:
-        """When `func` is a name from `from torch.cuda.amp import X` used nowhere else, drop it from
-        the import in the same fix, so the fixed module does not keep a dead deprecated import."""
-        if not isinstance(func, cst.Name):
+        """Let the fixer drop the import of the deprecated name the call went through
+        (`from torch.cuda.amp import autocast`, `from torch.cuda import amp`) once nothing uses it."""
+        root = func
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        qualified = self.ctx.qualified_name(root) if isinstance(root, cst.Name) else None
+        if qualified is None or not qualified.startswith(("torch.cuda.amp", "torch.cpu.amp")):
             return fix
-        local = func.value
-        # Every occurrence of the name as a word: the import and this use, or it is used elsewhere.
-        if len(re.findall(rf"(?<![\w.]){re.escape(local)}(?!\w)", self.ctx.source_text)) != 2:
-            return fix
-        for node in self.ctx.index.nodes("ImportFrom"):
-            if isinstance(node.names, cst.ImportStar) or node.relative:
-                continue
-            module = dotted_name(node.module) if node.module is not None else None
-            if module is None or not module.startswith(("torch.cuda.amp", "torch.cpu.amp")):
-                continue
-            for alias in node.names:
-                bound = alias.asname.name.value if alias.asname is not None else alias.name.value
-                if bound == local:
-                    replacements = dict(fix.replacements)
-                    replacements.update(_without_alias(self.ctx, node, alias))
-                    return Fix(fix.applicability, fix.message, replacements, fix.imports)
-        return fix
-
-
-def _without_alias(ctx: FileContext, node: cst.ImportFrom, alias: cst.ImportAlias) -> dict:
-    remaining = [a for a in node.names if a is not alias]
-    if not remaining:
-        statement = ctx.parent(node)
-        if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
-            return {statement: cst.RemovalSentinel.REMOVE}
-        return {node: cst.RemovalSentinel.REMOVE}
-    last = node.names[-1]
-    if remaining[-1] is not last:
-        # The removed alias was the last: its predecessor takes over its (absent or trailing) comma.
-        remaining[-1] = remaining[-1].with_changes(comma=last.comma)
-    return {node: node.with_changes(names=remaining)}
+        return dataclasses.replace(fix, unbinds=(root.value,))

@@ -54,7 +54,8 @@ class Fp32Matmul(Rule):
 
     ## Fix (unsafe)
     Inserts `torch.set_float32_matmul_precision("high")` before the reported statement.  Unsafe:
-    results change in the last bits (a 10-bit mantissa for matmul inputs).  A hint: off by default.
+    results change in the last bits (a 10-bit mantissa for matmul inputs).  Needs PyTorch 1.12: not
+    offered to a project whose requirements allow an older one.  A hint: off by default.
     """
 
     code = "GL404"
@@ -314,6 +315,7 @@ class Fp32Matmul(Rule):
         if isinstance(statement, cst.SimpleStatementLine) and isinstance(self.ctx.parent(statement), (cst.IndentedBlock, cst.Module)):
             text, imports = self.ctx.reference("torch.set_float32_matmul_precision")
             fix = insert_before(
-                statement, f'{text}("high")', Applicability.UNSAFE, 'Enable TF32 matmuls: `torch.set_float32_matmul_precision("high")`', imports
+                statement, f'{text}("high")', Applicability.UNSAFE,
+                'Enable TF32 matmuls: `torch.set_float32_matmul_precision("high")`', imports, min_torch=(1, 12),
             )
         self.report(node, fix=fix)

@@ -57,8 +57,9 @@ class NoCompile(Rule):
     ## Fix (unsafe)
     Adds `model = torch.compile(model)` after the model's line, when that line is a plain assignment
     in the same block as the optimizer.  Unsafe: compilation can fail on dynamic Python code, costs
-    start-up time, and changes the `state_dict` keys the program saves (`_orig_mod.` prefix).  A
-    hint: off by default.
+    start-up time, and changes the `state_dict` keys the program saves (`_orig_mod.` prefix).  Needs
+    PyTorch 2.0: not offered to a project whose requirements allow an older one.  A hint: off by
+    default.
     """
 
     code = "GL403"
@@ -354,7 +355,8 @@ class NoCompile(Rule):
         model = dotted_name(assignment.body[0].targets[0].target)
         text, imports = self.ctx.reference("torch.compile")
         fix = insert_after(
-            assignment, f"{model} = {text}({model})", Applicability.UNSAFE, f"Compile the model: `{model} = torch.compile({model})`", imports
+            assignment, f"{model} = {text}({model})", Applicability.UNSAFE,
+            f"Compile the model: `{model} = torch.compile({model})`", imports, min_torch=(2, 0),
         )
         self.report(assignment.body[0].value, fix=fix)
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
-from gpulint.linter.analysis.logging_calls import enclosing_logging_call
 from gpulint.linter.findings import Applicability
-from gpulint.linter.fix.builders import guard_fix
+from gpulint.linter.fix.guards import host_read_guard_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import TF_SCRIPT, TIMED_CUDA_SCRIPT
 from gpulint.rules.options import LOG_EVERY
@@ -74,9 +73,14 @@ class HostSyncInLoop(Rule):
     code = "GL201"
     name = "host-sync-in-loop"
     message = "`.{method}()` in the training loop makes the CPU wait for the GPU every step"
+    title = (
+        "a tensor read back to the host (`.item()`, `.cpu()`, `float()`) in the training loop makes the CPU wait for "
+        "the GPU every step"
+    )
     # Its patterns (a method call, an f-string, `%`) are everywhere: the facts are the prefilter.
     requires = {TORCH, ACCELERATOR, STEPS}
     fix_applicability = Applicability.UNSAFE
+    fixes_test_files = False
     options = (LOG_EVERY,)
 
     VALID = [
@@ -259,6 +263,32 @@ class HostSyncInLoop(Rule):
                     total += loss.item()
             """,
         ),
+        # a read-back only log lines use goes under the guard with them
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    lossf = loss.item()
+                    print(f"step {step} loss {lossf:.4f}")
+                    logger.info("loss %f", lossf)
+            """,
+            "9:17",
+            header=TIMED_CUDA_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 100 == 0:
+                        lossf = loss.item()
+                        print(f"step {step} loss {lossf:.4f}")
+                        logger.info("loss %f", lossf)
+            """,
+        ),
         # the guard uses log-every
         Invalid(
             """
@@ -307,9 +337,7 @@ class HostSyncInLoop(Rule):
         return self.ctx.loops.per_step_work(node)
 
     def _report(self, node: cst.CSTNode, message: str) -> None:
-        fix = None
-        if enclosing_logging_call(self.ctx, node) is not None:
-            fix = guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY), "logging")
+        fix = host_read_guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY))
         self.report(node, message=message, fix=fix)
 
     def visit_Call(self, node: cst.Call) -> None:

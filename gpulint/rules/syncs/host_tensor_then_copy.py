@@ -67,6 +67,7 @@ class HostTensorThenCopy(Rule):
     code = "GL203"
     name = "host-tensor-then-copy"
     message = "`torch.{factory}(...)` is built on the host and then copied to the device; pass `device=` instead"
+    title = "a tensor built on the host and then copied to the device; pass `device=` to the factory instead"
     requires = {TORCH, ACCELERATOR}
     tokens = (".to(", ".cuda(")
     fix_applicability = Applicability.SAFE

@@ -49,6 +49,9 @@ class KerasPythonInput(Rule):
     code = "GL708"
     name = "keras-python-input"
     message = "Keras `fit` fed from Python ({what}): batches are produced one at a time under the GIL"
+    title = (
+        "Keras `fit` fed from Python (a generator or a `Sequence`): batches are produced one at a time under the GIL"
+    )
     requires = {TENSORFLOW}
     tokens = ("yield", "as_numpy_iterator", "as_numpy(")
     default = "hint"

@@ -5,11 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TENSORFLOW, TORCH
-from gpulint.linter.analysis.logging_calls import enclosing_logging_call
 from gpulint.linter.analysis.nodes import method_name
 from gpulint.linter.analysis.tensorflow import float_of_tensor
 from gpulint.linter.findings import Applicability
-from gpulint.linter.fix.builders import guard_fix
+from gpulint.linter.fix.guards import host_read_guard_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import TF_SCRIPT
 from gpulint.rules.options import LOG_EVERY
@@ -63,11 +62,16 @@ class TfHostSyncInLoop(Rule):
     code = "GL706"
     name = "tf-host-sync-in-loop"
     message = "`{what}` in the TensorFlow training loop makes the host wait for the GPU every step"
+    title = (
+        "a value read back to the host (`.numpy()`, `float()`) in the TensorFlow training loop makes the host wait "
+        "for the GPU every step"
+    )
     # PyTorch steps on an accelerator are GL201's, which reports these reads there: one read is
     # never reported twice in a module that trains with both frameworks.
     requires = {TENSORFLOW, STEPS, ~(TORCH & ACCELERATOR)}
     tokens = (".numpy(", "float(")
     fix_applicability = Applicability.UNSAFE
+    fixes_test_files = False
     options = (LOG_EVERY,)
 
     VALID = [
@@ -188,7 +192,5 @@ class TfHostSyncInLoop(Rule):
             return
         if not self.ctx.tf.is_tf_step(node) or self.ctx.tf.in_compiled(node):
             return
-        fix = None
-        if enclosing_logging_call(self.ctx, node) is not None:
-            fix = guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY), "logging")
+        fix = host_read_guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY))
         self.report(node, message=self.message.format(what=what), fix=fix)

@@ -177,8 +177,8 @@ class TfDataNoPrefetch(Rule):
             """,
             "3:10",
             fixed="""
-            from tensorflow.data import Dataset
             import tensorflow
+            from tensorflow.data import Dataset
             ds = Dataset.range(3)
             for b in ds.prefetch(tensorflow.data.AUTOTUNE):
                 model.train_on_batch(b)

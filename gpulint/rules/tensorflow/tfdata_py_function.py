@@ -57,6 +57,7 @@ class TfDataPyFunction(Rule):
     code = "GL703"
     name = "tfdata-py-function"
     message = "`{name}` in a tf.data mapped function runs in Python under the GIL, one element at a time"
+    title = "Python code in a tf.data mapped function runs under the GIL, one element at a time"
     requires = {TENSORFLOW}
     tokens = ("py_function", "numpy_function", "py_func")
 

@@ -50,6 +50,7 @@ class TfDataSerialMap(Rule):
     code = "GL701"
     name = "tfdata-serial-map"
     message = "tf.data `.{method}()` without `num_parallel_calls` runs on one core"
+    title = "tf.data `.map()` or `.interleave()` without `num_parallel_calls` runs on one core"
     requires = {TENSORFLOW}
     tokens = (".map(", ".interleave(")
     fix_applicability = Applicability.SAFE
@@ -77,8 +78,14 @@ class TfDataSerialMap(Rule):
             "2:48", "3:38",
             header=TF_SCRIPT,
             fixed="""
-            ds = tf.data.Dataset.from_tensor_slices(files).map(decode, num_parallel_calls=tf.data.AUTOTUNE).batch(32)
-            ds2 = tf.data.TFRecordDataset(files).interleave(read, cycle_length=4, num_parallel_calls=tf.data.AUTOTUNE)
+            ds = (
+                tf.data.Dataset.from_tensor_slices(files)
+                .map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+                .batch(32)
+            )
+            ds2 = tf.data.TFRecordDataset(files).interleave(
+                read, cycle_length=4, num_parallel_calls=tf.data.AUTOTUNE
+            )
             """,
         ),
         # aliases
@@ -101,8 +108,8 @@ class TfDataSerialMap(Rule):
             """,
             "3:6",
             fixed="""
-            from tensorflow.data import Dataset as D
             import tensorflow
+            from tensorflow.data import Dataset as D
             ds = D.range(3)
             ds = ds.map(f, num_parallel_calls=tensorflow.data.AUTOTUNE)
             """,

@@ -47,7 +47,9 @@ class HfTrainerArgs(Rule):
 
     ## Fix (unsafe)
     Sets `dataloader_num_workers=` the `num-workers` expression (as GL101; worker processes must be
-    able to pickle the dataset and collator), and removes `logging_steps=1`, a tiny `eval_steps`
+    able to pickle the dataset and collator, and the fix is offered only where workers can start
+    under every start method: under `if __name__ == "__main__":` or in a function called from
+    there, see `gpulint rule GL101`), and removes `logging_steps=1`, a tiny `eval_steps`
     and a tiny `save_steps` (back to the Trainer's defaults: 500, or `logging_steps`).  Unsafe: it
     changes what is logged, evaluated and saved, and how data is loaded.  Values that come from
     a parser (`args.logging_steps`) are never reported.
@@ -58,6 +60,7 @@ class HfTrainerArgs(Rule):
     message = "TrainingArguments that starve the GPU: no loader workers, or logging, evaluation or saving every few steps"
     tokens = ("TrainingArguments",)
     fix_applicability = Applicability.UNSAFE
+    fixes_test_files = False
     options = (NUM_WORKERS,)
 
     VALID = [
@@ -87,23 +90,26 @@ class HfTrainerArgs(Rule):
         Invalid(
             """
             from transformers import TrainingArguments
-            args = TrainingArguments(
-                "out",
-                logging_steps=1,
-                eval_strategy="steps",
-                eval_steps=10,
-                save_steps=2,
-            )
+            if __name__ == "__main__":
+                args = TrainingArguments(
+                    "out",
+                    logging_steps=1,
+                    eval_strategy="steps",
+                    eval_steps=10,
+                    save_steps=2,
+                )
             """,
-            "2:8", "4:5", "6:5", "7:5",
+            "3:12", "5:9", "7:9", "8:9",
             fixed="""
             import os
+
             from transformers import TrainingArguments
-            args = TrainingArguments(
-                "out",
-                eval_strategy="steps",
-                dataloader_num_workers=min(8, os.cpu_count() or 1),
-            )
+            if __name__ == "__main__":
+                args = TrainingArguments(
+                    "out",
+                    eval_strategy="steps",
+                    dataloader_num_workers=min(8, os.cpu_count() or 1),
+                )
             """,
         ),
         # eval_steps defaults to logging_steps=1 (the second finding)
@@ -115,14 +121,15 @@ class HfTrainerArgs(Rule):
             "2:56", "3:5",
             header=HF_SCRIPT,
             fixed="""
-            a = TrainingArguments("out", dataloader_num_workers=4, evaluation_strategy="steps")
+            a = TrainingArguments("out", dataloader_num_workers=4,
+                evaluation_strategy="steps")
             """,
             messages=(
                 "logging_steps=1: the loss is read back and logged every step",
                 "`eval_steps` defaults to `logging_steps=1`: the model is evaluated every step",
             ),
         ),
-        # aliases and Seq2SeqTrainingArguments
+        # aliases and Seq2SeqTrainingArguments; workers only where they can start (see GL101)
         Invalid(
             """
             import transformers as tr
@@ -132,38 +139,44 @@ class HfTrainerArgs(Rule):
             """,
             "3:5", "4:38",
             fixed="""
-            import os
             import transformers as tr
             from transformers import Seq2SeqTrainingArguments as S
-            a = tr.TrainingArguments('o', dataloader_num_workers=min(8, os.cpu_count() or 1))
+            a = tr.TrainingArguments('o', dataloader_num_workers=0)
             b = S('o', dataloader_num_workers=2)
             """,
         ),
         Invalid(
             """
             from transformers import TrainingArguments
-            # configure
-            args = TrainingArguments(
-                "out",
-                logging_steps=1,  # chatty
-                eval_strategy="steps",
-                eval_steps=1,
-                bf16=True,
-            )
-            x = 1  # untouched
+            def main():
+                # configure
+                args = TrainingArguments(
+                    "out",
+                    logging_steps=1,  # chatty
+                    eval_strategy="steps",
+                    eval_steps=1,
+                    bf16=True,
+                )
+                x = 1  # untouched
+            if __name__ == "__main__":
+                main()
             """,
-            "3:8", "5:5", "7:5",
+            "4:12", "6:9", "8:9",
             fixed="""
             import os
+
             from transformers import TrainingArguments
-            # configure
-            args = TrainingArguments(
-                "out",
-                eval_strategy="steps",
-                bf16=True,
-                dataloader_num_workers=min(8, os.cpu_count() or 1),
-            )
-            x = 1  # untouched
+            def main():
+                # configure
+                args = TrainingArguments(
+                    "out",
+                    eval_strategy="steps",
+                    bf16=True,
+                    dataloader_num_workers=min(8, os.cpu_count() or 1),
+                )
+                x = 1  # untouched
+            if __name__ == "__main__":
+                main()
             """,
         ),
     ]
@@ -175,14 +188,14 @@ class HfTrainerArgs(Rule):
         if workers is None or int_literal(workers) == 0:
             expression = str(self.option(NUM_WORKERS))
             imports = ("import os",) if "os." in expression else ()
-            self.report(
-                node,
-                message="TrainingArguments without `dataloader_num_workers`: batches load in the training process",
-                fix=set_keyword(
+            fix = None
+            if self.ctx.workers.runs_as_main_program(node):  # where workers can start (see GL101)
+                fix = set_keyword(
                     self.ctx, node, "dataloader_num_workers", expression, Applicability.UNSAFE,
                     f"Load batches in worker processes: `dataloader_num_workers={expression}`", imports,
-                ),
-            )
+                )
+            message = "TrainingArguments without `dataloader_num_workers`: batches load in the training process"
+            self.report(node, message=message, fix=fix)
         logging = keyword_arg(node, "logging_steps")
         logging_strategy = _strategy(keyword_arg(node, "logging_strategy"), "steps")
         logs_every_step = int_literal(logging) == 1 and logging_strategy == "steps"

@@ -46,8 +46,10 @@ class LightningTrainerArgs(Rule):
     code = "GL802"
     name = "lightning-trainer"
     message = "Lightning Trainer {what}: per-step work keeps the GPU waiting"
+    title = "Lightning Trainer that logs or validates every few steps: per-step work keeps the GPU waiting"
     tokens = ("Trainer",)
     fix_applicability = Applicability.UNSAFE
+    fixes_test_files = False
 
     VALID = [
         Valid(

@@ -38,8 +38,12 @@ class TrainerPrecision(Rule):
     ```
 
     ## Fix (unsafe)
-    Sets `bf16=True` (HF) or `precision="bf16-mixed"` (Lightning).  Unsafe: bf16 needs an Ampere or
-    newer GPU (or a TPU), and numerics change slightly.  A hint: opt in with `--select GL803`.
+    Sets `bf16=torch.cuda.is_bf16_supported()` (HF) or `precision="bf16-mixed" if
+    torch.cuda.is_bf16_supported() else <the precision it had>` (Lightning), importing `torch` if
+    needed.  The condition is the check both trainers make before they accept bf16: a literal
+    `bf16=True` makes the Trainer raise on a GPU older than Ampere and on a machine without a GPU
+    ("Your setup doesn't support bf16/gpu").  Unsafe: numerics change slightly.  A hint: opt in
+    with `--select GL803`.
     """
 
     code = "GL803"
@@ -48,6 +52,7 @@ class TrainerPrecision(Rule):
     tokens = ("Trainer",)
     default = "hint"
     fix_applicability = Applicability.UNSAFE
+    fixes_test_files = False
 
     VALID = [
         Valid(
@@ -80,13 +85,17 @@ class TrainerPrecision(Rule):
             """,
             "3:5", "4:5", "5:5", "6:5", "7:5",
             fixed="""
+            import torch
             from transformers import TrainingArguments
             import lightning as L
-            a = TrainingArguments("out", bf16=True)
-            b = TrainingArguments("out", fp16=False, bf16=True)
-            c = L.Trainer(max_epochs=1, precision="bf16-mixed")
-            d = L.Trainer(precision="bf16-mixed")
-            e = L.Trainer(precision="bf16-mixed")
+            a = TrainingArguments("out", bf16=torch.cuda.is_bf16_supported())
+            b = TrainingArguments("out", fp16=False, bf16=torch.cuda.is_bf16_supported())
+            c = L.Trainer(
+                max_epochs=1,
+                precision="bf16-mixed" if torch.cuda.is_bf16_supported() else "32-true",
+            )
+            d = L.Trainer(precision="bf16-mixed" if torch.cuda.is_bf16_supported() else "32-true")
+            e = L.Trainer(precision="bf16-mixed" if torch.cuda.is_bf16_supported() else 32)
             """,
         ),
         Invalid(
@@ -98,10 +107,16 @@ class TrainerPrecision(Rule):
             """,
             "3:5", "4:5",
             fixed="""
+            import torch
             from transformers import TrainingArguments
             import lightning as L
-            a = TrainingArguments("out", dataloader_num_workers=2, bf16=True)
-            b = L.Trainer(max_epochs=1, precision="bf16-mixed")
+            a = TrainingArguments(
+                "out", dataloader_num_workers=2, bf16=torch.cuda.is_bf16_supported()
+            )
+            b = L.Trainer(
+                max_epochs=1,
+                precision="bf16-mixed" if torch.cuda.is_bf16_supported() else "32-true",
+            )
             """,
         ),
     ]
@@ -114,11 +129,19 @@ class TrainerPrecision(Rule):
             if all(flag is None or not isinstance(flag.value, cst.Name) or flag.value.value == "False" for flag in flags):
                 if any(flag is not None and not isinstance(flag.value, cst.Name) for flag in flags):
                     return  # `bf16=args.bf16`: decided at run time
-                self.report(node, fix=set_keyword(self.ctx, node, "bf16", "True", Applicability.UNSAFE, "Train in bf16: `bf16=True`"))
+                supported, imports = self.ctx.reference("torch.cuda.is_bf16_supported")
+                self.report(
+                    node,
+                    fix=set_keyword(
+                        self.ctx, node, "bf16", f"{supported}()", Applicability.UNSAFE,
+                        "Train in bf16 where the GPU supports it: `bf16=torch.cuda.is_bf16_supported()`", imports,
+                    ),
+                )
         elif is_lightning_trainer(self.ctx, node):
             if string_literal(keyword_arg(node, "accelerator")) == "cpu" or keyword_arg(node, "plugins") is not None:
                 return
             precision = keyword_arg(node, "precision")
+            fallback = '"32-true"'
             if precision is not None:
                 value = precision.value
                 literal = string_literal(precision) if isinstance(value, cst.SimpleString) else (
@@ -126,7 +149,14 @@ class TrainerPrecision(Rule):
                 )
                 if literal not in _FULL_PRECISION:
                     return
+                fallback = self.ctx.code(value)
+            supported, imports = self.ctx.reference("torch.cuda.is_bf16_supported")
             self.report(
                 node,
-                fix=set_keyword(self.ctx, node, "precision", '"bf16-mixed"', Applicability.UNSAFE, 'Train in bf16: `precision="bf16-mixed"`'),
+                fix=set_keyword(
+                    self.ctx, node, "precision", f'"bf16-mixed" if {supported}() else {fallback}', Applicability.UNSAFE,
+                    'Train in bf16 where the GPU supports it: '
+                    '`precision="bf16-mixed" if torch.cuda.is_bf16_supported() else ...`',
+                    imports,
+                ),
             )

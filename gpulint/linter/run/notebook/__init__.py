@@ -138,7 +138,8 @@ def lint_cells(linter: Linter, cells: list[Cell], name: str, with_edits: bool) -
 
 
 def _ipython_lines(cell: Cell) -> list[str]:
-    return [line for line, is_magic in zip(cell.lines, cell.magic) if is_magic]
+    # Without line endings: a line that ended the cell gets one when a fix adds a line after it.
+    return [line.rstrip("\r\n") for line, is_magic in zip(cell.lines, cell.magic) if is_magic]
 
 
 def fix_notebook(linter: Linter, notebook: Notebook, name: str, unsafe: bool) -> tuple[FixOutcome, Notebook]:

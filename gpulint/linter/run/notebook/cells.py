@@ -23,7 +23,7 @@ import re
 import warnings
 from dataclasses import dataclass
 
-from gpulint.linter.fix.fixer import NOTEBOOK_PLACEHOLDER_PREFIX
+from gpulint.linter.fix.imports import NOTEBOOK_PLACEHOLDER_PREFIX
 
 
 # Line 1 of every joined module: pins the encoding, so a `# coding: latin-1` comment in a cell
@@ -247,6 +247,7 @@ def map_back(joined: Joined, fixed_text: str) -> dict[int, str]:
         if owner is not None:
             pieces.setdefault(owner[0].number, [])
             cells[owner[0].number] = owner[0]
+    boundaries: set[int] | None = None  # where a cell may end in the fixed text (worked out when needed)
     matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
@@ -265,16 +266,37 @@ def map_back(joined: Joined, fixed_text: str) -> dict[int, str]:
         if magic:
             raise NotebookError(f"a fix would change the IPython line at cell {magic[0][0].number}:{magic[0][1] + 1}")
         if len(touched) > 1:
-            raise NotebookError(f"a fix spans cells {', '.join(str(n) for n in sorted(touched))}")
+            # Changes in neighbouring lines of two cells (two fixes) that the line diff took as
+            # one: each cell gets the new lines most like its old ones.
+            rows: dict[int, list[int]] = {}  # old rows by cell, in order
+            for row in range(i1, i2):
+                rows.setdefault(joined.owners[row][0].number, []).append(row)
+            if boundaries is None:
+                boundaries = _statement_boundaries(fixed_text)
+            cuts = [c - j1 for c in range(j1, j2 + 1) if c in boundaries or c == j2]
+            parts = _share_out([[old[row] for row in group] for group in rows.values()], new[j1:j2], cuts)
+            for group, lines in zip(rows.values(), parts):
+                add(joined.owners[group[0]][0], lines)
+            continue
         if touched:
             (target,) = touched.values()
-        else:  # a pure insertion goes to the cell of the line above it (imports join the imports)
+        else:
             above = joined.owners[i1 - 1] if i1 >= 1 else None
             below = joined.owners[i1] if i1 < len(joined.owners) else None
-            owner = above or below
-            if owner is None:
+            if above is None and below is None:
                 raise NotebookError("a fix added code outside every cell")
-            target = owner[0]
+            if below is None:  # after the last line of the last cell: before the expression it shows
+                target = above[0]
+                keep = _final_expression_lines(fixed_text, j1, len(pieces[target.number]))
+                shown = pieces[target.number][len(pieces[target.number]) - keep :] if keep else []
+                del pieces[target.number][len(pieces[target.number]) - keep :]
+                add(target, new[j1:j2] + shown)
+                continue
+            # Between two cells: an import joins the imports above it; anything else opens the cell
+            # below (appended to the cell above, it would hide that cell's displayed value).
+            imports_above = above is not None and not above[0].magic[above[1]] and _is_import_text(old[i1 - 1])
+            imports = all(_is_import_text(line) for line in new[j1:j2] if line.strip())
+            target = above[0] if imports_above and imports else below[0]
         add(target, new[j1:j2])
     texts = {}
     for number, lines in pieces.items():
@@ -284,3 +306,59 @@ def map_back(joined: Joined, fixed_text: str) -> dict[int, str]:
             text = re.sub(r"(\r\n|\n|\r)\Z", "", text)
         texts[number] = text
     return texts
+
+
+def _is_import_text(line: str) -> bool:
+    return line.lstrip().startswith(("import ", "from "))
+
+
+def _final_expression_lines(fixed_text: str, row: int, available: int) -> int:
+    """How many of the lines before 0-based line `row` of the fixed module hold an expression
+    statement that ends right there (a notebook shows its value): 0 when the statement before
+    is not one."""
+    try:
+        statements = ast.parse(fixed_text).body
+    except SyntaxError:
+        return 0
+    before = [s for s in statements if s.end_lineno is not None and s.end_lineno <= row]
+    if not before or not isinstance(before[-1], ast.Expr):
+        return 0
+    return min(row - (before[-1].lineno - 1), available)
+
+
+def _share_out(groups: list[list[str]], new: list[str], cuts: list[int]) -> list[list[str]]:
+    """`new` cut into len(groups) consecutive parts, each as like its group of old lines as the
+    allowed `cuts` (offsets into `new`) let it be; chosen one cut at a time, the earliest of equals
+    (a line added between two cells opens the second)."""
+    parts, start = [], 0
+    for index, group in enumerate(groups[:-1]):
+        rest = "".join(line for later in groups[index + 1 :] for line in later)
+
+        def likeness(cut: int) -> float:
+            here = difflib.SequenceMatcher(a="".join(group), b="".join(new[start:cut]), autojunk=False).ratio()
+            there = difflib.SequenceMatcher(a=rest, b="".join(new[cut:]), autojunk=False).ratio()
+            return here + there
+
+        candidates = [cut for cut in cuts if cut >= start] or [len(new)]
+        best = max(likeness(cut) for cut in candidates)
+        cut = next(cut for cut in candidates if likeness(cut) == best)
+        parts.append(new[start:cut])
+        start = cut
+    parts.append(new[start:])
+    return parts
+
+
+def _statement_boundaries(text: str) -> set[int]:
+    """0-based lines of `text` that no top-level statement runs across: where one cell can end and
+    the next begin."""
+    lines = len(split_lines(text))
+    inside: set[int] = set()
+    try:
+        statements = ast.parse(text).body
+    except SyntaxError:
+        return set(range(lines + 1))
+    for statement in statements:
+        decorators = getattr(statement, "decorator_list", [])
+        first = min([statement.lineno, *(d.lineno for d in decorators)])
+        inside.update(range(first, statement.end_lineno or first))  # 0-based rows after the first line
+    return {row for row in range(lines + 1) if row not in inside}

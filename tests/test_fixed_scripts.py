@@ -1,0 +1,187 @@
+"""Fixed scripts still run: the training scripts in tests/fixed_scripts/ are run, fixed with
+`gpulint --fix --unsafe-fixes --select ALL`, and run again; a script that ran before must run
+after.  The scripts check their own results (each item once, the last checkpoint written, one log
+line per step in the test file), so a fix that silently changes what a script does fails here too.
+
+Every rule that offers a fix must have it applied to at least one of these scripts
+(`test_every_fix_is_applied_to_a_script`): a new fix comes with a script that runs it.
+
+The runs are CPU-only and take a few steps each; they run two at a time.  A script whose framework
+is not installed (TensorFlow, transformers, Lightning: the `tf` and `trainers` extras) is skipped
+with the reason.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gpulint.linter.config import Settings
+from gpulint.linter.engine import Linter
+from gpulint.linter.fix.passes import fix_source
+from gpulint.rules import all_rules
+
+SCRIPTS = Path(__file__).resolve().parent / "fixed_scripts"
+LAUNCHER = "launch.py"
+TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class Run:
+    script: str
+    needs: str = "torch"  # the module the script imports
+    start_method: str | None = None  # run through launch.py with this multiprocessing start method
+    args: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return "-".join(
+            [self.script.removesuffix(".py"), *([self.start_method] if self.start_method else []), *self.args]
+        )
+
+    def command(self) -> list[str]:
+        if self.script.startswith("test_"):
+            return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", self.script]
+        if self.start_method is not None:
+            return [sys.executable, LAUNCHER, self.start_method, self.script, *self.args]
+        return [sys.executable, self.script, *self.args]
+
+
+RUNS = [
+    Run("train_main.py", start_method="fork"),
+    Run("train_main.py", start_method="spawn"),
+    Run("train_module_level.py", start_method="fork"),
+    Run("train_module_level.py", start_method="spawn"),
+    Run("iterable_stream.py", start_method="spawn", args=("--workers", "0")),
+    Run("iterable_stream.py", start_method="fork", args=("--workers", "2")),
+    Run("one_shot_save.py"),
+    Run("test_training_smoke.py"),
+    Run("amp_legacy.py"),
+    Run("compiled_fp32.py"),
+    Run("ddp_gloo.py", start_method="spawn"),
+    Run("tf_keras_fit.py", needs="tensorflow"),
+    Run("tf_custom_loop.py", needs="tensorflow"),
+    Run("hf_trainer.py", needs="transformers", start_method="spawn"),
+    Run("lightning_fit.py", needs="lightning"),
+]
+
+# Keep the runs small and quiet, and on the CPU even where a GPU is visible.
+RUN_ENVIRONMENT = {
+    "CUDA_VISIBLE_DEVICES": "",
+    "OMP_NUM_THREADS": "1",
+    "TF_CPP_MIN_LOG_LEVEL": "2",
+    "TF_NUM_INTEROP_THREADS": "1",
+    "TF_NUM_INTRAOP_THREADS": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "HF_HUB_OFFLINE": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
+
+
+def script_names() -> list[str]:
+    return sorted(p.name for p in SCRIPTS.glob("*.py") if p.name != LAUNCHER)
+
+
+def fix_settings() -> Settings:
+    return Settings(select=["ALL"], unsafe_fixes=True)
+
+
+def test_every_script_is_run():
+    assert sorted({run.script for run in RUNS}) == script_names()
+
+
+def test_every_fix_is_applied_to_a_script():
+    linter = Linter(fix_settings())
+    applied: set[str] = set()
+    for name in script_names():
+        outcome = fix_source(linter, (SCRIPTS / name).read_bytes(), name, unsafe=True)
+        assert not outcome.errors, outcome.errors
+        applied |= set(outcome.applied_codes)
+    with_fixes = {rule.code for rule in all_rules() if rule.fix_applicability is not None}
+    assert with_fixes - applied == set(), "fixes that no script in tests/fixed_scripts/ exercises"
+
+
+@dataclass
+class Result:
+    returncode: int
+    output: str
+
+
+def _execute(run: Run, directory: Path) -> Result:
+    try:
+        completed = subprocess.run(
+            run.command(),
+            cwd=directory,
+            env={**os.environ, **RUN_ENVIRONMENT},
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired as exc:
+        return Result(-1, f"timed out after {TIMEOUT_S} s\n{exc.stdout or ''}{exc.stderr or ''}")
+    return Result(completed.returncode, completed.stdout + completed.stderr)
+
+
+def _available(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> dict[tuple[str, str], Result]:
+    """Every run, before and after the fixes, two at a time."""
+    before, after = tmp_path_factory.mktemp("before"), tmp_path_factory.mktemp("after")
+    for directory in (before, after):
+        for path in SCRIPTS.glob("*.py"):
+            shutil.copy(path, directory / path.name)
+    fixed = subprocess.run(
+        [sys.executable, "-m", "gpulint", ".", "--select", "ALL", "--fix", "--unsafe-fixes"],
+        cwd=after,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+    assert fixed.returncode in (0, 1) and "error" not in fixed.stderr, fixed.stderr
+    jobs = [
+        (run, stage, directory)
+        for run in RUNS
+        if _available(run.needs)
+        for stage, directory in (("before", before), ("after", after))
+    ]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        outputs = pool.map(lambda job: _execute(job[0], job[2]), jobs)
+    found = {(run.id, stage): result for (run, stage, _), result in zip(jobs, outputs)}
+    found["diff"] = Result(0, "\n".join(_diff(before / n, after / n) for n in script_names()))
+    return found
+
+
+def _diff(before: Path, after: Path) -> str:
+    import difflib
+
+    return "".join(
+        difflib.unified_diff(
+            before.read_text().splitlines(True), after.read_text().splitlines(True), str(before.name), str(after.name)
+        )
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", RUNS, ids=lambda run: run.id)
+def test_fixed_script_still_runs(run: Run, results):
+    if not _available(run.needs):
+        pytest.skip(f"{run.needs} is not installed")
+    before, after = results[(run.id, "before")], results[(run.id, "after")]
+    assert (
+        before.returncode == 0
+    ), f"{run.script} does not run unfixed (the script is wrong, not a fix):\n{before.output[-3000:]}"
+    assert after.returncode == 0, (
+        f"{run.script} ran before `gpulint --fix --unsafe-fixes` and fails after it:\n"
+        f"{after.output[-3000:]}\n--- the fixes ---\n{results['diff'].output}"
+    )

@@ -1,0 +1,120 @@
+"""What the project says that shapes fixes: its line length, the PyTorch it targets, and whether
+test files get trainer-config and per-step fixes."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from gpulint.linter.config import ConfigError, Settings, load_settings
+from gpulint.linter.engine import Linter
+from gpulint.linter.fix.passes import fix_source
+from gpulint.linter.project import torch_lower_bound
+
+
+@pytest.mark.parametrize(
+    "requirements, bound",
+    [
+        (["torch>=2.1,<3"], (2, 1)),
+        (["torch==1.13.1"], (1, 13)),
+        (["torch ~= 2.2.0"], (2, 2)),
+        (['torch>=2.0; python_version > "3.8"'], (2, 0)),
+        (["torch[opt-einsum]>=2.4"], (2, 4)),
+        (["numpy", "torch>=1.12", "torch>=2.1"], (2, 1)),  # the strictest lower bound
+        (["torchvision>=0.15", "torch-xla>=2.0"], None),  # other packages
+        (["torch"], None),  # no lower bound: no limit
+        (["torch<2"], None),
+    ],
+)
+def test_torch_lower_bound(requirements, bound):
+    assert torch_lower_bound(requirements) == bound
+
+
+def test_line_length_and_torch_come_from_the_pyproject_with_our_table(tmp_path):
+    config = tmp_path / "pyproject.toml"
+    config.write_text(
+        '[project]\ndependencies = ["torch>=1.13"]\n[tool.ruff]\nline-length = 100\n[tool.black]\nline-length = 79\n'
+        "[tool.gpulint]\nfix-tests = true\n"
+    )
+    settings = load_settings(config)
+    assert (settings.line_length, settings.target_torch, settings.fix_tests) == (100, (1, 13), True)
+
+
+def test_target_torch_wins_over_the_requirements(tmp_path):
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[project]\ndependencies = ["torch>=1.13"]\n[tool.gpulint]\ntarget-torch = "2.4"\n')
+    assert load_settings(config).target_torch == (2, 4)
+
+
+def test_without_our_table_the_nearest_pyproject_and_requirements_count(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.black]\nline-length = 120\n")
+    (tmp_path / "requirements.txt").write_text("numpy\ntorch==2.1.2\n")
+    (tmp_path / "src").mkdir()
+    settings = load_settings(None, tmp_path / "src")
+    assert (settings.line_length, settings.target_torch, settings.fix_tests) == (120, (2, 1), False)
+    assert Settings().line_length == 88 and Settings().target_torch is None
+
+
+@pytest.mark.parametrize("body, message", [('target-torch = "two"', "target-torch"), ("fix-tests = 1", "fix-tests")])
+def test_bad_values_are_clear_errors(tmp_path, body, message):
+    config = tmp_path / "pyproject.toml"
+    config.write_text(f"[tool.gpulint]\n{body}\n")
+    with pytest.raises(ConfigError, match=message):
+        load_settings(config)
+
+
+def _fixable(settings: Settings, source: str, path: str = "train.py") -> list[str]:
+    findings = Linter(settings).lint_source(textwrap.dedent(source).encode(), path).findings
+    return sorted(f.code for f in findings if f.fix is not None)
+
+
+AMP = """
+    import torch
+    scaler = torch.cuda.amp.GradScaler()
+    with torch.cuda.amp.autocast():
+        pass
+"""
+
+
+def test_fixes_that_need_a_newer_torch_than_the_target_are_not_offered():
+    every = _fixable(Settings(select=["GL402"]), AMP)
+    assert every == ["GL402", "GL402"]
+    # torch 2.1: autocast's new form (2.0) yes, GradScaler's (2.3) no; the finding stays
+    settings = Settings(select=["GL402"], target_torch=(2, 1))
+    assert _fixable(settings, AMP) == ["GL402"]
+    assert len(Linter(settings).lint_source(textwrap.dedent(AMP).encode(), "train.py").findings) == 2
+
+
+LOGGING_TEST = """
+    import torch
+    def test_training_logs_every_step():
+        for step in range(3):
+            loss = model(x).sum()
+            loss.backward()
+            optimizer.step()
+            print(step)
+"""
+
+
+@pytest.mark.parametrize(
+    "path", ["tests/test_train.py", "test_train.py", "train_test.py", "conftest.py", "pkg/tests/helpers.py"]
+)
+def test_test_files_get_no_per_step_or_trainer_fixes_unless_asked(path):
+    assert _fixable(Settings(select=["GL302"]), LOGGING_TEST, path) == []
+    assert _fixable(Settings(select=["GL302"], fix_tests=True), LOGGING_TEST, path) == ["GL302"]
+    assert _fixable(Settings(select=["GL302"]), LOGGING_TEST, "train.py") == ["GL302"]
+    trainer = "from transformers import TrainingArguments\na = TrainingArguments('o', logging_steps=1)\n"
+    assert _fixable(Settings(select=["GL801"]), trainer, path) == []
+
+
+def test_fixed_lines_wrap_at_the_projects_line_length():
+    source = (
+        b"import torch\ndevice = 'cuda'\nfor x in loader:\n"
+        b"    y = model(x.to(device_name_that_is_long_enough, memory_format=torch.channels_last))\n"
+        b"    y.sum().backward()\n    opt.step()\n"
+    )
+    wide = fix_source(Linter(Settings(select=["GL104"], line_length=120)), source, "t.py", unsafe=True).source.decode()
+    narrow = fix_source(Linter(Settings(select=["GL104"])), source, "t.py", unsafe=True).source.decode()
+    assert "memory_format=torch.channels_last, non_blocking=True))\n" in wide
+    assert max(len(line) for line in narrow.splitlines()) <= 88

@@ -38,7 +38,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from gpulint.linter.rule import all_rules  # noqa: E402 - the project's own package
+from gpulint.rules import all_rules  # noqa: E402 - the project's own package
 
 CORPUS_DIR = REPO / "tests" / "corpus"
 # Rules reported once per module, at a line of the rule's choosing: matched by file, not by line.

@@ -19,7 +19,8 @@ from gpulint.linter.analysis.loops import STEP_TOKENS
 if TYPE_CHECKING:
     from gpulint.linter.analysis.context import FileContext
 
-# Text every accelerated module contains (one of), by how `FileContext.accelerated` decides.
+# Text every module that names an accelerator contains (one of), by how
+# `FileContext.names_accelerator` decides.
 ACCELERATOR_TOKENS = (b"cuda", b"gpu", b"accelerat", b"fabric", b"deepspeed")
 
 
@@ -45,6 +46,9 @@ class Fact:
     def __and__(self, other: Fact) -> Fact:
         return _Both(self, other)
 
+    def __or__(self, other: Fact) -> Fact:
+        return _Either(self, other)
+
     def __repr__(self) -> str:
         return f"Fact({self.name!r})"
 
@@ -58,9 +62,29 @@ class _Both(Fact):
         return all(part.may_hold(source) for part in self.parts)
 
 
+class _Either(Fact):
+    def __init__(self, first: Fact, second: Fact) -> None:
+        super().__init__(f"{first.name} or {second.name}", lambda ctx: first.holds(ctx) or second.holds(ctx))
+        self.parts = (first, second)
+        self.tokens = first.tokens + second.tokens if first.tokens and second.tokens else ()
+
+    def may_hold(self, source: bytes) -> bool:
+        return any(part.may_hold(source) for part in self.parts)
+
+
 TORCH = Fact("imports torch", lambda ctx: ctx.uses_torch, (b"torch",))
 TENSORFLOW = Fact("imports tensorflow or keras", lambda ctx: ctx.uses_tensorflow, (b"tensorflow", b"keras"))
-ACCELERATOR = Fact("runs on an accelerator", lambda ctx: ctx.accelerated, ACCELERATOR_TOKENS)
+# Evidence that a module runs on an accelerator, of three kinds (rules that only need the host --
+# loader workers, tf.data parallelism, per-step logging -- require none).
+NAMES_ACCELERATOR = Fact("names CUDA or an accelerator library", lambda ctx: ctx.names_accelerator, ACCELERATOR_TOKENS)
+PLACES_ON_DEVICE = Fact(
+    "moves work to a device it is given",
+    lambda ctx: ctx.places_on_device,
+    # `.to(device)`, `.to(self.dev)`, `.to(local_rank)`, `device_ids=[rank]`, an "nccl" process group.
+    (b"dev", b"rank", b"nccl"),
+)
+LIGHTNING_MODULE = Fact("defines a LightningModule", lambda ctx: ctx.defines_lightning_module, (b"LightningModule",))
+ACCELERATOR = NAMES_ACCELERATOR | PLACES_ON_DEVICE | LIGHTNING_MODULE
 STEPS = Fact("takes training steps", lambda ctx: ctx.takes_steps, STEP_TOKENS)
 ONE_PROCESS_PER_GPU = Fact(
     "runs one process per GPU",

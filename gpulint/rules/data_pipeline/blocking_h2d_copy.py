@@ -109,10 +109,11 @@ class BlockingHostToDeviceCopy(Rule):
             """,
             header=CUDA_SCRIPT,
         ),
-        # no accelerator in the module
+        # no accelerator in the module: the only device is the host
         Valid(
             """
             import torch
+            dev = torch.device("cpu")
             for x in loader:
                 x = x.to(dev)
                 model(x).sum().backward()

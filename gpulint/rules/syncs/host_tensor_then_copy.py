@@ -86,10 +86,11 @@ class HostTensorThenCopy(Rule):
             """,
             header=TIMED_CUDA_SCRIPT,
         ),
-        # no accelerator in the module
+        # no accelerator in the module: the only device is the host
         Valid(
             """
             import torch
+            dev = "cpu"
             a = torch.zeros(3).to(dev)
             """,
         ),

@@ -206,15 +206,6 @@ def test_interval_conditions(condition, throttles):
     assert is_interval_condition(cst.parse_expression(condition)) is throttles
 
 
-def test_accelerated_module_detection():
-    assert context("import torch\nmodel.cuda()\n").accelerated
-    assert context("import torch\ndevice = torch.device('cuda:0')\n").accelerated
-    assert context("import torch\nif torch.cuda.is_available(): pass\n").accelerated
-    assert context("from accelerate import Accelerator\n").accelerated
-    assert not context("import torch\n# move to cuda later\nx = torch.ones(3)\n").accelerated
-    assert not context("import torch\nprint('no gpu here')\n").accelerated
-
-
 def test_step_function_called_once_is_not_per_step_work():
     ctx = context("""
         def check_gradients(model, batch):
@@ -264,3 +255,42 @@ def test_uncalled_step_function_is_a_framework_hook_and_per_step():
                 print("step")
     """)
     assert ctx.loops.per_step(call_named(ctx, "print"))
+
+
+def test_an_interval_through_a_helper_of_the_module_or_a_counter_reset_by_hand():
+    ctx = context("""
+        def every(step, n):
+            return step % n == 0
+
+        for batch in loader:
+            loss = model(batch)
+            loss.backward()
+            opt.step()
+            since_save += 1
+            if every(step, 100):
+                by_helper()
+            if is_main and since_save >= save_steps:
+                by_counter()
+                since_save = 0
+            if since_eval >= eval_steps:
+                not_reset()
+    """)
+    assert ctx.loops.interval_guard(call_named(ctx, "by_helper")) is not None
+    assert ctx.loops.interval_guard(call_named(ctx, "by_counter")) is not None
+    assert ctx.loops.per_step_work(call_named(ctx, "not_reset"))
+
+
+def test_a_branch_that_ends_the_program_is_an_event():
+    ctx = context("""
+        import sys
+        for batch in loader:
+            loss = model(batch)
+            if not math.isfinite(loss.item()):
+                report(loss)
+                sys.exit(1)
+            loss.backward()
+            opt.step()
+    """)
+    assert ctx.loops.in_event_branch(call_named(ctx, "report"))
+    assert not ctx.loops.per_step_work(call_named(ctx, "report"))
+    assert ctx.loops.per_step_work(call_named(ctx, "item"))

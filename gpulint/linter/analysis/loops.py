@@ -14,16 +14,18 @@ below the loop that calls it):
 * code runs *per step* when a step loop's body (or a `while` test) encloses it, or when it is in a
   step function or a Lightning `training_step`;
 * an *interval guard* is an `if` between the code and its step loop whose condition throttles by a
-  counter (`step % 100 == 0`, `i == 0`, `step >= next_log`); `% accum_steps`, flags and rank checks
-  are not;
+  counter (`step % 100 == 0`, `i == 0`, `step >= next_log`), calls a helper of this module that does
+  (`divisible_by(step, n)`), or counts by hand (`if since_save >= n:` ... `since_save = 0`);
+  `% accum_steps`, flags and rank checks are not;
 * *per-step work* runs per step, under no interval guard, and not as the handling of a rare event
   (in an `except` handler, or in a branch that leaves the iteration: `break`, `continue`,
-  `return`, `raise`).
+  `return`, `raise`, `sys.exit()`).
 """
 
 from __future__ import annotations
 
 import re
+from functools import cached_property
 
 import libcst as cst
 
@@ -42,6 +44,7 @@ _THROTTLE_NAME = re.compile(r"next|last|prev|interval|every|freq|period|log_at|e
 # receiver is `self`: `scheduler.step()` is not a call of some class's `def step(self)`.
 _GENERIC_METHODS = frozenset({"step", "update", "apply", "run", "forward", "__call__", "call", "fit"})
 _EXITS = (cst.Break, cst.Continue, cst.Return, cst.Raise)
+_EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
 
 # Text every module with a step call contains (one of): what `is_direct_step_call` recognises,
 # plus Lightning's `training_step` (the prefilter of the STEPS fact).
@@ -262,9 +265,35 @@ class LoopModel:
         for ancestor, child in path:
             if ancestor is boundary:
                 break
-            if isinstance(ancestor, cst.If) and child is ancestor.body and is_interval_condition(ancestor.test):
+            if isinstance(ancestor, cst.If) and child is ancestor.body and self._throttles(ancestor):
                 return ancestor
         return None
+
+    def _throttles(self, guard: cst.If) -> bool:
+        """An interval condition (`is_interval_condition`), a call of a helper of this module that
+        returns one (`divisible_by(step, n)`), or a counter the branch resets (`if since_save >= n:
+        ... since_save = 0`)."""
+        return (
+            is_interval_condition(guard.test)
+            or _holds_anywhere(guard.test, self._calls_interval_helper)
+            or _holds_anywhere(guard.test, lambda test: _resets_counter(guard, test))
+        )
+
+    def _calls_interval_helper(self, test: cst.BaseExpression) -> bool:
+        if not isinstance(test, cst.Call) or not isinstance(test.func, cst.Name):
+            return False
+        return test.func.value in self._interval_helpers
+
+    @cached_property
+    def _interval_helpers(self) -> frozenset[str]:
+        """Functions of this module that return an interval condition of their parameters
+        (`def divisible_by(a, b): return a % b == 0`)."""
+        helpers = set()
+        for node in self.index.nodes("Return"):
+            function = next((a for a in self.index.ancestors(node) if isinstance(a, cst.FunctionDef)), None)
+            if function is not None and node.value is not None and is_interval_condition(node.value):
+                helpers.add(function.name.value)
+        return frozenset(helpers)
 
     def per_step_work(self, node: cst.CSTNode) -> bool:
         """The question most in-loop rules ask: runs every step, nothing throttles it, and it is not
@@ -283,7 +312,7 @@ class LoopModel:
                 return True
             if isinstance(ancestor, (cst.If, cst.Else)) and isinstance(child, cst.IndentedBlock):
                 for statement in child.body:
-                    if isinstance(statement, cst.SimpleStatementLine) and any(isinstance(s, _EXITS) for s in statement.body):
+                    if isinstance(statement, cst.SimpleStatementLine) and any(_exits(s) for s in statement.body):
                         return True
             child = ancestor
         return False
@@ -348,6 +377,41 @@ def is_interval_condition(test: cst.BaseExpression) -> bool:
         # `should_log(step)` / `is_log_step()` helpers are named for it.
         name = (dotted_name(test.func) or "").rsplit(".", 1)[-1].lower()
         return name.startswith(("should_", "is_log", "is_eval", "time_to_"))
+    return False
+
+
+def _exits(statement: cst.BaseSmallStatement) -> bool:
+    """`break`, `continue`, `return`, `raise`, or a call that ends the program (`sys.exit(1)`)."""
+    if isinstance(statement, _EXITS):
+        return True
+    if isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
+        return dotted_name(statement.value.func) in _EXIT_CALLS
+    return False
+
+
+def _holds_anywhere(test: cst.BaseExpression, check) -> bool:
+    """`check` on a condition, through `and` (either side throttles) and `or` (both must)."""
+    if isinstance(test, cst.BooleanOperation):
+        left, right = _holds_anywhere(test.left, check), _holds_anywhere(test.right, check)
+        return (left or right) if isinstance(test.operator, cst.And) else (left and right)
+    return check(test)
+
+
+def _resets_counter(guard: cst.If, test: cst.BaseExpression) -> bool:
+    """`counter >= n` where the guarded branch sets `counter = 0`: an interval counted by hand."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    if not isinstance(test.comparisons[0].operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+        return False
+    counter = dotted_name(test.left)
+    if counter is None or not isinstance(guard.body, cst.IndentedBlock):
+        return False
+    for statement in guard.body.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and isinstance(small.value, cst.Integer) and small.value.value == "0":
+                    if any(dotted_name(t.target) == counter for t in small.targets):
+                        return True
     return False
 
 

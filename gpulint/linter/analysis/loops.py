@@ -5,7 +5,8 @@ below the loop that calls it):
 
 * a *step call* performs a training step: `loss.backward()`, `optimizer.step()`, `scaler.step(opt)`,
   `tape.gradient(...)`, `opt.apply_gradients(...)`, Keras 3 `opt.apply(...)`, `train_on_batch(...)`,
-  or a call of a *step function*;
+  or a call of a *step function* -- by its name, through a parameter called with one
+  (`train(trainer.train_step, loader)`), or handed to a runner (`strategy.run(train_step, ...)`);
 * a *step function* is a function of this module that makes a step call outside any loop of its
   own (`train_step`, `self._run_batch`); calling it is a step call (found to a fixpoint).  A test
   function (`test*`, pytest's own rule) that takes one step checks behaviour once: it is none;
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
+from typing import Callable
 
 import libcst as cst
 
@@ -44,6 +46,10 @@ _THROTTLE_NAME = re.compile(r"next|last|prev|interval|every|freq|period|log_at|e
 # receiver is `self`: `scheduler.step()` is not a call of some class's `def step(self)`.
 _GENERIC_METHODS = frozenset({"step", "update", "apply", "run", "forward", "__call__", "call", "fit"})
 _EXITS = (cst.Break, cst.Continue, cst.Return, cst.Raise)
+# Methods that call the function given as their first argument (`strategy.run(step_fn, args=...)`).
+_RUNNERS = frozenset({"run", "experimental_run_v2", "call_for_each_replica"})
+# Clocks a step timer reads.
+_CLOCKS = re.compile(r"^(time\.(time|perf_counter|monotonic|process_time)(_ns)?|timeit\.default_timer)$")
 _EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
 
 # Text every module with a step call contains (one of): what `is_direct_step_call` recognises,
@@ -136,13 +142,34 @@ class LoopModel:
         self.step_loops: set[int] = set()  # id() of For/While nodes
         self.step_calls: set[int] = set()  # id() of Call nodes
         self.lightning_steps: set[int] = set()  # id() of `training_step` methods of LightningModules
+        self._callers: dict[int, list[cst.Call]] = {}  # id() of a function -> the calls of it here
+        # Whether a call runs a function of another module of the project that reads a clock (set
+        # by the project index when the run has one).
+        self.reads_clock_elsewhere: Callable[[cst.Call], bool] | None = None
         self._build()
 
     # -- building ---------------------------------------------------------------------------
     def _callee_functions(self, call: cst.Call, functions_by_name: dict[str, list[cst.FunctionDef]]) -> list[cst.FunctionDef]:
-        func = call.func
+        found = self._functions_named(call.func, functions_by_name, 3)
+        # A function handed to a runner: `strategy.run(train_step, args=(x,))`.
+        if method_name(call) in _RUNNERS and call.args and call.args[0].keyword is None:
+            found += self._functions_named(call.args[0].value, functions_by_name, 1)
+        return found
+
+    def _functions_named(
+        self, func: cst.BaseExpression, functions_by_name: dict[str, list[cst.FunctionDef]], depth: int
+    ) -> list[cst.FunctionDef]:
+        """The functions of this module `func` may be: by name, or through what a name holds (a
+        parameter called with one: `train(trainer.train_step, loader)`)."""
         if isinstance(func, cst.Name):
-            return [f for f in functions_by_name.get(func.value, ()) if not is_method(self.index, f)]
+            functions = [f for f in functions_by_name.get(func.value, ()) if not is_method(self.index, f)]
+            if functions or depth <= 1 or func.value in self.imports.bindings:
+                return functions
+            found = []
+            for value in self.values.assigned.get(func.value, ()):
+                if isinstance(value, (cst.Name, cst.Attribute)):
+                    found += self._functions_named(value, functions_by_name, depth - 1)
+            return found
         if isinstance(func, cst.Attribute):
             name = func.attr.value
             receiver = dotted_name(func.value)
@@ -202,7 +229,7 @@ class LoopModel:
         (a framework hook such as Keras' `train_step`).  A step function only ever called in
         straight-line code (a one-shot check that takes a single step, and the `main()` that calls
         it) runs once, and its body is not per-step work."""
-        callers: dict[int, list[cst.Call]] = {}
+        callers = self._callers
         for call in calls:
             for function in callees_of[id(call)]:
                 callers.setdefault(id(function), []).append(call)
@@ -316,6 +343,37 @@ class LoopModel:
                         return True
             child = ancestor
         return False
+
+    def times_steps(self, node: cst.CSTNode) -> bool:
+        """Whether the step loop around `node` reads a clock (`time.perf_counter()`, a CUDA event's
+        `record()`/`elapsed_time()`) -- or, in a step function, a loop that calls it does: there a
+        sync is what makes the timing measure the GPU."""
+        boundary = self.step_boundary(node)
+        if boundary is None:
+            return False
+        boundaries = {id(boundary)}
+        if isinstance(boundary, cst.FunctionDef):
+            for site in self._callers.get(id(boundary), ()):
+                caller = self.step_boundary(site) or loop_around(self.index, site)[0]
+                if caller is not None:
+                    boundaries.add(id(caller))
+        return bool(boundaries & self._timed_boundaries)
+
+    @cached_property
+    def _timed_boundaries(self) -> set[int]:
+        timed = set()
+        for call in self.index.nodes("Call"):
+            if self._reads_clock(call):
+                boundary = self.step_boundary(call) or loop_around(self.index, call)[0]
+                if boundary is not None:
+                    timed.add(id(boundary))
+        return timed
+
+    def _reads_clock(self, call: cst.Call) -> bool:
+        qualified = self.imports.qualified_name(call.func) or ""
+        if _CLOCKS.match(qualified) or method_name(call) in ("elapsed_time", "record"):
+            return True
+        return bool(self.reads_clock_elsewhere and self.reads_clock_elsewhere(call))
 
     def step_counter(self, node: cst.CSTNode) -> str | None:
         """A counter of the step loop around `node`, for guard fixes: `step` in `for step, b in

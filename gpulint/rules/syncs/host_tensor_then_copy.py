@@ -168,11 +168,12 @@ class HostTensorThenCopy(Rule):
                 d = torch.randint(0, 9, (n, 9))
             else:
                 d = torch.randint(0, 9, (n,))
+                d[0] = 1
             d = d.cuda()
             e = torch.zeros(n).type_as(x)
             f = torch.arange(n).view(1, -1).to(rank)
             """,
-            "4:55", "5:36", "6:27", "11:5", "12:20", "13:33",
+            "4:55", "5:36", "6:27", "12:5", "13:20", "14:33",
             header=TIMED_CUDA_SCRIPT,
         ),
         Invalid(
@@ -242,8 +243,8 @@ class HostTensorThenCopy(Rule):
             for target in assign.targets:
                 if isinstance(target.target, cst.Name) and target.target.value == name.value:
                     assigns.append(assign)
-                elif name.value in names_under(target.target):
-                    return []  # unpacked or subscripted: not one value
+                elif isinstance(target.target, (cst.Tuple, cst.List)) and name.value in names_under(target.target):
+                    return []  # unpacked: not one value
         assigns = [assign for assign in assigns if not _moved(assign.value)]
         # A copy made only on one path (`if cuda: mean = mean.cuda()`) is a choice of device: the
         # host tensor serves the other path.

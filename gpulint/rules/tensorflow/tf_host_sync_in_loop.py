@@ -20,7 +20,8 @@ class TfHostSyncInLoop(Rule):
     ## What it finds
     `.numpy()` and `float(loss)` (of a step's loss, metric or output) inside a TensorFlow training
     step loop -- one that calls `tape.gradient`, `apply_gradients` or `train_on_batch`, directly or
-    through a step function -- not under an interval guard.
+    through a step function -- not under an interval guard, in a loop that does not time its steps
+    (a benchmark loop needs the read for its clock to measure the step).
 
     ## Why it is slow
     TensorFlow dispatches GPU work asynchronously, and `tf.function` steps run ahead of the host.
@@ -83,6 +84,23 @@ class TfHostSyncInLoop(Rule):
                 loss.backward()
                 opt.step()
                 arr = loss.numpy()  # a torch step: GL201's business
+            """,
+            header=TF_SCRIPT,
+        ),
+        # a benchmark loop: the read makes the timestamps measure the step
+        Valid(
+            """
+            import time
+            for i, (x, y) in enumerate(ds):
+                loss = train_step(x, y).numpy()
+                stamps.append(time.perf_counter())
+
+            @tf.function
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+                return loss
             """,
             header=TF_SCRIPT,
         ),
@@ -184,8 +202,8 @@ class TfHostSyncInLoop(Rule):
             what = "float(...)"
         else:
             return
-        if not self.ctx.loops.per_step_work(node):
-            return
+        if not self.ctx.loops.per_step_work(node) or self.ctx.loops.times_steps(node):
+            return  # (in a loop that times its steps, the read is what makes the timing true)
         if not self.ctx.tf.is_tf_step(node) or self.ctx.tf.in_compiled(node):
             return
         fix = None

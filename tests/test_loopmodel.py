@@ -294,3 +294,65 @@ def test_a_branch_that_ends_the_program_is_an_event():
     assert ctx.loops.in_event_branch(call_named(ctx, "report"))
     assert not ctx.loops.per_step_work(call_named(ctx, "report"))
     assert ctx.loops.per_step_work(call_named(ctx, "item"))
+
+
+def test_one_step_per_epoch_is_full_batch_training():
+    ctx = context("""
+        for epoch in range(num_epochs):
+            loss = criterion(model(features), labels)
+            loss.backward()
+            optimizer.step()
+            full_batch()
+        for epoch in range(3):
+            for batch in loader:
+                model(batch).sum().backward()
+                optimizer.step()
+                mini_batch()
+    """)
+    assert ctx.loops.one_step_per_epoch(call_named(ctx, "full_batch"))
+    assert not ctx.loops.one_step_per_epoch(call_named(ctx, "mini_batch"))
+
+
+def test_a_step_function_handed_to_a_runner_or_through_a_parameter():
+    ctx = context("""
+        def train_step(batch):
+            loss = model(batch)
+            loss.backward()
+            optimizer.step()
+
+        def fit(step_fn, loader):
+            for batch in loader:
+                step_fn(batch)
+                through_parameter()
+
+        for batch in dist_loader:
+            strategy.run(train_step, args=(batch,))
+            through_runner()
+
+        fit(train_step, loader)
+    """)
+    assert ctx.loops.per_step(call_named(ctx, "through_parameter"))
+    assert ctx.loops.per_step(call_named(ctx, "through_runner"))
+
+
+def test_a_loop_that_reads_a_clock_times_its_steps_and_those_of_its_step_functions():
+    ctx = context("""
+        import time
+
+        def train_step(batch):
+            model(batch).sum().backward()
+            optimizer.step()
+            in_timed_step()
+
+        for batch in loader:
+            start = time.perf_counter()
+            train_step(batch)
+            took = time.perf_counter() - start
+
+        for batch in other_loader:
+            model(batch).sum().backward()
+            optimizer.step()
+            untimed()
+    """)
+    assert ctx.loops.times_steps(call_named(ctx, "in_timed_step"))
+    assert not ctx.loops.times_steps(call_named(ctx, "untimed"))

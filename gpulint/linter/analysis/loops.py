@@ -48,6 +48,8 @@ _GENERIC_METHODS = frozenset({"step", "update", "apply", "run", "forward", "__ca
 _EXITS = (cst.Break, cst.Continue, cst.Return, cst.Raise)
 # Methods that call the function given as their first argument (`strategy.run(step_fn, args=...)`).
 _RUNNERS = frozenset({"run", "experimental_run_v2", "call_for_each_replica"})
+# Names of an epoch counter or count (`epoch`, `num_epochs`, `n_epoch`).
+_EPOCH_NAME = re.compile(r"(^|_)(epoch|epochs|ep)(_|$)", re.IGNORECASE)
 # Clocks a step timer reads.
 _CLOCKS = re.compile(r"^(time\.(time|perf_counter|monotonic|process_time)(_ns)?|timeit\.default_timer)$")
 _EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
@@ -161,6 +163,8 @@ class LoopModel:
     ) -> list[cst.FunctionDef]:
         """The functions of this module `func` may be: by name, or through what a name holds (a
         parameter called with one: `train(trainer.train_step, loader)`)."""
+        if isinstance(func, cst.Name) and func.value == "self":  # `self(x)` runs the object's `__call__`
+            return [f for f in functions_by_name.get("__call__", ()) if is_method(self.index, f)]
         if isinstance(func, cst.Name):
             functions = [f for f in functions_by_name.get(func.value, ()) if not is_method(self.index, f)]
             if functions or depth <= 1 or func.value in self.imports.bindings:
@@ -343,6 +347,15 @@ class LoopModel:
                         return True
             child = ancestor
         return False
+
+    def one_step_per_epoch(self, node: cst.CSTNode) -> bool:
+        """Whether the step loop around `node` iterates epochs (`for epoch in range(epochs)` that
+        takes its step on the whole data set): full-batch training, where per step is per epoch."""
+        boundary = self.step_boundary(node)
+        if not isinstance(boundary, cst.For):
+            return False
+        names = names_under(boundary.target) | names_under(boundary.iter)
+        return any(_EPOCH_NAME.search(name) for name in names)
 
     def times_steps(self, node: cst.CSTNode) -> bool:
         """Whether the step loop around `node` reads a clock (`time.perf_counter()`, a CUDA event's

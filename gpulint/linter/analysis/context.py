@@ -56,7 +56,10 @@ _CUDA_STRING = re.compile(r"""^[rbuRBU]*['"]{1,3}(cuda|gpu)\b""")
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|rank|local_rank|gpu|gpu_id)$", re.IGNORECASE)
 _HOST_DEVICE_TEXT = re.compile(r"""^[rbuRBU]*['"](cpu|meta|mps)\b""")
 _ACCELERATOR_MODULES = ("accelerate", "lightning.fabric", "deepspeed")
-_ACCELERATOR_CALL_PREFIXES = ("torch.cuda.", "torch.accelerator.", "torch.backends.cuda.", "torch.backends.cudnn.")
+_ACCELERATOR_CALL_PREFIXES = (
+    "torch.cuda.", "torch.accelerator.", "torch.backends.cuda.", "torch.backends.cudnn.", "lightning.Fabric",
+    "lightning.fabric.Fabric",
+)
 
 STATEMENT_TYPES = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 

@@ -28,6 +28,7 @@ import libcst as cst
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import Fact
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, parse
+from gpulint.linter.analysis.project import EMPTY_VIEW, ModuleView
 from gpulint.linter.findings import SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME, Finding, FixInfo, Location, RawFinding
 from gpulint.linter.fix.fixer import edits_for
 from gpulint.linter.rule import Rule
@@ -81,10 +82,11 @@ class Linter:
             rules = self._rules_by_codes[codes] = tuple(r for r in self.settings.catalog() if r.code in codes)
         return rules
 
-    def lint_source(self, source: bytes, path: str, with_edits: bool = False) -> FileResult:
-        """Every finding in one source, located (with fix edits when asked), in order."""
+    def lint_source(self, source: bytes, path: str, with_edits: bool = False, project: ModuleView = EMPTY_VIEW) -> FileResult:
+        """Every finding in one source, located (with fix edits when asked), in order.  `project`
+        is what the rest of the project says about this module (analysis/project.py)."""
         try:
-            analysis = self.analyze(source, path)
+            analysis = self.analyze(source, path, project)
         except SyntaxErrorInSource as exc:
             return FileResult(path, [syntax_error_finding(path, str(exc), exc.row, exc.column)])
         findings = self.locate(analysis, path, with_edits) if analysis is not None else []
@@ -93,17 +95,17 @@ class Linter:
         return FileResult(path, sorted(findings, key=Finding.sort_key), parsed=analysis is not None)
 
     # -- stages 1-5 --------------------------------------------------------------------------
-    def analyze(self, source: bytes, path: str) -> Analysis | None:
+    def analyze(self, source: bytes, path: str, project: ModuleView = EMPTY_VIEW) -> Analysis | None:
         """Prefilter, parse, analyse, run the rules and drop what comments silence; None when the
         prefilter rules the file out (or it asks to be ignored)."""
         if file_is_ignored(source):
             return None
-        rules = self.candidate_rules(source, self.rules_for(path))
+        rules = self.candidate_rules(source, self.rules_for(path), project)
         if not rules:
             return None
         module = parse(source)
         wanted = frozenset().union(*(r.visited_types() for r in rules))
-        ctx = FileContext(module, path, self.settings.options, wanted, source)
+        ctx = FileContext(module, path, self.settings.options, wanted, source, project)
         findings = run_rules(ctx, [r for r in rules if r.applies(ctx)])
         suppressions = find_suppressions(ctx.source_text) if findings else {}
         if suppressions:  # (positions, which matching needs, cost a pass: the fix loop does without)
@@ -111,15 +113,15 @@ class Linter:
         return Analysis(ctx, findings, suppressions)
 
     @staticmethod
-    def candidate_rules(source: bytes, rules: tuple[type[Rule], ...]) -> list[type[Rule]]:
-        """The tree rules whose facts and tokens the source's bytes can hold."""
+    def candidate_rules(source: bytes, rules: tuple[type[Rule], ...], project: ModuleView = EMPTY_VIEW) -> list[type[Rule]]:
+        """The tree rules whose facts and tokens the source's bytes (and its project view) can hold."""
         if not any(marker in source for marker in FRAMEWORK_MARKERS):
             return []
         known: dict[Fact, bool] = {}
 
         def may_hold(fact: Fact) -> bool:  # each fact's tokens are searched for once per file
             if fact not in known:
-                known[fact] = fact.may_hold(source)
+                known[fact] = fact.may_hold(source, project)
             return known[fact]
 
         # GL900 reads comments, not the tree (suppressions.py): never a reason to parse a file.

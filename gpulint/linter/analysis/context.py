@@ -28,6 +28,7 @@ from gpulint.linter.analysis.loops import (
     loop_around,
 )
 from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, last_name, positional_args
+from gpulint.linter.analysis.project import EMPTY_VIEW, CalleeFacts, ModuleView
 from gpulint.linter.analysis.pytorch import TorchAnalysis
 from gpulint.linter.analysis.tensorflow import TfAnalysis
 from gpulint.linter.analysis.values import ValueOrigins, target_key
@@ -62,18 +63,27 @@ _ACCELERATOR_CALL_PREFIXES = (
 )
 
 STATEMENT_TYPES = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+_NOTHING = CalleeFacts()
 
 
 class FileContext:
     """A parsed module with its import table, value origins and the analyses built on them."""
 
     def __init__(
-        self, module: cst.Module, path: str, options: Mapping[str, Any], wanted_types: frozenset[str], source: bytes | None = None
+        self,
+        module: cst.Module,
+        path: str,
+        options: Mapping[str, Any],
+        wanted_types: frozenset[str],
+        source: bytes | None = None,
+        project: ModuleView = EMPTY_VIEW,
     ) -> None:
         self.module = module
         self.path = path
         self._source = source
         self.options = options
+        # What the rest of the project says about this module (empty when linted alone).
+        self.project = project
         self.index = TreeIndex(module, wanted_types | ANALYSIS_TYPES)
         self.imports = ImportTable()
         for node in self.index.nodes("Import"):
@@ -85,6 +95,8 @@ class FileContext:
             for node in self.index.nodes(type_name):
                 self.values.add(node)
         self._add_functions_to_values()
+        if project:
+            self.values.external_returns = lambda call, kind: kind in (project.callee(dotted_name(call.func)) or _NOTHING).returns
 
     def _add_functions_to_values(self) -> None:
         """What the module's functions return, what their parameters are called with here, and
@@ -143,7 +155,7 @@ class FileContext:
     # -- analyses ----------------------------------------------------------------------------
     @cached_property
     def loops(self) -> LoopModel:
-        return LoopModel(self.index, self.imports, self.values)
+        return LoopModel(self.index, self.imports, self.values, self.project)
 
     @cached_property
     def torch(self) -> TorchAnalysis:
@@ -225,6 +237,8 @@ class FileContext:
         calls = self.index.nodes("Call")
         if any(is_direct_step_call(call, self.values) for call in calls):
             return True
+        if self.project and (self.project.per_step or any(facts.steps for _, facts in self.project.calls)):
+            return True  # a function run per step by another module, or a step function of another
         return bool(lightning_training_steps(self.index, self.imports))
 
     # -- tree helpers ------------------------------------------------------------------------

@@ -27,14 +27,18 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
-from typing import Callable
 
 import libcst as cst
+
+from typing import TYPE_CHECKING
 
 from gpulint.linter.analysis.imports import ImportTable
 from gpulint.linter.analysis.nodes import dotted_name, last_name, method_name
 from gpulint.linter.analysis.values import ValueOrigins
 from gpulint.linter.analysis.walk import TreeIndex, names_under
+
+if TYPE_CHECKING:
+    from gpulint.linter.analysis.project import ModuleView
 
 LOOP_TYPES = (cst.For, cst.While)
 SCOPE_TYPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
@@ -51,8 +55,8 @@ _RUNNERS = frozenset({"run", "experimental_run_v2", "call_for_each_replica"})
 # Names of an epoch counter or count (`epoch`, `num_epochs`, `n_epoch`).
 _EPOCH_NAME = re.compile(r"(^|_)(epoch|epochs|ep)(_|$)", re.IGNORECASE)
 # Clocks a step timer reads.
-_CLOCKS = re.compile(r"^(time\.(time|perf_counter|monotonic|process_time)(_ns)?|timeit\.default_timer)$")
-_EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
+CLOCKS = re.compile(r"^(time\.(time|perf_counter|monotonic|process_time)(_ns)?|timeit\.default_timer)$")
+EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
 
 # Text every module with a step call contains (one of): what `is_direct_step_call` recognises,
 # plus Lightning's `training_step` (the prefilter of the STEPS fact).
@@ -67,21 +71,31 @@ def is_direct_step_call(call: cst.Call, values: ValueOrigins) -> bool:
     if method is None:
         return False
     receiver = call.func.value
-    if method in ("backward", "manual_backward", "apply_gradients", "train_on_batch"):
-        return True
     if method == "step":
         if values.is_kind(receiver, "optimizer") or values.is_kind(receiver, "gradscaler"):
             return True
         if values.is_kind(receiver, "scheduler"):
             return False
-        name = last_name(receiver) or ""
+    elif method == "gradient" and values.is_kind(receiver, "tape"):
+        return True
+    elif method == "apply" and values.is_kind(receiver, "optimizer"):
+        return True
+    return is_step_method(method, last_name(receiver))
+
+
+def is_step_method(method: str, receiver: str | None) -> bool:
+    """`receiver.method(...)` takes a training step, by the names alone (what the module's value
+    origins cannot tell): `loss.backward()`, `optimizer.step()`, `scaler.step(opt)`,
+    `tape.gradient(...)`, `opt.apply_gradients(...)`, Keras 3 `optimizer.apply(grads, variables)`."""
+    if method in ("backward", "manual_backward", "apply_gradients", "train_on_batch"):
+        return True
+    name = receiver or ""
+    if method == "step":
         return bool(_OPTIMIZER_NAME.search(name) or "scaler" in name.lower()) and "sched" not in name.lower()
     if method == "gradient":
-        name = (last_name(receiver) or "").lower()
-        return values.is_kind(receiver, "tape") or "tape" in name
-    if method == "apply":  # Keras 3 optimizer.apply(grads, variables)
-        name = last_name(receiver) or ""
-        return values.is_kind(receiver, "optimizer") or bool(_OPTIMIZER_NAME.search(name))
+        return "tape" in name.lower()
+    if method == "apply":
+        return bool(_OPTIMIZER_NAME.search(name))
     return False
 
 
@@ -103,6 +117,15 @@ def lightning_training_steps(index: TreeIndex, imports: ImportTable) -> list[cst
         if any(imports.qualified_name(base.value) in LIGHTNING_MODULES for base in cls.bases):
             found.append(function)
     return found
+
+
+def qualname(index: TreeIndex, function: cst.FunctionDef) -> str:
+    """`Trainer.train_step`, `main.inner`: the function's name within its module."""
+    names = [function.name.value]
+    for ancestor in index.ancestors(function):
+        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+            names.append(ancestor.name.value)
+    return ".".join(reversed(names))
 
 
 def is_test_function(function: cst.FunctionDef) -> bool:
@@ -135,19 +158,19 @@ class LoopModel:
     """The training-loop model of one module (`ctx.loops`): its step calls, step functions and step
     loops, built once, and the per-step questions rules ask of a node."""
 
-    def __init__(self, index: TreeIndex, imports: ImportTable, values: ValueOrigins) -> None:
+    def __init__(self, index: TreeIndex, imports: ImportTable, values: ValueOrigins, project: ModuleView | None = None) -> None:
         self.index = index
         self.imports = imports
         self.values = values
+        # What other modules say: which functions here they run per step, what the project
+        # functions called here do (a step, a clock).
+        self.project = project
         self.step_functions: set[int] = set()  # id() of FunctionDef nodes
         self.per_step_functions: set[int] = set()  # the step functions whose body runs every step
         self.step_loops: set[int] = set()  # id() of For/While nodes
         self.step_calls: set[int] = set()  # id() of Call nodes
         self.lightning_steps: set[int] = set()  # id() of `training_step` methods of LightningModules
         self._callers: dict[int, list[cst.Call]] = {}  # id() of a function -> the calls of it here
-        # Whether a call runs a function of another module of the project that reads a clock (set
-        # by the project index when the run has one).
-        self.reads_clock_elsewhere: Callable[[cst.Call], bool] | None = None
         self._build()
 
     # -- building ---------------------------------------------------------------------------
@@ -190,7 +213,7 @@ class LoopModel:
         self.lightning_steps = {id(f) for f in lightning_training_steps(self.index, self.imports)}
 
         placement = {id(call): loop_around(self.index, call) for call in calls}
-        step_calls = {id(call) for call in calls if is_direct_step_call(call, self.values)}
+        step_calls = {id(call) for call in calls if is_direct_step_call(call, self.values) or self._steps_elsewhere(call)}
         # Functions that step themselves (not only through calls): an uncalled one is a hook.
         self._direct_steppers = {
             id(placement[id(call)][1]) for call in calls
@@ -226,6 +249,13 @@ class LoopModel:
                 if loop is not None:
                     self.step_loops.add(id(loop))
         self._find_per_step_functions(functions, calls, placement, callees_of)
+        if self.project is not None and self.project.per_step:  # functions another module runs on every step
+            self.per_step_functions |= {id(f) for f in functions if qualname(self.index, f) in self.project.per_step}
+
+    def _steps_elsewhere(self, call: cst.Call) -> bool:
+        """A call of a step function of another module of the project."""
+        facts = self.project.callee(dotted_name(call.func)) if self.project else None
+        return facts is not None and facts.steps
 
     def _find_per_step_functions(self, functions, calls, placement, callees_of) -> None:
         """Step functions whose body runs every step: called from a step loop, or from another
@@ -380,13 +410,23 @@ class LoopModel:
                 boundary = self.step_boundary(call) or loop_around(self.index, call)[0]
                 if boundary is not None:
                     timed.add(id(boundary))
+                # A clock in what a loop iterates (`for batch in logger.log_every(loader)`) times
+                # each of its iterations.
+                child: cst.CSTNode = call
+                for ancestor in self.index.ancestors(call):
+                    if isinstance(ancestor, cst.For) and child is ancestor.iter:
+                        timed.add(id(ancestor))
+                    if isinstance(ancestor, (*SCOPE_TYPES, cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                        break
+                    child = ancestor
         return timed
 
     def _reads_clock(self, call: cst.Call) -> bool:
         qualified = self.imports.qualified_name(call.func) or ""
-        if _CLOCKS.match(qualified) or method_name(call) in ("elapsed_time", "record"):
+        if CLOCKS.match(qualified) or method_name(call) in ("elapsed_time", "record"):
             return True
-        return bool(self.reads_clock_elsewhere and self.reads_clock_elsewhere(call))
+        facts = self.project.callee(dotted_name(call.func)) if self.project else None
+        return facts is not None and facts.reads_clock
 
     def step_counter(self, node: cst.CSTNode) -> str | None:
         """A counter of the step loop around `node`, for guard fixes: `step` in `for step, b in
@@ -456,7 +496,7 @@ def _exits(statement: cst.BaseSmallStatement) -> bool:
     if isinstance(statement, _EXITS):
         return True
     if isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
-        return dotted_name(statement.value.func) in _EXIT_CALLS
+        return dotted_name(statement.value.func) in EXIT_CALLS
     return False
 
 

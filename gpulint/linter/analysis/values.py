@@ -135,9 +135,9 @@ class ValueOrigins:
         self.stored: dict[str, list[tuple[Index, cst.BaseExpression]]] = {}  # put into a container
         self.merged: dict[str, list[cst.BaseExpression]] = {}  # dictionaries `d.update(...)`d into `d`
         self.opaque_dicts: set[str] = set()  # dictionaries given keys this module does not spell
-        # Answers for functions of other modules of the project: (qualified name, kind) -> whether the
-        # function returns that kind, None when unknown.  Set by the project index.
-        self.external_returns: Callable[[str, str], bool | None] | None = None
+        # Whether a call of a function of another module of the project returns a kind (set from
+        # the project index when the run has one).
+        self.external_returns: Callable[[cst.Call, str], bool] | None = None
         self._elements: dict[tuple[int, Index], cst.Subscript] = {}
         self._memo: dict[tuple[int, str], bool] = {}
 
@@ -312,11 +312,11 @@ class ValueOrigins:
             local = self.function_key(expr)
             if local is not None:
                 return self._follow(f"{local}()", self.returns.get(local, ()), kind, seen)
+            if self.external_returns is not None and self.external_returns(expr, kind.name):
+                return True
             qualified = self.imports.qualified_name(expr.func)
             if qualified is not None:
-                if kind.matches(qualified):
-                    return True
-                return bool(self.external_returns and self.external_returns(qualified, kind.name))
+                return kind.matches(qualified)
             func = expr.func
             if isinstance(func, cst.Attribute) and func.attr.value in kind.chain_methods:
                 return self._is_kind(func.value, kind, seen)

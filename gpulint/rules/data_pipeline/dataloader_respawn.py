@@ -7,6 +7,7 @@ from functools import cached_property
 import libcst as cst
 
 from gpulint.linter.analysis.facts import TORCH
+from gpulint.linter.analysis.loops import qualname
 from gpulint.linter.analysis.nodes import dotted_name, is_false, is_zero, keyword_arg, positional_args
 from gpulint.linter.analysis.pytorch import dataloader_dataset, is_dataloader
 from gpulint.linter.analysis.values import ValueOrigins, target_key
@@ -368,6 +369,8 @@ class DataLoaderRespawn(Rule):
         return None
 
     def _reiterated(self, call: cst.Call, key: str | None) -> bool:
+        if self._returned_to_an_epoch_loop(call, key):
+            return True
         if key is None:
             parent = self.ctx.parent(call)
             function = self.ctx.enclosing_function(call)
@@ -388,6 +391,27 @@ class DataLoaderRespawn(Rule):
                 continue
             if any(target_key(arg.value) == key for arg in other.args) and self.ctx.in_loop(other):
                 return True
+        return False
+
+    def _returned_to_an_epoch_loop(self, call: cst.Call, key: str | None) -> bool:
+        """Whether the function around the loader returns it (alone, or at a position of a tuple)
+        to another module of the project that iterates it again and again (the project index)."""
+        reiterated = self.ctx.project.reiterated
+        function = self.ctx.enclosing_function(call)
+        if not reiterated or function is None:
+            return False
+        name = qualname(self.ctx.index, function)
+        positions = {position for owner, position in reiterated if owner == name}
+        if not positions:
+            return False
+        for node in self.ctx.index.nodes("Return"):
+            if node.value is None or self.ctx.enclosing_function(node) is not function:
+                continue
+            returned = node.value
+            items = [(i, el.value) for i, el in enumerate(returned.elements)] if isinstance(returned, cst.Tuple) else [(None, returned)]
+            for position, value in items:
+                if position in positions and (value is call or (key is not None and target_key(value) == key)):
+                    return True
         return False
 
     @cached_property

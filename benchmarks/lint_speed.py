@@ -1,7 +1,7 @@
 """How fast gpulint lints real code, next to Fixit, TorchFix, ruff and the bare libcst parse.
 
     .venv/bin/python benchmarks/lint_speed.py                       # installed packages + fixtures/
-    .venv/bin/python benchmarks/lint_speed.py --corpus /work/corpus/src/timm --runs 3
+    .venv/bin/python benchmarks/lint_speed.py --corpus path/to/timm --runs 3
 
 Every tool gets the same list of files (gpulint's own discovery of the corpus folders), named on its
 command line.  The tools run interleaved: round after round, each tool once per round, the order
@@ -9,9 +9,11 @@ rotated each round, and the table shows medians.  Peak memory is the largest sum
 tool's whole process tree (workers included; shared pages count once per process, so it errs high),
 sampled every 20 ms.
 
-Fixit, TorchFix and ruff are not gpulint's dependencies: install them into a separate environment
-(`python -m venv /work/bench-venv && /work/bench-venv/bin/pip install fixit torchfix ruff`) and pass
-`--tools-bin /work/bench-venv/bin`.  A tool that is missing is reported as such, not timed.  Fixit
+Fixit, TorchFix and ruff are not gpulint's dependencies.  Fixit and ruff come with the `bench` extra
+(`pip install -e '.[bench]'`), next to the interpreter running this script, where they are looked for
+first; TorchFix pins an older libcst, so it goes into an environment of its own
+(`python -m venv .venv-bench && .venv-bench/bin/pip install torchfix`), passed with
+`--tools-bin .venv/bin .venv-bench/bin`.  A tool that is missing is reported as such, not timed.  Fixit
 and TorchFix take about ten times the parse, so by default they run on a deterministic subset of the
 files (every k-th file in sorted order) and their time is scaled by lines (subset lines -> all lines);
 the output says so.  `--subset 1.0` runs them on everything.
@@ -74,7 +76,7 @@ def parsed_by_gpulint(files: list[Path], select: str | None) -> list[Path]:
     chosen = []
     for path in files:
         source = path.read_bytes()
-        if not file_is_ignored(source) and linter.candidate_rules(source, linter.rules_for(str(path))):
+        if not file_is_ignored(source) and linter.candidate_rules(source, linter.entries_for(str(path))):
             chosen.append(path)
     return chosen
 
@@ -117,7 +119,10 @@ def main() -> int:
     parser.add_argument("--no-fixtures", action="store_true", help="leave the repository's fixtures/ out of the corpus")
     parser.add_argument("--runs", type=int, default=3, help="rounds (medians are taken over them)")
     parser.add_argument("--jobs", type=int, default=None, help="gpulint's worker count for the cold/warm runs (default: its own)")
-    parser.add_argument("--tools-bin", type=Path, default=Path("/work/bench-venv/bin"), help="folder holding fixit, torchfix and ruff")
+    parser.add_argument(
+        "--tools-bin", type=Path, nargs="+", default=[Path(sys.executable).parent],
+        help="folders holding fixit, torchfix and ruff, searched in order, then PATH (default: this interpreter's)",
+    )
     parser.add_argument("--select", default=None, help="gpulint's rule selection (default: its default set, what users run)")
     parser.add_argument("--subset", type=float, default=0.1, help="share of the files Fixit and TorchFix run on (scaled by lines)")
     args = parser.parse_args()
@@ -169,18 +174,18 @@ def main() -> int:
             "libcst parse floor (1 process)": ([sys.executable, str(floor_script), str(parse_list)], 1.0),
         }
         notes = []
+        search_path = os.pathsep.join([*map(str, args.tools_bin), os.environ.get("PATH", "")])
         for tool, command in (
             ("ruff --select ALL --no-cache", ["ruff", "check", "--select", "ALL", "--no-cache", "--exit-zero", "--quiet", *names]),
             ("fixit lint", ["fixit", "lint", *[str(p) for p in subset]]),
             ("torchfix", ["torchfix", *[str(p) for p in subset]]),
         ):
-            executable = args.tools_bin / command[0]
-            if not executable.exists():
-                found = shutil.which(command[0])
-                if found is None:
-                    notes.append(f"{tool}: not installed (looked in {args.tools_bin} and PATH); not measured")
-                    continue
-                executable = Path(found)
+            found = shutil.which(command[0], path=search_path)
+            if found is None:
+                folders = ", ".join(map(str, args.tools_bin))
+                notes.append(f"{tool}: not installed (looked in {folders} and PATH); not measured")
+                continue
+            executable = Path(found)
             full = tool.startswith("ruff")
             tools[tool] = ([str(executable), *command[1:]], 1.0 if full else scale)
             if not full and step > 1:

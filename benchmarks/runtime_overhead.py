@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from gpulint.runtime_check import stats  # noqa: E402
 from gpulint.runtime_check.measure import Command, RunConfig, run_once  # noqa: E402
 
 SCRIPT = '''
@@ -119,7 +119,7 @@ def in_process(blocks: int, block_steps: int = 5) -> tuple[float, float]:
             for undo in bootstrap.STATE.uninstall:
                 undo()
             bootstrap.STATE.uninstall.clear()
-    return statistics.median(times[False]), statistics.median(times[True])
+    return stats.median(times[False]), stats.median(times[True])
 
 
 def hook_cost(repeat: int = 20000) -> float:
@@ -138,7 +138,7 @@ def hook_cost(repeat: int = 20000) -> float:
                 return 1
 
         plain = Iterator()
-        Timed = type("Timed", (), {"__next__": bootstrap._timed_next(Iterator.__next__, bootstrap.STATE.loader_fetches)})
+        Timed = type("Timed", (), {"__next__": bootstrap._timed_next(Iterator.__next__, bootstrap.record_loader_fetch)})
         timed, optimizer = Timed(), object()
         start = time.perf_counter()
         for _ in range(repeat):
@@ -174,7 +174,7 @@ def main() -> None:
                 value = (plain if arm == "plain" else instrumented)(script, args.steps, out)
                 arms[arm].append(value)
                 print(f"run {i + 1} {arm:<12} median step {1e3 * value:.3f} ms", flush=True)
-    a, b = statistics.median(arms["plain"]), statistics.median(arms["instrumented"])
+    a, b = stats.median(arms["plain"]), stats.median(arms["instrumented"])
     print(f"plain        median {1e3 * a:.3f} ms  (runs: {' '.join(f'{1e3 * x:.3f}' for x in arms['plain'])})")
     print(f"instrumented median {1e3 * b:.3f} ms  (runs: {' '.join(f'{1e3 * x:.3f}' for x in arms['instrumented'])})")
     ratio = b / a

@@ -1,4 +1,5 @@
-"""Regenerate the README's rules table and docs/rules/*.md from the rule docstrings.
+"""Regenerate the README's rules table, docs/rules/*.md and the rule catalog (gpulint/linter/catalog.py)
+from the rule classes.
 
     python scripts/gen_docs.py          # write
     python scripts/gen_docs.py --check  # exit 1 if anything is stale (the tests do this)
@@ -10,7 +11,7 @@ import sys
 from pathlib import Path
 
 from gpulint.rules import all_rules
-from gpulint.rules.docs import readme_with_table, rule_markdown
+from gpulint.rules.docs import catalog_source, readme_with_table, rule_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,6 +20,8 @@ def expected_files() -> dict[Path, str]:
     files = {ROOT / "docs" / "rules" / f"{rule.code}.md": rule_markdown(rule) for rule in all_rules()}
     readme = ROOT / "README.md"
     files[readme] = readme_with_table(readme.read_text(encoding="utf-8"))
+    catalog = ROOT / "gpulint" / "linter" / "catalog.py"
+    files[catalog] = catalog_source(catalog.read_text(encoding="utf-8"))
     return files
 
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The runtime checker on a CUDA machine, in under five minutes: profile and verify on the CPU
-# fixtures (now with NVML sampling), then on a small CUDA model (sync lines mapped to rules, the
-# pin_memory/non_blocking fixes and TF32 verified, AMP measured against a hand-made autocast copy).
+# The runtime checker on a CUDA machine, in about seven minutes on one GPU: profile and verify on the
+# CPU fixtures (now with NVML sampling), then on a small CUDA model (sync lines mapped to rules, the
+# pin_memory/non_blocking fixes and TF32 verified, AMP measured against a hand-made autocast copy),
+# then the capacity figures: FLOPs and MFU against the GPU's listed peak (fp32 and bf16), memory
+# headroom, a batch-size sweep that runs out of device memory on purpose, a profile under torchrun
+# (NCCL, DDP's CUDA-event timers) and, with two GPUs or more, `gpulint scale` 1 -> 2.
 # Prints one summary line per check at the end.  Not run in CI (no GPU there).
 #
 #   scripts/gpu-check.sh            # uses .venv/bin/python when present, else python3
@@ -92,6 +95,84 @@ profile cuda-model-amp "$WORK/p3.json" "$WORK/cuda_model_amp.py"
 SUMMARY+=("AMP (bf16 autocast) speedup from the two profiles: $("$PY" -c "import json; a=json.load(open('$WORK/p2.json'))['steps']['mean']; b=json.load(open('$WORK/p3.json'))['steps']['mean']; print(round(a/b, 2))" 2>/dev/null || echo '?')x (one run each: indicative, not confirmed)")
 verify cuda-pin-nonblocking "$WORK/v2.json" "$WORK/cuda_model.py" GL102,GL104 2
 verify cuda-tf32 "$WORK/v3.json" "$WORK/cuda_model.py" GL404 2
+# Capacity on one GPU, from the two CUDA profiles above: MFU (fp32 and bf16 peaks), memory headroom.
+# capacity KIND FILE: one summary line from a --json document (profile, sweep, torchrun or scale).
+capacity() { "$PY" - "$1" "$2" <<'EOF'
+import json, sys
+kind, path = sys.argv[1:]
+try:
+    d = json.load(open(path))
+except Exception as exc:
+    sys.exit(print(f"? ({exc.__class__.__name__})"))
+figures = lambda group: [(f["name"], f["value"], f["note"][:60]) for f in group["figures"]]
+if kind == "profile":
+    c = d["compute"]
+    mfu = c["mfu"]["value"]
+    print(f"device={c['device']} flops/step={c['flops_per_step']['value']} by_math={c['by_math']} "
+          f"achieved={(c['achieved']['value'] or 0) / 1e12:.2f} TFLOP/s peak={c['peak']['value']} "
+          f"MFU={'%.1f%%' % (100 * mfu) if mfu is not None else 'not measured: ' + c['mfu']['note']} "
+          f"memory={figures(d['memory'])} advice={d['memory']['advice']}")
+elif kind == "sweep":
+    print(f"out_of_memory={[v['value'] for v in d['values'] if v['out_of_memory']]} "
+          f"throughput={[(v['value'], v['throughput']) for v in d['values']]} {d['throughput_unit']} "
+          f"recommended={(d['batch_advice'] or {}).get('recommended')}")
+elif kind == "torchrun":
+    r = d["ranks"]
+    print(f"verdict={d['verdict']['headline']} backend={r['ddp_config']['backend_name']} "
+          f"collective_wait_ms={[round(1000 * (x['collective_wait'] or 0), 2) for x in r['ranks']]} "
+          f"allreduce_ms={[round(1000 * (x['allreduce_time'] or 0), 2) for x in r['ranks']]} "
+          f"memory={figures(d['memory'])} MFU={d['compute']['mfu']['value']}")
+else:
+    efficiencies = [(e["nproc"], e["efficiency"], e["interval"]) for e in d["efficiencies"]]
+    print(f"verdict={d['verdict']} efficiency={efficiencies}")
+EOF
+}
+SUMMARY+=("capacity cuda-model: $(capacity profile "$WORK/p2.json")")
+SUMMARY+=("capacity cuda-model-amp: $(capacity profile "$WORK/p3.json")")
+
+# A batch-size sweep whose largest size cannot fit: 4 MiB of activations per sample.
+cat > "$WORK/batch_oom.py" <<'EOF'
+import argparse
+import torch
+from torch.utils.data import DataLoader, RandomSampler, TensorDataset
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--batch-size", type=int, default=64)
+args = parser.parse_args()
+data = TensorDataset(torch.randn(4096, 1))
+sampler = RandomSampler(data, replacement=True, num_samples=10**7)
+loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler)
+model = torch.nn.Sequential(torch.nn.Linear(1, 2**20), torch.nn.ReLU(), torch.nn.Linear(2**20, 1)).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-6)
+for (x,) in loader:
+    model(x.cuda()).sum().backward()
+    optimizer.step()
+    optimizer.zero_grad()
+EOF
+timeout 300 "${GPULINT[@]}" verify "$WORK/batch_oom.py" --param batch_size=64,256,1000000 --runs 2 --steps 10 \
+    --warmup 3 --timeout 120 --python "$PY" --json "$WORK/b1.json" > "$WORK/batch-sweep.log" 2>&1
+SUMMARY+=("batch sweep: rc=$? $(capacity sweep "$WORK/b1.json")")
+
+# Under torchrun with NCCL: one rank on one GPU, two when there are two.
+GPUS=$("$PY" -c 'import torch; print(torch.cuda.device_count())')
+RANKS=$(( GPUS >= 2 ? 2 : 1 ))
+timeout 240 "${GPULINT[@]}" profile --steps 10 --warmup 3 --timeout 200 --json "$WORK/p5.json" -- \
+    "$PY" -m torch.distributed.run --standalone --nproc-per-node "$RANKS" \
+    fixtures/runtime/ddp_sleep_compute.py --gradient-mb 64 --compute-ms 20 > "$WORK/torchrun.log" 2>&1
+SUMMARY+=("profile torchrun x$RANKS (nccl): rc=$? $(capacity torchrun "$WORK/p5.json")")
+if [ "$GPUS" -ge 2 ]; then
+    for variant in "scales:--compute-ms 300" "communication:--gradient-mb 256 --compute-ms 5"; do
+        name="${variant%%:*}"
+        # shellcheck disable=SC2086  # the fixture's options are meant to split
+        timeout 300 "${GPULINT[@]}" scale --nproc 1,2 --runs 2 --steps 10 --warmup 3 --timeout 120 \
+            --json "$WORK/s-$name.json" -- fixtures/runtime/ddp_sleep_compute.py ${variant#*:} \
+            > "$WORK/scale-$name.log" 2>&1
+        SUMMARY+=("scale 1->2 ($name fixture): rc=$? $(capacity scale "$WORK/s-$name.json")")
+    done
+else
+    SUMMARY+=("scale: skipped ($GPUS GPU: it needs two)")
+fi
+
 if "$PY" -c 'import tensorflow' 2>/dev/null; then
     profile tf-fixture "$WORK/p4.json" fixtures/runtime/tf_slow_map.py
 else

@@ -1,4 +1,4 @@
-"""Shared test helpers: lint or fix a snippet, and read `# expect:` markers from fixtures."""
+"""Shared test helpers: lint or fix a snippet, read `# expect:` markers from fixtures, run the CLI in-process."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import textwrap
 from pathlib import Path
 
 import libcst as cst
+import pytest
 
+from gpulint.cli import main
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
 from gpulint.linter.findings import Finding
@@ -15,9 +17,18 @@ from gpulint.linter.fix.passes import fix_source
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-SCHEMAS = ROOT.parent / "shared" / "schemas"
+SCHEMAS = ROOT / "tests" / "schemas"  # official schemas, vendored with their licences (see README there)
 
 _EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9,\s]+)")
+
+
+def run_cli(args: list[str], capsys) -> tuple[int, str, str]:
+    """Run the gpulint CLI in-process; returns (exit code, stdout, stderr)."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    out, err = capsys.readouterr()
+    code = exit_info.value.code
+    return (code if isinstance(code, int) else 0), out, err
 
 
 def settings(select: str | list[str] = "ALL", **options) -> Settings:

@@ -119,13 +119,15 @@ def test_syntax_error_file_among_good_ones(project):
 def test_bad_inputs_get_one_line_each(project):
     (project / "undecodable.py").write_bytes(b"import torch\nx = '\xff\xfe'\nDataLoader(x)\nmodel.cuda()\n")
     (project / "loop").mkdir()
-    (project / "loop" / "self").symlink_to(project / "loop")
-    result = gpulint(".", "missing.py", cwd=project)
+    (project / "loop" / "self").symlink_to(project / "loop")  # inside the tree: not followed
+    (project / "named.py").symlink_to(project / "named.py")
+    result = gpulint(".", "missing.py", "named.py", cwd=project)
     err = result.stderr.decode()
     assert result.returncode == 2
     assert "missing.py: no such file or directory" in err
     assert "undecodable.py: cannot decode" in err
-    assert "symbolic link loop" in err
+    assert "named.py: symbolic link loop; skipped" in err
+    assert len(err.splitlines()) == 3
     assert "Traceback" not in err
     assert "bad.py:5:10: GL102" in result.stdout.decode()  # the run went on
 
@@ -145,3 +147,125 @@ def test_rules_and_rule_commands():
     assert "# GL101 dataloader-serial" in text and "## Why it is slow" in text
     assert gpulint("rule", "dataloader-unpinned").returncode == 0
     assert gpulint("rule", "GL999").returncode == 2
+
+
+def test_options_may_follow_paths(project):
+    result = gpulint("bad.py", "--select", "GL1", "clean.py", "--statistics", cwd=project)
+    assert result.returncode == 1 and "1\tGL102" in result.stdout.decode()
+
+
+def test_a_mistyped_command_names_the_closest_one(project):
+    result = gpulint("prof", cwd=project)
+    assert result.returncode == 2 and result.stdout == b""
+    assert result.stderr.decode() == "gpulint: error: no such command or path: 'prof' (did you mean 'profile'?)\n"
+    unknown = gpulint("xyzzy", cwd=project)
+    assert unknown.returncode == 2 and "no such command or path: 'xyzzy'" in unknown.stderr.decode()
+    (project / "serve").mkdir()  # an existing path is linted, whatever it looks like
+    (project / "serve" / "bad.py").write_text(BAD)
+    assert gpulint("serve", cwd=project).returncode == 1
+    # a missing file is a path, not a command: reported, and the others are still linted
+    missing = gpulint("missing.py", "bad.py", cwd=project)
+    assert missing.returncode == 2 and "missing.py: no such file or directory" in missing.stderr.decode()
+    assert "bad.py:5:10: GL102" in missing.stdout.decode()
+
+
+def test_did_you_mean_covers_commands_added_later(monkeypatch, capsys):
+    from gpulint.cli import COMMANDS, Command
+    from tests.helpers import run_cli
+
+    monkeypatch.setitem(COMMANDS, "server", Command("gpulint.cli:add_version", "Stand-in for a later command."))
+    code, out, err = run_cli(["serve"], capsys)
+    assert (code, out) == (2, "")
+    assert err == "gpulint: error: no such command or path: 'serve' (did you mean 'server'?)\n"
+
+
+def test_no_all_clear_after_an_error(project):
+    for paths in (["clean.py", "missing.py"], ["clean.py", "undecodable.py"]):
+        (project / "undecodable.py").write_bytes(b"import torch\nx = '\xff\xfe'\nDataLoader(x)\nmodel.cuda()\n")
+        for extra in ([], ["--statistics"], ["--fix"]):
+            result = gpulint(*paths, *extra, cwd=project)
+            out, err = result.stdout.decode(), result.stderr.decode()
+            assert result.returncode == 2 and "gpulint: error: " in err, (paths, extra, err)
+            assert "All checks passed!" not in out + err, (paths, extra, out)
+            assert "No problems found, but 1 error stopped some checks (see above)." in out, (paths, extra, out)
+    assert "All checks passed!" in gpulint("clean.py", cwd=project).stdout.decode()
+    (project / "pyproject.toml").write_text("[tool.gpulint]\nignor = ['GL102']\n")
+    config_error = gpulint("clean.py", cwd=project)
+    assert config_error.returncode == 2 and config_error.stdout == b""
+
+
+def test_rules_enabled_lists_what_check_would_run(project):
+    every = gpulint("rules", "--format", "json", cwd=project)
+    codes = [row["code"] for row in json.loads(every.stdout)]
+    hints = {row["code"] for row in json.loads(every.stdout) if row["default"] == "hint"}
+    assert every.returncode == 0 and "GL102" in codes and hints
+
+    def enabled(*args: str) -> list[str]:
+        result = gpulint("rules", "--format", "json", *args, cwd=project)
+        assert result.returncode == 0, result.stderr
+        return [row["code"] for row in json.loads(result.stdout)]
+
+    default = enabled("--enabled")
+    assert default == [code for code in codes if code not in hints]
+    (project / "pyproject.toml").write_text("[tool.gpulint]\nignore = ['GL102']\n")
+    assert enabled("--enabled") == [code for code in default if code != "GL102"]
+    assert enabled("--select", "GL1") == [code for code in codes if code.startswith("GL1") and code != "GL102"]
+    assert enabled() == codes
+    assert gpulint("rules", "--select", "GL999", cwd=project).returncode == 2
+
+
+# Modules the entry point must not load to print its version or help, or to parse a command line.
+HEAVY = ("libcst", "gpulint.linter", "gpulint.rules", "gpulint.runtime_check", "gpulint.review", "torch",
+         "tensorflow", "rich", "typer", "pydantic")
+
+
+def imported_modules(*args: str) -> set[str]:
+    """Every module `python -X importtime -m gpulint ARGS` imported."""
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "gpulint", *args], cwd=ROOT,
+                            capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stderr
+    return {line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+
+
+def heavy(modules) -> set[str]:
+    return {m for m in modules if m.split(".")[0] in HEAVY or m.startswith(HEAVY)}
+
+
+def test_version_and_help_import_no_heavy_module():
+    for args in (["--version"], ["--help"], ["check", "--help"], ["rules", "--help"], ["review", "--help"]):
+        modules = imported_modules(*args)
+        assert "gpulint.cli" in modules
+        assert not heavy(modules), (args, sorted(heavy(modules)))
+    rules = imported_modules("rules")  # the rule registry is libcst visitors; nothing else is needed
+    assert not {m for m in heavy(rules) if m.startswith(("gpulint.runtime_check", "gpulint.review", "torch", "tensorflow"))}
+
+
+def test_parsing_a_command_line_imports_no_heavy_module():
+    code = (
+        "import json, sys\n"
+        "from gpulint.cli import parse\n"
+        "parse(['rules', '--enabled', '--select', 'GL1'])\n"
+        "parse(['rule', 'GL101'])\n"
+        "parse(['train.py', '--fix', '--select', 'GL1,GL2'])\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stderr
+    modules = set(json.loads(result.stdout))
+    assert {"gpulint.cli", "gpulint.cli.check", "gpulint.cli.rules"} <= modules
+    assert not heavy(modules), sorted(heavy(modules))
+
+
+def test_parsed_command_lines():
+    from gpulint.cli import parse
+
+    check = parse(["a.py", "--fix", "b.py", "--select", "GL1,GL2", "--select", "GL7", "--no-unsafe-fixes"])
+    assert [str(p) for p in check.paths] == ["a.py", "b.py"] and check.fix and check.unsafe_fixes is False
+    assert check.select == ["GL1", "GL2", "GL7"] and check.ignore is None and check.format == "text"
+    assert parse([]).paths == [] and parse([]).run.__name__ == "check"
+    profile = parse(["profile", "--steps", "3", "--", "python", "train.py", "--steps", "9"])
+    assert profile.steps == 3 and profile.command[-4:] == ["python", "train.py", "--steps", "9"]
+    assert parse(["profile", "python", "-m", "pkg.train", "--lr", "3"]).command == ["python", "-m", "pkg.train", "--lr", "3"]
+    verify = parse(["verify", "train.py", "--runs", "2", "--", "--epochs", "3"])
+    assert (str(verify.script), verify.script_args, verify.runs) == ("train.py", ["--epochs", "3"], 2)

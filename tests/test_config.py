@@ -65,7 +65,7 @@ log-every = 50
         ("select = 3", "must be a list"),
         ('unsafe-fixes = "yes"', "true or false"),
         ("log-every = 0", "positive integer"),
-        ('log-every = "10"', "must be a int"),
+        ('log-every = "10"', "must be an integer, not a string"),
         ('num-workers = "min(8,"', "Python expression"),
         ("[broken", "invalid TOML"),
     ],

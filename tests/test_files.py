@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from gpulint.linter.run.files import discover
@@ -49,17 +50,54 @@ def test_explicit_file_is_always_linted_and_exclude_applies_to_discovery(tmp_pat
     assert files == [ignored]
 
 
-def test_missing_paths_broken_links_and_loops_are_reported(tmp_path):
-    touch(tmp_path / "ok.py")
-    (tmp_path / "dangling.py").symlink_to(tmp_path / "nowhere.py")
-    (tmp_path / "loop").mkdir()
-    (tmp_path / "loop" / "again").symlink_to(tmp_path)
-    files, errors = discover([tmp_path, tmp_path / "missing.py"])
-    assert names(files, tmp_path) == ["ok.py"]
+def test_links_inside_a_tree_are_not_followed_and_named_paths_are_reported(tmp_path):
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    touch(tree / "ok.py")
+    touch(outside / "secret.py")
+    (tree / "dangling.py").symlink_to(tree / "nowhere.py")
+    (tree / "out.py").symlink_to(outside / "secret.py")
+    (tree / "outdir").symlink_to(outside)
+    (tree / "loop").symlink_to(tree)
+    (tree / "self.py").symlink_to(tree / "self.py")
+    os.mkfifo(tree / "fifo.py")
+    named = [tree / "missing.py", tree / "dangling.py", tree / "self.py", tree / "fifo.py"]
+    files, errors = discover([tree, *named])
+    assert names(files, tree) == ["ok.py"]
     reasons = {Path(e.path).name: e.reason for e in errors}
-    assert reasons["missing.py"] == "no such file or directory"
-    assert reasons["dangling.py"] == "broken symbolic link"
-    assert any("loop" in r for r in reasons.values())
+    assert reasons == {
+        "missing.py": "no such file or directory",
+        "dangling.py": "broken symbolic link",
+        "self.py": "symbolic link loop; skipped",
+        "fifo.py": "a FIFO, not a regular file; skipped",
+    }
+    assert len(errors) == 4, "the FIFO found by the walk and the one named are one line"
+
+
+def test_a_named_link_is_followed(tmp_path):
+    touch(tmp_path / "real" / "a.py")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    (tmp_path / "b.py").symlink_to(tmp_path / "real" / "a.py")
+    files, errors = discover([tmp_path / "link"])
+    assert files == [tmp_path / "link" / "a.py"] and not errors
+    files, errors = discover([tmp_path / "b.py"])
+    assert files == [tmp_path / "b.py"] and not errors
+
+
+def test_unreadable_folder_is_one_line_and_the_rest_is_linted(tmp_path, monkeypatch):
+    touch(tmp_path / "ok.py")
+    touch(tmp_path / "locked" / "hidden.py")
+    real_scandir = os.scandir
+
+    def scandir(path):  # as chmod 000 would, for a user other than root
+        if Path(path).name == "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    files, errors = discover([tmp_path])
+    assert names(files, tmp_path) == ["ok.py"]
+    reasons = [(Path(e.path).name, e.reason) for e in errors]
+    assert reasons == [("locked", "cannot read folder: Permission denied; skipped")]
 
 
 def test_duplicates_removed_and_order_is_stable(tmp_path):

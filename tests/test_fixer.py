@@ -10,7 +10,6 @@ import pytest
 
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
-from gpulint.linter.fix.fixer import write_atomic
 from gpulint.linter.fix.passes import fix_source
 from gpulint.linter.run.outcome import RunOptions
 from gpulint.linter.run.runner import run
@@ -108,14 +107,19 @@ def test_file_mode_is_kept_and_no_temporary_file_left(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
 
 
-def test_fix_through_symlink_writes_the_target(tmp_path):
+def test_fix_writes_through_a_link_only_to_a_path_that_was_given(tmp_path):
     target = tmp_path / "real.py"
     target.write_text(HEADER + "a = DataLoader(ds)\n")
+    before = target.read_bytes()
     link = tmp_path / "link.py"
     link.symlink_to(target)
-    run([link], Settings(select=["GL102"]), RunOptions(fix=True))
-    assert link.is_symlink()
-    assert "pin_memory=True" in target.read_text()
+    result = run([link], Settings(select=["GL102"]), RunOptions(fix=True))
+    assert target.read_bytes() == before, "the link's target was not given"
+    refusal = "fixes not written: its real path is outside the paths given (a symbolic link?)"
+    assert result.errors == [f"{os.path.relpath(link)}: {refusal}"]
+    assert [f.code for f in result.findings] == ["GL102"], "the report describes the file as it is"
+    run([link, target], Settings(select=["GL102"]), RunOptions(fix=True))
+    assert link.is_symlink() and "pin_memory=True" in target.read_text()
 
 
 def test_diff_writes_nothing(tmp_path):
@@ -153,20 +157,6 @@ def test_fix_that_would_break_parsing_is_not_written(tmp_path, monkeypatch):
     result = run([path], Settings(select=["GL102"]), RunOptions(fix=True))
     assert path.read_bytes() == before
     assert any("does not parse" in line for line in result.errors)
-
-
-def test_write_atomic_leaves_original_when_writing_fails(tmp_path, monkeypatch):
-    path = tmp_path / "f.py"
-    path.write_bytes(b"old\n")
-
-    def failing_replace(src, dst):
-        raise OSError("disk full")
-
-    monkeypatch.setattr(os, "replace", failing_replace)
-    with pytest.raises(OSError):
-        write_atomic(path, b"new\n")
-    assert path.read_bytes() == b"old\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.py"]
 
 
 def test_comments_stay_with_their_arguments_without_trailing_comma():

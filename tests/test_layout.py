@@ -13,9 +13,11 @@ from tests.helpers import ROOT
 
 PACKAGE = ROOT / "gpulint"
 # The engine: what one file goes through.  It never reaches the rules, the run around it, the
-# reporters or the configuration (the settings object it is handed selects the rules).
+# reporters or the configuration (the settings object it is handed selects the rules; the catalog is
+# data generated from the rules, and the grammar its `num-workers` check reads).
 ENGINE = ("gpulint.linter.analysis", "gpulint.linter.fix", "gpulint.linter.engine", "gpulint.linter.rule",
-          "gpulint.linter.findings", "gpulint.linter.suppressions")
+          "gpulint.linter.findings", "gpulint.linter.suppressions", "gpulint.linter.catalog",
+          "gpulint.linter.option_expression")
 # What a rule module may import: the engine's API, the options rules share and the headers of their cases.
 RULE_IMPORTS = ("gpulint.linter.analysis", "gpulint.linter.rule", "gpulint.linter.findings",
                 "gpulint.linter.fix.builders", "gpulint.linter.suppressions", "gpulint.rules.options",
@@ -47,7 +49,10 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            targets = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            # `from package import module` imports that module (the package's __init__ runs first
+            # whatever imports the module, so it is no edge of its own); other names come from `node.module`.
+            targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                       for a in node.names]
         else:
             continue
         for target in targets:

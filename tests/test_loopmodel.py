@@ -1,4 +1,4 @@
-"""The training-loop model: step calls, step functions, step loops, guards."""
+"""The training-loop model (terms in gpulint/linter/analysis/loops.py): step calls, step functions, loops, guards."""
 
 from __future__ import annotations
 

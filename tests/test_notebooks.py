@@ -11,9 +11,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from typer.testing import CliRunner
-
-from gpulint.cli import app
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
 from gpulint.linter.run.files import discover
@@ -22,7 +19,7 @@ from gpulint.rules import rules_by_code
 from gpulint.linter.run.outcome import RunOptions
 from gpulint.linter.run.process import process_file
 from gpulint.linter.run.runner import run
-from tests.helpers import FIXTURES
+from tests.helpers import FIXTURES, run_cli
 
 NOTEBOOKS = FIXTURES / "notebooks"
 BAD = NOTEBOOKS / "pytorch_training.ipynb"
@@ -105,12 +102,12 @@ def test_cells_are_counted_with_markdown_and_columns_are_the_cells_own():
     assert finding.location.column == line.index("loss.item()") + 1
 
 
-def test_text_and_json_reports_carry_the_cell(tmp_path):
+def test_text_and_json_reports_carry_the_cell(tmp_path, capsys):
     copy = shutil.copy(BAD, tmp_path / "nb.ipynb")
-    result = CliRunner().invoke(app, ["check", "--select", "ALL", str(copy)])
-    assert re.search(r"nb\.ipynb:cell 10:15:9: GL302 ", result.output), result.output
-    result = CliRunner().invoke(app, ["check", "--select", "ALL", "--format", "json", str(copy)])
-    rows = json.loads(result.stdout)
+    _, out, _ = run_cli(["check", "--select", "ALL", str(copy)], capsys)
+    assert re.search(r"nb\.ipynb:cell 10:15:9: GL302 ", out), out
+    _, out, _ = run_cli(["check", "--select", "ALL", "--format", "json", str(copy)], capsys)
+    rows = json.loads(out)
     gl302 = next(r for r in rows if r["code"] == "GL302")
     assert (gl302["cell"], gl302["location"]["row"], gl302["noqa_row"]) == (10, 15, 15)
 
@@ -257,15 +254,15 @@ def test_a_broken_cell_is_reported_where_it_is_and_the_others_are_still_linted(t
         (b'{"cells": ["\xff"]}', "not UTF-8"),
     ],
 )
-def test_bad_notebooks_get_one_clear_line(tmp_path, content, message):
+def test_bad_notebooks_get_one_clear_line(tmp_path, capsys, content, message):
     path = tmp_path / "bad.ipynb"
     path.write_bytes(content)
     outcome = outcome_for(path, fix=True)
     assert len(outcome.errors) == 1 and "\n" not in outcome.errors[0]
     assert outcome.errors[0].startswith(f"{outcome.result.path}: ") and message in outcome.errors[0]
     assert path.read_bytes() == content
-    result = CliRunner().invoke(app, ["check", str(path)])
-    assert result.exit_code == 2 and "Traceback" not in result.output
+    code, out, err = run_cli(["check", str(path)], capsys)
+    assert code == 2 and "Traceback" not in out + err
 
 
 def test_other_kernels_are_skipped(tmp_path):

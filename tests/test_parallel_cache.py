@@ -22,7 +22,7 @@ from gpulint.linter.config import Settings
 from gpulint.linter.run.outcome import RunOptions
 from gpulint.linter.run.runner import run
 
-from tests.helpers import FIXTURES
+from tests.helpers import FIXTURES, run_cli
 
 TRAIN_TEMPLATE = '''\
 import torch
@@ -284,24 +284,19 @@ def test_progress_bar_waits_and_needs_a_terminal(capsys):
     assert not eager.shown
 
 
-def test_cli_jobs_cache_dir_and_no_cache(corpus, tmp_path, monkeypatch):
-    from typer.testing import CliRunner
-
-    from gpulint.cli import app
-
-    runner = CliRunner()
+def test_cli_jobs_cache_dir_and_no_cache(corpus, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     target = str(corpus / "generated")
-    base = runner.invoke(app, ["check", target, "--select", "ALL", "--jobs", "1", "--no-cache"])
-    assert base.exit_code == 1, base.output
+    base = run_cli(["check", target, "--select", "ALL", "--jobs", "1", "--no-cache"], capsys)
+    assert base[0] == 1, base
     cache_dir = tmp_path / "cli-cache"
     for _ in range(2):  # cold, then warm
-        again = runner.invoke(app, ["check", target, "--select", "ALL", "--jobs", "2", "--cache-dir", str(cache_dir)])
-        assert (again.exit_code, again.output) == (base.exit_code, base.output)
+        again = run_cli(["check", target, "--select", "ALL", "--jobs", "2", "--cache-dir", str(cache_dir)], capsys)
+        assert again == base
     assert (cache_dir / LAYOUT).is_dir() and (cache_dir / ".gitignore").read_text().strip().endswith("*")
     assert not (tmp_path / ".gpulint_cache").exists(), "--no-cache and --cache-dir write no default cache"
-    default = runner.invoke(app, ["check", target, "--select", "ALL"])
-    assert default.output == base.output
+    default = run_cli(["check", target, "--select", "ALL"], capsys)
+    assert default == base
     assert (tmp_path / ".gpulint_cache" / LAYOUT).is_dir(), "the default cache lives in the project root (cwd)"
-    bad = runner.invoke(app, ["check", target, "--jobs", "0"])
-    assert bad.exit_code == 2
+    bad = run_cli(["check", target, "--jobs", "0"], capsys)
+    assert bad[0] == 2

@@ -9,8 +9,13 @@
     unsafe-fixes = false
     num-workers = "min(8, os.cpu_count() or 1)"   # rule options: see `gpulint rule ID`
     log-every = 100
+    max-file-size = "10MiB"          # larger files are skipped with a message (bytes, or KiB/MiB/GiB)
+    history = ".gpulint/history.db"  # where profile/verify keep their runs (relative); false: nowhere
 
 An unknown key, or an id that matches no rule, is an error: a typo must not silently turn a rule off.
+So is a configuration file that cannot be read (with its line and the reason), a value of the wrong
+type, and a pyproject.toml on the search path that does not parse and mentions gpulint (it may hold
+the `[tool.gpulint]` table that would switch rules or fixes off).
 """
 
 from __future__ import annotations
@@ -18,26 +23,39 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from gpulint.linter.catalog import OPTIONS, RULES
 from gpulint.linter.findings import SYNTAX_ERROR_CODE
-from gpulint.linter.rule import Rule
-from gpulint.rules import all_rules, rule_options
+from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES, read_regular_file
+
+if TYPE_CHECKING:
+    from gpulint.linter.rule import Rule
 
 
 class ConfigError(Exception):
     """Bad configuration: reported as one line, exit code 2."""
 
 
-STANDARD_KEYS = {"select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude", "unsafe-fixes"}
+# A configuration file larger than this is not one a person wrote.
+CONFIG_MAX_BYTES = 2**20
+_CONFIG_LIMIT = "the size of a configuration file"
+_TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+
+STANDARD_KEYS = {
+    "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude", "unsafe-fixes",
+    "max-file-size", "history",
+}
 
 
 @dataclass
@@ -48,19 +66,23 @@ class Settings:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     exclude: list[str] = field(default_factory=list)
     unsafe_fixes: bool = False
+    max_file_size: int = DEFAULT_MAX_FILE_BYTES  # bytes; larger files are skipped with a message
     options: dict[str, Any] = field(default_factory=dict)
     root: Path = field(default_factory=Path.cwd)  # where relative patterns start
     source: Path | None = None  # the config file, if any
+    history: str | bool | None = None  # the runtime checker's run history: a path, or False for none
 
     @staticmethod
     def catalog() -> tuple[type[Rule], ...]:
-        """Every rule there is, selected or not: what the codes below select from."""
+        """Every rule class there is, selected or not (imported on first use: they bring libcst;
+        the codes below are selected from their generated catalog, gpulint/linter/catalog.py)."""
+        from gpulint.rules import all_rules
+
         return all_rules()
 
     def enabled_codes(self) -> frozenset[str]:
-        rules = all_rules()
         if self.select is None:
-            chosen = {r.code for r in rules if r.default == "on"}
+            chosen = {r.code for r in RULES if r.default == "on"}
         else:
             chosen = set(expand_selectors(self.select))
         chosen |= set(expand_selectors(self.extend_select))
@@ -93,16 +115,15 @@ class Settings:
 
 def expand_selectors(selectors: Iterable[str]) -> list[str]:
     """Rule codes matched by ids, prefixes (`GL1`), names (`dataloader-serial`) or `ALL`."""
-    rules = all_rules()
     codes: list[str] = []
     for raw in selectors:
         selector = raw.strip()
         if not selector:
             continue
         if selector.upper() == "ALL":
-            codes.extend(r.code for r in rules)
+            codes.extend(r.code for r in RULES)
             continue
-        matched = [r.code for r in rules if r.code.startswith(selector.upper()) or r.name == selector]
+        matched = [r.code for r in RULES if r.code.startswith(selector.upper()) or r.name == selector]
         if not matched and selector.upper() != SYNTAX_ERROR_CODE:
             raise ConfigError(f"unknown rule selector {selector!r} (see `gpulint rules`)")
         codes.extend(matched)
@@ -125,40 +146,80 @@ def _glob_match(relative: str, pattern: str) -> bool:
 
 
 def find_config(start: Path) -> Path | None:
-    """The nearest pyproject.toml with a [tool.gpulint] table, from `start` upwards."""
-    directory = start.resolve()
+    """The nearest pyproject.toml with a [tool.gpulint] table, from `start` upwards.  Raises
+    ConfigError for one that does not parse and mentions gpulint: it may hold our table."""
+    directory = Path(os.path.realpath(start))
     if directory.is_file():
         directory = directory.parent
     for candidate_dir in (directory, *directory.parents):
         candidate = candidate_dir / "pyproject.toml"
         if candidate.is_file():
             try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                continue  # a broken unrelated pyproject is not ours to report
-            if "gpulint" in data.get("tool", {}):
+                data = read_toml(candidate)
+            except ConfigError:
+                if _mentions_gpulint(candidate):
+                    raise
+                continue  # a broken pyproject.toml that cannot hold [tool.gpulint] is not ours to report
+            tool = data.get("tool")
+            if isinstance(tool, dict) and "gpulint" in tool:
                 return candidate
     return None
+
+
+def _mentions_gpulint(path: Path) -> bool:
+    try:
+        return b"gpulint" in read_regular_file(path, CONFIG_MAX_BYTES, _CONFIG_LIMIT).lower()
+    except OSError:
+        return True
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file's content; ConfigError naming the file, the line and the reason otherwise."""
+    try:
+        raw = read_regular_file(path, CONFIG_MAX_BYTES, _CONFIG_LIMIT)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x}); TOML files are UTF-8") from exc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        position = _TOML_POSITION.search(message)
+        if position is None:
+            raise ConfigError(f"{path}: invalid TOML: {message}") from exc
+        reason = message[: position.start()]
+        raise ConfigError(f"{path}:{position[1]}:{position[2]}: invalid TOML: {reason}") from exc
 
 
 def load_settings(config_file: Path | None) -> Settings:
     """Settings from a pyproject.toml ([tool.gpulint]) or a gpulint.toml (top level)."""
     if config_file is None:
         return Settings()
-    try:
-        data = tomllib.loads(config_file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {config_file}: {exc.strerror or exc}") from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{config_file}: invalid TOML: {exc}") from exc
-    table = data.get("tool", {}).get("gpulint") if config_file.name == "pyproject.toml" else data
-    if table is None:
-        table = data.get("tool", {}).get("gpulint", {})
+    data = read_toml(config_file)
+    table = data
+    if config_file.name == "pyproject.toml":
+        tool = data.get("tool", {})
+        if not isinstance(tool, dict):
+            raise ConfigError(f"{config_file}: `tool` must be a table, not {_toml_type(tool)}")
+        table = tool.get("gpulint", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{config_file}: `[tool] gpulint` must be a table ([tool.gpulint]), not {_toml_type(table)}")
     return settings_from_table(table, config_file)
 
 
+def _toml_type(value: Any) -> str:
+    names = {
+        bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array", dict: "a table",
+    }
+    return next((name for kind, name in names.items() if isinstance(value, kind)), type(value).__name__)
+
+
 def settings_from_table(table: dict[str, Any], config_file: Path) -> Settings:
-    known_options = rule_options()
+    known_options = OPTIONS
     unknown = sorted(set(table) - STANDARD_KEYS - set(known_options))
     if unknown:
         raise ConfigError(
@@ -183,16 +244,27 @@ def settings_from_table(table: dict[str, Any], config_file: Path) -> Settings:
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
         raise ConfigError(f"{config_file}: `per-file-ignores` must be a table of pattern = [ids]")
-    settings.per_file_ignores = {str(k): (v if isinstance(v, list) else [v]) for k, v in per_file.items()}
+    for pattern, ids in per_file.items():
+        ids = [ids] if isinstance(ids, str) else ids
+        if not isinstance(ids, list) or not all(isinstance(v, str) for v in ids):
+            raise ConfigError(f"{config_file}: `per-file-ignores` entry {pattern!r} must be a list of rule ids")
+        settings.per_file_ignores[str(pattern)] = ids
+    if "max-file-size" in table:
+        settings.max_file_size = parse_size(table["max-file-size"], config_file)
     unsafe = table.get("unsafe-fixes", False)
     if not isinstance(unsafe, bool):
         raise ConfigError(f"{config_file}: `unsafe-fixes` must be true or false")
     settings.unsafe_fixes = unsafe
+    history = table.get("history")
+    if history is not None and not (history is False or isinstance(history, str) and history):
+        raise ConfigError(f"{config_file}: `history` must be a file path or false")
+    settings.history = history
     for key, option in known_options.items():
         if key in table:
             value = table[key]
             if not isinstance(value, option.type) or isinstance(value, bool) and option.type is int:
-                raise ConfigError(f"{config_file}: `{key}` must be a {option.type.__name__}")
+                expected, found = _toml_type(option.type()), _toml_type(value)
+                raise ConfigError(f"{config_file}: `{key}` must be {expected}, not {found}")
             settings.options[key] = value
     validate(settings)
     return settings
@@ -202,10 +274,26 @@ def validate(settings: Settings) -> None:
     """Raise ConfigError for ids that match no rule and option values that cannot work."""
     for ids in [settings.select or [], settings.extend_select, settings.ignore, *settings.per_file_ignores.values()]:
         expand_selectors(ids)
-    options = rule_options()
     for key, value in settings.options.items():
-        if key in options:
+        if key in OPTIONS:
             try:
-                options[key].validate(value)
+                OPTIONS[key].validate(value)
             except ValueError as exc:
-                raise ConfigError(str(exc)) from exc
+                raise ConfigError(str(exc)) from None
+
+
+_SIZE = re.compile(r"^\s*(\d+)\s*(|b|kib|kb|k|mib|mb|m|gib|gb|g)\s*$", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30}
+
+
+def parse_size(value: Any, config_file: Path) -> int:
+    """A size in bytes from an integer or a string such as "10MiB" (kB/MB/GB are read as binary
+    units too: the limit is a guard, not an accounting figure)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    match = _SIZE.match(value) if isinstance(value, str) else None
+    if match is None or int(match[1]) == 0:
+        raise ConfigError(
+            f"{config_file}: `max-file-size` must be a positive size such as 10485760 or \"10MiB\", not {value!r}"
+        )
+    return int(match[1]) * _SIZE_UNITS[match[2][:1].lower()]

@@ -3,8 +3,9 @@
     prefilter -> parse -> analyse -> rules -> suppress -> locate
 
 1. prefilter: the rules whose declared facts and tokens the file's bytes can hold (for most files
-   of a real repository: none, and they are never parsed);
-2. parse, once (analysis/parse.py);
+   of a real repository: none, and they are never parsed).  It reads the generated rule catalog
+   (catalog.py), so a run that parses nothing never imports libcst or a rule class;
+2. parse, once (analysis/parse.py, behind the guard against sources too deep for the parser);
 3. analyse: one walk of the tree builds the FileContext; the shared analyses on it (the
    training-loop model, what PyTorch and TensorFlow code does) are computed when a rule first asks;
 4. rules: each candidate rule whose required facts hold visits the nodes it subscribes to, in
@@ -14,24 +15,21 @@
 6. locate: line and column of each finding, and the text edits of its fix when asked
    (fix/fixer.py) -- plain, picklable Findings for reporters, the cache and worker processes.
 
-Positions and suppression comments cost a pass over the file each: they are computed only for
-files that have findings.  Fixing runs stages 1-5 pass after pass (fix/passes.py).
+Suppression comments cost a pass over the file: they are looked for only in files that have
+findings.  Positions cost a code generation pass: they are computed once per analysis, only for the
+nodes findings need (where each starts and ends, its statement), when comments are matched or
+findings located.  Fixing runs stages 1-5 pass after pass (fix/passes.py) and needs positions only
+in files with suppression comments.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable, Mapping
 
-import libcst as cst
-
-from gpulint.linter.analysis.context import FileContext
-from gpulint.linter.analysis.facts import Fact
+from gpulint.linter import catalog
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, parse
-from gpulint.linter.analysis.project import EMPTY_VIEW, ModuleView
 from gpulint.linter.findings import SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME, Finding, FixInfo, Location, RawFinding
-from gpulint.linter.fix.fixer import edits_for
-from gpulint.linter.rule import Rule
 from gpulint.linter.suppressions import (
     UNUSED_SUPPRESSION,
     Suppression,
@@ -41,8 +39,14 @@ from gpulint.linter.suppressions import (
     unused_suppression_findings,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # libcst and the rule classes are imported once a file passes the prefilter
+    import libcst as cst
+    from libcst.metadata import CodeRange
+
+    from gpulint.linter.analysis.context import FileContext
+    from gpulint.linter.analysis.project import ModuleView
     from gpulint.linter.config import Settings
+    from gpulint.linter.rule import Rule
 
 # A file that names none of these is not training code for any rule here.
 FRAMEWORK_MARKERS = (b"torch", b"tensorflow", b"keras", b"lightning", b"transformers", b"accelerate", b"tf.")
@@ -58,6 +62,17 @@ class Analysis:
     # The file's suppression comments, with the codes each silenced (empty when there was no
     # finding to match: the comments were not looked for).
     suppressions: dict[int, list[Suppression]] = field(default_factory=dict)
+    _positions: Mapping[cst.CSTNode, CodeRange] | None = field(default=None, repr=False)
+
+    def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
+        """The positions of the nodes the findings need (each one's node, where it is reported, its
+        statement), computed once, on first use, for all of them (still covering every finding
+        after suppressed ones are dropped)."""
+        if self._positions is None:
+            ctx = self.ctx
+            wanted = {n for f in self.findings for n in (f.node, anchor(f.node), ctx.statement_of(f.node))}
+            self._positions = ctx.positions(wanted)
+        return self._positions
 
 
 @dataclass
@@ -73,16 +88,26 @@ class Linter:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._rules_by_codes: dict[frozenset[str], tuple[type[Rule], ...]] = {}
+        self._entries_by_codes: dict[frozenset[str], tuple[catalog.RuleInfo, ...]] = {}
 
     def rules_for(self, path: str) -> tuple[type[Rule], ...]:
-        """The rules enabled for `path` (per-file ignores applied), GL900 included."""
+        """The rule classes enabled for `path` (per-file ignores applied), GL900 included;
+        asking imports them (and libcst)."""
         codes = self.settings.codes_for(path)
         rules = self._rules_by_codes.get(codes)
         if rules is None:
             rules = self._rules_by_codes[codes] = tuple(r for r in self.settings.catalog() if r.code in codes)
         return rules
 
-    def lint_source(self, source: bytes, path: str, with_edits: bool = False, project: ModuleView = EMPTY_VIEW) -> FileResult:
+    def entries_for(self, path: str) -> tuple[catalog.RuleInfo, ...]:
+        """`rules_for` as the catalog describes them: what the prefilter reads, importing nothing."""
+        codes = self.settings.codes_for(path)
+        entries = self._entries_by_codes.get(codes)
+        if entries is None:
+            entries = self._entries_by_codes[codes] = tuple(r for r in catalog.RULES if r.code in codes)
+        return entries
+
+    def lint_source(self, source: bytes, path: str, with_edits: bool = False, project: ModuleView | None = None) -> FileResult:
         """Every finding in one source, located (with fix edits when asked), in order.  `project`
         is what the rest of the project says about this module (analysis/project.py)."""
         try:
@@ -95,33 +120,42 @@ class Linter:
         return FileResult(path, sorted(findings, key=Finding.sort_key), parsed=analysis is not None)
 
     # -- stages 1-5 --------------------------------------------------------------------------
-    def analyze(self, source: bytes, path: str, project: ModuleView = EMPTY_VIEW) -> Analysis | None:
+    def analyze(self, source: bytes, path: str, project: ModuleView | None = None) -> Analysis | None:
         """Prefilter, parse, analyse, run the rules and drop what comments silence; None when the
         prefilter rules the file out (or it asks to be ignored)."""
         if file_is_ignored(source):
             return None
-        rules = self.candidate_rules(source, self.rules_for(path), project)
-        if not rules:
+        candidates = {r.code for r in self.candidate_rules(source, self.entries_for(path), project)}
+        if not candidates:
             return None
         module = parse(source)
+        from gpulint.linter.analysis.context import FileContext  # (with libcst, which parse has loaded)
+
+        rules = [r for r in self.rules_for(path) if r.code in candidates]
         wanted = frozenset().union(*(r.visited_types() for r in rules))
         ctx = FileContext(module, path, self.settings.options, wanted, source, project)
         findings = run_rules(ctx, [r for r in rules if r.applies(ctx)])
         suppressions = find_suppressions(ctx.source_text) if findings else {}
-        if suppressions:  # (positions, which matching needs, cost a pass: the fix loop does without)
-            findings = [f for f in findings if not silenced(suppressions, f.code, rows_of(ctx, f.node))]
-        return Analysis(ctx, findings, suppressions)
+        analysis = Analysis(ctx, findings, suppressions)
+        if suppressions:  # (matching needs positions: files without such comments do without)
+            positions = analysis.positions()
+            analysis.findings = [
+                f for f in findings if not silenced(suppressions, f.code, rows_of(ctx, positions, f.node))
+            ]
+        return analysis
 
     @staticmethod
-    def candidate_rules(source: bytes, rules: tuple[type[Rule], ...], project: ModuleView = EMPTY_VIEW) -> list[type[Rule]]:
-        """The tree rules whose facts and tokens the source's bytes (and its project view) can hold."""
+    def candidate_rules(
+        source: bytes, rules: Iterable[catalog.RuleInfo], project: ModuleView | None = None
+    ) -> list[catalog.RuleInfo]:
+        """The tree rules whose facts and tokens the source's bytes (or its project view) can hold."""
         if not any(marker in source for marker in FRAMEWORK_MARKERS):
             return []
-        known: dict[Fact, bool] = {}
+        known: dict[str, bool] = {}
 
-        def may_hold(fact: Fact) -> bool:  # each fact's tokens are searched for once per file
+        def may_hold(fact: str) -> bool:  # each fact's tokens are searched for once per file
             if fact not in known:
-                known[fact] = fact.may_hold(source, project)
+                known[fact] = catalog.fact_may_hold(fact, source, project)
             return known[fact]
 
         # GL900 reads comments, not the tree (suppressions.py): never a reason to parse a file.
@@ -131,10 +165,14 @@ class Linter:
     def locate(self, analysis: Analysis, path: str, with_edits: bool = False) -> list[Finding]:
         """Turn raw findings into located, picklable ones (edits only when asked: they cost a
         code generation per fixable finding)."""
-        ctx = analysis.ctx
+        if not analysis.findings:
+            return []
+        if with_edits:
+            from gpulint.linter.fix.fixer import edits_for
+        ctx, positions = analysis.ctx, analysis.positions()
         located = []
         for raw in analysis.findings:
-            start, end = ctx.positions[anchor(raw.node)].start, ctx.positions[raw.node].end
+            start, end = positions[anchor(raw.node)].start, positions[raw.node].end
             fix = None
             if raw.fix is not None:
                 edits = edits_for(ctx, raw.fix) if with_edits else ()
@@ -149,7 +187,7 @@ class Linter:
                     end_location=Location(end.line, end.column + 1),
                     severity=raw.severity,
                     fix=fix,
-                    statement_row=rows_of(ctx, raw.node)[-1],
+                    statement_row=rows_of(ctx, positions, raw.node)[-1],
                 )
             )
         located.sort(key=Finding.sort_key)
@@ -164,7 +202,7 @@ class Linter:
             return []
         else:
             text, suppressions = source.decode("utf-8", errors="replace"), None
-        known = frozenset(rule.code for rule in self.settings.catalog())
+        known = frozenset(rule.code for rule in catalog.RULES)
         return unused_suppression_findings(text, path, suppressions, self.settings.codes_for(path), known)
 
 
@@ -190,15 +228,16 @@ def anchor(node: cst.CSTNode) -> cst.CSTNode:
     """Where a finding starts.  A method called on the result of another call
     (`tf.data.Dataset.range(n)\\n    .map(f)`) is reported at its name, not at the start of the
     chain, which may be lines above."""
+    import libcst as cst
+
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, (cst.Call, cst.Subscript)):
         return node.func.attr
     return node
 
 
-def rows_of(ctx: FileContext, node: cst.CSTNode) -> tuple[int, ...]:
+def rows_of(ctx: FileContext, positions: Mapping[cst.CSTNode, CodeRange], node: cst.CSTNode) -> tuple[int, ...]:
     """The finding's own row and the first row of its statement (a suppression comment on either
-    silences it)."""
-    positions = ctx.positions
+    silences it), from the analysis's positions."""
     row = positions[anchor(node)].start.line
     statement = ctx.statement_of(node)
     statement_row = positions[statement].start.line if statement in positions else row

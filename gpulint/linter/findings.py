@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-import libcst as cst
+if TYPE_CHECKING:  # findings are read by every run; libcst is imported only by runs that parse
+    import libcst as cst
 
 
 class Applicability(str, enum.Enum):

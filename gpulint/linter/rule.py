@@ -57,43 +57,14 @@ from __future__ import annotations
 import inspect
 import re
 import textwrap
-from dataclasses import dataclass, field
-from typing import AbstractSet, Any, Callable, ClassVar, Mapping
+from typing import AbstractSet, Any, ClassVar, Mapping
 
 import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import Fact
+from gpulint.linter.catalog import RuleOption, positive_int, worker_expression  # noqa: F401 - rules import them here
 from gpulint.linter.findings import Applicability, Fix, RawFinding
-
-
-@dataclass(frozen=True)
-class RuleOption:
-    """A `[tool.gpulint]` setting rules read (`num-workers`, `log-every`, ...), declared once and
-    listed in the `options` of every rule that reads it."""
-
-    key: str
-    default: Any
-    help: str
-    type: type = str
-    # Says what is wrong with a value (raises ValueError with the reason); None accepts any value of `type`.
-    check: Callable[[str, Any], None] | None = field(default=None, compare=False)
-
-    def validate(self, value: Any) -> None:
-        if self.check is not None:
-            self.check(self.key, value)
-
-
-def positive_int(key: str, value: Any) -> None:
-    if not isinstance(value, int) or value < 1:
-        raise ValueError(f"`{key}` must be a positive integer, not {value!r}")
-
-
-def python_expression(key: str, value: Any) -> None:
-    try:
-        cst.parse_expression(str(value))
-    except Exception as exc:  # libcst raises ParserSyntaxError and ValueError
-        raise ValueError(f"`{key}` must be a Python expression: {value!r} ({exc.__class__.__name__})") from exc
 
 
 class Case:
@@ -186,11 +157,10 @@ class Rule:
 
     # -- class-level metadata ----------------------------------------------------------------
     @classmethod
-    def may_apply(cls, source: bytes, facts_may_hold: Callable[[Fact], bool]) -> bool:
-        """The prefilter: the file's text can hold every required fact and one of the tokens."""
-        return all(facts_may_hold(fact) for fact in cls.requires) and (
-            not cls.tokens or any(token.encode() in source for token in cls.tokens)
-        )
+    def prefilter_facts(cls) -> tuple[str, ...]:
+        """The names of the required facts whose tokens a file must spell (what the prefilter
+        checks, from the catalog, before libcst or this class is imported)."""
+        return tuple(sorted({spelled.name for fact in cls.requires for spelled in fact.spelled()}))
 
     @classmethod
     def applies(cls, ctx: FileContext) -> bool:

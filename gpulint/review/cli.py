@@ -1,21 +1,28 @@
 """The `gpulint review` command: lint what a change touches, comment on the lines it adds.
 
-    gpulint review [--base REF] [PATHS] [--format text|json] [--post]
+    gpulint review [--base REF] [PATHS] [--format text|json] [--post [--fallback annotations]]
 
 Exit codes: 0 no finding on an added line (or --exit-zero), 1 findings, 2 usage, git or API errors.
+A review that cannot be posted (the token may not write: a pull request from a fork) is an error,
+unless `--fallback annotations` reports the comments as GitHub annotations instead (the exit code
+then follows the findings), or `--exit-zero` turns it into a warning.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional
 
-import typer
+from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error
+from gpulint.cli.check import add_selection_options, resolve_settings
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+class ReviewError(Exception):
+    """A review that cannot be made as asked (a path outside the repository): one line, exit 2."""
 
 
 @dataclass
@@ -45,7 +52,7 @@ def build_review(base: str | None, paths: list[str], settings) -> ReviewPlan:
         try:
             specs.append(resolved.relative_to(root.resolve()).as_posix() or ".")
         except ValueError:
-            raise typer.BadParameter(f"{p} is outside the repository {root}") from None
+            raise ReviewError(f"{p} is outside the repository {root}") from None
     diffs = changed_lines(base or default_base(), specs, cwd=root)
     exclude = pathspec.GitIgnoreSpec.from_lines(settings.exclude) if settings.exclude else None
     linter = Linter(settings)
@@ -111,78 +118,113 @@ def _summary(comments: list) -> str:
     return "\n".join(lines)
 
 
-def _err(message: str) -> None:
-    typer.echo(f"gpulint: error: {message}", err=True)
+def add_review(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths", nargs="*", type=Path, metavar="PATH", help="Limit the review to these files or directories."
+    )
+    parser.add_argument(
+        "--base", metavar="REF",
+        help="Compare with the merge base of this ref "
+             "(default: origin/$GITHUB_BASE_REF in Actions, else the upstream branch).",
+    )
+    parser.add_argument(
+        "--post", action="store_true", help="Post the review to the pull request with the GitHub REST API."
+    )
+    parser.add_argument(
+        "--format", choices=("text", "json"), default="text",
+        help="Without --post: text (a summary) or json (the review payload).",
+    )
+    parser.add_argument("--repo", metavar="OWNER/NAME", help="owner/name (default: GITHUB_REPOSITORY).")
+    parser.add_argument(
+        "--pr", type=int, metavar="NUMBER", help="Pull request number (default: from GITHUB_EVENT_PATH)."
+    )
+    add_selection_options(parser)
+    parser.add_argument(
+        "--exit-zero", action="store_true",
+        help="Exit 0 even when findings are on added lines, or when the review cannot be posted (with a warning).",
+    )
+    parser.add_argument(
+        "--fallback", choices=("annotations", "none"), default="none",
+        help="With --post, when the review cannot be posted: `annotations` prints the comments as GitHub "
+             "annotations instead; `none` fails.",
+    )
+    parser.set_defaults(run=review)
 
 
-def review(
-    paths: Optional[List[Path]] = typer.Argument(None, help="Limit the review to these files or directories."),
-    base: Optional[str] = typer.Option(None, "--base", help="Compare with the merge base of this ref (default: origin/$GITHUB_BASE_REF in Actions, else the upstream branch)."),
-    post: bool = typer.Option(False, "--post", help="Post the review to the pull request with the GitHub REST API."),
-    output_format: str = typer.Option("text", "--format", help="Without --post: text (a summary) or json (the review payload)."),
-    repo: Optional[str] = typer.Option(None, "--repo", help="owner/name (default: GITHUB_REPOSITORY)."),
-    pr: Optional[int] = typer.Option(None, "--pr", help="Pull request number (default: from GITHUB_EVENT_PATH)."),
-    select: Optional[List[str]] = typer.Option(None, "--select", help="Rule ids or prefixes to enable."),
-    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rule ids or prefixes to disable."),
-    extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Rule ids or prefixes to add."),
-    config: Optional[Path] = typer.Option(None, "--config", help="A pyproject.toml ([tool.gpulint]) or gpulint.toml."),
-    exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when findings are on added lines."),
-) -> None:
+def review(options: argparse.Namespace) -> int:
     """Review a change: comment on the findings in the lines it adds (a pull-request review)."""
-    from gpulint.cli import resolve_settings
     from gpulint.linter.config import ConfigError
     from gpulint.review.diff import GitError, git
 
-    if output_format not in ("text", "json"):
-        _err(f"unknown format {output_format!r}; choose text or json")
-        raise typer.Exit(EXIT_ERROR)
-    path_args = [str(p) for p in paths or []]
+    path_args = [str(p) for p in options.paths]
     try:
-        settings = resolve_settings([Path(p) for p in path_args] or [Path(".")], config, select, extend_select, ignore)
-        plan = build_review(base, path_args, settings)
-    except (ConfigError, GitError, typer.BadParameter) as exc:
-        _err(str(exc.message if isinstance(exc, typer.BadParameter) else exc))
-        raise typer.Exit(EXIT_ERROR)
+        settings = resolve_settings([Path(p) for p in path_args] or [Path(".")], options)
+        plan = build_review(options.base, path_args, settings)
+    except (ConfigError, GitError, ReviewError) as exc:
+        error(str(exc))
+        return EXIT_ERROR
     for line in plan.errors:
-        _err(line)
-    code = EXIT_FINDINGS if plan.comments and not exit_zero else EXIT_CLEAN
+        error(line)
+    code = EXIT_FINDINGS if plan.comments and not options.exit_zero else EXIT_CLEAN
     if plan.errors:
         code = EXIT_ERROR
 
-    if not post:
-        if output_format == "json":
-            typer.echo(json.dumps(review_payload(plan.comments, None), indent=2))
+    if not options.post:
+        if options.format == "json":
+            print(json.dumps(review_payload(plan.comments, None), indent=2))
         else:
-            typer.echo(_summary(plan.comments))
-        raise typer.Exit(code)
+            print(_summary(plan.comments))
+        return code
 
     from gpulint.review.comments import existing_keys, is_duplicate
     from gpulint.review.github import GitHub, GitHubError, pull_request_from_env
 
     try:
-        pull = pull_request_from_env(repo, pr)
+        pull = pull_request_from_env(options.repo, options.pr)
+    except GitHubError as exc:  # no pull request to post to: a usage error
+        error(str(exc))
+        return EXIT_ERROR
+    try:
         client = GitHub(os.environ.get("GITHUB_TOKEN", ""), os.environ.get("GITHUB_API_URL"))
         fresh = plan.comments
         if fresh:
             markers, places = existing_keys(client.review_comments(pull))
             fresh = [c for c in plan.comments if not is_duplicate(c, markers, places)]
         if not fresh:
-            typer.echo(f"Nothing new to post ({len(plan.comments)} finding(s) on added lines already commented).", err=True)
-            raise typer.Exit(code)
+            print(f"Nothing new to post ({len(plan.comments)} finding(s) on added lines already commented).",
+                  file=sys.stderr)
+            return code
         commit = pull.head_sha or git(["rev-parse", "HEAD"]).strip()
         created = client.create_review(pull, review_payload(fresh, commit))
     except GitHubError as exc:
-        _err(str(exc))
-        raise typer.Exit(EXIT_ERROR)
+        return _not_posted(str(exc), plan.comments, options.fallback, options.exit_zero, code)
     except GitError as exc:
-        _err(str(exc))
-        raise typer.Exit(EXIT_ERROR)
+        error(str(exc))
+        return EXIT_ERROR
     where = created.get("html_url") or f"{pull.repository}#{pull.number}"
     skipped = len(plan.comments) - len(fresh)
     note = f" ({skipped} already there)" if skipped else ""
-    typer.echo(f"Posted a review with {len(fresh)} comment{'s' if len(fresh) != 1 else ''}{note}: {where}", err=True)
-    raise typer.Exit(code)
+    print(f"Posted a review with {len(fresh)} comment{'s' if len(fresh) != 1 else ''}{note}: {where}", file=sys.stderr)
+    return code
 
 
-def register(app: typer.Typer) -> None:
-    app.command("review")(review)
+def _not_posted(reason: str, comments: list, fallback: str, exit_zero: bool, code: int) -> int:
+    """The exit code when the review could not be posted (the token may not write, the API refused
+    or could not be reached), after reporting the comments another way if asked to."""
+    if fallback == "annotations":
+        from gpulint.linter.reporters.github import format_finding
+
+        for comment in comments:
+            print(format_finding(comment.finding))
+        count = len(comments)
+        print(
+            f"gpulint: warning: could not post the review: {reason}; "
+            f"reported {count} finding{'s' if count != 1 else ''} on added lines as annotations instead",
+            file=sys.stderr,
+        )
+        return code
+    if exit_zero:
+        print(f"gpulint: warning: could not post the review: {reason}", file=sys.stderr)
+        return EXIT_CLEAN if code != EXIT_ERROR else code
+    error(reason)
+    return EXIT_ERROR

@@ -106,12 +106,12 @@ def _fence(text: str) -> str:
 
 
 def comment_body(finding: Finding, fingerprint: str, proposal: Suggestion | None) -> str:
-    from gpulint import DOCS_URL
+    from gpulint import docs_url
     from gpulint.rules import rules_by_code
 
     rule = rules_by_code().get(finding.code)
     summary = rule.summary() if rule is not None else ""
-    url = DOCS_URL.format(code=finding.code, name=finding.name)
+    url = docs_url(finding.code, finding.name)
     parts = [f"**gpulint {finding.code}** (`{finding.name}`): {finding.message}"]
     if summary and summary != finding.message:
         parts.append(summary)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from gpulint.linter.rule import RuleOption, positive_int, python_expression
+from gpulint.linter.rule import RuleOption, positive_int, worker_expression
 
 NUM_WORKERS = RuleOption(
     "num-workers",
     "min(8, os.cpu_count() or 1)",
     "Python expression the GL101 and GL801 fixes write as the number of loader worker processes.",
-    check=python_expression,
+    check=worker_expression,
 )
 LOG_EVERY = RuleOption(
     "log-every",

@@ -14,8 +14,21 @@ Configuration comes in the environment variable GPULINT_RT_CONFIG (JSON):
   warmup     steps run and discarded before timing starts
   seconds    measure this long after warm-up (or null)
   syncs      on CUDA builds, record host-device sync lines (torch.cuda.set_sync_debug_mode)
-  sys_path0  the directory to put first on sys.path instead of the script's own (verify runs a
-             fixed copy from a temporary folder but imports its siblings from the original place)
+  sys_path0  the directory to put first on sys.path instead of the script's own (`-m` runs)
+  source     run the source in this file as if it were SCRIPT (verify's fixed arm): `__file__`,
+             sys.path and tracebacks are the script's own, so the fixed code finds the files and
+             modules next to the script, and no copy is ever written there
+  per_rank   started by a launcher (torchrun, accelerate launch): every rank writes `out` + ".rank<RANK>"
+             and only local rank 0 writes progress
+
+Besides step and input times it records what the parent turns into capacity figures: the samples in
+each DataLoader batch, DistributedDataParallel's own all-reduce timers, the FLOPs of one warm-up step
+(torch's FlopCounterMode, by the math the device runs: fp32, tf32, bf16, ...) and, on CUDA, the
+device memory peak.
+
+Memory stays bounded however long the run: every step is reduced as it ends (StepClock), the
+per-step series is down-sampled past SERIES_CAP steps, and DDP timers keep their first and latest
+reads.
 
 Clocks: every timestamp is time.monotonic(), which on Linux is one system-wide clock, so the
 parent can line its CPU and GPU samples up with the child's measurement window.
@@ -24,16 +37,98 @@ parent can line its CPU and GPU samples up with the child's measurement window.
 import importlib.abc
 import importlib.util
 import json
+import linecache
 import os
+import random
 import runpy
 import sys
 import time
 import traceback
+import types
 import warnings
+import weakref
 
 clock = time.monotonic
 THIS_FILE = os.path.abspath(__file__)
 SYNC_MESSAGE = "synchronizing CUDA operation"
+SERIES_CAP = 4096  # per-step points (and step times for quantiles) kept before down-sampling
+
+
+class StepClock:
+    """The steps of one source (an optimizer, Keras fit batches, tf.data batches), reduced as each
+    one ends: totals over the measured window, the per-step series as (steps, seconds, seconds
+    waiting for input) points (one step per point; past SERIES_CAP points, neighbours are summed
+    pairwise and each point covers twice as many steps), and a uniform sample of step times (all
+    of them up to SERIES_CAP) for quantiles."""
+
+    def __init__(self, kind: str, name: str, warmup: int) -> None:
+        self.kind, self.name, self.warmup = kind, name, warmup
+        self.ends = 0  # step ends seen, warm-up included
+        self.last_end = None
+        self.window = None  # [end of the last warm-up step, end of the last step]
+        self.fetched_at_end = (0.0, 0, 0)  # the input fetch totals (State.fetched) when the last step ended
+        self.fetched_at_start = (0.0, 0, 0)
+        self.measured = 0
+        self.seconds = 0.0
+        self.waited = 0.0
+        self.width = 1  # steps per point of the series
+        self.series = []
+        self.point = [0, 0.0, 0.0]  # the point being filled
+        self.sample = []
+        self._draw = random.Random(0).random
+
+    def end(self, now: float, fetched: tuple) -> None:
+        """A step ended at `now`; `fetched` is (seconds, calls, samples) of every input fetch so far."""
+        self.ends += 1
+        if self.ends > self.warmup:
+            seconds, waited = now - self.last_end, fetched[0] - self.fetched_at_end[0]
+            self.window[1] = now
+            self.measured += 1
+            self.seconds += seconds
+            self.waited += waited
+            point = self.point
+            point[0] += 1
+            point[1] += seconds
+            point[2] += waited
+            if point[0] == self.width:
+                self.series.append(tuple(point))
+                self.point = [0, 0.0, 0.0]
+                if len(self.series) == SERIES_CAP:
+                    self.series = [
+                        (a[0] + b[0], a[1] + b[1], a[2] + b[2]) for a, b in zip(self.series[::2], self.series[1::2])
+                    ]
+                    self.width *= 2
+            if self.measured <= SERIES_CAP:  # reservoir sampling (Vitter's algorithm R)
+                self.sample.append(seconds)
+            else:
+                slot = int(self._draw() * self.measured)
+                if slot < SERIES_CAP:
+                    self.sample[slot] = seconds
+        elif self.ends == self.warmup:
+            self.window = [now, now]
+            self.fetched_at_start = fetched
+        self.last_end = now
+        self.fetched_at_end = fetched
+
+    def result(self) -> dict:
+        series = self.series + ([tuple(self.point)] if self.point[0] else [])
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "ends": self.ends,
+            "window": self.window,
+            "measured": self.measured,
+            "seconds": self.seconds,
+            "waited": self.waited,
+            "batches": self.fetched_at_end[1] - self.fetched_at_start[1] if self.window else 0,
+            "samples": _difference(self.fetched_at_end[2], self.fetched_at_start[2]) if self.window else None,
+            "series": series,
+            "sample": self.sample,
+        }
+
+
+def _difference(end, start):
+    return None if end is None or start is None else end - start
 
 
 class StopProfiling(SystemExit):
@@ -44,27 +139,44 @@ class StopProfiling(SystemExit):
         super().__init__(0)
 
 
+def _env_int(name: str):
+    value = os.environ.get(name, "")
+    return int(value) if value.isdigit() else None
+
+
 class State:
     def __init__(self, config: dict) -> None:
         self.config = config
+        self.rank = _env_int("RANK")  # set by torchrun and accelerate for every worker
+        self.local_rank = _env_int("LOCAL_RANK")
+        self.world_size = _env_int("WORLD_SIZE")
+        self.local_world_size = _env_int("LOCAL_WORLD_SIZE")
         self.out = config["out"]
         self.progress_path = config.get("progress")
+        if config.get("per_rank"):
+            self.out = f"{self.out}.rank{self.rank or 0}"
+            if self.local_rank:
+                self.progress_path = None
         self.steps_wanted = config.get("steps")
         self.warmup = max(1, int(config.get("warmup") or 0))  # the first step end is the time origin
         self.seconds = config.get("seconds")
         self.pid = os.getpid()
         self.t_start = clock()
-        # id(optimizer) -> {"name", "times"}: optimizer step ends, per optimizer.
-        self.optimizers = {}
-        self.loader_fetches = []  # (start, end) of each DataLoader __next__
-        # (start, end, ok) of each tf.data iterator __next__ outside Keras fit; ok is False for the
-        # call that ends an epoch (StopIteration), whose start ends a step but starts none.
-        self.tf_fetches = []
-        self.tf_batches = 0
+        self.optimizers = {}  # id(optimizer) -> StepClock
+        self.keras = StepClock("Keras batches", "fit", self.warmup)
+        # A custom TF loop: the step of batch k ends when batch k+1 is asked for; the call that
+        # ends an epoch (StopIteration) ends a step but starts none.
+        self.tf = StepClock("tf.data batches", "tf.data", self.warmup)
+        self.tf_last_ok = False
+        # Inside DataLoader / tf.data __next__ (outside Keras fit) so far: seconds, calls, and the
+        # samples of the batches (None once a batch's size could not be read).
+        self.fetched = (0.0, 0, 0)
         self.stop_time = None
-        self.keras_batch_ends = []
         self.keras_active = 0  # > 0 while inside Model.fit: tf.data reads there are inside the step
-        self.syncs = {}  # "file:line" -> {"count", "times"}
+        # "file:line" -> syncs in measured steps; syncs of the step under way wait in `syncs_pending`
+        # until it ends (a sync after the last step is outside the window).
+        self.syncs = {}
+        self.syncs_pending = {}
         self.instrumented = []
         self.notes = []
         self.cuda = False
@@ -73,6 +185,12 @@ class State:
         self.last_progress = 0.0
         self.stopping = False
         self.uninstall = []  # callables that remove the torch hooks (the overhead benchmark toggles them)
+        self.ddp_models = []  # (weakref to a DistributedDataParallel model, its record in self.ddp)
+        self.ddp = []  # per model: {"config": {...}, "reads": [[time, iteration, avg comm ns, avg overlap ns]]}
+        self.flop_counter = None  # the FlopCounterMode while step 2 runs
+        self.flop_optimizer = None
+        self.flops = None  # {"total", "by_math", "optimizer"} or {"error"}: see count_flops
+        self.steady_memory = None  # CUDA bytes allocated between steps (no activations), at the end of warm-up
 
     # -- step events -----------------------------------------------------------------------
     def _check_stop(self, count: int, now: float) -> None:
@@ -101,36 +219,123 @@ class State:
         if self.cuda:
             _cuda_sync()  # CUDA runs asynchronously: a host timer alone would lie about step time
         now = clock()
-        entry = self.optimizers.get(id(optimizer))
-        if entry is None:
-            entry = self.optimizers[id(optimizer)] = {"name": type(optimizer).__name__, "times": []}
-        entry["times"].append(now)
-        self._check_stop(len(entry["times"]), now)
+        steps = self.optimizers.get(id(optimizer))
+        if steps is None:
+            steps = self.optimizers[id(optimizer)] = StepClock("optimizer steps", type(optimizer).__name__, self.warmup)
+        steps.end(now, self.fetched)
+        count = steps.ends
+        if count > self.warmup:
+            for where, syncs in self.syncs_pending.items():
+                self.syncs[where] = self.syncs.get(where, 0) + syncs
+        self.syncs_pending.clear()
+        if self.flops is None and count <= 2:
+            self.count_flops(optimizer, count)
+        if count >= self.warmup:
+            if count == self.warmup and self.cuda:
+                self.steady_memory = _cuda_allocated()
+            self.read_ddp_timers(now)
+        self._check_stop(count, now)
+
+    def fetch(self, start: float, end: float, samples=None) -> None:
+        seconds, calls, counted = self.fetched
+        counted = None if counted is None or samples is None else counted + samples
+        self.fetched = (seconds + end - start, calls + 1, counted)
+
+    def count_flops(self, optimizer, count: int) -> None:
+        """Count the FLOPs of step 2 (from the end of step 1 to the end of step 2 of the first
+        optimizer that steps), a warm-up step, so the counter's own slowness never reaches a timed step."""
+        if self.flop_counter is None and count == 1:
+            if self.warmup < 2:
+                self.flops = {"error": "FLOPs are counted in the second warm-up step: use --warmup 2 or more"}
+                return
+            try:
+                self.flop_counter = _flop_counter()
+                self.flop_counter.__enter__()
+            except Exception as exc:
+                self.flop_counter = None
+                self.flops = {"error": f"FlopCounterMode unavailable: {exc.__class__.__name__}: {exc}"}
+                return
+            self.flop_optimizer = id(optimizer)
+        elif self.flop_counter is not None and count == 2 and id(optimizer) == self.flop_optimizer:
+            counter, self.flop_counter = self.flop_counter, None
+            try:
+                counter.__exit__(None, None, None)
+                self.flops = {"total": counter.get_total_flops(), "by_math": counter.by_math,
+                              "optimizer": type(optimizer).__name__}
+            except Exception as exc:
+                self.flops = {"error": f"FlopCounterMode failed: {exc.__class__.__name__}: {exc}"}
+
+    def read_ddp_timers(self, now: float) -> None:
+        """DDP keeps running means of its own per-iteration timers; reading them at two step ends
+        gives the all-reduce time of the iterations in between (see distributed.py in the parent).
+        The first read (the end of warm-up) and the latest are kept."""
+        for model_ref, record in self.ddp_models:
+            model = model_ref()
+            if model is None:
+                continue
+            try:
+                data = model._get_ddp_logging_data()
+            except Exception as exc:
+                self.notes.append(f"could not read DDP timers: {exc.__class__.__name__}: {exc}")
+                self.ddp_models = []
+                return
+            if not record["config"]:
+                record["config"] = {key: data.get(key) for key in DDP_CONFIG_KEYS}
+            read = [now, data.get("iteration"), data.get("avg_backward_comm_time"),
+                    data.get("avg_backward_compute_comm_overlap_time")]
+            if len(record["reads"]) < 2:
+                record["reads"].append(read)
+            else:
+                record["reads"][-1] = read
 
     def keras_batch_end(self) -> None:
         if self.stopping:
             return
         now = clock()
-        self.keras_batch_ends.append(now)
-        self._check_stop(len(self.keras_batch_ends), now)
+        self.keras.end(now, self.fetched)
+        self._check_stop(self.keras.ends, now)
 
     def tf_fetch_start(self, now: float) -> None:
-        """A custom TF loop: the step of batch k ends when batch k+1 is asked for."""
         if self.keras_active or self.optimizers or self.stopping:
             return
-        self._check_stop(self.tf_batches, now)
+        if self.tf_last_ok:
+            self.tf.end(now, self.fetched)
+        self._check_stop(self.tf.ends, now)
+
+    def tf_fetch_end(self, start: float, ok: bool) -> None:
+        if not self.keras_active:
+            self.fetch(start, clock())
+            self.tf_last_ok = ok
+
+    def device_memory(self):
+        torch = sys.modules.get("torch")
+        if self.cuda and torch is not None:
+            return _cuda_memory(torch, self.steady_memory)
+        tf = sys.modules.get("tensorflow")
+        if tf is not None:
+            return _tf_memory(tf)
+        return None
 
     def write_progress(self, count: int) -> None:
         if not self.progress_path:
             return
-        _write_json(self.progress_path, {
-            "steps": count, "warmup": self.warmup, "steps_wanted": self.steps_wanted,
-            "seconds": self.seconds, "measure_start": self.measure_start, "now": clock(),
-        })
+        _write_json(
+            self.progress_path,
+            {
+                "steps": count,
+                "warmup": self.warmup,
+                "steps_wanted": self.steps_wanted,
+                "seconds": self.seconds,
+                "measure_start": self.measure_start,
+                "now": clock(),
+            },
+        )
 
     def result(self, status: str, exit_code, error) -> dict:
+        if self.flop_counter is not None:
+            self.flops = {"error": "the run ended inside the step whose FLOPs were being counted"}
         return {
-            "format": 1,
+            "format": 2,
             "pid": self.pid,
             "status": status,
             "exit_code": exit_code,
@@ -142,14 +347,20 @@ class State:
             "seconds": self.seconds,
             "stop_reason": self.stop_reason,
             "stop_time": self.stop_time,
-            "optimizers": list(self.optimizers.values()),
-            "loader_fetches": self.loader_fetches,
-            "tf_fetches": self.tf_fetches,
-            "keras_batch_ends": self.keras_batch_ends,
+            "clocks": [c.result() for c in [*self.optimizers.values(), self.keras, self.tf] if c.ends],
+            "fetches": self.fetched[1],
             "syncs": self.syncs,
             "cuda": self.cuda,
             "instrumented": self.instrumented,
             "notes": self.notes,
+            "python": sys.version.split()[0],
+            "rank": self.rank,
+            "local_rank": self.local_rank,
+            "world_size": self.world_size,
+            "local_world_size": self.local_world_size,
+            "ddp": self.ddp,
+            "flops": self.flops,
+            "memory": self.device_memory(),
         }
 
 
@@ -175,16 +386,41 @@ def _cuda_sync() -> None:
         STATE.own_sync = False
 
 
+NO_BATCH = object()  # what a __next__ that raised (StopIteration at an epoch's end) delivered
+
+
 def _timed_next(original, record):
+    """`original` wrapped to call record(start, end, batch) around each call."""
+
     def __next__(self):
         start = clock()
+        batch = NO_BATCH
         try:
-            return original(self)
+            batch = original(self)
+            return batch
         finally:
-            record.append((start, clock()))
+            record(start, clock(), batch)
 
     __next__.__wrapped__ = original
     return __next__
+
+
+def record_loader_fetch(start: float, end: float, batch) -> None:
+    STATE.fetch(start, end, 0 if batch is NO_BATCH else _batch_samples(batch))
+
+
+def _batch_samples(batch, depth: int = 0):
+    """Samples in a batch: the leading dimension of its first tensor (in a tuple, list or dict)."""
+    shape = getattr(batch, "shape", None)
+    if shape is not None:
+        return int(shape[0]) if len(shape) else None
+    if depth < 2:
+        items = batch.values() if isinstance(batch, dict) else batch if isinstance(batch, (tuple, list)) else ()
+        for item in items:
+            found = _batch_samples(item, depth + 1)
+            if found is not None:
+                return found
+    return None
 
 
 # -- torch ---------------------------------------------------------------------------------
@@ -195,7 +431,7 @@ def instrument_torch(torch) -> None:
     handle = register_optimizer_step_post_hook(lambda optimizer, args, kwargs: STATE.optimizer_step(optimizer))
     iterator_class = dataloader._BaseDataLoaderIter
     original = iterator_class.__next__
-    iterator_class.__next__ = _timed_next(original, STATE.loader_fetches)
+    iterator_class.__next__ = _timed_next(original, record_loader_fetch)
 
     def uninstall():
         handle.remove()
@@ -203,6 +439,7 @@ def instrument_torch(torch) -> None:
 
     STATE.uninstall.append(uninstall)
     STATE.instrumented.append(f"torch {torch.__version__}")
+    _watch_ddp(torch)
     if torch.cuda.is_available():
         STATE.cuda = True
         STATE.own_sync = False
@@ -210,6 +447,113 @@ def instrument_torch(torch) -> None:
             _watch_syncs(torch)
     else:
         STATE.notes.append("torch has no CUDA device here: no sync lines, no device timing")
+
+
+DDP_CONFIG_KEYS = ("backend_name", "world_size", "bucket_cap_bytes", "find_unused_parameters",
+                   "gradient_as_bucket_view", "total_parameter_size_bytes", "device_ids")
+
+
+def _watch_ddp(torch) -> None:
+    """Every DistributedDataParallel model times its all-reduce on every iteration (DDP samples only
+    a few by default), so the parent can tell the time spent waiting for collectives."""
+    ddp_class = torch.nn.parallel.DistributedDataParallel
+    original = ddp_class.__init__
+
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        try:
+            self._set_ddp_runtime_logging_sample_rate(1)
+        except Exception as exc:
+            STATE.notes.append(f"DDP all-reduce not timed: {exc.__class__.__name__}: {exc}")
+            return
+        record = {"config": {}, "reads": []}
+        STATE.ddp.append(record)
+        STATE.ddp_models.append((weakref.ref(self), record))
+
+    __init__.__wrapped__ = original
+    ddp_class.__init__ = __init__
+    STATE.uninstall.append(lambda: setattr(ddp_class, "__init__", original))
+
+
+def _flop_counter():
+    """torch's FlopCounterMode, also tallying FLOPs by the math the device runs them in."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    class MathFlopCounter(FlopCounterMode):
+        def __init__(self) -> None:
+            super().__init__(display=False)
+            self.by_math = {}
+
+        def _count_flops(self, func_packet, out, args, kwargs):
+            before = self.flop_counts["Global"].get(func_packet, 0)
+            result = super()._count_flops(func_packet, out, args, kwargs)
+            added = self.flop_counts["Global"].get(func_packet, 0) - before
+            if added:
+                try:
+                    first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+                    convolution = "conv" in getattr(func_packet, "__name__", "")
+                    math = _math_of(torch, first.dtype if first is not None else None, convolution)
+                except Exception:  # a tally never breaks the user's step
+                    math = "unknown"
+                self.by_math[math] = self.by_math.get(math, 0) + added
+            return result
+
+    return MathFlopCounter()
+
+
+def _math_of(torch, dtype, convolution: bool) -> str:
+    """The arithmetic the device uses: fp32 matmuls run as TF32 when the user allowed it (and cuDNN
+    convolutions do by default), which has its own, much higher, peak."""
+    if dtype == torch.float32:
+        if convolution:
+            allowed = torch.backends.cudnn.allow_tf32
+        else:
+            allowed = torch.get_float32_matmul_precision() != "highest"
+        return "tf32" if allowed else "fp32"
+    names = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float64: "fp64"}
+    for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"):
+        if hasattr(torch, name):
+            names[getattr(torch, name)] = "fp8"
+    return names.get(dtype, str(dtype).replace("torch.", ""))
+
+
+def _cuda_allocated():
+    torch = sys.modules["torch"]
+    try:
+        return torch.cuda.memory_allocated() if torch.cuda.is_initialized() else None
+    except Exception:
+        return None
+
+
+def _cuda_memory(torch, steady):
+    """Peak device memory of the run on the current CUDA device (None when CUDA was never used)."""
+    try:
+        if not torch.cuda.is_initialized():
+            return None
+        device = torch.cuda.current_device()
+        return {
+            "source": "torch.cuda",
+            "device": torch.cuda.get_device_name(device),
+            "total": torch.cuda.get_device_properties(device).total_memory,
+            "peak_allocated": torch.cuda.max_memory_allocated(device),
+            "peak_reserved": torch.cuda.max_memory_reserved(device),
+            "steady_allocated": steady,
+        }
+    except Exception as exc:
+        return {"error": f"torch.cuda memory figures unavailable: {exc.__class__.__name__}: {exc}"}
+
+
+def _tf_memory(tf):
+    """TensorFlow's own peak on the first GPU (the total comes from NVML in the parent)."""
+    try:
+        if not tf.config.list_physical_devices("GPU"):
+            return None
+        info = tf.config.experimental.get_memory_info("GPU:0")
+        return {"source": "tensorflow", "device": None, "total": None, "peak_allocated": info["peak"],
+                "peak_reserved": None, "steady_allocated": None}
+    except Exception as exc:
+        return {"error": f"TensorFlow memory figures unavailable: {exc.__class__.__name__}: {exc}"}
 
 
 def _library_prefixes():
@@ -225,8 +569,14 @@ def _user_frame():
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
-        if name != THIS_FILE and not name.startswith(libraries) and not name.startswith("<") \
-                and "site-packages" not in name and "dist-packages" not in name and f"{os.sep}torch{os.sep}" not in name:
+        if (
+            name != THIS_FILE
+            and not name.startswith(libraries)
+            and not name.startswith("<")
+            and "site-packages" not in name
+            and "dist-packages" not in name
+            and f"{os.sep}torch{os.sep}" not in name
+        ):
             return name, frame.f_lineno
         frame = frame.f_back
     return None
@@ -242,10 +592,7 @@ def _watch_syncs(torch) -> None:
             return None
         where = _user_frame() or (filename, lineno)
         key = f"{where[0]}:{where[1]}"
-        entry = STATE.syncs.setdefault(key, {"count": 0, "times": []})
-        entry["count"] += 1
-        if len(entry["times"]) < 10000:
-            entry["times"].append(clock())
+        STATE.syncs_pending[key] = STATE.syncs_pending.get(key, 0) + 1
         return None
 
     warnings.showwarning = showwarning
@@ -271,9 +618,7 @@ def instrument_tensorflow(tf) -> None:
             ok = True
             return value
         finally:
-            if not STATE.keras_active:
-                STATE.tf_fetches.append((start, clock(), ok))
-                STATE.tf_batches += ok
+            STATE.tf_fetch_end(start, ok)
 
     __next__.__wrapped__ = original
     owned.__next__ = __next__
@@ -343,6 +688,25 @@ class PostImportFinder(importlib.abc.MetaPathFinder):
 
 
 # -- main ----------------------------------------------------------------------------------
+def _run_source_as(path: str, script: str) -> None:
+    """Run the code in `path` as `__main__` with `__file__` = `script` (runpy.run_path reads the
+    code from the file it names, so it cannot do this)."""
+    with open(path, "rb") as handle:
+        source = handle.read()
+    code = compile(source, script, "exec")
+    # Tracebacks show the lines that ran, not the script's (an entry without mtime is kept).
+    text = source.decode("utf-8", errors="replace")
+    linecache.cache[script] = (len(text), None, text.splitlines(keepends=True), script)
+    module = types.ModuleType("__main__")
+    module.__file__ = script
+    previous = sys.modules.get("__main__")
+    sys.modules["__main__"] = module
+    try:
+        exec(code, module.__dict__)
+    finally:
+        sys.modules["__main__"] = previous
+
+
 def _error_info(exc: BaseException) -> dict:
     frames = traceback.extract_tb(exc.__traceback__)
     user = [f for f in frames if f.filename != THIS_FILE and "runpy" not in f.filename]
@@ -371,7 +735,10 @@ def main(argv) -> int:
             script = os.path.abspath(argv[0])
             sys.argv = [argv[0], *argv[1:]]
             sys.path[0] = STATE.config.get("sys_path0") or os.path.dirname(script)
-            runpy.run_path(script, run_name="__main__")
+            if STATE.config.get("source"):
+                _run_source_as(STATE.config["source"], script)
+            else:
+                runpy.run_path(script, run_name="__main__")
     except StopProfiling:
         status = "stopped"
     except SystemExit as exc:

@@ -1,30 +1,47 @@
-"""`gpulint profile` and `gpulint verify`, added to the main app by `register(app)`.
+"""`gpulint profile`, `verify`, `scale`, and the commands on the run history `history`, `compare`
+and `report` (set up by add_profile, add_verify, add_scale, add_history, add_compare and
+add_report; see gpulint.cli).  Options are parsed here; what the commands do is in the modules
+they call (record.py for the history).
 
-Exit codes: 0 measured (profile) or speedup confirmed (verify); 1 verify found no confirmed
-speedup; 2 usage error; 3 the script never made a training step; 124 timeout; otherwise the
-script's own exit code when it failed.
+Exit codes: 0 measured (profile), speedup confirmed (verify) or near-linear scaling (scale); 1 verify
+found no confirmed speedup, scale found a size below the efficiency bar or within its noise, or
+profile's regression gate failed; 2 usage error; 3 the script never made a training step; 124
+timeout; otherwise the script's own exit code when it failed (run_exit_code).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
+import time
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING
 
-import typer
-from rich.console import Console
+from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, rule_ids
 
-from gpulint.runtime_check.measure import EXIT_NO_STEPS, EXIT_TIMEOUT, CommandError, RunConfig
+if TYPE_CHECKING:  # measuring loads psutil and NVML: only when a command runs
+    from gpulint.runtime_check.measure import RunConfig, RunResult
+    from gpulint.runtime_check.record import HistoryOptions
+    from gpulint.runtime_check.report import Output
 
-EXIT_USAGE = 2
-EXIT_NOT_CONFIRMED = 1
-
-
-def _err(message: str) -> None:
-    typer.echo(f"gpulint: error: {message}", err=True)
+EXIT_NOT_CONFIRMED = EXIT_FINDINGS
 
 
-def _config(steps: Optional[int], warmup: int, seconds: Optional[float], timeout: float) -> RunConfig:
+def run_exit_code(run: RunResult) -> int:
+    """The exit code for a run that gave no measurement: 124 it timed out, 3 it ended (or was
+    stopped) without a measured step, else the script's own exit code (1 if it reported none)."""
+    from gpulint.runtime_check.measure import EXIT_NO_STEPS, EXIT_TIMEOUT
+
+    if run.status == "timeout":
+        return EXIT_TIMEOUT
+    if run.status in ("stopped", "finished"):
+        return EXIT_NO_STEPS
+    return run.exit_code or 1
+
+
+def _config(steps: int | None, warmup: int, seconds: float | None, timeout: float) -> RunConfig:
+    from gpulint.runtime_check.measure import CommandError, RunConfig
+
     if steps is not None and steps < 1:
         raise CommandError("--steps must be at least 1")
     if seconds is not None and seconds <= 0:
@@ -38,151 +55,347 @@ def _config(steps: Optional[int], warmup: int, seconds: Optional[float], timeout
     return RunConfig(steps=steps or 50, warmup=warmup, seconds=seconds, timeout=timeout)
 
 
-def _progress_bar(console: Console, total: Optional[int], warmup: int):
-    """A rich progress bar fed from the child's progress file; a no-op off a terminal."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    if not console.is_terminal:
-        return None, None
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
-                   TimeElapsedColumn(), console=console, transient=True)
-    task = bar.add_task("starting", total=(total or 0) + warmup)
-
-    def update(state: dict) -> None:
-        done = state.get("steps", 0)
-        bar.update(task, completed=done, description="warm-up" if done < warmup else "measuring")
-
-    return bar, update
+HISTORY_HELP = (
+    "The run history database (default: .gpulint/history.db at the project root, or `history` in [tool.gpulint])."
+)
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("profile", context_settings={"allow_interspersed_args": False})
-    def profile_command(
-        command: Optional[List[str]] = typer.Argument(None, help="The training command, after `--`: python train.py ARGS or python -m pkg.train ARGS."),
-        steps: Optional[int] = typer.Option(None, "--steps", help="Optimizer steps to measure after warm-up (default 50)."),
-        warmup: int = typer.Option(5, "--warmup", help="Steps to run before timing starts."),
-        seconds: Optional[float] = typer.Option(None, "--seconds", help="Measure this long after warm-up instead of a step count."),
-        timeout: float = typer.Option(600.0, "--timeout", help="Stop the run after this many seconds, whatever it is doing."),
-        json_file: Optional[Path] = typer.Option(None, "--json", help="Write every figure to this JSON file."),
-        show_output: bool = typer.Option(False, "--show-output", help="Let the script print to the terminal (no progress bar)."),
-    ) -> None:
-        """Run a training script and say where its step time goes: input-bound, sync-bound or compute-bound."""
-        from gpulint.runtime_check import report
-        from gpulint.runtime_check.measure import parse_command
-        from gpulint.runtime_check.profile import profile
-
-        try:
-            config = _config(steps, warmup, seconds, timeout)
-            config.show_output = show_output
-            parsed = parse_command(list(command or []))
-        except CommandError as exc:
-            _err(str(exc))
-            raise typer.Exit(EXIT_USAGE)
-        console = Console()
-        bar, update = (None, None) if show_output else _progress_bar(Console(stderr=True), config.steps, config.warmup)
-        try:
-            if bar is not None:
-                with bar:
-                    result = profile(parsed, config, update)
-            else:
-                result = profile(parsed, config, None)
-        except CommandError as exc:
-            _err(str(exc))
-            raise typer.Exit(EXIT_USAGE)
-        if json_file is not None:
-            report.write_json(json_file, report.profile_json(result))
-        run = result.run
-        if run.status not in ("stopped", "finished"):
-            report.print_failure(console, run)
-            raise typer.Exit(EXIT_TIMEOUT if run.status == "timeout" else (run.exit_code or 1))
-        if run.steps is None or run.steps.count == 0:
-            if run.steps is None:
-                report.print_no_steps(console, run)
-            else:
-                console.print(f"gpulint profile: only {run.steps.total} step(s) ran, none after the {run.steps.warmup} warm-up step(s): "
-                              "lower --warmup or let the script train longer", highlight=False)
-            raise typer.Exit(EXIT_NO_STEPS)
-        report.print_profile(console, result)
-        raise typer.Exit(0)
-
-    @app.command("verify")
-    def verify_command(
-        script: Path = typer.Argument(..., help="The training script to fix and measure."),
-        args: Optional[List[str]] = typer.Argument(None, help="The script's arguments, after `--`."),
-        select: Optional[List[str]] = typer.Option(None, "--select", help="Rule ids or prefixes whose fixes to verify (default: the default rules)."),
-        runs: int = typer.Option(3, "--runs", help="Runs of each arm (interleaved A B B A ...)."),
-        steps: int = typer.Option(20, "--steps", help="Measured steps per run."),
-        warmup: int = typer.Option(3, "--warmup", help="Warm-up steps per run."),
-        timeout: float = typer.Option(600.0, "--timeout", help="Limit for each run, in seconds."),
-        python: Optional[str] = typer.Option(None, "--python", help="Interpreter to run the script with (default: the one running gpulint)."),
-        write: bool = typer.Option(False, "--write", help="Apply the fixes to SCRIPT, only after a confirmed speedup."),
-        json_file: Optional[Path] = typer.Option(None, "--json", help="Write every figure to this JSON file."),
-        param: Optional[str] = typer.Option(None, "--param", help="Sweep a DataLoader keyword instead of fixing: NAME=V1,V2,... (e.g. num_workers=0,2,4)."),
-    ) -> None:
-        """Apply fixes to a copy, run original and fixed interleaved, and say whether the fix is faster
-        (or, with --param, measure each value of a DataLoader keyword and recommend the best)."""
-        import shutil
-
-        from gpulint.cli import _split_ids
-        from gpulint.runtime_check import report
-        from gpulint.runtime_check.verify import VerifyError, verify
-
-        interpreter = sys.executable
-        if python is not None:
-            interpreter = shutil.which(python) or ""
-            if not interpreter:
-                _err(f"interpreter {python!r} not found")
-                raise typer.Exit(EXIT_USAGE)
-        if runs < 2:
-            _err("--runs must be at least 2 to compare spreads")
-            raise typer.Exit(EXIT_USAGE)
-        try:
-            config = _config(steps, warmup, None, timeout)
-        except CommandError as exc:
-            _err(str(exc))
-            raise typer.Exit(EXIT_USAGE)
-        console = Console()
-        err_console = Console(stderr=True)
-
-        def progress(index: int, total: int, arm: str) -> None:
-            if err_console.is_terminal:
-                err_console.print(f"run {index + 1}/{total}: {arm}", highlight=False)
-
-        if param is not None:
-            _sweep(console, script, list(args or []), param, select, write, runs, config, interpreter, json_file, progress)
-        try:
-            result = verify(script, list(args or []), _split_ids(select), runs, config, interpreter, write, progress)
-        except (VerifyError, CommandError) as exc:
-            _err(str(exc))
-            raise typer.Exit(EXIT_USAGE)
-        if json_file is not None:
-            report.write_json(json_file, report.verify_json(result))
-        report.print_verify(console, result)
-        if result.failed is not None:
-            run = result.failed
-            if run.status == "timeout":
-                raise typer.Exit(EXIT_TIMEOUT)
-            if run.status in ("stopped", "finished"):
-                raise typer.Exit(EXIT_NO_STEPS)
-            raise typer.Exit(run.exit_code or 1)
-        raise typer.Exit(0 if result.comparison.outcome == "confirmed" else EXIT_NOT_CONFIRMED)
+def _add_history_options(parser: argparse.ArgumentParser, record: bool) -> None:
+    parser.add_argument("--history", type=Path, dest="history_file", metavar="FILE", help=HISTORY_HELP)
+    if record:
+        parser.add_argument("--no-history", action="store_true", help="Do not record this run.")
 
 
-def _sweep(console, script, args, param, select, write, runs, config, interpreter, json_file, progress) -> None:
+def _history_options(options: argparse.Namespace) -> HistoryOptions:
+    from gpulint.runtime_check.record import HistoryOptions
+
+    return HistoryOptions(options.history_file, not getattr(options, "no_history", False))
+
+
+def add_profile(parser: argparse.ArgumentParser) -> None:
+    # REMAINDER: from the first word that is not one of these options, the line is the training
+    # command, its own options included (`gpulint profile python train.py --lr 3`).
+    parser.add_argument(
+        "command", nargs=argparse.REMAINDER, metavar="COMMAND",
+        help="The training command, after `--`: python train.py ARGS or python -m pkg.train ARGS.",
+    )
+    parser.add_argument("--steps", type=int, metavar="N", help="Optimizer steps to measure after warm-up (default 50).")
+    parser.add_argument("--warmup", type=int, default=5, metavar="N", help="Steps to run before timing starts.")
+    parser.add_argument(
+        "--seconds", type=float, metavar="S", help="Measure this long after warm-up instead of a step count."
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=600.0, metavar="S",
+        help="Stop the run after this many seconds, whatever it is doing.",
+    )
+    parser.add_argument(
+        "--json", type=Path, dest="json_file", metavar="FILE", help="Write every figure to this JSON file."
+    )
+    parser.add_argument(
+        "--show-output", action="store_true", help="Let the script print to the terminal (no progress bar)."
+    )
+    parser.add_argument(
+        "--flops-per-step", type=float, metavar="FLOPS",
+        help="FLOPs of one training step from the model's own estimate (instead of counting them).",
+    )
+    parser.add_argument(
+        "--peak-tflops", type=float, metavar="TFLOPS",
+        help="The device's peak TFLOP/s for the arithmetic in use, for MFU (instead of gpulint's table).",
+    )
+    parser.add_argument(
+        "--html", type=Path, dest="html_file", metavar="FILE",
+        help="Write a self-contained HTML report (verdict, figures, plots over the run) to this file.",
+    )
+    parser.add_argument(
+        "--baseline", metavar="REF",
+        help="Compare with a recorded run: a run id, a git ref, or `last` (the previous run of this command).",
+    )
+    parser.add_argument(
+        "--fail-on-regression", type=float, metavar="PCT",
+        help="With --baseline: exit 1 when the step time grew by more than PCT percent and beyond the noise.",
+    )
+    _add_history_options(parser, record=True)
+    parser.set_defaults(run=profile_command)
+
+
+def profile_command(options: argparse.Namespace) -> int:
+    """Run a training script and say where its step time goes: input-bound, sync-bound or compute-bound."""
     from gpulint.runtime_check import report
+    from gpulint.runtime_check.measure import CommandError, parse_command
+    from gpulint.runtime_check.profile import profile
+    from gpulint.runtime_check.record import finish_profile
+
+    command = options.command[1:] if options.command[:1] == ["--"] else options.command
+    try:
+        config = _config(options.steps, options.warmup, options.seconds, options.timeout)
+        config.show_output = options.show_output
+        parsed = parse_command(command)
+        if parsed.launch is not None and options.seconds is not None:
+            raise CommandError("ranks must stop at the same step: use --steps, not --seconds, with a launcher")
+        for name, value in (("--flops-per-step", options.flops_per_step), ("--peak-tflops", options.peak_tflops)):
+            if value is not None and value <= 0:
+                raise CommandError(f"{name} must be positive")
+        if options.fail_on_regression is not None and (options.baseline is None or options.fail_on_regression < 0):
+            raise CommandError("--fail-on-regression needs --baseline and a percentage of 0 or more")
+    except CommandError as exc:
+        error(str(exc))
+        return EXIT_ERROR
+    started_at = time.time()
+    out = report.Output()
+    progress = None if options.show_output else report.Progress()
+    try:
+        result = profile(parsed, config, progress, options.flops_per_step, options.peak_tflops)
+    except CommandError as exc:
+        error(str(exc))
+        return EXIT_ERROR
+    finally:
+        if progress is not None:
+            progress.close()
+    if options.json_file is not None:
+        report.write_json(options.json_file, report.profile_json(result))
+    run = result.run
+    if not run.ok:
+        if run.status not in ("stopped", "finished"):
+            report.print_failure(out, run)
+        elif run.steps is None:
+            report.print_no_steps(out, run)
+        else:
+            out.line(f"gpulint profile: only {run.steps.total} step(s) ran, none after the {run.steps.warmup} "
+                     "warm-up step(s): lower --warmup or let the script train longer")
+        return run_exit_code(run)
+    report.print_profile(out, result)
+    return finish_profile(out, result, config, started_at, _history_options(options), options.baseline,
+                          options.fail_on_regression, options.html_file)
+
+
+def add_verify(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Apply fixes to a copy, run original and fixed interleaved, and say whether the fix is faster "
+        "(or, with --param, measure each value of a parameter and recommend the best)."
+    )
+    parser.add_argument("script", type=Path, metavar="SCRIPT", help="The training script to fix and measure.")
+    parser.add_argument("script_args", nargs="*", metavar="ARGS", help="The script's arguments, after `--`.")
+    parser.add_argument(
+        "--select", action="extend", type=rule_ids, metavar="IDS",
+        help="Rule ids or prefixes whose fixes to verify (default: the default rules).",
+    )
+    parser.add_argument(
+        "--runs", type=int, default=3, metavar="N",
+        help="Runs of each arm (interleaved A B B A ...) before the first verdict.",
+    )
+    parser.add_argument(
+        "--max-runs", type=int, metavar="N",
+        help="Add A/B pairs while not confirmed, up to this many runs of each (default twice --runs).",
+    )
+    parser.add_argument("--steps", type=int, default=20, metavar="N", help="Measured steps per run.")
+    parser.add_argument("--warmup", type=int, default=3, metavar="N", help="Warm-up steps per run.")
+    parser.add_argument("--timeout", type=float, default=600.0, metavar="S", help="Limit for each run, in seconds.")
+    parser.add_argument(
+        "--python", metavar="INTERPRETER", help="Interpreter to run the script with (default: the one running gpulint)."
+    )
+    parser.add_argument(
+        "--write", action="store_true", help="Apply the fixes to SCRIPT, only after a confirmed speedup."
+    )
+    parser.add_argument(
+        "--json", type=Path, dest="json_file", metavar="FILE", help="Write every figure to this JSON file."
+    )
+    parser.add_argument(
+        "--param", metavar="NAME=VALUES",
+        help="Sweep a value instead of fixing: NAME=V1,V2,... (e.g. num_workers=0,2,4 or batch_size=32,64,128), "
+        "set through the script's argparse option, constant or DataLoader keyword.",
+    )
+    _add_history_options(parser, record=True)
+    parser.set_defaults(run=verify_command)
+
+
+def verify_command(options: argparse.Namespace) -> int:
+    """Apply fixes to a copy, run original and fixed interleaved, and say whether the fix is faster
+    (or, with --param, measure each value of a parameter and recommend the best)."""
+    import shutil
+
+    from gpulint.runtime_check import report
+    from gpulint.runtime_check.measure import Command, CommandError
+    from gpulint.runtime_check.record import finish_verify
+    from gpulint.runtime_check.verify import VerifyError, verify
+
+    interpreter = sys.executable
+    if options.python is not None:
+        interpreter = shutil.which(options.python) or ""
+        if not interpreter:
+            error(f"interpreter {options.python!r} not found")
+            return EXIT_ERROR
+    if options.runs < 2:
+        error("--runs must be at least 2 to compare spreads")
+        return EXIT_ERROR
+    if options.max_runs is not None and options.max_runs < options.runs:
+        error("--max-runs must be at least --runs")
+        return EXIT_ERROR
+    try:
+        config = _config(options.steps, options.warmup, None, options.timeout)
+    except CommandError as exc:
+        error(str(exc))
+        return EXIT_ERROR
+    out = report.Output()
+
+    def progress(index: int, total: int, arm: str) -> None:
+        if sys.stderr.isatty():
+            print(f"run {index + 1} (at most {total}): {arm}", file=sys.stderr)
+
+    if options.param is not None:
+        return _sweep(out, options, config, interpreter, progress)
+    started_at = time.time()
+    try:
+        result = verify(options.script, options.script_args, options.select, options.runs, config, interpreter,
+                        options.write, progress, options.max_runs)
+    except (VerifyError, CommandError) as exc:
+        error(str(exc))
+        return EXIT_ERROR
+    if options.json_file is not None:
+        report.write_json(options.json_file, report.verify_json(result))
+    report.print_verify(out, result, options.script_args, None if options.python is None else interpreter)
+    finish_verify(out, result, Command(interpreter, [], [str(options.script), *options.script_args]), started_at,
+                  time.time() - started_at, _history_options(options))
+    if result.failed is not None:
+        return run_exit_code(result.failed)
+    return EXIT_CLEAN if result.comparison.outcome == "confirmed" else EXIT_NOT_CONFIRMED
+
+
+def _sweep(out: Output, options: argparse.Namespace, config: RunConfig, interpreter: str, progress) -> int:
+    from gpulint.runtime_check import report
+    from gpulint.runtime_check.measure import CommandError
     from gpulint.runtime_check.sweep import SweepError, sweep
 
-    if select or write:
-        _err("--param measures values; it does not combine with --select or --write")
-        raise typer.Exit(EXIT_USAGE)
+    if options.select or options.write:
+        error("--param measures values; it does not combine with --select or --write")
+        return EXIT_ERROR
     try:
-        result = sweep(script, args, param, runs, config, interpreter, progress)
+        result = sweep(options.script, options.script_args, options.param, options.runs, config, interpreter, progress)
     except (SweepError, CommandError) as exc:
-        _err(str(exc))
-        raise typer.Exit(EXIT_USAGE)
-    if json_file is not None:
-        report.write_json(json_file, report.sweep_json(result))
-    report.print_sweep(console, result)
+        error(str(exc))
+        return EXIT_ERROR
+    if options.json_file is not None:
+        report.write_json(options.json_file, report.sweep_json(result))
+    report.print_sweep(out, result)
     if result.failed is not None:
-        raise typer.Exit(EXIT_TIMEOUT if result.failed.status == "timeout" else (result.failed.exit_code or EXIT_NO_STEPS))
-    raise typer.Exit(0)
+        return run_exit_code(result.failed)
+    return EXIT_CLEAN
+
+
+def add_scale(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "command", nargs=argparse.REMAINDER, metavar="COMMAND",
+        help="The training script, after `--`: train.py ARGS or python -m pkg.train ARGS.",
+    )
+    parser.add_argument(
+        "--nproc", required=True, metavar="N,N,...",
+        help="Process counts to compare, e.g. 1,2,4 (the smallest is the base).",
+    )
+    parser.add_argument("--runs", type=int, default=3, metavar="N", help="Runs at each size, in rotating order.")
+    parser.add_argument("--steps", type=int, default=20, metavar="N", help="Measured steps per run.")
+    parser.add_argument("--warmup", type=int, default=3, metavar="N", help="Warm-up steps per run.")
+    parser.add_argument("--timeout", type=float, default=600.0, metavar="S", help="Limit for each run, in seconds.")
+    parser.add_argument(
+        "--strong", metavar="NAME=GLOBAL",
+        help="Strong scaling: keep the global batch, NAME=GLOBAL (e.g. batch_size=256); each size runs with "
+        "GLOBAL/N per rank.",
+    )
+    parser.add_argument(
+        "--json", type=Path, dest="json_file", metavar="FILE", help="Write every figure to this JSON file."
+    )
+    _add_history_options(parser, record=True)
+    parser.set_defaults(run=scale_command)
+
+
+def scale_command(options: argparse.Namespace) -> int:
+    """Run the script under torchrun at each process count and say whether throughput scales
+    near-linearly (about 90% efficiency at 2x, 80% at 4x), and what to fix when it does not."""
+    from gpulint.runtime_check import report
+    from gpulint.runtime_check.measure import CommandError, parse_command
+    from gpulint.runtime_check.record import finish_scale
+    from gpulint.runtime_check.scale import ScaleError, parse_sizes, scale, scale_record
+
+    if options.runs < 2:
+        error("--runs must be at least 2 for an interval")
+        return EXIT_ERROR
+
+    def progress(index: int, total: int, what: str) -> None:
+        if sys.stderr.isatty():
+            print(f"run {index + 1}/{total}: {what}", file=sys.stderr)
+
+    command = options.command[1:] if options.command[:1] == ["--"] else options.command
+    started_at = time.time()
+    try:
+        config = _config(options.steps, options.warmup, None, options.timeout)
+        parsed = parse_command(command)
+        result = scale(parsed, parse_sizes(options.nproc), options.runs, config, options.strong, progress)
+    except (ScaleError, CommandError) as exc:
+        error(str(exc))
+        return EXIT_ERROR
+    if options.json_file is not None:
+        report.write_json(options.json_file, scale_record(result))
+    out = report.Output()
+    report.print_scale(out, result)
+    scale_options = ["--nproc", options.nproc, *(["--strong", options.strong] if options.strong else [])]
+    finish_scale(out, result, parsed, scale_options, started_at, time.time() - started_at, _history_options(options))
+    if result.failed is not None:
+        return run_exit_code(result.failed)
+    return EXIT_CLEAN if result.kind == "scales" else EXIT_NOT_CONFIRMED
+
+
+# -- the run history -----------------------------------------------------------------------
+def _output_format(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", dest="output_format", choices=("text", "json"), default="text",
+                        help="Output format.")
+
+
+def add_history(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--script", metavar="PATH", help="Only runs of this script.")
+    parser.add_argument("--since", metavar="WHEN", help="Only runs since: 7d, 12h, 30m, or a date (2024-05-01).")
+    parser.add_argument("--limit", type=int, default=20, metavar="N", help="At most this many runs, newest first.")
+    _output_format(parser)
+    _add_history_options(parser, record=False)
+    parser.set_defaults(run=history_command)
+
+
+def history_command(options: argparse.Namespace) -> int:
+    from gpulint.runtime_check.record import history_command as run
+    from gpulint.runtime_check.report import Output
+
+    return run(Output(), _history_options(options), options.script, options.since, options.limit, options.output_format)
+
+
+def add_compare(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "first", nargs="?", metavar="A",
+        help="The baseline: a run id, a git ref or `last` (default: the run before the latest of its command).",
+    )
+    parser.add_argument(
+        "second", nargs="?", metavar="B", help="The run to hold against it (default: the latest run of its command)."
+    )
+    _output_format(parser)
+    _add_history_options(parser, record=False)
+    parser.set_defaults(run=compare_command)
+
+
+def compare_command(options: argparse.Namespace) -> int:
+    from gpulint.runtime_check.record import compare_command as run
+    from gpulint.runtime_check.report import Output
+
+    return run(Output(), _history_options(options), options.first, options.second, options.output_format)
+
+
+def add_report(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_ref", metavar="RUN", help="A run id, a git ref, or `last`.")
+    parser.add_argument("--html", type=Path, dest="html_file", required=True, metavar="FILE",
+                        help="The HTML file to write.")
+    parser.add_argument("--baseline", metavar="REF",
+                        help="Show this recorded run beside it (a run id, a git ref or `last`).")
+    _add_history_options(parser, record=False)
+    parser.set_defaults(run=report_command)
+
+
+def report_command(options: argparse.Namespace) -> int:
+    from gpulint.runtime_check.record import report_command as run
+    from gpulint.runtime_check.report import Output
+
+    return run(Output(), _history_options(options), options.run_ref, options.html_file, options.baseline)

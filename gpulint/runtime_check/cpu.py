@@ -1,5 +1,6 @@
 """CPU of the process tree (main process versus DataLoader workers) and per-core system load,
-sampled with psutil in a thread of the parent while the child runs."""
+sampled with psutil in a thread of the parent while the child runs.  Past SAMPLES_CAP samples,
+neighbours are merged pairwise, so a long run keeps a bounded list at a coarser interval."""
 
 from __future__ import annotations
 
@@ -8,6 +9,11 @@ import time
 from dataclasses import dataclass, field
 
 import psutil
+
+from gpulint.runtime_check import stats
+
+SAMPLES_CAP = 2048
+LIST_CHILDREN_EVERY = 8  # samples: every 2 s at the default interval
 
 
 @dataclass
@@ -18,11 +24,18 @@ class CpuSample:
     per_core: list[float]  # percent busy per core since the previous sample
 
 
+def _merge(a: CpuSample, b: CpuSample, share: float) -> CpuSample:
+    """Two consecutive samples as one: the counters as of the later, the load over both intervals
+    (b's interval is `share` of the two)."""
+    per_core = [x + (y - x) * share for x, y in zip(a.per_core, b.per_core)] if a.per_core else b.per_core
+    return CpuSample(b.t, b.main, {**a.children, **b.children}, per_core)
+
+
 @dataclass
 class CpuSampler:
     pid: int
     interval: float = 0.25
-    samples: list[CpuSample] = field(default_factory=list)
+    samples: stats.Bounded = field(default_factory=lambda: stats.Bounded(_merge, SAMPLES_CAP))
     cores: int = field(default_factory=lambda: psutil.cpu_count() or 1)
 
     def __post_init__(self) -> None:
@@ -40,18 +53,26 @@ class CpuSampler:
             process = psutil.Process(self.pid)
         except psutil.Error:
             return
+        descendants: list[psutil.Process] = []
+        count = 0
         while not self._stop.wait(self.interval):
             try:
                 main = _cpu_seconds(process)
-                children = {}
-                for child in process.children(recursive=True):
-                    try:
-                        children[child.pid] = _cpu_seconds(child)
-                    except psutil.Error:
-                        pass
+                # Listing descendants scans every process of the machine (milliseconds): done every
+                # LIST_CHILDREN_EVERY samples.  A worker's counters are cumulative, so one found late
+                # still counts all its CPU time.
+                if count % LIST_CHILDREN_EVERY == 0:
+                    descendants = process.children(recursive=True)
+                count += 1
             except psutil.Error:
                 return  # the child exited
-            self.samples.append(CpuSample(time.monotonic(), main, children, psutil.cpu_percent(percpu=True)))
+            children = {}
+            for child in descendants:
+                try:
+                    children[child.pid] = _cpu_seconds(child)
+                except psutil.Error:
+                    pass
+            self.samples.add(CpuSample(time.monotonic(), main, children, psutil.cpu_percent(percpu=True)))
 
     def stop(self) -> None:
         self._stop.set()
@@ -74,20 +95,27 @@ class CpuSummary:
     per_core: list[float]  # mean percent per core
     cores: int
     samples: int
+    rank_cores: list[float] | None = None  # under a launcher: cores each rank kept busy (main_cores is the busiest)
+    # Over the whole run, one entry per sample after the first (time.monotonic() at its end):
+    times: list[float] = field(default_factory=list)
+    main_series: list[float] = field(default_factory=list)  # cores
+    worker_series: list[float] = field(default_factory=list)  # cores
+    core_series: list[list[float]] = field(default_factory=list)  # per core: percent busy
 
     @property
     def main_pegged(self) -> bool:
         return self.main_cores >= 0.9
 
-    @property
-    def machine_busy(self) -> bool:
-        """Other processes kept at least half a core busy: the diagnosis may change."""
-        return self.other_cores >= 0.5
 
-
-def summarize(sampler: CpuSampler, start: float | None, end: float | None) -> CpuSummary | None:
-    """Averages over the window [start, end] (the whole run when not given); None with < 2 samples."""
-    samples = [s for s in sampler.samples if (start is None or s.t >= start - sampler.interval) and (end is None or s.t <= end + sampler.interval)]
+def summarize(sampler: CpuSampler, start: float | None, end: float | None,
+              ranks: list[int] | None = None) -> CpuSummary | None:
+    """Averages over the window [start, end] (the whole run when not given); None with < 2 samples.
+    Under a launcher `ranks` are the pids of the training processes: the launcher itself is then
+    neither the main process nor a loader worker."""
+    slack = sampler.interval * sampler.samples.stride
+    samples = [
+        s for s in sampler.samples if (start is None or s.t >= start - slack) and (end is None or s.t <= end + slack)
+    ]
     if len(samples) < 2:
         return None
     first, last = samples[0], samples[-1]
@@ -96,8 +124,15 @@ def summarize(sampler: CpuSampler, start: float | None, end: float | None) -> Cp
         return None
     main = (last.main - first.main) / span
     # A worker first seen inside the window started there: all its CPU time counts.
-    workers = sum(max(0.0, last_seen - first.children.get(pid, 0.0)) for pid, last_seen in _last_values(samples).items())
-    worker_cores = workers / span
+    used = {pid: max(0.0, last_seen - first.children.get(pid, 0.0)) / span
+            for pid, last_seen in _last_values(samples).items()}
+    rank_cores = None
+    tree = main + sum(used.values())  # everything the run keeps busy
+    if ranks:
+        rank_cores = [used.get(pid, 0.0) for pid in ranks]
+        main = max(rank_cores)
+        used = {pid: cores for pid, cores in used.items() if pid not in ranks}
+    worker_cores = sum(used.values())
     # cpu_percent of each sample covers the interval before it: skip the first sample's.
     busy = [s.per_core for s in samples[1:] if s.per_core]
     per_core = [sum(col) / len(col) for col in zip(*busy)] if busy else []
@@ -105,13 +140,29 @@ def summarize(sampler: CpuSampler, start: float | None, end: float | None) -> Cp
     return CpuSummary(
         main_cores=main,
         worker_cores=worker_cores,
-        workers=len(_last_values(samples)),
+        workers=len(used),
         system_cores=system,
-        other_cores=max(0.0, system - main - worker_cores),
+        other_cores=max(0.0, system - tree),
         per_core=per_core,
         cores=sampler.cores,
         samples=len(samples),
+        rank_cores=rank_cores,
+        **_timeline(sampler.samples),
     )
+
+
+def _timeline(samples: list[CpuSample]) -> dict:
+    """Cores used by the main process and by its descendants, and each core's load, per interval."""
+    pairs = [(a, b) for a, b in zip(samples, samples[1:]) if b.t > a.t]
+    return {
+        "times": [b.t for _, b in pairs],
+        "main_series": [(b.main - a.main) / (b.t - a.t) for a, b in pairs],
+        "worker_series": [
+            max(0.0, sum(b.children.values()) - sum(a.children.get(pid, 0.0) for pid in b.children)) / (b.t - a.t)
+            for a, b in pairs
+        ],
+        "core_series": [list(core) for core in zip(*(b.per_core for _, b in pairs if b.per_core))],
+    }
 
 
 def _last_values(samples: list[CpuSample]) -> dict[int, float]:

@@ -7,13 +7,12 @@ temporary folder that is removed whatever happens.
 
 from __future__ import annotations
 
-import bisect
+import glob
 import json
 import os
 import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,13 +22,15 @@ from pathlib import Path
 from typing import Callable
 
 from gpulint.runtime_check import cpu as cpu_mod
-from gpulint.runtime_check import nvml
+from gpulint.runtime_check import nvml, stats
+from gpulint.runtime_check.launchers import Launch, LaunchError, parse_launch
 
 BOOTSTRAP = str(Path(__file__).with_name("bootstrap.py"))
 # Interpreter options that take a value (`python -X dev -W error train.py`).
 _OPTIONS_WITH_VALUE = {"-X", "-W", "--check-hash-based-pycs"}
 # After a stop, a script gets this long to unwind before it is killed.
 EXIT_GRACE_S = 15.0
+POLL_S = 0.2  # how often the parent looks at the child (exit, result file, progress)
 EXIT_TIMEOUT = 124  # as coreutils `timeout`
 EXIT_NO_STEPS = 3
 
@@ -43,19 +44,35 @@ class Command:
     interpreter: str
     options: list[str]  # interpreter options before the script
     target: list[str]  # [script, args...] or ["-m", module, args...]
+    launch: Launch | None = None  # a distributed launcher that starts the ranks (then interpreter/options are unused)
 
     @property
     def script(self) -> Path | None:
         return None if self.target[0] == "-m" else Path(self.target[0])
 
+    def argv(self, bootstrap: str) -> list[str]:
+        if self.launch is not None:
+            return [*self.launch.prefix, bootstrap, *self.target]
+        return [self.interpreter, *self.options, bootstrap, *self.target]
+
     def display(self) -> str:
+        if self.launch is not None:
+            return " ".join([Path(self.launch.prefix[0]).name, *self.launch.prefix[1:], *self.target])
         return " ".join([Path(self.interpreter).name, *self.options, *self.target])
 
 
 def parse_command(argv: list[str]) -> Command:
-    """`python [opts] train.py ARGS`, `python -m pkg.train ARGS` or `train.py ARGS`."""
+    """`python [opts] train.py ARGS`, `python -m pkg.train ARGS`, `train.py ARGS`, or one of those
+    under a launcher (`torchrun ...`, `python -m torch.distributed.run ...`, `accelerate launch ...`)."""
     if not argv:
         raise CommandError("no command to run: give it after `--`, e.g. `gpulint profile -- python train.py`")
+    try:
+        launched = parse_launch(argv)
+    except LaunchError as exc:
+        raise CommandError(str(exc)) from None
+    if launched is not None:
+        launch, target = launched
+        return Command(launch.prefix[0], [], target, launch)
     first = argv[0]
     if first.endswith(".py"):
         interpreter, rest = sys.executable, list(argv)
@@ -66,8 +83,8 @@ def parse_command(argv: list[str]) -> Command:
         interpreter, rest = found, list(argv[1:])
     else:
         raise CommandError(
-            f"cannot profile {first!r}: gpulint profile runs one Python process; "
-            "use `-- python train.py ARGS` or `-- python -m package.module ARGS`"
+            f"cannot profile {first!r}: use `-- python train.py ARGS`, `-- python -m package.module ARGS`, "
+            "or a launcher: `-- torchrun ... train.py ARGS`, `-- accelerate launch ... train.py ARGS`"
         )
     options: list[str] = []
     while rest and rest[0].startswith("-") and rest[0] != "-m":
@@ -96,42 +113,78 @@ class RunConfig:
     syncs: bool = True
     show_output: bool = False
     sys_path0: str | None = None  # see bootstrap.py
+    source: str | None = None  # run this file's code as the script (see bootstrap.py)
     sample_interval: float = 0.25
 
 
 @dataclass
 class StepStats:
+    """The measured steps of a run (after warm-up), as the child reduced them: see
+    bootstrap.StepClock.  `series` has one point per step unless the run was longer than
+    bootstrap.SERIES_CAP steps; then each point sums `width` consecutive steps."""
+
     source: str  # what a step is: "optimizer steps", "Keras batches", "tf.data batches"
     total: int  # steps seen, warm-up included
     warmup: int
-    times: list[float]  # seconds per measured step
-    data_waits: list[float] | None  # seconds waiting for input per measured step; None: not measured
+    count: int  # measured steps
+    total_time: float  # seconds over the measured steps
+    waited: float | None  # seconds waiting for input over them; None: not measured
+    series: list[tuple[int, float, float]] = field(default_factory=list)  # (steps, seconds, seconds waiting)
+    sample: list[float] = field(default_factory=list)  # step times: all, or a uniform sample of a long run
     data_note: str | None = None  # why data wait is not measured
     batches: int | None = None  # input batches fetched in the measured window
+    samples: int | None = None  # samples in those batches; None when a batch's size could not be read
     optimizers: dict[str, int] = field(default_factory=dict)  # optimizer -> steps (all)
     window: tuple[float, float] | None = None
     syncs: dict[str, int] = field(default_factory=dict)  # "file:line" -> syncs in the window
 
     @property
-    def count(self) -> int:
-        return len(self.times)
+    def width(self) -> int:
+        """Steps per point of the series (1 unless the run was long)."""
+        return max((n for n, _, _ in self.series), default=1)
 
     @property
-    def total_time(self) -> float:
-        return sum(self.times)
+    def times(self) -> list[float]:
+        """Seconds per step, one per point of the series (a point's mean over its steps)."""
+        return [seconds / n for n, seconds, _ in self.series]
+
+    @property
+    def data_waits(self) -> list[float] | None:
+        if self.waited is None:
+            return None
+        return [waited / n for n, _, waited in self.series]
+
+    @property
+    def mean(self) -> float:
+        """Mean step time over the window: 1 / throughput."""
+        return self.total_time / self.count
 
     @property
     def data_share(self) -> float | None:
-        if self.data_waits is None or not self.times:
+        if self.waited is None or not self.count:
             return None
-        return min(1.0, sum(self.data_waits) / self.total_time)
+        return min(1.0, self.waited / self.total_time)
 
     def quantile(self, q: float) -> float:
-        return nvml._quantile(sorted(self.times), q)
+        return stats.quantile(self.sample, q)
 
     @property
     def median(self) -> float:
-        return statistics.median(self.times)
+        return stats.median(self.sample)
+
+    @property
+    def samples_per_second(self) -> float | None:
+        return self.samples / self.total_time if self.samples and self.count else None
+
+
+@dataclass
+class ProcessRun:
+    """One training process: the only one, or one rank of a launched run."""
+
+    rank: int | None  # None without a launcher
+    pid: int
+    steps: StepStats | None
+    report: dict  # as bootstrap.py wrote it: DDP timers, FLOPs, device memory, ...
 
 
 @dataclass
@@ -149,6 +202,12 @@ class RunResult:
     cuda: bool = False
     instrumented: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    python: str | None = None  # the version that ran the script
+    processes: list[ProcessRun] = field(default_factory=list)  # by rank; `steps` is the first one's
+
+    @property
+    def launched(self) -> bool:
+        return any(p.rank is not None for p in self.processes)
 
     @property
     def ok(self) -> bool:
@@ -157,62 +216,35 @@ class RunResult:
 
 
 def analyze_steps(data: dict) -> StepStats | None:
-    """Step boundaries, data waits and syncs of the measured window; None when nothing stepped."""
-    warmup = data["warmup"]
-    optimizers = data.get("optimizers") or []
-    fetches: list = []
-    note = None
+    """The measured steps of the deciding source: optimizer steps (with several optimizers, the one
+    that steps most often paces the step), else Keras fit batches, else tf.data batches; None
+    when nothing stepped."""
+    clocks = data.get("clocks") or []
+    optimizers = [c for c in clocks if c["kind"] == "optimizer steps"]
     if optimizers:
-        pacing = max(optimizers, key=lambda o: len(o["times"]))  # with several, the most frequent paces
-        ends = pacing["times"]
-        source = "optimizer steps"
-        fetches = data["loader_fetches"] or [(s, e) for s, e, _ in data["tf_fetches"]]
-    elif data.get("keras_batch_ends"):
-        ends = data["keras_batch_ends"]
-        source = "Keras batches"
-        fetches = None
-        note = "Keras fit reads its dataset inside the compiled step: data wait not measured"
-    elif data.get("tf_fetches"):
-        tf = data["tf_fetches"]
-        ends = [tf[i][0] for i in range(1, len(tf)) if tf[i - 1][2]]
-        if data.get("stop_time") is not None:
-            ends.append(data["stop_time"])
-        source = "tf.data batches"
-        fetches = [(s, e) for s, e, _ in tf]
+        pacing = max(optimizers, key=lambda c: c["ends"])
     else:
-        return None
-    if not ends:
+        pacing = next((c for c in clocks if c["kind"] in ("Keras batches", "tf.data batches")), None)
+    if pacing is None:
         return None
     counts: dict[str, int] = {}
     for optimizer in optimizers:
-        counts[optimizer["name"]] = counts.get(optimizer["name"], 0) + len(optimizer["times"])
-    bounds = ends[warmup - 1:] if len(ends) >= warmup else []
-    times = [b - a for a, b in zip(bounds, bounds[1:])]
-    stats = StepStats(source, len(ends), warmup, times, None, note, optimizers=counts)
-    if len(bounds) < 2:
-        return stats
-    start, end = bounds[0], bounds[-1]
-    stats.window = (start, end)
-    if fetches is not None:
-        fetches = sorted(fetches, key=lambda f: f[1])
-        fetch_ends = [e for _, e in fetches]
-        prefix = [0.0]
-        for s, e in fetches:
-            prefix.append(prefix[-1] + (e - s))
-
-        def waited(a: float, b: float) -> float:  # fetches that ended in (a, b]
-            return prefix[bisect.bisect_right(fetch_ends, b)] - prefix[bisect.bisect_right(fetch_ends, a)]
-
-        stats.data_waits = [waited(a, b) for a, b in zip(bounds, bounds[1:])]
-        stats.batches = bisect.bisect_right(fetch_ends, end) - bisect.bisect_right(fetch_ends, start)
-        if not fetches:
-            stats.data_waits = None
-            stats.data_note = "no DataLoader or tf.data iterator read in the step loop: data wait not measured"
-    for where, entry in (data.get("syncs") or {}).items():
-        inside = sum(1 for t in entry["times"] if start < t <= end)
-        if inside:
-            stats.syncs[where] = inside
-    return stats
+        counts[optimizer["name"]] = counts.get(optimizer["name"], 0) + optimizer["ends"]
+    steps = StepStats(pacing["kind"], pacing["ends"], data["warmup"], pacing["measured"], pacing["seconds"],
+                      pacing["waited"], [tuple(point) for point in pacing["series"]], pacing["sample"],
+                      optimizers=counts, syncs=dict(data.get("syncs") or {}))
+    if pacing["kind"] == "Keras batches":
+        steps.waited = None
+        steps.data_note = "Keras fit reads its dataset inside the compiled step: data wait not measured"
+    elif not data.get("fetches"):
+        steps.waited = None
+        steps.data_note = "no DataLoader or tf.data iterator read in the step loop: data wait not measured"
+    if pacing["window"] is not None and pacing["measured"]:
+        steps.window = tuple(pacing["window"])
+        if steps.waited is not None:
+            steps.batches = pacing["batches"]
+            steps.samples = pacing["samples"] or None
+    return steps
 
 
 ProgressCallback = Callable[[dict], None]
@@ -227,8 +259,10 @@ def run_once(command: Command, config: RunConfig, progress: ProgressCallback | N
         env["GPULINT_RT_CONFIG"] = json.dumps({
             "out": out, "progress": progress_path, "steps": config.steps, "warmup": config.warmup,
             "seconds": config.seconds, "syncs": config.syncs, "sys_path0": config.sys_path0,
+            "source": config.source,
+            "per_rank": command.launch is not None,
         })
-        argv = [command.interpreter, *command.options, BOOTSTRAP, *command.target]
+        argv = command.argv(BOOTSTRAP)
         log_path = os.path.join(folder, "output.log")
         with open(log_path, "wb") as log:
             sink = None if config.show_output else log
@@ -244,22 +278,23 @@ def run_once(command: Command, config: RunConfig, progress: ProgressCallback | N
             status = None
             last_progress: dict = {}
             try:
-                status = _wait(process, config, started, out, progress_path, progress, last_progress)
+                status = _wait(process, config, started, lambda: _reported(out, command), progress_path, progress,
+                               last_progress)
             finally:
                 if process.poll() is None:  # KeyboardInterrupt, or a timeout
                     _kill_tree(process)
                 cpu.stop()
                 gpu.stop()
         output = Path(log_path).read_bytes().decode(errors="replace")
-        data = _read_json(out)
-    result = _result(command, config, status, process.returncode, data, output, cpu, gpu, time.monotonic() - started)
+        reports = _reports(out, command)
+    result = _result(command, config, status, process.returncode, reports, output, cpu, gpu, time.monotonic() - started)
     if status == "timeout":
         made = last_progress.get("steps", 0)
         result.error["message"] += f"; it had made {made} step{'s' if made != 1 else ''}" if made else "; it had made no training step"
     return result
 
 
-def _wait(process, config: RunConfig, started: float, out: str, progress_path: str, progress, last: dict) -> str | None:
+def _wait(process, config: RunConfig, started: float, reported, progress_path: str, progress, last: dict) -> str | None:
     reported_at = None
     while process.poll() is None:
         now = time.monotonic()
@@ -267,7 +302,7 @@ def _wait(process, config: RunConfig, started: float, out: str, progress_path: s
             last.update(_read_json(progress_path) or {})  # how far it got, for the report
             _kill_tree(process)
             return "timeout"
-        if os.path.exists(out):
+        if reported():
             reported_at = reported_at or now
             if now - reported_at > EXIT_GRACE_S:
                 _kill_tree(process)
@@ -276,7 +311,7 @@ def _wait(process, config: RunConfig, started: float, out: str, progress_path: s
             state = _read_json(progress_path)
             if state:
                 progress(state)
-        time.sleep(0.1)
+        time.sleep(POLL_S)
     return None
 
 
@@ -293,6 +328,26 @@ def _kill_tree(process: subprocess.Popen) -> None:
             continue
 
 
+def _reports(out: str, command: Command) -> list[dict]:
+    """What the training processes wrote: one report, or one per rank (in rank order) under a launcher."""
+    if command.launch is None:
+        data = _read_json(out)
+        return [data] if data is not None else []
+    reports = [data for data in map(_read_json, glob.glob(glob.escape(out) + ".rank*")) if data is not None]
+    return sorted(reports, key=lambda d: d.get("rank") or 0)
+
+
+def _reported(out: str, command: Command) -> bool:
+    """Every process has written its report (under a launcher: every rank of this node)."""
+    if command.launch is None:
+        return os.path.exists(out)
+    files = glob.glob(glob.escape(out) + ".rank*")
+    if not files:
+        return False
+    expected = (_read_json(files[0]) or {}).get("local_world_size") or 1
+    return len(files) >= expected
+
+
 def _read_json(path: str) -> dict | None:
     try:
         with open(path) as handle:
@@ -305,8 +360,10 @@ def _tail(text: str, lines: int = 25) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
-def _result(command, config, status, returncode, data, output, cpu, gpu, wall) -> RunResult:
+def _result(command, config, status, returncode, reports, output, cpu, gpu, wall) -> RunResult:
     result = RunResult(command.display(), status or "no-report", returncode or 0, wall, output_tail=_tail(output))
+    # A failed rank says why the run failed; otherwise the first rank stands for the run.
+    data = next((r for r in reports if r["status"] in ("error", "exit")), reports[0] if reports else None)
     result.gpu_unavailable = gpu.unavailable
     if status == "timeout":
         result.exit_code = EXIT_TIMEOUT
@@ -318,10 +375,18 @@ def _result(command, config, status, returncode, data, output, cpu, gpu, wall) -
             result.error = data["error"]
         result.cuda = data["cuda"]
         result.instrumented = data["instrumented"]
-        result.notes = list(data["notes"])
+        result.python = data.get("python")
+        result.notes = list(dict.fromkeys(note for report in [data, *reports] for note in report["notes"]))
+        if command.launch and status is None and returncode and result.status in ("stopped", "finished"):
+            result.status, result.exit_code = "exit", returncode
+            result.error = {"type": "LauncherExit", "where": None,
+                            "message": f"{command.launch.name} exited with code {returncode}: "
+                                       "a rank ended without the profiler's report"}
         if status == "killed-after-report":
             result.notes.append(f"the script did not exit within {EXIT_GRACE_S:g} s of being stopped and was killed")
-        result.steps = analyze_steps(data)
+        result.processes = [ProcessRun(r.get("rank") if command.launch else None, r["pid"], analyze_steps(r), r)
+                            for r in reports]
+        result.steps = result.processes[0].steps
     elif status is None:
         result.status = "no-report"
         result.exit_code = returncode if returncode else 1
@@ -331,6 +396,7 @@ def _result(command, config, status, returncode, data, output, cpu, gpu, wall) -
             "where": None,
         }
     window = result.steps.window if result.steps and result.steps.window else (None, None)
-    result.cpu = cpu_mod.summarize(cpu, *window)
+    ranks = [p.pid for p in result.processes] if command.launch else None
+    result.cpu = cpu_mod.summarize(cpu, *window, ranks=ranks)
     result.gpu = nvml.summarize(gpu, *window)
     return result

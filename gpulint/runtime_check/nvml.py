@@ -2,7 +2,9 @@
 
 NVML refreshes utilization every 1/6 s to 1 s, so one read says little: the sampler keeps every
 sample over the run and the report shows their distribution.  Where NVML or a driver is missing
-the sampler says why and the report says "not measured"; no figure is ever made up.
+the sampler says why and the report says "not measured"; no figure is ever made up.  Past
+SAMPLES_CAP samples, neighbours are merged pairwise (mean utilization, peak memory), so a long
+run keeps a bounded list at a coarser interval.
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from gpulint.runtime_check import stats
+
+SAMPLES_CAP = 2048
+
 
 @dataclass
 class GpuSample:
@@ -20,12 +26,20 @@ class GpuSample:
     mem_used: list[int]  # bytes, per device
 
 
+def _merge(a: GpuSample, b: GpuSample, share: float) -> GpuSample:
+    """Two consecutive samples as one: mean utilization (b is `share` of the samples), peak memory."""
+    return GpuSample(
+        b.t, [x + (y - x) * share for x, y in zip(a.util, b.util)], [max(x, y) for x, y in zip(a.mem_used, b.mem_used)]
+    )
+
+
 @dataclass
 class GpuSampler:
     interval: float = 0.2
-    samples: list[GpuSample] = field(default_factory=list)
+    samples: stats.Bounded = field(default_factory=lambda: stats.Bounded(_merge, SAMPLES_CAP))
     devices: list[str] = field(default_factory=list)
     mem_total: list[int] = field(default_factory=list)
+    driver: str | None = None
     unavailable: str | None = None  # why nothing is measured
 
     def __post_init__(self) -> None:
@@ -55,6 +69,10 @@ class GpuSampler:
             self.unavailable = f"NVML could not list devices ({exc})"
             self._shutdown()
             return self
+        try:
+            self.driver = _text(pynvml.nvmlSystemGetDriverVersion())
+        except Exception:  # only recorded with the run: its absence is no reason to stop
+            self.driver = None
         if not self._handles:
             self.unavailable = "NVML sees no GPU"
             self._shutdown()
@@ -72,7 +90,7 @@ class GpuSampler:
             except Exception as exc:  # a device lost mid-run: keep what was sampled
                 self.unavailable = f"NVML sampling stopped ({exc})"
                 return
-            self.samples.append(GpuSample(time.monotonic(), util, mem))
+            self.samples.add(GpuSample(time.monotonic(), util, mem))
             self._stop.wait(self.interval)
 
     def stop(self) -> None:
@@ -92,6 +110,14 @@ class GpuSampler:
     @property
     def measured(self) -> bool:
         return bool(self.samples)
+
+
+def visible_devices() -> tuple[list[str], str | None]:
+    """The GPUs this process can see (names), and why none when there are none."""
+    sampler = GpuSampler()
+    sampler.start()
+    sampler.stop()
+    return sampler.devices, sampler.unavailable
 
 
 def visible_device_indices(count: int) -> list[int]:
@@ -120,31 +146,35 @@ class GpuSummary:
     util_p10: float
     idle_fraction: float  # share of samples at 0% utilization (data starvation shows up as drops to 0)
     mem_peak_fraction: float  # the fullest device's peak memory over its total
-    series: list[float]  # utilization over the whole run, for the sparkline
+    series: list[float]  # utilization over the whole run (mean of the devices), for the sparkline
+    # Over the whole run, one entry per sample (time.monotonic()); per device:
+    times: list[float] = field(default_factory=list)
+    util_series: list[list[float]] = field(default_factory=list)  # percent
+    mem_series: list[list[float]] = field(default_factory=list)  # bytes used
+    mem_total: list[int] = field(default_factory=list)  # bytes
+    driver: str | None = None
 
 
 def summarize(sampler: GpuSampler, start: float | None, end: float | None) -> GpuSummary | None:
     if not sampler.samples:
         return None
-    window = [s for s in sampler.samples if (start is None or s.t >= start) and (end is None or s.t <= end)] or sampler.samples
+    window = [
+        s for s in sampler.samples if (start is None or s.t >= start) and (end is None or s.t <= end)
+    ] or sampler.samples
     utils = sorted(sum(s.util) / len(s.util) for s in window)
     peaks = [max(s.mem_used[i] for s in window) / total for i, total in enumerate(sampler.mem_total) if total]
     return GpuSummary(
         devices=sampler.devices,
         samples=len(window),
         util_mean=sum(utils) / len(utils),
-        util_median=_quantile(utils, 0.5),
-        util_p10=_quantile(utils, 0.1),
+        util_median=stats.quantile(utils, 0.5),
+        util_p10=stats.quantile(utils, 0.1),
         idle_fraction=sum(1 for u in utils if u == 0) / len(utils),
         mem_peak_fraction=max(peaks) if peaks else 0.0,
         series=[sum(s.util) / len(s.util) for s in sampler.samples],
+        times=[s.t for s in sampler.samples],
+        util_series=[[s.util[i] for s in sampler.samples] for i in range(len(sampler.devices))],
+        mem_series=[[s.mem_used[i] for s in sampler.samples] for i in range(len(sampler.devices))],
+        mem_total=list(sampler.mem_total),
+        driver=sampler.driver,
     )
-
-
-def _quantile(ordered: list[float], q: float) -> float:
-    if not ordered:
-        return 0.0
-    position = q * (len(ordered) - 1)
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)

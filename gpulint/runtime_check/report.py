@@ -1,26 +1,110 @@
-"""Terminal reports (rich) and the `--json` documents of `profile` and `verify`.
+"""Terminal reports of `profile`, `verify` and `scale` (plain text) and their `--json` documents.
 
 Anything not measured is printed as "not measured" (with the reason where there is one) and is
-null in JSON: never a number.
+null in JSON: never a number.  Lines are never wrapped, at a terminal or in a pipe, so a printed
+diff applies and a table stays one row per line in a CI log; colour only at a terminal without
+NO_COLOR.  Commands printed for the user are runnable as they stand.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import statistics
+import os
+import shlex
+import sys
+import time
 from pathlib import Path
+from typing import TextIO
 
-from rich.console import Console
-from rich.table import Table
-
+from gpulint.runtime_check import stats
+from gpulint.runtime_check.distributed import RankReport
+from gpulint.runtime_check.figures import NOT_MEASURED, Figure, format_value
 from gpulint.runtime_check.measure import RunResult
 from gpulint.runtime_check.profile import Profile
+from gpulint.runtime_check.scale import ScaleResult
 from gpulint.runtime_check.sweep import SweepResult
-from gpulint.runtime_check.verify import VerifyResult
+from gpulint.runtime_check.verdict import BUSY_CORES, NEEDS_DEVICE
+from gpulint.runtime_check.verify import CONFIDENCE, VerifyResult
 
-NOT_MEASURED = "not measured"
 SPARK = "▁▂▃▄▅▆▇█"
+_STYLES = {"bold": "1", "red": "1;31", "green": "1;32", "yellow": "33"}
+
+
+class Output:
+    """Where a report goes: lines on a stream, styled only at a terminal without NO_COLOR."""
+
+    def __init__(self, stream: TextIO | None = None, color: bool | None = None) -> None:
+        self.stream = stream or sys.stdout
+        if color is None:
+            color = self.stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+        self.color = color
+
+    def style(self, text: str, style: str) -> str:
+        return f"\033[{_STYLES[style]}m{text}\033[0m" if self.color else text
+
+    def line(self, text: str = "") -> None:
+        self.stream.write(text + "\n")
+
+    def table(self, title: str | None, header: list[str], rows: list[list[str]], right: tuple[int, ...] = ()) -> None:
+        for text in table_lines(title, header, rows, right):
+            self.line(text)
+
+
+class Progress:
+    """Progress of a profiled run on standard error, fed the child's progress file: one line
+    redrawn in place at a terminal; in a log (CI), a line every LOG_EVERY seconds, so that a
+    ten-minute run shows it is alive without flooding the log."""
+
+    LOG_EVERY = 30.0
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.terminal = self.stream.isatty() and os.environ.get("TERM") != "dumb"
+        self.last = time.monotonic()
+        self.drawn = False
+
+    def __call__(self, state: dict) -> None:
+        now = time.monotonic()
+        if now - self.last < (0.1 if self.terminal else self.LOG_EVERY):
+            return
+        self.last = now
+        done, warmup = state.get("steps", 0), state.get("warmup", 0)
+        if done < warmup or state.get("measure_start") is None:
+            text = f"warm-up: step {done} of {warmup}"
+        else:
+            elapsed = now - state["measure_start"]
+            measured = done - warmup
+            if state.get("steps_wanted"):
+                text = f"measuring: step {measured} of {state['steps_wanted']}, {elapsed:.0f} s"
+            else:
+                text = f"measuring: {measured} steps, {elapsed:.0f} of {state.get('seconds') or 0:g} s"
+        if self.terminal:
+            self.stream.write(f"\r\033[Kgpulint profile: {text}")
+            self.drawn = True
+        else:
+            self.stream.write(f"gpulint profile: {text}\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.drawn:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def table_lines(title: str | None, header: list[str], rows: list[list[str]], right: tuple[int, ...] = ()) -> list[str]:
+    """A plain table: columns two spaces apart, as wide as their widest cell, a dashed rule under
+    the header; the last column is not padded (no trailing spaces)."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+
+    def render(cells: list[str]) -> str:
+        parts = [str(c).rjust(w) if i in right else str(c).ljust(w) for i, (c, w) in enumerate(zip(cells, widths))]
+        return "  ".join(parts).rstrip()
+
+    lines = [title] if title else []
+    lines += [render(header), "  ".join("-" * w for w in widths)]
+    lines += [render(r) for r in rows]
+    return lines
 
 
 def sparkline(values: list[float], width: int = 60, top: float = 100.0) -> str:
@@ -37,113 +121,214 @@ def sparkline(values: list[float], width: int = 60, top: float = 100.0) -> str:
 
 
 def ms(seconds: float | None) -> str:
-    return NOT_MEASURED if seconds is None else f"{1000 * seconds:.1f} ms"
+    return format_value(seconds, "s")
 
 
 def pct(share: float | None) -> str:
-    return NOT_MEASURED if share is None else f"{100 * share:.1f}%"
+    return format_value(share, "share")
+
+
+def verify_command(script: str, select: list[str], args: list[str], interpreter: str | None = None, *extra: str) -> str:
+    """`gpulint verify SCRIPT --select ... [-- ARGS]` as one runnable shell line: the real
+    arguments, quoted, or none."""
+    words = ["gpulint", "verify", script]
+    if select:
+        words += ["--select", ",".join(select)]
+    if interpreter and os.path.realpath(interpreter) != os.path.realpath(sys.executable):
+        words += ["--python", interpreter]
+    words += list(extra)
+    if args:
+        words += ["--", *args]
+    return shlex.join(words)
 
 
 # -- profile -------------------------------------------------------------------------------
-def print_failure(console: Console, run: RunResult) -> None:
+def print_failure(out: Output, run: RunResult) -> None:
     what = {
         "timeout": "the script did not finish or reach its steps in time",
         "error": "the script raised an exception",
         "exit": f"the script exited with code {run.exit_code}",
         "no-report": "the script ended without the profiler's report",
     }.get(run.status, run.status)
-    console.print(f"[bold red]gpulint profile: {what}[/]", highlight=False)
+    out.line(out.style(f"gpulint profile: {what}", "red"))
     if run.error:
         where = f" at {run.error['where']}" if run.error.get("where") else ""
-        console.print(f"  {run.error['type']}: {run.error['message']}{where}", highlight=False, markup=False)
+        out.line(f"  {run.error['type']}: {run.error['message']}{where}")
     if run.output_tail:
-        console.print("  last lines of its output:", highlight=False)
+        out.line("  last lines of its output:")
         for line in run.output_tail.splitlines():
-            console.print(f"    {line}", highlight=False, markup=False)
+            out.line(f"    {line}")
 
 
-def print_no_steps(console: Console, run: RunResult) -> None:
-    console.print("[bold yellow]gpulint profile: the script never made a training step[/]", highlight=False)
-    console.print(
-        "  No optimizer step (torch.optim), Keras fit batch or tf.data batch was seen, so there is nothing to "
-        "time. Profile the training entry point, and check it trains with the given arguments.",
-        highlight=False,
-    )
+def print_no_steps(out: Output, run: RunResult) -> None:
+    out.line(out.style("gpulint profile: the script never made a training step", "yellow"))
+    out.line("  No optimizer step (torch.optim), Keras fit batch or tf.data batch was seen, so there is nothing to "
+             "time. Profile the training entry point, and check it trains with the given arguments.")
     if run.instrumented:
-        console.print(f"  instrumented: {', '.join(run.instrumented)}", highlight=False)
+        out.line(f"  instrumented: {', '.join(run.instrumented)}")
     else:
-        console.print("  neither torch nor TensorFlow/Keras was imported", highlight=False)
+        out.line("  neither torch nor TensorFlow/Keras was imported")
 
 
-def print_profile(console: Console, result: Profile) -> None:
+def how_it_ended(run: RunResult) -> str:
+    if run.status == "stopped":
+        return f"stopped after {run.steps.count} measured step{'s' if run.steps.count != 1 else ''}"
+    return "the script ended by itself"
+
+
+def print_profile(out: Output, result: Profile) -> None:
     run, steps, m, v = result.run, result.run.steps, result.measurements, result.verdict
-    console.print(f"[bold]gpulint profile[/] {run.command}", highlight=False)
-    table = Table(title="Measured", show_header=True, title_justify="left")
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    table.add_column("note")
-    table.add_row("steps", f"{steps.count} measured", f"{steps.source}; {steps.warmup} warm-up step(s) skipped; stopped: {run.status}")
+    out.line(f"{out.style('gpulint profile', 'bold')} {run.command}")
+    skipped = f"{steps.warmup} warm-up step(s) skipped"
+    rows = [["steps", f"{steps.count} measured", f"{steps.source}; {skipped}; {how_it_ended(run)}"]]
     if steps.optimizers and len(steps.optimizers) > 1:
-        table.add_row("optimizers", ", ".join(f"{k}: {n}" for k, n in steps.optimizers.items()), "the most frequent paces the step")
+        rows.append(
+            [
+                "optimizers",
+                ", ".join(f"{k}: {n}" for k, n in steps.optimizers.items()),
+                "the most frequent paces the step",
+            ]
+        )
     if steps.count:
-        table.add_row("step time (mean)", ms(steps.total_time / steps.count), f"median {ms(steps.median)}, p10 {ms(steps.quantile(0.1))}, p90 {ms(steps.quantile(0.9))}")
-        if steps.batches is not None and steps.count:
+        rows.append(
+            [
+                "step time (mean)",
+                ms(steps.mean),
+                f"median {ms(steps.median)}, p10 {ms(steps.quantile(0.1))}, p90 {ms(steps.quantile(0.9))}",
+            ]
+        )
+        if steps.batches is not None:
             per = steps.batches / steps.count
             if abs(per - 1) > 0.01:
-                table.add_row("batches per step", f"{per:.2f}", "gradient accumulation")
-    table.add_row("data wait", pct(steps.data_share), steps.data_note or (f"{ms(sum(steps.data_waits) / steps.count)} per step" if steps.data_waits and steps.count else ""))
-    table.add_row("sync wait", NOT_MEASURED, "host timers cannot see it" + ("; sync lines below" if result.syncs else ""))
-    table.add_row("effective compute share", pct(v.compute_share) if v and m and m.data_share is not None else NOT_MEASURED, "step time minus data wait, over step time")
+                rows.append(["batches per step", f"{per:.2f}", "gradient accumulation"])
+    rows.append(
+        [
+            "data wait",
+            pct(steps.data_share),
+            steps.data_note
+            or (f"{ms(steps.waited / steps.count)} per step" if steps.waited is not None and steps.count else ""),
+        ]
+    )
+    rows.append(
+        ["sync wait", NOT_MEASURED, "host timers cannot see it" + ("; sync lines below" if result.syncs else "")]
+    )
+    rows.append(
+        [
+            "effective compute share",
+            pct(v.compute_share) if v and m and m.data_share is not None else NOT_MEASURED,
+            "step time minus data wait, over step time",
+        ]
+    )
+    rows += figure_rows(result.compute.figures if result.compute else [])
     cpu = run.cpu
     if cpu:
-        table.add_row("CPU main process", f"{cpu.main_cores:.2f} cores", "pegged" if cpu.main_pegged else "")
-        table.add_row("CPU loader workers", f"{cpu.worker_cores:.2f} cores", f"{cpu.workers} process(es)")
-        table.add_row("CPU machine", f"{cpu.system_cores:.2f} of {cpu.cores} cores", "per core: " + " ".join(f"{p:.0f}%" for p in cpu.per_core))
-        table.add_row("CPU other processes", f"{cpu.other_cores:.2f} cores", "busy machine" if cpu.machine_busy else "")
+        main = "CPU busiest rank" if cpu.rank_cores else "CPU main process"
+        rows.append([main, f"{cpu.main_cores:.2f} cores", "pegged" if cpu.main_pegged else ""])
+        rows.append(["CPU loader workers", f"{cpu.worker_cores:.2f} cores", f"{cpu.workers} process(es)"])
+        rows.append(
+            [
+                "CPU machine",
+                f"{cpu.system_cores:.2f} of {cpu.cores} cores",
+                "per core: " + " ".join(f"{p:.0f}%" for p in cpu.per_core),
+            ]
+        )
+        rows.append(
+            [
+                "CPU other processes",
+                f"{cpu.other_cores:.2f} cores",
+                "busy machine" if cpu.other_cores >= BUSY_CORES else "",
+            ]
+        )
     else:
-        table.add_row("CPU", NOT_MEASURED, "run too short for two samples")
+        rows.append(["CPU", NOT_MEASURED, "run too short for two samples"])
     if run.gpu:
         g = run.gpu
-        table.add_row("GPU utilization", f"{g.util_mean:.0f}%", f"median {g.util_median:.0f}%, p10 {g.util_p10:.0f}%, at 0%: {100 * g.idle_fraction:.0f}% of {g.samples} samples")
-        table.add_row("GPU memory peak", f"{100 * g.mem_peak_fraction:.0f}%", ", ".join(g.devices))
+        rows.append(
+            [
+                "GPU utilization",
+                f"{g.util_mean:.0f}%",
+                f"median {g.util_median:.0f}%, p10 {g.util_p10:.0f}%, "
+                f"at 0%: {100 * g.idle_fraction:.0f}% of {g.samples} samples",
+            ]
+        )
+        rows.append(["GPU memory peak", f"{100 * g.mem_peak_fraction:.0f}%", ", ".join(g.devices)])
     else:
-        table.add_row("GPU utilization", NOT_MEASURED, run.gpu_unavailable or "no samples")
-        table.add_row("GPU memory", NOT_MEASURED, "")
-    console.print(table)
+        rows.append(["GPU utilization", NOT_MEASURED, run.gpu_unavailable or "no samples"])
+        rows.append(["GPU memory", NOT_MEASURED, ""])
+    rows += figure_rows(result.memory.figures if result.memory else [])
+    out.table("Measured", ["figure", "value", "note"], rows, right=(1,))
+    if result.ranks:
+        print_ranks(out, result.ranks)
     if run.gpu and run.gpu.series:
-        console.print(f"GPU utilization over the run: {sparkline(run.gpu.series)}", highlight=False)
+        out.line(f"GPU utilization over the run: {sparkline(run.gpu.series)}")
     if result.syncs:
-        syncs = Table(title="Host-device syncs in the measured steps", title_justify="left")
-        for column in ("where", "per step", "line", "rule"):
-            syncs.add_column(column)
-        for s in result.syncs:
-            syncs.add_row(s.where, f"{s.per_step:.1f}", s.source, s.rule or "-")
-        console.print(syncs)
+        out.table(
+            "Host-device syncs in the measured steps",
+            ["where", "per step", "line", "rule"],
+            [[s.where, f"{s.per_step:.1f}", s.source, s.rule or "-"] for s in result.syncs],
+            right=(1,),
+        )
     elif run.cuda:
-        console.print("No host-device sync in the measured steps.", highlight=False)
+        out.line("No host-device sync in the measured steps.")
     else:
-        console.print("Host-device syncs: not measured (no CUDA device).", highlight=False)
+        out.line("Host-device syncs: not measured (no CUDA device).")
     for note in run.notes:
-        console.print(f"note: {note}", highlight=False, markup=False)
+        out.line(f"note: {note}")
     if v is None:
         return
     for warning in v.warnings:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
-    console.print(f"\n[bold]Verdict: {v.headline}[/] -- {v.advice}", highlight=False)
+        out.line(f"{out.style('warning:', 'yellow')} {warning}")
+    out.line()
+    out.line(f"{out.style(f'Verdict: {v.headline}', 'bold')} -- {v.advice}")
     for reason in v.reasons:
-        console.print(f"  - {reason}", highlight=False)
+        out.line(f"  - {reason}")
+    for advice in result.memory.advice if result.memory else []:
+        out.line(f"Memory: {advice}")
     if v.recommendations:
-        recs = Table(title="Fixes to try, in order of expected gain", title_justify="left")
-        for column in ("rule", "fix", "expected gain", "in this script"):
-            recs.add_column(column)
+        rows = []
         for r in v.recommendations:
             lines = [str(row) for row in dict.fromkeys(h.row for h in result.lint if h.code == r.code)]
-            recs.add_row(r.code, r.action, r.expected_gain, ("line " + ", ".join(lines)) if lines else "-")
-        console.print(recs)
-        fixable = [h for h in result.lint if h.fixable]
-        if fixable and result.script:
-            console.print(f"Measure the first fix before keeping it: gpulint verify {result.script} --select {fixable[0].code} -- ARGS",
-                          highlight=False, markup=False)
+            rows.append([r.code or "-", r.action, r.expected_gain, ("line " + ", ".join(lines)) if lines else "-"])
+        out.table("Fixes to try, in order of expected gain", ["rule", "fix", "expected gain", "in this script"], rows)
+        suggestion = suggested_verify(result)
+        if suggestion:
+            out.line(f"Measure the first fix before keeping it: {suggestion}")
+
+
+def figure_rows(figures: list[Figure]) -> list[list[str]]:
+    return [[figure.name, figure.text, figure.note] for figure in figures]
+
+
+def print_ranks(out: Output, ranks: RankReport) -> None:
+    rows = [[str(r.rank), ms(r.step_time), ms(r.data_wait), ms(r.collective_wait), ms(r.allreduce_time), ms(r.own_time),
+             NOT_MEASURED if r.cores is None else f"{r.cores:.2f}",
+             NOT_MEASURED if r.samples_per_step is None else f"{r.samples_per_step:g}"] for r in ranks.ranks]
+    out.table(f"Per rank ({len(ranks.ranks)} of world size {ranks.world_size})",
+              ["rank", "step time", "data wait", "collective wait", "all-reduce", "own work", "CPU cores",
+               "samples/step"],
+              rows, right=tuple(range(8)))
+    out.line(f"collective wait: {ranks.collective_note}")
+    out.line(f"slowest rank: {ranks.slowest_note}")
+
+
+def ranks_json(ranks: RankReport | None) -> dict | None:
+    if ranks is None:
+        return None
+    return {**dataclasses.asdict(ranks), "collective_share": ranks.collective_share,
+            "ranks": [{**dataclasses.asdict(r), "own_time": r.own_time, "collective_share": r.collective_share}
+                      for r in ranks.ranks]}
+
+
+def suggested_verify(result: Profile) -> str | None:
+    """The verify command for the first fixable finding that can show an effect on this run
+    (none needing a device on a run without one; none for `-m` runs, which verify cannot take)."""
+    command = result.command
+    if command is None or command.script is None:
+        return None
+    fixable = [h for h in result.lint if h.fixable and (result.run.cuda or h.code not in NEEDS_DEVICE)]
+    if not fixable:
+        return None
+    return verify_command(str(command.script), [fixable[0].code], command.target[1:], command.interpreter)
 
 
 def profile_json(result: Profile) -> dict:
@@ -158,13 +343,25 @@ def profile_json(result: Profile) -> dict:
         "framework": result.framework,
         "instrumented": run.instrumented,
         "notes": run.notes,
-        "steps": None if steps is None else {
-            "source": steps.source, "total": steps.total, "warmup": steps.warmup, "measured": steps.count,
-            "times": steps.times, "mean": steps.total_time / steps.count if steps.count else None,
+        "steps": None
+        if steps is None
+        else {
+            "source": steps.source,
+            "total": steps.total,
+            "warmup": steps.warmup,
+            "measured": steps.count,
+            "times": steps.times,
+            "series_width": steps.width,
+            "mean": steps.mean if steps.count else None,
             "median": steps.median if steps.count else None,
-            "p10": steps.quantile(0.1) if steps.count else None, "p90": steps.quantile(0.9) if steps.count else None,
-            "data_waits": steps.data_waits, "data_share": steps.data_share, "data_note": steps.data_note,
-            "batches": steps.batches, "optimizers": steps.optimizers,
+            "p10": steps.quantile(0.1) if steps.count else None,
+            "p90": steps.quantile(0.9) if steps.count else None,
+            "data_waits": steps.data_waits,
+            "data_share": steps.data_share,
+            "data_note": steps.data_note,
+            "batches": steps.batches,
+            "samples": steps.samples,
+            "optimizers": steps.optimizers,
         },
         "sync_wait": None,
         "syncs": [dataclasses.asdict(s) for s in result.syncs] if run.cuda else None,
@@ -172,42 +369,65 @@ def profile_json(result: Profile) -> dict:
         "gpu": dataclasses.asdict(run.gpu) if run.gpu else None,
         "gpu_not_measured": None if run.gpu else (run.gpu_unavailable or "no samples"),
         "measurements": dataclasses.asdict(result.measurements) if result.measurements else None,
-        "verdict": None if result.verdict is None else {
-            **dataclasses.asdict(result.verdict), "headline": result.verdict.headline,
+        "verdict": None
+        if result.verdict is None
+        else {
+            **dataclasses.asdict(result.verdict),
+            "headline": result.verdict.headline,
         },
         "lint": [dataclasses.asdict(h) for h in result.lint],
+        "ranks": ranks_json(result.ranks),
+        "memory": dataclasses.asdict(result.memory) if result.memory else None,
+        "compute": dataclasses.asdict(result.compute) if result.compute else None,
     }
 
 
 # -- verify --------------------------------------------------------------------------------
-def print_verify(console: Console, result: VerifyResult) -> None:
-    console.print(f"[bold]gpulint verify[/] {result.script}: {result.applied} fix(es) from {','.join(result.codes) or 'the default rules'}", highlight=False)
-    console.print(result.diff.rstrip(), highlight=False, markup=False)
+def print_verify(out: Output, result: VerifyResult, args: list[str], interpreter: str | None = None) -> None:
+    """The diff, each arm's runs and the verdict; `args` and `interpreter` as verify was given
+    them (for the `--write` command line)."""
+    out.line(
+        f"{out.style('gpulint verify', 'bold')} {result.script}: {result.applied} fix(es) from "
+        f"{','.join(result.codes) or 'the default rules'}"
+    )
+    # The diff carries a non-UTF-8 script's bytes as lone surrogates: shown, they become U+FFFD.
+    out.line(result.diff.encode("utf-8", "surrogateescape").decode("utf-8", "replace").rstrip())
     if result.failed is not None:
-        console.print(f"[bold red]the {result.failed_arm} script failed; no comparison[/]", highlight=False)
-        if result.failed.ok is False and result.failed.status in ("stopped", "finished"):
-            console.print("  it made no measured step", highlight=False)
+        out.line(out.style(f"the {result.failed_arm} script failed; no comparison", "red"))
+        if result.failed.status in ("stopped", "finished"):
+            out.line("  it made no measured step")
         else:
-            print_failure(console, result.failed)
+            print_failure(out, result.failed)
         return
-    table = Table(title=f"Step time (mean per run, median of runs), {len(result.original.runs)} runs each, order {' '.join(result.order)}", title_justify="left")
-    for column in ("arm", "median", "range of runs", "runs (ms)"):
-        table.add_column(column)
+    rows = []
     for arm in (result.original, result.fixed):
         low, high = arm.spread
-        table.add_row(arm.name, ms(arm.median), f"{ms(low)} .. {ms(high)}", " ".join(f"{1000 * x:.1f}" for x in arm.run_times))
-    console.print(table)
+        rows.append(
+            [arm.name, ms(arm.median), f"{ms(low)} .. {ms(high)}", " ".join(f"{1000 * x:.1f}" for x in arm.run_times)]
+        )
+    out.table(
+        f"Step time (mean per run, median of runs), {len(result.original.runs)} runs each, "
+        f"order {' '.join(result.order)}",
+        ["arm", "median", "range of runs", "runs (ms)"],
+        rows,
+        right=(1,),
+    )
+    for warning in result.warnings:
+        out.line(f"{out.style('warning:', 'yellow')} {warning}")
     c = result.comparison
     colour = {"confirmed": "green", "slowdown": "red"}.get(c.outcome, "yellow")
-    console.print(
-        f"speedup {c.speedup:.2f}x (95% bootstrap interval {c.interval[0]:.2f}..{c.interval[1]:.2f}; "
-        f"ranges {'clear of each other' if c.ranges_clear else 'overlap'}): [bold {colour}]{c.outcome}[/]",
-        highlight=False,
+    out.line(
+        f"speedup {c.speedup:.2f}x ({100 * CONFIDENCE:g}% interval {c.interval[0]:.2f}..{c.interval[1]:.2f}; "
+        f"runs of the same script differ by about {100 * (c.noise - 1):.1f}%): "
+        f"{out.style(c.outcome, colour)} -- {c.reason}"
     )
+    if c.outcome == "not confirmed":
+        out.line(f"after {len(result.original.runs)} runs of each; more runs (--runs, --max-runs) narrow the interval")
     if result.written:
-        console.print(f"wrote the fix to {result.script}", highlight=False)
+        out.line(f"wrote the fix to {result.script}")
     elif c.outcome == "confirmed":
-        console.print("the script is unchanged; --write applies the fix", highlight=False)
+        apply = verify_command(result.script, result.codes, args, interpreter, "--write")
+        out.line(f"the script is unchanged; to apply the fix: {apply}")
 
 
 def verify_json(result: VerifyResult) -> dict:
@@ -215,8 +435,15 @@ def verify_json(result: VerifyResult) -> dict:
         return {
             "median": a.median if a.run_times else None,
             "run_mean_step_times": a.run_times,
-            "runs": [{"status": r.status, "exit_code": r.exit_code, "step_times": r.steps.times if r.steps else None,
-                      "data_share": r.steps.data_share if r.steps else None} for r in a.runs],
+            "runs": [
+                {
+                    "status": r.status,
+                    "exit_code": r.exit_code,
+                    "step_times": r.steps.times if r.steps else None,
+                    "data_share": r.steps.data_share if r.steps else None,
+                }
+                for r in a.runs
+            ],
         }
 
     return {
@@ -229,40 +456,94 @@ def verify_json(result: VerifyResult) -> dict:
         "fixed": arm(result.fixed),
         "comparison": dataclasses.asdict(result.comparison) if result.comparison else None,
         "failed_arm": result.failed_arm,
-        "failure": None if result.failed is None else {"status": result.failed.status, "exit_code": result.failed.exit_code, "error": result.failed.error},
+        "failure": None
+        if result.failed is None
+        else {"status": result.failed.status, "exit_code": result.failed.exit_code, "error": result.failed.error},
         "written": result.written,
+        "warnings": result.warnings,
     }
 
 
-def print_sweep(console: Console, result: SweepResult) -> None:
-    console.print(f"[bold]gpulint verify --param[/] {result.script}: {result.name} = {', '.join(c.value for c in result.candidates)}", highlight=False)
+def print_sweep(out: Output, result: SweepResult) -> None:
+    site = f" (set via {result.site.where})" if result.site else ""
+    values = ", ".join(c.value for c in result.candidates)
+    out.line(f"{out.style('gpulint verify --param', 'bold')} {result.script}: {result.name} = {values}{site}")
     if result.failed is not None:
-        console.print(f"[bold red]the run with {result.name}={result.failed_value} failed; no recommendation[/]", highlight=False)
-        print_failure(console, result.failed)
+        out.line(out.style(f"the run with {result.name}={result.failed_value} failed; no recommendation", "red"))
+        print_failure(out, result.failed)
         return
-    table = Table(title=f"Step time per value (mean per run, median of runs), {len(result.candidates[0].runs)} runs each, rotating order", title_justify="left")
-    for column in (result.name, "median", "range of runs", "data wait"):
-        table.add_column(column)
+    rows = []
     for c in result.candidates:
+        if c.out_of_memory:
+            rows.append([c.value, "out of memory", "-", "-", "-"])
+            continue
+        rates = c.throughputs(result.counts_samples)
         shares = [r.steps.data_share for r in c.runs if r.steps and r.steps.data_share is not None]
-        table.add_row(c.value, ms(c.median), f"{ms(min(c.run_times))} .. {ms(max(c.run_times))}",
-                      pct(statistics.median(shares)) if shares else NOT_MEASURED)
-    console.print(table)
-    how = "clearly best (its range is clear of the runner-up's)" if result.clearly_best else "best by median, within the noise of the runner-up"
-    console.print(f"recommended: {result.name}={result.best.value} -- {how}", highlight=False)
+        rows.append([c.value, f"{result.throughput(c):.1f}", f"{min(rates):.1f} .. {max(rates):.1f}", ms(c.median),
+                     pct(stats.median(shares)) if shares else NOT_MEASURED])
+    runs = max(len(c.runs) for c in result.candidates)
+    out.table(f"Throughput per value (median of runs), {runs} runs each, rotating order",
+              [result.name, result.unit, "range of runs", "step time", "data wait"], rows, right=(1, 2, 3, 4))
+    if result.batch is not None:
+        for line in result.batch.lines:
+            out.line(f"  - {line}")
+    elif result.best is not None:
+        how = ("clearly best (faster than the runner-up beyond the noise between runs)" if result.clearly_best
+               else "best by median, within the noise of the runner-up")
+        out.line(f"recommended: {result.name}={result.best.value} -- {how}")
+    else:
+        out.line("no value ran: every one ran out of memory")
 
 
 def sweep_json(result: SweepResult) -> dict:
     return {
         "script": result.script,
         "param": result.name,
+        "set_via": dataclasses.asdict(result.site) if result.site else None,
         "order": result.order,
+        "throughput_unit": result.unit,
         "values": [{"value": c.value, "median": c.median if c.run_times else None, "run_mean_step_times": c.run_times,
+                    "throughput": result.throughput(c) if c.run_times else None,
+                    "run_throughputs": c.throughputs(result.counts_samples), "out_of_memory": c.out_of_memory,
                     "data_shares": [r.steps.data_share if r.steps else None for r in c.runs]} for c in result.candidates],
         "best": result.best.value if result.best else None,
         "clearly_best": result.clearly_best,
+        "batch_advice": dataclasses.asdict(result.batch) if result.batch else None,
         "failed_value": result.failed_value,
     }
+
+
+# -- scale ---------------------------------------------------------------------------------
+def print_scale(out: Output, result: ScaleResult) -> None:
+    how = (f"strong scaling: global batch {result.global_batch} ({result.site.where} = {result.global_batch} / N)"
+           if result.mode == "strong" else "weak scaling: the per-rank batch is the script's")
+    out.line(f"{out.style('gpulint scale', 'bold')} {result.script}: {how}")
+    if result.failed is not None:
+        out.line(out.style(f"the run with {result.failed_size} process(es) failed; no verdict", "red"))
+        print_failure(out, result.failed)
+        return
+    runs = len(result.sizes[0].runs)
+    order = " ".join(map(str, result.order))
+    efficiency = {e.nproc: e for e in result.efficiencies}
+    rows = []
+    for size in result.sizes:
+        rates = size.throughputs(result.unit)
+        parts = size.breakdown()
+        e = efficiency.get(size.nproc)
+        rows.append([str(size.nproc), f"{result.throughput(size):.1f}", f"{min(rates):.1f} .. {max(rates):.1f}",
+                     ms(parts["step_time"]), ms(parts["data_wait"]), ms(parts["collective_wait"]),
+                     f"{100 * e.value:.0f}% ({100 * e.interval[0]:.0f}%..{100 * e.interval[1]:.0f}%)" if e else "base",
+                     f"{100 * e.threshold:.0f}%" if e else "-", e.outcome if e else "-"])
+    out.table(f"Throughput per size (median of {runs} runs, rotating order {order})",
+              ["processes", result.unit, "range of runs", "step time", "data wait", "collective wait",
+               "efficiency (95% interval)", "bar", "outcome"], rows, right=tuple(range(9)))
+    out.line()
+    out.line(f"{out.style(f'Verdict: {result.kind}', 'bold')} -- {result.advice}")
+    for reason in result.reasons:
+        out.line(f"  - {reason}")
+    if result.recommendations:
+        out.table("What to change, the ones this run points at first", ["rule", "change", "expected gain"],
+                  [[r.code or "-", r.action, r.expected_gain] for r in result.recommendations])
 
 
 def write_json(path: Path, payload: dict) -> None:

@@ -1,22 +1,29 @@
 """`gpulint verify SCRIPT --param num_workers=0,2,4`: measure each value instead of trusting a rule
-of thumb.  Every `DataLoader(...)` call of a copy of SCRIPT gets `name=value`; the copies run in
-rotating order (each value goes first as often as the others), R runs each, and the value with the
-lowest median (over runs) of the mean step time is recommended -- "clearly" only when its range
-of runs is clear of the runner-up's.
+of thumb.  A copy of SCRIPT's source per value takes `name=value` where the script takes it from
+(an argparse option, a constant or the DataLoader keyword: script_params.py); the values run in
+rotating order (each value goes first as often as the others), R runs each, from the script's own
+folder as verify's arms do, and the value with the highest median (over runs) throughput is
+recommended -- "clearly" only when it beats the runner-up with the confidence verify asks of a
+speedup.  Throughput is samples per second where the batches' sizes are known (so batch sizes
+compare fairly), else steps per second.
+
+A run that runs out of memory is a result, not a failure: that value is marked out of memory and
+not run again.  For a batch size the recommendation is memory.batch_advice's: the largest size
+within 5% of the best throughput, with the learning-rate rule.
 """
 
 from __future__ import annotations
 
-import statistics
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import libcst as cst
 
+from gpulint.runtime_check import memory, stats
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_once
-
-CALLS = {"DataLoader"}
+from gpulint.runtime_check.script_params import ParamError, ParamSite, set_param
+from gpulint.runtime_check.verify import Arm, compare
 
 
 class SweepError(Exception):
@@ -37,32 +44,6 @@ def parse_param(text: str) -> tuple[str, list[str]]:
     return name, choices
 
 
-class _SetKeyword(cst.CSTTransformer):
-    def __init__(self, name: str, value: str) -> None:
-        super().__init__()
-        self.name, self.value, self.count = name, cst.parse_expression(value), 0
-
-    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        func = updated.func
-        called = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
-        if called not in CALLS or any(a.star for a in updated.args):
-            return updated
-        self.count += 1
-        args = [a for a in updated.args if not (a.keyword is not None and a.keyword.value == self.name)]
-        if args:  # the new keyword follows the last argument: give that one a plain comma
-            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        keyword = cst.Arg(value=self.value, keyword=cst.Name(self.name),
-                          equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
-        return updated.with_changes(args=[*args, keyword])
-
-
-def with_keyword(source: bytes, name: str, value: str) -> tuple[bytes, int]:
-    """The source with `name=value` on every DataLoader call, and how many calls were changed."""
-    transformer = _SetKeyword(name, value)
-    module = cst.parse_module(source).visit(transformer)
-    return module.bytes, transformer.count
-
-
 def rotation(values: list[str], runs: int) -> list[str]:
     """A Latin square: round r starts at value r (mod n), so over n rounds every value takes every
     position once and none is always first (or always right after a slow one)."""
@@ -73,18 +54,24 @@ def rotation(values: list[str], runs: int) -> list[str]:
 
 
 @dataclass
-class Candidate:
-    value: str
-    runs: list[RunResult] = field(default_factory=list)
+class Candidate(Arm):
+    """The runs of one value (named by it), and whether it ran out of memory."""
+
+    out_of_memory: bool = False
 
     @property
-    def run_times(self) -> list[float]:
-        """Mean step time of each run (see verify.Arm.run_times)."""
-        return [r.steps.total_time / r.steps.count for r in self.runs if r.ok]
+    def value(self) -> str:
+        return self.name
+
+    def throughputs(self, samples: bool) -> list[float]:
+        """Samples (or steps) per second of each run."""
+        if samples:
+            return [r.steps.samples_per_second for r in self.runs if r.ok]
+        return [1 / t for t in self.run_times]
 
     @property
-    def median(self) -> float:
-        return statistics.median(self.run_times)
+    def counts_samples(self) -> bool:
+        return all(r.steps.samples for r in self.runs if r.ok)
 
 
 @dataclass
@@ -97,6 +84,22 @@ class SweepResult:
     clearly_best: bool = False
     failed: RunResult | None = None
     failed_value: str | None = None
+    site: ParamSite | None = None  # where the script takes the value from
+    batch: memory.BatchAdvice | None = None  # for a batch size
+
+    @property
+    def counts_samples(self) -> bool:
+        """Every measured value's batches had a readable size: compare samples per second."""
+        measured = [c for c in self.candidates if c.run_times]
+        return bool(measured) and all(c.counts_samples for c in measured)
+
+    @property
+    def unit(self) -> str:
+        return "samples/s" if self.counts_samples else "steps/s"
+
+    def throughput(self, candidate: Candidate) -> float:
+        """Median over runs, in `unit`."""
+        return stats.median(candidate.throughputs(self.counts_samples))
 
 
 def sweep(script: Path, args: list[str], param: str, runs: int, config: RunConfig, interpreter: str, progress=None) -> SweepResult:
@@ -105,29 +108,43 @@ def sweep(script: Path, args: list[str], param: str, runs: int, config: RunConfi
     name, values = parse_param(param)
     source = script.read_bytes()
     try:
-        copies = {value: with_keyword(source, name, value) for value in values}
+        copies = {value: set_param(source, args, name, value) for value in values}
     except cst.ParserSyntaxError as exc:
         raise SweepError(f"{script} does not parse: {exc}") from None
-    if not any(count for _, count in copies.values()):
-        raise SweepError(f"no DataLoader(...) call in {script} to set {name}= on")
-    result = SweepResult(str(script), name, [Candidate(v) for v in values], rotation(values, runs))
+    except ParamError as exc:
+        raise SweepError(f"{script}: {exc}") from None
+    result = SweepResult(str(script), name, [Candidate(v) for v in values], rotation(values, runs),
+                         site=copies[values[0]].site)
     by_value = {c.value: c for c in result.candidates}
-    run_config = RunConfig(**{**config.__dict__, "sys_path0": str(script.resolve().parent)})
     with tempfile.TemporaryDirectory(prefix="gpulint-sweep-") as folder:
-        paths = {}
+        sources = {}
         for index, value in enumerate(values):
-            paths[value] = Path(folder) / f"v{index}" / script.name
-            paths[value].parent.mkdir()
-            paths[value].write_bytes(copies[value][0])
+            sources[value] = Path(folder) / f"v{index}.py"
+            sources[value].write_bytes(copies[value].source)
         for index, value in enumerate(result.order):
+            candidate = by_value[value]
+            if candidate.out_of_memory:
+                continue  # it would run out again: the size is measured
             if progress is not None:
                 progress(index, len(result.order), f"{name}={value}")
-            run = run_once(Command(interpreter, [], [str(paths[value]), *args]), run_config)
-            by_value[value].runs.append(run)
-            if not run.ok:
+            command = Command(interpreter, [], [str(script), *copies[value].args])
+            run = run_once(command, replace(config, source=str(sources[value])))
+            candidate.runs.append(run)
+            if not run.ok and memory.is_out_of_memory(run):
+                candidate.out_of_memory = True
+            elif not run.ok:
                 result.failed, result.failed_value = run, value
                 return result
-    ranked = sorted(result.candidates, key=lambda c: c.median)
-    result.best = ranked[0]
-    result.clearly_best = max(ranked[0].run_times) < min(ranked[1].run_times)
+    ranked = sorted((c for c in result.candidates if not c.out_of_memory), key=lambda c: -result.throughput(c))
+    if memory.is_batch_param(name):
+        sizes = [memory.SizeResult(c.value, None if c.out_of_memory else result.throughput(c), c.out_of_memory)
+                 for c in result.candidates]
+        result.batch = memory.batch_advice(sizes, result.site.current, result.unit)
+    if ranked:
+        samples = result.counts_samples
+        result.best = ranked[0]
+        # Faster by verify's test, on the time per sample (or step): 1 / throughput.
+        result.clearly_best = len(ranked) > 1 and compare(
+            [1 / t for t in ranked[1].throughputs(samples)], [1 / t for t in ranked[0].throughputs(samples)]
+        ).outcome == "confirmed"
     return result

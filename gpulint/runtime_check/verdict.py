@@ -1,4 +1,4 @@
-"""From measurements to a diagnosis, with the thresholds of DESIGN.md §1.
+"""From measurements to a diagnosis, with the thresholds of docs/method.md.
 
 Pure functions on plain numbers, so every threshold is tested on synthetic measurements.
 """
@@ -7,15 +7,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# DESIGN §1 anchors (TF Profiler, PyTorch TensorBoard plugin).
+# The thresholds of docs/method.md (anchored on the TF Profiler and the PyTorch TensorBoard plugin).
 INPUT_MODERATE = 0.05  # share of step time waiting for input
 INPUT_HIGH = 0.20
 FIX_CODE_FIRST = 0.60  # effective compute share below this: fix the code before adding GPUs
 GPU_STARVED = 80.0  # mean utilization below this: the GPU is starved
 GPU_SCALES = 95.0  # above this (with little data wait) more GPUs can help
 GPU_MEMORY_FULL = 0.90
+# Share of step time ranks wait for collectives: from this, waiting alone puts a 1 -> 2 scaling run
+# under the 90% efficiency line (scale.py), so more GPUs would mostly wait longer.
+COLLECTIVE_HIGH = 0.10
 MIN_STEPS = 3  # fewer measured steps than this is no measurement
 NOISY_CV = 0.5  # step-time coefficient of variation above this: say the figures are noisy
+BUSY_CORES = 0.5  # cores kept busy by other processes from which the machine counts as loaded
 
 # The rules to run for each bottleneck, in the order they usually pay off.
 INPUT_RULES = {
@@ -33,6 +37,18 @@ SYNC_RULES = [("GL201", "keep values on the device; read them at logging interva
               ("GL204", "drop torch.cuda.synchronize() from the step loop"),
               ("GL706", "no .numpy()/float(loss) per TF step"),
               ("GL302", "log at intervals, not every step")]
+# Fixes whose effect needs a CUDA device: on a run without one they change nothing measurable,
+# so profile does not suggest them there and verify refuses to A/B them.
+NEEDS_DEVICE = {
+    "GL102": "pinned memory speeds up host-to-GPU copies",
+    "GL104": "non_blocking copies overlap host-to-GPU transfers",
+    "GL203": "building tensors on the device saves a host-to-GPU copy",
+    "GL401": "mixed precision runs on GPU tensor cores",
+    "GL402": "the AMP API drives GPU mixed precision",
+    "GL404": "TF32 is a GPU matmul mode",
+    "GL602": "NCCL moves gradients between GPUs",
+    "GL803": "mixed precision runs on GPU tensor cores",
+}
 COMPUTE_RULES = {
     "torch": [("GL401", "mixed precision (torch.autocast)"), ("GL404", "TF32 matmuls"), ("GL403", "torch.compile")],
     "tf": [("GL704", "XLA (jit_compile)"), ("GL705", "steps_per_execution")],
@@ -53,6 +69,7 @@ class Measurements:
     gpu_util: float | None = None  # mean percent
     gpu_idle_fraction: float | None = None
     gpu_memory: float | None = None  # peak fraction
+    collective_share: float | None = None  # time ranks wait for all-reduce (launched runs with DDP)
     main_cores: float | None = None
     worker_cores: float | None = None
     other_cores: float | None = None
@@ -67,7 +84,7 @@ class Recommendation:
 
 @dataclass
 class Verdict:
-    kind: str  # input-bound | sync-bound | compute-bound | inconclusive
+    kind: str  # input-bound | communication-bound | sync-bound | compute-bound | inconclusive
     severity: str | None  # high | moderate (input-bound only)
     advice: str  # "fix the code first", "more GPUs can help", ...
     compute_share: float | None
@@ -91,7 +108,8 @@ def decide(m: Measurements) -> Verdict:
                        [f"only {m.steps} measured step{'s' if m.steps != 1 else ''}; {MIN_STEPS} at least are needed"], warnings)
     data = m.data_share or 0.0
     sync = m.sync_share or 0.0
-    compute = max(0.0, 1.0 - data - sync)
+    collective = m.collective_share or 0.0
+    compute = max(0.0, 1.0 - data - sync - collective)
     reasons: list[str] = []
     if m.data_share is None:
         reasons.append("data wait not measured")
@@ -109,6 +127,12 @@ def decide(m: Measurements) -> Verdict:
                            for i, (code, action) in enumerate(INPUT_RULES[m.framework])]
         if m.syncs_per_step:
             recommendations += _sync_recommendations(m)
+    elif collective >= COLLECTIVE_HIGH:
+        severity = None
+        kind = "communication-bound"
+        reasons.append(f"ranks wait {pct(collective)} of each step for all-reduce (from {pct(COLLECTIVE_HIGH)} "
+                       "a 1->2 scaling run falls under 90% efficiency)")
+        recommendations = []  # they depend on the DDP settings: distributed.communication_advice
     elif m.syncs_per_step and m.syncs_per_step >= 1 and (not gpu_measured or m.gpu_util < GPU_STARVED):
         severity = None
         kind = "sync-bound"
@@ -139,6 +163,9 @@ def decide(m: Measurements) -> Verdict:
         advice = f"fix the code first: effective compute share {pct(compute)} (< {pct(FIX_CODE_FIRST)}); more GPUs would wait too"
     elif kind == "input-bound":
         advice = f"fix the input pipeline first: {pct(data)} of each step waits for data, and more GPUs would wait too"
+    elif kind == "communication-bound":
+        advice = (f"fix communication first: {pct(collective)} of each step waits for other ranks; "
+                  "more GPUs would wait longer")
     elif kind == "compute-bound" and gpu_measured and m.gpu_util >= GPU_SCALES:
         advice = f"more GPUs can help: GPU busy {m.gpu_util:.0f}% (>= {GPU_SCALES:.0f}%) and little data wait; confirm with a 1->2 GPU scaling run"
     elif kind == "compute-bound" and gpu_measured and m.gpu_memory is not None and m.gpu_memory >= GPU_MEMORY_FULL:
@@ -166,10 +193,21 @@ def _compute_recommendations(m: Measurements) -> list[Recommendation]:
     return [Recommendation(code, action, "model-dependent") for code, action in COMPUTE_RULES[m.framework]]
 
 
+def busy_machine_warning(other_cores: float | None, during: str = "the run") -> str | None:
+    """The warning for a machine that other processes kept busy (half a core or more)."""
+    if other_cores is None or other_cores < BUSY_CORES:
+        return None
+    return (f"other processes kept {other_cores:.1f} cores busy during {during}: "
+            "figures are slower and noisier than on an idle machine")
+
+
 def _warnings(m: Measurements) -> list[str]:
     out = []
-    if m.other_cores is not None and m.other_cores >= 0.5:
-        out.append(f"other processes kept {m.other_cores:.1f} cores busy during the run: figures are slower and noisier than on an idle machine")
+    busy = busy_machine_warning(m.other_cores)
+    if busy:
+        out.append(busy)
     if m.step_cv is not None and m.step_cv > NOISY_CV:
-        out.append(f"step times vary a lot (coefficient of variation {m.step_cv:.2f}): use more steps or a quieter machine")
+        out.append(
+            f"step times vary a lot (coefficient of variation {m.step_cv:.2f}): use more steps or a quieter machine"
+        )
     return out

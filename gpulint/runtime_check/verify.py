@@ -1,23 +1,27 @@
-"""`gpulint verify`: is the fixed script faster?  Original (A) and fixed copy (B) run interleaved,
-A B B A A B ..., R runs each, on the same machine in the same session (DESIGN §1.5, §3).
+"""`gpulint verify`: is the fixed script faster?  Original (A) and fixed (B) run interleaved,
+A B B A A B ..., R runs each, on the same machine in the same call (docs/method.md, "Measuring honestly").
 
-The fixed copy lives in a temporary folder; it imports its siblings from the original folder (the
-bootstrap puts that first on sys.path).  The user's script is written only with `--write`, only
-after a confirmed speedup, and atomically.
+Both arms run the script from its own folder: the fixed source is kept in a temporary folder
+and the bootstrap runs it in place of the script (same `__file__`, sys.path and working
+directory), so nothing is ever written next to the script.  The user's script is written only
+with `--write`, only after a confirmed speedup, and atomically.
 """
 
 from __future__ import annotations
 
-import random
-import statistics
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from gpulint.runtime_check import nvml, stats
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_once
+from gpulint.runtime_check.verdict import NEEDS_DEVICE, busy_machine_warning
 
-BOOTSTRAP_RESAMPLES = 2000
-CONFIDENCE = 0.95
+# The confidence a speedup or slowdown must reach at each look (two-sided).  verify looks after
+# R runs of each arm and after every pair it adds up to the maximum: over those looks an unchanged
+# script is called faster or slower in about 2% of calls (simulated in tests/runtime/test_aa.py);
+# a single look at 95% would do it in one call of twenty.
+CONFIDENCE = 0.995
 
 
 class VerifyError(Exception):
@@ -34,11 +38,11 @@ class Arm:
         """Mean step time of each run (its measured window over its steps): throughput.  Not a
         per-step median: loader workers deliver batches in bursts (two workers, two batches at
         once, then a wait), so step times are bimodal and their median misleads."""
-        return [r.steps.total_time / r.steps.count for r in self.runs if r.ok]
+        return [r.steps.mean for r in self.runs if r.ok]
 
     @property
     def median(self) -> float:
-        return statistics.median(self.run_times)
+        return stats.median(self.run_times)
 
     @property
     def spread(self) -> tuple[float, float]:
@@ -47,10 +51,11 @@ class Arm:
 
 @dataclass
 class Comparison:
-    speedup: float  # original median / fixed median: > 1 is faster
-    interval: tuple[float, float]  # bootstrap interval of the speedup
-    ranges_clear: bool  # every fixed run faster than every original run (or the reverse)
+    speedup: float  # original over fixed (ratio of geometric means of run times): > 1 is faster
+    interval: tuple[float, float]  # its CONFIDENCE interval
+    noise: float  # typical factor between two runs of the same script here, now (the A/A spread)
     outcome: str  # confirmed | not confirmed | slowdown
+    reason: str  # why, in one sentence
 
 
 @dataclass
@@ -61,16 +66,19 @@ class VerifyResult:
     diff: str
     original: Arm
     fixed: Arm
-    order: list[str]
+    order: list[str]  # the runs made, "A" original and "B" fixed
     comparison: Comparison | None = None
     failed: RunResult | None = None  # the run that failed, if one did
     failed_arm: str | None = None
     written: bool = False
+    warnings: list[str] = field(default_factory=list)  # the runs' notes, a loaded machine
 
 
-def fix_script(script: Path, codes: list[str] | None) -> tuple[bytes, bytes, int]:
-    """(original, fixed, fixes applied) using the linter's own fixer, unsafe fixes included."""
-    from gpulint.linter.analysis.parse import SyntaxErrorInSource
+def fix_script(script: Path, codes: list[str] | None) -> tuple[bytes, bytes, int, list[str]]:
+    """(original, fixed, fixes applied, rules with a fix in the original) using the linter's own
+    fixer, unsafe fixes included."""
+    from gpulint.linter.analysis.parse import SyntaxErrorInSource, UndecodableSource
+    from gpulint.linter.analysis.parse_guard import UnanalysableSource
     from gpulint.linter.config import ConfigError, Settings, validate
     from gpulint.linter.engine import Linter
     from gpulint.linter.fix.passes import fix_source
@@ -81,84 +89,128 @@ def fix_script(script: Path, codes: list[str] | None) -> tuple[bytes, bytes, int
     except ConfigError as exc:
         raise VerifyError(str(exc)) from exc
     source = script.read_bytes()
+    linter = Linter(settings)
     try:
-        outcome = fix_source(Linter(settings), source, str(script), unsafe=True)
+        fixable = sorted({f.code for f in linter.lint_source(source, str(script)).findings if f.fix is not None})
+        outcome = fix_source(linter, source, str(script), unsafe=True)
     except SyntaxErrorInSource as exc:
         raise VerifyError(f"{script} does not parse: {exc}") from exc
+    except (UndecodableSource, UnanalysableSource) as exc:
+        raise VerifyError(f"{script}: {exc}") from exc
     if outcome.errors:
         raise VerifyError("; ".join(outcome.errors))
-    return source, outcome.source, outcome.applied
+    return source, outcome.source, outcome.applied, fixable
 
 
-def interleaved(runs: int) -> list[str]:
+def device_refusal(codes: list[str], where: str) -> str | None:
+    """The sentence refusing to A/B fixes that need a CUDA device on a run without one (`where`
+    says why there is none); None when no fix among `codes` needs one."""
+    needing = [code for code in codes if code in NEEDS_DEVICE]
+    if not needing:
+        return None
+    why = "; ".join(f"{code}: {NEEDS_DEVICE[code]}" for code in needing)
+    others = [code for code in codes if code not in NEEDS_DEVICE]
+    advice = (
+        f"--select only the others ({', '.join(others)})" if others else "run verify where the script trains on a GPU"
+    )
+    return (f"cannot measure {', '.join(needing)} here: {where}, "
+            f"and without a CUDA device the fix changes nothing ({why}); {advice}")
+
+
+def interleaved(pairs: int) -> list[str]:
     """A B B A A B B A ...: each arm goes first as often as the other, so drift cancels."""
     order: list[str] = []
-    for i in range(runs):
+    for i in range(pairs):
         order += ["A", "B"] if i % 2 == 0 else ["B", "A"]
     return order
 
 
-def compare(a: list[float], b: list[float], seed: int = 0) -> Comparison:
-    """Speedup of B over A from per-run step times (the median of each arm)."""
-    speedup = statistics.median(a) / statistics.median(b)
-    rng = random.Random(seed)
-    ratios = sorted(
-        statistics.median(rng.choices(a, k=len(a))) / statistics.median(rng.choices(b, k=len(b)))
-        for _ in range(BOOTSTRAP_RESAMPLES)
-    )
-    tail = (1 - CONFIDENCE) / 2
-    low = ratios[int(tail * (len(ratios) - 1))]
-    high = ratios[int((1 - tail) * (len(ratios) - 1))]
-    faster_clear = max(b) < min(a)
-    slower_clear = min(b) > max(a)
-    if faster_clear or low > 1:
-        outcome = "confirmed"
-    elif slower_clear or high < 1:
-        outcome = "slowdown"
+def compare(a: list[float], b: list[float]) -> Comparison:
+    """Is B faster than A, given per-run step times of each?  Calibrated on the runs themselves:
+    the runs of one arm repeat the same script, so their spread is the noise of this machine in
+    this call (an A/A comparison), and the speedup counts only when its CONFIDENCE interval,
+    which that noise and the number of runs set, is clear of 1.  "Every fixed run faster than
+    every original run" is no evidence alone: with 3 runs each it happens by chance 1 time in 10."""
+    speedup, low, high, noise = stats.ratio_interval(a, b, CONFIDENCE)
+    if low > 1:
+        outcome, reason = "confirmed", "the interval is above 1"
+    elif high < 1:
+        outcome, reason = "slowdown", "the interval is below 1"
     else:
         outcome = "not confirmed"
-    return Comparison(speedup, (low, high), faster_clear or slower_clear, outcome)
+        reason = "the interval includes 1: the difference is within the noise between runs of the same script"
+    return Comparison(speedup, (low, high), noise, outcome, reason)
 
 
-def verify(script: Path, args: list[str], codes: list[str] | None, runs: int, config: RunConfig,
-           interpreter: str, write: bool = False, progress=None) -> VerifyResult:
-    from gpulint.linter.fix.fixer import write_atomic
+def verify(
+    script: Path,
+    args: list[str],
+    codes: list[str] | None,
+    runs: int,
+    config: RunConfig,
+    interpreter: str,
+    write: bool = False,
+    progress=None,
+    max_runs: int | None = None,
+) -> VerifyResult:
+    """Runs of each arm: `runs` interleaved pairs, then one pair more at a time while the verdict
+    is "not confirmed", up to `max_runs` (default twice `runs`) of each."""
     from gpulint.linter.run.process import unified_diff
+    from gpulint.linter.run.safe_files import write_atomic
 
+    max_runs = max(runs, max_runs or 2 * runs)
     if not script.is_file():
         raise VerifyError(f"script {script} does not exist")
-    source, fixed, applied = fix_script(script, codes)
+    source, fixed, applied, fixable = fix_script(script, codes)
     if not applied:
         raise VerifyError(f"nothing to fix in {script} for {','.join(codes) if codes else 'the default rules'}")
-    result = VerifyResult(str(script), codes or [], applied, unified_diff(source, fixed, str(script)),
-                          Arm("original"), Arm("fixed"), interleaved(runs))
-    original_dir = str(script.resolve().parent)
+    if any(code in NEEDS_DEVICE for code in fixable):
+        devices, unavailable = nvml.visible_devices()
+        if not devices:
+            raise VerifyError(device_refusal(fixable, f"no GPU is visible ({unavailable})"))
+    result = VerifyResult(
+        str(script), codes or [], applied, unified_diff(source, fixed, str(script)), Arm("original"), Arm("fixed"), []
+    )
+    command = Command(interpreter, [], [str(script), *args])
+    schedule = interleaved(max_runs)
     with tempfile.TemporaryDirectory(prefix="gpulint-verify-") as folder:
-        copy = Path(folder) / script.name
-        copy.write_bytes(fixed)
-        arms = {
-            "A": (result.original, Command(interpreter, [], [str(script), *args]), config),
-            "B": (result.fixed, Command(interpreter, [], [str(copy), *args]), _with_path(config, original_dir)),
-        }
-        for index, label in enumerate(result.order):
-            arm, command, arm_config = arms[label]
+        fixed_source = Path(folder) / script.name
+        fixed_source.write_bytes(fixed)
+        arms = {"A": (result.original, config), "B": (result.fixed, replace(config, source=str(fixed_source)))}
+        for index, label in enumerate(schedule):
+            arm, arm_config = arms[label]
             if progress is not None:
-                progress(index, len(result.order), arm.name)
+                progress(index, len(schedule), arm.name)
             run = run_once(command, arm_config)
             arm.runs.append(run)
+            result.order.append(label)
             if not run.ok:
                 result.failed, result.failed_arm = run, arm.name
                 return result
-    result.comparison = compare(result.original.run_times, result.fixed.run_times)
+            if not run.cuda and any(i.startswith("torch") for i in run.instrumented):
+                refusal = device_refusal(fixable, "torch sees no CUDA device")
+                if refusal:
+                    raise VerifyError(refusal)
+            pairs = len(result.order) // 2
+            if len(result.order) % 2 == 0 and pairs >= runs:
+                result.comparison = compare(result.original.run_times, result.fixed.run_times)
+                if result.comparison.outcome != "not confirmed":
+                    break
+    result.warnings = run_warnings(result.original.runs + result.fixed.runs)
     if write and result.comparison.outcome == "confirmed":
         if script.read_bytes() != source:
             raise VerifyError(f"{script} changed while it was being verified; not written")
-        write_atomic(script, fixed)
+        try:
+            write_atomic(script, fixed)
+        except OSError as exc:  # a read-only script, a full disk: the result stands, the file does not change
+            raise VerifyError(f"the fix was confirmed but {script} was left unchanged ({exc})") from None
         result.written = True
     return result
 
 
-def _with_path(config: RunConfig, directory: str) -> RunConfig:
-    from dataclasses import replace
-
-    return replace(config, sys_path0=directory)
+def run_warnings(runs: list[RunResult]) -> list[str]:
+    """What the runs' own notes say (each once), and a loaded machine over the runs."""
+    notes = list(dict.fromkeys(note for run in runs for note in run.notes))
+    loads = [run.cpu.other_cores for run in runs if run.cpu]
+    busy = busy_machine_warning(stats.mean(loads), "the runs") if loads else None
+    return notes + ([busy] if busy else [])

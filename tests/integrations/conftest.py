@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.cli import main
+from tests.helpers import run_cli  # noqa: F401 - the integration tests import it from here
 
 BASE_SCRIPT = textwrap.dedent(
     '''\
@@ -42,15 +42,6 @@ assert CHANGED_SCRIPT.count("\n") == BASE_SCRIPT.count("\n") + 2
 
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
-def run_cli(args: list[str], capsys) -> tuple[int, str, str]:
-    """Run the gpulint CLI in-process; returns (exit code, stdout, stderr)."""
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    out, err = capsys.readouterr()
-    code = exit_info.value.code
-    return (code if isinstance(code, int) else 0), out, err
 
 
 @pytest.fixture

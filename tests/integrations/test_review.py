@@ -4,8 +4,12 @@ server that plays the GitHub REST endpoints (what it receives, and idempotence).
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -77,11 +81,13 @@ class FakeGitHub:
     """Plays GET .../pulls/N/comments (paginated) and POST .../pulls/N/reviews, recording requests;
     posted review comments become existing comments, as on GitHub."""
 
-    def __init__(self, fail_with: int | None = None, rate_limited: bool = False) -> None:
+    def __init__(self, fail_with: int | None = None, rate_limited: bool = False, read_only: bool = False) -> None:
         self.requests: list[dict] = []
         self.comments: list[dict] = []
         self.fail_with = fail_with
         self.rate_limited = rate_limited
+        # A pull request from a fork: the workflow's token reads the pull request but may not write.
+        self.read_only = read_only
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -123,6 +129,8 @@ class FakeGitHub:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 self._record(body)
+                if fake.read_only:
+                    return self._reply(403, {"message": "Resource not accessible by integration"})
                 if fake.fail_with == 422:
                     return self._reply(422, {"message": "Unprocessable Entity", "errors": ["Line could not be resolved"]})
                 if self.path != "/repos/octo/trainer/pulls/7/reviews":
@@ -209,6 +217,35 @@ def test_http_errors_are_one_line_exit_2_without_the_token(actions_env, monkeypa
     assert TOKEN not in out + err
 
 
+def test_fork_pull_request_falls_back_to_annotations(actions_env, monkeypatch, capsys):
+    """The token of a fork's pull request cannot create reviews (403): the comments become
+    annotations, and the exit code follows the findings."""
+    with FakeGitHub(read_only=True) as fake:
+        monkeypatch.setenv("GITHUB_API_URL", fake.url)
+        code, out, err = run_cli(["review", "--base", "main", "--post", "--fallback", "annotations"], capsys)
+        assert [r["method"] for r in fake.requests] == ["GET", "POST"]  # it did try to post
+    assert code == 1  # findings on added lines, no --exit-zero
+    annotations = out.strip().splitlines()
+    assert len(annotations) == 3 and all(a.startswith("::warning file=train.py,line=") for a in annotations)
+    assert {int(a.split("line=")[1].split(",")[0]) for a in annotations} <= _added_rows()
+    assert {a.split("title=")[1].split("::")[0] for a in annotations} >= {"GL102 dataloader-unpinned", "GL201 host-sync-in-loop"}
+    assert err.count("\n") == 1 and "warning: could not post the review: forbidden" in err and "3 findings" in err
+    assert TOKEN not in out + err
+
+
+def test_fork_pull_request_with_exit_zero_warns_and_exits_0(actions_env, monkeypatch, capsys):
+    with FakeGitHub(read_only=True) as fake:
+        monkeypatch.setenv("GITHUB_API_URL", fake.url)
+        code, out, err = run_cli(["review", "--base", "main", "--post", "--exit-zero"], capsys)
+        assert code == 0 and out == ""
+        assert err.startswith("gpulint: warning: could not post the review: forbidden") and err.count("\n") == 1
+        # without either, a refusal is an error
+        code, _, err = run_cli(["review", "--base", "main", "--post"], capsys)
+        assert code == 2 and err.startswith("gpulint: error: forbidden")
+        code, _, err = run_cli(["review", "--base", "main", "--post", "--fallback", "sarif"], capsys)
+        assert code == 2 and "invalid choice: 'sarif'" in err
+
+
 def test_rate_limit_message(actions_env, monkeypatch, capsys):
     with FakeGitHub(rate_limited=True) as fake:
         monkeypatch.setenv("GITHUB_API_URL", fake.url)
@@ -243,3 +280,77 @@ def test_multi_line_suggestion_uses_start_line(review_repo, capsys):
     assert (comment["start_line"], comment["line"], comment["start_side"]) == (start, start + 2, "RIGHT")
     block = comment["body"].split("```suggestion\n", 1)[1].split("\n```", 1)[0]
     assert block.splitlines()[0].strip().startswith("if step %") and "logger.info(" in block
+
+
+# -- the composite Action -----------------------------------------------------------------------------
+ACTION = Path(__file__).resolve().parents[2] / "action.yml"
+
+
+def _action_steps() -> dict[str, dict]:
+    import yaml
+
+    steps = yaml.safe_load(ACTION.read_text(encoding="utf-8"))["runs"]["steps"]
+    return {step.get("id") or step["name"]: step for step in steps}
+
+
+def test_action_brings_its_own_python_and_keeps_expressions_out_of_scripts():
+    steps = _action_steps()
+    python = steps["python"]
+    assert python["uses"].startswith("actions/setup-python@")
+    assert python["with"]["update-environment"] is False  # the job's own Python is left alone
+    for step in steps.values():
+        # inputs reach scripts through env: an expression pasted into a script is an injection hole
+        assert "${{" not in step.get("run", ""), step["name"]
+
+
+def _run_action_step(mode: str, tmp_path: Path, **inputs: str) -> subprocess.CompletedProcess:
+    """The Action's `run` step, as the runner executes it, with gpulint installed where the install
+    step puts it (`$RUNNER_TEMP/gpulint/bin`)."""
+    runner_temp = tmp_path / "runner"
+    (runner_temp / "gpulint" / "bin").mkdir(parents=True, exist_ok=True)
+    launcher = runner_temp / "gpulint" / "bin" / "gpulint"
+    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gpulint "$@"\n')
+    launcher.chmod(0o755)
+    env = {
+        **os.environ,
+        "RUNNER_TEMP": str(runner_temp),
+        "INPUT_MODE": mode,
+        "INPUT_FALLBACK": inputs.get("fallback", "annotations"),
+        "INPUT_BASE": inputs.get("base", "main"),
+        "INPUT_PATHS": inputs.get("paths", ""),
+        "INPUT_ARGS": inputs.get("args", ""),
+        "INPUT_FAIL": inputs.get("fail", "false"),
+        "INPUT_SARIF_FILE": inputs.get("sarif_file", "gpulint.sarif"),
+    }
+    script = _action_steps()["run"]["run"]
+    return subprocess.run(["bash", "-e", "-c", script], env=env, capture_output=True, text=True)
+
+
+def test_action_on_a_fork_pull_request_annotates_and_passes(actions_env, monkeypatch, tmp_path):
+    with FakeGitHub(read_only=True) as fake:
+        monkeypatch.setenv("GITHUB_API_URL", fake.url)
+        run = _run_action_step("review", tmp_path)
+        assert run.returncode == 0, run.stderr
+        assert len([line for line in run.stdout.splitlines() if line.startswith("::warning file=train.py")]) == 3
+        assert "could not post the review: forbidden" in run.stderr and TOKEN not in run.stdout + run.stderr
+        # asked to fail on findings, the job fails (1: findings), still with the annotations
+        run = _run_action_step("review", tmp_path, fail="true")
+        assert run.returncode == 1 and run.stdout.count("::warning file=train.py") == 3
+        # with no fallback, a review that cannot be posted fails the step
+        run = _run_action_step("review", tmp_path, fail="true", fallback="none")
+        assert run.returncode == 2 and "forbidden" in run.stderr
+
+
+def test_action_annotation_and_sarif_modes_need_no_review(actions_env, tmp_path):
+    run = _run_action_step("annotations", tmp_path, args="--select GL1,GL2")
+    assert run.returncode == 0, run.stderr
+    codes = {line.split("title=")[1].split(" ")[0] for line in run.stdout.splitlines()}
+    assert codes == {"GL101", "GL102", "GL201"}  # every finding of the tree, not only added lines
+
+    run = _run_action_step("sarif", tmp_path, sarif_file=str(tmp_path / "out.sarif"))
+    assert run.returncode == 0, run.stderr
+    sarif = json.loads((tmp_path / "out.sarif").read_text())
+    assert sarif["version"] == "2.1.0" and sarif["runs"][0]["results"]
+
+    run = _run_action_step("comments", tmp_path)
+    assert run.returncode == 2 and "unknown mode" in run.stdout

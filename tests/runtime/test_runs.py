@@ -23,11 +23,18 @@ ROOT = HERE.parent.parent
 FIXTURES = ROOT / "fixtures" / "runtime"
 
 
-def gpulint(tmp_path, *args, timeout=300):
+HISTORY_COMMANDS = {"profile", "verify", "scale", "history", "compare", "report"}
+
+
+def gpulint(tmp_path, *args, timeout=300, env=None):
+    """The CLI in a child process; the run history goes to tmp_path/history.db unless args say."""
     tmp = tmp_path / "tmp"
     tmp.mkdir(exist_ok=True)
-    env = dict(os.environ, TMPDIR=str(tmp), NO_COLOR="1", COLUMNS="200")
+    env = dict(os.environ, TMPDIR=str(tmp), NO_COLOR="1", **(env or {}))
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    args = list(args)
+    if args and args[0] in HISTORY_COMMANDS and not {"--history", "--no-history"} & set(args):
+        args[1:1] = ["--history", str(tmp_path / "history.db")]
     return subprocess.run([sys.executable, "-m", "gpulint.runtime_check", *args], capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=timeout)
 
@@ -96,8 +103,11 @@ def test_module_form_runs_with_sys_path_like_python_m():
 
 
 def test_usage_errors_are_one_line(tmp_path):
-    run = gpulint(tmp_path, "profile", "--", "torchrun", "train.py")
+    run = gpulint(tmp_path, "profile", "--", "bash", "train.sh")
     assert run.returncode == 2 and run.stderr.count("\n") == 1 and "python train.py" in run.stderr
+    assert "torchrun" in run.stderr  # launchers are named as the other way in
+    missing_script = gpulint(tmp_path, "profile", "--", "torchrun", "--nproc-per-node", "2", "train.py")
+    assert missing_script.returncode == 2 and "script train.py does not exist" in missing_script.stderr
     missing = gpulint(tmp_path, "verify", str(tmp_path / "missing.py"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr
 
@@ -143,11 +153,16 @@ def test_verify_confirms_gl101_and_leaves_the_script_alone(tmp_path):
     before = checksums(FIXTURES)
     out = tmp_path / "verify.json"
     run = gpulint(tmp_path, "verify", str(FIXTURES / "torch_slow_loader.py"), "--select", "GL101", "--runs", "2",
-                  "--steps", "10", "--warmup", "2", "--json", str(out))
+                  "--steps", "10", "--warmup", "2", "--json", str(out), env={"COLUMNS": "40"})
     assert run.returncode == 0, run.stdout + run.stderr
     assert "confirmed" in run.stdout and "num_workers=" in run.stdout
     report = json.loads(out.read_text())
-    assert report["order"] == ["A", "B", "B", "A"]
+    assert report["diff"].rstrip() in run.stdout  # not wrapped in a pipe, whatever the terminal width: it applies
+    assert any(line.startswith("original ") and len(line) > 40 for line in run.stdout.splitlines())
+    apply = next(line for line in run.stdout.splitlines() if "to apply the fix:" in line)
+    assert apply.endswith(f"gpulint verify {FIXTURES / 'torch_slow_loader.py'} --select GL101 --write")
+    order = report["order"]  # two interleaved pairs, then a pair more while not decisive, up to 4 of each
+    assert order[:4] == ["A", "B", "B", "A"] and len(order) <= 8 and order.count("A") == order.count("B")
     assert report["comparison"]["outcome"] == "confirmed" and report["comparison"]["speedup"] > 1.2
     assert report["written"] is False
     assert checksums(FIXTURES) == before
@@ -171,9 +186,9 @@ def test_tf_fixture_profile_input_bound_and_gl701_confirmed(tmp_path):
 
 
 def test_gpulint_registers_profile_and_verify():
-    from gpulint.cli import EXTENSION_MODULES
+    from gpulint.cli import COMMANDS
 
-    assert "gpulint.runtime_check.cli" in EXTENSION_MODULES
-    for command in ("profile", "verify"):
+    assert {COMMANDS[name].setup.partition(":")[0] for name in ("profile", "verify", "scale")} == {"gpulint.runtime_check.cli"}
+    for command in ("profile", "verify", "scale"):
         run = subprocess.run([sys.executable, "-m", "gpulint", command, "--help"], capture_output=True, text=True, cwd=ROOT)
         assert run.returncode == 0 and "--steps" in run.stdout, run.stderr

@@ -1,4 +1,4 @@
-"""The verdict on synthetic measurements: every DESIGN §1 threshold, both sides of it."""
+"""The verdict on synthetic measurements: every threshold of docs/method.md, both sides of it."""
 
 import pytest
 

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from gpulint.runtime_check import verify as verify_mod
-from gpulint.runtime_check.measure import RunConfig, RunResult, StepStats
+from gpulint.runtime_check.measure import RunConfig
+from tests.runtime.helpers import measured_run
 
 SOURCE = b"""import torch
 from torch.utils.data import DataLoader
@@ -18,11 +19,12 @@ for x in loader:
 
 
 def fake_runs(monkeypatch, original: float, fixed: float):
+    runs = []
+
     def run_once(command, config, progress=None):
-        step = fixed if "gpulint-verify-" in command.target[0] else original
-        result = RunResult("cmd", "stopped", 0, 1.0)
-        result.steps = StepStats("optimizer steps", 5, 1, [step] * 4, None)
-        return result
+        step = fixed if config.source else original
+        runs.append(step)
+        return measured_run([step * (1 + 0.01 * len(runs))] * 4)  # runs differ a little, as real ones do
 
     monkeypatch.setattr(verify_mod, "run_once", run_once)
 
@@ -32,7 +34,7 @@ def test_write_only_after_confirmed_speedup(tmp_path, monkeypatch, original, fix
     script = tmp_path / "train.py"
     script.write_bytes(SOURCE)
     fake_runs(monkeypatch, original, fixed)
-    result = verify_mod.verify(script, [], ["GL101"], 2, RunConfig(), sys.executable, write=True)
+    result = verify_mod.verify(script, [], ["GL101"], 3, RunConfig(), sys.executable, write=True)
     assert result.written is written
     assert (script.read_bytes() != SOURCE) is written
     if written:

@@ -2,9 +2,10 @@
 
 A FileContext is built once per parsed file from one walk of the tree (walk.py): the import table
 and the value origins are filled from that walk at once, every other analysis -- the training-loop
-model, positions, what PyTorch and TensorFlow code does -- is a `cached_property`, computed the first
+model, what PyTorch and TensorFlow code does -- is a `cached_property`, computed the first
 time a rule asks and shared by every rule after it.  That is the one way per-file analyses are
-cached: on the FileContext, or on the analysis object it holds.
+cached: on the FileContext, or on the analysis object it holds.  Positions, a code generation pass,
+are computed only for the nodes the engine asks about (`positions`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from functools import cached_property
 from typing import Any, Iterable, Mapping
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
 from gpulint.linter.analysis.imports import ImportTable
 from gpulint.linter.analysis.loops import (
@@ -28,6 +29,7 @@ from gpulint.linter.analysis.loops import (
     loop_around,
 )
 from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, last_name, positional_args
+from gpulint.linter.analysis.positions import positions_of
 from gpulint.linter.analysis.project import EMPTY_VIEW, CalleeFacts, ModuleView
 from gpulint.linter.analysis.pytorch import TorchAnalysis
 from gpulint.linter.analysis.tensorflow import TfAnalysis
@@ -76,14 +78,14 @@ class FileContext:
         options: Mapping[str, Any],
         wanted_types: frozenset[str],
         source: bytes | None = None,
-        project: ModuleView = EMPTY_VIEW,
+        project: ModuleView | None = None,
     ) -> None:
         self.module = module
         self.path = path
         self._source = source
         self.options = options
         # What the rest of the project says about this module (empty when linted alone).
-        self.project = project
+        self.project = project if project is not None else EMPTY_VIEW
         self.index = TreeIndex(module, wanted_types | ANALYSIS_TYPES)
         self.imports = ImportTable()
         for node in self.index.nodes("Import"):
@@ -95,8 +97,9 @@ class FileContext:
             for node in self.index.nodes(type_name):
                 self.values.add(node)
         self._add_functions_to_values()
-        if project:
-            self.values.external_returns = lambda call, kind: kind in (project.callee(dotted_name(call.func)) or _NOTHING).returns
+        if self.project:
+            view = self.project
+            self.values.external_returns = lambda call, kind: kind in (view.callee(dotted_name(call.func)) or _NOTHING).returns
 
     def _add_functions_to_values(self) -> None:
         """What the module's functions return, what their parameters are called with here, and
@@ -140,17 +143,10 @@ class FileContext:
         except (tokenize.TokenError, SyntaxError, IndentationError):
             return code
 
-    @cached_property
-    def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
-        """Every node's position (computed for files that have findings only)."""
-        wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-        try:
-            # The provider alone is one code generation pass.  `wrapper.resolve` adds a full
-            # visitor traversal for the batchable providers even when there are none, which
-            # cost as much again (measured: positions were 20% of lint time, now half that).
-            return PositionProvider()._gen(wrapper)
-        except AttributeError:  # a libcst without this internal: the public way
-            return wrapper.resolve(PositionProvider)
+    def positions(self, nodes: Iterable[cst.CSTNode]) -> Mapping[cst.CSTNode, CodeRange]:
+        """The positions of `nodes`: one code generation pass that records only those
+        (positions.py).  Ask once, for every node needed: each call is a pass over the file."""
+        return positions_of(self.module, nodes)
 
     # -- analyses ----------------------------------------------------------------------------
     @cached_property
@@ -237,7 +233,7 @@ class FileContext:
         calls = self.index.nodes("Call")
         if any(is_direct_step_call(call, self.values) for call in calls):
             return True
-        if self.project and (self.project.per_step or any(facts.steps for _, facts in self.project.calls)):
+        if self.project.steps_elsewhere:
             return True  # a function run per step by another module, or a step function of another
         return bool(lightning_training_steps(self.index, self.imports))
 

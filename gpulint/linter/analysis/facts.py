@@ -7,9 +7,11 @@ check, and the engine runs a rule only on files where every fact it requires hol
 test these conditions again.
 
 A fact's tokens must occur in every file where the fact holds, or the prefilter would hide
-findings; tests/test_facts.py checks that on real code.  A fact that the rest of the project can
-make true (a module whose helper another module calls on every step takes steps without spelling
-`backward`) also says so from the module's project view (analysis/project.py).
+findings; tests/test_facts.py checks that on real code.  The prefilter reads them, by the fact's
+name, from the generated catalog (gpulint/linter/catalog.py), so rejecting a file imports neither
+libcst nor this module.  A fact that the rest of the project can make true (a module whose helper
+another module calls on every step takes steps without spelling `backward`) names the property of
+the module's project view (analysis/project.py) that says so: `elsewhere`.
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from gpulint.linter.analysis.loops import STEP_TOKENS
-from gpulint.linter.analysis.project import EMPTY_VIEW, ModuleView
 
 if TYPE_CHECKING:
     from gpulint.linter.analysis.context import FileContext
+    from gpulint.linter.analysis.project import ModuleView
 
 # Text every module that names an accelerator contains (one of), by how
 # `FileContext.names_accelerator` decides.
@@ -28,34 +30,40 @@ ACCELERATOR_TOKENS = (b"cuda", b"gpu", b"accelerat", b"fabric", b"deepspeed")
 
 
 class Fact:
-    """A condition on a whole file: `holds` on the parsed module, `may_hold` on its bytes (and on
-    what the project index says about it, for facts other modules can make true)."""
+    """A condition on a whole file: `holds` on the parsed module, `may_hold` on its bytes (or on
+    its project view, for a fact the rest of the project can make true)."""
 
     def __init__(
-        self,
-        name: str,
-        check: Callable[[FileContext], bool],
-        tokens: tuple[bytes, ...] = (),
-        elsewhere: Callable[[ModuleView], bool] | None = None,
+        self, name: str, check: Callable[[FileContext], bool], tokens: tuple[bytes, ...] = (), elsewhere: str | None = None
     ) -> None:
         self.name = name
         self._check = check
-        # One of these occurs in every file where the fact holds, unless `elsewhere` says the
-        # project makes it hold; () when no text is required.
+        # One of these occurs in every file where the fact holds, unless the project view's
+        # property named `elsewhere` is true; () when no text is required.
         self.tokens = tokens
-        self._elsewhere = elsewhere
+        self.elsewhere = elsewhere
 
     def holds(self, ctx: FileContext) -> bool:
         return self._check(ctx)
 
-    def may_hold(self, source: bytes, view: ModuleView = EMPTY_VIEW) -> bool:
-        if self._elsewhere is not None and self._elsewhere(view):
+    def may_hold(self, source: bytes, view: ModuleView | None = None) -> bool:
+        if self.elsewhere is not None and view is not None and getattr(view, self.elsewhere):
             return True
         return not self.tokens or any(token in source for token in self.tokens)
+
+    def spelled(self) -> tuple[Fact, ...]:
+        """The facts with tokens that hold wherever this one does: what the prefilter checks (by
+        name, in the generated catalog)."""
+        return (self,) if self.tokens else ()
 
     def __invert__(self) -> Fact:
         # No text rules a negation out: a file may lack a fact whatever it spells.
         return Fact(f"not ({self.name})", lambda ctx: not self.holds(ctx))
+
+    def named(self, name: str) -> Fact:
+        """The fact under a name of its own (a combination's is long; the catalog keys facts by it)."""
+        self.name = name
+        return self
 
     def __and__(self, other: Fact) -> Fact:
         return _Both(self, other)
@@ -72,17 +80,22 @@ class _Both(Fact):
         super().__init__(f"{first.name} and {second.name}", lambda ctx: first.holds(ctx) and second.holds(ctx))
         self.parts = (first, second)
 
-    def may_hold(self, source: bytes, view: ModuleView = EMPTY_VIEW) -> bool:
+    def may_hold(self, source: bytes, view: ModuleView | None = None) -> bool:
         return all(part.may_hold(source, view) for part in self.parts)
+
+    def spelled(self) -> tuple[Fact, ...]:
+        return self.parts[0].spelled() + self.parts[1].spelled()
 
 
 class _Either(Fact):
-    def __init__(self, first: Fact, second: Fact) -> None:
-        super().__init__(f"{first.name} or {second.name}", lambda ctx: first.holds(ctx) or second.holds(ctx))
-        self.parts = (first, second)
-        self.tokens = first.tokens + second.tokens if first.tokens and second.tokens else ()
+    """One fact or the other: spelled by the tokens of both (when each has some)."""
 
-    def may_hold(self, source: bytes, view: ModuleView = EMPTY_VIEW) -> bool:
+    def __init__(self, first: Fact, second: Fact) -> None:
+        tokens = first.tokens + second.tokens if first.tokens and second.tokens else ()
+        super().__init__(f"{first.name} or {second.name}", lambda ctx: first.holds(ctx) or second.holds(ctx), tokens)
+        self.parts = (first, second)
+
+    def may_hold(self, source: bytes, view: ModuleView | None = None) -> bool:
         return any(part.may_hold(source, view) for part in self.parts)
 
 
@@ -98,13 +111,13 @@ PLACES_ON_DEVICE = Fact(
     (b"dev", b"rank", b"nccl"),
 )
 LIGHTNING_MODULE = Fact("defines a LightningModule", lambda ctx: ctx.defines_lightning_module, (b"LightningModule",))
-ACCELERATOR = NAMES_ACCELERATOR | PLACES_ON_DEVICE | LIGHTNING_MODULE
+ACCELERATOR = (NAMES_ACCELERATOR | PLACES_ON_DEVICE | LIGHTNING_MODULE).named("runs on an accelerator")
 STEPS = Fact(
     "takes training steps",
     lambda ctx: ctx.takes_steps,
     STEP_TOKENS,
-    # Another module runs one of its functions per step, or it calls a step function of another.
-    elsewhere=lambda view: bool(view.per_step) or any(facts.steps for _, facts in view.calls),
+    # another module runs one of its functions per step, or it calls a step function of another
+    elsewhere="steps_elsewhere",
 )
 ONE_PROCESS_PER_GPU = Fact(
     "runs one process per GPU",

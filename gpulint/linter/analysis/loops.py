@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from gpulint.linter.analysis.imports import ImportTable
 from gpulint.linter.analysis.nodes import dotted_name, last_name, method_name
 from gpulint.linter.analysis.values import ValueOrigins
+from gpulint.linter.analysis.vocabulary import CLOCKS, EXIT_CALLS, is_step_method
 from gpulint.linter.analysis.walk import TreeIndex, names_under
 
 if TYPE_CHECKING:
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 LOOP_TYPES = (cst.For, cst.While)
 SCOPE_TYPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 
-_OPTIMIZER_NAME = re.compile(r"optim|(^|_)opt($|_|\d|s\b)|(^|_)(adam|sgd)", re.IGNORECASE)
 ACCUMULATION_NAME = re.compile(r"accum|grad_acc|gradient_acc|update_freq|micro", re.IGNORECASE)
 _THROTTLE_NAME = re.compile(r"next|last|prev|interval|every|freq|period|log_at|eval_at|save_at", re.IGNORECASE)
 # Method names too generic to link `obj.name()` to a same-named function of this module unless the
@@ -54,9 +54,6 @@ _EXITS = (cst.Break, cst.Continue, cst.Return, cst.Raise)
 _RUNNERS = frozenset({"run", "experimental_run_v2", "call_for_each_replica"})
 # Names of an epoch counter or count (`epoch`, `num_epochs`, `n_epoch`).
 _EPOCH_NAME = re.compile(r"(^|_)(epoch|epochs|ep)(_|$)", re.IGNORECASE)
-# Clocks a step timer reads.
-CLOCKS = re.compile(r"^(time\.(time|perf_counter|monotonic|process_time)(_ns)?|timeit\.default_timer)$")
-EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
 
 # Text every module with a step call contains (one of): what `is_direct_step_call` recognises,
 # plus Lightning's `training_step` (the prefilter of the STEPS fact).
@@ -81,22 +78,6 @@ def is_direct_step_call(call: cst.Call, values: ValueOrigins) -> bool:
     elif method == "apply" and values.is_kind(receiver, "optimizer"):
         return True
     return is_step_method(method, last_name(receiver))
-
-
-def is_step_method(method: str, receiver: str | None) -> bool:
-    """`receiver.method(...)` takes a training step, by the names alone (what the module's value
-    origins cannot tell): `loss.backward()`, `optimizer.step()`, `scaler.step(opt)`,
-    `tape.gradient(...)`, `opt.apply_gradients(...)`, Keras 3 `optimizer.apply(grads, variables)`."""
-    if method in ("backward", "manual_backward", "apply_gradients", "train_on_batch"):
-        return True
-    name = receiver or ""
-    if method == "step":
-        return bool(_OPTIMIZER_NAME.search(name) or "scaler" in name.lower()) and "sched" not in name.lower()
-    if method == "gradient":
-        return "tape" in name.lower()
-    if method == "apply":
-        return bool(_OPTIMIZER_NAME.search(name))
-    return False
 
 
 def is_method(index: TreeIndex, function: cst.FunctionDef) -> bool:

@@ -1,11 +1,19 @@
-"""Parsing a source into a libcst module, and the two ways it can fail."""
+"""Parsing a source into a libcst module, and the three ways it can fail.
+
+libcst is imported by the first parse, not with this module: the engine imports it at start-up,
+and a run whose files the prefilter rejects never parses.
+"""
 
 from __future__ import annotations
 
 import ast
 import warnings
+from typing import TYPE_CHECKING
 
-import libcst as cst
+from gpulint.linter.analysis.parse_guard import check_source
+
+if TYPE_CHECKING:
+    import libcst as cst
 
 
 class SyntaxErrorInSource(Exception):
@@ -22,6 +30,14 @@ class UndecodableSource(Exception):
 
 
 def parse(source: bytes | str) -> cst.Module:
+    """libcst's tree of a source; raises SyntaxErrorInSource, UndecodableSource, and
+    parse_guard.UnanalysableSource for a source too deep to hand to the parser (every caller
+    reports it as a problem with the file and goes on)."""
+    import libcst as cst
+
+    rejected = check_source(source)
+    if rejected is not None and rejected.lineno:  # both parsers reject it: CPython names the line
+        raise SyntaxErrorInSource(rejected.msg, rejected.lineno, rejected.offset or 1)
     try:
         return cst.parse_module(source)
     except (UnicodeDecodeError, LookupError) as exc:

@@ -34,11 +34,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable
 
-import libcst as cst
-
-from gpulint.linter.analysis.imports import canonical
-from gpulint.linter.analysis.loops import CLOCKS, EXIT_CALLS, is_interval_condition, is_step_method
-from gpulint.linter.analysis.values import KINDS
+from gpulint.linter.analysis.vocabulary import CLOCKS, EXIT_CALLS, KINDS, canonical, is_step_method
 
 # Builtins that take an iterable without iterating it again and again.
 _NOT_ITERATING = frozenset({"print", "len", "isinstance", "type", "id", "repr", "str", "getattr", "hasattr", "setattr"})
@@ -390,7 +386,12 @@ def _guarded(site: CallSite) -> bool:
 @lru_cache(maxsize=4096)
 def _throttles(condition: str) -> bool:
     """Whether an `if` condition is an interval guard, as the loop model decides for its own
-    module (`loops.is_interval_condition` on the condition's text)."""
+    module (`loops.is_interval_condition` on the condition's text).  libcst is imported here, when
+    a call in a step loop is under an `if`: building the index of code with no step imports none."""
+    import libcst as cst
+
+    from gpulint.linter.analysis.loops import is_interval_condition
+
     try:
         return is_interval_condition(cst.parse_expression(condition))
     except Exception:  # libcst's grammar differs from CPython's in corners: not a guard then
@@ -420,6 +421,12 @@ class ModuleView:
 
     def __bool__(self) -> bool:
         return bool(self.per_step or self.calls or self.reiterated)
+
+    @property
+    def steps_elsewhere(self) -> bool:
+        """Whether the module takes part in training steps because of other modules: one of its
+        functions runs per step, or it calls a step function of another module (facts.STEPS)."""
+        return bool(self.per_step) or any(facts.steps for _, facts in self.calls)
 
     def callee(self, text: str | None) -> CalleeFacts | None:
         if text is None:

@@ -18,95 +18,12 @@ A function of another module of the project is answered by the project index whe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 import libcst as cst
 
 from gpulint.linter.analysis.imports import ImportTable
-
-
-@dataclass(frozen=True)
-class Kind:
-    name: str
-    # Qualified names of constructors; an entry ending in "." matches everything under it.
-    constructors: tuple[str, ...]
-    # Methods whose result has the same kind as their receiver (builder/fluent APIs).
-    chain_methods: frozenset[str] = frozenset()
-    # Constructors under a prefix that are *not* of this kind.
-    excluded: tuple[str, ...] = ()
-    # Constructors whose result holds values of this kind (`tfds.load(...)["train"]`, `a, b = ...`).
-    containers: tuple[str, ...] = ()
-
-    def matches(self, qualified: str) -> bool:
-        if any(qualified == e or (e.endswith(".") and qualified.startswith(e)) for e in self.excluded):
-            return False
-        return any(
-            qualified == c or (c.endswith(".") and qualified.startswith(c)) for c in self.constructors
-        )
-
-
-TFDATA_CHAIN = frozenset(
-    "apply batch bucket_by_sequence_length cache concatenate enumerate filter flat_map "
-    "group_by_window ignore_errors interleave map padded_batch prefetch ragged_batch rebatch "
-    "rejection_resample repeat sample_from_datasets scan shard shuffle skip snapshot "
-    "sparse_batch take take_while unbatch unique window with_options zip".split()
-)
-
-KINDS: dict[str, Kind] = {
-    kind.name: kind
-    for kind in (
-        Kind(
-            "tfdata",
-            constructors=(
-                "tensorflow.data.Dataset.",
-                "tensorflow.data.TFRecordDataset",
-                "tensorflow.data.TextLineDataset",
-                "tensorflow.data.FixedLengthRecordDataset",
-                "tensorflow.data.experimental.CsvDataset",
-                "tensorflow.data.experimental.SqlDataset",
-                "tensorflow.data.experimental.sample_from_datasets",
-                "tensorflow.data.experimental.choose_from_datasets",
-                "tensorflow.data.experimental.make_csv_dataset",
-                "tensorflow.data.experimental.make_batched_features_dataset",
-                "keras.utils.image_dataset_from_directory",
-                "keras.utils.text_dataset_from_directory",
-                "keras.utils.audio_dataset_from_directory",
-                "keras.utils.timeseries_dataset_from_array",
-                "keras.preprocessing.image_dataset_from_directory",
-                "keras.preprocessing.text_dataset_from_directory",
-                "tensorflow_datasets.load",
-            ),
-            chain_methods=TFDATA_CHAIN,
-            containers=(
-                "tensorflow_datasets.load",
-                "keras.utils.image_dataset_from_directory",
-                "keras.utils.text_dataset_from_directory",
-                "keras.utils.audio_dataset_from_directory",
-                "keras.utils.split_dataset",
-            ),
-        ),
-        Kind("dataloader", constructors=("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")),
-        Kind(
-            "tensordataset",
-            constructors=("torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"),
-        ),
-        Kind(
-            "scheduler",
-            constructors=("torch.optim.lr_scheduler.", "transformers.get_scheduler", "transformers.get_linear_schedule_with_warmup", "transformers.get_cosine_schedule_with_warmup"),
-        ),
-        Kind(
-            "optimizer",
-            constructors=("torch.optim.", "keras.optimizers.", "tensorflow.optimizers.", "transformers.AdamW", "transformers.Adafactor", "bitsandbytes.optim.", "apex.optimizers."),
-            excluded=("torch.optim.lr_scheduler.", "keras.optimizers.schedules."),
-        ),
-        Kind("gradscaler", constructors=("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.cpu.amp.GradScaler")),
-        Kind("tape", constructors=("tensorflow.GradientTape",)),
-        Kind("summarywriter", constructors=("torch.utils.tensorboard.SummaryWriter", "tensorboardX.SummaryWriter", "torch.utils.tensorboard.writer.SummaryWriter")),
-        Kind("wandbrun", constructors=("wandb.init",)),
-        Kind("logger", constructors=("logging.getLogger", "logging.Logger", "accelerate.logging.get_logger", "transformers.utils.logging.get_logger")),
-    )
-}
+from gpulint.linter.analysis.vocabulary import KINDS, Kind
 
 
 def target_key(node: cst.BaseExpression) -> str | None:

@@ -1,5 +1,5 @@
-"""Apply fixes to a parsed module: replace the nodes, add the imports they need, turn the result
-into text edits, and write a fixed file atomically.
+"""Apply fixes to a parsed module: replace the nodes, add the imports they need, and turn the
+result into text edits (writing a fixed file is `run.safe_files.write_atomic`'s job).
 
 One pass applies every allowed fix whose target does not overlap another's (two fixes of the same
 `DataLoader(...)` call go in consecutive passes: see passes.py, which re-lints between passes).
@@ -8,11 +8,7 @@ One pass applies every allowed fix whose target does not overlap another's (two 
 from __future__ import annotations
 
 import difflib
-import os
-import stat
 import sys
-import tempfile
-from pathlib import Path
 
 import libcst as cst
 
@@ -171,23 +167,3 @@ def line_edits(before: str, after: str) -> list[Edit]:
 
 def allowed(fix: Fix, unsafe: bool) -> bool:
     return fix.applicability is Applicability.SAFE or unsafe
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace a file's content in one rename, keeping its mode; through symlinks to the target."""
-    target = Path(os.path.realpath(path))
-    mode = stat.S_IMODE(target.stat().st_mode)
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".gpulint-tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except FileNotFoundError:
-            pass
-        raise

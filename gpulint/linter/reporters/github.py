@@ -4,18 +4,20 @@
 
 Printed in a workflow step, each line becomes an annotation on the pull request's diff.  Opt-in
 ("hint") rules are `notice`s, syntax errors `error`s.  Values are escaped as the Actions runner
-expects (`%`, CR and LF everywhere; `:` and `,` too inside properties).
+expects (`%`, CR and LF everywhere; `:` and `,` too inside properties), and other control
+characters as everywhere gpulint prints (`printable`).
 """
 
 from __future__ import annotations
 
 from gpulint.linter.findings import Finding
+from gpulint.linter.printable import printable
 from gpulint.linter.reporters import ReportSettings
 from gpulint.linter.run.outcome import RunResult
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:
@@ -23,9 +25,9 @@ def escape_property(text: str) -> str:
 
 
 def _command(finding: Finding) -> str:
-    from gpulint.rules import rules_by_code
+    from gpulint.linter.catalog import by_code  # not the rule classes: a cached run need not import libcst
 
-    rule = rules_by_code().get(finding.code)
+    rule = by_code().get(finding.code)
     if finding.severity == "error":
         command = "error"
     elif rule is not None and rule.default == "hint":

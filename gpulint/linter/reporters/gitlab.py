@@ -15,11 +15,11 @@ from gpulint.linter.run.outcome import RunResult
 
 
 def _severity(finding: Finding) -> str:
-    from gpulint.rules import rules_by_code
+    from gpulint.linter.catalog import by_code  # not the rule classes: a cached run need not import libcst
 
     if finding.severity == "error":
         return "critical"
-    rule = rules_by_code().get(finding.code)
+    rule = by_code().get(finding.code)
     return "info" if rule is not None and rule.default == "hint" else "major"
 
 

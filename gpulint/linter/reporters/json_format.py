@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 
-from gpulint import DOCS_URL
+from gpulint import docs_url
 from gpulint.linter.findings import Finding
 from gpulint.linter.reporters import ReportSettings
 from gpulint.linter.run.outcome import RunResult
@@ -42,7 +42,7 @@ def finding_to_dict(finding: Finding) -> dict:
         "end_location": {"row": finding.end_location.row, "column": finding.end_location.column},
         "fix": fix,
         "noqa_row": finding.statement_row or finding.location.row,
-        "url": DOCS_URL.format(code=finding.code, name=finding.name),
+        "url": docs_url(finding.code, finding.name),
     }
 
 

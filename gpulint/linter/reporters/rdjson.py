@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from gpulint import DOCS_URL
+from gpulint import docs_url
 from gpulint.linter.findings import Finding
 from gpulint.linter.reporters import ReportSettings
 from gpulint.linter.reporters.sarif import line_text, source_lines
@@ -50,7 +50,7 @@ def diagnostic(finding: Finding) -> dict:
         "message": finding.message,
         "location": {"path": finding.path.replace("\\", "/"), "range": {"start": start, "end": end}},
         "severity": "ERROR" if finding.severity == "error" else "WARNING",
-        "code": {"value": finding.code, "url": DOCS_URL.format(code=finding.code, name=finding.name)},
+        "code": {"value": finding.code, "url": docs_url(finding.code, finding.name)},
     }
     suggestions = _suggestions(finding)
     if suggestions:

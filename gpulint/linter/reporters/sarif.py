@@ -70,7 +70,8 @@ def fingerprints(findings: list[Finding], hash_path: Callable[[Finding], str] | 
         key = (shown.replace(os.sep, "/"), finding.code, text)
         occurrence = seen[key]
         seen[key] += 1
-        digest = hashlib.sha256("\0".join((*key, str(occurrence))).encode("utf-8")).hexdigest()
+        # surrogateescape: a file name that is not UTF-8 hashes as its bytes
+        digest = hashlib.sha256("\0".join((*key, str(occurrence))).encode("utf-8", "surrogateescape")).hexdigest()
         result.append((id(finding), digest[:32]))
     by_id = dict(result)
     return [by_id[id(f)] for f in findings]
@@ -86,7 +87,7 @@ def _level(finding: Finding) -> str:
 
 
 def _rule_descriptor(code: str, name: str, fallback_message: str) -> dict:
-    from gpulint import DOCS_URL
+    from gpulint import docs_url
     from gpulint.rules import rules_by_code
 
     rule = rules_by_code().get(code)
@@ -103,7 +104,7 @@ def _rule_descriptor(code: str, name: str, fallback_message: str) -> dict:
         "shortDescription": {"text": rule.message},
         "fullDescription": {"text": rule.summary()},
         "help": {"text": rule.summary(), "markdown": rule.explanation()},
-        "helpUri": DOCS_URL.format(code=rule.code, name=rule.name),
+        "helpUri": docs_url(rule.code, rule.name),
         "defaultConfiguration": {"level": "note" if rule.default == "hint" else "warning"},
         "properties": {
             "tags": ["performance", "gpu"],

@@ -1,10 +1,15 @@
-"""The terminal format: `path:line:col: GL101 [*] message`, then a summary line (as ruff)."""
+"""The terminal format: `path:line:col: GL101 [*] message`, then a summary line (as ruff).
+
+Paths and messages are printed with control characters escaped (`printable`): a file name must
+not be able to start a line of its own (a GitHub Actions workflow command) or drive the terminal.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 
 from gpulint.linter.findings import Applicability, Finding
+from gpulint.linter.printable import printable
 from gpulint.linter.reporters import ReportSettings
 from gpulint.linter.run.outcome import RunResult
 
@@ -16,23 +21,29 @@ def fix_available(finding: Finding, unsafe_fixes: bool) -> bool:
 
 
 def format_finding(finding: Finding, settings: ReportSettings) -> str:
-    where = finding.display_location or f"{finding.location.row}:{finding.location.column}"
+    where = printable(finding.display_location or f"{finding.location.row}:{finding.location.column}")
     marker = " [*]" if fix_available(finding, settings.unsafe_fixes) else ""
+    path, message = printable(finding.path), printable(finding.message)
     if settings.color:
         return (
-            f"{_BOLD}{finding.path}{_RESET}{_DIM}:{where}:{_RESET} "
-            f"{_BOLD}{_RED}{finding.code}{_RESET}{_CYAN}{marker}{_RESET} {finding.message}"
+            f"{_BOLD}{path}{_RESET}{_DIM}:{where}:{_RESET} "
+            f"{_BOLD}{_RED}{finding.code}{_RESET}{_CYAN}{marker}{_RESET} {message}"
         )
-    return f"{finding.path}:{where}: {finding.code}{marker} {finding.message}"
+    return f"{path}:{where}: {finding.code}{marker} {message}"
 
 
-def summary(findings: list[Finding], settings: ReportSettings, fixed: int) -> str:
+def summary(findings: list[Finding], settings: ReportSettings, fixed: int, errors: int = 0) -> str:
+    """The closing lines; "All checks passed!" only when nothing was found and nothing failed
+    (`errors`: the problems reported on standard error)."""
     lines = []
     count = len(findings)
     if fixed:
         lines.append(f"Fixed {fixed} problem{'s' if fixed != 1 else ''}.")
     if count == 0:
-        if not fixed:
+        if errors:
+            plural = "s" if errors != 1 else ""
+            lines.append(f"No problems found, but {errors} error{plural} stopped some checks (see above).")
+        elif not fixed:
             lines.append("All checks passed!")
         return "\n".join(lines)
     safe = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.SAFE)
@@ -70,5 +81,5 @@ def render(result: RunResult, settings: ReportSettings) -> str:
     else:
         parts.extend(format_finding(f, settings) for f in findings)
     fixed = sum(o.fixed for o in result.outcomes) if settings.fix_mode else 0
-    parts.append(summary(findings, settings, fixed))
+    parts.append(summary(findings, settings, fixed, len(result.errors)))
     return "\n".join(p for p in parts if p)

@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, UndecodableSource, parse
+from gpulint.linter.analysis.parse_guard import UnanalysableSource
 from gpulint.linter.engine import Linter
 from gpulint.linter.run.files import discover, read_source
 from gpulint.linter.findings import SYNTAX_ERROR_CODE, Finding
-from gpulint.linter.fix.fixer import write_atomic
+from gpulint.linter.run.outcome import read_problem, write_problem
 from gpulint.linter.run.process import display_path
+from gpulint.linter.run.safe_files import WriteScope, write_atomic
 
 _EXISTING = re.compile(r"#\s*gpulint\s*:\s*ignore\[(?P<codes>[^\]]*)\]", re.IGNORECASE)
 _CODE_SORT = re.compile(r"(\D*)(\d*)")
@@ -120,6 +122,7 @@ def add_suppressions(paths: list[Path], linter: Linter) -> AddResult:
     """Silence the current findings of `linter` in the files under `paths`, writing in place."""
     settings = linter.settings
     files, path_errors = discover(paths, settings.exclude, settings.root)
+    scope = WriteScope.of(paths)
     outcome = AddResult(errors=[f"{e.path}: {e.reason}" for e in path_errors])
     for path in files:
         name = display_path(path)
@@ -127,12 +130,12 @@ def add_suppressions(paths: list[Path], linter: Linter) -> AddResult:
             outcome.errors.append(f"{name}: --add-suppressions does not edit notebooks; skipped")
             continue
         try:
-            source = read_source(path)
+            source = read_source(path, settings.max_file_size)
             findings = linter.lint_source(source, name).findings
         except OSError as exc:
-            outcome.errors.append(f"{name}: cannot read: {exc.strerror or exc}")
+            outcome.errors.append(read_problem(name, exc))
             continue
-        except (UndecodableSource, SyntaxErrorInSource, RecursionError) as exc:
+        except (UndecodableSource, SyntaxErrorInSource, RecursionError, UnanalysableSource) as exc:
             outcome.errors.append(f"{name}: {exc}")
             continue
         findings = [f for f in findings if f.code not in (SYNTAX_ERROR_CODE, "GL900")]
@@ -147,14 +150,14 @@ def add_suppressions(paths: list[Path], linter: Linter) -> AddResult:
             continue
         new_source = new_text.encode(encoding)
         try:
-            parse(new_source)
-        except (SyntaxErrorInSource, UndecodableSource) as exc:  # never write a file that does not parse
+            parse(new_source)  # never write a file that does not parse
+        except (SyntaxErrorInSource, UndecodableSource, UnanalysableSource) as exc:
             outcome.errors.append(f"{name}: adding suppressions would break the file ({exc}); left unchanged")
             continue
         try:
-            write_atomic(path, new_source)
+            write_atomic(path, new_source, scope)
         except OSError as exc:
-            outcome.errors.append(f"{name}: cannot write: {exc.strerror or exc}")
+            outcome.errors.append(write_problem(name, exc, "suppressions"))
             continue
         outcome.added += added
         outcome.files += 1

@@ -9,39 +9,59 @@ An entry is keyed by everything that can change a file's result:
   modification time of each), so an edited rule in a development checkout never serves stale results; and the libcst
   and Python versions, which decide what parses.
 
-Each entry is one small file `<dir>/v1/<2 hex>/<38 hex>` holding a magic header, a SHA-256 of the
-payload and the pickled outcome.  Writes go to a temporary file in the same folder and are renamed
-into place, so two runs sharing a cache never see half an entry; an entry that is truncated,
-corrupt or unreadable is a miss, never an error.  The cache is bounded: after a run that wrote
-entries, the oldest (by modification time; a hit refreshes it now and then) are deleted until the
-total is under the cap.
+Each entry is one small file `<dir>/v1/<2 hex>/<38 hex>` holding JSON: a schema version, the full
+key and the outcome as plain data (`datajson`), never a pickle, so an entry written by someone else
+(a CI cache restored from a less trusted job) can at worst be wrong, never run code.  An entry that
+is truncated, corrupt, of the wrong shape, for another file, or not a regular file is a miss, never
+an error.  Writes go to a temporary file in the same folder and are renamed into place, so two runs
+sharing a cache never see half an entry.  The cache is bounded: after a run that wrote entries, the
+oldest (by modification time; a hit refreshes it now and then) are deleted until the total is
+under the cap.
 
-The cache holds pickles, so it must be trusted like the source tree it sits in (it lives in the
-project folder and is written by the user's own runs).  Outcomes that report a problem with the file
-(unreadable, a fix that did not apply) are not cached; nor are results of `--fix` runs that
-changed a file, since the result then belongs to the new content, not the hashed one.
+The cache folder may arrive with the repository (git stores symbolic links), so the cache deletes
+only what it could have written: regular files of its own name pattern, in real (not linked)
+folders of its own layout, found and deleted without following a link.  A cache folder that is a
+symbolic link or holds anything else (`--cache-dir .` in a project) is refused with a message and
+the run goes on without a cache.  Outcomes that report a problem with the file (unreadable, a fix
+that did not apply) are not cached; nor are results of `--fix` runs that changed a file, since the
+result then belongs to the new content, not the hashed one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
-import pickle
+import re
+import stat
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from gpulint import __version__
+from gpulint.linter.run.datajson import from_data, to_data
+from gpulint.linter.run.outcome import FileOutcome
 
 CACHE_DIR_NAME = ".gpulint_cache"
 LAYOUT = "v1"
-MAGIC = b"GLC1"
+# The version of an entry's JSON; an entry of another version is a miss.
+SCHEMA = 2
 DEFAULT_MAX_BYTES = 64 * 2**20
+# An entry larger than this was not written by gpulint (a finding is a few hundred bytes); it is a
+# miss and is not read.
+MAX_ENTRY_BYTES = 8 * 2**20
 # A hit rewrites its entry's mtime (the eviction order) only when it is older than this, so a warm
 # run does not turn every read into a metadata write.
 _TOUCH_AFTER_S = 3600.0
+# What the cache folder may hold, and the names of what the cache writes.
+_MARKER_FILES = (".gitignore", "CACHEDIR.TAG")
+_SHARD = re.compile(r"^[0-9a-f]{2}$")
+_ENTRY = re.compile(r"^[0-9a-f]{38}$")
+_TEMPORARY = re.compile(r"^\.tmp-[A-Za-z0-9_]+$")
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 _code_fingerprint: str | None = None
 
@@ -51,10 +71,14 @@ def gpulint_fingerprint() -> str:
     versions of what decides parsing (computed once per process: a few dozen stat calls)."""
     global _code_fingerprint
     if _code_fingerprint is None:
-        import libcst
+        from importlib import metadata  # libcst's version without importing libcst
 
+        try:
+            libcst_version = metadata.version("libcst")
+        except metadata.PackageNotFoundError:
+            libcst_version = ""
         package = Path(__file__).resolve().parents[2]
-        digest = hashlib.sha256(f"{__version__}|{sys.version}|{getattr(libcst, '__version__', '')}".encode())
+        digest = hashlib.sha256(f"{__version__}|{sys.version}|{libcst_version}".encode())
         # The code that decides a file's result: the engine and the rules (not the runtime checker
         # or the review bot, whose edits must not throw the cache away).
         sources = [*sorted((package / "linter").rglob("*.py")), *sorted((package / "rules").rglob("*.py"))]
@@ -85,35 +109,73 @@ class ResultCache:
     @classmethod
     def for_run(cls, directory: Path, settings_fingerprint: str, options, max_bytes: int = DEFAULT_MAX_BYTES) -> "ResultCache":
         """A cache whose keys include the configuration, the result-changing run options and gpulint."""
-        # Every field of the run options (fix, diff, unsafe fixes, edits, and any added later):
-        # a new option must not be served results computed without it.
-        parts = [gpulint_fingerprint(), settings_fingerprint, repr(sorted(dataclasses.asdict(options).items()))]
+        # Every field of the run options (fix, diff, unsafe fixes, edits, and any added later) but
+        # those that declare they do not change results: a new option must not be served results
+        # computed without it.
+        fields = {
+            f.name: getattr(options, f.name)
+            for f in dataclasses.fields(options)
+            if f.metadata.get("changes_results", True)
+        }
+        parts = [gpulint_fingerprint(), settings_fingerprint, repr(sorted(fields.items()))]
         return cls(directory, hashlib.sha256("|".join(parts).encode()).hexdigest(), max_bytes)
+
+    def unusable_reason(self) -> str | None:
+        """Why the folder cannot serve as gpulint's cache (None: it can, or does not exist yet).
+        Checks the folder, its markers and the layout's shard folders, without following links."""
+        where = self.directory
+        try:
+            info = os.lstat(where)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return f"cache folder {where}: {exc.strerror or exc}"
+        if stat.S_ISLNK(info.st_mode):
+            return f"cache folder {where} is a symbolic link; not used"
+        if not stat.S_ISDIR(info.st_mode):
+            return f"cache folder {where} is not a folder; not used"
+        try:
+            entries = {entry.name: entry.stat(follow_symlinks=False).st_mode for entry in os.scandir(where)}
+            layout = entries.get(LAYOUT)
+            shards = list(os.scandir(where / LAYOUT)) if layout is not None and stat.S_ISDIR(layout) else []
+            shard_modes = {entry.name: entry.stat(follow_symlinks=False).st_mode for entry in shards}
+        except OSError as exc:
+            return f"cache folder {where}: {exc.strerror or exc}"
+        foreign = sorted(
+            name for name, mode in entries.items()
+            if not (name in _MARKER_FILES and stat.S_ISREG(mode) or name == LAYOUT and stat.S_ISDIR(mode))
+        )
+        foreign += sorted(
+            f"{LAYOUT}/{name}" for name, mode in shard_modes.items() if not (_SHARD.match(name) and stat.S_ISDIR(mode))
+        )
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            return f"cache folder {where} holds files gpulint did not write ({shown}); not used"
+        return None
 
     # -- keys and entries ----------------------------------------------------------------------
     def key(self, path: Path, name: str, source_hash: str) -> str:
         where = os.path.abspath(path)
-        return hashlib.sha256(f"{self.run_key}|{where}|{name}|{source_hash}".encode()).hexdigest()
+        text = f"{self.run_key}|{where}|{name}|{source_hash}"
+        return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()  # names need not be UTF-8
 
     def _entry(self, key: str) -> Path:
         return self.directory / LAYOUT / key[:2] / key[2:40]
 
-    def get(self, key: str):
-        """The stored outcome, or None for a miss (absent, truncated, corrupt or unreadable)."""
+    def get(self, key: str, name: str | None = None):
+        """The stored outcome, or None for a miss: absent, unreadable, not a regular file, too
+        large, not JSON, another schema or key, a shape that does not rebuild, or (when `name` is
+        given) findings about another file."""
         entry = self._entry(key)
         try:
-            with open(entry, "rb") as handle:
-                data = handle.read()
-        except OSError:
+            data = _read_entry(entry)
+            document = json.loads(data)
+            if document.get("schema") != SCHEMA or document.get("key") != key:
+                return None
+            outcome = from_data(FileOutcome, document["outcome"])
+        except Exception:  # noqa: BLE001 - whatever an entry holds, a bad one is a miss
             return None
-        if len(data) < len(MAGIC) + 32 or not data.startswith(MAGIC):
-            return None
-        digest, payload = data[len(MAGIC) : len(MAGIC) + 32], data[len(MAGIC) + 32 :]
-        if hashlib.sha256(payload).digest() != digest:
-            return None
-        try:
-            outcome = pickle.loads(payload)
-        except Exception:  # noqa: BLE001 - an entry from an incompatible build is just a miss
+        if name is not None and not _about(outcome, name):
             return None
         self.hits += 1
         self._touch(entry)
@@ -123,11 +185,11 @@ class ResultCache:
         """Store an outcome atomically; a cache that cannot be written is silently skipped (the
         run's results do not depend on it)."""
         entry = self._entry(key)
-        payload = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
-        data = MAGIC + hashlib.sha256(payload).digest() + payload
+        document = {"schema": SCHEMA, "key": key, "outcome": to_data(outcome)}
+        data = json.dumps(document, separators=(",", ":")).encode("utf-8")
         try:
             self._prepare()
-            entry.parent.mkdir(exist_ok=True)
+            _make_real_dir(entry.parent)
             fd, temporary = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-")
             try:
                 with os.fdopen(fd, "wb") as handle:
@@ -141,52 +203,59 @@ class ResultCache:
         self.writes += 1
 
     def _prepare(self) -> None:
-        """Create the cache folder, with a .gitignore and a CACHEDIR.TAG so neither git nor backup
-        tools pick it up."""
-        layout = self.directory / LAYOUT
-        if layout.is_dir():
-            return
-        layout.mkdir(parents=True, exist_ok=True)
+        """Create the cache folder and its layout folder, and a .gitignore and a CACHEDIR.TAG so
+        neither git nor backup tools pick it up (also in a folder whose layout already exists)."""
+        _make_real_dir(self.directory)
+        _make_real_dir(self.directory / LAYOUT)
         for name, text in (
             (".gitignore", "# Created by gpulint: the whole folder is a cache.\n*\n"),
             ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# gpulint result cache\n"),
         ):
-            target = self.directory / name
-            if not target.exists():
-                try:
-                    target.write_text(text, encoding="utf-8")
-                except OSError:
-                    pass
+            try:  # never through a link, never over an existing file
+                fd = os.open(self.directory / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644)
+            except OSError:
+                continue
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
 
     @staticmethod
     def _touch(entry: Path) -> None:
         try:
-            if time.time() - entry.stat().st_mtime > _TOUCH_AFTER_S:
-                os.utime(entry)
-        except OSError:
+            if time.time() - os.lstat(entry).st_mtime > _TOUCH_AFTER_S:
+                os.utime(entry, follow_symlinks=False)
+        except (OSError, NotImplementedError):
             pass
 
     # -- size bound ----------------------------------------------------------------------------
     def size(self) -> tuple[int, list[tuple[float, int, Path]]]:
-        """Total bytes of the entries, and (mtime, size, path) of each."""
+        """Total bytes of the entries, and (mtime, size, path) of each: regular files of the
+        entry (or temporary) name pattern in real shard folders; nothing behind a link counts."""
         entries: list[tuple[float, int, Path]] = []
         total = 0
         layout = self.directory / LAYOUT
+        if self.unusable_reason() is not None:
+            return 0, entries
         try:
-            shards = list(os.scandir(layout))
+            shards = [s for s in os.scandir(layout) if _SHARD.match(s.name) and s.is_dir(follow_symlinks=False)]
         except OSError:
             return 0, entries
+        now = time.time()
         for shard in shards:
             try:
-                files = list(os.scandir(shard.path)) if shard.is_dir() else []
+                files = list(os.scandir(shard.path))
             except OSError:
                 continue
             for item in files:
+                temporary = _TEMPORARY.match(item.name)
+                if not (temporary or _ENTRY.match(item.name)):
+                    continue  # not ours: never counted, never deleted
                 try:
-                    info = item.stat()
+                    info = item.stat(follow_symlinks=False)
                 except OSError:
                     continue  # removed by a concurrent run
-                if item.name.startswith(".tmp-") and time.time() - info.st_mtime < 600:
+                if not stat.S_ISREG(info.st_mode):
+                    continue
+                if temporary and now - info.st_mtime < 600:
                     continue  # another run's write in progress
                 entries.append((info.st_mtime, info.st_size, Path(item.path)))
                 total += info.st_size
@@ -203,10 +272,71 @@ class ResultCache:
         for _mtime, size, path in sorted(entries, key=lambda e: e[0]):
             if total <= target:
                 break
-            _unlink(path)
-            total -= size
-            removed += 1
+            if _unlink_entry(self.directory / LAYOUT, path):
+                total -= size
+                removed += 1
         return removed
+
+
+def _read_entry(entry: Path) -> bytes:
+    """An entry's bytes: a regular file, not a link, at most MAX_ENTRY_BYTES (OSError otherwise)."""
+    fd = os.open(entry, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
+            raise OSError("not a cache entry")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read(MAX_ENTRY_BYTES + 1)
+    finally:
+        os.close(fd)
+
+
+def _about(outcome, name: str) -> bool:
+    """Whether a stored outcome speaks of the file it is looked up for (a crafted entry must not
+    make reporters read or name another file)."""
+    result = outcome.result
+    return result.path == name and all(f.path == name for f in result.findings)
+
+
+def _make_real_dir(path: Path) -> None:
+    """Create a folder if absent; OSError when something else (a link, a file) has its name."""
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            raise NotADirectoryError(f"{path} is not a folder") from None
+
+
+def _unlink_entry(layout: Path, path: Path) -> bool:
+    """Delete one entry found by `size()`: through a descriptor of its shard folder opened without
+    following links, and only if it still is a regular file of our name pattern."""
+    if not (_ENTRY.match(path.name) or _TEMPORARY.match(path.name)) or not _SHARD.match(path.parent.name):
+        return False
+    if os.unlink not in os.supports_dir_fd:  # no descriptor-relative calls here: check, then delete
+        try:
+            if stat.S_ISREG(os.lstat(path).st_mode) and not os.path.islink(path.parent):
+                os.unlink(path)
+                return True
+        except OSError:
+            pass
+        return False
+    try:
+        layout_fd = os.open(layout, os.O_RDONLY | _DIRECTORY | _NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        shard_fd = os.open(path.parent.name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW, dir_fd=layout_fd)
+        try:
+            if not stat.S_ISREG(os.stat(path.name, dir_fd=shard_fd, follow_symlinks=False).st_mode):
+                return False
+            os.unlink(path.name, dir_fd=shard_fd)
+            return True
+        finally:
+            os.close(shard_fd)
+    except OSError:
+        return False
+    finally:
+        os.close(layout_fd)
 
 
 def _unlink(path: Path) -> None:

@@ -4,16 +4,27 @@ Directories are walked for `*.py` and `*.ipynb`, skipping version-control folder
 environments, build output, caches, whatever `.gitignore` files ignore (via `pathspec`, which
 implements git's own matching rules) and the `exclude` patterns of the configuration.  A file named
 explicitly on the command line is always linted.
+
+Symbolic links inside a folder are not followed, as git stores a link and not its target (and ruff
+does not descend into linked folders): a link cannot lead the walk out of the tree, into a loop, or
+to a device, and a linked file inside the tree is linted under its own name.  A folder or file
+named on the command line is followed.  Anything that is neither a folder nor a regular file (a
+FIFO named `x.py`) is reported in one line and skipped, as is a folder that cannot be read.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec
+
+from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES, kind_of, read_regular_file
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
 SKIPPED_DIRS = frozenset(
@@ -33,8 +44,12 @@ class PathError:
     reason: str
 
 
+# A .gitignore larger than this is not one a person wrote; it is not read.
+_GITIGNORE_MAX_BYTES = 2**20
+
+
 def _is_virtualenv(directory: Path) -> bool:
-    return (directory / "pyvenv.cfg").is_file()
+    return os.path.isfile(directory / "pyvenv.cfg")  # False, not an error, when unreadable
 
 
 class _IgnoreRules:
@@ -43,18 +58,19 @@ class _IgnoreRules:
     def __init__(self, exclude: list[str], root: Path) -> None:
         self.specs: list[tuple[Path, pathspec.PathSpec]] = []
         if exclude:
-            self.specs.append((root.resolve(), pathspec.GitIgnoreSpec.from_lines(exclude)))
+            self.specs.append((root.resolve(), _gitignore_spec(exclude)))
 
     def load(self, directory: Path) -> int:
         gitignore = directory / ".gitignore"
-        if gitignore.is_file():
-            try:
-                lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-            except OSError:
-                return 0
-            self.specs.append((directory.resolve(), pathspec.GitIgnoreSpec.from_lines(lines)))
-            return 1
-        return 0
+        try:
+            if not stat.S_ISREG(os.lstat(gitignore).st_mode):
+                return 0  # git does not follow a .gitignore that is a symbolic link either
+            text = read_regular_file(gitignore, _GITIGNORE_MAX_BYTES)
+        except OSError:
+            return 0
+        lines = text.decode("utf-8", errors="replace").splitlines()
+        self.specs.append((directory.resolve(), _gitignore_spec(lines)))
+        return 1
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
         resolved = path.resolve()
@@ -68,23 +84,41 @@ class _IgnoreRules:
         return False
 
 
+def _gitignore_spec(lines: list[str]) -> pathspec.PathSpec:
+    import pathspec  # only directory walks match patterns: a run over named files (pre-commit) skips its import
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
 def discover(paths: list[Path], exclude: list[str] | None = None, root: Path | None = None) -> tuple[list[Path], list[PathError]]:
     """Files to lint, sorted and without duplicates, and the paths that could not be used."""
     files: dict[str, Path] = {}
     errors: list[PathError] = []
-    rules = _IgnoreRules(exclude or [], root or Path.cwd())
+    rules = None  # built for the first directory walked
     for path in paths:
-        if not path.exists():
-            reason = "broken symbolic link" if path.is_symlink() else "no such file or directory"
-            errors.append(PathError(str(path), reason))
-        elif path.is_file():
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as exc:
+            errors.append(PathError(str(path), _stat_problem(path, exc)))
+            continue
+        if stat.S_ISREG(mode):
             files.setdefault(os.path.realpath(path), path)
-        elif path.is_dir():
+        elif stat.S_ISDIR(mode):
+            rules = rules or _IgnoreRules(exclude or [], root or Path.cwd())
             for found in _walk(path, rules, errors):
                 files.setdefault(os.path.realpath(found), found)
         else:
-            errors.append(PathError(str(path), "not a regular file or directory"))
-    return sorted(files.values(), key=lambda p: p.as_posix()), errors
+            errors.append(PathError(str(path), f"{kind_of(mode)}, not a regular file; skipped"))
+    # A path both named and found by a walk is reported once.
+    return sorted(files.values(), key=lambda p: p.as_posix()), list(dict.fromkeys(errors))
+
+
+def _stat_problem(path: Path, exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "symbolic link loop; skipped"
+    if exc.errno == errno.ENOENT:
+        return "broken symbolic link" if os.path.islink(path) else "no such file or directory"
+    return exc.strerror or str(exc)
 
 
 def _walk(top: Path, rules: _IgnoreRules, errors: list[PathError]) -> Iterator[Path]:
@@ -97,8 +131,8 @@ def _walk(top: Path, rules: _IgnoreRules, errors: list[PathError]) -> Iterator[P
             errors.append(PathError(str(directory), exc.strerror or str(exc)))
             return
         key = (info.st_dev, info.st_ino)
-        if key in seen_dirs:
-            errors.append(PathError(str(directory), "symbolic link loop; skipped"))
+        if key in seen_dirs:  # only a bind mount can bring a walk that follows no link back here
+            errors.append(PathError(str(directory), "folder reached twice (a bind mount?); skipped"))
             return
         seen_dirs.add(key)
         pushed = rules.load(directory)
@@ -106,23 +140,25 @@ def _walk(top: Path, rules: _IgnoreRules, errors: list[PathError]) -> Iterator[P
             try:
                 entries = sorted(os.scandir(directory), key=lambda e: e.name)
             except OSError as exc:
-                errors.append(PathError(str(directory), exc.strerror or str(exc)))
+                errors.append(PathError(str(directory), f"cannot read folder: {exc.strerror or exc}; skipped"))
                 return
             for entry in entries:
                 child = Path(entry.path)
                 try:
-                    is_dir = entry.is_dir()
+                    mode = entry.stat(follow_symlinks=False).st_mode
                 except OSError:
+                    continue  # removed while walking
+                if stat.S_ISLNK(mode):
                     continue
-                if is_dir:
+                if stat.S_ISDIR(mode):
                     if entry.name in SKIPPED_DIRS or _is_virtualenv(child) or rules.ignored(child, True):
                         continue
                     yield from visit(child)
                 elif entry.name.endswith(SOURCE_SUFFIXES) and not rules.ignored(child, False):
-                    if entry.is_symlink() and not child.exists():
-                        errors.append(PathError(str(child), "broken symbolic link"))
-                        continue
-                    yield child
+                    if stat.S_ISREG(mode):
+                        yield child
+                    else:
+                        errors.append(PathError(str(child), f"{kind_of(mode)}, not a regular file; skipped"))
         finally:
             for _ in range(pushed):
                 rules.specs.pop()
@@ -130,7 +166,7 @@ def _walk(top: Path, rules: _IgnoreRules, errors: list[PathError]) -> Iterator[P
     yield from visit(top)
 
 
-def read_source(path: Path) -> bytes:
-    """The file's bytes (decoding is the parser's job, so encodings and newlines survive)."""
-    with open(path, "rb") as handle:
-        return handle.read()
+def read_source(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
+    """The file's bytes (decoding is the parser's job, so encodings and newlines survive); raises
+    OSError, and NotLintable for a file that is not regular or over `max_bytes`."""
+    return read_regular_file(path, max_bytes)

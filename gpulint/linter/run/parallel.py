@@ -1,24 +1,32 @@
 """Worker processes for linting and fixing, and the progress bar of long runs.
 
-Files stream through a process pool (`imap` with a chunk size, so results come back in the order
-the files were given whatever the scheduling); each worker builds its `Linter` once, and keeps no
-tree after the file it came from.  Each file is independent, so `--fix` goes through the same
-pool: a worker writes its own file atomically.
+Files stream through a process pool in chunks, at most two chunks per worker in flight, and come
+back in the order the files were given whatever the scheduling; each worker builds its `Linter`
+once, and keeps no tree after the file it came from.  Each file is independent, so `--fix` goes
+through the same pool: a worker writes its own file atomically.
+
+A worker can die (native code crashing on a hostile file): the pool then reports itself broken
+instead of waiting forever.  Only the chunks in flight can hold the culprit; each of their files is
+processed again alone in a one-worker pool, a file that kills that one too is reported as "could
+not be analysed: the parser crashed", and the other files go on in a fresh pool.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import signal
 import sys
 import time
+from collections import deque
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from gpulint.linter.config import Settings
-from gpulint.linter.engine import Linter
-from gpulint.linter.run.process import process_file_cached
+from gpulint.linter.engine import FileResult, Linter
+from gpulint.linter.run.outcome import FileOutcome
+from gpulint.linter.run.process import display_path, process_file_cached
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 # Below this many files to process, starting workers costs more than it saves (a parse is tens of
 # milliseconds, a worker start about as much).
@@ -42,12 +50,16 @@ def _context():
     # fork starts a worker in milliseconds with gpulint and libcst already imported; it is safe here
     # because the pool is created before this process starts any thread of its own (the progress
     # bar redraws from the main thread).  Elsewhere, the platform's default (spawn).
+    import multiprocessing  # only runs with workers pay for its import
+
     if sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context()
 
 
 def _init_worker(settings: Settings, options, cache) -> None:
+    import signal
+
     # Ctrl-C goes to the whole process group; let the parent alone handle it (one message, exit 130).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker["linter"] = Linter(settings)
@@ -55,18 +67,89 @@ def _init_worker(settings: Settings, options, cache) -> None:
     _worker["cache"] = cache
 
 
-def _work(path: Path):
-    return process_file_cached(path, _worker["linter"], _worker["options"], _worker["cache"])
+def _work(paths: list[Path]) -> list:
+    return [process_file_cached(path, _worker["linter"], _worker["options"], _worker["cache"]) for path in paths]
+
+
+def _pool(jobs: int, settings: Settings, options, cache) -> ProcessPoolExecutor:
+    from concurrent.futures import ProcessPoolExecutor  # only runs with workers pay for multiprocessing
+
+    context = _context()
+    if context.get_start_method() == "fork":
+        # The rules (and libcst) are loaded lazily, on the first file that needs a parse: with this
+        # many files that is likely, so load them once here for the forked workers to share, rather
+        # than once in every worker.
+        settings.catalog()
+    return ProcessPoolExecutor(
+        jobs, mp_context=context, initializer=_init_worker, initargs=(settings, options, cache)
+    )
+
+
+def _close(pool: ProcessPoolExecutor, interrupted: bool) -> None:
+    """Shut a pool down; when the run was interrupted, without waiting for the files in flight
+    (a worker stopped mid-write leaves the file as it was: writes are atomic)."""
+    if interrupted:
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+    pool.shutdown(wait=True, cancel_futures=interrupted)
 
 
 def map_files(paths: Sequence[Path], settings: Settings, options, cache, jobs: int) -> Iterator:
     """Outcomes of `paths` in order, computed by `jobs` worker processes."""
+    from concurrent.futures.process import BrokenProcessPool
+
     jobs = max(1, min(jobs, len(paths)))
     # Small chunks: the files come largest first, and a chunk of big files at the end would leave
     # the other workers idle; a task costs ~0.1 ms of IPC against tens of ms of parsing.
     chunksize = max(1, min(8, len(paths) // (jobs * 32)))
-    with _context().Pool(jobs, initializer=_init_worker, initargs=(settings, options, cache)) as pool:
-        yield from pool.imap(_work, paths, chunksize)
+    chunks = [list(paths[i : i + chunksize]) for i in range(0, len(paths), chunksize)]
+    following = 0  # the next chunk to submit
+    while following < len(chunks):
+        pool = _pool(jobs, settings, options, cache)
+        in_flight: deque[tuple[list[Path], Future]] = deque()
+        suspects: list[tuple[list[Path], Future]] = []
+        last: list = []
+        interrupted = True
+        try:
+            while following < len(chunks) or in_flight:
+                try:
+                    # submit() too raises once a worker has died; the chunk it refused is sent
+                    # again to the next pool (`following` has not moved past it).
+                    while following < len(chunks) and len(in_flight) < 2 * jobs:
+                        in_flight.append((chunks[following], pool.submit(_work, chunks[following])))
+                        following += 1
+                    outcomes = in_flight[0][1].result()
+                except BrokenProcessPool:
+                    suspects = list(in_flight)
+                    break
+                in_flight.popleft()
+                if following == len(chunks) and not in_flight:
+                    last = outcomes  # handed out once the pool is closed: the caller may stop here
+                    break
+                yield from outcomes
+            interrupted = False
+        finally:
+            _close(pool, interrupted)
+        yield from last
+        for chunk, future in suspects:  # in order; a chunk that finished before the break is fine
+            if future.done() and future.exception() is None:
+                yield from future.result()
+            else:
+                yield from (_alone(path, settings, options, cache) for path in chunk)
+
+
+def _alone(path: Path, settings: Settings, options, cache):
+    """One file in a pool of its own: its outcome, or the report that it killed its worker."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    pool = _pool(1, settings, options, cache)
+    try:
+        return pool.submit(_work, [path]).result()[0]
+    except BrokenProcessPool:
+        name = display_path(path)
+        return FileOutcome(FileResult(name), errors=[f"{name}: could not be analysed: the parser crashed; skipped"])
+    finally:
+        pool.shutdown(wait=True)
 
 
 class DelayedProgress:

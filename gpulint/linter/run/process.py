@@ -2,23 +2,26 @@
 
 `process_file` is a pure function of (path, linter settings, options) returning a picklable
 outcome, so the same code runs in-process or in worker processes.  Notebooks go to
-gpulint.linter.run.notebook, which does the same for `.ipynb` files.
+gpulint.linter.run.notebook, which does the same for `.ipynb` files.  With `--fix`, a file is
+written only inside the paths the run was given (`RunOptions.write_scope`), and a write that does
+not happen leaves the report describing the file as it is on disk.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, UndecodableSource
+from gpulint.linter.analysis.parse_guard import UnanalysableSource
 from gpulint.linter.engine import FileResult, Linter, syntax_error_finding
-from gpulint.linter.fix.fixer import write_atomic
-from gpulint.linter.fix.passes import fix_source
+from gpulint.linter.printable import quote_diff_path
 from gpulint.linter.run.cache import ResultCache, content_hash
-from gpulint.linter.run import notebook
 from gpulint.linter.run.files import read_source
-from gpulint.linter.run.outcome import FileOutcome, RunOptions
+from gpulint.linter.run.outcome import FileOutcome, RunOptions, read_problem, write_problem
+from gpulint.linter.run.safe_files import write_atomic
 
 
 def display_path(path: Path) -> str:
@@ -29,9 +32,18 @@ def display_path(path: Path) -> str:
 
 
 def unified_diff(before: bytes, after: bytes, name: str) -> str:
-    old = before.decode("utf-8", errors="replace").splitlines(keepends=True)
-    new = after.decode("utf-8", errors="replace").splitlines(keepends=True)
-    return "".join(difflib.unified_diff(old, new, fromfile=f"a/{name}", tofile=f"b/{name}"))
+    """A unified diff of two versions of a file, computed on its bytes so it applies with `patch`
+    and `git apply` whatever the file's encoding: undecodable bytes are carried as lone surrogates
+    (`outcome.diff_output` turns them back into the same bytes).  A name with control characters
+    is C-quoted in the headers, as git does."""
+    lines = difflib.diff_bytes(
+        difflib.unified_diff,
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=quote_diff_path(f"a/{name}").encode("utf-8", "surrogateescape"),
+        tofile=quote_diff_path(f"b/{name}").encode("utf-8", "surrogateescape"),
+    )
+    return b"".join(lines).decode("utf-8", "surrogateescape")
 
 
 def process_source(linter: Linter, source: bytes, name: str, options: RunOptions) -> tuple[FileOutcome, bytes]:
@@ -40,6 +52,8 @@ def process_source(linter: Linter, source: bytes, name: str, options: RunOptions
     final = source
     try:
         if options.fix or options.diff:
+            from gpulint.linter.fix.passes import fix_source  # libcst: only runs that may fix pay for it
+
             fixed = fix_source(linter, source, name, linter.settings.unsafe_fixes)
             outcome.errors.extend(fixed.errors)
             if fixed.changed:
@@ -54,32 +68,39 @@ def process_source(linter: Linter, source: bytes, name: str, options: RunOptions
         outcome.errors.append(f"{name}: {exc}")
     except RecursionError:
         outcome.errors.append(f"{name}: too deeply nested to analyse; skipped")
+    except UnanalysableSource as exc:
+        outcome.errors.append(f"{name}: {exc}")
     return outcome, final
 
 
 def process_file(path: Path, linter: Linter, options: RunOptions) -> FileOutcome:
     name = display_path(path)
     try:
-        source = read_source(path)
+        source = read_source(path, linter.settings.max_file_size)
     except OSError as exc:
         return _unreadable(name, exc)
     return process_read_file(path, name, source, linter, options)
 
 
 def _unreadable(name: str, exc: OSError) -> FileOutcome:
-    return FileOutcome(FileResult(name), errors=[f"{name}: cannot read: {exc.strerror or exc}"])
+    return FileOutcome(FileResult(name), errors=[read_problem(name, exc)])
 
 
 def process_read_file(path: Path, name: str, source: bytes, linter: Linter, options: RunOptions) -> FileOutcome:
     """`process_file` for a file already read (its bytes are what the cache key hashed)."""
     if path.suffix == ".ipynb":
+        from gpulint.linter.run import notebook  # only notebooks pay for their module
+
         return notebook.process_notebook(path, name, source, linter, options)
     outcome, final = process_source(linter, source, name, options)
     if options.fix and not options.diff and final != source:
         try:
-            write_atomic(path, final)
+            write_atomic(path, final, options.write_scope)
         except OSError as exc:
-            outcome.errors.append(f"{name}: cannot write fixes: {exc.strerror or exc}")
+            # The file keeps its old content: report what is in it, not what the fixes would leave.
+            unfixed, _ = process_source(linter, source, name, replace(options, fix=False))
+            outcome.result = unfixed.result
+            outcome.errors.append(write_problem(name, exc))
             outcome.fixed = 0
     return outcome
 
@@ -98,13 +119,13 @@ def process_file_cached(path: Path, linter: Linter, options: RunOptions, cache: 
         return process_file(path, linter, options)
     name = display_path(path)
     try:
-        source = read_source(path)
+        source = read_source(path, linter.settings.max_file_size)
     except OSError as exc:
         return _unreadable(name, exc)
     # The key hashes the bytes this call lints, so a file edited during the run is never stored
     # under its old content.
     key = cache.key(path, name, content_hash(source))
-    outcome = cache.get(key)
+    outcome = cache.get(key, name)
     if outcome is None:
         outcome = process_read_file(path, name, source, linter, options)
         if cacheable(outcome, options):

@@ -1,19 +1,23 @@
 """Run the linter over paths: discover the files, answer what the cache knows, process the rest in
 this process or in worker processes, and collect the outcomes in the sorted order of the files.
+With `--fix`, files are written only inside the paths given (the run's write scope).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
+from gpulint.linter.printable import printable
 from gpulint.linter.run import parallel
 from gpulint.linter.run.cache import ResultCache, content_hash
 from gpulint.linter.run.files import discover, read_source
 from gpulint.linter.run.outcome import FileOutcome, RunOptions, RunResult
 from gpulint.linter.run.process import display_path, process_file_cached
+from gpulint.linter.run.safe_files import WriteScope, remove_stale_temporaries
 
 
 def _size(path: Path) -> int:
@@ -23,12 +27,13 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _cached_outcome(path: Path, cache: ResultCache) -> FileOutcome | None:
+def _cached_outcome(path: Path, cache: ResultCache, max_bytes: int) -> FileOutcome | None:
     try:
-        source = read_source(path)
+        source = read_source(path, max_bytes)
     except OSError:
         return None  # reported when the file is processed
-    return cache.get(cache.key(path, display_path(path), content_hash(source)))
+    name = display_path(path)
+    return cache.get(cache.key(path, name, content_hash(source)), name)
 
 
 def run(
@@ -46,11 +51,19 @@ def run(
     there are only a few files).  `progress(done, total)` is called as files finish."""
     files, path_errors = discover(paths, settings.exclude, settings.root)
     result = RunResult(path_errors=path_errors)
+    if options.fix and not options.diff:
+        options = replace(options, write_scope=WriteScope.of(paths))
+        left = remove_stale_temporaries({path.parent for path in files}, options.write_scope)
+        if left:
+            result.warnings.append(f"removed {len(left)} temporary file(s) an interrupted --fix left behind")
+    if cache is not None and (reason := cache.unusable_reason()) is not None:
+        result.warnings.append(printable(f"{reason}; running without a cache"))
+        cache = None
     outcomes: list[FileOutcome | None] = [None] * len(files)
     done = 0
     if cache is not None:
         for index, path in enumerate(files):
-            outcomes[index] = _cached_outcome(path, cache)
+            outcomes[index] = _cached_outcome(path, cache, settings.max_file_size)
         done = sum(o is not None for o in outcomes)
     pending = [i for i, o in enumerate(outcomes) if o is None]
     if progress is not None and done:

@@ -7,7 +7,8 @@ import libcst as cst
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import TENSORFLOW
 from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, method_name
-from gpulint.linter.analysis.values import KINDS, TFDATA_CHAIN, target_key
+from gpulint.linter.analysis.values import target_key
+from gpulint.linter.analysis.vocabulary import KINDS, TFDATA_CHAIN
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import TF_SCRIPT

@@ -29,13 +29,15 @@ import difflib
 from pathlib import Path
 
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, UndecodableSource, parse
+from gpulint.linter.analysis.parse_guard import UnanalysableSource
 from gpulint.linter.engine import FileResult, Linter, syntax_error_finding
 from gpulint.linter.findings import SYNTAX_ERROR_CODE, Edit, Finding, FixInfo, Location
-from gpulint.linter.fix.fixer import write_atomic
 from gpulint.linter.fix.passes import FixOutcome, fix_source
+from gpulint.linter.printable import quote_diff_path
 from gpulint.linter.run.notebook.cells import Cell, Joined, NotebookError, join, make_cell, map_back, split_lines
 from gpulint.linter.run.notebook.ipynb import Notebook, layout_writer, nbformat_valid, new_source, read_notebook
-from gpulint.linter.run.outcome import FileOutcome, RunOptions
+from gpulint.linter.run.outcome import FileOutcome, RunOptions, write_problem
+from gpulint.linter.run.safe_files import write_atomic
 
 
 # -- linting -----------------------------------------------------------------------------------
@@ -191,8 +193,8 @@ def cell_diff(before: Notebook, after: Notebook, name: str) -> str:
                 difflib.unified_diff(
                     lines(old.get(cell.number, "")),
                     lines(cell.text),
-                    fromfile=f"a/{name}:cell {cell.number}",
-                    tofile=f"b/{name}:cell {cell.number}",
+                    fromfile=quote_diff_path(f"a/{name}:cell {cell.number}"),
+                    tofile=quote_diff_path(f"b/{name}:cell {cell.number}"),
                 )
             )
         )
@@ -232,9 +234,9 @@ def process_notebook(path: Path, name: str, source: bytes, linter: Linter, optio
                         outcome.diff = cell_diff(notebook, final, name)
                     else:
                         try:
-                            write_atomic(path, fixed.source)
+                            write_atomic(path, fixed.source, options.write_scope)
                         except OSError as exc:
-                            outcome.errors.append(f"{name}: cannot write fixes: {exc.strerror or exc}")
+                            outcome.errors.append(write_problem(name, exc))
                             outcome.fixed = 0
                             final = notebook
         outcome.result, _ = lint_cells(linter, final.cells, name, options.with_edits)
@@ -244,4 +246,6 @@ def process_notebook(path: Path, name: str, source: bytes, linter: Linter, optio
         outcome.result.findings.append(syntax_error_finding(name, str(exc), exc.row, exc.column))
     except RecursionError:
         outcome.errors.append(f"{name}: too deeply nested to analyse; skipped")
+    except UnanalysableSource as exc:
+        outcome.errors.append(f"{name}: {exc}")
     return outcome

@@ -1,0 +1,223 @@
+"""`gpulint check` (the default command): lint, fix or diff files, directories or standard input.
+
+Also the rule selection options (--select, --extend-select, --ignore, --config) and how they combine
+with the configuration file, shared by `rules` and `review`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, rule_ids, use_color
+
+if TYPE_CHECKING:  # the linter imports libcst: loaded when a command runs, not to parse its line
+    from gpulint.linter.config import Settings
+    from gpulint.linter.run.outcome import RunOptions, RunResult
+
+
+def add_selection_options(parser: argparse.ArgumentParser) -> None:
+    """The options resolve_settings reads."""
+    parser.add_argument(
+        "--select", action="extend", type=rule_ids, metavar="IDS",
+        help="Rule ids or prefixes to enable (comma-separated; ALL for every rule).",
+    )
+    parser.add_argument(
+        "--ignore", action="extend", type=rule_ids, metavar="IDS", help="Rule ids or prefixes to disable."
+    )
+    parser.add_argument(
+        "--extend-select", action="extend", type=rule_ids, metavar="IDS",
+        help="Rule ids or prefixes to add to the selection.",
+    )
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE", help="A pyproject.toml ([tool.gpulint]) or gpulint.toml."
+    )
+
+
+def resolve_settings(paths: list[Path], options: argparse.Namespace) -> Settings:
+    """Settings from the config file (--config, or the nearest pyproject.toml with [tool.gpulint]
+    above the first path) with the selection options on top.  Raises ConfigError."""
+    from gpulint.linter.config import ConfigError, find_config, load_settings, validate
+
+    config = options.config
+    if config is not None and not config.is_file():
+        raise ConfigError(f"config file {config} does not exist")
+    config_file = config if config is not None else find_config(paths[0] if paths else Path.cwd())
+    settings = load_settings(config_file)
+    if options.select is not None:
+        settings.select = options.select
+    settings.extend_select += options.extend_select or []
+    settings.ignore += options.ignore or []
+    validate(settings)
+    return settings
+
+
+def _positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive integer")
+    return number
+
+
+def add_check(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths", nargs="*", type=Path, metavar="PATH", help="Files or directories; `-` reads standard input."
+    )
+    parser.add_argument("--fix", action="store_true", help="Apply safe fixes (and unsafe ones with --unsafe-fixes).")
+    parser.add_argument(
+        "--unsafe-fixes", action=argparse.BooleanOptionalAction,
+        help="Also offer and apply fixes that may change behaviour.",
+    )
+    parser.add_argument("--diff", action="store_true", help="Print the diff the fixes would make; write nothing.")
+    add_selection_options(parser)
+    parser.add_argument(
+        "--format", default="text", metavar="FORMAT",
+        help="Output format: text, json, sarif, github, rdjson or gitlab.",
+    )
+    parser.add_argument("--exit-zero", action="store_true", help="Exit 0 even when findings remain.")
+    parser.add_argument("--statistics", action="store_true", help="Count findings per rule instead of listing them.")
+    parser.add_argument("--stdin-filename", metavar="NAME", help="The name of the file read from standard input.")
+    parser.add_argument(
+        "--jobs", "-j", type=_positive_int, metavar="N", help="Worker processes (default: the cores available)."
+    )
+    parser.add_argument("--no-cache", action="store_true", help="Neither read nor write the result cache.")
+    parser.add_argument(
+        "--cache-dir", type=Path, metavar="DIR",
+        help="Where to keep the result cache (default: .gpulint_cache in the project root).",
+    )
+    parser.add_argument(
+        "--add-suppressions", action="store_true",
+        help="Write `# gpulint: ignore[ID]` on every current finding's line (adopt gpulint on existing code).",
+    )
+    parser.add_argument(
+        "--report-unused-suppressions", action="store_true",
+        help="Also report suppression comments that suppress nothing (rule GL900).",
+    )
+    parser.set_defaults(run=check)
+
+
+def check(options: argparse.Namespace) -> int:
+    """Lint training code (the default command)."""
+    from gpulint.linter import reporters
+    from gpulint.linter.config import ConfigError
+    from gpulint.linter.run.outcome import RunOptions, diff_output
+
+    output_format = options.format
+    if output_format not in reporters.FORMATS:
+        error(f"unknown format {output_format!r}; choose from {', '.join(reporters.FORMATS)}")
+        return EXIT_ERROR
+    paths = options.paths or [Path(".")]
+    reading_stdin = [str(p) for p in paths] == ["-"]
+    stdin_name = options.stdin_filename or "-"
+    try:
+        config_start = [Path(options.stdin_filename)] if reading_stdin and options.stdin_filename else paths
+        settings = resolve_settings(config_start, options)
+    except ConfigError as exc:
+        error(str(exc))
+        return EXIT_ERROR
+    if options.unsafe_fixes is not None:
+        settings.unsafe_fixes = options.unsafe_fixes
+    if options.report_unused_suppressions:
+        settings.extend_select.append("GL900")  # the flag is a shorthand for selecting the rule
+    if options.add_suppressions:
+        return _add_suppressions(paths, settings, reading_stdin, options.fix or options.diff)
+    if reading_stdin and stdin_name.endswith(".ipynb") and options.fix and not options.diff:
+        error("--fix on a notebook read from standard input is not supported; use --diff, or name the file")
+        return EXIT_ERROR
+
+    run_options = RunOptions(
+        fix=options.fix,
+        diff=options.diff,
+        with_edits=output_format in reporters.NEEDS_EDITS,
+    )
+    if reading_stdin:
+        result, fixed_source = _run_stdin(settings, run_options, stdin_name)
+    else:
+        cache_dir = None if options.no_cache else options.cache_dir or True
+        result, fixed_source = _run_paths(paths, settings, run_options, options.jobs, cache_dir), None
+
+    for line in result.errors:
+        error(line)
+    for line in result.warnings:
+        print(f"gpulint: warning: {line}", file=sys.stderr)
+
+    report_settings = reporters.ReportSettings(
+        settings=settings,
+        color=use_color() and output_format == "text",
+        statistics=options.statistics,
+        fix_mode=options.fix and not options.diff,
+    )
+    if options.diff:
+        diffs = [o.diff for o in result.outcomes if o.diff]
+        sys.stdout.buffer.write(diff_output(result))  # bytes: a latin-1 file's diff must apply
+        sys.stdout.flush()
+        would_fix = sum(o.fixed for o in result.outcomes if o.diff)
+        print(f"Would fix {would_fix} problem{'s' if would_fix != 1 else ''}.", file=sys.stderr)
+        code = EXIT_FINDINGS if diffs and not options.exit_zero else EXIT_CLEAN
+    else:
+        report = reporters.render(output_format, result, report_settings)
+        if fixed_source is not None:
+            sys.stdout.buffer.write(fixed_source)
+            sys.stdout.flush()
+            print(report, file=sys.stderr)
+        else:
+            print(report)
+        code = EXIT_FINDINGS if result.findings and not options.exit_zero else EXIT_CLEAN
+    return EXIT_ERROR if result.errors else code
+
+
+def _add_suppressions(paths: list[Path], settings: Settings, reading_stdin: bool, fixing: bool) -> int:
+    from gpulint.linter.run.add_suppressions import add_suppressions
+    from gpulint.linter.engine import Linter
+
+    if reading_stdin or fixing:
+        error("--add-suppressions edits files in place; it cannot be combined with standard input, --fix or --diff")
+        return EXIT_ERROR
+    outcome = add_suppressions(paths, Linter(settings))
+    for line in outcome.errors:
+        error(line)
+    plural = "s" if outcome.added != 1 else ""
+    print(f"Added {outcome.added} suppression{plural} in {outcome.files} file{'s' if outcome.files != 1 else ''}.",
+          file=sys.stderr)
+    return EXIT_ERROR if outcome.errors else EXIT_CLEAN
+
+
+def _run_paths(paths: list[Path], settings: Settings, options: RunOptions, jobs: int | None, cache_dir) -> RunResult:
+    """Run over files with workers, the cache (`cache_dir`: a folder, True for the default, None
+    for none) and a progress bar on long runs at a terminal."""
+    from gpulint.linter.run.cache import ResultCache, default_cache_dir
+    from gpulint.linter.run.parallel import DelayedProgress, default_jobs
+    from gpulint.linter.run.runner import run
+
+    cache = None
+    if cache_dir is not None:
+        folder = default_cache_dir(settings.root) if cache_dir is True else cache_dir
+        cache = ResultCache.for_run(folder, settings.fingerprint(), options)
+    progress = DelayedProgress()
+    try:
+        return run(paths, settings, options, jobs=jobs or default_jobs(), cache=cache, progress=progress)
+    finally:
+        progress.close()
+
+
+def _run_stdin(settings: Settings, options: RunOptions, name: str) -> tuple[RunResult, bytes | None]:
+    """Lint standard input; with --fix the fixed source goes to stdout (as ruff does for editors)."""
+    from gpulint.linter.engine import Linter
+    from gpulint.linter.run.outcome import RunResult
+    from gpulint.linter.run.process import process_source
+
+    source = sys.stdin.buffer.read()
+    if name.endswith(".ipynb"):
+        from dataclasses import replace
+
+        from gpulint.linter.run import notebook
+
+        outcome = notebook.process_notebook(Path(name), name, source, Linter(settings), replace(options, fix=False))
+        return RunResult(outcomes=[outcome]), None
+    outcome, final = process_source(Linter(settings), source, name, options)
+    result = RunResult(outcomes=[outcome])
+    if options.fix and not options.diff:
+        return result, final
+    return result, None

@@ -1,0 +1,466 @@
+"""The performance record: runs of `profile`, `verify` (and any later runtime command) kept in an
+embedded SQLite database, so every change is measured against a baseline.
+
+A run is stored generically: what ran (command, script checksum, git commit and dirty flag, host,
+CPU/GPU model, driver and framework versions), figures (figures.Figure: a name, a value, a unit,
+which way is better, the half-width of its noise), named series (x and y arrays: per step or
+over time) and free metadata.  A new figure or series needs no schema change.
+
+Public API (other runtime commands record through it):
+
+    with History.open(path) as history:
+        run_id = history.record(RunRecord(...))        # one transaction
+        runs = history.runs(script="train.py", limit=20)  # newest first, without series
+        run = history.load(run_id)                     # with series
+        base = history.resolve("last", like=run)       # a run id, `last` or a git ref
+
+Two processes may record at once: the database is in WAL mode with a busy timeout, and each
+record is one `BEGIN IMMEDIATE` transaction.  `PRAGMA user_version` holds the schema version;
+MIGRATIONS upgrade an older database in place, a newer one is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sqlite3
+import subprocess
+import sys
+import time
+from array import array
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from gpulint.runtime_check.figures import Figure
+
+SCHEMA_VERSION = 1
+# MIGRATIONS[v]: the SQL that upgrades a database of schema v to v + 1.
+MIGRATIONS: dict[int, str] = {}
+BUSY_TIMEOUT_S = 30.0
+DEFAULT_FOLDER = ".gpulint"
+DEFAULT_NAME = "history.db"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    command TEXT NOT NULL,
+    command_key TEXT NOT NULL,
+    script TEXT,
+    script_sha256 TEXT,
+    status TEXT NOT NULL,
+    verdict TEXT,
+    started_at REAL NOT NULL,
+    wall_seconds REAL,
+    git_commit TEXT,
+    git_dirty INTEGER,
+    host TEXT,
+    environment TEXT NOT NULL,
+    meta TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_command ON runs (command_key, started_at);
+CREATE TABLE IF NOT EXISTS figures (
+    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    value REAL,
+    unit TEXT NOT NULL,
+    note TEXT NOT NULL,
+    better TEXT,
+    noise REAL,
+    PRIMARY KEY (run_id, name)
+);
+CREATE TABLE IF NOT EXISTS series (
+    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    label TEXT NOT NULL,
+    chart TEXT NOT NULL,
+    unit TEXT NOT NULL,
+    x_unit TEXT NOT NULL,
+    x BLOB NOT NULL,
+    y BLOB NOT NULL,
+    PRIMARY KEY (run_id, name)
+);
+"""
+
+
+class HistoryError(Exception):
+    """The history cannot be used as asked (a newer schema, an unknown run): one line for the user."""
+
+
+@dataclass
+class Series:
+    name: str  # stable key: "step_time", "gpu0_util"
+    label: str
+    chart: str  # series with the same chart are drawn together
+    unit: str
+    x_unit: str  # "step" or "s"
+    x: list[float]
+    y: list[float]
+
+
+@dataclass
+class RunRecord:
+    kind: str  # "profile", "verify", ...
+    command: str  # as the user typed it
+    command_key: str  # runs with the same key are runs of the same command
+    status: str
+    started_at: float  # Unix time
+    script: str | None = None  # relative to the project root where it is inside it
+    script_sha256: str | None = None
+    verdict: str | None = None
+    wall_seconds: float | None = None
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    host: str | None = None
+    environment: dict[str, Any] = field(default_factory=dict)
+    figures: list[Figure] = field(default_factory=list)
+    series: list[Series] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    id: int | None = None
+
+    def figure(self, name: str) -> Figure | None:
+        return next((f for f in self.figures if f.name == name), None)
+
+    def chart(self, name: str) -> list[Series]:
+        return [s for s in self.series if s.chart == name]
+
+
+def _pack(values: list[float]) -> bytes:
+    packed = array("d", values)
+    if sys.byteorder == "big":  # stored little-endian, whatever wrote it
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def _unpack(blob: bytes) -> list[float]:
+    values = array("d")
+    values.frombytes(blob)
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values.tolist()
+
+
+class History:
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self.connection, self.path = connection, path
+
+    @classmethod
+    def open(cls, path: Path, create: bool = True) -> "History":
+        """Open (and with `create`, create) the database at `path`; a folder named `.gpulint`
+        gets a .gitignore so that the history is never committed."""
+        if not path.exists():
+            if not create:
+                raise HistoryError(f"no history at {path} (profile or verify a script first)")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.parent.name == DEFAULT_FOLDER and not (path.parent / ".gitignore").exists():
+                (path.parent / ".gitignore").write_text("# gpulint's local run history: not for version control\n*\n")
+        try:
+            connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA foreign_keys=ON")
+            history = cls(connection, path)
+            history._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"cannot use {path} as the run history: {exc}") from exc
+        return history
+
+    def __enter__(self) -> "History":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def _migrate(self) -> None:
+        version = self.connection.execute("PRAGMA user_version").fetchone()[0]
+        if version == SCHEMA_VERSION:
+            return
+        if version > SCHEMA_VERSION:
+            raise HistoryError(
+                f"{self.path} was written by a newer gpulint (schema {version}, this one knows "
+                f"{SCHEMA_VERSION}): upgrade gpulint or use another --history file"
+            )
+        with self._transaction():
+            version = self.connection.execute("PRAGMA user_version").fetchone()[0]  # another writer may have won
+            if version == 0:
+                self._execute_script(SCHEMA)
+                version = SCHEMA_VERSION
+            while version < SCHEMA_VERSION:
+                self._execute_script(MIGRATIONS[version])
+                version += 1
+            self.connection.execute(f"PRAGMA user_version = {version}")
+
+    def _execute_script(self, script: str) -> None:
+        """Statement by statement: executescript would commit the transaction it runs in."""
+        for statement in script.split(";"):
+            if statement.strip():
+                self.connection.execute(statement)
+
+    def _transaction(self):
+        connection = self.connection
+
+        class Transaction:
+            def __enter__(self):
+                connection.execute("BEGIN IMMEDIATE")
+
+            def __exit__(self, kind, value, traceback):
+                connection.execute("COMMIT" if kind is None else "ROLLBACK")
+
+        return Transaction()
+
+    # -- writing ---------------------------------------------------------------------------
+    def record(self, run: RunRecord) -> int:
+        """Store a run (figures and series included) in one transaction; returns its id."""
+        try:
+            run.id = self._insert(run)
+        except sqlite3.Error as exc:
+            raise HistoryError(f"cannot record the run in {self.path}: {exc}") from exc
+        return run.id
+
+    def _insert(self, run: RunRecord) -> int:
+        with self._transaction():
+            cursor = self.connection.execute(
+                "INSERT INTO runs (kind, command, command_key, script, script_sha256, status, verdict, started_at, "
+                "wall_seconds, git_commit, git_dirty, host, environment, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    run.kind,
+                    run.command,
+                    run.command_key,
+                    run.script,
+                    run.script_sha256,
+                    run.status,
+                    run.verdict,
+                    run.started_at,
+                    run.wall_seconds,
+                    run.git_commit,
+                    None if run.git_dirty is None else int(run.git_dirty),
+                    run.host,
+                    json.dumps(run.environment, default=str),
+                    json.dumps(run.meta, default=str),
+                ),
+            )
+            run_id = cursor.lastrowid
+            self.connection.executemany(
+                "INSERT INTO figures VALUES (?,?,?,?,?,?,?,?)",
+                [
+                    (run_id, i, f.name, _finite(f.value), f.unit, f.note, f.better, _finite(f.noise))
+                    for i, f in enumerate(run.figures)
+                ],
+            )
+            self.connection.executemany(
+                "INSERT INTO series VALUES (?,?,?,?,?,?,?,?,?)",
+                [
+                    (run_id, i, s.name, s.label, s.chart, s.unit, s.x_unit, _pack(s.x), _pack(s.y))
+                    for i, s in enumerate(run.series)
+                ],
+            )
+        return run_id
+
+    # -- reading ---------------------------------------------------------------------------
+    def runs(
+        self,
+        script: str | None = None,
+        kind: str | None = None,
+        command_key: str | None = None,
+        since: float | None = None,
+        limit: int | None = None,
+        before: int | None = None,
+    ) -> list[RunRecord]:
+        """Runs newest first, with their figures but not their series; `before`: ids below it."""
+        where, values = [], []
+        for column, value in (("script", script), ("kind", kind), ("command_key", command_key)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                values.append(value)
+        if since is not None:
+            where.append("started_at >= ?")
+            values.append(since)
+        if before is not None:
+            where.append("id < ?")
+            values.append(before)
+        sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        rows = self.connection.execute(sql, values).fetchall()
+        runs = [self._run(row) for row in rows]
+        self._attach_figures(runs)
+        return runs
+
+    def load(self, run_id: int) -> RunRecord:
+        row = self.connection.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise HistoryError(f"no run {run_id} in {self.path}")
+        run = self._run(row)
+        self._attach_figures([run])
+        run.series = [
+            Series(name, label, chart, unit, x_unit, _unpack(x), _unpack(y))
+            for name, label, chart, unit, x_unit, x, y in self.connection.execute(
+                "SELECT name, label, chart, unit, x_unit, x, y FROM series WHERE run_id = ? ORDER BY position",
+                (run_id,),
+            )
+        ]
+        return run
+
+    def resolve(self, ref: str, like: RunRecord | None = None, repository: Path | None = None) -> RunRecord:
+        """The run `ref` names: a run id; `last`, the latest run of the same command as `like`
+        (before it, when it is recorded); or a git ref of `repository` (default: the working
+        folder's), the latest run of that command at that commit (a clean tree preferred)."""
+        if ref.isdigit():
+            return self.load(int(ref))
+        if ref == "last":
+            if like is None:
+                latest = self.runs(limit=1)
+                if not latest:
+                    raise HistoryError(f"no run recorded in {self.path} yet")
+                return self.load(latest[0].id)
+            found = self.runs(command_key=like.command_key, limit=1, before=like.id)
+            if not found:
+                raise HistoryError(f"no earlier run of `{like.command}` in {self.path}")
+            return self.load(found[0].id)
+        commit = git_commit_of(ref, repository or Path.cwd())
+        if commit is None:
+            raise HistoryError(f"{ref!r} is neither a run id, `last`, nor a git commit")
+        sql = "SELECT id FROM runs WHERE git_commit = ?"
+        values: list[Any] = [commit]
+        if like is not None:
+            sql += " AND command_key = ? AND id != ?"
+            values += [like.command_key, like.id or -1]
+        row = self.connection.execute(sql + " ORDER BY git_dirty ASC, id DESC LIMIT 1", values).fetchone()
+        if row is None:
+            what = f"of `{like.command}` " if like is not None else ""
+            raise HistoryError(f"no run {what}recorded at {ref} ({commit[:12]}) in {self.path}")
+        return self.load(row[0])
+
+    def _run(self, row: tuple) -> RunRecord:
+        (
+            run_id,
+            kind,
+            command,
+            command_key,
+            script,
+            sha,
+            status,
+            verdict,
+            started_at,
+            wall,
+            commit,
+            dirty,
+            host,
+            environment,
+            meta,
+        ) = row
+        return RunRecord(
+            kind,
+            command,
+            command_key,
+            status,
+            started_at,
+            script,
+            sha,
+            verdict,
+            wall,
+            commit,
+            None if dirty is None else bool(dirty),
+            host,
+            json.loads(environment),
+            meta=json.loads(meta),
+            id=run_id,
+        )
+
+    def _attach_figures(self, runs: list[RunRecord]) -> None:
+        by_id = {run.id: run for run in runs}
+        if not by_id:
+            return
+        marks = ",".join("?" * len(by_id))
+        for run_id, name, value, unit, note, better, noise in self.connection.execute(
+            f"SELECT run_id, name, value, unit, note, better, noise FROM figures WHERE run_id IN ({marks}) "
+            "ORDER BY run_id, position",
+            list(by_id),
+        ):
+            by_id[run_id].figures.append(Figure(name, value, unit, note, better, noise))
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+# -- where the history lives ----------------------------------------------------------------
+def project_root(start: Path) -> Path:
+    """The nearest folder from `start` up that holds pyproject.toml or .git; else `start`."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / "pyproject.toml").is_file() or (folder / ".git").exists():
+            return folder
+    return start
+
+
+def history_path(start: Path, override: Path | None = None) -> Path | None:
+    """The database for runs started from `start` (the script's folder, or the working folder):
+    `override`; else `history` in the nearest [tool.gpulint] (a path relative to that file, or
+    false for none); else .gpulint/history.db at the project root.  None: history is off."""
+    if override is not None:
+        return override
+    from gpulint.linter.config import find_config, load_settings
+
+    config = find_config(start)
+    if config is not None:
+        setting = load_settings(config).history
+        if setting is False:
+            return None
+        if isinstance(setting, str):
+            return config.parent / setting
+    return project_root(start) / DEFAULT_FOLDER / DEFAULT_NAME
+
+
+# -- git and times ---------------------------------------------------------------------------
+def _git(folder: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def git_state(folder: Path) -> tuple[str | None, bool | None]:
+    """(HEAD commit, whether tracked files differ from it) of the repository holding `folder`."""
+    commit = _git(folder, "rev-parse", "HEAD")
+    if commit is None:
+        return None, None
+    status = _git(folder, "status", "--porcelain", "--untracked-files=no")
+    return commit, None if status is None else bool(status)
+
+
+def git_commit_of(ref: str, folder: Path) -> str | None:
+    if ref.startswith("-"):
+        return None
+    return _git(folder, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+
+
+def parse_since(text: str, now: float | None = None) -> float:
+    """`7d`, `12h`, `30m` ago, or an ISO date/time (local time unless it says otherwise)."""
+    now = time.time() if now is None else now
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([dhm])", text.strip())
+    if match:
+        unit = {"d": 86400, "h": 3600, "m": 60}[match.group(2)]
+        return now - float(match.group(1)) * unit
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise HistoryError(f"--since wants 7d, 12h, 30m or a date like 2024-05-01, not {text!r}") from None
+    return moment.timestamp() if moment.tzinfo else moment.astimezone().timestamp()
+
+
+def when(started_at: float) -> str:
+    """A run's start in local time, to the second."""
+    return datetime.fromtimestamp(started_at).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def iso(started_at: float) -> str:
+    return datetime.fromtimestamp(started_at, timezone.utc).isoformat(timespec="seconds")

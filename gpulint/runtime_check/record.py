@@ -1,0 +1,218 @@
+"""What `profile` and `verify` do with a finished run -- record it in the history, hold it
+against a baseline (the regression gate), write the HTML report -- and the commands that read
+the history: `gpulint history`, `gpulint compare`, `gpulint report`.
+
+The command line only parses options and calls these functions; each prints through a
+report.Output and returns the exit code.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpulint.runtime_check import compare as compare_mod
+from gpulint.cli import error
+from gpulint.runtime_check import html_report, records
+from gpulint.runtime_check.history import History, HistoryError, RunRecord, history_path, parse_since, project_root
+from gpulint.runtime_check.measure import Command, RunConfig
+from gpulint.runtime_check.profile import Profile
+from gpulint.runtime_check.report import Output
+from gpulint.runtime_check.scale import ScaleResult
+from gpulint.runtime_check.verify import VerifyResult
+
+EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
+
+
+@dataclass
+class HistoryOptions:
+    file: Path | None = None  # --history FILE
+    record: bool = True  # False with --no-history
+
+    def path(self, start: Path) -> Path | None:
+        """The database for a run started from `start`; None when history is off in the config."""
+        from gpulint.linter.config import ConfigError
+
+        try:
+            return history_path(start, self.file)
+        except ConfigError as exc:
+            raise HistoryError(str(exc)) from exc
+
+    def open(self, start: Path, create: bool) -> History | None:
+        path = self.path(start)
+        return None if path is None else History.open(path, create)
+
+
+# -- after a run -----------------------------------------------------------------------------
+def finish_profile(
+    out: Output,
+    result: Profile,
+    config: RunConfig,
+    started_at: float,
+    options: HistoryOptions,
+    baseline_ref: str | None = None,
+    fail_percent: float | None = None,
+    html_file: Path | None = None,
+) -> int:
+    """Record a measured profile, compare it with `baseline_ref`, gate it, write its report."""
+    record = records.profile_record(result, config, started_at)
+    start = records.run_root(result.command)
+    history = None
+    try:
+        if options.record:
+            history = options.open(start, create=True)
+            if history is not None:
+                history.record(record)
+                out.line(f"recorded as run {record.id} in {history.path}")
+        elif baseline_ref is not None:
+            history = options.open(start, create=False)
+    except HistoryError as exc:
+        if baseline_ref is not None:
+            error(str(exc))
+            return EXIT_USAGE
+        out.line(f"warning: not recorded: {exc}")
+    try:
+        baseline = None
+        if baseline_ref is not None:
+            if history is None:
+                error("--baseline needs the run history, which is off in the configuration")
+                return EXIT_USAGE
+            baseline = history.resolve(baseline_ref, like=record, repository=start)
+        if html_file is not None:
+            html_report.write(html_file, record, baseline, history)
+            out.line(f"wrote the report to {html_file}")
+        if baseline is None:
+            return EXIT_OK
+        gate = compare_mod.regression_gate(history, record, baseline, fail_percent)
+        out.line(gate.line)
+        return EXIT_REGRESSION if gate.failed else EXIT_OK
+    except HistoryError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    finally:
+        if history is not None:
+            history.close()
+
+
+def finish_verify(
+    out: Output, result: VerifyResult, command: Command, started_at: float, wall: float, options: HistoryOptions
+) -> None:
+    """Record a verify that compared its arms (a failed run is reported, not recorded)."""
+    if not options.record or result.comparison is None:
+        return
+    record = records.verify_record(result, command, started_at, wall)
+    try:
+        history = options.open(records.run_root(command), create=True)
+        if history is not None:
+            with history:
+                history.record(record)
+                out.line(f"recorded as run {record.id} in {history.path}")
+    except HistoryError as exc:
+        out.line(f"warning: not recorded: {exc}")
+
+
+def finish_scale(
+    out: Output, result: ScaleResult, command: Command, scale_options: list[str], started_at: float, wall: float,
+    options: HistoryOptions,
+) -> None:
+    """Record a scaling run that measured every size (a failed run is reported, not recorded)."""
+    if not options.record or result.failed is not None or not result.efficiencies:
+        return
+    record = records.scale_run_record(result, command, scale_options, started_at, wall)
+    try:
+        history = options.open(records.run_root(command), create=True)
+        if history is not None:
+            with history:
+                history.record(record)
+                out.line(f"recorded as run {record.id} in {history.path}")
+    except HistoryError as exc:
+        out.line(f"warning: not recorded: {exc}")
+
+
+# -- commands on the history -----------------------------------------------------------------
+def history_command(
+    out: Output,
+    options: HistoryOptions,
+    script: str | None = None,
+    since: str | None = None,
+    limit: int | None = 20,
+    output_format: str = "text",
+) -> int:
+    start = Path.cwd()
+    try:
+        history = options.open(start, create=False)
+        if history is None:
+            error("the run history is off in the configuration (history = false)")
+            return EXIT_USAGE
+        with history:
+            relative = None if script is None else records.relative_to_project(Path(script), project_root(start))
+            runs = history.runs(script=relative, since=None if since is None else parse_since(since), limit=limit)
+    except HistoryError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    if output_format == "json":
+        out.line(json.dumps([compare_mod.run_json(r) for r in runs], indent=2))
+    else:
+        compare_mod.print_history(out, runs, history.path)
+    return EXIT_OK
+
+
+def compare_command(
+    out: Output,
+    options: HistoryOptions,
+    first: str | None = None,
+    second: str | None = None,
+    output_format: str = "text",
+) -> int:
+    """`compare`: the last two runs of the latest command; `compare A`: A against the latest run of
+    its command; `compare A B`: A (the baseline) against B."""
+    try:
+        history = options.open(Path.cwd(), create=False)
+        if history is None:
+            error("the run history is off in the configuration (history = false)")
+            return EXIT_USAGE
+        with history:
+            a, b = _pair(history, first, second)
+            rows = compare_mod.differences(history, a, b)
+    except HistoryError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    if output_format == "json":
+        out.line(json.dumps(compare_mod.compare_json(a, b, rows), indent=2))
+    else:
+        compare_mod.print_compare(out, a, b, rows)
+    return EXIT_OK
+
+
+def _pair(history: History, first: str | None, second: str | None) -> tuple[RunRecord, RunRecord]:
+    if first is not None and second is not None:
+        return history.resolve(first), history.resolve(second)
+    if first is not None:
+        a = history.resolve(first)
+        latest = history.runs(command_key=a.command_key, limit=1)
+        if not latest or latest[0].id == a.id:
+            raise HistoryError(f"run {a.id} is the latest run of `{a.command}`: name a second run to compare it with")
+        return a, history.load(latest[0].id)
+    b = history.resolve("last")
+    return history.resolve("last", like=b), b
+
+
+def report_command(
+    out: Output, options: HistoryOptions, ref: str, html_file: Path, baseline_ref: str | None = None
+) -> int:
+    """`report RUN --html FILE [--baseline REF]`: the HTML report of a stored run."""
+    try:
+        history = options.open(Path.cwd(), create=False)
+        if history is None:
+            error("the run history is off in the configuration (history = false)")
+            return EXIT_USAGE
+        with history:
+            run = history.resolve(ref)
+            baseline = None if baseline_ref is None else history.resolve(baseline_ref, like=run)
+            html_report.write(html_file, run, baseline, history)
+    except HistoryError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    out.line(f"wrote the report of run {run.id} to {html_file}")
+    return EXIT_OK

@@ -1,0 +1,210 @@
+"""Everything the language server asks of the linter, in one module.
+
+The server speaks in `Problem`s and `TextChange`s (plain records defined here); only this module
+knows the linter's own types and where they live, so a change in the engine touches this file and
+no other file of the server.  It uses the same entry points as `gpulint - --stdin-filename NAME`:
+settings from the nearest configuration file, `process_source` to lint (and fix) one source, the
+notebook module to lint cells as one module, the suppression writer of `--add-suppressions`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpulint.linter.config import ConfigError, find_config, load_settings
+from gpulint.linter.engine import Linter
+from gpulint.linter.findings import SYNTAX_ERROR_CODE, Applicability, Finding
+from gpulint.linter.fix.fixer import line_edits
+from gpulint.linter.run import notebook
+from gpulint.linter.run.add_suppressions import suppress_source
+from gpulint.linter.run.outcome import RunOptions
+from gpulint.linter.run.process import process_source
+from gpulint.rules import find_rule
+from gpulint.rules.docs import rule_markdown, rule_url
+
+SettingsError = ConfigError  # a bad configuration file, said in one line
+
+
+@dataclass(frozen=True)
+class TextChange:
+    """Replace the text from (start_row, start_column) to (end_row, end_column) with `text`;
+    rows and columns 1-based, columns in code points, the end exclusive."""
+
+    start_row: int
+    start_column: int
+    end_row: int
+    end_column: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding, located in the linted text (in its cell, for a notebook)."""
+
+    code: str
+    name: str
+    message: str
+    start: tuple[int, int]  # (row, column), 1-based, column in code points
+    end: tuple[int, int]
+    level: str  # "error" (the text does not parse), "warning", or "hint" (an opt-in rule)
+    fix_title: str | None = None  # what the fix does, when the rule offers one here
+    unsafe_fix: bool = False  # the fix may change behaviour (applied only on request)
+    cell: int | None = None  # notebooks: the cell's 1-based number among the linted cells
+    unused_suppression: bool = False  # GL900: the comment is the problem (shown as unnecessary code)
+    suppressible: bool = True  # a suppression comment can silence it (not a syntax error, not GL900)
+    _finding: Finding | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass
+class Report:
+    problems: list[Problem]
+    errors: list[str]  # one-line problems with the text itself (undecodable, too deeply nested)
+
+
+def _problem(finding: Finding) -> Problem:
+    rule = find_rule(finding.code)
+    unused_suppression = rule is not None and rule.name == "unused-suppression"
+    if finding.code == SYNTAX_ERROR_CODE or finding.severity == "error":
+        level = "error"
+    else:
+        level = "hint" if rule is not None and rule.default == "hint" else "warning"
+    fix = finding.fix
+    return Problem(
+        code=finding.code,
+        name=finding.name,
+        message=finding.message,
+        start=(finding.location.row, finding.location.column),
+        end=(finding.end_location.row, finding.end_location.column),
+        level=level,
+        fix_title=fix.message if fix is not None else None,
+        unsafe_fix=fix is not None and fix.applicability is Applicability.UNSAFE,
+        cell=finding.extra.get("cell"),
+        unused_suppression=unused_suppression,
+        suppressible=finding.code != SYNTAX_ERROR_CODE and not unused_suppression,
+        _finding=finding,
+    )
+
+
+def _changes(edits) -> list[TextChange]:
+    return [
+        TextChange(e.location.row, e.location.column, e.end_location.row, e.end_location.column, e.content)
+        for e in edits
+    ]
+
+
+class Project:
+    """The settings of one configuration file (or the defaults) and a linter built from them."""
+
+    def __init__(self, config_file: Path | None) -> None:
+        self.config_file = config_file
+        self.settings = load_settings(config_file)  # raises SettingsError
+        self.linter = Linter(self.settings)
+
+    @property
+    def applies_unsafe_fixes(self) -> bool:
+        """Whether `fix_all` applies unsafe fixes too (`unsafe-fixes = true` in the configuration)."""
+        return self.settings.unsafe_fixes
+
+    # -- Python sources ---------------------------------------------------------------------
+    def lint(self, text: str, name: str) -> Report:
+        """The findings in `text` (as `gpulint NAME` reports them), without fix edits: those cost
+        a code generation each and are computed only when asked for (`fix_changes`)."""
+        outcome, _ = process_source(self.linter, text.encode("utf-8", "surrogatepass"), name, RunOptions())
+        return Report([_problem(f) for f in outcome.result.findings], outcome.errors)
+
+    def fix_changes(self, text: str, name: str, problem: Problem) -> list[TextChange] | None:
+        """The edits of `problem`'s fix, or None when it has none in this text (any more).  Only its
+        rule runs, so the cost is one parse and this rule's fixes, not every rule's."""
+        linter = self._single_rule_linter(problem.code)
+        outcome, _ = process_source(linter, text.encode("utf-8", "surrogatepass"), name, RunOptions(with_edits=True))
+        return self._edits_of(problem, outcome.result.findings)
+
+    def fix_all(self, text: str, name: str) -> str | None:
+        """`text` with every fix `gpulint --fix` would apply (safe ones, and unsafe ones when the
+        configuration allows them); None when nothing changes or the fixes failed."""
+        source = text.encode("utf-8", "surrogatepass")
+        outcome, final = process_source(self.linter, source, name, RunOptions(fix=True))
+        if outcome.errors or final == source:
+            return None
+        return final.decode("utf-8", "surrogatepass")
+
+    # -- notebooks --------------------------------------------------------------------------
+    def lint_cells(self, cells: list[str], name: str) -> Report:
+        """The findings in a notebook's code cells (their texts, in order), linted as one module;
+        each problem names its cell (1-based) and is located in it."""
+        result, _ = notebook.lint_cells(self.linter, _cells(cells), name, with_edits=False)
+        return Report([_problem(f) for f in result.findings], [])
+
+    def cell_fix_changes(self, cells: list[str], name: str, problem: Problem) -> list[TextChange] | None:
+        """`fix_changes` for a problem of a notebook cell: the edits, in that cell."""
+        result, _ = notebook.lint_cells(self._single_rule_linter(problem.code), _cells(cells), name, with_edits=True)
+        return self._edits_of(problem, result.findings)
+
+    # ---------------------------------------------------------------------------------------
+    def _single_rule_linter(self, code: str) -> Linter:
+        return Linter(dataclasses.replace(self.settings, select=[code], extend_select=[], ignore=[]))
+
+    @staticmethod
+    def _edits_of(problem: Problem, findings: list[Finding]) -> list[TextChange] | None:
+        for finding in findings:
+            same = (finding.location.row, finding.location.column) == problem.start and finding.code == problem.code
+            if same and finding.fix is not None and finding.fix.edits:
+                return _changes(finding.fix.edits)
+        return None
+
+
+def _cells(texts: list[str]) -> list[notebook.Cell]:
+    return [notebook.make_cell(number, text) for number, text in enumerate(texts, start=1)]
+
+
+class Projects:
+    """Projects by configuration file, rebuilt when the file changes (by its modification time)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[Path | None, tuple[int, Project]] = {}
+
+    def for_path(self, path: Path) -> Project:
+        """The project that lints `path` (a file that may not exist yet): its nearest
+        pyproject.toml with [tool.gpulint], as on the command line.  Raises SettingsError."""
+        config_file = find_config(path.parent)
+        stamp = _mtime(config_file)
+        cached = self._cache.get(config_file)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        project = Project(config_file)
+        self._cache[config_file] = (stamp, project)
+        return project
+
+
+def _mtime(path: Path | None) -> int:
+    try:
+        return os.stat(path).st_mtime_ns if path is not None else 0
+    except OSError:
+        return -1
+
+
+def suppression_changes(text: str, problem: Problem) -> list[TextChange] | None:
+    """The edit that adds `# gpulint: ignore[CODE]` where it silences `problem` (its line, or the
+    first line of its statement), as `--add-suppressions` writes it; None when no line can take it."""
+    if problem._finding is None or not problem.suppressible:
+        return None
+    new_text, added, _skipped = suppress_source(text, [problem._finding])
+    if not added:
+        return None
+    return _changes(line_edits(text, new_text))
+
+
+def rule_help(code: str) -> tuple[str, str] | None:
+    """A rule's explanation (Markdown) and the address of its page, by id; None for no rule."""
+    rule = find_rule(code)
+    if rule is None:
+        return None
+    return rule_markdown(rule), rule_url(rule)
+
+
+def rule_page(code: str) -> str | None:
+    rule = find_rule(code)
+    return rule_url(rule) if rule is not None else None

@@ -1,0 +1,344 @@
+"""`gpulint server`, driven as an editor drives it: the real server process, JSON-RPC over its stdio.
+
+One server per client kind (it takes a second to start); each test opens its own files.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pygls", reason="the language server needs the `lsp` extra (pygls)")
+
+from tests.lsp_client import LspClient, apply_edits  # noqa: E402
+
+TRAIN = textwrap.dedent(
+    """\
+    import torch
+    from torch.utils.data import DataLoader
+
+
+    def train(model, dataset, optimizer, device="cuda"):
+        loader = DataLoader(dataset, batch_size=32, shuffle=True)
+        model.to(device)
+        for epoch in range(3):
+            for x, y in loader:
+                x = x.to(device)  # gpulint: ignore[GL104]
+                y = y.to(device)
+                loss = model(x, y)
+                loss.backward()
+                optimizer.step()
+                print(loss.item())
+    """
+)
+NOTEBOOKS = {"notebookDocument": {"synchronization": {}}}  # notebook sync is only advertised to clients that have it
+RESOLVING = {"textDocument": {"codeAction": {"resolveSupport": {"properties": ["edit"]}, "dataSupport": True}}}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    """A project whose configuration turns GL302 off (the script's per-step print would be one)."""
+    root = tmp_path_factory.mktemp("project")
+    (root / "pyproject.toml").write_text('[tool.gpulint]\nignore = ["GL302"]\n')
+    return root
+
+
+def _start(project: Path, capabilities: dict | None = None):
+    client = LspClient(cwd=project)
+    result = client.initialize(project, capabilities)
+    return client, result
+
+
+@pytest.fixture(scope="module")
+def server(project):
+    """A client that cannot resolve code actions (edits come with the actions) and syncs notebooks."""
+    client, result = _start(project, NOTEBOOKS)
+    client.capabilities = result["capabilities"]
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def resolving_server(project):
+    client, _ = _start(project, RESOLVING)
+    yield client
+    client.close()
+
+
+def cli_findings(path: Path, *args: str) -> list[tuple[str, int, int]]:
+    """(code, 0-based line, 0-based column) as `gpulint --format json` reports them."""
+    run = subprocess.run(
+        [sys.executable, "-m", "gpulint", str(path), "--format", "json", "--no-cache", *args],
+        cwd=path.parent,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode in (0, 1), run.stderr
+    return sorted((f["code"], f["location"]["row"] - 1, f["location"]["column"] - 1) for f in json.loads(run.stdout))
+
+
+def found(diagnostics: list[dict]) -> list[tuple[str, int, int]]:
+    return sorted((d["code"], d["range"]["start"]["line"], d["range"]["start"]["character"]) for d in diagnostics)
+
+
+def _actions(client: LspClient, uri: str, diagnostic: dict, only: list[str] | None = None) -> list[dict]:
+    context = {"diagnostics": [diagnostic], **({"only": only} if only else {})}
+    return client.request(
+        "textDocument/codeAction", {"textDocument": {"uri": uri}, "range": diagnostic["range"], "context": context}
+    )
+
+
+def test_initialize_advertises_what_the_server_does(server):
+    capabilities = server.capabilities
+    assert capabilities["codeActionProvider"]["resolveProvider"] is True
+    assert "quickfix" in capabilities["codeActionProvider"]["codeActionKinds"]
+    assert "source.fixAll.gpulint" in capabilities["codeActionProvider"]["codeActionKinds"]
+    assert capabilities["hoverProvider"]
+    assert capabilities["textDocumentSync"]["change"] == 2  # incremental
+    assert capabilities["notebookDocumentSync"]["notebookSelector"][0]["cells"] == [{"language": "python"}]
+
+
+def test_diagnostics_match_the_command_line_with_config_and_suppressions(server, project):
+    path = project / "same_as_cli.py"
+    path.write_text(TRAIN)
+    uri = server.open(path, TRAIN)
+    diagnostics = server.diagnostics(uri, version=1)
+    assert found(diagnostics) == cli_findings(path)
+    codes = {d["code"] for d in diagnostics}
+    assert {"GL101", "GL102", "GL104", "GL201"} <= codes
+    assert "GL302" not in codes  # ignored by pyproject.toml
+    assert all(d["range"]["start"]["line"] != 9 for d in diagnostics)  # the suppressed line
+    by_code = {d["code"]: d for d in diagnostics}
+    assert by_code["GL102"]["source"] == "gpulint" and by_code["GL102"]["severity"] == 2
+    assert by_code["GL102"]["codeDescription"]["href"].endswith("GL102.md")
+
+
+def test_quick_fix_applies_and_the_finding_is_gone(server, project):
+    path = project / "quick_fix.py"
+    path.write_text(TRAIN)
+    uri = server.open(path, TRAIN)
+    diagnostic = next(d for d in server.diagnostics(uri, version=1) if d["code"] == "GL102")
+    actions = _actions(server, uri, diagnostic)
+    fix = next(a for a in actions if "GL102" in a["title"] and "suppress" not in a["title"])
+    assert fix["kind"] == "quickfix" and fix["isPreferred"] is True and "unsafe" not in fix["title"]
+    fixed = apply_edits(TRAIN, fix["edit"]["changes"][uri])
+    assert "pin_memory=True" in fixed
+
+    # the same result as the command line's fix of this rule
+    run = subprocess.run(
+        [sys.executable, "-m", "gpulint", "-", "--stdin-filename", str(path), "--fix", "--select", "GL102"],
+        input=TRAIN,
+        capture_output=True,
+        text=True,
+        cwd=project,
+    )
+    assert run.stdout == fixed
+
+    server.replace_text(uri, fixed, version=2)
+    after = server.diagnostics(uri, version=2)
+    assert "GL102" not in {d["code"] for d in after}
+    assert {"GL101", "GL104", "GL201"} <= {d["code"] for d in after}
+
+
+def test_unsafe_fix_is_labelled_and_not_preferred(server, project):
+    path = project / "unsafe.py"
+    uri = server.open(path, TRAIN)
+    diagnostic = next(d for d in server.diagnostics(uri, version=1) if d["code"] == "GL101")
+    fix = next(a for a in _actions(server, uri, diagnostic) if "GL101" in a["title"] and "suppress" not in a["title"])
+    assert "unsafe" in fix["title"] and not fix.get("isPreferred")
+    fixed = apply_edits(TRAIN, fix["edit"]["changes"][uri])
+    assert "num_workers=" in fixed and "import os" in fixed
+    compile(fixed, "fixed.py", "exec")
+
+
+def test_suppress_on_this_line(server, project):
+    path = project / "suppress.py"
+    uri = server.open(path, TRAIN)
+    diagnostic = next(d for d in server.diagnostics(uri, version=1) if d["code"] == "GL201")
+    action = next(a for a in _actions(server, uri, diagnostic) if a["title"] == "gpulint: suppress GL201 on this line")
+    suppressed = apply_edits(TRAIN, action["edit"]["changes"][uri])
+    assert "print(loss.item())  # gpulint: ignore[GL201]" in suppressed
+    assert suppressed.count("\n") == TRAIN.count("\n")
+    server.replace_text(uri, suppressed, version=2)
+    assert "GL201" not in {d["code"] for d in server.diagnostics(uri, version=2)}
+
+
+def test_incremental_change_relints(server, project):
+    path = project / "incremental.py"
+    uri = server.open(path, TRAIN)
+    assert "GL102" in {d["code"] for d in server.diagnostics(uri, version=1)}
+    # type `, pin_memory=True` before the closing parenthesis of line 6
+    line = TRAIN.splitlines()[5]
+    column = line.index("shuffle=True") + len("shuffle=True")
+    server.notify(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": uri, "version": 2},
+            "contentChanges": [
+                {
+                    "range": {"start": {"line": 5, "character": column}, "end": {"line": 5, "character": column}},
+                    "text": ", pin_memory=True",
+                }
+            ],
+        },
+    )
+    assert "GL102" not in {d["code"] for d in server.diagnostics(uri, version=2)}
+
+
+def test_positions_are_utf16_code_units(server, project):
+    text = TRAIN.replace("            print(loss.item())", '            print("🚀 loss", loss.item())')
+    uri = server.open(project / "emoji.py", text)
+    diagnostic = next(d for d in server.diagnostics(uri, version=1) if d["code"] == "GL201")
+    line = text.splitlines()[diagnostic["range"]["start"]["line"]]
+    column_in_code_points = line.index("loss.item()")
+    assert diagnostic["range"]["start"]["character"] == column_in_code_points + 1  # the rocket is 2 UTF-16 units
+
+
+def test_hover_explains_the_rule(server, project):
+    uri = server.open(project / "hover.py", TRAIN)
+    diagnostic = next(d for d in server.diagnostics(uri, version=1) if d["code"] == "GL102")
+    hover = server.request(
+        "textDocument/hover", {"textDocument": {"uri": uri}, "position": diagnostic["range"]["start"]}
+    )
+    assert hover["contents"]["kind"] == "markdown"
+    sections = hover["contents"]["value"].split("\n---\n")  # GL101 and GL102 report the same call
+    assert [s.strip().splitlines()[0] for s in sections] == ["# GL101 dataloader-serial", "# GL102 dataloader-unpinned"]
+    assert "## Why it is slow" in sections[1] and "GL102.md" in sections[1]
+    # on a rule id inside a suppression comment
+    column = TRAIN.splitlines()[9].index("GL104") + 2
+    hover = server.request(
+        "textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 9, "character": column}}
+    )
+    assert hover["contents"]["value"].startswith("# GL104 blocking-h2d-copy")
+    # on plain code: nothing
+    assert (
+        server.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 2}})
+        is None
+    )
+
+
+def test_fix_all_on_request_matches_gpulint_fix(server, project):
+    path = project / "fix_all.py"
+    uri = server.open(path, TRAIN)
+    server.diagnostics(uri, version=1)
+    actions = server.request(
+        "textDocument/codeAction",
+        {
+            "textDocument": {"uri": uri},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+            "context": {"diagnostics": [], "only": ["source.fixAll"]},
+        },
+    )
+    assert [a["kind"] for a in actions] == ["source.fixAll.gpulint"]
+    fixed = apply_edits(TRAIN, actions[0]["edit"]["changes"][uri])
+    run = subprocess.run(
+        [sys.executable, "-m", "gpulint", "-", "--stdin-filename", str(path), "--fix"],
+        input=TRAIN,
+        capture_output=True,
+        text=True,
+        cwd=project,
+    )
+    assert fixed == run.stdout and fixed != TRAIN
+
+
+def test_resolving_client_gets_edits_on_resolve(resolving_server, project):
+    client = resolving_server
+    uri = client.open(project / "resolve.py", TRAIN)
+    diagnostic = next(d for d in client.diagnostics(uri, version=1) if d["code"] == "GL102")
+    actions = _actions(client, uri, diagnostic)
+    fix = next(a for a in actions if "GL102" in a["title"] and "suppress" not in a["title"])
+    assert "edit" not in fix or fix["edit"] is None
+    resolved = client.request("codeAction/resolve", fix)
+    assert "pin_memory=True" in apply_edits(TRAIN, resolved["edit"]["changes"][uri])
+    # fix-all is offered with the quick fixes when it costs nothing until chosen
+    assert any(a["kind"] == "source.fixAll.gpulint" for a in actions)
+    # an action for an older version of the document resolves to no edit
+    client.replace_text(uri, TRAIN + "\n", version=2)
+    client.diagnostics(uri, version=2)
+    assert client.request("codeAction/resolve", fix).get("edit") is None
+
+
+def test_notebook_cells_get_their_own_diagnostics_and_fixes(server, project):
+    notebook_uri = (project / "train.ipynb").as_uri()
+    cells = [
+        ("import torch\nfrom torch.utils.data import DataLoader\n", 2),
+        ("# Training\n", 1),  # markdown
+        (
+            "loader = DataLoader(dataset, batch_size=8)\nmodel.cuda()\nfor x, y in loader:\n"
+            "    loss = model(x.cuda(), y)\n    loss.backward()\n    opt.step()\n",
+            2,
+        ),
+    ]
+    cell_uris = [f"{notebook_uri}#cell{i}" for i in range(len(cells))]
+    server.notify(
+        "notebookDocument/didOpen",
+        {
+            "notebookDocument": {
+                "uri": notebook_uri,
+                "notebookType": "jupyter-notebook",
+                "version": 1,
+                "cells": [{"kind": kind, "document": u} for (_, kind), u in zip(cells, cell_uris)],
+            },
+            "cellTextDocuments": [
+                {"uri": u, "languageId": "python" if kind == 2 else "markdown", "version": 1, "text": text}
+                for (text, kind), u in zip(cells, cell_uris)
+                if kind == 2
+            ],
+        },
+    )
+    by_cell = {}
+    for _ in range(2):
+        params = server.wait_for("textDocument/publishDiagnostics", lambda p: p["uri"] in cell_uris)
+        by_cell[params["uri"]] = params["diagnostics"]
+    assert by_cell[cell_uris[0]] == []
+    training = by_cell[cell_uris[2]]
+    assert {"GL101", "GL102"} <= {d["code"] for d in training}
+    gl102 = next(d for d in training if d["code"] == "GL102")
+    assert gl102["range"]["start"]["line"] == 0  # relative to the cell
+    fix = next(
+        a for a in _actions(server, cell_uris[2], gl102) if "GL102" in a["title"] and "suppress" not in a["title"]
+    )
+    fixed = apply_edits(cells[2][0], fix["edit"]["changes"][cell_uris[2]])
+    assert fixed.startswith("loader = DataLoader(dataset, batch_size=8, pin_memory=True)\n")
+
+
+def test_bad_configuration_is_shown_once_and_nothing_is_reported(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.gpulint]\nselect = ["GL9999"]\n')
+    client, _ = _start(tmp_path)
+    try:
+        uri = client.open(tmp_path / "train.py", TRAIN)
+        message = client.wait_for("window/showMessage")
+        assert message["type"] == 1 and "GL9999" in message["message"]
+        assert client.diagnostics(uri, version=1) == []
+    finally:
+        client.close()
+
+
+def test_close_clears_and_shutdown_exits_cleanly(project):
+    client = LspClient(command=[sys.executable, "-m", "gpulint", "server"], cwd=project)  # as editors start it
+    client.initialize(project)
+    uri = client.open(project / "close.py", TRAIN)
+    assert client.diagnostics(uri, version=1)
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    assert client.diagnostics(uri) == []
+    assert client.shutdown() == 0
+
+
+def test_without_pygls_the_command_says_which_extra_to_install(monkeypatch, capsys):
+    import gpulint.server
+
+    monkeypatch.delitem(sys.modules, "gpulint.server.lsp", raising=False)
+    monkeypatch.setitem(sys.modules, "pygls", None)  # what an install without the `lsp` extra has
+    assert gpulint.server.main() == 2
+    assert "pip install 'gpulint[lsp]'" in capsys.readouterr().err
+
+
+def test_documents_that_are_not_python_are_left_alone(server, project):
+    text = "Training notes: torch DataLoader(dataset) without workers is slow.\n"
+    uri = server.open(project / "notes.md", text, language="markdown")
+    assert server.diagnostics(uri, version=1) == []

@@ -1,0 +1,99 @@
+"""What reaches libcst's parser: nesting measured as libcst nests, the pruned walk agreeing with a
+full one, and a crash in a forked child reported instead of killing the run."""
+
+from __future__ import annotations
+
+import ast
+import os
+import signal
+import threading
+
+import hypothesmith
+import pytest
+from hypothesis import HealthCheck, given, settings as hypothesis_settings
+
+from gpulint.linter.analysis import parse_guard
+from gpulint.linter.analysis.isolation import ChildCrashed, call_isolated
+from gpulint.linter.analysis.parse_guard import MAX_NESTING, UnanalysableSource, check_source, too_deep
+
+
+def full_depth(node: ast.AST, depth: int = 1) -> int:
+    """The libcst-like depth by brute force: every node entered, an `and`/`or` chain nested pairwise."""
+    step = max(len(node.values) - 1, 1) if isinstance(node, ast.BoolOp) else 1
+    return max([depth, *(full_depth(child, depth + step) for child in ast.iter_child_nodes(node))])
+
+
+@pytest.mark.parametrize(
+    "source, depth",
+    [
+        ("x = a + b + c", 6),  # Module, Assign, BinOp, BinOp, Name, Load
+        ("x = a and b and c and d", 7),  # the chain counts 3 levels, as libcst nests it
+        ("x = f(g(h(1)))", 7),  # ..., Call, Call, Call, Name h, Load
+    ],
+)
+def test_depth_counts_as_libcst_nests(source, depth):
+    assert full_depth(ast.parse(source)) == depth
+    assert too_deep(ast.parse(source), depth - 1) and not too_deep(ast.parse(source), depth)
+
+
+@pytest.mark.slow
+@hypothesis_settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(hypothesmith.from_node())
+def test_the_pruned_walk_decides_as_the_full_one(code):
+    tree = ast.parse(code)
+    depth = full_depth(tree)
+    for limit in (3, 6, depth - 1, depth):
+        if limit > 0:
+            assert too_deep(tree, limit) == (depth > limit), limit
+
+
+def test_real_code_passes_and_deep_code_does_not():
+    check_source(b"import torch\n" * 100)
+    chain = "x = " + " and ".join(["a"] * (MAX_NESTING + 10)) + "\n"
+    with pytest.raises(UnanalysableSource, match=f"over {MAX_NESTING} levels"):
+        check_source(chain)
+    with pytest.raises(UnanalysableSource, match="too many nested parentheses"):
+        check_source("x = " + "(" * 300 + "1" + ")" * 300 + "\n")
+
+
+def test_a_parser_crash_on_a_source_python_rejects_is_reported(monkeypatch):
+    import libcst
+
+    def crashing_parse(source):
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+    monkeypatch.setattr(libcst, "parse_module", crashing_parse)  # runs in the forked child only
+    source = "x = (\n" + "y = 1\n" * (MAX_NESTING // 6 + 1)  # a syntax error: CPython cannot measure it
+    with pytest.raises(UnanalysableSource, match=r"the parser crashed \(SIGSEGV\); skipped"):
+        check_source(source)
+
+
+def _crash() -> None:
+    os.kill(os.getpid(), signal.SIGSEGV)  # the child's own pid: evaluated in the child
+
+
+def test_call_isolated_returns_raises_and_reports_a_dead_child():
+    assert call_isolated(sum, [1, 2, 3]) == 6
+    with pytest.raises(ZeroDivisionError):
+        call_isolated(divmod, 1, 0)
+    with pytest.raises(ChildCrashed, match="SIGSEGV"):
+        call_isolated(_crash)
+    with pytest.raises(ChildCrashed, match="exit status 3"):
+        call_isolated(os._exit, 3)
+
+
+def test_call_isolated_runs_in_process_when_threads_exist():
+    release = threading.Event()
+    thread = threading.Thread(target=release.wait)
+    thread.start()
+    try:
+        assert call_isolated(os.getpid) == os.getpid()
+    finally:
+        release.set()
+        thread.join()
+    assert call_isolated(os.getpid) != os.getpid()
+
+
+def test_short_sources_skip_the_checks(monkeypatch):
+    monkeypatch.setattr(parse_guard, "compile", lambda *a, **k: pytest.fail("compiled"), raising=False)
+    check_source("x = 1\n")

@@ -1,0 +1,35 @@
+"""The engine's selective positions equal libcst's PositionProvider for every node asked for."""
+
+from __future__ import annotations
+
+import random
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from gpulint.linter.analysis.positions import positions_of
+from tests.helpers import FIXTURES
+
+
+class _AllNodes(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.nodes: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.nodes.append(node)
+        return True
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.py")), ids=lambda p: p.name)
+def test_selected_positions_equal_the_providers(path):
+    module = cst.parse_module(path.read_bytes())
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    collector = _AllNodes()
+    module.visit(collector)
+    every = positions_of(module, set(collector.nodes))
+    assert all(every[node] == expected[node] for node in collector.nodes)
+    few = random.Random(path.name).sample(collector.nodes, 25)  # as a file's findings ask for a few
+    selected = positions_of(module, set(few))
+    assert all(selected[node] == expected[node] for node in few)
+    assert len(selected) < len(collector.nodes) / 4  # and only those (plus what their ranges derive from)

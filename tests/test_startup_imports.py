@@ -1,0 +1,68 @@
+"""Start-up pays only for what the command needs: libcst (most of the import time) only once a file
+passes the prefilter, nothing of the runtime checker, the review bot or the language server for a
+lint.  Checked in fresh interpreters, by what ended up in `sys.modules`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import FIXTURES
+
+HEAVY = (
+    "libcst",
+    "pygls",
+    "gpulint.runtime_check",
+    "gpulint.review",
+    "gpulint.server",
+    "gpulint.rules",
+    "torch",
+    "tensorflow",
+)
+
+PROBE = """
+import json, sys
+from gpulint.cli import main
+try:
+    main({args!r})
+except SystemExit:
+    pass
+sys.stdout.flush()
+sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n")
+"""
+
+
+def imported(args: list[str], cwd) -> set[str]:
+    run = subprocess.run([sys.executable, "-c", PROBE.format(args=args)], capture_output=True, text=True, cwd=cwd)
+    line = run.stderr.rsplit("MODULES ", 1)[1]
+    return {name for name in json.loads(line) if any(name == h or name.startswith(h + ".") for h in HEAVY)}
+
+
+@pytest.mark.parametrize("args", [["--version"], ["rules"], ["rules", "--format=json"]])
+def test_version_and_listings_import_nothing_heavy(tmp_path, args):
+    assert imported(args, tmp_path) == set()
+
+
+def test_server_help_loads_only_the_command(tmp_path):
+    assert imported(["server", "--help"], tmp_path) == {"gpulint.server"}  # not pygls, not the linter
+
+
+def test_lint_of_files_the_prefilter_rejects_never_imports_libcst(tmp_path):
+    (tmp_path / "utils.py").write_text("import os\n\n\ndef read(path):\n    return open(path).read()\n")
+    (tmp_path / "model.py").write_text("import torch\n\n\nclass Net(torch.nn.Module):\n    pass\n")
+    assert imported(["--no-cache", str(tmp_path)], tmp_path) == set()
+
+
+def test_a_training_file_does_import_libcst(tmp_path):
+    heavy = imported(["--no-cache", str(FIXTURES / "pytorch_image_classification.py")], tmp_path)
+    assert "libcst" in heavy  # the probe can see an import: the test above is not vacuous
+    assert not {m for m in heavy if m.startswith(("gpulint.runtime_check", "gpulint.review", "gpulint.server"))}
+
+
+@pytest.mark.parametrize("flag", ["--format=json", "--format=sarif", "--statistics"])
+def test_reports_of_a_clean_run_need_no_rules(tmp_path, flag):
+    (tmp_path / "utils.py").write_text("import os\n")
+    assert imported(["--no-cache", flag, str(tmp_path)], tmp_path) == set()

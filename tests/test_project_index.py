@@ -12,6 +12,7 @@ from gpulint.linter.analysis.project import EMPTY_VIEW, ModuleSummary, summarize
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
 from gpulint.linter.run.project import RunIndex, module_identity
+from tests.helpers import run_cli
 
 UTILS = """
 import time
@@ -188,3 +189,12 @@ def test_a_clock_read_by_a_helper_of_another_module_makes_a_timing_loop(project)
     paths, index = project
     assert ("GL204", 16) in findings(paths["train"], select=("GL204",))
     assert findings(paths["train"], index.view(paths["train"]), select=("GL204",)) == []
+
+
+def test_the_cli_indexes_the_project_unless_told_not_to(project, capsys, monkeypatch):
+    paths, _ = project
+    monkeypatch.chdir(paths["utils"].parent)
+    code, out, _ = run_cli(["check", "--no-cache", "--select", "GL201", "--exit-zero", "utils.py", "train.py"], capsys)
+    assert code == 0 and "utils.py:9:" in out
+    code, out, _ = run_cli(["check", "--no-cache", "--no-project-index", "--select", "GL201", "utils.py", "train.py"], capsys)
+    assert code == 0 and "utils.py" not in out

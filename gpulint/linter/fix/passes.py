@@ -8,10 +8,14 @@ source is left as it was.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, parse
 from gpulint.linter.engine import Linter
 from gpulint.linter.fix.fixer import allowed, apply_fixes, non_overlapping
+
+if TYPE_CHECKING:
+    from gpulint.linter.analysis.project import ModuleView
 
 MAX_PASSES = 10
 
@@ -28,12 +32,13 @@ class FixOutcome:
         return self.applied > 0
 
 
-def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool) -> FixOutcome:
-    """Apply fixes to a source until none is left.  Raises SyntaxErrorInSource if the input does
-    not parse (the caller reports it as a finding)."""
+def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool, project: ModuleView | None = None) -> FixOutcome:
+    """Apply fixes to a source until none is left (linting it with what the project index says
+    about it).  Raises SyntaxErrorInSource if the input does not parse (the caller reports it as a
+    finding)."""
     outcome = FixOutcome(source)
     for _ in range(MAX_PASSES):
-        analysis = linter.analyze(outcome.source, path)
+        analysis = linter.analyze(outcome.source, path, project)
         if analysis is None:
             return outcome
         fixes = [f.fix for f in analysis.findings if f.fix is not None and allowed(f.fix, unsafe)]
@@ -54,7 +59,7 @@ def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool) -> FixOut
             return outcome
         outcome.source = new_source
         outcome.applied += len(chosen)
-    analysis = linter.analyze(outcome.source, path)
+    analysis = linter.analyze(outcome.source, path, project)
     if analysis is not None and any(f.fix and allowed(f.fix, unsafe) for f in analysis.findings):
         outcome.errors.append(f"{path}: fixes did not settle after {MAX_PASSES} passes; file left unchanged")
         outcome.source, outcome.applied = source, 0

@@ -265,6 +265,21 @@ class DdpAccumulationSync(Rule):
             """,
             "5:5", "11:5",
         ),
+        # the step counted since the last optimizer step, a wrapper helper
+        Invalid(
+            """
+            import torch.distributed as dist
+
+            model = wrap_for_ranks(model)
+            for i, (images, targets) in enumerate(loader):
+                done = i + batches * epoch
+                scaler.scale(criterion(model(images), targets)).backward()
+                if done - last_step >= accumulate:
+                    scaler.step(optimizer)
+                    last_step = done
+            """,
+            "6:53",
+        ),
         # no_sync in a comment does not count
         Invalid(
             """

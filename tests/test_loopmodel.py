@@ -356,3 +356,53 @@ def test_a_loop_that_reads_a_clock_times_its_steps_and_those_of_its_step_functio
     """)
     assert ctx.loops.times_steps(call_named(ctx, "in_timed_step"))
     assert not ctx.loops.times_steps(call_named(ctx, "untimed"))
+
+
+def test_value_origins_follow_unpacking_containers_returns_and_arguments():
+    ctx = context("""
+        import tensorflow as tf
+        import tensorflow_datasets as tfds
+
+        splits, info = tfds.load("mnist", with_info=True)
+        train = splits["train"]
+        parts = []
+        parts.append(tf.data.TextLineDataset("a.txt"))
+        last = parts[-1]
+
+        def make(files):
+            return tf.data.Dataset.from_tensor_slices(files).batch(8)
+
+        made = make(paths)
+
+        def fit(dataset):
+            for batch in dataset:
+                pass
+
+        fit(made)
+        plain = [1, 2][0]
+        first, *rest = tfds.load("cifar10", split=["train", "test"])
+        tail = tfds.load("cifar10", split=["train", "test"])[-1]
+    """)
+    values = ctx.values
+    names = {target.target.value: a.value for a in ctx.index.nodes("Assign") for target in a.targets
+             if isinstance(target.target, cst.Name)}
+    for name in ("train", "last", "made", "tail"):
+        assert values.is_kind(names[name], "tfdata"), name
+    assert not values.is_kind(names["plain"], "tfdata")
+    parameter = next(p for p in ctx.index.nodes("Param") if p.name.value == "dataset")
+    assert values.is_kind(parameter.name, "tfdata")  # what `fit` is called with
+
+
+def test_keyword_dictionaries_resolve_or_say_they_cannot():
+    ctx = context("""
+        kwargs = {"batch_size": 8}
+        kwargs.update({"num_workers": 2}, pin_memory=True)
+        kwargs["drop_last"] = True
+        a = DataLoader(ds, **kwargs)
+        b = DataLoader(ds, **options)
+        c = DataLoader(ds, **dict(kwargs, shuffle=True))
+    """)
+    calls = [c for c in ctx.index.nodes("Call") if getattr(c.func, "value", None) == "DataLoader"]
+    assert set(ctx.values.keywords_of(calls[0])) == {"batch_size", "num_workers", "pin_memory", "drop_last"}
+    assert ctx.values.keywords_of(calls[1]) is None
+    assert "shuffle" in ctx.values.keywords_of(calls[2])

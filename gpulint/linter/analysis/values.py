@@ -142,8 +142,12 @@ class ValueOrigins:
         key = (id(container), index)
         node = self._elements.get(key)
         if node is None:
-            selected = cst.Integer(str(index)) if isinstance(index, int) else cst.Ellipsis()
-            if isinstance(index, str):
+            selected: cst.BaseExpression = cst.Ellipsis()
+            if isinstance(index, int):
+                selected = cst.Integer(str(abs(index)))
+                if index < 0:
+                    selected = cst.UnaryOperation(cst.Minus(), selected)
+            elif isinstance(index, str):
                 selected = cst.SimpleString(repr(index))
             node = self._elements[key] = cst.Subscript(container, [cst.SubscriptElement(cst.Index(selected))])
         return node

@@ -16,7 +16,8 @@ below the loop that calls it):
   step function or a Lightning `training_step`;
 * an *interval guard* is an `if` between the code and its step loop whose condition throttles by a
   counter (`step % 100 == 0`, `i == 0`, `step >= next_log`), calls a helper of this module that does
-  (`divisible_by(step, n)`), or counts by hand (`if since_save >= n:` ... `since_save = 0`);
+  (`divisible_by(step, n)`), or counts by hand (`if since_save >= n:` ... `since_save = 0`), also
+  when `or` adds a one-off (`step % 100 == 0 or last_batch`, `... or i == max_steps`);
   `% accum_steps`, flags and rank checks are not;
 * *per-step work* runs per step, under no interval guard, and not as the handling of a rare event
   (in an `except` handler, or in a branch that leaves the iteration: `break`, `continue`,
@@ -45,6 +46,8 @@ LOOP_TYPES = (cst.For, cst.While)
 SCOPE_TYPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 
 ACCUMULATION_NAME = re.compile(r"accum|grad_acc|gradient_acc|update_freq|micro", re.IGNORECASE)
+# A flag true on one iteration (`last_batch`, `is_final_step`, `end_of_epoch`).
+_ONE_OFF_NAME = re.compile(r"(^|_)(last|final|end)(_|$)", re.IGNORECASE)
 _THROTTLE_NAME = re.compile(r"next|last|prev|interval|every|freq|period|log_at|eval_at|save_at", re.IGNORECASE)
 # Method names too generic to link `obj.name()` to a same-named function of this module unless the
 # receiver is `self`: `scheduler.step()` is not a call of some class's `def step(self)`.
@@ -442,8 +445,7 @@ class LoopModel:
 def is_interval_condition(test: cst.BaseExpression) -> bool:
     """Whether an `if` condition throttles by a counter (see the module docstring)."""
     if isinstance(test, cst.BooleanOperation):
-        left, right = is_interval_condition(test.left), is_interval_condition(test.right)
-        return (left or right) if isinstance(test.operator, cst.And) else (left and right)
+        return _holds_anywhere(test, is_interval_condition)
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return _is_modulo(test.expression)  # `if not step % 100:`
     if _is_modulo(test):
@@ -482,11 +484,37 @@ def _exits(statement: cst.BaseSmallStatement) -> bool:
 
 
 def _holds_anywhere(test: cst.BaseExpression, check) -> bool:
-    """`check` on a condition, through `and` (either side throttles) and `or` (both must)."""
+    """`check` on a condition, through `and` (either side throttles) and `or` (both must, or one
+    does and the other is a one-off: `step % 100 == 0 or last_batch`)."""
     if isinstance(test, cst.BooleanOperation):
         left, right = _holds_anywhere(test.left, check), _holds_anywhere(test.right, check)
-        return (left or right) if isinstance(test.operator, cst.And) else (left and right)
+        if isinstance(test.operator, cst.And):
+            return left or right
+        return (left or right) and (left or _is_one_off(test.left)) and (right or _is_one_off(test.right))
     return check(test)
+
+
+def _is_one_off(test: cst.BaseExpression) -> bool:
+    """A condition true on one iteration of a loop: a last-iteration flag (`last_batch`,
+    `is_final_step`) or a counter equal to a value (`i == max_steps`, `idx == len(loader) - 1`).
+    Only an `or` beside an interval condition asks: alone, `x == y` may well compare modes."""
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        return bool(_ONE_OFF_NAME.search(last_name(test) or ""))
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    target = test.comparisons[0]
+    sides = (test.left, target.comparator)
+    if not isinstance(target.operator, cst.Equal) or any(_is_constant(side) for side in sides):
+        return False
+    names = names_under(test.left) | names_under(target.comparator)
+    return not any("rank" in n.lower() or "local" in n.lower() for n in names)
+
+
+def _is_constant(node: cst.BaseExpression) -> bool:
+    """A string, `None`, `True` or `False`: what a mode or flag, not a counter, is compared with."""
+    if isinstance(node, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+        return True
+    return isinstance(node, cst.Name) and node.value in ("None", "True", "False")
 
 
 def _resets_counter(guard: cst.If, test: cst.BaseExpression) -> bool:

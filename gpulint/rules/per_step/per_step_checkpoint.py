@@ -101,6 +101,8 @@ class PerStepCheckpoint(Rule):
                     np.save("arr.npy", arr)
                     if step % 1000 == 0:
                         torch.save(model.state_dict(), "ckpt.pt")
+                    if step % steps_per_epoch == 0 or step == max_steps:
+                        manager.save()
                     if acc > best_acc:
                         torch.save(model.state_dict(), "best.pt")
                     if loss.isnan().any():

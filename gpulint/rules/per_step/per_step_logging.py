@@ -85,6 +85,8 @@ class PerStepLogging(Rule):
                     logger.warning("odd batch")
                     if step % 50 == 0:
                         print(step)
+                    if last_batch or step % args.log_interval == 0:
+                        logger.info("step %d", step)
                     if step == 0:
                         print("first step")
                     if not torch.isfinite(loss):

@@ -103,6 +103,8 @@ class PerStepValidation(Rule):
                     result = eval("1 + 1")
                     if step % 500 == 0:
                         evaluate(model, val_loader)
+                    if step % steps_per_epoch == 0 or step == max_steps:
+                        evaluator.eval(model)
             """,
             header=LOGGING_SCRIPT,
         ),

@@ -126,6 +126,8 @@ class HostSyncInLoop(Rule):
                     optimizer.step()
                     if step % 100 == 0:
                         print(loss.item(), float(loss), f"{loss}")
+                    if last_batch or step % args.log_interval == 0:
+                        meter.update(loss.item())
             """,
             header=TIMED_CUDA_SCRIPT,
         ),

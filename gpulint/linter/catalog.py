@@ -398,7 +398,9 @@ RULES: tuple[RuleInfo, ...] = (
             '(DistributedDataParallel, FSDP, torch.distributed or Accelerate) -- '
             '`loss.backward()` on every micro-batch and `optimizer.step()` only under `if '
             '(step + 1) % accum_steps == 0:`, or after an inner loop over micro-batches, or a '
-            'helper called with `update_grad=(i + 1) % accum == 0` -- without skipping the '
+            'helper called with `update_grad=(i + 1) % accum == 0`, or a step function whose '
+            'optimizer step is counted (`if self.since_update == self.grad_acc_steps:`) while '
+            'the backward runs in another step function on every call -- without skipping the '
             'gradient all-reduce on the micro-batches in between: no `model.no_sync()`, no '
             '`accelerator.accumulate(model)`, no `require_backward_grad_sync` toggle anywhere '
             "in the module. Reported at the `.backward()` call (or the helper's call)."

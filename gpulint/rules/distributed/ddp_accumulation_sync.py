@@ -8,7 +8,7 @@ import libcst as cst
 
 from gpulint.linter.analysis.facts import ONE_PROCESS_PER_GPU
 from gpulint.linter.analysis.loops import ACCUMULATION_NAME, is_direct_step_call
-from gpulint.linter.analysis.nodes import method_name
+from gpulint.linter.analysis.nodes import last_name, method_name
 from gpulint.linter.analysis.walk import words_under
 from gpulint.linter.rule import Invalid, Rule, Valid
 
@@ -30,7 +30,9 @@ class DdpAccumulationSync(Rule):
     Gradient accumulation in a module that trains with one process per GPU (DistributedDataParallel,
     FSDP, torch.distributed or Accelerate) -- `loss.backward()` on every micro-batch and
     `optimizer.step()` only under `if (step + 1) % accum_steps == 0:`, or after an inner loop over
-    micro-batches, or a helper called with `update_grad=(i + 1) % accum == 0` -- without skipping
+    micro-batches, or a helper called with `update_grad=(i + 1) % accum == 0`, or a step function
+    whose optimizer step is counted (`if self.since_update == self.grad_acc_steps:`) while the
+    backward runs in another step function on every call -- without skipping
     the gradient all-reduce on the micro-batches in between: no `model.no_sync()`, no
     `accelerator.accumulate(model)`, no `require_backward_grad_sync` toggle anywhere in the module.
     Reported at the `.backward()` call (or the helper's call).
@@ -164,6 +166,24 @@ class DdpAccumulationSync(Rule):
                         print(step)
             """,
         ),
+        # the backward's function is called under the guard with the step: nothing is accumulated
+        Valid(
+            """
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            class Executor:
+                def distributed(self, gpu):
+                    self.model = DDP(self.model, device_ids=[gpu])
+                def backward_pass(self, loss):
+                    loss.backward()
+            class Trainer:
+                def train_step(self, x, y):
+                    self.since_update += 1
+                    if self.since_update == self.grad_acc_steps:
+                        self.executor.backward_pass(self.loss(x, y))
+                        self.optimizer.step()
+                        self.since_update = 0
+            """,
+        ),
         # the backward under the same guard: nothing is accumulated
         Valid(
             """
@@ -265,6 +285,28 @@ class DdpAccumulationSync(Rule):
             """,
             "5:5", "11:5",
         ),
+        # the backward in one class, the step counted by hand in another's step function
+        Invalid(
+            """
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            class Executor:
+                def distributed(self, gpu):
+                    self.model = DDP(self.model, device_ids=[gpu])
+                def forward_backward(self, x, y):
+                    loss = self.loss(self.model(x), y)
+                    loss.backward()
+                    return loss
+            class Trainer:
+                def train_step(self, x, y):
+                    loss = self.executor.forward_backward(x, y)
+                    self.since_update += 1
+                    if self.since_update == self.grad_acc_steps:
+                        self.optimizer.step()
+                        self.since_update = 0
+                    return loss
+            """,
+            "7:9",
+        ),
         # the step counted since the last optimizer step, a wrapper helper
         Invalid(
             """
@@ -312,7 +354,10 @@ class DdpAccumulationSync(Rule):
             if loop is None or id(loop) in reported:
                 continue
             guard = self._accumulation_guard(call, loop)
-            backward = self._backward_outside(loop, guard) if guard is not None else self._backward_in_inner_loop(loop, call)
+            if guard is None:
+                backward = self._backward_in_inner_loop(loop, call)
+            else:
+                backward = self._backward_outside(loop, guard) or self._backward_in_other_step_function(loop, guard)
             if backward is not None:
                 reported.add(id(loop))
                 self.report(backward)
@@ -367,6 +412,31 @@ class DdpAccumulationSync(Rule):
             if not any(a is guard for a in self.ctx.ancestors(call)):
                 return call
         return None
+
+    def _backward_in_other_step_function(self, boundary: cst.CSTNode, guard: cst.If) -> cst.Call | None:
+        """When the guarded optimizer step is in a step function (`train_step`, called once per
+        micro-batch), the first `.backward()` of another step function that takes no optimizer
+        step itself and is not called under `guard`: the backward and the step in different
+        classes (`self.executor.forward_backward(...)`, then `if self.since_update == self.grad_acc:`)."""
+        if not isinstance(boundary, cst.FunctionDef):
+            return None
+        called_under_guard = {last_name(c.func) for c in self.ctx.index.nodes("Call") if self._is_under(c, guard)}
+        for call in self.ctx.index.nodes("Call"):
+            if method_name(call) != "backward":
+                continue
+            function = self.ctx.loops.step_boundary(call)
+            if not isinstance(function, cst.FunctionDef) or function is boundary:
+                continue
+            if function.name.value in called_under_guard or self._steps_optimizer_in(function):
+                continue
+            return call
+        return None
+
+    def _steps_optimizer_in(self, function: cst.FunctionDef) -> bool:
+        return any(self._is_optimizer_step(c) and self._is_under(c, function) for c in self.ctx.index.nodes("Call"))
+
+    def _is_under(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
+        return any(a is ancestor for a in self.ctx.ancestors(node))
 
 
 def _counts_micro_batches(test: cst.BaseExpression) -> bool:

@@ -91,6 +91,15 @@ class HostSyncInLoop(Rule):
                             value = value.item()
                         self.totals[name] += value
 
+            def train_step(x, y, metrics):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                for name, value in metrics.items():
+                    if type(value) is torch.Tensor:
+                        value = value.item()
+                    metrics[name] = value
+
             for x, y in loader:
                 loss = criterion(model(x), y)
                 loss.backward()
@@ -387,18 +396,25 @@ class HostSyncInLoop(Rule):
                 self._report(value, _FORMATTED)
 
     def _converts_a_tensor_argument(self, node: cst.Call) -> bool:
-        """`if isinstance(v, torch.Tensor): v = v.item()`: a helper that turns whatever it is given
-        into a number.  Whether it syncs is the caller's choice (a caller that passes a tensor
-        is where the read is decided)."""
+        """`if isinstance(v, torch.Tensor): v = v.item()` (or `type(v) is torch.Tensor`): a helper
+        that turns whatever it is given into a number.  Whether it syncs is the caller's choice (a
+        caller that passes a tensor is where the read is decided)."""
         receiver = node.func.value
         if not isinstance(receiver, cst.Name):
             return False
         for ancestor in self.ctx.ancestors(node):
             if isinstance(ancestor, cst.If):
                 test = ancestor.test
+                if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+                    if not isinstance(test.comparisons[0].operator, (cst.Is, cst.Equal)):
+                        continue
+                    test = test.left  # `type(v) is torch.Tensor`
+                    checks = ("type",)
+                else:
+                    checks = ("isinstance",)
                 if (
                     isinstance(test, cst.Call)
-                    and dotted_name(test.func) == "isinstance"
+                    and dotted_name(test.func) in checks
                     and test.args
                     and isinstance(test.args[0].value, cst.Name)
                     and test.args[0].value.value == receiver.value

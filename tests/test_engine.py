@@ -199,11 +199,14 @@ def test_per_step_rules_do_not_parse_files_that_never_take_a_step(monkeypatch):
     assert len(parsed) == 1
 
 
-def test_device_rules_do_not_parse_files_that_name_no_accelerator(monkeypatch):
+def test_device_rules_do_not_parse_files_that_give_no_accelerator_evidence(monkeypatch):
     parsed = []
     real_parse = engine.parse
     monkeypatch.setattr(engine, "parse", lambda src: parsed.append(src) or real_parse(src))
-    linter = Linter(Settings(select=["GL101", "GL102", "GL103", "GL203"]))
-    source = b"import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\nx = torch.zeros(3).to(dev)\n"
+    linter = Linter(Settings(select=["GL102", "GL203"]))
+    source = b"import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\nx = torch.zeros(3).to(torch.float16)\n"
     assert linter.lint_source(source, "m.py").findings == []
     assert parsed == []
+    # The loader rules are about the host: they read the same file.
+    host = Linter(Settings(select=["GL101"]))
+    assert [f.code for f in host.lint_source(source, "m.py").findings] == ["GL101"] and parsed

@@ -193,6 +193,12 @@ def test_step_counter_from_enumerate_range_and_increment():
         ("step >= next_log_step", True),
         ("is_main and step % 10 == 0", True),
         ("step % 10 == 0 or args.debug", False),
+        # beside an interval, a condition true on one iteration keeps the guard a throttle
+        ("last_batch or batch_idx % args.log_interval == 0", True),
+        ("i % self.steps_per_epoch == 0 or i == self.max_steps", True),
+        ("step % 10 == 0 or batch_idx == len(loader) - 1", True),
+        ("step % 10 == 0 or mode == 'debug'", False),
+        ("step % 10 == 0 or rank == world_rank", False),
         ("(step + 1) % accum_steps == 0", False),
         ("(step + 1) % gradient_accumulation_steps == 0", False),
         ("step % 100", False),
@@ -206,6 +212,8 @@ def test_step_counter_from_enumerate_range_and_increment():
         ("global_step == args.max_steps", True),
         ("epoch == args.epochs - 1 and rank == 0", True),
         ("is_last_batch", True),
+        ("last_batch", True),
+        ("last_batch or is_final", True),
         ("accelerator.gradient_state.end_of_dataloader", True),
         ("self.is_final_step()", True),
         ("not is_last_batch", False),
@@ -216,15 +224,6 @@ def test_step_counter_from_enumerate_range_and_increment():
 )
 def test_interval_conditions(condition, throttles):
     assert is_interval_condition(cst.parse_expression(condition)) is throttles
-
-
-def test_accelerated_module_detection():
-    assert context("import torch\nmodel.cuda()\n").accelerated
-    assert context("import torch\ndevice = torch.device('cuda:0')\n").accelerated
-    assert context("import torch\nif torch.cuda.is_available(): pass\n").accelerated
-    assert context("from accelerate import Accelerator\n").accelerated
-    assert not context("import torch\n# move to cuda later\nx = torch.ones(3)\n").accelerated
-    assert not context("import torch\nprint('no gpu here')\n").accelerated
 
 
 def test_step_function_called_once_is_not_per_step_work():
@@ -276,3 +275,154 @@ def test_uncalled_step_function_is_a_framework_hook_and_per_step():
                 print("step")
     """)
     assert ctx.loops.per_step(call_named(ctx, "print"))
+
+
+def test_an_interval_through_a_helper_of_the_module_or_a_counter_reset_by_hand():
+    ctx = context("""
+        def every(step, n):
+            return step % n == 0
+
+        for batch in loader:
+            loss = model(batch)
+            loss.backward()
+            opt.step()
+            since_save += 1
+            if every(step, 100):
+                by_helper()
+            if is_main and since_save >= save_steps:
+                by_counter()
+                since_save = 0
+            if since_eval >= eval_steps:
+                not_reset()
+    """)
+    assert ctx.loops.interval_guard(call_named(ctx, "by_helper")) is not None
+    assert ctx.loops.interval_guard(call_named(ctx, "by_counter")) is not None
+    assert ctx.loops.per_step_work(call_named(ctx, "not_reset"))
+
+
+def test_a_branch_that_ends_the_program_is_an_event():
+    ctx = context("""
+        import sys
+        for batch in loader:
+            loss = model(batch)
+            if not math.isfinite(loss.item()):
+                report(loss)
+                sys.exit(1)
+            loss.backward()
+            opt.step()
+    """)
+    assert ctx.loops.in_event_branch(call_named(ctx, "report"))
+    assert not ctx.loops.per_step_work(call_named(ctx, "report"))
+    assert ctx.loops.per_step_work(call_named(ctx, "item"))
+
+
+def test_one_step_per_epoch_is_full_batch_training():
+    ctx = context("""
+        for epoch in range(num_epochs):
+            loss = criterion(model(features), labels)
+            loss.backward()
+            optimizer.step()
+            full_batch()
+        for epoch in range(3):
+            for batch in loader:
+                model(batch).sum().backward()
+                optimizer.step()
+                mini_batch()
+    """)
+    assert ctx.loops.one_step_per_epoch(call_named(ctx, "full_batch"))
+    assert not ctx.loops.one_step_per_epoch(call_named(ctx, "mini_batch"))
+
+
+def test_a_step_function_handed_to_a_runner_or_through_a_parameter():
+    ctx = context("""
+        def train_step(batch):
+            loss = model(batch)
+            loss.backward()
+            optimizer.step()
+
+        def fit(step_fn, loader):
+            for batch in loader:
+                step_fn(batch)
+                through_parameter()
+
+        for batch in dist_loader:
+            strategy.run(train_step, args=(batch,))
+            through_runner()
+
+        fit(train_step, loader)
+    """)
+    assert ctx.loops.per_step(call_named(ctx, "through_parameter"))
+    assert ctx.loops.per_step(call_named(ctx, "through_runner"))
+
+
+def test_a_loop_that_reads_a_clock_times_its_steps_and_those_of_its_step_functions():
+    ctx = context("""
+        import time
+
+        def train_step(batch):
+            model(batch).sum().backward()
+            optimizer.step()
+            in_timed_step()
+
+        for batch in loader:
+            start = time.perf_counter()
+            train_step(batch)
+            took = time.perf_counter() - start
+
+        for batch in other_loader:
+            model(batch).sum().backward()
+            optimizer.step()
+            untimed()
+    """)
+    assert ctx.loops.times_steps(call_named(ctx, "in_timed_step"))
+    assert not ctx.loops.times_steps(call_named(ctx, "untimed"))
+
+
+def test_value_origins_follow_unpacking_containers_returns_and_arguments():
+    ctx = context("""
+        import tensorflow as tf
+        import tensorflow_datasets as tfds
+
+        splits, info = tfds.load("mnist", with_info=True)
+        train = splits["train"]
+        parts = []
+        parts.append(tf.data.TextLineDataset("a.txt"))
+        last = parts[-1]
+
+        def make(files):
+            return tf.data.Dataset.from_tensor_slices(files).batch(8)
+
+        made = make(paths)
+
+        def fit(dataset):
+            for batch in dataset:
+                pass
+
+        fit(made)
+        plain = [1, 2][0]
+        first, *rest = tfds.load("cifar10", split=["train", "test"])
+        tail = tfds.load("cifar10", split=["train", "test"])[-1]
+    """)
+    values = ctx.values
+    names = {target.target.value: a.value for a in ctx.index.nodes("Assign") for target in a.targets
+             if isinstance(target.target, cst.Name)}
+    for name in ("train", "last", "made", "tail"):
+        assert values.is_kind(names[name], "tfdata"), name
+    assert not values.is_kind(names["plain"], "tfdata")
+    parameter = next(p for p in ctx.index.nodes("Param") if p.name.value == "dataset")
+    assert values.is_kind(parameter.name, "tfdata")  # what `fit` is called with
+
+
+def test_keyword_dictionaries_resolve_or_say_they_cannot():
+    ctx = context("""
+        kwargs = {"batch_size": 8}
+        kwargs.update({"num_workers": 2}, pin_memory=True)
+        kwargs["drop_last"] = True
+        a = DataLoader(ds, **kwargs)
+        b = DataLoader(ds, **options)
+        c = DataLoader(ds, **dict(kwargs, shuffle=True))
+    """)
+    calls = [c for c in ctx.index.nodes("Call") if getattr(c.func, "value", None) == "DataLoader"]
+    assert set(ctx.values.keywords_of(calls[0])) == {"batch_size", "num_workers", "pin_memory", "drop_last"}
+    assert ctx.values.keywords_of(calls[1]) is None
+    assert "shuffle" in ctx.values.keywords_of(calls[2])

@@ -300,3 +300,83 @@ def test_cli_jobs_cache_dir_and_no_cache(corpus, tmp_path, monkeypatch, capsys):
     assert (tmp_path / ".gpulint_cache" / LAYOUT).is_dir(), "the default cache lives in the project root (cwd)"
     bad = run_cli(["check", target, "--jobs", "0"], capsys)
     assert bad[0] == 2
+
+
+HELPERS = '''\
+import time
+import torch
+
+
+def clip(model):
+    for parameter in model.parameters():
+        print(parameter.grad.norm().item())
+
+
+class Meter:
+    def update(self, count):
+        self.last = time.perf_counter()
+'''
+
+STEP_LOOP = '''\
+import torch
+import utils
+
+model = torch.nn.Linear(4, 2).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+meter = utils.Meter()
+for step, batch in enumerate(loader):
+    loss = model(batch.cuda(non_blocking=True)).sum()
+    loss.backward()
+    opt.step()
+    {clip}
+    meter.update(1)
+    torch.cuda.synchronize()
+'''
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_change_in_one_module_reaches_the_findings_that_depend_on_it(tmp_path, monkeypatch, count_parses, jobs):
+    """The project index with the cache and workers: utils.py's finding depends on how train.py
+    calls it, and train.py's on what utils.py does -- each appears and goes with the other file,
+    and only the files whose view changed are linted again."""
+    monkeypatch.chdir(tmp_path)
+    project = tmp_path / "project"
+    project.mkdir()
+    helpers, train = project / "utils.py", project / "train.py"
+    helpers.write_text(HELPERS)
+    train.write_text(STEP_LOOP.format(clip="utils.clip(model)"))
+    for n in range(4):  # enough files for a run with --jobs 2 to start workers
+        (project / f"other_{n}.py").write_text(TRAIN_TEMPLATE.format(n=n + 1, suppress=""))
+    cache = _cache(tmp_path)
+
+    def findings(use_cache=True) -> set:
+        result = run([project], SETTINGS, RunOptions(), jobs=jobs, cache=cache if use_cache else None)
+        assert not result.errors
+        return {(Path(f.path).name, f.code, f.location.row) for f in result.findings if Path(f.path).name in ("utils.py", "train.py")}
+
+    def synchronize() -> tuple:
+        row = next(n for n, line in enumerate(train.read_text().splitlines(), 1) if "synchronize" in line)
+        return ("train.py", "GL204", row)
+
+    clip_print = ("utils.py", "GL302", 7)
+    first = findings()
+    assert clip_print in first  # utils.clip runs on every step of train.py
+    assert synchronize() not in first  # the meter of utils.py times each step: the sync is needed
+
+    # train.py calls the helper every 100 steps instead: its finding in utils.py (unchanged) goes.
+    train.write_text(STEP_LOOP.format(clip="if step % 100 == 0:\n        utils.clip(model)"))
+    count_parses.clear()
+    second = findings()
+    if jobs == 1:
+        assert len(count_parses) == 2  # train.py, and utils.py whose view changed; the others are hits
+    assert clip_print not in second and second == findings(use_cache=False)
+
+    # utils.py's meter stops reading the clock: the sync in train.py (unchanged) is reported.
+    helpers.write_text(HELPERS.replace("time.perf_counter()", "count"))
+    third = findings()
+    assert synchronize() in third and third == findings(use_cache=False)
+
+    # And back: the cache serves each earlier state again, right.
+    helpers.write_text(HELPERS)
+    train.write_text(STEP_LOOP.format(clip="utils.clip(model)"))
+    assert findings() == first

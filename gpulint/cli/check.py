@@ -85,6 +85,10 @@ def add_check(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-cache", action="store_true", help="Neither read nor write the result cache.")
     parser.add_argument(
+        "--no-project-index", action="store_true",
+        help="Lint each file on its own, without the index of what the project's functions do across modules.",
+    )
+    parser.add_argument(
         "--cache-dir", type=Path, metavar="DIR",
         help="Where to keep the result cache (default: .gpulint_cache in the project root).",
     )
@@ -132,6 +136,7 @@ def check(options: argparse.Namespace) -> int:
         fix=options.fix,
         diff=options.diff,
         with_edits=output_format in reporters.NEEDS_EDITS,
+        project_index=not options.no_project_index,
     )
     if reading_stdin:
         result, fixed_source = _run_stdin(settings, run_options, stdin_name)

@@ -74,8 +74,12 @@ def by_code() -> dict[str, RuleInfo]:
     return {rule.code: rule for rule in RULES}
 
 
-def fact_may_hold(fact: str, source: bytes) -> bool:
-    """Whether the source spells one of the fact's tokens (a necessary condition for it to hold)."""
+def fact_may_hold(fact: str, source: bytes, project: Any = None) -> bool:
+    """Whether the source spells one of the fact's tokens (a necessary condition for it to hold),
+    or the module's project view (analysis/project.py ModuleView) makes the fact hold."""
+    elsewhere = FACT_ELSEWHERE.get(fact)
+    if elsewhere is not None and project is not None and getattr(project, elsewhere):
+        return True
     return any(token in source for token in FACT_TOKENS[fact])
 
 
@@ -94,9 +98,11 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         summary=(
             'A `torch.utils.data.DataLoader` created without `num_workers`, or with '
-            '`num_workers=0`, in a module that trains on an accelerator.'
+            '`num_workers=0` (also through a `**kwargs` dictionary built in the module). The '
+            'rule is about the host: it applies whether or not the module names an '
+            'accelerator.'
         ),
-        facts=('imports torch', 'runs on an accelerator'),
+        facts=('imports torch',),
         tokens=('DataLoader',),
     ),
     RuleInfo(
@@ -126,9 +132,11 @@ RULES: tuple[RuleInfo, ...] = (
             '`persistent_workers=True`, whose batches are iterated again and again: in a loop '
             'inside an epoch loop, by a function called from a loop, passed to a call inside '
             'a loop, or returned by `train_dataloader()` / `val_dataloader()` (Lightning '
-            'iterates those every epoch).'
+            'iterates those every epoch). Keywords may come through a `**kwargs` dictionary '
+            'built in the module. The rule is about the host: it applies whether or not the '
+            'module names an accelerator.'
         ),
-        facts=('imports torch', 'runs on an accelerator'),
+        facts=('imports torch',),
         tokens=('DataLoader',),
     ),
     RuleInfo(
@@ -138,10 +146,13 @@ RULES: tuple[RuleInfo, ...] = (
         fix='safe',
         message='batch copied to the GPU without `non_blocking=True`: the host waits for every copy',
         summary=(
-            'A batch moved to the accelerator with `.to(device)` or `.cuda()` inside a '
-            'training step loop without `non_blocking=True`. A batch is what the step loop '
-            'iterates (`for x, y in loader`), what is unpacked or indexed from it (`x, y = '
-            'batch`, `batch["input_ids"]`, the values of a `{k: v.to(device) for k, v in '
+            'A batch moved to the accelerator with `.to(device)`, `.cuda()` or '
+            '`.type(torch.cuda.LongTensor)` inside a training step loop without '
+            '`non_blocking=True` (also a view of it, `x.reshape(...)`, or a slice, in a loop '
+            'nested in the loop over batches). A tensor an earlier statement of the step '
+            'already moved is not copied again and is not reported. A batch is what the step '
+            'loop iterates (`for x, y in loader`), what is unpacked or indexed from it (`x, y '
+            '= batch`, `batch["input_ids"]`, the values of a `{k: v.to(device) for k, v in '
             'batch.items()}`), or a batch parameter of a step function.'
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
@@ -160,7 +171,7 @@ RULES: tuple[RuleInfo, ...] = (
             'A `DataLoader` iterated only to count or peek at it: `len(list(loader))` (or '
             '`tuple`), and `next(iter(loader))` inside a loop.'
         ),
-        facts=('imports torch', 'runs on an accelerator'),
+        facts=('imports torch',),
         tokens=('DataLoader',),
     ),
     RuleInfo(
@@ -208,7 +219,10 @@ RULES: tuple[RuleInfo, ...] = (
         summary=(
             'A tensor built on the host by a factory and then copied to the accelerator: '
             '`torch.zeros(n).to(device)`, `torch.arange(n).cuda()`, '
-            '`torch.tensor(values).to(device)`.'
+            '`torch.tensor(values).to(device)`, also through host-side methods or a subscript '
+            '(`torch.tensor(x)[None].to(device)`, `torch.randn(n).contiguous().cuda()`), from '
+            'a legacy constructor (`torch.LongTensor(x)`), from a name every assignment of '
+            'which is such a factory, and with `.type_as(t)`.'
         ),
         facts=('imports torch', 'runs on an accelerator'),
         tokens=('.to(', '.cuda('),
@@ -223,7 +237,8 @@ RULES: tuple[RuleInfo, ...] = (
             "`torch.cuda.synchronize()` (or `torch.accelerator.synchronize()`, a stream's "
             '`.synchronize()`) inside a training step loop, not under an interval guard, '
             'where the loop does not time anything (no `time.perf_counter()`, `time.time()` '
-            'or CUDA event timing in the loop).'
+            'or CUDA event timing in the loop, nor in the loop that calls the step function '
+            'holding it).'
         ),
         facts=('imports torch', 'takes training steps'),
         tokens=('synchronize',),
@@ -237,7 +252,8 @@ RULES: tuple[RuleInfo, ...] = (
         summary=(
             'A call that evaluates the model -- `evaluate(...)`, `validate(...)`, '
             '`run_validation(...)`, `model.eval()` -- inside a training step loop, not under '
-            'an interval guard.'
+            'an interval guard. In full-batch training (the step loop iterates epochs: one '
+            'optimizer step per epoch) it runs once per epoch, and is not reported.'
         ),
         facts=('takes training steps',),
         tokens=('eval', 'valid', 'test'),
@@ -250,8 +266,10 @@ RULES: tuple[RuleInfo, ...] = (
         message='logging runs on every training step; log every N steps',
         summary=(
             '`print(...)`, `logging`/`logger.info(...)`, `wandb.log(...)`, TensorBoard '
-            '`writer.add_*(...)` and `mlflow.log_*(...)` inside a training step loop, not '
-            'under an interval guard.'
+            '`writer.add_*(...)`, `mlflow.log_*(...)` and `dllogger.log(...)` inside a '
+            'training step loop, not under an interval guard. A progress mark -- `print(".", '
+            'end="")`, constant text that does not end the line -- reads nothing back and '
+            'writes a byte: it is not reported.'
         ),
         facts=('takes training steps',),
         tokens=('print', 'log', 'add_', 'wandb', 'mlflow'),
@@ -265,7 +283,9 @@ RULES: tuple[RuleInfo, ...] = (
         summary=(
             'A checkpoint written inside a training step loop, not under an interval guard: '
             '`torch.save(...)`, `model.save_pretrained(...)`, `accelerator.save_state(...)`, '
-            '`trainer.save_checkpoint(...)`, Keras `model.save(...)` / `save_weights(...)`.'
+            '`trainer.save_checkpoint(...)`, Keras `model.save(...)` / `save_weights(...)`. '
+            'In full-batch training (the step loop iterates epochs) a save runs once per '
+            'epoch and is not reported.'
         ),
         facts=('takes training steps',),
         tokens=('save',),
@@ -315,7 +335,9 @@ RULES: tuple[RuleInfo, ...] = (
             'never compiles it: no `torch.compile`, `model.compile()`, TorchScript, or '
             '`--compile` flag. Reported once, at the line that builds the model whose '
             'parameters the optimizer trains (or the optimizer, or the first `.backward()` '
-            'when the model cannot be found).'
+            'when the model cannot be found). Scripts run by Accelerate or DeepSpeed are left '
+            'out (their configuration can compile the model); Lightning and Fabric scripts '
+            'are not (they leave `torch.compile` to the script).'
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
@@ -382,15 +404,19 @@ RULES: tuple[RuleInfo, ...] = (
             'the non-final ones in `model.no_sync()`'
         ),
         summary=(
-            'Gradient accumulation under DistributedDataParallel, FSDP or Accelerate -- '
-            '`loss.backward()` on every micro-batch, `optimizer.step()` only under `if (step '
-            '+ 1) % accum_steps == 0:` -- without skipping the gradient all-reduce on the '
-            'micro-batches in between: no `model.no_sync()`, no '
+            'Gradient accumulation in a module that trains with one process per GPU '
+            '(DistributedDataParallel, FSDP, torch.distributed or Accelerate) -- '
+            '`loss.backward()` on every micro-batch and `optimizer.step()` only under `if '
+            '(step + 1) % accum_steps == 0:`, or after an inner loop over micro-batches, or a '
+            'helper called with `update_grad=(i + 1) % accum == 0`, or a step function whose '
+            'optimizer step is counted (`if self.since_update == self.grad_acc_steps:`) while '
+            'the backward runs in another step function on every call -- without skipping the '
+            'gradient all-reduce on the micro-batches in between: no `model.no_sync()`, no '
             '`accelerator.accumulate(model)`, no `require_backward_grad_sync` toggle anywhere '
-            'in the module. Reported at the `.backward()` call.'
+            "in the module. Reported at the `.backward()` call (or the helper's call)."
         ),
-        facts=('takes training steps',),
-        tokens=('DistributedDataParallel', 'FullyShardedDataParallel', 'Accelerator'),
+        facts=('runs one process per GPU',),
+        tokens=('backward', 'update_grad'),
     ),
     RuleInfo(
         code='GL604',
@@ -465,8 +491,8 @@ RULES: tuple[RuleInfo, ...] = (
         message='Python code in a tf.data mapped function runs under the GIL, one element at a time',
         summary=(
             '`tf.py_function(...)` or `tf.numpy_function(...)` inside a function that a '
-            'tf.data pipeline maps (`.map`, `.flat_map`, `.interleave`, `.filter`), directly '
-            'or through functions it calls.'
+            'tf.data pipeline maps (`.map`, `.flat_map`, `.interleave`, `.filter`) -- a '
+            'function or a lambda -- directly or through functions it calls.'
         ),
         facts=('imports tensorflow or keras',),
         tokens=('py_function', 'numpy_function', 'py_func'),
@@ -504,13 +530,15 @@ RULES: tuple[RuleInfo, ...] = (
             'loop makes the host wait for the GPU every step'
         ),
         summary=(
-            "`.numpy()` and `float(loss)` (of a step's loss, metric or output) inside a "
-            'TensorFlow training step loop -- one that calls `tape.gradient`, '
-            '`apply_gradients` or `train_on_batch`, directly or through a step function -- '
-            'not under an interval guard.'
+            "`.numpy()`, `float(loss)` (of a step's loss, metric or output) and `int(...)` or "
+            '`float(...)` of what a compiled step returns, inside a TensorFlow training step '
+            'loop -- one that calls `tape.gradient`, `apply_gradients` or `train_on_batch`, '
+            'directly or through a step function -- not under an interval guard, in a loop '
+            'that does not time its steps (a benchmark loop needs the read for its clock to '
+            'measure the step).'
         ),
         facts=('imports tensorflow or keras', 'takes training steps'),
-        tokens=('.numpy(', 'float('),
+        tokens=('.numpy(', 'float(', 'int('),
     ),
     RuleInfo(
         code='GL707',
@@ -523,7 +551,8 @@ RULES: tuple[RuleInfo, ...] = (
             '`tape.gradient(...)` and `optimizer.apply_gradients(...)` without being '
             'decorated with `tf.function` (or traced by one: called from a compiled function, '
             'wrapped by `tf.function(step)`, or a Keras `train_step` override, which `fit` '
-            'compiles), and a tape step written inline in a Python training loop.'
+            'compiles), and a tape step written inline in a Python training loop (also when a '
+            'helper of the module runs the tape and the loop applies the gradients).'
         ),
         facts=('imports tensorflow or keras', 'takes training steps'),
         tokens=('.gradient(',),
@@ -672,6 +701,10 @@ FACT_TOKENS: dict[str, tuple[bytes, ...]] = {
         b'accelerat',
         b'fabric',
         b'deepspeed',
+        b'dev',
+        b'rank',
+        b'nccl',
+        b'LightningModule',
     ),
     'runs one process per GPU': (
         b'distributed',
@@ -687,4 +720,9 @@ FACT_TOKENS: dict[str, tuple[bytes, ...]] = {
         b'training_step',
         b'.apply(',
     ),
+}
+
+# Facts the rest of the project can make true: the property of the project view that says so.
+FACT_ELSEWHERE: dict[str, str] = {
+    'takes training steps': 'steps_elsewhere',
 }

@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # libcst and the rule classes are imported once a file passes
     from libcst.metadata import CodeRange
 
     from gpulint.linter.analysis.context import FileContext
+    from gpulint.linter.analysis.project import ModuleView
     from gpulint.linter.config import Settings
     from gpulint.linter.rule import Rule
 
@@ -106,10 +107,11 @@ class Linter:
             entries = self._entries_by_codes[codes] = tuple(r for r in catalog.RULES if r.code in codes)
         return entries
 
-    def lint_source(self, source: bytes, path: str, with_edits: bool = False) -> FileResult:
-        """Every finding in one source, located (with fix edits when asked), in order."""
+    def lint_source(self, source: bytes, path: str, with_edits: bool = False, project: ModuleView | None = None) -> FileResult:
+        """Every finding in one source, located (with fix edits when asked), in order.  `project`
+        is what the rest of the project says about this module (analysis/project.py)."""
         try:
-            analysis = self.analyze(source, path)
+            analysis = self.analyze(source, path, project)
         except SyntaxErrorInSource as exc:
             return FileResult(path, [syntax_error_finding(path, str(exc), exc.row, exc.column)])
         findings = self.locate(analysis, path, with_edits) if analysis is not None else []
@@ -118,12 +120,12 @@ class Linter:
         return FileResult(path, sorted(findings, key=Finding.sort_key), parsed=analysis is not None)
 
     # -- stages 1-5 --------------------------------------------------------------------------
-    def analyze(self, source: bytes, path: str) -> Analysis | None:
+    def analyze(self, source: bytes, path: str, project: ModuleView | None = None) -> Analysis | None:
         """Prefilter, parse, analyse, run the rules and drop what comments silence; None when the
         prefilter rules the file out (or it asks to be ignored)."""
         if file_is_ignored(source):
             return None
-        candidates = {r.code for r in self.candidate_rules(source, self.entries_for(path))}
+        candidates = {r.code for r in self.candidate_rules(source, self.entries_for(path), project)}
         if not candidates:
             return None
         module = parse(source)
@@ -131,7 +133,7 @@ class Linter:
 
         rules = [r for r in self.rules_for(path) if r.code in candidates]
         wanted = frozenset().union(*(r.visited_types() for r in rules))
-        ctx = FileContext(module, path, self.settings.options, wanted, source)
+        ctx = FileContext(module, path, self.settings.options, wanted, source, project)
         findings = run_rules(ctx, [r for r in rules if r.applies(ctx)])
         self._withhold_fixes(rules, findings, path)
         suppressions = find_suppressions(ctx.source_text) if findings else {}
@@ -161,15 +163,17 @@ class Linter:
                 finding.fix = None
 
     @staticmethod
-    def candidate_rules(source: bytes, rules: Iterable[catalog.RuleInfo]) -> list[catalog.RuleInfo]:
-        """The tree rules whose facts and tokens the source's bytes can hold."""
+    def candidate_rules(
+        source: bytes, rules: Iterable[catalog.RuleInfo], project: ModuleView | None = None
+    ) -> list[catalog.RuleInfo]:
+        """The tree rules whose facts and tokens the source's bytes (or its project view) can hold."""
         if not any(marker in source for marker in FRAMEWORK_MARKERS):
             return []
         known: dict[str, bool] = {}
 
         def may_hold(fact: str) -> bool:  # each fact's tokens are searched for once per file
             if fact not in known:
-                known[fact] = catalog.fact_may_hold(fact, source)
+                known[fact] = catalog.fact_may_hold(fact, source, project)
             return known[fact]
 
         # GL900 reads comments, not the tree (suppressions.py): never a reason to parse a file.

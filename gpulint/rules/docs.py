@@ -94,7 +94,7 @@ def catalog_source(current: str) -> str:
         if rule.tokens:
             fields["tokens"] = tuple(rule.tokens)
         for fact in rule.requires:
-            facts.update((spelled.name, spelled.tokens) for spelled in fact.spelled())
+            facts.update((spelled.name, spelled) for spelled in fact.spelled())
         lines.append("    RuleInfo(")
         lines.extend(f"        {key}={_literal(value, 8)}," for key, value in fields.items())
         lines.append("    ),")
@@ -111,6 +111,9 @@ def catalog_source(current: str) -> str:
     lines += ["}", "", "# The tokens of the facts rules require (analysis/facts.py): one occurs where the fact holds."]
     lines.append("FACT_TOKENS: dict[str, tuple[bytes, ...]] = {")
     for name in sorted(facts):
-        lines += [f"    {name!r}: (", *(f"        {token!r}," for token in facts[name]), "    ),"]
+        lines += [f"    {name!r}: (", *(f"        {token!r}," for token in facts[name].tokens), "    ),"]
+    lines += ["}", "", "# Facts the rest of the project can make true: the property of the project view that says so."]
+    lines.append("FACT_ELSEWHERE: dict[str, str] = {")
+    lines += [f"    {name!r}: {facts[name].elsewhere!r}," for name in sorted(facts) if facts[name].elsewhere]
     lines += ["}", ""]
     return f"{head}\n{catalog.GENERATED_BELOW}\n" + "\n".join(lines)

@@ -117,17 +117,28 @@ def test_entries_of_the_wrong_shape_are_misses(sandbox):
     sandbox.write("train.py")
     first = sandbox.run(".", "--format", "json")
     entries = _entries(sandbox)
-    shapes = [
+    # Entries hold a file's outcome or a module's project-index summary; each is bent its own way.
+    outcome_shapes = [
         lambda o: {**o, "result": {**o["result"], "findings": "not a list"}},
         lambda o: {**o, "fixed": True},
         lambda o: {**o, "result": {**o["result"], "findings": [{"code": 3}]}},
         lambda o: {**o, "result": {**o["result"], "path": "/etc/passwd"}},  # about another file
         lambda o: {**o, "unexpected": 1},
     ]
-    for index, shape in enumerate(shapes):
+    summary_shapes = [
+        lambda s: {**s, "functions": "not a mapping"},
+        lambda s: {**s, "version": -1},
+        lambda s: {**s, "functions": {"f": {"calls": [[1]], "clock": False, "returns": []}}},
+        lambda s: {k: v for k, v in s.items() if k != "bindings"},
+        lambda s: {**s, "reiterated": 5},
+    ]
+    parts = {"outcome": outcome_shapes, "summary": summary_shapes}
+    assert {next(part for part in parts if part in json.loads(e.read_text())) for e in entries} == set(parts)
+    for index in range(len(outcome_shapes)):
         for entry in entries:
             document = json.loads(entry.read_text())
-            document["outcome"] = shape(document["outcome"])
+            part = next(part for part in parts if part in document)
+            document[part] = parts[part][index](document[part])
             entry.write_text(json.dumps(document))
         again = sandbox.run(".", "--format", "json")
         assert (again.returncode, again.stdout, again.stderr) == (first.returncode, first.stdout, ""), index

@@ -87,10 +87,10 @@ CRASHING_WORKER_SCRIPT = """
 import os, signal, sys
 import gpulint.linter.run.process as runner
 original = runner.process_source
-def process_source(linter, source, name, options):
+def process_source(linter, source, name, options, *project):
     if name.endswith("crash.py"):
         os.kill(os.getpid(), signal.SIGSEGV)
-    return original(linter, source, name, options)
+    return original(linter, source, name, options, *project)
 runner.process_source = process_source
 from gpulint.cli import main
 main(sys.argv[1:])

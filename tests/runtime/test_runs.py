@@ -8,6 +8,7 @@ registers) with TMPDIR pointed at a fresh folder, so leftovers can be seen.
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -125,6 +126,26 @@ def test_profile_torch_fixture_is_input_bound(tmp_path):
     assert report["gpu"] is None and report["gpu_not_measured"]
     assert report["lint"][0]["code"] == "GL101"  # the finding behind the first recommendation
     assert checksums(FIXTURES) == before
+    assert leftovers(tmp_path) == []
+
+
+def test_static_and_runtime_agree_on_a_script_that_names_no_accelerator(tmp_path):
+    """The training code only moves batches to the device it is given: the profile measures an
+    input-bound run with no loader workers, and the linter reports the serial loader."""
+    script = FIXTURES / "torch_loader_any_device.py"
+    assert not re.search(r"\b(cuda|gpu|accelerat\w*)\b", script.read_text(), re.IGNORECASE)
+    out = tmp_path / "profile.json"
+    run = gpulint(tmp_path, "profile", "--steps", "10", "--warmup", "2", "--json", str(out), "--",
+                  sys.executable, str(script))
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(out.read_text())
+    assert report["verdict"]["kind"] == "input-bound" and report["steps"]["data_share"] >= 0.2
+    assert report["cpu"]["workers"] == 0
+    lint = subprocess.run([sys.executable, "-m", "gpulint", "check", "--select", "GL101", "--format", "json",
+                           "--no-cache", "--exit-zero", str(script)], capture_output=True, text=True, cwd=ROOT, check=True)
+    loader_line = next(n for n, line in enumerate(script.read_text().splitlines(), 1) if "= DataLoader(" in line)
+    assert [(f["code"], f["location"]["row"]) for f in json.loads(lint.stdout)] == [("GL101", loader_line)]
+    assert "GL101" in [finding["code"] for finding in report["lint"]]
     assert leftovers(tmp_path) == []
 
 

@@ -20,11 +20,20 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from gpulint.linter.analysis.imports import ImportTable
-from gpulint.linter.analysis.loops import LoopModel, is_direct_step_call, lightning_training_steps, loop_around
+from gpulint.linter.analysis.loops import (
+    LIGHTNING_MODULES,
+    LoopModel,
+    is_direct_step_call,
+    is_method,
+    lightning_training_steps,
+    loop_around,
+)
+from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, last_name, positional_args
 from gpulint.linter.analysis.positions import positions_of
+from gpulint.linter.analysis.project import EMPTY_VIEW, CalleeFacts, ModuleView
 from gpulint.linter.analysis.pytorch import TorchAnalysis
 from gpulint.linter.analysis.tensorflow import TfAnalysis
-from gpulint.linter.analysis.values import ValueOrigins
+from gpulint.linter.analysis.values import ValueOrigins, target_key
 from gpulint.linter.analysis.walk import TreeIndex
 from gpulint.linter.analysis.workers import WorkerStart
 
@@ -40,15 +49,24 @@ ANALYSIS_TYPES = frozenset(
         "Param",
         "Call",
         "FunctionDef",
+        "ClassDef",
+        "Return",
         "SimpleString",
     }
 )
 
 _CUDA_STRING = re.compile(r"""^[rbuRBU]*['"]{1,3}(cuda|gpu)\b""")
+# Names that hold a device: `device`, `self.dev`, `trainer.device`, `local_rank`, `gpu_id`.
+_DEVICE_NAME = re.compile(r"(^|_)(device|dev|rank|local_rank|gpu|gpu_id)$", re.IGNORECASE)
+_HOST_DEVICE_TEXT = re.compile(r"""^[rbuRBU]*['"](cpu|meta|mps)\b""")
 _ACCELERATOR_MODULES = ("accelerate", "lightning.fabric", "deepspeed")
-_ACCELERATOR_CALL_PREFIXES = ("torch.cuda.", "torch.accelerator.", "torch.backends.cuda.", "torch.backends.cudnn.")
+_ACCELERATOR_CALL_PREFIXES = (
+    "torch.cuda.", "torch.accelerator.", "torch.backends.cuda.", "torch.backends.cudnn.", "lightning.Fabric",
+    "lightning.fabric.Fabric",
+)
 
 STATEMENT_TYPES = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+_NOTHING = CalleeFacts()
 
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$")
 
@@ -63,12 +81,20 @@ class FileContext:
     """A parsed module with its import table, value origins and the analyses built on them."""
 
     def __init__(
-        self, module: cst.Module, path: str, options: Mapping[str, Any], wanted_types: frozenset[str], source: bytes | None = None
+        self,
+        module: cst.Module,
+        path: str,
+        options: Mapping[str, Any],
+        wanted_types: frozenset[str],
+        source: bytes | None = None,
+        project: ModuleView | None = None,
     ) -> None:
         self.module = module
         self.path = path
         self._source = source
         self.options = options
+        # What the rest of the project says about this module (empty when linted alone).
+        self.project = project if project is not None else EMPTY_VIEW
         self.index = TreeIndex(module, wanted_types | ANALYSIS_TYPES)
         self.imports = ImportTable()
         for node in self.index.nodes("Import"):
@@ -79,6 +105,30 @@ class FileContext:
         for type_name in ("Assign", "AnnAssign", "WithItem", "Param"):
             for node in self.index.nodes(type_name):
                 self.values.add(node)
+        self._add_functions_to_values()
+        if self.project:
+            view = self.project
+            self.values.external_returns = lambda call, kind: kind in (view.callee(dotted_name(call.func)) or _NOTHING).returns
+
+    def _add_functions_to_values(self) -> None:
+        """What the module's functions return, what their parameters are called with here, and
+        what goes into containers (value origins that need the whole module)."""
+        functions: dict[str, list[cst.FunctionDef]] = {}
+        for function in self.index.nodes("FunctionDef"):
+            key = f"self.{function.name.value}" if is_method(self.index, function) else function.name.value
+            functions.setdefault(key, []).append(function)
+            self.values.add_function(key, [])
+        for node in self.index.nodes("Return"):
+            function = self.enclosing_function(node)
+            if function is not None and node.value is not None:
+                key = f"self.{function.name.value}" if is_method(self.index, function) else function.name.value
+                self.values.add_function(key, [node.value])
+        for call in self.index.nodes("Call"):
+            self.values.add_container_call(call)
+            key = self.values.function_key(call)
+            for function in functions.get(key, ()) if key else ():
+                static = any(dotted_name(d.decorator) == "staticmethod" for d in function.decorators)
+                self.values.bind_arguments(call, function.params, skip_first=key.startswith("self.") and not static)
 
     # -- the text and positions ----------------------------------------------------------------
     @cached_property
@@ -110,7 +160,7 @@ class FileContext:
     # -- analyses ----------------------------------------------------------------------------
     @cached_property
     def loops(self) -> LoopModel:
-        return LoopModel(self.index, self.imports, self.values)
+        return LoopModel(self.index, self.imports, self.values, self.project)
 
     @cached_property
     def torch(self) -> TorchAnalysis:
@@ -138,10 +188,10 @@ class FileContext:
         return self.uses("tensorflow", "keras")
 
     @cached_property
-    def accelerated(self) -> bool:
-        """Whether the module moves models or tensors to an accelerator: it calls `.cuda()` or a
-        `torch.cuda.*`-style function, names a "cuda"/"gpu" device in a string, or uses a library
-        that places work on accelerators (Accelerate, Fabric, DeepSpeed)."""
+    def names_accelerator(self) -> bool:
+        """Whether the module names an accelerator: it calls `.cuda()` or a `torch.cuda.*`-style
+        function, names a "cuda"/"gpu" device in a string, or uses a library that places work on
+        accelerators (Accelerate, Fabric, DeepSpeed)."""
         if self.uses(*_ACCELERATOR_MODULES):
             return True
         for call in self.index.nodes("Call"):
@@ -154,12 +204,50 @@ class FileContext:
         return any(_CUDA_STRING.match(s.value) for s in self.index.nodes("SimpleString"))
 
     @cached_property
+    def places_on_device(self) -> bool:
+        """Whether the module moves work to a device it is handed rather than names: `.to(device)`
+        with a `device` parameter or attribute (`trainer.device`, `accelerator.device`), a device a
+        project helper returned, `.to(local_rank)`, DDP's `device_ids=[rank]`, an "nccl" process
+        group.  A device every assignment of which is the host (`device = "cpu"`) is none."""
+        for call in self.index.nodes("Call"):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "to":
+                positional = positional_args(call)
+                keyword = keyword_arg(call, "device")
+                target = keyword.value if keyword is not None else positional[0].value if positional else None
+                if target is not None and self._names_a_device(target):
+                    return True
+            devices = keyword_arg(call, "device_ids")
+            if devices is not None and not (isinstance(devices.value, cst.Name) and devices.value.value == "None"):
+                return True
+        return any(s.value.strip("\"'") == "nccl" for s in self.index.nodes("SimpleString"))
+
+    def _names_a_device(self, target: cst.BaseExpression) -> bool:
+        name = last_name(target)
+        if name is None or not _DEVICE_NAME.search(name):
+            return False
+        key = target_key(target)
+        origins = self.values.assigned.get(key, ()) if key else ()
+        return not origins or not all(_is_host_device(self, origin) for origin in origins)
+
+    @cached_property
+    def defines_lightning_module(self) -> bool:
+        """Whether the module defines a LightningModule: Lightning runs its steps on the
+        accelerator it finds."""
+        return any(
+            any(self.imports.qualified_name(base.value) in LIGHTNING_MODULES for base in cls.bases)
+            for cls in self.index.nodes("ClassDef")
+        )
+
+    @cached_property
     def takes_steps(self) -> bool:
         """Whether anything in the module takes a training step (without building the loop model:
         a step function always holds a direct step call)."""
         calls = self.index.nodes("Call")
         if any(is_direct_step_call(call, self.values) for call in calls):
             return True
+        if self.project.steps_elsewhere:
+            return True  # a function run per step by another module, or a step function of another
         return bool(lightning_training_steps(self.index, self.imports))
 
     # -- tree helpers ------------------------------------------------------------------------
@@ -209,3 +297,13 @@ class FileContext:
             return text, ()
         top = qualified.split(".", 1)[0]
         return qualified, (f"import {top}",)
+
+
+def _is_host_device(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+    """`"cpu"`, `torch.device("cpu")`: a device that is the host."""
+    if isinstance(expr, cst.SimpleString):
+        return bool(_HOST_DEVICE_TEXT.match(expr.value))
+    if isinstance(expr, cst.Call) and ctx.call_qualified_name(expr) == "torch.device" and expr.args:
+        first = expr.args[0].value
+        return isinstance(first, cst.SimpleString) and bool(_HOST_DEVICE_TEXT.match(first.value))
+    return False

@@ -9,7 +9,9 @@ test these conditions again.
 A fact's tokens must occur in every file where the fact holds, or the prefilter would hide
 findings; tests/test_facts.py checks that on real code.  The prefilter reads them, by the fact's
 name, from the generated catalog (gpulint/linter/catalog.py), so rejecting a file imports neither
-libcst nor this module.
+libcst nor this module.  A fact that the rest of the project can make true (a module whose helper
+another module calls on every step takes steps without spelling `backward`) names the property of
+the module's project view (analysis/project.py) that says so: `elsewhere`.
 """
 
 from __future__ import annotations
@@ -20,24 +22,33 @@ from gpulint.linter.analysis.loops import STEP_TOKENS
 
 if TYPE_CHECKING:
     from gpulint.linter.analysis.context import FileContext
+    from gpulint.linter.analysis.project import ModuleView
 
-# Text every accelerated module contains (one of), by how `FileContext.accelerated` decides.
+# Text every module that names an accelerator contains (one of), by how
+# `FileContext.names_accelerator` decides.
 ACCELERATOR_TOKENS = (b"cuda", b"gpu", b"accelerat", b"fabric", b"deepspeed")
 
 
 class Fact:
-    """A condition on a whole file: `holds` on the parsed module, `may_hold` on its bytes."""
+    """A condition on a whole file: `holds` on the parsed module, `may_hold` on its bytes (or on
+    its project view, for a fact the rest of the project can make true)."""
 
-    def __init__(self, name: str, check: Callable[[FileContext], bool], tokens: tuple[bytes, ...] = ()) -> None:
+    def __init__(
+        self, name: str, check: Callable[[FileContext], bool], tokens: tuple[bytes, ...] = (), elsewhere: str | None = None
+    ) -> None:
         self.name = name
         self._check = check
-        # One of these occurs in every file where the fact holds; () when no text is required.
+        # One of these occurs in every file where the fact holds, unless the project view's
+        # property named `elsewhere` is true; () when no text is required.
         self.tokens = tokens
+        self.elsewhere = elsewhere
 
     def holds(self, ctx: FileContext) -> bool:
         return self._check(ctx)
 
-    def may_hold(self, source: bytes) -> bool:
+    def may_hold(self, source: bytes, view: ModuleView | None = None) -> bool:
+        if self.elsewhere is not None and view is not None and getattr(view, self.elsewhere):
+            return True
         return not self.tokens or any(token in source for token in self.tokens)
 
     def spelled(self) -> tuple[Fact, ...]:
@@ -49,8 +60,16 @@ class Fact:
         # No text rules a negation out: a file may lack a fact whatever it spells.
         return Fact(f"not ({self.name})", lambda ctx: not self.holds(ctx))
 
+    def named(self, name: str) -> Fact:
+        """The fact under a name of its own (a combination's is long; the catalog keys facts by it)."""
+        self.name = name
+        return self
+
     def __and__(self, other: Fact) -> Fact:
         return _Both(self, other)
+
+    def __or__(self, other: Fact) -> Fact:
+        return _Either(self, other)
 
     def __repr__(self) -> str:
         return f"Fact({self.name!r})"
@@ -61,17 +80,45 @@ class _Both(Fact):
         super().__init__(f"{first.name} and {second.name}", lambda ctx: first.holds(ctx) and second.holds(ctx))
         self.parts = (first, second)
 
-    def may_hold(self, source: bytes) -> bool:
-        return all(part.may_hold(source) for part in self.parts)
+    def may_hold(self, source: bytes, view: ModuleView | None = None) -> bool:
+        return all(part.may_hold(source, view) for part in self.parts)
 
     def spelled(self) -> tuple[Fact, ...]:
         return self.parts[0].spelled() + self.parts[1].spelled()
 
 
+class _Either(Fact):
+    """One fact or the other: spelled by the tokens of both (when each has some)."""
+
+    def __init__(self, first: Fact, second: Fact) -> None:
+        tokens = first.tokens + second.tokens if first.tokens and second.tokens else ()
+        super().__init__(f"{first.name} or {second.name}", lambda ctx: first.holds(ctx) or second.holds(ctx), tokens)
+        self.parts = (first, second)
+
+    def may_hold(self, source: bytes, view: ModuleView | None = None) -> bool:
+        return any(part.may_hold(source, view) for part in self.parts)
+
+
 TORCH = Fact("imports torch", lambda ctx: ctx.uses_torch, (b"torch",))
 TENSORFLOW = Fact("imports tensorflow or keras", lambda ctx: ctx.uses_tensorflow, (b"tensorflow", b"keras"))
-ACCELERATOR = Fact("runs on an accelerator", lambda ctx: ctx.accelerated, ACCELERATOR_TOKENS)
-STEPS = Fact("takes training steps", lambda ctx: ctx.takes_steps, STEP_TOKENS)
+# Evidence that a module runs on an accelerator, of three kinds (rules that only need the host --
+# loader workers, tf.data parallelism, per-step logging -- require none).
+NAMES_ACCELERATOR = Fact("names CUDA or an accelerator library", lambda ctx: ctx.names_accelerator, ACCELERATOR_TOKENS)
+PLACES_ON_DEVICE = Fact(
+    "moves work to a device it is given",
+    lambda ctx: ctx.places_on_device,
+    # `.to(device)`, `.to(self.dev)`, `.to(local_rank)`, `device_ids=[rank]`, an "nccl" process group.
+    (b"dev", b"rank", b"nccl"),
+)
+LIGHTNING_MODULE = Fact("defines a LightningModule", lambda ctx: ctx.defines_lightning_module, (b"LightningModule",))
+ACCELERATOR = (NAMES_ACCELERATOR | PLACES_ON_DEVICE | LIGHTNING_MODULE).named("runs on an accelerator")
+STEPS = Fact(
+    "takes training steps",
+    lambda ctx: ctx.takes_steps,
+    STEP_TOKENS,
+    # another module runs one of its functions per step, or it calls a step function of another
+    elsewhere="steps_elsewhere",
+)
 ONE_PROCESS_PER_GPU = Fact(
     "runs one process per GPU",
     lambda ctx: ctx.torch.one_process_per_gpu,

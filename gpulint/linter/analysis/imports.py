@@ -12,24 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.linter.analysis.nodes import dotted_name
-
-# Modules that are the same API under another import path.  Resolution canonicalises to the right
-# side so rules can match one spelling: `import keras` and `tf.keras` are both Keras, and Lightning's
-# two package names are one framework.
-CANONICAL_PREFIXES: tuple[tuple[str, str], ...] = (
-    ("tensorflow.keras", "keras"),
-    ("tf_keras", "keras"),
-    ("pytorch_lightning", "lightning.pytorch"),
-    ("lightning_fabric", "lightning.fabric"),
-)
-
-
-def canonical(qualified: str) -> str:
-    for prefix, replacement in CANONICAL_PREFIXES:
-        if qualified == prefix or qualified.startswith(prefix + "."):
-            return replacement + qualified[len(prefix) :]
-    return qualified
-
+from gpulint.linter.analysis.vocabulary import canonical
 
 class ImportTable:
     """Local names bound by import statements anywhere in the module, and what they refer to."""

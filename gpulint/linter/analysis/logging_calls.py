@@ -1,5 +1,5 @@
 """Which calls log: `print`, `logging`/`logger.info`, `wandb.log`, TensorBoard `writer.add_*`,
-`mlflow.log_*` -- what per-step logging rules report, and what decides whether a host read only
+`mlflow.log_*`, NVIDIA's `dllogger.log` -- what per-step logging rules report, and what decides whether a host read only
 feeds a log line (then throttling the line is its fix)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ _LOG_METHODS = frozenset({"info"})
 
 
 def logging_call_kind(ctx: FileContext, call: cst.Call) -> str | None:
-    """What a call logs to (`print`, `logging`, `wandb`, `tensorboard`, `mlflow`), or None."""
+    """What a call logs to (`print`, `logging`, `wandb`, `tensorboard`, `mlflow`, `dllogger`), or None."""
     func = call.func
     if isinstance(func, cst.Name) and func.value == "print" and "print" not in ctx.imports.bindings:
         return "print"
@@ -31,6 +31,8 @@ def logging_call_kind(ctx: FileContext, call: cst.Call) -> str | None:
             return "wandb"
         if qualified.startswith("mlflow.log_"):
             return "mlflow"
+        if qualified == "dllogger.log":
+            return "dllogger"
         return None
     if not isinstance(func, cst.Attribute):
         return None

@@ -5,7 +5,8 @@ below the loop that calls it):
 
 * a *step call* performs a training step: `loss.backward()`, `optimizer.step()`, `scaler.step(opt)`,
   `tape.gradient(...)`, `opt.apply_gradients(...)`, Keras 3 `opt.apply(...)`, `train_on_batch(...)`,
-  or a call of a *step function*;
+  or a call of a *step function* -- by its name, through a parameter called with one
+  (`train(trainer.train_step, loader)`), or handed to a runner (`strategy.run(train_step, ...)`);
 * a *step function* is a function of this module that makes a step call outside any loop of its
   own (`train_step`, `self._run_batch`); calling it is a step call (found to a fixpoint).  A test
   function (`test*`, pytest's own rule) that takes one step checks behaviour once: it is none;
@@ -14,28 +15,37 @@ below the loop that calls it):
 * code runs *per step* when a step loop's body (or a `while` test) encloses it, or when it is in a
   step function or a Lightning `training_step`;
 * an *interval guard* is an `if` between the code and its step loop whose condition throttles by a
-  counter (`step % 100 == 0`, `step >= next_log`) or picks one step (`i == 0`, `step == n - 1`,
-  `is_last_batch`); `% accum_steps`, other flags and rank checks are not;
+  counter (`step % 100 == 0`, `step >= next_log`), picks one step (`i == 0`, `step == n - 1`,
+  `is_last_batch`), calls a helper of this module that does (`divisible_by(step, n)`), or counts by
+  hand (`if since_save >= n:` ... `since_save = 0`), also when `or` adds a one-off
+  (`step % 100 == 0 or last_batch`, `... or i == max_steps`); `% accum_steps`, other flags and rank
+  checks are not;
 * *per-step work* runs per step, under no interval guard, and not as the handling of a rare event
   (in an `except` handler, or in a branch that leaves the iteration: `break`, `continue`,
-  `return`, `raise`).
+  `return`, `raise`, `sys.exit()`).
 """
 
 from __future__ import annotations
 
 import re
+from functools import cached_property
 
 import libcst as cst
+
+from typing import TYPE_CHECKING
 
 from gpulint.linter.analysis.imports import ImportTable
 from gpulint.linter.analysis.nodes import dotted_name, last_name, method_name
 from gpulint.linter.analysis.values import ValueOrigins
+from gpulint.linter.analysis.vocabulary import CLOCKS, EXIT_CALLS, is_step_method
 from gpulint.linter.analysis.walk import TreeIndex, names_under
+
+if TYPE_CHECKING:
+    from gpulint.linter.analysis.project import ModuleView
 
 LOOP_TYPES = (cst.For, cst.While)
 SCOPE_TYPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 
-_OPTIMIZER_NAME = re.compile(r"optim|(^|_)opt($|_|\d|s\b)|(^|_)(adam|sgd)", re.IGNORECASE)
 ACCUMULATION_NAME = re.compile(r"accum|grad_acc|gradient_acc|update_freq|micro", re.IGNORECASE)
 _THROTTLE_NAME = re.compile(r"next|last|prev|interval|every|freq|period|log_at|eval_at|save_at", re.IGNORECASE)
 # Step counters: `step == n - 1` picks one step of the loop.
@@ -48,6 +58,10 @@ _ONE_STEP_FLAG = re.compile(r"(^|_)(first|last|final|end)(_|$)", re.IGNORECASE)
 # receiver is `self`: `scheduler.step()` is not a call of some class's `def step(self)`.
 _GENERIC_METHODS = frozenset({"step", "update", "apply", "run", "forward", "__call__", "call", "fit"})
 _EXITS = (cst.Break, cst.Continue, cst.Return, cst.Raise)
+# Methods that call the function given as their first argument (`strategy.run(step_fn, args=...)`).
+_RUNNERS = frozenset({"run", "experimental_run_v2", "call_for_each_replica"})
+# Names of an epoch counter or count (`epoch`, `num_epochs`, `n_epoch`).
+_EPOCH_NAME = re.compile(r"(^|_)(epoch|epochs|ep)(_|$)", re.IGNORECASE)
 
 # Text every module with a step call contains (one of): what `is_direct_step_call` recognises,
 # plus Lightning's `training_step` (the prefilter of the STEPS fact).
@@ -62,22 +76,16 @@ def is_direct_step_call(call: cst.Call, values: ValueOrigins) -> bool:
     if method is None:
         return False
     receiver = call.func.value
-    if method in ("backward", "manual_backward", "apply_gradients", "train_on_batch"):
-        return True
     if method == "step":
         if values.is_kind(receiver, "optimizer") or values.is_kind(receiver, "gradscaler"):
             return True
         if values.is_kind(receiver, "scheduler"):
             return False
-        name = last_name(receiver) or ""
-        return bool(_OPTIMIZER_NAME.search(name) or "scaler" in name.lower()) and "sched" not in name.lower()
-    if method == "gradient":
-        name = (last_name(receiver) or "").lower()
-        return values.is_kind(receiver, "tape") or "tape" in name
-    if method == "apply":  # Keras 3 optimizer.apply(grads, variables)
-        name = last_name(receiver) or ""
-        return values.is_kind(receiver, "optimizer") or bool(_OPTIMIZER_NAME.search(name))
-    return False
+    elif method == "gradient" and values.is_kind(receiver, "tape"):
+        return True
+    elif method == "apply" and values.is_kind(receiver, "optimizer"):
+        return True
+    return is_step_method(method, last_name(receiver))
 
 
 def is_method(index: TreeIndex, function: cst.FunctionDef) -> bool:
@@ -98,6 +106,15 @@ def lightning_training_steps(index: TreeIndex, imports: ImportTable) -> list[cst
         if any(imports.qualified_name(base.value) in LIGHTNING_MODULES for base in cls.bases):
             found.append(function)
     return found
+
+
+def qualname(index: TreeIndex, function: cst.FunctionDef) -> str:
+    """`Trainer.train_step`, `main.inner`: the function's name within its module."""
+    names = [function.name.value]
+    for ancestor in index.ancestors(function):
+        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+            names.append(ancestor.name.value)
+    return ".".join(reversed(names))
 
 
 def is_test_function(function: cst.FunctionDef) -> bool:
@@ -130,22 +147,45 @@ class LoopModel:
     """The training-loop model of one module (`ctx.loops`): its step calls, step functions and step
     loops, built once, and the per-step questions rules ask of a node."""
 
-    def __init__(self, index: TreeIndex, imports: ImportTable, values: ValueOrigins) -> None:
+    def __init__(self, index: TreeIndex, imports: ImportTable, values: ValueOrigins, project: ModuleView | None = None) -> None:
         self.index = index
         self.imports = imports
         self.values = values
+        # What other modules say: which functions here they run per step, what the project
+        # functions called here do (a step, a clock).
+        self.project = project
         self.step_functions: set[int] = set()  # id() of FunctionDef nodes
         self.per_step_functions: set[int] = set()  # the step functions whose body runs every step
         self.step_loops: set[int] = set()  # id() of For/While nodes
         self.step_calls: set[int] = set()  # id() of Call nodes
         self.lightning_steps: set[int] = set()  # id() of `training_step` methods of LightningModules
+        self._callers: dict[int, list[cst.Call]] = {}  # id() of a function -> the calls of it here
         self._build()
 
     # -- building ---------------------------------------------------------------------------
     def _callee_functions(self, call: cst.Call, functions_by_name: dict[str, list[cst.FunctionDef]]) -> list[cst.FunctionDef]:
-        func = call.func
+        found = self._functions_named(call.func, functions_by_name, 3)
+        # A function handed to a runner: `strategy.run(train_step, args=(x,))`.
+        if method_name(call) in _RUNNERS and call.args and call.args[0].keyword is None:
+            found += self._functions_named(call.args[0].value, functions_by_name, 1)
+        return found
+
+    def _functions_named(
+        self, func: cst.BaseExpression, functions_by_name: dict[str, list[cst.FunctionDef]], depth: int
+    ) -> list[cst.FunctionDef]:
+        """The functions of this module `func` may be: by name, or through what a name holds (a
+        parameter called with one: `train(trainer.train_step, loader)`)."""
+        if isinstance(func, cst.Name) and func.value == "self":  # `self(x)` runs the object's `__call__`
+            return [f for f in functions_by_name.get("__call__", ()) if is_method(self.index, f)]
         if isinstance(func, cst.Name):
-            return [f for f in functions_by_name.get(func.value, ()) if not is_method(self.index, f)]
+            functions = [f for f in functions_by_name.get(func.value, ()) if not is_method(self.index, f)]
+            if functions or depth <= 1 or func.value in self.imports.bindings:
+                return functions
+            found = []
+            for value in self.values.assigned.get(func.value, ()):
+                if isinstance(value, (cst.Name, cst.Attribute)):
+                    found += self._functions_named(value, functions_by_name, depth - 1)
+            return found
         if isinstance(func, cst.Attribute):
             name = func.attr.value
             receiver = dotted_name(func.value)
@@ -162,7 +202,7 @@ class LoopModel:
         self.lightning_steps = {id(f) for f in lightning_training_steps(self.index, self.imports)}
 
         placement = {id(call): loop_around(self.index, call) for call in calls}
-        step_calls = {id(call) for call in calls if is_direct_step_call(call, self.values)}
+        step_calls = {id(call) for call in calls if is_direct_step_call(call, self.values) or self._steps_elsewhere(call)}
         # Functions that step themselves (not only through calls): an uncalled one is a hook.
         self._direct_steppers = {
             id(placement[id(call)][1]) for call in calls
@@ -198,6 +238,13 @@ class LoopModel:
                 if loop is not None:
                     self.step_loops.add(id(loop))
         self._find_per_step_functions(functions, calls, placement, callees_of)
+        if self.project is not None and self.project.per_step:  # functions another module runs on every step
+            self.per_step_functions |= {id(f) for f in functions if qualname(self.index, f) in self.project.per_step}
+
+    def _steps_elsewhere(self, call: cst.Call) -> bool:
+        """A call of a step function of another module of the project."""
+        facts = self.project.callee(dotted_name(call.func)) if self.project else None
+        return facts is not None and facts.steps
 
     def _find_per_step_functions(self, functions, calls, placement, callees_of) -> None:
         """Step functions whose body runs every step: called from a step loop, or from another
@@ -205,7 +252,7 @@ class LoopModel:
         (a framework hook such as Keras' `train_step`).  A step function only ever called in
         straight-line code (a one-shot check that takes a single step, and the `main()` that calls
         it) runs once, and its body is not per-step work."""
-        callers: dict[int, list[cst.Call]] = {}
+        callers = self._callers
         for call in calls:
             for function in callees_of[id(call)]:
                 callers.setdefault(id(function), []).append(call)
@@ -268,9 +315,35 @@ class LoopModel:
         for ancestor, child in path:
             if ancestor is boundary:
                 break
-            if isinstance(ancestor, cst.If) and child is ancestor.body and is_interval_condition(ancestor.test):
+            if isinstance(ancestor, cst.If) and child is ancestor.body and self._throttles(ancestor):
                 return ancestor
         return None
+
+    def _throttles(self, guard: cst.If) -> bool:
+        """An interval condition (`is_interval_condition`), a call of a helper of this module that
+        returns one (`divisible_by(step, n)`), or a counter the branch resets (`if since_save >= n:
+        ... since_save = 0`)."""
+        return (
+            is_interval_condition(guard.test)
+            or _holds_anywhere(guard.test, self._calls_interval_helper)
+            or _holds_anywhere(guard.test, lambda test: _resets_counter(guard, test))
+        )
+
+    def _calls_interval_helper(self, test: cst.BaseExpression) -> bool:
+        if not isinstance(test, cst.Call) or not isinstance(test.func, cst.Name):
+            return False
+        return test.func.value in self._interval_helpers
+
+    @cached_property
+    def _interval_helpers(self) -> frozenset[str]:
+        """Functions of this module that return an interval condition of their parameters
+        (`def divisible_by(a, b): return a % b == 0`)."""
+        helpers = set()
+        for node in self.index.nodes("Return"):
+            function = next((a for a in self.index.ancestors(node) if isinstance(a, cst.FunctionDef)), None)
+            if function is not None and node.value is not None and is_interval_condition(node.value):
+                helpers.add(function.name.value)
+        return frozenset(helpers)
 
     def per_step_work(self, node: cst.CSTNode) -> bool:
         """The question most in-loop rules ask: runs every step, nothing throttles it, and it is not
@@ -289,10 +362,60 @@ class LoopModel:
                 return True
             if isinstance(ancestor, (cst.If, cst.Else)) and isinstance(child, cst.IndentedBlock):
                 for statement in child.body:
-                    if isinstance(statement, cst.SimpleStatementLine) and any(isinstance(s, _EXITS) for s in statement.body):
+                    if isinstance(statement, cst.SimpleStatementLine) and any(_exits(s) for s in statement.body):
                         return True
             child = ancestor
         return False
+
+    def one_step_per_epoch(self, node: cst.CSTNode) -> bool:
+        """Whether the step loop around `node` iterates epochs (`for epoch in range(epochs)` that
+        takes its step on the whole data set): full-batch training, where per step is per epoch."""
+        boundary = self.step_boundary(node)
+        if not isinstance(boundary, cst.For):
+            return False
+        names = names_under(boundary.target) | names_under(boundary.iter)
+        return any(_EPOCH_NAME.search(name) for name in names)
+
+    def times_steps(self, node: cst.CSTNode) -> bool:
+        """Whether the step loop around `node` reads a clock (`time.perf_counter()`, a CUDA event's
+        `record()`/`elapsed_time()`) -- or, in a step function, a loop that calls it does: there a
+        sync is what makes the timing measure the GPU."""
+        boundary = self.step_boundary(node)
+        if boundary is None:
+            return False
+        boundaries = {id(boundary)}
+        if isinstance(boundary, cst.FunctionDef):
+            for site in self._callers.get(id(boundary), ()):
+                caller = self.step_boundary(site) or loop_around(self.index, site)[0]
+                if caller is not None:
+                    boundaries.add(id(caller))
+        return bool(boundaries & self._timed_boundaries)
+
+    @cached_property
+    def _timed_boundaries(self) -> set[int]:
+        timed = set()
+        for call in self.index.nodes("Call"):
+            if self._reads_clock(call):
+                boundary = self.step_boundary(call) or loop_around(self.index, call)[0]
+                if boundary is not None:
+                    timed.add(id(boundary))
+                # A clock in what a loop iterates (`for batch in logger.log_every(loader)`) times
+                # each of its iterations.
+                child: cst.CSTNode = call
+                for ancestor in self.index.ancestors(call):
+                    if isinstance(ancestor, cst.For) and child is ancestor.iter:
+                        timed.add(id(ancestor))
+                    if isinstance(ancestor, (*SCOPE_TYPES, cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                        break
+                    child = ancestor
+        return timed
+
+    def _reads_clock(self, call: cst.Call) -> bool:
+        qualified = self.imports.qualified_name(call.func) or ""
+        if CLOCKS.match(qualified) or method_name(call) in ("elapsed_time", "record"):
+            return True
+        facts = self.project.callee(dotted_name(call.func)) if self.project else None
+        return facts is not None and facts.reads_clock
 
     def step_counter(self, node: cst.CSTNode) -> str | None:
         """A counter of the step loop around `node`, for guard fixes: `step` in `for step, b in
@@ -327,8 +450,7 @@ class LoopModel:
 def is_interval_condition(test: cst.BaseExpression) -> bool:
     """Whether an `if` condition throttles by a counter (see the module docstring)."""
     if isinstance(test, cst.BooleanOperation):
-        left, right = is_interval_condition(test.left), is_interval_condition(test.right)
-        return (left or right) if isinstance(test.operator, cst.And) else (left and right)
+        return _holds_anywhere(test, is_interval_condition)
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return _is_modulo(test.expression)  # `if not step % 100:`
     if _is_modulo(test):
@@ -360,6 +482,67 @@ def is_interval_condition(test: cst.BaseExpression) -> bool:
         return name.startswith(("should_", "is_log", "is_eval", "time_to_")) or bool(_ONE_STEP_FLAG.search(name))
     if isinstance(test, (cst.Name, cst.Attribute)):
         return bool(_ONE_STEP_FLAG.search((dotted_name(test) or "").rsplit(".", 1)[-1]))
+    return False
+
+
+def _exits(statement: cst.BaseSmallStatement) -> bool:
+    """`break`, `continue`, `return`, `raise`, or a call that ends the program (`sys.exit(1)`)."""
+    if isinstance(statement, _EXITS):
+        return True
+    if isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
+        return dotted_name(statement.value.func) in EXIT_CALLS
+    return False
+
+
+def _holds_anywhere(test: cst.BaseExpression, check) -> bool:
+    """`check` on a condition, through `and` (either side throttles) and `or` (both must, or one
+    does and the other is a one-off: `step % 100 == 0 or last_batch`)."""
+    if isinstance(test, cst.BooleanOperation):
+        left, right = _holds_anywhere(test.left, check), _holds_anywhere(test.right, check)
+        if isinstance(test.operator, cst.And):
+            return left or right
+        return (left or right) and (left or _is_one_off(test.left)) and (right or _is_one_off(test.right))
+    return check(test)
+
+
+def _is_one_off(test: cst.BaseExpression) -> bool:
+    """A condition true on one iteration of a loop: a last-iteration flag (`last_batch`,
+    `is_final_step`) or a counter equal to a value (`i == max_steps`, `idx == len(loader) - 1`).
+    Only an `or` beside an interval condition asks: alone, `x == y` may well compare modes."""
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        return bool(_ONE_STEP_FLAG.search(last_name(test) or ""))
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    target = test.comparisons[0]
+    sides = (test.left, target.comparator)
+    if not isinstance(target.operator, cst.Equal) or any(_is_constant(side) for side in sides):
+        return False
+    names = names_under(test.left) | names_under(target.comparator)
+    return not any("rank" in n.lower() or "local" in n.lower() for n in names)
+
+
+def _is_constant(node: cst.BaseExpression) -> bool:
+    """A string, `None`, `True` or `False`: what a mode or flag, not a counter, is compared with."""
+    if isinstance(node, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+        return True
+    return isinstance(node, cst.Name) and node.value in ("None", "True", "False")
+
+
+def _resets_counter(guard: cst.If, test: cst.BaseExpression) -> bool:
+    """`counter >= n` where the guarded branch sets `counter = 0`: an interval counted by hand."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    if not isinstance(test.comparisons[0].operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+        return False
+    counter = dotted_name(test.left)
+    if counter is None or not isinstance(guard.body, cst.IndentedBlock):
+        return False
+    for statement in guard.body.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and isinstance(small.value, cst.Integer) and small.value.value == "0":
+                    if any(dotted_name(t.target) == counter for t in small.targets):
+                        return True
     return False
 
 

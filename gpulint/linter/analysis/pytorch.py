@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from gpulint.linter.analysis.nodes import keyword_arg, last_name, positional_args
+from gpulint.linter.analysis.nodes import keyword_arg, last_name, method_name, positional_args
 
 if TYPE_CHECKING:
     from gpulint.linter.analysis.context import FileContext
@@ -31,8 +31,9 @@ MODULE_NAME = re.compile(
 )
 _HOST_DEVICES = re.compile(r"""^[rbuRBU]*['"](cpu|meta)\b""")
 
-# Frameworks that own precision and compilation: their config, not the script, decides.
-_MANAGED_ELSEWHERE = ("accelerate", "lightning", "deepspeed", "colossalai", "composer")
+# Frameworks whose configuration, not the script, sets precision; and those that can compile.
+_SETS_PRECISION = ("accelerate", "lightning", "deepspeed", "colossalai", "composer")
+_SETS_COMPILATION = ("accelerate", "deepspeed", "colossalai", "composer")
 _MIXED_PRECISION_TEXT = re.compile(
     r"autocast|grad_?scaler|bfloat16|float16|\bhalf\b|(?<![a-z0-9])amp(?![a-z])|mixed.precision|"
     r"(?<![a-z0-9])(fp16|bf16)(?![a-z0-9])",
@@ -98,16 +99,20 @@ class TorchAnalysis:
     @cached_property
     def own_loop_backward_calls(self) -> list[cst.Call]:
         """The `.backward()` step calls, in source order, of a module that trains a model with its
-        own loop and sets precision and compilation itself; empty when the module is anything else
-        (a library helper, evaluation code, or code run by Accelerate, Fabric, DeepSpeed or
-        Lightning, whose configuration decides)."""
+        own loop; empty when the module is anything else (a library helper, evaluation code, a
+        LightningModule whose loop is Lightning's).  Whether precision or compilation is set by a
+        framework's configuration instead is `precision_set_elsewhere` / `compilation_set_elsewhere`."""
         ctx = self.ctx
         loops = ctx.loops
-        if ctx.uses(*_MANAGED_ELSEWHERE) or loops.lightning_steps:
+        if loops.lightning_steps or not loops.step_loops:
             return []
-        # A training script builds an optimizer and steps in a loop; helpers that only call
+        # A training script updates weights: it builds an optimizer or takes optimizer steps
+        # (one from `model.configure_optimizers()` or a parameter); helpers that only call
         # `.backward()` (library utilities, gradient checks) are not one.
-        if not loops.step_loops or self.optimizer_construction is None:
+        if self.optimizer_construction is None and not any(
+            method_name(call) == "step" and loops.is_step_call(call) and loops.per_step(call)
+            for call in ctx.index.nodes("Call")
+        ):
             return []
         return [
             call for call in ctx.index.nodes("Call")
@@ -116,6 +121,18 @@ class TorchAnalysis:
             and loops.is_step_call(call)
             and loops.per_step(call)
         ]
+
+    @cached_property
+    def precision_set_elsewhere(self) -> bool:
+        """Whether a framework's configuration sets mixed precision (Accelerate, Lightning and
+        Fabric, DeepSpeed, ...): the script does not."""
+        return self.ctx.uses(*_SETS_PRECISION)
+
+    @cached_property
+    def compilation_set_elsewhere(self) -> bool:
+        """Whether a framework's configuration can compile the model (Accelerate's and DeepSpeed's
+        dynamo settings, ...).  Lightning and Fabric leave `torch.compile` to the script."""
+        return self.ctx.uses(*_SETS_COMPILATION)
 
     @cached_property
     def uses_mixed_precision(self) -> bool:

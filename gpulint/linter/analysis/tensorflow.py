@@ -47,8 +47,10 @@ def is_tf_function_decorator(ctx: FileContext, decorator: cst.Decorator) -> bool
 
 
 def float_of_tensor(ctx: FileContext, node: cst.Call) -> bool:
-    """`float(loss)`, `float(metric.result())`: a TensorFlow value read back to the host."""
-    if not (isinstance(node.func, cst.Name) and node.func.value == "float" and "float" not in ctx.imports.bindings):
+    """`float(loss)`, `float(metric.result())`, `int(train_step(...))` of a compiled step: a
+    TensorFlow value read back to the host."""
+    func = node.func
+    if not (isinstance(func, cst.Name) and func.value in ("float", "int") and func.value not in ctx.imports.bindings):
         return False
     if len(node.args) != 1 or node.args[0].star or node.args[0].keyword is not None:
         return False
@@ -59,16 +61,23 @@ def float_of_tensor(ctx: FileContext, node: cst.Call) -> bool:
         qualified = ctx.call_qualified_name(value)
         if qualified is not None:
             return qualified.startswith(("tensorflow.", "keras."))
-        return method_name(value) == "result"  # metric.result()
+        if isinstance(value.func, cst.Name) and any(
+            id(f) in ctx.tf.compiled for f in ctx.index.nodes("FunctionDef") if f.name.value == value.func.value
+        ):
+            return True  # what a tf.function returns is a tensor
+        return func.value == "float" and method_name(value) == "result"  # metric.result()
     name = last_name(value)
-    return bool(name and _TENSORISH_NAME.search(name))
+    return func.value == "float" and bool(name and _TENSORISH_NAME.search(name))
 
 
 def names_referenced(call: cst.Call) -> set[str]:
-    """Function names a call runs or hands on: `f(...)`, `self.f(...)`, `strategy.run(f)`."""
+    """Function names a call runs or hands on: `f(...)`, `self.f(...)`, `strategy.run(f)`, `self(...)`
+    (the object's `__call__`)."""
     names = set()
     for expr in [call.func, *(arg.value for arg in call.args)]:
-        if isinstance(expr, cst.Name):
+        if expr is call.func and isinstance(expr, cst.Name) and expr.value == "self":
+            names.add("__call__")  # `self(x, y)` runs the object's `__call__`
+        elif isinstance(expr, cst.Name):
             names.add(expr.value)
         elif isinstance(expr, cst.Attribute) and dotted_name(expr.value) in ("self", "cls"):
             names.add(expr.attr.value)
@@ -102,7 +111,7 @@ class TfAnalysis:
             by_name.setdefault(function.name.value, []).append(function)
             if any(is_tf_function_decorator(ctx, d) for d in function.decorators):
                 compiled.add(id(function))
-            elif function.name.value in _KERAS_COMPILED_METHODS and is_method(ctx.index, function):
+            elif function.name.value in _KERAS_COMPILED_METHODS and _overrides_a_base(ctx, function):
                 compiled.add(id(function))
         for call in self.calls:  # `step = tf.function(step)`
             if ctx.call_qualified_name(call) in TF_FUNCTION:
@@ -175,3 +184,12 @@ class TfAnalysis:
             name in names_referenced(call) and self.ctx.loops.step_boundary(call) is not None
             for call in self.calls
         )
+
+
+def _overrides_a_base(ctx: FileContext, function: cst.FunctionDef) -> bool:
+    """A method of a class derived from another (a Keras `Model` subclass): a plain class's
+    `train_step` is its own, not the override Keras compiles."""
+    if not is_method(ctx.index, function):
+        return False
+    cls = ctx.parent(ctx.parent(function))
+    return any(dotted_name(base.value) != "object" for base in cls.bases)

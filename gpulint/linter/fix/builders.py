@@ -9,7 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
-from gpulint.linter.analysis.nodes import keyword_arg
+from gpulint.linter.analysis.nodes import dotted_name, keyword_arg
 from gpulint.linter.findings import Applicability, Fix
 
 
@@ -33,9 +33,10 @@ def set_keyword(
 
 
 def persistent_workers_value(ctx: FileContext, workers: cst.BaseExpression) -> str:
-    """What `persistent_workers=` can say next to `num_workers=<workers>`: `True` for a positive
-    literal, else `<workers> > 0` -- `persistent_workers=True` with zero workers raises."""
-    if isinstance(workers, cst.Integer) and workers.evaluated_value > 0:
+    """What `persistent_workers=` can say next to `num_workers=<workers>`: `True` where the count
+    is positive whatever runs (`4`, GL101's `min(8, os.cpu_count() or 1)`), else `<workers> > 0`
+    -- `persistent_workers=True` with zero workers raises."""
+    if _always_positive(workers):
         return "True"
     code = ctx.code(workers)
     # Operators that bind looser than `>` (`a or 4`, `4 if a else 0`) need parentheses.
@@ -45,6 +46,27 @@ def persistent_workers_value(ctx: FileContext, workers: cst.BaseExpression) -> s
     if loose and not workers.lpar:
         code = f"({code})"
     return f"{code} > 0"
+
+
+# Calls that return a positive count or None (no count known): `os.cpu_count() or 1` is positive.
+_POSITIVE_OR_NONE_CALLS = frozenset({"os.cpu_count", "multiprocessing.cpu_count", "mp.cpu_count"})
+
+
+def _always_positive(expression: cst.BaseExpression) -> bool:
+    """An integer expression that is positive on every run: a positive literal, `min` of positive
+    ones, `max` with one, `<count or None> or <positive>`."""
+    if isinstance(expression, cst.Integer):
+        return expression.evaluated_value > 0
+    if isinstance(expression, cst.BooleanOperation) and isinstance(expression.operator, cst.Or):
+        left = expression.left
+        positive_or_none = isinstance(left, cst.Call) and dotted_name(left.func) in _POSITIVE_OR_NONE_CALLS
+        return (positive_or_none or _always_positive(left)) and _always_positive(expression.right)
+    if isinstance(expression, cst.Call) and dotted_name(expression.func) in ("min", "max") and expression.args:
+        if any(arg.star or arg.keyword is not None for arg in expression.args):
+            return False
+        positive = [_always_positive(arg.value) for arg in expression.args]
+        return all(positive) if dotted_name(expression.func) == "min" else any(positive)
+    return False
 
 
 def remove_keyword(call: cst.Call, keyword: str, applicability: Applicability, message: str) -> Fix:

@@ -8,6 +8,7 @@ source is left as it was.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -16,6 +17,9 @@ from gpulint.linter.analysis.parse import SyntaxErrorInSource, parse
 from gpulint.linter.engine import Linter
 from gpulint.linter.findings import RawFinding
 from gpulint.linter.fix.fixer import allowed, apply_fixes, non_overlapping
+
+if TYPE_CHECKING:
+    from gpulint.linter.analysis.project import ModuleView
 
 MAX_PASSES = 10
 
@@ -33,12 +37,13 @@ class FixOutcome:
         return self.applied > 0
 
 
-def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool) -> FixOutcome:
-    """Apply fixes to a source until none is left.  Raises SyntaxErrorInSource if the input does
-    not parse (the caller reports it as a finding)."""
+def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool, project: ModuleView | None = None) -> FixOutcome:
+    """Apply fixes to a source until none is left (linting it with what the project index says
+    about it).  Raises SyntaxErrorInSource if the input does not parse (the caller reports it as a
+    finding)."""
     outcome = FixOutcome(source)
     for _ in range(MAX_PASSES):
-        analysis = linter.analyze(outcome.source, path)
+        analysis = linter.analyze(outcome.source, path, project)
         if analysis is None:
             return outcome
         fixable = [f for f in analysis.findings if f.fix is not None and allowed(f.fix, unsafe)]
@@ -62,7 +67,7 @@ def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool) -> FixOut
         outcome.applied += len(chosen)
         applied = {id(fix) for fix in chosen}
         outcome.applied_codes += [f.code for f in analysis.findings if id(f.fix) in applied]
-    analysis = linter.analyze(outcome.source, path)
+    analysis = linter.analyze(outcome.source, path, project)
     if analysis is not None and any(f.fix and allowed(f.fix, unsafe) for f in analysis.findings):
         outcome.errors.append(f"{path}: fixes did not settle after {MAX_PASSES} passes; file left unchanged")
         outcome.source, outcome.applied, outcome.applied_codes = source, 0, []

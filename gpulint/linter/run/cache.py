@@ -3,6 +3,8 @@
 An entry is keyed by everything that can change a file's result:
 
 * the file's bytes (a hash of them) and its path (findings carry the path, per-file ignores match it);
+* what the project index told the module about the rest of the project (the digest of its view:
+  analysis/project.py), so editing a helper module re-lints the modules whose view it changes;
 * the effective configuration (`Settings.fingerprint()`) and the run options that change results
   (fix, diff, unsafe fixes, edits attached);
 * gpulint itself: its version and a fingerprint of its engine and rule modules (size and
@@ -10,7 +12,7 @@ An entry is keyed by everything that can change a file's result:
   and Python versions, which decide what parses.
 
 Each entry is one small file `<dir>/v1/<2 hex>/<38 hex>` holding JSON: a schema version, the full
-key and the outcome as plain data (`datajson`), never a pickle, so an entry written by someone else
+key and the outcome (or a module's project-index summary, keyed by its bytes alone) as plain data (`datajson`), never a pickle, so an entry written by someone else
 (a CI cache restored from a less trusted job) can at worst be wrong, never run code.  An entry that
 is truncated, corrupt, of the wrong shape, for another file, or not a regular file is a miss, never
 an error.  Writes go to a temporary file in the same folder and are renamed into place, so two runs
@@ -154,10 +156,19 @@ class ResultCache:
         return None
 
     # -- keys and entries ----------------------------------------------------------------------
-    def key(self, path: Path, name: str, source_hash: str) -> str:
+    def key(self, path: Path, name: str, source_hash: str, project_digest: str = "") -> str:
+        """The key of a file's outcome: its path, its bytes, and what the project index told it
+        (`ModuleView.digest()`, "" when nothing), so a change elsewhere in the project that changes
+        what a module is told is a miss for that module alone."""
         where = os.path.abspath(path)
-        text = f"{self.run_key}|{where}|{name}|{source_hash}"
+        text = f"{self.run_key}|{where}|{name}|{source_hash}|{project_digest}"
         return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()  # names need not be UTF-8
+
+    def summary_key(self, dotted: str, package: bool, source_hash: str) -> str:
+        """The key of a module's project-index summary: its bytes and its dotted name (relative
+        imports resolve from it); no settings, which do not change a summary."""
+        text = f"summary|{gpulint_fingerprint()}|{dotted}|{package}|{source_hash}"
+        return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
     def _entry(self, key: str) -> Path:
         return self.directory / LAYOUT / key[:2] / key[2:40]
@@ -166,26 +177,47 @@ class ResultCache:
         """The stored outcome, or None for a miss: absent, unreadable, not a regular file, too
         large, not JSON, another schema or key, a shape that does not rebuild, or (when `name` is
         given) findings about another file."""
-        entry = self._entry(key)
         try:
-            data = _read_entry(entry)
-            document = json.loads(data)
-            if document.get("schema") != SCHEMA or document.get("key") != key:
-                return None
-            outcome = from_data(FileOutcome, document["outcome"])
+            outcome = from_data(FileOutcome, self._load(key)["outcome"])
         except Exception:  # noqa: BLE001 - whatever an entry holds, a bad one is a miss
             return None
         if name is not None and not _about(outcome, name):
             return None
         self.hits += 1
-        self._touch(entry)
+        self._touch(self._entry(key))
         return outcome
 
     def put(self, key: str, outcome) -> None:
         """Store an outcome atomically; a cache that cannot be written is silently skipped (the
         run's results do not depend on it)."""
+        self._store(key, "outcome", to_data(outcome))
+
+    def get_summary(self, key: str):
+        """A stored project-index summary (analysis/project.py ModuleSummary), or None for a miss
+        (as for outcomes: whatever a bad entry holds, it is a miss)."""
+        from gpulint.linter.analysis.project import ModuleSummary
+
+        try:
+            summary = ModuleSummary.from_data(self._load(key)["summary"])
+        except Exception:  # noqa: BLE001
+            return None
+        if summary is not None:
+            self._touch(self._entry(key))
+        return summary
+
+    def put_summary(self, key: str, summary) -> None:
+        self._store(key, "summary", summary.to_data())
+
+    def _load(self, key: str) -> dict:
+        """An entry's document (raises on anything that is not one of ours for `key`)."""
+        document = json.loads(_read_entry(self._entry(key)))
+        if document.get("schema") != SCHEMA or document.get("key") != key:
+            raise ValueError("another entry")
+        return document
+
+    def _store(self, key: str, part: str, value) -> None:
         entry = self._entry(key)
-        document = {"schema": SCHEMA, "key": key, "outcome": to_data(outcome)}
+        document = {"schema": SCHEMA, "key": key, part: value}
         data = json.dumps(document, separators=(",", ":")).encode("utf-8")
         try:
             self._prepare()

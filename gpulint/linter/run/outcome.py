@@ -18,6 +18,9 @@ class RunOptions:
     fix: bool = False  # write fixed files
     diff: bool = False  # compute the diff fixes would make, write nothing
     with_edits: bool = False  # attach text edits to fixable findings (json, sarif, review)
+    # Build the project index (analysis/project.py) over the run's files and the project modules
+    # they import, and give each module its view.
+    project_index: bool = True
     # Where --fix may write (None: anywhere).  `run` sets it from the paths it is given; it decides
     # where results go, not what they are, so it is not part of the cache key.
     write_scope: WriteScope | None = field(default=None, metadata={"changes_results": False})

@@ -28,6 +28,8 @@ from gpulint.linter.run.process import display_path, process_file_cached
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
 
+    from gpulint.linter.analysis.project import ModuleView
+
 # Below this many files to process, starting workers costs more than it saves (a parse is tens of
 # milliseconds, a worker start about as much).
 MIN_FILES_FOR_WORKERS = 4
@@ -67,8 +69,10 @@ def _init_worker(settings: Settings, options, cache) -> None:
     _worker["cache"] = cache
 
 
-def _work(paths: list[Path]) -> list:
-    return [process_file_cached(path, _worker["linter"], _worker["options"], _worker["cache"]) for path in paths]
+def _work(items: list[tuple[Path, ModuleView | None]]) -> list:
+    return [
+        process_file_cached(path, _worker["linter"], _worker["options"], _worker["cache"], project) for path, project in items
+    ]
 
 
 def _pool(jobs: int, settings: Settings, options, cache) -> ProcessPoolExecutor:
@@ -94,8 +98,9 @@ def _close(pool: ProcessPoolExecutor, interrupted: bool) -> None:
     pool.shutdown(wait=True, cancel_futures=interrupted)
 
 
-def map_files(paths: Sequence[Path], settings: Settings, options, cache, jobs: int) -> Iterator:
-    """Outcomes of `paths` in order, computed by `jobs` worker processes."""
+def map_files(paths: Sequence[tuple[Path, ModuleView | None]], settings: Settings, options, cache, jobs: int) -> Iterator:
+    """Outcomes of `paths` -- (path, its project view) pairs -- in order, computed by `jobs` worker
+    processes."""
     from concurrent.futures.process import BrokenProcessPool
 
     jobs = max(1, min(jobs, len(paths)))
@@ -106,8 +111,8 @@ def map_files(paths: Sequence[Path], settings: Settings, options, cache, jobs: i
     following = 0  # the next chunk to submit
     while following < len(chunks):
         pool = _pool(jobs, settings, options, cache)
-        in_flight: deque[tuple[list[Path], Future]] = deque()
-        suspects: list[tuple[list[Path], Future]] = []
+        in_flight: deque[tuple[list, Future]] = deque()
+        suspects: list[tuple[list, Future]] = []
         last: list = []
         interrupted = True
         try:
@@ -135,18 +140,18 @@ def map_files(paths: Sequence[Path], settings: Settings, options, cache, jobs: i
             if future.done() and future.exception() is None:
                 yield from future.result()
             else:
-                yield from (_alone(path, settings, options, cache) for path in chunk)
+                yield from (_alone(item, settings, options, cache) for item in chunk)
 
 
-def _alone(path: Path, settings: Settings, options, cache):
+def _alone(item: tuple[Path, ModuleView | None], settings: Settings, options, cache):
     """One file in a pool of its own: its outcome, or the report that it killed its worker."""
     from concurrent.futures.process import BrokenProcessPool
 
     pool = _pool(1, settings, options, cache)
     try:
-        return pool.submit(_work, [path]).result()[0]
+        return pool.submit(_work, [item]).result()[0]
     except BrokenProcessPool:
-        name = display_path(path)
+        name = display_path(item[0])
         return FileOutcome(FileResult(name), errors=[f"{name}: could not be analysed: the parser crashed; skipped"])
     finally:
         pool.shutdown(wait=True)

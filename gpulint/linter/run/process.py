@@ -13,6 +13,7 @@ import difflib
 import os
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, UndecodableSource
 from gpulint.linter.analysis.parse_guard import UnanalysableSource
@@ -22,6 +23,9 @@ from gpulint.linter.run.cache import ResultCache, content_hash
 from gpulint.linter.run.files import read_source
 from gpulint.linter.run.outcome import FileOutcome, RunOptions, read_problem, write_problem
 from gpulint.linter.run.safe_files import write_atomic
+
+if TYPE_CHECKING:
+    from gpulint.linter.analysis.project import ModuleView
 
 
 def display_path(path: Path) -> str:
@@ -46,22 +50,25 @@ def unified_diff(before: bytes, after: bytes, name: str) -> str:
     return b"".join(lines).decode("utf-8", "surrogateescape")
 
 
-def process_source(linter: Linter, source: bytes, name: str, options: RunOptions) -> tuple[FileOutcome, bytes]:
-    """Lint (and with fix/diff, fix) one source; returns the outcome and the final source."""
+def process_source(
+    linter: Linter, source: bytes, name: str, options: RunOptions, project: ModuleView | None = None
+) -> tuple[FileOutcome, bytes]:
+    """Lint (and with fix/diff, fix) one source, with what the project index says about it;
+    returns the outcome and the final source."""
     outcome = FileOutcome(FileResult(name))
     final = source
     try:
         if options.fix or options.diff:
             from gpulint.linter.fix.passes import fix_source  # libcst: only runs that may fix pay for it
 
-            fixed = fix_source(linter, source, name, linter.settings.unsafe_fixes)
+            fixed = fix_source(linter, source, name, linter.settings.unsafe_fixes, project)
             outcome.errors.extend(fixed.errors)
             if fixed.changed:
                 final = fixed.source
                 outcome.fixed = fixed.applied
                 if options.diff:
                     outcome.diff = unified_diff(source, final, name)
-        outcome.result = linter.lint_source(final, name, with_edits=options.with_edits)
+        outcome.result = linter.lint_source(final, name, with_edits=options.with_edits, project=project)
     except SyntaxErrorInSource as exc:
         outcome.result.findings.append(syntax_error_finding(name, str(exc), exc.row, exc.column))
     except UndecodableSource as exc:
@@ -73,32 +80,34 @@ def process_source(linter: Linter, source: bytes, name: str, options: RunOptions
     return outcome, final
 
 
-def process_file(path: Path, linter: Linter, options: RunOptions) -> FileOutcome:
+def process_file(path: Path, linter: Linter, options: RunOptions, project: ModuleView | None = None) -> FileOutcome:
     name = display_path(path)
     try:
         source = read_source(path, linter.settings.max_file_size)
     except OSError as exc:
         return _unreadable(name, exc)
-    return process_read_file(path, name, source, linter, options)
+    return process_read_file(path, name, source, linter, options, project)
 
 
 def _unreadable(name: str, exc: OSError) -> FileOutcome:
     return FileOutcome(FileResult(name), errors=[read_problem(name, exc)])
 
 
-def process_read_file(path: Path, name: str, source: bytes, linter: Linter, options: RunOptions) -> FileOutcome:
+def process_read_file(
+    path: Path, name: str, source: bytes, linter: Linter, options: RunOptions, project: ModuleView | None = None
+) -> FileOutcome:
     """`process_file` for a file already read (its bytes are what the cache key hashed)."""
     if path.suffix == ".ipynb":
         from gpulint.linter.run import notebook  # only notebooks pay for their module
 
         return notebook.process_notebook(path, name, source, linter, options)
-    outcome, final = process_source(linter, source, name, options)
+    outcome, final = process_source(linter, source, name, options, project)
     if options.fix and not options.diff and final != source:
         try:
             write_atomic(path, final, options.write_scope)
         except OSError as exc:
             # The file keeps its old content: report what is in it, not what the fixes would leave.
-            unfixed, _ = process_source(linter, source, name, replace(options, fix=False))
+            unfixed, _ = process_source(linter, source, name, replace(options, fix=False), project)
             outcome.result = unfixed.result
             outcome.errors.append(write_problem(name, exc))
             outcome.fixed = 0
@@ -113,21 +122,24 @@ def cacheable(outcome: FileOutcome, options: RunOptions) -> bool:
     return not options.fix or options.diff or outcome.fixed == 0
 
 
-def process_file_cached(path: Path, linter: Linter, options: RunOptions, cache: ResultCache | None) -> FileOutcome:
+def process_file_cached(
+    path: Path, linter: Linter, options: RunOptions, cache: ResultCache | None, project: ModuleView | None = None
+) -> FileOutcome:
     """`process_file` through the cache: a hit returns the stored outcome without parsing."""
     if cache is None:
-        return process_file(path, linter, options)
+        return process_file(path, linter, options, project)
     name = display_path(path)
     try:
         source = read_source(path, linter.settings.max_file_size)
     except OSError as exc:
         return _unreadable(name, exc)
     # The key hashes the bytes this call lints, so a file edited during the run is never stored
-    # under its old content.
-    key = cache.key(path, name, content_hash(source))
+    # under its old content; and what the project index told it, so a change in another module
+    # that changes what this one is told is a miss.
+    key = cache.key(path, name, content_hash(source), project.digest() if project is not None else "")
     outcome = cache.get(key, name)
     if outcome is None:
-        outcome = process_read_file(path, name, source, linter, options)
+        outcome = process_read_file(path, name, source, linter, options, project)
         if cacheable(outcome, options):
             cache.put(key, outcome)
     return outcome

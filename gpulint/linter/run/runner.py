@@ -1,13 +1,14 @@
-"""Run the linter over paths: discover the files, answer what the cache knows, process the rest in
-this process or in worker processes, and collect the outcomes in the sorted order of the files.
-With `--fix`, files are written only inside the paths given (the run's write scope).
+"""Run the linter over paths: discover the files, build the project index over them (each module's
+view of the rest of the project: analysis/project.py), answer what the cache knows, process the
+rest in this process or in worker processes, and collect the outcomes in the sorted order of the
+files.  With `--fix`, files are written only inside the paths given (the run's write scope).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
@@ -19,6 +20,9 @@ from gpulint.linter.run.outcome import FileOutcome, RunOptions, RunResult
 from gpulint.linter.run.process import display_path, process_file_cached
 from gpulint.linter.run.safe_files import WriteScope, remove_stale_temporaries
 
+if TYPE_CHECKING:
+    from gpulint.linter.analysis.project import ModuleView
+
 
 def _size(path: Path) -> int:
     try:
@@ -27,13 +31,32 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _cached_outcome(path: Path, cache: ResultCache, max_bytes: int) -> FileOutcome | None:
+def _cached_outcome(path: Path, cache: ResultCache, max_bytes: int, project: ModuleView | None) -> FileOutcome | None:
     try:
         source = read_source(path, max_bytes)
     except OSError:
         return None  # reported when the file is processed
     name = display_path(path)
-    return cache.get(cache.key(path, name, content_hash(source)), name)
+    return cache.get(cache.key(path, name, content_hash(source), project.digest() if project is not None else ""), name)
+
+
+def _project_views(files: list[Path], cache: ResultCache | None) -> list[ModuleView | None]:
+    """Each file's view of the project (run/project.py), the modules summarized once per content
+    (through the cache when there is one)."""
+    from gpulint.linter.analysis.project import summarize
+    from gpulint.linter.run.project import RunIndex
+
+    def cached_summary(path: Path, source: bytes, dotted: str, package: bool):
+        key = cache.summary_key(dotted, package, content_hash(source))
+        summary = cache.get_summary(key)
+        if summary is None:
+            summary = summarize(source, dotted, package)
+            if summary is not None:
+                cache.put_summary(key, summary)
+        return summary
+
+    index = RunIndex(files, cached_summary if cache is not None else None)
+    return [index.view(path) if path.suffix == ".py" else None for path in files]
 
 
 def run(
@@ -59,11 +82,12 @@ def run(
     if cache is not None and (reason := cache.unusable_reason()) is not None:
         result.warnings.append(printable(f"{reason}; running without a cache"))
         cache = None
+    views = _project_views(files, cache) if options.project_index else [None] * len(files)
     outcomes: list[FileOutcome | None] = [None] * len(files)
     done = 0
     if cache is not None:
         for index, path in enumerate(files):
-            outcomes[index] = _cached_outcome(path, cache, settings.max_file_size)
+            outcomes[index] = _cached_outcome(path, cache, settings.max_file_size, views[index])
         done = sum(o is not None for o in outcomes)
     pending = [i for i, o in enumerate(outcomes) if o is None]
     if progress is not None and done:
@@ -72,10 +96,10 @@ def run(
         # Largest files first, so a big file is not the last one left while the other workers idle
         # (results are placed by index: the order of the outcomes does not change).
         pending.sort(key=lambda i: -_size(files[i]))
-        stream = parallel.map_files([files[i] for i in pending], settings, options, cache, jobs)
+        stream = parallel.map_files([(files[i], views[i]) for i in pending], settings, options, cache, jobs)
     else:
         linter = Linter(settings)
-        stream = (process_file_cached(files[i], linter, options, cache) for i in pending)
+        stream = (process_file_cached(files[i], linter, options, cache, views[i]) for i in pending)
     for index, outcome in zip(pending, stream):
         outcomes[index] = outcome
         done += 1

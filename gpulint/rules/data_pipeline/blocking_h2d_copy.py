@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from functools import cached_property
 
 import libcst as cst
 
+from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
 from gpulint.linter.analysis.nodes import (
     dotted_name,
@@ -22,6 +24,11 @@ from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import CUDA_SCRIPT
 
+# Methods whose result stays where the tensor is (on the host for a batch).
+_VIEW_METHODS = frozenset(
+    "reshape view flatten squeeze unsqueeze permute transpose contiguous float double half long int bool "
+    "bfloat16 clone".split()
+)
 # Parameters of a step function that hold a batch (`def train_step(model, batch, optimizer)`).
 _BATCH_PARAM = re.compile(r"batch|^(inputs?|targets?|labels?|images?|imgs?|samples?|data|x|y|xb|yb|features|tokens|input_ids|masks?)$", re.I)
 
@@ -29,8 +36,10 @@ _BATCH_PARAM = re.compile(r"batch|^(inputs?|targets?|labels?|images?|imgs?|sampl
 class BlockingHostToDeviceCopy(Rule):
     """
     ## What it finds
-    A batch moved to the accelerator with `.to(device)` or `.cuda()` inside a training step loop
-    without `non_blocking=True`.  A batch is what the step loop iterates (`for x, y in loader`),
+    A batch moved to the accelerator with `.to(device)`, `.cuda()` or `.type(torch.cuda.LongTensor)`
+    inside a training step loop without `non_blocking=True` (also a view of it, `x.reshape(...)`, or
+    a slice, in a loop nested in the loop over batches).  A tensor an earlier statement of the step
+    already moved is not copied again and is not reported.  A batch is what the step loop iterates (`for x, y in loader`),
     what is unpacked or indexed from it (`x, y = batch`, `batch["input_ids"]`, the values of a
     `{k: v.to(device) for k, v in batch.items()}`), or a batch parameter of a step function.
 
@@ -109,10 +118,24 @@ class BlockingHostToDeviceCopy(Rule):
             """,
             header=CUDA_SCRIPT,
         ),
-        # no accelerator in the module
+        # already on the device: an earlier statement of the step moved it
+        Valid(
+            """
+            for images, targets in loader:
+                targets = targets.type(torch.cuda.LongTensor, non_blocking=True)
+                if use_gpu:
+                    targets = targets.cuda()
+                loss = criterion(model(images.cuda(non_blocking=True)), targets)
+                loss.backward()
+                optimizer.step()
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # no accelerator in the module: the only device is the host
         Valid(
             """
             import torch
+            dev = torch.device("cpu")
             for x in loader:
                 x = x.to(dev)
                 model(x).sum().backward()
@@ -121,6 +144,40 @@ class BlockingHostToDeviceCopy(Rule):
         ),
     ]
     INVALID = [
+        # a legacy typed copy, a view of the batch, a rank as the device, a nested loop over keys,
+        # a slice moved inside a loop over chunks of the batch
+        Invalid(
+            """
+            def train(model, loader, optimizer, rank, chunk):
+                for batch in loader:
+                    labels = batch["labels"].type(torch.cuda.LongTensor)
+                    images = batch["images"].reshape(8, -1).to(rank)
+                    for key in batch:
+                        batch[key] = batch[key].to(rank)
+                    tokens = batch["tokens"]
+                    for start in range(0, tokens.size(1), chunk):
+                        piece = tokens[:, start:start + chunk].to(rank, torch.long)
+                        model(images, piece, labels).sum().backward()
+                    optimizer.step()
+            """,
+            "6:34", "7:49", "9:37", "12:52",
+            header=CUDA_SCRIPT,
+            fixed="""
+            def train(model, loader, optimizer, rank, chunk):
+                for batch in loader:
+                    labels = batch["labels"].type(torch.cuda.LongTensor, non_blocking=True)
+                    images = batch["images"].reshape(8, -1).to(rank, non_blocking=True)
+                    for key in batch:
+                        batch[key] = batch[key].to(rank, non_blocking=True)
+                    tokens = batch["tokens"]
+                    for start in range(0, tokens.size(1), chunk):
+                        piece = tokens[:, start:start + chunk].to(
+                            rank, torch.long, non_blocking=True
+                        )
+                        model(images, piece, labels).sum().backward()
+                    optimizer.step()
+            """,
+        ),
         Invalid(
             """
             for epoch in range(3):
@@ -217,27 +274,48 @@ class BlockingHostToDeviceCopy(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda")) or has_star_kwargs(node):
+        if not (isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "type")) or has_star_kwargs(node):
             return
         blocking = keyword_arg(node, "non_blocking")
         if blocking is not None and not is_false(blocking.value):
             return
-        if func.attr.value == "cuda" and len(positional_args(node)) >= 2:
+        if func.attr.value in ("cuda", "type") and len(positional_args(node)) >= 2:
             return  # `.cuda(device, True)`: non_blocking given positionally
         if func.attr.value == "to" and any(is_true(a.value) for a in positional_args(node)[1:]):
             return  # `.to(device, torch.float, True)`
-        if not is_device_target(self.ctx, node) or not self.ctx.loops.per_step_work(node):
+        if not _copies_to_device(self.ctx, node) or not self.ctx.loops.per_step_work(node):
             return
         receiver = func.value
         root = _root_name(receiver)
         if root is None or MODULE_NAME.search(last_name(receiver) or root):
             return
-        if not self._is_batch(node, root):
+        if not self._is_batch(node, root) or self._moved_before(node, root):
             return
         self.report(
             node,
             fix=set_keyword(self.ctx, node, "non_blocking", "True", Applicability.SAFE, "Copy asynchronously: `non_blocking=True`"),
         )
+
+    def _moved_before(self, node: cst.Call, root: str) -> bool:
+        """Whether `root` already holds a device tensor here: an earlier statement of the same step
+        moved it (`label = label.cuda()` ... `label.cuda()` copies nothing)."""
+        boundary = self.ctx.loops.step_boundary(node)
+        statement = self.ctx.statement_of(node)
+        order = self._order
+        for assign in self.ctx.index.nodes("Assign"):
+            if order[id(assign)] >= order.get(id(node), 0) or self.ctx.statement_of(assign) is statement:
+                continue
+            if not any(_target_names(t.target) == {root} for t in assign.targets):
+                continue
+            value = assign.value
+            if isinstance(value, cst.Call) and _copies_to_device(self.ctx, value) and self.ctx.loops.step_boundary(assign) is boundary:
+                return True
+        return False
+
+    @cached_property
+    def _order(self) -> dict[int, int]:
+        """Source order of the walked nodes (by id)."""
+        return {id(n): i for i, n in enumerate(self.ctx.index.ordered)}
 
     def _is_batch(self, node: cst.Call, root: str) -> bool:
         # A comprehension over the batch: `{k: v.to(device) for k, v in batch.items()}`.
@@ -265,11 +343,22 @@ class BlockingHostToDeviceCopy(Rule):
         if names is not None:
             return names
         names = set()
-        if isinstance(boundary, cst.For):
-            names |= _target_names(boundary.target)
-        elif isinstance(boundary, cst.FunctionDef):
+        # A step loop nested in the loop over batches (micro-batches, chunks of a sequence) sees
+        # that loop's batch too.
+        loops = [boundary] if isinstance(boundary, cst.For) else []
+        for ancestor in self.ctx.ancestors(boundary):
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                break
+            if isinstance(ancestor, cst.For):
+                loops.append(ancestor)
+        for loop in loops:
+            names |= _target_names(loop.target)
+        if isinstance(boundary, cst.FunctionDef):
             names |= {p.name.value for p in boundary.params.params if _BATCH_PARAM.search(p.name.value)}
-        assigns = [a for a in self.ctx.index.nodes("Assign") if self.ctx.loops.step_boundary(a) is boundary]
+        assigns = [
+            a for a in self.ctx.index.nodes("Assign")
+            if self.ctx.loops.step_boundary(a) is boundary or any(x is loop for x in self.ctx.ancestors(a) for loop in loops)
+        ]
         changed = True
         while changed:  # `x, y = batch`, `inputs = batch["x"]`, `batch = next(it)`
             changed = False
@@ -287,10 +376,27 @@ class BlockingHostToDeviceCopy(Rule):
 
 
 def _root_name(expr: cst.BaseExpression) -> str | None:
-    """`batch` for `batch`, `batch["x"]`, `batch.x`, `batch[0].x`."""
-    while isinstance(expr, (cst.Attribute, cst.Subscript)):
-        expr = expr.value
-    return expr.value if isinstance(expr, cst.Name) else None
+    """`batch` for `batch`, `batch["x"]`, `batch.x`, `batch[0].x`, `ids[:, i:i + n]`, and through
+    methods that keep a tensor where it is (`x.reshape(n, -1)`, `x.long()`)."""
+    while True:
+        if isinstance(expr, (cst.Attribute, cst.Subscript)):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _VIEW_METHODS:
+            expr = expr.func.value
+        else:
+            return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _copies_to_device(ctx: FileContext, call: cst.Call) -> bool:
+    """`.to(device)`, `.cuda()`, or `.type(torch.cuda.LongTensor)`: a copy to the accelerator."""
+    if call.func.attr.value != "type":
+        return is_device_target(ctx, call)
+    positional = positional_args(call)
+    keyword = keyword_arg(call, "dtype")
+    target = keyword.value if keyword is not None else positional[0].value if positional else None
+    if isinstance(target, cst.SimpleString):
+        return str(target.evaluated_value).startswith("torch.cuda.")
+    return target is not None and (ctx.qualified_name(target) or "").startswith("torch.cuda.")
 
 
 def _target_names(target: cst.BaseExpression) -> set[str]:

@@ -6,10 +6,11 @@ from functools import cached_property
 
 import libcst as cst
 
-from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
-from gpulint.linter.analysis.nodes import dotted_name, has_star_kwargs, is_false, is_zero, keyword_arg, positional_args
+from gpulint.linter.analysis.facts import TORCH
+from gpulint.linter.analysis.loops import qualname
+from gpulint.linter.analysis.nodes import dotted_name, is_false, is_zero, keyword_arg, positional_args
 from gpulint.linter.analysis.pytorch import dataloader_dataset, is_dataloader
-from gpulint.linter.analysis.values import target_key
+from gpulint.linter.analysis.values import ValueOrigins, target_key
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.fix.builders import persistent_workers_value, set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -19,6 +20,8 @@ from gpulint.rules.case_headers import CUDA_SCRIPT
 _NOT_ITERATING = frozenset({"print", "len", "isinstance", "type", "id", "repr", "str", "getattr", "hasattr", "setattr"})
 # Methods Lightning (and its DataModules) call once, then iterate every epoch.
 _EPOCH_LOADER_HOOKS = frozenset({"train_dataloader", "val_dataloader"})
+# More samples than any run draws: a sampler this long is never exhausted.
+_ENDLESS_SAMPLES = 10**8
 _DATASET_MUTATORS = frozenset({"set_epoch", "reshuffle", "resample", "update", "set_stage", "set_difficulty"})
 
 
@@ -28,7 +31,9 @@ class DataLoaderRespawn(Rule):
     A `DataLoader` with worker processes (`num_workers` set and not 0) and without
     `persistent_workers=True`, whose batches are iterated again and again: in a loop inside an
     epoch loop, by a function called from a loop, passed to a call inside a loop, or returned by
-    `train_dataloader()` / `val_dataloader()` (Lightning iterates those every epoch).
+    `train_dataloader()` / `val_dataloader()` (Lightning iterates those every epoch).  Keywords
+    may come through a `**kwargs` dictionary built in the module.  The rule is about the host: it
+    applies whether or not the module names an accelerator.
 
     ## Why it is slow
     Without persistent workers, every `for batch in loader` starts `num_workers` new processes,
@@ -59,20 +64,23 @@ class DataLoaderRespawn(Rule):
     ```
 
     ## Fix (safe)
-    Adds `persistent_workers=True` when `num_workers` is a positive literal, and
+    Adds `persistent_workers=True` when `num_workers` is positive on every run (a positive
+    literal, or an expression such as GL101's `min(8, os.cpu_count() or 1)`), and
     `persistent_workers=<num_workers> > 0` for any other value (`persistent_workers=True` with
     zero workers raises "persistent_workers option needs num_workers > 0": `--workers 0` must keep
     working).  Batches, their order and the sampler's shuffling are the same (the sampler runs in
     the main process, so `sampler.set_epoch()` still works).  The fix is unsafe when the module
     changes the dataset between epochs (`dataset.set_epoch(...)`, or assigns its attributes in a
-    loop): persistent workers keep the copy they started with and would not see the change; and
-    when `num_workers` is an expression that is not a plain name (it is evaluated twice).
+    loop): persistent workers keep the copy they started with and would not see the change; when
+    `num_workers` is an expression that is not a plain name (it is evaluated twice); and when the
+    workers come through a `**` dictionary (`persistent_workers=True`: whether they are more than
+    zero is not known at the call).
     """
 
     code = "GL103"
     name = "dataloader-respawn"
     message = "DataLoader workers are started again every epoch; set `persistent_workers=True`"
-    requires = {TORCH, ACCELERATOR}
+    requires = {TORCH}
     tokens = ("DataLoader",)
     fix_applicability = Applicability.SAFE
 
@@ -116,6 +124,36 @@ class DataLoaderRespawn(Rule):
                 loader = DataLoader(ds, num_workers=4)
                 for x in loader:
                     model(x).sum().backward()
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # a loader the per-epoch function builds itself is a new one on every call
+        Valid(
+            """
+            def validate(model, ds):
+                loader = DataLoader(ds, num_workers=2)
+                for x in loader:
+                    model(x)
+
+            for epoch in range(10):
+                validate(model, val_set)
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # a sampler that is never exhausted: one pass is the whole run
+        Valid(
+            """
+            sampler = torch.utils.data.RandomSampler(ds, replacement=True, num_samples=int(1e10))
+            loader = DataLoader(ds, sampler=sampler, num_workers=4)
+            it = iter(loader)
+            while True:
+                try:
+                    batch = next(it)
+                except StopIteration:
+                    it = iter(loader)
+                    batch = next(it)
+                model(batch).sum().backward()
+                optimizer.step()
             """,
             header=CUDA_SCRIPT,
         ),
@@ -191,6 +229,83 @@ class DataLoaderRespawn(Rule):
             for epoch in range(10):
                 for x, y in loader:
                     model(x.to(device, non_blocking=True)).sum().backward()
+            """,
+            applicability=Applicability.UNSAFE,
+        ),
+        # a count positive on every run (GL101's default): `True`, safe
+        Invalid(
+            """
+            loader = DataLoader(ds, num_workers=min(8, os.cpu_count() or 1))
+            for epoch in range(10):
+                for x, y in loader:
+                    model(x.to(device, non_blocking=True)).sum().backward()
+            """,
+            "4:10",
+            header=CUDA_SCRIPT,
+            fixed="""
+            loader = DataLoader(
+                ds, num_workers=min(8, os.cpu_count() or 1), persistent_workers=True
+            )
+            for epoch in range(10):
+                for x, y in loader:
+                    model(x.to(device, non_blocking=True)).sum().backward()
+            """,
+        ),
+        # `max(0, n)` may be zero: compared, not assumed
+        Invalid(
+            """
+            loader = DataLoader(ds, num_workers=max(0, n))
+            for epoch in range(10):
+                for x, y in loader:
+                    model(x.to(device, non_blocking=True)).sum().backward()
+            """,
+            "4:10",
+            header=CUDA_SCRIPT,
+            fixed="""
+            loader = DataLoader(ds, num_workers=max(0, n), persistent_workers=max(0, n) > 0)
+            for epoch in range(10):
+                for x, y in loader:
+                    model(x.to(device, non_blocking=True)).sum().backward()
+            """,
+            applicability=Applicability.UNSAFE,
+        ),
+        # host-side (no accelerator named); workers from an attribute: the fix keeps zero workers working
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader
+
+            class Data:
+                def val_dataloader(self):
+                    return DataLoader(self.val, num_workers=self.workers)
+            """,
+            "6:16",
+            fixed="""
+            import torch
+            from torch.utils.data import DataLoader
+
+            class Data:
+                def val_dataloader(self):
+                    return DataLoader(
+                        self.val, num_workers=self.workers, persistent_workers=self.workers > 0
+                    )
+            """,
+        ),
+        # workers through a keyword dictionary: whether they are more than zero is not known at the call
+        Invalid(
+            """
+            class Data:
+                def train_dataloader(self):
+                    kwargs = {"batch_size": 8, "num_workers": self.workers}
+                    return DataLoader(self.train, **kwargs)
+            """,
+            "7:16",
+            header=CUDA_SCRIPT,
+            fixed="""
+            class Data:
+                def train_dataloader(self):
+                    kwargs = {"batch_size": 8, "num_workers": self.workers}
+                    return DataLoader(self.train, **kwargs, persistent_workers=True)
             """,
             applicability=Applicability.UNSAFE,
         ),
@@ -281,29 +396,34 @@ class DataLoaderRespawn(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.loaders: list[tuple[cst.Call, str | None, cst.BaseExpression]] = []
+        self.loaders: list[tuple[cst.Call, str | None, cst.BaseExpression, dict[str, cst.BaseExpression]]] = []
         self.fors: list[cst.For] = []
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_dataloader(self.ctx, node) or has_star_kwargs(node):
+        if not is_dataloader(self.ctx, node):
             return
-        workers = _num_workers(node)
+        keywords = self.ctx.values.keywords_of(node)
+        if keywords is None:
+            return  # `**options` this module does not show
+        workers = _num_workers(node, keywords)
         if workers is None or is_zero(workers):
             return  # GL101's finding: no workers to keep
-        persistent = keyword_arg(node, "persistent_workers")
-        if persistent is not None and not is_false(persistent.value):
+        persistent = keywords.get("persistent_workers")
+        if persistent is not None and not is_false(persistent):
             return
         if self.ctx.in_loop(node):
             return  # a new loader each time round: keeping its workers would not help
-        self.loaders.append((node, self._binding_key(node), workers))
+        if _never_exhausted(keywords.get("sampler"), self.ctx.values):
+            return  # its one pass is the whole run: workers start once
+        self.loaders.append((node, self._binding_key(node), workers, keywords))
 
     def visit_For(self, node: cst.For) -> None:
         self.fors.append(node)
 
     def finish(self) -> None:
-        for call, key, workers in self.loaders:
+        for call, key, workers, keywords in self.loaders:
             if self._reiterated(call, key):
-                self.report(call, fix=self._fix(call, workers))
+                self.report(call, fix=self._fix(call, workers, keywords))
 
     def _binding_key(self, node: cst.CSTNode) -> str | None:
         """`loader` or `self.loader` when the call is the whole right side of an assignment."""
@@ -314,6 +434,8 @@ class DataLoaderRespawn(Rule):
         return None
 
     def _reiterated(self, call: cst.Call, key: str | None) -> bool:
+        if self._returned_to_an_epoch_loop(call, key):
+            return True
         if key is None:
             parent = self.ctx.parent(call)
             function = self.ctx.enclosing_function(call)
@@ -324,14 +446,37 @@ class DataLoaderRespawn(Rule):
             if self.ctx.in_loop(loop):
                 return True
             function = self.ctx.enclosing_function(loop)
-            if function is not None and function.name.value in self._functions_called_in_loops:
-                return True
+            if function is None or function.name.value not in self._functions_called_in_loops:
+                continue
+            if self.ctx.enclosing_function(call) is not function:
+                return True  # (a loader the function builds itself is a new one on every call)
         for other in self.ctx.index.nodes("Call"):
             name = (dotted_name(other.func) or "").rsplit(".", 1)[-1]
             if name in _NOT_ITERATING or other is call:
                 continue
             if any(target_key(arg.value) == key for arg in other.args) and self.ctx.in_loop(other):
                 return True
+        return False
+
+    def _returned_to_an_epoch_loop(self, call: cst.Call, key: str | None) -> bool:
+        """Whether the function around the loader returns it (alone, or at a position of a tuple)
+        to another module of the project that iterates it again and again (the project index)."""
+        reiterated = self.ctx.project.reiterated
+        function = self.ctx.enclosing_function(call)
+        if not reiterated or function is None:
+            return False
+        name = qualname(self.ctx.index, function)
+        positions = {position for owner, position in reiterated if owner == name}
+        if not positions:
+            return False
+        for node in self.ctx.index.nodes("Return"):
+            if node.value is None or self.ctx.enclosing_function(node) is not function:
+                continue
+            returned = node.value
+            items = [(i, el.value) for i, el in enumerate(returned.elements)] if isinstance(returned, cst.Tuple) else [(None, returned)]
+            for position, value in items:
+                if position in positions and (value is call or (key is not None and target_key(value) == key)):
+                    return True
         return False
 
     @cached_property
@@ -344,12 +489,19 @@ class DataLoaderRespawn(Rule):
                 called.add(name)
         return called
 
-    def _fix(self, call: cst.Call, workers: cst.BaseExpression) -> Fix:
+    def _fix(self, call: cst.Call, workers: cst.BaseExpression, keywords: dict[str, cst.BaseExpression]) -> Fix | None:
+        if "persistent_workers" in keywords and keyword_arg(call, "persistent_workers") is None:
+            return None  # set to False inside a `**` dictionary: a second keyword would not run
+        in_call = any(arg.value is workers for arg in call.args)
         message = "Keep worker processes alive between epochs: `persistent_workers=True`"
-        value = persistent_workers_value(self.ctx, workers)
-        # A name is read twice for free; an expression (`int(opt.workers)`) is evaluated twice.
-        read_twice_for_free = value == "True" or dotted_name(workers) is not None
-        applicability = Applicability.SAFE if read_twice_for_free else Applicability.UNSAFE
+        if in_call or isinstance(workers, cst.Integer):
+            value = persistent_workers_value(self.ctx, workers)
+            # A name is read twice for free; an expression (`int(opt.workers)`) is evaluated twice.
+            read_twice_for_free = value == "True" or dotted_name(workers) is not None
+            applicability = Applicability.SAFE if read_twice_for_free else Applicability.UNSAFE
+        else:
+            # Workers from a keyword dictionary: whether they are more than zero is not known here.
+            value, applicability = "True", Applicability.UNSAFE
         if self._dataset_changes(call):
             applicability = Applicability.UNSAFE
         return set_keyword(self.ctx, call, "persistent_workers", value, applicability, message)
@@ -372,12 +524,35 @@ class DataLoaderRespawn(Rule):
         return False
 
 
-def _num_workers(node: cst.Call) -> cst.BaseExpression | None:
-    arg = keyword_arg(node, "num_workers")
-    if arg is not None:
-        return arg.value
+def _num_workers(node: cst.Call, keywords: dict[str, cst.BaseExpression]) -> cst.BaseExpression | None:
+    if "num_workers" in keywords:
+        return keywords["num_workers"]
     positional = positional_args(node)
     return positional[5].value if len(positional) >= 6 else None
+
+
+def _never_exhausted(sampler: cst.BaseExpression | None, values: ValueOrigins) -> bool:
+    """A sampler drawing so many samples (`RandomSampler(ds, replacement=True,
+    num_samples=int(1e10))`) that its loader's one pass is the whole run."""
+    if sampler is not None and not isinstance(sampler, cst.Call):
+        origins = values.origins(sampler) or ()
+        return any(isinstance(origin, cst.Call) and _never_exhausted(origin, values) for origin in origins)
+    if not isinstance(sampler, cst.Call):
+        return False
+    count = keyword_arg(sampler, "num_samples")
+    return count is not None and (_literal_number(count.value) or 0) >= _ENDLESS_SAMPLES
+
+
+def _literal_number(expr: cst.BaseExpression) -> float | None:
+    """`1e10`, `int(1e10)`, `10**9`: a number written as a literal."""
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return float(expr.evaluated_value)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "int" and len(expr.args) == 1:
+        return _literal_number(expr.args[0].value)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Power):
+        base, power = _literal_number(expr.left), _literal_number(expr.right)
+        return base**power if base is not None and power is not None and power < 64 else None
+    return None
 
 
 def _mentions(expr: cst.CSTNode, key: str) -> bool:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
-from gpulint.linter.analysis.nodes import has_star_kwargs, is_zero, keyword_arg, positional_args
+from gpulint.linter.analysis.facts import TORCH
+from gpulint.linter.analysis.nodes import is_zero, keyword_arg, positional_args
 from gpulint.linter.analysis.pytorch import dataloader_dataset, is_dataloader
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
@@ -23,8 +23,9 @@ ITERABLE_MESSAGE = (
 class DataLoaderSerial(Rule):
     """
     ## What it finds
-    A `torch.utils.data.DataLoader` created without `num_workers`, or with `num_workers=0`, in a
-    module that trains on an accelerator.
+    A `torch.utils.data.DataLoader` created without `num_workers`, or with `num_workers=0` (also
+    through a `**kwargs` dictionary built in the module).  The rule is about the host: it applies
+    whether or not the module names an accelerator.
 
     ## Why it is slow
     With no workers, every batch is read, decoded and collated in the training process, between
@@ -87,17 +88,20 @@ class DataLoaderSerial(Rule):
     code = "GL101"
     name = "dataloader-serial"
     message = "DataLoader loads batches in the training process (no `num_workers`): the GPU waits for every batch"
-    requires = {TORCH, ACCELERATOR}
+    requires = {TORCH}
     tokens = ("DataLoader",)
     fix_applicability = Applicability.UNSAFE
     options = (NUM_WORKERS,)
 
     VALID = [
-        # no accelerator in the module
+        # workers set through a keyword dictionary built in the module
         Valid(
             """
             from torch.utils.data import DataLoader
-            loader = DataLoader(ds)
+            train_kwargs = {"batch_size": 64}
+            cuda_kwargs = {"num_workers": 2, "pin_memory": True}
+            train_kwargs.update(cuda_kwargs)
+            loader = DataLoader(ds, **train_kwargs)
             """,
         ),
         # tensors already in memory
@@ -214,6 +218,38 @@ class DataLoaderSerial(Rule):
                 main()
             """,
         ),
+        # host-side: no accelerator needs to be named; a keyword dictionary without workers
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            loader_kwargs = dict(batch_size=64, shuffle=True)
+            loader_kwargs["drop_last"] = True
+            if __name__ == "__main__":
+                train = DataLoader(ds, **loader_kwargs)
+                test = DataLoader(ds, **loader_kwargs, num_workers=0)
+            """,
+            "5:13", "6:12",
+            fixed="""
+            import os
+
+            from torch.utils.data import DataLoader
+            loader_kwargs = dict(batch_size=64, shuffle=True)
+            loader_kwargs["drop_last"] = True
+            if __name__ == "__main__":
+                train = DataLoader(ds, **loader_kwargs, num_workers=min(8, os.cpu_count() or 1))
+                test = DataLoader(ds, **loader_kwargs, num_workers=min(8, os.cpu_count() or 1))
+            """,
+        ),
+        # zero workers inside the dictionary: reported, and no fix (a second `num_workers=` would not run)
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            kwargs = {"batch_size": 64, "num_workers": 0}
+            if __name__ == "__main__":
+                loader = DataLoader(ds, **kwargs)
+            """,
+            "4:14",
+        ),
         # the configured expression
         Invalid(
             """
@@ -286,10 +322,13 @@ class DataLoaderSerial(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_dataloader(self.ctx, node) or has_star_kwargs(node):
+        if not is_dataloader(self.ctx, node):
             return
-        workers = keyword_arg(node, "num_workers")
-        if workers is not None and not is_zero(workers.value):
+        keywords = self.ctx.values.keywords_of(node)
+        if keywords is None:
+            return  # `**options` this module does not show
+        workers = keywords.get("num_workers")
+        if workers is not None and not is_zero(workers):
             return  # set to something: the user's choice (a variable, a CLI argument)
         if len(positional_args(node)) >= 6:
             return  # num_workers given positionally (6th parameter)
@@ -303,12 +342,12 @@ class DataLoaderSerial(Rule):
         if not start.runs_as_main_program(node) or start.unpicklable(node):
             self.report(node)  # workers could not start here (see the docs): no fix
             return
-        expression = str(self.option(NUM_WORKERS))
-        imports = ("import os",) if "os." in expression else ()
-        self.report(
-            node,
-            fix=set_keyword(
+        fix = None
+        if workers is None or keyword_arg(node, "num_workers") is not None:  # (not inside a `**` dictionary)
+            expression = str(self.option(NUM_WORKERS))
+            imports = ("import os",) if "os." in expression else ()
+            fix = set_keyword(
                 self.ctx, node, "num_workers", expression, Applicability.UNSAFE,
                 f"Load batches in worker processes: `num_workers={expression}`", imports,
-            ),
-        )
+            )
+        self.report(node, fix=fix)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
-from gpulint.linter.analysis.nodes import has_star_kwargs, is_false, keyword_arg, positional_args
+from gpulint.linter.analysis.nodes import is_false, keyword_arg, positional_args
 from gpulint.linter.analysis.pytorch import is_dataloader
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
@@ -61,6 +61,16 @@ class DataLoaderUnpinned(Rule):
             l = DataLoader(ds, num_workers=2)
             """,
         ),
+        # pinned through a keyword dictionary that `.update()` completes
+        Valid(
+            """
+            train_kwargs = {"batch_size": 64}
+            if use_cuda:
+                train_kwargs.update({"num_workers": 1, "pin_memory": True})
+            loader = DataLoader(ds, **train_kwargs)
+            """,
+            header=CUDA_SCRIPT,
+        ),
     ]
     INVALID = [
         # absent or False; a variable is the user's choice
@@ -78,6 +88,28 @@ class DataLoaderUnpinned(Rule):
             b = DataLoader(ds, num_workers=4, pin_memory=True)
             c = DataLoader(ds, num_workers=4, pin_memory=True)
             d = DataLoader(ds, num_workers=4, pin_memory=args.pin)
+            """,
+        ),
+        # the device is a parameter (no `cuda` spelled); the dictionary lacks the keyword
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader
+
+            def evaluate(model, ds, device):
+                options = {"batch_size": 100, "num_workers": 2}
+                for x, y in DataLoader(ds, **options):
+                    model(x.to(device))
+            """,
+            "6:17",
+            fixed="""
+            import torch
+            from torch.utils.data import DataLoader
+
+            def evaluate(model, ds, device):
+                options = {"batch_size": 100, "num_workers": 2}
+                for x, y in DataLoader(ds, **options, pin_memory=True):
+                    model(x.to(device))
             """,
         ),
         # the fix keeps a multi-line layout
@@ -103,14 +135,17 @@ class DataLoaderUnpinned(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_dataloader(self.ctx, node) or has_star_kwargs(node):
+        if not is_dataloader(self.ctx, node):
             return
-        pin = keyword_arg(node, "pin_memory")
-        if pin is not None and not is_false(pin.value):
+        keywords = self.ctx.values.keywords_of(node)
+        if keywords is None:
+            return  # `**options` this module does not show
+        pin = keywords.get("pin_memory")
+        if pin is not None and not is_false(pin):
             return
         if len(positional_args(node)) >= 8:
             return  # pin_memory given positionally (8th parameter)
-        self.report(
-            node,
-            fix=set_keyword(self.ctx, node, "pin_memory", "True", Applicability.SAFE, "Pin host memory: `pin_memory=True`"),
-        )
+        fix = None
+        if pin is None or keyword_arg(node, "pin_memory") is not None:  # (not inside a `**` dictionary)
+            fix = set_keyword(self.ctx, node, "pin_memory", "True", Applicability.SAFE, "Pin host memory: `pin_memory=True`")
+        self.report(node, fix=fix)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
+from gpulint.linter.analysis.facts import TORCH
 from gpulint.linter.analysis.nodes import dotted_name
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import CUDA_SCRIPT
@@ -56,7 +56,7 @@ class LoaderReiterated(Rule):
     name = "loader-reiterated"
     message = "DataLoader iterated just to {what}: every call loads batches (and starts workers) again"
     title = "DataLoader iterated just to count or sample it: every call loads batches (and starts workers) again"
-    requires = {TORCH, ACCELERATOR}
+    requires = {TORCH}
     tokens = ("DataLoader",)
 
     VALID = [
@@ -73,14 +73,6 @@ class LoaderReiterated(Rule):
             """,
             header=CUDA_SCRIPT,
         ),
-        # no accelerator in the module
-        Valid(
-            """
-            from torch.utils.data import DataLoader
-            l = DataLoader(d)
-            n = len(list(l))
-            """,
-        ),
     ]
     INVALID = [
         Invalid(
@@ -93,6 +85,15 @@ class LoaderReiterated(Rule):
             """,
             "5:5", "7:13", "8:9",
             header=CUDA_SCRIPT,
+        ),
+        # host-side: no accelerator needs to be named
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+            l = DataLoader(d)
+            n = len(list(l))
+            """,
+            "3:5",
         ),
     ]
 

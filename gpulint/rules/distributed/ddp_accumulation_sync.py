@@ -6,24 +6,36 @@ import re
 
 import libcst as cst
 
-from gpulint.linter.analysis.facts import STEPS
+from gpulint.linter.analysis.facts import ONE_PROCESS_PER_GPU
 from gpulint.linter.analysis.loops import ACCUMULATION_NAME, is_direct_step_call
-from gpulint.linter.analysis.pytorch import ACCELERATE_ACCELERATORS, DDP, FSDP
+from gpulint.linter.analysis.nodes import last_name, method_name
 from gpulint.linter.analysis.walk import words_under
 from gpulint.linter.rule import Invalid, Rule, Valid
 
 # Handling of accumulation under DDP: the context manager, accelerate's wrapper, or the flag.
-_SYNC_HANDLED = re.compile(r"no_sync|require_backward_grad_sync|set_requires_gradient_sync|\baccumulate\s*\(|sync_gradients")
+# Keywords of a helper that runs backward on every call and the optimizer step only when true.
+_STEP_SWITCHES = frozenset({"update_grad", "optimizer_step", "update", "step", "sync"})
+# Skipping the all-reduce: DDP's `no_sync()`, its flag, FSDP's setter, Accelerate's `accumulate()`,
+# Fabric's `no_backward_sync()`, or setting Accelerate's `sync_gradients` (reading it, to act on the
+# last micro-batch, is not).
+_SYNC_HANDLED = re.compile(
+    r"no_sync|no_backward_sync|require_backward_grad_sync|set_requires_gradient_sync|\baccumulate\s*\(|"
+    r"sync_gradients\s*=(?!=)"
+)
 
 
 class DdpAccumulationSync(Rule):
     """
     ## What it finds
-    Gradient accumulation under DistributedDataParallel, FSDP or Accelerate -- `loss.backward()`
-    on every micro-batch, `optimizer.step()` only under `if (step + 1) % accum_steps == 0:` --
-    without skipping the gradient all-reduce on the micro-batches in between: no `model.no_sync()`,
-    no `accelerator.accumulate(model)`, no `require_backward_grad_sync` toggle anywhere in the
-    module.  Reported at the `.backward()` call.
+    Gradient accumulation in a module that trains with one process per GPU (DistributedDataParallel,
+    FSDP, torch.distributed or Accelerate) -- `loss.backward()` on every micro-batch and
+    `optimizer.step()` only under `if (step + 1) % accum_steps == 0:`, or after an inner loop over
+    micro-batches, or a helper called with `update_grad=(i + 1) % accum == 0`, or a step function
+    whose optimizer step is counted (`if self.since_update == self.grad_acc_steps:`) while the
+    backward runs in another step function on every call -- without skipping
+    the gradient all-reduce on the micro-batches in between: no `model.no_sync()`, no
+    `accelerator.accumulate(model)`, no `require_backward_grad_sync` toggle anywhere in the module.
+    Reported at the `.backward()` call (or the helper's call).
 
     ## Why it is slow
     DDP all-reduces every gradient during every `backward()`.  With k micro-batches per optimizer
@@ -68,8 +80,8 @@ class DdpAccumulationSync(Rule):
     code = "GL603"
     name = "ddp-accumulation-sync"
     message = "gradient accumulation under DDP all-reduces gradients on every micro-batch; wrap the non-final ones in `model.no_sync()`"
-    requires = {STEPS}
-    tokens = ("DistributedDataParallel", "FullyShardedDataParallel", "Accelerator")
+    requires = {ONE_PROCESS_PER_GPU}
+    tokens = ("backward", "update_grad")
 
     VALID = [
         # no_sync()
@@ -154,6 +166,24 @@ class DdpAccumulationSync(Rule):
                         print(step)
             """,
         ),
+        # the backward's function is called under the guard with the step: nothing is accumulated
+        Valid(
+            """
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            class Executor:
+                def distributed(self, gpu):
+                    self.model = DDP(self.model, device_ids=[gpu])
+                def backward_pass(self, loss):
+                    loss.backward()
+            class Trainer:
+                def train_step(self, x, y):
+                    self.since_update += 1
+                    if self.since_update == self.grad_acc_steps:
+                        self.executor.backward_pass(self.loss(x, y))
+                        self.optimizer.step()
+                        self.since_update = 0
+            """,
+        ),
         # the backward under the same guard: nothing is accumulated
         Valid(
             """
@@ -221,6 +251,77 @@ class DdpAccumulationSync(Rule):
             """,
             "5:5",
         ),
+        # accumulation by an inner loop over micro-batches, DDP built by a helper (torch.distributed in use)
+        Invalid(
+            """
+            import torch
+            import torch.distributed as dist
+
+            model = wrap_distributed(net)
+            for batches in loader:
+                for micro in batches.chunk(accum):
+                    loss = model(micro).mean()
+                    scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            """,
+            "8:28",
+        ),
+        # a reading of Accelerate's `sync_gradients` does not skip the all-reduce; a helper that
+        # steps only when told
+        Invalid(
+            """
+            from accelerate import Accelerator
+            accelerator = Accelerator()
+            for step, batch in enumerate(loader):
+                loss = model(**batch).loss / accum
+                accelerator.backward(loss)
+                if step % accum == 0 or step == len(loader) - 1:
+                    optimizer.step()
+                if accelerator.sync_gradients:
+                    progress.update(1)
+            for i, batch in enumerate(loader):
+                loss_scaler(model(batch), optimizer, update_grad=(i + 1) % accum_iter == 0)
+            """,
+            "5:5", "11:5",
+        ),
+        # the backward in one class, the step counted by hand in another's step function
+        Invalid(
+            """
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            class Executor:
+                def distributed(self, gpu):
+                    self.model = DDP(self.model, device_ids=[gpu])
+                def forward_backward(self, x, y):
+                    loss = self.loss(self.model(x), y)
+                    loss.backward()
+                    return loss
+            class Trainer:
+                def train_step(self, x, y):
+                    loss = self.executor.forward_backward(x, y)
+                    self.since_update += 1
+                    if self.since_update == self.grad_acc_steps:
+                        self.optimizer.step()
+                        self.since_update = 0
+                    return loss
+            """,
+            "7:9",
+        ),
+        # the step counted since the last optimizer step, a wrapper helper
+        Invalid(
+            """
+            import torch.distributed as dist
+
+            model = wrap_for_ranks(model)
+            for i, (images, targets) in enumerate(loader):
+                done = i + batches * epoch
+                scaler.scale(criterion(model(images), targets)).backward()
+                if done - last_step >= accumulate:
+                    scaler.step(optimizer)
+                    last_step = done
+            """,
+            "6:53",
+        ),
         # no_sync in a comment does not count
         Invalid(
             """
@@ -243,9 +344,6 @@ class DdpAccumulationSync(Rule):
     ]
 
     def finish(self) -> None:
-        wrappers = DDP + FSDP + ACCELERATE_ACCELERATORS
-        if not any(self.ctx.call_qualified_name(call) in wrappers for call in self.ctx.index.nodes("Call")):
-            return
         if _SYNC_HANDLED.search(self.ctx.code_without_comments):
             return
         reported: set[int] = set()
@@ -253,13 +351,20 @@ class DdpAccumulationSync(Rule):
             if not self._is_optimizer_step(call):
                 continue
             loop = self.ctx.loops.step_boundary(call)
-            guard = self._accumulation_guard(call, loop)
-            if loop is None or guard is None or id(loop) in reported:
+            if loop is None or id(loop) in reported:
                 continue
-            backward = self._backward_outside(loop, guard)
+            guard = self._accumulation_guard(call, loop)
+            if guard is None:
+                backward = self._backward_in_inner_loop(loop, call)
+            else:
+                backward = self._backward_outside(loop, guard) or self._backward_in_other_step_function(loop, guard)
             if backward is not None:
                 reported.add(id(loop))
                 self.report(backward)
+        for call in self.ctx.index.nodes("Call"):
+            if any(a.keyword is not None and a.keyword.value in _STEP_SWITCHES and _counts_micro_batches(a.value)
+                   for a in call.args) and self.ctx.in_loop(call):
+                self.report(call)  # `loss_scaler(loss, optimizer, update_grad=(i + 1) % accum == 0)`
 
     def _is_optimizer_step(self, call: cst.Call) -> bool:
         func = call.func
@@ -283,6 +388,19 @@ class DdpAccumulationSync(Rule):
             child = ancestor
         return None
 
+    def _backward_in_inner_loop(self, loop: cst.CSTNode, step: cst.Call) -> cst.Call | None:
+        """The first `.backward()` of a loop nested in `loop` that does not hold the optimizer
+        step: `for _ in range(accum): ... backward()` then `optimizer.step()` once."""
+        for call in self.ctx.index.nodes("Call"):
+            if method_name(call) != "backward":
+                continue
+            inner = self.ctx.loops.step_boundary(call)
+            if not isinstance(inner, (cst.For, cst.While)) or inner is loop or any(a is inner for a in self.ctx.ancestors(step)):
+                continue
+            if any(a is loop for a in self.ctx.ancestors(inner)):
+                return call
+        return None
+
     def _backward_outside(self, loop: cst.CSTNode, guard: cst.If) -> cst.Call | None:
         """The first `.backward()` that runs on every iteration of `loop`, not under `guard`."""
         for call in self.ctx.index.nodes("Call"):
@@ -294,6 +412,31 @@ class DdpAccumulationSync(Rule):
             if not any(a is guard for a in self.ctx.ancestors(call)):
                 return call
         return None
+
+    def _backward_in_other_step_function(self, boundary: cst.CSTNode, guard: cst.If) -> cst.Call | None:
+        """When the guarded optimizer step is in a step function (`train_step`, called once per
+        micro-batch), the first `.backward()` of another step function that takes no optimizer
+        step itself and is not called under `guard`: the backward and the step in different
+        classes (`self.executor.forward_backward(...)`, then `if self.since_update == self.grad_acc:`)."""
+        if not isinstance(boundary, cst.FunctionDef):
+            return None
+        called_under_guard = {last_name(c.func) for c in self.ctx.index.nodes("Call") if self._is_under(c, guard)}
+        for call in self.ctx.index.nodes("Call"):
+            if method_name(call) != "backward":
+                continue
+            function = self.ctx.loops.step_boundary(call)
+            if not isinstance(function, cst.FunctionDef) or function is boundary:
+                continue
+            if function.name.value in called_under_guard or self._steps_optimizer_in(function):
+                continue
+            return call
+        return None
+
+    def _steps_optimizer_in(self, function: cst.FunctionDef) -> bool:
+        return any(self._is_optimizer_step(c) and self._is_under(c, function) for c in self.ctx.index.nodes("Call"))
+
+    def _is_under(self, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
+        return any(a is ancestor for a in self.ctx.ancestors(node))
 
 
 def _counts_micro_batches(test: cst.BaseExpression) -> bool:

@@ -30,7 +30,8 @@ class PerStepCheckpoint(Rule):
     ## What it finds
     A checkpoint written inside a training step loop, not under an interval guard:
     `torch.save(...)`, `model.save_pretrained(...)`, `accelerator.save_state(...)`,
-    `trainer.save_checkpoint(...)`, Keras `model.save(...)` / `save_weights(...)`.
+    `trainer.save_checkpoint(...)`, Keras `model.save(...)` / `save_weights(...)`.  In full-batch
+    training (the step loop iterates epochs) a save runs once per epoch and is not reported.
 
     ## Why it is slow
     A checkpoint copies every weight (and the optimizer state, often twice the weights) from the
@@ -77,6 +78,18 @@ class PerStepCheckpoint(Rule):
     options = (CHECKPOINT_EVERY,)
 
     VALID = [
+        # full-batch training: one step per epoch, so this runs once per epoch
+        Valid(
+            """
+            for epoch in range(num_epochs):
+                optimizer.zero_grad()
+                loss = criterion(model(features, graph)[train_mask], labels[train_mask])
+                loss.backward()
+                optimizer.step()
+                torch.save(model.state_dict(), "last.pt")
+            """,
+            header=LOGGING_SCRIPT,
+        ),
         # not a checkpoint, throttled, on improvement, before a break
         Valid(
             """
@@ -89,6 +102,8 @@ class PerStepCheckpoint(Rule):
                     np.save("arr.npy", arr)
                     if step % 1000 == 0:
                         torch.save(model.state_dict(), "ckpt.pt")
+                    if step % steps_per_epoch == 0 or step == max_steps:
+                        manager.save()
                     if acc > best_acc:
                         torch.save(model.state_dict(), "best.pt")
                     if loss.isnan().any():
@@ -225,6 +240,8 @@ class PerStepCheckpoint(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if not self._is_checkpoint(node) or not self.ctx.loops.per_step_work(node) or self._on_improvement(node):
             return
+        if self.ctx.loops.one_step_per_epoch(node):
+            return  # full-batch training: a step per epoch, and this saves once per epoch
         interval = self.option(CHECKPOINT_EVERY)
         self.report(node, fix=guard_fix(self.ctx, node, CHECKPOINT_EVERY.key, interval, "checkpointing"))
 

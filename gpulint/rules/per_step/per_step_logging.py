@@ -6,6 +6,7 @@ import libcst as cst
 
 from gpulint.linter.analysis.facts import STEPS
 from gpulint.linter.analysis.logging_calls import logging_call_kind
+from gpulint.linter.analysis.nodes import keyword_arg, positional_args
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.guards import guard_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -18,14 +19,17 @@ _LOGGING_LABELS = {
     "wandb": "wandb.log()",
     "tensorboard": "TensorBoard logging",
     "mlflow": "mlflow logging",
+    "dllogger": "dllogger.log()",
 }
 
 
 class PerStepLogging(Rule):
     """
     ## What it finds
-    `print(...)`, `logging`/`logger.info(...)`, `wandb.log(...)`, TensorBoard `writer.add_*(...)`
-    and `mlflow.log_*(...)` inside a training step loop, not under an interval guard.
+    `print(...)`, `logging`/`logger.info(...)`, `wandb.log(...)`, TensorBoard `writer.add_*(...)`,
+    `mlflow.log_*(...)` and `dllogger.log(...)` inside a training step loop, not under an interval
+    guard.  A progress mark -- `print(".", end="")`, constant text that does not end the line -- reads
+    nothing back and writes a byte: it is not reported.
 
     ## Why it is slow
     Each call formats strings, writes to a terminal, file or socket, and usually reads the loss back
@@ -82,6 +86,8 @@ class PerStepLogging(Rule):
                     logger.warning("odd batch")
                     if step % 50 == 0:
                         print(step)
+                    if last_batch or step % args.log_interval == 0:
+                        logger.info("step %d", step)
                     if step == 0:
                         print("first step")
                     if not torch.isfinite(loss):
@@ -93,6 +99,17 @@ class PerStepLogging(Rule):
                         logger.info("bad")
                     # print(step)
                     msg = "print(step)"
+            """,
+            header=LOGGING_SCRIPT,
+        ),
+        # a progress mark
+        Valid(
+            """
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                print(".", end="", flush=True)
             """,
             header=LOGGING_SCRIPT,
         ),
@@ -207,6 +224,30 @@ class PerStepLogging(Rule):
                     print(kept)
             """,
         ),
+        # NVIDIA's dllogger, under any alias; a print that ends its line
+        Invalid(
+            """
+            import dllogger as DLLogger
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                DLLogger.log(step=step, data={"loss": loss})
+                print(".", end="\\n")
+            """,
+            "10:5", "11:5",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            import dllogger as DLLogger
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if step % 100 == 0:
+                    DLLogger.log(step=step, data={"loss": loss})
+                    print(".", end="\\n")
+            """,
+        ),
         # an accumulation modulo and a rank check are not interval guards
         Invalid(
             """
@@ -307,10 +348,18 @@ class PerStepLogging(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         kind = logging_call_kind(self.ctx, node)
-        if kind is None or not self.ctx.loops.per_step_work(node):
+        if kind is None or (kind == "print" and _progress_mark(node)) or not self.ctx.loops.per_step_work(node):
             return
         self.report(
             node,
             message=f"{_LOGGING_LABELS[kind]} runs on every training step; log every N steps",
             fix=guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY), "logging"),
         )
+
+
+def _progress_mark(call: cst.Call) -> bool:
+    """`print(".", end="")`: constant text that does not end the line."""
+    end = keyword_arg(call, "end")
+    if end is None or not isinstance(end.value, cst.SimpleString) or "\n" in str(end.value.evaluated_value):
+        return False
+    return all(isinstance(arg.value, cst.SimpleString) for arg in positional_args(call))

@@ -29,7 +29,9 @@ class PerStepValidation(Rule):
     """
     ## What it finds
     A call that evaluates the model -- `evaluate(...)`, `validate(...)`, `run_validation(...)`,
-    `model.eval()` -- inside a training step loop, not under an interval guard.
+    `model.eval()` -- inside a training step loop, not under an interval guard.  In full-batch
+    training (the step loop iterates epochs: one optimizer step per epoch) it runs once per epoch,
+    and is not reported.
 
     ## Why it is slow
     Validation runs a whole pass over the validation set.  Doing it after every optimizer step
@@ -77,6 +79,18 @@ class PerStepValidation(Rule):
     options = (EVAL_EVERY,)
 
     VALID = [
+        # full-batch training: one step per epoch, so this runs once per epoch
+        Valid(
+            """
+            for epoch in range(num_epochs):
+                optimizer.zero_grad()
+                loss = criterion(model(features, graph)[train_mask], labels[train_mask])
+                loss.backward()
+                optimizer.step()
+                val_acc = evaluate(model, features, labels, val_mask)
+            """,
+            header=LOGGING_SCRIPT,
+        ),
         # not evaluation (argument checks, the builtin eval), or throttled
         Valid(
             """
@@ -90,6 +104,8 @@ class PerStepValidation(Rule):
                     result = eval("1 + 1")
                     if step % 500 == 0:
                         evaluate(model, val_loader)
+                    if step % steps_per_epoch == 0 or step == max_steps:
+                        evaluator.eval(model)
             """,
             header=LOGGING_SCRIPT,
         ),
@@ -236,8 +252,8 @@ class PerStepValidation(Rule):
         )
         if not (is_mode_switch or is_evaluation):
             return
-        if not self.ctx.loops.per_step_work(node):
-            return
+        if not self.ctx.loops.per_step_work(node) or self.ctx.loops.one_step_per_epoch(node):
+            return  # (full-batch training: a step per epoch, and this runs once per epoch)
         fix = None
         if is_evaluation:
             fix = guard_fix(self.ctx, node, EVAL_EVERY.key, self.option(EVAL_EVERY), "validation")

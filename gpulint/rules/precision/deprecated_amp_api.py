@@ -12,6 +12,8 @@ from gpulint.linter.analysis.nodes import dotted_name
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.rule import Invalid, Rule, Valid
 
+# The last names of the deprecated API (a cheap test before resolving an attribute).
+_DEPRECATED_NAMES = frozenset({"autocast", "GradScaler", "custom_fwd", "custom_bwd"})
 # A branch chosen by a version test keeps the old API on purpose (for old PyTorch versions).
 _VERSION_TEST = re.compile(r"version|greater|less|hasattr|older|newer|torch_?\d|_ge_|_lt_|[<>]=?", re.IGNORECASE)
 
@@ -254,6 +256,18 @@ class DeprecatedAmpApi(Rule):
             """,
             "2:6",
         ),
+        # referenced, to be called later: no fix
+        Invalid(
+            """
+            import torch
+            amp_autocast = torch.cuda.amp.autocast if use_amp else contextlib.nullcontext
+            with amp_autocast():
+                pass
+            def step(scaler: Optional[torch.cuda.amp.GradScaler] = None):
+                pass
+            """,
+            "2:16",
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -262,6 +276,19 @@ class DeprecatedAmpApi(Rule):
             return
         new, device, shape = self.DEPRECATED[old]
         self.report(node, message=self._specific.format(old=old, new=new), fix=self._call_fix(node, new, device, shape))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        """`amp_autocast = torch.cuda.amp.autocast`: the old API referenced, to be called later."""
+        if node.attr.value not in _DEPRECATED_NAMES:
+            return
+        parent = self.ctx.parent(node)
+        if isinstance(parent, (cst.Call, cst.Decorator, cst.Attribute, cst.ImportFrom, cst.ImportAlias)):
+            return  # a call or decorator (reported there), a longer name, an import
+        if any(isinstance(a, cst.Annotation) for a in self.ctx.ancestors(node)):
+            return  # `scaler: Optional[torch.cuda.amp.GradScaler]` names the type, which stays
+        old = self.ctx.qualified_name(node)
+        if old in self.DEPRECATED and not self._is_compatibility_fallback(node):
+            self.report(node, message=self._specific.format(old=old, new=self.DEPRECATED[old][0]))
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         # `@torch.cuda.amp.custom_fwd` without parentheses (the called form is a Call).

@@ -303,7 +303,7 @@ class Fp32Matmul(Rule):
 
     def finish(self) -> None:
         torch = self.ctx.torch
-        backward_calls = torch.own_loop_backward_calls
+        backward_calls = [] if torch.precision_set_elsewhere else torch.own_loop_backward_calls
         if not backward_calls or torch.uses_mixed_precision:
             return
         if _TF32_TEXT.search(self.ctx.code_without_comments):

@@ -23,7 +23,9 @@ class NoCompile(Rule):
     A module that trains a PyTorch model on an accelerator with its own loop and never compiles it:
     no `torch.compile`, `model.compile()`, TorchScript, or `--compile` flag.  Reported once, at the
     line that builds the model whose parameters the optimizer trains (or the optimizer, or the first
-    `.backward()` when the model cannot be found).
+    `.backward()` when the model cannot be found).  Scripts run by Accelerate or DeepSpeed are left
+    out (their configuration can compile the model); Lightning and Fabric scripts are not (they leave
+    `torch.compile` to the script).
 
     ## Why it is slow
     In eager mode every operation is a separate kernel launch that reads and writes memory; the
@@ -86,27 +88,11 @@ class NoCompile(Rule):
                     optimizer.step()
             """,
         ),
-        # Accelerate sets precision and compilation
+        # Accelerate can compile through its configuration (`dynamo_backend`)
         Valid(
             """
             import torch
             from accelerate import Accelerator
-            import torch.nn as nn
-
-            model = nn.Linear(8, 2).cuda()
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            for epoch in range(3):
-                for x, y in loader:
-                    loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
-                    loss.backward()
-                    optimizer.step()
-            """,
-        ),
-        # so does Lightning
-        Valid(
-            """
-            import torch
-            import lightning as L
             import torch.nn as nn
 
             model = nn.Linear(8, 2).cuda()
@@ -167,6 +153,23 @@ class NoCompile(Rule):
         ),
     ]
     INVALID = [
+        # Fabric sets precision but leaves compilation to the script; the optimizer from a helper
+        Invalid(
+            """
+            import torch
+            import lightning as L
+
+            fabric = L.Fabric(precision="bf16-mixed")
+            model = build_model(config)
+            optimizer = model.configure_optimizers(config)
+            model, optimizer = fabric.setup(model, optimizer)
+            for batch in loader:
+                loss = model(batch)
+                fabric.backward(loss)
+                optimizer.step()
+            """,
+            "10:5",
+        ),
         # plain fp32 training: reported once, where the fix belongs
         Invalid(
             """
@@ -341,7 +344,7 @@ class NoCompile(Rule):
     ]
 
     def finish(self) -> None:
-        backward_calls = self.ctx.torch.own_loop_backward_calls
+        backward_calls = [] if self.ctx.torch.compilation_set_elsewhere else self.ctx.torch.own_loop_backward_calls
         if not backward_calls:
             return
         text = _REGEX_COMPILE.sub("", self.ctx.code_without_comments)

@@ -242,6 +242,7 @@ class NoMixedPrecision(Rule):
     ]
 
     def finish(self) -> None:
-        backward_calls = self.ctx.torch.own_loop_backward_calls
-        if backward_calls and not self.ctx.torch.uses_mixed_precision:
+        torch = self.ctx.torch
+        backward_calls = [] if torch.precision_set_elsewhere else torch.own_loop_backward_calls
+        if backward_calls and not torch.uses_mixed_precision:
             self.report(backward_calls[0])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
+from gpulint.linter.analysis.nodes import dotted_name
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.guards import host_read_guard_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -84,6 +85,33 @@ class HostSyncInLoop(Rule):
     options = (LOG_EVERY,)
 
     VALID = [
+        # a step function that turns whatever it is given into numbers: the caller decides
+        Valid(
+            """
+            class Meter:
+                def update(self, **values):
+                    for name, value in values.items():
+                        if isinstance(value, torch.Tensor):
+                            value = value.item()
+                        self.totals[name] += value
+
+            def train_step(x, y, metrics):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                for name, value in metrics.items():
+                    if type(value) is torch.Tensor:
+                        value = value.item()
+                    metrics[name] = value
+
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                meter.update(lr=optimizer.param_groups[0]["lr"])
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
         # not tensors; a NaN check that is not a condition
         Valid(
             """
@@ -111,6 +139,8 @@ class HostSyncInLoop(Rule):
                     optimizer.step()
                     if step % 100 == 0:
                         print(loss.item(), float(loss), f"{loss}")
+                    if last_batch or step % args.log_interval == 0:
+                        meter.update(loss.item())
             """,
             header=TIMED_CUDA_SCRIPT,
         ),
@@ -343,7 +373,7 @@ class HostSyncInLoop(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in SYNC_METHODS:
-            if not _earlier_sync_in_chain(node) and self._applies(node):
+            if not _earlier_sync_in_chain(node) and self._applies(node) and not self._converts_a_tensor_argument(node):
                 self._report(node, self.message.format(method=func.attr.value))
             return
         if isinstance(func, cst.Name) and func.value in ("float", "int", "bool", "str") and len(node.args) == 1:
@@ -392,6 +422,35 @@ class HostSyncInLoop(Rule):
         for value in values:
             if self._is_unsynced_tensor(value) and self._applies(value):
                 self._report(value, _FORMATTED)
+
+    def _converts_a_tensor_argument(self, node: cst.Call) -> bool:
+        """`if isinstance(v, torch.Tensor): v = v.item()` (or `type(v) is torch.Tensor`): a helper
+        that turns whatever it is given into a number.  Whether it syncs is the caller's choice (a
+        caller that passes a tensor is where the read is decided)."""
+        receiver = node.func.value
+        if not isinstance(receiver, cst.Name):
+            return False
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, cst.If):
+                test = ancestor.test
+                if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+                    if not isinstance(test.comparisons[0].operator, (cst.Is, cst.Equal)):
+                        continue
+                    test = test.left  # `type(v) is torch.Tensor`
+                    checks = ("type",)
+                else:
+                    checks = ("isinstance",)
+                if (
+                    isinstance(test, cst.Call)
+                    and dotted_name(test.func) in checks
+                    and test.args
+                    and isinstance(test.args[0].value, cst.Name)
+                    and test.args[0].value.value == receiver.value
+                ):
+                    return True
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+                return False
+        return False
 
     def _is_unsynced_tensor(self, expr: cst.BaseExpression) -> bool:
         """A tensor that has not already been read back by a reported `.item()`/`.cpu()`."""

@@ -10,6 +10,7 @@ from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
 from gpulint.linter.analysis.nodes import has_star_kwargs, keyword_arg, last_name
 from gpulint.linter.analysis.pytorch import is_device_target
+from gpulint.linter.analysis.walk import names_under
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.fix.builders import append_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -22,6 +23,15 @@ _FACTORIES = frozenset(
 )
 # Random factories draw from another generator on the device: values differ (the fix is unsafe).
 _RANDOM_FACTORIES = frozenset("rand randn randint randperm rand_like randn_like randint_like normal bernoulli".split())
+# Legacy typed constructors always build on the host (`torch.LongTensor(x)`).
+_LEGACY_CONSTRUCTORS = frozenset(
+    f"{kind}Tensor" for kind in ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
+)
+# Methods that leave a host tensor on the host (between a factory and its copy).
+_HOST_METHODS = frozenset(
+    "contiguous float double half long int short bool bfloat16 view reshape unsqueeze squeeze flatten t permute "
+    "transpose flip repeat expand clone detach".split()
+)
 # `_like` factories take the device of their input, which may already be on the GPU.
 _LIKE_FACTORIES = frozenset(f for f in _FACTORIES if f.endswith("_like"))
 _DEVICE_NAME = re.compile(r"device|^dev$|gpu|cuda|rank", re.I)
@@ -31,7 +41,10 @@ class HostTensorThenCopy(Rule):
     """
     ## What it finds
     A tensor built on the host by a factory and then copied to the accelerator:
-    `torch.zeros(n).to(device)`, `torch.arange(n).cuda()`, `torch.tensor(values).to(device)`.
+    `torch.zeros(n).to(device)`, `torch.arange(n).cuda()`, `torch.tensor(values).to(device)`, also
+    through host-side methods or a subscript (`torch.tensor(x)[None].to(device)`,
+    `torch.randn(n).contiguous().cuda()`), from a legacy constructor (`torch.LongTensor(x)`), from a
+    name every assignment of which is such a factory, and with `.type_as(t)`.
 
     ## Why it is slow
     The factory allocates and fills host memory, then `.to(device)` makes a second, blocking copy
@@ -61,7 +74,9 @@ class HostTensorThenCopy(Rule):
     random factories (`torch.rand`, `randn`, `randint`, `randperm`, ...): on the device they draw
     from the device's generator, so the numbers differ from the host's for the same seed.  Not
     offered when `.to()` also changes the dtype, copies, asks for `non_blocking`, or takes another
-    tensor (`.to(x)` takes `x`'s dtype too), nor when the factory already names a device.
+    tensor (`.to(x)` takes `x`'s dtype too), nor when the factory already names a device; nor
+    when anything stands between the factory and the copy (methods, a subscript, a name, a legacy
+    constructor, `.type_as()`).
     """
 
     code = "GL203"
@@ -87,10 +102,22 @@ class HostTensorThenCopy(Rule):
             """,
             header=TIMED_CUDA_SCRIPT,
         ),
-        # no accelerator in the module
+        # moved on one path only: the host tensor serves the other
+        Valid(
+            """
+            def normalizer(cuda):
+                mean = torch.tensor([0.5, 0.4, 0.3]).view(1, 3, 1, 1)
+                if cuda:
+                    mean = mean.cuda()
+                return mean
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # no accelerator in the module: the only device is the host
         Valid(
             """
             import torch
+            dev = "cpu"
             a = torch.zeros(3).to(dev)
             """,
         ),
@@ -131,6 +158,25 @@ class HostTensorThenCopy(Rule):
             "4:20", "5:19", "6:20",
             header=TIMED_CUDA_SCRIPT,
         ),
+        # host methods or a subscript between the factory and the copy, a legacy constructor, a
+        # name that holds a factory's tensor, `.type_as()`, an integer rank: reported, no fix
+        Invalid(
+            """
+            a = torch.tensor(values, dtype=torch.long)[None, ...].to(device)
+            b = torch.randn(n, 3).contiguous().cuda()
+            c = torch.LongTensor(ids).to(device)
+            if one_hot:
+                d = torch.randint(0, 9, (n, 9))
+            else:
+                d = torch.randint(0, 9, (n,))
+                d[0] = 1
+            d = d.cuda()
+            e = torch.zeros(n).type_as(x)
+            f = torch.arange(n).view(1, -1).to(rank)
+            """,
+            "4:55", "5:36", "6:27", "12:5", "13:20", "14:33",
+            header=TIMED_CUDA_SCRIPT,
+        ),
         Invalid(
             "stop = torch.ones(n, 1).to(masks.device)\n",
             "4:25",
@@ -141,20 +187,74 @@ class HostTensorThenCopy(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda")):
+        if not (isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "type_as")) or has_star_kwargs(node):
             return
-        factory = func.value
-        if not isinstance(factory, cst.Call):
+        if func.attr.value != "type_as" and not is_device_target(self.ctx, node):
             return
-        qualified = self.ctx.call_qualified_name(factory)
-        if qualified is None or not qualified.startswith("torch.") or qualified.count(".") != 1:
+        found = self._host_factory(func.value)
+        if found is None:
             return
-        name = qualified.split(".", 1)[1]
-        if name not in _FACTORIES or name in _LIKE_FACTORIES or has_star_kwargs(factory) or has_star_kwargs(node):
-            return
-        if keyword_arg(factory, "device") is not None or not is_device_target(self.ctx, node):
-            return
-        self.report(node, message=self.message.format(factory=name), fix=self._fix(node, factory, name))
+        factory, name, direct = found
+        fix = self._fix(node, factory, name) if direct and name in _FACTORIES else None
+        self.report(node, message=self.message.format(factory=name), fix=fix)
+
+    def _host_factory(self, expr: cst.BaseExpression, through: bool = False) -> tuple[cst.Call, str, bool] | None:
+        """The factory that built `expr` on the host, its name, and whether `expr` is that call
+        itself: `torch.zeros(n)`, `torch.tensor(x)[None]`, `torch.randn(n).contiguous()`, a legacy
+        `torch.LongTensor(x)`, or a name every assignment of which is one."""
+        if isinstance(expr, cst.Subscript):
+            return self._host_factory(expr.value, True)
+        if isinstance(expr, cst.Call):
+            qualified = self.ctx.call_qualified_name(expr)
+            if qualified is not None:
+                name = qualified[len("torch."):] if qualified.startswith("torch.") else ""
+                if name in _LEGACY_CONSTRUCTORS:
+                    return expr, name, False
+                if name not in _FACTORIES or name in _LIKE_FACTORIES or has_star_kwargs(expr):
+                    return None
+                if keyword_arg(expr, "device") is not None:
+                    return None
+                return expr, name, not through
+            inner = expr.func
+            if isinstance(inner, cst.Attribute) and inner.attr.value in _HOST_METHODS:
+                return self._host_factory(inner.value, True)
+            return None
+        if isinstance(expr, cst.Name) and not through:  # (one name, not a chain of them)
+            origins = self._local_values(expr)
+            found = [self._host_factory(origin, True) for origin in origins if not isinstance(origin, cst.Name)]
+            if found and len(found) == len(origins) and all(found):
+                return found[0]
+        return None
+
+    def _local_values(self, name: cst.Name) -> list[cst.BaseExpression]:
+        """What the function around `name` assigns to it (moves of itself left out); nothing when
+        the name is also a parameter or a loop variable there, or is assigned in another way."""
+        function = self.ctx.enclosing_function(name)
+        if function is not None and name.value in {p.name.value for p in function.params.params}:
+            return []
+        for ancestor in self.ctx.ancestors(name):
+            if ancestor is function:
+                break
+            if isinstance(ancestor, (cst.For, cst.CompFor)) and name.value in names_under(ancestor.target):
+                return []
+        assigns = []
+        for assign in self.ctx.index.nodes("Assign"):
+            if self.ctx.enclosing_function(assign) is not function:
+                continue
+            for target in assign.targets:
+                if isinstance(target.target, cst.Name) and target.target.value == name.value:
+                    assigns.append(assign)
+                elif isinstance(target.target, (cst.Tuple, cst.List)) and name.value in names_under(target.target):
+                    return []  # unpacked: not one value
+        assigns = [assign for assign in assigns if not _moved(assign.value)]
+        # A copy made only on one path (`if cuda: mean = mean.cuda()`) is a choice of device: the
+        # host tensor serves the other path.
+        for ancestor in self.ctx.ancestors(name):
+            if ancestor is function:
+                break
+            if isinstance(ancestor, cst.If) and not all(any(a is ancestor for a in self.ctx.ancestors(x)) for x in assigns):
+                return []
+        return [assign.value for assign in assigns]
 
     def _fix(self, node: cst.Call, factory: cst.Call, name: str) -> Fix | None:
         if keyword_arg(node, "non_blocking") is not None:
@@ -184,3 +284,8 @@ def _device_like(ctx: FileContext, expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Call):
         return ctx.call_qualified_name(expr) == "torch.device"
     return bool(_DEVICE_NAME.search(last_name(expr) or ""))
+
+
+def _moved(expr: cst.BaseExpression) -> bool:
+    """`x.cuda()`, `x.to(...)`: the name's later, device-side value."""
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("to", "cuda")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from gpulint.linter.analysis.facts import STEPS, TORCH
@@ -19,7 +17,6 @@ _SYNCHRONIZE = frozenset(
     }
 )
 _STREAM_GETTERS = frozenset({"torch.cuda.current_stream", "torch.cuda.default_stream", "torch.accelerator.current_stream"})
-_TIMERS = re.compile(r"^(time\.(time|perf_counter|monotonic|process_time)(_ns)?|timeit\.default_timer)$")
 
 
 class SynchronizeInLoop(Rule):
@@ -27,7 +24,8 @@ class SynchronizeInLoop(Rule):
     ## What it finds
     `torch.cuda.synchronize()` (or `torch.accelerator.synchronize()`, a stream's `.synchronize()`)
     inside a training step loop, not under an interval guard, where the loop does not time
-    anything (no `time.perf_counter()`, `time.time()` or CUDA event timing in the loop).
+    anything (no `time.perf_counter()`, `time.time()` or CUDA event timing in the loop, nor in the
+    loop that calls the step function holding it).
 
     ## Why it is slow
     A synchronize makes the host wait until the GPU has finished every queued kernel.  The host can
@@ -81,6 +79,27 @@ class SynchronizeInLoop(Rule):
                     optimizer.step()
                     if step % 100 == 0:
                         torch.cuda.synchronize()
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # a step function whose calling loop times each step
+        Valid(
+            """
+            class Trainer:
+                def train_step(self, x, y):
+                    loss = criterion(self.model(x), y)
+                    loss.backward()
+                    self.optimizer.step()
+                    torch.cuda.synchronize()
+                    return loss
+
+            def run(step_fn, loader):
+                for x, y in loader:
+                    start = time.time()
+                    step_fn(x, y)
+                    durations.append(time.time() - start)
+
+            run(trainer.train_step, loader)
             """,
             header=TIMED_CUDA_SCRIPT,
         ),
@@ -146,20 +165,6 @@ class SynchronizeInLoop(Rule):
                 qualified = "torch.cuda.synchronize"  # torch.cuda.current_stream().synchronize()
         if qualified not in _SYNCHRONIZE:
             return
-        if not self.ctx.loops.per_step_work(node) or self._timing(node):
+        if not self.ctx.loops.per_step_work(node) or self.ctx.loops.times_steps(node):
             return
         self.report(node)
-
-    def _timing(self, node: cst.CSTNode) -> bool:
-        """Whether the step loop (or step function) around `node` measures time."""
-        boundary = self.ctx.loops.step_boundary(node)
-        for call in self.ctx.index.nodes("Call"):
-            if self.ctx.loops.step_boundary(call) is not boundary:
-                continue
-            name = self.ctx.call_qualified_name(call) or ""
-            func = call.func
-            if _TIMERS.match(name) or (isinstance(func, cst.Attribute) and func.attr.value in ("elapsed_time", "record")):
-                return True
-            if isinstance(func, cst.Name) and func.value in ("perf_counter", "time") and name.startswith("time."):
-                return True
-        return False

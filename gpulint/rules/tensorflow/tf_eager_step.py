@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import libcst as cst
 
 from gpulint.linter.analysis.facts import STEPS, TENSORFLOW
@@ -21,7 +23,8 @@ class TfEagerStep(Rule):
     A `tf.GradientTape` training step that runs eagerly: a function that calls `tape.gradient(...)`
     and `optimizer.apply_gradients(...)` without being decorated with `tf.function` (or traced by
     one: called from a compiled function, wrapped by `tf.function(step)`, or a Keras `train_step`
-    override, which `fit` compiles), and a tape step written inline in a Python training loop.
+    override, which `fit` compiles), and a tape step written inline in a Python training loop (also
+    when a helper of the module runs the tape and the loop applies the gradients).
 
     ## Why it is slow
     Eager execution dispatches every op from Python, one at a time: for small and medium models
@@ -180,6 +183,22 @@ class TfEagerStep(Rule):
             "5:13",
             header=TF_SCRIPT,
         ),
+        # the tape in a helper, the update inline: reported at the update
+        Invalid(
+            """
+            def grad(model, x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                return loss, tape.gradient(loss, model.trainable_variables)
+
+            for epoch in range(10):
+                for x, y in ds:
+                    loss, grads = grad(model, x, y)
+                    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            """,
+            "10:9",
+            header=TF_SCRIPT,
+        ),
         # no fix: the step reads a value back, which fails under tf.function
         Invalid(
             """
@@ -217,6 +236,8 @@ class TfEagerStep(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         """A tape step written inline in a training loop (no step function to decorate)."""
+        if method_name(node) == "apply_gradients":
+            self._split_step(node)
         if method_name(node) != "gradient" or not self.ctx.loops.is_step_call(node):
             return
         boundary = self.ctx.loops.step_boundary(node)
@@ -232,6 +253,36 @@ class TfEagerStep(Rule):
         if not applies or tf.in_compiled(node):
             return  # gradients without an optimizer step (a test of gradients) are no training step
         self.report(node)
+
+    def _split_step(self, apply: cst.Call) -> None:
+        """`grads = grad(model, x, y)` (a helper of this module runs the tape) then
+        `optimizer.apply_gradients(...)` inline in the loop, nothing compiled: reported at the apply."""
+        boundary = self.ctx.loops.step_boundary(apply)
+        if not isinstance(boundary, (cst.For, cst.While)) or self.ctx.tf.in_compiled(apply):
+            return
+        function = self.ctx.enclosing_function(apply)
+        if function is not None and is_test_function(function):
+            return
+        tf = self.ctx.tf
+        same_step = [c for c in tf.calls if self.ctx.loops.step_boundary(c) is boundary]
+        if any(method_name(c) == "gradient" for c in same_step):
+            return  # the inline tape step, reported at its `gradient`
+        taped = self._taping_functions
+        if any(isinstance(c.func, cst.Name) and c.func.value in taped for c in same_step):
+            self.report(apply)
+
+    @cached_property
+    def _taping_functions(self) -> frozenset[str]:
+        """Functions of this module, not compiled, that compute a tape's gradients and apply none."""
+        tf = self.ctx.tf
+        found = set()
+        for function in self.ctx.index.nodes("FunctionDef"):
+            if tf.in_compiled(function):
+                continue
+            own = [c for c in tf.calls if tf.owner(c) is function]
+            if any(method_name(c) == "gradient" for c in own) and not any(method_name(c) in _APPLY_METHODS for c in own):
+                found.add(function.name.value)
+        return frozenset(found)
 
     def _in_optimizer_class(self, function: cst.FunctionDef) -> bool:
         return any(isinstance(a, cst.ClassDef) and "Optimizer" in a.name.value for a in self.ctx.ancestors(function))

@@ -17,9 +17,11 @@ from gpulint.rules.options import LOG_EVERY
 class TfHostSyncInLoop(Rule):
     """
     ## What it finds
-    `.numpy()` and `float(loss)` (of a step's loss, metric or output) inside a TensorFlow training
+    `.numpy()`, `float(loss)` (of a step's loss, metric or output) and `int(...)` or `float(...)` of
+    what a compiled step returns, inside a TensorFlow training
     step loop -- one that calls `tape.gradient`, `apply_gradients` or `train_on_batch`, directly or
-    through a step function -- not under an interval guard.
+    through a step function -- not under an interval guard, in a loop that does not time its steps
+    (a benchmark loop needs the read for its clock to measure the step).
 
     ## Why it is slow
     TensorFlow dispatches GPU work asynchronously, and `tf.function` steps run ahead of the host.
@@ -69,7 +71,7 @@ class TfHostSyncInLoop(Rule):
     # PyTorch steps on an accelerator are GL201's, which reports these reads there: one read is
     # never reported twice in a module that trains with both frameworks.
     requires = {TENSORFLOW, STEPS, ~(TORCH & ACCELERATOR)}
-    tokens = (".numpy(", "float(")
+    tokens = (".numpy(", "float(", "int(")
     fix_applicability = Applicability.UNSAFE
     fixes_test_files = False
     options = (LOG_EVERY,)
@@ -87,6 +89,34 @@ class TfHostSyncInLoop(Rule):
                 loss.backward()
                 opt.step()
                 arr = loss.numpy()  # a torch step: GL201's business
+            """,
+            header=TF_SCRIPT,
+        ),
+        # `int()` of a plain value
+        Valid(
+            """
+            for step, (x, y) in enumerate(ds):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+                done = int(step)
+            """,
+            header=TF_SCRIPT,
+        ),
+        # a benchmark loop: the read makes the timestamps measure the step
+        Valid(
+            """
+            import time
+            for i, (x, y) in enumerate(ds):
+                loss = train_step(x, y).numpy()
+                stamps.append(time.perf_counter())
+
+            @tf.function
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+                return loss
             """,
             header=TF_SCRIPT,
         ),
@@ -120,6 +150,40 @@ class TfHostSyncInLoop(Rule):
         ),
     ]
     INVALID = [
+        # `int()` of what a compiled step returns; a read in a method that calls the object's
+        # compiled `__call__` through `self(...)`
+        Invalid(
+            """
+            @tf.function
+            def train_episode(state):
+                with tf.GradientTape() as tape:
+                    loss, reward = play(state)
+                optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+                return reward
+
+            for episode in range(1000):
+                reward = int(train_episode(reset()))
+
+            class Trainer:
+                @tf.function
+                def __call__(self, x, y):
+                    with tf.GradientTape() as tape:
+                        loss = loss_fn(y, self.model(x))
+                    grads = tape.gradient(loss, self.model.trainable_variables)
+                    self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+                    return loss
+
+                def train_step(self, x, y):
+                    loss = self(x, y)
+                    step = self.step_var.numpy()
+
+                def fit(self, ds):
+                    for x, y in ds:
+                        self.train_step(x, y)
+            """,
+            "10:14", "23:16",
+            header=TF_SCRIPT,
+        ),
         # in the step loop, unthrottled; only the read that feeds a log line is guarded
         Invalid(
             """
@@ -185,11 +249,11 @@ class TfHostSyncInLoop(Rule):
         if method_name(node) == "numpy" and not node.args:
             what = ".numpy()"
         elif float_of_tensor(self.ctx, node):
-            what = "float(...)"
+            what = f"{node.func.value}(...)"
         else:
             return
-        if not self.ctx.loops.per_step_work(node):
-            return
+        if not self.ctx.loops.per_step_work(node) or self.ctx.loops.times_steps(node):
+            return  # (in a loop that times its steps, the read is what makes the timing true)
         if not self.ctx.tf.is_tf_step(node) or self.ctx.tf.in_compiled(node):
             return
         fix = host_read_guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY))

@@ -7,7 +7,8 @@ import libcst as cst
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import TENSORFLOW
 from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, method_name
-from gpulint.linter.analysis.values import KINDS, TFDATA_CHAIN, target_key
+from gpulint.linter.analysis.values import target_key
+from gpulint.linter.analysis.vocabulary import KINDS, TFDATA_CHAIN
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import TF_SCRIPT
@@ -27,6 +28,11 @@ _PREFETCHING_CONSTRUCTORS = frozenset(
 # Constructors that combine other datasets: whether those prefetch is not followed.
 _COMBINING_CONSTRUCTORS = ("zip", "sample_from_datasets", "choose_from_datasets", "concatenate", "load", "from_generator")
 _CONSUMING_METHODS = frozenset({"fit", "evaluate", "predict"})
+# Stages that do work on every element: after a prefetch they make the consumer wait again.
+_WORK_STAGES = frozenset(
+    "batch bucket_by_sequence_length filter flat_map group_by_window interleave map padded_batch ragged_batch "
+    "rebatch scan sparse_batch unbatch window".split()
+)
 
 
 class TfDataNoPrefetch(Rule):
@@ -237,36 +243,40 @@ class TfDataNoPrefetch(Rule):
         self.report(expr, fix=fix)
 
 
-def _lacks_prefetch(ctx: FileContext, expr: cst.BaseExpression, seen: set[str]) -> bool:
-    """True only when every definition of the pipeline is known and none has a prefetch.
+def _lacks_prefetch(ctx: FileContext, expr: cst.BaseExpression, seen: set, worked: bool = False) -> bool:
+    """True only when every definition of the pipeline is known and none ends with a prefetch.
 
+    A prefetch (explicit, or the one `tfds.load` and Keras' dataset utilities end with) counts
+    only when no stage that does work per element (`map`, `batch`, ...) follows it: after
+    `tfds.load(...).map(f).batch(64)` the consumer waits for `map` and `batch` again.
     Flow-insensitive on purpose: a `ds = ds.prefetch(...)` anywhere in the module counts, and
-    anything not followed to a tf.data constructor (a parameter, an annotation, a function's
-    return value) counts as prefetched -- a missed finding is cheaper than a false one."""
-    if isinstance(expr, cst.Call):
+    anything not followed to a tf.data constructor (a parameter no call here gives a value, an
+    annotation, a function of another module) counts as prefetched -- a missed finding is cheaper
+    than a false one."""
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Call) and ctx.values.function_key(expr.value) is None:
+        expr = expr.value  # `tfds.load(...)["train"]`: a split of what the call built
+    if isinstance(expr, cst.Call) and ctx.values.function_key(expr) is None:
         qualified = ctx.call_qualified_name(expr)
         if qualified is not None:
-            if qualified in _PREFETCHING_CONSTRUCTORS or qualified.rsplit(".", 1)[-1] in _COMBINING_CONSTRUCTORS:
+            if qualified in _PREFETCHING_CONSTRUCTORS:
+                return worked
+            if qualified.rsplit(".", 1)[-1] in _COMBINING_CONSTRUCTORS:
                 return False
             return KINDS["tfdata"].matches(qualified)
         method = method_name(expr)
-        if method == "prefetch":
-            return False
-        if method == "apply" and "prefetch" in ctx.code(expr):
-            return False  # tf.data.experimental.prefetch_to_device(...)
+        if method == "prefetch" or (method == "apply" and "prefetch" in ctx.code(expr)):
+            return worked  # (`apply(tf.data.experimental.prefetch_to_device(...))`)
         if method is None or method not in TFDATA_CHAIN:
             return False
-        return _lacks_prefetch(ctx, expr.func.value, seen)
-    key = target_key(expr)
-    if key is None or key in ctx.values.assigned and not ctx.values.assigned[key]:
+        return _lacks_prefetch(ctx, expr.func.value, seen, worked or method in _WORK_STAGES)
+    origins = ctx.values.origins(expr)
+    if not origins:
         return False
-    if key in seen:
+    marker = target_key(expr) or id(expr)
+    if marker in seen:
         return True  # `ds = ds.map(f)`: the other definitions decide
-    values = ctx.values.assigned.get(key)
-    if not values:
-        return False
-    seen.add(key)
+    seen.add(marker)
     try:
-        return all(_lacks_prefetch(ctx, value, seen) for value in values)
+        return all(_lacks_prefetch(ctx, origin, seen, worked) for origin in origins)
     finally:
-        seen.discard(key)
+        seen.discard(marker)

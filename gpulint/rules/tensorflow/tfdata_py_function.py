@@ -28,7 +28,8 @@ class TfDataPyFunction(Rule):
     """
     ## What it finds
     `tf.py_function(...)` or `tf.numpy_function(...)` inside a function that a tf.data pipeline maps
-    (`.map`, `.flat_map`, `.interleave`, `.filter`), directly or through functions it calls.
+    (`.map`, `.flat_map`, `.interleave`, `.filter`) -- a function or a lambda -- directly or through
+    functions it calls.
 
     ## Why it is slow
     A Python function inside a tf.data graph runs in the Python interpreter and holds the GIL:
@@ -93,8 +94,13 @@ class TfDataPyFunction(Rule):
             ds = tf.data.Dataset.from_tensor_slices(paths).map(load)
             ds = ds.map(outer, num_parallel_calls=8)
             ds = ds.map(lambda x: tf.numpy_function(np.cos, [x], tf.float32))
+
+            def decode(x):
+                return tf.py_function(parse, [x], tf.string)
+
+            ds = ds.map(lambda x, y: (decode(x), y), num_parallel_calls=4)
             """,
-            "3:12", "6:12", "13:23",
+            "3:12", "6:12", "13:23", "16:12",
             header=TF_SCRIPT,
         ),
         # aliased
@@ -133,11 +139,15 @@ class TfDataPyFunction(Rule):
             elif isinstance(function, cst.Attribute) and dotted_name(function.value) in ("self", "cls"):
                 names.add(function.attr.value)
         owners = [(call, self.ctx.enclosing_function(call)) for call in calls]
-        changed = bool(names)
+        in_lambda = {
+            id(call) for call in calls
+            if any(isinstance(a, cst.Lambda) and id(a) in lambdas for a in self.ctx.ancestors(call))
+        }
+        changed = bool(names or in_lambda)
         while changed:
             changed = False
             for call, owner in owners:
-                if owner is None or owner.name.value not in names:
+                if id(call) not in in_lambda and (owner is None or owner.name.value not in names):
                     continue
                 func = call.func
                 callee = func.value if isinstance(func, cst.Name) else (

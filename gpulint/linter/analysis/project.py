@@ -1,0 +1,651 @@
+"""The project index: what the functions of a project do, across its modules.
+
+A single-file linter cannot see that `train_one_epoch` in train.py calls `clip_gradients` from
+utils.py on every step, that `PerformanceMeter.update` reads a clock, or that the loaders
+`load_dataset()` returns are iterated every epoch by another module.  The index can:
+
+1. each module is *summarized* on its own, cheaply (Python's `ast`, not libcst): its imports, its
+   functions, and for each call in them the text of the callee, the loops around the call, and
+   whether the call takes a training step by itself (loops.is_step_method), reads a clock or
+   builds a loader; what each function returns; which names it iterates again and again.  A
+   summary is plain data (`to_data`), cached by the module's content like a lint result;
+2. the index resolves each call to a function of the project (through imports, `module.func`,
+   instances of the project's classes: `meter = PerformanceMeter(); meter.update()` runs
+   `PerformanceMeter.update`) and works out, to a fixpoint over the whole project, which functions
+   take training steps (step functions), which run on every step (called from a step loop, or
+   from a function that does), which read a clock, and what kinds of values they return;
+3. each module gets a *view*: only the facts about it that come from elsewhere -- its functions
+   that other modules run per step, the project functions it calls with what they do, the
+   functions whose returned loaders another module iterates every epoch.  The engine hands the
+   view to the module's analyses (FileContext.project); its digest is part of the module's cache
+   key, so a change in one module re-lints exactly the modules whose view it changes.
+
+Names are resolved the way Python would from a *source root*: the first folder above the module
+without an `__init__.py`.  Modules are identified as `<root>|<dotted name>`, so two projects in one
+run (`train.py` in each) never mix.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Iterable
+
+from gpulint.linter.analysis.vocabulary import CLOCKS, EXIT_CALLS, KINDS, canonical, is_step_method
+
+# Builtins that take an iterable without iterating it again and again.
+_NOT_ITERATING = frozenset({"print", "len", "isinstance", "type", "id", "repr", "str", "getattr", "hasattr", "setattr"})
+# Kinds of return values the index tracks (values.KINDS).
+RETURN_KINDS = ("dataloader", "tfdata")
+# The version of a summary's shape: a cached summary of another version is not used.
+SUMMARY_VERSION = 2
+
+
+# -- summaries ---------------------------------------------------------------------------------
+
+
+# What stands between a call and its function, innermost first: a loop (`("loop", id)`), the
+# body of an `if` (`("if", condition text)`), or a branch that handles an event (`("event", "")`:
+# an `except` handler, or a branch that leaves the iteration).
+Step = tuple[str, str]
+
+
+@dataclass
+class CallSite:
+    """A call in a function: the callee as written (`utils.clip`, `meter.update`, `self.step`),
+    what encloses it in its function (innermost first), whether it takes a step by itself, and
+    the class the function belongs to (for `self.x()`)."""
+
+    text: str
+    path: tuple[Step, ...]
+    steps: bool
+    cls: str | None = None
+
+    @property
+    def loops(self) -> tuple[int, ...]:
+        return tuple(int(value) for kind, value in self.path if kind == "loop")
+
+
+@dataclass
+class FunctionSummary:
+    calls: list[CallSite] = field(default_factory=list)
+    reads_clock: bool = False
+    # What it returns: (position in a returned tuple or None, callee text of a call that built it).
+    returns: list[tuple[int | None, str]] = field(default_factory=list)
+
+
+@dataclass
+class ModuleSummary:
+    """One module, summarized on its own (see the module docstring)."""
+
+    bindings: dict[str, str] = field(default_factory=dict)  # local name -> absolute dotted import
+    functions: dict[str, FunctionSummary] = field(default_factory=dict)  # qualname -> summary
+    instances: dict[str, str] = field(default_factory=dict)  # `meter` / `self.meter` -> constructor text
+    # Names holding what a call returned (`train, valid = load(...)`): name -> [(callee text, position)].
+    assigned_from: dict[str, list[tuple[str, int | None]]] = field(default_factory=dict)
+    reiterated: set[str] = field(default_factory=set)  # names iterated again and again here
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "version": SUMMARY_VERSION,
+            "bindings": self.bindings,
+            "functions": {
+                name: {
+                    "calls": [[c.text, [list(step) for step in c.path], c.steps, c.cls] for c in f.calls],
+                    "clock": f.reads_clock,
+                    "returns": [[i, t] for i, t in f.returns],
+                }
+                for name, f in self.functions.items()
+            },
+            "instances": self.instances,
+            "assigned_from": {k: [[t, i] for t, i in v] for k, v in self.assigned_from.items()},
+            "reiterated": sorted(self.reiterated),
+        }
+
+    @classmethod
+    def from_data(cls, data: Any) -> ModuleSummary | None:
+        """A summary from `to_data`'s shape; None for anything else (a cache entry of another
+        version or shape is a miss, never an error)."""
+        try:
+            if data["version"] != SUMMARY_VERSION:
+                return None
+            functions = {
+                str(name): FunctionSummary(
+                    calls=[CallSite(str(t), tuple((str(k), str(v)) for k, v in path), bool(s), None if c is None else str(c))
+                           for t, path, s, c in f["calls"]],
+                    reads_clock=bool(f["clock"]),
+                    returns=[(None if i is None else int(i), str(t)) for i, t in f["returns"]],
+                )
+                for name, f in data["functions"].items()
+            }
+            return cls(
+                bindings={str(k): str(v) for k, v in data["bindings"].items()},
+                functions=functions,
+                instances={str(k): str(v) for k, v in data["instances"].items()},
+                assigned_from={str(k): [(str(t), None if i is None else int(i)) for t, i in v]
+                               for k, v in data["assigned_from"].items()},
+                reiterated={str(n) for n in data["reiterated"]},
+            )
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+
+def summarize(source: bytes, module: str, is_package: bool = False) -> ModuleSummary | None:
+    """The summary of one module (`module` is its dotted name, for relative imports); None when
+    it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    summarizer = _Summarizer(module, is_package)
+    try:
+        summarizer.visit(tree)
+    except RecursionError:
+        return None
+    return summarizer.finish()
+
+
+_MODULE_LEVEL = "<module>"
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _last_name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    return node.attr if isinstance(node, ast.Attribute) else None
+
+
+def _key(node: ast.AST) -> str | None:
+    """`x`, or `self.x`: the names a summary tracks values under."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+        return f"self.{node.attr}"
+    return None
+
+
+def _handles_event(branch: list[ast.stmt]) -> bool:
+    """A branch that leaves the iteration (`break`, `continue`, `return`, `raise`, `sys.exit()`):
+    what it does runs on a rare event, not every step (loops.LoopModel.in_event_branch)."""
+    for statement in branch:
+        if isinstance(statement, (ast.Break, ast.Continue, ast.Return, ast.Raise)):
+            return True
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            if _dotted(statement.value.func) in EXIT_CALLS:
+                return True
+    return False
+
+
+class _Summarizer(ast.NodeVisitor):
+    def __init__(self, module: str, is_package: bool) -> None:
+        self.module = module
+        self.package = module if is_package else module.rpartition(".")[0]
+        self.summary = ModuleSummary()
+        self.scope: list[str] = []  # qualname parts of the enclosing classes and functions
+        self.classes: list[str | None] = [None]  # the class a function's `self` is
+        self.paths: list[list[Step]] = [[]]  # per function: what encloses the current node (outermost first)
+        self.next_loop = 0
+        self.function_names: list[str] = [_MODULE_LEVEL]
+        self.iterated: list[tuple[str, str, bool]] = []  # (name, function, in a nested loop)
+        self.in_loop_calls: set[str] = set()  # last names of functions called inside a loop
+        self.local_calls: dict[tuple[str, str], list[str]] = {}  # (function, name) -> callee texts
+
+    # -- scopes ---------------------------------------------------------------------------------
+    @property
+    def function(self) -> FunctionSummary:
+        return self.summary.functions.setdefault(self.function_names[-1], FunctionSummary())
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for decorator in node.decorator_list:
+            self.visit(decorator)
+        self.scope.append(node.name)
+        self.classes.append(node.name)
+        for statement in node.body:
+            self.visit(statement)
+        self.classes.pop()
+        self.scope.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for decorator in node.decorator_list:
+            self.visit(decorator)
+        self.scope.append(node.name)
+        qualname = ".".join(self.scope)
+        self.function_names.append(qualname)
+        self.summary.functions.setdefault(qualname, FunctionSummary())
+        self.paths.append([])
+        # A nested function's `self` is its enclosing method's: the class stays.
+        self.classes.append(self.classes[-1])
+        for statement in node.body:
+            self.visit(statement)
+        self.classes.pop()
+        self.paths.pop()
+        self.function_names.pop()
+        self.scope.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self.visit(node.body)
+
+    # -- loops --------------------------------------------------------------------------------
+    def _loop(self, node: ast.For | ast.AsyncFor | ast.While, header: Iterable[ast.AST]) -> None:
+        for part in header:
+            self.visit(part)
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            name = _key(node.iter) or (
+                _key(node.iter.args[0]) if isinstance(node.iter, ast.Call) and node.iter.args else None
+            )  # `for b in loader`, `for i, b in enumerate(loader)`
+            if name is not None:
+                self.iterated.append((name, self.function_names[-1], self._in_loop()))
+        self.paths[-1].append(("loop", str(self.next_loop)))
+        self.next_loop += 1
+        if isinstance(node, ast.While):
+            self.visit(node.test)  # (the test runs on every iteration)
+        for statement in node.body:
+            self.visit(statement)
+        self.paths[-1].pop()
+        for statement in node.orelse:
+            self.visit(statement)
+
+    def _in_loop(self) -> bool:
+        return any(kind == "loop" for kind, _ in self.paths[-1])
+
+    def visit_If(self, node: ast.If) -> None:
+        self.visit(node.test)
+        for branch, step in ((node.body, ("if", ast.unparse(node.test))), (node.orelse, ("else", ""))):
+            if _handles_event(branch):
+                step = ("event", "")
+            self.paths[-1].append(step)
+            for statement in branch:
+                self.visit(statement)
+            self.paths[-1].pop()
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        self.paths[-1].append(("event", ""))
+        for statement in node.body:
+            self.visit(statement)
+        self.paths[-1].pop()
+
+    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
+        self._loop(node, [node.iter])
+
+    visit_AsyncFor = visit_For
+
+    def visit_While(self, node: ast.While) -> None:
+        self._loop(node, [])
+
+    # -- statements ---------------------------------------------------------------------------
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.asname:
+                self.summary.bindings[alias.asname] = alias.name
+            else:
+                top = alias.name.split(".", 1)[0]
+                self.summary.bindings.setdefault(top, top)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        base = node.module or ""
+        if node.level:
+            package = self.package.split(".") if self.package else []
+            if node.level - 1 > len(package):
+                return
+            parent = package[: len(package) - (node.level - 1)]
+            base = ".".join([*parent, *([base] if base else [])])
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            self.summary.bindings[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.visit(node.value)
+        for target in node.targets:
+            self._bind(target, node.value)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.visit(node.value)
+            self._bind(node.target, node.value)
+
+    def _bind(self, target: ast.AST, value: ast.AST) -> None:
+        key = _key(target)
+        if isinstance(value, ast.Call):
+            callee = _dotted(value.func)
+            if callee is None:
+                return
+            if key is not None:
+                self.summary.instances[key] = callee
+                self.summary.assigned_from.setdefault(key, []).append((callee, None))
+                self.local_calls.setdefault((self.function_names[-1], key), []).append(callee)
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                for position, element in enumerate(target.elts):
+                    element_key = _key(element)
+                    if element_key is not None:
+                        self.summary.assigned_from.setdefault(element_key, []).append((callee, position))
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is None:
+            return
+        self.visit(node.value)
+        values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+        for position, value in enumerate(values):
+            index = position if isinstance(node.value, ast.Tuple) else None
+            if isinstance(value, ast.Call) and (callee := _dotted(value.func)) is not None:
+                self.function.returns.append((index, callee))
+            elif (key := _key(value)) is not None:
+                for callee in self.local_calls.get((self.function_names[-1], key), ()):
+                    self.function.returns.append((index, callee))
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.generic_visit(node)
+        func = node.func
+        text = _dotted(func) or ""  # "": a callee no name reaches (`scaler.scale(loss).backward`)
+        path = tuple(reversed(self.paths[-1]))
+        steps = isinstance(func, ast.Attribute) and is_step_method(func.attr, _last_name(func.value))
+        if not text and not steps:
+            return
+        function = self.function
+        function.calls.append(CallSite(text, path, steps, self.classes[-1]))
+        head, _, rest = text.partition(".")
+        target = self.summary.bindings.get(head)
+        if target is not None and CLOCKS.match(canonical(f"{target}.{rest}" if rest else target)):
+            function.reads_clock = True
+        if self._in_loop():
+            last = text.rpartition(".")[2]
+            self.in_loop_calls.add(last)
+            if last not in _NOT_ITERATING:
+                for arg in [*node.args, *(k.value for k in node.keywords)]:
+                    key = _key(arg)
+                    if key is not None:
+                        self.summary.reiterated.add(key)
+
+    def finish(self) -> ModuleSummary:
+        for name, function, nested in self.iterated:
+            if nested or function.rpartition(".")[2] in self.in_loop_calls:
+                self.summary.reiterated.add(name)
+        return self.summary
+
+
+def _guarded(site: CallSite) -> bool:
+    """Whether an interval guard or an event branch stands between the call and its function."""
+    return any(kind == "event" or (kind == "if" and _throttles(value)) for kind, value in site.path)
+
+
+@lru_cache(maxsize=4096)
+def _throttles(condition: str) -> bool:
+    """Whether an `if` condition is an interval guard, as the loop model decides for its own
+    module (`loops.is_interval_condition` on the condition's text).  libcst is imported here, when
+    a call in a step loop is under an `if`: building the index of code with no step imports none."""
+    import libcst as cst
+
+    from gpulint.linter.analysis.loops import is_interval_condition
+
+    try:
+        return is_interval_condition(cst.parse_expression(condition))
+    except Exception:  # libcst's grammar differs from CPython's in corners: not a guard then
+        return False
+
+
+# -- the index ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CalleeFacts:
+    """What a project function another module calls does."""
+
+    steps: bool = False  # takes a training step (a step function)
+    reads_clock: bool = False
+    returns: tuple[str, ...] = ()  # kinds of what it returns (values.KINDS names)
+
+
+@dataclass(frozen=True)
+class ModuleView:
+    """The facts about one module that come from the rest of the project (see the module
+    docstring).  Empty for a module nothing elsewhere tells anything about."""
+
+    per_step: frozenset[str] = frozenset()  # qualnames of its functions other modules run per step
+    calls: tuple[tuple[str, CalleeFacts], ...] = ()  # callee text -> what it does
+    reiterated: frozenset[tuple[str, int | None]] = frozenset()  # (qualname, position) iterated per epoch
+
+    def __bool__(self) -> bool:
+        return bool(self.per_step or self.calls or self.reiterated)
+
+    @property
+    def steps_elsewhere(self) -> bool:
+        """Whether the module takes part in training steps because of other modules: one of its
+        functions runs per step, or it calls a step function of another module (facts.STEPS)."""
+        return bool(self.per_step) or any(facts.steps for _, facts in self.calls)
+
+    def callee(self, text: str | None) -> CalleeFacts | None:
+        if text is None:
+            return None
+        return self._calls.get(text)
+
+    @property
+    def _calls(self) -> dict[str, CalleeFacts]:
+        found = self.__dict__.get("_calls_map")
+        if found is None:
+            found = dict(self.calls)
+            object.__setattr__(self, "_calls_map", found)
+        return found
+
+    def digest(self) -> str:
+        """A stable digest of the view (part of the module's cache key; "" when empty)."""
+        if not self:
+            return ""
+        data = {
+            "per_step": sorted(self.per_step),
+            "calls": [[text, facts.steps, facts.reads_clock, list(facts.returns)] for text, facts in self.calls],
+            "reiterated": sorted([q, -1 if i is None else i] for q, i in self.reiterated),
+        }
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:32]
+
+
+EMPTY_VIEW = ModuleView()
+
+# A function of the project: (module id, qualname).
+Function = tuple[str, str]
+
+
+class ProjectIndex:
+    """The summaries of a run's modules and what follows from them across modules.
+
+    `summaries` maps a module id (`<source root>|<dotted name>`) to its summary."""
+
+    def __init__(self, summaries: dict[str, ModuleSummary]) -> None:
+        self.summaries = summaries
+        self._resolved: dict[tuple[str, str, str | None], Function | None] = {}
+        self.step_functions: set[Function] = set()
+        self.per_step: set[Function] = set()
+        self.per_step_elsewhere: set[Function] = set()  # per step because of another module
+        self.clock_functions: set[Function] = set()
+        self.returns: dict[Function, set[str]] = {}
+        self.reiterated: dict[str, set[tuple[str, int | None]]] = {}  # module id -> (qualname, position)
+        self._solve()
+
+    # -- resolution -----------------------------------------------------------------------------
+    def resolve(self, module_id: str, text: str, cls: str | None = None) -> Function | None:
+        """The project function a call with callee `text` in `module_id` runs, if any."""
+        key = (module_id, text, cls)
+        if key not in self._resolved:
+            self._resolved[key] = None  # (while resolving: `model = model(...)` refers to itself)
+            self._resolved[key] = self._resolve(module_id, text, cls)
+        return self._resolved[key]
+
+    def _resolve(self, module_id: str, text: str, cls: str | None) -> Function | None:
+        summary = self.summaries[module_id]
+        root = module_id.partition("|")[0]
+        head, _, rest = text.partition(".")
+        if head in ("self", "cls") and cls is not None:
+            if not rest:
+                return self._function(module_id, f"{cls}.__call__")
+            if "." not in rest:
+                found = self._function(module_id, f"{cls}.{rest}")
+                if found is not None:
+                    return found
+            head, _, rest = rest.partition(".")
+            head = f"self.{head}"
+        constructor = summary.instances.get(head)
+        if constructor is not None and "." not in rest:  # `meter.update()` / `scaler(...)` of an instance
+            cls_function = self.resolve(module_id, constructor)
+            if cls_function is not None:
+                return self._function(cls_function[0], f"{cls_function[1]}.{rest or '__call__'}")
+            return None
+        if head in summary.functions and not rest:
+            return (module_id, head)
+        if head in summary.bindings:
+            dotted = summary.bindings[head] + (f".{rest}" if rest else "")
+            return self._absolute(root, dotted)
+        if text in summary.functions:  # `Class.method` written in full
+            return (module_id, text)
+        return None
+
+    def _absolute(self, root: str, dotted: str) -> Function | None:
+        """`pkg.utils.clip` -> the function `clip` of module `pkg.utils` under `root` (the longest
+        module prefix wins); a class resolves as itself (its qualname)."""
+        parts = dotted.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module_id = f"{root}|{'.'.join(parts[:cut])}"
+            if module_id in self.summaries:
+                qualname = ".".join(parts[cut:])
+                return self._function(module_id, qualname) or self._class(module_id, qualname)
+        return None
+
+    def _function(self, module_id: str, qualname: str) -> Function | None:
+        return (module_id, qualname) if qualname in self.summaries[module_id].functions else None
+
+    def _class(self, module_id: str, qualname: str) -> Function | None:
+        prefix = qualname + "."
+        return (module_id, qualname) if any(q.startswith(prefix) for q in self.summaries[module_id].functions) else None
+
+    # -- the fixpoint -----------------------------------------------------------------------------
+    def _sites(self) -> Iterable[tuple[Function, CallSite, Function | None]]:
+        for module_id, summary in self.summaries.items():
+            for qualname, function in summary.functions.items():
+                for site in function.calls:
+                    yield (module_id, qualname), site, self.resolve(module_id, site.text, site.cls)
+
+    def _solve(self) -> None:
+        sites = list(self._sites())
+        # Step functions: step outside a loop of their own, by themselves or through a step function.
+        step_sites: set[int] = set()
+        changed = True
+        while changed:
+            changed = False
+            for number, (caller, site, callee) in enumerate(sites):
+                if number not in step_sites and (site.steps or callee in self.step_functions):
+                    step_sites.add(number)
+                    changed = True
+                if number in step_sites and not site.loops and caller[1] != _MODULE_LEVEL and caller not in self.step_functions:
+                    self.step_functions.add(caller)
+                    changed = True
+        step_loops = {(caller, site.loops[0]) for number, (caller, site, _) in enumerate(sites)
+                      if number in step_sites and site.loops}
+        # Functions run per step: called from a step loop (inside it, however deeply), or from one,
+        # under no interval guard and not as the handling of an event.
+        changed = True
+        while changed:
+            changed = False
+            for caller, site, callee in sites:
+                if callee is None or callee in self.per_step or callee[1] == _MODULE_LEVEL:
+                    continue
+                if self._runs_per_step(caller, site, step_loops):
+                    self.per_step.add(callee)
+                    changed = True
+        # What other modules make run per step: a call from another module, or from a function
+        # made per step that way (a module's own step loops are its own analysis).
+        changed = True
+        while changed:
+            changed = False
+            for caller, site, callee in sites:
+                if callee is None or callee in self.per_step_elsewhere or callee[1] == _MODULE_LEVEL:
+                    continue
+                if callee[0] != caller[0] and self._runs_per_step(caller, site, step_loops):
+                    self.per_step_elsewhere.add(callee)
+                    changed = True
+                elif caller in self.per_step_elsewhere and not _guarded(site):
+                    self.per_step_elsewhere.add(callee)
+                    changed = True
+        # Clocks and returned kinds, through calls.
+        for module_id, summary in self.summaries.items():
+            for qualname, function in summary.functions.items():
+                if function.reads_clock:
+                    self.clock_functions.add((module_id, qualname))
+        changed = True
+        while changed:
+            changed = False
+            for caller, site, callee in sites:
+                if callee in self.clock_functions and caller not in self.clock_functions and caller[1] != _MODULE_LEVEL:
+                    self.clock_functions.add(caller)
+                    changed = True
+            for module_id, summary in self.summaries.items():
+                for qualname, function in summary.functions.items():
+                    kinds = self.returns.setdefault((module_id, qualname), set())
+                    before = len(kinds)
+                    for _, callee_text in function.returns:
+                        kinds |= self._kinds_of(module_id, callee_text)
+                    changed |= len(kinds) != before
+
+        # What a module returns that another iterates every epoch.
+        for other_id, other in self.summaries.items():
+            for name in other.reiterated:
+                for text, position in other.assigned_from.get(name, ()):
+                    function = self.resolve(other_id, text)
+                    if function is not None and function[0] != other_id:
+                        self.reiterated.setdefault(function[0], set()).add((function[1], position))
+
+    def _runs_per_step(self, caller: Function, site: CallSite, step_loops: set[tuple[Function, int]]) -> bool:
+        for kind, value in site.path:
+            if kind == "event" or (kind == "if" and _throttles(value)):
+                return False
+            if kind == "loop" and (caller, int(value)) in step_loops:
+                return True
+        return caller in self.per_step
+
+
+    def _kinds_of(self, module_id: str, callee_text: str) -> set[str]:
+        found = self.resolve(module_id, callee_text)
+        if found is not None:
+            return set(self.returns.get(found, ()))
+        summary = self.summaries[module_id]
+        head, _, rest = callee_text.partition(".")
+        target = summary.bindings.get(head)
+        if target is None:
+            return set()
+        qualified = canonical(f"{target}.{rest}" if rest else target)
+        return {kind for kind in RETURN_KINDS if KINDS[kind].matches(qualified)}
+
+    # -- views --------------------------------------------------------------------------------
+    def view(self, module_id: str) -> ModuleView:
+        """What the rest of the project says about `module_id`."""
+        summary = self.summaries.get(module_id)
+        if summary is None:
+            return EMPTY_VIEW
+        per_step = frozenset(q for m, q in self.per_step_elsewhere if m == module_id)
+        calls: dict[str, CalleeFacts] = {}
+        for function in summary.functions.values():
+            for site in function.calls:
+                callee = self.resolve(module_id, site.text, site.cls)
+                if callee is None or callee[0] == module_id or site.text in calls:
+                    continue  # (calls within the module are the module's own analysis)
+                facts = CalleeFacts(
+                    callee in self.step_functions,
+                    callee in self.clock_functions,
+                    tuple(sorted(self.returns.get(callee, ()))),
+                )
+                if facts != CalleeFacts():
+                    calls[site.text] = facts
+        reiterated = frozenset(self.reiterated.get(module_id, ()))
+        return ModuleView(per_step, tuple(sorted(calls.items())), reiterated)

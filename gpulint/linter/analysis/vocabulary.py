@@ -1,0 +1,134 @@
+"""What gpulint recognises by name, as plain data and string tests (no libcst): the import paths
+that are one API, the kinds of values and their constructors, the methods that take a training
+step, the clocks a step timer reads, the calls that end a program.  The parsed-tree analyses
+(imports, values, loops) and the project index (project.py, which must not import libcst) share
+them from here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Modules that are the same API under another import path.  Resolution canonicalises to the right
+# side so rules can match one spelling: `import keras` and `tf.keras` are both Keras, and Lightning's
+# two package names are one framework.
+CANONICAL_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("tensorflow.keras", "keras"),
+    ("tf_keras", "keras"),
+    ("pytorch_lightning", "lightning.pytorch"),
+    ("lightning_fabric", "lightning.fabric"),
+)
+
+
+def canonical(qualified: str) -> str:
+    for prefix, replacement in CANONICAL_PREFIXES:
+        if qualified == prefix or qualified.startswith(prefix + "."):
+            return replacement + qualified[len(prefix) :]
+    return qualified
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    # Qualified names of constructors; an entry ending in "." matches everything under it.
+    constructors: tuple[str, ...]
+    # Methods whose result has the same kind as their receiver (builder/fluent APIs).
+    chain_methods: frozenset[str] = frozenset()
+    # Constructors under a prefix that are *not* of this kind.
+    excluded: tuple[str, ...] = ()
+    # Constructors whose result holds values of this kind (`tfds.load(...)["train"]`, `a, b = ...`).
+    containers: tuple[str, ...] = ()
+
+    def matches(self, qualified: str) -> bool:
+        if any(qualified == e or (e.endswith(".") and qualified.startswith(e)) for e in self.excluded):
+            return False
+        return any(
+            qualified == c or (c.endswith(".") and qualified.startswith(c)) for c in self.constructors
+        )
+
+
+TFDATA_CHAIN = frozenset(
+    "apply batch bucket_by_sequence_length cache concatenate enumerate filter flat_map "
+    "group_by_window ignore_errors interleave map padded_batch prefetch ragged_batch rebatch "
+    "rejection_resample repeat sample_from_datasets scan shard shuffle skip snapshot "
+    "sparse_batch take take_while unbatch unique window with_options zip".split()
+)
+
+KINDS: dict[str, Kind] = {
+    kind.name: kind
+    for kind in (
+        Kind(
+            "tfdata",
+            constructors=(
+                "tensorflow.data.Dataset.",
+                "tensorflow.data.TFRecordDataset",
+                "tensorflow.data.TextLineDataset",
+                "tensorflow.data.FixedLengthRecordDataset",
+                "tensorflow.data.experimental.CsvDataset",
+                "tensorflow.data.experimental.SqlDataset",
+                "tensorflow.data.experimental.sample_from_datasets",
+                "tensorflow.data.experimental.choose_from_datasets",
+                "tensorflow.data.experimental.make_csv_dataset",
+                "tensorflow.data.experimental.make_batched_features_dataset",
+                "keras.utils.image_dataset_from_directory",
+                "keras.utils.text_dataset_from_directory",
+                "keras.utils.audio_dataset_from_directory",
+                "keras.utils.timeseries_dataset_from_array",
+                "keras.preprocessing.image_dataset_from_directory",
+                "keras.preprocessing.text_dataset_from_directory",
+                "tensorflow_datasets.load",
+            ),
+            chain_methods=TFDATA_CHAIN,
+            containers=(
+                "tensorflow_datasets.load",
+                "keras.utils.image_dataset_from_directory",
+                "keras.utils.text_dataset_from_directory",
+                "keras.utils.audio_dataset_from_directory",
+                "keras.utils.split_dataset",
+            ),
+        ),
+        Kind("dataloader", constructors=("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")),
+        Kind(
+            "tensordataset",
+            constructors=("torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"),
+        ),
+        Kind(
+            "scheduler",
+            constructors=("torch.optim.lr_scheduler.", "transformers.get_scheduler", "transformers.get_linear_schedule_with_warmup", "transformers.get_cosine_schedule_with_warmup"),
+        ),
+        Kind(
+            "optimizer",
+            constructors=("torch.optim.", "keras.optimizers.", "tensorflow.optimizers.", "transformers.AdamW", "transformers.Adafactor", "bitsandbytes.optim.", "apex.optimizers."),
+            excluded=("torch.optim.lr_scheduler.", "keras.optimizers.schedules."),
+        ),
+        Kind("gradscaler", constructors=("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.cpu.amp.GradScaler")),
+        Kind("tape", constructors=("tensorflow.GradientTape",)),
+        Kind("summarywriter", constructors=("torch.utils.tensorboard.SummaryWriter", "tensorboardX.SummaryWriter", "torch.utils.tensorboard.writer.SummaryWriter")),
+        Kind("wandbrun", constructors=("wandb.init",)),
+        Kind("logger", constructors=("logging.getLogger", "logging.Logger", "accelerate.logging.get_logger", "transformers.utils.logging.get_logger")),
+    )
+}
+
+
+_OPTIMIZER_NAME = re.compile(r"optim|(^|_)opt($|_|\d|s\b)|(^|_)(adam|sgd)", re.IGNORECASE)
+
+# Clocks a step timer reads.
+CLOCKS = re.compile(r"^(time\.(time|perf_counter|monotonic|process_time)(_ns)?|timeit\.default_timer)$")
+EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
+
+
+def is_step_method(method: str, receiver: str | None) -> bool:
+    """`receiver.method(...)` takes a training step, by the names alone (what the module's value
+    origins cannot tell): `loss.backward()`, `optimizer.step()`, `scaler.step(opt)`,
+    `tape.gradient(...)`, `opt.apply_gradients(...)`, Keras 3 `optimizer.apply(grads, variables)`."""
+    if method in ("backward", "manual_backward", "apply_gradients", "train_on_batch"):
+        return True
+    name = receiver or ""
+    if method == "step":
+        return bool(_OPTIMIZER_NAME.search(name) or "scaler" in name.lower()) and "sched" not in name.lower()
+    if method == "gradient":
+        return "tape" in name.lower()
+    if method == "apply":
+        return bool(_OPTIMIZER_NAME.search(name))
+    return False

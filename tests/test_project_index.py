@@ -1,0 +1,200 @@
+"""The project index: summaries of modules, what follows across them, and each module's view --
+and the findings a view makes appear in the module it is about."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gpulint.linter.analysis.project import EMPTY_VIEW, ModuleSummary, summarize
+from gpulint.linter.config import Settings
+from gpulint.linter.engine import Linter
+from gpulint.linter.run.project import RunIndex, module_identity
+from tests.helpers import run_cli
+
+UTILS = """
+import time
+import torch
+from torch.utils.data import DataLoader
+
+
+def clip_gradients(model):
+    norms = []
+    for p in model.parameters():
+        norms.append(p.grad.norm().item())
+    return norms
+
+
+def evaluate(model, loader):
+    return [model(x).mean().item() for x in loader]
+
+
+class Meter:
+    def update(self, n):
+        self.seen = time.perf_counter()
+
+
+def make_loaders(ds):
+    train = DataLoader(ds, num_workers=4, pin_memory=True)
+    test = DataLoader(ds, num_workers=4, pin_memory=True)
+    return train, test
+
+
+def to_device(batch, device):
+    return batch.to(device, non_blocking=True)
+"""
+
+TRAIN = """
+import torch
+import utils
+from utils import make_loaders
+from steps import train_step
+
+model = Net().cuda()
+meter = utils.Meter()
+train_loader, test_loader = make_loaders(dataset)
+for epoch in range(3):
+    for step, batch in enumerate(train_loader):
+        loss = model(batch.cuda(non_blocking=True)).mean()
+        loss.backward()
+        optimizer.step()
+        utils.clip_gradients(model)
+        meter.update(1)
+        torch.cuda.synchronize()
+        if step % 100 == 0:
+            utils.evaluate(model, val_loader)
+utils.evaluate(model, test_loader)
+"""
+
+STEPS = """
+import torch
+
+
+def train_step(model, batch, optimizer):
+    loss = model(batch).mean()
+    loss.backward()
+    optimizer.step()
+    return loss
+"""
+
+LOOP = """
+import torch
+from steps import train_step
+
+model = Net().cuda()
+for batch in loader:
+    loss = train_step(model, batch, optimizer)
+    print(loss.item())
+"""
+
+
+def write_project(root: Path, **modules: str) -> dict[str, Path]:
+    paths = {}
+    for name, code in modules.items():
+        path = root / f"{name}.py"
+        path.write_text(textwrap.dedent(code).lstrip())
+        paths[name] = path
+    return paths
+
+
+@pytest.fixture
+def project(tmp_path):
+    paths = write_project(tmp_path, utils=UTILS, train=TRAIN, steps=STEPS, loop=LOOP)
+    return paths, RunIndex([paths["train"], paths["utils"], paths["steps"], paths["loop"]])
+
+
+def test_a_helper_another_module_runs_per_step_and_not_one_it_runs_under_an_interval(project):
+    paths, index = project
+    view = index.view(paths["utils"])
+    assert "clip_gradients" in view.per_step and "Meter.update" in view.per_step
+    assert "evaluate" not in view.per_step  # under `step % 100 == 0`
+    assert "make_loaders" not in view.per_step  # called once, before the loop
+
+
+def test_what_a_module_learns_about_the_project_functions_it_calls(project):
+    paths, index = project
+    train = index.view(paths["train"])
+    assert train.callee("meter.update").reads_clock
+    assert train.callee("make_loaders").returns == ("dataloader",)
+    assert train.callee("utils.evaluate") is None  # nothing to tell
+    assert index.view(paths["loop"]).callee("train_step").steps
+    assert index.view(paths["utils"]).reiterated == {("make_loaders", 0)}  # the test loader is used once
+
+
+def test_a_module_nothing_elsewhere_says_anything_about_has_an_empty_view(tmp_path):
+    paths = write_project(tmp_path, utils=UTILS, train=TRAIN, steps=STEPS, plain="import torch\nx = torch.ones(3)\n")
+    index = RunIndex(list(paths.values()))
+    view = index.view(paths["plain"])
+    assert not view and view.digest() == ""
+    # The digest (part of a module's cache key) depends on the facts alone, not on the run.
+    again = RunIndex(list(reversed(paths.values())))
+    assert index.view(paths["train"]).digest() == again.view(paths["train"]).digest() != ""
+
+
+def test_imported_project_modules_are_followed_when_the_run_names_one_file(tmp_path):
+    paths = write_project(tmp_path, utils=UTILS, train=TRAIN, steps=STEPS)
+    index = RunIndex([paths["train"]])
+    assert "clip_gradients" in index.view(paths["utils"]).per_step
+
+
+def test_packages_and_relative_imports_resolve_under_their_source_root(tmp_path):
+    package = tmp_path / "proj" / "trainer"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text("import torch\n\ndef log(loss):\n    print(loss.item())\n")
+    (package / "loop.py").write_text(
+        "import torch\nfrom .helpers import log\n\nfor b in loader:\n    loss = model(b)\n    loss.backward()\n"
+        "    opt.step()\n    log(loss)\n"
+    )
+    assert module_identity(package / "loop.py")[1] == "trainer.loop"
+    index = RunIndex([package / "loop.py"])
+    assert index.view(package / "helpers.py").per_step == {"log"}
+
+
+def test_summaries_go_through_plain_data_and_refuse_anything_else():
+    summary = summarize(textwrap.dedent(UTILS).encode(), "utils")
+    again = ModuleSummary.from_data(summary.to_data())
+    assert again == summary
+    assert ModuleSummary.from_data({"version": 0}) is None
+    assert ModuleSummary.from_data({"version": summary.to_data()["version"], "functions": "x"}) is None
+    assert summarize(b"def broken(:\n", "m") is None
+
+
+def findings(path: Path, view=EMPTY_VIEW, select=("ALL",)) -> list[tuple[str, int]]:
+    linter = Linter(Settings(select=list(select)))
+    result = linter.lint_source(path.read_bytes(), path.name, project=view)
+    return [(f.code, f.location.row) for f in result.findings]
+
+
+def test_the_view_makes_findings_appear_in_the_module_it_is_about(project):
+    paths, index = project
+    # utils.py alone takes no step: nothing there is per step.  With the index, the `.item()` in
+    # `clip_gradients` runs on every step of train.py, and `make_loaders`' first loader is
+    # iterated every epoch there.
+    assert findings(paths["utils"], select=("GL201", "GL103")) == []
+    with_index = findings(paths["utils"], index.view(paths["utils"]), select=("GL201", "GL103"))
+    assert ("GL201", 9) in with_index and ("GL103", 23) in with_index
+    assert ("GL201", 14) not in with_index and ("GL103", 24) not in with_index
+
+
+def test_a_step_function_of_another_module_makes_a_step_loop_here(project):
+    paths, index = project
+    assert findings(paths["loop"], select=("GL201",)) == []
+    assert findings(paths["loop"], index.view(paths["loop"]), select=("GL201",)) == [("GL201", 7)]
+
+
+def test_a_clock_read_by_a_helper_of_another_module_makes_a_timing_loop(project):
+    paths, index = project
+    assert ("GL204", 16) in findings(paths["train"], select=("GL204",))
+    assert findings(paths["train"], index.view(paths["train"]), select=("GL204",)) == []
+
+
+def test_the_cli_indexes_the_project_unless_told_not_to(project, capsys, monkeypatch):
+    paths, _ = project
+    monkeypatch.chdir(paths["utils"].parent)
+    code, out, _ = run_cli(["check", "--no-cache", "--select", "GL201", "--exit-zero", "utils.py", "train.py"], capsys)
+    assert code == 0 and "utils.py:9:" in out
+    code, out, _ = run_cli(["check", "--no-cache", "--no-project-index", "--select", "GL201", "utils.py", "train.py"], capsys)
+    assert code == 0 and "utils.py" not in out

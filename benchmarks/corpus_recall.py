@@ -194,8 +194,20 @@ def relocate(label: Label, source: SourceFile) -> int | None:
 
 def run_gpulint(paths: list[Path], jobs: int | None) -> list[dict]:
     """gpulint's JSON records for `paths`, every rule selected, no cache."""
-    command = [sys.executable, "-m", "gpulint", "check", "--select", "ALL", "--format", "json",
-               "--no-cache", "--exit-zero", *(["--jobs", str(jobs)] if jobs else []), *map(str, paths)]
+    command = [
+        sys.executable,
+        "-m",
+        "gpulint",
+        "check",
+        "--select",
+        "ALL",
+        "--format",
+        "json",
+        "--no-cache",
+        "--exit-zero",
+        *(["--jobs", str(jobs)] if jobs else []),
+        *map(str, paths),
+    ]
     completed = subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=False)
     if completed.returncode != 0:
         raise RuntimeError(f"gpulint exited {completed.returncode}:\n{completed.stderr[-2000:]}")
@@ -209,8 +221,9 @@ def findings_from_json(records: list[dict], root: Path, repos: list[str]) -> lis
     for record in records:
         relative = Path(record["filename"]).resolve().relative_to(root.resolve())
         repo, path = by_folder[relative.parts[0]], Path(*relative.parts[1:]).as_posix()
-        findings.append(Finding(repo, path, record.get("cell"), record["location"]["row"], record["code"],
-                                record["message"]))
+        findings.append(
+            Finding(repo, path, record.get("cell"), record["location"]["row"], record["code"], record["message"])
+        )
     return findings
 
 
@@ -300,8 +313,15 @@ def _counts(outcome: Outcome, rules: set[str]) -> dict:
     unlabelled = sum(1 for finding in outcome.unlabelled if finding.rule in rules)
     misses = [label for label in outcome.misses if label.rule in rules]
     tp, fp, fn = len(tps), len(tricky) + unlabelled, len(misses)
-    counts = {"tp": tp, "fp": fp, "fn": fn, "tricky_hits": len(tricky), "unlabelled": unlabelled,
-              "precision": _ratio(tp, tp + fp), "recall": _ratio(tp, tp + fn)}
+    counts = {
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "tricky_hits": len(tricky),
+        "unlabelled": unlabelled,
+        "precision": _ratio(tp, tp + fp),
+        "recall": _ratio(tp, tp + fn),
+    }
     for scope in SCOPES:
         short = scope.split("-")[0]
         scope_tp = sum(label.scope == scope for label in tps)
@@ -320,20 +340,29 @@ def summarize(outcome: Outcome, labels: list[Label], files: int) -> dict:
     seen_rules = sorted({label.rule for label in labels} | {f.rule for f in outcome.unlabelled})
     return {
         "files": files,
-        "labels": {"positive": sum(label.kind == "positive" for label in labels),
-                   "tricky-negative": sum(label.kind == "tricky-negative" for label in labels),
-                   "stale": len(outcome.stale)},
+        "labels": {
+            "positive": sum(label.kind == "positive" for label in labels),
+            "tricky-negative": sum(label.kind == "tricky-negative" for label in labels),
+            "stale": len(outcome.stale),
+        },
         "core_rules": sorted(core),
         "per_rule": {code: _counts(outcome, {code}) for code in seen_rules},
         "core": _counts(outcome, core),
         "full": _counts(outcome, set(catalog) | set(seen_rules)),
-        "misses": [{"where": label.where(), "rule": label.rule, "scope": label.scope, "reason": label.reason}
-                   for label in outcome.misses],
+        "misses": [
+            {"where": label.where(), "rule": label.rule, "scope": label.scope, "reason": label.reason}
+            for label in outcome.misses
+        ],
         "false_positives": (
-            [{"where": f.where(), "rule": f.rule, "label": "tricky-negative", "reason": label.reason}
-             for f, label in outcome.tricky_hits]
-            + [{"where": f.where(), "rule": f.rule, "label": "unlabelled", "reason": f.message}
-               for f in outcome.unlabelled]),
+            [
+                {"where": f.where(), "rule": f.rule, "label": "tricky-negative", "reason": label.reason}
+                for f, label in outcome.tricky_hits
+            ]
+            + [
+                {"where": f.where(), "rule": f.rule, "label": "unlabelled", "reason": f.message}
+                for f in outcome.unlabelled
+            ]
+        ),
         "stale": [{"where": label.where(), "rule": label.rule} for label in outcome.stale],
     }
 
@@ -342,22 +371,30 @@ def render_text(summary: dict) -> str:
     def fmt(value):
         return "-" if value is None else f"{value:.2f}"
 
-    out = [f"{summary['files']} files, {summary['labels']['positive']} positive and "
-           f"{summary['labels']['tricky-negative']} tricky-negative labels ({summary['labels']['stale']} stale)", ""]
+    out = [
+        f"{summary['files']} files, {summary['labels']['positive']} positive and "
+        f"{summary['labels']['tricky-negative']} tricky-negative labels ({summary['labels']['stale']} stale)",
+        "",
+    ]
     out.append("precision and recall: all labels, then single-file only (`1f`); recall of cross-file positives (`xf`)")
-    out.append(f"{'rule':<7} {'TP':>4} {'FP':>4} {'FN':>4}  {'prec':>5} {'prec1f':>6}  {'recall':>6} {'rec1f':>6} "
-               f"{'recxf':>6}")
+    out.append(
+        f"{'rule':<7} {'TP':>4} {'FP':>4} {'FN':>4}  {'prec':>5} {'prec1f':>6}  {'recall':>6} {'rec1f':>6} {'recxf':>6}"
+    )
     rows = list(summary["per_rule"].items()) + [("core", summary["core"]), ("full", summary["full"])]
     for name, c in rows:
         if name == "core":
             out.append("-" * 62)
-        out.append(f"{name:<7} {c['tp']:>4} {c['fp']:>4} {c['fn']:>4}  {fmt(c['precision']):>5} "
-                   f"{fmt(c['precision_single']):>6}  {fmt(c['recall']):>6} {fmt(c['recall_single']):>6} "
-                   f"{fmt(c['recall_cross']):>6}")
+        out.append(
+            f"{name:<7} {c['tp']:>4} {c['fp']:>4} {c['fn']:>4}  {fmt(c['precision']):>5} "
+            f"{fmt(c['precision_single']):>6}  {fmt(c['recall']):>6} {fmt(c['recall_single']):>6} "
+            f"{fmt(c['recall_cross']):>6}"
+        )
     for name in ("core", "full"):
         c = summary[name]
-        out.append(f"{name}: tricky-negative hits {c['tricky_hits']}, unlabelled findings {c['unlabelled']}, "
-                   f"positives single-file {c['positives_single']} / cross-file {c['positives_cross']}")
+        out.append(
+            f"{name}: tricky-negative hits {c['tricky_hits']}, unlabelled findings {c['unlabelled']}, "
+            f"positives single-file {c['positives_single']} / cross-file {c['positives_cross']}"
+        )
     out += ["", f"Misses ({len(summary['misses'])}):"]
     out += [f"  {m['where']} {m['rule']} [{m['scope']}] {m['reason']}" for m in summary["misses"]]
     out += ["", f"False positives ({len(summary['false_positives'])}):"]
@@ -392,10 +429,14 @@ def fetch_commands(manifest: dict) -> str:
         files_by_commit[(entry["repo"], commit)].append(entry["path"])
     for (repo, commit), paths in sorted(files_by_commit.items()):
         folder = f'"$ROOT/{repo_folder(repo)}"'
-        lines.append(f"test -d {folder}/.git || git clone --filter=blob:none --no-checkout "
-                     f"https://github.com/{repo}.git {folder}")
-        lines.append(f"git -C {folder} fetch --quiet origin {commit} && "
-                     f"git -C {folder} checkout --quiet {commit} -- {' '.join(sorted(paths))}")
+        lines.append(
+            f"test -d {folder}/.git || git clone --filter=blob:none --no-checkout "
+            f"https://github.com/{repo}.git {folder}"
+        )
+        lines.append(
+            f"git -C {folder} fetch --quiet origin {commit} && "
+            f"git -C {folder} checkout --quiet {commit} -- {' '.join(sorted(paths))}"
+        )
     return "\n".join(lines)
 
 

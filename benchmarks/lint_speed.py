@@ -115,16 +115,27 @@ def measure(command: list[str], cwd: Path) -> tuple[float, float, int]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", nargs="+", type=Path, help="folders to lint (default: installed torch, transformers, keras, timm)")
+    parser.add_argument(
+        "--corpus", nargs="+", type=Path, help="folders to lint (default: installed torch, transformers, keras, timm)"
+    )
     parser.add_argument("--no-fixtures", action="store_true", help="leave the repository's fixtures/ out of the corpus")
     parser.add_argument("--runs", type=int, default=3, help="rounds (medians are taken over them)")
-    parser.add_argument("--jobs", type=int, default=None, help="gpulint's worker count for the cold/warm runs (default: its own)")
     parser.add_argument(
-        "--tools-bin", type=Path, nargs="+", default=[Path(sys.executable).parent],
+        "--jobs", type=int, default=None, help="gpulint's worker count for the cold/warm runs (default: its own)"
+    )
+    parser.add_argument(
+        "--tools-bin",
+        type=Path,
+        nargs="+",
+        default=[Path(sys.executable).parent],
         help="folders holding fixit, torchfix and ruff, searched in order, then PATH (default: this interpreter's)",
     )
-    parser.add_argument("--select", default=None, help="gpulint's rule selection (default: its default set, what users run)")
-    parser.add_argument("--subset", type=float, default=0.1, help="share of the files Fixit and TorchFix run on (scaled by lines)")
+    parser.add_argument(
+        "--select", default=None, help="gpulint's rule selection (default: its default set, what users run)"
+    )
+    parser.add_argument(
+        "--subset", type=float, default=0.1, help="share of the files Fixit and TorchFix run on (scaled by lines)"
+    )
     args = parser.parse_args()
 
     from gpulint.linter.run.files import discover
@@ -149,7 +160,9 @@ def main() -> int:
     scale = lines / subset_lines if subset_lines else float("nan")
 
     print(f"corpus: {', '.join(str(r) for r in roots)}")
-    print(f"files: {len(files)}, lines: {lines:,}; gpulint parses {len(parsed)} files ({parsed_lines:,} lines) after its prefilter")
+    print(
+        f"files: {len(files)}, lines: {lines:,}; gpulint parses {len(parsed)} files ({parsed_lines:,} lines) after its prefilter"
+    )
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"cores available: {cores}; load average at start: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
@@ -176,7 +189,10 @@ def main() -> int:
         notes = []
         search_path = os.pathsep.join([*map(str, args.tools_bin), os.environ.get("PATH", "")])
         for tool, command in (
-            ("ruff --select ALL --no-cache", ["ruff", "check", "--select", "ALL", "--no-cache", "--exit-zero", "--quiet", *names]),
+            (
+                "ruff --select ALL --no-cache",
+                ["ruff", "check", "--select", "ALL", "--no-cache", "--exit-zero", "--quiet", *names],
+            ),
             ("fixit lint", ["fixit", "lint", *[str(p) for p in subset]]),
             ("torchfix", ["torchfix", *[str(p) for p in subset]]),
         ):
@@ -220,7 +236,9 @@ def main() -> int:
     print(f"{'run':<34} {'median s':>9} {'min..max s':>16} {'peak MB':>8} {'lines/s':>10}")
     for name in tools:
         low, high = spread[name]
-        print(f"{name:<34} {median[name]:>9.2f} {f'{low:.2f}..{high:.2f}':>16} {peak[name]:>8.0f} {lines / median[name]:>10,.0f}")
+        print(
+            f"{name:<34} {median[name]:>9.2f} {f'{low:.2f}..{high:.2f}':>16} {peak[name]:>8.0f} {lines / median[name]:>10,.0f}"
+        )
     for note in notes:
         print(f"note: {note}")
 
@@ -231,7 +249,12 @@ def main() -> int:
     checks = [
         ("cold vs parse floor (1 job / 1 process)", one / floor, "<= 1.5", one / floor <= 1.5),
         ("cold (default jobs) vs parse floor (1 process)", cold / floor, "<= 1.5", cold / floor <= 1.5),
-        ("warm speed-up over cold", cold / median["gpulint warm (cache)"], ">= 20", cold / median["gpulint warm (cache)"] >= 20),
+        (
+            "warm speed-up over cold",
+            cold / median["gpulint warm (cache)"],
+            ">= 20",
+            cold / median["gpulint warm (cache)"] >= 20,
+        ),
         (f"{args.jobs or cores} jobs speed-up over 1 job", one / cold, ">= 1.7", one / cold >= 1.7),
         ("gpulint peak memory, MB", gl_peak, "< 300", gl_peak < 300),
     ]

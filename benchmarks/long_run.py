@@ -54,7 +54,7 @@ class MemoryWatch:
             cpu = me.cpu_times()
             self.samples.append((time.monotonic() - start, me.memory_info().rss, children, cpu.user + cpu.system))
 
-    def __enter__(self) -> "MemoryWatch":
+    def __enter__(self) -> MemoryWatch:
         self._thread.start()
         return self
 

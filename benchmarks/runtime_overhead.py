@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gpulint.runtime_check import stats  # noqa: E402
 from gpulint.runtime_check.measure import Command, RunConfig, run_once  # noqa: E402
 
-SCRIPT = '''
+SCRIPT = """
 import json, os, sys, time
 import torch
 from torch import nn
@@ -60,7 +60,7 @@ for step, (x, y) in enumerate(loader):
 warm = times[10:]
 with open(os.environ["BENCH_OUT"], "w") as f:
     json.dump({"median": sorted(warm)[len(warm) // 2]}, f)
-'''
+"""
 
 
 def plain(script: Path, steps: int, out: Path) -> float:
@@ -101,8 +101,15 @@ def in_process(blocks: int, block_steps: int = 5) -> tuple[float, float]:
     batches = iter(DataLoader(Synthetic(), batch_size=64))
     times: dict[bool, list[float]] = {False: [], True: []}
     with tempfile.TemporaryDirectory(prefix="gpulint-bench-") as folder:
-        bootstrap.STATE = bootstrap.State({"out": f"{folder}/out.json", "progress": f"{folder}/progress.json",
-                                           "steps": None, "warmup": 1, "seconds": None})
+        bootstrap.STATE = bootstrap.State(
+            {
+                "out": f"{folder}/out.json",
+                "progress": f"{folder}/progress.json",
+                "steps": None,
+                "warmup": 1,
+                "seconds": None,
+            }
+        )
         for block in range(2 * blocks):
             on = block % 4 in (1, 2)  # off on on off ...: each arm first as often
             if on:
@@ -130,8 +137,15 @@ def hook_cost(repeat: int = 20000) -> float:
     from gpulint.runtime_check import bootstrap
 
     with tempfile.TemporaryDirectory(prefix="gpulint-bench-") as folder:
-        bootstrap.STATE = bootstrap.State({"out": f"{folder}/out.json", "progress": f"{folder}/progress.json",
-                                           "steps": None, "warmup": 1, "seconds": None})
+        bootstrap.STATE = bootstrap.State(
+            {
+                "out": f"{folder}/out.json",
+                "progress": f"{folder}/progress.json",
+                "steps": None,
+                "warmup": 1,
+                "seconds": None,
+            }
+        )
 
         class Iterator:
             def __next__(self):
@@ -158,9 +172,11 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=300)
     args = parser.parse_args()
     off, on = in_process(args.blocks)
-    print(f"in-process: hooks off median {1e3 * off:.4f} ms, on {1e3 * on:.4f} ms; "
-          f"overhead ratio {on / off:.4f} ({100 * (on / off - 1):+.2f}%); target < 1.03: {'met' if on / off < 1.03 else 'NOT met'}",
-          flush=True)
+    print(
+        f"in-process: hooks off median {1e3 * off:.4f} ms, on {1e3 * on:.4f} ms; "
+        f"overhead ratio {on / off:.4f} ({100 * (on / off - 1):+.2f}%); target < 1.03: {'met' if on / off < 1.03 else 'NOT met'}",
+        flush=True,
+    )
     print(f"in-process: the hooks' own cost is {1e6 * hook_cost():.2f} us per step (one optimizer step, one batch)")
     if args.runs < 1:
         return
@@ -170,7 +186,7 @@ def main() -> None:
         out = Path(folder) / "out.json"
         arms: dict[str, list[float]] = {"plain": [], "instrumented": []}
         for i in range(args.runs):
-            for arm in (("plain", "instrumented") if i % 2 == 0 else ("instrumented", "plain")):
+            for arm in ("plain", "instrumented") if i % 2 == 0 else ("instrumented", "plain"):
                 value = (plain if arm == "plain" else instrumented)(script, args.steps, out)
                 arms[arm].append(value)
                 print(f"run {i + 1} {arm:<12} median step {1e3 * value:.3f} ms", flush=True)

@@ -134,7 +134,7 @@ def main() -> int:
     print(f"one file: {one} ({one_lines} lines)")
     print(f"runs: {args.runs}; load average now: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print()
-    print(f"| case | tool | median s | min..max s |\n|---|---|---|---|")
+    print("| case | tool | median s | min..max s |\n|---|---|---|---|")
     median = {}
     for (case, tool), values in samples.items():
         median[case, tool] = statistics.median(values)

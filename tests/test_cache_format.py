@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.linter.run.cache import LAYOUT, ResultCache
-from gpulint.linter.run.datajson import ShapeError, from_data, to_data
 from gpulint.linter.engine import FileResult
 from gpulint.linter.findings import Applicability, Edit, Finding, FixInfo, Location
+from gpulint.linter.run.cache import LAYOUT, ResultCache
+from gpulint.linter.run.datajson import ShapeError, from_data, to_data
 from gpulint.linter.run.outcome import FileOutcome, RunOptions
 from gpulint.linter.run.safe_files import WriteScope
 
@@ -19,8 +19,16 @@ from gpulint.linter.run.safe_files import WriteScope
 def _outcome(path: str = "train.py") -> FileOutcome:
     fix = FixInfo(Applicability.UNSAFE, "add it", (Edit("x = 1\n", Location(3, 1), Location(4, 1)),))
     finding = Finding(
-        code="GL101", name="dataloader-serial", message="m", path=path, location=Location(3, 5),
-        end_location=Location(3, 9), fix=fix, statement_row=3, display_location="cell 2:3:5", extra={"cell": 2},
+        code="GL101",
+        name="dataloader-serial",
+        message="m",
+        path=path,
+        location=Location(3, 5),
+        end_location=Location(3, 9),
+        fix=fix,
+        statement_row=3,
+        display_location="cell 2:3:5",
+        extra={"cell": 2},
     )
     return FileOutcome(FileResult(path, [finding], True), diff="--- a\n+++ b\n", fixed=1, errors=[])
 

@@ -58,7 +58,19 @@ def test_json_format_is_ruff_shaped(project):
     findings = json.loads(result.stdout)
     assert len(findings) == 1
     finding = findings[0]
-    assert {"code", "message", "filename", "location", "end_location", "fix", "url", "name", "severity", "noqa_row", "cell"} <= set(finding)
+    assert {
+        "code",
+        "message",
+        "filename",
+        "location",
+        "end_location",
+        "fix",
+        "url",
+        "name",
+        "severity",
+        "noqa_row",
+        "cell",
+    } <= set(finding)
     assert finding["code"] == "GL102" and finding["name"] == "dataloader-unpinned"
     assert finding["location"] == {"row": 5, "column": 10}
     assert finding["fix"]["applicability"] == "safe"
@@ -215,14 +227,29 @@ def test_rules_enabled_lists_what_check_would_run(project):
 
 
 # Modules the entry point must not load to print its version or help, or to parse a command line.
-HEAVY = ("libcst", "gpulint.linter", "gpulint.rules", "gpulint.runtime_check", "gpulint.review", "torch",
-         "tensorflow", "rich", "typer", "pydantic")
+HEAVY = (
+    "libcst",
+    "gpulint.linter",
+    "gpulint.rules",
+    "gpulint.runtime_check",
+    "gpulint.review",
+    "torch",
+    "tensorflow",
+    "rich",
+    "typer",
+    "pydantic",
+)
 
 
 def imported_modules(*args: str) -> set[str]:
     """Every module `python -X importtime -m gpulint ARGS` imported."""
-    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "gpulint", *args], cwd=ROOT,
-                            capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "gpulint", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
     assert result.returncode == 0, result.stderr
     return {line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
 
@@ -237,7 +264,9 @@ def test_version_and_help_import_no_heavy_module():
         assert "gpulint.cli" in modules
         assert not heavy(modules), (args, sorted(heavy(modules)))
     rules = imported_modules("rules")  # the rule registry is libcst visitors; nothing else is needed
-    assert not {m for m in heavy(rules) if m.startswith(("gpulint.runtime_check", "gpulint.review", "torch", "tensorflow"))}
+    assert not {
+        m for m in heavy(rules) if m.startswith(("gpulint.runtime_check", "gpulint.review", "torch", "tensorflow"))
+    }
 
 
 def test_parsing_a_command_line_imports_no_heavy_module():
@@ -249,8 +278,13 @@ def test_parsing_a_command_line_imports_no_heavy_module():
         "parse(['train.py', '--fix', '--select', 'GL1,GL2'])\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
     assert result.returncode == 0, result.stderr
     modules = set(json.loads(result.stdout))
     assert {"gpulint.cli", "gpulint.cli.check", "gpulint.cli.rules"} <= modules
@@ -266,6 +300,12 @@ def test_parsed_command_lines():
     assert parse([]).paths == [] and parse([]).run.__name__ == "check"
     profile = parse(["profile", "--steps", "3", "--", "python", "train.py", "--steps", "9"])
     assert profile.steps == 3 and profile.command[-4:] == ["python", "train.py", "--steps", "9"]
-    assert parse(["profile", "python", "-m", "pkg.train", "--lr", "3"]).command == ["python", "-m", "pkg.train", "--lr", "3"]
+    assert parse(["profile", "python", "-m", "pkg.train", "--lr", "3"]).command == [
+        "python",
+        "-m",
+        "pkg.train",
+        "--lr",
+        "3",
+    ]
     verify = parse(["verify", "train.py", "--runs", "2", "--", "--epochs", "3"])
     assert (str(verify.script), verify.script_args, verify.runs) == ("train.py", ["--epochs", "3"], 2)

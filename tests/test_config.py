@@ -37,7 +37,9 @@ def test_unknown_selector_is_an_error():
 
 
 def test_load_from_pyproject(tmp_path):
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
 [tool.gpulint]
 select = ["GL1", "GL3"]
 ignore = ["GL102"]
@@ -46,7 +48,8 @@ exclude = ["legacy/"]
 unsafe-fixes = true
 num-workers = "4"
 log-every = 50
-""")
+""",
+    )
     settings = load_settings(path)
     assert settings.select == ["GL1", "GL3"]
     assert settings.ignore == ["GL102"]

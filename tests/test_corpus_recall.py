@@ -53,8 +53,18 @@ def write_corpus(root: Path, train: str = TRAIN) -> dict[tuple[str, str], Source
 
 def label(path: str, line: int, rule: str, sources, kind="positive", scope="single-file", cell=None) -> Label:
     text = sources[(REPO, path)].line_text(cell, line)
-    return Label(repo=REPO, commit="0" * 40, path=path, line=line, rule=rule, kind=kind, scope=scope,
-                 reason=f"{rule} here", cell=cell, text_sha1=corpus_recall.line_hash(text))
+    return Label(
+        repo=REPO,
+        commit="0" * 40,
+        path=path,
+        line=line,
+        rule=rule,
+        kind=kind,
+        scope=scope,
+        reason=f"{rule} here",
+        cell=cell,
+        text_sha1=corpus_recall.line_hash(text),
+    )
 
 
 def finding(path: str, line: int, rule: str, cell=None) -> Finding:
@@ -65,8 +75,9 @@ def test_a_finding_matches_a_label_on_its_line_or_in_its_statement(tmp_path):
     sources = write_corpus(tmp_path)
     on_line = label("train.py", 13, "GL201", sources)
     in_statement = label("train.py", 4, "GL102", sources)  # the label anchors on the call's first line
-    outcome = corpus_recall.evaluate([on_line, in_statement],
-                                     [finding("train.py", 13, "GL201"), finding("train.py", 6, "GL102")], sources)
+    outcome = corpus_recall.evaluate(
+        [on_line, in_statement], [finding("train.py", 13, "GL201"), finding("train.py", 6, "GL102")], sources
+    )
     assert [lab.rule for _, lab in outcome.true_positives] == ["GL102", "GL201"]
     assert not outcome.misses and not outcome.unlabelled and not outcome.tricky_hits
 
@@ -83,17 +94,20 @@ def test_a_finding_in_another_statement_or_of_another_rule_does_not_match(tmp_pa
 
 def test_findings_of_one_rule_on_one_line_count_once(tmp_path):
     sources = write_corpus(tmp_path)
-    outcome = corpus_recall.evaluate([label("train.py", 10, "GL104", sources)],
-                                     [finding("train.py", 10, "GL104"), finding("train.py", 10, "GL104")], sources)
+    outcome = corpus_recall.evaluate(
+        [label("train.py", 10, "GL104", sources)],
+        [finding("train.py", 10, "GL104"), finding("train.py", 10, "GL104")],
+        sources,
+    )
     assert len(outcome.true_positives) == 1 and not outcome.unlabelled
 
 
 def test_a_tricky_negative_hit_is_a_false_positive_and_module_rules_match_anywhere_in_the_file(tmp_path):
     sources = write_corpus(tmp_path)
-    labels = [label("train.py", 13, "GL302", sources, kind="tricky-negative"),
-              label("train.py", 8, "GL403", sources)]
-    outcome = corpus_recall.evaluate(labels, [finding("train.py", 13, "GL302"), finding("train.py", 11, "GL403")],
-                                     sources)
+    labels = [label("train.py", 13, "GL302", sources, kind="tricky-negative"), label("train.py", 8, "GL403", sources)]
+    outcome = corpus_recall.evaluate(
+        labels, [finding("train.py", 13, "GL302"), finding("train.py", 11, "GL403")], sources
+    )
     assert [(f.rule, lab.kind) for f, lab in outcome.tricky_hits] == [("GL302", "tricky-negative")]
     assert [lab.rule for _, lab in outcome.true_positives] == ["GL403"]
 
@@ -120,10 +134,18 @@ def test_labels_follow_their_text_when_the_file_drifts_and_go_stale_when_it_is_g
 
 def test_summary_separates_core_from_full_and_single_file_from_cross_file(tmp_path):
     sources = write_corpus(tmp_path)
-    labels = [label("train.py", 13, "GL201", sources), label("train.py", 10, "GL104", sources, scope="cross-file"),
-              label("train.py", 8, "GL403", sources), label("train.py", 4, "GL102", sources, kind="tricky-negative")]
-    findings = [finding("train.py", 13, "GL201"), finding("train.py", 8, "GL403"), finding("train.py", 5, "GL102"),
-                finding("train.py", 11, "GL203")]
+    labels = [
+        label("train.py", 13, "GL201", sources),
+        label("train.py", 10, "GL104", sources, scope="cross-file"),
+        label("train.py", 8, "GL403", sources),
+        label("train.py", 4, "GL102", sources, kind="tricky-negative"),
+    ]
+    findings = [
+        finding("train.py", 13, "GL201"),
+        finding("train.py", 8, "GL403"),
+        finding("train.py", 5, "GL102"),
+        finding("train.py", 11, "GL203"),
+    ]
     summary = corpus_recall.summarize(corpus_recall.evaluate(labels, findings, sources), labels, files=2)
     core, full = summary["core"], summary["full"]
     assert "GL403" not in summary["core_rules"]  # a hint rule: in "full" only
@@ -141,8 +163,9 @@ def test_end_to_end_with_gpulint(tmp_path, capsys):
     labels = [label("train.py", 10, "GL104", sources), label("train.py", 13, "GL201", sources)]
     labels_path, manifest_path = tmp_path / "labels.jsonl", tmp_path / "manifest.json"
     corpus_recall.write_labels(labels_path, labels)
-    manifest_path.write_text(json.dumps({"repos": {REPO: {"commit": "0" * 40}},
-                                         "files": [{"repo": REPO, "path": "train.py"}]}))
+    manifest_path.write_text(
+        json.dumps({"repos": {REPO: {"commit": "0" * 40}}, "files": [{"repo": REPO, "path": "train.py"}]})
+    )
     argv = [str(tmp_path), "--labels", str(labels_path), "--manifest", str(manifest_path), "--json", "--jobs", "1"]
     assert corpus_recall.main(argv) == 0
     summary = json.loads(capsys.readouterr().out)

@@ -8,9 +8,9 @@ import libcst as cst
 import pytest
 
 import gpulint.linter.engine as engine
+from gpulint.linter.analysis.imports import ImportTable
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
-from gpulint.linter.analysis.imports import ImportTable
 from tests.helpers import codes, lint, rows
 
 LOADER_LINE = "loader = {call}(ds, batch_size=8)\n"
@@ -73,12 +73,12 @@ def test_unrelated_dataloader_class_is_not_torch():
 
 
 def test_pattern_in_comment_or_string_is_not_a_finding():
-    source = textwrap.dedent('''
+    source = textwrap.dedent("""
         import torch
         device = "cuda"
         # loader = torch.utils.data.DataLoader(ds)
         doc = "torch.utils.data.DataLoader(ds) is slow without workers"
-    ''')
+    """)
     assert codes(source) == []
 
 

@@ -178,9 +178,9 @@ def test_fixed_script_still_runs(run: Run, results):
     if not _available(run.needs):
         pytest.skip(f"{run.needs} is not installed")
     before, after = results[(run.id, "before")], results[(run.id, "after")]
-    assert (
-        before.returncode == 0
-    ), f"{run.script} does not run unfixed (the script is wrong, not a fix):\n{before.output[-3000:]}"
+    assert before.returncode == 0, (
+        f"{run.script} does not run unfixed (the script is wrong, not a fix):\n{before.output[-3000:]}"
+    )
     assert after.returncode == 0, (
         f"{run.script} ran before `gpulint --fix --unsafe-fixes` and fails after it:\n"
         f"{after.output[-3000:]}\n--- the fixes ---\n{results['diff'].output}"

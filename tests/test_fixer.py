@@ -6,8 +6,6 @@ import os
 import stat
 import textwrap
 
-import pytest
-
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
 from gpulint.linter.fix.passes import fix_source
@@ -66,7 +64,8 @@ def test_import_not_added_when_already_bound():
 def test_import_goes_after_docstring_as_its_own_section():
     source = (
         '"""Doc."""\nimport torch\nfrom torch.utils.data import DataLoader\n\ndevice = "cuda"\n'
-        + MAIN + "    a = DataLoader(ds)\n"
+        + MAIN
+        + "    a = DataLoader(ds)\n"
     )
     fixed = fix(source, "GL101")
     assert fixed.startswith('"""Doc."""\nimport os\n\nimport torch\nfrom torch.utils.data import DataLoader\n\ndevice')
@@ -193,7 +192,8 @@ def test_stdlib_import_is_sorted_into_the_stdlib_section():
 
 def test_new_stdlib_section_takes_over_the_comment_above_the_imports():
     source = (
-        "# header comment\nimport torch\nfrom torch.utils.data import DataLoader\ndevice = 'cuda'\n" + MAIN
+        "# header comment\nimport torch\nfrom torch.utils.data import DataLoader\ndevice = 'cuda'\n"
+        + MAIN
         + "    a = DataLoader(ds)\n"
     )
     assert fix(source, "GL101").startswith("# header comment\nimport os\n\nimport torch\n")

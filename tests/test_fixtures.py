@@ -11,9 +11,9 @@ import pytest
 
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
-from gpulint.rules import rules_by_code
 from gpulint.linter.run.outcome import RunOptions
 from gpulint.linter.run.runner import run
+from gpulint.rules import rules_by_code
 from tests.helpers import FIXTURES, expected_markers
 
 BAD = sorted(p for p in FIXTURES.glob("*.py"))

@@ -15,14 +15,27 @@ PACKAGE = ROOT / "gpulint"
 # The engine: what one file goes through.  It never reaches the rules, the run around it, the
 # reporters or the configuration (the settings object it is handed selects the rules; the catalog is
 # data generated from the rules, and the grammar its `num-workers` check reads).
-ENGINE = ("gpulint.linter.analysis", "gpulint.linter.fix", "gpulint.linter.engine", "gpulint.linter.rule",
-          "gpulint.linter.findings", "gpulint.linter.suppressions", "gpulint.linter.catalog",
-          "gpulint.linter.option_expression")
+ENGINE = (
+    "gpulint.linter.analysis",
+    "gpulint.linter.fix",
+    "gpulint.linter.engine",
+    "gpulint.linter.rule",
+    "gpulint.linter.findings",
+    "gpulint.linter.suppressions",
+    "gpulint.linter.catalog",
+    "gpulint.linter.option_expression",
+)
 # What a rule module may import: the engine's API, the options rules share and the headers of their cases.
-RULE_IMPORTS = ("gpulint.linter.analysis", "gpulint.linter.rule", "gpulint.linter.findings",
-                "gpulint.linter.fix.builders", "gpulint.linter.fix.guards", "gpulint.linter.suppressions",
-                "gpulint.rules.options",
-                "gpulint.rules.case_headers")
+RULE_IMPORTS = (
+    "gpulint.linter.analysis",
+    "gpulint.linter.rule",
+    "gpulint.linter.findings",
+    "gpulint.linter.fix.builders",
+    "gpulint.linter.fix.guards",
+    "gpulint.linter.suppressions",
+    "gpulint.rules.options",
+    "gpulint.rules.case_headers",
+)
 
 
 def _modules() -> dict[str, Path]:
@@ -39,7 +52,8 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """The gpulint modules `name` imports (by their module, not the names imported from them)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     annotations_only = {
-        id(node) for block in ast.walk(tree)
+        id(node)
+        for block in ast.walk(tree)
         if isinstance(block, ast.If) and getattr(block.test, "id", None) == "TYPE_CHECKING"
         for node in ast.walk(block)
     }
@@ -52,8 +66,9 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             # `from package import module` imports that module (the package's __init__ runs first
             # whatever imports the module, so it is no edge of its own); other names come from `node.module`.
-            targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
-                       for a in node.names]
+            targets = [
+                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module for a in node.names
+            ]
         else:
             continue
         for target in targets:

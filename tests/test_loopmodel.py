@@ -18,7 +18,8 @@ def context(source: str) -> FileContext:
 
 def call_named(ctx: FileContext, name: str, occurrence: int = 0) -> cst.Call:
     matches = [
-        c for c in ctx.index.nodes("Call")
+        c
+        for c in ctx.index.nodes("Call")
         if (isinstance(c.func, cst.Attribute) and c.func.attr.value == name)
         or (isinstance(c.func, cst.Name) and c.func.value == name)
     ]
@@ -404,8 +405,12 @@ def test_value_origins_follow_unpacking_containers_returns_and_arguments():
         tail = tfds.load("cifar10", split=["train", "test"])[-1]
     """)
     values = ctx.values
-    names = {target.target.value: a.value for a in ctx.index.nodes("Assign") for target in a.targets
-             if isinstance(target.target, cst.Name)}
+    names = {
+        target.target.value: a.value
+        for a in ctx.index.nodes("Assign")
+        for target in a.targets
+        if isinstance(target.target, cst.Name)
+    }
     for name in ("train", "last", "made", "tail"):
         assert values.is_kind(names[name], "tfdata"), name
     assert not values.is_kind(names["plain"], "tfdata")

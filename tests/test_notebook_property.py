@@ -11,7 +11,9 @@ from pathlib import Path
 
 import hypothesmith
 import nbformat
-from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter

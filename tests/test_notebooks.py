@@ -11,14 +11,15 @@ from pathlib import Path
 
 import nbformat
 import pytest
+
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
 from gpulint.linter.run.files import discover
 from gpulint.linter.run.notebook.cells import NotebookError, classify, join, make_cell, map_back, split_lines
-from gpulint.rules import rules_by_code
 from gpulint.linter.run.outcome import RunOptions
 from gpulint.linter.run.process import process_file
 from gpulint.linter.run.runner import run
+from gpulint.rules import rules_by_code
 from tests.helpers import FIXTURES, run_cli
 
 NOTEBOOKS = FIXTURES / "notebooks"
@@ -58,7 +59,9 @@ def write_notebook(path: Path, cells: list, indent=1, ensure_ascii=False, tail="
         cell = nbformat.v4.new_code_cell(source) if kind == "code" else nbformat.v4.new_markdown_cell(source)
         cell["id"] = f"cell-{index}"
         nb.cells.append(cell)
-    path.write_text(json.dumps(nb, indent=indent, ensure_ascii=ensure_ascii, **dump) + tail, encoding="utf-8", newline="")
+    path.write_text(
+        json.dumps(nb, indent=indent, ensure_ascii=ensure_ascii, **dump) + tail, encoding="utf-8", newline=""
+    )
     return path
 
 
@@ -78,7 +81,9 @@ def test_planted_findings_reported_exactly_once_in_cell_coordinates():
     assert len(triples) == len(set(triples)), "a finding is reported twice"
     assert set(triples) == expected_cell_markers(BAD)
     for finding in findings:
-        assert finding.display_location == f"cell {finding.extra['cell']}:{finding.location.row}:{finding.location.column}"
+        assert (
+            finding.display_location == f"cell {finding.extra['cell']}:{finding.location.row}:{finding.location.column}"
+        )
         assert finding.statement_row is not None
 
 
@@ -134,7 +139,9 @@ def test_fixing_a_copy_keeps_outputs_metadata_layout_and_magics(tmp_path):
     assert text == json.dumps(after, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
     notebook = nbformat.read(copy, as_version=4)
     nbformat.validate(notebook)
-    assert sum(len(c.get("outputs", [])) for c in notebook.cells) == sum(len(c.get("outputs", [])) for c in before["cells"])
+    assert sum(len(c.get("outputs", [])) for c in notebook.cells) == sum(
+        len(c.get("outputs", [])) for c in before["cells"]
+    )
     # Every IPython line is still there, unchanged and in order; unfixable findings are all that is left.
     for old, new in zip(before["cells"], after["cells"]):
         if old["cell_type"] == "code":
@@ -171,7 +178,16 @@ def test_directories_include_notebooks():
 
 @pytest.mark.parametrize(
     "line",
-    ["%timeit f(x)\n", "!pip install torch\n", "x = !ls\n", "files = %sx ls\n", "model?\n", "?model\n", "torch.nn??\n", "%%time\n"],
+    [
+        "%timeit f(x)\n",
+        "!pip install torch\n",
+        "x = !ls\n",
+        "files = %sx ls\n",
+        "model?\n",
+        "?model\n",
+        "torch.nn??\n",
+        "%%time\n",
+    ],
 )
 def test_ipython_lines_are_recognised(line):
     assert classify([line])[0] == [True]
@@ -203,8 +219,14 @@ def test_cell_magics_python_bodies_are_linted_others_skipped(tmp_path):
     path = write_notebook(
         tmp_path / "nb.ipynb",
         [
-            ("code", "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nmodel = model.cuda()"),
-            ("code", "%%capture\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n    print(loss.item())"),
+            (
+                "code",
+                "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nmodel = model.cuda()",
+            ),
+            (
+                "code",
+                "%%capture\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n    print(loss.item())",
+            ),
             ("code", "%%bash\nfor x in loader:\n  echo $x.item()\ndone"),
             ("code", "%%writefile train.py\nfor x, y in loader:\n    loss.backward()\n    print(loss.item())"),
         ],
@@ -214,7 +236,10 @@ def test_cell_magics_python_bodies_are_linted_others_skipped(tmp_path):
 
 
 def test_top_level_await_and_a_first_line_magic_parse(tmp_path):
-    path = write_notebook(tmp_path / "nb.ipynb", [("code", "%load_ext autoreload\nimport torch\nawait asyncio.sleep(0)\nx = torch.ones(1)")])
+    path = write_notebook(
+        tmp_path / "nb.ipynb",
+        [("code", "%load_ext autoreload\nimport torch\nawait asyncio.sleep(0)\nx = torch.ones(1)")],
+    )
     outcome = outcome_for(path)
     assert not outcome.errors and outcome.result.findings == []
 
@@ -228,7 +253,10 @@ TRAIN = "for x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n  
 def test_suppressions_work_per_line(tmp_path):
     path = write_notebook(
         tmp_path / "nb.ipynb",
-        [("code", "import torch\nmodel = model.cuda()"), ("code", TRAIN + "    a = loss.item()  # noqa: GL201\n    b = loss.item()")],
+        [
+            ("code", "import torch\nmodel = model.cuda()"),
+            ("code", TRAIN + "    a = loss.item()  # noqa: GL201\n    b = loss.item()"),
+        ],
     )
     assert [(f.extra["cell"], f.location.row) for f in findings_of(path, "GL201")] == [(2, 6)]
 
@@ -236,7 +264,11 @@ def test_suppressions_work_per_line(tmp_path):
 def test_a_broken_cell_is_reported_where_it_is_and_the_others_are_still_linted(tmp_path):
     path = write_notebook(
         tmp_path / "nb.ipynb",
-        [("code", "import torch\nmodel = model.cuda()"), ("code", "def broken(:\n    pass"), ("code", TRAIN + "    print(loss.item())")],
+        [
+            ("code", "import torch\nmodel = model.cuda()"),
+            ("code", "def broken(:\n    pass"),
+            ("code", TRAIN + "    print(loss.item())"),
+        ],
     )
     found = {(f.extra["cell"], f.location.row, f.code) for f in findings_of(path, ["GL201"])}
     assert (2, 1, "GL000") in found
@@ -266,7 +298,11 @@ def test_bad_notebooks_get_one_clear_line(tmp_path, capsys, content, message):
 
 
 def test_other_kernels_are_skipped(tmp_path):
-    path = write_notebook(tmp_path / "nb.ipynb", [("code", "library(torch)\nx <- 1")], metadata={"kernelspec": {"display_name": "R", "language": "R", "name": "ir"}})
+    path = write_notebook(
+        tmp_path / "nb.ipynb",
+        [("code", "library(torch)\nx <- 1")],
+        metadata={"kernelspec": {"display_name": "R", "language": "R", "name": "ir"}},
+    )
     outcome = outcome_for(path)
     assert not outcome.errors and outcome.result.findings == []
 
@@ -276,7 +312,10 @@ def test_other_kernels_are_skipped(tmp_path):
 
 LOADER_CELLS = [
     ("markdown", "# Title ünïcode"),
-    ("code", "import torch\nfrom torch.utils.data import DataLoader\nmodel = model.cuda()\nloader = DataLoader(ds, num_workers=2)"),
+    (
+        "code",
+        "import torch\nfrom torch.utils.data import DataLoader\nmodel = model.cuda()\nloader = DataLoader(ds, num_workers=2)",
+    ),
 ]
 
 
@@ -305,7 +344,9 @@ def test_string_sources_stay_strings_and_crlf_and_bom_survive(tmp_path):
     path = write_notebook(tmp_path / "nb.ipynb", LOADER_CELLS)
     data = json.loads(path.read_text(encoding="utf-8"))
     data["cells"][1]["source"] = "".join(data["cells"][1]["source"])  # one string, not a list
-    path.write_bytes(b"\xef\xbb\xbf" + (json.dumps(data, indent=1, ensure_ascii=False) + "\n").replace("\n", "\r\n").encode())
+    path.write_bytes(
+        b"\xef\xbb\xbf" + (json.dumps(data, indent=1, ensure_ascii=False) + "\n").replace("\n", "\r\n").encode()
+    )
     outcome = outcome_for(path, select="GL102", fix=True)
     assert not outcome.errors and outcome.fixed == 1
     raw = path.read_bytes()

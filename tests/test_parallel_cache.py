@@ -9,22 +9,20 @@ from __future__ import annotations
 
 import os
 import shutil
-import textwrap
 import threading
 from pathlib import Path
 
 import pytest
 
 import gpulint.linter.engine as engine
+from gpulint.linter.config import Settings
 from gpulint.linter.run import parallel
 from gpulint.linter.run.cache import LAYOUT, ResultCache
-from gpulint.linter.config import Settings
 from gpulint.linter.run.outcome import RunOptions
 from gpulint.linter.run.runner import run
-
 from tests.helpers import FIXTURES, run_cli
 
-TRAIN_TEMPLATE = '''\
+TRAIN_TEMPLATE = """\
 import torch
 from torch.utils.data import DataLoader
 
@@ -38,7 +36,7 @@ for epoch in range(3):
         loss.backward()
         opt.step()
         print("loss", loss.item())  {suppress}
-'''
+"""
 
 PLAIN_TEMPLATE = '''\
 def add_{n}(a, b):
@@ -108,10 +106,9 @@ def _serial(corpus: Path, options: RunOptions) -> list:
 def _summary(result) -> list:
     """Everything a reporter shows, in order: per file its findings (with fixes and edits), the
     problems reported, and the diff and fix count."""
-    return [
-        (o.result.path, o.result.findings, sorted(o.errors), o.diff, o.fixed)
-        for o in result.outcomes
-    ] + [result.errors]
+    return [(o.result.path, o.result.findings, sorted(o.errors), o.diff, o.fixed) for o in result.outcomes] + [
+        result.errors
+    ]
 
 
 @pytest.fixture()
@@ -183,7 +180,13 @@ def test_configuration_and_options_are_part_of_the_key(corpus, tmp_path, count_p
     assert count_parses, "another selection must not reuse the results of ALL"
     assert {f.code for f in narrowed.findings} <= {"GL101", "GL102", "GL103", "GL104", "GL105", "GL000"}
     count_parses.clear()
-    run([corpus], SETTINGS, RunOptions(with_edits=True), jobs=1, cache=_cache(tmp_path, options=RunOptions(with_edits=True)))
+    run(
+        [corpus],
+        SETTINGS,
+        RunOptions(with_edits=True),
+        jobs=1,
+        cache=_cache(tmp_path, options=RunOptions(with_edits=True)),
+    )
     assert count_parses, "results without edits must not serve a run that needs them"
 
 
@@ -302,7 +305,7 @@ def test_cli_jobs_cache_dir_and_no_cache(corpus, tmp_path, monkeypatch, capsys):
     assert bad[0] == 2
 
 
-HELPERS = '''\
+HELPERS = """\
 import time
 import torch
 
@@ -315,9 +318,9 @@ def clip(model):
 class Meter:
     def update(self, count):
         self.last = time.perf_counter()
-'''
+"""
 
-STEP_LOOP = '''\
+STEP_LOOP = """\
 import torch
 import utils
 
@@ -331,7 +334,7 @@ for step, batch in enumerate(loader):
     {clip}
     meter.update(1)
     torch.cuda.synchronize()
-'''
+"""
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
@@ -352,7 +355,11 @@ def test_a_change_in_one_module_reaches_the_findings_that_depend_on_it(tmp_path,
     def findings(use_cache=True) -> set:
         result = run([project], SETTINGS, RunOptions(), jobs=jobs, cache=cache if use_cache else None)
         assert not result.errors
-        return {(Path(f.path).name, f.code, f.location.row) for f in result.findings if Path(f.path).name in ("utils.py", "train.py")}
+        return {
+            (Path(f.path).name, f.code, f.location.row)
+            for f in result.findings
+            if Path(f.path).name in ("utils.py", "train.py")
+        }
 
     def synchronize() -> tuple:
         row = next(n for n, line in enumerate(train.read_text().splitlines(), 1) if "synchronize" in line)

@@ -10,7 +10,8 @@ import threading
 
 import hypothesmith
 import pytest
-from hypothesis import HealthCheck, given, settings as hypothesis_settings
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
 
 from gpulint.linter.analysis import parse_guard
 from gpulint.linter.analysis.isolation import ChildCrashed, call_isolated

@@ -196,5 +196,7 @@ def test_the_cli_indexes_the_project_unless_told_not_to(project, capsys, monkeyp
     monkeypatch.chdir(paths["utils"].parent)
     code, out, _ = run_cli(["check", "--no-cache", "--select", "GL201", "--exit-zero", "utils.py", "train.py"], capsys)
     assert code == 0 and "utils.py:9:" in out
-    code, out, _ = run_cli(["check", "--no-cache", "--no-project-index", "--select", "GL201", "utils.py", "train.py"], capsys)
+    code, out, _ = run_cli(
+        ["check", "--no-cache", "--no-project-index", "--select", "GL201", "utils.py", "train.py"], capsys
+    )
     assert code == 0 and "utils.py" not in out

@@ -7,12 +7,14 @@ on them; mutated fixtures exercise realistic code broken in realistic ways.
 
 from __future__ import annotations
 
-import libcst as cst
 import hypothesmith
-from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+import libcst as cst
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
-from gpulint.linter.config import Settings
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, UndecodableSource
+from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
 from gpulint.linter.fix.passes import fix_source
 from tests.helpers import FIXTURES

@@ -42,7 +42,9 @@ def test_rule_documentation_has_every_section(rule):
 
 
 def test_generated_docs_are_current():
-    result = subprocess.run([sys.executable, "scripts/gen_docs.py", "--check"], cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "scripts/gen_docs.py", "--check"], cwd=ROOT, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 

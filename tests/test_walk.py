@@ -10,9 +10,31 @@ import pytest
 from gpulint.linter.analysis.walk import TreeIndex
 from tests.helpers import FIXTURES
 
-SEMANTIC = ("Call", "Name", "Attribute", "For", "While", "If", "FunctionDef", "ClassDef", "Assign",
-            "SimpleString", "FormattedString", "BinaryOperation", "Comparison", "Lambda", "WithItem",
-            "Decorator", "Arg", "Param", "Subscript", "Import", "ImportFrom", "AugAssign", "AnnAssign")
+SEMANTIC = (
+    "Call",
+    "Name",
+    "Attribute",
+    "For",
+    "While",
+    "If",
+    "FunctionDef",
+    "ClassDef",
+    "Assign",
+    "SimpleString",
+    "FormattedString",
+    "BinaryOperation",
+    "Comparison",
+    "Lambda",
+    "WithItem",
+    "Decorator",
+    "Arg",
+    "Param",
+    "Subscript",
+    "Import",
+    "ImportFrom",
+    "AugAssign",
+    "AnnAssign",
+)
 
 
 class _Counter(cst.CSTVisitor):

@@ -21,14 +21,20 @@ if TYPE_CHECKING:  # the linter imports libcst: loaded when a command runs, not 
 def add_selection_options(parser: argparse.ArgumentParser) -> None:
     """The options resolve_settings reads."""
     parser.add_argument(
-        "--select", action="extend", type=rule_ids, metavar="IDS",
+        "--select",
+        action="extend",
+        type=rule_ids,
+        metavar="IDS",
         help="Rule ids or prefixes to enable (comma-separated; ALL for every rule).",
     )
     parser.add_argument(
         "--ignore", action="extend", type=rule_ids, metavar="IDS", help="Rule ids or prefixes to disable."
     )
     parser.add_argument(
-        "--extend-select", action="extend", type=rule_ids, metavar="IDS",
+        "--extend-select",
+        action="extend",
+        type=rule_ids,
+        metavar="IDS",
         help="Rule ids or prefixes to add to the selection.",
     )
     parser.add_argument(
@@ -68,13 +74,16 @@ def add_check(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--fix", action="store_true", help="Apply safe fixes (and unsafe ones with --unsafe-fixes).")
     parser.add_argument(
-        "--unsafe-fixes", action=argparse.BooleanOptionalAction,
+        "--unsafe-fixes",
+        action=argparse.BooleanOptionalAction,
         help="Also offer and apply fixes that may change behaviour.",
     )
     parser.add_argument("--diff", action="store_true", help="Print the diff the fixes would make; write nothing.")
     add_selection_options(parser)
     parser.add_argument(
-        "--format", default="text", metavar="FORMAT",
+        "--format",
+        default="text",
+        metavar="FORMAT",
         help="Output format: text, json, sarif, github, rdjson or gitlab.",
     )
     parser.add_argument("--exit-zero", action="store_true", help="Exit 0 even when findings remain.")
@@ -85,19 +94,24 @@ def add_check(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-cache", action="store_true", help="Neither read nor write the result cache.")
     parser.add_argument(
-        "--no-project-index", action="store_true",
+        "--no-project-index",
+        action="store_true",
         help="Lint each file on its own, without the index of what the project's functions do across modules.",
     )
     parser.add_argument(
-        "--cache-dir", type=Path, metavar="DIR",
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
         help="Where to keep the result cache (default: .gpulint_cache in the project root).",
     )
     parser.add_argument(
-        "--add-suppressions", action="store_true",
+        "--add-suppressions",
+        action="store_true",
         help="Write `# gpulint: ignore[ID]` on every current finding's line (adopt gpulint on existing code).",
     )
     parser.add_argument(
-        "--report-unused-suppressions", action="store_true",
+        "--report-unused-suppressions",
+        action="store_true",
         help="Also report suppression comments that suppress nothing (rule GL900).",
     )
     parser.set_defaults(run=check)
@@ -175,8 +189,8 @@ def check(options: argparse.Namespace) -> int:
 
 
 def _add_suppressions(paths: list[Path], settings: Settings, reading_stdin: bool, fixing: bool) -> int:
-    from gpulint.linter.run.add_suppressions import add_suppressions
     from gpulint.linter.engine import Linter
+    from gpulint.linter.run.add_suppressions import add_suppressions
 
     if reading_stdin or fixing:
         error("--add-suppressions edits files in place; it cannot be combined with standard input, --fix or --diff")
@@ -185,8 +199,10 @@ def _add_suppressions(paths: list[Path], settings: Settings, reading_stdin: bool
     for line in outcome.errors:
         error(line)
     plural = "s" if outcome.added != 1 else ""
-    print(f"Added {outcome.added} suppression{plural} in {outcome.files} file{'s' if outcome.files != 1 else ''}.",
-          file=sys.stderr)
+    print(
+        f"Added {outcome.added} suppression{plural} in {outcome.files} file{'s' if outcome.files != 1 else ''}.",
+        file=sys.stderr,
+    )
     return EXIT_ERROR if outcome.errors else EXIT_CLEAN
 
 

@@ -13,8 +13,9 @@ gpulint.linter.rule): the configuration checks option values against it without 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from gpulint.linter.option_expression import UnsafeExpression, check_worker_expression
 

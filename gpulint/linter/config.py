@@ -32,9 +32,10 @@ import json
 import os
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -60,8 +61,17 @@ _CONFIG_LIMIT = "the size of a configuration file"
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
 STANDARD_KEYS = {
-    "select", "extend-select", "ignore", "per-file-ignores", "exclude", "extend-exclude", "unsafe-fixes",
-    "max-file-size", "history", "fix-tests", "target-torch",
+    "select",
+    "extend-select",
+    "ignore",
+    "per-file-ignores",
+    "exclude",
+    "extend-exclude",
+    "unsafe-fixes",
+    "max-file-size",
+    "history",
+    "fix-tests",
+    "target-torch",
 }
 
 
@@ -258,7 +268,12 @@ def _apply_project(settings: Settings, pyproject: dict[str, Any], directory: Pat
 
 def _toml_type(value: Any) -> str:
     names = {
-        bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array", dict: "a table",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "a table",
     }
     return next((name for kind, name in names.items() if isinstance(value, kind)), type(value).__name__)
 
@@ -308,7 +323,7 @@ def settings_from_table(table: dict[str, Any], config_file: Path) -> Settings:
         try:
             settings.target_torch = parse_version(str(table["target-torch"]))
         except ValueError as exc:
-            raise ConfigError(f"{config_file}: `target-torch` must be a version such as \"2.1\" ({exc})") from None
+            raise ConfigError(f'{config_file}: `target-torch` must be a version such as "2.1" ({exc})') from None
     history = table.get("history")
     if history is not None and not (history is False or isinstance(history, str) and history):
         raise ConfigError(f"{config_file}: `history` must be a file path or false")
@@ -348,6 +363,6 @@ def parse_size(value: Any, config_file: Path) -> int:
     match = _SIZE.match(value) if isinstance(value, str) else None
     if match is None or int(match[1]) == 0:
         raise ConfigError(
-            f"{config_file}: `max-file-size` must be a positive size such as 10485760 or \"10MiB\", not {value!r}"
+            f'{config_file}: `max-file-size` must be a positive size such as 10485760 or "10MiB", not {value!r}'
         )
     return int(match[1]) * _SIZE_UNITS[match[2][:1].lower()]

@@ -24,8 +24,9 @@ in files with suppression comments.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from gpulint.linter import catalog
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, parse
@@ -107,7 +108,9 @@ class Linter:
             entries = self._entries_by_codes[codes] = tuple(r for r in catalog.RULES if r.code in codes)
         return entries
 
-    def lint_source(self, source: bytes, path: str, with_edits: bool = False, project: ModuleView | None = None) -> FileResult:
+    def lint_source(
+        self, source: bytes, path: str, with_edits: bool = False, project: ModuleView | None = None
+    ) -> FileResult:
         """Every finding in one source, located (with fix edits when asked), in order.  `project`
         is what the rest of the project says about this module (analysis/project.py)."""
         try:
@@ -248,7 +251,11 @@ def anchor(node: cst.CSTNode) -> cst.CSTNode:
     chain, which may be lines above."""
     import libcst as cst
 
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, (cst.Call, cst.Subscript)):
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and isinstance(node.func.value, (cst.Call, cst.Subscript))
+    ):
         return node.func.attr
     return node
 

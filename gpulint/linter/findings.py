@@ -8,8 +8,9 @@ picklable record that reporters, the cache and worker processes exchange.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # findings are read by every run; libcst is imported only by runs that parse
     import libcst as cst

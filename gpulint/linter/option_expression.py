@@ -36,8 +36,9 @@ def check_worker_expression(text: str) -> None:
     if len(text) > MAX_LENGTH:
         raise UnsafeExpression(f"longer than {MAX_LENGTH} characters")
     if not _CHARACTERS.match(text):
-        raise UnsafeExpression("only integers, names, arithmetic, min/max, os.cpu_count() and "
-                               "len(os.sched_getaffinity(0)) are allowed")
+        raise UnsafeExpression(
+            "only integers, names, arithmetic, min/max, os.cpu_count() and len(os.sched_getaffinity(0)) are allowed"
+        )
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
@@ -100,8 +101,10 @@ def _check_call(node: ast.Call) -> None:
         return
     if function == "len" and len(node.args) == 1 and _is_affinity_call(node.args[0]):
         return
-    raise UnsafeExpression(f"the call `{function or 'expression'}(...)` is not allowed "
-                           "(only min, max, os.cpu_count() and len(os.sched_getaffinity(0)))")
+    raise UnsafeExpression(
+        f"the call `{function or 'expression'}(...)` is not allowed "
+        "(only min, max, os.cpu_count() and len(os.sched_getaffinity(0)))"
+    )
 
 
 def _is_affinity_call(node: ast.expr) -> bool:

@@ -52,4 +52,3 @@ def quote_diff_path(name: str) -> str:
         else:
             out.append(char)
     return '"' + "".join(out) + '"'
-

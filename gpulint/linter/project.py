@@ -14,9 +14,10 @@ formatter keeps, and the oldest PyTorch it declares it runs on.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from gpulint.linter.run.safe_files import read_regular_file
 

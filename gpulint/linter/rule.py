@@ -57,7 +57,8 @@ from __future__ import annotations
 import inspect
 import re
 import textwrap
-from typing import AbstractSet, Any, ClassVar, Mapping
+from collections.abc import Mapping
+from typing import AbstractSet, Any, ClassVar
 
 import libcst as cst
 
@@ -70,8 +71,15 @@ from gpulint.linter.findings import Applicability, Fix, RawFinding
 class Case:
     """Code a rule is run on in its tests (see Valid and Invalid)."""
 
-    def __init__(self, code: str, *, header: str = "", options: Mapping[str, Any] | None = None,
-                 path: str = "case.py", select: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        code: str,
+        *,
+        header: str = "",
+        options: Mapping[str, Any] | None = None,
+        path: str = "case.py",
+        select: tuple[str, ...] = (),
+    ) -> None:
         self.code = code
         self.header = header
         self.options = dict(options or {})
@@ -97,8 +105,15 @@ class Invalid(Case):
     fix), `applicability` the safety every offered fix must have (default: the rule's), `messages`
     the findings' messages when the case is about them."""
 
-    def __init__(self, code: str, *findings: str, fixed: str | None = None, applicability: Applicability | None = None,
-                 messages: tuple[str, ...] | None = None, **case: Any) -> None:
+    def __init__(
+        self,
+        code: str,
+        *findings: str,
+        fixed: str | None = None,
+        applicability: Applicability | None = None,
+        messages: tuple[str, ...] | None = None,
+        **case: Any,
+    ) -> None:
         super().__init__(code, **case)
         if not findings:
             raise ValueError("an Invalid case names where its findings are")

@@ -122,7 +122,11 @@ def unused_suppression_findings(
                 unknown = [c for c in codes if c not in known]
                 message = f"Unused suppression of {', '.join(codes)}: nothing to suppress on this line"
                 if unknown:
-                    message += f" ({', '.join(unknown)} is not a gpulint rule)" if len(unknown) == 1 else f" ({', '.join(unknown)} are not gpulint rules)"
+                    message += (
+                        f" ({', '.join(unknown)} is not a gpulint rule)"
+                        if len(unknown) == 1
+                        else f" ({', '.join(unknown)} are not gpulint rules)"
+                    )
             else:
                 message = "Unused `# gpulint: ignore`: nothing to suppress on this line"
             findings.append(

@@ -87,8 +87,14 @@ def catalog_source(current: str) -> str:
     facts = {}
     for rule in all_rules():
         fix = rule.fix_applicability.value if rule.fix_applicability else None
-        fields = {"code": rule.code, "name": rule.name, "default": rule.default, "fix": fix,
-                  "message": rule.short_description(), "summary": rule.summary()}
+        fields = {
+            "code": rule.code,
+            "name": rule.name,
+            "default": rule.default,
+            "fix": fix,
+            "message": rule.short_description(),
+            "summary": rule.summary(),
+        }
         if rule.prefilter_facts():
             fields["facts"] = rule.prefilter_facts()
         if rule.tokens:

@@ -101,8 +101,15 @@ class Sandbox:
         path.write_text(text)
         return path
 
-    def run(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-            stdin: bytes | None = None, module: str | None = None, script: str | None = None) -> Result:
+    def run(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        stdin: bytes | None = None,
+        module: str | None = None,
+        script: str | None = None,
+    ) -> Result:
         """`python -m gpulint ARGS` (or `python -c SCRIPT ARGS`) in the project, bounded in time,
         checking that nothing outside the project changed."""
         before = _state(self.root, self.project)

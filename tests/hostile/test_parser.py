@@ -114,8 +114,10 @@ def test_worker_that_dies_costs_only_its_file(sandbox, flags):
 def test_deep_notebook_cell(sandbox):
     import json
 
-    cells = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": FIXABLE},
-             {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": and_chain(10_000)}]
+    cells = [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": FIXABLE},
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": and_chain(10_000)},
+    ]
     notebook = {"cells": cells, "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
     sandbox.write("deep.ipynb", json.dumps(notebook))
     result = sandbox.run("deep.ipynb")

@@ -101,10 +101,12 @@ def post(repo, api_url: str, token: str = TOKEN):
 
 def comments_then(review_status: int = 200, review_payload: dict | None = None):
     """GitHub's two endpoints: no comments yet; the review answered with this status and body."""
+
     def respond(handler):
         if handler.command == "GET":
             return 200, {}, []
         return review_status, {}, review_payload or {"id": 1, "html_url": "https://github.com/octo/trainer/pull/7"}
+
     return respond
 
 
@@ -161,11 +163,15 @@ def test_credentials_in_the_api_url_are_refused_and_not_printed(repo):
     ]
 
 
-@pytest.mark.parametrize("token, problem", [
-    (TOKEN + "\n", "whitespace (a trailing newline?)"),
-    (TOKEN[:10] + "\r\nX-Injected: 1" + TOKEN[10:], "whitespace (a trailing newline?)"),
-    (TOKEN + "\x1b]0;", "characters a token cannot have"),
-], ids=["trailing-newline", "header-injection", "escape"])
+@pytest.mark.parametrize(
+    "token, problem",
+    [
+        (TOKEN + "\n", "whitespace (a trailing newline?)"),
+        (TOKEN[:10] + "\r\nX-Injected: 1" + TOKEN[10:], "whitespace (a trailing newline?)"),
+        (TOKEN + "\x1b]0;", "characters a token cannot have"),
+    ],
+    ids=["trailing-newline", "header-injection", "escape"],
+)
 def test_malformed_token_is_refused_without_echoing_it(repo, servers, token, problem):
     api = servers(comments_then())
     result = post(repo, api.url, token)

@@ -178,7 +178,10 @@ def test_fix_killed_midway_leaves_whole_files(sandbox):
     environment = {"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "PYTHONPATH": str(ROOT), "HOME": str(sandbox.home)}
     run = subprocess.Popen(
         [sys.executable, "-m", "gpulint", ".", "--fix", "--no-cache", "--jobs", "2"],
-        cwd=sandbox.project, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=sandbox.project,
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
         start_new_session=True,  # its own process group: the kill takes the workers too, as a CI timeout does
     )
     deadline = time.monotonic() + BOUND_S

@@ -11,7 +11,7 @@ import pytest
 from tests.helpers import run_cli  # noqa: F401 - the integration tests import it from here
 
 BASE_SCRIPT = textwrap.dedent(
-    '''\
+    """\
     import torch
     from torch.utils.data import DataLoader
 
@@ -28,7 +28,7 @@ BASE_SCRIPT = textwrap.dedent(
 
     if __name__ == "__main__":
         train(*build())
-    '''
+    """
 )
 
 # The change (asserted below to have happened): one new loader (fixable findings), one new host sync (no fix), lines shifted by one.
@@ -37,8 +37,7 @@ CHANGED_SCRIPT = BASE_SCRIPT.replace(
     "    val_loader = DataLoader(dataset, batch_size=64)\n    model.cuda()\n",
 ).replace(
     "        print(loss.item())  # already on the base branch: not the change's fault\n",
-    "        print(loss.item())  # already on the base branch: not the change's fault\n"
-    "        total = loss.item()\n",
+    "        print(loss.item())  # already on the base branch: not the change's fault\n        total = loss.item()\n",
 )
 
 assert CHANGED_SCRIPT.count("\n") == BASE_SCRIPT.count("\n") + 2

@@ -102,9 +102,7 @@ def test_fingerprints_survive_lines_added_above(tmp_path):
     def prints() -> dict[str, str]:
         result = run([target], Settings(select=["ALL"]), RunOptions())
         document = json.loads(render("sarif", result, ReportSettings()))
-        return {
-            e["partialFingerprints"]["gpulint/v1"]: e["ruleId"] for e in document["runs"][0]["results"]
-        }
+        return {e["partialFingerprints"]["gpulint/v1"]: e["ruleId"] for e in document["runs"][0]["results"]}
 
     target.write_text(source, encoding="utf-8")
     before = prints()
@@ -123,7 +121,9 @@ def test_rdjson_validates_with_suggestions(fixture_result):
     for d in with_suggestions:
         for s in d["suggestions"]:
             assert s["range"]["start"]["column"] == 1 and s["range"]["end"]["column"] == 1
-    assert all(d["code"]["url"].endswith(f"{d['code']['value']}.md") for d in diagnostics if d["code"]["value"] != "GL000")
+    assert all(
+        d["code"]["url"].endswith(f"{d['code']['value']}.md") for d in diagnostics if d["code"]["value"] != "GL000"
+    )
 
 
 def test_rdjson_columns_are_utf8_bytes(tmp_path):
@@ -176,4 +176,3 @@ def test_cli_formats(tmp_path, monkeypatch, capsys, fmt):
         assert out.startswith("::warning file=train.py,")
     else:
         assert "train.py" in out and json.loads(out)
-

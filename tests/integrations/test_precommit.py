@@ -70,14 +70,20 @@ def test_hooks_with_real_pre_commit(tmp_path):
         "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
         "PRE_COMMIT_COLOR": "never",
         "NO_COLOR": "1",
-        "GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL": "dev@example.com",
-        "GIT_COMMITTER_NAME": "dev", "GIT_COMMITTER_EMAIL": "dev@example.com",
+        "GIT_AUTHOR_NAME": "dev",
+        "GIT_AUTHOR_EMAIL": "dev@example.com",
+        "GIT_COMMITTER_NAME": "dev",
+        "GIT_COMMITTER_EMAIL": "dev@example.com",
     }
 
     def try_repo(hook: str) -> subprocess.CompletedProcess:
         return subprocess.run(
             [*_pre_commit(), "try-repo", str(hooks_repo), hook, "--all-files", "--verbose"],
-            cwd=project, env=env, capture_output=True, text=True, timeout=900,
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
         )
 
     check = try_repo("gpulint")

@@ -105,15 +105,22 @@ class FakeGitHub:
                 self.wfile.write(data)
 
             def _record(self, body=None) -> None:
-                fake.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body})
+                fake.requests.append(
+                    {"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body}
+                )
 
             def do_GET(self):
                 self._record()
                 if fake.rate_limited:
-                    return self._reply(403, {"message": "API rate limit exceeded for installation"},
-                                       {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1700000000"})
+                    return self._reply(
+                        403,
+                        {"message": "API rate limit exceeded for installation"},
+                        {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1700000000"},
+                    )
                 if fake.fail_with:
-                    return self._reply(fake.fail_with, {"message": "Bad credentials" if fake.fail_with == 401 else "nope"})
+                    return self._reply(
+                        fake.fail_with, {"message": "Bad credentials" if fake.fail_with == 401 else "nope"}
+                    )
                 if not self.path.startswith("/repos/octo/trainer/pulls/7/comments"):
                     return self._reply(404, {"message": "Not Found"})
                 # two pages: the first holds one comment and links to the second
@@ -132,7 +139,9 @@ class FakeGitHub:
                 if fake.read_only:
                     return self._reply(403, {"message": "Resource not accessible by integration"})
                 if fake.fail_with == 422:
-                    return self._reply(422, {"message": "Unprocessable Entity", "errors": ["Line could not be resolved"]})
+                    return self._reply(
+                        422, {"message": "Unprocessable Entity", "errors": ["Line could not be resolved"]}
+                    )
                 if self.path != "/repos/octo/trainer/pulls/7/reviews":
                     return self._reply(404, {"message": "Not Found"})
                 for comment in body.get("comments", []):
@@ -194,7 +203,9 @@ def test_post_creates_one_review_then_nothing_new(actions_env, monkeypatch, caps
 
         # A new finding on a new commit: only it is posted.
         script = (actions_env / "train.py").read_text()
-        (actions_env / "train.py").write_text(script + "\n\ndef probe(dataset):\n    return DataLoader(dataset, num_workers=2)\n")
+        (actions_env / "train.py").write_text(
+            script + "\n\ndef probe(dataset):\n    return DataLoader(dataset, num_workers=2)\n"
+        )
         git(actions_env, "commit", "-q", "-am", "probe")
         fake.requests.clear()
         code, _, err = run_cli(["review", "--base", "main", "--post"], capsys)
@@ -228,7 +239,10 @@ def test_fork_pull_request_falls_back_to_annotations(actions_env, monkeypatch, c
     annotations = out.strip().splitlines()
     assert len(annotations) == 3 and all(a.startswith("::warning file=train.py,line=") for a in annotations)
     assert {int(a.split("line=")[1].split(",")[0]) for a in annotations} <= _added_rows()
-    assert {a.split("title=")[1].split("::")[0] for a in annotations} >= {"GL102 dataloader-unpinned", "GL201 host-sync-in-loop"}
+    assert {a.split("title=")[1].split("::")[0] for a in annotations} >= {
+        "GL102 dataloader-unpinned",
+        "GL201 host-sync-in-loop",
+    }
     assert err.count("\n") == 1 and "warning: could not post the review: forbidden" in err and "3 findings" in err
     assert TOKEN not in out + err
 
@@ -267,7 +281,7 @@ def test_multi_line_suggestion_uses_start_line(review_repo, capsys):
     script = (review_repo / "train.py").read_text()
     script = script.replace(
         "        total = loss.item()\n",
-        "        total = loss.item()\n        logger.info(\n            \"step %d\", step,\n        )\n",
+        '        total = loss.item()\n        logger.info(\n            "step %d", step,\n        )\n',
     )
     (review_repo / "train.py").write_text("import logging\nlogger = logging.getLogger()\n" + script)
     git(review_repo, "commit", "-q", "-am", "log")

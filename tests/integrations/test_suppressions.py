@@ -8,9 +8,9 @@ import textwrap
 
 import libcst as cst
 
-from gpulint.linter.run.add_suppressions import comment_rows, suppress_source
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
+from gpulint.linter.run.add_suppressions import comment_rows, suppress_source
 from tests.helpers import FIXTURES, lint
 from tests.integrations.conftest import run_cli
 
@@ -78,7 +78,7 @@ def test_comment_rows_exclude_string_interiors_and_continuations():
 
 def test_statement_row_used_when_the_reported_line_cannot_take_a_comment():
     source = LOOP.replace(
-        '        print(loss.item())  # gpulint: ignore[GL302]\n',
+        "        print(loss.item())  # gpulint: ignore[GL302]\n",
         '        pair = (\n            loss.item(), """tail\n            """)\n',
     )
     findings = [f for f in lint(source, "GL201") if f.location.row == 15]
@@ -98,7 +98,7 @@ def test_crlf_line_endings_are_kept():
 
 # -- unused suppressions ----------------------------------------------------------------------------
 UNUSED = textwrap.dedent(
-    '''\
+    """\
     import torch
     from torch.utils.data import DataLoader
 
@@ -109,7 +109,7 @@ UNUSED = textwrap.dedent(
     z = 3  # gpulint: ignore
     w = 4  # gpulint: ignore[GL999]
     model = torch.nn.Linear(1, 1).cuda()
-    '''
+    """
 )
 
 

@@ -83,7 +83,7 @@ class Page:
             mobile=False,
         )
 
-    def __enter__(self) -> "Page":
+    def __enter__(self) -> Page:
         return self
 
     def __exit__(self, *exc_info) -> None:

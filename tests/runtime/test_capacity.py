@@ -16,29 +16,60 @@ from tests.runtime.helpers import step_stats
 GIB = 2**30
 
 
-def run_with(report: dict, step: float = 0.1, steps: int = 10, samples: int | None = 32 * 10, cuda: bool = True,
-             gpu: nvml.GpuSummary | None = None) -> RunResult:
-    stats = step_stats([step] * steps, [0.0] * steps, warmup=2, samples=samples, optimizers={"AdamW": steps + 2},
-                       window=(0.0, step * steps))
-    run = RunResult("python train.py", "stopped", 0, 5.0, steps=stats, cuda=cuda, gpu=gpu,
-                    instrumented=["torch 2.x"])
+def run_with(
+    report: dict,
+    step: float = 0.1,
+    steps: int = 10,
+    samples: int | None = 32 * 10,
+    cuda: bool = True,
+    gpu: nvml.GpuSummary | None = None,
+) -> RunResult:
+    stats = step_stats(
+        [step] * steps,
+        [0.0] * steps,
+        warmup=2,
+        samples=samples,
+        optimizers={"AdamW": steps + 2},
+        window=(0.0, step * steps),
+    )
+    run = RunResult("python train.py", "stopped", 0, 5.0, steps=stats, cuda=cuda, gpu=gpu, instrumented=["torch 2.x"])
     run.processes = [ProcessRun(None, 123, stats, {"flops": None, "memory": None, "ddp": [], **report})]
     return run
 
 
 def cuda_memory(device="NVIDIA A100-SXM4-80GB", total=80 * GIB, peak=20 * GIB, steady=4 * GIB):
-    return {"source": "torch.cuda", "device": device, "total": total, "peak_allocated": peak,
-            "peak_reserved": peak + GIB, "steady_allocated": steady}
+    return {
+        "source": "torch.cuda",
+        "device": device,
+        "total": total,
+        "peak_allocated": peak,
+        "peak_reserved": peak + GIB,
+        "steady_allocated": steady,
+    }
 
 
 # -- GPU peaks and MFU --------------------------------------------------------------------
-@pytest.mark.parametrize("name, model", [
-    ("NVIDIA H100 80GB HBM3", "H100 SXM"), ("NVIDIA H100 PCIe", "H100 PCIe"), ("NVIDIA H100 NVL", "H100 NVL"),
-    ("NVIDIA H200", "H200 SXM"), ("NVIDIA H200 NVL", "H200 NVL"), ("NVIDIA GH200 480GB", "GH200"),
-    ("NVIDIA A100-SXM4-40GB", "A100"), ("NVIDIA A100 80GB PCIe", "A100"), ("NVIDIA A10", "A10"),
-    ("NVIDIA L4", "L4"), ("NVIDIA L40", "L40"), ("NVIDIA L40S", "L40S"), ("Tesla T4", "T4"),
-    ("Tesla V100-SXM2-16GB", "V100 SXM2"), ("Tesla V100S-PCIE-32GB", "V100S PCIe"), ("NVIDIA A30", "A30"),
-])
+@pytest.mark.parametrize(
+    "name, model",
+    [
+        ("NVIDIA H100 80GB HBM3", "H100 SXM"),
+        ("NVIDIA H100 PCIe", "H100 PCIe"),
+        ("NVIDIA H100 NVL", "H100 NVL"),
+        ("NVIDIA H200", "H200 SXM"),
+        ("NVIDIA H200 NVL", "H200 NVL"),
+        ("NVIDIA GH200 480GB", "GH200"),
+        ("NVIDIA A100-SXM4-40GB", "A100"),
+        ("NVIDIA A100 80GB PCIe", "A100"),
+        ("NVIDIA A10", "A10"),
+        ("NVIDIA L4", "L4"),
+        ("NVIDIA L40", "L40"),
+        ("NVIDIA L40S", "L40S"),
+        ("Tesla T4", "T4"),
+        ("Tesla V100-SXM2-16GB", "V100 SXM2"),
+        ("Tesla V100S-PCIE-32GB", "V100S PCIe"),
+        ("NVIDIA A30", "A30"),
+    ],
+)
 def test_gpu_names_find_their_row(name, model):
     assert gpu_peaks.find(name).model == model
 
@@ -59,8 +90,9 @@ def test_every_listed_peak_is_dense_and_sourced():
 
 
 def test_mfu_from_counted_flops_and_the_a100_bf16_peak():
-    run = run_with({"flops": {"total": 3.0e12, "by_math": {"bf16": 3.0e12}, "optimizer": "AdamW"},
-                    "memory": cuda_memory()})
+    run = run_with(
+        {"flops": {"total": 3.0e12, "by_math": {"bf16": 3.0e12}, "optimizer": "AdamW"}, "memory": cuda_memory()}
+    )
     report = compute.compute_report(run)
     assert report.flops_per_step.value == 3.0e12 and report.device == "NVIDIA A100-SXM4-80GB"
     assert report.achieved.value == pytest.approx(3.0e13)
@@ -69,19 +101,31 @@ def test_mfu_from_counted_flops_and_the_a100_bf16_peak():
 
 
 def test_mixed_arithmetic_uses_the_time_weighted_peak():
-    run = run_with({"flops": {"total": 4e12, "by_math": {"bf16": 3e12, "tf32": 1e12}, "optimizer": "AdamW"},
-                    "memory": cuda_memory()})
+    run = run_with(
+        {
+            "flops": {"total": 4e12, "by_math": {"bf16": 3e12, "tf32": 1e12}, "optimizer": "AdamW"},
+            "memory": cuda_memory(),
+        }
+    )
     peak = compute.compute_report(run).peak.value
     assert peak == pytest.approx(4e12 / (3e12 / 312e12 + 1e12 / 156e12))
 
 
 def test_arithmetic_without_a_peak_makes_mfu_not_measured_unless_negligible():
-    big = run_with({"flops": {"total": 2e12, "by_math": {"bf16": 1e12, "fp64": 1e12}, "optimizer": "AdamW"},
-                    "memory": cuda_memory()})
+    big = run_with(
+        {
+            "flops": {"total": 2e12, "by_math": {"bf16": 1e12, "fp64": 1e12}, "optimizer": "AdamW"},
+            "memory": cuda_memory(),
+        }
+    )
     report = compute.compute_report(big)
     assert report.mfu.value is None and "no fp64 peak listed for A100" in report.mfu.note
-    small = run_with({"flops": {"total": 1e12 + 1e8, "by_math": {"bf16": 1e12, "fp64": 1e8}, "optimizer": "AdamW"},
-                      "memory": cuda_memory()})
+    small = run_with(
+        {
+            "flops": {"total": 1e12 + 1e8, "by_math": {"bf16": 1e12, "fp64": 1e8}, "optimizer": "AdamW"},
+            "memory": cuda_memory(),
+        }
+    )
     assert compute.compute_report(small).mfu.value is not None
 
 
@@ -167,8 +211,19 @@ def test_nvml_path_through_a_fake_backend_gives_a_lower_bound(monkeypatch):
     summary = nvml.summarize(sampler, None, None)
     assert summary.devices == ["Tesla T4"] and summary.mem_peak_fraction == pytest.approx(0.5)
     # TensorFlow on that GPU: its peak but no total, so NVML's whole-device figure is used.
-    run = run_with({"memory": {"source": "tensorflow", "device": None, "total": None, "peak_allocated": 8 * GIB,
-                               "peak_reserved": None, "steady_allocated": None}}, gpu=summary)
+    run = run_with(
+        {
+            "memory": {
+                "source": "tensorflow",
+                "device": None,
+                "total": None,
+                "peak_allocated": 8 * GIB,
+                "peak_reserved": None,
+                "steady_allocated": None,
+            }
+        },
+        gpu=summary,
+    )
     report = memory.memory_report(run)
     assert report.growth_is_lower_bound and report.growth == pytest.approx(0.9 / 0.5)
     assert "NVML" in report.figures[0].note
@@ -184,8 +239,12 @@ def test_out_of_memory_is_recognised():
 
 # -- batch-size advice -------------------------------------------------------------------
 def test_largest_efficient_batch_with_the_learning_rate_rule():
-    sizes = [memory.SizeResult("32", 1000.0, False), memory.SizeResult("64", 1800.0, False),
-             memory.SizeResult("128", 1850.0, False), memory.SizeResult("256", None, True)]
+    sizes = [
+        memory.SizeResult("32", 1000.0, False),
+        memory.SizeResult("64", 1800.0, False),
+        memory.SizeResult("128", 1850.0, False),
+        memory.SizeResult("256", None, True),
+    ]
     advice = memory.batch_advice(sizes, "32")
     assert advice.recommended == "128"
     text = "\n".join(advice.lines)
@@ -194,8 +253,11 @@ def test_largest_efficient_batch_with_the_learning_rate_rule():
 
 
 def test_a_flat_throughput_recommends_the_largest_size_within_five_percent():
-    sizes = [memory.SizeResult("32", 1000.0, False), memory.SizeResult("64", 1960.0, False),
-             memory.SizeResult("128", 2000.0, False)]
+    sizes = [
+        memory.SizeResult("32", 1000.0, False),
+        memory.SizeResult("64", 1960.0, False),
+        memory.SizeResult("128", 2000.0, False),
+    ]
     assert memory.batch_advice(sizes, None).recommended == "128"
     sizes[2] = memory.SizeResult("128", 1850.0, False)  # slower than 64 by more than 5%
     advice = memory.batch_advice(sizes, None)
@@ -209,13 +271,25 @@ def test_every_size_out_of_memory():
 
 # -- bootstrap helpers through fakes -----------------------------------------------------
 def test_cuda_memory_through_a_fake_torch():
-    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(
-        is_initialized=lambda: True, current_device=lambda: 0, get_device_name=lambda device: "NVIDIA H100 PCIe",
-        get_device_properties=lambda device: types.SimpleNamespace(total_memory=80 * GIB),
-        max_memory_allocated=lambda device: 30 * GIB, max_memory_reserved=lambda device: 32 * GIB))
+    fake = types.SimpleNamespace(
+        cuda=types.SimpleNamespace(
+            is_initialized=lambda: True,
+            current_device=lambda: 0,
+            get_device_name=lambda device: "NVIDIA H100 PCIe",
+            get_device_properties=lambda device: types.SimpleNamespace(total_memory=80 * GIB),
+            max_memory_allocated=lambda device: 30 * GIB,
+            max_memory_reserved=lambda device: 32 * GIB,
+        )
+    )
     figures = bootstrap._cuda_memory(fake, 6 * GIB)
-    assert figures == {"source": "torch.cuda", "device": "NVIDIA H100 PCIe", "total": 80 * GIB,
-                       "peak_allocated": 30 * GIB, "peak_reserved": 32 * GIB, "steady_allocated": 6 * GIB}
+    assert figures == {
+        "source": "torch.cuda",
+        "device": "NVIDIA H100 PCIe",
+        "total": 80 * GIB,
+        "peak_allocated": 30 * GIB,
+        "peak_reserved": 32 * GIB,
+        "steady_allocated": 6 * GIB,
+    }
     fake.cuda.is_initialized = lambda: False
     assert bootstrap._cuda_memory(fake, None) is None
 

@@ -21,9 +21,25 @@ pytestmark = pytest.mark.slow
 
 def test_profile_under_torchrun_instruments_every_rank(tmp_path):
     out = tmp_path / "profile.json"
-    run = gpulint(tmp_path, "profile", "--steps", "6", "--warmup", "2", "--json", str(out), "--",
-                  sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", DDP,
-                  *COMMUNICATION_BOUND)
+    run = gpulint(
+        tmp_path,
+        "profile",
+        "--steps",
+        "6",
+        "--warmup",
+        "2",
+        "--json",
+        str(out),
+        "--",
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        DDP,
+        *COMMUNICATION_BOUND,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Per rank (2 of world size 2)" in run.stdout and "collective wait" in run.stdout
     assert "Verdict: communication-bound" in run.stdout and "bucket_cap_mb" in run.stdout
@@ -41,8 +57,18 @@ def test_profile_under_torchrun_instruments_every_rank(tmp_path):
 
 
 def test_a_rank_that_crashes_is_reported_with_its_error(tmp_path):
-    run = gpulint(tmp_path, "profile", "--", sys.executable, "-m", "torch.distributed.run", "--standalone",
-                  "--nproc-per-node", "1", str(SCRIPTS / "crash.py"))
+    run = gpulint(
+        tmp_path,
+        "profile",
+        "--",
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "1",
+        str(SCRIPTS / "crash.py"),
+    )
     assert run.returncode == 1, run.stdout + run.stderr
     assert "raised an exception" in run.stdout and "ValueError: boom: the dataset path does not exist" in run.stdout
     assert leftovers(tmp_path) == []
@@ -50,8 +76,25 @@ def test_a_rank_that_crashes_is_reported_with_its_error(tmp_path):
 
 def test_scale_near_linear_fixture(tmp_path):
     out = tmp_path / "scale.json"
-    run = gpulint(tmp_path, "scale", "--nproc", "1,2", "--runs", "2", "--steps", "8", "--warmup", "2",
-                  "--json", str(out), "--", DDP, "--compute-ms", "300", timeout=900)
+    run = gpulint(
+        tmp_path,
+        "scale",
+        "--nproc",
+        "1,2",
+        "--runs",
+        "2",
+        "--steps",
+        "8",
+        "--warmup",
+        "2",
+        "--json",
+        str(out),
+        "--",
+        DDP,
+        "--compute-ms",
+        "300",
+        timeout=900,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Verdict: scales" in run.stdout and "near linear" in run.stdout
     record = json.loads(out.read_text())
@@ -68,8 +111,24 @@ def test_scale_near_linear_fixture(tmp_path):
 
 def test_scale_communication_bound_fixture(tmp_path):
     out = tmp_path / "scale.json"
-    run = gpulint(tmp_path, "scale", "--nproc", "1,2", "--runs", "2", "--steps", "6", "--warmup", "2",
-                  "--json", str(out), "--", DDP, *COMMUNICATION_BOUND, timeout=900)
+    run = gpulint(
+        tmp_path,
+        "scale",
+        "--nproc",
+        "1,2",
+        "--runs",
+        "2",
+        "--steps",
+        "6",
+        "--warmup",
+        "2",
+        "--json",
+        str(out),
+        "--",
+        DDP,
+        *COMMUNICATION_BOUND,
+        timeout=900,
+    )
     assert run.returncode == 1, run.stdout + run.stderr
     assert "Verdict: communication-bound" in run.stdout and "compress gradients" in run.stdout
     record = json.loads(out.read_text())
@@ -83,8 +142,21 @@ def test_scale_communication_bound_fixture(tmp_path):
 
 def test_batch_size_sweep_measures_out_of_memory_and_recommends(tmp_path):
     out = tmp_path / "sweep.json"
-    run = gpulint(tmp_path, "verify", str(SCRIPTS / "batch_sizes.py"), "--param", "batch_size=32,64,128",
-                  "--runs", "2", "--steps", "8", "--warmup", "2", "--json", str(out))
+    run = gpulint(
+        tmp_path,
+        "verify",
+        str(SCRIPTS / "batch_sizes.py"),
+        "--param",
+        "batch_size=32,64,128",
+        "--runs",
+        "2",
+        "--steps",
+        "8",
+        "--warmup",
+        "2",
+        "--json",
+        str(out),
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "set via --batch-size (argparse)" in run.stdout and "out of memory" in run.stdout
     assert "recommended: 64" in run.stdout and "multiply it by 2 (64/32, linear scaling rule)" in run.stdout

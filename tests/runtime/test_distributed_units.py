@@ -11,8 +11,7 @@ import pytest
 
 from gpulint.runtime_check import distributed, html_report, launchers, records, scale, sweep, verdict
 from gpulint.runtime_check.history import History
-from gpulint.runtime_check.measure import (Command, CommandError, ProcessRun, RunConfig, RunResult,
-                                           parse_command)
+from gpulint.runtime_check.measure import Command, CommandError, ProcessRun, RunConfig, RunResult, parse_command
 from gpulint.runtime_check.script_params import ParamError, set_param
 from tests.runtime.helpers import step_stats
 
@@ -28,8 +27,9 @@ def script(tmp_path):
 
 # -- launchers ------------------------------------------------------------------------------
 def test_torchrun_is_split_around_the_script(script):
-    launch, target = launchers.parse_launch([os.path.join(BIN, "torchrun"), "--nproc-per-node", "2", "--standalone",
-                                             script, "--lr", "3"])
+    launch, target = launchers.parse_launch(
+        [os.path.join(BIN, "torchrun"), "--nproc-per-node", "2", "--standalone", script, "--lr", "3"]
+    )
     assert launch.name == "torchrun" and launch.nproc == 2
     assert launch.prefix[1:] == ["--nproc-per-node", "2", "--standalone"] and target == [script, "--lr", "3"]
     command = Command(launch.prefix[0], [], target, launch)
@@ -38,8 +38,9 @@ def test_torchrun_is_split_around_the_script(script):
 
 
 def test_python_m_torch_distributed_run_with_a_module(script):
-    launch, target = launchers.parse_launch([sys.executable, "-u", "-m", "torch.distributed.run",
-                                             "--nproc_per_node=4", "-m", "pkg.train", "--x"])
+    launch, target = launchers.parse_launch(
+        [sys.executable, "-u", "-m", "torch.distributed.run", "--nproc_per_node=4", "-m", "pkg.train", "--x"]
+    )
     assert launch.prefix[1:] == ["-u", "-m", "torch.distributed.run", "--nproc_per_node=4"]
     assert target == ["-m", "pkg.train", "--x"] and launch.nproc == 4  # the bootstrap runs the module
 
@@ -50,20 +51,42 @@ def test_accelerate_launch(tmp_path, script, monkeypatch):
     accelerate.write_text("#!/bin/sh\n")
     accelerate.chmod(accelerate.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", str(accelerate.parent) + os.pathsep + os.environ["PATH"])
-    launch, target = launchers.parse_launch(["accelerate", "launch", "--multi_gpu", "--num-processes", "2",
-                                             "--mixed_precision", "bf16", script, "--epochs", "1"])
+    launch, target = launchers.parse_launch(
+        [
+            "accelerate",
+            "launch",
+            "--multi_gpu",
+            "--num-processes",
+            "2",
+            "--mixed_precision",
+            "bf16",
+            script,
+            "--epochs",
+            "1",
+        ]
+    )
     assert launch.name == "accelerate launch" and launch.nproc == 2 and target == [script, "--epochs", "1"]
-    assert launch.prefix == [str(accelerate), "launch", "--multi_gpu", "--num-processes", "2", "--mixed_precision",
-                             "bf16"]
+    assert launch.prefix == [
+        str(accelerate),
+        "launch",
+        "--multi_gpu",
+        "--num-processes",
+        "2",
+        "--mixed_precision",
+        "bf16",
+    ]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["torchrun", "--no-python", "train.sh"], "non-Python"),
-    (["torchrun", "--run-path", "train.py"], "inside the launcher"),
-    (["python", "-m", "torch.distributed.launch", "train.py"], "deprecated"),
-    (["torchrun", "--nproc-per-node", "2"], "no training script"),
-    (["torchrun", "missing.py"], "does not exist"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["torchrun", "--no-python", "train.sh"], "non-Python"),
+        (["torchrun", "--run-path", "train.py"], "inside the launcher"),
+        (["python", "-m", "torch.distributed.launch", "train.py"], "deprecated"),
+        (["torchrun", "--nproc-per-node", "2"], "no training script"),
+        (["torchrun", "missing.py"], "does not exist"),
+    ],
+)
 def test_launcher_errors_are_one_line(argv, message, monkeypatch):
     monkeypatch.setenv("PATH", BIN + os.pathsep + os.environ["PATH"])
     with pytest.raises(CommandError, match=message):
@@ -85,8 +108,14 @@ def test_torchrun_flags_are_in_step_with_torchs_parser():
 # -- per-rank figures ----------------------------------------------------------------------
 def rank_process(rank: int, step: float, waits: tuple[float, float], steps: int = 10, start: float = 1.0) -> ProcessRun:
     """A rank whose DDP timers say it waited `waits[0]` s per step (of `waits[1]` s all-reduce)."""
-    stats = step_stats([step] * steps, [0.001] * steps, warmup=3, samples=8 * steps,
-                       window=(start, start + step * steps), batches=steps)
+    stats = step_stats(
+        [step] * steps,
+        [0.001] * steps,
+        warmup=3,
+        samples=8 * steps,
+        window=(start, start + step * steps),
+        batches=steps,
+    )
     end = start + step * steps
     # Running means (ns) times the iteration count: 100 iterations before the window, `steps` in it.
     first = [start, 100, 5_000_000, 5_000_000 - 1_000_000]
@@ -94,8 +123,16 @@ def rank_process(rank: int, step: float, waits: tuple[float, float], steps: int 
     total_exposed = 100 * 1_000_000 + steps * waits[0] * 1e9
     n = 100 + steps
     last = [end, n, total_comm / n, (total_comm - total_exposed) / n]
-    report = {"rank": rank, "world_size": 2, "ddp": [{"config": {"backend_name": "gloo", "find_unused_parameters": 1},
-                                                      "reads": [[start - 1, 50, 1, 1], first, last]}]}
+    report = {
+        "rank": rank,
+        "world_size": 2,
+        "ddp": [
+            {
+                "config": {"backend_name": "gloo", "find_unused_parameters": 1},
+                "reads": [[start - 1, 50, 1, 1], first, last],
+            }
+        ],
+    }
     return ProcessRun(rank, 1000 + rank, stats, report)
 
 
@@ -147,8 +184,10 @@ def test_verdict_is_communication_bound_from_ten_percent_collective_wait():
     v = verdict.decide(m)
     assert v.kind == "communication-bound" and "fix communication first" in v.advice
     assert v.compute_share == pytest.approx(0.74)
-    assert verdict.decide(verdict.Measurements("torch", 20, 0.1, data_share=0.01, collective_share=0.05)).kind \
+    assert (
+        verdict.decide(verdict.Measurements("torch", 20, 0.1, data_share=0.01, collective_share=0.05)).kind
         != "communication-bound"
+    )
 
 
 # -- scaling verdict -----------------------------------------------------------------------
@@ -187,7 +226,9 @@ def judged(*sizes: scale.SizeRuns, mode: str = "weak") -> scale.ScaleResult:
 def test_near_linear_weak_scaling_scales():
     result = judged(sized(1, 0.100), sized(2, 0.102))
     assert result.unit == "samples/s"
-    assert result.efficiencies[0].outcome == "near linear" and result.efficiencies[0].value == pytest.approx(100 / 102, rel=1e-4)
+    assert result.efficiencies[0].outcome == "near linear" and result.efficiencies[0].value == pytest.approx(
+        100 / 102, rel=1e-4
+    )
     assert result.kind == "scales" and "more GPUs will help" in result.advice
 
 
@@ -262,8 +303,13 @@ def test_argparse_default_is_set_in_the_copy():
     assert copy.args == ["--lr", "0.1"] and copy.site.where == "--batch-size (argparse)" and copy.site.current == "32"
 
 
-@pytest.mark.parametrize("args, expected", [(["--batch-size", "16"], ["--batch-size", "64"]),
-                                            (["--batch-size=16", "--lr", "1"], ["--batch-size=64", "--lr", "1"])])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--batch-size", "16"], ["--batch-size", "64"]),
+        (["--batch-size=16", "--lr", "1"], ["--batch-size=64", "--lr", "1"]),
+    ],
+)
 def test_argparse_value_given_in_the_arguments_is_replaced(args, expected):
     copy = set_param(ARGPARSE, args, "batch_size", "64")
     assert copy.args == expected and copy.source == ARGPARSE and copy.site.current == "16"
@@ -286,8 +332,11 @@ def test_sweep_treats_out_of_memory_as_a_result(tmp_path, monkeypatch):
     calls = []
 
     def run_once(command, config, progress=None):
-        size = command.target[command.target.index("--batch-size") + 1] if "--batch-size" in command.target \
-            else Path(config.source).read_text().split("default=")[1].split(")")[0]  # the value's source
+        size = (
+            command.target[command.target.index("--batch-size") + 1]
+            if "--batch-size" in command.target
+            else Path(config.source).read_text().split("default=")[1].split(")")[0]
+        )  # the value's source
         calls.append(size)
         if size == "128":
             error = {"type": "OutOfMemoryError", "message": "CUDA out of memory"}

@@ -35,8 +35,14 @@ def gpulint(tmp_path, *args, timeout=300, env=None):
     args = list(args)
     if args and args[0] in HISTORY_COMMANDS and not {"--history", "--no-history"} & set(args):
         args[1:1] = ["--history", str(tmp_path / "history.db")]
-    return subprocess.run([sys.executable, "-m", "gpulint.runtime_check", *args], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "gpulint.runtime_check", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=timeout,
+    )
 
 
 def leftovers(tmp_path):
@@ -115,8 +121,19 @@ def test_usage_errors_are_one_line(tmp_path):
 def test_profile_torch_fixture_is_input_bound(tmp_path):
     before = checksums(FIXTURES)
     out = tmp_path / "profile.json"
-    run = gpulint(tmp_path, "profile", "--steps", "10", "--warmup", "2", "--json", str(out), "--",
-                  sys.executable, str(FIXTURES / "torch_slow_loader.py"))
+    run = gpulint(
+        tmp_path,
+        "profile",
+        "--steps",
+        "10",
+        "--warmup",
+        "2",
+        "--json",
+        str(out),
+        "--",
+        sys.executable,
+        str(FIXTURES / "torch_slow_loader.py"),
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Verdict: input-bound (high)" in run.stdout
     assert "GPU utilization" in run.stdout and "not measured" in run.stdout
@@ -135,14 +152,32 @@ def test_static_and_runtime_agree_on_a_script_that_names_no_accelerator(tmp_path
     script = FIXTURES / "torch_loader_any_device.py"
     assert not re.search(r"\b(cuda|gpu|accelerat\w*)\b", script.read_text(), re.IGNORECASE)
     out = tmp_path / "profile.json"
-    run = gpulint(tmp_path, "profile", "--steps", "10", "--warmup", "2", "--json", str(out), "--",
-                  sys.executable, str(script))
+    run = gpulint(
+        tmp_path, "profile", "--steps", "10", "--warmup", "2", "--json", str(out), "--", sys.executable, str(script)
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(out.read_text())
     assert report["verdict"]["kind"] == "input-bound" and report["steps"]["data_share"] >= 0.2
     assert report["cpu"]["workers"] == 0
-    lint = subprocess.run([sys.executable, "-m", "gpulint", "check", "--select", "GL101", "--format", "json",
-                           "--no-cache", "--exit-zero", str(script)], capture_output=True, text=True, cwd=ROOT, check=True)
+    lint = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpulint",
+            "check",
+            "--select",
+            "GL101",
+            "--format",
+            "json",
+            "--no-cache",
+            "--exit-zero",
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
     loader_line = next(n for n, line in enumerate(script.read_text().splitlines(), 1) if "= DataLoader(" in line)
     assert [(f["code"], f["location"]["row"]) for f in json.loads(lint.stdout)] == [("GL101", loader_line)]
     assert "GL101" in [finding["code"] for finding in report["lint"]]
@@ -152,8 +187,22 @@ def test_static_and_runtime_agree_on_a_script_that_names_no_accelerator(tmp_path
 def test_verify_confirms_gl101_and_leaves_the_script_alone(tmp_path):
     before = checksums(FIXTURES)
     out = tmp_path / "verify.json"
-    run = gpulint(tmp_path, "verify", str(FIXTURES / "torch_slow_loader.py"), "--select", "GL101", "--runs", "2",
-                  "--steps", "10", "--warmup", "2", "--json", str(out), env={"COLUMNS": "40"})
+    run = gpulint(
+        tmp_path,
+        "verify",
+        str(FIXTURES / "torch_slow_loader.py"),
+        "--select",
+        "GL101",
+        "--runs",
+        "2",
+        "--steps",
+        "10",
+        "--warmup",
+        "2",
+        "--json",
+        str(out),
+        env={"COLUMNS": "40"},
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "confirmed" in run.stdout and "num_workers=" in run.stdout
     report = json.loads(out.read_text())
@@ -177,8 +226,21 @@ def test_tf_fixture_profile_input_bound_and_gl701_confirmed(tmp_path):
     assert profile.returncode == 0, profile.stdout + profile.stderr
     assert "Verdict: input-bound" in profile.stdout and "tf.data batches" in profile.stdout
     out = tmp_path / "verify.json"
-    verify = gpulint(tmp_path, "verify", script, "--select", "GL701", "--runs", "2", "--steps", "10", "--warmup", "2",
-                     "--json", str(out))
+    verify = gpulint(
+        tmp_path,
+        "verify",
+        script,
+        "--select",
+        "GL701",
+        "--runs",
+        "2",
+        "--steps",
+        "10",
+        "--warmup",
+        "2",
+        "--json",
+        str(out),
+    )
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert json.loads(out.read_text())["comparison"]["outcome"] == "confirmed"
     assert checksums(FIXTURES) == before
@@ -188,7 +250,11 @@ def test_tf_fixture_profile_input_bound_and_gl701_confirmed(tmp_path):
 def test_gpulint_registers_profile_and_verify():
     from gpulint.cli import COMMANDS
 
-    assert {COMMANDS[name].setup.partition(":")[0] for name in ("profile", "verify", "scale")} == {"gpulint.runtime_check.cli"}
+    assert {COMMANDS[name].setup.partition(":")[0] for name in ("profile", "verify", "scale")} == {
+        "gpulint.runtime_check.cli"
+    }
     for command in ("profile", "verify", "scale"):
-        run = subprocess.run([sys.executable, "-m", "gpulint", command, "--help"], capture_output=True, text=True, cwd=ROOT)
+        run = subprocess.run(
+            [sys.executable, "-m", "gpulint", command, "--help"], capture_output=True, text=True, cwd=ROOT
+        )
         assert run.returncode == 0 and "--steps" in run.stdout, run.stderr

@@ -155,7 +155,12 @@ def test_parse_command_forms(tmp_path):
     command = parse_command([sys.executable, "-u", "-X", "dev", str(script), "-v"])
     assert command.options == ["-u", "-X", "dev"] and command.target == [str(script), "-v"]
     assert parse_command([sys.executable, "-m", "pkg.train", "--x"]).target == ["-m", "pkg.train", "--x"]
-    for bad in ([], ["torchrun", "train.py"], [sys.executable, "-c", "pass"], [sys.executable, str(tmp_path / "missing.py")]):
+    for bad in (
+        [],
+        ["torchrun", "train.py"],
+        [sys.executable, "-c", "pass"],
+        [sys.executable, str(tmp_path / "missing.py")],
+    ):
         with pytest.raises(CommandError):
             parse_command(bad)
 

@@ -13,8 +13,14 @@ def m(**overrides):
 
 @pytest.mark.parametrize(
     "share, kind, severity",
-    [(0.0, "compute-bound", None), (0.049, "compute-bound", None), (0.05, "input-bound", "moderate"),
-     (0.199, "input-bound", "moderate"), (0.20, "input-bound", "high"), (0.9, "input-bound", "high")],
+    [
+        (0.0, "compute-bound", None),
+        (0.049, "compute-bound", None),
+        (0.05, "input-bound", "moderate"),
+        (0.199, "input-bound", "moderate"),
+        (0.20, "input-bound", "high"),
+        (0.9, "input-bound", "high"),
+    ],
 )
 def test_input_bound_thresholds(share, kind, severity):
     verdict = decide(m(data_share=share))

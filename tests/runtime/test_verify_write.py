@@ -1,7 +1,6 @@
 """`verify --write` writes only after a confirmed speedup (runs stubbed with fixed step times)."""
 
 import sys
-from pathlib import Path
 
 import pytest
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from collections.abc import Iterable, Mapping
 from functools import cached_property
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import libcst as cst
 from libcst.metadata import CodeRange
@@ -61,7 +62,11 @@ _DEVICE_NAME = re.compile(r"(^|_)(device|dev|rank|local_rank|gpu|gpu_id)$", re.I
 _HOST_DEVICE_TEXT = re.compile(r"""^[rbuRBU]*['"](cpu|meta|mps)\b""")
 _ACCELERATOR_MODULES = ("accelerate", "lightning.fabric", "deepspeed")
 _ACCELERATOR_CALL_PREFIXES = (
-    "torch.cuda.", "torch.accelerator.", "torch.backends.cuda.", "torch.backends.cudnn.", "lightning.Fabric",
+    "torch.cuda.",
+    "torch.accelerator.",
+    "torch.backends.cuda.",
+    "torch.backends.cudnn.",
+    "lightning.Fabric",
     "lightning.fabric.Fabric",
 )
 
@@ -108,7 +113,9 @@ class FileContext:
         self._add_functions_to_values()
         if self.project:
             view = self.project
-            self.values.external_returns = lambda call, kind: kind in (view.callee(dotted_name(call.func)) or _NOTHING).returns
+            self.values.external_returns = lambda call, kind: (
+                kind in (view.callee(dotted_name(call.func)) or _NOTHING).returns
+            )
 
     def _add_functions_to_values(self) -> None:
         """What the module's functions return, what their parameters are called with here, and
@@ -147,7 +154,11 @@ class FileContext:
         that read it look for mentions that make them quieter."""
         code = self.source_text
         try:
-            kept = [tok.string for tok in tokenize.generate_tokens(io.StringIO(code).readline) if tok.type != tokenize.COMMENT]
+            kept = [
+                tok.string
+                for tok in tokenize.generate_tokens(io.StringIO(code).readline)
+                if tok.type != tokenize.COMMENT
+            ]
             return " ".join(kept)
         except (tokenize.TokenError, SyntaxError, IndentationError):
             return code

@@ -16,7 +16,8 @@ the module's project view (analysis/project.py) that says so: `elsewhere`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from gpulint.linter.analysis.loops import STEP_TOKENS
 
@@ -34,7 +35,11 @@ class Fact:
     its project view, for a fact the rest of the project can make true)."""
 
     def __init__(
-        self, name: str, check: Callable[[FileContext], bool], tokens: tuple[bytes, ...] = (), elsewhere: str | None = None
+        self,
+        name: str,
+        check: Callable[[FileContext], bool],
+        tokens: tuple[bytes, ...] = (),
+        elsewhere: str | None = None,
     ) -> None:
         self.name = name
         self._check = check

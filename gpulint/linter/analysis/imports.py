@@ -14,6 +14,7 @@ import libcst as cst
 from gpulint.linter.analysis.nodes import dotted_name
 from gpulint.linter.analysis.vocabulary import canonical
 
+
 class ImportTable:
     """Local names bound by import statements anywhere in the module, and what they refer to."""
 

@@ -17,7 +17,8 @@ import os
 import pickle
 import signal
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class ChildCrashed(Exception):

@@ -29,10 +29,9 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import libcst as cst
-
-from typing import TYPE_CHECKING
 
 from gpulint.linter.analysis.imports import ImportTable
 from gpulint.linter.analysis.nodes import dotted_name, last_name, method_name
@@ -65,9 +64,21 @@ _EPOCH_NAME = re.compile(r"(^|_)(epoch|epochs|ep)(_|$)", re.IGNORECASE)
 
 # Text every module with a step call contains (one of): what `is_direct_step_call` recognises,
 # plus Lightning's `training_step` (the prefilter of the STEPS fact).
-STEP_TOKENS = (b"backward", b".step(", b"gradient(", b"apply_gradients", b"train_on_batch", b"training_step", b".apply(")
+STEP_TOKENS = (
+    b"backward",
+    b".step(",
+    b"gradient(",
+    b"apply_gradients",
+    b"train_on_batch",
+    b"training_step",
+    b".apply(",
+)
 
-LIGHTNING_MODULES = ("lightning.pytorch.LightningModule", "lightning.LightningModule", "lightning.pytorch.core.LightningModule")
+LIGHTNING_MODULES = (
+    "lightning.pytorch.LightningModule",
+    "lightning.LightningModule",
+    "lightning.pytorch.core.LightningModule",
+)
 
 
 def is_direct_step_call(call: cst.Call, values: ValueOrigins) -> bool:
@@ -147,7 +158,9 @@ class LoopModel:
     """The training-loop model of one module (`ctx.loops`): its step calls, step functions and step
     loops, built once, and the per-step questions rules ask of a node."""
 
-    def __init__(self, index: TreeIndex, imports: ImportTable, values: ValueOrigins, project: ModuleView | None = None) -> None:
+    def __init__(
+        self, index: TreeIndex, imports: ImportTable, values: ValueOrigins, project: ModuleView | None = None
+    ) -> None:
         self.index = index
         self.imports = imports
         self.values = values
@@ -163,7 +176,9 @@ class LoopModel:
         self._build()
 
     # -- building ---------------------------------------------------------------------------
-    def _callee_functions(self, call: cst.Call, functions_by_name: dict[str, list[cst.FunctionDef]]) -> list[cst.FunctionDef]:
+    def _callee_functions(
+        self, call: cst.Call, functions_by_name: dict[str, list[cst.FunctionDef]]
+    ) -> list[cst.FunctionDef]:
         found = self._functions_named(call.func, functions_by_name, 3)
         # A function handed to a runner: `strategy.run(train_step, args=(x,))`.
         if method_name(call) in _RUNNERS and call.args and call.args[0].keyword is None:
@@ -189,7 +204,9 @@ class LoopModel:
         if isinstance(func, cst.Attribute):
             name = func.attr.value
             receiver = dotted_name(func.value)
-            if receiver in ("self", "cls") or (name not in _GENERIC_METHODS and ("step" in name or "batch" in name or "train" in name)):
+            if receiver in ("self", "cls") or (
+                name not in _GENERIC_METHODS and ("step" in name or "batch" in name or "train" in name)
+            ):
                 return [f for f in functions_by_name.get(name, ()) if is_method(self.index, f)]
         return []
 
@@ -202,10 +219,13 @@ class LoopModel:
         self.lightning_steps = {id(f) for f in lightning_training_steps(self.index, self.imports)}
 
         placement = {id(call): loop_around(self.index, call) for call in calls}
-        step_calls = {id(call) for call in calls if is_direct_step_call(call, self.values) or self._steps_elsewhere(call)}
+        step_calls = {
+            id(call) for call in calls if is_direct_step_call(call, self.values) or self._steps_elsewhere(call)
+        }
         # Functions that step themselves (not only through calls): an uncalled one is a hook.
         self._direct_steppers = {
-            id(placement[id(call)][1]) for call in calls
+            id(placement[id(call)][1])
+            for call in calls
             if id(call) in step_calls and placement[id(call)][0] is None and placement[id(call)][1] is not None
         }
         callees_of = {id(call): self._callee_functions(call, functions_by_name) for call in calls}

@@ -33,7 +33,10 @@ MAX_NESTING = 500
 
 # CPython's messages for sources it finds too complex (as opposed to wrong).
 _COMPLEXITY_MESSAGES = (
-    "too many nested", "too many levels of indentation", "too many statically nested", "too complex",
+    "too many nested",
+    "too many levels of indentation",
+    "too many statically nested",
+    "too complex",
 )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import libcst as cst
 from libcst.metadata import CodeRange

@@ -30,9 +30,10 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any
 
 from gpulint.linter.analysis.vocabulary import CLOCKS, EXIT_CALLS, KINDS, canonical, is_step_method
 
@@ -114,8 +115,12 @@ class ModuleSummary:
                 return None
             functions = {
                 str(name): FunctionSummary(
-                    calls=[CallSite(str(t), tuple((str(k), str(v)) for k, v in path), bool(s), None if c is None else str(c))
-                           for t, path, s, c in f["calls"]],
+                    calls=[
+                        CallSite(
+                            str(t), tuple((str(k), str(v)) for k, v in path), bool(s), None if c is None else str(c)
+                        )
+                        for t, path, s, c in f["calls"]
+                    ],
                     reads_clock=bool(f["clock"]),
                     returns=[(None if i is None else int(i), str(t)) for i, t in f["returns"]],
                 )
@@ -125,8 +130,10 @@ class ModuleSummary:
                 bindings={str(k): str(v) for k, v in data["bindings"].items()},
                 functions=functions,
                 instances={str(k): str(v) for k, v in data["instances"].items()},
-                assigned_from={str(k): [(str(t), None if i is None else int(i)) for t, i in v]
-                               for k, v in data["assigned_from"].items()},
+                assigned_from={
+                    str(k): [(str(t), None if i is None else int(i)) for t, i in v]
+                    for k, v in data["assigned_from"].items()
+                },
                 reiterated={str(n) for n in data["reiterated"]},
             )
         except (KeyError, TypeError, ValueError, AttributeError):
@@ -548,11 +555,19 @@ class ProjectIndex:
                 if number not in step_sites and (site.steps or callee in self.step_functions):
                     step_sites.add(number)
                     changed = True
-                if number in step_sites and not site.loops and caller[1] != _MODULE_LEVEL and caller not in self.step_functions:
+                if (
+                    number in step_sites
+                    and not site.loops
+                    and caller[1] != _MODULE_LEVEL
+                    and caller not in self.step_functions
+                ):
                     self.step_functions.add(caller)
                     changed = True
-        step_loops = {(caller, site.loops[0]) for number, (caller, site, _) in enumerate(sites)
-                      if number in step_sites and site.loops}
+        step_loops = {
+            (caller, site.loops[0])
+            for number, (caller, site, _) in enumerate(sites)
+            if number in step_sites and site.loops
+        }
         # Functions run per step: called from a step loop (inside it, however deeply), or from one,
         # under no interval guard and not as the handling of an event.
         changed = True
@@ -613,7 +628,6 @@ class ProjectIndex:
             if kind == "loop" and (caller, int(value)) in step_loops:
                 return True
         return caller in self.per_step
-
 
     def _kinds_of(self, module_id: str, callee_text: str) -> set[str]:
         found = self.resolve(module_id, callee_text)

@@ -115,7 +115,8 @@ class TorchAnalysis:
         ):
             return []
         return [
-            call for call in ctx.index.nodes("Call")
+            call
+            for call in ctx.index.nodes("Call")
             if isinstance(call.func, cst.Attribute)
             and call.func.attr.value == "backward"
             and loops.is_step_call(call)
@@ -159,7 +160,9 @@ _TENSOR_METHODS = frozenset(
     "isnan isinf isfinite sigmoid softmax log_softmax".split()
 )
 # `torch.<name>` functions that do not return a tensor (or whose tensor is on the host anyway).
-_TORCH_NOT_TENSOR = re.compile(r"^(get_|is_|set_|manual_seed|device|dtype|Size|no_grad|compile|save|load|from_numpy|tensor|as_tensor)")
+_TORCH_NOT_TENSOR = re.compile(
+    r"^(get_|is_|set_|manual_seed|device|dtype|Size|no_grad|compile|save|load|from_numpy|tensor|as_tensor)"
+)
 _LOSSY_NAME = re.compile(r"(^|_)(loss|losses|criterion|loss_fn|lossfn|loss_func|loss_function)$", re.I)
 
 
@@ -210,7 +213,7 @@ class TensorNames:
         if isinstance(expr, cst.Call):
             qualified = self.ctx.call_qualified_name(expr)
             if qualified is not None:
-                rest = qualified[len("torch."):] if qualified.startswith("torch.") else None
+                rest = qualified[len("torch.") :] if qualified.startswith("torch.") else None
                 if rest is None:
                     return False
                 if rest.startswith("nn.functional."):
@@ -220,7 +223,9 @@ class TensorNames:
             if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS:
                 receiver = func.value
                 if isinstance(receiver, cst.Comparison):
-                    return self.is_tensor(receiver.left) or any(self.is_tensor(c.comparator) for c in receiver.comparisons)
+                    return self.is_tensor(receiver.left) or any(
+                        self.is_tensor(c.comparator) for c in receiver.comparisons
+                    )
                 return self.is_tensor(receiver)
             # `criterion(out, y)` returns the loss, `model(x)` / `self.net(x)` the outputs.
             callee = last_name(func) or ""

@@ -181,8 +181,7 @@ class TfAnalysis:
         if "step" in name or "batch" in name:
             return True
         return any(
-            name in names_referenced(call) and self.ctx.loops.step_boundary(call) is not None
-            for call in self.calls
+            name in names_referenced(call) and self.ctx.loops.step_boundary(call) is not None for call in self.calls
         )
 
 

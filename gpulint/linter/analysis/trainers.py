@@ -38,6 +38,7 @@ def is_lightning_trainer(ctx: FileContext, call: cst.Call) -> bool:
     """Lightning's `Trainer(...)` with every argument visible (no `**kwargs`)."""
     return ctx.call_qualified_name(call) in LIGHTNING_TRAINERS and not has_star_kwargs(call)
 
+
 # Intervals this small run the work every step or nearly: HF `eval_steps`/`save_steps`, Lightning
 # `val_check_interval` (an int counts training batches).
 TINY_INTERVAL = 10

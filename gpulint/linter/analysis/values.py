@@ -18,7 +18,7 @@ A function of another module of the project is answered by the project index whe
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import libcst as cst
 
@@ -337,7 +337,11 @@ def index_of(subscript: cst.Subscript) -> Index:
     value = subscript.slice[0].slice.value
     if isinstance(value, cst.Integer):
         return int(value.evaluated_value)
-    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus) and isinstance(value.expression, cst.Integer):
+    if (
+        isinstance(value, cst.UnaryOperation)
+        and isinstance(value.operator, cst.Minus)
+        and isinstance(value.expression, cst.Integer)
+    ):
         return -int(value.expression.evaluated_value)
     return _string_value(value)
 

@@ -43,9 +43,7 @@ class Kind:
     def matches(self, qualified: str) -> bool:
         if any(qualified == e or (e.endswith(".") and qualified.startswith(e)) for e in self.excluded):
             return False
-        return any(
-            qualified == c or (c.endswith(".") and qualified.startswith(c)) for c in self.constructors
-        )
+        return any(qualified == c or (c.endswith(".") and qualified.startswith(c)) for c in self.constructors)
 
 
 TFDATA_CHAIN = frozenset(
@@ -95,18 +93,48 @@ KINDS: dict[str, Kind] = {
         ),
         Kind(
             "scheduler",
-            constructors=("torch.optim.lr_scheduler.", "transformers.get_scheduler", "transformers.get_linear_schedule_with_warmup", "transformers.get_cosine_schedule_with_warmup"),
+            constructors=(
+                "torch.optim.lr_scheduler.",
+                "transformers.get_scheduler",
+                "transformers.get_linear_schedule_with_warmup",
+                "transformers.get_cosine_schedule_with_warmup",
+            ),
         ),
         Kind(
             "optimizer",
-            constructors=("torch.optim.", "keras.optimizers.", "tensorflow.optimizers.", "transformers.AdamW", "transformers.Adafactor", "bitsandbytes.optim.", "apex.optimizers."),
+            constructors=(
+                "torch.optim.",
+                "keras.optimizers.",
+                "tensorflow.optimizers.",
+                "transformers.AdamW",
+                "transformers.Adafactor",
+                "bitsandbytes.optim.",
+                "apex.optimizers.",
+            ),
             excluded=("torch.optim.lr_scheduler.", "keras.optimizers.schedules."),
         ),
-        Kind("gradscaler", constructors=("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.cpu.amp.GradScaler")),
+        Kind(
+            "gradscaler", constructors=("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.cpu.amp.GradScaler")
+        ),
         Kind("tape", constructors=("tensorflow.GradientTape",)),
-        Kind("summarywriter", constructors=("torch.utils.tensorboard.SummaryWriter", "tensorboardX.SummaryWriter", "torch.utils.tensorboard.writer.SummaryWriter")),
+        Kind(
+            "summarywriter",
+            constructors=(
+                "torch.utils.tensorboard.SummaryWriter",
+                "tensorboardX.SummaryWriter",
+                "torch.utils.tensorboard.writer.SummaryWriter",
+            ),
+        ),
         Kind("wandbrun", constructors=("wandb.init",)),
-        Kind("logger", constructors=("logging.getLogger", "logging.Logger", "accelerate.logging.get_logger", "transformers.utils.logging.get_logger")),
+        Kind(
+            "logger",
+            constructors=(
+                "logging.getLogger",
+                "logging.Logger",
+                "accelerate.logging.get_logger",
+                "transformers.utils.logging.get_logger",
+            ),
+        ),
     )
 }
 

@@ -10,7 +10,7 @@ rules and the shared analyses subscribe to, in source order.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import libcst as cst
 

@@ -123,7 +123,9 @@ def append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> c
         closing = last.comma.whitespace_after  # the comment after the old last argument, then `)`
         if breaks and isinstance(closing, cst.ParenthesizedWhitespace):
             last_comma = last.comma.with_changes(
-                whitespace_after=closing.with_changes(indent=separator.whitespace_after.indent, last_line=separator.whitespace_after.last_line)
+                whitespace_after=closing.with_changes(
+                    indent=separator.whitespace_after.indent, last_line=separator.whitespace_after.last_line
+                )
             )
             new_comma = cst.Comma(whitespace_after=_without_comment(closing))
         else:
@@ -134,22 +136,36 @@ def append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> c
 
     closing = last.whitespace_after_arg  # no trailing comma: the break before `)` is here
     if breaks and isinstance(closing, cst.ParenthesizedWhitespace):
-        separator = separator.with_changes(whitespace_after=separator.whitespace_after.with_changes(first_line=closing.first_line))
+        separator = separator.with_changes(
+            whitespace_after=separator.whitespace_after.with_changes(first_line=closing.first_line)
+        )
         closing = _without_comment(closing)
     args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
     args.append(new_arg.with_changes(whitespace_after_arg=closing))
     return call.with_changes(args=args)
 
 
-def insert_after(statement: cst.SimpleStatementLine, code: str, applicability: Applicability, message: str,
-                 imports: tuple[str, ...] = (), min_torch: tuple[int, int] | None = None) -> Fix:
+def insert_after(
+    statement: cst.SimpleStatementLine,
+    code: str,
+    applicability: Applicability,
+    message: str,
+    imports: tuple[str, ...] = (),
+    min_torch: tuple[int, int] | None = None,
+) -> Fix:
     """Add the statement `code` on the line after `statement`."""
     new = cst.parse_statement(code)
     return Fix(applicability, message, {statement: cst.FlattenSentinel([statement, new])}, imports, min_torch=min_torch)
 
 
-def insert_before(statement: cst.CSTNode, code: str, applicability: Applicability, message: str,
-                  imports: tuple[str, ...] = (), min_torch: tuple[int, int] | None = None) -> Fix:
+def insert_before(
+    statement: cst.CSTNode,
+    code: str,
+    applicability: Applicability,
+    message: str,
+    imports: tuple[str, ...] = (),
+    min_torch: tuple[int, int] | None = None,
+) -> Fix:
     """Add the statement `code` before `statement`, taking over the blank lines and comments above it."""
     new = cst.parse_statement(code).with_changes(leading_lines=statement.leading_lines)
     both = cst.FlattenSentinel([new, statement.with_changes(leading_lines=())])

@@ -16,7 +16,7 @@ code already had -- joins it, so a run of log lines becomes one `if` block, not 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import libcst as cst
 

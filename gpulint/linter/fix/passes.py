@@ -57,7 +57,9 @@ def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool, project: 
             parse(new_source)
         except SyntaxErrorInSource as exc:
             codes = ", ".join(sorted({f.code for f in analysis.findings if f.fix in chosen}))
-            outcome.errors.append(f"{path}: fix for {codes} produced code that does not parse ({exc}); file left unchanged")
+            outcome.errors.append(
+                f"{path}: fix for {codes} produced code that does not parse ({exc}); file left unchanged"
+            )
             outcome.source, outcome.applied, outcome.applied_codes = source, 0, []
             return outcome
         if new_source == outcome.source:

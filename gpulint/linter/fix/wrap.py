@@ -34,7 +34,7 @@ The line length is the project's (ruff's or black's `line-length`, else 88: gpul
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import libcst as cst
 

@@ -6,8 +6,8 @@ an entry in FORMATS to make it available as `--format NAME`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from gpulint.linter.config import Settings
 from gpulint.linter.run.outcome import RunResult

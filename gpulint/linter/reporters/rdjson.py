@@ -44,8 +44,14 @@ def _suggestions(finding: Finding) -> list[dict]:
 
 
 def diagnostic(finding: Finding) -> dict:
-    start = {"line": finding.location.row, "column": byte_column(finding.path, finding.location.row, finding.location.column)}
-    end = {"line": finding.end_location.row, "column": byte_column(finding.path, finding.end_location.row, finding.end_location.column)}
+    start = {
+        "line": finding.location.row,
+        "column": byte_column(finding.path, finding.location.row, finding.location.column),
+    }
+    end = {
+        "line": finding.end_location.row,
+        "column": byte_column(finding.path, finding.end_location.row, finding.end_location.column),
+    }
     entry = {
         "message": finding.message,
         "location": {"path": finding.path.replace("\\", "/"), "range": {"start": start, "end": end}},

@@ -15,9 +15,9 @@ import hashlib
 import json
 import os
 from collections import Counter
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
 from gpulint import __version__
 from gpulint.linter.findings import Edit, Finding

@@ -54,7 +54,9 @@ def summary(findings: list[Finding], settings: ReportSettings, fixed: int, error
     hidden = 0 if settings.unsafe_fixes else unsafe
     details = []
     if fixable:
-        details.append(f"{fixable} fixable with --fix" + (" --unsafe-fixes" if settings.unsafe_fixes and unsafe else ""))
+        details.append(
+            f"{fixable} fixable with --fix" + (" --unsafe-fixes" if settings.unsafe_fixes and unsafe else "")
+        )
     if hidden:
         details.append(f"{hidden} more with --unsafe-fixes")
     if details:

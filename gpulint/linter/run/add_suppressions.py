@@ -19,8 +19,8 @@ from pathlib import Path
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, UndecodableSource, parse
 from gpulint.linter.analysis.parse_guard import UnanalysableSource
 from gpulint.linter.engine import Linter
-from gpulint.linter.run.files import discover, read_source
 from gpulint.linter.findings import SYNTAX_ERROR_CODE, Finding
+from gpulint.linter.run.files import discover, read_source
 from gpulint.linter.run.outcome import read_problem, write_problem
 from gpulint.linter.run.process import display_path
 from gpulint.linter.run.safe_files import WriteScope, write_atomic

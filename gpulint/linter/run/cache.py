@@ -109,7 +109,9 @@ class ResultCache:
         self.hits = 0
 
     @classmethod
-    def for_run(cls, directory: Path, settings_fingerprint: str, options, max_bytes: int = DEFAULT_MAX_BYTES) -> "ResultCache":
+    def for_run(
+        cls, directory: Path, settings_fingerprint: str, options, max_bytes: int = DEFAULT_MAX_BYTES
+    ) -> ResultCache:
         """A cache whose keys include the configuration, the result-changing run options and gpulint."""
         # Every field of the run options (fix, diff, unsafe fixes, edits, and any added later) but
         # those that declare they do not change results: a new option must not be served results
@@ -144,7 +146,8 @@ class ResultCache:
         except OSError as exc:
             return f"cache folder {where}: {exc.strerror or exc}"
         foreign = sorted(
-            name for name, mode in entries.items()
+            name
+            for name, mode in entries.items()
             if not (name in _MARKER_FILES and stat.S_ISREG(mode) or name == LAYOUT and stat.S_ISDIR(mode))
         )
         foreign += sorted(

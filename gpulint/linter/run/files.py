@@ -17,9 +17,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pathspec
@@ -29,9 +30,25 @@ from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES, kind_of, read_
 SOURCE_SUFFIXES = (".py", ".ipynb")
 SKIPPED_DIRS = frozenset(
     {
-        ".git", ".hg", ".svn", ".bzr", "__pycache__", ".venv", "venv", ".tox", ".nox", ".eggs",
-        "node_modules", "build", "dist", ".mypy_cache", ".pytest_cache", ".ruff_cache",
-        ".gpulint_cache", ".ipynb_checkpoints", ".direnv",
+        ".git",
+        ".hg",
+        ".svn",
+        ".bzr",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".eggs",
+        "node_modules",
+        "build",
+        "dist",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".gpulint_cache",
+        ".ipynb_checkpoints",
+        ".direnv",
     }
 )
 
@@ -90,7 +107,9 @@ def _gitignore_spec(lines: list[str]) -> pathspec.PathSpec:
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def discover(paths: list[Path], exclude: list[str] | None = None, root: Path | None = None) -> tuple[list[Path], list[PathError]]:
+def discover(
+    paths: list[Path], exclude: list[str] | None = None, root: Path | None = None
+) -> tuple[list[Path], list[PathError]]:
     """Files to lint, sorted and without duplicates, and the paths that could not be used."""
     files: dict[str, Path] = {}
     errors: list[PathError] = []

@@ -17,8 +17,9 @@ import os
 import sys
 import time
 from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import FileResult, Linter
@@ -71,7 +72,8 @@ def _init_worker(settings: Settings, options, cache) -> None:
 
 def _work(items: list[tuple[Path, ModuleView | None]]) -> list:
     return [
-        process_file_cached(path, _worker["linter"], _worker["options"], _worker["cache"], project) for path, project in items
+        process_file_cached(path, _worker["linter"], _worker["options"], _worker["cache"], project)
+        for path, project in items
     ]
 
 
@@ -84,9 +86,7 @@ def _pool(jobs: int, settings: Settings, options, cache) -> ProcessPoolExecutor:
         # many files that is likely, so load them once here for the forked workers to share, rather
         # than once in every worker.
         settings.catalog()
-    return ProcessPoolExecutor(
-        jobs, mp_context=context, initializer=_init_worker, initargs=(settings, options, cache)
-    )
+    return ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(settings, options, cache))
 
 
 def _close(pool: ProcessPoolExecutor, interrupted: bool) -> None:
@@ -98,7 +98,9 @@ def _close(pool: ProcessPoolExecutor, interrupted: bool) -> None:
     pool.shutdown(wait=True, cancel_futures=interrupted)
 
 
-def map_files(paths: Sequence[tuple[Path, ModuleView | None]], settings: Settings, options, cache, jobs: int) -> Iterator:
+def map_files(
+    paths: Sequence[tuple[Path, ModuleView | None]], settings: Settings, options, cache, jobs: int
+) -> Iterator:
     """Outcomes of `paths` -- (path, its project view) pairs -- in order, computed by `jobs` worker
     processes."""
     from concurrent.futures.process import BrokenProcessPool

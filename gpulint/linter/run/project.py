@@ -9,8 +9,8 @@ from `summarize` (stdlib `ast`), or from the run's cache when the file's bytes a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from gpulint.linter.analysis.project import EMPTY_VIEW, ModuleSummary, ModuleView, ProjectIndex, summarize
 from gpulint.linter.run.files import read_source

@@ -6,9 +6,10 @@ files.  With `--fix`, files are written only inside the paths given (the run's w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter

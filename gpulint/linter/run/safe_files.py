@@ -19,9 +19,9 @@ import re
 import stat
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 DEFAULT_MAX_FILE_BYTES = 10 * 2**20
 TEMPORARY_SUFFIX = ".gpulint-tmp"
@@ -115,7 +115,7 @@ class WriteScope:
     files: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, paths: Iterable[Path | str]) -> "WriteScope":
+    def of(cls, paths: Iterable[Path | str]) -> WriteScope:
         folders, files = [], []
         for path in paths:
             try:

@@ -30,7 +30,9 @@ _VIEW_METHODS = frozenset(
     "bfloat16 clone".split()
 )
 # Parameters of a step function that hold a batch (`def train_step(model, batch, optimizer)`).
-_BATCH_PARAM = re.compile(r"batch|^(inputs?|targets?|labels?|images?|imgs?|samples?|data|x|y|xb|yb|features|tokens|input_ids|masks?)$", re.I)
+_BATCH_PARAM = re.compile(
+    r"batch|^(inputs?|targets?|labels?|images?|imgs?|samples?|data|x|y|xb|yb|features|tokens|input_ids|masks?)$", re.I
+)
 
 
 class BlockingHostToDeviceCopy(Rule):
@@ -160,7 +162,10 @@ class BlockingHostToDeviceCopy(Rule):
                         model(images, piece, labels).sum().backward()
                     optimizer.step()
             """,
-            "6:34", "7:49", "9:37", "12:52",
+            "6:34",
+            "7:49",
+            "9:37",
+            "12:52",
             header=CUDA_SCRIPT,
             fixed="""
             def train(model, loader, optimizer, rank, chunk):
@@ -188,7 +193,8 @@ class BlockingHostToDeviceCopy(Rule):
                     loss.backward()
                     optimizer.step()
             """,
-            "6:13", "7:13",
+            "6:13",
+            "7:13",
             header=CUDA_SCRIPT,
             fixed="""
             for epoch in range(3):
@@ -211,7 +217,9 @@ class BlockingHostToDeviceCopy(Rule):
                 model(inputs).loss.backward()
                 optimizer.step()
             """,
-            "6:14", "7:30", "8:17",
+            "6:14",
+            "7:30",
+            "8:17",
             header=CUDA_SCRIPT,
             fixed="""
             for batch in loader:
@@ -254,7 +262,8 @@ class BlockingHostToDeviceCopy(Rule):
                     loss.backward()
                     optimizer.step()
             """,
-            "6:13", "7:13",
+            "6:13",
+            "7:13",
             header=CUDA_SCRIPT,
             fixed="""
             for epoch in range(3):
@@ -293,7 +302,9 @@ class BlockingHostToDeviceCopy(Rule):
             return
         self.report(
             node,
-            fix=set_keyword(self.ctx, node, "non_blocking", "True", Applicability.SAFE, "Copy asynchronously: `non_blocking=True`"),
+            fix=set_keyword(
+                self.ctx, node, "non_blocking", "True", Applicability.SAFE, "Copy asynchronously: `non_blocking=True`"
+            ),
         )
 
     def _moved_before(self, node: cst.Call, root: str) -> bool:
@@ -308,7 +319,11 @@ class BlockingHostToDeviceCopy(Rule):
             if not any(_target_names(t.target) == {root} for t in assign.targets):
                 continue
             value = assign.value
-            if isinstance(value, cst.Call) and _copies_to_device(self.ctx, value) and self.ctx.loops.step_boundary(assign) is boundary:
+            if (
+                isinstance(value, cst.Call)
+                and _copies_to_device(self.ctx, value)
+                and self.ctx.loops.step_boundary(assign) is boundary
+            ):
                 return True
         return False
 
@@ -356,8 +371,10 @@ class BlockingHostToDeviceCopy(Rule):
         if isinstance(boundary, cst.FunctionDef):
             names |= {p.name.value for p in boundary.params.params if _BATCH_PARAM.search(p.name.value)}
         assigns = [
-            a for a in self.ctx.index.nodes("Assign")
-            if self.ctx.loops.step_boundary(a) is boundary or any(x is loop for x in self.ctx.ancestors(a) for loop in loops)
+            a
+            for a in self.ctx.index.nodes("Assign")
+            if self.ctx.loops.step_boundary(a) is boundary
+            or any(x is loop for x in self.ctx.ancestors(a) for loop in loops)
         ]
         changed = True
         while changed:  # `x, y = batch`, `inputs = batch["x"]`, `batch = next(it)`
@@ -381,7 +398,11 @@ def _root_name(expr: cst.BaseExpression) -> str | None:
     while True:
         if isinstance(expr, (cst.Attribute, cst.Subscript)):
             expr = expr.value
-        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _VIEW_METHODS:
+        elif (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in _VIEW_METHODS
+        ):
             expr = expr.func.value
         else:
             return expr.value if isinstance(expr, cst.Name) else None

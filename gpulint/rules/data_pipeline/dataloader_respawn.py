@@ -439,7 +439,9 @@ class DataLoaderRespawn(Rule):
         if key is None:
             parent = self.ctx.parent(call)
             function = self.ctx.enclosing_function(call)
-            return isinstance(parent, cst.Return) and function is not None and function.name.value in _EPOCH_LOADER_HOOKS
+            return (
+                isinstance(parent, cst.Return) and function is not None and function.name.value in _EPOCH_LOADER_HOOKS
+            )
         for loop in self.fors:
             if not _mentions(loop.iter, key):
                 continue
@@ -473,7 +475,11 @@ class DataLoaderRespawn(Rule):
             if node.value is None or self.ctx.enclosing_function(node) is not function:
                 continue
             returned = node.value
-            items = [(i, el.value) for i, el in enumerate(returned.elements)] if isinstance(returned, cst.Tuple) else [(None, returned)]
+            items = (
+                [(i, el.value) for i, el in enumerate(returned.elements)]
+                if isinstance(returned, cst.Tuple)
+                else [(None, returned)]
+            )
             for position, value in items:
                 if position in positions and (value is call or (key is not None and target_key(value) == key)):
                     return True
@@ -484,7 +490,13 @@ class DataLoaderRespawn(Rule):
         called = set()
         for other in self.ctx.index.nodes("Call"):
             func = other.func
-            name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+            name = (
+                func.value
+                if isinstance(func, cst.Name)
+                else func.attr.value
+                if isinstance(func, cst.Attribute)
+                else None
+            )
             if name and self.ctx.in_loop(other):
                 called.add(name)
         return called
@@ -514,7 +526,11 @@ class DataLoaderRespawn(Rule):
             return False
         for other in self.ctx.index.nodes("Call"):
             func = other.func
-            if isinstance(func, cst.Attribute) and target_key(func.value) == key and func.attr.value in _DATASET_MUTATORS:
+            if (
+                isinstance(func, cst.Attribute)
+                and target_key(func.value) == key
+                and func.attr.value in _DATASET_MUTATORS
+            ):
                 return True
         for assign in self.ctx.index.nodes("Assign"):
             for target in assign.targets:
@@ -547,7 +563,12 @@ def _literal_number(expr: cst.BaseExpression) -> float | None:
     """`1e10`, `int(1e10)`, `10**9`: a number written as a literal."""
     if isinstance(expr, (cst.Integer, cst.Float)):
         return float(expr.evaluated_value)
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "int" and len(expr.args) == 1:
+    if (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Name)
+        and expr.func.value == "int"
+        and len(expr.args) == 1
+    ):
         return _literal_number(expr.args[0].value)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Power):
         base, power = _literal_number(expr.left), _literal_number(expr.right)

@@ -13,7 +13,6 @@ from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import CUDA_SCRIPT
 from gpulint.rules.options import NUM_WORKERS
 
-
 ITERABLE_MESSAGE = (
     "DataLoader over an IterableDataset loads batches in the training process; no fix: the dataset does not split its "
     "items with `get_worker_info()`, so every worker would yield every item"
@@ -137,7 +136,8 @@ class DataLoaderSerial(Rule):
                 e = DataLoader(ds, 32, True, None, None, 4)
                 f = DataLoader(ds, **options)
             """,
-            "5:9", "6:9",
+            "5:9",
+            "6:9",
             fixed="""
             import os
 
@@ -169,7 +169,8 @@ class DataLoaderSerial(Rule):
             if __name__ == "__main__":
                 main()
             """,
-            "5:12", "8:16",
+            "5:12",
+            "8:16",
             fixed="""
             import os
 
@@ -228,7 +229,8 @@ class DataLoaderSerial(Rule):
                 train = DataLoader(ds, **loader_kwargs)
                 test = DataLoader(ds, **loader_kwargs, num_workers=0)
             """,
-            "5:13", "6:12",
+            "5:13",
+            "6:12",
             fixed="""
             import os
 
@@ -262,7 +264,7 @@ class DataLoaderSerial(Rule):
             if __name__ == "__main__":
                 loader = DataLoader(ds, num_workers=4)
             """,
-            options={'num-workers': '4'},
+            options={"num-workers": "4"},
         ),
         # workers could not start: training at module level, a function nothing calls under the
         # guard, things that cannot be pickled into a worker
@@ -278,7 +280,10 @@ class DataLoaderSerial(Rule):
                 b = DataLoader(ds, collate_fn=collate)
             main()
             """,
-            "4:10", "6:12", "10:9", "11:9",
+            "4:10",
+            "6:12",
+            "10:9",
+            "11:9",
             header=CUDA_SCRIPT,
         ),
         # an IterableDataset that every worker would replay in full; a sharded one is fixed
@@ -297,7 +302,8 @@ class DataLoaderSerial(Rule):
                 a = DataLoader(stream)
                 b = DataLoader(Sharded(), num_workers=0)
             """,
-            "14:9", "15:9",
+            "14:9",
+            "15:9",
             header=CUDA_SCRIPT,
             fixed="""
             from torch.utils.data import IterableDataset, get_worker_info
@@ -313,7 +319,7 @@ class DataLoaderSerial(Rule):
                 a = DataLoader(stream)
                 b = DataLoader(Sharded(), num_workers=4)
             """,
-            options={'num-workers': '4'},
+            options={"num-workers": "4"},
             messages=(
                 ITERABLE_MESSAGE,
                 "DataLoader loads batches in the training process (no `num_workers`): the GPU waits for every batch",
@@ -347,7 +353,12 @@ class DataLoaderSerial(Rule):
             expression = str(self.option(NUM_WORKERS))
             imports = ("import os",) if "os." in expression else ()
             fix = set_keyword(
-                self.ctx, node, "num_workers", expression, Applicability.UNSAFE,
-                f"Load batches in worker processes: `num_workers={expression}`", imports,
+                self.ctx,
+                node,
+                "num_workers",
+                expression,
+                Applicability.UNSAFE,
+                f"Load batches in worker processes: `num_workers={expression}`",
+                imports,
             )
         self.report(node, fix=fix)

@@ -81,7 +81,8 @@ class DataLoaderUnpinned(Rule):
             c = DataLoader(ds, num_workers=4, pin_memory=True)
             d = DataLoader(ds, num_workers=4, pin_memory=args.pin)
             """,
-            "4:5", "5:5",
+            "4:5",
+            "5:5",
             header=CUDA_SCRIPT,
             fixed="""
             a = DataLoader(ds, num_workers=4, pin_memory=True)
@@ -147,5 +148,7 @@ class DataLoaderUnpinned(Rule):
             return  # pin_memory given positionally (8th parameter)
         fix = None
         if pin is None or keyword_arg(node, "pin_memory") is not None:  # (not inside a `**` dictionary)
-            fix = set_keyword(self.ctx, node, "pin_memory", "True", Applicability.SAFE, "Pin host memory: `pin_memory=True`")
+            fix = set_keyword(
+                self.ctx, node, "pin_memory", "True", Applicability.SAFE, "Pin host memory: `pin_memory=True`"
+            )
         self.report(node, fix=fix)

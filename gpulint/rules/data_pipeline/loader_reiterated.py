@@ -83,7 +83,9 @@ class LoaderReiterated(Rule):
                 first = next(iter(loader))
                 m = len(tuple(loader))
             """,
-            "5:5", "7:13", "8:9",
+            "5:5",
+            "7:13",
+            "8:9",
             header=CUDA_SCRIPT,
         ),
         # host-side: no accelerator needs to be named

@@ -82,7 +82,10 @@ class DataParallel(Rule):
             c = torch.nn.parallel.DataParallel(model)
             d = data_parallel(model, inputs)
             """,
-            "5:5", "6:5", "7:5", "8:5",
+            "5:5",
+            "6:5",
+            "7:5",
+            "8:5",
         ),
     ]
 

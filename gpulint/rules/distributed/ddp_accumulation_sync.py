@@ -283,7 +283,8 @@ class DdpAccumulationSync(Rule):
             for i, batch in enumerate(loader):
                 loss_scaler(model(batch), optimizer, update_grad=(i + 1) % accum_iter == 0)
             """,
-            "5:5", "11:5",
+            "5:5",
+            "11:5",
         ),
         # the backward in one class, the step counted by hand in another's step function
         Invalid(
@@ -362,16 +363,16 @@ class DdpAccumulationSync(Rule):
                 reported.add(id(loop))
                 self.report(backward)
         for call in self.ctx.index.nodes("Call"):
-            if any(a.keyword is not None and a.keyword.value in _STEP_SWITCHES and _counts_micro_batches(a.value)
-                   for a in call.args) and self.ctx.in_loop(call):
+            if any(
+                a.keyword is not None and a.keyword.value in _STEP_SWITCHES and _counts_micro_batches(a.value)
+                for a in call.args
+            ) and self.ctx.in_loop(call):
                 self.report(call)  # `loss_scaler(loss, optimizer, update_grad=(i + 1) % accum == 0)`
 
     def _is_optimizer_step(self, call: cst.Call) -> bool:
         func = call.func
         return (
-            isinstance(func, cst.Attribute)
-            and func.attr.value == "step"
-            and is_direct_step_call(call, self.ctx.values)
+            isinstance(func, cst.Attribute) and func.attr.value == "step" and is_direct_step_call(call, self.ctx.values)
         )
 
     def _accumulation_guard(self, call: cst.Call, loop: cst.CSTNode | None) -> cst.If | None:
@@ -395,7 +396,11 @@ class DdpAccumulationSync(Rule):
             if method_name(call) != "backward":
                 continue
             inner = self.ctx.loops.step_boundary(call)
-            if not isinstance(inner, (cst.For, cst.While)) or inner is loop or any(a is inner for a in self.ctx.ancestors(step)):
+            if (
+                not isinstance(inner, (cst.For, cst.While))
+                or inner is loop
+                or any(a is inner for a in self.ctx.ancestors(step))
+            ):
                 continue
             if any(a is loop for a in self.ctx.ancestors(inner)):
                 return call

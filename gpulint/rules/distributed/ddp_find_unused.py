@@ -81,7 +81,12 @@ class DdpFindUnused(Rule):
             e = TrainingArguments("out", ddp_find_unused_parameters=True)
             f = torch.nn.parallel.DistributedDataParallel(model, device_ids=[0], find_unused_parameters=True)
             """,
-            "7:5", "8:5", "9:5", "10:5", "11:5", "12:5",
+            "7:5",
+            "8:5",
+            "9:5",
+            "10:5",
+            "11:5",
+            "12:5",
         ),
     ]
 

@@ -16,7 +16,9 @@ from gpulint.linter.rule import Invalid, Rule, Valid
 
 INIT_PROCESS_GROUP = ("torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group")
 # Words in a condition that make `gloo` a fallback: no CUDA, no NCCL, or a platform without NCCL.
-_FALLBACK_WORDS = re.compile(r"is_available|nccl|platform|win32|windows|darwin|macos|^nt$|os\.name|cpu|cuda|gpu|mps|device", re.IGNORECASE)
+_FALLBACK_WORDS = re.compile(
+    r"is_available|nccl|platform|win32|windows|darwin|macos|^nt$|os\.name|cpu|cuda|gpu|mps|device", re.IGNORECASE
+)
 
 
 class GlooOnCuda(Rule):
@@ -108,7 +110,7 @@ class GlooOnCuda(Rule):
             dist.init_process_group("gloo")
             x = torch.zeros(1).cuda()
             """,
-            path='tests/distributed/test_ddp.py',
+            path="tests/distributed/test_ddp.py",
         ),
         Valid(
             """
@@ -131,7 +133,9 @@ class GlooOnCuda(Rule):
             dist.init_process_group(backend=backend)
             x = torch.zeros(1).cuda()
             """,
-            "3:1", "4:1", "6:1",
+            "3:1",
+            "4:1",
+            "6:1",
             fixed="""
             import torch
             import torch.distributed as dist

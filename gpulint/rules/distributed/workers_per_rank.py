@@ -107,7 +107,9 @@ class WorkersPerRank(Rule):
             workers = len(os.sched_getaffinity(0))
             c = DL(ds, num_workers=workers, pin_memory=True)
             """,
-            "5:5", "6:5", "8:5",
+            "5:5",
+            "6:5",
+            "8:5",
             fixed="""
             import os
             import multiprocessing as mp
@@ -169,7 +171,12 @@ class WorkersPerRank(Rule):
             return
         value = workers.value
         if self._all_cores(value):
-            fix = Fix(Applicability.UNSAFE, "Divide the CPU cores between the ranks of the node", {value: cst.parse_expression(self.REPLACEMENT)}, ("import os",))
+            fix = Fix(
+                Applicability.UNSAFE,
+                "Divide the CPU cores between the ranks of the node",
+                {value: cst.parse_expression(self.REPLACEMENT)},
+                ("import os",),
+            )
             self.report(node, fix=fix)
             return
         key = dotted_name(value)
@@ -183,7 +190,9 @@ class WorkersPerRank(Rule):
         stack: list[cst.CSTNode] = [value]
         while stack:
             current = stack.pop()
-            if isinstance(current, cst.BinaryOperation) and isinstance(current.operator, (cst.Divide, cst.FloorDivide, cst.RightShift)):
+            if isinstance(current, cst.BinaryOperation) and isinstance(
+                current.operator, (cst.Divide, cst.FloorDivide, cst.RightShift)
+            ):
                 return False
             if isinstance(current, cst.Call):
                 qualified = self.ctx.call_qualified_name(current)

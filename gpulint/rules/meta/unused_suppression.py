@@ -78,7 +78,10 @@ class UnusedSuppression(Rule):
             w = 4  # gpulint: ignore[GL999]
             model = torch.nn.Linear(1, 1).cuda()
             """,
-            "4:58", "5:42", "8:8", "9:8",
+            "4:58",
+            "5:42",
+            "8:8",
+            "9:8",
             messages=(
                 "Unused suppression of GL101: nothing to suppress on this line",
                 "Unused suppression of GL102: nothing to suppress on this line",
@@ -101,7 +104,8 @@ class UnusedSuppression(Rule):
             w = 4  # gpulint: ignore[GL999]
             model = torch.nn.Linear(1, 1).cuda()
             """,
-            "8:8", "9:8",
+            "8:8",
+            "9:8",
             select=("GL3",),
         ),
         # a file that is never parsed (no framework named)

@@ -21,7 +21,9 @@ CHECKPOINT_EVERY = RuleOption(
 # Methods that write a checkpoint whatever their receiver.
 _SAVE_METHODS = frozenset({"save_pretrained", "save_state", "save_checkpoint", "save_model", "save_weights"})
 # `.save(...)` is a checkpoint only on these receivers (an image's or an array's `.save` is not).
-_SAVE_RECEIVER = re.compile(r"(^|_)(model|net|module|fabric|accelerator|trainer|checkpoint|ckpt|checkpointer|manager|engine)s?$", re.I)
+_SAVE_RECEIVER = re.compile(
+    r"(^|_)(model|net|module|fabric|accelerator|trainer|checkpoint|ckpt|checkpointer|manager|engine)s?$", re.I
+)
 _SAVE_FUNCTIONS = frozenset({"torch.save", "safetensors.torch.save_file", "safetensors.torch.save_model"})
 
 
@@ -152,7 +154,11 @@ class PerStepCheckpoint(Rule):
                     trainer.save_checkpoint("x.ckpt")
                     model.save("model.keras")
             """,
-            "10:9", "11:9", "12:9", "13:9", "14:9",
+            "10:9",
+            "11:9",
+            "12:9",
+            "13:9",
+            "14:9",
             header=LOGGING_SCRIPT,
             fixed="""
             for epoch in range(3):
@@ -233,7 +239,7 @@ class PerStepCheckpoint(Rule):
                     if step % 200 == 0:
                         torch.save(model.state_dict(), "last.pt")  # keep
             """,
-            options={'checkpoint-every': 200},
+            options={"checkpoint-every": 200},
         ),
     ]
 

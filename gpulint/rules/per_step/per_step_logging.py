@@ -141,7 +141,11 @@ class PerStepLogging(Rule):
                     wandb.log({"step": step})
                     writer.add_scalar("loss", 1.0, step)
             """,
-            "10:9", "11:9", "12:9", "13:9", "14:9",
+            "10:9",
+            "11:9",
+            "12:9",
+            "13:9",
+            "14:9",
             header=LOGGING_SCRIPT,
             fixed="""
             for epoch in range(3):
@@ -175,7 +179,9 @@ class PerStepLogging(Rule):
                 if step % 50 == 0:
                     save()
             """,
-            "11:5", "13:5", "16:5",
+            "11:5",
+            "13:5",
+            "16:5",
             header=LOGGING_SCRIPT,
             fixed="""
             for step, (x, y) in enumerate(loader):
@@ -207,7 +213,8 @@ class PerStepLogging(Rule):
                 losses.append(kept)
                 print(kept)
             """,
-            "11:5", "14:5",
+            "11:5",
+            "14:5",
             header=LOGGING_SCRIPT,
             fixed="""
             for step, (x, y) in enumerate(loader):
@@ -235,7 +242,8 @@ class PerStepLogging(Rule):
                 DLLogger.log(step=step, data={"loss": loss})
                 print(".", end="\\n")
             """,
-            "10:5", "11:5",
+            "10:5",
+            "11:5",
             header=LOGGING_SCRIPT,
             fixed="""
             import dllogger as DLLogger
@@ -261,7 +269,8 @@ class PerStepLogging(Rule):
                     if rank == 0:
                         print(step)
             """,
-            "11:13", "13:13",
+            "11:13",
+            "13:13",
             header=LOGGING_SCRIPT,
             fixed="""
             for epoch in range(3):
@@ -325,7 +334,7 @@ class PerStepLogging(Rule):
                     if step % 25 == 0:
                         print(step)  # progress
             """,
-            options={'log-every': 25},
+            options={"log-every": 25},
         ),
         # a pytest test that takes one step is not a step function; train_step is one
         Invalid(

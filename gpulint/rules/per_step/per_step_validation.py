@@ -144,7 +144,9 @@ class PerStepValidation(Rule):
                     val = self.run_validation()
                     model.eval()
             """,
-            "10:15", "11:15", "12:9",
+            "10:15",
+            "11:15",
+            "12:9",
             header=LOGGING_SCRIPT,
             fixed="""
             for epoch in range(3):
@@ -193,7 +195,8 @@ class PerStepValidation(Rule):
                     print(acc)
                     model.eval()
             """,
-            "10:15", "12:9",
+            "10:15",
+            "12:9",
             header=LOGGING_SCRIPT,
             fixed="""
             for epoch in range(3):
@@ -239,7 +242,7 @@ class PerStepValidation(Rule):
                     if step % 250 == 0:
                         evaluate(model, val_loader)
             """,
-            options={'eval-every': 250},
+            options={"eval-every": 250},
         ),
     ]
 
@@ -247,8 +250,12 @@ class PerStepValidation(Rule):
         func = node.func
         is_mode_switch = isinstance(func, cst.Attribute) and func.attr.value == "eval" and not node.args
         name = last_name(func) or ""
-        is_evaluation = not is_mode_switch and bool(_EVALUATION.match(name)) and not (
-            isinstance(func, cst.Name) and name == "eval"  # the builtin eval()
+        is_evaluation = (
+            not is_mode_switch
+            and bool(_EVALUATION.match(name))
+            and not (
+                isinstance(func, cst.Name) and name == "eval"  # the builtin eval()
+            )
         )
         if not (is_mode_switch or is_evaluation):
             return

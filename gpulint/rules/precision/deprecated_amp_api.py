@@ -8,7 +8,6 @@ import re
 import libcst as cst
 
 from gpulint.linter.analysis.facts import TORCH
-from gpulint.linter.analysis.nodes import dotted_name
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.rule import Invalid, Rule, Valid
 
@@ -135,7 +134,8 @@ class DeprecatedAmpApi(Rule):
                 scaler.scale(loss).backward()
                 scaler.step(optimizer)
             """,
-            "4:10", "6:10",
+            "4:10",
+            "6:10",
             fixed="""
             import torch
 
@@ -170,7 +170,8 @@ class DeprecatedAmpApi(Rule):
             with ac(enabled=False):
                 pass
             """,
-            "3:5", "4:6",
+            "3:5",
+            "4:6",
             fixed="""
             import torch
             s = torch.amp.GradScaler("cuda")
@@ -189,7 +190,8 @@ class DeprecatedAmpApi(Rule):
             with amp.autocast(enabled=use_amp):
                 loss = model(x)
             """,
-            "5:10", "6:6",
+            "5:10",
+            "6:6",
             fixed="""
             import torch
             from torch import nn
@@ -231,7 +233,9 @@ class DeprecatedAmpApi(Rule):
             with torch.cpu.amp.autocast():
                 pass
             """,
-            "4:6", "8:5", "11:6",
+            "4:6",
+            "8:5",
+            "11:6",
             fixed="""
             import torch
             class F(torch.autograd.Function):
@@ -301,7 +305,10 @@ class DeprecatedAmpApi(Rule):
         text, imports = self.ctx.reference(new)
         replacement = cst.parse_expression(f'{text}(device_type="{device}")')
         fix = Fix(
-            Applicability.SAFE, f"Use `{new}(device_type=\"{device}\")`", {node.decorator: replacement}, imports,
+            Applicability.SAFE,
+            f'Use `{new}(device_type="{device}")`',
+            {node.decorator: replacement},
+            imports,
             min_torch=self._MIN_TORCH["custom"],
         )
         fix = self._with_import_cleanup(fix, node.decorator)
@@ -354,7 +361,10 @@ class DeprecatedAmpApi(Rule):
         text, imports = self.ctx.reference(new)
         replacement = call.with_changes(func=cst.parse_expression(text), args=args)
         fix = Fix(
-            Applicability.SAFE, f"Use `{new}(\"{device}\", ...)`", {call: replacement}, imports,
+            Applicability.SAFE,
+            f'Use `{new}("{device}", ...)`',
+            {call: replacement},
+            imports,
             min_torch=self._MIN_TORCH[shape],
         )
         return self._with_import_cleanup(fix, call.func)

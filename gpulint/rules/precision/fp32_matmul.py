@@ -60,7 +60,7 @@ class Fp32Matmul(Rule):
 
     code = "GL404"
     name = "fp32-matmul"
-    message = "fp32 training without TF32: `torch.set_float32_matmul_precision(\"high\")` makes matmuls up to 8x faster on Ampere+"
+    message = 'fp32 training without TF32: `torch.set_float32_matmul_precision("high")` makes matmuls up to 8x faster on Ampere+'
     requires = {TORCH, ACCELERATOR, STEPS}
     tokens = ("backward",)
     default = "hint"
@@ -312,10 +312,16 @@ class Fp32Matmul(Rule):
         node = optimizer if optimizer is not None else backward_calls[0]
         statement = self.ctx.statement_of(node)
         fix = None
-        if isinstance(statement, cst.SimpleStatementLine) and isinstance(self.ctx.parent(statement), (cst.IndentedBlock, cst.Module)):
+        if isinstance(statement, cst.SimpleStatementLine) and isinstance(
+            self.ctx.parent(statement), (cst.IndentedBlock, cst.Module)
+        ):
             text, imports = self.ctx.reference("torch.set_float32_matmul_precision")
             fix = insert_before(
-                statement, f'{text}("high")', Applicability.UNSAFE,
-                'Enable TF32 matmuls: `torch.set_float32_matmul_precision("high")`', imports, min_torch=(1, 12),
+                statement,
+                f'{text}("high")',
+                Applicability.UNSAFE,
+                'Enable TF32 matmuls: `torch.set_float32_matmul_precision("high")`',
+                imports,
+                min_torch=(1, 12),
             )
         self.report(node, fix=fix)

@@ -13,7 +13,9 @@ from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import insert_after
 from gpulint.linter.rule import Invalid, Rule, Valid
 
-_COMPILE_TEXT = re.compile(r"(?<![a-z0-9])compile(?![a-z])|torch\.jit|dynamo|torchscript|tensorrt|\bjit\b", re.IGNORECASE)
+_COMPILE_TEXT = re.compile(
+    r"(?<![a-z0-9])compile(?![a-z])|torch\.jit|dynamo|torchscript|tensorrt|\bjit\b", re.IGNORECASE
+)
 _REGEX_COMPILE = re.compile(r"\b(re|regex)\s*\.\s*compile\b")
 
 
@@ -358,8 +360,12 @@ class NoCompile(Rule):
         model = dotted_name(assignment.body[0].targets[0].target)
         text, imports = self.ctx.reference("torch.compile")
         fix = insert_after(
-            assignment, f"{model} = {text}({model})", Applicability.UNSAFE,
-            f"Compile the model: `{model} = torch.compile({model})`", imports, min_torch=(2, 0),
+            assignment,
+            f"{model} = {text}({model})",
+            Applicability.UNSAFE,
+            f"Compile the model: `{model} = torch.compile({model})`",
+            imports,
+            min_torch=(2, 0),
         )
         self.report(assignment.body[0].value, fix=fix)
 
@@ -387,6 +393,10 @@ def _model_assignment(ctx: FileContext, optimizer: cst.Call) -> cst.SimpleStatem
     for candidate in reversed(before):
         if isinstance(candidate, cst.SimpleStatementLine) and len(candidate.body) == 1:
             small = candidate.body[0]
-            if isinstance(small, cst.Assign) and len(small.targets) == 1 and dotted_name(small.targets[0].target) == name:
+            if (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and dotted_name(small.targets[0].target) == name
+            ):
                 return candidate
     return None

@@ -210,7 +210,9 @@ class HostSyncInLoop(Rule):
                     arr = loss.detach().cpu().numpy()
                     values = y.tolist()
             """,
-            "9:18", "10:29", "11:18",
+            "9:18",
+            "10:29",
+            "11:18",
             header=TIMED_CUDA_SCRIPT,
         ),
         # implicit reads; `isnan(x) or isinf(x)` is one read, reported once
@@ -233,7 +235,14 @@ class HostSyncInLoop(Rule):
                     if args.nan_filter and (torch.isnan(loss) or torch.isinf(loss)):
                         continue
             """,
-            "9:18", "10:16", "11:24", "12:30", "13:34", "14:12", "16:37", "18:33",
+            "9:18",
+            "10:16",
+            "11:24",
+            "12:30",
+            "13:34",
+            "14:12",
+            "16:37",
+            "18:33",
             header=TIMED_CUDA_SCRIPT,
         ),
         # in a step function; an except handler is an event
@@ -280,7 +289,8 @@ class HostSyncInLoop(Rule):
                     print(f"step {step} loss {loss.item():.4f}")  # comment kept
                     total += loss.item()
             """,
-            "9:35", "10:18",
+            "9:35",
+            "10:18",
             header=TIMED_CUDA_SCRIPT,
             fixed="""
             for epoch in range(3):
@@ -340,7 +350,7 @@ class HostSyncInLoop(Rule):
                     if step % 50 == 0:
                         print(f"loss {loss}")
             """,
-            options={'log-every': 50},
+            options={"log-every": 50},
         ),
         # TensorFlow and PyTorch on an accelerator in one module: this read is GL201's (GL706 stands aside)
         Invalid(
@@ -380,9 +390,15 @@ class HostSyncInLoop(Rule):
             if func.value in self.ctx.imports.bindings or node.args[0].star:
                 return
             if self._is_unsynced_tensor(node.args[0].value) and self._applies(node):
-                self._report(node, f"`{func.value}()` of a tensor in the training loop makes the CPU wait for the GPU every step")
+                self._report(
+                    node, f"`{func.value}()` of a tensor in the training loop makes the CPU wait for the GPU every step"
+                )
             return
-        if isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString)):
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "format"
+            and isinstance(func.value, (cst.SimpleString, cst.ConcatenatedString))
+        ):
             for arg in node.args:
                 if self._is_unsynced_tensor(arg.value) and self._applies(arg.value):
                     self._report(arg.value, _FORMATTED)
@@ -393,29 +409,37 @@ class HostSyncInLoop(Rule):
         func = node.func
         name = func.attr.value if isinstance(func, cst.Attribute) else None
         qualified = self.ctx.call_qualified_name(node)
-        is_check = (qualified is not None and qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in _NAN_CHECKS) or (
-            qualified is None and name in _NAN_CHECKS and self.ctx.torch.tensors.is_tensor(func.value)
-        )
+        is_check = (
+            qualified is not None and qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in _NAN_CHECKS
+        ) or (qualified is None and name in _NAN_CHECKS and self.ctx.torch.tensors.is_tensor(func.value))
         if not is_check:
             return
         # Report the outermost call of the chain: `torch.isfinite(loss).all()`.
         outer: cst.CSTNode = node
         parent = self.ctx.parent(outer)
-        while isinstance(parent, cst.Attribute) and parent.attr.value in ("any", "all") and isinstance(self.ctx.parent(parent), cst.Call):
+        while (
+            isinstance(parent, cst.Attribute)
+            and parent.attr.value in ("any", "all")
+            and isinstance(self.ctx.parent(parent), cst.Call)
+        ):
             outer = self.ctx.parent(parent)
             parent = self.ctx.parent(outer)
         test = self._condition_of(outer)
         if test is None or id(test) in self._reported_tests or not self._applies(outer):
             return
         self._reported_tests.add(id(test))  # `isnan(x) or isinf(x)` is one read: report it once
-        self.report(outer, message="a NaN/Inf check of a tensor used as a condition makes the CPU wait for the GPU every step")
+        self.report(
+            outer, message="a NaN/Inf check of a tensor used as a condition makes the CPU wait for the GPU every step"
+        )
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
         if self._is_unsynced_tensor(node.expression) and self._applies(node):
             self._report(node.expression, _FORMATTED)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if not (isinstance(node.operator, cst.Modulo) and isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString))):
+        if not (
+            isinstance(node.operator, cst.Modulo) and isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString))
+        ):
             return
         right = node.right
         values = [el.value for el in right.elements] if isinstance(right, cst.Tuple) else [right]

@@ -131,7 +131,10 @@ class HostTensorThenCopy(Rule):
             c = torch.tensor([1, 2]).to(device=device)
             e = torch.tensor([1, 2]).to(device, non_blocking=True)
             """,
-            "4:23", "5:23", "6:26", "7:26",
+            "4:23",
+            "5:23",
+            "6:26",
+            "7:26",
             header=TIMED_CUDA_SCRIPT,
             fixed="""
             a = torch.zeros(3, 4, device=device)  # kept
@@ -155,7 +158,9 @@ class HostTensorThenCopy(Rule):
             b = torch.ones(2).cuda(1)
             c = torch.zeros(4).to(grad)
             """,
-            "4:20", "5:19", "6:20",
+            "4:20",
+            "5:19",
+            "6:20",
             header=TIMED_CUDA_SCRIPT,
         ),
         # host methods or a subscript between the factory and the copy, a legacy constructor, a
@@ -174,7 +179,12 @@ class HostTensorThenCopy(Rule):
             e = torch.zeros(n).type_as(x)
             f = torch.arange(n).view(1, -1).to(rank)
             """,
-            "4:55", "5:36", "6:27", "12:5", "13:20", "14:33",
+            "4:55",
+            "5:36",
+            "6:27",
+            "12:5",
+            "13:20",
+            "14:33",
             header=TIMED_CUDA_SCRIPT,
         ),
         Invalid(
@@ -187,7 +197,9 @@ class HostTensorThenCopy(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "type_as")) or has_star_kwargs(node):
+        if not (isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "type_as")) or has_star_kwargs(
+            node
+        ):
             return
         if func.attr.value != "type_as" and not is_device_target(self.ctx, node):
             return
@@ -207,7 +219,7 @@ class HostTensorThenCopy(Rule):
         if isinstance(expr, cst.Call):
             qualified = self.ctx.call_qualified_name(expr)
             if qualified is not None:
-                name = qualified[len("torch."):] if qualified.startswith("torch.") else ""
+                name = qualified[len("torch.") :] if qualified.startswith("torch.") else ""
                 if name in _LEGACY_CONSTRUCTORS:
                     return expr, name, False
                 if name not in _FACTORIES or name in _LIKE_FACTORIES or has_star_kwargs(expr):
@@ -252,7 +264,9 @@ class HostTensorThenCopy(Rule):
         for ancestor in self.ctx.ancestors(name):
             if ancestor is function:
                 break
-            if isinstance(ancestor, cst.If) and not all(any(a is ancestor for a in self.ctx.ancestors(x)) for x in assigns):
+            if isinstance(ancestor, cst.If) and not all(
+                any(a is ancestor for a in self.ctx.ancestors(x)) for x in assigns
+            ):
                 return []
         return [assign.value for assign in assigns]
 
@@ -288,4 +302,6 @@ def _device_like(ctx: FileContext, expr: cst.BaseExpression) -> bool:
 
 def _moved(expr: cst.BaseExpression) -> bool:
     """`x.cuda()`, `x.to(...)`: the name's later, device-side value."""
-    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("to", "cuda")
+    return (
+        isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("to", "cuda")
+    )

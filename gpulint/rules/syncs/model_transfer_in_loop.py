@@ -103,7 +103,8 @@ class ModelTransferInLoop(Rule):
                     model.to(device)
                     self.encoder.cuda()
             """,
-            "9:9", "10:9",
+            "9:9",
+            "10:9",
             header=TIMED_CUDA_SCRIPT,
         ),
     ]

@@ -16,7 +16,9 @@ _SYNCHRONIZE = frozenset(
         "torch.mps.synchronize",
     }
 )
-_STREAM_GETTERS = frozenset({"torch.cuda.current_stream", "torch.cuda.default_stream", "torch.accelerator.current_stream"})
+_STREAM_GETTERS = frozenset(
+    {"torch.cuda.current_stream", "torch.cuda.default_stream", "torch.accelerator.current_stream"}
+)
 
 
 class SynchronizeInLoop(Rule):
@@ -136,7 +138,8 @@ class SynchronizeInLoop(Rule):
                     torch.cuda.synchronize()
                     torch.cuda.current_stream().synchronize()
             """,
-            "9:9", "10:37",
+            "9:9",
+            "10:37",
             header=TIMED_CUDA_SCRIPT,
         ),
         # aliased import

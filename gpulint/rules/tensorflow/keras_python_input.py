@@ -95,7 +95,10 @@ class KerasPythonInput(Rule):
             model.fit(ds.as_numpy_iterator())
             model.fit(x=((a, b) for a, b in pairs))
             """,
-            "7:11", "8:11", "9:11", "10:14",
+            "7:11",
+            "8:11",
+            "9:11",
+            "10:14",
             header=TF_SCRIPT,
         ),
     ]
@@ -104,7 +107,8 @@ class KerasPythonInput(Rule):
     def _generator_functions(self) -> set[str]:
         """The module-level generator functions of this module (by name)."""
         return {
-            function.name.value for function in self.ctx.index.nodes("FunctionDef")
+            function.name.value
+            for function in self.ctx.index.nodes("FunctionDef")
             if not is_method(self.ctx.index, function) and _yields(function)
         }
 

@@ -78,7 +78,9 @@ class KerasStepsPerExecution(Rule):
             model.compile("sgd", "mse")
             model.compile(optimizer=keras.optimizers.Adam(), loss=loss_fn)
             """,
-            "3:1", "4:1", "5:1",
+            "3:1",
+            "4:1",
+            "5:1",
             header=TF_SCRIPT,
             fixed="""
             import keras
@@ -104,7 +106,7 @@ class KerasStepsPerExecution(Rule):
                 steps_per_execution=64,
             )
             """,
-            options={'steps-per-execution': 64},
+            options={"steps-per-execution": 64},
         ),
     ]
 
@@ -117,7 +119,11 @@ class KerasStepsPerExecution(Rule):
         self.report(
             node,
             fix=set_keyword(
-                self.ctx, node, "steps_per_execution", value, Applicability.UNSAFE,
+                self.ctx,
+                node,
+                "steps_per_execution",
+                value,
+                Applicability.UNSAFE,
                 f"Run {value} batches per compiled call: `steps_per_execution={value}`",
             ),
         )

@@ -280,7 +280,9 @@ class TfEagerStep(Rule):
             if tf.in_compiled(function):
                 continue
             own = [c for c in tf.calls if tf.owner(c) is function]
-            if any(method_name(c) == "gradient" for c in own) and not any(method_name(c) in _APPLY_METHODS for c in own):
+            if any(method_name(c) == "gradient" for c in own) and not any(
+                method_name(c) in _APPLY_METHODS for c in own
+            ):
                 found.add(function.name.value)
         return frozenset(found)
 

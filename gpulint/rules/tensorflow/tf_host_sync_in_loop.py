@@ -181,7 +181,8 @@ class TfHostSyncInLoop(Rule):
                     for x, y in ds:
                         self.train_step(x, y)
             """,
-            "10:14", "23:16",
+            "10:14",
+            "23:16",
             header=TF_SCRIPT,
         ),
         # in the step loop, unthrottled; only the read that feeds a log line is guarded
@@ -205,7 +206,8 @@ class TfHostSyncInLoop(Rule):
                     lr = float(args.lr)
                 print("epoch", loss.numpy())
             """,
-            "13:23", "14:18",
+            "13:23",
+            "14:18",
             header=TF_SCRIPT,
             fixed="""
             @tf.function

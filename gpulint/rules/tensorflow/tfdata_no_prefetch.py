@@ -26,7 +26,14 @@ _PREFETCHING_CONSTRUCTORS = frozenset(
     }
 )
 # Constructors that combine other datasets: whether those prefetch is not followed.
-_COMBINING_CONSTRUCTORS = ("zip", "sample_from_datasets", "choose_from_datasets", "concatenate", "load", "from_generator")
+_COMBINING_CONSTRUCTORS = (
+    "zip",
+    "sample_from_datasets",
+    "choose_from_datasets",
+    "concatenate",
+    "load",
+    "from_generator",
+)
 _CONSUMING_METHODS = frozenset({"fit", "evaluate", "predict"})
 # Stages that do work on every element: after a prefetch they make the consumer wait again.
 _WORK_STAGES = frozenset(
@@ -140,7 +147,12 @@ class TfDataNoPrefetch(Rule):
             it = iter(ds)
             model.fit(other, validation_data=ds)
             """,
-            "3:11", "4:18", "5:14", "7:27", "9:11", "10:34",
+            "3:11",
+            "4:18",
+            "5:14",
+            "7:27",
+            "9:11",
+            "10:34",
             header=TF_SCRIPT,
             fixed="""
             ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32)
@@ -163,7 +175,8 @@ class TfDataNoPrefetch(Rule):
                     model.train_on_batch(batch)
             model.fit(ds.shuffle(4), epochs=1)
             """,
-            "4:18", "6:11",
+            "4:18",
+            "6:11",
             header=TF_SCRIPT,
             fixed="""
             ds = tf.data.Dataset.range(10).batch(2)
@@ -253,7 +266,11 @@ def _lacks_prefetch(ctx: FileContext, expr: cst.BaseExpression, seen: set, worke
     anything not followed to a tf.data constructor (a parameter no call here gives a value, an
     annotation, a function of another module) counts as prefetched -- a missed finding is cheaper
     than a false one."""
-    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Call) and ctx.values.function_key(expr.value) is None:
+    if (
+        isinstance(expr, cst.Subscript)
+        and isinstance(expr.value, cst.Call)
+        and ctx.values.function_key(expr.value) is None
+    ):
         expr = expr.value  # `tfds.load(...)["train"]`: a split of what the call built
     if isinstance(expr, cst.Call) and ctx.values.function_key(expr) is None:
         qualified = ctx.call_qualified_name(expr)

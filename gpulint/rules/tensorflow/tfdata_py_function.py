@@ -100,7 +100,10 @@ class TfDataPyFunction(Rule):
 
             ds = ds.map(lambda x, y: (decode(x), y), num_parallel_calls=4)
             """,
-            "3:12", "6:12", "13:23", "16:12",
+            "3:12",
+            "6:12",
+            "13:23",
+            "16:12",
             header=TF_SCRIPT,
         ),
         # aliased
@@ -130,7 +133,11 @@ class TfDataPyFunction(Rule):
             if argument is None:
                 continue
             function = argument.value
-            if isinstance(function, cst.Call) and (dotted_name(function.func) or "").endswith("partial") and function.args:
+            if (
+                isinstance(function, cst.Call)
+                and (dotted_name(function.func) or "").endswith("partial")
+                and function.args
+            ):
                 function = function.args[0].value  # functools.partial(fn, ...)
             if isinstance(function, cst.Lambda):
                 lambdas.add(id(function))
@@ -140,7 +147,8 @@ class TfDataPyFunction(Rule):
                 names.add(function.attr.value)
         owners = [(call, self.ctx.enclosing_function(call)) for call in calls]
         in_lambda = {
-            id(call) for call in calls
+            id(call)
+            for call in calls
             if any(isinstance(a, cst.Lambda) and id(a) in lambdas for a in self.ctx.ancestors(call))
         }
         changed = bool(names or in_lambda)
@@ -150,8 +158,14 @@ class TfDataPyFunction(Rule):
                 if id(call) not in in_lambda and (owner is None or owner.name.value not in names):
                     continue
                 func = call.func
-                callee = func.value if isinstance(func, cst.Name) else (
-                    func.attr.value if isinstance(func, cst.Attribute) and dotted_name(func.value) in ("self", "cls") else None
+                callee = (
+                    func.value
+                    if isinstance(func, cst.Name)
+                    else (
+                        func.attr.value
+                        if isinstance(func, cst.Attribute) and dotted_name(func.value) in ("self", "cls")
+                        else None
+                    )
                 )
                 if callee is not None and callee not in names:
                     names.add(callee)
@@ -169,7 +183,9 @@ class TfDataPyFunction(Rule):
             if isinstance(ancestor, cst.FunctionDef):
                 if ancestor.name.value in names:
                     break
-                if not any(isinstance(a, cst.FunctionDef) and a.name.value in names for a in self.ctx.ancestors(ancestor)):
+                if not any(
+                    isinstance(a, cst.FunctionDef) and a.name.value in names for a in self.ctx.ancestors(ancestor)
+                ):
                     return
                 break
         else:

@@ -75,7 +75,8 @@ class TfDataSerialMap(Rule):
             ds = tf.data.Dataset.from_tensor_slices(files).map(decode).batch(32)
             ds2 = tf.data.TFRecordDataset(files).interleave(read, cycle_length=4)
             """,
-            "2:48", "3:38",
+            "2:48",
+            "3:38",
             header=TF_SCRIPT,
             fixed="""
             ds = (
@@ -146,7 +147,12 @@ class TfDataSerialMap(Rule):
             node,
             message=self.message.format(method=method),
             fix=set_keyword(
-                self.ctx, node, "num_parallel_calls", autotune, Applicability.SAFE,
-                f"Run `{method}` in parallel: `num_parallel_calls={autotune}`", imports,
+                self.ctx,
+                node,
+                "num_parallel_calls",
+                autotune,
+                Applicability.SAFE,
+                f"Run `{method}` in parallel: `num_parallel_calls={autotune}`",
+                imports,
             ),
         )

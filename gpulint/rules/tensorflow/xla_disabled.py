@@ -79,7 +79,9 @@ class XlaDisabled(Rule):
             tf.config.optimizer.set_jit(False)
             model.compile(optimizer="adam", loss="mse", jit_compile=False)
             """,
-            "2:2", "5:1", "6:1",
+            "2:2",
+            "5:1",
+            "6:1",
             header=TF_SCRIPT,
             fixed="""
             @tf.function(jit_compile=True)
@@ -98,7 +100,9 @@ class XlaDisabled(Rule):
             model.compile(loss='mse', jit_compile=False)  # keep
             tf.config.optimizer.set_jit(False)
             """,
-            "3:5", "4:1", "5:1",
+            "3:5",
+            "4:1",
+            "5:1",
             fixed="""
             from tensorflow import function as tff
             import tensorflow as tf
@@ -121,6 +125,24 @@ class XlaDisabled(Rule):
         if flag is None or not is_false(flag.value):
             return
         if qualified == "tensorflow.function":
-            self.report(node, fix=set_keyword(self.ctx, node, "jit_compile", "True", Applicability.UNSAFE, "Compile the function with XLA: `jit_compile=True`"))
+            self.report(
+                node,
+                fix=set_keyword(
+                    self.ctx,
+                    node,
+                    "jit_compile",
+                    "True",
+                    Applicability.UNSAFE,
+                    "Compile the function with XLA: `jit_compile=True`",
+                ),
+            )
         elif method_name(node) == "compile":
-            self.report(node, fix=remove_keyword(node, "jit_compile", Applicability.UNSAFE, "Remove `jit_compile=False` (Keras then uses XLA where it can)"))
+            self.report(
+                node,
+                fix=remove_keyword(
+                    node,
+                    "jit_compile",
+                    Applicability.UNSAFE,
+                    "Remove `jit_compile=False` (Keras then uses XLA where it can)",
+                ),
+            )

@@ -57,7 +57,9 @@ class HfTrainerArgs(Rule):
 
     code = "GL801"
     name = "hf-trainer-args"
-    message = "TrainingArguments that starve the GPU: no loader workers, or logging, evaluation or saving every few steps"
+    message = (
+        "TrainingArguments that starve the GPU: no loader workers, or logging, evaluation or saving every few steps"
+    )
     tokens = ("TrainingArguments",)
     fix_applicability = Applicability.UNSAFE
     fixes_test_files = False
@@ -99,7 +101,10 @@ class HfTrainerArgs(Rule):
                     save_steps=2,
                 )
             """,
-            "3:12", "5:9", "7:9", "8:9",
+            "3:12",
+            "5:9",
+            "7:9",
+            "8:9",
             fixed="""
             import os
 
@@ -118,7 +123,8 @@ class HfTrainerArgs(Rule):
             a = TrainingArguments("out", dataloader_num_workers=4, logging_steps=1,
                 evaluation_strategy="steps")
             """,
-            "2:56", "3:5",
+            "2:56",
+            "3:5",
             header=HF_SCRIPT,
             fixed="""
             a = TrainingArguments("out", dataloader_num_workers=4,
@@ -137,7 +143,8 @@ class HfTrainerArgs(Rule):
             a = tr.TrainingArguments('o', dataloader_num_workers=0)
             b = S('o', dataloader_num_workers=2, logging_steps=1)
             """,
-            "3:5", "4:38",
+            "3:5",
+            "4:38",
             fixed="""
             import transformers as tr
             from transformers import Seq2SeqTrainingArguments as S
@@ -161,7 +168,9 @@ class HfTrainerArgs(Rule):
             if __name__ == "__main__":
                 main()
             """,
-            "4:12", "6:9", "8:9",
+            "4:12",
+            "6:9",
+            "8:9",
             fixed="""
             import os
 
@@ -191,8 +200,13 @@ class HfTrainerArgs(Rule):
             fix = None
             if self.ctx.workers.runs_as_main_program(node):  # where workers can start (see GL101)
                 fix = set_keyword(
-                    self.ctx, node, "dataloader_num_workers", expression, Applicability.UNSAFE,
-                    f"Load batches in worker processes: `dataloader_num_workers={expression}`", imports,
+                    self.ctx,
+                    node,
+                    "dataloader_num_workers",
+                    expression,
+                    Applicability.UNSAFE,
+                    f"Load batches in worker processes: `dataloader_num_workers={expression}`",
+                    imports,
                 )
             message = "TrainingArguments without `dataloader_num_workers`: batches load in the training process"
             self.report(node, message=message, fix=fix)
@@ -220,12 +234,14 @@ class HfTrainerArgs(Rule):
         self.report(
             keyword_arg(node, keyword),
             message=message,
-            fix=remove_keyword(node, keyword, Applicability.UNSAFE, f"Remove `{keyword}` (back to the Trainer's default)"),
+            fix=remove_keyword(
+                node, keyword, Applicability.UNSAFE, f"Remove `{keyword}` (back to the Trainer's default)"
+            ),
         )
 
 
 def _strategy(arg: cst.Arg | None, default: str) -> str | None:
-    """"steps"/"epoch"/"no" from a string or `IntervalStrategy.STEPS`; None when not a literal."""
+    """ "steps"/"epoch"/"no" from a string or `IntervalStrategy.STEPS`; None when not a literal."""
     if arg is None:
         return default
     text = string_literal(arg)

@@ -76,7 +76,8 @@ class LightningTrainerArgs(Rule):
                 val_check_interval=5,
             )
             """,
-            "4:5", "5:5",
+            "4:5",
+            "5:5",
             header=LIGHTNING_SCRIPT,
             fixed="""
             trainer = L.Trainer(
@@ -110,7 +111,8 @@ class LightningTrainerArgs(Rule):
         # the fix removes the keywords
         Invalid(
             "t = L.Trainer(max_epochs=3, log_every_n_steps=1, val_check_interval=2)  # keep\n",
-            "2:29", "2:50",
+            "2:29",
+            "2:50",
             header=LIGHTNING_SCRIPT,
             fixed="t = L.Trainer(max_epochs=3)  # keep\n",
         ),
@@ -129,5 +131,7 @@ class LightningTrainerArgs(Rule):
         self.report(
             keyword_arg(node, keyword),
             message=self.message.format(what=what),
-            fix=remove_keyword(node, keyword, Applicability.UNSAFE, f"Remove `{keyword}` (back to Lightning's default)"),
+            fix=remove_keyword(
+                node, keyword, Applicability.UNSAFE, f"Remove `{keyword}` (back to Lightning's default)"
+            ),
         )

@@ -83,7 +83,11 @@ class TrainerPrecision(Rule):
             d = L.Trainer(precision="32-true")
             e = L.Trainer(precision=32)
             """,
-            "3:5", "4:5", "5:5", "6:5", "7:5",
+            "3:5",
+            "4:5",
+            "5:5",
+            "6:5",
+            "7:5",
             fixed="""
             import torch
             from transformers import TrainingArguments
@@ -105,7 +109,8 @@ class TrainerPrecision(Rule):
             a = TrainingArguments("out", dataloader_num_workers=2)
             b = L.Trainer(max_epochs=1)
             """,
-            "3:5", "4:5",
+            "3:5",
+            "4:5",
             fixed="""
             import torch
             from transformers import TrainingArguments
@@ -126,15 +131,22 @@ class TrainerPrecision(Rule):
             if any(is_true(a.value) for k in ("use_cpu", "no_cuda") if (a := keyword_arg(node, k))):
                 return
             flags = [keyword_arg(node, k) for k in ("bf16", "fp16")]
-            if all(flag is None or not isinstance(flag.value, cst.Name) or flag.value.value == "False" for flag in flags):
+            if all(
+                flag is None or not isinstance(flag.value, cst.Name) or flag.value.value == "False" for flag in flags
+            ):
                 if any(flag is not None and not isinstance(flag.value, cst.Name) for flag in flags):
                     return  # `bf16=args.bf16`: decided at run time
                 supported, imports = self.ctx.reference("torch.cuda.is_bf16_supported")
                 self.report(
                     node,
                     fix=set_keyword(
-                        self.ctx, node, "bf16", f"{supported}()", Applicability.UNSAFE,
-                        "Train in bf16 where the GPU supports it: `bf16=torch.cuda.is_bf16_supported()`", imports,
+                        self.ctx,
+                        node,
+                        "bf16",
+                        f"{supported}()",
+                        Applicability.UNSAFE,
+                        "Train in bf16 where the GPU supports it: `bf16=torch.cuda.is_bf16_supported()`",
+                        imports,
                     ),
                 )
         elif is_lightning_trainer(self.ctx, node):
@@ -144,8 +156,10 @@ class TrainerPrecision(Rule):
             fallback = '"32-true"'
             if precision is not None:
                 value = precision.value
-                literal = string_literal(precision) if isinstance(value, cst.SimpleString) else (
-                    str(value.value) if isinstance(value, cst.Integer) else None
+                literal = (
+                    string_literal(precision)
+                    if isinstance(value, cst.SimpleString)
+                    else (str(value.value) if isinstance(value, cst.Integer) else None)
                 )
                 if literal not in _FULL_PRECISION:
                     return
@@ -154,8 +168,12 @@ class TrainerPrecision(Rule):
             self.report(
                 node,
                 fix=set_keyword(
-                    self.ctx, node, "precision", f'"bf16-mixed" if {supported}() else {fallback}', Applicability.UNSAFE,
-                    'Train in bf16 where the GPU supports it: '
+                    self.ctx,
+                    node,
+                    "precision",
+                    f'"bf16-mixed" if {supported}() else {fallback}',
+                    Applicability.UNSAFE,
+                    "Train in bf16 where the GPU supports it: "
                     '`precision="bf16-mixed" if torch.cuda.is_bf16_supported() else ...`',
                     imports,
                 ),

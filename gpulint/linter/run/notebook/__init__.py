@@ -39,7 +39,6 @@ from gpulint.linter.run.notebook.ipynb import Notebook, layout_writer, nbformat_
 from gpulint.linter.run.outcome import FileOutcome, RunOptions, write_problem
 from gpulint.linter.run.safe_files import write_atomic
 
-
 # -- linting -----------------------------------------------------------------------------------
 
 
@@ -98,7 +97,9 @@ def _to_cell(finding: Finding, joined: Joined) -> Finding:
 def _cell_error_finding(name: str, cell: Cell) -> Finding:
     message, row, column = cell.error
     finding = syntax_error_finding(name, message, row, column)
-    return dataclasses.replace(finding, display_location=f"cell {cell.number}:{row}:{column}", extra={"cell": cell.number})
+    return dataclasses.replace(
+        finding, display_location=f"cell {cell.number}:{row}:{column}", extra={"cell": cell.number}
+    )
 
 
 def _settle(linter: Linter, cells: list[Cell], name: str) -> Joined:
@@ -165,7 +166,9 @@ def fix_notebook(linter: Linter, notebook: Notebook, name: str, unsafe: bool) ->
     parse(join(new_cells).text)  # the fixed cells, joined, still parse (raises SyntaxErrorInSource)
     write = layout_writer(notebook.text)
     if write is None:
-        raise NotebookError("cannot write fixes without reformatting the file's JSON (unusual layout); fix by hand or re-save it from Jupyter")
+        raise NotebookError(
+            "cannot write fixes without reformatting the file's JSON (unusual layout); fix by hand or re-save it from Jupyter"
+        )
     if nbformat_valid(notebook.raw) and not nbformat_valid(raw):
         raise NotebookError("the fixed notebook would not validate with nbformat")
     new_text = write(raw)
@@ -225,7 +228,9 @@ def process_notebook(path: Path, name: str, source: bytes, linter: Linter, optio
                 outcome.errors.append(f"{name}: {exc}; notebook left unchanged")
                 fixed = None
             except SyntaxErrorInSource as exc:
-                outcome.errors.append(f"{name}: fixes produced code that does not parse ({exc}); notebook left unchanged")
+                outcome.errors.append(
+                    f"{name}: fixes produced code that does not parse ({exc}); notebook left unchanged"
+                )
                 fixed = None
             if fixed is not None:
                 outcome.errors.extend(fixed.errors)

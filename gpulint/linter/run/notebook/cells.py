@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 from gpulint.linter.fix.imports import NOTEBOOK_PLACEHOLDER_PREFIX
 
-
 # Line 1 of every joined module: pins the encoding, so a `# coding: latin-1` comment in a cell
 # cannot make the parser decode the (UTF-8) joined text differently.
 HEADER = "# -*- coding: utf-8 -*-\n"

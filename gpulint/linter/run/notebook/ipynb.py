@@ -16,8 +16,8 @@ import copy
 import json
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from gpulint.linter.run.notebook.cells import Cell, NotebookError, make_cell
 
@@ -61,14 +61,18 @@ def read_notebook(data: bytes) -> Notebook | None:
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise NotebookError(f"not a valid notebook: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+        raise NotebookError(
+            f"not a valid notebook: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from exc
     except RecursionError as exc:
         raise NotebookError("not a valid notebook: JSON nested too deeply") from exc
     if not isinstance(raw, dict):
         raise NotebookError("not a valid notebook: the top level is not a JSON object")
     major = raw.get("nbformat")
     if isinstance(major, int) and major < 4:
-        raise NotebookError(f"nbformat {major} notebooks are not supported; convert with `jupyter nbconvert --to notebook --nbformat 4`")
+        raise NotebookError(
+            f"nbformat {major} notebooks are not supported; convert with `jupyter nbconvert --to notebook --nbformat 4`"
+        )
     cells = raw.get("cells")
     if not isinstance(cells, list):
         raise NotebookError("not a valid notebook: no `cells` list")

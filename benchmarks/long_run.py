@@ -25,7 +25,7 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gpulint.runtime_check import figures  # noqa: E402
+from gpulint.runtime_check import records  # noqa: E402
 from gpulint.runtime_check.history import History  # noqa: E402
 from gpulint.runtime_check.measure import Command, RunConfig  # noqa: E402
 from gpulint.runtime_check.profile import profile  # noqa: E402
@@ -83,11 +83,15 @@ def main() -> None:
     # While the script trains (from 30 s, after start-up, to the last sample with the child alive):
     # the samplers and the progress polling, not the analysis at the end.
     training = [s for s in memory.samples if s[0] >= 30 and s[2] > 0]
-    (t0, *_, cpu0), (t1, *_, cpu1) = training[0], training[-1]
-    print(
-        f"parent while the script trains (CPU sampled every 0.25 s, NVML every 0.2 s, progress polled every 0.2 s): "
-        f"{cpu1 - cpu0:.2f} CPU s over {t1 - t0:.0f} s = {100 * (cpu1 - cpu0) / (t1 - t0):.2f}% of a core (target < 1%)"
-    )
+    if len(training) >= 2:
+        (t0, *_, cpu0), (t1, *_, cpu1) = training[0], training[-1]
+        print(
+            "parent while the script trains (CPU sampled every 0.25 s, NVML every 0.2 s, progress polled every 0.2 s): "
+            f"{cpu1 - cpu0:.2f} CPU s over {t1 - t0:.0f} s = {100 * (cpu1 - cpu0) / (t1 - t0):.2f}% of a core "
+            "(target < 1%)"
+        )
+    else:
+        print("parent CPU: not measured (the run ends before 40 s; it is sampled from 30 s on, after start-up)")
     for label, index in (("parent", 1), ("training process", 2)):
         early = [s[index] for s in memory.samples if 50 <= s[0] <= 70]
         late = [s[index] for s in memory.samples if s[0] >= wall - 30]
@@ -105,7 +109,7 @@ def main() -> None:
             before = path.stat().st_size
             start = time.perf_counter()
             for _ in range(copies):
-                record = figures.profile_record(result, config, time.time())
+                record = records.profile_record(result, config, time.time())
                 history.record(record)
             took = (time.perf_counter() - start) / copies
             history.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")

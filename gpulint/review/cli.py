@@ -20,6 +20,8 @@ from pathlib import Path
 
 from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error
 from gpulint.cli.check import add_selection_options, resolve_settings
+from gpulint.linter.printable import printable
+from gpulint.redaction import redact
 
 
 class ReviewError(Exception):
@@ -224,7 +226,8 @@ def review(options: argparse.Namespace) -> int:
     except GitError as exc:
         error(str(exc))
         return EXIT_ERROR
-    where = created.get("html_url") or f"{pull.repository}#{pull.number}"
+    # The address comes from the server: masked and escaped like every other line it can shape.
+    where = printable(redact(str(created.get("html_url") or f"{pull.repository}#{pull.number}")))
     skipped = len(plan.comments) - len(fresh)
     note = f" ({skipped} already there)" if skipped else ""
     print(f"Posted a review with {len(fresh)} comment{'s' if len(fresh) != 1 else ''}{note}: {where}", file=sys.stderr)

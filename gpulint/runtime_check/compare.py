@@ -195,7 +195,7 @@ def print_compare(out, a: RunRecord, b: RunRecord, rows: list[Difference]) -> No
                 else status,
             ]
         )
-    out.table(None, ["figure", f"run {a.id}", f"run {b.id}", "change", "noise", ""], table, right=(1, 2, 3))
+    out.table(None, ["figure", f"run {a.id}", f"run {b.id}", "change", "noise", "outcome"], table, right=(1, 2, 3))
     out.line(NOISE_NOTE)
     if a.verdict or b.verdict:
         out.line(f"verdict: {a.verdict or '-'} -> {b.verdict or '-'}")

@@ -92,6 +92,10 @@ class HistoryError(Exception):
     """The history cannot be used as asked (a newer schema, an unknown run): one line for the user."""
 
 
+class NoEarlierRun(HistoryError):
+    """`last` asked for the run before this one, and this command has none: its first run."""
+
+
 @dataclass
 class Series:
     name: str  # stable key: "step_time", "gpu0_util"
@@ -347,7 +351,7 @@ class History:
                 return self.load(latest[0].saved_id)
             found = self.runs(command_key=like.command_key, limit=1, before=like.id)
             if not found:
-                raise HistoryError(f"no earlier run of `{like.command}` in {self.path}")
+                raise NoEarlierRun(f"no earlier run of `{like.command}` in {self.path}")
             return self.load(found[0].saved_id)
         commit = git_commit_of(ref, repository or Path.cwd())
         if commit is None:

@@ -70,6 +70,7 @@ def render(run: RunRecord, baseline: RunRecord | None = None, history: History |
         _header(run),
         _verdict(run),
         _figures(run, baseline, history),
+        _memory_advice(run),
         _charts(run, baseline),
         _fixes(run),
         _syncs(run),
@@ -158,6 +159,14 @@ def _charts(run: RunRecord, baseline: RunRecord | None) -> str:
     names.sort(key=lambda n: CHART_ORDER.index(n) if n in CHART_ORDER else len(CHART_ORDER))
     charts = [_chart(name, run.chart(name), baseline.chart(name) if baseline else [], baseline) for name in names]
     return "<h2>Over the run</h2>" + "".join(charts) if charts else ""
+
+
+def _memory_advice(run: RunRecord) -> str:
+    """What the memory headroom says about the batch size (the text report's `Memory:` lines)."""
+    advice = run.meta.get("memory_advice") or []
+    if not advice:
+        return ""
+    return "<h2>Memory and batch size</h2><ul>" + "".join(f"<li>{escape(a)}</li>" for a in advice) + "</ul>"
 
 
 def _fixes(run: RunRecord) -> str:

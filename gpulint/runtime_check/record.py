@@ -15,7 +15,15 @@ from pathlib import Path
 from gpulint.cli import error
 from gpulint.runtime_check import compare as compare_mod
 from gpulint.runtime_check import html_report, records
-from gpulint.runtime_check.history import History, HistoryError, RunRecord, history_path, parse_since, project_root
+from gpulint.runtime_check.history import (
+    History,
+    HistoryError,
+    NoEarlierRun,
+    RunRecord,
+    history_path,
+    parse_since,
+    project_root,
+)
 from gpulint.runtime_check.measure import Command, RunConfig
 from gpulint.runtime_check.profile import Profile
 from gpulint.runtime_check.report import Output
@@ -79,7 +87,14 @@ def finish_profile(
             if history is None:
                 error("--baseline needs the run history, which is off in the configuration")
                 return EXIT_USAGE
-            baseline = history.resolve(baseline_ref, like=record, repository=start)
+            try:
+                baseline = history.resolve(baseline_ref, like=record, repository=start)
+            except NoEarlierRun:
+                if baseline_ref != "last" or not options.record:
+                    raise
+                # A gate's first run (a CI cache that starts empty) has nothing to compare with: it
+                # passes, and becomes what the next run is gated against.
+                out.line(f"no earlier run of this command to compare with: run {record.id} is the baseline from now on")
         if html_file is not None:
             html_report.write(html_file, record, baseline, history)
             out.line(f"wrote the report to {html_file}")

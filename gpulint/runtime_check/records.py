@@ -146,6 +146,7 @@ def profile_record(result: Profile, config: RunConfig, started_at: float) -> Run
                 for r in result.verdict.recommendations
             ],
         },
+        "memory_advice": list(result.memory.advice) if result.memory else [],
         "lint": [{"code": h.code, "row": h.row, "message": h.message, "fixable": h.fixable} for h in result.lint],
         "syncs": [{"where": s.where, "per_step": s.per_step, "source": s.source, "rule": s.rule} for s in result.syncs],
         "notes": run.notes,

@@ -594,7 +594,7 @@ def print_scale(out: Output, result: ScaleResult) -> None:
             ]
         )
     out.table(
-        f"Throughput per size (median of {runs} runs, rotating order {order})",
+        f"Throughput per size (geometric mean of {runs} runs, times their median; rotating order {order})",
         [
             "processes",
             result.unit,

@@ -192,6 +192,20 @@ def test_token_echoed_by_the_server_is_redacted(repo, servers):
     assert "Bad credentials: Bearer ***" in line and "token *** refused" in line
 
 
+def test_review_address_that_echoes_the_token_is_redacted(repo, servers):
+    def respond(handler):
+        if handler.command == "GET":
+            return 200, {}, []
+        token = handler.headers.get("Authorization", "").split()[-1]
+        return 200, {}, {"id": 1, "html_url": f"https://github.com/octo/trainer/pull/7?t={token}\x1b]0;"}
+
+    api = servers(respond)
+    result = post(repo, api.url)
+    assert result.returncode == 1, result.stderr  # posted: findings on added lines
+    line = result.one_line("Posted a review")
+    assert line.endswith("https://github.com/octo/trainer/pull/7?t=***\\x1b]0;")
+
+
 def test_pagination_link_to_another_host_is_not_followed(repo, servers):
     other = servers(comments_then())
 

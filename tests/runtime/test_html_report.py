@@ -100,6 +100,7 @@ def gpu_run(run_id: int, step_ms: float, cores: int = 4) -> RunRecord:
             {"code": "GL101", "row": 48, "message": "DataLoader loads batches in the training process", "fixable": True}
         ],
         "syncs": [{"where": "train.py:60", "per_step": 1.0, "source": "loss.item()", "rule": "GL201"}],
+        "memory_advice": ["the batch can grow about 2.5x: measure larger ones with verify --param batch_size=<b>"],
     }
     return record
 
@@ -115,6 +116,7 @@ def test_the_page_is_self_contained_and_draws_every_series():
     assert 'href="https://github.com/gpulint/gpulint/blob/main/docs/rules/GL101.md"' in page
     assert "line 48: DataLoader loads batches in the training process" in page
     assert "+20.0%" in page and "worse" in page  # the step time against the baseline's
+    assert "<h2>Memory and batch size</h2><ul><li>the batch can grow about 2.5x: measure larger ones" in page
 
 
 def test_many_cores_are_drawn_as_a_heat_map():

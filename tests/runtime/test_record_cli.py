@@ -33,9 +33,13 @@ def profile(tmp_path, *options, step_ms=20):
 @pytest.mark.slow
 def test_profile_twice_then_compare_report_and_a_gate_that_fails_on_a_20_percent_slower_step(tmp_path):
     before = checksums(FIXTURES)
-    first = profile(tmp_path, "--html", str(tmp_path / "first.html"))
+    # The gate's first run (an empty CI cache) has nothing to compare with: it passes and is the baseline.
+    first = profile(
+        tmp_path, "--html", str(tmp_path / "first.html"), "--baseline", "last", "--fail-on-regression", "10"
+    )
     assert first.returncode == 0, first.stdout + first.stderr
     assert f"recorded as run 1 in {tmp_path / 'history.db'}" in first.stdout
+    assert "run 1 is the baseline from now on" in first.stdout and "REGRESSION" not in first.stdout
     assert (tmp_path / "first.html").read_text().count('class="series"') >= 2
     same = profile(tmp_path, "--baseline", "last", "--fail-on-regression", "10")
     assert same.returncode == 0, same.stdout + same.stderr

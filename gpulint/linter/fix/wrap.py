@@ -86,16 +86,18 @@ _HEADER_EXPRESSION = {cst.For: "iter", cst.While: "test", cst.If: "test"}
 def wrap_header(
     statement: cst.BaseCompoundStatement, indent: str, step: str, line_length: int
 ) -> cst.BaseCompoundStatement:
-    """The header of `statement` (`for ... in <call>:`, `with <call> as x:`) split at its last call
+    """The header of `statement` (`for ... in <call>:`, `with a, <call> as x:`) split at its last call
     when the header is one line and longer than `line_length`; otherwise `statement` unchanged."""
-    if isinstance(statement, cst.With) and len(statement.items) == 1 and not isinstance(statement.lpar, cst.LeftParen):
-        value = statement.items[0].item
+    if isinstance(statement, cst.With) and not isinstance(statement.lpar, cst.LeftParen):
+        # `with a, b(...) as x:` splits inside its last item's call, as black's right-hand split does.
+        *first_items, last_item = statement.items
+        value = last_item.item
 
         def header_with(new_value: cst.BaseExpression) -> str:
-            return _header_code(statement.with_changes(items=[statement.items[0].with_changes(item=new_value)]))
+            return _header_code(statement.with_changes(items=[*first_items, last_item.with_changes(item=new_value)]))
 
         def rebuilt(new_value: cst.BaseExpression) -> cst.BaseCompoundStatement:
-            return statement.with_changes(items=[statement.items[0].with_changes(item=new_value)])
+            return statement.with_changes(items=[*first_items, last_item.with_changes(item=new_value)])
 
     elif type(statement) in _HEADER_EXPRESSION:
         field = _HEADER_EXPRESSION[type(statement)]

@@ -601,7 +601,7 @@ class ProjectIndex:
         changed = True
         while changed:
             changed = False
-            for caller, site, callee in sites:
+            for caller, _site, callee in sites:
                 if callee in self.clock_functions and caller not in self.clock_functions and caller[1] != _MODULE_LEVEL:
                     self.clock_functions.add(caller)
                     changed = True

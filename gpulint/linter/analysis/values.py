@@ -68,7 +68,7 @@ class ValueOrigins:
                 return
             if isinstance(value, (cst.Tuple, cst.List)):
                 if len(target.elements) == len(value.elements):
-                    for t, v in zip(target.elements, value.elements):
+                    for t, v in zip(target.elements, value.elements, strict=True):
                         self._bind(t.value, v.value)
             else:  # `train, test = load(...)`: each name holds an element of the result
                 for position, element in enumerate(target.elements):

@@ -156,7 +156,7 @@ def _refit_arguments(
         ):
             arg = arg.with_changes(value=_fit(inner, block_indent, step, 1, line_length))
         args.append(arg)
-    if all(new is old for new, old in zip(args, call.args)):
+    if all(new is old for new, old in zip(args, call.args, strict=True)):
         return None
     return _replace(value, call, call.with_changes(args=args))
 

@@ -101,7 +101,7 @@ def run(
     else:
         linter = Linter(settings)
         stream = (process_file_cached(files[i], linter, options, cache, views[i]) for i in pending)
-    for index, outcome in zip(pending, stream):
+    for index, outcome in zip(pending, stream, strict=False):
         outcomes[index] = outcome
         done += 1
         if progress is not None:

@@ -73,7 +73,9 @@ class HfTrainerArgs(Rule):
             from transformers import HfArgumentParser, Seq2SeqTrainingArguments as S2S
             parser = argparse.ArgumentParser()
             args = parser.parse_args()
-            ok = TrainingArguments("out", dataloader_num_workers=4, logging_steps=50, eval_strategy="steps", eval_steps=500)
+            ok = TrainingArguments(
+                "out", dataloader_num_workers=4, logging_steps=50, eval_strategy="steps", eval_steps=500
+            )
             from_cli = TrainingArguments("out", dataloader_num_workers=args.workers, logging_steps=args.logging_steps)
             no_eval = TrainingArguments("out", dataloader_num_workers=2, eval_steps=1)  # eval_strategy "no": unused
             epoch_logs = TrainingArguments("out", dataloader_num_workers=2, logging_steps=1, logging_strategy="epoch")

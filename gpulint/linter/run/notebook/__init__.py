@@ -140,7 +140,7 @@ def lint_cells(linter: Linter, cells: list[Cell], name: str, with_edits: bool) -
 
 def _ipython_lines(cell: Cell) -> list[str]:
     # Without line endings: a line that ended the cell gets one when a fix adds a line after it.
-    return [line.rstrip("\r\n") for line, is_magic in zip(cell.lines, cell.magic) if is_magic]
+    return [line.rstrip("\r\n") for line, is_magic in zip(cell.lines, cell.magic, strict=True) if is_magic]
 
 
 def fix_notebook(linter: Linter, notebook: Notebook, name: str, unsafe: bool) -> tuple[FixOutcome, Notebook]:
@@ -167,7 +167,8 @@ def fix_notebook(linter: Linter, notebook: Notebook, name: str, unsafe: bool) ->
     write = layout_writer(notebook.text)
     if write is None:
         raise NotebookError(
-            "cannot write fixes without reformatting the file's JSON (unusual layout); fix by hand or re-save it from Jupyter"
+            "cannot write fixes without reformatting the file's JSON (unusual layout); "
+            "fix by hand or re-save it from Jupyter"
         )
     if nbformat_valid(notebook.raw) and not nbformat_valid(raw):
         raise NotebookError("the fixed notebook would not validate with nbformat")

@@ -159,7 +159,7 @@ class Cell:
         """The cell's lines with IPython lines replaced by placeholders (same count, same indent)."""
         result = []
         indent = ""
-        for index, (line, is_magic) in enumerate(zip(self.lines, self.magic)):
+        for index, (line, is_magic) in enumerate(zip(self.lines, self.magic, strict=True)):
             if is_magic:
                 if index == 0 or not self.magic[index - 1]:
                     indent = line[: len(line) - len(line.lstrip(" \t"))]
@@ -274,7 +274,7 @@ def map_back(joined: Joined, fixed_text: str) -> dict[int, str]:
                 boundaries = _statement_boundaries(fixed_text)
             cuts = [c - j1 for c in range(j1, j2 + 1) if c in boundaries or c == j2]
             parts = _share_out([[old[row] for row in group] for group in rows.values()], new[j1:j2], cuts)
-            for group, lines in zip(rows.values(), parts):
+            for group, lines in zip(rows.values(), parts, strict=True):
                 add(joined.owners[group[0]][0], lines)
             continue
         if touched:
@@ -332,19 +332,20 @@ def _share_out(groups: list[list[str]], new: list[str], cuts: list[int]) -> list
     parts, start = [], 0
     for index, group in enumerate(groups[:-1]):
         rest = "".join(line for later in groups[index + 1 :] for line in later)
-
-        def likeness(cut: int) -> float:
-            here = difflib.SequenceMatcher(a="".join(group), b="".join(new[start:cut]), autojunk=False).ratio()
-            there = difflib.SequenceMatcher(a=rest, b="".join(new[cut:]), autojunk=False).ratio()
-            return here + there
-
         candidates = [cut for cut in cuts if cut >= start] or [len(new)]
-        best = max(likeness(cut) for cut in candidates)
-        cut = next(cut for cut in candidates if likeness(cut) == best)
+        scores = [_likeness(group, rest, new, start, cut) for cut in candidates]
+        cut = candidates[scores.index(max(scores))]  # the earliest of equals
         parts.append(new[start:cut])
         start = cut
     parts.append(new[start:])
     return parts
+
+
+def _likeness(group: list[str], rest: str, new: list[str], start: int, cut: int) -> float:
+    """How alike `group` is to new[start:cut] plus how alike `rest` is to new[cut:]."""
+    here = difflib.SequenceMatcher(a="".join(group), b="".join(new[start:cut]), autojunk=False).ratio()
+    there = difflib.SequenceMatcher(a=rest, b="".join(new[cut:]), autojunk=False).ratio()
+    return here + there
 
 
 def _statement_boundaries(text: str) -> set[int]:

@@ -296,6 +296,7 @@ class ValueOrigins:
                         return None
                     items += inner
                     continue
+                assert isinstance(element, cst.DictElement)  # the only other kind of dict element
                 name = _string_value(element.key)
                 if name is None:
                     return None

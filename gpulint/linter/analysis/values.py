@@ -26,7 +26,7 @@ from gpulint.linter.analysis.imports import ImportTable
 from gpulint.linter.analysis.vocabulary import KINDS, Kind
 
 
-def target_key(node: cst.BaseExpression) -> str | None:
+def target_key(node: cst.CSTNode) -> str | None:
     """The key an assignment target is stored under: `x`, or `self.x` for attributes of self."""
     if isinstance(node, cst.Name):
         return node.value

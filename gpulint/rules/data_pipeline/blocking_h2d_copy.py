@@ -341,7 +341,7 @@ class BlockingHostToDeviceCopy(Rule):
             if ancestor is boundary:
                 break
             if isinstance(ancestor, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
-                comp = ancestor.for_in
+                comp: cst.CompFor | None = ancestor.for_in
                 while comp is not None:
                     iterated = comp.iter
                     if isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Attribute):

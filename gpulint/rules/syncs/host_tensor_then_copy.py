@@ -275,6 +275,7 @@ class HostTensorThenCopy(Rule):
         if keyword_arg(node, "non_blocking") is not None:
             return None  # the author wants an asynchronous copy (of a pinned tensor?): not ours to drop
         args = list(node.args)
+        assert isinstance(node.func, cst.Attribute)  # visit_Call checked: `.to`, `.cuda`
         if node.func.attr.value == "cuda":
             if args:
                 return None  # `.cuda(1)`: the index would need translating

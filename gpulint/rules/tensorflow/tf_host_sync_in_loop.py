@@ -252,6 +252,7 @@ class TfHostSyncInLoop(Rule):
         if method_name(node) == "numpy" and not node.args:
             what = ".numpy()"
         elif float_of_tensor(self.ctx, node):
+            assert isinstance(node.func, cst.Name)  # `float(...)` or `int(...)`
             what = f"{node.func.value}(...)"
         else:
             return

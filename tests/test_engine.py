@@ -218,3 +218,18 @@ def test_device_rules_do_not_parse_files_that_give_no_accelerator_evidence(monke
     # The loader rules are about the host: they read the same file.
     host = Linter(Settings(select=["GL101"]))
     assert [f.code for f in host.lint_source(source, "m.py").findings] == ["GL101"] and parsed
+
+
+def test_a_batch_reassigned_from_a_plain_call_does_not_crash_gl104():
+    # `y = prep(y)` before `y.cuda()`: the earlier assignment is a call of a name, not a copy.
+    source = """
+    import torch
+    model = torch.nn.Linear(2, 2).cuda()
+    for x, y in loader:
+        y = prep(y)
+        y = y.cuda()
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+    """
+    assert "GL104" in codes(source, "GL104")

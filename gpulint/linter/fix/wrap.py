@@ -88,6 +88,8 @@ def wrap_header(
 ) -> cst.BaseCompoundStatement:
     """The header of `statement` (`for ... in <call>:`, `with <call> as x:`) split at its last call
     when the header is one line and longer than `line_length`; otherwise `statement` unchanged."""
+    if not isinstance(statement.body, cst.IndentedBlock):
+        return statement  # a one-line suite (`for x in y: f(x)`): left as it is
     if isinstance(statement, cst.With) and len(statement.items) == 1 and not isinstance(statement.lpar, cst.LeftParen):
         value = statement.items[0].item
 
@@ -117,6 +119,7 @@ def wrap_header(
 
 def _header_code(statement: cst.BaseCompoundStatement) -> str:
     """The header of `statement`, its trailing comment included, without the line break."""
+    assert isinstance(statement.body, cst.IndentedBlock)  # wrap_header splits no one-line suite
     suite = cst.IndentedBlock(body=[cst.SimpleStatementLine([cst.Pass()])], header=statement.body.header)
     changes = {"orelse": None} if hasattr(statement, "orelse") else {}
     code = _code(statement.with_changes(leading_lines=(), body=suite, **changes))

@@ -411,6 +411,8 @@ def _root_name(expr: cst.BaseExpression) -> str | None:
 
 def _copies_to_device(ctx: FileContext, call: cst.Call) -> bool:
     """`.to(device)`, `.cuda()`, or `.type(torch.cuda.LongTensor)`: a copy to the accelerator."""
+    if not isinstance(call.func, cst.Attribute):
+        return False  # `y = prep(y)`: a call of a plain name copies nothing
     if call.func.attr.value != "type":
         return is_device_target(ctx, call)
     positional = positional_args(call)

@@ -11,12 +11,15 @@ demo:
 	-.venv-demo/bin/gpulint fixtures/
 	-.venv-demo/bin/gpulint fixtures/ --diff --unsafe-fixes
 
-# Install the test environment (torch pinned to the CPU build; tensorflow-cpu; the HF and Lightning trainers)
-# and run the tests.
+# Install the test environment (torch pinned to the CPU build; tensorflow-cpu; the HF and Lightning trainers),
+# run the self-checks (ruff format, ruff lint, mypy: each fails the target) and then the tests.
 test:
 	test -x .venv/bin/python || $(PYTHON) -m venv .venv
 	.venv/bin/pip install -q torch==2.13.0
 	.venv/bin/pip install -q -e '.[dev,tf,trainers]'
+	.venv/bin/ruff format --check .
+	.venv/bin/ruff check .
+	.venv/bin/mypy
 	.venv/bin/python -m pytest
 
 docs:

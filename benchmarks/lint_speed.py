@@ -161,7 +161,8 @@ def main() -> int:
 
     print(f"corpus: {', '.join(str(r) for r in roots)}")
     print(
-        f"files: {len(files)}, lines: {lines:,}; gpulint parses {len(parsed)} files ({parsed_lines:,} lines) after its prefilter"
+        f"files: {len(files)}, lines: {lines:,}; "
+        f"gpulint parses {len(parsed)} files ({parsed_lines:,} lines) after its prefilter"
     )
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"cores available: {cores}; load average at start: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
@@ -236,9 +237,8 @@ def main() -> int:
     print(f"{'run':<34} {'median s':>9} {'min..max s':>16} {'peak MB':>8} {'lines/s':>10}")
     for name in tools:
         low, high = spread[name]
-        print(
-            f"{name:<34} {median[name]:>9.2f} {f'{low:.2f}..{high:.2f}':>16} {peak[name]:>8.0f} {lines / median[name]:>10,.0f}"
-        )
+        span = f"{low:.2f}..{high:.2f}"
+        print(f"{name:<34} {median[name]:>9.2f} {span:>16} {peak[name]:>8.0f} {lines / median[name]:>10,.0f}")
     for note in notes:
         print(f"note: {note}")
 

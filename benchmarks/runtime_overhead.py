@@ -174,7 +174,8 @@ def main() -> None:
     off, on = in_process(args.blocks)
     print(
         f"in-process: hooks off median {1e3 * off:.4f} ms, on {1e3 * on:.4f} ms; "
-        f"overhead ratio {on / off:.4f} ({100 * (on / off - 1):+.2f}%); target < 1.03: {'met' if on / off < 1.03 else 'NOT met'}",
+        f"overhead ratio {on / off:.4f} ({100 * (on / off - 1):+.2f}%); "
+        f"target < 1.03: {'met' if on / off < 1.03 else 'NOT met'}",
         flush=True,
     )
     print(f"in-process: the hooks' own cost is {1e6 * hook_cost():.2f} us per step (one optimizer step, one batch)")

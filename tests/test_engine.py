@@ -61,7 +61,6 @@ def test_reference_uses_the_module_alias():
     ],
 )
 def test_aliased_imports_are_resolved_by_rules(header):
-    call = {"from": "DL", "import torch.utils.data as": "tud.DataLoader"}
     name = "DL" if "as DL" in header else ("tud.DataLoader" if "as tud" in header else "torch.utils.data.DataLoader")
     source = "import torch\n" + header + ACCELERATED + LOADER_LINE.format(call=name)
     assert codes(source, "GL101") == ["GL101"]
@@ -137,7 +136,10 @@ def test_suppression_on_first_line_of_multiline_statement():
 
 
 def test_suppression_text_inside_a_string_does_not_count():
-    source = 'import torch\nfrom torch.utils.data import DataLoader\ndevice = "cuda"\na = DataLoader(ds, num_workers=2, x="# noqa")\n'
+    source = (
+        'import torch\nfrom torch.utils.data import DataLoader\ndevice = "cuda"\n'
+        'a = DataLoader(ds, num_workers=2, x="# noqa")\n'
+    )
     assert codes(source, "GL102") == ["GL102"]
 
 
@@ -191,7 +193,10 @@ def test_per_step_rules_do_not_parse_files_that_never_take_a_step(monkeypatch):
     real_parse = engine.parse
     monkeypatch.setattr(engine, "parse", lambda src: parsed.append(src) or real_parse(src))
     linter = Linter(Settings(select=["GL2", "GL3"]))
-    model_file = b"import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        print(x.shape)\n        return x.cpu()\n"
+    model_file = (
+        b"import torch\nclass Net(torch.nn.Module):\n"
+        b"    def forward(self, x):\n        print(x.shape)\n        return x.cpu()\n"
+    )
     assert linter.lint_source(model_file, "model.py").findings == []
     assert parsed == []
     training = model_file + b"for batch in loader:\n    loss.backward()\n    optimizer.step()\n"
@@ -204,9 +209,27 @@ def test_device_rules_do_not_parse_files_that_give_no_accelerator_evidence(monke
     real_parse = engine.parse
     monkeypatch.setattr(engine, "parse", lambda src: parsed.append(src) or real_parse(src))
     linter = Linter(Settings(select=["GL102", "GL203"]))
-    source = b"import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\nx = torch.zeros(3).to(torch.float16)\n"
+    source = (
+        b"import torch\nfrom torch.utils.data import DataLoader\n"
+        b"loader = DataLoader(ds)\nx = torch.zeros(3).to(torch.float16)\n"
+    )
     assert linter.lint_source(source, "m.py").findings == []
     assert parsed == []
     # The loader rules are about the host: they read the same file.
     host = Linter(Settings(select=["GL101"]))
     assert [f.code for f in host.lint_source(source, "m.py").findings] == ["GL101"] and parsed
+
+
+def test_a_batch_reassigned_from_a_plain_call_does_not_crash_gl104():
+    # `y = prep(y)` before `y.cuda()`: the earlier assignment is a call of a name, not a copy.
+    source = """
+    import torch
+    model = torch.nn.Linear(2, 2).cuda()
+    for x, y in loader:
+        y = prep(y)
+        y = y.cuda()
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+    """
+    assert "GL104" in codes(source, "GL104")

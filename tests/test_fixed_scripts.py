@@ -157,7 +157,7 @@ def results(tmp_path_factory) -> dict[tuple[str, str], Result]:
     ]
     with ThreadPoolExecutor(max_workers=2) as pool:
         outputs = pool.map(lambda job: _execute(job[0], job[2]), jobs)
-    found = {(run.id, stage): result for (run, stage, _), result in zip(jobs, outputs)}
+    found = {(run.id, stage): result for (run, stage, _), result in zip(jobs, outputs, strict=True)}
     found["diff"] = Result(0, "\n".join(_diff(before / n, after / n) for n in script_names()))
     return found
 

@@ -222,3 +222,15 @@ def test_import_a_fix_leaves_unused_is_removed_and_one_still_used_is_kept():
         "import torch\nfrom torch.cuda.amp import autocast\n\n"
         'scaler = torch.amp.GradScaler("cuda")\nother = torch.amp.GradScaler("cuda")\nwith autocast(*args):\n    pass\n'
     )
+
+
+def test_a_long_header_with_a_one_line_suite_is_fixed_without_wrapping_it():
+    source = """
+    import torch
+    from torch.utils.data import DataLoader
+
+    model = torch.nn.Linear(2, 2).cuda()
+    for batch in DataLoader(dataset_with_a_long_name, batch_size=64, shuffle=True, collate_fn=c): step(batch)
+    """
+    # The fixer wraps long headers of indented blocks only; this line stays one (long) line.
+    assert "collate_fn=c, pin_memory=True): step(batch)\n" in fix(source, "GL102")

@@ -97,7 +97,7 @@ def build(cells: list[tuple[str, str, bool]], indent: int) -> str:
 
 def _ipython_lines(text: str) -> list[str]:
     cell = make_cell(1, text)
-    return [line for line, magic in zip(cell.lines, cell.magic) if magic]
+    return [line for line, magic in zip(cell.lines, cell.magic, strict=True) if magic]
 
 
 @SETTINGS
@@ -120,7 +120,7 @@ def test_generated_notebooks_never_crash_and_fixes_keep_a_valid_notebook(cells, 
     before, after = json.loads(text), json.loads(after_text)
     nbformat.validate(nbformat.reads(after_text, as_version=4))
     assert len(after["cells"]) == len(before["cells"])
-    for old, new in zip(before["cells"], after["cells"]):
+    for old, new in zip(before["cells"], after["cells"], strict=True):
         assert {k: v for k, v in old.items() if k != "source"} == {k: v for k, v in new.items() if k != "source"}
         assert type(old["source"]) is type(new["source"])
         if old["cell_type"] != "code":

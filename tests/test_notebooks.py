@@ -143,10 +143,10 @@ def test_fixing_a_copy_keeps_outputs_metadata_layout_and_magics(tmp_path):
         len(c.get("outputs", [])) for c in before["cells"]
     )
     # Every IPython line is still there, unchanged and in order; unfixable findings are all that is left.
-    for old, new in zip(before["cells"], after["cells"]):
+    for old, new in zip(before["cells"], after["cells"], strict=True):
         if old["cell_type"] == "code":
             old_lines, new_lines = split_lines("".join(old["source"])), split_lines("".join(new["source"]))
-            keep = lambda lines: [line for line, m in zip(lines, classify(lines)[0]) if m]  # noqa: E731
+            keep = lambda lines: [line for line, m in zip(lines, classify(lines)[0], strict=True) if m]  # noqa: E731
             assert keep(new_lines) == keep(old_lines)
     assert all(f.fix is None for f in outcome.result.findings), outcome.result.findings
     # No loader workers from a notebook: it has no `__main__` guard to start them under (GL101).
@@ -221,11 +221,13 @@ def test_cell_magics_python_bodies_are_linted_others_skipped(tmp_path):
         [
             (
                 "code",
-                "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nmodel = model.cuda()",
+                "import torch\nfrom torch.utils.data import DataLoader\n"
+                "loader = DataLoader(ds, num_workers=2)\nmodel = model.cuda()",
             ),
             (
                 "code",
-                "%%capture\nfor x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n    print(loss.item())",
+                "%%capture\nfor x, y in loader:\n"
+                "    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n    print(loss.item())",
             ),
             ("code", "%%bash\nfor x in loader:\n  echo $x.item()\ndone"),
             ("code", "%%writefile train.py\nfor x, y in loader:\n    loss.backward()\n    print(loss.item())"),
@@ -314,7 +316,8 @@ LOADER_CELLS = [
     ("markdown", "# Title ünïcode"),
     (
         "code",
-        "import torch\nfrom torch.utils.data import DataLoader\nmodel = model.cuda()\nloader = DataLoader(ds, num_workers=2)",
+        "import torch\nfrom torch.utils.data import DataLoader\n"
+        "model = model.cuda()\nloader = DataLoader(ds, num_workers=2)",
     ),
 ]
 

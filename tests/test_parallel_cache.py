@@ -125,9 +125,10 @@ def count_parses(monkeypatch):
 
 
 SETTINGS = Settings(select=["ALL"], unsafe_fixes=True)  # the fix and diff runs apply unsafe fixes too
+OPTIONS = RunOptions()
 
 
-def _cache(tmp_path: Path, settings: Settings = SETTINGS, options: RunOptions = RunOptions(), **kwargs) -> ResultCache:
+def _cache(tmp_path: Path, settings: Settings = SETTINGS, options: RunOptions = OPTIONS, **kwargs) -> ResultCache:
     return ResultCache.for_run(tmp_path / "cache", settings.fingerprint(), options, **kwargs)
 
 

@@ -56,7 +56,7 @@ def test_generated_syntax_trees_never_crash(code):
     st.lists(st.sampled_from(["    ", "", "\t", "        "]), min_size=60, max_size=60),
 )
 def test_shuffled_fixture_lines_never_crash(lines, indents):
-    text = "\n".join(indent + line.strip() for indent, line in zip(indents, lines)) + "\n"
+    text = "\n".join(indent + line.strip() for indent, line in zip(indents, lines, strict=False)) + "\n"
     check((HEADER + text).encode())
 
 

@@ -58,7 +58,8 @@ import inspect
 import re
 import textwrap
 from collections.abc import Mapping
-from typing import AbstractSet, Any, ClassVar
+from collections.abc import Set as AbstractSet
+from typing import Any, ClassVar
 
 import libcst as cst
 

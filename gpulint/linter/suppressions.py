@@ -149,7 +149,7 @@ def _unused_codes(suppression: Suppression, enabled: frozenset[str], known: froz
     """The codes to report for one comment, or None when there is nothing to report."""
     if ALL in suppression.codes:
         if suppression.kind == "gpulint" and not suppression.used:
-            return []  # a bare `# gpulint: ignore` that silenced nothing (a bare `# noqa` is other tools' too)
+            return []  # a bare `# gpulint: ignore` that silenced nothing (a bare noqa is other tools' too)
         return None
     unused = sorted(
         code

@@ -7,6 +7,7 @@ here (scripts/gen_docs.py writes the files; a test fails when they are stale).
 from __future__ import annotations
 
 from gpulint import docs_url
+from gpulint.linter.analysis.facts import Fact
 from gpulint.linter.rule import Rule
 from gpulint.rules import all_rules, rule_options
 
@@ -84,10 +85,10 @@ def catalog_source(current: str) -> str:
 
     head = current.split(f"\n{catalog.GENERATED_BELOW}\n", 1)[0]
     lines = ["", "RULES: tuple[RuleInfo, ...] = ("]
-    facts = {}
+    facts: dict[str, Fact] = {}
     for rule in all_rules():
         fix = rule.fix_applicability.value if rule.fix_applicability else None
-        fields = {
+        fields: dict[str, object] = {
             "code": rule.code,
             "name": rule.name,
             "default": rule.default,

@@ -31,7 +31,8 @@ BASE_SCRIPT = textwrap.dedent(
     """
 )
 
-# The change (asserted below to have happened): one new loader (fixable findings), one new host sync (no fix), lines shifted by one.
+# The change (asserted below to have happened): one new loader (fixable findings), one new host sync
+# (no fix), lines shifted by one.
 CHANGED_SCRIPT = BASE_SCRIPT.replace(
     "    model.cuda()\n",
     "    val_loader = DataLoader(dataset, batch_size=64)\n    model.cuda()\n",

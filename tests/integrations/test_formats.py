@@ -82,7 +82,7 @@ def test_sarif_fix_applied_gives_the_fixed_line(fixture_result):
     document = json.loads(render("sarif", fixture_result, ReportSettings()))
     findings = sorted(fixture_result.findings, key=lambda f: f.sort_key())
     checked = 0
-    for finding, entry in zip(findings, document["runs"][0]["results"]):
+    for finding, entry in zip(findings, document["runs"][0]["results"], strict=True):
         if "fixes" not in entry:
             continue
         lines = Path(finding.path).read_text(encoding="utf-8").splitlines(keepends=True)
@@ -142,7 +142,7 @@ def test_rdjson_columns_are_utf8_bytes(tmp_path):
 def test_github_annotations(fixture_result):
     lines = render("github", fixture_result, ReportSettings()).splitlines()
     assert len(lines) == len(fixture_result.findings)
-    for line, finding in zip(lines, sorted(fixture_result.findings, key=lambda f: f.sort_key())):
+    for line, finding in zip(lines, sorted(fixture_result.findings, key=lambda f: f.sort_key()), strict=True):
         assert line.startswith(("::warning ", "::notice ", "::error "))
         assert f"line={finding.location.row}," in line and f"title={finding.code} " in line
         assert "\n" not in line

@@ -7,7 +7,7 @@ from gpulint.runtime_check.measure import RunResult, StepStats
 
 def step_stats(times: list[float], waits: list[float] | None = None, warmup: int = 1, **fields) -> StepStats:
     """StepStats of measured steps with these times (and data waits), one point per step."""
-    series = [(1, t, w) for t, w in zip(times, waits or [0.0] * len(times))]
+    series = [(1, t, w) for t, w in zip(times, waits or [0.0] * len(times), strict=True)]
     return StepStats(
         "optimizer steps",
         warmup + len(times),

@@ -69,7 +69,7 @@ def test_aa_on_recorded_runs_is_not_confirmed(tmp_path, monkeypatch):
     times = [r["mean_step_seconds"] for r in json.loads(RECORDED.read_text())["runs"]]
     outcomes = []
     for start in range(len(times) - 12):  # each call reads consecutive recorded runs, at most 12
-        outcomes.append(verify_with(tmp_path, monkeypatch, lambda arm, index: times[start + index])[0])
+        outcomes.append(verify_with(tmp_path, monkeypatch, lambda arm, index, start=start: times[start + index])[0])
     assert len(outcomes) >= 20
     assert outcomes.count("not confirmed") >= 0.95 * len(outcomes), outcomes
 

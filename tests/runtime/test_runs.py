@@ -64,7 +64,7 @@ def test_several_optimizers_and_gradient_accumulation_count_optimizer_steps():
     assert steps.optimizers["SGD"] == 14 and steps.optimizers["Adam"] == 6
     assert steps.batches == 24  # two batches per optimizer step
     # Data: 4 samples x 1 ms per batch, two batches per step; compute: a 10 ms sleep per step.
-    for wait, total in zip(steps.data_waits, steps.times):
+    for wait, total in zip(steps.data_waits, steps.times, strict=True):
         assert 0.007 <= wait < total
     assert steps.data_share == pytest.approx(sum(steps.data_waits) / sum(steps.times))
     assert 0.02 < steps.data_share < 0.9

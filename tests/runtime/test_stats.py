@@ -76,7 +76,7 @@ def test_bounded_keeps_an_evenly_weighted_down_sample():
     assert len(samples) < 16 and samples.stride == 128
     # Each item is the mean of the raw samples it covers, so their weighted mean is the exact mean.
     weights = [samples.stride] * (len(samples) - 1) + [1000 - samples.stride * (len(samples) - 1)]
-    assert sum(w * v for w, v in zip(weights, samples)) / 1000 == pytest.approx(stats.mean(values))
+    assert sum(w * v for w, v in zip(weights, samples, strict=True)) / 1000 == pytest.approx(stats.mean(values))
 
 
 def test_thin_averages_groups():

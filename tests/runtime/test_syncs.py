@@ -21,7 +21,7 @@ def test_sync_warnings_are_counted_at_the_users_line(tmp_path, monkeypatch):
             bootstrap._watch_syncs(fake_torch)
 
             def step():
-                warnings.warn("called a synchronizing CUDA operation")  # the line to report
+                warnings.warn("called a synchronizing CUDA operation", stacklevel=1)  # the line to report
 
             optimizer = object()
             bootstrap.STATE.optimizer_step(optimizer)  # the end of the warm-up step

@@ -199,7 +199,7 @@ def test_samplers_keep_a_bounded_list_over_a_long_run():
     for i in range(3 * cpu.SAMPLES_CAP):  # main process: half a core; one worker: a full core
         sampler.samples.add(cpu.CpuSample(0.25 * i, 0.125 * i, {7: 0.25 * i}, [50.0, 100.0]))
     assert len(sampler.samples) < cpu.SAMPLES_CAP and sampler.samples.stride == 4
-    gaps = {round(b.t - a.t, 6) for a, b in zip(sampler.samples, sampler.samples[1:])}
+    gaps = {round(b.t - a.t, 6) for a, b in zip(sampler.samples, sampler.samples[1:], strict=False)}
     assert gaps == {1.0}  # evenly spaced: every item covers four raw samples
     summary = cpu.summarize(sampler, None, None)
     assert summary.main_cores == pytest.approx(0.5) and summary.worker_cores == pytest.approx(1.0)

@@ -286,11 +286,11 @@ def test_notebook_cells_get_their_own_diagnostics_and_fixes(server, project):
                 "uri": notebook_uri,
                 "notebookType": "jupyter-notebook",
                 "version": 1,
-                "cells": [{"kind": kind, "document": u} for (_, kind), u in zip(cells, cell_uris)],
+                "cells": [{"kind": kind, "document": u} for (_, kind), u in zip(cells, cell_uris, strict=True)],
             },
             "cellTextDocuments": [
                 {"uri": u, "languageId": "python" if kind == 2 else "markdown", "version": 1, "text": text}
-                for (text, kind), u in zip(cells, cell_uris)
+                for (text, kind), u in zip(cells, cell_uris, strict=True)
                 if kind == 2
             ],
         },

@@ -102,10 +102,10 @@ class FileContext:
         self.project = project if project is not None else EMPTY_VIEW
         self.index = TreeIndex(module, wanted_types | ANALYSIS_TYPES)
         self.imports = ImportTable()
-        for node in self.index.nodes("Import"):
-            self.imports.add_import(node)
-        for node in self.index.nodes("ImportFrom"):
-            self.imports.add_import_from(node)
+        for import_ in self.index.nodes("Import"):
+            self.imports.add_import(import_)
+        for import_from in self.index.nodes("ImportFrom"):
+            self.imports.add_import_from(import_from)
         self.values = ValueOrigins(self.imports)
         for type_name in ("Assign", "AnnAssign", "WithItem", "Param"):
             for node in self.index.nodes(type_name):
@@ -126,16 +126,18 @@ class FileContext:
             functions.setdefault(key, []).append(function)
             self.values.add_function(key, [])
         for node in self.index.nodes("Return"):
-            function = self.enclosing_function(node)
-            if function is not None and node.value is not None:
-                key = f"self.{function.name.value}" if is_method(self.index, function) else function.name.value
+            enclosing = self.enclosing_function(node)
+            if enclosing is not None and node.value is not None:
+                key = f"self.{enclosing.name.value}" if is_method(self.index, enclosing) else enclosing.name.value
                 self.values.add_function(key, [node.value])
         for call in self.index.nodes("Call"):
             self.values.add_container_call(call)
-            key = self.values.function_key(call)
-            for function in functions.get(key, ()) if key else ():
+            called = self.values.function_key(call)
+            if called is None:
+                continue
+            for function in functions.get(called, ()):
                 static = any(dotted_name(d.decorator) == "staticmethod" for d in function.decorators)
-                self.values.bind_arguments(call, function.params, skip_first=key.startswith("self.") and not static)
+                self.values.bind_arguments(call, function.params, skip_first=called.startswith("self.") and not static)
 
     # -- the text and positions ----------------------------------------------------------------
     @cached_property

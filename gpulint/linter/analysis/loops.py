@@ -84,7 +84,7 @@ LIGHTNING_MODULES = (
 def is_direct_step_call(call: cst.Call, values: ValueOrigins) -> bool:
     """A call that takes a training step by itself (not through a step function)."""
     method = method_name(call)
-    if method is None:
+    if method is None or not isinstance(call.func, cst.Attribute):  # a method name means an attribute
         return False
     receiver = call.func.value
     if method == "step":
@@ -101,19 +101,26 @@ def is_direct_step_call(call: cst.Call, values: ValueOrigins) -> bool:
 
 def is_method(index: TreeIndex, function: cst.FunctionDef) -> bool:
     """Whether a function is defined directly in a class body."""
+    return method_class(index, function) is not None
+
+
+def method_class(index: TreeIndex, function: cst.FunctionDef) -> cst.ClassDef | None:
+    """The class whose body defines `function` directly; None when it is not a method."""
     parent = index.parent(function)
     # FunctionDef -> IndentedBlock -> ClassDef
     grand = index.parent(parent) if parent is not None else None
-    return isinstance(grand, cst.ClassDef)
+    return grand if isinstance(grand, cst.ClassDef) else None
 
 
 def lightning_training_steps(index: TreeIndex, imports: ImportTable) -> list[cst.FunctionDef]:
     """The `training_step` methods of LightningModule subclasses: Lightning calls them every step."""
     found = []
     for function in index.nodes("FunctionDef"):
-        if function.name.value != "training_step" or not is_method(index, function):
+        if function.name.value != "training_step":
             continue
-        cls = index.parent(index.parent(function))
+        cls = method_class(index, function)
+        if cls is None:
+            continue
         if any(imports.qualified_name(base.value) in LIGHTNING_MODULES for base in cls.bases):
             found.append(function)
     return found
@@ -133,11 +140,11 @@ def is_test_function(function: cst.FunctionDef) -> bool:
     return function.name.value.startswith("test")
 
 
-def loop_around(index: TreeIndex, node: cst.CSTNode) -> tuple[cst.CSTNode | None, cst.FunctionDef | None]:
+def loop_around(index: TreeIndex, node: cst.CSTNode) -> tuple[cst.For | cst.While | None, cst.FunctionDef | None]:
     """(innermost loop that runs `node` on each iteration, innermost function) -- the loop only
     within that function: a loop outside the function runs the definition, not the body."""
     child = node
-    loop = None
+    loop: cst.For | cst.While | None = None
     for ancestor in index.ancestors(node):
         if isinstance(ancestor, SCOPE_TYPES):
             return loop, ancestor if isinstance(ancestor, cst.FunctionDef) else None
@@ -147,7 +154,7 @@ def loop_around(index: TreeIndex, node: cst.CSTNode) -> tuple[cst.CSTNode | None
     return loop, None
 
 
-def runs_each_iteration(loop: cst.CSTNode, child: cst.CSTNode) -> bool:
+def runs_each_iteration(loop: cst.For | cst.While, child: cst.CSTNode) -> bool:
     """Whether `child` of `loop` runs on every iteration (the body, or a `while` test)."""
     if child is loop.body:
         return True
@@ -241,14 +248,14 @@ class LoopModel:
                         step_calls.add(id(call))
                         changed = True
                 if id(call) in step_calls:
-                    loop, function = placement[id(call)]
+                    loop, enclosing = placement[id(call)]
                     if (
                         loop is None
-                        and function is not None
-                        and id(function) not in self.step_functions
-                        and not is_test_function(function)
+                        and enclosing is not None
+                        and id(enclosing) not in self.step_functions
+                        and not is_test_function(enclosing)
                     ):
-                        self.step_functions.add(id(function))
+                        self.step_functions.add(id(enclosing))
                         changed = True
 
         self.step_calls = step_calls
@@ -302,7 +309,12 @@ class LoopModel:
         child = node
         for ancestor in self.index.ancestors(node):
             path.append((ancestor, child))
-            if id(ancestor) in self.step_loops and runs_each_iteration(ancestor, child):
+            # step_loops holds only loops: the isinstance check is for the type checker
+            if (
+                id(ancestor) in self.step_loops
+                and isinstance(ancestor, LOOP_TYPES)
+                and runs_each_iteration(ancestor, child)
+            ):
                 return ancestor, path
             if isinstance(ancestor, cst.FunctionDef):
                 if id(ancestor) in self.per_step_functions or id(ancestor) in self.lightning_steps:

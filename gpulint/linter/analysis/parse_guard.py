@@ -78,9 +78,10 @@ def too_deep(tree: ast.AST, limit: int = MAX_NESTING) -> bool:
         node, depth = stack.pop()
         if depth > limit:
             return True
+        # ast.AST declares no positions; a node with an end line has the other three too.
         end_line = getattr(node, "end_lineno", None)
-        if end_line is not None and end_line == node.lineno:
-            if depth + node.end_col_offset - node.col_offset + 2 <= limit:
+        if end_line is not None and end_line == getattr(node, "lineno", None):
+            if depth + getattr(node, "end_col_offset", 0) - getattr(node, "col_offset", 0) + 2 <= limit:
                 continue
         # libcst nests an `and`/`or` chain pairwise: its first operand is n-1 levels down.
         step = max(len(node.values) - 1, 1) if isinstance(node, ast.BoolOp) else 1

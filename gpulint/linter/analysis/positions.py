@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Iterable, Mapping
+from typing import cast
 
 import libcst as cst
 from libcst.metadata import CodeRange
@@ -50,17 +51,19 @@ def _selective_position_state():
     except ImportError:
         return None
 
+    # `provider` is a _PositionRecorder, passed where libcst expects its own provider: the casts
+    # say so to the type checker.
     class SelectivePositionState(PositionProvidingCodegenState):
         def before_codegen(self, node) -> None:
-            if node in self.provider.wanted:
+            if node in cast(_PositionRecorder, self.provider).wanted:
                 super().before_codegen(node)
 
         def after_codegen(self, node) -> None:
-            if node in self.provider.wanted:
+            if node in cast(_PositionRecorder, self.provider).wanted:
                 super().after_codegen(node)
 
         def record_syntactic_position(self, node, *, start_node=None, end_node=None):
-            wanted = self.provider.wanted
+            wanted = cast(_PositionRecorder, self.provider).wanted
             if node not in wanted:
                 return _NOT_RECORDED
             # A range may be hoisted from a child's (a compound statement ends where its body

@@ -601,7 +601,7 @@ class ProjectIndex:
         changed = True
         while changed:
             changed = False
-            for caller, site, callee in sites:
+            for caller, _site, callee in sites:
                 if callee in self.clock_functions and caller not in self.clock_functions and caller[1] != _MODULE_LEVEL:
                     self.clock_functions.add(caller)
                     changed = True
@@ -617,9 +617,9 @@ class ProjectIndex:
         for other_id, other in self.summaries.items():
             for name in other.reiterated:
                 for text, position in other.assigned_from.get(name, ()):
-                    function = self.resolve(other_id, text)
-                    if function is not None and function[0] != other_id:
-                        self.reiterated.setdefault(function[0], set()).add((function[1], position))
+                    resolved = self.resolve(other_id, text)
+                    if resolved is not None and resolved[0] != other_id:
+                        self.reiterated.setdefault(resolved[0], set()).add((resolved[1], position))
 
     def _runs_per_step(self, caller: Function, site: CallSite, step_loops: set[tuple[Function, int]]) -> bool:
         for kind, value in site.path:

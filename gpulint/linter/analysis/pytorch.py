@@ -59,6 +59,7 @@ def is_device_target(ctx: FileContext, call: cst.Call) -> bool:
     """Whether `.to(...)` / `.cuda(...)` moves to a (possibly) accelerator device, not to a dtype,
     a memory format or the host."""
     func = call.func
+    assert isinstance(func, cst.Attribute)  # callers pass method calls: `.to(...)`, `.cuda(...)`
     if func.attr.value == "cuda":
         return True
     device = keyword_arg(call, "device")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from gpulint.linter.analysis.loops import is_method
+from gpulint.linter.analysis.loops import method_class
 from gpulint.linter.analysis.nodes import dotted_name, last_name, method_name
 
 if TYPE_CHECKING:
@@ -188,7 +188,7 @@ class TfAnalysis:
 def _overrides_a_base(ctx: FileContext, function: cst.FunctionDef) -> bool:
     """A method of a class derived from another (a Keras `Model` subclass): a plain class's
     `train_step` is its own, not the override Keras compiles."""
-    if not is_method(ctx.index, function):
+    cls = method_class(ctx.index, function)
+    if cls is None:
         return False
-    cls = ctx.parent(ctx.parent(function))
     return any(dotted_name(base.value) != "object" for base in cls.bases)

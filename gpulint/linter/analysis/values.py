@@ -26,7 +26,7 @@ from gpulint.linter.analysis.imports import ImportTable
 from gpulint.linter.analysis.vocabulary import KINDS, Kind
 
 
-def target_key(node: cst.BaseExpression) -> str | None:
+def target_key(node: cst.CSTNode) -> str | None:
     """The key an assignment target is stored under: `x`, or `self.x` for attributes of self."""
     if isinstance(node, cst.Name):
         return node.value
@@ -68,7 +68,7 @@ class ValueOrigins:
                 return
             if isinstance(value, (cst.Tuple, cst.List)):
                 if len(target.elements) == len(value.elements):
-                    for t, v in zip(target.elements, value.elements):
+                    for t, v in zip(target.elements, value.elements, strict=True):
                         self._bind(t.value, v.value)
             else:  # `train, test = load(...)`: each name holds an element of the result
                 for position, element in enumerate(target.elements):
@@ -296,6 +296,7 @@ class ValueOrigins:
                         return None
                     items += inner
                     continue
+                assert isinstance(element, cst.DictElement)  # the only other kind of dict element
                 name = _string_value(element.key)
                 if name is None:
                     return None

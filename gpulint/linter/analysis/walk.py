@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator
+from typing import Any, Literal, overload
 
 import libcst as cst
 
@@ -142,7 +143,29 @@ class TreeIndex:
             yield parent
             parent = self.parents.get(id(parent))
 
-    def nodes(self, type_name: str) -> list[cst.CSTNode]:
+    # The lists are filled by class name, so "Call" holds only cst.Call nodes: the overloads say so
+    # for the names the analyses and rules ask for.
+    @overload
+    def nodes(self, type_name: Literal["Assign"]) -> list[cst.Assign]: ...
+    @overload
+    def nodes(self, type_name: Literal["AugAssign"]) -> list[cst.AugAssign]: ...
+    @overload
+    def nodes(self, type_name: Literal["Call"]) -> list[cst.Call]: ...
+    @overload
+    def nodes(self, type_name: Literal["ClassDef"]) -> list[cst.ClassDef]: ...
+    @overload
+    def nodes(self, type_name: Literal["FunctionDef"]) -> list[cst.FunctionDef]: ...
+    @overload
+    def nodes(self, type_name: Literal["Import"]) -> list[cst.Import]: ...
+    @overload
+    def nodes(self, type_name: Literal["ImportFrom"]) -> list[cst.ImportFrom]: ...
+    @overload
+    def nodes(self, type_name: Literal["Return"]) -> list[cst.Return]: ...
+    @overload
+    def nodes(self, type_name: Literal["SimpleString"]) -> list[cst.SimpleString]: ...
+    @overload
+    def nodes(self, type_name: str) -> list[cst.CSTNode]: ...
+    def nodes(self, type_name: str) -> list[Any]:
         return self.by_type.get(type_name, [])
 
 

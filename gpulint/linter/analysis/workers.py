@@ -52,9 +52,9 @@ class WorkerStart:
         self.ctx = ctx
 
     @cached_property
-    def _definitions(self) -> dict[str, list[cst.CSTNode]]:
+    def _definitions(self) -> dict[str, list[cst.FunctionDef | cst.ClassDef]]:
         """Every function and class of the module, by name (methods and nested ones included)."""
-        found: dict[str, list[cst.CSTNode]] = {}
+        found: dict[str, list[cst.FunctionDef | cst.ClassDef]] = {}
         for statement in _all_definitions(self.ctx.module):
             found.setdefault(statement.name.value, []).append(statement)
         return found

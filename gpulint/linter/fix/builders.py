@@ -76,7 +76,7 @@ def remove_keyword(call: cst.Call, keyword: str, applicability: Applicability, m
     if args and index == len(args):
         # The last argument went: the one before it takes over its trailing comma and spacing.
         args[-1] = args[-1].with_changes(comma=removed.comma, whitespace_after_arg=removed.whitespace_after_arg)
-    elif index > 0 and _breaks_after(removed):
+    elif index > 0 and isinstance(removed.comma, cst.Comma) and _breaks_after(removed):
         # The line broke after the removed argument: it breaks after the one before it now (unless
         # that one ends its own line already), so the next line is not joined onto this one.
         before = args[index - 1]
@@ -117,15 +117,14 @@ def append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> c
         separator = cst.Comma(whitespace_after=_without_comment(call.whitespace_before_args))
     else:
         separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    breaks = isinstance(separator.whitespace_after, cst.ParenthesizedWhitespace)
+    line_break = separator.whitespace_after
+    breaks = isinstance(line_break, cst.ParenthesizedWhitespace)
 
     if isinstance(last.comma, cst.Comma):
         closing = last.comma.whitespace_after  # the comment after the old last argument, then `)`
-        if breaks and isinstance(closing, cst.ParenthesizedWhitespace):
+        if isinstance(line_break, cst.ParenthesizedWhitespace) and isinstance(closing, cst.ParenthesizedWhitespace):
             last_comma = last.comma.with_changes(
-                whitespace_after=closing.with_changes(
-                    indent=separator.whitespace_after.indent, last_line=separator.whitespace_after.last_line
-                )
+                whitespace_after=closing.with_changes(indent=line_break.indent, last_line=line_break.last_line)
             )
             new_comma = cst.Comma(whitespace_after=_without_comment(closing))
         else:
@@ -159,7 +158,7 @@ def insert_after(
 
 
 def insert_before(
-    statement: cst.CSTNode,
+    statement: cst.SimpleStatementLine | cst.BaseCompoundStatement,
     code: str,
     applicability: Applicability,
     message: str,

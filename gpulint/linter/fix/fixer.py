@@ -74,7 +74,7 @@ class _Replacer(cst.CSTTransformer):
             return statement
         inner = indent + (self.default_indent if statement.body.indent is None else statement.body.indent)
         body = [self._wrapped(child, inner, moved=True) for child in statement.body.body]
-        if all(new is old for new, old in zip(body, statement.body.body)):
+        if all(new is old for new, old in zip(body, statement.body.body, strict=True)):
             return statement
         return statement.with_changes(body=statement.body.with_changes(body=body))
 
@@ -110,7 +110,7 @@ def non_overlapping(ctx: FileContext, fixes: list[Fix]) -> list[Fix]:
         if clash:
             continue
         chosen.append(fix)
-        for target, ids in zip(targets, lineage):
+        for target, ids in zip(targets, lineage, strict=True):
             taken.add(id(target))
             taken_with_ancestors.add(id(target))
             taken_with_ancestors |= ids

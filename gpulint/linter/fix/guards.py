@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from gpulint.linter.analysis.context import FileContext
+from gpulint.linter.analysis.context import STATEMENT_TYPES, FileContext
 from gpulint.linter.analysis.logging_calls import enclosing_logging_call, logging_call_kind
 from gpulint.linter.analysis.walk import iter_children, names_under, nodes_under
 from gpulint.linter.findings import Applicability, Fix
@@ -60,6 +60,7 @@ def host_read_guard_fix(ctx: FileContext, node: cst.CSTNode, interval_option: st
     if group is None:
         return None
     counter, statements = group
+    assert isinstance(statement, cst.BaseStatement)  # the group holds it: a statement of a block
     condition = f"{counter} % {interval} == 0"
     message = f"Run logging every {interval} steps (`{interval_option}`)"
     at = statements.index(statement)
@@ -124,7 +125,7 @@ def _bound_names(statement: cst.CSTNode) -> set[str]:
     return names
 
 
-def _guarded_group(ctx: FileContext, node: cst.CSTNode) -> tuple[str, list[cst.CSTNode]] | None:
+def _guarded_group(ctx: FileContext, node: cst.CSTNode) -> tuple[str, list[cst.BaseStatement]] | None:
     """(the step counter, the statements of one block that go under the guard), or None."""
     counter = ctx.loops.step_counter(node)
     if counter is None:
@@ -133,6 +134,7 @@ def _guarded_group(ctx: FileContext, node: cst.CSTNode) -> tuple[str, list[cst.C
     block = ctx.parent(statement)
     if not isinstance(block, cst.IndentedBlock):
         return None  # a one-line `for x in y: stmt` suite: leave it to a person
+    assert isinstance(statement, cst.BaseStatement)  # what an indented block holds
     body = list(block.body)
     start = body.index(statement)
     group = [statement]
@@ -149,10 +151,12 @@ def _guarded_group(ctx: FileContext, node: cst.CSTNode) -> tuple[str, list[cst.C
     return counter, _read_backs_before(ctx, body[:start], group) + group
 
 
-def _read_backs_before(ctx: FileContext, before: Sequence[cst.CSTNode], group: list[cst.CSTNode]) -> list[cst.CSTNode]:
+def _read_backs_before(
+    ctx: FileContext, before: Sequence[cst.BaseStatement], group: list[cst.BaseStatement]
+) -> list[cst.BaseStatement]:
     """The read-backs right before `group` whose names nothing but the statements after them (up
     to the end of the group) uses."""
-    taken: list[cst.CSTNode] = []
+    taken: list[cst.BaseStatement] = []
     for candidate in reversed(before):
         names = _bound_names(candidate)
         if not is_read_back(candidate) or not names:
@@ -166,7 +170,7 @@ def _read_backs_before(ctx: FileContext, before: Sequence[cst.CSTNode], group: l
     return taken
 
 
-def _used_elsewhere(ctx: FileContext, anchor: cst.CSTNode, names: set[str], inside: list[cst.CSTNode]) -> bool:
+def _used_elsewhere(ctx: FileContext, anchor: cst.CSTNode, names: set[str], inside: Sequence[cst.CSTNode]) -> bool:
     """Whether a name of `names` occurs in the function (or module) around `anchor` outside the
     statements `inside`."""
     scope: cst.CSTNode = ctx.enclosing_function(anchor) or ctx.module
@@ -187,7 +191,7 @@ def _read_after(ctx: FileContext, block: cst.IndentedBlock, names: set[str]) -> 
     child: cst.CSTNode = block
     for ancestor in ctx.ancestors(block):
         if isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
-            statements = list(ancestor.body)
+            statements: list[cst.CSTNode] = list(ancestor.body)
             if child in statements:
                 index = statements.index(child)
                 if any(names_under(s) & names for s in statements[index + 1 :]):
@@ -198,8 +202,9 @@ def _read_after(ctx: FileContext, block: cst.IndentedBlock, names: set[str]) -> 
     return False
 
 
-def _guard(statements: list[cst.CSTNode], condition: str, message: str) -> Fix:
+def _guard(statements: list[cst.BaseStatement], condition: str, message: str) -> Fix:
     first = statements[0]
+    assert isinstance(first, STATEMENT_TYPES)  # the two kinds of statement
     body = [first.with_changes(leading_lines=()), *statements[1:]]
     guard = cst.If(
         test=cst.parse_expression(condition), body=cst.IndentedBlock(body=body), leading_lines=first.leading_lines
@@ -259,7 +264,10 @@ def _assigned(statement: cst.CSTNode) -> set[str]:
 
 
 def _join(first: cst.If, second: cst.If) -> cst.If:
+    assert isinstance(first.body, cst.IndentedBlock) and isinstance(second.body, cst.IndentedBlock)  # _joinable
     moved = list(second.body.body)
+    head = moved[0]
+    assert isinstance(head, STATEMENT_TYPES)  # the two kinds of statement
     # The comments and blank lines above the second `if` stay above its first statement.
-    moved[0] = moved[0].with_changes(leading_lines=[*second.leading_lines, *moved[0].leading_lines])
+    moved[0] = head.with_changes(leading_lines=[*second.leading_lines, *head.leading_lines])
     return first.with_changes(body=first.body.with_changes(body=[*first.body.body, *moved]))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import sys
+from typing import TypeGuard
 
 import libcst as cst
 
@@ -24,27 +25,31 @@ NOTEBOOK_PLACEHOLDER_PREFIX = "_gpulint_ipython"
 
 _STDLIB, _ABSOLUTE, _RELATIVE = 1, 2, 3
 
+# What a module's body holds.
+Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
+
 
 def import_binding(statement: cst.SimpleStatementLine) -> set[str]:
     """The names an import line binds (`os` for `import os.path`, `np` for `import numpy as np`)."""
     names: set[str] = set()
     for small in statement.body:
         if isinstance(small, cst.Import):
-            for alias in small.names:
-                if alias.asname is not None:
-                    names.add(alias.asname.name.value)
-                else:
-                    names.add(cst.Module([]).code_for_node(alias.name).split(".")[0])
+            names.update(_alias_binding(alias, in_from=False) for alias in small.names)
         elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
-            for alias in small.names:
-                names.add(alias.asname.name.value if alias.asname else alias.name.value)
+            names.update(_alias_binding(alias, in_from=True) for alias in small.names)
     return names
 
 
-def _is_import_line(statement: cst.CSTNode) -> bool:
+def _is_import_line(statement: cst.CSTNode | None) -> TypeGuard[cst.SimpleStatementLine]:
     return isinstance(statement, cst.SimpleStatementLine) and all(
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
     )
+
+
+def _import_line(statement: cst.CSTNode) -> cst.SimpleStatementLine:
+    """`statement`, which the caller knows is an import line (see _is_import_line)."""
+    assert isinstance(statement, cst.SimpleStatementLine)
+    return statement
 
 
 def _is_docstring(statement: cst.CSTNode) -> bool:
@@ -56,26 +61,27 @@ def _is_docstring(statement: cst.CSTNode) -> bool:
     )
 
 
-def _module_name(statement: cst.SimpleStatementLine) -> str:
-    first = statement.body[0]
+def _module_name(statement: cst.CSTNode) -> str:
+    first = _import_line(statement).body[0]
     if isinstance(first, cst.Import):
         return cst.Module([]).code_for_node(first.names[0].name)
+    assert isinstance(first, cst.ImportFrom)  # an import line holds only imports
     module = cst.Module([]).code_for_node(first.module) if first.module is not None else ""
     return "." * len(first.relative) + module
 
 
-def _section(statement: cst.SimpleStatementLine) -> int:
+def _section(statement: cst.CSTNode) -> int:
     name = _module_name(statement)
     if name.startswith("."):
         return _RELATIVE
     return _STDLIB if name.split(".")[0] in sys.stdlib_module_names else _ABSOLUTE
 
 
-def _sort_key(statement: cst.SimpleStatementLine) -> tuple[int, str]:
-    return (0 if isinstance(statement.body[0], cst.Import) else 1, _module_name(statement).lower())
+def _sort_key(statement: cst.CSTNode) -> tuple[int, str]:
+    return (0 if isinstance(_import_line(statement).body[0], cst.Import) else 1, _module_name(statement).lower())
 
 
-def _top_block(body: list[cst.BaseStatement]) -> tuple[int, list[int]]:
+def _top_block(body: list[Statement]) -> tuple[int, list[int]]:
     """(where the block starts: after a docstring and `from __future__`, the indices of its
     import lines)."""
     start, lines = 0, []
@@ -93,11 +99,11 @@ def _top_block(body: list[cst.BaseStatement]) -> tuple[int, list[int]]:
     return start, lines
 
 
-def _is_placeholder(statement: cst.SimpleStatementLine) -> bool:
+def _is_placeholder(statement: cst.CSTNode) -> bool:
     return _module_name(statement).startswith(NOTEBOOK_PLACEHOLDER_PREFIX)
 
 
-def _insert(body: list[cst.BaseStatement], line: cst.SimpleStatementLine) -> None:
+def _insert(body: list[Statement], line: cst.SimpleStatementLine) -> None:
     start, block = _top_block(body)
     pinned = [i for i in block if _is_placeholder(body[i])]
     floor = pinned[-1] + 1 if pinned else start  # never above a magic
@@ -133,7 +139,7 @@ def add_imports(module: cst.Module, imports: list[str], bound: set[str]) -> cst.
     """Add each import statement once, unless the module already binds its names."""
     body = list(module.body)
     for text in dict.fromkeys(imports):
-        line = cst.parse_statement(text)
+        line = _import_line(cst.parse_statement(text))
         if import_binding(line) <= bound:
             continue
         bound |= import_binding(line)
@@ -145,7 +151,7 @@ def remove_unused_imports(module: cst.Module, names: set[str]) -> cst.Module:
     """Drop the module-level imports of `names` that nothing else in the module mentions (a word
     in a string or a comment counts as a use: keeping an import is the safe mistake)."""
     code = module.code
-    body = list(module.body)
+    body: list[Statement | None] = list(module.body)
     changed = False
     for index, statement in enumerate(body):
         if not _is_import_line(statement) or not import_binding(statement) & names:
@@ -157,14 +163,15 @@ def remove_unused_imports(module: cst.Module, names: set[str]) -> cst.Module:
             changed = True
     if not changed:
         return module
-    kept: list[cst.BaseStatement] = []
+    kept: list[Statement] = []
     for index, statement in enumerate(body):
+        following = body[index + 1] if index + 1 < len(body) else None
         if statement is not None:
             kept.append(statement)
-        elif index + 1 < len(body) and body[index + 1] is not None and not body[index + 1].leading_lines:
+        elif following is not None and not following.leading_lines:
             # The next line keeps the blank lines (not the comments) that set the removed one off.
             blank = [line for line in module.body[index].leading_lines if line.comment is None]
-            body[index + 1] = body[index + 1].with_changes(leading_lines=blank)
+            body[index + 1] = following.with_changes(leading_lines=blank)
     return module.with_changes(body=kept)
 
 
@@ -174,15 +181,21 @@ def _mentions(text: str, name: str) -> int:
 
 def _alias_binding(alias: cst.ImportAlias, in_from: bool) -> str:
     if alias.asname is not None:
-        return alias.asname.name.value
-    return alias.name.value if in_from else cst.Module([]).code_for_node(alias.name).split(".")[0]
+        name = alias.asname.name
+        assert isinstance(name, cst.Name)  # `import x as y` binds a plain name
+        return name.value
+    if in_from:
+        assert isinstance(alias.name, cst.Name)  # `from m import name`: a plain name
+        return alias.name.value
+    return cst.Module([]).code_for_node(alias.name).split(".")[0]
 
 
 def _without_names(statement: cst.SimpleStatementLine, names: set[str]) -> cst.SimpleStatementLine | None:
     """The import line without the aliases binding `names`; None when nothing is left."""
-    kept_smalls = []
+    kept_smalls: list[cst.BaseSmallStatement] = []
     for small in statement.body:
-        if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar):
+        assert isinstance(small, (cst.Import, cst.ImportFrom))  # an import line holds only imports
+        if isinstance(small.names, cst.ImportStar):
             kept_smalls.append(small)
             continue
         in_from = isinstance(small, cst.ImportFrom)

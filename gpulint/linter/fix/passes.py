@@ -47,7 +47,7 @@ def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool, project: 
         if analysis is None:
             return outcome
         fixable = [f for f in analysis.findings if f.fix is not None and allowed(f.fix, unsafe)]
-        fixes = [f.fix for f in _in_source_order(analysis.ctx, fixable)]
+        fixes = [f.fix for f in _in_source_order(analysis.ctx, fixable) if f.fix is not None]
         if not fixes:
             return outcome
         chosen = non_overlapping(analysis.ctx, fixes)

@@ -50,7 +50,7 @@ def wrap_statement(
     if len(statement.body) != 1 or all(len(indent) + len(line) <= line_length for line in lines):
         return statement
     small = statement.body[0]
-    value = getattr(small, "value", None)  # of an assignment, an expression statement, a return
+    value: cst.BaseExpression | None = getattr(small, "value", None)  # of an assignment, an expression, a return
     if len(lines) > 1:
         # Split before (by a fix of an earlier pass): black joins it and splits it again, unless a
         # comment or a trailing comma after the last argument holds the layout.
@@ -64,7 +64,7 @@ def wrap_statement(
     if isinstance(value, cst.Tuple) and not value.lpar and len(value.elements) > 2:
         # `a, b, c = x.to(d), y.to(d), z.to(d)`: black puts the tuple in parentheses, one element a line.
         return statement.with_changes(body=[small.with_changes(value=_exploded_tuple(value, step))])
-    if not _calls_closing_the_line(value):
+    if value is None or not _calls_closing_the_line(value):
         return statement
     links = _links(value)
     if len(links) >= 2 and isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return)):
@@ -88,6 +88,8 @@ def wrap_header(
 ) -> cst.BaseCompoundStatement:
     """The header of `statement` (`for ... in <call>:`, `with a, <call> as x:`) split at its last call
     when the header is one line and longer than `line_length`; otherwise `statement` unchanged."""
+    if not isinstance(statement.body, cst.IndentedBlock):
+        return statement  # a one-line suite (`for x in y: f(x)`): left as it is
     if isinstance(statement, cst.With) and not isinstance(statement.lpar, cst.LeftParen):
         # `with a, b(...) as x:` splits inside its last item's call, as black's right-hand split does.
         *first_items, last_item = statement.items
@@ -119,6 +121,7 @@ def wrap_header(
 
 def _header_code(statement: cst.BaseCompoundStatement) -> str:
     """The header of `statement`, its trailing comment included, without the line break."""
+    assert isinstance(statement.body, cst.IndentedBlock)  # wrap_header splits no one-line suite
     suite = cst.IndentedBlock(body=[cst.SimpleStatementLine([cst.Pass()])], header=statement.body.header)
     changes = {"orelse": None} if hasattr(statement, "orelse") else {}
     code = _code(statement.with_changes(leading_lines=(), body=suite, **changes))
@@ -143,7 +146,7 @@ def _refit_arguments(
     argument that is a call and too long for its line split too; None when there is nothing to
     split or the call is laid out otherwise."""
     chain = _calls_closing_the_line(value)
-    if not chain or not _one_argument_per_line(chain[0], step):
+    if value is None or not chain or not _one_argument_per_line(chain[0], step):
         return None
     call = chain[0]
     args = []
@@ -158,7 +161,7 @@ def _refit_arguments(
         ):
             arg = arg.with_changes(value=_fit(inner, block_indent, step, 1, line_length))
         args.append(arg)
-    if all(new is old for new, old in zip(args, call.args)):
+    if all(new is old for new, old in zip(args, call.args, strict=True)):
         return None
     return _replace(value, call, call.with_changes(args=args))
 
@@ -204,7 +207,9 @@ def _joined(value: cst.BaseExpression | None) -> cst.BaseExpression | None:
             return None
         if isinstance(node, cst.Call) and node.args and isinstance(node.args[-1].comma, cst.Comma):
             return None
-    return value.visit(_Joiner())
+    joined = value.visit(_Joiner())
+    assert isinstance(joined, cst.BaseExpression)  # _Joiner changes whitespace only
+    return joined
 
 
 def _with_formatting(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -262,7 +267,9 @@ def _fluent(
         if isinstance(node, cst.Call):
             call = node.with_changes(func=rebuild(node.func))
             own_line = (
-                "." + _code(node.with_changes(func=node.func.attr)) if id(node.func) in starts_line else _code(node)
+                "." + _code(node.with_changes(func=node.func.attr))
+                if isinstance(node.func, cst.Attribute) and id(node.func) in starts_line  # links are attributes
+                else _code(node)
             )
             if block_indent + len(step) + len(own_line) > line_length and call.args:
                 call = _fit(call, block_indent, step, 1, line_length)
@@ -303,6 +310,7 @@ def _replace(expression: cst.BaseExpression, target: cst.Call, new: cst.Call) ->
         return expression.with_changes(elements=elements)
     if isinstance(expression, cst.BinaryOperation):
         return expression.with_changes(right=_replace(expression.right, target, new))
+    assert isinstance(expression, cst.Attribute)  # the last kind of link of a chain to `target`
     return expression.with_changes(value=_replace(expression.value, target, new))
 
 

@@ -38,7 +38,7 @@ def to_gitlab(result: RunResult) -> list[dict]:
                 "lines": {"begin": finding.location.row, "end": max(finding.end_location.row, finding.location.row)},
             },
         }
-        for finding, fingerprint in zip(findings, fingerprints(findings))
+        for finding, fingerprint in zip(findings, fingerprints(findings), strict=True)
     ]
 
 

@@ -8,6 +8,7 @@ exclusive, as rdjson defines it) with the replacement text.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from gpulint import docs_url
 from gpulint.linter.findings import Finding
@@ -52,7 +53,7 @@ def diagnostic(finding: Finding) -> dict:
         "line": finding.end_location.row,
         "column": byte_column(finding.path, finding.end_location.row, finding.end_location.column),
     }
-    entry = {
+    entry: dict[str, Any] = {
         "message": finding.message,
         "location": {"path": finding.path.replace("\\", "/"), "range": {"start": start, "end": end}},
         "severity": "ERROR" if finding.severity == "error" else "WARNING",

@@ -171,7 +171,7 @@ def to_sarif(result: RunResult) -> dict:
     rule_ids: dict[str, int] = {}
     rules: list[dict] = []
     results: list[dict] = []
-    for finding, fingerprint in zip(findings, prints):
+    for finding, fingerprint in zip(findings, prints, strict=True):
         if finding.code not in rule_ids:
             rule_ids[finding.code] = len(rules)
             rules.append(_rule_descriptor(finding.code, finding.name, finding.message))

@@ -12,8 +12,9 @@ An entry is keyed by everything that can change a file's result:
   and Python versions, which decide what parses.
 
 Each entry is one small file `<dir>/v1/<2 hex>/<38 hex>` holding JSON: a schema version, the full
-key and the outcome (or a module's project-index summary, keyed by its bytes alone) as plain data (`datajson`), never a pickle, so an entry written by someone else
-(a CI cache restored from a less trusted job) can at worst be wrong, never run code.  An entry that
+key and the outcome (or a module's project-index summary, keyed by its bytes alone) as plain data
+(`datajson`), never a pickle, so an entry written by someone else (a CI cache restored from a less
+trusted job) can at worst be wrong, never run code.  An entry that
 is truncated, corrupt, of the wrong shape, for another file, or not a regular file is a miss, never
 an error.  Writes go to a temporary file in the same folder and are renamed into place, so two runs
 sharing a cache never see half an entry.  The cache is bounded: after a run that wrote entries, the

@@ -17,7 +17,7 @@ import os
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,6 +28,8 @@ from gpulint.linter.run.process import display_path, process_file_cached
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
+
+    from rich.progress import Progress, TaskID
 
     from gpulint.linter.analysis.project import ModuleView
 
@@ -100,7 +102,7 @@ def _close(pool: ProcessPoolExecutor, interrupted: bool) -> None:
 
 def map_files(
     paths: Sequence[tuple[Path, ModuleView | None]], settings: Settings, options, cache, jobs: int
-) -> Iterator:
+) -> Generator[FileOutcome, None, None]:
     """Outcomes of `paths` -- (path, its project view) pairs -- in order, computed by `jobs` worker
     processes."""
     from concurrent.futures.process import BrokenProcessPool
@@ -171,8 +173,8 @@ class DelayedProgress:
         if enabled is None:
             enabled = sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
         self.enabled = enabled
-        self._progress = None
-        self._task = None
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
         self._last_draw = 0.0
 
     def __call__(self, done: int, total: int) -> None:
@@ -198,6 +200,7 @@ class DelayedProgress:
             self._progress.start()
             self._task = self._progress.add_task("files", total=total)
         if now - self._last_draw >= self.redraw_every:
+            assert self._task is not None  # added with the bar above
             self._progress.update(self._task, completed=done, total=total)
             self._progress.refresh()
             self._last_draw = now

@@ -48,6 +48,7 @@ def _project_views(files: list[Path], cache: ResultCache | None) -> list[ModuleV
     from gpulint.linter.run.project import RunIndex
 
     def cached_summary(path: Path, source: bytes, dotted: str, package: bool):
+        assert cache is not None  # only handed to RunIndex when there is a cache
         key = cache.summary_key(dotted, package, content_hash(source))
         summary = cache.get_summary(key)
         if summary is None:
@@ -101,7 +102,7 @@ def run(
     else:
         linter = Linter(settings)
         stream = (process_file_cached(files[i], linter, options, cache, views[i]) for i in pending)
-    for index, outcome in zip(pending, stream):
+    for index, outcome in zip(pending, stream, strict=False):
         outcomes[index] = outcome
         done += 1
         if progress is not None:

@@ -41,9 +41,10 @@ class BlockingHostToDeviceCopy(Rule):
     A batch moved to the accelerator with `.to(device)`, `.cuda()` or `.type(torch.cuda.LongTensor)`
     inside a training step loop without `non_blocking=True` (also a view of it, `x.reshape(...)`, or
     a slice, in a loop nested in the loop over batches).  A tensor an earlier statement of the step
-    already moved is not copied again and is not reported.  A batch is what the step loop iterates (`for x, y in loader`),
-    what is unpacked or indexed from it (`x, y = batch`, `batch["input_ids"]`, the values of a
-    `{k: v.to(device) for k, v in batch.items()}`), or a batch parameter of a step function.
+    already moved is not copied again and is not reported.  A batch is what the step loop iterates
+    (`for x, y in loader`), what is unpacked or indexed from it (`x, y = batch`, `batch["input_ids"]`,
+    the values of a `{k: v.to(device) for k, v in batch.items()}`), or a batch parameter of a step
+    function.
 
     ## Why it is slow
     A blocking copy makes the host wait until the copy has finished before it can queue the
@@ -340,7 +341,7 @@ class BlockingHostToDeviceCopy(Rule):
             if ancestor is boundary:
                 break
             if isinstance(ancestor, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
-                comp = ancestor.for_in
+                comp: cst.CompFor | None = ancestor.for_in
                 while comp is not None:
                     iterated = comp.iter
                     if isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Attribute):
@@ -410,6 +411,8 @@ def _root_name(expr: cst.BaseExpression) -> str | None:
 
 def _copies_to_device(ctx: FileContext, call: cst.Call) -> bool:
     """`.to(device)`, `.cuda()`, or `.type(torch.cuda.LongTensor)`: a copy to the accelerator."""
+    if not isinstance(call.func, cst.Attribute):
+        return False  # `y = prep(y)`: a call of a plain name copies nothing
     if call.func.attr.value != "type":
         return is_device_target(ctx, call)
     positional = positional_args(call)

@@ -79,7 +79,10 @@ class DdpAccumulationSync(Rule):
 
     code = "GL603"
     name = "ddp-accumulation-sync"
-    message = "gradient accumulation under DDP all-reduces gradients on every micro-batch; wrap the non-final ones in `model.no_sync()`"
+    message = (
+        "gradient accumulation under DDP all-reduces gradients on every micro-batch; "
+        "wrap the non-final ones in `model.no_sync()`"
+    )
     requires = {ONE_PROCESS_PER_GPU}
     tokens = ("backward", "update_grad")
 

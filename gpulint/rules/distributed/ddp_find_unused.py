@@ -44,7 +44,10 @@ class DdpFindUnused(Rule):
 
     code = "GL604"
     name = "ddp-find-unused"
-    message = "`find_unused_parameters=True` makes DDP traverse the autograd graph every step; drop it unless parameters are really unused"
+    message = (
+        "`find_unused_parameters=True` makes DDP traverse the autograd graph every step; "
+        "drop it unless parameters are really unused"
+    )
     tokens = ("find_unused_parameters",)
 
     KEYWORDS = {"find_unused_parameters", "ddp_find_unused_parameters"}

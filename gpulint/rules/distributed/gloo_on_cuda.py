@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import TypeGuard
 
 import libcst as cst
 
@@ -241,7 +242,7 @@ class GlooOnCuda(Rule):
         return False
 
 
-def _is_gloo(node: cst.CSTNode) -> bool:
+def _is_gloo(node: cst.CSTNode) -> TypeGuard[cst.SimpleString]:
     return isinstance(node, cst.SimpleString) and node.evaluated_value == "gloo"
 
 

@@ -60,7 +60,10 @@ class WorkersPerRank(Rule):
 
     code = "GL605"
     name = "workers-per-rank"
-    message = "`num_workers` = every CPU core, in every rank: the ranks of a node oversubscribe its CPUs; divide by the ranks per node"
+    message = (
+        "`num_workers` = every CPU core, in every rank: the ranks of a node oversubscribe its CPUs; "
+        "divide by the ranks per node"
+    )
     requires = {TORCH, ONE_PROCESS_PER_GPU}
     tokens = ("cpu_count", "sched_getaffinity")
     fix_applicability = Applicability.UNSAFE

@@ -375,7 +375,9 @@ class DeprecatedAmpApi(Rule):
         root = func
         while isinstance(root, cst.Attribute):
             root = root.value
-        qualified = self.ctx.qualified_name(root) if isinstance(root, cst.Name) else None
+        if not isinstance(root, cst.Name):
+            return fix
+        qualified = self.ctx.qualified_name(root)
         if qualified is None or not qualified.startswith(("torch.cuda.amp", "torch.cpu.amp")):
             return fix
         return dataclasses.replace(fix, unbinds=(root.value,))

@@ -60,7 +60,10 @@ class Fp32Matmul(Rule):
 
     code = "GL404"
     name = "fp32-matmul"
-    message = 'fp32 training without TF32: `torch.set_float32_matmul_precision("high")` makes matmuls up to 8x faster on Ampere+'
+    message = (
+        'fp32 training without TF32: `torch.set_float32_matmul_precision("high")` '
+        "makes matmuls up to 8x faster on Ampere+"
+    )
     requires = {TORCH, ACCELERATOR, STEPS}
     tokens = ("backward",)
     default = "hint"

@@ -357,7 +357,9 @@ class NoCompile(Rule):
         if assignment is None:
             self.report(optimizer if optimizer is not None else backward_calls[0])
             return
-        model = dotted_name(assignment.body[0].targets[0].target)
+        small = assignment.body[0]
+        assert isinstance(small, cst.Assign)  # _model_assignment returns a one-assignment line
+        model = dotted_name(small.targets[0].target)
         text, imports = self.ctx.reference("torch.compile")
         fix = insert_after(
             assignment,
@@ -367,7 +369,7 @@ class NoCompile(Rule):
             imports,
             min_torch=(2, 0),
         )
-        self.report(assignment.body[0].value, fix=fix)
+        self.report(small.value, fix=fix)
 
 
 def _trained_model(optimizer: cst.Call) -> str | None:
@@ -389,7 +391,8 @@ def _model_assignment(ctx: FileContext, optimizer: cst.Call) -> cst.SimpleStatem
     block = ctx.parent(statement)
     if not isinstance(block, (cst.IndentedBlock, cst.Module)) or statement not in block.body:
         return None
-    before = list(block.body)[: list(block.body).index(statement)]
+    statements: list[cst.CSTNode] = list(block.body)
+    before = statements[: statements.index(statement)]
     for candidate in reversed(before):
         if isinstance(candidate, cst.SimpleStatementLine) and len(candidate.body) == 1:
             small = candidate.body[0]

@@ -53,7 +53,10 @@ class NoMixedPrecision(Rule):
 
     code = "GL401"
     name = "no-mixed-precision"
-    message = "training runs in fp32 with no autocast/AMP: bf16 or fp16 mixed precision is typically 1.5-3x faster on tensor cores"
+    message = (
+        "training runs in fp32 with no autocast/AMP: "
+        "bf16 or fp16 mixed precision is typically 1.5-3x faster on tensor cores"
+    )
     requires = {TORCH, ACCELERATOR, STEPS}
     tokens = ("backward",)
     default = "hint"

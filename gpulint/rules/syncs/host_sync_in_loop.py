@@ -411,7 +411,12 @@ class HostSyncInLoop(Rule):
         qualified = self.ctx.call_qualified_name(node)
         is_check = (
             qualified is not None and qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in _NAN_CHECKS
-        ) or (qualified is None and name in _NAN_CHECKS and self.ctx.torch.tensors.is_tensor(func.value))
+        ) or (
+            qualified is None
+            and isinstance(func, cst.Attribute)
+            and name in _NAN_CHECKS
+            and self.ctx.torch.tensors.is_tensor(func.value)
+        )
         if not is_check:
             return
         # Report the outermost call of the chain: `torch.isfinite(loss).all()`.
@@ -420,9 +425,9 @@ class HostSyncInLoop(Rule):
         while (
             isinstance(parent, cst.Attribute)
             and parent.attr.value in ("any", "all")
-            and isinstance(self.ctx.parent(parent), cst.Call)
+            and isinstance(call := self.ctx.parent(parent), cst.Call)
         ):
-            outer = self.ctx.parent(parent)
+            outer = call
             parent = self.ctx.parent(outer)
         test = self._condition_of(outer)
         if test is None or id(test) in self._reported_tests or not self._applies(outer):
@@ -451,6 +456,7 @@ class HostSyncInLoop(Rule):
         """`if isinstance(v, torch.Tensor): v = v.item()` (or `type(v) is torch.Tensor`): a helper
         that turns whatever it is given into a number.  Whether it syncs is the caller's choice (a
         caller that passes a tensor is where the read is decided)."""
+        assert isinstance(node.func, cst.Attribute)  # visit_Call passes method calls
         receiver = node.func.value
         if not isinstance(receiver, cst.Name):
             return False

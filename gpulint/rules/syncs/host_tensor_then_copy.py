@@ -19,7 +19,8 @@ from gpulint.rules.case_headers import TIMED_CUDA_SCRIPT
 # Factories that build a tensor on the host when no `device=` is given.
 _FACTORIES = frozenset(
     "zeros ones empty full arange linspace logspace eye tensor as_tensor zeros_like ones_like empty_like "
-    "full_like rand randn randint randperm rand_like randn_like randint_like normal bernoulli tril_indices triu_indices".split()
+    "full_like rand randn randint randperm rand_like randn_like randint_like normal bernoulli "
+    "tril_indices triu_indices".split()
 )
 # Random factories draw from another generator on the device: values differ (the fix is unsafe).
 _RANDOM_FACTORIES = frozenset("rand randn randint randperm rand_like randn_like randint_like normal bernoulli".split())
@@ -274,6 +275,7 @@ class HostTensorThenCopy(Rule):
         if keyword_arg(node, "non_blocking") is not None:
             return None  # the author wants an asynchronous copy (of a pinned tensor?): not ours to drop
         args = list(node.args)
+        assert isinstance(node.func, cst.Attribute)  # visit_Call checked: `.to`, `.cuda`
         if node.func.attr.value == "cuda":
             if args:
                 return None  # `.cuda(1)`: the index would need translating

@@ -109,7 +109,8 @@ class TfEagerStep(Rule):
                 def train_step(self, data):
                     with tf.GradientTape() as tape:
                         loss = self.compute_loss(data)
-                    self.optimizer.apply_gradients(zip(tape.gradient(loss, self.trainable_variables), self.trainable_variables))
+                    grads = tape.gradient(loss, self.trainable_variables)
+                    self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
 
             @tf.function
             def whole_loop():

@@ -158,7 +158,8 @@ class TfHostSyncInLoop(Rule):
             def train_episode(state):
                 with tf.GradientTape() as tape:
                     loss, reward = play(state)
-                optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
                 return reward
 
             for episode in range(1000):
@@ -181,8 +182,8 @@ class TfHostSyncInLoop(Rule):
                     for x, y in ds:
                         self.train_step(x, y)
             """,
-            "10:14",
-            "23:16",
+            "11:14",
+            "24:16",
             header=TF_SCRIPT,
         ),
         # in the step loop, unthrottled; only the read that feeds a log line is guarded
@@ -251,6 +252,7 @@ class TfHostSyncInLoop(Rule):
         if method_name(node) == "numpy" and not node.args:
             what = ".numpy()"
         elif float_of_tensor(self.ctx, node):
+            assert isinstance(node.func, cst.Name)  # `float(...)` or `int(...)`
             what = f"{node.func.value}(...)"
         else:
             return

@@ -218,7 +218,8 @@ class TfDataNoPrefetch(Rule):
                 if validation is not None:
                     self._check(validation.value)
         elif isinstance(node.func, cst.Name) and node.func.value == "iter" and "iter" not in self.ctx.imports.bindings:
-            parent = self.ctx.parent(self.ctx.parent(node))  # Call -> Arg -> Call
+            arg = self.ctx.parent(node)
+            parent = self.ctx.parent(arg) if arg is not None else None  # Call -> Arg -> Call
             if isinstance(parent, cst.Call) and dotted_name(parent.func) == "next":
                 return  # `next(iter(ds))` looks at one element: nothing to overlap
             if len(node.args) == 1 and not node.args[0].star:
@@ -285,6 +286,7 @@ def _lacks_prefetch(ctx: FileContext, expr: cst.BaseExpression, seen: set, worke
             return worked  # (`apply(tf.data.experimental.prefetch_to_device(...))`)
         if method is None or method not in TFDATA_CHAIN:
             return False
+        assert isinstance(expr.func, cst.Attribute)  # a method call (method_name gave a name)
         return _lacks_prefetch(ctx, expr.func.value, seen, worked or method in _WORK_STAGES)
     origins = ctx.values.origins(expr)
     if not origins:

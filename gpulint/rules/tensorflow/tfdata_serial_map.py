@@ -140,6 +140,7 @@ class TfDataSerialMap(Rule):
             return
         if len(positional_args(node)) > _PARALLEL_POSITION[method]:
             return
+        assert isinstance(node.func, cst.Attribute)  # a method call: `method` is one of _PARALLEL_POSITION
         if not self.ctx.values.is_kind(node.func.value, "tfdata"):
             return
         autotune, imports = self.ctx.reference("tensorflow.data.AUTOTUNE")

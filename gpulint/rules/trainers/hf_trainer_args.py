@@ -73,7 +73,9 @@ class HfTrainerArgs(Rule):
             from transformers import HfArgumentParser, Seq2SeqTrainingArguments as S2S
             parser = argparse.ArgumentParser()
             args = parser.parse_args()
-            ok = TrainingArguments("out", dataloader_num_workers=4, logging_steps=50, eval_strategy="steps", eval_steps=500)
+            ok = TrainingArguments(
+                "out", dataloader_num_workers=4, logging_steps=50, eval_strategy="steps", eval_steps=500
+            )
             from_cli = TrainingArguments("out", dataloader_num_workers=args.workers, logging_steps=args.logging_steps)
             no_eval = TrainingArguments("out", dataloader_num_workers=2, eval_steps=1)  # eval_strategy "no": unused
             epoch_logs = TrainingArguments("out", dataloader_num_workers=2, logging_steps=1, logging_strategy="epoch")
@@ -219,8 +221,10 @@ class HfTrainerArgs(Rule):
         if eval_strategy == "steps":
             eval_steps = keyword_arg(node, "eval_steps")
             if eval_steps is None and int_literal(logging) == 1:
+                strategy = keyword_arg(node, "eval_strategy") or keyword_arg(node, "evaluation_strategy")
+                assert strategy is not None  # "steps" was read from it
                 self.report(
-                    keyword_arg(node, "eval_strategy") or keyword_arg(node, "evaluation_strategy"),
+                    strategy,
                     message="`eval_steps` defaults to `logging_steps=1`: the model is evaluated every step",
                 )
             elif eval_steps is not None and (int_literal(eval_steps) or TINY_INTERVAL + 1) <= TINY_INTERVAL:
@@ -231,8 +235,10 @@ class HfTrainerArgs(Rule):
                 self._interval(node, "save_steps", "a checkpoint is written every few steps (`save_steps`)")
 
     def _interval(self, node: cst.Call, keyword: str, message: str) -> None:
+        arg = keyword_arg(node, keyword)
+        assert arg is not None  # called for a keyword the call has
         self.report(
-            keyword_arg(node, keyword),
+            arg,
             message=message,
             fix=remove_keyword(
                 node, keyword, Applicability.UNSAFE, f"Remove `{keyword}` (back to the Trainer's default)"

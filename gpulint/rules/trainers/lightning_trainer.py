@@ -128,8 +128,10 @@ class LightningTrainerArgs(Rule):
             self._report(node, "val_check_interval", f"validates every {interval} training batches")
 
     def _report(self, node: cst.Call, keyword: str, what: str) -> None:
+        arg = keyword_arg(node, keyword)
+        assert arg is not None  # called for a keyword the call has
         self.report(
-            keyword_arg(node, keyword),
+            arg,
             message=self.message.format(what=what),
             fix=remove_keyword(
                 node, keyword, Applicability.UNSAFE, f"Remove `{keyword}` (back to Lightning's default)"

@@ -57,8 +57,9 @@ def _map_edits(joined: Joined, cell: Cell, edits: tuple[Edit, ...]) -> tuple[Edi
     for edit in edits:
         start, end = edit.location.row, edit.end_location.row  # 1-based, end exclusive
         covered = range(start - 1, end - 1)
-        owners = [joined.owners[i] if 0 <= i < len(joined.owners) else None for i in covered]
-        if any(o is None or o[0] is not cell or o[0].magic[o[1]] for o in owners):
+        found = [joined.owners[i] if 0 <= i < len(joined.owners) else None for i in covered]
+        owners = [o for o in found if o is not None]
+        if len(owners) != len(found) or any(o[0] is not cell or o[0].magic[o[1]] for o in owners):
             return ()
         if owners:
             first_row, end_row = owners[0][1] + 1, owners[-1][1] + 2
@@ -95,6 +96,7 @@ def _to_cell(finding: Finding, joined: Joined) -> Finding:
 
 
 def _cell_error_finding(name: str, cell: Cell) -> Finding:
+    assert cell.error is not None  # called for cells with an error
     message, row, column = cell.error
     finding = syntax_error_finding(name, message, row, column)
     return dataclasses.replace(
@@ -126,7 +128,9 @@ def lint_cells(linter: Linter, cells: list[Cell], name: str, with_edits: bool) -
         joined = join(cells)
         result = linter.lint_source(joined.text.encode("utf-8", "surrogatepass"), name, with_edits=with_edits)
         failure = next((f for f in result.findings if f.code == SYNTAX_ERROR_CODE), None) if not result.parsed else None
-        found = joined.where(failure.location.row) if failure is not None else None
+        if failure is None:
+            break
+        found = joined.where(failure.location.row)
         if found is None or found[0].error is not None:
             break
         found[0].error = (failure.message.removeprefix("SyntaxError: "), found[1], failure.location.column)
@@ -140,7 +144,7 @@ def lint_cells(linter: Linter, cells: list[Cell], name: str, with_edits: bool) -
 
 def _ipython_lines(cell: Cell) -> list[str]:
     # Without line endings: a line that ended the cell gets one when a fix adds a line after it.
-    return [line.rstrip("\r\n") for line, is_magic in zip(cell.lines, cell.magic) if is_magic]
+    return [line.rstrip("\r\n") for line, is_magic in zip(cell.lines, cell.magic, strict=True) if is_magic]
 
 
 def fix_notebook(linter: Linter, notebook: Notebook, name: str, unsafe: bool) -> tuple[FixOutcome, Notebook]:
@@ -167,7 +171,8 @@ def fix_notebook(linter: Linter, notebook: Notebook, name: str, unsafe: bool) ->
     write = layout_writer(notebook.text)
     if write is None:
         raise NotebookError(
-            "cannot write fixes without reformatting the file's JSON (unusual layout); fix by hand or re-save it from Jupyter"
+            "cannot write fixes without reformatting the file's JSON (unusual layout); "
+            "fix by hand or re-save it from Jupyter"
         )
     if nbformat_valid(notebook.raw) and not nbformat_valid(raw):
         raise NotebookError("the fixed notebook would not validate with nbformat")

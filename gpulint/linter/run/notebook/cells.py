@@ -159,7 +159,7 @@ class Cell:
         """The cell's lines with IPython lines replaced by placeholders (same count, same indent)."""
         result = []
         indent = ""
-        for index, (line, is_magic) in enumerate(zip(self.lines, self.magic)):
+        for index, (line, is_magic) in enumerate(zip(self.lines, self.magic, strict=True)):
             if is_magic:
                 if index == 0 or not self.magic[index - 1]:
                     indent = line[: len(line) - len(line.lstrip(" \t"))]
@@ -204,8 +204,9 @@ class Joined:
 
     def where(self, row: int) -> tuple[Cell, int] | None:
         """(cell, 1-based row in the cell) for a 1-based row of the joined module."""
-        if 1 <= row <= len(self.owners) and self.owners[row - 1] is not None:
-            cell, line = self.owners[row - 1]
+        owner = self.owners[row - 1] if 1 <= row <= len(self.owners) else None
+        if owner is not None:
+            cell, line = owner
             return cell, line + 1
         # Past the end (an end position after the last newline): the last line of the last cell.
         last = next((o for o in reversed(self.owners) if o is not None), None)
@@ -257,8 +258,9 @@ def map_back(joined: Joined, fixed_text: str) -> dict[int, str]:
                     # A magic goes back as it was; a Python line as the fixed text has it.
                     add(cell, [cell.lines[line] if cell.magic[line] else new[j1 + offset]])
             continue
-        owners = joined.owners[i1:i2]
-        if any(o is None for o in owners):
+        span = joined.owners[i1:i2]
+        owners = [o for o in span if o is not None]
+        if len(owners) != len(span):
             raise NotebookError("a fix changed the notebook's header line")
         touched = {o[0].number: o[0] for o in owners}
         magic = [o for o in owners if o[0].magic[o[1]]]
@@ -268,14 +270,14 @@ def map_back(joined: Joined, fixed_text: str) -> dict[int, str]:
             # Changes in neighbouring lines of two cells (two fixes) that the line diff took as
             # one: each cell gets the new lines most like its old ones.
             rows: dict[int, list[int]] = {}  # old rows by cell, in order
-            for row in range(i1, i2):
-                rows.setdefault(joined.owners[row][0].number, []).append(row)
+            for row, (owner_cell, _) in enumerate(owners, start=i1):
+                rows.setdefault(owner_cell.number, []).append(row)
             if boundaries is None:
                 boundaries = _statement_boundaries(fixed_text)
             cuts = [c - j1 for c in range(j1, j2 + 1) if c in boundaries or c == j2]
             parts = _share_out([[old[row] for row in group] for group in rows.values()], new[j1:j2], cuts)
-            for group, lines in zip(rows.values(), parts):
-                add(joined.owners[group[0]][0], lines)
+            for number, lines in zip(rows, parts, strict=True):
+                add(touched[number], lines)
             continue
         if touched:
             (target,) = touched.values()
@@ -285,6 +287,7 @@ def map_back(joined: Joined, fixed_text: str) -> dict[int, str]:
             if above is None and below is None:
                 raise NotebookError("a fix added code outside every cell")
             if below is None:  # after the last line of the last cell: before the expression it shows
+                assert above is not None  # not both (see above)
                 target = above[0]
                 keep = _final_expression_lines(fixed_text, j1, len(pieces[target.number]))
                 shown = pieces[target.number][len(pieces[target.number]) - keep :] if keep else []
@@ -295,7 +298,7 @@ def map_back(joined: Joined, fixed_text: str) -> dict[int, str]:
             # below (appended to the cell above, it would hide that cell's displayed value).
             imports_above = above is not None and not above[0].magic[above[1]] and _is_import_text(old[i1 - 1])
             imports = all(_is_import_text(line) for line in new[j1:j2] if line.strip())
-            target = above[0] if imports_above and imports else below[0]
+            target = above[0] if above is not None and imports_above and imports else below[0]
         add(target, new[j1:j2])
     texts = {}
     for number, lines in pieces.items():
@@ -332,19 +335,20 @@ def _share_out(groups: list[list[str]], new: list[str], cuts: list[int]) -> list
     parts, start = [], 0
     for index, group in enumerate(groups[:-1]):
         rest = "".join(line for later in groups[index + 1 :] for line in later)
-
-        def likeness(cut: int) -> float:
-            here = difflib.SequenceMatcher(a="".join(group), b="".join(new[start:cut]), autojunk=False).ratio()
-            there = difflib.SequenceMatcher(a=rest, b="".join(new[cut:]), autojunk=False).ratio()
-            return here + there
-
         candidates = [cut for cut in cuts if cut >= start] or [len(new)]
-        best = max(likeness(cut) for cut in candidates)
-        cut = next(cut for cut in candidates if likeness(cut) == best)
+        scores = [_likeness(group, rest, new, start, cut) for cut in candidates]
+        cut = candidates[scores.index(max(scores))]  # the earliest of equals
         parts.append(new[start:cut])
         start = cut
     parts.append(new[start:])
     return parts
+
+
+def _likeness(group: list[str], rest: str, new: list[str], start: int, cut: int) -> float:
+    """How alike `group` is to new[start:cut] plus how alike `rest` is to new[cut:]."""
+    here = difflib.SequenceMatcher(a="".join(group), b="".join(new[start:cut]), autojunk=False).ratio()
+    there = difflib.SequenceMatcher(a=rest, b="".join(new[cut:]), autojunk=False).ratio()
+    return here + there
 
 
 def _statement_boundaries(text: str) -> set[int]:

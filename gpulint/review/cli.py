@@ -20,7 +20,6 @@ from pathlib import Path
 
 from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error
 from gpulint.cli.check import add_selection_options, resolve_settings
-from gpulint.linter.printable import printable
 from gpulint.redaction import redact
 
 
@@ -226,6 +225,8 @@ def review(options: argparse.Namespace) -> int:
     except GitError as exc:
         error(str(exc))
         return EXIT_ERROR
+    from gpulint.linter.printable import printable  # (not at import: `review --help` stays light)
+
     # The address comes from the server: masked and escaped like every other line it can shape.
     where = printable(redact(str(created.get("html_url") or f"{pull.repository}#{pull.number}")))
     skipped = len(plan.comments) - len(fresh)

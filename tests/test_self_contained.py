@@ -22,8 +22,8 @@ _NOTES = "DESIGN"
 OUTSIDE_REFERENCES = re.compile(
     "|".join(
         [
-            re.escape("../shared") + r"\b",
-            re.escape("/work/"),
+            re.escape("../" + "shared") + r"\b",
+            re.escape("/" + "work/"),
             rf"\b{_NOTES}\.md\b",
             rf"\b{_NOTES}\s*§",
             r"\b(?i:iss" r"ue)\s*#?\d+",

@@ -1,6 +1,6 @@
 """What gpulint recognises by name, as plain data and string tests (no libcst): the import paths
 that are one API, the kinds of values and their constructors, the methods that take a training
-step, the clocks a step timer reads, the calls that end a program.  The parsed-tree analyses
+step, the clocks a step timer reads, the calls that end a program or count the CPUs.  The parsed-tree analyses
 (imports, values, loops) and the project index (project.py, which must not import libcst) share
 them from here.
 """
@@ -144,6 +144,13 @@ _OPTIMIZER_NAME = re.compile(r"optim|(^|_)opt($|_|\d|s\b)|(^|_)(adam|sgd)", re.I
 # Clocks a step timer reads.
 CLOCKS = re.compile(r"^(time\.(time|perf_counter|monotonic|process_time)(_ns)?|timeit\.default_timer)$")
 EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
+
+# Calls that count the machine's CPUs: each returns a positive count, or None when it cannot tell
+# (`os.cpu_count() or 1` is positive).  `len(os.sched_getaffinity(0))` counts the usable ones.
+CPU_COUNT_CALLS = frozenset(
+    {"os.cpu_count", "multiprocessing.cpu_count", "psutil.cpu_count", "torch.multiprocessing.cpu_count"}
+)
+CPU_AFFINITY_CALL = "os.sched_getaffinity"
 
 
 def is_step_method(method: str, receiver: str | None) -> bool:

@@ -10,6 +10,7 @@ import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.nodes import dotted_name, keyword_arg
+from gpulint.linter.analysis.vocabulary import CPU_AFFINITY_CALL, CPU_COUNT_CALLS
 from gpulint.linter.findings import Applicability, Fix
 
 
@@ -36,7 +37,7 @@ def persistent_workers_value(ctx: FileContext, workers: cst.BaseExpression) -> s
     """What `persistent_workers=` can say next to `num_workers=<workers>`: `True` where the count
     is positive whatever runs (`4`, GL101's `min(8, os.cpu_count() or 1)`), else `<workers> > 0`
     -- `persistent_workers=True` with zero workers raises."""
-    if _always_positive(workers):
+    if _always_positive(ctx, workers):
         return "True"
     code = ctx.code(workers)
     # Operators that bind looser than `>` (`a or 4`, `4 if a else 0`) need parentheses.
@@ -48,24 +49,28 @@ def persistent_workers_value(ctx: FileContext, workers: cst.BaseExpression) -> s
     return f"{code} > 0"
 
 
-# Calls that return a positive count or None (no count known): `os.cpu_count() or 1` is positive.
-_POSITIVE_OR_NONE_CALLS = frozenset({"os.cpu_count", "multiprocessing.cpu_count", "mp.cpu_count"})
-
-
-def _always_positive(expression: cst.BaseExpression) -> bool:
-    """An integer expression that is positive on every run: a positive literal, `min` of positive
-    ones, `max` with one, `<count or None> or <positive>`."""
+def _always_positive(ctx: FileContext, expression: cst.BaseExpression) -> bool:
+    """An integer expression positive on every run: a positive literal, `len(os.sched_getaffinity(0))`,
+    `min` of positive ones, `max` with one, `<CPU count> or <positive>` (a CPU count is positive or
+    None)."""
     if isinstance(expression, cst.Integer):
         return expression.evaluated_value > 0
     if isinstance(expression, cst.BooleanOperation) and isinstance(expression.operator, cst.Or):
         left = expression.left
-        positive_or_none = isinstance(left, cst.Call) and dotted_name(left.func) in _POSITIVE_OR_NONE_CALLS
-        return (positive_or_none or _always_positive(left)) and _always_positive(expression.right)
-    if isinstance(expression, cst.Call) and dotted_name(expression.func) in ("min", "max") and expression.args:
-        if any(arg.star or arg.keyword is not None for arg in expression.args):
-            return False
-        positive = [_always_positive(arg.value) for arg in expression.args]
-        return all(positive) if dotted_name(expression.func) == "min" else any(positive)
+        counts_cpus = isinstance(left, cst.Call) and ctx.call_qualified_name(left) in CPU_COUNT_CALLS
+        return (counts_cpus or _always_positive(ctx, left)) and _always_positive(ctx, expression.right)
+    if not isinstance(expression, cst.Call) or not expression.args:
+        return False
+    if any(arg.star or arg.keyword is not None for arg in expression.args):
+        return False
+    function = dotted_name(expression.func)  # the builtins: no import names them
+    values = [arg.value for arg in expression.args]
+    if function == "len":
+        return isinstance(values[0], cst.Call) and ctx.call_qualified_name(values[0]) == CPU_AFFINITY_CALL
+    if function == "min":
+        return all(_always_positive(ctx, value) for value in values)
+    if function == "max":
+        return any(_always_positive(ctx, value) for value in values)
     return False
 
 

@@ -232,10 +232,42 @@ class DataLoaderRespawn(Rule):
             """,
             applicability=Applicability.UNSAFE,
         ),
-        # a count positive on every run (GL101's default): `True`, safe
+        # a count positive on every run (GL101's default, the usable cores): `True`, safe
         Invalid(
             """
+            import os
             loader = DataLoader(ds, num_workers=min(8, os.cpu_count() or 1))
+            for epoch in range(10):
+                for x, y in loader:
+                    model(x.to(device, non_blocking=True)).sum().backward()
+            cores = DataLoader(ds, num_workers=len(os.sched_getaffinity(0)))
+            for epoch in range(10):
+                for x, y in cores:
+                    model(x.to(device, non_blocking=True)).sum().backward()
+            """,
+            "5:10",
+            "9:9",
+            header=CUDA_SCRIPT,
+            fixed="""
+            import os
+            loader = DataLoader(
+                ds, num_workers=min(8, os.cpu_count() or 1), persistent_workers=True
+            )
+            for epoch in range(10):
+                for x, y in loader:
+                    model(x.to(device, non_blocking=True)).sum().backward()
+            cores = DataLoader(
+                ds, num_workers=len(os.sched_getaffinity(0)), persistent_workers=True
+            )
+            for epoch in range(10):
+                for x, y in cores:
+                    model(x.to(device, non_blocking=True)).sum().backward()
+            """,
+        ),
+        # `os` that is not the os module: its count is not trusted
+        Invalid(
+            """
+            loader = DataLoader(ds, num_workers=os.cpu_count() or 1)
             for epoch in range(10):
                 for x, y in loader:
                     model(x.to(device, non_blocking=True)).sum().backward()
@@ -244,12 +276,13 @@ class DataLoaderRespawn(Rule):
             header=CUDA_SCRIPT,
             fixed="""
             loader = DataLoader(
-                ds, num_workers=min(8, os.cpu_count() or 1), persistent_workers=True
+                ds, num_workers=os.cpu_count() or 1, persistent_workers=(os.cpu_count() or 1) > 0
             )
             for epoch in range(10):
                 for x, y in loader:
                     model(x.to(device, non_blocking=True)).sum().backward()
             """,
+            applicability=Applicability.UNSAFE,
         ),
         # `max(0, n)` may be zero: compared, not assumed
         Invalid(

@@ -8,16 +8,11 @@ from gpulint.linter.analysis.facts import ONE_PROCESS_PER_GPU, TORCH
 from gpulint.linter.analysis.loops import LOOP_TYPES
 from gpulint.linter.analysis.nodes import dotted_name, has_star_kwargs, keyword_arg
 from gpulint.linter.analysis.pytorch import is_dataloader
+from gpulint.linter.analysis.vocabulary import CPU_AFFINITY_CALL, CPU_COUNT_CALLS
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.rule import Invalid, Rule, Valid
 
-_CPU_COUNT = (
-    "os.cpu_count",
-    "multiprocessing.cpu_count",
-    "psutil.cpu_count",
-    "os.sched_getaffinity",
-    "torch.multiprocessing.cpu_count",
-)
+_CPU_COUNT = CPU_COUNT_CALLS | {CPU_AFFINITY_CALL}
 
 
 class WorkersPerRank(Rule):

@@ -295,10 +295,17 @@ def test_an_interval_through_a_helper_of_the_module_or_a_counter_reset_by_hand()
                 since_save = 0
             if since_eval >= eval_steps:
                 not_reset()
+            if every(step, 100) or is_last_batch:
+                helper_or_last()
+            if every(step, 100) or args.verbose:
+                helper_or_flag()
     """)
     assert ctx.loops.interval_guard(call_named(ctx, "by_helper")) is not None
     assert ctx.loops.interval_guard(call_named(ctx, "by_counter")) is not None
     assert ctx.loops.per_step_work(call_named(ctx, "not_reset"))
+    # beside a helper's interval, a condition that picks one step keeps the guard; a flag does not
+    assert ctx.loops.interval_guard(call_named(ctx, "helper_or_last")) is not None
+    assert ctx.loops.per_step_work(call_named(ctx, "helper_or_flag"))
 
 
 def test_a_branch_that_ends_the_program_is_an_event():

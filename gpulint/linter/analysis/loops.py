@@ -528,36 +528,14 @@ def _exits(statement: cst.BaseSmallStatement) -> bool:
 
 def _holds_anywhere(test: cst.BaseExpression, check) -> bool:
     """`check` on a condition, through `and` (either side throttles) and `or` (both must, or one
-    does and the other is a one-off: `step % 100 == 0 or last_batch`)."""
+    does and the other picks one step: `step % 100 == 0 or last_batch`, `... or i == max_steps`)."""
     if isinstance(test, cst.BooleanOperation):
         left, right = _holds_anywhere(test.left, check), _holds_anywhere(test.right, check)
         if isinstance(test.operator, cst.And):
             return left or right
-        return (left or right) and (left or _is_one_off(test.left)) and (right or _is_one_off(test.right))
+        # `or`: both sides throttle, or one does and the other at least picks one step
+        return (left and (right or is_interval_condition(test.right))) or (right and is_interval_condition(test.left))
     return check(test)
-
-
-def _is_one_off(test: cst.BaseExpression) -> bool:
-    """A condition true on one iteration of a loop: a last-iteration flag (`last_batch`,
-    `is_final_step`) or a counter equal to a value (`i == max_steps`, `idx == len(loader) - 1`).
-    Only an `or` beside an interval condition asks: alone, `x == y` may well compare modes."""
-    if isinstance(test, (cst.Name, cst.Attribute)):
-        return bool(_ONE_STEP_FLAG.search(last_name(test) or ""))
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
-        return False
-    target = test.comparisons[0]
-    sides = (test.left, target.comparator)
-    if not isinstance(target.operator, cst.Equal) or any(_is_constant(side) for side in sides):
-        return False
-    names = names_under(test.left) | names_under(target.comparator)
-    return not any("rank" in n.lower() or "local" in n.lower() for n in names)
-
-
-def _is_constant(node: cst.BaseExpression) -> bool:
-    """A string, `None`, `True` or `False`: what a mode or flag, not a counter, is compared with."""
-    if isinstance(node, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
-        return True
-    return isinstance(node, cst.Name) and node.value in ("None", "True", "False")
 
 
 def _resets_counter(guard: cst.If, test: cst.BaseExpression) -> bool:

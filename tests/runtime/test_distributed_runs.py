@@ -74,27 +74,15 @@ def test_a_rank_that_crashes_is_reported_with_its_error(tmp_path):
     assert leftovers(tmp_path) == []
 
 
+def scale_one_to_two(tmp_path, out, steps: int, *script_args: str):
+    """`gpulint scale --nproc 1,2`, two runs a size, on the DDP fixture with `script_args`."""
+    options = f"scale --nproc 1,2 --runs 2 --steps {steps} --warmup 2".split()
+    return gpulint(tmp_path, *options, "--json", str(out), "--", DDP, *script_args, timeout=900)
+
+
 def test_scale_near_linear_fixture(tmp_path):
     out = tmp_path / "scale.json"
-    run = gpulint(
-        tmp_path,
-        "scale",
-        "--nproc",
-        "1,2",
-        "--runs",
-        "2",
-        "--steps",
-        "8",
-        "--warmup",
-        "2",
-        "--json",
-        str(out),
-        "--",
-        DDP,
-        "--compute-ms",
-        "300",
-        timeout=900,
-    )
+    run = scale_one_to_two(tmp_path, out, 8, "--compute-ms", "300")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Verdict: scales" in run.stdout and "near linear" in run.stdout
     record = json.loads(out.read_text())
@@ -111,24 +99,7 @@ def test_scale_near_linear_fixture(tmp_path):
 
 def test_scale_communication_bound_fixture(tmp_path):
     out = tmp_path / "scale.json"
-    run = gpulint(
-        tmp_path,
-        "scale",
-        "--nproc",
-        "1,2",
-        "--runs",
-        "2",
-        "--steps",
-        "6",
-        "--warmup",
-        "2",
-        "--json",
-        str(out),
-        "--",
-        DDP,
-        *COMMUNICATION_BOUND,
-        timeout=900,
-    )
+    run = scale_one_to_two(tmp_path, out, 6, *COMMUNICATION_BOUND)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "Verdict: communication-bound" in run.stdout and "compress gradients" in run.stdout
     record = json.loads(out.read_text())

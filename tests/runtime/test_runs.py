@@ -21,6 +21,8 @@ HERE = Path(__file__).parent
 SCRIPTS = HERE / "scripts"
 ROOT = HERE.parent.parent
 FIXTURES = ROOT / "fixtures" / "runtime"
+# verify with two A/B pairs of ten measured steps after two warm-up steps: enough for a clear speed-up
+TWO_RUNS_OF_TEN = ("--runs", "2", "--steps", "10", "--warmup", "2")
 
 
 HISTORY_COMMANDS = {"profile", "verify", "scale", "history", "compare", "report"}
@@ -187,21 +189,9 @@ def test_static_and_runtime_agree_on_a_script_that_names_no_accelerator(tmp_path
 def test_verify_confirms_gl101_and_leaves_the_script_alone(tmp_path):
     before = checksums(FIXTURES)
     out = tmp_path / "verify.json"
+    script = str(FIXTURES / "torch_slow_loader.py")
     run = gpulint(
-        tmp_path,
-        "verify",
-        str(FIXTURES / "torch_slow_loader.py"),
-        "--select",
-        "GL101",
-        "--runs",
-        "2",
-        "--steps",
-        "10",
-        "--warmup",
-        "2",
-        "--json",
-        str(out),
-        env={"COLUMNS": "40"},
+        tmp_path, "verify", script, *TWO_RUNS_OF_TEN, "--select", "GL101", "--json", str(out), env={"COLUMNS": "40"}
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "confirmed" in run.stdout and "num_workers=" in run.stdout
@@ -226,21 +216,7 @@ def test_tf_fixture_profile_input_bound_and_gl701_confirmed(tmp_path):
     assert profile.returncode == 0, profile.stdout + profile.stderr
     assert "Verdict: input-bound" in profile.stdout and "tf.data batches" in profile.stdout
     out = tmp_path / "verify.json"
-    verify = gpulint(
-        tmp_path,
-        "verify",
-        script,
-        "--select",
-        "GL701",
-        "--runs",
-        "2",
-        "--steps",
-        "10",
-        "--warmup",
-        "2",
-        "--json",
-        str(out),
-    )
+    verify = gpulint(tmp_path, "verify", script, *TWO_RUNS_OF_TEN, "--select", "GL701", "--json", str(out))
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert json.loads(out.read_text())["comparison"]["outcome"] == "confirmed"
     assert checksums(FIXTURES) == before

@@ -55,7 +55,9 @@ class WorkerStart:
     def _definitions(self) -> dict[str, list[cst.FunctionDef | cst.ClassDef]]:
         """Every function and class of the module, by name (methods and nested ones included)."""
         found: dict[str, list[cst.FunctionDef | cst.ClassDef]] = {}
-        for statement in _all_definitions(self.ctx.module):
+        definitions: list[cst.FunctionDef | cst.ClassDef] = [*self.ctx.index.nodes("FunctionDef")]
+        definitions += self.ctx.index.nodes("ClassDef")
+        for statement in definitions:
             found.setdefault(statement.name.value, []).append(statement)
         return found
 
@@ -146,7 +148,3 @@ class WorkerStart:
             for base in cls.bases
             for parent in self._definitions.get(dotted_name(base.value) or "", ())
         )
-
-
-def _all_definitions(module: cst.Module) -> list[cst.FunctionDef | cst.ClassDef]:
-    return [node for node in nodes_under(module) if isinstance(node, (cst.FunctionDef, cst.ClassDef))]

@@ -32,7 +32,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -173,22 +173,27 @@ def _glob_match(relative: str, pattern: str) -> bool:
 def find_config(start: Path) -> Path | None:
     """The nearest pyproject.toml with a [tool.gpulint] table, from `start` upwards.  Raises
     ConfigError for one that does not parse and mentions gpulint: it may hold our table."""
-    directory = Path(os.path.realpath(start))
-    if directory.is_file():
-        directory = directory.parent
-    for candidate_dir in (directory, *directory.parents):
-        candidate = candidate_dir / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                data = read_toml(candidate)
-            except ConfigError:
-                if _mentions_gpulint(candidate):
-                    raise
-                continue  # a broken pyproject.toml that cannot hold [tool.gpulint] is not ours to report
-            tool = data.get("tool")
-            if isinstance(tool, dict) and "gpulint" in tool:
-                return candidate
+    for candidate in _pyprojects_above(start):
+        try:
+            data = read_toml(candidate)
+        except ConfigError:
+            if _mentions_gpulint(candidate):
+                raise
+            continue  # a broken pyproject.toml that cannot hold [tool.gpulint] is not ours to report
+        tool = data.get("tool")
+        if isinstance(tool, dict) and "gpulint" in tool:
+            return candidate
     return None
+
+
+def _pyprojects_above(start: Path) -> Iterator[Path]:
+    """Every pyproject.toml from `start`'s folder upwards, the nearest first."""
+    directory = Path(os.path.realpath(start))  # (not resolve(): a symlink loop must not raise)
+    if not directory.is_dir():
+        directory = directory.parent
+    for folder in (directory, *directory.parents):
+        if (folder / "pyproject.toml").is_file():
+            yield folder / "pyproject.toml"
 
 
 def _mentions_gpulint(path: Path) -> bool:
@@ -226,7 +231,7 @@ def load_settings(config_file: Path | None, start: Path | None = None) -> Settin
     file, from the nearest pyproject.toml above `start`."""
     if config_file is None:
         settings = Settings()
-        project_file = _nearest_pyproject(start) if start is not None else None
+        project_file = next(_pyprojects_above(start), None) if start is not None else None
         if project_file is not None:
             try:
                 _apply_project(settings, read_toml(project_file), project_file.parent)
@@ -248,16 +253,6 @@ def load_settings(config_file: Path | None, start: Path | None = None) -> Settin
     if target is not None:  # said outright: it wins over the requirements
         settings.target_torch = target
     return settings
-
-
-def _nearest_pyproject(start: Path) -> Path | None:
-    directory = Path(os.path.realpath(start))  # (not resolve(): a symlink loop must not raise)
-    if not directory.is_dir():
-        directory = directory.parent
-    for candidate in (directory, *directory.parents):
-        if (candidate / "pyproject.toml").is_file():
-            return candidate / "pyproject.toml"
-    return None
 
 
 def _apply_project(settings: Settings, pyproject: dict[str, Any], directory: Path) -> None:

@@ -188,7 +188,9 @@ def main() -> int:
             "libcst parse floor (1 process)": ([sys.executable, str(floor_script), str(parse_list)], 1.0),
         }
         notes = []
-        search_path = os.pathsep.join([*map(str, args.tools_bin), os.environ.get("PATH", "")])
+        # Absolute: the tools run from a scratch folder, where `.venv/bin` would name nothing.
+        tool_folders = [str(folder.resolve()) for folder in args.tools_bin]
+        search_path = os.pathsep.join([*tool_folders, os.environ.get("PATH", "")])
         for tool, command in (
             (
                 "ruff --select ALL --no-cache",

@@ -218,6 +218,10 @@ def check_run(run: RunRecord, which: str = "run") -> None:
             _check(value, shape, name)
         except ReportError as exc:
             raise ReportError(f"cannot draw {prefix}: {exc}") from None
+    try:
+        when(run.started_at)
+    except (OverflowError, OSError, ValueError):
+        raise ReportError(f"cannot draw {prefix}: started_at is {run.started_at!r}, not a time") from None
 
 
 def _text(value: Any) -> str:

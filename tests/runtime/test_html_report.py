@@ -561,6 +561,15 @@ def test_a_planted_lint_row_is_refused_by_the_command_and_no_page_is_written(tmp
     assert not page.exists()
 
 
+def test_a_start_time_no_calendar_holds_is_refused():
+    run = gpu_run(3, 20.0)
+    run.started_at = 1e300
+    with pytest.raises(html_report.ReportError, match=r"^cannot draw run 3: started_at is 1e\+300, not a time$"):
+        html_report.render(run)
+    with pytest.raises(html_report.ReportError, match=r"^cannot draw baseline 3: started_at is 1e\+300"):
+        html_report.render(gpu_run(4, 20.0), run)
+
+
 def test_points_that_cannot_be_drawn_are_left_out():
     run = gpu_run(1, 20.0)
     run.series = [

@@ -1,6 +1,9 @@
-"""The HTML report: self-contained (nothing loaded, no script), every series drawn, findings
-linked to the rule docs; and in real headless Chromium: loads without a console error, the
-plots have their points, the screenshot is not blank."""
+"""The HTML report: self-contained (nothing loaded, no script), every series drawn (data wait
+shaded under the step time, cores as heat strips, runs as dots), findings linked to the rule
+docs, the next command as the terminal prints it; in real headless Chromium: loads without a
+console error, the plots have their points, the screenshot is not blank.  And a history someone
+else wrote: hostile text in every stored field shows as text and makes the browser fetch or
+navigate nothing; a stored number that is not one is refused."""
 
 import html
 import io

@@ -264,32 +264,42 @@ def test_links_the_change_adds_are_not_followed(repo):
             assert {c["path"] for c in json.loads(result.stdout)["comments"]} == {"train.py"}
 
 
-ODD_NAMES = ['ü"x.py', '日"x.py', "evil\n::error title=pwned::gotcha.py", "tab\tback\\slash.py", "sep\u2028x.py"]
+ODD_NAMES = ['ü"x.py', '日"x.py', "tab\tback\\slash.py", "sep\u2028x.py"]
 
 
-def test_odd_file_names_are_reviewed_and_printed_escaped(repo):
-    """git C-quotes these names (octal escapes are UTF-8 bytes): each is reviewed under its own
-    name, and the text summary cannot carry a workflow command.  A name that is not UTF-8 cannot be
-    named to GitHub: one warning line."""
-    for name in ODD_NAMES:
+def _commit_copies(repo, names: list[str]) -> None:
+    for name in names:
         (repo.project / name).write_text(CHANGED_SCRIPT)
-    (repo.project / os.fsdecode(b"caf\xe9.py")).write_text(CHANGED_SCRIPT)
     _git(repo.project, "add", ".")
-    _git(repo.project, "commit", "-q", "-m", "odd names")
-    warning = "gpulint: warning: caf\\xe9.py: the name is not UTF-8, so a review comment cannot name it; not reviewed"
+    _git(repo.project, "commit", "-q", "-m", "copies")
 
+
+def test_quoted_file_names_are_reviewed_under_their_own_names(repo):
+    """git C-quotes these names, its octal escapes being UTF-8 bytes: before, `日"x.py` crashed the
+    review and `ü"x.py` was silently not reviewed.  A name that is not UTF-8 cannot be named to
+    GitHub: one warning line."""
+    _commit_copies(repo, [*ODD_NAMES, os.fsdecode(b"caf\xe9.py")])
     result = repo.run("review", "--base", "main", "--format", "json")
-    assert result.returncode == 1 and result.stderr.splitlines() == [warning]
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "gpulint: warning: caf\\xe9.py: the name is not UTF-8, so a review comment cannot name it; not reviewed"
+    ]
     comments = json.loads(result.stdout)["comments"]
     assert {c["path"] for c in comments} == {"train.py", *ODD_NAMES}
     per_name = {name: len([c for c in comments if c["path"] == name]) for name in ODD_NAMES}
-    assert len(set(per_name.values())) == 1, per_name  # every new file has the same findings
+    assert len(set(per_name.values())) == 1, per_name  # every copy has the same findings
 
     result = repo.run("review", "--base", "main")
-    assert result.returncode == 1 and result.stderr.splitlines() == [warning]
-    assert not [line for line in result.stdout.splitlines() if line.startswith("::")]
-    assert "\nevil\\n::error title=pwned::gotcha.py:" in result.stdout
     assert "\ntab\\tback\\slash.py:" in result.stdout and "\nsep\\u2028x.py:" in result.stdout
+
+
+def test_file_name_cannot_put_a_workflow_command_in_the_summary(repo):
+    name = "evil\n::error title=pwned::gotcha.py"
+    _commit_copies(repo, [name])
+    result = repo.run("review", "--base", "main")
+    assert result.returncode == 1, result.stderr
+    assert not [line for line in result.stdout.splitlines() if line.startswith("::")], result.stdout
+    assert "\nevil\\n::error title=pwned::gotcha.py:" in result.stdout
 
 
 def test_comment_longer_than_githubs_limit_drops_the_suggestion_and_says_so(repo):

@@ -108,6 +108,14 @@ def error(message: str) -> None:
     print(f"gpulint: error: {printable(redact(message))}", file=sys.stderr)
 
 
+def warning(message: str) -> None:
+    """`gpulint: warning: ...` on standard error, masked and escaped as `error` does."""
+    from gpulint.linter.printable import printable
+    from gpulint.redaction import redact
+
+    print(f"gpulint: warning: {printable(redact(message))}", file=sys.stderr)
+
+
 def rule_ids(value: str) -> list[str]:
     """argparse type for --select and friends: `--select GL1,GL2 --select GL7` (with
     action="extend") gives ["GL1", "GL2", "GL7"]."""

@@ -1,9 +1,7 @@
 """Every rule's own cases (VALID and INVALID on the rule class) and the Example of its docs.
 
-A case runs with only its rule selected (plus the rules it names in `select`).  A Valid case has
-no finding of the rule; an Invalid case has findings exactly at its "row:column" positions and,
-with `fixed`, fixes (unsafe ones included) that turn it into exactly `fixed` -- code that parses,
-that a second run leaves alone, and where nothing fixable is left.
+The cases run through gpulint/linter/case_runner.py, the same code `gpulint test-rules` runs a
+project's local rules with (it says what a Valid and an Invalid case must do).
 """
 
 from __future__ import annotations
@@ -12,9 +10,10 @@ import re
 
 import pytest
 
+from gpulint.linter.case_runner import findings_of as _findings
+from gpulint.linter.case_runner import invalid_failures, valid_failures
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
-from gpulint.linter.fix.passes import fix_source
 from gpulint.linter.rule import Case, Invalid, Rule, Valid
 from gpulint.rules import all_rules
 
@@ -29,39 +28,14 @@ def _params(kind: type[Case]) -> list:
     ]
 
 
-def _linter(rule: type[Rule], case: Case) -> Linter:
-    return Linter(Settings(select=[rule.code, *case.select], options=dict(case.options)))
-
-
-def _findings(linter: Linter, rule: type[Rule], source: str, path: str) -> list:
-    return [f for f in linter.lint_source(source.encode(), path).findings if f.code == rule.code]
-
-
 @pytest.mark.parametrize("rule, case", _params(Valid))
 def test_valid_case_has_no_finding(rule, case):
-    found = _findings(_linter(rule, case), rule, case.source, case.path)
-    assert not found, [f"{f.location.row}:{f.location.column} {f.message}" for f in found]
+    assert not valid_failures(rule, case)
 
 
 @pytest.mark.parametrize("rule, case", _params(Invalid))
 def test_invalid_case_is_reported_where_expected_and_fixed_exactly(rule, case):
-    linter = _linter(rule, case)
-    found = _findings(linter, rule, case.source, case.path)
-    assert [f"{f.location.row}:{f.location.column}" for f in found] == list(case.findings)
-    if case.messages is not None:
-        assert [f.message for f in found] == list(case.messages)
-    offered = [f.fix for f in found if f.fix is not None]
-    if case.fixed is None:
-        assert not offered, "a fix is offered: say what it makes of the code (`fixed=`)"
-        return
-    applicability = case.applicability or rule.fix_applicability
-    assert offered and all(fix.applicability is applicability for fix in offered)
-    outcome = fix_source(linter, case.source.encode(), case.path, unsafe=True)
-    assert not outcome.errors
-    assert outcome.source.decode() == case.fixed
-    # A second pass applies nothing: the fix is idempotent and no fixable finding is left.
-    again = fix_source(linter, outcome.source, case.path, unsafe=True)
-    assert again.applied == 0 and not again.errors, "the fixed code still has something to fix"
+    assert not invalid_failures(rule, case)
 
 
 def _docs_examples(rule: type[Rule]) -> tuple[str, str | None]:

@@ -289,6 +289,28 @@ def test_review_does_not_run_local_rules_unless_allowed(review_repo, capsys):  #
     assert mark.exists() and "**gpulint EVIL1**" in out, err
 
 
+def test_github_action_runs_local_rules_only_when_its_input_says_so(review_repo, tmp_path, monkeypatch):  # noqa: F811
+    from tests.integrations.test_review import _run_action_step
+
+    mark = _plant(review_repo)
+    run = _run_action_step("annotations", tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert not mark.exists() and "EVIL1" not in run.stdout and "GL101" in run.stdout
+    monkeypatch.setenv("INPUT_LOCAL_RULES", "true")
+    run = _run_action_step("annotations", tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert mark.exists() and "title=EVIL1" in run.stdout
+
+
+def test_unused_suppression_of_a_local_rule_is_reported(project, capsys):
+    (project / "clean.py").write_text('import torch\nmodel = torch.nn.Linear(2, 2).to("cuda")  # noqa: ACME001\n')
+    code, out, _ = run_cli(["check", str(project / "clean.py"), "--no-cache", "--select", "ACME,GL900"], capsys)
+    assert code == 1 and "GL900 Unused suppression of ACME001" in out
+    # another tool's code is not gpulint's to judge
+    (project / "clean.py").write_text('import torch\nmodel = torch.nn.Linear(2, 2).to("cuda")  # noqa: XYZ001\n')
+    assert run_cli(["check", str(project / "clean.py"), "--no-cache", "--select", "ACME,GL900"], capsys)[0] == 0
+
+
 def test_language_server_does_not_run_local_rules_unless_allowed(project):
     from gpulint.server.engine_adapter import Projects
 

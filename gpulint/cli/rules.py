@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, error, use_color
@@ -100,7 +101,7 @@ def show_rule(options: argparse.Namespace) -> int:
         return EXIT_ERROR
     text = rule_markdown(rule)
     if local is not None:
-        text += f"\nLocal rule, from {path_of(rule)}.\n"
+        text += f"\nLocal rule, from {os.path.relpath(path_of(rule))}.\n"
     if use_color():
         from rich.console import Console
         from rich.markdown import Markdown

@@ -118,7 +118,7 @@ class Settings:
     def rule_entries(self) -> tuple[RuleInfo, ...]:
         """The catalog entries of every rule: the generated ones (gpulint/linter/catalog.py) and
         the loaded local rules'."""
-        return RULES + (self.local_rules.entries if self.local_rules is not None else ())
+        return RULES if self.local_rules is None else RULES + self.local_rules.entries
 
     @property
     def local_rules_skipped(self) -> bool:
@@ -127,6 +127,8 @@ class Settings:
 
     def expand(self, selectors: Iterable[str]) -> list[str]:
         """`expand_selectors` over this run's rules."""
+        if not selectors:
+            return []  # (asked for every file: the empty `extend-select` and `ignore` cost nothing)
         return expand_selectors(selectors, self.rule_entries(), unloaded_local_ids=self.local_rules_skipped)
 
     def enabled_codes(self) -> frozenset[str]:
@@ -174,7 +176,7 @@ def expand_selectors(
     `rules`.  With `unloaded_local_ids` (local rules configured, not loaded), a selector that
     matches nothing and is not gpulint's (no `GL` prefix) may be one of theirs: it matches nothing,
     without an error."""
-    rules = tuple(rules)
+    rules = rules if isinstance(rules, tuple) else tuple(rules)
     codes: list[str] = []
     for raw in selectors:
         selector = raw.strip()

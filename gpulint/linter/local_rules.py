@@ -125,6 +125,8 @@ def from_sources(sources: tuple[tuple[str, bytes], ...]) -> LocalRuleSet:
     for path, source in sources:
         key = (path, hashlib.sha256(source).hexdigest())
         if key not in _loaded:
+            for stale in [k for k in _loaded if k[0] == path]:  # an edited module (the language server)
+                del _loaded[stale]
             _loaded[key] = _run_module(path, source, Rule)
         for rule in _loaded[key]:
             _check_ids(rule, path, builtin, builtin_names, claimed)

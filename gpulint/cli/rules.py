@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, error, use_color
@@ -82,7 +81,7 @@ def add_rule(parser: argparse.ArgumentParser) -> None:
 def show_rule(options: argparse.Namespace) -> int:
     """Explain one rule: what it finds, why it is slow, an example, and its fix."""
     from gpulint.linter.config import ConfigError
-    from gpulint.linter.local_rules import path_of
+    from gpulint.linter.local_rules import path_of, shown
     from gpulint.rules import find_rule
     from gpulint.rules.docs import rule_markdown
 
@@ -101,7 +100,7 @@ def show_rule(options: argparse.Namespace) -> int:
         return EXIT_ERROR
     text = rule_markdown(rule)
     if local is not None:
-        text += f"\nLocal rule, from {os.path.relpath(path_of(rule))}.\n"
+        text += f"\nLocal rule, from {shown(path_of(rule))}.\n"
     if use_color():
         from rich.console import Console
         from rich.markdown import Markdown

@@ -13,7 +13,6 @@ that cannot be loaded, or nothing to test.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -39,7 +38,7 @@ def test_rules(options: argparse.Namespace) -> int:
     from gpulint.cli.check import resolve_settings
     from gpulint.linter.case_runner import run_cases
     from gpulint.linter.config import ConfigError
-    from gpulint.linter.local_rules import path_of
+    from gpulint.linter.local_rules import path_of, shown
     from gpulint.linter.printable import printable
     from gpulint.rules import all_rules
 
@@ -63,9 +62,7 @@ def test_rules(options: argparse.Namespace) -> int:
         if not result.failures:
             continue
         failed += 1
-        origin = (
-            f" ({os.path.relpath(path_of(result.rule))})" if local is not None and result.rule in local.rules else ""
-        )
+        origin = f" ({shown(path_of(result.rule))})" if local is not None and result.rule in local.rules else ""
         for failure in result.failures:
             first, *more = failure.splitlines() or [""]
             print(printable(f"FAIL {result.rule.code} {result.label}{origin}: {first}"))

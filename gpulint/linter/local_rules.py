@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import os
 import re
 import sys
 import types
@@ -107,7 +108,7 @@ def load(files: Iterable[Path]) -> LocalRuleSet:
         try:
             sources.append((str(path), read_regular_file(path, LOCAL_RULE_MAX_BYTES, _LIMIT)))
         except OSError as exc:
-            raise LocalRuleError(f"local rule {path}: cannot read it: {exc.strerror or exc}") from None
+            raise LocalRuleError(f"local rule {shown(path)}: cannot read it: {exc.strerror or exc}") from None
     return from_sources(tuple(sources))
 
 
@@ -136,7 +137,16 @@ def from_sources(sources: tuple[tuple[str, bytes], ...]) -> LocalRuleSet:
 
 
 def path_of(rule: type[Rule]) -> str:
+    """The file a local rule was loaded from (absolute)."""
     return getattr(rule, "__gpulint_local_file__", "?")
+
+
+def shown(path: str | Path) -> str:
+    """A module's path as messages show it: relative to the working directory, as file names are."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return str(path)
 
 
 def _run_module(path: str, source: bytes, base: type[Rule]) -> tuple[type[Rule], ...]:
@@ -152,10 +162,14 @@ def _run_module(path: str, source: bytes, base: type[Rule]) -> tuple[type[Rule],
         exec(compile(source, path, "exec", dont_inherit=True), module.__dict__)  # noqa: S102 - the point of a plugin
     except SyntaxError as exc:
         _restore(name, previous)
-        raise LocalRuleError(f"local rule {path}:{exc.lineno or 0}: cannot be loaded: SyntaxError: {exc.msg}") from None
-    except Exception as exc:  # noqa: BLE001 - whatever the module raises, one line names it
+        raise LocalRuleError(
+            f"local rule {shown(path)}:{exc.lineno or 0}: cannot be loaded: SyntaxError: {exc.msg}"
+        ) from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever the module raises, one line names it
         _restore(name, previous)
-        raise LocalRuleError(f"local rule {path}{_where(exc, path)}: cannot be loaded: {_describe(exc)}") from None
+        raise LocalRuleError(
+            f"local rule {shown(path)}{_where(exc, path)}: cannot be loaded: {_describe(exc)}"
+        ) from None
     found = [
         obj
         for obj in vars(module).values()
@@ -167,7 +181,7 @@ def _run_module(path: str, source: bytes, base: type[Rule]) -> tuple[type[Rule],
     ]
     if not found:
         raise LocalRuleError(
-            f"local rule {path}: defines no rule (a subclass of gpulint.linter.rule.Rule with a `code`)"
+            f"local rule {shown(path)}: defines no rule (a subclass of gpulint.linter.rule.Rule with a `code`)"
         )
     for rule in found:
         setattr(rule, "__gpulint_local_file__", path)  # noqa: B010 - (a name mypy does not know)
@@ -205,7 +219,7 @@ def _check_ids(
     claimed: dict[str, str],
 ) -> None:
     code, name = getattr(rule, "code", None), getattr(rule, "name", None)
-    where = f"local rule {path}: {rule.__name__}"
+    where = f"local rule {shown(path)}: {rule.__name__}"
     if not isinstance(code, str) or not LOCAL_CODE.match(code):
         raise LocalRuleError(f"{where}: code {code!r} must be capital letters then digits, such as 'ACME001'")
     if code.startswith(RESERVED_PREFIX):
@@ -216,9 +230,9 @@ def _check_ids(
     if name in builtin_names:
         raise LocalRuleError(f"{where}: name {name!r} is gpulint's {builtin_names[name]}; choose another")
     for key in (code, name):
-        if key in claimed and claimed[key] != f"{path}:{rule.__qualname__}":
+        if key in claimed and claimed[key] != f"{shown(path)}:{rule.__qualname__}":
             raise LocalRuleError(f"{where}: {key} is also claimed by {claimed[key]}")
-        claimed[key] = f"{path}:{rule.__qualname__}"
+        claimed[key] = f"{shown(path)}:{rule.__qualname__}"
     tokens = getattr(rule, "tokens", ())
     if not isinstance(tokens, (tuple, list)) or not all(isinstance(token, str) and token for token in tokens):
         raise LocalRuleError(f"{where}: `tokens` must be a tuple of strings, such as ('synchronize',)")
@@ -241,7 +255,7 @@ def catalog_entry(rule: type[Rule], path: str) -> catalog.RuleInfo:
     try:
         entry = rule.catalog_entry()
     except Exception as exc:  # noqa: BLE001 - a placeholder message without a title, bad tokens...
-        raise LocalRuleError(f"local rule {path}: {rule.__name__}: {_describe(exc)}") from None
+        raise LocalRuleError(f"local rule {shown(path)}: {rule.__name__}: {_describe(exc)}") from None
     spelled = {spelled.name: spelled.tokens for fact in rule.requires for spelled in fact.spelled()}
     facts = tuple(name for name in entry.facts if catalog.FACT_TOKENS.get(name) == spelled[name])
     return catalog.RuleInfo(**{**entry.__dict__, "facts": facts})

@@ -187,7 +187,7 @@ def test_rules_and_rule_list_and_explain_local_rules(project, capsys, monkeypatc
 def test_test_rules_passes_on_good_cases(project, capsys, monkeypatch):
     monkeypatch.chdir(project)
     code, out, err = run_cli(["test-rules"], capsys)
-    assert (code, out) == (0, "") and "Ran 3 cases of 1 rule: all passed." in err
+    assert (code, out) == (0, "") and "Ran 4 cases of 1 rule: all passed." in err
 
 
 def test_test_rules_fails_on_a_broken_case_and_says_which(project, capsys, monkeypatch):
@@ -198,7 +198,16 @@ def test_test_rules_fails_on_a_broken_case_and_says_which(project, capsys, monke
     assert code == 1, err
     assert "FAIL ACME001 VALID[2] (lint_rules/hardcoded_cuda_index.py): reported at 2:10" in out
     assert "FAIL ACME001 INVALID[1] (lint_rules/hardcoded_cuda_index.py): expected findings at 2:10, 3:8, 4:9;" in out
-    assert "Ran 3 cases of 1 rule: 2 failed." in err
+    assert "Ran 4 cases of 1 rule: 2 failed." in err
+
+
+def test_test_rules_checks_the_docs_example(project, capsys, monkeypatch):
+    monkeypatch.chdir(project)
+    rule = project / RULE_FILE
+    rule.write_text(rule.read_text().replace('model = Net().to("cuda:0")', 'model = Net().to("cuda")'))
+    code, out, _ = run_cli(["test-rules"], capsys)
+    assert code == 1
+    assert out == "FAIL ACME001 docs Example (lint_rules/hardcoded_cuda_index.py): the docs' Example is not reported\n"
 
 
 def test_test_rules_reports_a_rule_that_crashes_as_a_failure(project, capsys, monkeypatch):

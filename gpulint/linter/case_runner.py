@@ -1,15 +1,17 @@
-"""Run a rule's own cases (VALID and INVALID on the rule class: gpulint/linter/rule.py) and say what
-failed.  The one implementation behind tests/test_rule_cases.py (the built-in rules) and
-`gpulint test-rules` (a project's local rules).
+"""Run a rule's own cases (VALID and INVALID on the rule class: gpulint/linter/rule.py, and the
+Example of its docs) and say what failed.  The one implementation behind tests/test_rule_cases.py
+(the built-in rules) and `gpulint test-rules` (a project's local rules).
 
 A case runs with only its rule selected (plus the rules it names in `select`).  A Valid case has
 no finding of the rule; an Invalid case has findings exactly at its "row:column" positions and,
 with `fixed`, fixes (unsafe ones included) that turn it into exactly `fixed` -- code that parses,
-that a second run leaves alone, and where nothing fixable is left.
+that a second run leaves alone, and where nothing fixable is left.  The docs' Example is reported,
+their "Use instead" code is not.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -75,6 +77,31 @@ def invalid_failures(rule: type[Rule], case: Invalid, local_rules: LocalRuleSet 
     return []
 
 
+def docs_examples(rule: type[Rule]) -> tuple[str, str | None] | None:
+    """The first code block of the docs' Example section, and the one after "Use instead" (None
+    when the docs say it in words); None when the docs have no Example with code."""
+    if "## Example" not in rule.explanation():
+        return None
+    section = rule.explanation().split("## Example", 1)[1].split("\n## ", 1)[0]
+    example, _, rest = section.partition("Use instead")
+    blocks = re.findall(r"```python\n(.*?)```", example, re.S)
+    instead = re.findall(r"```python\n(.*?)```", rest, re.S)
+    return (blocks[0], instead[0] if instead else None) if blocks else None
+
+
+def docs_example_failures(rule: type[Rule], local_rules: LocalRuleSet | None = None) -> list[str]:
+    """The docs' Example must be reported and their "Use instead" not (every rule selected)."""
+    examples = docs_examples(rule)
+    if examples is None:
+        return []
+    linter = Linter(Settings(select=["ALL"], local_rules=local_rules))
+    example, use_instead = examples
+    failures = [] if findings_of(linter, rule, example, "example.py") else ["the docs' Example is not reported"]
+    if use_instead is not None and findings_of(linter, rule, use_instead, "example.py"):
+        failures.append('the docs\' "Use instead" code is reported')
+    return failures
+
+
 def _diff(expected: str, actual: str) -> str:
     import difflib
 
@@ -102,3 +129,9 @@ def run_cases(rules: Iterable[type[Rule]], local_rules: LocalRuleSet | None = No
             except Exception as exc:  # noqa: BLE001 - a rule that crashes fails its case
                 failures = [f"raised {exc.__class__.__name__}: {exc}"]
             yield CaseResult(rule, f"{kind}[{number}]", failures)
+        if docs_examples(rule) is not None:
+            try:
+                failures = docs_example_failures(rule, local_rules)
+            except Exception as exc:  # noqa: BLE001
+                failures = [f"raised {exc.__class__.__name__}: {exc}"]
+            yield CaseResult(rule, "docs Example", failures)

@@ -227,6 +227,24 @@ def test_test_rules_without_local_rules_is_a_usage_error(tmp_path, capsys, monke
     assert code == 0 and "all passed" in err
 
 
+def test_a_local_rule_that_fails_on_a_file_is_one_error_line_and_the_run_goes_on(project, capsys, monkeypatch):
+    monkeypatch.chdir(project)
+    rule = project / RULE_FILE
+    rule.write_text(rule.read_text().replace("        args = positional_args(node)", "        args = node.nope"))
+    for number in range(4):  # enough files for worker processes
+        (project / f"other_{number}.py").write_text(
+            "import torch\nfrom torch.utils.data import DataLoader\nl = DataLoader([])\n"
+        )
+    for jobs in ("1", "2"):
+        code, out, err = run_cli(["check", ".", "--no-cache", "--jobs", jobs], capsys)
+        assert code == 2 and "Traceback" not in err
+        assert _codes(out) == ["GL101"] * 4  # the other files still run
+        assert err.splitlines() == [
+            "gpulint: error: train.py: local rule lint_rules/hardcoded_cuda_index.py:70 failed: "
+            "AttributeError: 'Call' object has no attribute 'nope'; file skipped"
+        ]
+
+
 # -- bad local rules: one line, exit 2 --------------------------------------------------------------
 @pytest.mark.parametrize(
     "change, message",

@@ -188,6 +188,19 @@ def _run_module(path: str, source: bytes, base: type[Rule]) -> tuple[type[Rule],
     return tuple(found)
 
 
+def failure_in_local_rule(exc: BaseException) -> str | None:
+    """What to say when a local rule's code raised `exc` while linting (None: the exception did not
+    come from a local rule, it is gpulint's own to report): the module, its line and the error."""
+    where = None
+    traceback = exc.__traceback__
+    while traceback is not None:
+        frame = traceback.tb_frame
+        if str(frame.f_globals.get("__name__", "")).startswith(f"{_PACKAGE}."):
+            where = f"{shown(frame.f_code.co_filename)}:{traceback.tb_lineno}"
+        traceback = traceback.tb_next
+    return None if where is None else f"local rule {where} failed: {_describe(exc)}; file skipped"
+
+
 def _restore(name: str, previous: types.ModuleType | None) -> None:
     if previous is None:
         sys.modules.pop(name, None)

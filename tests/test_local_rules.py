@@ -121,6 +121,16 @@ def test_editing_a_local_rule_changes_the_cache_key_and_the_results(project, cap
     assert "all ranks share the same GPU" in out and "every rank" not in out  # not served from the cache
 
 
+def test_local_rule_findings_are_served_from_the_cache(project):
+    settings = _settings(project)
+    cache = ResultCache.for_run(project / "cache", settings.fingerprint(), RunOptions())
+    first = run([project / "train.py"], settings, RunOptions(), cache=cache)
+    again = ResultCache.for_run(project / "cache", _settings(project).fingerprint(), RunOptions())
+    second = run([project / "train.py"], _settings(project), RunOptions(), cache=again)
+    assert (cache.hits, again.hits) == (0, 1)
+    assert [f.code for f in second.findings] == [f.code for f in first.findings] == ["ACME001"]
+
+
 def _many_files(project: Path, count: int = 6) -> list[Path]:
     files = []
     for number in range(count):

@@ -326,6 +326,7 @@ def test_review_does_not_run_local_rules_unless_allowed(review_repo, capsys):  #
     assert mark.exists() and "**gpulint EVIL1**" in out, err
 
 
+@pytest.mark.slow
 def test_github_action_runs_local_rules_only_when_its_input_says_so(review_repo, tmp_path, monkeypatch):  # noqa: F811
     from tests.integrations.test_review import _run_action_step
 

@@ -193,6 +193,14 @@ def add_review(parser: argparse.ArgumentParser) -> None:
         "--pr", type=int, metavar="NUMBER", help="Pull request number (default: from GITHUB_EVENT_PATH)."
     )
     add_selection_options(parser)
+    # Local rules are the project's code, and a review runs on a change someone else wrote (a pull
+    # request): they run only when the workflow says so (docs/local-rules.md).
+    parser.add_argument(
+        "--allow-local-rules",
+        action="store_true",
+        help="Load the rule modules the configuration names in `local-rules` (project code: only for a "
+        "trusted base, never on a pull request from a fork).",
+    )
     parser.add_argument(
         "--exit-zero",
         action="store_true",
@@ -210,12 +218,16 @@ def add_review(parser: argparse.ArgumentParser) -> None:
 
 def review(options: argparse.Namespace) -> int:
     """Review a change: comment on the findings in the lines it adds (a pull-request review)."""
+    from gpulint.cli.check import local_rules_not_loaded
     from gpulint.linter.config import ConfigError
     from gpulint.review.diff import GitError, git
 
     path_args = [str(p) for p in options.paths]
     try:
-        settings = resolve_settings([Path(p) for p in path_args] or [Path(".")], options)
+        start = [Path(p) for p in path_args] or [Path(".")]
+        settings = resolve_settings(start, options, load_local_rules=options.allow_local_rules)
+        if settings.local_rules_skipped:
+            print(f"gpulint: warning: {local_rules_not_loaded(settings, 'no --allow-local-rules')}", file=sys.stderr)
         plan = build_review(options.base, path_args, settings)
     except (ConfigError, GitError, ReviewError) as exc:
         error(str(exc))

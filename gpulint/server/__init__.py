@@ -12,6 +12,14 @@ from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, error
 
 
 def add_server(parser: argparse.ArgumentParser) -> None:
+    # An editor opens whatever folder it is given: a workspace's local rules (project code) run
+    # only when the editor's configuration of the server says so (docs/local-rules.md).
+    parser.add_argument(
+        "--allow-local-rules",
+        action="store_true",
+        help="Load the rule modules a workspace's configuration names in `local-rules` (project code: only "
+        "for workspaces you trust).",
+    )
     parser.set_defaults(run=main)
 
 
@@ -25,5 +33,5 @@ def main(options: argparse.Namespace | None = None) -> int:
             raise
         error("`gpulint server` needs pygls: pip install 'gpulint[lsp]'")
         return EXIT_ERROR
-    serve()
+    serve(allow_local_rules=bool(options is not None and options.allow_local_rules))
     return EXIT_CLEAN

@@ -400,6 +400,9 @@ def create_server() -> GpulintServer:
     return server
 
 
-def serve() -> None:
-    """Run the server on standard input and output until the client says exit."""
-    create_server().start_io()
+def serve(allow_local_rules: bool = False) -> None:
+    """Run the server on standard input and output until the client says exit; workspaces' local
+    rules are loaded only with `allow_local_rules`."""
+    server = create_server()
+    server.projects = engine.Projects(allow_local_rules)
+    server.start_io()

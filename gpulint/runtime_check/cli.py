@@ -5,8 +5,10 @@ they call (record.py for the history).
 
 Exit codes: 0 measured (profile), speedup confirmed (verify) or near-linear scaling (scale); 1 verify
 found no confirmed speedup, scale found a size below the efficiency bar or within its noise, or
-profile's regression gate failed; 2 usage error; 3 the script never made a training step; 124
-timeout; otherwise the script's own exit code when it failed (run_exit_code).
+profile's regression gate failed; 2 usage error, or a run history that refuses the run (a link, a
+path outside the project, a read-only or foreign database: profile checks its place before the
+script runs); 3 the script never made a training step; 124 timeout; otherwise the script's own
+exit code when it failed (run_exit_code).
 """
 
 from __future__ import annotations
@@ -136,11 +138,14 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
 def profile_command(options: argparse.Namespace) -> int:
     """Run a training script and say where its step time goes: input-bound, sync-bound or compute-bound."""
     from gpulint.runtime_check import report
+    from gpulint.runtime_check.history import HistoryError
     from gpulint.runtime_check.measure import CommandError, parse_command
     from gpulint.runtime_check.profile import profile
     from gpulint.runtime_check.record import finish_profile
+    from gpulint.runtime_check.records import run_root
 
     command = options.command[1:] if options.command[:1] == ["--"] else options.command
+    history = _history_options(options)
     try:
         config = _config(options.steps, options.warmup, options.seconds, options.timeout)
         config.show_output = options.show_output
@@ -152,7 +157,9 @@ def profile_command(options: argparse.Namespace) -> int:
                 raise CommandError(f"{name} must be positive")
         if options.fail_on_regression is not None and (options.baseline is None or options.fail_on_regression < 0):
             raise CommandError("--fail-on-regression needs --baseline and a percentage of 0 or more")
-    except CommandError as exc:
+        if history.record or options.baseline is not None:  # a history it cannot use: say so before the run
+            history.check(run_root(parsed), writing=history.record)
+    except (CommandError, HistoryError) as exc:
         error(str(exc))
         return EXIT_ERROR
     started_at = time.time()
@@ -186,7 +193,7 @@ def profile_command(options: argparse.Namespace) -> int:
         result,
         config,
         started_at,
-        _history_options(options),
+        history,
         options.baseline,
         options.fail_on_regression,
         options.html_file,
@@ -296,7 +303,7 @@ def verify_command(options: argparse.Namespace) -> int:
     if options.json_file is not None:
         report.write_json(options.json_file, report.verify_json(result))
     report.print_verify(out, result, options.script_args, None if options.python is None else interpreter)
-    finish_verify(
+    recorded = finish_verify(
         out,
         result,
         Command(interpreter, [], [str(options.script), *options.script_args]),
@@ -306,6 +313,8 @@ def verify_command(options: argparse.Namespace) -> int:
     )
     if result.failed is not None:
         return run_exit_code(result.failed)
+    if not recorded:
+        return EXIT_ERROR
     assert result.comparison is not None  # verify() compares whenever no run failed
     return EXIT_CLEAN if result.comparison.outcome == "confirmed" else EXIT_NOT_CONFIRMED
 
@@ -391,9 +400,12 @@ def scale_command(options: argparse.Namespace) -> int:
     out = report.Output()
     report.print_scale(out, result)
     scale_options = ["--nproc", options.nproc, *(["--strong", options.strong] if options.strong else [])]
-    finish_scale(out, result, parsed, scale_options, started_at, time.time() - started_at, _history_options(options))
+    history = _history_options(options)
+    recorded = finish_scale(out, result, parsed, scale_options, started_at, time.time() - started_at, history)
     if result.failed is not None:
         return run_exit_code(result.failed)
+    if not recorded:
+        return EXIT_ERROR
     return EXIT_CLEAN if result.kind == "scales" else EXIT_NOT_CONFIRMED
 
 

@@ -230,3 +230,11 @@ def test_reading_creates_nothing_and_names_the_real_path(sandbox):
     result = sandbox.run("compare")
     _refused(result, f"no history at {sandbox.project / '.gpulint' / 'history.db'}")
     assert not (sandbox.project / ".gpulint").exists() and not (sandbox.project / "runs.db").exists()
+
+
+def test_a_history_file_named_on_the_command_line_must_not_be_a_link(sandbox):
+    _project(sandbox)
+    theirs = _gpulint_history(sandbox.outside / "theirs.db")
+    (sandbox.project / "runs.db").symlink_to(theirs)
+    result = sandbox.run("history", "--history", "runs.db")
+    _refused(result, f"{sandbox.project / 'runs.db'} is a symbolic link (to {theirs})")

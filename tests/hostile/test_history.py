@@ -30,6 +30,12 @@ for _ in range(3):
     optimizer.zero_grad()
 """
 PROFILE = ("profile", "--steps", "1", "--warmup", "1", "--", "train.py")
+# The commands that record a run.
+RECORDERS = {
+    "profile": PROFILE,
+    "verify": ("verify", "train.py", "--runs", "2", "--steps", "1", "--warmup", "1"),
+    "scale": ("scale", "--nproc", "1,2", "--runs", "2", "--steps", "1", "--warmup", "1", "--", "train.py"),
+}
 # The commands that read the history, and the gate that reads it without recording.
 READERS = {
     "history": ("history",),
@@ -114,11 +120,12 @@ def test_a_history_database_linked_out_of_the_project_is_refused(sandbox, comman
     assert not (sandbox.project / "run.html").exists()
 
 
-def test_profile_refuses_dangling_links_before_running_the_script(sandbox):
+@pytest.mark.parametrize("command", sorted(RECORDERS))
+def test_recording_refuses_a_dangling_folder_link_before_running_the_script(sandbox, command):
     _project(sandbox)
     made = sandbox.outside / "made"
     (sandbox.project / ".gpulint").symlink_to(made)
-    result = sandbox.run(*PROFILE)
+    result = sandbox.run(*RECORDERS[command])
     _refused(result, f"{sandbox.project / '.gpulint'} is a symbolic link (to {made})")
     assert not made.exists()
 
@@ -148,12 +155,13 @@ def test_a_configured_history_outside_the_project_is_refused(sandbox):
     _refused(sandbox.run(*PROFILE), f"{sandbox.project / 'perf'} is a symbolic link (to {sandbox.outside})")
 
 
-def test_a_read_only_history_is_not_written_even_by_root(sandbox):
+@pytest.mark.parametrize("command", sorted(RECORDERS))
+def test_a_read_only_history_is_not_written_even_by_root(sandbox, command):
     _project(sandbox)
     database = _gpulint_history(sandbox.project / ".gpulint" / "history.db")
     database.chmod(0o444)
     before = _digest(database)
-    result = sandbox.run(*PROFILE)
+    result = sandbox.run(*RECORDERS[command])
     _refused(result, f"{database} is read-only: gpulint does not record runs in a read-only history")
     assert _digest(database) == before and stat.S_IMODE(database.stat().st_mode) == 0o444
     # Reading it is fine: the listing opens it read-only.

@@ -73,12 +73,14 @@ def add_rule(parser: argparse.ArgumentParser) -> None:
 
 def show_rule(options: argparse.Namespace) -> int:
     """Explain one rule: what it finds, why it is slow, an example, and its fix."""
+    from gpulint.linter.catalog import RULES
+    from gpulint.linter.selection import not_one_rule
     from gpulint.rules import find_rule
     from gpulint.rules.docs import rule_markdown
 
     rule = find_rule(options.key)
     if rule is None:
-        error(f"no rule {options.key!r} (see `gpulint rules`)")
+        error(not_one_rule(options.key, RULES))
         return EXIT_ERROR
     text = rule_markdown(rule)
     if use_color():

@@ -46,6 +46,7 @@ from gpulint.linter.catalog import OPTIONS, RULES
 from gpulint.linter.findings import SYNTAX_ERROR_CODE
 from gpulint.linter.project import DEFAULT_LINE_LENGTH, facts_from, parse_version
 from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES, read_regular_file
+from gpulint.linter.selection import unknown_selector
 
 if TYPE_CHECKING:
     from gpulint.linter.rule import Rule
@@ -150,7 +151,7 @@ def expand_selectors(selectors: Iterable[str]) -> list[str]:
             continue
         matched = [r.code for r in RULES if r.code.startswith(selector.upper()) or r.name == selector]
         if not matched and selector.upper() != SYNTAX_ERROR_CODE:
-            raise ConfigError(f"unknown rule selector {selector!r} (see `gpulint rules`)")
+            raise ConfigError(unknown_selector(selector, RULES))
         codes.extend(matched)
     return codes
 

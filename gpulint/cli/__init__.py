@@ -138,15 +138,21 @@ def _print_version(options: argparse.Namespace) -> int:
 
 def top_parser() -> argparse.ArgumentParser:
     """`gpulint --help` and `--version`: the commands are listed, not loaded."""
+    from gpulint.cli.check import add_common_check_options  # (standard library only, like this module)
+
     parser = argparse.ArgumentParser(
         prog="gpulint",
+        usage="gpulint [OPTIONS] [PATH ...]\n       gpulint COMMAND [OPTIONS] ...",
         description="Find and fix the training code that starves your GPUs.",
-        epilog="`gpulint PATH...` is `gpulint check PATH...`; `gpulint COMMAND --help` explains a command.",
+        epilog="`gpulint PATH...` is `gpulint check PATH...`; `gpulint COMMAND --help` explains a command "
+        "(`gpulint check --help`: every option of the lint).",
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("-V", "--version", action="version", version=f"gpulint {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     for name, command in COMMANDS.items():
         commands.add_parser(name, help=command.summary)
+    add_common_check_options(parser.add_argument_group("common options of `gpulint [check] PATH...`"))
     return parser
 
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # the linter imports libcst: loaded when a command runs, not 
     from gpulint.linter.run.outcome import RunOptions, RunResult
 
 
-def add_selection_options(parser: argparse.ArgumentParser) -> None:
+def add_selection_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """The options resolve_settings reads."""
     parser.add_argument(
         "--select",
@@ -68,26 +68,42 @@ def _positive_int(value: str) -> int:
     return number
 
 
-def add_check(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "paths", nargs="*", type=Path, metavar="PATH", help="Files or directories; `-` reads standard input."
-    )
+# The text formats people read; `text` is their old name: `full` at a terminal, `concise` otherwise.
+TEXT_FORMATS = ("full", "concise")
+OUTPUT_FORMATS = (*TEXT_FORMATS, "json", "sarif", "github", "rdjson", "gitlab")
+
+
+def add_common_check_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The options most runs use.  `gpulint check --help` shows them with the others, and the
+    top-level `gpulint --help` shows them too (`gpulint PATH...` is `gpulint check PATH...`)."""
     parser.add_argument("--fix", action="store_true", help="Apply safe fixes (and unsafe ones with --unsafe-fixes).")
     parser.add_argument(
         "--unsafe-fixes",
         action=argparse.BooleanOptionalAction,
         help="Also offer and apply fixes that may change behaviour.",
     )
+    parser.add_argument(
+        "--show-fixes", action="store_true", help="List what --fix changed (or --diff would): per file, rule and count."
+    )
     parser.add_argument("--diff", action="store_true", help="Print the diff the fixes would make; write nothing.")
     add_selection_options(parser)
     parser.add_argument(
+        "--output-format",
         "--format",
-        default="text",
+        dest="output_format",
         metavar="FORMAT",
-        help="Output format: text, json, sarif, github, rdjson or gitlab.",
+        help=f"{', '.join(OUTPUT_FORMATS)}.  Default: full (each finding with its source line) at a terminal, "
+        "concise (one line per finding) otherwise; `text` is that default.",
     )
-    parser.add_argument("--exit-zero", action="store_true", help="Exit 0 even when findings remain.")
     parser.add_argument("--statistics", action="store_true", help="Count findings per rule instead of listing them.")
+    parser.add_argument("--exit-zero", action="store_true", help="Exit 0 even when findings remain.")
+
+
+def add_check(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths", nargs="*", type=Path, metavar="PATH", help="Files or directories; `-` reads standard input."
+    )
+    add_common_check_options(parser)
     parser.add_argument("--stdin-filename", metavar="NAME", help="The name of the file read from standard input.")
     parser.add_argument(
         "--jobs", "-j", type=_positive_int, metavar="N", help="Worker processes (default: the cores available)."
@@ -123,9 +139,11 @@ def check(options: argparse.Namespace) -> int:
     from gpulint.linter.config import ConfigError
     from gpulint.linter.run.outcome import RunOptions, diff_output
 
-    output_format = options.format
+    output_format = options.output_format or "text"
+    if output_format == "text":
+        output_format = "full" if sys.stdout.isatty() else "concise"
     if output_format not in reporters.FORMATS:
-        error(f"unknown format {output_format!r}; choose from {', '.join(reporters.FORMATS)}")
+        error(f"unknown output format {output_format!r}; choose from {', '.join(reporters.FORMATS)}")
         return EXIT_ERROR
     paths = options.paths or [Path(".")]
     reading_stdin = [str(p) for p in paths] == ["-"]
@@ -165,16 +183,20 @@ def check(options: argparse.Namespace) -> int:
 
     report_settings = reporters.ReportSettings(
         settings=settings,
-        color=use_color() and output_format == "text",
+        color=use_color() and output_format in TEXT_FORMATS,
         statistics=options.statistics,
         fix_mode=options.fix and not options.diff,
+        show_fixes=options.show_fixes,
     )
     if options.diff:
+        from gpulint.linter.reporters.text import fixes_listing
+
         diffs = [o.diff for o in result.outcomes if o.diff]
         sys.stdout.buffer.write(diff_output(result))  # bytes: a latin-1 file's diff must apply
         sys.stdout.flush()
         would_fix = sum(o.fixed for o in result.outcomes if o.diff)
-        print(f"Would fix {would_fix} problem{'s' if would_fix != 1 else ''}.", file=sys.stderr)
+        listing = fixes_listing(result.outcomes, "Would fix") if options.show_fixes else ""
+        print(listing or f"Would fix {would_fix} problem{'s' if would_fix != 1 else ''}.", file=sys.stderr)
         code = EXIT_FINDINGS if diffs and not options.exit_zero else EXIT_CLEAN
     else:
         report = reporters.render(output_format, result, report_settings)

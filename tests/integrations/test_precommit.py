@@ -150,5 +150,8 @@ def test_the_documented_configuration_runs_the_tagged_release(tmp_path):
         [*_pre_commit(), "autoupdate", "--freeze"], cwd=project, env=env, capture_output=True, text=True, timeout=300
     )
     assert frozen.returncode == 0, frozen.stdout + frozen.stderr
-    sha = _git(hooks_repo, "rev-parse", "HEAD").strip()
-    assert re.search(rf"rev: {sha}\s+# frozen: {re.escape(tag)}", config_file.read_text()), config_file.read_text()
+    pinned = re.search(rf"rev: ([0-9a-f]{{40}})\s+# frozen: {re.escape(tag)}", config_file.read_text())
+    assert pinned is not None, config_file.read_text()
+    # (the SHA of the annotated tag, as pre-commit writes it, or of its commit: either names the release)
+    released = _git(hooks_repo, "rev-parse", "HEAD").strip()
+    assert _git(hooks_repo, "rev-parse", f"{pinned[1]}^{{commit}}").strip() == released

@@ -46,6 +46,7 @@ import sys
 from typing import NamedTuple, NoReturn
 
 from gpulint import __version__
+from gpulint.cli.options import add_common_check_options
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # as a shell reports Ctrl-C
@@ -108,12 +109,6 @@ def error(message: str) -> None:
     print(f"gpulint: error: {printable(redact(message))}", file=sys.stderr)
 
 
-def rule_ids(value: str) -> list[str]:
-    """argparse type for --select and friends: `--select GL1,GL2 --select GL7` (with
-    action="extend") gives ["GL1", "GL2", "GL7"]."""
-    return [part.strip() for part in value.split(",") if part.strip()]
-
-
 def use_color() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ
 
@@ -138,8 +133,6 @@ def _print_version(options: argparse.Namespace) -> int:
 
 def top_parser() -> argparse.ArgumentParser:
     """`gpulint --help` and `--version`: the commands are listed, not loaded."""
-    from gpulint.cli.check import add_common_check_options  # (standard library only, like this module)
-
     parser = argparse.ArgumentParser(
         prog="gpulint",
         usage="gpulint [OPTIONS] [PATH ...]\n       gpulint COMMAND [OPTIONS] ...",

@@ -1,7 +1,7 @@
 """`gpulint check` (the default command): lint, fix or diff files, directories or standard input.
 
-Also the rule selection options (--select, --extend-select, --ignore, --config) and how they combine
-with the configuration file, shared by `rules` and `review`.
+Also how the rule selection options (gpulint/cli/options.py) combine with the configuration file,
+shared by `rules` and `review`.
 """
 
 from __future__ import annotations
@@ -11,35 +11,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, rule_ids, use_color
+from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, use_color
+from gpulint.cli.options import TEXT_FORMATS, add_common_check_options
 
 if TYPE_CHECKING:  # the linter imports libcst: loaded when a command runs, not to parse its line
     from gpulint.linter.config import Settings
     from gpulint.linter.run.outcome import RunOptions, RunResult
-
-
-def add_selection_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """The options resolve_settings reads."""
-    parser.add_argument(
-        "--select",
-        action="extend",
-        type=rule_ids,
-        metavar="IDS",
-        help="Rule ids or prefixes to enable (comma-separated; ALL for every rule).",
-    )
-    parser.add_argument(
-        "--ignore", action="extend", type=rule_ids, metavar="IDS", help="Rule ids or prefixes to disable."
-    )
-    parser.add_argument(
-        "--extend-select",
-        action="extend",
-        type=rule_ids,
-        metavar="IDS",
-        help="Rule ids or prefixes to add to the selection.",
-    )
-    parser.add_argument(
-        "--config", type=Path, metavar="FILE", help="A pyproject.toml ([tool.gpulint]) or gpulint.toml."
-    )
 
 
 def resolve_settings(paths: list[Path], options: argparse.Namespace) -> Settings:
@@ -66,37 +43,6 @@ def _positive_int(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"{value} is not a positive integer")
     return number
-
-
-# The text formats people read; `text` is their old name: `full` at a terminal, `concise` otherwise.
-TEXT_FORMATS = ("full", "concise")
-OUTPUT_FORMATS = (*TEXT_FORMATS, "json", "sarif", "github", "rdjson", "gitlab")
-
-
-def add_common_check_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """The options most runs use.  `gpulint check --help` shows them with the others, and the
-    top-level `gpulint --help` shows them too (`gpulint PATH...` is `gpulint check PATH...`)."""
-    parser.add_argument("--fix", action="store_true", help="Apply safe fixes (and unsafe ones with --unsafe-fixes).")
-    parser.add_argument(
-        "--unsafe-fixes",
-        action=argparse.BooleanOptionalAction,
-        help="Also offer and apply fixes that may change behaviour.",
-    )
-    parser.add_argument(
-        "--show-fixes", action="store_true", help="List what --fix changed (or --diff would): per file, rule and count."
-    )
-    parser.add_argument("--diff", action="store_true", help="Print the diff the fixes would make; write nothing.")
-    add_selection_options(parser)
-    parser.add_argument(
-        "--output-format",
-        "--format",
-        dest="output_format",
-        metavar="FORMAT",
-        help=f"{', '.join(OUTPUT_FORMATS)}.  Default: full (each finding with its source line) at a terminal, "
-        "concise (one line per finding) otherwise; `text` is that default.",
-    )
-    parser.add_argument("--statistics", action="store_true", help="Count findings per rule instead of listing them.")
-    parser.add_argument("--exit-zero", action="store_true", help="Exit 0 even when findings remain.")
 
 
 def add_check(parser: argparse.ArgumentParser) -> None:

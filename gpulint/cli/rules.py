@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, error, use_color
-from gpulint.cli.check import add_selection_options, resolve_settings
+from gpulint.cli.check import resolve_settings
+from gpulint.cli.options import add_selection_options
 
 
 def add_rules(parser: argparse.ArgumentParser) -> None:

@@ -296,7 +296,7 @@ def test_parsed_command_lines():
 
     check = parse(["a.py", "--fix", "b.py", "--select", "GL1,GL2", "--select", "GL7", "--no-unsafe-fixes"])
     assert [str(p) for p in check.paths] == ["a.py", "b.py"] and check.fix and check.unsafe_fixes is False
-    assert check.select == ["GL1", "GL2", "GL7"] and check.ignore is None and check.format == "text"
+    assert check.select == ["GL1", "GL2", "GL7"] and check.ignore is None and check.output_format is None
     assert parse([]).paths == [] and parse([]).run.__name__ == "check"
     profile = parse(["profile", "--steps", "3", "--", "python", "train.py", "--steps", "9"])
     assert profile.steps == 3 and profile.command[-4:] == ["python", "train.py", "--steps", "9"]

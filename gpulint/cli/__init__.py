@@ -46,6 +46,7 @@ import sys
 from typing import NamedTuple, NoReturn
 
 from gpulint import __version__
+from gpulint.cli.options import add_common_check_options
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # as a shell reports Ctrl-C
@@ -120,12 +121,6 @@ def warning(message: str) -> None:
     print(f"gpulint: warning: {printable(redact(message))}", file=sys.stderr)
 
 
-def rule_ids(value: str) -> list[str]:
-    """argparse type for --select and friends: `--select GL1,GL2 --select GL7` (with
-    action="extend") gives ["GL1", "GL2", "GL7"]."""
-    return [part.strip() for part in value.split(",") if part.strip()]
-
-
 def use_color() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ
 
@@ -152,13 +147,17 @@ def top_parser() -> argparse.ArgumentParser:
     """`gpulint --help` and `--version`: the commands are listed, not loaded."""
     parser = argparse.ArgumentParser(
         prog="gpulint",
+        usage="gpulint [OPTIONS] [PATH ...]\n       gpulint COMMAND [OPTIONS] ...",
         description="Find and fix the training code that starves your GPUs.",
-        epilog="`gpulint PATH...` is `gpulint check PATH...`; `gpulint COMMAND --help` explains a command.",
+        epilog="`gpulint PATH...` is `gpulint check PATH...`; `gpulint COMMAND --help` explains a command "
+        "(`gpulint check --help`: every option of the lint).",
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("-V", "--version", action="version", version=f"gpulint {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     for name, command in COMMANDS.items():
         commands.add_parser(name, help=command.summary)
+    add_common_check_options(parser.add_argument_group("common options of `gpulint [check] PATH...`"))
     return parser
 
 

@@ -1,7 +1,7 @@
 """`gpulint check` (the default command): lint, fix or diff files, directories or standard input.
 
-Also the rule selection options (--select, --extend-select, --ignore, --config) and how they combine
-with the configuration file, shared by `rules` and `review`.
+Also how the rule selection options (gpulint/cli/options.py) combine with the configuration file,
+shared by `rules` and `review`.
 """
 
 from __future__ import annotations
@@ -11,45 +11,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, rule_ids, use_color
+from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, use_color
+from gpulint.cli.options import TEXT_FORMATS, add_common_check_options, add_no_local_rules
 
 if TYPE_CHECKING:  # the linter imports libcst: loaded when a command runs, not to parse its line
     from gpulint.linter.config import Settings
     from gpulint.linter.run.outcome import RunOptions, RunResult
-
-
-def add_selection_options(parser: argparse.ArgumentParser) -> None:
-    """The options resolve_settings reads."""
-    parser.add_argument(
-        "--select",
-        action="extend",
-        type=rule_ids,
-        metavar="IDS",
-        help="Rule ids or prefixes to enable (comma-separated; ALL for every rule).",
-    )
-    parser.add_argument(
-        "--ignore", action="extend", type=rule_ids, metavar="IDS", help="Rule ids or prefixes to disable."
-    )
-    parser.add_argument(
-        "--extend-select",
-        action="extend",
-        type=rule_ids,
-        metavar="IDS",
-        help="Rule ids or prefixes to add to the selection.",
-    )
-    parser.add_argument(
-        "--config", type=Path, metavar="FILE", help="A pyproject.toml ([tool.gpulint]) or gpulint.toml."
-    )
-
-
-def add_no_local_rules(parser: argparse.ArgumentParser) -> None:
-    """The option of the commands that load the project's local rules by default."""
-    parser.add_argument(
-        "--no-local-rules",
-        action="store_true",
-        help="Do not load the rule modules the configuration names in `local-rules` (they are project code: "
-        "use this on a tree you do not trust).",
-    )
 
 
 def resolve_settings(paths: list[Path], options: argparse.Namespace, load_local_rules: bool = False) -> Settings:
@@ -83,22 +50,7 @@ def add_check(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "paths", nargs="*", type=Path, metavar="PATH", help="Files or directories; `-` reads standard input."
     )
-    parser.add_argument("--fix", action="store_true", help="Apply safe fixes (and unsafe ones with --unsafe-fixes).")
-    parser.add_argument(
-        "--unsafe-fixes",
-        action=argparse.BooleanOptionalAction,
-        help="Also offer and apply fixes that may change behaviour.",
-    )
-    parser.add_argument("--diff", action="store_true", help="Print the diff the fixes would make; write nothing.")
-    add_selection_options(parser)
-    parser.add_argument(
-        "--format",
-        default="text",
-        metavar="FORMAT",
-        help="Output format: text, json, sarif, github, rdjson or gitlab.",
-    )
-    parser.add_argument("--exit-zero", action="store_true", help="Exit 0 even when findings remain.")
-    parser.add_argument("--statistics", action="store_true", help="Count findings per rule instead of listing them.")
+    add_common_check_options(parser)
     parser.add_argument("--stdin-filename", metavar="NAME", help="The name of the file read from standard input.")
     parser.add_argument(
         "--jobs", "-j", type=_positive_int, metavar="N", help="Worker processes (default: the cores available)."
@@ -135,9 +87,11 @@ def check(options: argparse.Namespace) -> int:
     from gpulint.linter.config import ConfigError
     from gpulint.linter.run.outcome import RunOptions, diff_output
 
-    output_format = options.format
+    output_format = options.output_format or "text"
+    if output_format == "text":
+        output_format = "full" if sys.stdout.isatty() else "concise"
     if output_format not in reporters.FORMATS:
-        error(f"unknown format {output_format!r}; choose from {', '.join(reporters.FORMATS)}")
+        error(f"unknown output format {output_format!r}; choose from {', '.join(reporters.FORMATS)}")
         return EXIT_ERROR
     paths = options.paths or [Path(".")]
     reading_stdin = [str(p) for p in paths] == ["-"]
@@ -179,16 +133,20 @@ def check(options: argparse.Namespace) -> int:
 
     report_settings = reporters.ReportSettings(
         settings=settings,
-        color=use_color() and output_format == "text",
+        color=use_color() and output_format in TEXT_FORMATS,
         statistics=options.statistics,
         fix_mode=options.fix and not options.diff,
+        show_fixes=options.show_fixes,
     )
     if options.diff:
+        from gpulint.linter.reporters.text import fixes_listing
+
         diffs = [o.diff for o in result.outcomes if o.diff]
         sys.stdout.buffer.write(diff_output(result))  # bytes: a latin-1 file's diff must apply
         sys.stdout.flush()
         would_fix = sum(o.fixed for o in result.outcomes if o.diff)
-        print(f"Would fix {would_fix} problem{'s' if would_fix != 1 else ''}.", file=sys.stderr)
+        listing = fixes_listing(result.outcomes, "Would fix") if options.show_fixes else ""
+        print(listing or f"Would fix {would_fix} problem{'s' if would_fix != 1 else ''}.", file=sys.stderr)
         code = EXIT_FINDINGS if diffs and not options.exit_zero else EXIT_CLEAN
     else:
         report = reporters.render(output_format, result, report_settings)

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, error, use_color
-from gpulint.cli.check import add_no_local_rules, add_selection_options, resolve_settings
+from gpulint.cli.check import resolve_settings
+from gpulint.cli.options import add_no_local_rules, add_selection_options
 
 
 def add_rules(parser: argparse.ArgumentParser) -> None:
@@ -80,8 +81,10 @@ def add_rule(parser: argparse.ArgumentParser) -> None:
 
 def show_rule(options: argparse.Namespace) -> int:
     """Explain one rule: what it finds, why it is slow, an example, and its fix."""
+    from gpulint.linter.catalog import RULES
     from gpulint.linter.config import ConfigError
     from gpulint.linter.local_rules import path_of, shown
+    from gpulint.linter.selection import not_one_rule
     from gpulint.rules import find_rule
     from gpulint.rules.docs import rule_markdown
 
@@ -96,7 +99,7 @@ def show_rule(options: argparse.Namespace) -> int:
             return EXIT_ERROR
         rule = local.find(options.key) if local is not None else None
     if rule is None:
-        error(f"no rule {options.key!r} (see `gpulint rules`)")
+        error(not_one_rule(options.key, [*RULES, *(local.entries if local is not None else ())]))
         return EXIT_ERROR
     text = rule_markdown(rule)
     if local is not None:

@@ -16,7 +16,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, rule_ids
+from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error
+from gpulint.cli.options import rule_ids
 
 
 def add_test_rules(parser: argparse.ArgumentParser) -> None:

@@ -17,12 +17,13 @@
         suppressions.py  comments that silence findings, and GL900 for those that silence nothing
       fix/        builders.py (what rules call to describe a fix), fixer.py (apply fixes, text
                   edits), passes.py (lint -> fix -> re-lint until settled)
-    reporters/    text, json, sarif, github, rdjson, gitlab
+    reporters/    text (full, concise), json, sarif, github, rdjson, gitlab
     config.py     Settings: [tool.gpulint] and the command line; selects rules from the catalog
       local_rules.py  a project's own rule modules (`local-rules`): loaded, checked, catalogued
     case_runner.py  runs rules' VALID / INVALID cases (the tests, `gpulint test-rules`)
     findings.py   what the stages hand on: Finding, Fix, Applicability, Location, Edit
     printable.py, option_expression.py  output made safe to print; the `num-workers` grammar
+    selection.py  "did you mean": the closest rule ids or names to one that matches nothing
 
 Imports go one way, down this list (tests/test_layout.py keeps it so).
 """

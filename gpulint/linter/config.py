@@ -52,6 +52,7 @@ from gpulint.linter.catalog import OPTIONS, RULES
 from gpulint.linter.findings import SYNTAX_ERROR_CODE
 from gpulint.linter.project import DEFAULT_LINE_LENGTH, facts_from, parse_version
 from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES, read_regular_file
+from gpulint.linter.selection import unknown_selector
 
 if TYPE_CHECKING:
     from gpulint.linter.catalog import RuleInfo
@@ -188,7 +189,7 @@ def expand_selectors(
         matched = [r.code for r in rules if r.code.startswith(selector.upper()) or r.name == selector]
         maybe_local = unloaded_local_ids and not selector.upper().startswith("GL")
         if not matched and selector.upper() != SYNTAX_ERROR_CODE and not maybe_local:
-            raise ConfigError(f"unknown rule selector {selector!r} (see `gpulint rules`)")
+            raise ConfigError(unknown_selector(selector, rules))
         codes.extend(matched)
     return codes
 

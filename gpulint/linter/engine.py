@@ -24,13 +24,22 @@ in files with suppression comments.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from gpulint.linter import catalog
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, parse
-from gpulint.linter.findings import SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME, Finding, FixInfo, Location, RawFinding
+from gpulint.linter.findings import (
+    SYNTAX_ERROR_CODE,
+    SYNTAX_ERROR_NAME,
+    Finding,
+    FixInfo,
+    Location,
+    RawFinding,
+    SourceLine,
+)
 from gpulint.linter.suppressions import (
     UNUSED_SUPPRESSION,
     Suppression,
@@ -116,10 +125,14 @@ class Linter:
         try:
             analysis = self.analyze(source, path, project)
         except SyntaxErrorInSource as exc:
-            return FileResult(path, [syntax_error_finding(path, str(exc), exc.row, exc.column)])
+            failure = syntax_error_finding(path, str(exc), exc.row, exc.column)
+            return FileResult(path, with_source_lines([failure], _text_of(source)))
         findings = self.locate(analysis, path, with_edits) if analysis is not None else []
         if UNUSED_SUPPRESSION in self.settings.codes_for(path):
             findings += self._unused_suppressions(source, analysis, path)
+        if findings:
+            text = analysis.ctx.source_text if analysis is not None else _text_of(source)
+            findings = with_source_lines(findings, text)
         return FileResult(path, sorted(findings, key=Finding.sort_key), parsed=analysis is not None)
 
     # -- stages 1-5 --------------------------------------------------------------------------
@@ -267,6 +280,26 @@ def rows_of(ctx: FileContext, positions: Mapping[cst.CSTNode, CodeRange], node: 
     statement = ctx.statement_of(node)
     statement_row = positions[statement].start.line if statement in positions else row
     return (row, statement_row) if statement_row != row else (row,)
+
+
+_LINE_BREAK = re.compile(r"\r\n?|\n")  # Python's line breaks (str.splitlines also splits on \f, \x1c...)
+
+
+def _text_of(source: bytes) -> str:
+    """A source that was not parsed, as text to show lines of (undecodable bytes replaced)."""
+    return source.decode("utf-8-sig", errors="replace")
+
+
+def with_source_lines(findings: list[Finding], text: str) -> list[Finding]:
+    """The findings with the text of the line each starts on (`Finding.source_line`): what the
+    `full` text format shows under a finding."""
+    lines = _LINE_BREAK.split(text.removeprefix("\ufeff"))
+    return [
+        replace(f, source_line=SourceLine.of(lines[f.location.row - 1], f.location.column))
+        if 0 < f.location.row <= len(lines)
+        else f
+        for f in findings
+    ]
 
 
 def syntax_error_finding(path: str, message: str, row: int, column: int) -> Finding:

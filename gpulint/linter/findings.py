@@ -82,6 +82,33 @@ class FixInfo:
 
 
 @dataclass(frozen=True)
+class SourceLine:
+    """The line a finding starts on, as the `full` text format shows it under the finding.
+
+    A long line is kept as a window around the finding (a minified file must not put megabytes in
+    every finding and cache entry): `text` then starts or ends with `…`, and `first_column` is the
+    1-based column `text[0]` stands at, so the finding's column is at `text[column - first_column]`.
+    """
+
+    text: str
+    first_column: int = 1
+
+    WIDTH = 240  # characters kept of a longer line
+    BEFORE = 80  # of them, before the finding's column
+
+    @classmethod
+    def of(cls, line: str, column: int) -> SourceLine:
+        """The line (without its line break) or its window around 1-based `column`."""
+        line = line.rstrip("\r\n")
+        if len(line) <= cls.WIDTH:
+            return cls(line)
+        start = max(0, min(column - 1 - cls.BEFORE, len(line) - cls.WIDTH))
+        end = start + cls.WIDTH
+        text = ("…" if start else "") + line[start:end] + ("…" if end < len(line) else "")
+        return cls(text, first_column=start if start else 1)
+
+
+@dataclass(frozen=True)
 class Finding:
     """A located finding: what reporters print and what the cache stores."""
 
@@ -100,6 +127,8 @@ class Finding:
     # e.g. "cell 3:2:5".  None for .py files.
     display_location: str | None = None
     extra: dict = field(default_factory=dict, compare=False)
+    # The text of the line it starts on (a window of a long one), for the `full` text format.
+    source_line: SourceLine | None = field(default=None, compare=False)
 
     def sort_key(self) -> tuple:
         # Notebook findings are cell-relative: the cell orders them first.

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, warning
-from gpulint.cli.check import add_selection_options, resolve_settings
+from gpulint.cli.check import resolve_settings
+from gpulint.cli.options import add_selection_options
 from gpulint.redaction import redact
 
 

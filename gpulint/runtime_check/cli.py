@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, rule_ids
+from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error
+from gpulint.cli.options import rule_ids
 
 if TYPE_CHECKING:  # measuring loads psutil and NVML: only when a command runs
     from gpulint.runtime_check.measure import Command, RunConfig, RunResult

@@ -1,7 +1,7 @@
 """Output formats.  Each reporter turns a RunResult into text for standard output.
 
 A reporter is `render(result: RunResult, settings: ReportSettings) -> str`; add a module here and
-an entry in FORMATS to make it available as `--format NAME`.
+an entry in FORMATS to make it available as `--output-format NAME`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ class ReportSettings:
     color: bool = False
     statistics: bool = False
     fix_mode: bool = False  # --fix ran: say how many were fixed
+    show_fixes: bool = False  # --show-fixes: list what the fixes changed, per file and rule
 
     @property
     def unsafe_fixes(self) -> bool:
@@ -33,9 +34,10 @@ def _load(name: str) -> Callable[[RunResult, ReportSettings], str]:
     return getattr(importlib.import_module(module_name), function)
 
 
-# name -> "module:function"; imported lazily so `--format text` never loads the others.
+# name -> "module:function"; imported lazily so the text formats never load the others.
 FORMATS: dict[str, str] = {
-    "text": "gpulint.linter.reporters.text:render",
+    "full": "gpulint.linter.reporters.text:render_full",
+    "concise": "gpulint.linter.reporters.text:render_concise",
     "json": "gpulint.linter.reporters.json_format:render",
     "sarif": "gpulint.linter.reporters.sarif:render",
     "github": "gpulint.linter.reporters.github:render",

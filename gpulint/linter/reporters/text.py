@@ -1,19 +1,27 @@
-"""The terminal format: `path:line:col: GL101 [*] message`, then a summary line (as ruff).
+"""The text formats, for people (as ruff's):
 
-Paths and messages are printed with control characters escaped (`printable`): a file name must
-not be able to start a line of its own (a GitHub Actions workflow command) or drive the terminal.
+* `concise`: one line per finding, `path:line:col: GL101 [*] message`;
+* `full`: that line, then the source line under a line-number gutter with `^` under the finding,
+  and the fix's description (`= help: ...`), then a blank line;
+
+then a summary line.  With `--show-fixes`, what `--fix` changed is listed per file and rule.
+
+Paths, messages and source lines are printed with control characters escaped (`printable`): a file
+name or a line of a file must not be able to start a line of its own (a GitHub Actions workflow
+command) or drive the terminal.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from gpulint.linter.findings import Applicability, Finding
+from gpulint.linter.findings import Applicability, Finding, SourceLine
 from gpulint.linter.printable import printable
 from gpulint.linter.reporters import ReportSettings
-from gpulint.linter.run.outcome import RunResult
+from gpulint.linter.run.outcome import FileOutcome, RunResult
 
-_BOLD, _RED, _CYAN, _DIM, _RESET = "\033[1m", "\033[31m", "\033[36m", "\033[2m", "\033[0m"
+_BOLD, _RED, _CYAN, _BLUE, _DIM, _RESET = "\033[1m", "\033[31m", "\033[36m", "\033[34m", "\033[2m", "\033[0m"
+_TAB_WIDTH = 4
 
 
 def fix_available(finding: Finding, unsafe_fixes: bool) -> bool:
@@ -37,7 +45,7 @@ def summary(findings: list[Finding], settings: ReportSettings, fixed: int, error
     (`errors`: the problems reported on standard error)."""
     lines = []
     count = len(findings)
-    if fixed:
+    if fixed and not settings.show_fixes:  # (--show-fixes lists them instead, under the same heading)
         lines.append(f"Fixed {fixed} problem{'s' if fixed != 1 else ''}.")
     if count == 0:
         if errors:
@@ -74,14 +82,91 @@ def statistics(findings: list[Finding], settings: ReportSettings) -> str:
     return "\n".join(rows)
 
 
-def render(result: RunResult, settings: ReportSettings) -> str:
+def source_snippet(finding: Finding, color: bool = False) -> list[str]:
+    """The lines `full` shows under a finding: its source line in a gutter with carets under the
+    finding (to the end of the line when it goes on), and the fix's description."""
+    source = finding.source_line
+    if source is None:
+        return []
+    row = str(finding.location.row)
+    blue, red, reset = (_BLUE, _RED, _RESET) if color else ("", "", "")
+    gutter = f"{blue}{' ' * len(row)} |{reset}"
+    shown, indent, width = _with_caret(source, finding)
+    lines = [
+        gutter,
+        f"{blue}{row} |{reset} {shown}",
+        f"{gutter} {' ' * indent}{red}{'^' * width} {finding.code}{reset}",
+        gutter,
+    ]
+    if finding.fix is not None:
+        lines.append(f"{blue}{' ' * len(row)} ={reset} help: {printable(finding.fix.message)}")
+    return lines
+
+
+def _with_caret(source: SourceLine, finding: Finding) -> tuple[str, int, int]:
+    """The line as printed (tabs expanded, control characters escaped), and where the carets go
+    in it: how far in, and how many."""
+    text = source.text
+    start = min(max(finding.location.column - source.first_column, 0), len(text))
+    if finding.end_location.row == finding.location.row:
+        end = finding.end_location.column - source.first_column
+    else:  # the finding goes on below: underline the rest of this line
+        end = len(text.rstrip())
+    end = min(max(end, start + 1), max(len(text), start + 1))
+
+    def shown(part: str) -> str:
+        return printable(part.expandtabs(_TAB_WIDTH))
+
+    indent = len(shown(text[:start]))
+    return shown(text), indent, max(len(shown(text[:end])) - indent, 1)
+
+
+def fixes_listing(outcomes: list[FileOutcome], heading: str) -> str:
+    """What the fixes changed, per file and rule (ruff's `--show-fixes`):
+
+    Fixed 3 problems:
+    - train.py:
+        2 × GL102 (dataloader-unpinned)
+        1 × GL104 (blocking-h2d-copy)
+    """
+    from gpulint.linter.catalog import by_code  # rule names, without the rule classes
+
+    names = by_code()
+    per_file = sorted((o.result.path, Counter(o.fixed_codes)) for o in outcomes if o.fixed)
+    total = sum(o.fixed for o in outcomes)
+    if not total:
+        return ""
+    lines = [f"{heading} {total} problem{'s' if total != 1 else ''}:"]
+    for path, counts in per_file:
+        lines.append(f"- {printable(path)}:")
+        for code, count in sorted(counts.items()):
+            name = names[code].name if code in names else ""
+            lines.append(f"    {count} × {code}" + (f" ({name})" if name else ""))
+    return "\n".join(lines)
+
+
+def _render(result: RunResult, settings: ReportSettings, full: bool) -> str:
     findings = sorted(result.findings, key=Finding.sort_key)
     parts = []
     if settings.statistics:
         if findings:
             parts.append(statistics(findings, settings))
+    elif full:
+        for finding in findings:
+            parts.append("\n".join([format_finding(finding, settings), *source_snippet(finding, settings.color), ""]))
     else:
         parts.extend(format_finding(f, settings) for f in findings)
     fixed = sum(o.fixed for o in result.outcomes) if settings.fix_mode else 0
-    parts.append(summary(findings, settings, fixed, len(result.errors)))
+    closing = summary(findings, settings, fixed, len(result.errors))
+    if fixed and settings.show_fixes:
+        parts.append(fixes_listing(result.outcomes, "Fixed") + ("\n" if closing else ""))
+    parts.append(closing)
     return "\n".join(p for p in parts if p)
+
+
+def render_concise(result: RunResult, settings: ReportSettings) -> str:
+    return _render(result, settings, full=False)
+
+
+def render_full(result: RunResult, settings: ReportSettings) -> str:
+    return _render(result, settings, full=True)

@@ -31,6 +31,7 @@ class FileOutcome:
     result: FileResult
     diff: str | None = None  # unified diff (with --diff), or None
     fixed: int = 0  # fixes applied (written with --fix, or shown with --diff)
+    fixed_codes: list[str] = field(default_factory=list)  # the rule of each fix applied (--show-fixes)
     errors: list[str] = field(default_factory=list)  # one-line problems with this file
 
 

@@ -65,7 +65,7 @@ def process_source(
             outcome.errors.extend(fixed.errors)
             if fixed.changed:
                 final = fixed.source
-                outcome.fixed = fixed.applied
+                outcome.fixed, outcome.fixed_codes = fixed.applied, fixed.applied_codes
                 if options.diff:
                     outcome.diff = unified_diff(source, final, name)
         outcome.result = linter.lint_source(final, name, with_edits=options.with_edits, project=project)
@@ -118,7 +118,7 @@ def process_read_file(
             unfixed, _ = process_source(linter, source, name, replace(options, fix=False), project)
             outcome.result = unfixed.result
             outcome.errors.append(write_problem(name, exc))
-            outcome.fixed = 0
+            outcome.fixed, outcome.fixed_codes = 0, []
     return outcome
 
 

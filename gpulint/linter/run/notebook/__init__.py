@@ -30,7 +30,7 @@ from pathlib import Path
 
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, UndecodableSource, parse
 from gpulint.linter.analysis.parse_guard import UnanalysableSource
-from gpulint.linter.engine import FileResult, Linter, syntax_error_finding
+from gpulint.linter.engine import FileResult, Linter, syntax_error_finding, with_source_lines
 from gpulint.linter.findings import SYNTAX_ERROR_CODE, Edit, Finding, FixInfo, Location
 from gpulint.linter.fix.passes import FixOutcome, fix_source
 from gpulint.linter.printable import quote_diff_path
@@ -98,7 +98,7 @@ def _to_cell(finding: Finding, joined: Joined) -> Finding:
 def _cell_error_finding(name: str, cell: Cell) -> Finding:
     assert cell.error is not None  # called for cells with an error
     message, row, column = cell.error
-    finding = syntax_error_finding(name, message, row, column)
+    (finding,) = with_source_lines([syntax_error_finding(name, message, row, column)], cell.text)
     return dataclasses.replace(
         finding, display_location=f"cell {cell.number}:{row}:{column}", extra={"cell": cell.number}
     )
@@ -240,7 +240,7 @@ def process_notebook(path: Path, name: str, source: bytes, linter: Linter, optio
             if fixed is not None:
                 outcome.errors.extend(fixed.errors)
                 if fixed.changed:
-                    outcome.fixed = fixed.applied
+                    outcome.fixed, outcome.fixed_codes = fixed.applied, fixed.applied_codes
                     if options.diff:
                         outcome.diff = cell_diff(notebook, final, name)
                     else:
@@ -248,7 +248,7 @@ def process_notebook(path: Path, name: str, source: bytes, linter: Linter, optio
                             write_atomic(path, fixed.source, options.write_scope)
                         except OSError as exc:
                             outcome.errors.append(write_problem(name, exc))
-                            outcome.fixed = 0
+                            outcome.fixed, outcome.fixed_codes = 0, []
                             final = notebook
         outcome.result, _ = lint_cells(linter, final.cells, name, options.with_edits)
     except UndecodableSource as exc:

@@ -1,0 +1,62 @@
+"""`make demo`, the README's first command, on a copy of the checkout: it prints what a newcomer
+should read and ends with a success line, without make's `Error 1 (ignored)` (gpulint's exit 1 on
+the fixtures' findings is expected); and a real failure of gpulint (exit 2) fails it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT
+
+
+def _copy_of_the_checkout(target: Path) -> Path:
+    """The tracked files of the working tree (what a fresh clone has, with this tree's edits)."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True, text=True)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout: cannot tell which files a clone would have")
+    for name in filter(None, listed.stdout.split("\0")):
+        source = ROOT / name
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+    return target
+
+
+def _make_demo(checkout: Path) -> subprocess.CompletedProcess:
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "MAKEFLAGS")}
+    return subprocess.run(
+        ["make", "demo", f"PYTHON={sys.executable}"],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        env={**env, "NO_COLOR": "1"},
+        timeout=900,
+    )
+
+
+@pytest.mark.slow
+def test_make_demo_reads_as_a_success_and_fails_on_a_real_error(tmp_path):
+    checkout = _copy_of_the_checkout(tmp_path / "gpulint")
+    demo = _make_demo(checkout)
+    output = demo.stdout + demo.stderr
+    assert demo.returncode == 0, output
+    assert "make: [" not in output and "Error 1" not in output, output  # make's "Error 1 (ignored)"
+    assert "fixtures/pytorch_image_classification.py:" in demo.stdout  # the findings
+    assert "+++ b/fixtures/" in demo.stdout  # the diff of the fixes
+    assert demo.stdout.rstrip().splitlines()[-1].startswith("==> Demo done.")
+
+    # A configuration error is gpulint's exit 2: the target must fail, not carry on.
+    (checkout / "fixtures" / "pyproject.toml").write_text('[tool.gpulint]\nselect = ["GL3O2"]\n')
+    broken = _make_demo(checkout)
+    assert broken.returncode != 0, broken.stdout + broken.stderr
+    assert "did you mean 'GL302'?" in broken.stderr
+    assert "Demo done" not in broken.stdout

@@ -190,7 +190,11 @@ RULES: tuple[RuleInfo, ...] = (
             '`.cpu()`, `.numpy()` and `.tolist()` on a tensor; `float(loss)` / `int(correct)` '
             'of a tensor; a tensor formatted into a string: `f"{loss}"`, `"%f" % loss`, '
             '`"{}".format(loss)`, `str(loss)`; a NaN/Inf check used as a condition: `if '
-            'torch.isnan(loss)`, `if not torch.isfinite(loss).all()`.'
+            'torch.isnan(loss)`, `if not torch.isfinite(loss).all()`; any other tensor used '
+            'as a Python condition: `if loss > 10:`, `while err > tol:`, `if (pred == '
+            'y).all():`, `if torch.equal(a, b):` (the condition is reported, not its body); '
+            'counting what a mask or `nonzero` selects: `len(t[mask])`, `t[t > 0].shape[0]`, '
+            '`torch.nonzero(t).size(0)` -- the size of the result is only known on the GPU.'
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
     ),

@@ -535,15 +535,17 @@ RULES: tuple[RuleInfo, ...] = (
             'loop makes the host wait for the GPU every step'
         ),
         summary=(
-            "`.numpy()`, `float(loss)` (of a step's loss, metric or output) and `int(...)` or "
-            '`float(...)` of what a compiled step returns, inside a TensorFlow training step '
-            'loop -- one that calls `tape.gradient`, `apply_gradients` or `train_on_batch`, '
-            'directly or through a step function -- not under an interval guard, in a loop '
-            'that does not time its steps (a benchmark loop needs the read for its clock to '
-            'measure the step).'
+            "`.numpy()`, `float(loss)` (of a step's loss, metric or output), `int(...)` or "
+            '`float(...)` of what a compiled step returns, and a TensorFlow predicate used as '
+            'a Python condition (`if tf.equal(optimizer.iterations % n, 0):`, `if '
+            'tf.reduce_any(tf.math.is_nan(loss)):` -- the condition reads the tensor back to '
+            'decide), inside a TensorFlow training step loop -- one that calls '
+            '`tape.gradient`, `apply_gradients` or `train_on_batch`, directly or through a '
+            'step function -- not under an interval guard, in a loop that does not time its '
+            'steps (a benchmark loop needs the read for its clock to measure the step).'
         ),
         facts=('imports tensorflow or keras', 'takes training steps'),
-        tokens=('.numpy(', 'float(', 'int('),
+        tokens=('.numpy(', 'float(', 'int(', 'equal(', 'greater(', 'greater_equal(', 'is_finite(', 'is_inf(', 'is_nan(', 'less(', 'less_equal(', 'logical_and(', 'logical_not(', 'logical_or(', 'not_equal(', 'reduce_all(', 'reduce_any('),
     ),
     RuleInfo(
         code='GL707',

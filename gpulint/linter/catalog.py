@@ -249,6 +249,24 @@ RULES: tuple[RuleInfo, ...] = (
         tokens=('synchronize',),
     ),
     RuleInfo(
+        code='GL205',
+        name='empty-cache-in-loop',
+        default='on',
+        fix=None,
+        message=(
+            "`empty_cache()` on every training step: the allocator's cache is freed (a "
+            'device-wide sync) and allocated again each step'
+        ),
+        summary=(
+            '`torch.cuda.empty_cache()` (or its `xpu`/`mps` form) on every training step: in '
+            'a step loop or a step function, not under an interval guard, and not in the '
+            'handling of a rare event (an `except` for an out-of-memory error, a branch that '
+            'ends the step).'
+        ),
+        facts=('imports torch', 'takes training steps'),
+        tokens=('empty_cache',),
+    ),
+    RuleInfo(
         code='GL301',
         name='per-step-validation',
         default='on',

@@ -170,7 +170,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         summary=(
             'A `DataLoader` iterated only to count or peek at it: `len(list(loader))` (or '
-            '`tuple`), and `next(iter(loader))` inside a loop.'
+            '`tuple`), and `next(iter(loader))` inside a loop -- also in an epoch function, '
+            'one that iterates the same loader and is called from a loop of the module (`b_sz '
+            '= len(next(iter(self.train_data))[0])` at the top of `_run_epoch`).'
         ),
         facts=('imports torch',),
         tokens=('DataLoader',),
@@ -563,7 +565,7 @@ RULES: tuple[RuleInfo, ...] = (
             'steps (a benchmark loop needs the read for its clock to measure the step).'
         ),
         facts=('imports tensorflow or keras', 'takes training steps'),
-        tokens=('.numpy(', 'float(', 'int(', 'equal(', 'greater(', 'greater_equal(', 'is_finite(', 'is_inf(', 'is_nan(', 'less(', 'less_equal(', 'logical_and(', 'logical_not(', 'logical_or(', 'not_equal(', 'reduce_all(', 'reduce_any('),
+        tokens=('.numpy(', 'float(', 'int(', 'equal(', 'greater', 'less', 'logical_', 'reduce_a', 'is_'),
     ),
     RuleInfo(
         code='GL707',

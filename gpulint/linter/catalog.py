@@ -388,6 +388,64 @@ RULES: tuple[RuleInfo, ...] = (
         tokens=('backward',),
     ),
     RuleInfo(
+        code='GL405',
+        name='cudnn-benchmark',
+        default='hint',
+        fix='unsafe',
+        message=(
+            'convolutions on fixed-size inputs without `torch.backends.cudnn.benchmark = '
+            'True`: cuDNN never searches for the fastest algorithm'
+        ),
+        summary=(
+            'A module that trains a convolutional network (it builds `nn.Conv2d` layers or a '
+            'torchvision CNN) on an accelerator with its own loop, on fixed-size inputs '
+            '(MNIST, CIFAR, or a `RandomResizedCrop`/`CenterCrop`/`RandomCrop` transform), '
+            'and never sets `torch.backends.cudnn.benchmark`. Reported once, at the '
+            "optimizer's construction (or the first `.backward()`). A module that chooses "
+            'deterministic kernels, or mentions `cudnn.benchmark` at all (a flag for it), has '
+            'decided.'
+        ),
+        facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
+        tokens=('backward',),
+    ),
+    RuleInfo(
+        code='GL406',
+        name='cudnn-deterministic',
+        default='hint',
+        fix=None,
+        message=(
+            '`cudnn.deterministic = True` restricts convolutions to slower deterministic '
+            'kernels on every run; fine where reproducibility is wanted, otherwise make it an '
+            'option'
+        ),
+        summary=(
+            '`torch.backends.cudnn.deterministic = True`, set unconditionally (not under an '
+            '`if`, such as `if args.deterministic:` or `if args.seed is not None:`) in a '
+            'module that trains on an accelerator.'
+        ),
+        facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
+        tokens=('deterministic',),
+    ),
+    RuleInfo(
+        code='GL407',
+        name='channels-last',
+        default='hint',
+        fix=None,
+        message=(
+            'a CNN trained in mixed precision in the default NCHW memory format: '
+            '`channels_last` lets tensor-core convolutions skip layout transposes'
+        ),
+        summary=(
+            'A module that trains a 2-D convolutional network (it builds `nn.Conv2d` layers '
+            'or a torchvision CNN) on an accelerator with its own loop, in mixed precision '
+            '(autocast, a GradScaler, bf16/fp16), and never uses the `channels_last` memory '
+            "format. Reported once, at the optimizer's construction (or the first "
+            '`.backward()`).'
+        ),
+        facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
+        tokens=('backward',),
+    ),
+    RuleInfo(
         code='GL601',
         name='data-parallel',
         default='on',

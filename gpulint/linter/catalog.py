@@ -261,9 +261,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         summary=(
             '`torch.cuda.empty_cache()` (or its `xpu`/`mps` form) on every training step: in '
-            'a step loop or a step function, not under an interval guard, and not in the '
-            'handling of a rare event (an `except` for an out-of-memory error, a branch that '
-            'ends the step).'
+            'a step loop or a step function, unconditionally -- not under an `if` (an '
+            'interval, a memory threshold, a mode setting: a deliberate policy) and not in '
+            'the handling of a rare event (an `except` for an out-of-memory error).'
         ),
         facts=('imports torch', 'takes training steps'),
         tokens=('empty_cache',),
@@ -398,12 +398,12 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         summary=(
             'A module that trains a convolutional network (it builds `nn.Conv2d` layers or a '
-            'torchvision CNN) on an accelerator with its own loop, on fixed-size inputs '
-            '(MNIST, CIFAR, or a `RandomResizedCrop`/`CenterCrop`/`RandomCrop` transform), '
-            'and never sets `torch.backends.cudnn.benchmark`. Reported once, at the '
-            "optimizer's construction (or the first `.backward()`). A module that chooses "
-            'deterministic kernels, or mentions `cudnn.benchmark` at all (a flag for it), has '
-            'decided.'
+            'torchvision CNN) on an accelerator with its own loop (it takes optimizer steps), '
+            'on fixed-size inputs (MNIST, CIFAR, or a '
+            '`RandomResizedCrop`/`CenterCrop`/`RandomCrop` transform), and never sets '
+            "`torch.backends.cudnn.benchmark`. Reported once, at the optimizer's construction "
+            '(or the first `.backward()`). A module that chooses deterministic kernels, or '
+            'mentions `cudnn.benchmark` at all (a flag for it), has decided.'
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
@@ -437,10 +437,10 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         summary=(
             'A module that trains a 2-D convolutional network (it builds `nn.Conv2d` layers '
-            'or a torchvision CNN) on an accelerator with its own loop, in mixed precision '
-            '(autocast, a GradScaler, bf16/fp16), and never uses the `channels_last` memory '
-            "format. Reported once, at the optimizer's construction (or the first "
-            '`.backward()`).'
+            'or a torchvision CNN) on an accelerator with its own loop (it takes optimizer '
+            'steps), in mixed precision (autocast, a GradScaler, bf16/fp16), and never uses '
+            "the `channels_last` memory format. Reported once, at the optimizer's "
+            'construction (or the first `.backward()`).'
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),

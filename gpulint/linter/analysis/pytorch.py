@@ -110,10 +110,7 @@ class TorchAnalysis:
         # A training script updates weights: it builds an optimizer or takes optimizer steps
         # (one from `model.configure_optimizers()` or a parameter); helpers that only call
         # `.backward()` (library utilities, gradient checks) are not one.
-        if self.optimizer_construction is None and not any(
-            method_name(call) == "step" and loops.is_step_call(call) and loops.per_step(call)
-            for call in ctx.index.nodes("Call")
-        ):
+        if self.optimizer_construction is None and not self.steps_an_optimizer:
             return []
         return [
             call
@@ -123,6 +120,17 @@ class TorchAnalysis:
             and loops.is_step_call(call)
             and loops.per_step(call)
         ]
+
+    @cached_property
+    def steps_an_optimizer(self) -> bool:
+        """Whether the module takes optimizer steps in a step loop (`optimizer.step()`,
+        `scaler.step(optimizer)`): it trains, rather than only running `.backward()` (a profiler, a
+        gradient check) next to an optimizer it builds for someone else."""
+        loops = self.ctx.loops
+        return any(
+            method_name(call) == "step" and loops.is_step_call(call) and loops.per_step(call)
+            for call in self.ctx.index.nodes("Call")
+        )
 
     @cached_property
     def convolution_dims(self) -> frozenset[int]:

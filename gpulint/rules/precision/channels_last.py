@@ -10,7 +10,7 @@ class ChannelsLast(Rule):
     """
     ## What it finds
     A module that trains a 2-D convolutional network (it builds `nn.Conv2d` layers or a
-    torchvision CNN) on an accelerator with its own loop, in mixed precision (autocast, a
+    torchvision CNN) on an accelerator with its own loop (it takes optimizer steps), in mixed precision (autocast, a
     GradScaler, bf16/fp16), and never uses the `channels_last` memory format.  Reported once, at
     the optimizer's construction (or the first `.backward()`).
 
@@ -109,6 +109,24 @@ class ChannelsLast(Rule):
                 optimizer.step()
             """,
         ),
+        # a library module: it builds an optimizer for its callers and times backward passes, but
+        # takes no optimizer step (yolov5's utils/torch_utils.py)
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            from torch.cuda.amp import autocast
+
+            def smart_optimizer(model, lr=0.01):
+                return torch.optim.SGD(model.parameters(), lr=lr)
+
+            def profile(x, ops, n=10):
+                conv = nn.Conv2d(3, 8, 3).cuda()
+                for _ in range(n):
+                    y = conv(x.cuda().half())
+                    y.sum().backward()
+            """,
+        ),
     ]
     INVALID = [
         Invalid(
@@ -134,7 +152,12 @@ class ChannelsLast(Rule):
     def finish(self) -> None:
         torch = self.ctx.torch
         backward_calls = torch.own_loop_backward_calls
-        if not backward_calls or 2 not in torch.convolution_dims or not torch.uses_mixed_precision:
+        if (
+            not backward_calls
+            or not torch.steps_an_optimizer
+            or 2 not in torch.convolution_dims
+            or not torch.uses_mixed_precision
+        ):
             return
         if "channels_last" in self.ctx.code_without_comments:
             return

@@ -41,7 +41,7 @@ class CudnnBenchmark(Rule):
     """
     ## What it finds
     A module that trains a convolutional network (it builds `nn.Conv2d` layers or a torchvision
-    CNN) on an accelerator with its own loop, on fixed-size inputs (MNIST, CIFAR, or a
+    CNN) on an accelerator with its own loop (it takes optimizer steps), on fixed-size inputs (MNIST, CIFAR, or a
     `RandomResizedCrop`/`CenterCrop`/`RandomCrop` transform), and never sets
     `torch.backends.cudnn.benchmark`.  Reported once, at the optimizer's construction (or the first
     `.backward()`).  A module that chooses deterministic kernels, or mentions `cudnn.benchmark` at
@@ -265,7 +265,12 @@ class CudnnBenchmark(Rule):
     def finish(self) -> None:
         torch = self.ctx.torch
         backward_calls = torch.own_loop_backward_calls
-        if not backward_calls or not ({2, 3} & torch.convolution_dims) or not feeds_fixed_size_images(self.ctx):
+        if (
+            not backward_calls
+            or not torch.steps_an_optimizer
+            or not ({2, 3} & torch.convolution_dims)
+            or not feeds_fixed_size_images(self.ctx)
+        ):
             return
         if _DECIDED_TEXT.search(self.ctx.code_without_comments):
             return

@@ -22,8 +22,9 @@ class EmptyCacheInLoop(Rule):
     """
     ## What it finds
     `torch.cuda.empty_cache()` (or its `xpu`/`mps` form) on every training step: in a step loop or
-    a step function, not under an interval guard, and not in the handling of a rare event (an
-    `except` for an out-of-memory error, a branch that ends the step).
+    a step function, unconditionally -- not under an `if` (an interval, a memory threshold, a mode
+    setting: a deliberate policy) and not in the handling of a rare event (an `except` for an
+    out-of-memory error).
 
     ## Why it is slow
     PyTorch's caching allocator keeps the memory a step freed so the next step can reuse it without
@@ -94,6 +95,21 @@ class EmptyCacheInLoop(Rule):
             """,
             header=TIMED_CUDA_SCRIPT,
         ),
+        # a memory policy under a condition, in a step function
+        Valid(
+            """
+            def train_step(x, y):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if torch.cuda.memory_reserved() > limit:
+                    torch.cuda.empty_cache()
+
+            for x, y in loader:
+                train_step(x, y)
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
         # an inference loop; a method of another object named empty_cache
         Valid(
             """
@@ -145,5 +161,16 @@ class EmptyCacheInLoop(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.call_qualified_name(node) not in _EMPTY_CACHE:
             return
-        if self.ctx.loops.per_step_work(node):
+        if self.ctx.loops.per_step_work(node) and not self._conditional(node):
             self.report(node)
+
+    def _conditional(self, node: cst.Call) -> bool:
+        """Under an `if` in its step loop or step function: a deliberate memory policy (`if
+        prealloc_mode == "always":`, `if memory_allocated() > limit:`), not a reflex."""
+        boundary = self.ctx.loops.step_boundary(node)
+        for ancestor in self.ctx.ancestors(node):
+            if ancestor is boundary:
+                return False
+            if isinstance(ancestor, (cst.If, cst.IfExp)):
+                return True
+        return False

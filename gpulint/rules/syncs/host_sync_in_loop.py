@@ -241,7 +241,7 @@ class HostSyncInLoop(Rule):
                     seen += 1
                     if window[0] > 1 or seen.sum() > 5:
                         pass
-                    if loss is None or out is not None:
+                    if loss is None or out is not None or out == None:
                         pass
                     line = "%11.4g" * 3 % (*window,)
                     bar = ("%11s" + "%11.4g" * 3) % ("x", *seen)
@@ -620,9 +620,10 @@ class HostSyncInLoop(Rule):
         if isinstance(expr, cst.Comparison):
             if any(isinstance(c.operator, _IDENTITY_OR_MEMBERSHIP) for c in expr.comparisons):
                 return False
-            return any(
-                self._is_device_tensor(operand) for operand in (expr.left, *(c.comparator for c in expr.comparisons))
-            )
+            operands = (expr.left, *(c.comparator for c in expr.comparisons))
+            if any(isinstance(operand, cst.Name) and operand.value == "None" for operand in operands):
+                return False  # `t == None` is answered without looking at the values
+            return any(self._is_device_tensor(operand) for operand in operands)
         if isinstance(expr, cst.Call):
             qualified = self.ctx.call_qualified_name(expr)
             if qualified is not None:
@@ -732,6 +733,9 @@ class HostSyncInLoop(Rule):
         return self.ctx.torch.tensors.is_tensor(expr) and not self._may_be_host(expr, set())
 
     def _may_be_host(self, expr: cst.BaseExpression, seen: set[str]) -> bool:
+        """Whether `expr` may hold a host value: a number, NumPy, a value read back, a tensor built
+        on the host and never moved, or a name any assignment of which is one of the first three
+        (flow-insensitive: which assignment reaches a use is not known)."""
         if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation, cst.Integer, cst.Float)):
             return self._host_value(expr, seen)
         key = target_key(expr)

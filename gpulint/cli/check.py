@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, use_color
+from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, use_color, warning
 from gpulint.cli.options import TEXT_FORMATS, add_common_check_options, add_no_local_rules
 
 if TYPE_CHECKING:  # the linter imports libcst: loaded when a command runs, not to parse its line
@@ -103,7 +103,7 @@ def check(options: argparse.Namespace) -> int:
         error(str(exc))
         return EXIT_ERROR
     if settings.local_rules_skipped:
-        print(f"gpulint: warning: {local_rules_not_loaded(settings, '--no-local-rules')}", file=sys.stderr)
+        warning(local_rules_not_loaded(settings, "--no-local-rules"))
     if options.unsafe_fixes is not None:
         settings.unsafe_fixes = options.unsafe_fixes
     if options.report_unused_suppressions:
@@ -129,7 +129,7 @@ def check(options: argparse.Namespace) -> int:
     for line in result.errors:
         error(line)
     for line in result.warnings:
-        print(f"gpulint: warning: {line}", file=sys.stderr)
+        warning(line)
 
     report_settings = reporters.ReportSettings(
         settings=settings,

@@ -8,16 +8,42 @@ from __future__ import annotations
 
 import argparse
 
-from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, error
+from gpulint.cli import EXIT_ERROR, error
+from gpulint.server.worker import DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_LIMIT_S, Limits
 
 
 def add_server(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--memory-limit",
+        type=_positive(int),
+        default=DEFAULT_MEMORY_LIMIT // 2**20,
+        metavar="MIB",
+        help="Address space a lint may use, in MiB; past it the file is skipped with a message (default: %(default)s).",
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=_positive(float),
+        default=DEFAULT_TIME_LIMIT_S,
+        metavar="SECONDS",
+        help="Time a lint may take; past it the file is skipped with a message (default: %(default)g).",
+    )
     parser.set_defaults(run=main)
 
 
+def _positive(kind):
+    def parse(text: str):
+        value = kind(text)
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be positive, not {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its error message
+    return parse
+
+
 def main(options: argparse.Namespace | None = None) -> int:
-    """Serve on stdin/stdout until the client says exit; 2 with a one-line message when the `lsp`
-    extra is missing."""
+    """Serve on stdin/stdout until the client says exit (its exit code: 0 after a shutdown
+    request); 2 with a one-line message when the `lsp` extra is missing."""
     try:
         from gpulint.server.lsp import serve
     except ModuleNotFoundError as exc:
@@ -25,5 +51,7 @@ def main(options: argparse.Namespace | None = None) -> int:
             raise
         error("`gpulint server` needs pygls: pip install 'gpulint[lsp]'")
         return EXIT_ERROR
-    serve()
-    return EXIT_CLEAN
+    limits = Limits()
+    if options is not None:
+        limits = Limits(memory_limit=options.memory_limit * 2**20, time_limit=options.time_limit)
+    return serve(limits)

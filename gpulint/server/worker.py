@@ -1,0 +1,213 @@
+"""The language server's lint worker: a child process that runs the linter, and the handle the
+server keeps on it.
+
+The server never lints in its own process.  A document from the workspace may be built to cost
+minutes and gigabytes (libcst's parser and the analyses grow much faster than the source), and an
+editor sends a new version on every keystroke.  So each lint, fix or suppression edit is a job for
+one child process (`main` below) that
+
+- runs under an address-space limit (`RLIMIT_AS`, `memory_limit`): an allocation past it fails in
+  the worker, never in the server, and the worker is replaced;
+- is given `time_limit` seconds per job, after which it is killed and replaced;
+- can be killed when its job is no longer wanted (`abandon`: a newer version of the document it is
+  linting arrived), so a long lint of an old text never delays the lint of the new one.
+
+Jobs and replies are pickles over the child's stdin and stdout, each preceded by its length: both
+ends are this module, and the child is the server's own (a document's text is data in a job, never
+code).  The child keeps the projects' linters between jobs, so a re-lint pays no start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import pickle
+import signal
+import struct
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from gpulint.linter.run.safe_files import format_size
+
+DEFAULT_MEMORY_LIMIT = 2 * 2**30
+DEFAULT_TIME_LIMIT_S = 30.0
+_LENGTH = struct.Struct(">Q")
+# The child's command (`-c`: `-m gpulint.server.worker` would import this module twice, as
+# `gpulint.server` imports it for the limits' defaults).
+_WORKER_MAIN = "import sys; from gpulint.server.worker import main; sys.exit(main(sys.argv[1:]))"
+# The jobs a worker runs: `Project` methods (the first argument names the file whose project's
+# settings apply), and the suppression edit, which needs no project.
+PROJECT_JOBS = ("lint", "lint_cells", "fix_changes", "cell_fix_changes", "fix_all")
+SUPPRESSION_JOB = "suppression_changes"
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_limit: int = DEFAULT_MEMORY_LIMIT  # bytes of address space, per worker process
+    time_limit: float = DEFAULT_TIME_LIMIT_S  # seconds, per job
+
+
+class JobFailed(Exception):
+    """A job that gave no result; `str()` says why in one line (shown to the user)."""
+
+
+class JobAbandoned(JobFailed):
+    """A job whose worker was killed because its result was no longer wanted."""
+
+
+# -- the server's side ---------------------------------------------------------------------------
+class LintWorker:
+    """The server's handle on its worker process: one job at a time, a fresh process when the last
+    one was killed or died (started on the first job after that)."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self._process: asyncio.subprocess.Process | None = None
+        self._turn = asyncio.Lock()
+        self._running: tuple[str, float] | None = None  # the running job's tag and start time
+        self._abandoned = False
+
+    async def run(self, tag: str, job: str, *args: Any) -> Any:
+        """The result of `job(*args)` in the worker; JobFailed when it fails, runs out of memory
+        or time, or is abandoned.  `tag` names what the job is for (see `abandon`)."""
+        async with self._turn:
+            process = await self._started()
+            assert process.stdin is not None and process.stdout is not None
+            self._running, self._abandoned = (tag, time.monotonic()), False
+            try:
+                payload = pickle.dumps((job, args), protocol=pickle.HIGHEST_PROTOCOL)
+                process.stdin.write(_LENGTH.pack(len(payload)) + payload)
+                await process.stdin.drain()
+                reply = await asyncio.wait_for(_read_frame(process.stdout), self.limits.time_limit)
+            except asyncio.TimeoutError:
+                await self._kill()
+                raise JobFailed(f"linting took longer than {self.limits.time_limit:g} s; skipped") from None
+            except (asyncio.IncompleteReadError, ConnectionError):
+                raise self._death(await self._reap()) from None
+            finally:
+                self._running = None
+        status, value = pickle.loads(reply)
+        if status == "ok":
+            return value
+        if status == "exiting":  # the worker caught its own MemoryError and is leaving
+            await self._reap()
+        raise JobFailed(value)
+
+    def running(self, tag: str) -> float | None:
+        """For how many seconds the job tagged `tag` has been running; None when it is not."""
+        if self._running is None or self._running[0] != tag:
+            return None
+        return time.monotonic() - self._running[1]
+
+    def abandon(self) -> None:
+        """Kill the worker in the middle of its job (which then raises JobAbandoned)."""
+        if self._process is not None and self._process.returncode is None:
+            self._abandoned = True
+            self._process.kill()
+
+    def close(self) -> None:
+        if self._process is not None and self._process.returncode is None:
+            self._process.kill()
+
+    # -------------------------------------------------------------------------------------------
+    async def _started(self) -> asyncio.subprocess.Process:
+        if self._process is None or self._process.returncode is not None:
+            self._process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-c",
+                _WORKER_MAIN,
+                str(self.limits.memory_limit),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+            )
+        return self._process
+
+    async def _kill(self) -> None:
+        if self._process is not None and self._process.returncode is None:
+            self._process.kill()
+        await self._reap()
+
+    async def _reap(self) -> int | None:
+        process, self._process = self._process, None
+        return await process.wait() if process is not None else None
+
+    def _death(self, returncode: int | None) -> JobFailed:
+        if self._abandoned:
+            return JobAbandoned("abandoned for a newer version")
+        if returncode is not None and returncode < 0:
+            how = f"was killed by {signal.Signals(-returncode).name}"
+        else:
+            how = f"exited with code {returncode}"
+        return JobFailed(
+            f"the lint process {how} (its memory limit is {format_size(self.limits.memory_limit)}); skipped"
+        )
+
+
+async def _read_frame(stream: asyncio.StreamReader) -> bytes:
+    (length,) = _LENGTH.unpack(await stream.readexactly(_LENGTH.size))
+    return await stream.readexactly(length)
+
+
+# -- the worker's side ---------------------------------------------------------------------------
+def _limit_memory(limit: int) -> None:
+    try:
+        import resource
+    except ImportError:  # not on Windows: the time limit still bounds a job there
+        return
+    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _run_job(projects: Any, job: str, args: tuple) -> Any:
+    from pathlib import Path
+
+    from gpulint.server import engine_adapter as engine
+
+    if job == SUPPRESSION_JOB:
+        return engine.suppression_changes(*args)
+    if job not in PROJECT_JOBS:
+        raise ValueError(f"no job {job!r}")
+    # Every Project job takes (text or cells, file name, ...): the file also selects the project.
+    path, text, *rest = args
+    return getattr(projects.for_path(Path(path)), job)(text, path, *rest)
+
+
+def main(argv: list[str]) -> int:
+    """Run jobs from stdin until it closes.  argv: [memory limit in bytes]."""
+    # The replies own the real stdout; anything else the linter might print goes to stderr.
+    replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    jobs = sys.stdin.buffer
+    _limit_memory(int(argv[0]))
+
+    from gpulint.server import engine_adapter as engine
+
+    projects = engine.Projects()
+    while True:
+        header = jobs.read(_LENGTH.size)
+        if len(header) < _LENGTH.size:
+            return 0
+        (length,) = _LENGTH.unpack(header)
+        job, args = pickle.loads(jobs.read(length))
+        try:
+            reply: tuple[str, Any] = ("ok", _run_job(projects, job, args))
+        except MemoryError:
+            reply = ("exiting", f"linting ran out of memory (limit {format_size(int(argv[0]))}); skipped")
+        except engine.SettingsError as exc:
+            reply = ("failed", str(exc))
+        except Exception as exc:  # a bug: its traceback goes to the server's log, a short line to the user
+            log.exception("gpulint lint worker: %s failed", job)
+            reply = ("failed", f"internal error ({type(exc).__name__}); the details are in the server's log")
+        payload = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+        replies.write(_LENGTH.pack(len(payload)) + payload)
+        replies.flush()
+        if reply[0] == "exiting":  # a fresh worker starts with all its memory free
+            return 1
+

@@ -43,7 +43,7 @@ from gpulint import __version__
 from gpulint.server import engine_adapter as engine
 from gpulint.server.engine_adapter import Problem, TextChange
 from gpulint.server.transport import read_frames
-from gpulint.server.worker import JobAbandoned, JobFailed, Limits, LintWorker
+from gpulint.server.worker import START_TIME_LIMIT_S, JobAbandoned, JobFailed, Limits, LintWorker
 
 SOURCE = "gpulint"
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.gpulint"
@@ -58,8 +58,6 @@ _LEVELS = {
 # fresh worker takes about half a second, and a lint that has taken a second has likely as much
 # to go.  A shorter one is left to finish (its result is dropped).
 ABANDON_AFTER_S = 1.0
-# How long a request may wait for a lint beyond the time limit of the lint itself: a worker's start.
-WORKER_START_S = 10.0
 INTERNAL_ERROR = "gpulint: internal error; the details are in the server's log"
 
 log = logging.getLogger(__name__)
@@ -115,6 +113,7 @@ class GpulintServer(LanguageServer):
         self._waiting: dict[str, list[tuple[int, asyncio.Future[None]]]] = {}
         self._wake: asyncio.Event | None = None
         self._lint_loop: asyncio.Task[None] | None = None
+        self.worker_started: asyncio.Future[None] | None = None
 
     # -- where a document lives ---------------------------------------------------------------
     def path_of(self, uri: str) -> Path:
@@ -269,7 +268,7 @@ class GpulintServer(LanguageServer):
             waiting: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._waiting.setdefault(owner, []).append((edit, waiting))
             try:
-                await asyncio.wait_for(waiting, self.limits.time_limit + WORKER_START_S)
+                await asyncio.wait_for(waiting, self.limits.time_limit + START_TIME_LIMIT_S)
             except asyncio.TimeoutError:
                 return None
             if self.linted.get(owner, -1) < edit:
@@ -497,6 +496,10 @@ def _contains(r: types.Range, p: types.Position) -> bool:
 
 def create_server(limits: Limits | None = None) -> GpulintServer:
     server = GpulintServer(limits)
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: GpulintServer, params: types.InitializedParams) -> None:
+        ls.worker_started = asyncio.ensure_future(ls.worker.start())  # while the editor opens files
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: GpulintServer, params: types.DidOpenTextDocumentParams) -> None:

@@ -20,6 +20,7 @@ code).  The child keeps the projects' linters between jobs, so a re-lint pays no
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import pickle
@@ -34,6 +35,7 @@ from gpulint.linter.run.safe_files import format_size
 
 DEFAULT_MEMORY_LIMIT = 2 * 2**30
 DEFAULT_TIME_LIMIT_S = 30.0
+START_TIME_LIMIT_S = 60.0  # a worker's start (interpreter, imports): about half a second
 _LENGTH = struct.Struct(">Q")
 # The child's command (`-c`: `-m gpulint.server.worker` would import this module twice, as
 # `gpulint.server` imports it for the limits' defaults).
@@ -71,6 +73,8 @@ class LintWorker:
         self._turn = asyncio.Lock()
         self._running: tuple[str, float] | None = None  # the running job's tag and start time
         self._abandoned = False
+        self._closed = False
+        self._replacing: asyncio.Future[None] | None = None
 
     async def run(self, tag: str, job: str, *args: Any) -> Any:
         """The result of `job(*args)` in the worker; JobFailed when it fails, runs out of memory
@@ -86,9 +90,12 @@ class LintWorker:
                 reply = await asyncio.wait_for(_read_frame(process.stdout), self.limits.time_limit)
             except asyncio.TimeoutError:
                 await self._kill()
+                self._replace()
                 raise JobFailed(f"linting took longer than {self.limits.time_limit:g} s; skipped") from None
             except (asyncio.IncompleteReadError, ConnectionError):
-                raise self._death(await self._reap()) from None
+                returncode = await self._reap()
+                self._replace()
+                raise self._death(returncode) from None
             finally:
                 self._running = None
         status, value = pickle.loads(reply)
@@ -96,7 +103,15 @@ class LintWorker:
             return value
         if status == "exiting":  # the worker caught its own MemoryError and is leaving
             await self._reap()
+            self._replace()
         raise JobFailed(value)
+
+    async def start(self) -> None:
+        """Start the worker now (it is otherwise started by the first job), so that the first
+        lint does not wait for it; a worker that does not start is reported by that job."""
+        async with self._turn:
+            with contextlib.suppress(JobFailed):
+                await self._started()
 
     def running(self, tag: str) -> float | None:
         """For how many seconds the job tagged `tag` has been running; None when it is not."""
@@ -111,11 +126,19 @@ class LintWorker:
             self._process.kill()
 
     def close(self) -> None:
+        self._closed = True
         if self._process is not None and self._process.returncode is None:
             self._process.kill()
 
+    def _replace(self) -> None:
+        """Start the next worker as soon as this job's turn ends, not when the next job comes."""
+        if not self._closed:
+            self._replacing = asyncio.ensure_future(self.start())
+
     # -------------------------------------------------------------------------------------------
     async def _started(self) -> asyncio.subprocess.Process:
+        """The worker process, started (and ready: its imports done, which the time limit of a job
+        does not count) if need be."""
         if self._process is None or self._process.returncode is not None:
             self._process = await asyncio.create_subprocess_exec(
                 sys.executable,
@@ -125,6 +148,12 @@ class LintWorker:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
             )
+            assert self._process.stdout is not None
+            try:
+                await asyncio.wait_for(_read_frame(self._process.stdout), START_TIME_LIMIT_S)
+            except (asyncio.TimeoutError, asyncio.IncompleteReadError):
+                await self._kill()
+                raise JobFailed("the lint process did not start; skipped") from None
         return self._process
 
     async def _kill(self) -> None:
@@ -179,6 +208,11 @@ def _run_job(projects: Any, job: str, args: tuple) -> Any:
     return getattr(projects.for_path(Path(path)), job)(text, path, *rest)
 
 
+def _write_frame(stream: Any, payload: bytes) -> None:
+    stream.write(_LENGTH.pack(len(payload)) + payload)
+    stream.flush()
+
+
 def main(argv: list[str]) -> int:
     """Run jobs from stdin until it closes.  argv: [memory limit in bytes]."""
     # The replies own the real stdout; anything else the linter might print goes to stderr.
@@ -190,6 +224,9 @@ def main(argv: list[str]) -> int:
     from gpulint.server import engine_adapter as engine
 
     projects = engine.Projects()
+    # The first lint imports what the rules import lazily: done here, before the time limit runs.
+    engine.Project(None).lint("import torch\n", "warm_up.py")
+    _write_frame(replies, pickle.dumps(("ready", None)))
     while True:
         header = jobs.read(_LENGTH.size)
         if len(header) < _LENGTH.size:
@@ -205,9 +242,6 @@ def main(argv: list[str]) -> int:
         except Exception as exc:  # a bug: its traceback goes to the server's log, a short line to the user
             log.exception("gpulint lint worker: %s failed", job)
             reply = ("failed", f"internal error ({type(exc).__name__}); the details are in the server's log")
-        payload = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
-        replies.write(_LENGTH.pack(len(payload)) + payload)
-        replies.flush()
+        _write_frame(replies, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
         if reply[0] == "exiting":  # a fresh worker starts with all its memory free
             return 1
-

@@ -145,6 +145,7 @@ class LintWorker:
                 "-c",
                 _WORKER_MAIN,
                 str(self.limits.memory_limit),
+                str(self.limits.time_limit),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
             )
@@ -183,15 +184,28 @@ async def _read_frame(stream: asyncio.StreamReader) -> bytes:
 
 
 # -- the worker's side ---------------------------------------------------------------------------
-def _limit_memory(limit: int) -> None:
+def _set_soft_limit(kind: str, value: int) -> None:
+    """Lower (or raise again, up to the hard limit) one of this process's resource limits; nothing
+    where the platform has none (Windows: the server's time limit still bounds a job there)."""
     try:
         import resource
-    except ImportError:  # not on Windows: the time limit still bounds a job there
+    except ImportError:
         return
-    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    which = getattr(resource, kind)
+    _soft, hard = resource.getrlimit(which)
+    resource.setrlimit(which, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
+
+
+def _limit_cpu(seconds: float) -> None:
+    """The kernel's own bound on the next job: twice its time limit in CPU seconds, after which
+    SIGXCPU ends this process.  The server enforces the time limit; this ends a job whose server
+    is gone (killed without closing our stdin first)."""
+    try:
+        import resource
+    except ImportError:
+        return
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    _set_soft_limit("RLIMIT_CPU", int(usage.ru_utime + usage.ru_stime + 2 * seconds) + 1)
 
 
 def _run_job(projects: Any, job: str, args: tuple) -> Any:
@@ -214,12 +228,13 @@ def _write_frame(stream: Any, payload: bytes) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """Run jobs from stdin until it closes.  argv: [memory limit in bytes]."""
+    """Run jobs from stdin until it closes.  argv: [memory limit in bytes, time limit in seconds]."""
     # The replies own the real stdout; anything else the linter might print goes to stderr.
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     jobs = sys.stdin.buffer
-    _limit_memory(int(argv[0]))
+    memory_limit, time_limit = int(argv[0]), float(argv[1])
+    _set_soft_limit("RLIMIT_AS", memory_limit)
 
     from gpulint.server import engine_adapter as engine
 
@@ -233,10 +248,11 @@ def main(argv: list[str]) -> int:
             return 0
         (length,) = _LENGTH.unpack(header)
         job, args = pickle.loads(jobs.read(length))
+        _limit_cpu(time_limit)
         try:
             reply: tuple[str, Any] = ("ok", _run_job(projects, job, args))
         except MemoryError:
-            reply = ("exiting", f"linting ran out of memory (limit {format_size(int(argv[0]))}); skipped")
+            reply = ("exiting", f"linting ran out of memory (limit {format_size(memory_limit)}); skipped")
         except engine.SettingsError as exc:
             reply = ("failed", str(exc))
         except Exception as exc:  # a bug: its traceback goes to the server's log, a short line to the user

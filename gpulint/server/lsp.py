@@ -112,6 +112,10 @@ class GpulintServer(LanguageServer):
         self.linted: dict[str, int] = {}  # owner -> the edit count its published diagnostics are for
         self._waiting: dict[str, list[tuple[int, asyncio.Future[None]]]] = {}
         self._wake: asyncio.Event | None = None
+        # Set while no message from the client is waiting to be handled: a lint starts only then,
+        # so a burst of edits is taken in whole before its last text is linted.
+        self.caught_up = asyncio.Event()
+        self.caught_up.set()
         self._lint_loop: asyncio.Task[None] | None = None
         self.worker_started: asyncio.Future[None] | None = None
 
@@ -183,6 +187,9 @@ class GpulintServer(LanguageServer):
             if not self.queued:
                 self._wake.clear()
                 await self._wake.wait()
+                continue
+            if not self.caught_up.is_set():
+                await self.caught_up.wait()
                 continue
             owner = next(iter(self.queued))
             del self.queued[owner]
@@ -584,6 +591,10 @@ async def _serve_stdio(server: GpulintServer, stdin: BinaryIO, stdout: BinaryIO)
     try:
         while (body := await frames.get()) is not None:
             _handle_frame(server, body)
+            if frames.empty():
+                server.caught_up.set()
+            else:
+                server.caught_up.clear()
     except SystemExit as exc:  # the client said exit: 0 after shutdown, 1 without
         return exc.code if isinstance(exc.code, int) else 1
     finally:

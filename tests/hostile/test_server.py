@@ -187,3 +187,18 @@ def test_a_lint_past_the_memory_limit_is_one_diagnostic_and_the_server_lives_on(
         assert {"GL101", "GL102"} <= {d["code"] for d in client.diagnostics(uri, version=2, timeout=ANSWER_S)}
     finally:
         client.close()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds the worker process through /proc")
+def test_a_long_lint_of_an_old_text_is_abandoned_for_the_new_one(server, tmp_path):
+    uri = server.open(tmp_path / "long.py", BIG)
+    time.sleep(2.5)  # the worker has been linting version 1 for longer than the server lets a stale lint run
+    pid = server.process.pid
+    [worker] = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    server.replace_text(uri, TRAIN, version=2)
+    published = server.wait_for("textDocument/publishDiagnostics", lambda p: p["uri"] == uri, timeout=ANSWER_S)
+    assert published["version"] == 2  # version 1 was never published
+    assert {"GL101", "GL102"} <= {d["code"] for d in published["diagnostics"]}
+    with pytest.raises(ProcessLookupError):
+        os.kill(worker, 0)  # killed in the middle of its lint, not left to finish it

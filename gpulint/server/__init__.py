@@ -1,6 +1,7 @@
 """`gpulint server`: a language server (LSP over stdio) for editors.
 
-`lsp` holds the protocol side (pygls); `engine_adapter` is the one module that calls the linter.
+`lsp` holds the protocol side (pygls), `transport` reads its frames from stdin; `worker` runs the
+lints in a child process with limits; `engine_adapter` is the one module that calls the linter.
 pygls comes with the `lsp` extra (`pip install 'gpulint[lsp]'`), so only this command needs it.
 """
 

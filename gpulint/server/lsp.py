@@ -14,6 +14,14 @@ what is gpulint's.
   generation, so they are computed when the action is chosen (`codeAction/resolve`) for clients
   that can resolve edits, and otherwise only for the diagnostics the request is about.
 - **Hover** on a diagnostic, or on a rule id in a suppression comment: the rule's explanation.
+
+On a workspace that may be hostile (docs/safety.md, "The language server"): only documents the
+editor has open are linted or answered about, never a file read from disk; a document over
+`max-file-size` is one "not linted" diagnostic; every lint, fix and suppression edit runs in the
+worker process (worker.py), under memory and time limits, and only for the latest text of a
+document (a burst of edits is taken in whole first, and a result for a text edited meanwhile is
+dropped); frames are read by transport.py, which skips a malformed one; an error response carries
+no traceback.
 """
 
 from __future__ import annotations
@@ -561,7 +569,7 @@ def create_server(limits: Limits | None = None) -> GpulintServer:
         return await ls.hover(params)
 
     @server.feature(types.EXIT)
-    def exit(ls: GpulintServer, *args) -> None:
+    def on_exit(ls: GpulintServer, *args) -> None:
         ls.worker.close()
 
     return server

@@ -64,8 +64,8 @@ class JobAbandoned(JobFailed):
 
 # -- the server's side ---------------------------------------------------------------------------
 class LintWorker:
-    """The server's handle on its worker process: one job at a time, a fresh process when the last
-    one was killed or died (started on the first job after that)."""
+    """The server's handle on its worker process: one job at a time; a worker that was killed or
+    died is replaced at once (its successor starts while the server waits for other things)."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
@@ -74,7 +74,7 @@ class LintWorker:
         self._running: tuple[str, float] | None = None  # the running job's tag and start time
         self._abandoned = False
         self._closed = False
-        self._replacing: asyncio.Future[None] | None = None
+        self._successor: asyncio.Future[None] | None = None
 
     async def run(self, tag: str, job: str, *args: Any) -> Any:
         """The result of `job(*args)` in the worker; JobFailed when it fails, runs out of memory
@@ -89,21 +89,18 @@ class LintWorker:
                 await process.stdin.drain()
                 reply = await asyncio.wait_for(_read_frame(process.stdout), self.limits.time_limit)
             except asyncio.TimeoutError:
-                await self._kill()
-                self._replace()
+                self._stop(process)
                 raise JobFailed(f"linting took longer than {self.limits.time_limit:g} s; skipped") from None
             except (asyncio.IncompleteReadError, ConnectionError):
-                returncode = await self._reap()
-                self._replace()
-                raise self._death(returncode) from None
+                self._stop(process)
+                raise self._death(await process.wait()) from None
             finally:
                 self._running = None
         status, value = pickle.loads(reply)
         if status == "ok":
             return value
         if status == "exiting":  # the worker caught its own MemoryError and is leaving
-            await self._reap()
-            self._replace()
+            self._stop(process)
         raise JobFailed(value)
 
     async def start(self) -> None:
@@ -121,26 +118,21 @@ class LintWorker:
 
     def abandon(self) -> None:
         """Kill the worker in the middle of its job (which then raises JobAbandoned)."""
-        if self._process is not None and self._process.returncode is None:
+        if self._process is not None and self._running is not None:
             self._abandoned = True
-            self._process.kill()
+            self._stop(self._process)
 
     def close(self) -> None:
         self._closed = True
         if self._process is not None and self._process.returncode is None:
             self._process.kill()
 
-    def _replace(self) -> None:
-        """Start the next worker as soon as this job's turn ends, not when the next job comes."""
-        if not self._closed:
-            self._replacing = asyncio.ensure_future(self.start())
-
     # -------------------------------------------------------------------------------------------
     async def _started(self) -> asyncio.subprocess.Process:
         """The worker process, started (and ready: its imports done, which the time limit of a job
         does not count) if need be."""
         if self._process is None or self._process.returncode is not None:
-            self._process = await asyncio.create_subprocess_exec(
+            process = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-c",
                 _WORKER_MAIN,
@@ -149,28 +141,34 @@ class LintWorker:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
             )
-            assert self._process.stdout is not None
+            assert process.stdout is not None
             try:
-                await asyncio.wait_for(_read_frame(self._process.stdout), START_TIME_LIMIT_S)
+                await asyncio.wait_for(_read_frame(process.stdout), START_TIME_LIMIT_S)
             except (asyncio.TimeoutError, asyncio.IncompleteReadError):
-                await self._kill()
+                if process.returncode is None:
+                    process.kill()
                 raise JobFailed("the lint process did not start; skipped") from None
+            self._process = process
         return self._process
 
-    async def _kill(self) -> None:
-        if self._process is not None and self._process.returncode is None:
-            self._process.kill()
-        await self._reap()
-
-    async def _reap(self) -> int | None:
-        process, self._process = self._process, None
-        return await process.wait() if process is not None else None
+    def _stop(self, process: asyncio.subprocess.Process) -> None:
+        """Kill `process` if it still runs, and have its successor start as soon as the current
+        job's turn ends rather than when the next job comes.  (asyncio reaps the killed one.)"""
+        if process.returncode is None:
+            process.kill()
+        if self._process is process:
+            self._process = None
+        if not self._closed:
+            self._successor = asyncio.ensure_future(self.start())
 
     def _death(self, returncode: int | None) -> JobFailed:
         if self._abandoned:
             return JobAbandoned("abandoned for a newer version")
         if returncode is not None and returncode < 0:
-            how = f"was killed by {signal.Signals(-returncode).name}"
+            try:
+                how = f"was killed by {signal.Signals(-returncode).name}"
+            except ValueError:
+                how = f"was killed by signal {-returncode}"
         else:
             how = f"exited with code {returncode}"
         return JobFailed(

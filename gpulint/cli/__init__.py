@@ -63,6 +63,10 @@ COMMANDS: dict[str, Command] = {
     "rule": Command(
         "gpulint.cli.rules:add_rule", "Explain one rule: what it finds, why it is slow, an example, and its fix."
     ),
+    "test-rules": Command(
+        "gpulint.cli.test_rules:add_test_rules",
+        "Run the VALID and INVALID cases of the project's local rules (--builtin: gpulint's own too).",
+    ),
     "profile": Command(
         "gpulint.runtime_check.cli:add_profile",
         "Run a training script and say where its step time goes: input-bound, sync-bound or compute-bound.",
@@ -106,6 +110,14 @@ def error(message: str) -> None:
     from gpulint.redaction import redact
 
     print(f"gpulint: error: {printable(redact(message))}", file=sys.stderr)
+
+
+def warning(message: str) -> None:
+    """`gpulint: warning: ...` on standard error, masked and escaped as `error` does."""
+    from gpulint.linter.printable import printable
+    from gpulint.redaction import redact
+
+    print(f"gpulint: warning: {printable(redact(message))}", file=sys.stderr)
 
 
 def rule_ids(value: str) -> list[str]:

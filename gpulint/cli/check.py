@@ -42,9 +42,20 @@ def add_selection_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def resolve_settings(paths: list[Path], options: argparse.Namespace) -> Settings:
+def add_no_local_rules(parser: argparse.ArgumentParser) -> None:
+    """The option of the commands that load the project's local rules by default."""
+    parser.add_argument(
+        "--no-local-rules",
+        action="store_true",
+        help="Do not load the rule modules the configuration names in `local-rules` (they are project code: "
+        "use this on a tree you do not trust).",
+    )
+
+
+def resolve_settings(paths: list[Path], options: argparse.Namespace, load_local_rules: bool = False) -> Settings:
     """Settings from the config file (--config, or the nearest pyproject.toml with [tool.gpulint]
-    above the first path) with the selection options on top.  Raises ConfigError."""
+    above the first path) with the selection options on top; the local rules it names are loaded
+    only with `load_local_rules` (they are project code).  Raises ConfigError."""
     from gpulint.linter.config import ConfigError, find_config, load_settings, validate
 
     config = options.config
@@ -52,7 +63,7 @@ def resolve_settings(paths: list[Path], options: argparse.Namespace) -> Settings
         raise ConfigError(f"config file {config} does not exist")
     start = paths[0] if paths else Path.cwd()
     config_file = config if config is not None else find_config(start)
-    settings = load_settings(config_file, start)
+    settings = load_settings(config_file, start, load_local_rules)
     if options.select is not None:
         settings.select = options.select
     settings.extend_select += options.extend_select or []
@@ -114,6 +125,7 @@ def add_check(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="Also report suppression comments that suppress nothing (rule GL900).",
     )
+    add_no_local_rules(parser)
     parser.set_defaults(run=check)
 
 
@@ -132,10 +144,12 @@ def check(options: argparse.Namespace) -> int:
     stdin_name = options.stdin_filename or "-"
     try:
         config_start = [Path(options.stdin_filename)] if reading_stdin and options.stdin_filename else paths
-        settings = resolve_settings(config_start, options)
+        settings = resolve_settings(config_start, options, load_local_rules=not options.no_local_rules)
     except ConfigError as exc:
         error(str(exc))
         return EXIT_ERROR
+    if settings.local_rules_skipped:
+        print(f"gpulint: warning: {local_rules_not_loaded(settings, '--no-local-rules')}", file=sys.stderr)
     if options.unsafe_fixes is not None:
         settings.unsafe_fixes = options.unsafe_fixes
     if options.report_unused_suppressions:
@@ -186,6 +200,14 @@ def check(options: argparse.Namespace) -> int:
             print(report)
         code = EXIT_FINDINGS if result.findings and not options.exit_zero else EXIT_CLEAN
     return EXIT_ERROR if result.errors else code
+
+
+def local_rules_not_loaded(settings: Settings, why: str) -> str:
+    """The warning for a configuration whose local rules were not run (`why`: the option that says so)."""
+    from gpulint.linter.printable import printable
+
+    count = len(settings.local_rule_files)
+    return printable(f"{settings.source}: {count} local rule module{'s' if count != 1 else ''} not loaded ({why})")
 
 
 def _add_suppressions(paths: list[Path], settings: Settings, reading_stdin: bool, fixing: bool) -> int:

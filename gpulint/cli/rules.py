@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, error, use_color
-from gpulint.cli.check import add_selection_options, resolve_settings
+from gpulint.cli.check import add_no_local_rules, add_selection_options, resolve_settings
 
 
 def add_rules(parser: argparse.ArgumentParser) -> None:
@@ -17,6 +17,7 @@ def add_rules(parser: argparse.ArgumentParser) -> None:
         "and --ignore on top (before per-file-ignores); implied by those options.",
     )
     add_selection_options(parser)
+    add_no_local_rules(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text", help="text or json.")
     parser.set_defaults(run=list_rules)
 
@@ -25,17 +26,19 @@ def list_rules(options: argparse.Namespace) -> int:
     """List every rule (or with --enabled, the enabled ones): id, name, default, fix safety."""
     import json
 
-    from gpulint.linter.catalog import RULES  # not the rule classes: a listing needs no libcst
     from gpulint.linter.config import ConfigError
 
-    rules = RULES
+    # The catalog entries, not the rule classes: a listing needs no libcst (unless the project
+    # has local rules, which are loaded to be listed).
+    try:
+        settings = resolve_settings([Path(".")], options, load_local_rules=not options.no_local_rules)
+    except ConfigError as exc:
+        error(str(exc))
+        return EXIT_ERROR
+    rules = settings.rule_entries()
     selecting = options.select is not None or options.extend_select or options.ignore or options.config is not None
     if options.enabled or selecting:
-        try:
-            enabled = resolve_settings([Path(".")], options).enabled_codes()
-        except ConfigError as exc:
-            error(str(exc))
-            return EXIT_ERROR
+        enabled = settings.enabled_codes()
         rules = tuple(r for r in rules if r.code in enabled)
     if options.format == "json":
         rows = [
@@ -67,20 +70,37 @@ def list_rules(options: argparse.Namespace) -> int:
 
 
 def add_rule(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("key", metavar="RULE", help="A rule id (GL101) or name (dataloader-serial).")
+    parser.add_argument("key", metavar="RULE", help="A rule id (GL101) or name (dataloader-serial), or a local rule's.")
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE", help="The configuration whose local rules to look in too."
+    )
+    add_no_local_rules(parser)
     parser.set_defaults(run=show_rule)
 
 
 def show_rule(options: argparse.Namespace) -> int:
     """Explain one rule: what it finds, why it is slow, an example, and its fix."""
+    from gpulint.linter.config import ConfigError
+    from gpulint.linter.local_rules import path_of, shown
     from gpulint.rules import find_rule
     from gpulint.rules.docs import rule_markdown
 
     rule = find_rule(options.key)
+    local = None
+    if rule is None and not options.no_local_rules:  # a local rule of the project here?
+        try:
+            no_selection = argparse.Namespace(config=options.config, select=None, extend_select=None, ignore=None)
+            local = resolve_settings([Path(".")], no_selection, load_local_rules=True).local_rules
+        except ConfigError as exc:
+            error(str(exc))
+            return EXIT_ERROR
+        rule = local.find(options.key) if local is not None else None
     if rule is None:
         error(f"no rule {options.key!r} (see `gpulint rules`)")
         return EXIT_ERROR
     text = rule_markdown(rule)
+    if local is not None:
+        text += f"\nLocal rule, from {shown(path_of(rule))}.\n"
     if use_color():
         from rich.console import Console
         from rich.markdown import Markdown

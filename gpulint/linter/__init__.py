@@ -19,6 +19,8 @@
                   edits), passes.py (lint -> fix -> re-lint until settled)
     reporters/    text, json, sarif, github, rdjson, gitlab
     config.py     Settings: [tool.gpulint] and the command line; selects rules from the catalog
+      local_rules.py  a project's own rule modules (`local-rules`): loaded, checked, catalogued
+    case_runner.py  runs rules' VALID / INVALID cases (the tests, `gpulint test-rules`)
     findings.py   what the stages hand on: Finding, Fix, Applicability, Location, Edit
     printable.py, option_expression.py  output made safe to print; the `num-workers` grammar
 

@@ -13,10 +13,16 @@
     target-torch = "2.1"             # the oldest PyTorch to write fixes for (default: from the requirements)
     max-file-size = "10MiB"          # larger files are skipped with a message (bytes, or KiB/MiB/GiB)
     history = ".gpulint/history.db"  # where profile/verify keep their runs (relative); false: nowhere
+    local-rules = ["tools/lint_rules/"]   # the project's own rule modules (files or folders, relative)
 
 The project's line length (ruff's or black's `line-length`) and the PyTorch its requirements allow
 are read from the same pyproject.toml, or the nearest one when there is no `[tool.gpulint]`
 (gpulint/linter/project.py).
+
+Local rules (local_rules.py) are project code: they are loaded only when the caller says the
+configuration is trusted (`load_settings(..., load_local_rules=True)`: `gpulint check` and the
+rule commands do, the review bot and the language server only when told to).  Unloaded, their
+ids are still accepted in the selection, as ids that are not gpulint's (no `GL` prefix).
 
 An unknown key, or an id that matches no rule, is an error: a typo must not silently turn a rule off.
 So is a configuration file that cannot be read (with its line and the reason), a value of the wrong
@@ -48,6 +54,8 @@ from gpulint.linter.project import DEFAULT_LINE_LENGTH, facts_from, parse_versio
 from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES, read_regular_file
 
 if TYPE_CHECKING:
+    from gpulint.linter.catalog import RuleInfo
+    from gpulint.linter.local_rules import LocalRuleSet
     from gpulint.linter.rule import Rule
 
 
@@ -72,6 +80,7 @@ STANDARD_KEYS = {
     "history",
     "fix-tests",
     "target-torch",
+    "local-rules",
 }
 
 
@@ -93,22 +102,42 @@ class Settings:
     root: Path = field(default_factory=Path.cwd)  # where relative patterns start
     source: Path | None = None  # the config file, if any
     history: str | bool | None = None  # the runtime checker's run history: a path, or False for none
+    # The rule modules `local-rules` names (absolute), and the rules loaded from them: None when
+    # the caller did not trust the configuration enough to run them (or it names none).
+    local_rule_files: tuple[Path, ...] = ()
+    local_rules: LocalRuleSet | None = None
 
-    @staticmethod
-    def catalog() -> tuple[type[Rule], ...]:
-        """Every rule class there is, selected or not (imported on first use: they bring libcst;
-        the codes below are selected from their generated catalog, gpulint/linter/catalog.py)."""
+    def catalog(self) -> tuple[type[Rule], ...]:
+        """Every rule class there is, selected or not, the local rules included (imported on first
+        use: they bring libcst; the codes below are selected from the catalog entries)."""
         from gpulint.rules import all_rules
 
-        return all_rules()
+        local = self.local_rules.rules if self.local_rules is not None else ()
+        return all_rules() + local
+
+    def rule_entries(self) -> tuple[RuleInfo, ...]:
+        """The catalog entries of every rule: the generated ones (gpulint/linter/catalog.py) and
+        the loaded local rules'."""
+        return RULES if self.local_rules is None else RULES + self.local_rules.entries
+
+    @property
+    def local_rules_skipped(self) -> bool:
+        """The configuration names local rules that were not loaded."""
+        return bool(self.local_rule_files) and self.local_rules is None
+
+    def expand(self, selectors: Iterable[str]) -> list[str]:
+        """`expand_selectors` over this run's rules."""
+        if not selectors:
+            return []  # (asked for every file: the empty `extend-select` and `ignore` cost nothing)
+        return expand_selectors(selectors, self.rule_entries(), unloaded_local_ids=self.local_rules_skipped)
 
     def enabled_codes(self) -> frozenset[str]:
         if self.select is None:
-            chosen = {r.code for r in RULES if r.default == "on"}
+            chosen = {r.code for r in self.rule_entries() if r.default == "on"}
         else:
-            chosen = set(expand_selectors(self.select))
-        chosen |= set(expand_selectors(self.extend_select))
-        chosen -= set(expand_selectors(self.ignore))
+            chosen = set(self.expand(self.select))
+        chosen |= set(self.expand(self.extend_select))
+        chosen -= set(self.expand(self.ignore))
         return frozenset(chosen)
 
     def codes_for(self, path: str | Path) -> frozenset[str]:
@@ -119,7 +148,7 @@ class Settings:
         relative = _relative(Path(path), self.root)
         for pattern, ids in self.per_file_ignores.items():
             if _glob_match(relative, pattern):
-                codes -= set(expand_selectors(ids))
+                codes -= set(self.expand(ids))
         return codes
 
     def fingerprint(self) -> str:
@@ -134,22 +163,31 @@ class Settings:
             "line_length": self.line_length,
             "target_torch": self.target_torch,
             "options": self.options,
+            # The local rules' code: editing one re-lints every file.
+            "local_rules": self.local_rules.digest() if self.local_rules is not None else None,
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def expand_selectors(selectors: Iterable[str]) -> list[str]:
-    """Rule codes matched by ids, prefixes (`GL1`), names (`dataloader-serial`) or `ALL`."""
+def expand_selectors(
+    selectors: Iterable[str], rules: Iterable[RuleInfo] = RULES, unloaded_local_ids: bool = False
+) -> list[str]:
+    """Rule codes matched by ids, prefixes (`GL1`), names (`dataloader-serial`) or `ALL`, among
+    `rules`.  With `unloaded_local_ids` (local rules configured, not loaded), a selector that
+    matches nothing and is not gpulint's (no `GL` prefix) may be one of theirs: it matches nothing,
+    without an error."""
+    rules = rules if isinstance(rules, tuple) else tuple(rules)
     codes: list[str] = []
     for raw in selectors:
         selector = raw.strip()
         if not selector:
             continue
         if selector.upper() == "ALL":
-            codes.extend(r.code for r in RULES)
+            codes.extend(r.code for r in rules)
             continue
-        matched = [r.code for r in RULES if r.code.startswith(selector.upper()) or r.name == selector]
-        if not matched and selector.upper() != SYNTAX_ERROR_CODE:
+        matched = [r.code for r in rules if r.code.startswith(selector.upper()) or r.name == selector]
+        maybe_local = unloaded_local_ids and not selector.upper().startswith("GL")
+        if not matched and selector.upper() != SYNTAX_ERROR_CODE and not maybe_local:
             raise ConfigError(f"unknown rule selector {selector!r} (see `gpulint rules`)")
         codes.extend(matched)
     return codes
@@ -225,10 +263,11 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}:{position[1]}:{position[2]}: invalid TOML: {reason}") from exc
 
 
-def load_settings(config_file: Path | None, start: Path | None = None) -> Settings:
+def load_settings(config_file: Path | None, start: Path | None = None, load_local_rules: bool = False) -> Settings:
     """Settings from a pyproject.toml ([tool.gpulint]) or a gpulint.toml (top level), with the
     project's facts (line length, PyTorch version) from that pyproject.toml -- or, with no config
-    file, from the nearest pyproject.toml above `start`."""
+    file, from the nearest pyproject.toml above `start`.  `load_local_rules`: run the rule modules
+    the configuration names (only for a configuration the user trusts: they are its code)."""
     if config_file is None:
         settings = Settings()
         project_file = next(_pyprojects_above(start), None) if start is not None else None
@@ -247,7 +286,7 @@ def load_settings(config_file: Path | None, start: Path | None = None) -> Settin
         table = tool.get("gpulint", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{config_file}: `[tool] gpulint` must be a table ([tool.gpulint]), not {_toml_type(table)}")
-    settings = settings_from_table(table, config_file)
+    settings = settings_from_table(table, config_file, load_local_rules)
     target = settings.target_torch
     _apply_project(settings, data if config_file.name == "pyproject.toml" else {}, config_file.parent)
     if target is not None:  # said outright: it wins over the requirements
@@ -273,7 +312,7 @@ def _toml_type(value: Any) -> str:
     return next((name for kind, name in names.items() if isinstance(value, kind)), type(value).__name__)
 
 
-def settings_from_table(table: dict[str, Any], config_file: Path) -> Settings:
+def settings_from_table(table: dict[str, Any], config_file: Path, load_local_rules: bool = False) -> Settings:
     known_options = OPTIONS
     unknown = sorted(set(table) - STANDARD_KEYS - set(known_options))
     if unknown:
@@ -330,14 +369,30 @@ def settings_from_table(table: dict[str, Any], config_file: Path) -> Settings:
                 expected, found = _toml_type(option.type()), _toml_type(value)
                 raise ConfigError(f"{config_file}: `{key}` must be {expected}, not {found}")
             settings.options[key] = value
+    if "local-rules" in table:
+        _apply_local_rules(settings, table["local-rules"], config_file, load_local_rules)
     validate(settings)
     return settings
+
+
+def _apply_local_rules(settings: Settings, entries: Any, config_file: Path, load: bool) -> None:
+    """The rule modules `local-rules` names (checked to exist either way), run when `load`."""
+    from gpulint.linter import local_rules
+
+    if not isinstance(entries, list) or not all(isinstance(entry, str) and entry for entry in entries):
+        raise ConfigError(f"{config_file}: `local-rules` must be a list of paths to rule modules or folders")
+    try:
+        settings.local_rule_files = local_rules.rule_files(entries, config_file)
+        if load and settings.local_rule_files:
+            settings.local_rules = local_rules.load(settings.local_rule_files)
+    except local_rules.LocalRuleError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def validate(settings: Settings) -> None:
     """Raise ConfigError for ids that match no rule and option values that cannot work."""
     for ids in [settings.select or [], settings.extend_select, settings.ignore, *settings.per_file_ignores.values()]:
-        expand_selectors(ids)
+        settings.expand(ids)
     for key, value in settings.options.items():
         if key in OPTIONS:
             try:

@@ -105,7 +105,7 @@ class Linter:
         codes = self.settings.codes_for(path)
         entries = self._entries_by_codes.get(codes)
         if entries is None:
-            entries = self._entries_by_codes[codes] = tuple(r for r in catalog.RULES if r.code in codes)
+            entries = self._entries_by_codes[codes] = tuple(r for r in self.settings.rule_entries() if r.code in codes)
         return entries
 
     def lint_source(
@@ -223,7 +223,7 @@ class Linter:
             return []
         else:
             text, suppressions = source.decode("utf-8", errors="replace"), None
-        known = frozenset(rule.code for rule in catalog.RULES)
+        known = frozenset(rule.code for rule in self.settings.rule_entries())
         return unused_suppression_findings(text, path, suppressions, self.settings.codes_for(path), known)
 
 

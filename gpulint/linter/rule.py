@@ -65,7 +65,12 @@ import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import Fact
-from gpulint.linter.catalog import RuleOption, positive_int, worker_expression  # noqa: F401 - rules import them here
+from gpulint.linter.catalog import (  # noqa: F401 - rules import RuleOption and its checks from here
+    RuleInfo,
+    RuleOption,
+    positive_int,
+    worker_expression,
+)
 from gpulint.linter.findings import Applicability, Fix, RawFinding
 
 
@@ -183,6 +188,21 @@ class Rule:
         """The names of the required facts whose tokens a file must spell (what the prefilter
         checks, from the catalog, before libcst or this class is imported)."""
         return tuple(sorted({spelled.name for fact in cls.requires for spelled in fact.spelled()}))
+
+    @classmethod
+    def catalog_entry(cls) -> RuleInfo:
+        """The rule as the catalog describes it (what scripts/gen_docs.py writes for a built-in
+        rule, and what a local rule is registered with when it is loaded)."""
+        return RuleInfo(
+            code=cls.code,
+            name=cls.name,
+            default=cls.default,
+            fix=cls.fix_applicability.value if cls.fix_applicability else None,
+            message=cls.short_description(),
+            summary=cls.summary(),
+            facts=cls.prefilter_facts(),
+            tokens=tuple(cls.tokens),
+        )
 
     @classmethod
     def applies(cls, ctx: FileContext) -> bool:

@@ -101,9 +101,9 @@ def unused_suppression_findings(
 ) -> list[Finding]:
     """GL900 findings for the comments in `text` that silenced nothing.  `suppressions` are the
     comments findings were matched against (their `used` sets filled in); None or empty when no
-    finding was (then every comment is unused).  Only gpulint's own codes are reported, and only
-    those `enabled` for the file or not `known` at all (a code left out by `--select` may still be
-    needed by a full run)."""
+    finding was (then every comment is unused).  Only gpulint's own codes (and the `known` local
+    rules') are reported, and only those `enabled` for the file or not `known` at all (a code left
+    out by `--select` may still be needed by a full run)."""
     if not suppressions:
         suppressions = find_suppressions(text)
     if not suppressions:
@@ -154,6 +154,8 @@ def _unused_codes(suppression: Suppression, enabled: frozenset[str], known: froz
     unused = sorted(
         code
         for code in suppression.codes
-        if _GL_CODE.match(code) and code not in suppression.used and (code in enabled or code not in known)
+        if (_GL_CODE.match(code) or code in known)  # (another tool's code is not ours to judge)
+        and code not in suppression.used
+        and (code in enabled or code not in known)
     )
     return unused or None

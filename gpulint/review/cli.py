@@ -15,10 +15,10 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error
+from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, warning
 from gpulint.cli.check import add_selection_options, resolve_settings
 from gpulint.redaction import redact
 
@@ -32,16 +32,23 @@ class ReviewPlan:
     comments: list  # list[Comment] on added lines, in path/line order
     files_linted: int
     errors: list[str]
+    warnings: list[str] = field(default_factory=list)  # files left out on purpose (links)
 
 
 def build_review(base: str | None, paths: list[str], settings) -> ReviewPlan:
-    """Lint the changed Python files and keep the findings on added lines as comments."""
+    """Lint the changed Python files and keep the findings on added lines as comments.
+
+    A changed file is read as the lint walk reads one: a symbolic link is not followed (git stores
+    the link, not its target, so a link a change adds may point at a secret anywhere on the
+    runner), and only a regular file within `max-file-size` is read, once; the comments quote
+    those bytes and nothing read again by name."""
     import pathspec
 
     from gpulint.linter.engine import Linter
-    from gpulint.linter.reporters.sarif import fingerprints, source_lines
-    from gpulint.linter.run.outcome import RunOptions
-    from gpulint.linter.run.process import process_file
+    from gpulint.linter.reporters.sarif import fingerprints
+    from gpulint.linter.run.files import read_source
+    from gpulint.linter.run.outcome import RunOptions, read_problem
+    from gpulint.linter.run.process import display_path, process_read_file
     from gpulint.review.comments import make_comment
     from gpulint.review.diff import changed_lines, default_base, repo_root
 
@@ -59,12 +66,12 @@ def build_review(base: str | None, paths: list[str], settings) -> ReviewPlan:
     exclude = pathspec.GitIgnoreSpec.from_lines(settings.exclude) if settings.exclude else None
     linter = Linter(settings)
     options = RunOptions(with_edits=True)
-    comments, errors, linted = [], [], 0
+    plan = ReviewPlan([], 0, [])
     for rel in sorted(diffs):
         diff = diffs[rel]
         absolute = root / rel
         # Notebooks are left out: their finding rows are not the rows of the .ipynb file's diff.
-        if not rel.endswith(".py") or not diff.added or not absolute.is_file():
+        if not rel.endswith(".py") or not diff.added:
             continue
         if exclude is not None:
             try:
@@ -72,19 +79,43 @@ def build_review(base: str | None, paths: list[str], settings) -> ReviewPlan:
                     continue
             except ValueError:
                 pass
-        outcome = process_file(absolute, linter, options)
-        linted += 1
-        errors.extend(outcome.errors)
+        name = display_path(absolute)
+        try:
+            if os.path.islink(absolute):
+                plan.warnings.append(f"{name}: symbolic link; not followed, not reviewed")
+                continue
+            if not _is_utf8(rel):
+                plan.warnings.append(f"{name}: the name is not UTF-8, so a review comment cannot name it; not reviewed")
+                continue
+            source = read_source(absolute, settings.max_file_size)
+        except FileNotFoundError:
+            continue  # deleted from the working tree since the commit
+        except OSError as exc:
+            plan.errors.append(read_problem(name, exc))
+            continue
+        outcome = process_read_file(absolute, name, source, linter, options)
+        plan.files_linted += 1
+        plan.errors.extend(outcome.errors)
         findings = [f for f in outcome.result.findings if f.location.row in diff.added]
         if not findings:
             continue
-        lines = source_lines(str(absolute))
+        # The lines as read above, split as the SARIF reporter splits them for its fingerprints.
+        lines = tuple(source.decode("utf-8", errors="replace").splitlines())
         # fingerprints read the file through the finding's path; hash the repository path
         readable = [_with_path(f, str(absolute)) for f in findings]
         prints = fingerprints(readable, hash_path=_always(rel))
         for finding, fingerprint in zip(readable, prints, strict=True):
-            comments.append(make_comment(rel, _with_path(finding, rel), fingerprint, lines, diff.commentable))
-    return ReviewPlan(comments, linted, errors)
+            plan.comments.append(make_comment(rel, _with_path(finding, rel), fingerprint, lines, diff.commentable))
+    return plan
+
+
+def _is_utf8(name: str) -> bool:
+    """Whether a path git printed is UTF-8 (bytes that are not were kept as lone surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _always(path: str) -> Callable[[object], str]:
@@ -111,6 +142,10 @@ def review_payload(comments: list, commit_id: str | None) -> dict:
 
 
 def _summary(comments: list) -> str:
+    """The text report: one line per comment and its suggestion, every line escaped (a file name or
+    a line of the change may hold a newline and a workflow command, or a terminal escape)."""
+    from gpulint.linter.printable import printable
+
     lines = []
     for comment in comments:
         finding = comment.finding
@@ -131,7 +166,7 @@ def _summary(comments: list) -> str:
     lines.append(
         f"{count} comment{'s' if count != 1 else ''} on added lines." if count else "No findings on added lines."
     )
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)
 
 
 def add_review(parser: argparse.ArgumentParser) -> None:
@@ -158,6 +193,14 @@ def add_review(parser: argparse.ArgumentParser) -> None:
         "--pr", type=int, metavar="NUMBER", help="Pull request number (default: from GITHUB_EVENT_PATH)."
     )
     add_selection_options(parser)
+    # Local rules are the project's code, and a review runs on a change someone else wrote (a pull
+    # request): they run only when the workflow says so (docs/local-rules.md).
+    parser.add_argument(
+        "--allow-local-rules",
+        action="store_true",
+        help="Load the rule modules the configuration names in `local-rules` (project code: only for a "
+        "trusted base, never on a pull request from a fork).",
+    )
     parser.add_argument(
         "--exit-zero",
         action="store_true",
@@ -175,18 +218,24 @@ def add_review(parser: argparse.ArgumentParser) -> None:
 
 def review(options: argparse.Namespace) -> int:
     """Review a change: comment on the findings in the lines it adds (a pull-request review)."""
+    from gpulint.cli.check import local_rules_not_loaded
     from gpulint.linter.config import ConfigError
     from gpulint.review.diff import GitError, git
 
     path_args = [str(p) for p in options.paths]
     try:
-        settings = resolve_settings([Path(p) for p in path_args] or [Path(".")], options)
+        start = [Path(p) for p in path_args] or [Path(".")]
+        settings = resolve_settings(start, options, load_local_rules=options.allow_local_rules)
+        if settings.local_rules_skipped:
+            print(f"gpulint: warning: {local_rules_not_loaded(settings, 'no --allow-local-rules')}", file=sys.stderr)
         plan = build_review(options.base, path_args, settings)
     except (ConfigError, GitError, ReviewError) as exc:
         error(str(exc))
         return EXIT_ERROR
     for line in plan.errors:
         error(line)
+    for line in plan.warnings:
+        warning(line)
     code = EXIT_FINDINGS if plan.comments and not options.exit_zero else EXIT_CLEAN
     if plan.errors:
         code = EXIT_ERROR
@@ -244,14 +293,13 @@ def _not_posted(reason: str, comments: list, fallback: str, exit_zero: bool, cod
         for comment in comments:
             print(format_finding(comment.finding))
         count = len(comments)
-        print(
-            f"gpulint: warning: could not post the review: {reason}; "
-            f"reported {count} finding{'s' if count != 1 else ''} on added lines as annotations instead",
-            file=sys.stderr,
+        warning(
+            f"could not post the review: {reason}; "
+            f"reported {count} finding{'s' if count != 1 else ''} on added lines as annotations instead"
         )
         return code
     if exit_zero:
-        print(f"gpulint: warning: could not post the review: {reason}", file=sys.stderr)
+        warning(f"could not post the review: {reason}")
         return EXIT_CLEAN if code != EXIT_ERROR else code
     error(reason)
     return EXIT_ERROR

@@ -11,6 +11,8 @@ from gpulint.linter.findings import Applicability, Edit, Finding
 MARKER = "<!-- gpulint:{code}:{fingerprint} -->"
 MARKER_RE = re.compile(r"<!-- gpulint:(?P<code>[A-Z]+\d+):(?P<fingerprint>[0-9a-f]+) -->")
 MAX_SUGGESTION_LINES = 30
+# GitHub refuses a review comment's body (and a review's) longer than this many characters.
+MAX_BODY_CHARS = 65_536
 _IMPORT = re.compile(r"^\s*(import|from)\s+\S")
 
 
@@ -105,7 +107,17 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def comment_body(finding: Finding, fingerprint: str, proposal: Suggestion | None) -> str:
+def comment_body(
+    finding: Finding, fingerprint: str, proposal: Suggestion | None, suggestion_too_long: bool = False
+) -> str:
+    """The comment's Markdown, within GitHub's limit (see `_fit`)."""
+    return _fit(*_body_parts(finding, fingerprint, proposal, suggestion_too_long))
+
+
+def _body_parts(
+    finding: Finding, fingerprint: str, proposal: Suggestion | None, suggestion_too_long: bool
+) -> tuple[str, str]:
+    """The comment's text (explanation, fix) and its footer (docs link, marker)."""
     from gpulint import docs_url
     from gpulint.rules import rules_by_code
 
@@ -129,16 +141,37 @@ def comment_body(finding: Finding, fingerprint: str, proposal: Suggestion | None
         else:
             flag = "gpulint --fix --unsafe-fixes" if unsafe else "gpulint --fix"
             parts.append(f"Fix{caution}: {finding.fix.message} (apply with `{flag}`).")
-    parts.append(f"[{finding.code} documentation]({url}) · silence with `# gpulint: ignore[{finding.code}]`")
-    parts.append(MARKER.format(code=finding.code, fingerprint=fingerprint))
-    return "\n\n".join(parts)
+            if suggestion_too_long:
+                parts.append(
+                    f"(The fix's lines are too long to show as a suggestion: GitHub takes at most "
+                    f"{MAX_BODY_CHARS:,} characters in a comment.)"
+                )
+    footer = [
+        f"[{finding.code} documentation]({url}) · silence with `# gpulint: ignore[{finding.code}]`",
+        MARKER.format(code=finding.code, fingerprint=fingerprint),
+    ]
+    return "\n\n".join(parts), "\n\n" + "\n\n".join(footer)
+
+
+def _fit(text: str, footer: str) -> str:
+    """`text` then `footer` within GitHub's limit: the text is cut (saying so) when the whole is
+    longer, the footer, with the marker that identifies the finding, is always kept whole."""
+    if len(text) + len(footer) <= MAX_BODY_CHARS:
+        return text + footer
+    notice = f"\n\n(Cut here: GitHub takes at most {MAX_BODY_CHARS:,} characters in a comment.)"
+    return text[: MAX_BODY_CHARS - len(notice) - len(footer)] + notice + footer
 
 
 def make_comment(
     path: str, finding: Finding, fingerprint: str, lines: tuple[str, ...], commentable: set[int]
 ) -> Comment:
     proposal = suggestion(finding, lines, commentable)
-    body = comment_body(finding, fingerprint, proposal)
+    too_long = (
+        proposal is not None and sum(map(len, _body_parts(finding, fingerprint, proposal, False))) > MAX_BODY_CHARS
+    )
+    if too_long:
+        proposal = None  # a suggestion cut short would replace the lines with half of them
+    body = comment_body(finding, fingerprint, proposal, suggestion_too_long=too_long)
     if proposal is not None:
         return Comment(path, finding, fingerprint, body, line=proposal.end, start_line=proposal.start)
     return Comment(path, finding, fingerprint, body, line=finding.location.row)

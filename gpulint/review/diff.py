@@ -30,7 +30,7 @@ def git(args: list[str], cwd: Path | None = None) -> str:
             capture_output=True,
             text=True,
             encoding="utf-8",
-            errors="replace",
+            errors="surrogateescape",  # a file name that is not UTF-8 keeps its bytes
             env={**os.environ, "GIT_PAGER": "cat", "LC_ALL": "C"},
         )
     except FileNotFoundError:
@@ -71,17 +71,36 @@ def merge_base(ref: str, cwd: Path | None = None) -> str:
         ) from None
 
 
-def _unquote(path: str) -> str:
-    """A path from a diff header; git quotes unusual names C-style."""
-    if path.startswith('"') and path.endswith('"'):
-        return (
-            path[1:-1]
-            .encode("latin-1", "backslashreplace")
-            .decode("unicode_escape")
-            .encode("latin-1")
-            .decode("utf-8", "replace")
-        )
-    return path
+# git's C quoting (quote.c): these letters after a backslash, or three octal digits for a byte.
+_C_ESCAPES = {ord("a"): 7, ord("b"): 8, ord("t"): 9, ord("n"): 10, ord("v"): 11, ord("f"): 12, ord("r"): 13}
+_OCTAL = re.compile(rb"[0-7]{3}")
+
+
+def unquote_git_path(path: str) -> str:
+    """A path from a diff header.  git C-quotes a name that holds a control character, a double
+    quote or a backslash: `"b/\\303\\274\\"x.py"`.  An octal escape is one byte of the name, and the
+    bytes are the name's bytes (UTF-8 as a rule); bytes that are not UTF-8 become lone surrogates,
+    as `os.fsdecode` makes them, so the name still opens the file."""
+    if len(path) < 2 or not path.startswith('"') or not path.endswith('"'):
+        return path
+    quoted = path[1:-1].encode("utf-8", "surrogateescape")
+    name = bytearray()
+    index = 0
+    while index < len(quoted):
+        byte = quoted[index]
+        if byte != ord("\\") or index + 1 == len(quoted):
+            name.append(byte)
+            index += 1
+            continue
+        octal = _OCTAL.match(quoted, index + 1)
+        if octal:
+            name.append(int(octal.group(), 8) & 0xFF)
+            index = octal.end()
+        else:
+            escaped = quoted[index + 1]
+            name.append(_C_ESCAPES.get(escaped, escaped))  # \\ and \" stand for themselves
+            index += 2
+    return bytes(name).decode("utf-8", "surrogateescape")
 
 
 def parse_diff(text: str) -> dict[str, FileDiff]:
@@ -90,7 +109,7 @@ def parse_diff(text: str) -> dict[str, FileDiff]:
     current: FileDiff | None = None
     row = 0
     remaining_new = remaining_old = 0
-    for line in text.splitlines():
+    for line in text.split("\n"):  # not splitlines(): it also splits at \x85, \u2028 and the like
         if remaining_new or remaining_old:
             assert current is not None, "a hunk is counted only under a +++ b/ header"
             tag = line[:1]
@@ -109,7 +128,7 @@ def parse_diff(text: str) -> dict[str, FileDiff]:
             # "\ No newline at end of file" changes nothing
             continue
         if line.startswith("+++ "):
-            name = _unquote(line[4:].rstrip("\t"))
+            name = unquote_git_path(line[4:].rstrip("\t"))
             current = None
             if name != "/dev/null" and name.startswith("b/"):
                 current = files.setdefault(name[2:], FileDiff(name[2:]))

@@ -12,23 +12,33 @@ request without the token); a pagination link elsewhere is not followed.  The to
 checked (RFC 6750 token characters) before it is put in a header, and every message this module
 produces goes through `redaction.redact`, so neither the token nor URL credentials are printed
 even when a server echoes them.
+
+A server cannot hold a review: each request has one deadline from connecting to the last byte,
+redirects included (`REQUEST_DEADLINE_S`; the socket timeout alone bounds each read, which a server
+dripping a byte at a time never trips), and all the requests of one client together have another
+(`REVIEW_DEADLINE_S`).  When one passes, a watchdog shuts the connection down and the request is
+an error.  An answer larger than `MAX_RESPONSE_BYTES` is an error, not read to the end, and the
+event file is read as the linter reads a source file (regular files only, bounded).
 """
 
 from __future__ import annotations
 
+import http.client
 import ipaddress
 import json
 import os
 import re
+import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from email.message import Message
-from pathlib import Path
 
 from gpulint import __version__
+from gpulint.linter.run.safe_files import NotLintable, format_size, read_regular_file
 from gpulint.redaction import redact, register_secret
 
 API_VERSION = "2022-11-28"
@@ -37,6 +47,15 @@ _NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
 # RFC 6750's b64token: what a bearer token may hold (no whitespace, no control characters).
 _TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 _REDIRECTS = (301, 302, 303, 307, 308)
+# Module settings rather than options: the tests lower them to run in seconds.
+REQUEST_DEADLINE_S = 120.0  # one request, connect to last byte, redirects included
+REVIEW_DEADLINE_S = 600.0  # every request one client makes (one review: list comments, post)
+READ_TIMEOUT_S = 30.0  # one read of the socket
+# A page of 100 review comments at GitHub's 65,536-character limit each is about 7 MB.
+MAX_RESPONSE_BYTES = 32 * 2**20
+MAX_ERROR_BODY_BYTES = 64 * 2**10  # only a message is taken from an error's body
+# GitHub caps a webhook payload, which the event file holds, at 25 MB.
+MAX_EVENT_FILE_BYTES = 25 * 2**20
 
 
 class GitHubError(Exception):
@@ -60,8 +79,11 @@ def pull_request_from_env(repository: str | None = None, number: int | None = No
     event_path = os.environ.get("GITHUB_EVENT_PATH")
     if event_path:
         try:
-            event = json.loads(Path(event_path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            event = json.loads(read_regular_file(event_path, MAX_EVENT_FILE_BYTES, "the event file limit"))
+        except NotLintable as exc:  # a FIFO or /dev/zero: refused, not waited on or read forever
+            reason = str(exc).removesuffix("; skipped")
+            raise GitHubError(f"cannot read the event file GITHUB_EVENT_PATH={event_path}: {reason}") from None
+        except (OSError, ValueError, RecursionError) as exc:
             raise GitHubError(f"cannot read the event file GITHUB_EVENT_PATH={event_path}: {exc}") from None
         pull = event.get("pull_request") if isinstance(event, dict) else None
         if isinstance(pull, dict):
@@ -142,14 +164,89 @@ class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
         return urllib.request.Request(newurl, data=data, method=method, headers=dict(req.header_items()))
 
 
+class _Watchdog:
+    """Shuts down the connections of one request when its deadline passes.
+
+    A socket timeout bounds each read, not a request: a server that sends a byte every few seconds
+    never trips it.  Shutting the socket down from this timer's thread wakes the read that waits on
+    it, which then fails; `fired` tells that failure from the server's own."""
+
+    def __init__(self, deadline: float) -> None:
+        self.fired = False
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            if self.fired:  # connected just as the deadline passed
+                _shut_down(sock)
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            for sock in self._sockets:
+                _shut_down(sock)
+
+    def stop(self) -> None:
+        self._timer.cancel()
+
+
+def _shut_down(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:  # already closed (Python then holds no descriptor to reuse)
+        pass
+
+
+class _WatchedHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, *args, watchdog: _Watchdog, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._watchdog = watchdog
+
+    def connect(self) -> None:
+        super().connect()  # bounded by the timeout, which is at most the time left
+        self._watchdog.watch(self.sock)
+
+
+class _WatchedHTTPSConnection(http.client.HTTPSConnection):
+    def __init__(self, *args, watchdog: _Watchdog, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._watchdog = watchdog
+
+    def connect(self) -> None:
+        super().connect()  # the TLS handshake too is bounded by the timeout as a whole
+        self._watchdog.watch(self.sock)
+
+
+class _WatchedHTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, watchdog: _Watchdog) -> None:
+        super().__init__()
+        self._watchdog = watchdog
+
+    def http_open(self, req):
+        return self.do_open(_WatchedHTTPConnection, req, watchdog=self._watchdog)
+
+
+class _WatchedHTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, watchdog: _Watchdog) -> None:
+        super().__init__()
+        self._watchdog = watchdog
+
+    def https_open(self, req):
+        return self.do_open(_WatchedHTTPSConnection, req, watchdog=self._watchdog)
+
+
 class GitHub:
-    def __init__(self, token: str, api_url: str | None = None, timeout: float = 30.0) -> None:
+    def __init__(self, token: str, api_url: str | None = None) -> None:
         check_token(token)
         register_secret(token)
         self._token = token
         self.api_url = check_api_url(api_url or DEFAULT_API_URL)
-        self.timeout = timeout
-        self._opener = urllib.request.build_opener(_SameOriginRedirects(_origin(self.api_url)))
+        self._review_deadline = time.monotonic() + REVIEW_DEADLINE_S
 
     def _headers(self) -> dict[str, str]:
         return {
@@ -170,21 +267,40 @@ class GitHub:
             data = json.dumps(body).encode("utf-8")
             headers["Content-Type"] = "application/json"
         request = urllib.request.Request(url, data=data, method=method, headers=headers)
+        now = time.monotonic()
+        if now + REQUEST_DEADLINE_S <= self._review_deadline:
+            deadline, limit = now + REQUEST_DEADLINE_S, f"the request's deadline ({REQUEST_DEADLINE_S:g} s)"
+        else:
+            deadline, limit = self._review_deadline, f"the review's deadline ({REVIEW_DEADLINE_S:g} s in all)"
+        if deadline <= now:
+            raise GitHubError(f"{method} {_path_of(url)}: not sent: {limit} has passed")
+        watchdog = _Watchdog(deadline)
+        opener = urllib.request.build_opener(
+            _WatchedHTTPHandler(watchdog), _WatchedHTTPSHandler(watchdog), _SameOriginRedirects(_origin(self.api_url))
+        )
         try:
-            with self._opener.open(request, timeout=self.timeout) as response:
-                raw = response.read()
+            with opener.open(request, timeout=min(READ_TIMEOUT_S, deadline - now)) as response:
+                raw = _read_at_most(response, MAX_RESPONSE_BYTES, f"{method} {_path_of(url)}")
                 response_headers = {k.lower(): v for k, v in response.headers.items()}
-        except urllib.error.HTTPError as exc:
-            raise GitHubError(_http_error_line(method, url, exc)) from None
-        except urllib.error.URLError as exc:
-            raise GitHubError(f"cannot reach the GitHub API at {self.api_url}: {exc.reason}") from None
-        except (TimeoutError, OSError, ValueError) as exc:
-            raise GitHubError(f"cannot reach the GitHub API at {self.api_url}: {exc}") from None
+        except (OSError, ValueError, http.client.HTTPException) as exc:  # HTTPError and URLError are OSErrors
+            if watchdog.fired:  # the watchdog cut the connection: whatever the failure looks like, that is why
+                raise GitHubError(_past_deadline(method, url, limit)) from None
+            raise GitHubError(self._failure_line(method, url, exc)) from None
+        finally:
+            watchdog.stop()
+        if watchdog.fired:  # an answer without a length ends where the connection was cut
+            raise GitHubError(_past_deadline(method, url, limit))
         try:
             payload = json.loads(raw) if raw.strip() else None
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
             raise GitHubError(f"{method} {_path_of(url)}: the API answered with something that is not JSON") from None
         return payload, response_headers
+
+    def _failure_line(self, method: str, url: str, exc: Exception) -> str:
+        if isinstance(exc, urllib.error.HTTPError):
+            return _http_error_line(method, url, exc)
+        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+        return f"cannot reach the GitHub API at {self.api_url}: {reason}"
 
     def review_comments(self, pull: PullRequest) -> list[dict]:
         """Every review comment on the pull request (all pages)."""
@@ -211,20 +327,43 @@ def _path_of(url: str) -> str:
     return urllib.parse.urlsplit(url).path
 
 
+def _past_deadline(method: str, url: str, limit: str) -> str:
+    return f"{method} {_path_of(url)}: no complete answer from the GitHub API within {limit}; gave up"
+
+
+def _read_at_most(response, most: int, what: str) -> bytes:
+    """The body of a response of at most `most` bytes; GitHubError past that, without reading on."""
+    length = response.headers.get("Content-Length", "")
+    if length.isdigit() and int(length) > most:
+        raise GitHubError(
+            f"{what}: the answer is larger than {format_size(most)} ({format_size(int(length))}); not read"
+        )
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = response.read(min(1 << 16, most + 1 - total))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > most:
+            raise GitHubError(f"{what}: the answer is larger than {format_size(most)}; not read to the end")
+
+
 def _http_error_line(method: str, url: str, exc: urllib.error.HTTPError) -> str:
     """One line that says what went wrong and what to do about it."""
     where = f"{method} {_path_of(url)}"
     message = ""
     try:
-        body = json.loads(exc.read() or b"{}")
+        body = json.loads(exc.read(MAX_ERROR_BODY_BYTES) or b"{}")
         if isinstance(body, dict):
             message = str(body.get("message") or "")
             errors = body.get("errors")
             if isinstance(errors, list) and errors:
                 details = [e if isinstance(e, str) else str(e.get("message") or e) for e in errors[:3]]
                 message += f" ({'; '.join(details)})"
-    except (ValueError, OSError):
-        pass
+    except (ValueError, OSError, RecursionError, http.client.HTTPException):
+        pass  # no message, or one cut off at the limit: the status says enough
     message = " ".join(message.split())[:300]
     headers: Message | dict[str, str] = exc.headers or {}
     remaining = headers.get("x-ratelimit-remaining")

@@ -87,19 +87,9 @@ def catalog_source(current: str) -> str:
     lines = ["", "RULES: tuple[RuleInfo, ...] = ("]
     facts: dict[str, Fact] = {}
     for rule in all_rules():
-        fix = rule.fix_applicability.value if rule.fix_applicability else None
-        fields: dict[str, object] = {
-            "code": rule.code,
-            "name": rule.name,
-            "default": rule.default,
-            "fix": fix,
-            "message": rule.short_description(),
-            "summary": rule.summary(),
-        }
-        if rule.prefilter_facts():
-            fields["facts"] = rule.prefilter_facts()
-        if rule.tokens:
-            fields["tokens"] = tuple(rule.tokens)
+        entry = rule.catalog_entry()
+        # Every field, but facts and tokens only when there are some (their default is empty).
+        fields = {key: value for key, value in vars(entry).items() if value or key not in ("facts", "tokens")}
         for fact in rule.requires:
             facts.update((spelled.name, spelled) for spelled in fact.spelled())
         lines.append("    RuleInfo(")

@@ -1,18 +1,29 @@
 """The HTML report of a recorded run (`profile --html FILE`, `gpulint report RUN`): one
-self-contained file to open offline or attach to a CI job -- the verdict, the figures (beside a
-baseline's, with the difference and the noise), the series drawn as inline SVG, the fixes to try
-with the script's findings linked to the rule docs, and the machine it ran on.
+self-contained file to open offline or attach to a CI job -- the verdict and the command to run
+next, the figures (beside a baseline's, with the difference and the noise), the series drawn as
+inline SVG, the fixes to try with the script's findings linked to the rule docs, and the machine
+it ran on.
 
 No script, stylesheet, font or image is loaded from anywhere: the charts are SVG written here
-(a few line charts need no plotting library, and a library embedded offline would add hundreds
-of kilobytes to every report).  The page runs no JavaScript.
+(a few charts need no plotting library, and a library embedded offline would add hundreds of
+kilobytes to every report).  The page runs no JavaScript.
+
+A run may come from a history file someone else wrote (a CI cache, a shared folder), so every
+stored value is untrusted: text is escaped wherever it goes (element text and attribute values),
+numbers are written only after `check_run` found them to be numbers -- a stored "number" that is
+not one is refused with an error naming the field, never inserted -- and the page's
+Content-Security-Policy forbids every load, form submission and `<base>` change.  Navigation by
+`<meta http-equiv=refresh>` (which no CSP can forbid) needs markup, which escaping rules out.
+docs/safety.md "The HTML report" lists these promises and their tests.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from html import escape
 from pathlib import Path
+from typing import Any
 
 from gpulint.runtime_check.compare import (
     NOISE_NOTE,
@@ -23,21 +34,28 @@ from gpulint.runtime_check.compare import (
     format_noise,
 )
 from gpulint.runtime_check.figures import format_value
-from gpulint.runtime_check.history import History, RunRecord, Series, when
+from gpulint.runtime_check.history import History, HistoryError, RunRecord, Series, when
 
 WIDTH, HEIGHT = 880, 230
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 14, 34
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
-HEATMAP_FROM = 9  # per-core CPU of this many cores or more is drawn as a heat map, not lines
 CHART_ORDER = [
     "step time",
-    "data wait per step",
     "step time per run",
+    "throughput per run",
     "GPU utilization",
     "GPU memory",
     "CPU of the run",
     "CPU per core",
 ]
+# A chart whose series are a part of another chart's (data wait is spent inside the step): drawn
+# as the shaded lower part of that chart, not as a second chart of nearly the same shape.
+PART_OF = {"data wait per step": "step time"}
+HEAT_CHARTS = {"CPU per core"}  # one row per series, shaded by value: many lines at 100% hide each other
+DRAWABLE = 1e15  # points beyond this (or not finite) are left out: they would overflow the axes
+# `default-src 'none'` forbids every load (scripts, styles, fonts, images, frames, connections);
+# inline styles are the page's own; forms and <base> are not directives default-src covers.
+CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'"
 
 CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1d1d1f; margin: 0;
@@ -50,6 +68,7 @@ h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8p
 .verdict { background: #fff; border-left: 5px solid #1f77b4; border-radius: 6px; padding: 10px 14px; margin-top: 16px; }
 .verdict.bad { border-color: #d62728; } .verdict.good { border-color: #2ca02c; }
 .verdict strong { font-size: 16px; } .warning { color: #8a5a00; }
+.next { margin: 10px 0 0; } .next .command { margin-top: 4px; background: #f6f7f9; }
 table { border-collapse: collapse; background: #fff; width: 100%; border: 1px solid #dde1e6; }
 th, td { text-align: left; padding: 5px 9px; border-bottom: 1px solid #eceff2; vertical-align: top; }
 th { background: #f0f2f5; font-weight: 600; } td.num { text-align: right; white-space: nowrap; }
@@ -59,13 +78,24 @@ figcaption { font-weight: 600; margin: 0 0 4px 6px; }
 svg text { font: 11px system-ui, sans-serif; fill: #444; }
 .legend span { display: inline-block; margin: 0 14px 4px 6px; font-size: 12px; }
 .legend i { display: inline-block; width: 22px; height: 0; vertical-align: middle; margin-right: 5px; }
+.legend i.dot { width: 8px; height: 8px; border-radius: 50%; }
+.legend i.area { height: 10px; opacity: 0.45; }
 pre.diff { background: #fff; border: 1px solid #dde1e6; padding: 8px; overflow-x: auto; }
 footer { margin-top: 32px; color: #777; font-size: 12px; }
 """
 
 
+class ReportError(HistoryError):
+    """A stored run the page cannot show as stored (a number that is not one, a list that is not
+    a list): the history was damaged or written by someone else.  One line, naming the field."""
+
+
 def render(run: RunRecord, baseline: RunRecord | None = None, history: History | None = None) -> str:
-    """The report of `run` (beside `baseline` when given) as one HTML document."""
+    """The report of `run` (beside `baseline` when given) as one HTML document; ReportError when
+    either run holds a value of the wrong type."""
+    check_run(run, "run")
+    if baseline is not None:
+        check_run(baseline, "baseline")
     parts = [
         _header(run),
         _verdict(run),
@@ -81,11 +111,11 @@ def render(run: RunRecord, baseline: RunRecord | None = None, history: History |
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<meta http-equiv="Content-Security-Policy" '
-        "content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">"
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="referrer" content="no-referrer">'
         f"<title>{escape(title)}</title><style>{CSS}</style></head><body><main>"
         + "".join(p for p in parts if p)
-        + f"<footer>gpulint {escape(str(run.environment.get('gpulint', '')))} -- this file loads nothing from "
+        + f"<footer>gpulint {_text(run.environment.get('gpulint', ''))} -- this file loads nothing from "
         "the network and runs no script.</footer></main></body></html>\n"
     )
 
@@ -97,6 +127,112 @@ def write(path: Path, run: RunRecord, baseline: RunRecord | None = None, history
     path.write_text(page, encoding="utf-8")
 
 
+# -- what a stored run must hold to be drawn -------------------------------------------------
+class _Maybe:
+    """A value that may be missing or null."""
+
+    def __init__(self, shape: object) -> None:
+        self.shape = shape
+
+
+TEXT, NUMBER = str, float
+# The meta fields the page shows (records.py writes them); others are never read here.
+META_SHAPE = {
+    "verdict": _Maybe(
+        {
+            "headline": TEXT,
+            "advice": TEXT,
+            "reasons": _Maybe([TEXT]),
+            "warnings": _Maybe([TEXT]),
+            "recommendations": _Maybe([{"code": TEXT, "action": TEXT, "expected_gain": TEXT}]),
+        }
+    ),
+    "next_command": _Maybe({"why": TEXT, "command": TEXT}),
+    "memory_advice": _Maybe([TEXT]),
+    "lint": _Maybe([{"code": TEXT, "row": NUMBER, "message": TEXT}]),
+    "syncs": _Maybe([{"where": TEXT, "per_step": NUMBER, "source": TEXT, "rule": _Maybe(TEXT)}]),
+    "warnings": _Maybe([TEXT]),
+    "diff": _Maybe(TEXT),
+}
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check(value: Any, shape: object, field: str) -> None:
+    if isinstance(shape, _Maybe):
+        if value is None:
+            return
+        shape = shape.shape
+    if shape is TEXT:
+        ok, wanted = isinstance(value, str), "text"
+    elif shape is NUMBER:
+        ok, wanted = _is_number(value), "a number"
+    elif isinstance(shape, list):
+        ok, wanted = isinstance(value, list), "a list"
+    else:
+        assert isinstance(shape, dict), shape
+        ok, wanted = isinstance(value, dict), "an object"
+    if not ok:
+        shown = repr(value)
+        raise ReportError(f"{field} is {shown[:60] + '...' if len(shown) > 60 else shown}, not {wanted}")
+    if isinstance(shape, list):
+        for i, item in enumerate(value):
+            _check(item, shape[0], f"{field}[{i}]")
+    elif isinstance(shape, dict):
+        for key, inner in shape.items():
+            _check(value.get(key), inner, f"{field}.{key}")
+
+
+def check_run(run: RunRecord, which: str = "run") -> None:
+    """Refuse (ReportError) a run with a value the page would show of another type than the one
+    it is written as: every number is a finite int or float, every text a string."""
+    prefix = f"{which} {run.id}" if run.id is not None else which
+    columns: list[tuple[str, object, object]] = [
+        ("id", run.id, _Maybe(NUMBER)),
+        ("kind", run.kind, TEXT),
+        ("command", run.command, TEXT),
+        ("script", run.script, _Maybe(TEXT)),
+        ("verdict", run.verdict, _Maybe(TEXT)),
+        ("started_at", run.started_at, NUMBER),
+        ("wall_seconds", run.wall_seconds, _Maybe(NUMBER)),
+        ("git_commit", run.git_commit, _Maybe(TEXT)),
+        ("host", run.host, _Maybe(TEXT)),
+        ("environment", run.environment, {}),
+        ("meta", run.meta, META_SHAPE),
+    ]
+    for i, f in enumerate(run.figures):
+        columns += [
+            (f"figures[{i}].name", f.name, TEXT),
+            (f"figures[{i}].value", f.value, _Maybe(NUMBER)),
+            (f"figures[{i}].note", f.note, TEXT),
+            (f"figures[{i}].noise", f.noise, _Maybe(NUMBER)),
+        ]
+    for i, s in enumerate(run.series):
+        columns += [
+            (f"series[{i}].{key}", getattr(s, key), TEXT) for key in ("name", "label", "chart", "unit", "x_unit")
+        ]
+    for name, value, shape in columns:
+        try:
+            _check(value, shape, name)
+        except ReportError as exc:
+            raise ReportError(f"cannot draw {prefix}: {exc}") from None
+    try:
+        when(run.started_at)
+    except (OverflowError, OSError, ValueError):
+        raise ReportError(f"cannot draw {prefix}: started_at is {run.started_at!r}, not a time") from None
+
+
+def _text(value: Any) -> str:
+    """A stored value shown as text (the environment's, free-form): any type, escaped."""
+    if isinstance(value, dict):
+        value = ", ".join(f"{k} {v}" for k, v in value.items())
+    elif isinstance(value, list):
+        value = ", ".join(map(str, value)) or "none"
+    return escape(str(value))
+
+
 # -- sections ------------------------------------------------------------------------------
 def _header(run: RunRecord) -> str:
     commit = (
@@ -105,8 +241,9 @@ def _header(run: RunRecord) -> str:
         else ""
     )
     wall = f" · {run.wall_seconds:.0f} s" if run.wall_seconds is not None else ""
+    number = "(not recorded)" if run.id is None else f"{run.id:.0f}"
     return (
-        f"<h1>gpulint {escape(run.kind)} · run {run.id if run.id is not None else '(not recorded)'}</h1>"
+        f"<h1>gpulint {escape(run.kind)} · run {number}</h1>"
         f'<div class="meta">{escape(when(run.started_at))} · {escape(run.host or "")}{commit}{wall}</div>'
         f'<h2>Command</h2><div class="command"><code>{escape(run.command)}</code></div>'
     )
@@ -116,23 +253,39 @@ def _verdict(run: RunRecord) -> str:
     verdict = run.meta.get("verdict")
     if verdict:
         kind = "bad" if verdict["headline"].startswith(("input-bound", "sync-bound")) else ""
-        items = "".join(f"<li>{escape(r)}</li>" for r in verdict.get("reasons", []))
-        warnings = "".join(f'<p class="warning">warning: {escape(w)}</p>' for w in verdict.get("warnings", []))
+        items = "".join(f"<li>{escape(r)}</li>" for r in verdict.get("reasons") or [])
+        warnings = "".join(f'<p class="warning">warning: {escape(w)}</p>' for w in verdict.get("warnings") or [])
         return (
             f'<div class="verdict {kind}"><strong>Verdict: {escape(verdict["headline"])}</strong> -- '
-            f"{escape(verdict['advice'])}<ul>{items}</ul>{warnings}</div>"
+            f"{escape(verdict['advice'])}<ul>{items}</ul>{warnings}{_next_command(run)}</div>"
         )
     if run.kind == "verify" and run.verdict:
         speedup = run.figure(SPEEDUP)
         kind = {"confirmed": "good", "slowdown": "bad"}.get(run.verdict, "")
         said = f" (speedup {speedup.value:.2f}x: {escape(speedup.note)})" if speedup and speedup.value else ""
-        warnings = "".join(f'<p class="warning">warning: {escape(w)}</p>' for w in run.meta.get("warnings", []))
-        return f'<div class="verdict {kind}"><strong>{escape(run.verdict)}</strong>{said}{warnings}</div>'
+        warnings = "".join(f'<p class="warning">warning: {escape(w)}</p>' for w in run.meta.get("warnings") or [])
+        return (
+            f'<div class="verdict {kind}"><strong>{escape(run.verdict)}</strong>{said}{warnings}'
+            f"{_next_command(run)}</div>"
+        )
     return ""
+
+
+def _next_command(run: RunRecord) -> str:
+    """The command the terminal report ends with (report.NextCommand, stored by records.py)."""
+    suggested = run.meta.get("next_command")
+    if not suggested:
+        return ""
+    return (
+        f'<p class="next">{escape(suggested["why"])}:</p>'
+        f'<div class="command"><code>{escape(suggested["command"])}</code></div>'
+    )
 
 
 def _figures(run: RunRecord, baseline: RunRecord | None, history: History | None) -> str:
     if baseline is None:
+        if not run.figures:
+            return ""
         cells = "".join(
             f'<tr><td>{escape(f.name)}</td><td class="num">{escape(format_value(f.value, f.unit))}</td>'
             f'<td class="muted">{escape(f.note)}</td></tr>'
@@ -152,13 +305,6 @@ def _figures(run: RunRecord, baseline: RunRecord | None, history: History | None
         f"<th>baseline</th><th>this run</th><th>change</th><th>noise</th><th></th></tr>{''.join(rows)}</table>"
         f'<p class="muted">{escape(NOISE_NOTE)}</p>'
     )
-
-
-def _charts(run: RunRecord, baseline: RunRecord | None) -> str:
-    names = list(dict.fromkeys(s.chart for s in run.series))
-    names.sort(key=lambda n: CHART_ORDER.index(n) if n in CHART_ORDER else len(CHART_ORDER))
-    charts = [_chart(name, run.chart(name), baseline.chart(name) if baseline else [], baseline) for name in names]
-    return "<h2>Over the run</h2>" + "".join(charts) if charts else ""
 
 
 def _memory_advice(run: RunRecord) -> str:
@@ -183,10 +329,10 @@ def _fixes(run: RunRecord) -> str:
         rule = find_rule(r["code"])
         code = f'<a href="{escape(rule_url(rule))}">{escape(r["code"])}</a>' if rule else escape(r["code"])
         hits = [h for h in lint if h["code"] == r["code"]]
-        found = "<br>".join(f"line {h['row']}: {escape(h['message'])}" for h in hits) or '<span class="muted">-</span>'
+        found = "<br>".join(f"line {h['row']:.0f}: {escape(h['message'])}" for h in hits)
         rows.append(
             f"<tr><td>{code}</td><td>{escape(r['action'])}</td><td>{escape(r['expected_gain'])}</td>"
-            f"<td>{found}</td></tr>"
+            f"<td>{found or '<span class=muted>-</span>'}</td></tr>"
         )
     return (
         "<h2>Fixes to try, in order of expected gain</h2><table><tr><th>rule</th><th>fix</th><th>expected gain</th>"
@@ -217,11 +363,7 @@ def _diff(run: RunRecord) -> str:
 def _environment(run: RunRecord, baseline: RunRecord | None) -> str:
     def cell(record: RunRecord, key: str) -> str:
         value = record.environment.get(key)
-        if isinstance(value, dict):
-            value = ", ".join(f"{k} {v}" for k, v in value.items())
-        elif isinstance(value, list):
-            value = ", ".join(value) or "none"
-        return escape(str(value if value not in (None, "") else "-"))
+        return _text(value if value not in (None, "") else "-")
 
     keys = [
         ("cpu", "CPU"),
@@ -243,11 +385,30 @@ def _environment(run: RunRecord, baseline: RunRecord | None) -> str:
 
 
 # -- charts --------------------------------------------------------------------------------
+def _charts(run: RunRecord, baseline: RunRecord | None) -> str:
+    names = list(dict.fromkeys(s.chart for s in run.series))
+    wholes = [n for n in names if PART_OF.get(n) not in names]  # a part is drawn inside its whole's chart
+    wholes.sort(key=lambda n: CHART_ORDER.index(n) if n in CHART_ORDER else len(CHART_ORDER))
+
+    def parts_of(record: RunRecord | None, name: str) -> list[Series]:
+        return [s for s in record.series if PART_OF.get(s.chart) == name] if record else []
+
+    charts = []
+    for name in wholes:
+        series = run.chart(name)
+        if name in HEAT_CHARTS:
+            charts.append(_heatmap(name, series))
+        else:
+            base = baseline.chart(name) if baseline else []
+            charts.append(_chart(name, series, base, baseline, parts_of(run, name), parts_of(baseline, name)))
+    return "<h2>Over the run</h2>" + "".join(charts) if any(charts) else ""
+
+
 def nice_ticks(low: float, high: float, count: int = 5, whole: bool = False) -> list[float]:
     """Round tick values covering [low, high]; `whole`: whole numbers only (steps, runs)."""
     if high <= low:
         high = low + (abs(low) or 1.0)
-    raw = (high - low) / count
+    raw = max((high - low) / count, 1e-12)
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
     if whole:
@@ -270,112 +431,214 @@ def _scale(unit: str, top: float) -> tuple[float, str]:
     return 1.0, unit
 
 
-def _chart(name: str, series: list[Series], base: list[Series], baseline: RunRecord | None) -> str:
-    if name == "CPU per core" and len(series) >= HEATMAP_FROM:
-        return _heatmap(name, series)
-    colours = {s.name: PALETTE[i % len(PALETTE)] for i, s in enumerate(series)}
-    drawn = [(s, colours[s.name], False) for s in series]
-    # A baseline's series: dashed, in the colour of the same series of this run.
-    drawn += [(s, colours.get(s.name, PALETTE[(len(series) + i) % len(PALETTE)]), True) for i, s in enumerate(base)]
-    points = [(x, y) for s, _, _ in drawn for x, y in zip(s.x, s.y, strict=False)]
-    if not points:
+def _points(s: Series) -> list[tuple[float, float]]:
+    """The series' points that can be drawn (a stored series may hold NaN or absurd values)."""
+    return [
+        (x, y)
+        for x, y in zip(s.x, s.y, strict=False)
+        if math.isfinite(x) and math.isfinite(y) and abs(x) < DRAWABLE and abs(y) < DRAWABLE
+    ]
+
+
+class _Axes:
+    """The plot area of a chart of WIDTH x `height`: data coordinates to SVG ones, and the axes
+    drawn with round ticks."""
+
+    def __init__(
+        self, xs: Iterable[float], x_unit: str, ys: Iterable[float] = (), unit: str = "", height: float = HEIGHT
+    ) -> None:
+        xs, ys = list(xs), list(ys)
+        self.x_unit, self.height = x_unit, height
+        self.plot_w, self.plot_h = WIDTH - LEFT - RIGHT, height - TOP - BOTTOM
+        self.x_ticks = nice_ticks(min(xs), max(xs), 8, whole=x_unit in ("step", "run"))
+        if x_unit == "run":  # dots of the first and last run clear of the frame
+            self.x_ticks = nice_ticks(min(xs) - 0.5, max(xs) + 0.5, 8, whole=True)
+        self.factor, self.unit = 1.0, unit
+        self.y_ticks = [0.0, 1.0]
+        if ys:
+            y_low, y_high = min(0.0, min(ys)), max(ys)
+            if unit == "%":
+                y_low, y_high = 0.0, max(100.0, y_high)
+            self.factor, self.unit = _scale(unit, y_high)
+            self.y_ticks = nice_ticks(y_low * self.factor, y_high * self.factor * (1.0 if unit == "%" else 1.05))
+
+    def px(self, x: float) -> float:
+        x0, x1 = self.x_ticks[0], self.x_ticks[-1]
+        return LEFT + (x - x0) / ((x1 - x0) or 1) * self.plot_w
+
+    def py(self, y: float) -> float:
+        y0, y1 = self.y_ticks[0], self.y_ticks[-1]
+        return TOP + self.plot_h - (y * self.factor - y0) / ((y1 - y0) or 1) * self.plot_h
+
+    def warmup(self, bottom: float) -> str:
+        """Shade the time before the measured window (negative seconds)."""
+        x0 = self.x_ticks[0]
+        if self.x_unit != "s" or not x0 < 0 < self.x_ticks[-1]:
+            return ""
+        return (
+            f'<rect x="{self.px(x0):.1f}" y="{TOP}" width="{self.px(0) - self.px(x0):.1f}" height="{bottom - TOP:.1f}" '
+            f'fill="#f1f1f1"/><text x="{self.px(x0) + 4:.1f}" y="{TOP + 12}">start-up and warm-up</text>'
+        )
+
+    def frame(self, bottom: float, y_axis: bool = True) -> str:
+        svg = []
+        if y_axis:
+            for tick in self.y_ticks:
+                y = self.py(tick / self.factor)
+                svg.append(
+                    f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e3e6ea"/>'
+                    f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{_tick(tick)}</text>'
+                )
+            svg.append(
+                f'<text x="12" y="{(TOP + bottom) / 2:.0f}" transform="rotate(-90 12 {(TOP + bottom) / 2:.0f})" '
+                f'text-anchor="middle">{escape(self.unit)}</text>'
+                f'<line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{bottom:.1f}" stroke="#999"/>'
+            )
+        for tick in self.x_ticks:
+            x = self.px(tick)
+            svg.append(
+                f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{bottom:.1f}" y2="{bottom + 4:.1f}" stroke="#999"/>'
+                f'<text x="{x:.1f}" y="{bottom + 17:.1f}" text-anchor="middle">{_tick(tick)}</text>'
+            )
+        svg.append(
+            f'<text x="{WIDTH - RIGHT}" y="{bottom + 31:.1f}" text-anchor="end">{escape(_x_label(self.x_unit))}</text>'
+            f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{bottom:.1f}" y2="{bottom:.1f}" stroke="#999"/>'
+        )
+        return "".join(svg)
+
+
+def _chart(
+    name: str,
+    series: list[Series],
+    base: list[Series],
+    baseline: RunRecord | None,
+    parts: list[Series],
+    base_parts: list[Series],
+) -> str:
+    """Series against steps or time as lines; against runs as dots (independent runs: a line
+    between them would read as a trend).  `parts`: series that are a part of the first one
+    (data wait of the step time), shaded under it; the baseline's as dashed lines, its dots hollow."""
+    colours = {s.name: PALETTE[i % len(PALETTE)] for i, s in enumerate(series + parts)}
+    # (series, colour, of the baseline, a shaded part)
+    drawn = [(s, colours[s.name], False, False) for s in series]
+    drawn += [
+        (s, colours.get(s.name, PALETTE[(len(colours) + i) % len(PALETTE)]), True, False) for i, s in enumerate(base)
+    ]
+    drawn += [(s, colours[s.name], False, True) for s in parts]
+    drawn += [(s, colours.get(s.name, PALETTE[-1]), True, True) for s in base_parts]
+    points = {id(s): _points(s) for s, _, _, _ in drawn}
+    every = [p for ps in points.values() for p in ps]
+    if not every or not series:
         return ""
-    unit, x_unit = series[0].unit, series[0].x_unit
-    x_low, x_high = min(p[0] for p in points), max(p[0] for p in points)
-    y_low = min(0.0, min(p[1] for p in points))
-    y_high = max(p[1] for p in points)
-    if unit == "%":
-        y_low, y_high = 0.0, max(100.0, y_high)
-    factor, shown_unit = _scale(unit, y_high)
-    y_ticks = nice_ticks(y_low * factor, y_high * factor * (1.0 if unit == "%" else 1.05))
-    x_ticks = nice_ticks(x_low, x_high, 8, whole=x_unit in ("step", "run"))
-    x0, x1, y0, y1 = x_ticks[0], x_ticks[-1], y_ticks[0], y_ticks[-1]
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-
-    def px(x: float) -> float:
-        return LEFT + (x - x0) / ((x1 - x0) or 1) * plot_w
-
-    def py(y: float) -> float:
-        return TOP + plot_h - (y * factor - y0) / ((y1 - y0) or 1) * plot_h
-
-    svg = [f'<svg viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" role="img" aria-label="{escape(name)}">']
-    if x_unit == "s" and x0 < 0 < x1:  # before the measured window
-        svg.append(
-            f'<rect x="{px(x0):.1f}" y="{TOP}" width="{px(0) - px(x0):.1f}" height="{plot_h}" fill="#f1f1f1"/>'
-            f'<text x="{px(x0) + 4:.1f}" y="{TOP + 12}">start-up and warm-up</text>'
-        )
-    for tick in y_ticks:
-        y = TOP + plot_h - (tick - y0) / ((y1 - y0) or 1) * plot_h
-        svg.append(
-            f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e3e6ea"/>'
-            f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{_tick(tick)}</text>'
-        )
-    for tick in x_ticks:
-        x = px(tick)
-        svg.append(
-            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{TOP + plot_h}" y2="{TOP + plot_h + 4}" stroke="#999"/>'
-            f'<text x="{x:.1f}" y="{TOP + plot_h + 17}" text-anchor="middle">{_tick(tick)}</text>'
-        )
-    svg.append(
-        f'<text x="{WIDTH - RIGHT}" y="{HEIGHT - 3}" text-anchor="end">{escape(_x_label(x_unit))}</text>'
-        f'<text x="12" y="{TOP + plot_h / 2:.0f}" transform="rotate(-90 12 {TOP + plot_h / 2:.0f})" '
-        f'text-anchor="middle">{escape(shown_unit)}</text>'
-        f'<line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{TOP + plot_h}" stroke="#999"/>'
-        f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{TOP + plot_h}" y2="{TOP + plot_h}" stroke="#999"/>'
-    )
-    legend = []
-    for s, colour, is_baseline in sorted(drawn, key=lambda d: not d[2]):  # the baseline underneath
-        coordinates = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(s.x, s.y, strict=False))
-        dash = ' stroke-dasharray="5 3"' if is_baseline else ""
+    x_unit = series[0].x_unit
+    dots = x_unit == "run"
+    axes = _Axes((x for x, _ in every), x_unit, (y for _, y in every), series[0].unit)
+    bottom = TOP + axes.plot_h
+    svg = [
+        f'<svg viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" role="img" aria-label="{escape(name)}">',
+        axes.warmup(bottom),
+        axes.frame(bottom),
+    ]
+    legend: dict[int, str] = {}
+    # What is drawn first lies underneath: the shaded parts, then the baseline, then this run.
+    order = sorted(drawn, key=lambda d: (not d[3], not d[2]))
+    place = {id(s): i - (len(drawn) - 1) / 2 for i, (s, _, _, _) in enumerate(drawn)}  # of dots at a run
+    for s, colour, is_baseline, is_part in order:
         label = f"{s.label} (baseline run {baseline.id})" if is_baseline and baseline else s.label
-        svg.append(
-            f'<polyline class="series" points="{coordinates}" fill="none" stroke="{colour}" '
-            f'stroke-width="1.6"{dash}><title>{escape(label)}</title></polyline>'
-        )
-        if len(s.x) == 1:  # a single point draws no line
-            svg.append(f'<circle cx="{px(s.x[0]):.1f}" cy="{py(s.y[0]):.1f}" r="3" fill="{colour}"/>')
-        swatch = f"border-top: 3px {'dashed' if is_baseline else 'solid'} {colour}"
-        legend.append(f'<span><i style="{swatch}"></i>{escape(label)}</span>')
+        title = f"<title>{escape(label)}</title>"
+        xy = points[id(s)]
+        if dots:
+            # Side by side at each run, so that the runs of two arms do not hide each other.
+            shift = place[id(s)] * 0.1
+            fill = "#fff" if is_baseline else colour
+            svg += [
+                f'<circle class="run" cx="{axes.px(x + shift):.1f}" cy="{axes.py(y):.1f}" r="3.5" fill="{fill}" '
+                f'stroke="{colour}" stroke-width="1.4">{title}</circle>'
+                for x, y in xy
+            ]
+            swatch = f'<i class="dot" style="background: {fill}; border: 1.5px solid {colour}"></i>'
+        elif is_part and not is_baseline:
+            outline = " ".join(f"{axes.px(x):.1f},{axes.py(y):.1f}" for x, y in xy)
+            if xy:
+                ground = f"{axes.px(xy[-1][0]):.1f},{axes.py(0):.1f} {axes.px(xy[0][0]):.1f},{axes.py(0):.1f}"
+                svg.append(
+                    f'<polygon class="part" points="{outline} {ground}" fill="{colour}" fill-opacity="0.35" '
+                    f'stroke="{colour}" stroke-width="0.8">{title}</polygon>'
+                )
+            swatch = f'<i class="area" style="background: {colour}"></i>'
+        else:
+            coordinates = " ".join(f"{axes.px(x):.1f},{axes.py(y):.1f}" for x, y in xy)
+            dash = ' stroke-dasharray="5 3"' if is_baseline else ""
+            svg.append(
+                f'<polyline class="series" points="{coordinates}" fill="none" stroke="{colour}" '
+                f'stroke-width="{1.1 if is_part else 1.6}"{dash}>{title}</polyline>'
+            )
+            if len(xy) == 1:  # a single point draws no line
+                svg.append(f'<circle cx="{axes.px(xy[0][0]):.1f}" cy="{axes.py(xy[0][1]):.1f}" r="3" fill="{colour}"/>')
+            swatch = f'<i style="border-top: 3px {"dashed" if is_baseline else "solid"} {colour}"></i>'
+        legend[id(s)] = f"<span>{swatch}{escape(label)}</span>"
     svg.append("</svg>")
-    return (
-        f"<figure><figcaption>{escape(name)}</figcaption>{''.join(svg)}"
-        f'<div class="legend">{"".join(legend)}</div></figure>'
-    )
+    keys = "".join(legend[id(s)] for s, _, _, _ in drawn)  # this run's series first
+    return f'<figure><figcaption>{escape(name)}</figcaption>{"".join(svg)}<div class="legend">{keys}</div></figure>'
+
+
+HEAT_STEPS = [0, 25, 50, 75, 100]  # the colour key's cells
+
+
+def _heat(percent: float) -> str:
+    """White (idle) to dark blue (100% busy)."""
+    shade = max(0.0, min(1.0, percent / 100))
+    return f"rgb({255 - int(223 * shade)},{255 - int(136 * shade)},{255 - int(75 * shade)})"
 
 
 def _heatmap(name: str, series: list[Series]) -> str:
-    """One row per core, one cell per sample, darker when busier."""
-    columns = max(len(s.y) for s in series)
-    plot_w, row_h = WIDTH - LEFT - RIGHT, max(3.0, min(14.0, 360 / len(series)))
-    height = TOP + row_h * len(series) + BOTTOM
-    x_low = min(s.x[0] for s in series if s.x)
-    x_high = max(s.x[-1] for s in series if s.x)
-    cell_w = plot_w / max(1, columns)
-    svg = [f'<svg viewBox="0 0 {WIDTH} {height:.0f}" width="100%" role="img" aria-label="{escape(name)}">']
-    for row, s in enumerate(series):
+    """One strip per series (a CPU core), its samples shaded by value from white (idle) to dark
+    blue (100% busy): cores busy at once stay apart, where lines at 100% would lie on each other.
+    The time axis is the line charts' (same width and ticks), so the strips line up with them."""
+    rows = [(s, _points(s)) for s in series]
+    rows = [(s, xy) for s, xy in rows if xy]
+    if not rows:
+        return ""
+    xs = [x for _, xy in rows for x, _ in xy]
+    axes = _Axes(xs, rows[0][0].x_unit)
+    row_h = max(3.0, min(16.0, 320 / len(rows)))
+    bottom = TOP + row_h * len(rows)
+    height = bottom + BOTTOM + 6
+    label_every = 1 if row_h >= 11 else max(1, math.ceil(11 / row_h))
+    svg = [
+        f'<svg viewBox="0 0 {WIDTH} {height:.0f}" width="100%" role="img" aria-label="{escape(name)}" '
+        'shape-rendering="crispEdges">'  # no seams between the cells
+    ]
+    for row, (s, xy) in enumerate(rows):
         y = TOP + row * row_h
-        if row % max(1, len(series) // 8) == 0:
-            svg.append(f'<text x="{LEFT - 6}" y="{y + row_h - 1:.1f}" text-anchor="end">{escape(s.label)}</text>')
-        for column, value in enumerate(s.y):
-            shade = max(0.0, min(1.0, value / 100))
+        if row % label_every == 0:
+            svg.append(f'<text x="{LEFT - 6}" y="{y + row_h / 2 + 4:.1f}" text-anchor="end">{escape(s.label)}</text>')
+        for i, (x, value) in enumerate(xy):
+            left = axes.px(x)
+            right = axes.px(xy[i + 1][0]) if i + 1 < len(xy) else left + (left - axes.px(xy[i - 1][0]) if i else 2)
             svg.append(
-                f'<rect class="cell" x="{LEFT + column * cell_w:.1f}" y="{y:.1f}" width="{cell_w + 0.3:.1f}" '
-                f'height="{row_h:.1f}" '
-                f'fill="rgb({255 - int(223 * shade)},{255 - int(136 * shade)},{255 - int(75 * shade)})"/>'
+                f'<rect class="cell" x="{left:.1f}" y="{y:.1f}" width="{max(0.5, right - left + 0.3):.1f}" '
+                f'height="{row_h - 0.6 if row_h >= 6 else row_h:.1f}" fill="{_heat(value)}"/>'
             )
-    bottom = TOP + row_h * len(series)
-    if x_low < 0 < x_high:  # where the measured steps start
-        x = LEFT + (0 - x_low) / (x_high - x_low) * plot_w
+    svg.append(axes.frame(bottom, y_axis=False))
+    starts = axes.x_unit == "s" and min(xs) < 0 < max(xs)
+    if starts:  # where the measured steps start
+        x = axes.px(0)
+        svg.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{TOP - 4}" y2="{bottom + 4:.1f}" stroke="#d62728"/>')
+    key_x = LEFT
+    svg.append(f'<text x="{key_x}" y="{bottom + 31:.1f}">busy:</text>')
+    for i, step in enumerate(HEAT_STEPS):
+        cell_x = key_x + 36 + i * 52
         svg.append(
-            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{TOP - 4}" y2="{bottom + 4:.1f}" stroke="#d62728"/>'
-            f'<text x="{x:.1f}" y="{bottom + 16:.0f}" text-anchor="middle">0</text>'
+            f'<rect x="{cell_x}" y="{bottom + 22:.1f}" width="14" height="11" fill="{_heat(step)}" stroke="#bbb"/>'
+            f'<text x="{cell_x + 18}" y="{bottom + 31:.1f}">{step}%</text>'
         )
-    svg.append(
-        f'<text x="{LEFT}" y="{bottom + 16:.0f}">{_tick(x_low)} s</text>'
-        f'<text x="{WIDTH - RIGHT}" y="{bottom + 16:.0f}" text-anchor="end">{_tick(x_high)} s · white idle, '
-        "dark blue 100% busy; red line: the measured steps start</text></svg>"
+    svg.append("</svg>")
+    note = " · red line: the measured steps start" if starts else ""
+    return (
+        f"<figure><figcaption>{escape(name)}</figcaption>{''.join(svg)}"
+        f'<div class="legend muted"><span>one strip per core, darker when busier{note}</span></div></figure>'
     )
-    return f"<figure><figcaption>{escape(name)}</figcaption>{''.join(svg)}</figure>"
 
 
 def _tick(value: float) -> str:

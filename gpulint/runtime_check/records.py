@@ -8,6 +8,7 @@ cores), which keeps a run to tens of kilobytes however long it was.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import platform
@@ -23,7 +24,7 @@ from gpulint.runtime_check.figures import Figure
 from gpulint.runtime_check.history import RunRecord, Series, git_state, project_root
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult
 from gpulint.runtime_check.profile import Profile
-from gpulint.runtime_check.report import verify_command
+from gpulint.runtime_check.report import NextCommand, profile_next, verify_command, verify_next
 from gpulint.runtime_check.scale import ScaleResult, scale_record
 from gpulint.runtime_check.verify import CONFIDENCE, VerifyResult
 
@@ -150,8 +151,13 @@ def profile_record(result: Profile, config: RunConfig, started_at: float) -> Run
         "lint": [{"code": h.code, "row": h.row, "message": h.message, "fixable": h.fixable} for h in result.lint],
         "syncs": [{"where": s.where, "per_step": s.per_step, "source": s.source, "rule": s.rule} for s in result.syncs],
         "notes": run.notes,
+        "next_command": _next(profile_next(result)),
     }
     return record
+
+
+def _next(suggestion: NextCommand | None) -> dict | None:
+    return None if suggestion is None else dataclasses.asdict(suggestion)
 
 
 def profile_figures(result: Profile) -> list[Figure]:
@@ -305,6 +311,7 @@ def verify_record(result: VerifyResult, command: Command, started_at: float, wal
         "order": result.order,
         "warnings": result.warnings,
         "written": result.written,
+        "next_command": _next(verify_next(result, command.target[1:], command.interpreter)),
     }
     return record
 

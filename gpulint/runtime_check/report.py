@@ -296,9 +296,9 @@ def print_profile(out: Output, result: Profile) -> None:
             lines = [str(row) for row in dict.fromkeys(h.row for h in result.lint if h.code == r.code)]
             rows.append([r.code or "-", r.action, r.expected_gain, ("line " + ", ".join(lines)) if lines else "-"])
         out.table("Fixes to try, in order of expected gain", ["rule", "fix", "expected gain", "in this script"], rows)
-        suggestion = suggested_verify(result)
-        if suggestion:
-            out.line(f"Measure the first fix before keeping it: {suggestion}")
+    suggestion = profile_next(result)
+    if suggestion:
+        out.line(suggestion.line)
 
 
 def figure_rows(figures: list[Figure]) -> list[list[str]]:
@@ -352,6 +352,36 @@ def suggested_verify(result: Profile) -> str | None:
     if not fixable:
         return None
     return verify_command(str(command.script), [fixable[0].code], command.target[1:], command.interpreter)
+
+
+@dataclasses.dataclass(frozen=True)
+class NextCommand:
+    """The command a report ends with, and why: printed by the terminal report, stored with the
+    run (records.py) and shown by the HTML report, in the same words."""
+
+    why: str
+    command: str
+
+    @property
+    def line(self) -> str:
+        return f"{self.why}: {self.command}"
+
+
+def profile_next(result: Profile) -> NextCommand | None:
+    """After a profile with fixes to try: the verify of the first one (see suggested_verify)."""
+    if result.verdict is None or not result.verdict.recommendations:
+        return None
+    suggestion = suggested_verify(result)
+    return None if suggestion is None else NextCommand("Measure the first fix before keeping it", suggestion)
+
+
+def verify_next(result: VerifyResult, args: list[str], interpreter: str | None = None) -> NextCommand | None:
+    """After a confirmed verify that left the script unchanged: the same verify with --write."""
+    c = result.comparison
+    if result.written or c is None or c.outcome != "confirmed":
+        return None
+    apply = verify_command(result.script, result.codes, args, interpreter, "--write")
+    return NextCommand("the script is unchanged; to apply the fix", apply)
 
 
 def profile_json(result: Profile) -> dict:
@@ -449,9 +479,9 @@ def print_verify(out: Output, result: VerifyResult, args: list[str], interpreter
         out.line(f"after {len(result.original.runs)} runs of each; more runs (--runs, --max-runs) narrow the interval")
     if result.written:
         out.line(f"wrote the fix to {result.script}")
-    elif c.outcome == "confirmed":
-        apply = verify_command(result.script, result.codes, args, interpreter, "--write")
-        out.line(f"the script is unchanged; to apply the fix: {apply}")
+    suggestion = verify_next(result, args, interpreter)
+    if suggestion:
+        out.line(suggestion.line)
 
 
 def verify_json(result: VerifyResult) -> dict:

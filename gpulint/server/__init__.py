@@ -28,6 +28,14 @@ def add_server(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="Time a lint may take; past it the file is skipped with a message (default: %(default)g).",
     )
+    # An editor opens whatever folder it is given: a workspace's local rules (project code) run
+    # only when the editor's configuration of the server says so (docs/local-rules.md).
+    parser.add_argument(
+        "--allow-local-rules",
+        action="store_true",
+        help="Load the rule modules a workspace's configuration names in `local-rules` (project code: only "
+        "for workspaces you trust).",
+    )
     parser.set_defaults(run=main)
 
 
@@ -55,4 +63,4 @@ def main(options: argparse.Namespace | None = None) -> int:
     limits = Limits()
     if options is not None:
         limits = Limits(memory_limit=options.memory_limit * 2**20, time_limit=options.time_limit)
-    return serve(limits)
+    return serve(limits, allow_local_rules=bool(options is not None and options.allow_local_rules))

@@ -103,9 +103,10 @@ class Project:
     The linter is built on first use: the server's protocol process reads a project's settings
     (its file-size limit, whether fix-all may apply unsafe fixes) and leaves linting to its worker."""
 
-    def __init__(self, config_file: Path | None) -> None:
+    def __init__(self, config_file: Path | None, allow_local_rules: bool = False) -> None:
         self.config_file = config_file
-        self.settings = load_settings(config_file)  # raises SettingsError
+        # A workspace's local rules are its code: loaded only when the server was told to trust it.
+        self.settings = load_settings(config_file, load_local_rules=allow_local_rules)  # raises SettingsError
 
     @functools.cached_property
     def linter(self) -> Linter:
@@ -174,22 +175,28 @@ def _cells(texts: list[str]) -> list[notebook.Cell]:
 
 
 class Projects:
-    """Projects by configuration file, rebuilt when the file changes (by its modification time)."""
+    """Projects by configuration file, rebuilt when the file changes (by its modification time),
+    or one of the local rule modules it loaded does."""
 
-    def __init__(self) -> None:
-        self._cache: dict[Path | None, tuple[int, Project]] = {}
+    def __init__(self, allow_local_rules: bool = False) -> None:
+        self.allow_local_rules = allow_local_rules  # `gpulint server --allow-local-rules`
+        self._cache: dict[Path | None, tuple[tuple[int, ...], Project]] = {}
 
     def for_path(self, path: Path) -> Project:
         """The project that lints `path` (a file that may not exist yet): its nearest
         pyproject.toml with [tool.gpulint], as on the command line.  Raises SettingsError."""
         config_file = find_config(path.parent)
-        stamp = _mtime(config_file)
         cached = self._cache.get(config_file)
-        if cached is not None and cached[0] == stamp:
+        if cached is not None and cached[0] == _stamp(config_file, cached[1]):
             return cached[1]
-        project = Project(config_file)
-        self._cache[config_file] = (stamp, project)
+        project = Project(config_file, self.allow_local_rules)
+        self._cache[config_file] = (_stamp(config_file, project), project)
         return project
+
+
+def _stamp(config_file: Path | None, project: Project) -> tuple[int, ...]:
+    local = project.settings.local_rule_files if project.settings.local_rules is not None else ()
+    return (_mtime(config_file), *(_mtime(module) for module in local))
 
 
 def _mtime(path: Path | None) -> int:

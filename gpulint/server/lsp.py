@@ -92,7 +92,7 @@ class GpulintProtocol(LanguageServerProtocol):
 
 
 class GpulintServer(LanguageServer):
-    def __init__(self, limits: Limits | None = None) -> None:
+    def __init__(self, limits: Limits | None = None, allow_local_rules: bool = False) -> None:
         super().__init__(
             "gpulint",
             __version__,
@@ -108,8 +108,9 @@ class GpulintServer(LanguageServer):
             protocol_cls=GpulintProtocol,
         )
         self.limits = limits or Limits()
-        self.projects = engine.Projects()  # settings only: the worker lints
-        self.worker = LintWorker(self.limits)
+        # Settings only (no local rules: they are project code, and run in the worker alone).
+        self.projects = engine.Projects()
+        self.worker = LintWorker(self.limits, allow_local_rules)
         self.checked: dict[str, Checked] = {}
         self._reported_settings_errors: set[str] = set()
         # Coalescing: every change to an owner (a document, or a notebook for its cells) bumps its
@@ -509,8 +510,8 @@ def _contains(r: types.Range, p: types.Position) -> bool:
     return not _before(p, r.start) and not _before(r.end, p)
 
 
-def create_server(limits: Limits | None = None) -> GpulintServer:
-    server = GpulintServer(limits)
+def create_server(limits: Limits | None = None, allow_local_rules: bool = False) -> GpulintServer:
+    server = GpulintServer(limits, allow_local_rules)
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: GpulintServer, params: types.InitializedParams) -> None:
@@ -637,11 +638,12 @@ def _handle_frame(server: GpulintServer, body: bytes) -> None:
         log.exception("gpulint server: handling a %s message failed", raw.get("method", "response"))
 
 
-def serve(limits: Limits | None = None) -> int:
-    """Run the server on standard input and output until the client says exit; the exit code."""
+def serve(limits: Limits | None = None, allow_local_rules: bool = False) -> int:
+    """Run the server on standard input and output until the client says exit; the exit code.
+    Workspaces' local rules are loaded (in the worker) only with `allow_local_rules`."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
     # The reader thread is still blocked in a read of stdin when the server exits.  Reading a file
     # object of its own (on a copy of the descriptor) keeps the interpreter's shutdown, which
     # flushes sys.stdin, from waiting on that read's lock (a fatal error).
     stdin = os.fdopen(os.dup(sys.stdin.fileno()), "rb")
-    return asyncio.run(_serve_stdio(create_server(limits), stdin, sys.stdout.buffer))
+    return asyncio.run(_serve_stdio(create_server(limits, allow_local_rules), stdin, sys.stdout.buffer))

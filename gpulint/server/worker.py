@@ -67,8 +67,9 @@ class LintWorker:
     """The server's handle on its worker process: one job at a time; a worker that was killed or
     died is replaced at once (its successor starts while the server waits for other things)."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, allow_local_rules: bool = False) -> None:
         self.limits = limits
+        self.allow_local_rules = allow_local_rules  # `gpulint server --allow-local-rules`
         self._process: asyncio.subprocess.Process | None = None
         self._turn = asyncio.Lock()
         self._running: tuple[str, float] | None = None  # the running job's tag and start time
@@ -138,6 +139,7 @@ class LintWorker:
                 _WORKER_MAIN,
                 str(self.limits.memory_limit),
                 str(self.limits.time_limit),
+                "allow-local-rules" if self.allow_local_rules else "no-local-rules",
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
             )
@@ -226,7 +228,8 @@ def _write_frame(stream: Any, payload: bytes) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """Run jobs from stdin until it closes.  argv: [memory limit in bytes, time limit in seconds]."""
+    """Run jobs from stdin until it closes.  argv: memory limit in bytes, time limit in seconds,
+    and `allow-local-rules` or `no-local-rules`."""
     # The replies own the real stdout; anything else the linter might print goes to stderr.
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
@@ -236,7 +239,7 @@ def main(argv: list[str]) -> int:
 
     from gpulint.server import engine_adapter as engine
 
-    projects = engine.Projects()
+    projects = engine.Projects(allow_local_rules=argv[2] == "allow-local-rules")
     # The first lint imports what the rules import lazily: done here, before the time limit runs.
     engine.Project(None).lint("import torch\n", "warm_up.py")
     _write_frame(replies, pickle.dumps(("ready", None)))

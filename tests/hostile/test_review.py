@@ -1,11 +1,19 @@
-"""The review bot's token: never sent to another host, never over plain http off this machine,
-never printed (not when it is malformed, not when a server echoes it, not inside a URL)."""
+"""The review bot on a hostile change or server.
+
+Its token: never sent to another host, never over plain http off this machine, never printed (not
+when it is malformed, not when a server echoes it, not inside a URL).  The change: a link it adds is
+not followed, odd file names are reviewed and printed escaped, a long line does not make a comment
+GitHub refuses.  The server: one that drips, pages forever or answers too much is cut off, and the
+event file is read as a source file is.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -17,7 +25,8 @@ PASSWORD = "hunter2hunter2"
 
 
 class Server:
-    """A local HTTP server that records every request and answers with `respond(handler)`."""
+    """A local HTTP server that records every request and answers with `respond(handler)`: a
+    (status, headers, JSON payload) triple, or None when `respond` wrote the answer itself."""
 
     def __init__(self, respond) -> None:
         self.requests: list[dict] = []
@@ -32,7 +41,10 @@ class Server:
                 body = self.rfile.read(length) if length else b""
                 record = {"method": self.command, "path": self.path, "headers": dict(self.headers), "body": body}
                 server.requests.append(record)
-                status, headers, payload = respond(self)
+                answer = respond(self)
+                if answer is None:
+                    return
+                status, headers, payload = answer
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 for key, value in {"Content-Type": "application/json", **headers}.items():
@@ -87,14 +99,20 @@ def repo(sandbox):
     return sandbox
 
 
-def post(repo, api_url: str, token: str = TOKEN):
+def post(repo, api_url: str, token: str = TOKEN, event_path: str | None = None, **limits: float):
+    """`gpulint review --post` against `api_url`; `limits` lower the client's settings of the same
+    name (REQUEST_DEADLINE_S=2.0) so that a case about a deadline or a size runs in seconds."""
     environment = {
         "GITHUB_REPOSITORY": "octo/trainer",
-        "GITHUB_EVENT_PATH": str(repo.root / "event.json"),
+        "GITHUB_EVENT_PATH": event_path or str(repo.root / "event.json"),
         "GITHUB_TOKEN": token,
         "GITHUB_API_URL": api_url,
     }
-    result = repo.run("review", "--base", "main", "--post", env=environment)
+    script = None
+    if limits:
+        settings = "".join(f"github.{name} = {value!r}\n" for name, value in limits.items())
+        script = f"import gpulint.review.github as github\n{settings}from gpulint.cli import main\nmain()\n"
+    result = repo.run("review", "--base", "main", "--post", env=environment, script=script)
     assert token.strip() not in result.stdout + result.stderr
     return result
 
@@ -218,3 +236,193 @@ def test_pagination_link_to_another_host_is_not_followed(repo, servers):
     result = post(repo, api.url)
     assert result.returncode == 1, result.stderr
     assert other.requests == []
+
+
+# -- the change -------------------------------------------------------------------------------------
+SECRET = "sk-live-4f8a1c9e2b7d6035"
+
+
+def test_links_the_change_adds_are_not_followed(repo):
+    """A link to a file outside the repository, or to /proc/self/environ, is not read: before, the
+    target's line (with its secret) came back in a ```suggestion block."""
+    (repo.outside / "secret.py").write_text(
+        f"import torch; loader = torch.utils.data.DataLoader(ds, batch_size=32); x.cuda()  # SECRET_API_KEY={SECRET}\n"
+    )
+    os.symlink(repo.outside / "secret.py", repo.project / "leak.py")
+    os.symlink("/proc/self/environ", repo.project / "env.py")
+    _git(repo.project, "add", ".")
+    _git(repo.project, "commit", "-q", "-m", "links")
+    for output in ("json", "text"):
+        result = repo.run("review", "--base", "main", "--format", output, env={"GPULINT_PROBE": SECRET})
+        assert SECRET not in result.stdout + result.stderr
+        assert result.returncode == 1, result.stderr  # train.py's findings, reviewed
+        assert result.stderr.splitlines() == [
+            "gpulint: warning: env.py: symbolic link; not followed, not reviewed",
+            "gpulint: warning: leak.py: symbolic link; not followed, not reviewed",
+        ]
+        if output == "json":
+            assert {c["path"] for c in json.loads(result.stdout)["comments"]} == {"train.py"}
+
+
+ODD_NAMES = ['ü"x.py', '日"x.py', "tab\tback\\slash.py", "sep\u2028x.py"]
+
+
+def _commit_copies(repo, names: list[str]) -> None:
+    for name in names:
+        (repo.project / name).write_text(CHANGED_SCRIPT)
+    _git(repo.project, "add", ".")
+    _git(repo.project, "commit", "-q", "-m", "copies")
+
+
+def test_quoted_file_names_are_reviewed_under_their_own_names(repo):
+    """git C-quotes these names, its octal escapes being UTF-8 bytes: before, `日"x.py` crashed the
+    review and `ü"x.py` was silently not reviewed.  A name that is not UTF-8 cannot be named to
+    GitHub: one warning line."""
+    _commit_copies(repo, [*ODD_NAMES, os.fsdecode(b"caf\xe9.py")])
+    result = repo.run("review", "--base", "main", "--format", "json")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "gpulint: warning: caf\\xe9.py: the name is not UTF-8, so a review comment cannot name it; not reviewed"
+    ]
+    comments = json.loads(result.stdout)["comments"]
+    assert {c["path"] for c in comments} == {"train.py", *ODD_NAMES}
+    per_name = {name: len([c for c in comments if c["path"] == name]) for name in ODD_NAMES}
+    assert len(set(per_name.values())) == 1, per_name  # every copy has the same findings
+
+    result = repo.run("review", "--base", "main")
+    assert "\ntab\\tback\\slash.py:" in result.stdout and "\nsep\\u2028x.py:" in result.stdout
+
+
+def test_file_name_cannot_put_a_workflow_command_in_the_summary(repo):
+    name = "evil\n::error title=pwned::gotcha.py"
+    _commit_copies(repo, [name])
+    result = repo.run("review", "--base", "main")
+    assert result.returncode == 1, result.stderr
+    assert not [line for line in result.stdout.splitlines() if line.startswith("::")], result.stdout
+    assert "\nevil\\n::error title=pwned::gotcha.py:" in result.stdout
+
+
+def test_comment_longer_than_githubs_limit_drops_the_suggestion_and_says_so(repo):
+    """A fix on a line of 70,000 characters: its suggestion would make a comment GitHub refuses (the
+    limit is 65,536 characters), so the comment names the fix in words instead."""
+    long_line = "DataLoader(dataset, batch_size=64)  # " + "x" * 70_000
+    (repo.project / "train.py").write_text(CHANGED_SCRIPT.replace("DataLoader(dataset, batch_size=64)", long_line))
+    _git(repo.project, "commit", "-q", "-am", "long line")
+    result = repo.run("review", "--base", "main", "--format", "json")
+    assert result.returncode == 1, result.stderr
+    comments = json.loads(result.stdout)["comments"]
+    assert len(comments) == 3
+    for comment in comments:
+        assert len(comment["body"]) <= 65_536 and "<!-- gpulint:" in comment["body"]
+    too_long = [c for c in comments if "too long to show as a suggestion" in c["body"]]
+    assert len(too_long) == 2  # GL101 and GL102 have fixes; GL201 has none
+    for comment in too_long:
+        assert "```suggestion" not in comment["body"] and "apply with `gpulint --fix" in comment["body"]
+        assert "start_line" not in comment
+
+
+# -- the server and the event file --------------------------------------------------------------------
+def _drip(where: str, cut: list[float]):
+    """A GitHub that answers the comment list one byte every half second (in the headers or in the
+    body), for at most 50 s; `cut` gets how long it dripped before the client hung up."""
+
+    def respond(handler):
+        if handler.command != "GET":
+            return comments_then()(handler)
+        started = time.monotonic()
+        try:
+            if where == "headers":
+                handler.wfile.write(b"HTTP/1.0 200 OK\r\nX-Drip: ")
+            else:
+                handler.wfile.write(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n")
+            for _ in range(100):
+                time.sleep(0.5)
+                handler.wfile.write(b" ")
+        except OSError:
+            cut.append(time.monotonic() - started)
+        return None
+
+    return respond
+
+
+@pytest.mark.parametrize("where", ["headers", "body"])
+def test_dripping_server_is_cut_off_at_the_request_deadline(repo, servers, where):
+    cut: list[float] = []
+    api = servers(_drip(where, cut))
+    result = post(repo, api.url, REQUEST_DEADLINE_S=2.0)
+    assert result.returncode == 2
+    assert result.error_lines == [
+        "gpulint: error: GET /repos/octo/trainer/pulls/7/comments: no complete answer from the GitHub API "
+        "within the request's deadline (2 s); gave up"
+    ]
+    deadline = time.monotonic() + 5
+    while not cut and time.monotonic() < deadline:  # the server notices the hang-up at its next byte
+        time.sleep(0.1)
+    assert cut and cut[0] < 5, cut
+    assert [r["method"] for r in api.requests] == ["GET"]
+
+
+def test_review_deadline_bounds_all_its_requests(repo, servers):
+    """Every page of comments comes quickly and links to the next: the review as a whole stops."""
+    pages: list = []
+
+    def respond(handler):
+        if handler.command != "GET":
+            return comments_then()(handler)
+        pages.append(handler.path)
+        time.sleep(0.5)
+        following = f"{api.url}/repos/octo/trainer/pulls/7/comments?per_page=100&page={len(pages) + 1}"
+        return 200, {"Link": f'<{following}>; rel="next"'}, []
+
+    api = servers(respond)
+    result = post(repo, api.url, REVIEW_DEADLINE_S=2.0)
+    assert result.returncode == 2
+    line = result.one_line("gpulint: error:")
+    assert "the review's deadline (2 s in all)" in line, line
+    assert 2 <= len(pages) <= 6 and all(r["method"] == "GET" for r in api.requests)
+
+
+@pytest.mark.parametrize("with_length", [True, False], ids=["content-length", "until-close"])
+def test_oversized_answer_is_an_error_not_read_whole(repo, servers, with_length):
+    big = b"[" + b"{}," * 2**20 + b"{}]"  # 3 MiB of comments
+
+    def respond(handler):
+        if handler.command != "GET":
+            return comments_then()(handler)
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        if with_length:
+            handler.send_header("Content-Length", str(len(big)))
+        handler.end_headers()
+        try:
+            handler.wfile.write(big)
+        except OSError:  # the client stopped reading
+            pass
+        return None
+
+    api = servers(respond)
+    result = post(repo, api.url, MAX_RESPONSE_BYTES=2**20)
+    assert result.returncode == 2
+    expected = " (3.0 MiB); not read" if with_length else "; not read to the end"
+    assert result.error_lines == [
+        "gpulint: error: GET /repos/octo/trainer/pulls/7/comments: the answer is larger than 1.0 MiB" + expected
+    ]
+    assert [r["method"] for r in api.requests] == ["GET"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_event_file_that_is_not_a_regular_file_is_an_error(repo, servers, kind):
+    """GITHUB_EVENT_PATH naming a FIFO (no writer) or /dev/zero: one line, not a hang or a read
+    without end."""
+    if kind == "fifo":
+        event, what = repo.root / "event.fifo", "a FIFO"
+        os.mkfifo(event)
+    else:
+        event, what = "/dev/zero", "a character device"
+    api = servers(comments_then())
+    result = post(repo, api.url, event_path=str(event))
+    assert result.returncode == 2
+    assert result.error_lines == [
+        f"gpulint: error: cannot read the event file GITHUB_EVENT_PATH={event}: {what}, not a regular file"
+    ]
+    assert api.requests == []

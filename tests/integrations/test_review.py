@@ -8,12 +8,17 @@ import os
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from gpulint.review.diff import parse_diff
+from gpulint.linter.config import Settings
+from gpulint.linter.engine import Linter
+from gpulint.linter.printable import quote_diff_path
+from gpulint.review.comments import MAX_BODY_CHARS, comment_body
+from gpulint.review.diff import parse_diff, unquote_git_path
 from tests.integrations.conftest import CHANGED_SCRIPT, git, run_cli
 
 TOKEN = "ghs_secretTOKEN1234567890"
@@ -74,6 +79,31 @@ def test_parse_diff_tracks_added_and_context_rows():
     assert set(files) == {"x.py"}
     assert files["x.py"].added == {2, 4, 12, 13}
     assert files["x.py"].commentable == {1, 2, 3, 4, 12, 13}
+
+
+def test_parse_diff_counts_rows_at_newlines_only():
+    """A line separator or a NEL inside an added line is not a row of its own (str.splitlines
+    would make it one and shift every row after it)."""
+    diff = "--- a/x.py\n+++ b/x.py\n@@ -1,0 +1,3 @@\n+s = 'a\u2028 b\x85+c'\n+t = 1\n+u = 2\n"
+    assert parse_diff(diff)["x.py"].added == parse_diff(diff)["x.py"].commentable == {1, 2, 3}
+
+
+@pytest.mark.parametrize(
+    "name", ['ü"x.py', '日"x.py', "new\nline.py", "tab\tand\\.py", "bell\a.py", "plain.py", os.fsdecode(b"caf\xe9.py")]
+)
+def test_unquote_git_path_reads_what_git_writes(name):
+    # quote_diff_path writes every non-ASCII byte in octal, as git does by default
+    assert unquote_git_path(quote_diff_path(name)) == name
+    assert unquote_git_path(f'"{name.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"') == name
+
+
+def test_comment_body_is_cut_to_githubs_limit_keeping_the_marker():
+    linter = Linter(Settings(select=["GL102"]))
+    finding = linter.lint_source(CHANGED_SCRIPT.encode(), "train.py", with_edits=True).findings[0]
+    body = comment_body(replace(finding, message="very long " * 10_000), "0" * 32, None)
+    assert len(body) == MAX_BODY_CHARS
+    assert "(Cut here: GitHub takes at most 65,536 characters in a comment.)" in body
+    assert body.endswith("<!-- gpulint:GL102:" + "0" * 32 + " -->")
 
 
 # -- a fake GitHub ----------------------------------------------------------------------------------

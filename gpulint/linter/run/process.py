@@ -77,6 +77,14 @@ def process_source(
         outcome.errors.append(f"{name}: too deeply nested to analyse; skipped")
     except UnanalysableSource as exc:
         outcome.errors.append(f"{name}: {exc}")
+    except Exception as exc:
+        # A project's own rule that fails is the project's to fix: say which rule, where, and go on.
+        from gpulint.linter.local_rules import failure_in_local_rule
+
+        failure = failure_in_local_rule(exc)
+        if failure is None:
+            raise
+        outcome.errors.append(f"{name}: {failure}")
     return outcome, final
 
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 import argparse
 
 from gpulint.cli import EXIT_ERROR, error
-from gpulint.server.worker import DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_LIMIT_S, Limits
+
+# The lint worker's limits (worker.py), here so that `gpulint server --help` imports nothing more.
+DEFAULT_MEMORY_LIMIT = 2 * 2**30  # bytes of address space
+DEFAULT_TIME_LIMIT_S = 30.0  # per lint
 
 
 def add_server(parser: argparse.ArgumentParser) -> None:
@@ -55,6 +58,7 @@ def main(options: argparse.Namespace | None = None) -> int:
     request); 2 with a one-line message when the `lsp` extra is missing."""
     try:
         from gpulint.server.lsp import serve
+        from gpulint.server.worker import Limits
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in ("pygls", "lsprotocol"):
             raise

@@ -4,7 +4,7 @@ server keeps on it.
 The server never lints in its own process.  A document from the workspace may be built to cost
 minutes and gigabytes (libcst's parser and the analyses grow much faster than the source), and an
 editor sends a new version on every keystroke.  So each lint, fix or suppression edit is a job for
-one child process (`main` below) that
+one child process (`python -m gpulint.server.worker`) that
 
 - runs under an address-space limit (`RLIMIT_AS`, `memory_limit`): an allocation past it fails in
   the worker, never in the server, and the worker is replaced;
@@ -32,14 +32,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulint.linter.run.safe_files import format_size
+from gpulint.server import DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_LIMIT_S
 
-DEFAULT_MEMORY_LIMIT = 2 * 2**30
-DEFAULT_TIME_LIMIT_S = 30.0
 START_TIME_LIMIT_S = 60.0  # a worker's start (interpreter, imports): about half a second
 _LENGTH = struct.Struct(">Q")
-# The child's command (`-c`: `-m gpulint.server.worker` would import this module twice, as
-# `gpulint.server` imports it for the limits' defaults).
-_WORKER_MAIN = "import sys; from gpulint.server.worker import main; sys.exit(main(sys.argv[1:]))"
 # The jobs a worker runs: `Project` methods (the first argument names the file whose project's
 # settings apply), and the suppression edit, which needs no project.
 PROJECT_JOBS = ("lint", "lint_cells", "fix_changes", "cell_fix_changes", "fix_all")
@@ -135,8 +131,8 @@ class LintWorker:
         if self._process is None or self._process.returncode is not None:
             process = await asyncio.create_subprocess_exec(
                 sys.executable,
-                "-c",
-                _WORKER_MAIN,
+                "-m",
+                "gpulint.server.worker",
                 str(self.limits.memory_limit),
                 str(self.limits.time_limit),
                 "allow-local-rules" if self.allow_local_rules else "no-local-rules",
@@ -193,7 +189,10 @@ def _set_soft_limit(kind: str, value: int) -> None:
         return
     which = getattr(resource, kind)
     _soft, hard = resource.getrlimit(which)
-    resource.setrlimit(which, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
+    try:
+        resource.setrlimit(which, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
+    except (ValueError, OSError):  # macOS refuses some RLIMIT_AS values: the time limit still holds
+        log.warning("gpulint lint worker: could not set %s; running without it", kind)
 
 
 def _limit_cpu(seconds: float) -> None:
@@ -262,3 +261,7 @@ def main(argv: list[str]) -> int:
         _write_frame(replies, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
         if reply[0] == "exiting":  # a fresh worker starts with all its memory free
             return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -5,8 +5,10 @@ they call (record.py for the history).
 
 Exit codes: 0 measured (profile), speedup confirmed (verify) or near-linear scaling (scale); 1 verify
 found no confirmed speedup, scale found a size below the efficiency bar or within its noise, or
-profile's regression gate failed; 2 usage error; 3 the script never made a training step; 124
-timeout; otherwise the script's own exit code when it failed (run_exit_code).
+profile's regression gate failed; 2 usage error, or a run history that refuses the run (a link, a
+path outside the project, a read-only or foreign database: checked before the script runs); 3 the
+script never made a training step; 124 timeout; otherwise the script's own exit code when it
+failed (run_exit_code).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING
 from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, rule_ids
 
 if TYPE_CHECKING:  # measuring loads psutil and NVML: only when a command runs
-    from gpulint.runtime_check.measure import RunConfig, RunResult
+    from gpulint.runtime_check.measure import Command, RunConfig, RunResult
     from gpulint.runtime_check.record import HistoryOptions
     from gpulint.runtime_check.report import Output
 
@@ -70,6 +72,20 @@ def _history_options(options: argparse.Namespace) -> HistoryOptions:
     from gpulint.runtime_check.record import HistoryOptions
 
     return HistoryOptions(options.history_file, not getattr(options, "no_history", False))
+
+
+def _history_refused(history: HistoryOptions, command: Command, writing: bool = True) -> bool:
+    """Whether the run history refuses this command's run (said in an error line).  Checked before
+    the script runs, so a history that cannot be used costs no measurement."""
+    from gpulint.runtime_check.history import HistoryError
+    from gpulint.runtime_check.records import run_root
+
+    try:
+        history.check(run_root(command), writing)
+    except HistoryError as exc:
+        error(str(exc))
+        return True
+    return False
 
 
 def add_profile(parser: argparse.ArgumentParser) -> None:
@@ -141,6 +157,7 @@ def profile_command(options: argparse.Namespace) -> int:
     from gpulint.runtime_check.record import finish_profile
 
     command = options.command[1:] if options.command[:1] == ["--"] else options.command
+    history = _history_options(options)
     try:
         config = _config(options.steps, options.warmup, options.seconds, options.timeout)
         config.show_output = options.show_output
@@ -154,6 +171,8 @@ def profile_command(options: argparse.Namespace) -> int:
             raise CommandError("--fail-on-regression needs --baseline and a percentage of 0 or more")
     except CommandError as exc:
         error(str(exc))
+        return EXIT_ERROR
+    if (history.record or options.baseline is not None) and _history_refused(history, parsed, history.record):
         return EXIT_ERROR
     started_at = time.time()
     out = report.Output()
@@ -186,7 +205,7 @@ def profile_command(options: argparse.Namespace) -> int:
         result,
         config,
         started_at,
-        _history_options(options),
+        history,
         options.baseline,
         options.fail_on_regression,
         options.html_file,
@@ -277,6 +296,10 @@ def verify_command(options: argparse.Namespace) -> int:
 
     if options.param is not None:
         return _sweep(out, options, config, interpreter, progress)
+    history = _history_options(options)
+    command = Command(interpreter, [], [str(options.script), *options.script_args])
+    if history.record and _history_refused(history, command):
+        return EXIT_ERROR
     started_at = time.time()
     try:
         result = verify(
@@ -296,16 +319,11 @@ def verify_command(options: argparse.Namespace) -> int:
     if options.json_file is not None:
         report.write_json(options.json_file, report.verify_json(result))
     report.print_verify(out, result, options.script_args, None if options.python is None else interpreter)
-    finish_verify(
-        out,
-        result,
-        Command(interpreter, [], [str(options.script), *options.script_args]),
-        started_at,
-        time.time() - started_at,
-        _history_options(options),
-    )
+    recorded = finish_verify(out, result, command, started_at, time.time() - started_at, history)
     if result.failed is not None:
         return run_exit_code(result.failed)
+    if not recorded:
+        return EXIT_ERROR
     assert result.comparison is not None  # verify() compares whenever no run failed
     return EXIT_CLEAN if result.comparison.outcome == "confirmed" else EXIT_NOT_CONFIRMED
 
@@ -379,10 +397,14 @@ def scale_command(options: argparse.Namespace) -> int:
 
     command = options.command[1:] if options.command[:1] == ["--"] else options.command
     started_at = time.time()
+    history = _history_options(options)
     try:
         config = _config(options.steps, options.warmup, None, options.timeout)
         parsed = parse_command(command)
-        result = scale(parsed, parse_sizes(options.nproc), options.runs, config, options.strong, progress)
+        sizes = parse_sizes(options.nproc)
+        if history.record and _history_refused(history, parsed):
+            return EXIT_ERROR
+        result = scale(parsed, sizes, options.runs, config, options.strong, progress)
     except (ScaleError, CommandError) as exc:
         error(str(exc))
         return EXIT_ERROR
@@ -391,9 +413,11 @@ def scale_command(options: argparse.Namespace) -> int:
     out = report.Output()
     report.print_scale(out, result)
     scale_options = ["--nproc", options.nproc, *(["--strong", options.strong] if options.strong else [])]
-    finish_scale(out, result, parsed, scale_options, started_at, time.time() - started_at, _history_options(options))
+    recorded = finish_scale(out, result, parsed, scale_options, started_at, time.time() - started_at, history)
     if result.failed is not None:
         return run_exit_code(result.failed)
+    if not recorded:
+        return EXIT_ERROR
     return EXIT_CLEAN if result.kind == "scales" else EXIT_NOT_CONFIRMED
 
 

@@ -17,23 +17,38 @@ Public API (other runtime commands record through it):
 Two processes may record at once: the database is in WAL mode with a busy timeout, and each
 record is one `BEGIN IMMEDIATE` transaction.  `PRAGMA user_version` holds the schema version;
 MIGRATIONS upgrade an older database in place, a newer one is refused.
+
+The history may arrive with the repository (git stores symbolic links) or from a CI cache, so
+before it is opened `check_location` makes sure the database is a regular file of the project: no
+link on the way from the project root to it (the `.gpulint` folder, the database, its `.gitignore`
+and SQLite's `-wal`/`-shm`/`-journal` files), and its real path inside the project; recording
+also refuses a database whose mode bits say read-only.  Reading (`open(create=False)`) opens the
+file read-only (SQLite's `mode=ro`): it never switches the journal mode or adds a table.  A
+database that is not gpulint's (another schema, another `user_version`) or is damaged is a
+HistoryError with one sentence, whichever query meets the damage.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import math
+import os
 import re
 import sqlite3
+import stat
 import subprocess
 import sys
 import time
 from array import array
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
+from gpulint.linter.run.safe_files import create_new_file, is_read_only, kind_of, make_real_dir
 from gpulint.runtime_check.figures import Figure
 
 SCHEMA_VERSION = 1
@@ -42,6 +57,9 @@ MIGRATIONS: dict[int, str] = {}
 BUSY_TIMEOUT_S = 30.0
 DEFAULT_FOLDER = ".gpulint"
 DEFAULT_NAME = "history.db"
+GITIGNORE = "# gpulint's local run history: not for version control\n*\n"
+# The files SQLite keeps beside a database (write-ahead log, its index, the rollback journal).
+SIDECARS = ("-wal", "-shm", "-journal")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -86,6 +104,13 @@ CREATE TABLE IF NOT EXISTS series (
     PRIMARY KEY (run_id, name)
 );
 """
+
+
+# What a run's row is read as (named: a migrated database may hold more columns).
+RUN_COLUMNS = (
+    "id, kind, command, command_key, script, script_sha256, status, verdict, started_at, wall_seconds, "
+    "git_commit, git_dirty, host, environment, meta"
+)
 
 
 class HistoryError(Exception):
@@ -172,29 +197,94 @@ def _switch_to_wal(connection: sqlite3.Connection) -> None:
             pause = min(pause * 2, 0.5)
 
 
+@contextlib.contextmanager
+def _opening(real: Path) -> Iterator[None]:
+    """SQLite's refusal to open a file (not a database, cannot be read) as one HistoryError."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        raise HistoryError(f"cannot use {real} as the run history: {exc}") from exc
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _reading(method: Callable[P, T]) -> Callable[P, T]:
+    """A query of the history: whatever a damaged or foreign database makes it meet (SQLite's
+    errors, rows that do not decode) is one HistoryError naming the file, not a traceback."""
+
+    @functools.wraps(method)
+    def read(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return method(*args, **kwargs)
+        except (sqlite3.Error, ValueError, TypeError) as exc:
+            history = args[0]
+            assert isinstance(history, History)
+            raise HistoryError(
+                f"cannot read {history.path}: it is damaged or not a gpulint run history ({exc})"
+            ) from exc
+
+    return read
+
+
 class History:
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self.connection, self.path = connection, path
 
     @classmethod
-    def open(cls, path: Path, create: bool = True) -> History:
-        """Open (and with `create`, create) the database at `path`; a folder named `.gpulint`
-        gets a .gitignore so that the history is never committed."""
-        if not path.exists():
-            if not create:
-                raise HistoryError(f"no history at {path} (profile or verify a script first)")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if path.parent.name == DEFAULT_FOLDER and not (path.parent / ".gitignore").exists():
-                (path.parent / ".gitignore").write_text("# gpulint's local run history: not for version control\n*\n")
-        try:
-            connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            _switch_to_wal(connection)
-            connection.execute("PRAGMA foreign_keys=ON")
-            history = cls(connection, path)
-            history._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise HistoryError(f"cannot use {path} as the run history: {exc}") from exc
+    def open(cls, path: Path, create: bool = True, within: Path | None = None) -> History:
+        """Open the database at `path` to record runs (`create`: made if absent, with a .gitignore
+        in a folder named `.gpulint` so that the history is never committed), or read-only.
+        `within`: the project folder the database must lie in (None: a file the user named).
+        HistoryError, with one line for the user, when the place or the file is refused."""
+        real = check_location(path, within, writing=create)
+        exists = os.path.lexists(real)
+        if not exists and not create:
+            raise HistoryError(f"no history at {real} (profile or verify a script first)")
+        if create and not exists:
+            try:
+                _make_place(real, within)
+            except OSError as exc:
+                raise HistoryError(f"cannot create the run history {real}: {exc.strerror or exc}") from exc
+        with _opening(real):
+            history = cls._connect(real, read_only=not create)
+            try:
+                if create:
+                    _switch_to_wal(history.connection)
+                    history.connection.execute("PRAGMA foreign_keys=ON")
+                    history._migrate()
+                else:
+                    history._check_readable()
+            except BaseException:
+                history.close()
+                raise
         return history
+
+    @classmethod
+    def check(cls, path: Path, within: Path | None, writing: bool) -> None:
+        """Refuse (HistoryError) what `open` would refuse, changing nothing: for a command that
+        runs for minutes before it records or reads.  The place, and a database already there
+        (opened read-only: another program's, a newer schema, damaged)."""
+        if not writing:
+            cls.open(path, create=False, within=within).close()
+            return
+        real = check_location(path, within, writing=True)
+        if not os.path.lexists(real):
+            return
+        with _opening(real), cls._connect(real, read_only=True) as history:
+            if history._version() == SCHEMA_VERSION:
+                history._check_schema()
+
+    @classmethod
+    def _connect(cls, real: Path, read_only: bool) -> History:
+        if read_only:  # SQLite's read-only mode: no journal switch, no table, whatever is asked
+            connection = sqlite3.connect(
+                real.as_uri() + "?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None
+            )
+        else:
+            connection = sqlite3.connect(real, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        return cls(connection, real)
 
     def __enter__(self) -> History:
         return self
@@ -206,16 +296,12 @@ class History:
         self.connection.close()
 
     def _migrate(self) -> None:
-        version = self.connection.execute("PRAGMA user_version").fetchone()[0]
+        version = self._version()
         if version == SCHEMA_VERSION:
+            self._check_schema()
             return
-        if version > SCHEMA_VERSION:
-            raise HistoryError(
-                f"{self.path} was written by a newer gpulint (schema {version}, this one knows "
-                f"{SCHEMA_VERSION}): upgrade gpulint or use another --history file"
-            )
         with self._transaction():
-            version = self.connection.execute("PRAGMA user_version").fetchone()[0]  # another writer may have won
+            version = self._version()  # another writer may have won
             if version == 0:
                 self._execute_script(SCHEMA)
                 version = SCHEMA_VERSION
@@ -223,6 +309,43 @@ class History:
                 self._execute_script(MIGRATIONS[version])
                 version += 1
             self.connection.execute(f"PRAGMA user_version = {version}")
+        self._check_schema()
+
+    def _check_readable(self) -> None:
+        """A database opened read-only: gpulint's current schema (it cannot be upgraded here)."""
+        version = self._version()
+        if version == 0:
+            raise HistoryError(f"no run recorded in {self.path} yet")
+        if version < SCHEMA_VERSION:
+            raise HistoryError(
+                f"{self.path} holds an older schema ({version}): record a run with this gpulint to upgrade it"
+            )
+        self._check_schema()
+
+    def _version(self) -> int:
+        """The schema version; HistoryError for a newer one, or for a database of another program
+        (version 0, the SQLite default, with tables in it)."""
+        version = self.connection.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise HistoryError(
+                f"{self.path} was written by a newer gpulint (schema {version}, this one knows "
+                f"{SCHEMA_VERSION}): upgrade gpulint or use another --history file"
+            )
+        if version == 0 and self.connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+            raise HistoryError(f"{self.path} is not a gpulint run history (it holds tables gpulint did not create)")
+        if version < 0:
+            raise HistoryError(f"{self.path} is not a gpulint run history (schema version {version})")
+        return version
+
+    def _check_schema(self) -> None:
+        """Every table and column gpulint reads is there (a database of the right version but
+        another shape would fail at its first query)."""
+        for table, columns in _schema_columns().items():
+            present = {row[1] for row in self.connection.execute(f"PRAGMA table_info({table})")}
+            missing = sorted(columns - present)
+            if missing:
+                what = f"no table {table}" if not present else f"table {table} lacks {', '.join(missing)}"
+                raise HistoryError(f"{self.path} is not a gpulint run history ({what})")
 
     def _execute_script(self, script: str) -> None:
         """Statement by statement: executescript would commit the transaction it runs in."""
@@ -292,6 +415,7 @@ class History:
         return run_id
 
     # -- reading ---------------------------------------------------------------------------
+    @_reading
     def runs(
         self,
         script: str | None = None,
@@ -314,7 +438,9 @@ class History:
         if before is not None:
             where.append("id < ?")
             values.append(before)
-        sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id DESC"
+        sql = (
+            f"SELECT {RUN_COLUMNS} FROM runs" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id DESC"
+        )
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         rows = self.connection.execute(sql, values).fetchall()
@@ -322,21 +448,26 @@ class History:
         self._attach_figures(runs)
         return runs
 
+    @_reading
     def load(self, run_id: int) -> RunRecord:
-        row = self.connection.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        row = self.connection.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise HistoryError(f"no run {run_id} in {self.path}")
         run = self._run(row)
         self._attach_figures([run])
-        run.series = [
-            Series(name, label, chart, unit, x_unit, _unpack(x), _unpack(y))
-            for name, label, chart, unit, x_unit, x, y in self.connection.execute(
-                "SELECT name, label, chart, unit, x_unit, x, y FROM series WHERE run_id = ? ORDER BY position",
-                (run_id,),
-            )
-        ]
+        for row in self.connection.execute(
+            "SELECT name, label, chart, unit, x_unit, x, y FROM series WHERE run_id = ? ORDER BY position", (run_id,)
+        ):
+            name, label, chart, unit, x_unit, x, y = row
+            for text in (name, label, chart, unit, x_unit):
+                _expect("series name, label or unit", text, str)
+            series = Series(name, label, chart, unit, x_unit, _unpack(x), _unpack(y))
+            if len(series.x) != len(series.y):
+                raise ValueError(f"series {series.name} has {len(series.x)} x and {len(series.y)} y values")
+            run.series.append(series)
         return run
 
+    @_reading
     def resolve(self, ref: str, like: RunRecord | None = None, repository: Path | None = None) -> RunRecord:
         """The run `ref` names: a run id; `last`, the latest run of the same command as `like`
         (before it, when it is recorded); or a git ref of `repository` (default: the working
@@ -368,6 +499,8 @@ class History:
         return self.load(row[0])
 
     def _run(self, row: tuple) -> RunRecord:
+        """A row of `runs` (RUN_COLUMNS), its types checked: a crafted row must fail here, in the
+        query, not later in a report."""
         (
             run_id,
             kind,
@@ -385,6 +518,14 @@ class History:
             environment,
             meta,
         ) = row
+        _expect("id", run_id, int)
+        for text in (kind, command, command_key, status):
+            _expect("kind, command or status", text, str)
+        _expect("started_at", started_at, (int, float))
+        for optional_text in (script, sha, verdict, commit, host):
+            _expect("script, verdict, commit or host", optional_text, str, optional=True)
+        _expect("wall_seconds", wall, (int, float), optional=True)
+        _expect("git_dirty", dirty, int, optional=True)
         return RunRecord(
             kind,
             command,
@@ -398,8 +539,8 @@ class History:
             commit,
             None if dirty is None else bool(dirty),
             host,
-            json.loads(environment),
-            meta=json.loads(meta),
+            _expect("environment", json.loads(environment), dict),
+            meta=_expect("meta", json.loads(meta), dict),
             id=run_id,
         )
 
@@ -413,7 +554,20 @@ class History:
             "ORDER BY run_id, position",
             list(by_id),
         ):
+            for text in (name, unit, note):
+                _expect("figure name, unit or note", text, str)
+            for number in (value, noise):
+                _expect("figure value or noise", number, (int, float), optional=True)
+            _expect("figure better", better, str, optional=True)
             by_id[run_id].figures.append(Figure(name, value, unit, note, better, noise))
+
+
+def _expect(name: str, value: Any, kinds: type | tuple[type, ...], optional: bool = False) -> Any:
+    """`value`, when it is of `kinds` (or None, when `optional`); else ValueError (a query reports
+    it as a damaged history)."""
+    if not (isinstance(value, kinds) or optional and value is None):
+        raise ValueError(f"{name} holds {type(value).__name__}")
+    return value
 
 
 def _finite(value: float | None) -> float | None:
@@ -434,8 +588,16 @@ def history_path(start: Path, override: Path | None = None) -> Path | None:
     """The database for runs started from `start` (the script's folder, or the working folder):
     `override`; else `history` in the nearest [tool.gpulint] (a path relative to that file, or
     false for none); else .gpulint/history.db at the project root.  None: history is off."""
+    location = history_location(start, override)
+    return None if location is None else location[0]
+
+
+def history_location(start: Path, override: Path | None = None) -> tuple[Path, Path | None] | None:
+    """(the database, the project folder it must lie in) for runs started from `start`, as
+    history_path chooses it; the folder is None for a file named with --history (the user's
+    choice, as a folder named on the command line is followed).  None: history is off."""
     if override is not None:
-        return override
+        return override, None
     from gpulint.linter.config import find_config, load_settings
 
     config = find_config(start)
@@ -444,8 +606,118 @@ def history_path(start: Path, override: Path | None = None) -> Path | None:
         if setting is False:
             return None
         if isinstance(setting, str):
-            return config.parent / setting
-    return project_root(start) / DEFAULT_FOLDER / DEFAULT_NAME
+            return config.parent / setting, config.parent
+    root = project_root(start)
+    return root / DEFAULT_FOLDER / DEFAULT_NAME, root
+
+
+def check_location(path: Path, within: Path | None, writing: bool) -> Path:
+    """The real path of the database at `path`, when gpulint may use it; HistoryError otherwise.
+
+    Refused: a symbolic link anywhere between `within` (the project) and the database, a path
+    that leaves `within`, a database, .gitignore (in a `.gpulint` folder) or SQLite file beside
+    it that is a link or not a regular file, and for `writing` a database marked read-only.
+    Nothing is followed, created or opened; a few lstat calls."""
+    if within is None:  # a file the user named: its folders are followed, the file itself is not
+        named = Path(os.path.abspath(path))
+        _refuse_link(named)
+        real = Path(os.path.realpath(named.parent)) / named.name
+    else:
+        project = Path(os.path.realpath(within))
+        real = Path(os.path.normpath(project / path))  # `project / path` is `path` when it is absolute
+        relative = Path(os.path.relpath(real, project))
+        if real == project or relative.parts[0] == os.pardir:
+            raise HistoryError(
+                f"the run history {real} is outside the project {project}: gpulint keeps it inside the "
+                "project (name a file elsewhere with --history)"
+            )
+        folder = project
+        for part in relative.parts[:-1]:
+            folder = folder / part
+            info = _refuse_link(folder)
+            if info is None:
+                break
+            if not stat.S_ISDIR(info.st_mode):
+                raise HistoryError(
+                    f"{folder} is {kind_of(info.st_mode)}, not a folder: the run history cannot be kept in it"
+                )
+    beside = [real.with_name(real.name + suffix) for suffix in SIDECARS]
+    if real.parent.name == DEFAULT_FOLDER:
+        beside.append(real.parent / ".gitignore")
+    for file in (real, *beside):
+        info = _refuse_link(file)
+        if info is not None and not stat.S_ISREG(info.st_mode):
+            raise HistoryError(f"{file} is {kind_of(info.st_mode)}, not a file of gpulint's run history")
+    if writing:
+        try:
+            info = os.stat(real)
+        except FileNotFoundError:
+            return real
+        except OSError as exc:
+            raise HistoryError(f"cannot use {real} as the run history: {exc.strerror or exc}") from exc
+        if is_read_only(real, info):
+            raise HistoryError(f"{real} is read-only: gpulint does not record runs in a read-only history")
+    return real
+
+
+def _refuse_link(path: Path) -> os.stat_result | None:
+    """lstat of `path` (None when absent); HistoryError when it is a symbolic link."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise HistoryError(f"cannot use {path} for the run history: {exc.strerror or exc}") from exc
+    if stat.S_ISLNK(info.st_mode):
+        raise HistoryError(
+            f"{path} is a symbolic link (to {os.path.realpath(path)}): gpulint does not keep its run "
+            "history through a link"
+        )
+    return info
+
+
+def _make_place(real: Path, within: Path | None) -> None:
+    """Create the folders down to a new database (never through a link: check_location found
+    none, make_real_dir refuses one that appeared since), a .gitignore in a `.gpulint` folder, and
+    the empty database file itself, so that SQLite opens a file gpulint made instead of creating
+    one where a link points."""
+    if within is None:
+        real.parent.mkdir(parents=True, exist_ok=True)
+    else:
+        project = Path(os.path.realpath(within))
+        folder = project
+        for part in real.parent.relative_to(project).parts:
+            folder = folder / part
+            make_real_dir(folder)
+    if real.parent.name == DEFAULT_FOLDER:
+        try:
+            create_new_file(real.parent / ".gitignore", GITIGNORE.encode())
+        except FileExistsError:
+            pass
+    try:
+        create_new_file(real, b"")
+    except FileExistsError:
+        pass  # another process created it meanwhile (check_location found no link)
+
+
+_expected_columns: dict[str, set[str]] = {}
+
+
+def _schema_columns() -> dict[str, set[str]]:
+    """The columns of each table SCHEMA creates (read once from an in-memory database)."""
+    if not _expected_columns:
+        memory = sqlite3.connect(":memory:")
+        try:
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    memory.execute(statement)
+            for (table,) in memory.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            ):
+                _expected_columns[table] = {row[1] for row in memory.execute(f"PRAGMA table_info({table})")}
+        finally:
+            memory.close()
+    return _expected_columns
 
 
 # -- git and times ---------------------------------------------------------------------------

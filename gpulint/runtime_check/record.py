@@ -20,7 +20,7 @@ from gpulint.runtime_check.history import (
     HistoryError,
     NoEarlierRun,
     RunRecord,
-    history_path,
+    history_location,
     parse_since,
     project_root,
 )
@@ -38,18 +38,27 @@ class HistoryOptions:
     file: Path | None = None  # --history FILE
     record: bool = True  # False with --no-history
 
-    def path(self, start: Path) -> Path | None:
-        """The database for a run started from `start`; None when history is off in the config."""
+    def location(self, start: Path) -> tuple[Path, Path | None] | None:
+        """(the database, the project it must lie in) for a run started from `start`; None when
+        history is off in the config."""
         from gpulint.linter.config import ConfigError
 
         try:
-            return history_path(start, self.file)
+            return history_location(start, self.file)
         except ConfigError as exc:
             raise HistoryError(str(exc)) from exc
 
+    def check(self, start: Path, writing: bool) -> None:
+        """Refuse (HistoryError) a history that cannot be used, before a run spends minutes
+        measuring (History.check: changes nothing)."""
+        location = self.location(start)
+        if location is not None:
+            History.check(*location, writing=writing)
+
     def open(self, start: Path, create: bool) -> History | None:
-        path = self.path(start)
-        return None if path is None else History.open(path, create)
+        """The history, to record in (`create`) or read-only; None when history is off."""
+        location = self.location(start)
+        return None if location is None else History.open(location[0], create, within=location[1])
 
 
 # -- after a run -----------------------------------------------------------------------------
@@ -63,25 +72,28 @@ def finish_profile(
     fail_percent: float | None = None,
     html_file: Path | None = None,
 ) -> int:
-    """Record a measured profile, compare it with `baseline_ref`, gate it, write its report."""
+    """Record a measured profile, compare it with `baseline_ref`, gate it, write its report.
+    A history that refuses the run is an error line and exit 2 (as a file --fix may not write);
+    the report is still written."""
     assert result.command is not None, "a profile that ran knows its command"
     record = records.profile_record(result, config, started_at)
     start = records.run_root(result.command)
     history = None
+    refused = False
     try:
-        if options.record:
-            history = options.open(start, create=True)
-            if history is not None:
-                history.record(record)
-                out.line(f"recorded as run {record.id} in {history.path}")
-        elif baseline_ref is not None:
-            history = options.open(start, create=False)
-    except HistoryError as exc:
-        if baseline_ref is not None:
-            error(str(exc))
-            return EXIT_USAGE
-        out.line(f"warning: not recorded: {exc}")
-    try:
+        try:
+            if options.record:
+                history = options.open(start, create=True)
+                if history is not None:
+                    history.record(record)
+                    out.line(f"recorded as run {record.id} in {history.path}")
+            elif baseline_ref is not None:
+                history = options.open(start, create=False)
+        except HistoryError as exc:
+            error(f"not recorded: {exc}" if options.record else str(exc))
+            if baseline_ref is not None:
+                return EXIT_USAGE
+            refused = True
         baseline = None
         if baseline_ref is not None:
             if history is None:
@@ -99,7 +111,7 @@ def finish_profile(
             html_report.write(html_file, record, baseline, history)
             out.line(f"wrote the report to {html_file}")
         if baseline is None:
-            return EXIT_OK
+            return EXIT_USAGE if refused else EXIT_OK
         gate = compare_mod.regression_gate(history, record, baseline, fail_percent)
         out.line(gate.line)
         return EXIT_REGRESSION if gate.failed else EXIT_OK
@@ -113,19 +125,12 @@ def finish_profile(
 
 def finish_verify(
     out: Output, result: VerifyResult, command: Command, started_at: float, wall: float, options: HistoryOptions
-) -> None:
-    """Record a verify that compared its arms (a failed run is reported, not recorded)."""
+) -> bool:
+    """Record a verify that compared its arms (a failed run is reported, not recorded).  False:
+    the history refused it (said in an error line)."""
     if not options.record or result.comparison is None:
-        return
-    record = records.verify_record(result, command, started_at, wall)
-    try:
-        history = options.open(records.run_root(command), create=True)
-        if history is not None:
-            with history:
-                history.record(record)
-                out.line(f"recorded as run {record.id} in {history.path}")
-    except HistoryError as exc:
-        out.line(f"warning: not recorded: {exc}")
+        return True
+    return _record(out, records.verify_record(result, command, started_at, wall), records.run_root(command), options)
 
 
 def finish_scale(
@@ -136,19 +141,26 @@ def finish_scale(
     started_at: float,
     wall: float,
     options: HistoryOptions,
-) -> None:
-    """Record a scaling run that measured every size (a failed run is reported, not recorded)."""
+) -> bool:
+    """Record a scaling run that measured every size (a failed run is reported, not recorded).
+    False: the history refused it (said in an error line)."""
     if not options.record or result.failed is not None or not result.efficiencies:
-        return
+        return True
     record = records.scale_run_record(result, command, scale_options, started_at, wall)
+    return _record(out, record, records.run_root(command), options)
+
+
+def _record(out: Output, record: RunRecord, start: Path, options: HistoryOptions) -> bool:
     try:
-        history = options.open(records.run_root(command), create=True)
+        history = options.open(start, create=True)
         if history is not None:
             with history:
                 history.record(record)
                 out.line(f"recorded as run {record.id} in {history.path}")
     except HistoryError as exc:
-        out.line(f"warning: not recorded: {exc}")
+        error(f"not recorded: {exc}")
+        return False
+    return True
 
 
 # -- commands on the history -----------------------------------------------------------------

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -526,29 +527,49 @@ def plant(db, sql: str, value) -> None:
     connection.close()
 
 
+# Values inside the run's JSON meta reach the report, which refuses them by field; a table column of
+# the wrong type is refused earlier, by the history's reader, naming the column.
 NOT_NUMBERS = [
     ("meta.lint[0].row", "UPDATE runs SET meta = json_set(meta, '$.lint[0].row', ?)", "a number"),
     ("meta.syncs[0].per_step", "UPDATE runs SET meta = json_set(meta, '$.syncs[0].per_step', ?)", "a number"),
-    ("figures[1].value", "UPDATE figures SET value = ? WHERE position = 1", "a number"),
-    ("figures[1].noise", "UPDATE figures SET noise = ? WHERE position = 1", "a number"),
-    ("started_at", "UPDATE runs SET started_at = ?", "a number"),
-    ("wall_seconds", "UPDATE runs SET wall_seconds = ?", "a number"),
     ("meta.lint", "UPDATE runs SET meta = json_set(meta, '$.lint', ?)", "a list"),
 ]
+NOT_NUMBER_COLUMNS = [
+    ("figures[1].value", "UPDATE figures SET value = ? WHERE position = 1", "figure value or noise"),
+    ("figures[1].noise", "UPDATE figures SET noise = ? WHERE position = 1", "figure value or noise"),
+    ("started_at", "UPDATE runs SET started_at = ?", "started_at"),
+    ("wall_seconds", "UPDATE runs SET wall_seconds = ?", "wall_seconds"),
+]
+
+
+def planted_report(tmp_path, sql: str, value) -> tuple[int, Path]:
+    db, page = tmp_path / "history.db", tmp_path / "report.html"
+    with History.open(db) as history:
+        history.record(gpu_run(None, 20.0))
+    plant(db, sql, value)
+    return record.report_command(report.Output(io.StringIO()), record.HistoryOptions(db), "1", page), page
 
 
 @pytest.mark.parametrize(("field", "sql", "wanted"), NOT_NUMBERS, ids=[f for f, _, _ in NOT_NUMBERS])
 def test_a_stored_number_that_is_not_a_number_is_refused(tmp_path, capsys, field, sql, wanted):
-    db, page = tmp_path / "history.db", tmp_path / "report.html"
-    with History.open(db) as history:
-        history.record(gpu_run(None, 20.0))
-    plant(db, sql, hostile(field, "http://127.0.0.1:9"))
-    assert record.report_command(report.Output(io.StringIO()), record.HistoryOptions(db), "1", page) == 2
+    code, page = planted_report(tmp_path, sql, hostile(field, "http://127.0.0.1:9"))
+    assert code == 2
     error = capsys.readouterr().err
     assert error.startswith(f"gpulint: error: cannot draw run 1: {field} is '{field} </title>") and error.endswith(
         f"..., not {wanted}\n"
     )
     assert not page.exists()
+
+
+@pytest.mark.parametrize(("field", "sql", "column"), NOT_NUMBER_COLUMNS, ids=[f for f, _, _ in NOT_NUMBER_COLUMNS])
+def test_a_stored_column_of_the_wrong_type_is_refused_by_the_history(tmp_path, capsys, field, sql, column):
+    code, page = planted_report(tmp_path, sql, hostile(field, "http://127.0.0.1:9"))
+    assert code == 2
+    error = capsys.readouterr().err
+    assert error.startswith("gpulint: error: cannot read ") and error.endswith(
+        f"it is damaged or not a gpulint run history ({column} holds str)\n"
+    )
+    assert "<" not in error and not page.exists()
 
 
 def test_a_planted_lint_row_is_refused_by_the_command_and_no_page_is_written(tmp_path):

@@ -46,6 +46,7 @@ from pathlib import Path
 from gpulint import __version__
 from gpulint.linter.run.datajson import from_data, to_data
 from gpulint.linter.run.outcome import FileOutcome
+from gpulint.linter.run.safe_files import O_NOFOLLOW, create_new_file, make_real_dir
 
 CACHE_DIR_NAME = ".gpulint_cache"
 LAYOUT = "v1"
@@ -63,7 +64,6 @@ _MARKER_FILES = (".gitignore", "CACHEDIR.TAG")
 _SHARD = re.compile(r"^[0-9a-f]{2}$")
 _ENTRY = re.compile(r"^[0-9a-f]{38}$")
 _TEMPORARY = re.compile(r"^\.tmp-[A-Za-z0-9_]+$")
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 _code_fingerprint: str | None = None
@@ -225,7 +225,7 @@ class ResultCache:
         data = json.dumps(document, separators=(",", ":")).encode("utf-8")
         try:
             self._prepare()
-            _make_real_dir(entry.parent)
+            make_real_dir(entry.parent)
             fd, temporary = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-")
             try:
                 with os.fdopen(fd, "wb") as handle:
@@ -241,18 +241,16 @@ class ResultCache:
     def _prepare(self) -> None:
         """Create the cache folder and its layout folder, and a .gitignore and a CACHEDIR.TAG so
         neither git nor backup tools pick it up (also in a folder whose layout already exists)."""
-        _make_real_dir(self.directory)
-        _make_real_dir(self.directory / LAYOUT)
+        make_real_dir(self.directory)
+        make_real_dir(self.directory / LAYOUT)
         for name, text in (
             (".gitignore", "# Created by gpulint: the whole folder is a cache.\n*\n"),
             ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# gpulint result cache\n"),
         ):
-            try:  # never through a link, never over an existing file
-                fd = os.open(self.directory / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644)
+            try:
+                create_new_file(self.directory / name, text.encode("utf-8"))
             except OSError:
                 continue
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
 
     @staticmethod
     def _touch(entry: Path) -> None:
@@ -316,7 +314,7 @@ class ResultCache:
 
 def _read_entry(entry: Path) -> bytes:
     """An entry's bytes: a regular file, not a link, at most MAX_ENTRY_BYTES (OSError otherwise)."""
-    fd = os.open(entry, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    fd = os.open(entry, os.O_RDONLY | O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
@@ -334,15 +332,6 @@ def _about(outcome, name: str) -> bool:
     return result.path == name and all(f.path == name for f in result.findings)
 
 
-def _make_real_dir(path: Path) -> None:
-    """Create a folder if absent; OSError when something else (a link, a file) has its name."""
-    try:
-        os.mkdir(path)
-    except FileExistsError:
-        if not stat.S_ISDIR(os.lstat(path).st_mode):
-            raise NotADirectoryError(f"{path} is not a folder") from None
-
-
 def _unlink_entry(layout: Path, path: Path) -> bool:
     """Delete one entry found by `size()`: through a descriptor of its shard folder opened without
     following links, and only if it still is a regular file of our name pattern."""
@@ -357,11 +346,11 @@ def _unlink_entry(layout: Path, path: Path) -> bool:
             pass
         return False
     try:
-        layout_fd = os.open(layout, os.O_RDONLY | _DIRECTORY | _NOFOLLOW)
+        layout_fd = os.open(layout, os.O_RDONLY | _DIRECTORY | O_NOFOLLOW)
     except OSError:
         return False
     try:
-        shard_fd = os.open(path.parent.name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW, dir_fd=layout_fd)
+        shard_fd = os.open(path.parent.name, os.O_RDONLY | _DIRECTORY | O_NOFOLLOW, dir_fd=layout_fd)
         try:
             if not stat.S_ISREG(os.stat(path.name, dir_fd=shard_fd, follow_symlinks=False).st_mode):
                 return False

@@ -10,6 +10,10 @@ read-only file is left alone and reported; the new content goes to a temporary f
 target, which is renamed over it (mode kept), so a killed run never leaves half a file.  The
 temporary file's name carries the writer's process id, which lets a later `--fix` remove the
 temporaries a killed run left behind without touching those of a run still going.
+
+Folders and files of gpulint's own (the result cache, the run history) are created without
+following a link (`make_real_dir`, `create_new_file`), so a link planted in their place is an error,
+not a way out of the project.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ _TEMPORARY = re.compile(r"^\.(?P<target>.+)\.(?P<pid>\d+)\.[A-Za-z0-9_]+" + re.e
 # A temporary whose writer may still be alive on another machine (a shared folder) is removed only
 # once it is this old: a write takes milliseconds.
 _STALE_AFTER_S = 3600.0
+O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 _FILE_KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -149,11 +154,9 @@ def write_atomic(path: Path | str, data: bytes, scope: WriteScope | None = None)
     info = target.stat()
     if not stat.S_ISREG(info.st_mode):
         raise WriteRefused(f"not written: {kind_of(info.st_mode)}")
-    mode = stat.S_IMODE(info.st_mode)
-    # The mode bits, not os.access alone: root may write anything, but a file marked read-only is
-    # a statement by its owner that a tool should respect.
-    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(target, os.W_OK):
+    if is_read_only(target, info):
         raise WriteRefused("not written: the file is read-only")
+    mode = stat.S_IMODE(info.st_mode)
     prefix = f".{target.name}.{os.getpid()}."
     fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=TEMPORARY_SUFFIX)
     try:
@@ -169,6 +172,31 @@ def write_atomic(path: Path | str, data: bytes, scope: WriteScope | None = None)
         except FileNotFoundError:
             pass
         raise
+
+
+def is_read_only(path: Path | str, info: os.stat_result) -> bool:
+    """Whether the file at `path` (whose `info` the caller has) is read-only.  The mode bits, not
+    os.access alone: root may write anything, but a file marked read-only is a statement by its
+    owner that a tool should respect."""
+    writable_bits = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
+    return not stat.S_IMODE(info.st_mode) & writable_bits or not os.access(path, os.W_OK)
+
+
+def make_real_dir(path: Path | str) -> None:
+    """Create a folder if absent; OSError when something else (a link, a file) has its name."""
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            raise NotADirectoryError(f"{path} is not a folder") from None
+
+
+def create_new_file(path: Path | str, data: bytes, mode: int = 0o644) -> None:
+    """Create `path` holding `data`, never through a symbolic link and never over an existing file:
+    FileExistsError when anything (a dangling link included) has the name."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW, mode)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
 
 
 def _writer_gone(pid: int) -> bool:

@@ -125,6 +125,7 @@ class GpulintServer(LanguageServer):
         # so a burst of edits is taken in whole before its last text is linted.
         self.caught_up = asyncio.Event()
         self.caught_up.set()
+        # The background tasks, held here: the event loop keeps only weak references to tasks.
         self._lint_loop: asyncio.Task[None] | None = None
         self.worker_started: asyncio.Future[None] | None = None
 

@@ -18,6 +18,7 @@ Configuration comes in the environment variable GPULINT_RT_CONFIG (JSON):
   source     run the source in this file as if it were SCRIPT (verify's fixed arm): `__file__`,
              sys.path and tracebacks are the script's own, so the fixed code finds the files and
              modules next to the script, and no copy is ever written there
+  stacks     sample the training thread's stack during the measured steps (default true)
   per_rank   started by a launcher (torchrun, accelerate launch): every rank writes `out` + ".rank<RANK>"
              and only local rank 0 writes progress
 
@@ -43,6 +44,7 @@ import os
 import random
 import runpy
 import sys
+import threading
 import time
 import traceback
 import types
@@ -140,6 +142,110 @@ def _difference(end, start):
     return None if end is None or start is None else end - start
 
 
+# Library code on a sampled stack, by the path of its file: what kind of work it is.  Frames of
+# other library files add nothing (a deep model's torch frames would make every stack distinct).
+STACK_MARKS = (
+    ("torch/serialization.py", "torch.save"),
+    ("/pickle.py", "pickle"),
+    ("/logging/", "logging"),
+    ("torch/utils/tensorboard", "tensorboard"),
+    ("torch/nn/", "forward"),
+    ("torch/autograd/", "backward"),
+    ("torch/_tensor.py", "backward"),
+    ("torch/optim/", "optimizer"),
+    ("torch/distributed/", "distributed"),
+    ("torch/utils/data/", "data"),
+)
+SAMPLE_INTERVAL = 0.005  # seconds between two looks at the training thread's stack
+SAMPLE_KEYS_CAP = 5000  # distinct stacks kept; later new ones are counted as "other"
+
+
+class StackSampler:
+    """Looks at the training thread's Python stack every SAMPLE_INTERVAL seconds during the
+    measured steps and counts each distinct stack, reduced to the frames of the user's code
+    (file, line, first line of the function) and marks for the library code between them
+    (STACK_MARKS), outermost first, with what the thread was fetching ("train" or "eval" batches).
+    The parent (attribution.py) turns the counts into the share of the step each phase and each
+    line of the user's code takes."""
+
+    def __init__(self, thread_id: int, interval: float = SAMPLE_INTERVAL) -> None:
+        self.thread_id, self.interval = thread_id, interval
+        self.counts: dict[tuple, int] = {}
+        self.total = 0
+        self.overflow = 0
+        self.kinds: dict[Any, Any] = {}  # code object -> ("user", first line) | ("mark", name) | None
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="gpulint-stack-sampler", daemon=True)
+        self.libraries = _library_prefixes()
+
+    def start(self) -> "StackSampler":
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.done.set()
+        if self.thread is not threading.current_thread():
+            self.thread.join(timeout=1.0)
+
+    def _run(self) -> None:
+        while not self.done.wait(self.interval):
+            frame = sys._current_frames().get(self.thread_id)
+            if frame is None:
+                return
+            try:
+                self.take(frame)
+            except Exception:  # a sample is never worth breaking the user's run
+                self.overflow += 1
+            finally:
+                del frame
+
+    def take(self, frame) -> None:
+        entries: list = []
+        while frame is not None:
+            code = frame.f_code
+            kind = self.kinds.get(code, False)
+            if kind is False:
+                kind = self.kinds[code] = self._kind(code)
+            if kind is not None:
+                if kind[0] == "user":
+                    entries.append((code.co_filename, frame.f_lineno, kind[1]))
+                elif not entries or entries[-1] != kind[1]:
+                    entries.append(kind[1])
+            frame = frame.f_back
+        entries.reverse()
+        key = (STATE.fetching or "", tuple(entries))
+        self.total += 1
+        if key in self.counts:
+            self.counts[key] += 1
+        elif len(self.counts) < SAMPLE_KEYS_CAP:
+            self.counts[key] = 1
+        else:
+            self.overflow += 1
+
+    def _kind(self, code):
+        name = code.co_filename
+        if name == THIS_FILE or name.startswith("<"):
+            return None
+        if _is_user_file(name, self.libraries):
+            return ("user", code.co_firstlineno)
+        path = name.replace(os.sep, "/")
+        for part, mark in STACK_MARKS:
+            if part in path:
+                return ("mark", mark)
+        return None
+
+    def result(self) -> dict:
+        return {
+            "interval": self.interval,
+            "total": self.total,
+            "lost": self.overflow,
+            "stacks": [
+                {"fetch": fetch, "frames": [list(e) if isinstance(e, tuple) else e for e in entries], "count": n}
+                for (fetch, entries), n in self.counts.items()
+            ],
+        }
+
+
 class StopProfiling(SystemExit):
     """Raised from a hook once enough steps are measured.  A SystemExit, so a user's
     `except Exception:` does not swallow it and `finally:` blocks still run."""
@@ -206,12 +312,21 @@ class State:
         self.flops: dict | None = None  # {"total", "by_math", "optimizer"} or {"error"}: see count_flops
         # CUDA bytes allocated between steps (no activations), at the end of warm-up
         self.steady_memory: int | None = None
+        # What the training thread is fetching now: "train", "eval" (a batch read with gradients
+        # off: a validation loader, which is not the training loop's data wait) or None.
+        self.fetching: str | None = None
+        self.eval_fetched = 0.0  # seconds fetching "eval" batches in the measured window
+        self.loader: dict | None = None  # settings of the training DataLoader (num_workers, ...)
+        self.sampler: StackSampler | None = None
+        self.step_functions: list | None = None  # the user's functions on the stack of an optimizer step
 
     # -- step events -----------------------------------------------------------------------
     def _check_stop(self, count: int, now: float) -> None:
         """`count` steps of the deciding source have ended at `now`."""
         if count == self.warmup and self.measure_start is None:
             self.measure_start = now
+            if self.config.get("stacks", True):
+                self.sampler = StackSampler(threading.get_ident()).start()
         if now - self.last_progress > 0.2:
             self.last_progress = now
             self.write_progress(count)
@@ -225,6 +340,8 @@ class State:
             return
         self.stopping = True
         self.stop_time = now
+        if self.sampler is not None:
+            self.sampler.stop()
         self.write_progress(count)
         raise StopProfiling()
 
@@ -248,6 +365,8 @@ class State:
         if count >= self.warmup:
             if count == self.warmup and self.cuda:
                 self.steady_memory = _cuda_allocated()
+            if count == self.warmup and self.step_functions is None:
+                self.step_functions = _user_functions()
             self.read_ddp_timers(now)
         self._check_stop(count, now)
 
@@ -354,6 +473,8 @@ class State:
         )
 
     def result(self, status: str, exit_code, error) -> dict:
+        if self.sampler is not None:
+            self.sampler.stop()
         if self.flop_counter is not None:
             self.flops = {"error": "the run ended inside the step whose FLOPs were being counted"}
         return {
@@ -383,6 +504,10 @@ class State:
             "ddp": self.ddp,
             "flops": self.flops,
             "memory": self.device_memory(),
+            "stacks": self.sampler.result() if self.sampler else None,
+            "step_functions": self.step_functions,
+            "eval_fetched": self.eval_fetched,
+            "loader": self.loader,
         }
 
 
@@ -412,24 +537,44 @@ def _cuda_sync() -> None:
 NO_BATCH = object()  # what a __next__ that raised (StopIteration at an epoch's end) delivered
 
 
-def _timed_next(original, record):
-    """`original` wrapped to call record(start, end, batch) around each call."""
+def _timed_loader_next(original, torch):
+    """DataLoader iterators' `__next__`, timed.  A batch read with gradients off is a validation
+    (or evaluation) batch: its time is kept apart, not counted as the training loop's data wait."""
+    grad_enabled = torch.is_grad_enabled
 
     def __next__(self):
+        kind = "train" if grad_enabled() else "eval"
+        STATE.fetching = kind
         start = clock()
         batch = NO_BATCH
         try:
             batch = original(self)
             return batch
         finally:
-            record(start, clock(), batch)
+            end = clock()
+            STATE.fetching = None
+            if kind == "train":
+                STATE.fetch(start, end, 0 if batch is NO_BATCH else _batch_samples(batch))
+                if STATE.loader is None or STATE.loader.get("id") != id(self):
+                    STATE.loader = _loader_settings(self)
+            elif STATE.measure_start is not None and not STATE.stopping:
+                STATE.eval_fetched += end - start
 
     functools.update_wrapper(__next__, original, assigned=(), updated=())  # only __wrapped__
     return __next__
 
 
-def record_loader_fetch(start: float, end: float, batch) -> None:
-    STATE.fetch(start, end, 0 if batch is NO_BATCH else _batch_samples(batch))
+def _loader_settings(iterator) -> dict:
+    """What the training DataLoader runs with: which fixes can still act on it."""
+    dataset = getattr(iterator, "_dataset", None)
+    return {
+        "id": id(iterator),
+        "num_workers": getattr(iterator, "_num_workers", None),
+        "persistent_workers": getattr(iterator, "_persistent_workers", None),
+        "pin_memory": getattr(iterator, "_pin_memory", None),
+        "prefetch_factor": getattr(iterator, "_prefetch_factor", None),
+        "dataset": type(dataset).__name__ if dataset is not None else None,
+    }
 
 
 def _batch_samples(batch, depth: int = 0):
@@ -454,7 +599,7 @@ def instrument_torch(torch) -> None:
     handle = register_optimizer_step_post_hook(lambda optimizer, args, kwargs: STATE.optimizer_step(optimizer))
     iterator_class = dataloader._BaseDataLoaderIter
     original = iterator_class.__next__
-    iterator_class.__next__ = _timed_next(original, record_loader_fetch)  # type: ignore[method-assign]  # the hook
+    iterator_class.__next__ = _timed_loader_next(original, torch)  # type: ignore[method-assign]  # the hook
 
     def uninstall():
         handle.remove()
@@ -598,23 +743,40 @@ def _library_prefixes():
     return tuple({paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths})
 
 
+def _is_user_file(name: str, libraries: tuple) -> bool:
+    """Code of the user's, not of torch, the standard library, installed packages or this file."""
+    return (
+        name != THIS_FILE
+        and not name.startswith(libraries)
+        and not name.startswith("<")
+        and "site-packages" not in name
+        and "dist-packages" not in name
+        and f"{os.sep}torch{os.sep}" not in name
+    )
+
+
 def _user_frame():
-    """The innermost frame outside torch, the standard library, installed packages and this file."""
+    """The innermost frame of the user's code."""
     libraries = _library_prefixes()
     frame = sys._getframe(1)
     while frame is not None:
-        name = frame.f_code.co_filename
-        if (
-            name != THIS_FILE
-            and not name.startswith(libraries)
-            and not name.startswith("<")
-            and "site-packages" not in name
-            and "dist-packages" not in name
-            and f"{os.sep}torch{os.sep}" not in name
-        ):
-            return name, frame.f_lineno
+        if _is_user_file(frame.f_code.co_filename, libraries):
+            return frame.f_code.co_filename, frame.f_lineno
         frame = frame.f_back
     return None
+
+
+def _user_functions():
+    """The functions of the user's code on the stack, outermost first: (file, first line, name)."""
+    libraries = _library_prefixes()
+    found = []
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if _is_user_file(code.co_filename, libraries):
+            found.append([code.co_filename, code.co_firstlineno, code.co_name])
+        frame = frame.f_back
+    return found[::-1]
 
 
 def _watch_syncs(torch) -> None:

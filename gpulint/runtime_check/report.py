@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from gpulint.runtime_check import stats
+from gpulint.runtime_check.attribution import Attribution
 from gpulint.runtime_check.distributed import RankReport
 from gpulint.runtime_check.figures import NOT_MEASURED, Figure, format_value
 from gpulint.runtime_check.measure import RunResult, StepStats
@@ -263,6 +264,8 @@ def print_profile(out: Output, result: Profile) -> None:
         rows.append(["GPU memory", NOT_MEASURED, ""])
     rows += figure_rows(result.memory.figures if result.memory else [])
     out.table("Measured", ["figure", "value", "note"], rows, right=(1,))
+    if result.attribution:
+        print_attribution(out, result.attribution, steps.mean)
     if result.ranks:
         print_ranks(out, result.ranks)
     if run.gpu and run.gpu.series:
@@ -294,11 +297,41 @@ def print_profile(out: Output, result: Profile) -> None:
         rows = []
         for r in v.recommendations:
             lines = [str(row) for row in dict.fromkeys(h.row for h in result.lint if h.code == r.code)]
-            rows.append([r.code or "-", r.action, r.expected_gain, ("line " + ", ".join(lines)) if lines else "-"])
+            measured = f"{Path(r.line).name} (measured)" if r.line else ""
+            found = ("line " + ", ".join(lines)) if lines else ""
+            rows.append([r.code or "-", r.action, r.expected_gain, "; ".join(filter(None, [measured, found])) or "-"])
         out.table("Fixes to try, in order of expected gain", ["rule", "fix", "expected gain", "in this script"], rows)
         suggestion = suggested_verify(result)
         if suggestion:
             out.line(f"Measure the first fix before keeping it: {suggestion}")
+
+
+def print_attribution(out: Output, attribution: Attribution, step: float) -> None:
+    """Where the whole step goes, by phase, with the lines of the script that take the time."""
+    rows = []
+    for phase in attribution.phases:
+        lines = phase.lines[:1] or [None]
+        for i, line in enumerate(lines):
+            where = "-"
+            if line is not None:
+                where = f"{Path(line.where).name} `{line.text}`"
+                if line.inner:
+                    where += f" -> {Path(line.inner).name} `{line.inner_text}`"
+            rows.append(
+                [
+                    phase.name if i == 0 else "",
+                    pct(phase.share) if i == 0 else "",
+                    ms(phase.share * step) if i == 0 else "",
+                    phase.rule or "-" if i == 0 else "",
+                    where,
+                ]
+            )
+    out.table(
+        f"Where the step goes ({attribution.note})",
+        ["phase", "share", "per step", "rule", "the line that takes most of it"],
+        rows,
+        right=(1, 2),
+    )
 
 
 def figure_rows(figures: list[Figure]) -> list[list[str]]:
@@ -392,6 +425,8 @@ def profile_json(result: Profile) -> dict:
         "gpu": dataclasses.asdict(run.gpu) if run.gpu else None,
         "gpu_not_measured": None if run.gpu else (run.gpu_unavailable or "no samples"),
         "measurements": dataclasses.asdict(result.measurements) if result.measurements else None,
+        "attribution": dataclasses.asdict(result.attribution) if result.attribution else None,
+        "rank_attributions": {str(rank): dataclasses.asdict(a) for rank, a in result.rank_attributions.items()},
         "verdict": None
         if result.verdict is None
         else {

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from gpulint.runtime_check import stats
-from gpulint.runtime_check.attribution import Attribution
+from gpulint.runtime_check.attribution import Attribution, Line
 from gpulint.runtime_check.distributed import RankReport
 from gpulint.runtime_check.figures import NOT_MEASURED, Figure, format_value
 from gpulint.runtime_check.measure import RunResult, StepStats
@@ -310,7 +310,7 @@ def print_attribution(out: Output, attribution: Attribution, step: float) -> Non
     """Where the whole step goes, by phase, with the lines of the script that take the time."""
     rows = []
     for phase in attribution.phases:
-        lines = phase.lines[:1] or [None]
+        lines: list[Line | None] = [*phase.lines[:1]] or [None]
         for i, line in enumerate(lines):
             where = "-"
             if line is not None:

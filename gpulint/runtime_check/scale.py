@@ -35,9 +35,14 @@ from gpulint.runtime_check.launchers import Launch, torchrun_prefix
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_once
 from gpulint.runtime_check.script_params import ParamError, ParamSite, set_param
 from gpulint.runtime_check.sweep import rotation
-from gpulint.runtime_check.verdict import Recommendation
+from gpulint.runtime_check.verdict import FIX_CODE_FIRST, Recommendation, pct
 
 CONFIDENCE = 0.95
+_INPUT_PER_RANK = Recommendation(
+    "GL605",
+    "overlap the input pipeline: loader workers per rank (cores divided by ranks), pin_memory, prefetch",
+    "the data wait",
+)
 
 
 class ScaleError(Exception):
@@ -280,15 +285,53 @@ def judge(result: ScaleResult) -> None:
         worst = min(below, key=lambda e: e.value)
         _explain(result, next(s for s in result.sizes if s.nproc == worst.nproc), worst)
     elif all(e.outcome == "near linear" for e in result.efficiencies):
-        result.kind = "scales"
         top = result.efficiencies[-1]
-        result.advice = (
-            f"more GPUs will help: {100 * top.value:.0f}% efficiency at {top.nproc} processes "
-            f"(bar {100 * top.threshold:.0f}%), near linear at every size measured"
-        )
+        if not _starved(result, top):
+            result.kind = "scales"
+            result.advice = (
+                f"more GPUs will help: {100 * top.value:.0f}% efficiency at {top.nproc} processes "
+                f"(bar {100 * top.threshold:.0f}%), near linear at every size measured"
+            )
     else:
         result.kind = "inconclusive"
         result.advice = "the efficiency is within the noise of the bar: run more repeats (--runs) on a quieter machine"
+
+
+def _starved(result: ScaleResult, top: Efficiency) -> bool:
+    """Near-linear throughput from ranks that mostly wait is no case for more GPUs: each rank
+    starves alone, and more of them multiply the waste.  True (with the verdict set) when at some
+    size the ranks' own compute is under the method's FIX_CODE_FIRST share of their step."""
+    for size in result.sizes:
+        parts = size.breakdown()
+        step = parts["step_time"]
+        if not step:
+            continue
+        data = (parts["data_wait"] or 0.0) / step
+        collective = (parts["collective_wait"] or 0.0) / step
+        if 1.0 - data - collective >= FIX_CODE_FIRST:
+            continue
+        waits, what = (data, "data") if data >= collective else (collective, "the other ranks (all-reduce)")
+        result.kind = "input-bound" if data >= collective else "communication-bound"
+        result.advice = (
+            f"throughput scales ({100 * top.value:.0f}% efficiency at {top.nproc} processes) only because each "
+            f"rank waits alone: fix the code before adding GPUs, which would multiply the wait"
+        )
+        result.reasons.append(
+            f"at {size.nproc} process{'es' if size.nproc > 1 else ''} the ranks wait {pct(waits)} of every step "
+            f"for {what}; their own work is {pct(max(0.0, 1.0 - data - collective))} of it "
+            f"(under {pct(FIX_CODE_FIRST)}: fix the code first)"
+        )
+        run = size.runs[-1]
+        report = distributed.rank_report(run)
+        assert run.steps is not None and report is not None, "a launched run that is ok"
+        advice = distributed.communication_advice(
+            report.ddp_config, bool(run.steps.batches and run.steps.batches > run.steps.count), data, run.cuda
+        )
+        result.recommendations = (
+            [r for r in advice if r.code == "GL605"] if result.kind == "input-bound" else advice
+        ) or [_INPUT_PER_RANK]
+        return True
+    return False
 
 
 def _explain(result: ScaleResult, size: SizeRuns, efficiency: Efficiency) -> None:
@@ -340,13 +383,7 @@ def _explain(result: ScaleResult, size: SizeRuns, efficiency: Efficiency) -> Non
     elif cause == "data wait":
         result.kind = "input-bound"
         result.advice = "fix the input pipeline before adding GPUs: ranks wait longer for data as they multiply"
-        result.recommendations = [r for r in advice if r.code == "GL605"] or [
-            Recommendation(
-                "GL605",
-                "overlap the input pipeline: loader workers per rank (cores divided by ranks), pin_memory, prefetch",
-                "the data wait",
-            )
-        ]
+        result.recommendations = [r for r in advice if r.code == "GL605"] or [_INPUT_PER_RANK]
     else:
         result.kind = "contention"
         result.advice = (

@@ -1,0 +1,146 @@
+"""Sampled stacks -> phases (attribution.py) and the verdict by share (verdict.decide), on
+synthetic measurements: each case is one the verdict used to get wrong."""
+
+from __future__ import annotations
+
+import textwrap
+
+from gpulint.runtime_check import attribution
+from gpulint.runtime_check.verdict import Measurements, decide
+
+TRAIN = textwrap.dedent(
+    """\
+    def save(model):
+        torch.save(model.state_dict(), "ckpt.pt")
+
+    def validate(model, loader):
+        model.eval()
+        with torch.no_grad():
+            for x, y in loader:
+                model(x)
+
+    def main():
+        for x, y in loader:
+            loss = model(x).sum()
+            loss.backward()
+            optimizer.step()
+            save(model)
+            validate(model, val_loader)
+            log.write(str(step))
+            os.fsync(log.fileno())
+            values = loss.tolist()
+    """
+)
+
+
+def report(path: str, stacks: list[tuple[str, list, int]]) -> dict:
+    main = [path, 10, 10]  # main's frame; its line is replaced per stack
+    return {
+        "stacks": {
+            "interval": 0.005,
+            "total": sum(n for _, _, n in stacks),
+            "lost": 0,
+            "stacks": [{"fetch": fetch, "frames": frames, "count": n} for fetch, frames, n in stacks],
+        },
+        "step_functions": [[main[0], 10, "main"]],
+    }
+
+
+def at(path: str, line: int, first: int = 10) -> list:
+    return [path, line, first]
+
+
+def test_each_phase_is_found_with_its_line(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    path = str(script)
+    result = attribution.attribute(
+        report(
+            path,
+            [
+                ("train", [at(path, 11), "data"], 10),
+                ("", [at(path, 12), "forward"], 20),
+                ("", [at(path, 13), "backward"], 20),
+                ("", [at(path, 15), at(path, 2, 1), "torch.save"], 15),
+                ("eval", [at(path, 16), at(path, 7, 4), "data"], 5),
+                ("", [at(path, 16), at(path, 8, 4), "forward"], 10),
+                ("", [at(path, 18)], 12),
+                ("", [at(path, 19)], 8),
+            ],
+        )
+    )
+    assert result is not None and result.samples == 100
+    shares = {p.name: round(p.share, 2) for p in result.phases}
+    assert shares == {
+        "compute": 0.40,
+        "validation": 0.15,  # the validation loader's fetch and forward under no_grad
+        "checkpoint writes": 0.15,
+        "logging": 0.12,
+        "data wait": 0.10,
+        "host sync": 0.08,
+    }
+    checkpoint = result.phase("checkpoint writes")
+    assert checkpoint is not None and checkpoint.rule == "GL303"
+    assert checkpoint.lines[0].where == f"{path}:15" and checkpoint.lines[0].text == "save(model)"
+    assert checkpoint.lines[0].inner_text == 'torch.save(model.state_dict(), "ckpt.pt")'
+    assert result.phase("validation").lines[0].text == "validate(model, val_loader)"
+    assert result.phase("logging").lines[0].text == "os.fsync(log.fileno())"
+    assert result.host_shares == {"validation": 0.15, "checkpoint writes": 0.15, "logging": 0.12, "host sync": 0.08}
+
+
+def test_no_samples_is_no_attribution():
+    assert attribution.attribute({"stacks": None}) is None
+    assert attribution.attribute({"stacks": {"total": 0, "stacks": [], "interval": 0.005}}) is None
+
+
+def m(**fields) -> Measurements:
+    base = {"framework": "torch", "steps": 50, "step_median": 0.1, "data_share": 0.0}
+    return Measurements(**{**base, **fields})
+
+
+def test_per_step_checkpoint_is_host_bound_not_compute_bound():
+    """A per-step torch.save taking 78% of the step used to read as compute-bound with an effective
+    compute share of 99.6% and torch.compile as the fix."""
+    verdict = decide(m(data_share=0.004, host_shares={"checkpoint writes": 0.78}))
+    assert verdict.headline == "host-bound (checkpoint writes)"
+    assert verdict.compute_share is not None and verdict.compute_share < 0.25
+    assert verdict.recommendations[0].code == "GL303"
+    assert "ceiling 4.5x" in verdict.recommendations[0].expected_gain
+    assert "not waiting" not in verdict.advice
+
+
+def test_the_largest_share_names_the_bottleneck():
+    """41% collective wait beside 10% data wait is communication-bound, and the data wait is still said."""
+    verdict = decide(m(data_share=0.10, collective_share=0.41))
+    assert verdict.kind == "communication-bound"
+    assert any("all-reduce" in r for r in verdict.reasons)
+    assert any(r.startswith("also:") and "loader" in r for r in verdict.reasons)
+
+
+def test_a_straggler_is_not_communication():
+    """Rank 1 works 24 ms more per step; the others wait for it at the all-reduce."""
+    verdict = decide(
+        m(collective_share=0.40, straggler_rank=1, straggler_share=0.38, straggler_note="its other host work ...")
+    )
+    assert verdict.kind == "straggler" and verdict.severity == "rank 1"
+    assert "balance the work" in verdict.advice
+    assert not any("bucket" in r.action for r in verdict.recommendations)
+
+
+def test_workers_gain_is_bounded_by_the_cores():
+    """98.6% data wait on 2 cores with no workers: 2.0x at most, not the 70.9x Amdahl ceiling."""
+    verdict = decide(m(data_share=0.986, loader={"num_workers": 0, "persistent_workers": False}, cores=2))
+    first = verdict.recommendations[0]
+    assert first.code == "GL101" and first.expected_gain.startswith("at most 2.0x")
+    assert "GL103" not in [r.code for r in verdict.recommendations]  # no workers to keep alive
+
+
+def test_workers_are_not_suggested_when_every_core_has_one():
+    verdict = decide(m(data_share=0.5, loader={"num_workers": 8, "persistent_workers": False}, cores=8))
+    assert [r.code for r in verdict.recommendations][:1] == ["GL103"]
+
+
+def test_small_host_work_leaves_the_step_compute_bound():
+    verdict = decide(m(data_share=0.01, host_shares={"other host work": 0.04, "logging": 0.03}))
+    assert verdict.kind == "compute-bound"
+    assert verdict.compute_share is not None and abs(verdict.compute_share - 0.92) < 1e-9

@@ -26,8 +26,9 @@ the user's code beside it (`torch.save(state, path)`).  In order, a sample is
 - host-to-device copies: the innermost line copies (`.to(`, `.cuda(`);
 - other host work: anything else, by line.
 
-The shares are sample counts over the samples of the measured window, so a phase under a few
-samples is noise; the verdict uses them beside the timers' data wait and DDP's collective wait.
+The shares are the sampled time of a phase over the sampled time of the measured window (each
+look weighted by the time since the last: bootstrap.StackSampler), so a phase seen in a few looks
+is noise; the verdict uses them beside the timers' data wait and DDP's collective wait.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ _LOGS = re.compile(
 _SYNCS = re.compile(r"\.item\(\)|\.tolist\(\)|\.cpu\(\)|\.numpy\(\)")
 _COPIES = re.compile(r"\.to\(|\.cuda\(")
 _NO_GRAD = {"no_grad", "inference_mode"}
-MIN_LINE_SHARE = 0.01  # lines under this share of the samples are not listed
+MIN_LINE_SHARE = 0.01  # lines under this share of the sampled time are not listed
 
 
 @dataclass
@@ -85,8 +86,7 @@ class Line:
 @dataclass
 class Phase:
     name: str
-    share: float
-    samples: int
+    share: float  # of the sampled time
     lines: list[Line] = field(default_factory=list)
 
     @property
@@ -96,7 +96,7 @@ class Phase:
 
 @dataclass
 class Attribution:
-    samples: int
+    looks: int  # looks at the stack
     interval: float
     phases: list[Phase]  # largest first
     note: str = ""
@@ -173,22 +173,22 @@ def attribute(report: dict) -> Attribution | None:
     """The phases of the measured steps of one training process, from its report; None when its
     stack was not sampled (a run too short, or a TensorFlow loop without optimizer steps)."""
     stacks = report.get("stacks")
-    if not stacks or not stacks.get("total"):
+    if not stacks or not stacks.get("seconds"):
         return None
     anchors = {(path, first) for path, first, _name in report.get("step_functions") or []}
     sources = _Sources()
-    total = stacks["total"]
-    counts: dict[str, int] = {}
-    by_line: dict[str, dict[tuple, int]] = {}
+    total = stacks["seconds"]
+    seconds: dict[str, float] = {}
+    by_line: dict[str, dict[tuple, float]] = {}
     for stack in stacks["stacks"]:
         name, key = _classify(stack["fetch"], stack["frames"], anchors, sources)
-        counts[name] = counts.get(name, 0) + stack["count"]
+        seconds[name] = seconds.get(name, 0.0) + stack["seconds"]
         if key is not None:
             of_phase = by_line.setdefault(name, {})
-            of_phase[key] = of_phase.get(key, 0) + stack["count"]
+            of_phase[key] = of_phase.get(key, 0.0) + stack["seconds"]
     phases = []
-    for name, n in sorted(counts.items(), key=lambda kv: -kv[1]):
-        phase = Phase(name, n / total, n)
+    for name, t in sorted(seconds.items(), key=lambda kv: -kv[1]):
+        phase = Phase(name, t / total)
         for (where, inner), k in sorted(by_line.get(name, {}).items(), key=lambda kv: -kv[1]):
             if k / total < MIN_LINE_SHARE and phase.lines:
                 break
@@ -199,10 +199,13 @@ def attribute(report: dict) -> Attribution | None:
                 entry.inner, entry.inner_text = inner, sources.text(inner_path, int(inner_row))
             phase.lines.append(entry)
         phases.append(phase)
-    note = f"{total} samples of the training thread's stack, one every {1000 * stacks['interval']:.0f} ms"
+    note = (
+        f"{stacks['looks']} looks at the training thread's stack, one every {1000 * stacks['interval']:.0f} ms "
+        "or when the GIL allowed, each weighted by the time since the last"
+    )
     if stacks.get("lost"):
-        note += f" ({stacks['lost']} not classified)"
-    return Attribution(total, stacks["interval"], phases, note)
+        note += f"; {100 * stacks['lost'] / (total + stacks['lost']):.1f}% of the time not classified"
+    return Attribution(stacks["looks"], stacks["interval"], phases, note)
 
 
 def _classify(fetch: str, frames: list, anchors: set, sources: _Sources) -> tuple[str, tuple | None]:

@@ -156,7 +156,7 @@ STACK_MARKS = (
     ("torch/distributed/", "distributed"),
     ("torch/utils/data/", "data"),
 )
-SAMPLE_INTERVAL = 0.005  # seconds between two looks at the training thread's stack
+SAMPLE_INTERVAL = 0.002  # seconds between two looks at the training thread's stack
 SAMPLE_KEYS_CAP = 5000  # distinct stacks kept; later new ones are counted as "other"
 
 
@@ -165,14 +165,17 @@ class StackSampler:
     measured steps and counts each distinct stack, reduced to the frames of the user's code
     (file, line, first line of the function) and marks for the library code between them
     (STACK_MARKS), outermost first, with what the thread was fetching ("train" or "eval" batches).
-    The parent (attribution.py) turns the counts into the share of the step each phase and each
-    line of the user's code takes."""
+    Each look is weighted by the time since the previous one: code that holds the GIL (`.tolist()`,
+    a pure-Python loop) keeps this thread waiting, and the stack it then sees is the one that held
+    it, so counting looks alone would under-count exactly that work.  The parent (attribution.py)
+    turns the seconds into the share of the step each phase and each line of the user's code takes."""
 
     def __init__(self, thread_id: int, interval: float = SAMPLE_INTERVAL) -> None:
         self.thread_id, self.interval = thread_id, interval
-        self.counts: dict[tuple, int] = {}
-        self.total = 0
-        self.overflow = 0
+        self.seconds: dict[tuple, float] = {}  # stack -> seconds of the looks that saw it
+        self.looks = 0
+        self.total = 0.0  # seconds covered by the looks
+        self.overflow = 0.0  # seconds of looks that could not be kept (too many distinct stacks, errors)
         self.kinds: dict[Any, Any] = {}  # code object -> ("user", first line) | ("mark", name) | None
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, name="gpulint-stack-sampler", daemon=True)
@@ -188,18 +191,21 @@ class StackSampler:
             self.thread.join(timeout=1.0)
 
     def _run(self) -> None:
+        last = clock()
         while not self.done.wait(self.interval):
             frame = sys._current_frames().get(self.thread_id)
+            now = clock()
+            weight, last = now - last, now
             if frame is None:
                 return
             try:
-                self.take(frame)
+                self.take(frame, weight)
             except Exception:  # a sample is never worth breaking the user's run
-                self.overflow += 1
+                self.overflow += weight
             finally:
                 del frame
 
-    def take(self, frame) -> None:
+    def take(self, frame, weight: float) -> None:
         entries: list = []
         while frame is not None:
             code = frame.f_code
@@ -214,13 +220,14 @@ class StackSampler:
             frame = frame.f_back
         entries.reverse()
         key = (STATE.fetching or "", tuple(entries))
-        self.total += 1
-        if key in self.counts:
-            self.counts[key] += 1
-        elif len(self.counts) < SAMPLE_KEYS_CAP:
-            self.counts[key] = 1
+        self.looks += 1
+        self.total += weight
+        if key in self.seconds:
+            self.seconds[key] += weight
+        elif len(self.seconds) < SAMPLE_KEYS_CAP:
+            self.seconds[key] = weight
         else:
-            self.overflow += 1
+            self.overflow += weight
 
     def _kind(self, code):
         name = code.co_filename
@@ -237,11 +244,12 @@ class StackSampler:
     def result(self) -> dict:
         return {
             "interval": self.interval,
-            "total": self.total,
+            "looks": self.looks,
+            "seconds": self.total,
             "lost": self.overflow,
             "stacks": [
-                {"fetch": fetch, "frames": [list(e) if isinstance(e, tuple) else e for e in entries], "count": n}
-                for (fetch, entries), n in self.counts.items()
+                {"fetch": fetch, "frames": [list(e) if isinstance(e, tuple) else e for e in entries], "seconds": t}
+                for (fetch, entries), t in self.seconds.items()
             ],
         }
 

@@ -3,10 +3,11 @@ and `report` (set up by add_profile, add_verify, add_scale, add_history, add_com
 add_report; see gpulint.cli).  Options are parsed here; what the commands do is in the modules
 they call (record.py for the history).
 
-Exit codes: 0 measured (profile), speedup confirmed (verify) or near-linear scaling (scale); 1 verify
-found no confirmed speedup, scale found a size below the efficiency bar or within its noise, or
-profile's regression gate failed; 2 usage error; 3 the script never made a training step; 124
-timeout; otherwise the script's own exit code when it failed (run_exit_code).
+Exit codes (EXIT_CODES, shown by each command's --help): 0 measured (profile), speedup confirmed
+(verify) or near-linear scaling (scale); 1 verify found no confirmed speedup, scale found a size
+below the efficiency bar or ranks that mostly wait, or profile's regression gate failed; 4 scale is
+inconclusive (within the noise of the bar); 2 usage error; 3 the script never made a training step;
+124 timeout; otherwise the script's own exit code when it failed (run_exit_code).
 """
 
 from __future__ import annotations
@@ -23,8 +24,25 @@ if TYPE_CHECKING:  # measuring loads psutil and NVML: only when a command runs
     from gpulint.runtime_check.measure import RunConfig, RunResult
     from gpulint.runtime_check.record import HistoryOptions
     from gpulint.runtime_check.report import Output
+    from gpulint.runtime_check.scale import ScaleResult
 
 EXIT_NOT_CONFIRMED = EXIT_FINDINGS
+EXIT_INCONCLUSIVE = 4  # scale: the efficiency is within the noise of the bar, or a size failed to decide
+
+# What each command's exit codes mean, shown by its --help.
+RUN_FAILED = "124 timeout; 3 the script never made a training step; otherwise the script's own exit code"
+EXIT_CODES = {
+    "profile": f"Exit codes: 0 measured; 1 the regression gate failed; 2 usage error (a --baseline that names no "
+    f"run included, refused before the run); {RUN_FAILED}.",
+    "verify": f"Exit codes: 0 speedup confirmed (with --param: measured); 1 not confirmed or a slowdown; 2 usage "
+    f"error or a refusal; {RUN_FAILED} (of the arm that failed).",
+    "scale": "Exit codes: 0 near linear at every size with ranks that do not mostly wait; 1 a size below the "
+    "efficiency bar, or ranks that mostly wait (fix the code first); 4 inconclusive: within the noise of the bar; "
+    f"2 usage error; {RUN_FAILED} (of the size that failed).",
+    "history": "Exit codes: 0 listed; 2 usage error or no history.",
+    "compare": "Exit codes: 0 compared (whatever the outcome); 2 usage error, or a run that is not recorded.",
+    "report": "Exit codes: 0 written; 2 usage error, or a run that is not recorded.",
+}
 
 
 def run_exit_code(run: RunResult) -> int:
@@ -130,6 +148,7 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
         help="With --baseline: exit 1 when the step time grew by more than PCT percent and beyond the noise.",
     )
     _add_history_options(parser, record=True)
+    parser.epilog = EXIT_CODES["profile"]
     parser.set_defaults(run=profile_command)
 
 
@@ -155,6 +174,13 @@ def profile_command(options: argparse.Namespace) -> int:
     except CommandError as exc:
         error(str(exc))
         return EXIT_ERROR
+    if options.baseline is not None:  # a baseline that names no run is refused before the run, not after
+        from gpulint.runtime_check.record import baseline_error
+
+        problem = baseline_error(_history_options(options), parsed, options.baseline)
+        if problem is not None:
+            error(problem)
+            return EXIT_ERROR
     started_at = time.time()
     out = report.Output()
     progress = None if options.show_output else report.Progress()
@@ -239,6 +265,7 @@ def add_verify(parser: argparse.ArgumentParser) -> None:
         "set through the script's argparse option, constant or DataLoader keyword.",
     )
     _add_history_options(parser, record=True)
+    parser.epilog = EXIT_CODES["verify"]
     parser.set_defaults(run=verify_command)
 
 
@@ -358,6 +385,7 @@ def add_scale(parser: argparse.ArgumentParser) -> None:
         "--json", type=Path, dest="json_file", metavar="FILE", help="Write every figure to this JSON file."
     )
     _add_history_options(parser, record=True)
+    parser.epilog = EXIT_CODES["scale"]
     parser.set_defaults(run=scale_command)
 
 
@@ -392,9 +420,16 @@ def scale_command(options: argparse.Namespace) -> int:
     report.print_scale(out, result)
     scale_options = ["--nproc", options.nproc, *(["--strong", options.strong] if options.strong else [])]
     finish_scale(out, result, parsed, scale_options, started_at, time.time() - started_at, _history_options(options))
+    return scale_exit_code(result)
+
+
+def scale_exit_code(result: ScaleResult) -> int:
+    """0 scales; 1 below the bar or starved ranks; 4 inconclusive; a failed run's own code."""
     if result.failed is not None:
         return run_exit_code(result.failed)
-    return EXIT_CLEAN if result.kind == "scales" else EXIT_NOT_CONFIRMED
+    if result.kind == "scales":
+        return EXIT_CLEAN
+    return EXIT_INCONCLUSIVE if result.kind == "inconclusive" else EXIT_NOT_CONFIRMED
 
 
 # -- the run history -----------------------------------------------------------------------
@@ -410,6 +445,7 @@ def add_history(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, default=20, metavar="N", help="At most this many runs, newest first.")
     _output_format(parser)
     _add_history_options(parser, record=False)
+    parser.epilog = EXIT_CODES["history"]
     parser.set_defaults(run=history_command)
 
 
@@ -432,6 +468,7 @@ def add_compare(parser: argparse.ArgumentParser) -> None:
     )
     _output_format(parser)
     _add_history_options(parser, record=False)
+    parser.epilog = EXIT_CODES["compare"]
     parser.set_defaults(run=compare_command)
 
 
@@ -451,6 +488,7 @@ def add_report(parser: argparse.ArgumentParser) -> None:
         "--baseline", metavar="REF", help="Show this recorded run beside it (a run id, a git ref or `last`)."
     )
     _add_history_options(parser, record=False)
+    parser.epilog = EXIT_CODES["report"]
     parser.set_defaults(run=report_command)
 
 

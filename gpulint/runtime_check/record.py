@@ -20,6 +20,7 @@ from gpulint.runtime_check.history import (
     HistoryError,
     NoEarlierRun,
     RunRecord,
+    git_commit_of,
     history_path,
     parse_since,
     project_root,
@@ -50,6 +51,28 @@ class HistoryOptions:
     def open(self, start: Path, create: bool) -> History | None:
         path = self.path(start)
         return None if path is None else History.open(path, create)
+
+
+# -- before a run ----------------------------------------------------------------------------
+def baseline_error(options: HistoryOptions, command: Command, ref: str) -> str | None:
+    """Why `--baseline REF` cannot name a run, found before anything runs (None: it may). A run
+    id must be recorded and a git ref must resolve; `last` may name nothing yet (a gate's first
+    run becomes the baseline).  Which run of this command it is, is resolved after the run."""
+    start = records.run_root(command)
+    try:
+        path = options.path(start)
+        if path is None:
+            return "--baseline needs the run history, which is off in the configuration"
+        if ref == "last":
+            return None
+        if not ref.isdigit() and git_commit_of(ref, start) is None:
+            return f"--baseline {ref!r} is neither a run id, `last`, nor a git commit"
+        with History.open(path, create=False) as history:
+            if ref.isdigit():
+                history.load(int(ref))
+    except HistoryError as exc:
+        return f"--baseline {ref}: {exc}"
+    return None
 
 
 # -- after a run -----------------------------------------------------------------------------

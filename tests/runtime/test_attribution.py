@@ -38,9 +38,10 @@ def report(path: str, stacks: list[tuple[str, list, int]]) -> dict:
     return {
         "stacks": {
             "interval": 0.005,
-            "total": sum(n for _, _, n in stacks),
+            "looks": len(stacks),
+            "seconds": sum(n for _, _, n in stacks),
             "lost": 0,
-            "stacks": [{"fetch": fetch, "frames": frames, "count": n} for fetch, frames, n in stacks],
+            "stacks": [{"fetch": fetch, "frames": frames, "seconds": n} for fetch, frames, n in stacks],
         },
         "step_functions": [[main[0], 10, "main"]],
     }
@@ -69,7 +70,7 @@ def test_each_phase_is_found_with_its_line(tmp_path):
             ],
         )
     )
-    assert result is not None and result.samples == 100
+    assert result is not None and result.looks == 8
     shares = {p.name: round(p.share, 2) for p in result.phases}
     assert shares == {
         "compute": 0.40,
@@ -90,7 +91,7 @@ def test_each_phase_is_found_with_its_line(tmp_path):
 
 def test_no_samples_is_no_attribution():
     assert attribution.attribute({"stacks": None}) is None
-    assert attribution.attribute({"stacks": {"total": 0, "stacks": [], "interval": 0.005}}) is None
+    assert attribution.attribute({"stacks": {"seconds": 0, "looks": 0, "stacks": [], "interval": 0.005}}) is None
 
 
 def m(**fields) -> Measurements:

@@ -256,6 +256,12 @@ def add_verify(parser: argparse.ArgumentParser) -> None:
         "--write", action="store_true", help="Apply the fixes to SCRIPT, only after a confirmed speedup."
     )
     parser.add_argument(
+        "--launcher",
+        metavar="COMMAND",
+        help="Run each arm under this launcher, as one shell word: e.g. 'torchrun --nproc-per-node 2' "
+        "(every rank runs the arm; the step time is rank 0's).",
+    )
+    parser.add_argument(
         "--json", type=Path, dest="json_file", metavar="FILE", help="Write every figure to this JSON file."
     )
     parser.add_argument(
@@ -303,7 +309,17 @@ def verify_command(options: argparse.Namespace) -> int:
             print(f"run {index + 1} (at most {total}): {arm}", file=sys.stderr)
 
     if options.param is not None:
+        if options.launcher is not None:
+            error("--param runs one process per value; it does not combine with --launcher")
+            return EXIT_ERROR
         return _sweep(out, options, config, interpreter, progress)
+    launch = None
+    if options.launcher is not None:
+        try:
+            launch = verify_launch(options.launcher, options.script)
+        except CommandError as exc:
+            error(str(exc))
+            return EXIT_ERROR
     started_at = time.time()
     try:
         result = verify(
@@ -316,6 +332,7 @@ def verify_command(options: argparse.Namespace) -> int:
             options.write,
             progress,
             options.max_runs,
+            launch,
         )
     except (VerifyError, CommandError) as exc:
         error(str(exc))
@@ -335,6 +352,25 @@ def verify_command(options: argparse.Namespace) -> int:
         return run_exit_code(result.failed)
     assert result.comparison is not None  # verify() compares whenever no run failed
     return EXIT_CLEAN if result.comparison.outcome == "confirmed" else EXIT_NOT_CONFIRMED
+
+
+def verify_launch(text: str, script: Path):
+    """The Launch of `--launcher 'torchrun --nproc-per-node 2'` for SCRIPT."""
+    import shlex
+
+    from gpulint.runtime_check.launchers import LaunchError, parse_launch
+    from gpulint.runtime_check.measure import CommandError
+
+    try:
+        launched = parse_launch([*shlex.split(text), str(script)])
+    except (LaunchError, ValueError) as exc:
+        raise CommandError(f"--launcher {text!r}: {exc}") from None
+    if launched is None or launched[1] != [str(script)]:
+        raise CommandError(
+            f"--launcher {text!r} is not a launcher command: give e.g. 'torchrun --nproc-per-node 2' "
+            "or 'accelerate launch --num_processes 2', without the script"
+        )
+    return launched[0]
 
 
 def _sweep(out: Output, options: argparse.Namespace, config: RunConfig, interpreter: str, progress) -> int:

@@ -381,9 +381,17 @@ def suggested_verify(result: Profile) -> str | None:
     command = result.command
     if command is None or command.script is None:
         return None
-    fixable = [h for h in result.lint if h.fixable and (result.run.cuda or h.code not in NEEDS_DEVICE)]
+    acting = [r.code for r in result.verdict.recommendations] if result.verdict else []
+    fixable = [
+        h for h in result.lint if h.fixable and (result.run.cuda or h.code not in NEEDS_DEVICE) and h.code in acting
+    ]
     if not fixable:
         return None
+    fixable.sort(key=lambda h: acting.index(h.code))  # the first fix of the verdict's order
+    extra: list[str] = []
+    if command.launch is not None:  # the launcher and its options, so every rank is measured as it ran
+        extra = ["--launcher", shlex.join([Path(command.launch.prefix[0]).name, *command.launch.prefix[1:]])]
+        return verify_command(str(command.script), [fixable[0].code], command.target[1:], None, *extra)
     return verify_command(str(command.script), [fixable[0].code], command.target[1:], command.interpreter)
 
 

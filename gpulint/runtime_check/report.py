@@ -223,7 +223,7 @@ def print_profile(out: Output, result: Profile) -> None:
         [
             "effective compute share",
             pct(v.compute_share) if v and m and m.data_share is not None else NOT_MEASURED,
-            "step time minus data wait, over step time",
+            "step time less the waits for data, syncs, other ranks and host work (table below), over step time",
         ]
     )
     rows += figure_rows(result.compute.figures if result.compute else [])

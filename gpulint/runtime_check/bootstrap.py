@@ -333,8 +333,6 @@ class State:
         """`count` steps of the deciding source have ended at `now`."""
         if count == self.warmup and self.measure_start is None:
             self.measure_start = now
-            if self.config.get("stacks", True):
-                self.sampler = StackSampler(threading.get_ident()).start()
         if now - self.last_progress > 0.2:
             self.last_progress = now
             self.write_progress(count)
@@ -375,6 +373,10 @@ class State:
                 self.steady_memory = _cuda_allocated()
             if count == self.warmup and self.step_functions is None:
                 self.step_functions = _user_functions()
+                # torch loops only: a Keras or tf.data step runs in TensorFlow's C++ under frames
+                # that say nothing of what it does
+                if self.config.get("stacks", True):
+                    self.sampler = StackSampler(threading.get_ident()).start()
             self.read_ddp_timers(now)
         self._check_stop(count, now)
 

@@ -106,7 +106,7 @@ def measurements_of(
         main_cores=run.cpu.main_cores if run.cpu else None,
         worker_cores=run.cpu.worker_cores if run.cpu else None,
         other_cores=run.cpu.other_cores if run.cpu else None,
-        host_shares=attribution.host_shares if attribution else {},
+        host_shares=host_work(attribution, run),
         host_lines=host_lines,
         straggler_rank=straggler.rank if straggler else None,
         straggler_share=_straggler_share(ranks) if straggler else None,
@@ -114,6 +114,18 @@ def measurements_of(
         loader=run.processes[0].report.get("loader") if run.processes else None,
         cores=run.cpu.cores if run.cpu else None,
     )
+
+
+def host_work(attribution: attribution_mod.Attribution | None, run: RunResult) -> dict[str, float]:
+    """The host phases that are work the device does not wait on.  On CUDA the host reads a tensor
+    (`.item()`) only when the device has finished computing it, so that wait is the device's
+    compute unless the GPU is measured starved (under GPU_STARVED)."""
+    if attribution is None:
+        return {}
+    shares = attribution.host_shares
+    if run.cuda and (run.gpu is None or run.gpu.util_mean >= verdict_mod.GPU_STARVED):
+        shares.pop(attribution_mod.HOST_SYNC, None)
+    return shares
 
 
 def _straggler_share(ranks: distributed.RankReport | None) -> float | None:

@@ -6,7 +6,10 @@ from __future__ import annotations
 import textwrap
 
 from gpulint.runtime_check import attribution
+from gpulint.runtime_check.nvml import GpuSummary
+from gpulint.runtime_check.profile import host_work
 from gpulint.runtime_check.verdict import Measurements, decide
+from tests.runtime.helpers import measured_run
 
 TRAIN = textwrap.dedent(
     """\
@@ -145,3 +148,23 @@ def test_small_host_work_leaves_the_step_compute_bound():
     verdict = decide(m(data_share=0.01, host_shares={"other host work": 0.04, "logging": 0.03}))
     assert verdict.kind == "compute-bound"
     assert verdict.compute_share is not None and abs(verdict.compute_share - 0.92) < 1e-9
+
+
+def test_on_cuda_a_host_read_is_the_device_compute_unless_the_gpu_is_starved():
+    """`.item()` on CUDA waits for the step's kernels: that wait is compute, not host work."""
+    phases = [attribution.Phase("compute", 0.5), attribution.Phase("host sync", 0.4), attribution.Phase("logging", 0.1)]
+    found = attribution.Attribution(100, 0.002, phases)
+    assert host_work(found, measured_run([0.1] * 5)) == {"host sync": 0.4, "logging": 0.1}
+    assert host_work(found, measured_run([0.1] * 5, cuda=True)) == {"logging": 0.1}  # GPU not measured
+    starved = measured_run([0.1] * 5, cuda=True)
+    starved.gpu = GpuSummary(
+        devices=["GPU"],
+        samples=10,
+        util_mean=30.0,
+        util_median=30.0,
+        util_p10=0.0,
+        idle_fraction=0.5,
+        mem_peak_fraction=0.1,
+        series=[],
+    )
+    assert host_work(found, starved) == {"host sync": 0.4, "logging": 0.1}

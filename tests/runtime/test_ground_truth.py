@@ -66,21 +66,37 @@ def test_verdict_names_the_phase_the_script_measured(bottleneck, tmp_path, monke
         assert (result.run.steps.data_share or 0.0) < 0.2
 
 
+def launched_profile(tmp_path, monkeypatch, bottleneck: str, **env: str):
+    timers_path = tmp_path / "timers.json"
+    monkeypatch.setenv("GT_BOTTLENECK", bottleneck)
+    monkeypatch.setenv("GT_TIMERS", str(timers_path))
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    launch = Launch("torchrun", torchrun_prefix(2, sys.executable), 2)
+    result = profile(Command(sys.executable, [], [str(SCRIPT)], launch), RunConfig(steps=20, warmup=3, timeout=300))
+    assert result.verdict is not None, result.run.output_tail
+    return result, timers_path
+
+
+@pytest.mark.slow
+def test_a_large_all_reduce_is_communication_bound(tmp_path, monkeypatch):
+    """Every step all-reduces a 16 MB parameter and no rank works longer than the other."""
+    result, _ = launched_profile(tmp_path, monkeypatch, "collective")
+    verdict = result.verdict
+    assert verdict.kind == "communication-bound", (verdict.headline, verdict.reasons)
+    assert result.ranks is not None and result.ranks.collective_share is not None
+    assert result.ranks.collective_share >= 0.10
+
+
 @pytest.mark.slow
 def test_straggler_is_its_own_verdict(tmp_path, monkeypatch):
     """Rank 1 works GT_STRAGGLE_MS more each step; the all-reduce itself is short: the verdict is
     the straggler, not communication, and it names rank 1."""
-    timers_path = tmp_path / "timers.json"
-    monkeypatch.setenv("GT_BOTTLENECK", "straggler")
-    monkeypatch.setenv("GT_TIMERS", str(timers_path))
-    monkeypatch.setenv("GT_STRAGGLE_MS", "40")
-    launch = Launch("torchrun", torchrun_prefix(2, sys.executable), 2)
-    command = Command(sys.executable, [], [str(SCRIPT)], launch)
-    result = profile(command, RunConfig(steps=20, warmup=3, timeout=300))
-    assert result.verdict is not None, result.run.output_tail
+    result, timers_path = launched_profile(tmp_path, monkeypatch, "straggler", GT_STRAGGLE_MS="40")
     rank1 = json.loads(Path(f"{timers_path}.rank1").read_text())
     assert rank1["straggle"] > 0.2 * rank1["compute"]  # the script's own view: rank 1 straggles
     verdict = result.verdict
     assert verdict.kind == "straggler", (verdict.headline, verdict.reasons)
     assert verdict.severity == "rank 1"
     assert "balance the work" in verdict.advice
+    assert not any("bucket" in r.action or "compress" in r.action for r in verdict.recommendations)

@@ -163,7 +163,7 @@ def _candidates(m: Measurements, data: float, collective: float) -> list[_Candid
                 straggler,
                 "straggler",
                 f"rank {m.straggler_rank}",
-                f"rank {m.straggler_rank} works {pct(straggler)} of a step longer than the other ranks, "
+                f"rank {m.straggler_rank} works {_per_step(straggler, m)}longer than the other ranks, "
                 f"which wait for it at the all-reduce{': ' + m.straggler_note if m.straggler_note else ''}",
             )
         )
@@ -268,7 +268,7 @@ def decide(m: Measurements) -> Verdict:
 
     if kind == "straggler":
         advice = (
-            f"balance the work: {severity} does {pct(m.straggler_share or 0.0)} of a step more work than the "
+            f"balance the work: {severity} does {_per_step(m.straggler_share or 0.0, m)}more work than the "
             "others, and every rank waits for it; more GPUs would wait too"
         )
     elif kind == "host-bound":
@@ -312,6 +312,13 @@ def decide(m: Measurements) -> Verdict:
     else:
         advice = "fix the code first: the GPU is not kept busy"
     return Verdict(kind, severity, advice, compute, reasons, warnings, recommendations)
+
+
+def _per_step(share: float, m: Measurements) -> str:
+    """'24.0 ms a step (31%) ' or '31% of a step '."""
+    if m.step_median is None:
+        return f"{pct(share)} of a step "
+    return f"{1000 * share * m.step_median:.1f} ms a step ({pct(share)}) "
 
 
 def _recommendations_for(top: _Candidate, m: Measurements, data: float) -> list[Recommendation]:

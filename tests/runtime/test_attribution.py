@@ -127,7 +127,7 @@ def test_a_straggler_is_not_communication():
         m(collective_share=0.40, straggler_rank=1, straggler_share=0.38, straggler_note="its other host work ...")
     )
     assert verdict.kind == "straggler" and verdict.severity == "rank 1"
-    assert "balance the work" in verdict.advice
+    assert "balance the work: rank 1 does 38.0 ms a step (38%) more work" in verdict.advice
     assert not any("bucket" in r.action for r in verdict.recommendations)
 
 

@@ -157,12 +157,12 @@ STACK_MARKS = (
     ("torch/utils/data/", "data"),
 )
 SAMPLE_INTERVAL = 0.002  # seconds between two looks at the training thread's stack
-SAMPLE_KEYS_CAP = 5000  # distinct stacks kept; later new ones are counted as "other"
+SAMPLE_KEYS_CAP = 5000  # distinct stacks kept; the time of later new ones is counted as lost
 
 
 class StackSampler:
     """Looks at the training thread's Python stack every SAMPLE_INTERVAL seconds during the
-    measured steps and counts each distinct stack, reduced to the frames of the user's code
+    measured steps and keeps the time of each distinct stack, reduced to the frames of the user's code
     (file, line, first line of the function) and marks for the library code between them
     (STACK_MARKS), outermost first, with what the thread was fetching ("train" or "eval" batches).
     Each look is weighted by the time since the previous one: code that holds the GIL (`.tolist()`,
@@ -323,7 +323,6 @@ class State:
         # What the training thread is fetching now: "train", "eval" (a batch read with gradients
         # off: a validation loader, which is not the training loop's data wait) or None.
         self.fetching: str | None = None
-        self.eval_fetched = 0.0  # seconds fetching "eval" batches in the measured window
         self.loader: dict | None = None  # settings of the training DataLoader (num_workers, ...)
         self.sampler: StackSampler | None = None
         self.step_functions: list | None = None  # the user's functions on the stack of an optimizer step
@@ -516,7 +515,6 @@ class State:
             "memory": self.device_memory(),
             "stacks": self.sampler.result() if self.sampler else None,
             "step_functions": self.step_functions,
-            "eval_fetched": self.eval_fetched,
             "loader": self.loader,
         }
 
@@ -549,7 +547,8 @@ NO_BATCH = object()  # what a __next__ that raised (StopIteration at an epoch's 
 
 def _timed_loader_next(original, torch):
     """DataLoader iterators' `__next__`, timed.  A batch read with gradients off is a validation
-    (or evaluation) batch: its time is kept apart, not counted as the training loop's data wait."""
+    (or evaluation) batch: it is not the training loop's data wait, and the stack sampler counts
+    its time as validation (STATE.fetching)."""
     grad_enabled = torch.is_grad_enabled
 
     def __next__(self):
@@ -567,8 +566,6 @@ def _timed_loader_next(original, torch):
                 STATE.fetch(start, end, 0 if batch is NO_BATCH else _batch_samples(batch))
                 if STATE.loader is None or STATE.loader.get("id") != id(self):
                     STATE.loader = _loader_settings(self)
-            elif STATE.measure_start is not None and not STATE.stopping:
-                STATE.eval_fetched += end - start
 
     functools.update_wrapper(__next__, original, assigned=(), updated=())  # only __wrapped__
     return __next__

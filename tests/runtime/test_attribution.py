@@ -168,3 +168,32 @@ def test_on_cuda_a_host_read_is_the_device_compute_unless_the_gpu_is_starved():
         series=[],
     )
     assert host_work(found, starved) == {"host sync": 0.4, "logging": 0.1}
+
+
+def test_the_sampler_keeps_the_user_frames_of_the_watched_thread(monkeypatch, tmp_path):
+    """bootstrap.StackSampler in process: a thread busy in this file is seen there, by line, with
+    the time of the looks adding up to about the time watched."""
+    import threading
+    import time
+
+    from gpulint.runtime_check import bootstrap
+
+    monkeypatch.setattr(bootstrap, "STATE", bootstrap.State({"out": str(tmp_path / "o.json"), "warmup": 1}))
+    done = threading.Event()
+
+    def busy():
+        while not done.is_set():
+            time.sleep(0.001)  # the line the sampler should see
+
+    worker = threading.Thread(target=busy)
+    worker.start()
+    sampler = bootstrap.StackSampler(worker.ident, interval=0.002).start()
+    time.sleep(0.3)
+    sampler.stop()
+    done.set()
+    worker.join()
+    result = sampler.result()
+    assert result["looks"] >= 10 and 0.15 < result["seconds"] < 1.0
+    lines = {frame[1] for stack in result["stacks"] for frame in stack["frames"] if isinstance(frame, list)}
+    files = {frame[0] for stack in result["stacks"] for frame in stack["frames"] if isinstance(frame, list)}
+    assert files == {__file__} and len(lines) <= 3

@@ -269,6 +269,27 @@ def test_starved_ranks_that_scale_are_not_a_case_for_more_gpus():
     assert scale_exit_code(result) == 1
 
 
+def test_ranks_busy_with_checkpoints_that_scale_are_host_bound():
+    """Each rank saves a checkpoint in 70% of its step: it scales, and more GPUs would save more."""
+    result = scale.ScaleResult("train.py", "weak", [sized(1, 0.100), sized(2, 0.101)], [])
+    for size in result.sizes:
+        for run in size.runs:
+            run.processes[0].report["stacks"] = {
+                "interval": 0.002,
+                "looks": 2,
+                "seconds": 1.0,
+                "stacks": [
+                    {"fetch": "", "frames": [["train.py", 20, 1], "torch.save"], "seconds": 0.7},
+                    {"fetch": "", "frames": [["train.py", 15, 1], "backward"], "seconds": 0.3},
+                ],
+            }
+    scale.judge(result)
+    assert result.efficiencies[0].outcome == "near linear"
+    assert result.kind == "host-bound"
+    assert any("spend 70% of every step on checkpoint writes" in r for r in result.reasons)
+    assert result.recommendations[0].code == "GL303"
+
+
 def test_scale_exit_codes_tell_below_from_inconclusive():
     assert scale_exit_code(judged(sized(1, 0.100), sized(2, 0.102))) == 0
     below = judged(sized(1, 0.100, collective=0.001), sized(2, 0.180, collective=0.080))

@@ -63,7 +63,8 @@ HOST_PHASES = {
 }
 
 _COMPUTE_MARKS = {"forward", "backward", "optimizer"}
-_QUIET_MARKS = {"logging", "tensorboard", "torch.save", "pickle"}  # below a line that logs or saves
+# Library code that may run under a line that logs or saves (formatting a tensor for a log line).
+_QUIET_MARKS = {"logging", "tensorboard", "torch.save", "pickle", "tensor"}
 _SAVES = re.compile(r"torch\.save\(|\bsave\w*\(|_save\w*\(|pickle\.dump|checkpoint|ckpt", re.I)
 _LOGS = re.compile(
     r"\bprint\(|\.write\(|\.flush\(|fsync\(|\blogger\.|\blogging\.|\.log\(|add_scalar|json\.dump|wandb\."

@@ -151,7 +151,7 @@ STACK_MARKS = (
     ("torch/utils/tensorboard", "tensorboard"),
     ("torch/nn/", "forward"),
     ("torch/autograd/", "backward"),
-    ("torch/_tensor.py", "backward"),
+    ("torch/_tensor", "tensor"),  # Tensor methods in Python: printing, formatting (backward: below)
     ("torch/optim/", "optimizer"),
     ("torch/distributed/", "distributed"),
     ("torch/utils/data/", "data"),
@@ -236,6 +236,8 @@ class StackSampler:
         if _is_user_file(name, self.libraries):
             return ("user", code.co_firstlineno)
         path = name.replace(os.sep, "/")
+        if path.endswith("torch/_tensor.py") and code.co_name == "backward":
+            return ("mark", "backward")  # loss.backward()
         for part, mark in STACK_MARKS:
             if part in path:
                 return ("mark", mark)

@@ -197,3 +197,14 @@ def test_the_sampler_keeps_the_user_frames_of_the_watched_thread(monkeypatch, tm
     lines = {frame[1] for stack in result["stacks"] for frame in stack["frames"] if isinstance(frame, list)}
     files = {frame[0] for stack in result["stacks"] for frame in stack["frames"] if isinstance(frame, list)}
     assert files == {__file__} and len(lines) <= 3
+
+
+def test_printing_a_tensor_is_logging_not_compute(tmp_path):
+    """f"{loss}" runs torch/_tensor.py's __format__: that is not the backward pass."""
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN.replace("log.write(str(step))", 'print(f"loss {loss}")'))
+    path = str(script)
+    result = attribution.attribute(
+        report(path, [("", [at(path, 18), "tensor"], 0.6), ("", [at(path, 13), "backward"], 0.4)])
+    )
+    assert result is not None and result.share("logging") == 0.6 and result.share("compute") == 0.4

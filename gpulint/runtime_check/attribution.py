@@ -114,10 +114,13 @@ class Attribution:
 
 
 class _Sources:
-    """Source lines and no-grad line ranges of the user's files, each read once."""
+    """The user's files, each read and parsed once: the statement a line belongs to (a statement
+    spread over several lines is judged and shown whole, from its first line) and the line
+    ranges run with gradients off."""
 
     def __init__(self) -> None:
         self.lines: dict[str, list[str]] = {}
+        self.statements: dict[str, dict[int, tuple[int, int]]] = {}  # line -> (first, last) of its statement
         self.no_grad: dict[str, list[tuple[int, int]]] = {}
 
     def _load(self, path: str) -> None:
@@ -128,25 +131,46 @@ class _Sources:
         except (OSError, ValueError):
             text = ""
         self.lines[path] = text.splitlines()
-        self.no_grad[path] = _no_grad_ranges(text)
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            tree = None
+        self.statements[path] = _statement_spans(tree) if tree else {}
+        self.no_grad[path] = _no_grad_ranges(tree) if tree else []
+
+    def first_line(self, path: str, row: int) -> int:
+        self._load(path)
+        return self.statements[path].get(row, (row, row))[0]
 
     def text(self, path: str, row: int) -> str:
+        """The statement at `row`, its lines joined."""
         self._load(path)
         lines = self.lines[path]
-        return lines[row - 1].strip() if 0 < row <= len(lines) else ""
+        first, last = self.statements[path].get(row, (row, row))
+        return " ".join(line.strip() for line in lines[max(0, first - 1) : last]).strip()
 
     def in_no_grad(self, path: str, row: int) -> bool:
         self._load(path)
         return any(first <= row <= last for first, last in self.no_grad[path])
 
 
-def _no_grad_ranges(text: str) -> list[tuple[int, int]]:
+def _statement_spans(tree: ast.AST) -> dict[int, tuple[int, int]]:
+    """Each line -> the lines of the innermost statement holding it; for a compound statement
+    (`for`, `with`, `if`, `def`, ...) only its header counts as its own."""
+    spans: dict[int, tuple[int, int]] = {}
+    for node in ast.walk(tree):  # outer statements first, so inner ones overwrite them
+        if not isinstance(node, ast.stmt):
+            continue
+        body = getattr(node, "body", None)
+        last = (body[0].lineno - 1 if body and isinstance(body, list) else node.end_lineno) or node.lineno
+        for row in range(node.lineno, max(node.lineno, last) + 1):
+            spans[row] = (node.lineno, max(node.lineno, last))
+    return spans
+
+
+def _no_grad_ranges(tree: ast.AST) -> list[tuple[int, int]]:
     """Line ranges run with gradients off: `with torch.no_grad():` (or inference_mode, or
     set_grad_enabled(False)) blocks and functions decorated with one."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return []
     ranges = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.With, ast.AsyncWith)) and any(_turns_grad_off(i.context_expr) for i in node.items):
@@ -220,7 +244,11 @@ def _classify(fetch: str, frames: list, anchors: set, sources: _Sources) -> tupl
     marks = {f for f in below if isinstance(f, str)}
     innermost = user_below[-1]
     tail = {f for f in frames[users[-1] + 1 :] if isinstance(f, str)}  # library code under the innermost line
-    key = (f"{frames[anchor][0]}:{frames[anchor][1]}", f"{innermost[0]}:{innermost[1]}")
+    anchor_path, anchor_row = frames[anchor][0], frames[anchor][1]
+    key = (
+        f"{anchor_path}:{sources.first_line(anchor_path, anchor_row)}",
+        f"{innermost[0]}:{sources.first_line(innermost[0], innermost[1])}",
+    )
     text = sources.text(innermost[0], innermost[1])
     if fetch == "train":
         return DATA, key

@@ -208,3 +208,27 @@ def test_printing_a_tensor_is_logging_not_compute(tmp_path):
         report(path, [("", [at(path, 18), "tensor"], 0.6), ("", [at(path, 13), "backward"], 0.4)])
     )
     assert result is not None and result.share("logging") == 0.6 and result.share("compute") == 0.4
+
+
+def test_a_statement_over_several_lines_is_judged_whole(tmp_path):
+    """The thread is on the second line of a log write that reads the weights with .tolist(): it
+    is logging (the statement writes), named by the statement's first line."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        "def main():\n"
+        "    for x in loader:\n"
+        "        log.write(\n"
+        '            " ".join(f"{v}" for v in w.tolist())\n'
+        "        )\n"
+    )
+    path = str(script)
+    stacks = {
+        "interval": 0.002,
+        "looks": 1,
+        "seconds": 1.0,
+        "stacks": [{"fetch": "", "frames": [[path, 4, 1], [path, 4, 4]], "seconds": 1.0}],
+    }
+    result = attribution.attribute({"stacks": stacks, "step_functions": [[path, 1, "main"]]})
+    assert result is not None and result.share("logging") == 1.0
+    line = result.phases[0].lines[0]
+    assert line.where == f"{path}:3" and line.text.startswith('log.write( " ".join(')

@@ -3,9 +3,9 @@ phases and writes them to GT_TIMERS (JSON; under a launcher GT_TIMERS.rank<RANK>
 so a test can hold the profiler's verdict against what the script itself measured.
 
     GT_BOTTLENECK=healthy     the step is the model's forward, backward and optimizer step
-    GT_BOTTLENECK=loader      a Dataset that takes ~1 ms a sample, read in the main process
-    GT_BOTTLENECK=checkpoint  torch.save of the model and optimizer every step
-    GT_BOTTLENECK=logging     a log line written and fsync'ed every step
+    GT_BOTTLENECK=loader      a Dataset that takes ~3 ms a sample, read in the main process
+    GT_BOTTLENECK=checkpoint  torch.save of the model and weight averages every step
+    GT_BOTTLENECK=logging     every weight written as text, a line per parameter fsync'ed, every step
     GT_BOTTLENECK=validation  a validation pass over a held-out loader every step
     GT_BOTTLENECK=hostsync    the outputs read on the host (.tolist()) every step
     GT_BOTTLENECK=straggler   under torchrun: rank 1 does GT_STRAGGLE_MS (24) more work per step
@@ -34,13 +34,13 @@ FEATURES = 256
 
 
 class SlowDataset(Dataset):
-    """Each sample costs about a millisecond to prepare (decoding, augmentation)."""
+    """Each sample costs about 3 ms to prepare (decoding, augmentation)."""
 
     def __len__(self):
         return 100_000
 
     def __getitem__(self, index):
-        time.sleep(0.001)
+        time.sleep(0.003)
         return torch.randn(FEATURES), torch.randn(1)
 
 
@@ -117,8 +117,14 @@ def main():
                     timers["checkpoint"] += time.perf_counter() - started
                 if BOTTLENECK == "logging":
                     started = time.perf_counter()
-                    for name, parameter in list(model.named_parameters()) * 4:
-                        log.write(f"{epoch} {name} {parameter.detach().norm()}\n")
+                    # every weight as text, each line flushed to the disk: formatting costs CPU as
+                    # compute does, so the share holds on a busy machine as on an idle one
+                    for name, parameter in model.named_parameters():
+                        log.write(
+                            f"{epoch} {name} "
+                            + " ".join(f"{v:.5f}" for v in parameter.detach().flatten()[:40000].tolist())
+                            + "\n"
+                        )
                         log.flush()
                         os.fsync(log.fileno())
                     timers["logging"] += time.perf_counter() - started

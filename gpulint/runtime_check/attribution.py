@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpulint.linter.run.safe_files import read_regular_file
+from gpulint.runtime_check.verdict import HOST_PHASE_RULES
 
 DATA = "data wait"
 VALIDATION = "validation"
@@ -50,17 +51,6 @@ COLLECTIVES = "collectives"
 LOADER_START = "loader start-up"
 COPIES = "host-to-device copies"
 OTHER = "other host work"
-
-# Host work the verdict can name, with the rule that flags it and the fix.
-HOST_PHASES = {
-    VALIDATION: ("GL301", "validate at intervals (every N steps or once per epoch), not every step"),
-    CHECKPOINT: ("GL303", "save checkpoints at intervals (every N steps or at the end of an epoch)"),
-    LOGGING: ("GL302", "log at intervals, and do not flush or fsync every step"),
-    HOST_SYNC: ("GL201", "keep values on the device; read them on the host at logging intervals"),
-    LOADER_START: ("GL103", "keep loader workers alive between epochs (persistent_workers=True)"),
-    COPIES: ("GL104", "copy batches with non_blocking=True from pinned memory"),
-    OTHER: ("", "move this per-step host work out of the step, or do it at intervals"),
-}
 
 _COMPUTE_MARKS = {"forward", "backward", "optimizer"}
 # Library code that may run under a line that logs or saves (formatting a tensor for a log line).
@@ -92,7 +82,7 @@ class Phase:
 
     @property
     def rule(self) -> str | None:
-        return HOST_PHASES[self.name][0] or None if self.name in HOST_PHASES else None
+        return HOST_PHASE_RULES[self.name][0] or None if self.name in HOST_PHASE_RULES else None
 
 
 @dataclass
@@ -110,7 +100,7 @@ class Attribution:
 
     @property
     def host_shares(self) -> dict[str, float]:
-        return {p.name: p.share for p in self.phases if p.name in HOST_PHASES}
+        return {p.name: p.share for p in self.phases if p.name in HOST_PHASE_RULES}
 
 
 class _Sources:

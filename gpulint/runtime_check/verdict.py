@@ -84,7 +84,7 @@ class Measurements:
     main_cores: float | None = None
     worker_cores: float | None = None
     other_cores: float | None = None
-    # Host work between the device work, by phase (attribution.HOST_PHASES), share of step time,
+    # Host work between the device work, by phase (HOST_PHASE_RULES), share of step time,
     # from the sampled stacks; empty when the stack was not sampled.
     host_shares: dict[str, float] = field(default_factory=dict)
     host_lines: dict[str, str] = field(default_factory=dict)  # phase -> "line N: text" that takes most of it
@@ -123,7 +123,8 @@ def pct(value: float) -> str:
     return f"{100 * value:.0f}%"
 
 
-# What each host phase is called in a verdict, and the rule that fixes it (attribution.HOST_PHASES).
+# The host phases of attribution.py (what the thread does between the steps' device work), each
+# with the rule that flags it and the fix.
 HOST_PHASE_RULES = {
     "validation": ("GL301", "validate at intervals (every N steps or once per epoch), not every step"),
     "checkpoint writes": ("GL303", "save checkpoints at intervals (every N steps or at the end of an epoch)"),

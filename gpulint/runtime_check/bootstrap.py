@@ -156,7 +156,7 @@ STACK_MARKS = (
     ("torch/distributed/", "distributed"),
     ("torch/utils/data/", "data"),
 )
-SAMPLE_INTERVAL = 0.002  # seconds between two looks at the training thread's stack
+SAMPLE_INTERVAL = 0.01  # seconds between two looks at the training thread's stack
 SAMPLE_KEYS_CAP = 5000  # distinct stacks kept; the time of later new ones is counted as lost
 
 

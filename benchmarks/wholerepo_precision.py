@@ -128,7 +128,7 @@ def write_labels(path: Path, labels: list[Label]) -> None:
 
 def run_gpulint(tree: Path, jobs: int) -> list[dict]:
     """gpulint's JSON records for one whole tree: default rules, no cache, this checkout's gpulint."""
-    command = [sys.executable, "-m", "gpulint", "check", str(tree), "--format", "json", "--no-cache"]
+    command = [sys.executable, "-m", "gpulint", "check", str(tree.resolve()), "--format", "json", "--no-cache"]
     command += ["--exit-zero", "--jobs", str(jobs)]
     environment = {**os.environ, "PYTHONPATH": str(REPO)}
     completed = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=environment, check=False)
@@ -310,7 +310,10 @@ def fetch_commands(manifest: dict) -> str:
     lines = ["set -e", 'TREES="${1:?folder for the trees}"', 'mkdir -p "$TREES"']
     for repo, entry in sorted(manifest["repos"].items()):
         folder = f'"$TREES/{repo_folder(repo)}"'
-        lines.append(f"test -d {folder}/.git || git clone --quiet https://github.com/{repo}.git {folder}")
+        lines.append(
+            f"test -d {folder}/.git || git clone --quiet --filter=blob:none --no-checkout "
+            f"https://github.com/{repo}.git {folder}"
+        )
         lines.append(f"git -C {folder} checkout --quiet {entry['commit']}")
     return "\n".join(lines)
 

@@ -182,4 +182,7 @@ def test_end_to_end_with_gpulint_saved_findings_and_fetch_commands(tmp_path, cap
     assert json.loads(capsys.readouterr().out) == summary  # the saved run scores the same
     assert wholerepo.main([*common, "--fetch-commands"]) == 0
     fetch = capsys.readouterr().out
-    assert f"git clone --quiet https://github.com/{REPO}.git" in fetch and f"checkout --quiet {'a' * 40}" in fetch
+    assert (
+        f"git clone --quiet --filter=blob:none --no-checkout https://github.com/{REPO}.git" in fetch
+        and f"checkout --quiet {'a' * 40}" in fetch
+    )

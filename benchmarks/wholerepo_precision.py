@@ -138,11 +138,13 @@ def run_gpulint(tree: Path, jobs: int) -> list[dict]:
 
 
 def findings_from_json(records: list[dict], repo: str, tree: Path) -> list[Finding]:
-    """One tree's gpulint JSON records -> findings with paths relative to the tree."""
+    """One tree's gpulint JSON records -> findings with paths relative to the tree (a finding outside
+    the tree keeps its absolute path: it is counted, and listed as unlabelled)."""
     root = tree.resolve()
     findings = []
     for record in records:
-        path = Path(record["filename"]).resolve().relative_to(root).as_posix()
+        resolved = Path(record["filename"]).resolve()
+        path = (resolved.relative_to(root) if resolved.is_relative_to(root) else resolved).as_posix()
         findings.append(
             Finding(repo, path, record.get("cell"), record["location"]["row"], record["code"], record["message"])
         )

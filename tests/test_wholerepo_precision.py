@@ -137,6 +137,17 @@ def test_shares_per_rule_and_weighted_by_findings_per_rule_overall(tmp_path):
     assert "no finding read yet for: GL203" in text and "Unlabelled findings, to read (4)" in text
 
 
+def test_findings_from_json_relative_to_the_tree_and_absolute_outside_it(tmp_path):
+    tree = tmp_path / "tree"
+    record = {"cell": None, "location": {"row": 3}, "code": "GL201", "message": "m"}
+    records = [{**record, "filename": str(tree / "pkg" / "train.py")}, {**record, "filename": "/elsewhere/x.py"}]
+    findings = wholerepo.findings_from_json(records, REPO, tree)
+    assert [(f.repo, f.path, f.line, f.rule) for f in findings] == [
+        (REPO, "pkg/train.py", 3, "GL201"),
+        (REPO, "/elsewhere/x.py", 3, "GL201"),
+    ]
+
+
 @pytest.mark.parametrize(
     ("path", "place"),
     [

@@ -1,6 +1,7 @@
 """The terminal report: runnable commands, honest wording, plain tables that never wrap."""
 
 import io
+import os
 import sys
 from pathlib import Path
 
@@ -49,6 +50,8 @@ def test_the_suggested_verify_has_the_real_arguments_and_can_show_an_effect_here
 def test_the_suggested_verify_of_a_launched_run_keeps_the_launcher(tmp_path, monkeypatch):
     """It used to drop `--nproc-per-node` and measure one rank."""
     monkeypatch.chdir(tmp_path)
+    # torchrun is found on PATH, as in an activated environment (the suite may run as .venv/bin/python).
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     (tmp_path / "train.py").write_text("")
     launched = parse_command(["torchrun", "--standalone", "--nproc-per-node", "2", "train.py", "--lr", "1"])
     suggestion = report.suggested_verify(profile_of(launched))

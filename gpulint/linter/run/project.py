@@ -47,14 +47,18 @@ class RunIndex:
     """The project index over a run's Python files and the project modules they import.
 
     `cached_summary(path, source, dotted name, is package)` may answer from a cache; without it
-    each source is summarized."""
+    each source is summarized (a module over `max_nodes` syntax nodes, which the lint skips, is
+    not)."""
 
     def __init__(
         self,
         files: list[Path],
         cached_summary: Callable[[Path, bytes, str, bool], ModuleSummary | None] | None = None,
+        max_nodes: int | None = None,
     ) -> None:
-        self._summary_of = cached_summary or (lambda path, source, dotted, package: summarize(source, dotted, package))
+        self._summary_of = cached_summary or (
+            lambda path, source, dotted, package: summarize(source, dotted, package, max_nodes)
+        )
         self.modules: dict[Path, str] = {}  # resolved path -> module id
         summaries: dict[str, ModuleSummary] = {}
         queue = [path for path in files if path.suffix == ".py"]

@@ -23,13 +23,13 @@ syntax tree is built) but accepts boolean chains of any length.  So before libcs
    with a message.  The work that follows (libcst's parse, the analyses, the rules) grows with the
    nodes, not the bytes: a budget of nodes bounds it whatever the file holds.
 
-Sources shorter than MAX_NESTING bytes cannot nest deeper than that (nor hold a budget's worth of
-nodes) and skip the checks.
+Sources shorter than MAX_NESTING bytes cannot nest deeper than that and skip the checks (the node
+budget too: such a source holds at most a thousand or so nodes, work of no account).
 
-One CPython parse per file: the project index (analysis/project.py) summarizes each module from
-the tree `python_tree` gives it, and that call leaves what the guard measured on the same tree
-(`Measured`, without the tree) for the lint of the same bytes to take (`check_source`), so the
-source is not compiled a second time.  The lint may run in a worker process forked after the
+One CPython parse per file: the project index (analysis/project.py) summarizes each module of the
+run from the tree `index_tree` gives it, and that call leaves what the guard measured on the same
+tree (`Measured`, without the tree) for the lint of the same bytes to take (`check_source`), so
+the source is not compiled a second time.  The lint may run in a worker process forked after the
 index was built; a worker started otherwise, or a source linted without the index (the language
 server, a notebook), compiles it here.
 """
@@ -76,9 +76,12 @@ class Measured:
     null_bytes: bool = False  # CPython does not read them: libcst decides
 
 
-def python_tree(source: bytes | str, max_nodes: int | None = None) -> tuple[ast.Module | None, Measured]:
+def python_tree(
+    source: bytes | str, max_nodes: int | None = None, measure: bool = True
+) -> tuple[ast.Module | None, Measured]:
     """The one CPython parse of a source: its tree (None when CPython rejects the source) and what
-    the guard measures on it (its nodes counted up to one past `max_nodes`)."""
+    the guard measures on it (its depth unless not `measure`d; its nodes counted up to one past
+    `max_nodes`, when there is a budget)."""
     collecting = gc.isenabled()
     # A tree holds no cycles, but building one allocates a node per token: the collector would
     # walk the growing heap again and again (measured: twice the compile time on 1 MiB).
@@ -99,7 +102,10 @@ def python_tree(source: bytes | str, max_nodes: int | None = None) -> tuple[ast.
         if collecting:
             gc.enable()
     assert isinstance(tree, ast.Module)  # what "exec" mode builds
-    return tree, Measured(nodes=count_nodes(tree, max_nodes), too_deep=too_deep(tree))
+    if not measure:
+        return tree, Measured()
+    nodes = count_nodes(tree, max_nodes) if max_nodes is not None else 0
+    return tree, Measured(nodes=nodes, too_deep=too_deep(tree))
 
 
 def count_nodes(tree: ast.AST, limit: int | None = None) -> int:
@@ -136,15 +142,16 @@ def _key(source: bytes | str, max_nodes: int | None) -> tuple[bytes, int | None]
 def index_tree(source: bytes | str, max_nodes: int | None = None) -> ast.Module | None:
     """`python_tree` for the project index: the tree (None when CPython rejects the source, or it
     has more than `max_nodes` nodes: the lint skips it), and what the guard measured kept for the
-    lint of the same source (see the module docstring)."""
+    lint of the same source (see the module docstring).  `max_nodes` None: a module the run only
+    imports, which nothing lints, so nothing is measured."""
+    if max_nodes is None:
+        return python_tree(source, measure=False)[0]
     tree, measured = python_tree(source, max_nodes)
     if len(source) >= MAX_NESTING:
         _MEASURED[_key(source, max_nodes)] = measured
         while len(_MEASURED) > _MEASURED_KEPT:
             _MEASURED.popitem(last=False)
-    if max_nodes is not None and measured.nodes > max_nodes:
-        return None
-    return tree
+    return None if measured.nodes > max_nodes else tree
 
 
 def check_source(source: bytes | str, max_nodes: int | None = None) -> SyntaxError | None:

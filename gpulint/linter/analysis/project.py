@@ -145,7 +145,8 @@ def summarize(
     source: bytes, module: str, is_package: bool = False, max_nodes: int | None = None
 ) -> ModuleSummary | None:
     """The summary of one module (`module` is its dotted name, for relative imports); None when
-    it does not parse, or has more than `max_nodes` syntax nodes (the lint skips it)."""
+    it does not parse, or has more than `max_nodes` syntax nodes (the lint skips it).  `max_nodes`
+    None: a module the run only imports (parse_guard.index_tree measures nothing for it)."""
     tree = index_tree(source, max_nodes)  # (the parse the guard measures too: parse_guard.py)
     if tree is None:
         return None

@@ -137,7 +137,8 @@ def edits_for(ctx: FileContext, fix: Fix, line_length: int) -> list[Edit]:
 def file_edits(ctx: FileContext, fixes: list[Fix], line_length: int) -> list[list[Edit]]:
     """The edits of each fix (as `edits_for` gives them), for all the fixes of one file: their
     windows are located in one code generation pass, and each is fixed and diffed on its own."""
-    windows = [_window(ctx, fix) for fix in fixes]
+    positions: dict[int, dict[int, int]] = {}  # per block (by id): where each of its statements is
+    windows = [_window(ctx, fix, positions) for fix in fixes]
     spans = _Spans.of(ctx, [w for w in windows if w is not None])
     edits = []
     for fix, window in zip(fixes, windows, strict=True):
@@ -166,7 +167,7 @@ class _Window:
         return self.owner.body[self.end - 1]
 
 
-def _window(ctx: FileContext, fix: Fix) -> _Window | None:
+def _window(ctx: FileContext, fix: Fix, positions: dict[int, dict[int, int]]) -> _Window | None:
     """The window of a fix; None for a fix that changes the module's imports, or statements of
     more than one block (those take the whole-module way)."""
     if fix.imports or fix.unbinds:
@@ -180,7 +181,9 @@ def _window(ctx: FileContext, fix: Fix) -> _Window | None:
     owner = ctx.parent(roots[0]) if roots else None
     if not isinstance(owner, (cst.Module, cst.IndentedBlock)) or any(ctx.parent(r) is not owner for r in roots):
         return None
-    where = _body_indices(ctx, owner)
+    where = positions.get(id(owner))
+    if where is None:  # (once per block: a body's index() per fix would be quadratic again)
+        where = positions[id(owner)] = {id(statement): index for index, statement in enumerate(owner.body)}
     indices = [where[id(r)] for r in roots]
     start, end = min(indices), max(indices) + 1
     if any(id(r) in targets for r in roots):  # a replaced statement may join the guards beside it
@@ -190,15 +193,6 @@ def _window(ctx: FileContext, fix: Fix) -> _Window | None:
         while end < len(body) and isinstance(body[end], cst.If):
             end += 1
     return _Window(owner, start, end)
-
-
-def _body_indices(ctx: FileContext, owner: cst.Module | cst.IndentedBlock) -> dict[int, int]:
-    """Where each statement of a block is in its body (kept on the context: one pass per block)."""
-    cache = ctx.__dict__.setdefault("_fixer_body_indices", {})
-    where = cache.get(id(owner))
-    if where is None:
-        where = cache[id(owner)] = {id(statement): index for index, statement in enumerate(owner.body)}
-    return where
 
 
 @dataclass

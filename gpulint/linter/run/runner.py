@@ -47,12 +47,12 @@ def _project_views(files: list[Path], cache: ResultCache | None, max_nodes: int)
     from gpulint.linter.analysis.project import summarize
     from gpulint.linter.run.project import RunIndex
 
-    def cached_summary(path: Path, source: bytes, dotted: str, package: bool):
+    def cached_summary(path: Path, source: bytes, dotted: str, package: bool, budget: int | None):
         assert cache is not None  # only handed to RunIndex when there is a cache
         key = cache.summary_key(dotted, package, content_hash(source))
         summary = cache.get_summary(key)
         if summary is None:
-            summary = summarize(source, dotted, package, max_nodes)
+            summary = summarize(source, dotted, package, budget)
             if summary is not None:
                 cache.put_summary(key, summary)
         return summary

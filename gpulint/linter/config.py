@@ -11,7 +11,9 @@
     log-every = 100
     fix-tests = false                # trainer-config and per-step fixes in test files too
     target-torch = "2.1"             # the oldest PyTorch to write fixes for (default: from the requirements)
-    max-file-size = "10MiB"          # larger files are skipped with a message (bytes, or KiB/MiB/GiB)
+    max-file-size = "2MiB"           # larger files are skipped with a message (bytes, or KiB/MiB/GiB)
+    max-syntax-nodes = 50000         # files with more Python syntax nodes are skipped with a message
+    max-findings-per-file = 1000     # files with more findings are skipped with a message
     history = ".gpulint/history.db"  # where profile/verify keep their runs (relative); false: nowhere
     local-rules = ["tools/lint_rules/"]   # the project's own rule modules (files or folders, relative)
 
@@ -48,8 +50,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from gpulint.linter.analysis.parse_guard import DEFAULT_MAX_SYNTAX_NODES
 from gpulint.linter.catalog import OPTIONS, RULES
-from gpulint.linter.findings import SYNTAX_ERROR_CODE
+from gpulint.linter.findings import DEFAULT_MAX_FINDINGS_PER_FILE, SYNTAX_ERROR_CODE
 from gpulint.linter.project import DEFAULT_LINE_LENGTH, facts_from, parse_version
 from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES, read_regular_file
 from gpulint.linter.selection import unknown_selector
@@ -78,6 +81,8 @@ STANDARD_KEYS = {
     "extend-exclude",
     "unsafe-fixes",
     "max-file-size",
+    "max-syntax-nodes",
+    "max-findings-per-file",
     "history",
     "fix-tests",
     "target-torch",
@@ -99,6 +104,10 @@ class Settings:
     line_length: int = DEFAULT_LINE_LENGTH  # where fixed lines are wrapped
     target_torch: tuple[int, int] | None = None  # fixes that need a newer PyTorch are not offered
     max_file_size: int = DEFAULT_MAX_FILE_BYTES  # bytes; larger files are skipped with a message
+    # Work per file (docs/safety.md, "Work per file"): files with more syntax nodes, or more
+    # findings, are skipped with a message.
+    max_syntax_nodes: int = DEFAULT_MAX_SYNTAX_NODES
+    max_findings_per_file: int = DEFAULT_MAX_FINDINGS_PER_FILE
     options: dict[str, Any] = field(default_factory=dict)
     root: Path = field(default_factory=Path.cwd)  # where relative patterns start
     source: Path | None = None  # the config file, if any
@@ -166,6 +175,8 @@ class Settings:
             "options": self.options,
             # The local rules' code: editing one re-lints every file.
             "local_rules": self.local_rules.digest() if self.local_rules is not None else None,
+            "max_syntax_nodes": self.max_syntax_nodes,
+            "max_findings_per_file": self.max_findings_per_file,
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -346,6 +357,10 @@ def settings_from_table(table: dict[str, Any], config_file: Path, load_local_rul
         settings.per_file_ignores[str(pattern)] = ids
     if "max-file-size" in table:
         settings.max_file_size = parse_size(table["max-file-size"], config_file)
+    if "max-syntax-nodes" in table:
+        settings.max_syntax_nodes = _positive_int(table, "max-syntax-nodes", config_file)
+    if "max-findings-per-file" in table:
+        settings.max_findings_per_file = _positive_int(table, "max-findings-per-file", config_file)
     unsafe = table.get("unsafe-fixes", False)
     if not isinstance(unsafe, bool):
         raise ConfigError(f"{config_file}: `unsafe-fixes` must be true or false")
@@ -400,6 +415,13 @@ def validate(settings: Settings) -> None:
                 OPTIONS[key].validate(value)
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
+
+
+def _positive_int(table: dict, key: str, config_file: Path) -> int:
+    value = table[key]
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ConfigError(f"{config_file}: `{key}` must be a positive whole number, not {value!r}")
+    return value
 
 
 _SIZE = re.compile(r"^\s*(\d+)\s*(|b|kib|kb|k|mib|mb|m|gib|gb|g)\s*$", re.IGNORECASE)

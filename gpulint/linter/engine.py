@@ -5,13 +5,15 @@
 1. prefilter: the rules whose declared facts and tokens the file's bytes can hold (for most files
    of a real repository: none, and they are never parsed).  It reads the generated rule catalog
    (catalog.py), so a run that parses nothing never imports libcst or a rule class;
-2. parse, once (analysis/parse.py, behind the guard against sources too deep for the parser);
+2. parse, once (analysis/parse.py, behind the guard against sources too deep for the parser or
+   over the `max-syntax-nodes` budget);
 3. analyse: one walk of the tree builds the FileContext; the shared analyses on it (the
    training-loop model, what PyTorch and TensorFlow code does) are computed when a rule first asks;
 4. rules: each candidate rule whose required facts hold visits the nodes it subscribes to, in
    source order, then finishes;
 5. suppress: findings a comment silences are dropped; the comments that silenced nothing are
-   GL900's findings (suppressions.py);
+   GL900's findings (suppressions.py).  A file with more findings than `max-findings-per-file`
+   (counted before suppression) is skipped with a message instead;
 6. locate: line and column of each finding, and the text edits of its fix when asked
    (fix/fixer.py) -- plain, picklable Findings for reporters, the cache and worker processes.
 
@@ -31,9 +33,11 @@ from typing import TYPE_CHECKING
 
 from gpulint.linter import catalog
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, parse
+from gpulint.linter.analysis.parse_guard import UnanalysableSource
 from gpulint.linter.findings import (
     SYNTAX_ERROR_CODE,
     SYNTAX_ERROR_NAME,
+    Edit,
     Finding,
     FixInfo,
     Location,
@@ -138,19 +142,26 @@ class Linter:
     # -- stages 1-5 --------------------------------------------------------------------------
     def analyze(self, source: bytes, path: str, project: ModuleView | None = None) -> Analysis | None:
         """Prefilter, parse, analyse, run the rules and drop what comments silence; None when the
-        prefilter rules the file out (or it asks to be ignored)."""
+        prefilter rules the file out (or it asks to be ignored).  Raises UnanalysableSource for a
+        file over the budgets of work per file (max-syntax-nodes, max-findings-per-file)."""
         if file_is_ignored(source):
             return None
         candidates = {r.code for r in self.candidate_rules(source, self.entries_for(path), project)}
         if not candidates:
             return None
-        module = parse(source)
+        module = parse(source, self.settings.max_syntax_nodes)
         from gpulint.linter.analysis.context import FileContext  # (with libcst, which parse has loaded)
 
         rules = [r for r in self.rules_for(path) if r.code in candidates]
         wanted = frozenset().union(*(r.visited_types() for r in rules))
         ctx = FileContext(module, path, self.settings.options, wanted, source, project)
         findings = run_rules(ctx, [r for r in rules if r.applies(ctx)])
+        budget = self.settings.max_findings_per_file
+        if len(findings) > budget:
+            raise UnanalysableSource(
+                f"too many findings to report ({len(findings):,}, over the max-findings-per-file budget of "
+                f"{budget:,}); skipped"
+            )
         self._withhold_fixes(rules, findings, path)
         suppressions = find_suppressions(ctx.source_text) if findings else {}
         analysis = Analysis(ctx, findings, suppressions)
@@ -197,20 +208,24 @@ class Linter:
 
     # -- stage 6 -----------------------------------------------------------------------------
     def locate(self, analysis: Analysis, path: str, with_edits: bool = False) -> list[Finding]:
-        """Turn raw findings into located, picklable ones (edits only when asked: they cost a
-        code generation per fixable finding)."""
+        """Turn raw findings into located, picklable ones (edits only when asked: computed for the
+        whole file at once, fix/fixer.py `file_edits`)."""
         if not analysis.findings:
             return []
-        if with_edits:
-            from gpulint.linter.fix.fixer import edits_for
         ctx, positions = analysis.ctx, analysis.positions()
+        edits_of: dict[int, list[Edit]] = {}
+        if with_edits:
+            from gpulint.linter.fix.fixer import file_edits
+
+            fixes = [raw.fix for raw in analysis.findings if raw.fix is not None]
+            computed = file_edits(ctx, fixes, self.settings.line_length)
+            edits_of = {id(fix): edits for fix, edits in zip(fixes, computed, strict=True)}
         located = []
         for raw in analysis.findings:
             start, end = positions[anchor(raw.node)].start, positions[raw.node].end
             fix = None
             if raw.fix is not None:
-                edits = edits_for(ctx, raw.fix, self.settings.line_length) if with_edits else ()
-                fix = FixInfo(raw.fix.applicability, raw.fix.message, tuple(edits))
+                fix = FixInfo(raw.fix.applicability, raw.fix.message, tuple(edits_of.get(id(raw.fix), ())))
             located.append(
                 Finding(
                     code=raw.code,

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from gpulint.linter.analysis.parse_guard import index_tree
 from gpulint.linter.analysis.vocabulary import CLOCKS, EXIT_CALLS, KINDS, canonical, is_step_method
 
 # Builtins that take an iterable without iterating it again and again.
@@ -140,12 +141,14 @@ class ModuleSummary:
             return None
 
 
-def summarize(source: bytes, module: str, is_package: bool = False) -> ModuleSummary | None:
+def summarize(
+    source: bytes, module: str, is_package: bool = False, max_nodes: int | None = None
+) -> ModuleSummary | None:
     """The summary of one module (`module` is its dotted name, for relative imports); None when
-    it does not parse."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError):
+    it does not parse, or has more than `max_nodes` syntax nodes (the lint skips it).  `max_nodes`
+    None: a module the run only imports (parse_guard.index_tree measures nothing for it)."""
+    tree = index_tree(source, max_nodes)  # (the parse the guard measures too: parse_guard.py)
+    if tree is None:
         return None
     summarizer = _Summarizer(module, is_package)
     try:

@@ -57,6 +57,9 @@ from gpulint.linter.project import DEFAULT_LINE_LENGTH, facts_from, parse_versio
 from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES, read_regular_file
 from gpulint.linter.selection import unknown_selector
 
+# How much larger than `max-file-size` a notebook file may be (Settings.size_limit).
+NOTEBOOK_SIZE_FACTOR = 16
+
 if TYPE_CHECKING:
     from gpulint.linter.catalog import RuleInfo
     from gpulint.linter.local_rules import LocalRuleSet
@@ -160,6 +163,12 @@ class Settings:
             if _glob_match(relative, pattern):
                 codes -= set(self.expand(ids))
         return codes
+
+    def size_limit(self, path: Path) -> int:
+        """The most bytes gpulint reads of `path`.  A notebook's bytes are mostly its outputs (images
+        as base64), read as JSON and never compiled; its code cells face the syntax-node budget like
+        any source, so its file may be NOTEBOOK_SIZE_FACTOR times `max-file-size`."""
+        return self.max_file_size * (NOTEBOOK_SIZE_FACTOR if path.suffix == ".ipynb" else 1)
 
     def fingerprint(self) -> str:
         """A stable digest of everything that changes results (for caches)."""

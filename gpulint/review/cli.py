@@ -88,7 +88,7 @@ def build_review(base: str | None, paths: list[str], settings) -> ReviewPlan:
             if not _is_utf8(rel):
                 plan.warnings.append(f"{name}: the name is not UTF-8, so a review comment cannot name it; not reviewed")
                 continue
-            source = read_source(absolute, settings.max_file_size)
+            source = read_source(absolute, settings.size_limit(absolute))
         except FileNotFoundError:
             continue  # deleted from the working tree since the commit
         except OSError as exc:

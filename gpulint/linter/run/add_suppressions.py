@@ -130,7 +130,7 @@ def add_suppressions(paths: list[Path], linter: Linter) -> AddResult:
             outcome.errors.append(f"{name}: --add-suppressions does not edit notebooks; skipped")
             continue
         try:
-            source = read_source(path, settings.max_file_size)
+            source = read_source(path, settings.size_limit(path))
             findings = linter.lint_source(source, name).findings
         except OSError as exc:
             outcome.errors.append(read_problem(name, exc))

@@ -91,7 +91,7 @@ def process_source(
 def process_file(path: Path, linter: Linter, options: RunOptions, project: ModuleView | None = None) -> FileOutcome:
     name = display_path(path)
     try:
-        source = read_source(path, linter.settings.max_file_size)
+        source = read_source(path, linter.settings.size_limit(path))
     except OSError as exc:
         return _unreadable(name, exc)
     return process_read_file(path, name, source, linter, options, project)
@@ -138,7 +138,7 @@ def process_file_cached(
         return process_file(path, linter, options, project)
     name = display_path(path)
     try:
-        source = read_source(path, linter.settings.max_file_size)
+        source = read_source(path, linter.settings.size_limit(path))
     except OSError as exc:
         return _unreadable(name, exc)
     # The key hashes the bytes this call lints, so a file edited during the run is never stored

@@ -89,7 +89,7 @@ def run(
     done = 0
     if cache is not None:
         for index, path in enumerate(files):
-            outcomes[index] = _cached_outcome(path, cache, settings.max_file_size, views[index])
+            outcomes[index] = _cached_outcome(path, cache, settings.size_limit(path), views[index])
         done = sum(o is not None for o in outcomes)
     pending = [i for i, o in enumerate(outcomes) if o is None]
     if progress is not None and done:

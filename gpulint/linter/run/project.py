@@ -47,12 +47,14 @@ class RunIndex:
     """The project index over a run's Python files and the project modules they import.
 
     `cached_summary(path, source, dotted name, is package)` may answer from a cache; without it
-    each source is summarized."""
+    each source is summarized.  `is_test(path)` says which modules are test code (the settings'
+    `is_test_file`): their loops make no library code per step."""
 
     def __init__(
         self,
         files: list[Path],
         cached_summary: Callable[[Path, bytes, str, bool], ModuleSummary | None] | None = None,
+        is_test: Callable[[Path], bool] | None = None,
     ) -> None:
         self._summary_of = cached_summary or (lambda path, source, dotted, package: summarize(source, dotted, package))
         self.modules: dict[Path, str] = {}  # resolved path -> module id
@@ -82,7 +84,10 @@ class RunIndex:
                 if found is not None and found.resolve() not in self.modules and followed < MAX_FOLLOWED_MODULES:
                     followed += 1
                     queue.append(found)
-        self.index = ProjectIndex(summaries)
+        test_modules = frozenset(
+            module_id for path, module_id in self.modules.items() if is_test is not None and is_test(path)
+        )
+        self.index = ProjectIndex(summaries, test_modules)
 
     @staticmethod
     def _imported_file(root: Path, dotted: str) -> Path | None:

@@ -79,6 +79,13 @@ def test_performance_findings_in_test_files_are_counted_not_reported(project, ca
     ]
 
 
+def test_a_warm_run_says_the_same(project, capsys):
+    cold = run_cli(["--output-format", "concise", "."], capsys)
+    warm = run_cli(["--output-format", "concise", "."], capsys)
+    assert (project / ".gpulint_cache").is_dir()
+    assert warm == cold and "4 findings in test files not reported" in warm[1]
+
+
 def test_lint_tests_reports_them(project, capsys):
     _, out = _lint(capsys, "--lint-tests", "tests")
     codes = sorted(line.split()[1] for line in out.splitlines() if line.startswith("tests/test_train.py"))

@@ -227,7 +227,8 @@ class Linter:
                 known[fact] = catalog.fact_may_hold(fact, source, project)
             return known[fact]
 
-        # GL900 reads comments, not the tree (suppressions.py): never a reason to parse a file.
+        # GL900 reads comments, not the tree (suppressions.py), and GL000 is the parse failing:
+        # neither is a reason to parse a file, but for GL000 selected alone.
         rules = tuple(rules)
         candidates = [r for r in rules if r.code not in _NOT_TREE_RULES and r.may_apply(source, may_hold)]
         if not candidates and {r.code for r in rules} - {UNUSED_SUPPRESSION} == {SYNTAX_ERROR_CODE}:

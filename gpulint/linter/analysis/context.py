@@ -34,7 +34,7 @@ from gpulint.linter.analysis.positions import positions_of
 from gpulint.linter.analysis.project import EMPTY_VIEW, CalleeFacts, ModuleView
 from gpulint.linter.analysis.pytorch import TorchAnalysis
 from gpulint.linter.analysis.tensorflow import TfAnalysis
-from gpulint.linter.analysis.test_files import is_test_path  # noqa: F401 - the rules' name for the default test-file check
+from gpulint.linter.analysis.test_files import is_test_path  # noqa: F401 - re-exported for the rules
 from gpulint.linter.analysis.values import ValueOrigins, target_key
 from gpulint.linter.analysis.walk import TreeIndex
 from gpulint.linter.analysis.workers import WorkerStart

@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 
 DEFAULT_TEST_FILES = ("tests/", "test/", "testing/", "test_*.py", "*_test.py", "conftest.py")
-# DEFAULT_TEST_FILES, as gitignore matching reads them (tests/test_config.py checks the two agree).
+# DEFAULT_TEST_FILES, as gitignore matching reads them (tests/test_test_files.py checks the two agree).
 _DEFAULT_TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$")
 
 

@@ -5,8 +5,8 @@ Each finding gets `# gpulint: ignore[ID]` on its reported line, or on the first 
 statement when a comment cannot go on the reported line (the line ends inside a multi-line string,
 or with a backslash continuation) -- the engine honours both.  Codes are merged into a
 `# gpulint: ignore[...]` comment already on that line, whose entries stay as written (a rule name
-stays a name).  The result must parse and is written
-atomically; a second run finds nothing left to silence and writes nothing.
+stays a name).  The result must parse and is written atomically; a second run finds nothing left
+to silence and writes nothing.
 """
 
 from __future__ import annotations

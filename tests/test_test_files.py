@@ -132,6 +132,7 @@ def test_test_files_patterns_say_what_is_test_code(project, capsys):
         "pkg/tests/helpers.py",
         "test/a.py",
         "src/testing/util.py",
+        "src/accelerate/test_utils/training.py",
         "test_train.py",
         "pkg/train_test.py",
         "conftest.py",

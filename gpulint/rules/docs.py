@@ -29,7 +29,7 @@ def rule_markdown(rule: type[Rule]) -> str:
     ]
     if not rule.reported_in_tests:
         note = (
-            "Test files (`test_*.py`, `*_test.py`, `conftest.py`, `tests/`, or the `test-files` patterns): not "
+            "Test files (`tests/`, `test_*.py`, `*_test.py`, `conftest.py`...: the `test-files` setting): not "
             "reported, as test code is not training code; `lint-tests = true` in `[tool.gpulint]` reports them"
         )
         if rule.fix_applicability is not None and not rule.fixes_test_files:

@@ -19,14 +19,16 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-DEFAULT_TEST_FILES = ("tests/", "test/", "testing/", "test_*.py", "*_test.py", "conftest.py")
+# pytest's file names, and the folders projects keep tests and their helpers in (accelerate's
+# `test_utils/` builds the DataLoaders its tests run).
+DEFAULT_TEST_FILES = ("tests/", "test/", "testing/", "test_utils/", "test_*.py", "*_test.py", "conftest.py")
 # DEFAULT_TEST_FILES, as gitignore matching reads them (tests/test_test_files.py checks the two agree).
-_DEFAULT_TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$")
+_DEFAULT_TEST_PATH = re.compile(r"(^|/)(tests?|testing|test_utils)/|(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$")
 
 
 def is_test_path(path: str) -> bool:
     """Whether `path` is test code by the default patterns: `test_*.py`, `*_test.py`,
-    `conftest.py`, or anything under a `tests/` (`test/`, `testing/`) folder."""
+    `conftest.py`, or anything under a `tests/` (`test/`, `testing/`, `test_utils/`) folder."""
     return bool(_DEFAULT_TEST_PATH.search(path.replace("\\", "/")))
 
 

@@ -4,7 +4,8 @@ Two measurements, both printed:
 
 1. In one process (the primary figure, robust to a busy machine): the same training loop runs in
    alternating blocks of steps with the bootstrap's hooks installed (optimizer step hook, timed
-   DataLoader `__next__`, progress file) and removed; the ratio of median step times of the two.
+   DataLoader `__next__`, progress file, the stack sampler's thread) and removed; the ratio of
+   median step times of the two.
 2. End to end: the same script run plainly and under `run_once` (bootstrap in a child, the
    parent's CPU and NVML samplers), interleaved A B B A ... in the same benchmark run; each run
    times its own steps.  Whole processes on a shared machine are noisier: read its spread.
@@ -20,6 +21,8 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
+import types
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -108,12 +111,15 @@ def in_process(blocks: int, block_steps: int = 5) -> tuple[float, float]:
                 "steps": None,
                 "warmup": 1,
                 "seconds": None,
+                "stacks": False,  # the sampler is started and stopped with the hooks below
             }
         )
         for block in range(2 * blocks):
             on = block % 4 in (1, 2)  # off on on off ...: each arm first as often
+            sampler = None
             if on:
                 bootstrap.instrument_torch(torch)
+                sampler = bootstrap.StackSampler(threading.get_ident()).start()
             last = time.perf_counter()
             for _ in range(block_steps):
                 x, y = next(batches)
@@ -123,6 +129,8 @@ def in_process(blocks: int, block_steps: int = 5) -> tuple[float, float]:
                 now = time.perf_counter()
                 times[on].append(now - last)
                 last = now
+            if sampler is not None:
+                sampler.stop()
             for undo in bootstrap.STATE.uninstall:
                 undo()
             bootstrap.STATE.uninstall.clear()
@@ -152,7 +160,8 @@ def hook_cost(repeat: int = 20000) -> float:
                 return 1
 
         plain = Iterator()
-        Timed = type("Timed", (), {"__next__": bootstrap._timed_next(Iterator.__next__, bootstrap.record_loader_fetch)})
+        grad_on = types.SimpleNamespace(is_grad_enabled=lambda: True)  # what the timed fetch asks of torch
+        Timed = type("Timed", (), {"__next__": bootstrap._timed_loader_next(Iterator.__next__, grad_on)})
         timed, optimizer = Timed(), object()
         start = time.perf_counter()
         for _ in range(repeat):

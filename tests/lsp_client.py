@@ -39,8 +39,13 @@ class LspClient:
     # -- framing ----------------------------------------------------------------------------
     def _send(self, message: dict) -> None:
         body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
-        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        self.process.stdin.flush()
+        self.send_raw(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def send_raw(self, data: bytes) -> None:
+        """Write bytes to the server as they are (a test's malformed frame)."""
+        with self._lock:
+            self.process.stdin.write(data)
+            self.process.stdin.flush()
 
     def _read_message(self) -> dict | None:
         length = None

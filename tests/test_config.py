@@ -71,12 +71,20 @@ log-every = 50
         ('log-every = "10"', "must be an integer, not a string"),
         ('num-workers = "min(8,"', "Python expression"),
         ("[broken", "invalid TOML"),
+        ("max-syntax-nodes = 0", "`max-syntax-nodes` must be a positive whole number, not 0"),
+        ('max-findings-per-file = "many"', "`max-findings-per-file` must be a positive whole number"),
     ],
 )
 def test_bad_configuration_is_a_clear_error(tmp_path, body, message):
     path = write(tmp_path, "[tool.gpulint]\n" + body + "\n")
     with pytest.raises(ConfigError, match=message):
         load_settings(path)
+
+
+def test_budgets_of_work_per_file_are_read_and_change_the_cache_key(tmp_path):
+    settings = load_settings(write(tmp_path, "[tool.gpulint]\nmax-syntax-nodes = 800\nmax-findings-per-file = 20\n"))
+    assert (settings.max_syntax_nodes, settings.max_findings_per_file) == (800, 20)
+    assert settings.fingerprint() != Settings().fingerprint()
 
 
 def test_find_config_walks_up_and_skips_pyprojects_without_our_table(tmp_path):

@@ -84,7 +84,7 @@ def test_pattern_in_comment_or_string_is_not_a_finding():
 def test_prefilter_skips_files_without_framework_or_tokens(monkeypatch):
     parsed = []
     real_parse = engine.parse
-    monkeypatch.setattr(engine, "parse", lambda src: parsed.append(src) or real_parse(src))
+    monkeypatch.setattr(engine, "parse", lambda src, *budget: parsed.append(src) or real_parse(src, *budget))
     linter = Linter(Settings(select=["ALL"]))
     linter.lint_source(b"import os\nprint(os.getcwd())\n", "a.py")  # no framework named
     linter.lint_source(b"import torch\nx = torch.ones(3)\n", "b.py")  # framework, no rule token
@@ -191,7 +191,7 @@ def test_method_on_a_chain_is_reported_at_its_name():
 def test_per_step_rules_do_not_parse_files_that_never_take_a_step(monkeypatch):
     parsed = []
     real_parse = engine.parse
-    monkeypatch.setattr(engine, "parse", lambda src: parsed.append(src) or real_parse(src))
+    monkeypatch.setattr(engine, "parse", lambda src, *budget: parsed.append(src) or real_parse(src, *budget))
     linter = Linter(Settings(select=["GL2", "GL3"]))
     model_file = (
         b"import torch\nclass Net(torch.nn.Module):\n"
@@ -207,7 +207,7 @@ def test_per_step_rules_do_not_parse_files_that_never_take_a_step(monkeypatch):
 def test_device_rules_do_not_parse_files_that_give_no_accelerator_evidence(monkeypatch):
     parsed = []
     real_parse = engine.parse
-    monkeypatch.setattr(engine, "parse", lambda src: parsed.append(src) or real_parse(src))
+    monkeypatch.setattr(engine, "parse", lambda src, *budget: parsed.append(src) or real_parse(src, *budget))
     linter = Linter(Settings(select=["GL102", "GL203"]))
     source = (
         b"import torch\nfrom torch.utils.data import DataLoader\n"

@@ -457,3 +457,26 @@ def test_a_pip_install_cell_is_left_alone_and_the_others_are_fixed(tmp_path):
     assert sources[0] == "!pip install -q tensorflow"
     assert sources[1].startswith("import tensorflow\nfrom tensorflow.data import Dataset\n")
     assert "num_parallel_calls=tensorflow.data.AUTOTUNE" in sources[1] and ".prefetch(" in sources[1]
+
+
+def test_a_notebook_whose_outputs_pass_max_file_size_is_still_linted(tmp_path):
+    """Its bytes are mostly outputs (an image as base64); the code in it is small.  A .py file of
+    the same size is skipped (max-file-size), a notebook only past NOTEBOOK_SIZE_FACTOR times it."""
+    from gpulint.linter.config import NOTEBOOK_SIZE_FACTOR
+
+    path = write_notebook(
+        tmp_path / "plots.ipynb",
+        [("code", "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n")],
+    )
+    nb = json.loads(path.read_text())
+    image = "A" * (3 * 2**20)
+    nb["cells"][0]["outputs"] = [{"output_type": "display_data", "data": {"image/png": image}, "metadata": {}}]
+    path.write_text(json.dumps(nb))
+    settings = Settings(max_file_size=2**20)
+    assert path.stat().st_size > settings.max_file_size
+    outcome = process_file(path, Linter(settings), RunOptions())
+    assert not outcome.errors and {f.code for f in outcome.result.findings} >= {"GL101"}
+
+    settings = Settings(max_file_size=path.stat().st_size // NOTEBOOK_SIZE_FACTOR - 1)
+    outcome = process_file(path, Linter(settings), RunOptions())
+    assert outcome.errors and "max-file-size" in outcome.errors[0]

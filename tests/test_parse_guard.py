@@ -4,6 +4,7 @@ full one, and a crash in a forked child reported instead of killing the run."""
 from __future__ import annotations
 
 import ast
+import builtins
 import os
 import signal
 import threading
@@ -16,6 +17,17 @@ from hypothesis import settings as hypothesis_settings
 from gpulint.linter.analysis import parse_guard
 from gpulint.linter.analysis.isolation import ChildCrashed, call_isolated
 from gpulint.linter.analysis.parse_guard import MAX_NESTING, UnanalysableSource, check_source, too_deep
+from gpulint.linter.config import Settings
+from gpulint.linter.run.outcome import RunOptions
+from gpulint.linter.run.runner import run
+
+# A training step that logs a synced loss twelve times (over MAX_NESTING bytes: the guard measures it).
+TRAINING = (
+    "import torch\n\n\ndef train(model, loader, optimizer):\n"
+    "    model.cuda()\n    for step, batch in enumerate(loader):\n"
+    "        loss = model(batch)\n        loss.backward()\n        optimizer.step()\n"
+    + "".join(f"        print('loss {i}', loss.item())\n" for i in range(12))
+)
 
 
 def full_depth(node: ast.AST, depth: int = 1) -> int:
@@ -98,3 +110,39 @@ def test_call_isolated_runs_in_process_when_threads_exist():
 def test_short_sources_skip_the_checks(monkeypatch):
     monkeypatch.setattr(parse_guard, "compile", lambda *a, **k: pytest.fail("compiled"), raising=False)
     check_source("x = 1\n")
+
+
+def test_node_count_agrees_with_ast_walk_and_stops_past_the_limit():
+    tree = ast.parse(TRAINING)
+    nodes = sum(1 for _ in ast.walk(tree))
+    assert parse_guard.count_nodes(tree) == nodes
+    assert parse_guard.count_nodes(tree, nodes) == nodes
+    assert parse_guard.count_nodes(tree, 10) == 11  # stops once over
+
+
+def test_a_source_over_the_node_budget_is_skipped_with_its_reason():
+    nodes = sum(1 for _ in ast.walk(ast.parse(TRAINING)))
+    assert check_source(TRAINING, max_nodes=nodes) is None
+    with pytest.raises(UnanalysableSource, match=rf"^too large to analyse \(more than {nodes - 1} syntax nodes"):
+        check_source(TRAINING, max_nodes=nodes - 1)
+
+
+def test_a_run_compiles_each_file_once_for_the_index_and_the_guard(monkeypatch, tmp_path):
+    """The project index and the parse guard share one CPython tree per file (the index leaves
+    what the guard measured on it for the lint of the same bytes)."""
+    path = tmp_path / "train.py"
+    path.write_text(TRAINING)
+    source = path.read_bytes()
+    compiled = []
+    real_compile = builtins.compile
+
+    def counting(code, *args, **kwargs):
+        flags = kwargs.get("flags", args[2] if len(args) > 2 else 0)
+        if code == source and flags & ast.PyCF_ONLY_AST:
+            compiled.append(code)
+        return real_compile(code, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "compile", counting)
+    result = run([path], Settings(select=["ALL"]), RunOptions())
+    assert [f.code for f in result.findings].count("GL201") == 12
+    assert len(compiled) == 1

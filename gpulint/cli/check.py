@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, use_color
+from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error, use_color, warning
 from gpulint.cli.options import TEXT_FORMATS, add_common_check_options, add_no_local_rules
 
 if TYPE_CHECKING:  # the linter imports libcst: loaded when a command runs, not to parse its line
@@ -73,6 +73,11 @@ def add_check(parser: argparse.ArgumentParser) -> None:
         help="Write `# gpulint: ignore[ID]` on every current finding's line (adopt gpulint on existing code).",
     )
     parser.add_argument(
+        "--lint-tests",
+        action="store_true",
+        help="Report the performance rules in test files too (the `lint-tests` setting; off: they are counted).",
+    )
+    parser.add_argument(
         "--report-unused-suppressions",
         action="store_true",
         help="Also report suppression comments that suppress nothing (rule GL900).",
@@ -103,9 +108,11 @@ def check(options: argparse.Namespace) -> int:
         error(str(exc))
         return EXIT_ERROR
     if settings.local_rules_skipped:
-        print(f"gpulint: warning: {local_rules_not_loaded(settings, '--no-local-rules')}", file=sys.stderr)
+        warning(local_rules_not_loaded(settings, "--no-local-rules"))
     if options.unsafe_fixes is not None:
         settings.unsafe_fixes = options.unsafe_fixes
+    if options.lint_tests:
+        settings.lint_tests = True
     if options.report_unused_suppressions:
         settings.extend_select.append("GL900")  # the flag is a shorthand for selecting the rule
     if options.add_suppressions:
@@ -129,7 +136,7 @@ def check(options: argparse.Namespace) -> int:
     for line in result.errors:
         error(line)
     for line in result.warnings:
-        print(f"gpulint: warning: {line}", file=sys.stderr)
+        warning(line)
 
     report_settings = reporters.ReportSettings(
         settings=settings,

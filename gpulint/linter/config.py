@@ -9,9 +9,13 @@
     unsafe-fixes = false
     num-workers = "min(8, os.cpu_count() or 1)"   # rule options: see `gpulint rule ID`
     log-every = 100
+    lint-tests = false               # performance rules report in test files too
+    test-files = ["tests/", "test_*.py"]   # what is test code (gitignore-style; default: pytest's conventions)
     fix-tests = false                # trainer-config and per-step fixes in test files too
     target-torch = "2.1"             # the oldest PyTorch to write fixes for (default: from the requirements)
-    max-file-size = "10MiB"          # larger files are skipped with a message (bytes, or KiB/MiB/GiB)
+    max-file-size = "2MiB"           # larger files are skipped with a message (bytes, or KiB/MiB/GiB)
+    max-syntax-nodes = 50000         # files with more Python syntax nodes are skipped with a message
+    max-findings-per-file = 1000     # files with more findings are skipped with a message
     history = ".gpulint/history.db"  # where profile/verify keep their runs (relative); false: nowhere
     local-rules = ["tools/lint_rules/"]   # the project's own rule modules (files or folders, relative)
 
@@ -48,11 +52,16 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from gpulint.linter.analysis.parse_guard import DEFAULT_MAX_SYNTAX_NODES
+from gpulint.linter.analysis.test_files import is_test_path, matches_test_patterns, project_relative
 from gpulint.linter.catalog import OPTIONS, RULES
-from gpulint.linter.findings import SYNTAX_ERROR_CODE
+from gpulint.linter.findings import DEFAULT_MAX_FINDINGS_PER_FILE, SYNTAX_ERROR_CODE
 from gpulint.linter.project import DEFAULT_LINE_LENGTH, facts_from, parse_version
 from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES, read_regular_file
 from gpulint.linter.selection import unknown_selector
+
+# How much larger than `max-file-size` a notebook file may be (Settings.size_limit).
+NOTEBOOK_SIZE_FACTOR = 16
 
 if TYPE_CHECKING:
     from gpulint.linter.catalog import RuleInfo
@@ -78,8 +87,12 @@ STANDARD_KEYS = {
     "extend-exclude",
     "unsafe-fixes",
     "max-file-size",
+    "max-syntax-nodes",
+    "max-findings-per-file",
     "history",
     "fix-tests",
+    "lint-tests",
+    "test-files",
     "target-torch",
     "local-rules",
 }
@@ -93,12 +106,22 @@ class Settings:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     exclude: list[str] = field(default_factory=list)
     unsafe_fixes: bool = False
-    # Trainer-config and per-step fixes in test files (test_*.py, *_test.py, tests/, conftest.py):
-    # off by default, as tests check exactly what those fixes change (per-step logs, precision).
+    # Findings of the performance rules in test files (`is_test_file`): off by default, as test
+    # code is not training code; the engine counts what it leaves out.
+    lint_tests: bool = False
+    # What is test code: gitignore-style patterns relative to `root`; None for the default
+    # conventions (test_files.DEFAULT_TEST_FILES).
+    test_files: list[str] | None = None
+    # Trainer-config and per-step fixes in test files: off by default, as tests check exactly what
+    # those fixes change (per-step logs, precision).
     fix_tests: bool = False
     line_length: int = DEFAULT_LINE_LENGTH  # where fixed lines are wrapped
     target_torch: tuple[int, int] | None = None  # fixes that need a newer PyTorch are not offered
     max_file_size: int = DEFAULT_MAX_FILE_BYTES  # bytes; larger files are skipped with a message
+    # Work per file (docs/safety.md, "Work per file"): files with more syntax nodes, or more
+    # findings, are skipped with a message.
+    max_syntax_nodes: int = DEFAULT_MAX_SYNTAX_NODES
+    max_findings_per_file: int = DEFAULT_MAX_FINDINGS_PER_FILE
     options: dict[str, Any] = field(default_factory=dict)
     root: Path = field(default_factory=Path.cwd)  # where relative patterns start
     source: Path | None = None  # the config file, if any
@@ -136,7 +159,9 @@ class Settings:
         if self.select is None:
             chosen = {r.code for r in self.rule_entries() if r.default == "on"}
         else:
-            chosen = set(self.expand(self.select))
+            # GL000 (the file does not parse, so it was not checked) stays on whatever is
+            # selected, as ruff reports syntax errors; only `ignore` turns it off.
+            chosen = {*self.expand(self.select), SYNTAX_ERROR_CODE}
         chosen |= set(self.expand(self.extend_select))
         chosen -= set(self.expand(self.ignore))
         return frozenset(chosen)
@@ -152,6 +177,24 @@ class Settings:
                 codes -= set(self.expand(ids))
         return codes
 
+    def size_limit(self, path: Path) -> int:
+        """The most bytes gpulint reads of `path`.  A notebook's bytes are mostly its outputs (images
+        as base64), read as JSON and never compiled; its code cells face the syntax-node budget like
+        any source, so its file may be NOTEBOOK_SIZE_FACTOR times `max-file-size`."""
+        return self.max_file_size * (NOTEBOOK_SIZE_FACTOR if path.suffix == ".ipynb" else 1)
+
+    def is_test_file(self, path: str | Path) -> bool:
+        """Whether `path` is test code: it matches `test-files` (relative to the configuration's
+        folder), or by default pytest's conventions (relative to `root`, or for a file outside it
+        to its own project)."""
+        path = Path(path)
+        if self.test_files is not None:
+            return matches_test_patterns(_relative(path, self.root), tuple(self.test_files))
+        try:
+            return is_test_path(path.resolve().relative_to(self.root.resolve()).as_posix())
+        except ValueError:
+            return is_test_path(project_relative(path))
+
     def fingerprint(self) -> str:
         """A stable digest of everything that changes results (for caches)."""
         payload = {
@@ -161,11 +204,15 @@ class Settings:
             "per_file_ignores": self.per_file_ignores,
             "unsafe_fixes": self.unsafe_fixes,
             "fix_tests": self.fix_tests,
+            "lint_tests": self.lint_tests,
+            "test_files": self.test_files,
             "line_length": self.line_length,
             "target_torch": self.target_torch,
             "options": self.options,
             # The local rules' code: editing one re-lints every file.
             "local_rules": self.local_rules.digest() if self.local_rules is not None else None,
+            "max_syntax_nodes": self.max_syntax_nodes,
+            "max_findings_per_file": self.max_findings_per_file,
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -188,7 +235,7 @@ def expand_selectors(
             continue
         matched = [r.code for r in rules if r.code.startswith(selector.upper()) or r.name == selector]
         maybe_local = unloaded_local_ids and not selector.upper().startswith("GL")
-        if not matched and selector.upper() != SYNTAX_ERROR_CODE and not maybe_local:
+        if not matched and not maybe_local:
             raise ConfigError(unknown_selector(selector, rules))
         codes.extend(matched)
     return codes
@@ -346,14 +393,24 @@ def settings_from_table(table: dict[str, Any], config_file: Path, load_local_rul
         settings.per_file_ignores[str(pattern)] = ids
     if "max-file-size" in table:
         settings.max_file_size = parse_size(table["max-file-size"], config_file)
+    if "max-syntax-nodes" in table:
+        settings.max_syntax_nodes = _positive_int(table, "max-syntax-nodes", config_file)
+    if "max-findings-per-file" in table:
+        settings.max_findings_per_file = _positive_int(table, "max-findings-per-file", config_file)
     unsafe = table.get("unsafe-fixes", False)
     if not isinstance(unsafe, bool):
         raise ConfigError(f"{config_file}: `unsafe-fixes` must be true or false")
     settings.unsafe_fixes = unsafe
-    fix_tests = table.get("fix-tests", False)
-    if not isinstance(fix_tests, bool):
-        raise ConfigError(f"{config_file}: `fix-tests` must be true or false")
-    settings.fix_tests = fix_tests
+    for key in ("fix-tests", "lint-tests"):
+        value = table.get(key, False)
+        if not isinstance(value, bool):
+            raise ConfigError(f"{config_file}: `{key}` must be true or false")
+        setattr(settings, key.replace("-", "_"), value)
+    if "test-files" in table:
+        patterns = table["test-files"]
+        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+            raise ConfigError(f'{config_file}: `test-files` must be a list of patterns such as "tests/"')
+        settings.test_files = patterns
     if "target-torch" in table:
         try:
             settings.target_torch = parse_version(str(table["target-torch"]))
@@ -400,6 +457,13 @@ def validate(settings: Settings) -> None:
                 OPTIONS[key].validate(value)
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
+
+
+def _positive_int(table: dict, key: str, config_file: Path) -> int:
+    value = table[key]
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ConfigError(f"{config_file}: `{key}` must be a positive whole number, not {value!r}")
+    return value
 
 
 _SIZE = re.compile(r"^\s*(\d+)\s*(|b|kib|kb|k|mib|mb|m|gib|gb|g)\s*$", re.IGNORECASE)

@@ -136,4 +136,7 @@ class Finding:
 
 
 SYNTAX_ERROR_CODE = "GL000"
+# The default `max-findings-per-file`: a file with more is skipped with a message (what a reader or
+# a review can use stops well before; generated code holds thousands).
+DEFAULT_MAX_FINDINGS_PER_FILE = 1000
 SYNTAX_ERROR_NAME = "syntax-error"

@@ -88,7 +88,7 @@ def build_review(base: str | None, paths: list[str], settings) -> ReviewPlan:
             if not _is_utf8(rel):
                 plan.warnings.append(f"{name}: the name is not UTF-8, so a review comment cannot name it; not reviewed")
                 continue
-            source = read_source(absolute, settings.max_file_size)
+            source = read_source(absolute, settings.size_limit(absolute))
         except FileNotFoundError:
             continue  # deleted from the working tree since the commit
         except OSError as exc:
@@ -228,7 +228,7 @@ def review(options: argparse.Namespace) -> int:
         start = [Path(p) for p in path_args] or [Path(".")]
         settings = resolve_settings(start, options, load_local_rules=options.allow_local_rules)
         if settings.local_rules_skipped:
-            print(f"gpulint: warning: {local_rules_not_loaded(settings, 'no --allow-local-rules')}", file=sys.stderr)
+            warning(local_rules_not_loaded(settings, "no --allow-local-rules"))
         plan = build_review(options.base, path_args, settings)
     except (ConfigError, GitError, ReviewError) as exc:
         error(str(exc))

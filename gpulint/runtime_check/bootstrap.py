@@ -18,6 +18,7 @@ Configuration comes in the environment variable GPULINT_RT_CONFIG (JSON):
   source     run the source in this file as if it were SCRIPT (verify's fixed arm): `__file__`,
              sys.path and tracebacks are the script's own, so the fixed code finds the files and
              modules next to the script, and no copy is ever written there
+  stacks     sample the training thread's stack during the measured steps (default true)
   per_rank   started by a launcher (torchrun, accelerate launch): every rank writes `out` + ".rank<RANK>"
              and only local rank 0 writes progress
 
@@ -43,6 +44,7 @@ import os
 import random
 import runpy
 import sys
+import threading
 import time
 import traceback
 import types
@@ -140,6 +142,120 @@ def _difference(end, start):
     return None if end is None or start is None else end - start
 
 
+# Library code on a sampled stack, by the path of its file: what kind of work it is.  Frames of
+# other library files add nothing (a deep model's torch frames would make every stack distinct).
+STACK_MARKS = (
+    ("torch/serialization.py", "torch.save"),
+    ("/pickle.py", "pickle"),
+    ("/logging/", "logging"),
+    ("torch/utils/tensorboard", "tensorboard"),
+    ("torch/nn/", "forward"),
+    ("torch/autograd/", "backward"),
+    ("torch/_tensor", "tensor"),  # Tensor methods in Python: printing, formatting (backward: below)
+    ("torch/optim/", "optimizer"),
+    ("torch/distributed/", "distributed"),
+    ("torch/utils/data/", "data"),
+)
+SAMPLE_INTERVAL = 0.01  # seconds between two looks at the training thread's stack
+SAMPLE_KEYS_CAP = 5000  # distinct stacks kept; the time of later new ones is counted as lost
+
+
+class StackSampler:
+    """Looks at the training thread's Python stack every SAMPLE_INTERVAL seconds during the
+    measured steps and keeps the time of each distinct stack, reduced to the frames of the user's code
+    (file, line, first line of the function) and marks for the library code between them
+    (STACK_MARKS), outermost first, with what the thread was fetching ("train" or "eval" batches).
+    Each look is weighted by the time since the previous one: code that holds the GIL (`.tolist()`,
+    a pure-Python loop) keeps this thread waiting, and the stack it then sees is the one that held
+    it, so counting looks alone would under-count exactly that work.  The parent (attribution.py)
+    turns the seconds into the share of the step each phase and each line of the user's code takes."""
+
+    def __init__(self, thread_id: int, interval: float = SAMPLE_INTERVAL) -> None:
+        self.thread_id, self.interval = thread_id, interval
+        self.seconds: dict[tuple, float] = {}  # stack -> seconds of the looks that saw it
+        self.looks = 0
+        self.total = 0.0  # seconds covered by the looks
+        self.overflow = 0.0  # seconds of looks that could not be kept (too many distinct stacks, errors)
+        self.kinds: dict[Any, Any] = {}  # code object -> ("user", first line) | ("mark", name) | None
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="gpulint-stack-sampler", daemon=True)
+        self.libraries = _library_prefixes()
+
+    def start(self) -> "StackSampler":
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.done.set()
+        if self.thread is not threading.current_thread():
+            self.thread.join(timeout=1.0)
+
+    def _run(self) -> None:
+        last = clock()
+        while not self.done.wait(self.interval):
+            frame = sys._current_frames().get(self.thread_id)
+            now = clock()
+            weight, last = now - last, now
+            if frame is None:
+                return
+            try:
+                self.take(frame, weight)
+            except Exception:  # a sample is never worth breaking the user's run
+                self.overflow += weight
+            finally:
+                del frame
+
+    def take(self, frame, weight: float) -> None:
+        entries: list = []
+        while frame is not None:
+            code = frame.f_code
+            kind = self.kinds.get(code, False)
+            if kind is False:
+                kind = self.kinds[code] = self._kind(code)
+            if kind is not None:
+                if kind[0] == "user":
+                    entries.append((code.co_filename, frame.f_lineno, kind[1]))
+                elif not entries or entries[-1] != kind[1]:
+                    entries.append(kind[1])
+            frame = frame.f_back
+        entries.reverse()
+        key = (STATE.fetching or "", tuple(entries))
+        self.looks += 1
+        self.total += weight
+        if key in self.seconds:
+            self.seconds[key] += weight
+        elif len(self.seconds) < SAMPLE_KEYS_CAP:
+            self.seconds[key] = weight
+        else:
+            self.overflow += weight
+
+    def _kind(self, code):
+        name = code.co_filename
+        if name == THIS_FILE or name.startswith("<"):
+            return None
+        if _is_user_file(name, self.libraries):
+            return ("user", code.co_firstlineno)
+        path = name.replace(os.sep, "/")
+        if path.endswith("torch/_tensor.py") and code.co_name == "backward":
+            return ("mark", "backward")  # loss.backward()
+        for part, mark in STACK_MARKS:
+            if part in path:
+                return ("mark", mark)
+        return None
+
+    def result(self) -> dict:
+        return {
+            "interval": self.interval,
+            "looks": self.looks,
+            "seconds": self.total,
+            "lost": self.overflow,
+            "stacks": [
+                {"fetch": fetch, "frames": [list(e) if isinstance(e, tuple) else e for e in entries], "seconds": t}
+                for (fetch, entries), t in self.seconds.items()
+            ],
+        }
+
+
 class StopProfiling(SystemExit):
     """Raised from a hook once enough steps are measured.  A SystemExit, so a user's
     `except Exception:` does not swallow it and `finally:` blocks still run."""
@@ -206,6 +322,12 @@ class State:
         self.flops: dict | None = None  # {"total", "by_math", "optimizer"} or {"error"}: see count_flops
         # CUDA bytes allocated between steps (no activations), at the end of warm-up
         self.steady_memory: int | None = None
+        # What the training thread is fetching now: "train", "eval" (a batch read with gradients
+        # off: a validation loader, which is not the training loop's data wait) or None.
+        self.fetching: str | None = None
+        self.loader: dict | None = None  # settings of the training DataLoader (num_workers, ...)
+        self.sampler: StackSampler | None = None
+        self.step_functions: list | None = None  # the user's functions on the stack of an optimizer step
 
     # -- step events -----------------------------------------------------------------------
     def _check_stop(self, count: int, now: float) -> None:
@@ -225,6 +347,8 @@ class State:
             return
         self.stopping = True
         self.stop_time = now
+        if self.sampler is not None:
+            self.sampler.stop()
         self.write_progress(count)
         raise StopProfiling()
 
@@ -248,6 +372,12 @@ class State:
         if count >= self.warmup:
             if count == self.warmup and self.cuda:
                 self.steady_memory = _cuda_allocated()
+            if count == self.warmup and self.step_functions is None:
+                self.step_functions = _user_functions()
+                # torch loops only: a Keras or tf.data step runs in TensorFlow's C++ under frames
+                # that say nothing of what it does
+                if self.config.get("stacks", True):
+                    self.sampler = StackSampler(threading.get_ident()).start()
             self.read_ddp_timers(now)
         self._check_stop(count, now)
 
@@ -354,6 +484,8 @@ class State:
         )
 
     def result(self, status: str, exit_code, error) -> dict:
+        if self.sampler is not None:
+            self.sampler.stop()
         if self.flop_counter is not None:
             self.flops = {"error": "the run ended inside the step whose FLOPs were being counted"}
         return {
@@ -383,6 +515,9 @@ class State:
             "ddp": self.ddp,
             "flops": self.flops,
             "memory": self.device_memory(),
+            "stacks": self.sampler.result() if self.sampler else None,
+            "step_functions": self.step_functions,
+            "loader": self.loader,
         }
 
 
@@ -412,24 +547,43 @@ def _cuda_sync() -> None:
 NO_BATCH = object()  # what a __next__ that raised (StopIteration at an epoch's end) delivered
 
 
-def _timed_next(original, record):
-    """`original` wrapped to call record(start, end, batch) around each call."""
+def _timed_loader_next(original, torch):
+    """DataLoader iterators' `__next__`, timed.  A batch read with gradients off is a validation
+    (or evaluation) batch: it is not the training loop's data wait, and the stack sampler counts
+    its time as validation (STATE.fetching)."""
+    grad_enabled = torch.is_grad_enabled
 
     def __next__(self):
+        kind = "train" if grad_enabled() else "eval"
+        STATE.fetching = kind
         start = clock()
         batch = NO_BATCH
         try:
             batch = original(self)
             return batch
         finally:
-            record(start, clock(), batch)
+            end = clock()
+            STATE.fetching = None
+            if kind == "train":
+                STATE.fetch(start, end, 0 if batch is NO_BATCH else _batch_samples(batch))
+                if STATE.loader is None or STATE.loader.get("id") != id(self):
+                    STATE.loader = _loader_settings(self)
 
     functools.update_wrapper(__next__, original, assigned=(), updated=())  # only __wrapped__
     return __next__
 
 
-def record_loader_fetch(start: float, end: float, batch) -> None:
-    STATE.fetch(start, end, 0 if batch is NO_BATCH else _batch_samples(batch))
+def _loader_settings(iterator) -> dict:
+    """What the training DataLoader runs with: which fixes can still act on it."""
+    dataset = getattr(iterator, "_dataset", None)
+    return {
+        "id": id(iterator),
+        "num_workers": getattr(iterator, "_num_workers", None),
+        "persistent_workers": getattr(iterator, "_persistent_workers", None),
+        "pin_memory": getattr(iterator, "_pin_memory", None),
+        "prefetch_factor": getattr(iterator, "_prefetch_factor", None),
+        "dataset": type(dataset).__name__ if dataset is not None else None,
+    }
 
 
 def _batch_samples(batch, depth: int = 0):
@@ -454,7 +608,7 @@ def instrument_torch(torch) -> None:
     handle = register_optimizer_step_post_hook(lambda optimizer, args, kwargs: STATE.optimizer_step(optimizer))
     iterator_class = dataloader._BaseDataLoaderIter
     original = iterator_class.__next__
-    iterator_class.__next__ = _timed_next(original, record_loader_fetch)  # type: ignore[method-assign]  # the hook
+    iterator_class.__next__ = _timed_loader_next(original, torch)  # type: ignore[method-assign]  # the hook
 
     def uninstall():
         handle.remove()
@@ -598,23 +752,40 @@ def _library_prefixes():
     return tuple({paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths})
 
 
+def _is_user_file(name: str, libraries: tuple) -> bool:
+    """Code of the user's, not of torch, the standard library, installed packages or this file."""
+    return (
+        name != THIS_FILE
+        and not name.startswith(libraries)
+        and not name.startswith("<")
+        and "site-packages" not in name
+        and "dist-packages" not in name
+        and f"{os.sep}torch{os.sep}" not in name
+    )
+
+
 def _user_frame():
-    """The innermost frame outside torch, the standard library, installed packages and this file."""
+    """The innermost frame of the user's code."""
     libraries = _library_prefixes()
     frame = sys._getframe(1)
     while frame is not None:
-        name = frame.f_code.co_filename
-        if (
-            name != THIS_FILE
-            and not name.startswith(libraries)
-            and not name.startswith("<")
-            and "site-packages" not in name
-            and "dist-packages" not in name
-            and f"{os.sep}torch{os.sep}" not in name
-        ):
-            return name, frame.f_lineno
+        if _is_user_file(frame.f_code.co_filename, libraries):
+            return frame.f_code.co_filename, frame.f_lineno
         frame = frame.f_back
     return None
+
+
+def _user_functions():
+    """The functions of the user's code on the stack, outermost first: (file, first line, name)."""
+    libraries = _library_prefixes()
+    found = []
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if _is_user_file(code.co_filename, libraries):
+            found.append([code.co_filename, code.co_firstlineno, code.co_name])
+        frame = frame.f_back
+    return found[::-1]
 
 
 def _watch_syncs(torch) -> None:

@@ -3,11 +3,12 @@ and `report` (set up by add_profile, add_verify, add_scale, add_history, add_com
 add_report; see gpulint.cli).  Options are parsed here; what the commands do is in the modules
 they call (record.py for the history).
 
-Exit codes: 0 measured (profile), speedup confirmed (verify) or near-linear scaling (scale); 1 verify
-found no confirmed speedup, scale found a size below the efficiency bar or within its noise, or
-profile's regression gate failed; 2 usage error, or a run history that refuses the run (a link, a
-path outside the project, a read-only or foreign database: checked before the script runs); 3 the
-script never made a training step; 124 timeout; otherwise the script's own exit code when it
+Exit codes (EXIT_CODES, shown by each command's --help): 0 measured (profile), speedup confirmed
+(verify) or near-linear scaling (scale); 1 verify found no confirmed speedup, scale found a size
+below the efficiency bar or ranks that mostly wait, or profile's regression gate failed; 4 scale is
+inconclusive (within the noise of the bar); 2 usage error, or a run history that refuses the run (a
+link, a path outside the project, a read-only or foreign database: checked before the script runs);
+3 the script never made a training step; 124 timeout; otherwise the script's own exit code when it
 failed (run_exit_code).
 """
 
@@ -26,8 +27,25 @@ if TYPE_CHECKING:  # measuring loads psutil and NVML: only when a command runs
     from gpulint.runtime_check.measure import Command, RunConfig, RunResult
     from gpulint.runtime_check.record import HistoryOptions
     from gpulint.runtime_check.report import Output
+    from gpulint.runtime_check.scale import ScaleResult
 
 EXIT_NOT_CONFIRMED = EXIT_FINDINGS
+EXIT_INCONCLUSIVE = 4  # scale: the efficiency is within the noise of the bar, or a size failed to decide
+
+# What each command's exit codes mean, shown by its --help.
+RUN_FAILED = "124 timeout; 3 the script never made a training step; otherwise the script's own exit code"
+EXIT_CODES = {
+    "profile": f"Exit codes: 0 measured; 1 the regression gate failed; 2 usage error (a --baseline that names no "
+    f"run, or a run history that refuses the run: both refused before the run); {RUN_FAILED}.",
+    "verify": f"Exit codes: 0 speedup confirmed (with --param: measured); 1 not confirmed or a slowdown; 2 usage "
+    f"error or a refusal; {RUN_FAILED} (of the arm that failed).",
+    "scale": "Exit codes: 0 near linear at every size with ranks that do not mostly wait; 1 a size below the "
+    "efficiency bar, or ranks that mostly wait (fix the code first); 4 inconclusive: within the noise of the bar; "
+    f"2 usage error; {RUN_FAILED} (of the size that failed).",
+    "history": "Exit codes: 0 listed; 2 usage error or no history.",
+    "compare": "Exit codes: 0 compared (whatever the outcome); 2 usage error, or a run that is not recorded.",
+    "report": "Exit codes: 0 written; 2 usage error, or a run that is not recorded.",
+}
 
 
 def run_exit_code(run: RunResult) -> int:
@@ -147,6 +165,7 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
         help="With --baseline: exit 1 when the step time grew by more than PCT percent and beyond the noise.",
     )
     _add_history_options(parser, record=True)
+    parser.epilog = EXIT_CODES["profile"]
     parser.set_defaults(run=profile_command)
 
 
@@ -175,6 +194,13 @@ def profile_command(options: argparse.Namespace) -> int:
         return EXIT_ERROR
     if (history.record or options.baseline is not None) and _history_refused(history, parsed, history.record):
         return EXIT_ERROR
+    if options.baseline is not None:  # a baseline that names no run is refused before the run, not after
+        from gpulint.runtime_check.record import baseline_error
+
+        problem = baseline_error(history, parsed, options.baseline)
+        if problem is not None:
+            error(problem)
+            return EXIT_ERROR
     started_at = time.time()
     out = report.Output()
     progress = None if options.show_output else report.Progress()
@@ -250,6 +276,12 @@ def add_verify(parser: argparse.ArgumentParser) -> None:
         "--write", action="store_true", help="Apply the fixes to SCRIPT, only after a confirmed speedup."
     )
     parser.add_argument(
+        "--launcher",
+        metavar="COMMAND",
+        help="Run each arm under this launcher, as one shell word: e.g. 'torchrun --nproc-per-node 2' "
+        "(every rank runs the arm; the step time is rank 0's).",
+    )
+    parser.add_argument(
         "--json", type=Path, dest="json_file", metavar="FILE", help="Write every figure to this JSON file."
     )
     parser.add_argument(
@@ -259,6 +291,7 @@ def add_verify(parser: argparse.ArgumentParser) -> None:
         "set through the script's argparse option, constant or DataLoader keyword.",
     )
     _add_history_options(parser, record=True)
+    parser.epilog = EXIT_CODES["verify"]
     parser.set_defaults(run=verify_command)
 
 
@@ -296,11 +329,21 @@ def verify_command(options: argparse.Namespace) -> int:
             print(f"run {index + 1} (at most {total}): {arm}", file=sys.stderr)
 
     if options.param is not None:
+        if options.launcher is not None:
+            error("--param runs one process per value; it does not combine with --launcher")
+            return EXIT_ERROR
         return _sweep(out, options, config, interpreter, progress)
     history = _history_options(options)
     command = Command(interpreter, [], [str(options.script), *options.script_args])
     if history.record and _history_refused(history, command):
         return EXIT_ERROR
+    launch = None
+    if options.launcher is not None:
+        try:
+            launch = verify_launch(options.launcher, options.script)
+        except CommandError as exc:
+            error(str(exc))
+            return EXIT_ERROR
     started_at = time.time()
     try:
         result = verify(
@@ -313,6 +356,7 @@ def verify_command(options: argparse.Namespace) -> int:
             options.write,
             progress,
             options.max_runs,
+            launch,
         )
     except (VerifyError, CommandError) as exc:
         error(str(exc))
@@ -327,6 +371,25 @@ def verify_command(options: argparse.Namespace) -> int:
         return EXIT_ERROR
     assert result.comparison is not None  # verify() compares whenever no run failed
     return EXIT_CLEAN if result.comparison.outcome == "confirmed" else EXIT_NOT_CONFIRMED
+
+
+def verify_launch(text: str, script: Path):
+    """The Launch of `--launcher 'torchrun --nproc-per-node 2'` for SCRIPT."""
+    import shlex
+
+    from gpulint.runtime_check.launchers import LaunchError, parse_launch
+    from gpulint.runtime_check.measure import CommandError
+
+    try:
+        launched = parse_launch([*shlex.split(text), str(script)])
+    except (LaunchError, ValueError) as exc:
+        raise CommandError(f"--launcher {text!r}: {exc}") from None
+    if launched is None or launched[1] != [str(script)]:
+        raise CommandError(
+            f"--launcher {text!r} is not a launcher command: give e.g. 'torchrun --nproc-per-node 2' "
+            "or 'accelerate launch --num_processes 2', without the script"
+        )
+    return launched[0]
 
 
 def _sweep(out: Output, options: argparse.Namespace, config: RunConfig, interpreter: str, progress) -> int:
@@ -377,6 +440,7 @@ def add_scale(parser: argparse.ArgumentParser) -> None:
         "--json", type=Path, dest="json_file", metavar="FILE", help="Write every figure to this JSON file."
     )
     _add_history_options(parser, record=True)
+    parser.epilog = EXIT_CODES["scale"]
     parser.set_defaults(run=scale_command)
 
 
@@ -415,11 +479,18 @@ def scale_command(options: argparse.Namespace) -> int:
     report.print_scale(out, result)
     scale_options = ["--nproc", options.nproc, *(["--strong", options.strong] if options.strong else [])]
     recorded = finish_scale(out, result, parsed, scale_options, started_at, time.time() - started_at, history)
+    if result.failed is None and not recorded:
+        return EXIT_ERROR
+    return scale_exit_code(result)
+
+
+def scale_exit_code(result: ScaleResult) -> int:
+    """0 scales; 1 below the bar or starved ranks; 4 inconclusive; a failed run's own code."""
     if result.failed is not None:
         return run_exit_code(result.failed)
-    if not recorded:
-        return EXIT_ERROR
-    return EXIT_CLEAN if result.kind == "scales" else EXIT_NOT_CONFIRMED
+    if result.kind == "scales":
+        return EXIT_CLEAN
+    return EXIT_INCONCLUSIVE if result.kind == "inconclusive" else EXIT_NOT_CONFIRMED
 
 
 # -- the run history -----------------------------------------------------------------------
@@ -435,6 +506,7 @@ def add_history(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, default=20, metavar="N", help="At most this many runs, newest first.")
     _output_format(parser)
     _add_history_options(parser, record=False)
+    parser.epilog = EXIT_CODES["history"]
     parser.set_defaults(run=history_command)
 
 
@@ -457,6 +529,7 @@ def add_compare(parser: argparse.ArgumentParser) -> None:
     )
     _output_format(parser)
     _add_history_options(parser, record=False)
+    parser.epilog = EXIT_CODES["compare"]
     parser.set_defaults(run=compare_command)
 
 
@@ -476,6 +549,7 @@ def add_report(parser: argparse.ArgumentParser) -> None:
         "--baseline", metavar="REF", help="Show this recorded run beside it (a run id, a git ref or `last`)."
     )
     _add_history_options(parser, record=False)
+    parser.epilog = EXIT_CODES["report"]
     parser.set_defaults(run=report_command)
 
 

@@ -28,7 +28,7 @@ NOISE_NOTE = (
     "Noise: the half-width of the 95% interval of a difference between two runs, the larger of 'between "
     "N runs' (the spread over recorded runs of the same command and script) and 'within the runs' (each "
     f"run's own step-to-step noise). Until {MIN_RUNS_FOR_SPREAD} runs of a command are recorded only the "
-    "second is known, and it is a lower bound."
+    "second is known, and it is a lower bound: a change beyond it is 'not established', never better or worse."
 )
 
 
@@ -57,11 +57,31 @@ class Difference:
         return abs(self.change) > self.noise
 
     @property
+    def established(self) -> bool:
+        """The noise is the spread between runs: within-run noise alone is a lower bound of what a
+        rerun changes, so a change beyond it says nothing about the code."""
+        return self.basis.startswith("between")
+
+    @property
     def direction(self) -> str:
-        """better, worse, or '' (no direction, no change, or within the noise)."""
-        if not self.beyond_noise or not self.better or not self.change:
+        """better, worse, or '' (no direction, no change, within the noise, or only within-run
+        noise known: not established)."""
+        if not self.beyond_noise or not self.better or not self.change or not self.established:
             return ""
         return "better" if (self.change < 0) == (self.better == "lower") else "worse"
+
+    @property
+    def outcome(self) -> str:
+        """What `compare` says of the change."""
+        if self.direction:
+            return self.direction
+        if self.beyond_noise is None:
+            return ""
+        if not self.beyond_noise:
+            return "within noise"
+        if not self.established:
+            return "not established"
+        return "changed"
 
 
 def spread_between_runs(history: History | None, baseline: RunRecord, name: str) -> tuple[float, int] | None:
@@ -178,11 +198,7 @@ def print_compare(out, a: RunRecord, b: RunRecord, rows: list[Difference]) -> No
         )
     table = []
     for d in rows:
-        status = {"better": "better", "worse": "worse"}.get(d.direction, "")
-        if not status and d.beyond_noise is False:
-            status = "within noise"
-        elif not status and d.beyond_noise and not d.better:
-            status = "changed"
+        status = d.outcome
         table.append(
             [
                 d.name,
@@ -218,6 +234,7 @@ def compare_json(a: RunRecord, b: RunRecord, rows: list[Difference]) -> dict:
                 "noise_basis": d.basis or None,
                 "beyond_noise": d.beyond_noise,
                 "direction": d.direction or None,
+                "outcome": d.outcome or None,
             }
             for d in rows
         ],

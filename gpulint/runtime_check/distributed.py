@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from gpulint.runtime_check import stats
 from gpulint.runtime_check.figures import Figure
 from gpulint.runtime_check.measure import ProcessRun, RunResult
-from gpulint.runtime_check.verdict import Recommendation
+from gpulint.runtime_check.verdict import STRAGGLER_HIGH, Recommendation
 
-STRAGGLER_SHARE = 0.05  # a rank doing this much more work per step than the others (median) is called out
 NS = 1e-9
 
 
@@ -59,6 +58,13 @@ class RankReport:
     ddp_config: dict | None  # DDP's settings as it logs them (backend, bucket size, find_unused_parameters, ...)
     collective_note: str  # how collective wait was measured, or why not
     figures: list[Figure] = field(default_factory=list)
+    slowest_excess: float | None = None  # seconds per step the slowest rank works longer than the others (median)
+
+    @property
+    def step_time(self) -> float | None:
+        """Median over ranks of the mean step time."""
+        times = [r.step_time for r in self.ranks if r.step_time is not None]
+        return stats.median(times) if times else None
 
     @property
     def collective_share(self) -> float | None:
@@ -125,30 +131,34 @@ def rank_report(run: RunResult) -> RankReport | None:
         )
     first = run.processes[0].report
     config = next((m["config"] for p in run.processes for m in p.report.get("ddp") or [] if m["config"]), None)
-    slowest, slowest_note = _straggler(ranks)
+    slowest, excess, slowest_note = _straggler(ranks)
     report = RankReport(first.get("world_size"), ranks, slowest, slowest_note, config, "; ".join(sorted(notes)))
+    report.slowest_excess = excess
     report.figures = _figures(report)
     return report
 
 
-def _straggler(ranks: list[RankFigures]) -> tuple[int | None, str]:
-    """Synchronised ranks all take as long as the slowest; the slowest is the one that waits least
-    for the others, so it is found by its own time (step time less collective wait)."""
+def _straggler(ranks: list[RankFigures]) -> tuple[int | None, float | None, str]:
+    """(rank, seconds of extra own work per step, note).  Synchronised ranks all take as long as
+    the slowest; the slowest is the one that waits least for the others, so it is found by its own
+    time (step time less collective wait)."""
     if len(ranks) < 2:
-        return None, "one rank"
+        return None, None, "one rank"
     # (rank, own time, step time); own time is known only where step time is
     timed = [(r, r.own_time, r.step_time) for r in ranks if r.own_time is not None and r.step_time is not None]
     if len(timed) < len(ranks):
-        return None, "not measured: needs the collective wait of every rank"
+        return None, None, "not measured: needs the collective wait of every rank"
     slowest, slowest_own, _ = max(timed, key=lambda t: t[1])
     others = stats.median(own for r, own, _ in timed if r is not slowest)
     step = stats.median(step_time for _, _, step_time in timed)
     excess = slowest_own - others
-    if excess < STRAGGLER_SHARE * step:
-        return None, f"none: no rank's own work exceeds the others' by {100 * STRAGGLER_SHARE:.0f}% of a step"
-    return slowest.rank, (
+    if excess < STRAGGLER_HIGH * step:
+        return None, None, f"none: no rank's own work exceeds the others' by {100 * STRAGGLER_HIGH:.0f}% of a step"
+    return (
+        slowest.rank,
+        excess,
         f"rank {slowest.rank} works {1000 * excess:.1f} ms per step longer than the other ranks "
-        "(median); they wait for it in all-reduce"
+        "(median); they wait for it in all-reduce",
     )
 
 

@@ -249,10 +249,15 @@ def _header(run: RunRecord) -> str:
     )
 
 
+# The verdicts that say the code leaves the hardware waiting (drawn with a red edge); compute-bound
+# and inconclusive are not.
+FIX_THE_CODE_FIRST = ("input-bound", "sync-bound", "host-bound", "straggler", "communication-bound")
+
+
 def _verdict(run: RunRecord) -> str:
     verdict = run.meta.get("verdict")
     if verdict:
-        kind = "bad" if verdict["headline"].startswith(("input-bound", "sync-bound")) else ""
+        kind = "bad" if verdict["headline"].startswith(FIX_THE_CODE_FIRST) else ""
         items = "".join(f"<li>{escape(r)}</li>" for r in verdict.get("reasons") or [])
         warnings = "".join(f'<p class="warning">warning: {escape(w)}</p>' for w in verdict.get("warnings") or [])
         return (

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpulint.runtime_check import attribution as attribution_mod
 from gpulint.runtime_check import compute as compute_mod
 from gpulint.runtime_check import distributed, stats
 from gpulint.runtime_check import memory as memory_mod
@@ -60,6 +61,9 @@ class Profile:
     ranks: distributed.RankReport | None = None  # launched runs only
     memory: memory_mod.MemoryReport | None = None
     compute: compute_mod.ComputeReport | None = None
+    # Where the whole step goes (sampled stacks) in the first process; by rank under a launcher.
+    attribution: attribution_mod.Attribution | None = None
+    rank_attributions: dict[int, attribution_mod.Attribution] = field(default_factory=dict)
 
 
 def framework_of(run: RunResult) -> str:
@@ -73,11 +77,21 @@ def framework_of(run: RunResult) -> str:
 
 
 def measurements_of(
-    run: RunResult, framework: str, ranks: distributed.RankReport | None = None
+    run: RunResult,
+    framework: str,
+    ranks: distributed.RankReport | None = None,
+    attribution: attribution_mod.Attribution | None = None,
+    straggler_note: str = "",
 ) -> verdict_mod.Measurements:
     steps = run.steps
     sample = steps.sample if steps else []
     syncs = sum(steps.syncs.values()) / steps.count if steps and steps.count and run.cuda else None
+    host_lines = {}
+    for phase in attribution.phases if attribution else []:
+        if phase.lines:
+            top = phase.lines[0]
+            host_lines[phase.name] = f"{_short(top.where)} `{top.text}`"
+    straggler = next((r for r in ranks.ranks if r.rank == ranks.slowest), None) if ranks else None
     return verdict_mod.Measurements(
         framework=framework,
         steps=steps.count if steps else 0,
@@ -92,7 +106,61 @@ def measurements_of(
         main_cores=run.cpu.main_cores if run.cpu else None,
         worker_cores=run.cpu.worker_cores if run.cpu else None,
         other_cores=run.cpu.other_cores if run.cpu else None,
+        host_shares=host_work(attribution, run),
+        host_lines=host_lines,
+        straggler_rank=straggler.rank if straggler else None,
+        straggler_share=_straggler_share(ranks) if straggler else None,
+        straggler_note=straggler_note,
+        loader=run.processes[0].report.get("loader") if run.processes else None,
+        cores=run.cpu.cores if run.cpu else None,
     )
+
+
+def host_work(attribution: attribution_mod.Attribution | None, run: RunResult) -> dict[str, float]:
+    """The host phases that are work the device does not wait on.  On CUDA the host reads a tensor
+    (`.item()`) only when the device has finished computing it, so that wait is the device's
+    compute unless the GPU is measured starved (under GPU_STARVED)."""
+    if attribution is None:
+        return {}
+    shares = attribution.host_shares
+    if run.cuda and (run.gpu is None or run.gpu.util_mean >= verdict_mod.GPU_STARVED):
+        shares.pop(attribution_mod.HOST_SYNC, None)
+    return shares
+
+
+def _straggler_share(ranks: distributed.RankReport | None) -> float | None:
+    if ranks is None or ranks.slowest_excess is None or not ranks.step_time:
+        return None
+    return ranks.slowest_excess / ranks.step_time
+
+
+def _short(where: str) -> str:
+    """`train.py:42` for a `file:line`: the report names the script's lines."""
+    path, _, row = where.rpartition(":")
+    return f"{Path(path).name}:{row}"
+
+
+def straggler_note(ranks: distributed.RankReport | None, by_rank: dict[int, attribution_mod.Attribution]) -> str:
+    """Where the slowest rank's extra time goes: the phase (and its line) whose time per step grew
+    most against the median of the other ranks."""
+    if ranks is None or ranks.slowest is None or ranks.slowest not in by_rank:
+        return ""
+    step = {r.rank: r.step_time for r in ranks.ranks if r.step_time}
+    mine_step = step.get(ranks.slowest)
+    others = {rank: a for rank, a in by_rank.items() if rank != ranks.slowest and rank in step}
+    if not others or mine_step is None:
+        return ""
+    best: tuple[float, attribution_mod.Phase] | None = None
+    for phase in by_rank[ranks.slowest].phases:
+        theirs = stats.median(a.share(phase.name) * step[rank] for rank, a in others.items())
+        grew = phase.share * mine_step - theirs
+        if best is None or grew > best[0]:
+            best = (grew, phase)
+    if best is None or best[0] <= 0:
+        return ""
+    grew, phase = best
+    where = f" at {_short(phase.lines[0].where)} `{phase.lines[0].text}`" if phase.lines else ""
+    return f"its {phase.name} takes {1000 * grew:.1f} ms a step more{where}"
 
 
 def sync_lines(run: RunResult) -> list[SyncLine]:
@@ -148,8 +216,16 @@ def profile(
     result.ranks = distributed.rank_report(run)
     result.memory = memory_mod.memory_report(run)
     result.compute = compute_mod.compute_report(run, flops_per_step, peak_tflops)
-    result.measurements = measurements_of(run, framework, result.ranks)
+    result.attribution = attribution_mod.attribute(run.processes[0].report) if run.processes else None
+    if result.ranks is not None:
+        for process in run.processes:
+            of_rank = attribution_mod.attribute(process.report)
+            if of_rank is not None:
+                result.rank_attributions[process.rank or 0] = of_rank
+    note = straggler_note(result.ranks, result.rank_attributions)
+    result.measurements = measurements_of(run, framework, result.ranks, result.attribution, note)
     result.verdict = verdict_mod.decide(result.measurements)
+    _place(result.verdict.recommendations, result.attribution)
     if result.verdict.kind == "communication-bound":
         # collective wait is measured for launched runs only, so there is a rank report
         assert result.ranks is not None
@@ -166,6 +242,22 @@ def profile(
     codes += [s.rule for s in result.syncs if s.rule and s.rule not in codes]
     result.lint = lint_hits(command.script, codes)
     # What the script actually has comes first; the order among them is the expected-gain order.
-    found = {h.code for h in result.lint}
-    result.verdict.recommendations.sort(key=lambda r: r.code not in found)
+    # A fix measured on this run's own lines comes first; then what the script has, in the
+    # expected-gain order.
+    in_script = {h.code for h in result.lint}
+    result.verdict.recommendations.sort(key=lambda r: (r.line is None, r.code not in in_script))
     return result
+
+
+def _place(recommendations: list[verdict_mod.Recommendation], attribution) -> None:
+    """Give each host-work fix the line where this run spends the time it removes."""
+    if attribution is None:
+        return
+    for recommendation in recommendations:
+        for phase in attribution.phases:
+            if phase.lines and verdict_mod.HOST_PHASE_RULES.get(phase.name) == (
+                recommendation.code,
+                recommendation.action,
+            ):
+                recommendation.line = phase.lines[0].where
+                break

@@ -20,6 +20,7 @@ from gpulint.runtime_check.history import (
     HistoryError,
     NoEarlierRun,
     RunRecord,
+    git_commit_of,
     history_location,
     parse_since,
     project_root,
@@ -59,6 +60,29 @@ class HistoryOptions:
         """The history, to record in (`create`) or read-only; None when history is off."""
         location = self.location(start)
         return None if location is None else History.open(location[0], create, within=location[1])
+
+
+# -- before a run ----------------------------------------------------------------------------
+def baseline_error(options: HistoryOptions, command: Command, ref: str) -> str | None:
+    """Why `--baseline REF` cannot name a run, found before anything runs (None: it may). A run
+    id must be recorded and a git ref must resolve; `last` may name nothing yet (a gate's first
+    run becomes the baseline).  Which run of this command it is, is resolved after the run."""
+    start = records.run_root(command)
+    try:
+        if options.location(start) is None:
+            return "--baseline needs the run history, which is off in the configuration"
+        if ref == "last":
+            return None
+        if not ref.isdigit() and git_commit_of(ref, start) is None:
+            return f"--baseline {ref!r} is neither a run id, `last`, nor a git commit"
+        if ref.isdigit():
+            history = options.open(start, create=False)
+            if history is not None:
+                with history:
+                    history.load(int(ref))
+    except HistoryError as exc:
+        return f"--baseline {ref}: {exc}"
+    return None
 
 
 # -- after a run -----------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from gpulint.runtime_check import stats
+from gpulint.runtime_check.attribution import Attribution, Line
 from gpulint.runtime_check.distributed import RankReport
 from gpulint.runtime_check.figures import NOT_MEASURED, Figure, format_value
 from gpulint.runtime_check.measure import RunResult, StepStats
@@ -222,7 +223,7 @@ def print_profile(out: Output, result: Profile) -> None:
         [
             "effective compute share",
             pct(v.compute_share) if v and m and m.data_share is not None else NOT_MEASURED,
-            "step time minus data wait, over step time",
+            "step time less the waits for data, syncs, other ranks and host work (table below), over step time",
         ]
     )
     rows += figure_rows(result.compute.figures if result.compute else [])
@@ -263,6 +264,8 @@ def print_profile(out: Output, result: Profile) -> None:
         rows.append(["GPU memory", NOT_MEASURED, ""])
     rows += figure_rows(result.memory.figures if result.memory else [])
     out.table("Measured", ["figure", "value", "note"], rows, right=(1,))
+    if result.attribution:
+        print_attribution(out, result.attribution, steps.mean)
     if result.ranks:
         print_ranks(out, result.ranks)
     if run.gpu and run.gpu.series:
@@ -294,11 +297,41 @@ def print_profile(out: Output, result: Profile) -> None:
         rows = []
         for r in v.recommendations:
             lines = [str(row) for row in dict.fromkeys(h.row for h in result.lint if h.code == r.code)]
-            rows.append([r.code or "-", r.action, r.expected_gain, ("line " + ", ".join(lines)) if lines else "-"])
+            measured = f"{Path(r.line).name} (measured)" if r.line else ""
+            found = ("line " + ", ".join(lines)) if lines else ""
+            rows.append([r.code or "-", r.action, r.expected_gain, "; ".join(filter(None, [measured, found])) or "-"])
         out.table("Fixes to try, in order of expected gain", ["rule", "fix", "expected gain", "in this script"], rows)
     suggestion = profile_next(result)
     if suggestion:
         out.line(suggestion.line)
+
+
+def print_attribution(out: Output, attribution: Attribution, step: float) -> None:
+    """Where the whole step goes, by phase, with the lines of the script that take the time."""
+    rows = []
+    for phase in attribution.phases:
+        lines: list[Line | None] = [*phase.lines[:1]] or [None]
+        for i, line in enumerate(lines):
+            where = "-"
+            if line is not None:
+                where = f"{Path(line.where).name} `{line.text}`"
+                if line.inner:
+                    where += f" -> {Path(line.inner).name} `{line.inner_text}`"
+            rows.append(
+                [
+                    phase.name if i == 0 else "",
+                    pct(phase.share) if i == 0 else "",
+                    ms(phase.share * step) if i == 0 else "",
+                    phase.rule or "-" if i == 0 else "",
+                    where,
+                ]
+            )
+    out.table(
+        f"Where the step goes ({attribution.note})",
+        ["phase", "share", "per step", "rule", "the line that takes most of it"],
+        rows,
+        right=(1, 2),
+    )
 
 
 def figure_rows(figures: list[Figure]) -> list[list[str]]:
@@ -348,9 +381,17 @@ def suggested_verify(result: Profile) -> str | None:
     command = result.command
     if command is None or command.script is None:
         return None
-    fixable = [h for h in result.lint if h.fixable and (result.run.cuda or h.code not in NEEDS_DEVICE)]
+    acting = [r.code for r in result.verdict.recommendations] if result.verdict else []
+    fixable = [
+        h for h in result.lint if h.fixable and (result.run.cuda or h.code not in NEEDS_DEVICE) and h.code in acting
+    ]
     if not fixable:
         return None
+    fixable.sort(key=lambda h: acting.index(h.code))  # the first fix of the verdict's order
+    extra: list[str] = []
+    if command.launch is not None:  # the launcher and its options, so every rank is measured as it ran
+        extra = ["--launcher", shlex.join([Path(command.launch.prefix[0]).name, *command.launch.prefix[1:]])]
+        return verify_command(str(command.script), [fixable[0].code], command.target[1:], None, *extra)
     return verify_command(str(command.script), [fixable[0].code], command.target[1:], command.interpreter)
 
 
@@ -422,6 +463,8 @@ def profile_json(result: Profile) -> dict:
         "gpu": dataclasses.asdict(run.gpu) if run.gpu else None,
         "gpu_not_measured": None if run.gpu else (run.gpu_unavailable or "no samples"),
         "measurements": dataclasses.asdict(result.measurements) if result.measurements else None,
+        "attribution": dataclasses.asdict(result.attribution) if result.attribution else None,
+        "rank_attributions": {str(rank): dataclasses.asdict(a) for rank, a in result.rank_attributions.items()},
         "verdict": None
         if result.verdict is None
         else {

@@ -29,15 +29,20 @@ from pathlib import Path
 
 import libcst as cst
 
-from gpulint.runtime_check import distributed, stats
+from gpulint.runtime_check import attribution, distributed, stats
 from gpulint.runtime_check.figures import Figure
 from gpulint.runtime_check.launchers import Launch, torchrun_prefix
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_once
 from gpulint.runtime_check.script_params import ParamError, ParamSite, set_param
 from gpulint.runtime_check.sweep import rotation
-from gpulint.runtime_check.verdict import Recommendation
+from gpulint.runtime_check.verdict import FIX_CODE_FIRST, HOST_PHASE_RULES, Recommendation, pct
 
 CONFIDENCE = 0.95
+_INPUT_PER_RANK = Recommendation(
+    "GL605",
+    "overlap the input pipeline: loader workers per rank (cores divided by ranks), pin_memory, prefetch",
+    "the data wait",
+)
 
 
 class ScaleError(Exception):
@@ -280,15 +285,70 @@ def judge(result: ScaleResult) -> None:
         worst = min(below, key=lambda e: e.value)
         _explain(result, next(s for s in result.sizes if s.nproc == worst.nproc), worst)
     elif all(e.outcome == "near linear" for e in result.efficiencies):
-        result.kind = "scales"
         top = result.efficiencies[-1]
-        result.advice = (
-            f"more GPUs will help: {100 * top.value:.0f}% efficiency at {top.nproc} processes "
-            f"(bar {100 * top.threshold:.0f}%), near linear at every size measured"
-        )
+        if not _starved(result, top):
+            result.kind = "scales"
+            result.advice = (
+                f"more GPUs will help: {100 * top.value:.0f}% efficiency at {top.nproc} processes "
+                f"(bar {100 * top.threshold:.0f}%), near linear at every size measured"
+            )
     else:
         result.kind = "inconclusive"
         result.advice = "the efficiency is within the noise of the bar: run more repeats (--runs) on a quieter machine"
+
+
+def _starved(result: ScaleResult, top: Efficiency) -> bool:
+    """Near-linear throughput from ranks that mostly wait is no case for more GPUs: each rank
+    starves alone, and more of them multiply the waste.  True (with the verdict set) when at some
+    size the ranks' own compute -- the step less the waits for data and for the other ranks and
+    rank 0's host work between the steps (its sampled stacks) -- is under the method's
+    FIX_CODE_FIRST share of their step."""
+    for size in result.sizes:
+        parts = size.breakdown()
+        step = parts["step_time"]
+        if not step:
+            continue
+        run = size.runs[-1]
+        found = attribution.attribute(run.processes[0].report) if run.processes else None
+        host = found.host_shares if found else {}
+        shares = {
+            "data": (parts["data_wait"] or 0.0) / step,
+            "the other ranks (all-reduce)": (parts["collective_wait"] or 0.0) / step,
+            **host,
+        }
+        own = max(0.0, 1.0 - sum(shares.values()))
+        if own >= FIX_CODE_FIRST:
+            continue
+        what, waits = max(shares.items(), key=lambda kv: kv[1])
+        result.kind = {"data": "input-bound", "the other ranks (all-reduce)": "communication-bound"}.get(
+            what, "host-bound"
+        )
+        result.advice = (
+            f"throughput scales ({100 * top.value:.0f}% efficiency at {top.nproc} processes) only because each "
+            f"rank waits alone: fix the code before adding GPUs, which would multiply the wait"
+        )
+        if what in host:
+            doing = f"spend {pct(waits)} of every step on {what}"
+        else:
+            doing = f"wait {pct(waits)} of every step for {what}"
+        result.reasons.append(
+            f"at {size.nproc} process{'es' if size.nproc > 1 else ''} the ranks {doing}; their own work is "
+            f"{pct(own)} of it (under {pct(FIX_CODE_FIRST)}: fix the code first)"
+        )
+        report = distributed.rank_report(run)
+        assert run.steps is not None and report is not None, "a launched run that is ok"
+        advice = distributed.communication_advice(
+            report.ddp_config, bool(run.steps.batches and run.steps.batches > run.steps.count), shares["data"], run.cuda
+        )
+        if result.kind == "input-bound":
+            result.recommendations = [r for r in advice if r.code == "GL605"] or [_INPUT_PER_RANK]
+        elif result.kind == "communication-bound":
+            result.recommendations = advice
+        else:
+            code, action = HOST_PHASE_RULES[what]
+            result.recommendations = [Recommendation(code, action, "the host work's share of each rank's step")]
+        return True
+    return False
 
 
 def _explain(result: ScaleResult, size: SizeRuns, efficiency: Efficiency) -> None:
@@ -340,13 +400,7 @@ def _explain(result: ScaleResult, size: SizeRuns, efficiency: Efficiency) -> Non
     elif cause == "data wait":
         result.kind = "input-bound"
         result.advice = "fix the input pipeline before adding GPUs: ranks wait longer for data as they multiply"
-        result.recommendations = [r for r in advice if r.code == "GL605"] or [
-            Recommendation(
-                "GL605",
-                "overlap the input pipeline: loader workers per rank (cores divided by ranks), pin_memory, prefetch",
-                "the data wait",
-            )
-        ]
+        result.recommendations = [r for r in advice if r.code == "GL605"] or [_INPUT_PER_RANK]
     else:
         result.kind = "contention"
         result.advice = (

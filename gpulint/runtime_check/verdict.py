@@ -18,6 +18,11 @@ GPU_MEMORY_FULL = 0.90
 # under the 90% efficiency line (scale.py), so more GPUs would mostly wait longer.
 COLLECTIVE_HIGH = 0.10
 MIN_STEPS = 3  # fewer measured steps than this is no measurement
+# Share of the step taken by one kind of host work between the steps' device work (checkpoint
+# writes, logging, validation, host reads, ...; attribution.py): from this it names the bottleneck.
+HOST_WORK_HIGH = 0.10
+# A rank doing this much more work per step than the others (median) makes them all wait for it.
+STRAGGLER_HIGH = 0.05
 NOISY_CV = 0.5  # step-time coefficient of variation above this: say the figures are noisy
 BUSY_CORES = 0.5  # cores kept busy by other processes from which the machine counts as loaded
 
@@ -79,6 +84,15 @@ class Measurements:
     main_cores: float | None = None
     worker_cores: float | None = None
     other_cores: float | None = None
+    # Host work between the device work, by phase (HOST_PHASE_RULES), share of step time,
+    # from the sampled stacks; empty when the stack was not sampled.
+    host_shares: dict[str, float] = field(default_factory=dict)
+    host_lines: dict[str, str] = field(default_factory=dict)  # phase -> "line N: text" that takes most of it
+    straggler_rank: int | None = None
+    straggler_share: float | None = None  # its extra own work per step, share of the step
+    straggler_note: str = ""  # where its extra time goes
+    loader: dict | None = None  # the training DataLoader's settings (num_workers, persistent_workers, ...)
+    cores: int | None = None  # CPU cores of the machine
 
 
 @dataclass
@@ -86,12 +100,14 @@ class Recommendation:
     code: str
     action: str
     expected_gain: str
+    line: str | None = None  # where this run spends the time the fix removes ("path:row"), when measured
 
 
 @dataclass
 class Verdict:
-    kind: str  # input-bound | communication-bound | sync-bound | compute-bound | inconclusive
-    severity: str | None  # high | moderate (input-bound only)
+    # input-bound | communication-bound | straggler | host-bound | sync-bound | compute-bound | inconclusive
+    kind: str
+    severity: str | None  # high | moderate (input-bound), the phase (host-bound), the rank (straggler)
     advice: str  # "fix the code first", "more GPUs can help", ...
     compute_share: float | None
     reasons: list[str] = field(default_factory=list)
@@ -107,7 +123,80 @@ def pct(value: float) -> str:
     return f"{100 * value:.0f}%"
 
 
+# The host phases of attribution.py (what the thread does between the steps' device work), each
+# with the rule that flags it and the fix.
+HOST_PHASE_RULES = {
+    "validation": ("GL301", "validate at intervals (every N steps or once per epoch), not every step"),
+    "checkpoint writes": ("GL303", "save checkpoints at intervals (every N steps or at the end of an epoch)"),
+    "logging": ("GL302", "log at intervals, and do not flush or fsync every step"),
+    "host sync": ("GL201", "keep values on the device; read them on the host at logging intervals"),
+    "loader start-up": ("GL103", "keep loader workers alive between epochs (persistent_workers=True)"),
+    "host-to-device copies": ("GL104", "copy batches with non_blocking=True from pinned memory"),
+    "other host work": ("", "move this per-step host work out of the step, or do it at intervals"),
+}
+
+
+@dataclass
+class _Candidate:
+    share: float
+    kind: str
+    severity: str | None
+    reason: str
+
+
+def _candidates(m: Measurements, data: float, collective: float) -> list[_Candidate]:
+    """Every cause whose share of the step passes its threshold, with the reason it is there."""
+    found = []
+    if data >= INPUT_MODERATE:
+        found.append(
+            _Candidate(
+                data,
+                "input-bound",
+                "high" if data >= INPUT_HIGH else "moderate",
+                f"{pct(data)} of step time waits for the training loader "
+                f"(moderate from {pct(INPUT_MODERATE)}, high from {pct(INPUT_HIGH)})",
+            )
+        )
+    straggler = m.straggler_share or 0.0
+    if m.straggler_rank is not None and straggler >= STRAGGLER_HIGH:
+        found.append(
+            _Candidate(
+                straggler,
+                "straggler",
+                f"rank {m.straggler_rank}",
+                f"rank {m.straggler_rank} works {_per_step(straggler, m)}longer than the other ranks, "
+                f"which wait for it at the all-reduce{': ' + m.straggler_note if m.straggler_note else ''}",
+            )
+        )
+    # The wait for a slower rank shows as collective wait: what the straggler explains is its own.
+    exchange = collective - (straggler if m.straggler_rank is not None else 0.0)
+    if exchange >= COLLECTIVE_HIGH:
+        found.append(
+            _Candidate(
+                exchange,
+                "communication-bound",
+                None,
+                f"ranks wait {pct(exchange)} of each step for all-reduce (from {pct(COLLECTIVE_HIGH)} "
+                "a 1->2 scaling run falls under 90% efficiency)",
+            )
+        )
+    for phase, share in m.host_shares.items():
+        if share >= HOST_WORK_HIGH and phase in HOST_PHASE_RULES:
+            where = m.host_lines.get(phase)
+            found.append(
+                _Candidate(
+                    share,
+                    "sync-bound" if phase == "host sync" else "host-bound",
+                    None if phase == "host sync" else phase,
+                    f"{pct(share)} of step time is {phase}{' at ' + where if where else ''} "
+                    f"(sampled stacks; named from {pct(HOST_WORK_HIGH)})",
+                )
+            )
+    return sorted(found, key=lambda c: -c.share)
+
+
 def decide(m: Measurements) -> Verdict:
+    """The largest attributable share of the step names the bottleneck; the others are listed."""
     warnings = _warnings(m)
     if m.steps < MIN_STEPS or m.step_median is None:
         return Verdict(
@@ -121,40 +210,30 @@ def decide(m: Measurements) -> Verdict:
     data = m.data_share or 0.0
     sync = m.sync_share or 0.0
     collective = m.collective_share or 0.0
-    compute = max(0.0, 1.0 - data - sync - collective)
+    host = sum(m.host_shares.values())
+    compute = max(0.0, 1.0 - data - sync - collective - host)
     reasons: list[str] = []
     if m.data_share is None:
         reasons.append("data wait not measured")
     gpu_measured = m.gpu_util is not None
-
-    if data >= INPUT_MODERATE:
-        severity = "high" if data >= INPUT_HIGH else "moderate"
-        reasons.append(
-            f"{pct(data)} of step time waits for input "
-            f"(moderate from {pct(INPUT_MODERATE)}, high from {pct(INPUT_HIGH)})"
-        )
-        if m.main_cores is not None and m.main_cores >= 0.9 and (m.worker_cores or 0) < 0.1:
-            reasons.append(
-                f"the main process keeps one core busy ({m.main_cores:.2f} cores) with no loader workers: "
-                "the input pipeline is serial"
-            )
-        if gpu_measured and m.gpu_idle_fraction:
-            reasons.append(f"GPU at 0% in {pct(m.gpu_idle_fraction)} of samples: it waits for batches")
-        kind = "input-bound"
-        recommendations = [
-            Recommendation(code, action, _gain(data) if i == 0 else "a share of the same wait")
-            for i, (code, action) in enumerate(INPUT_RULES[m.framework])
-        ]
-        if m.syncs_per_step:
-            recommendations += _sync_recommendations(m)
-    elif collective >= COLLECTIVE_HIGH:
-        severity = None
-        kind = "communication-bound"
-        reasons.append(
-            f"ranks wait {pct(collective)} of each step for all-reduce (from {pct(COLLECTIVE_HIGH)} "
-            "a 1->2 scaling run falls under 90% efficiency)"
-        )
-        recommendations = []  # they depend on the DDP settings: distributed.communication_advice
+    candidates = _candidates(m, data, collective)
+    recommendations: list[Recommendation]
+    if candidates:
+        top = candidates[0]
+        kind, severity = top.kind, top.severity
+        reasons.append(top.reason)
+        reasons += [f"also: {c.reason}" for c in candidates[1:]]
+        recommendations = _recommendations_for(top, m, data)
+        if kind == "input-bound":
+            if m.main_cores is not None and m.main_cores >= 0.9 and (m.worker_cores or 0) < 0.1:
+                reasons.append(
+                    f"the main process keeps one core busy ({m.main_cores:.2f} cores) with no loader workers: "
+                    "the input pipeline is serial"
+                )
+            if gpu_measured and m.gpu_idle_fraction:
+                reasons.append(f"GPU at 0% in {pct(m.gpu_idle_fraction)} of samples: it waits for batches")
+            if m.syncs_per_step:
+                recommendations += _sync_recommendations(m)
     elif m.syncs_per_step and m.syncs_per_step >= 1 and (m.gpu_util is None or m.gpu_util < GPU_STARVED):
         severity = None
         kind = "sync-bound"
@@ -170,7 +249,7 @@ def decide(m: Measurements) -> Verdict:
             "look at per-step Python work and small kernels"
         )
         recommendations = [Recommendation(c, a, "unknown") for c, a in SYNC_RULES[3:]] + _compute_recommendations(m)
-    elif m.data_share is None and not gpu_measured:
+    elif m.data_share is None and not gpu_measured and not m.host_shares:
         severity = None
         kind = "inconclusive"
         reasons.append("neither data wait nor GPU utilization could be measured for this loop")
@@ -179,11 +258,31 @@ def decide(m: Measurements) -> Verdict:
         severity = None
         kind = "compute-bound"
         reasons.append(f"data wait {pct(data)} of step time (< {pct(INPUT_MODERATE)})")
+        if m.host_shares:
+            reasons.append(
+                f"host work between the steps' compute {pct(host)} of step time "
+                f"(no kind of it reaches {pct(HOST_WORK_HIGH)})"
+            )
         if gpu_measured:
             reasons.append(f"GPU utilization {m.gpu_util:.0f}%")
         recommendations = _compute_recommendations(m)
 
-    if compute < FIX_CODE_FIRST:
+    if kind == "straggler":
+        advice = (
+            f"balance the work: {severity} does {_per_step(m.straggler_share or 0.0, m)}more work than the "
+            "others, and every rank waits for it; more GPUs would wait too"
+        )
+    elif kind == "host-bound":
+        advice = (
+            f"fix the code first: {pct(candidates[0].share)} of each step is {severity}, host work that more "
+            "GPUs would not shorten"
+        )
+    elif kind == "sync-bound" and candidates:
+        advice = (
+            f"fix the code first: {pct(candidates[0].share)} of each step reads tensors on the host; "
+            "more GPUs would not shorten it"
+        )
+    elif compute < FIX_CODE_FIRST:
         advice = (
             f"fix the code first: effective compute share {pct(compute)} (< {pct(FIX_CODE_FIRST)}); "
             "more GPUs would wait too"
@@ -207,15 +306,79 @@ def decide(m: Measurements) -> Verdict:
     elif kind == "inconclusive" and not gpu_measured:
         advice = "not enough was measurable here: profile on the training machine (with NVML) before deciding"
     elif kind == "compute-bound" and not gpu_measured:
-        advice = "the host is not waiting; GPU utilization not measured here: measure it before buying GPUs"
+        advice = (
+            f"the step is compute ({pct(compute)} of it); GPU utilization not measured here: "
+            "measure it before buying GPUs"
+        )
     else:
         advice = "fix the code first: the GPU is not kept busy"
     return Verdict(kind, severity, advice, compute, reasons, warnings, recommendations)
 
 
-def _gain(share: float) -> str:
-    """Removing a wait of `share` of the step at best gives 1 / (1 - share)."""
-    return f"up to {1 / max(1e-9, 1 - share):.1f}x" if share < 0.99 else "large"
+def _per_step(share: float, m: Measurements) -> str:
+    """'24.0 ms a step (31%) ' or '31% of a step '."""
+    if m.step_median is None:
+        return f"{pct(share)} of a step "
+    return f"{1000 * share * m.step_median:.1f} ms a step ({pct(share)}) "
+
+
+def _recommendations_for(top: _Candidate, m: Measurements, data: float) -> list[Recommendation]:
+    if top.kind == "input-bound":
+        return _input_recommendations(m, data)
+    if top.kind == "straggler":
+        return [
+            Recommendation(
+                "",
+                f"balance the work across ranks: {top.severity} does more per step"
+                f"{' (' + m.straggler_note + ')' if m.straggler_note else ''}; give it less data, or move its "
+                "extra work out of the step or onto every rank",
+                ceiling(top.share),
+            )
+        ]
+    if top.kind == "communication-bound":
+        return []  # they depend on the DDP settings: distributed.communication_advice
+    phase = "host sync" if top.kind == "sync-bound" else top.severity or ""
+    code, action = HOST_PHASE_RULES[phase]
+    return [Recommendation(code, action, ceiling(top.share))]
+
+
+def _input_recommendations(m: Measurements, data: float) -> list[Recommendation]:
+    """The input fixes that can act on this run, the one with the most evidence first: loader
+    workers when the training loader has fewer than the machine's cores; persistent workers only
+    where there are workers to keep."""
+    loader, cores = m.loader, m.cores
+    out = []
+    for code, action in INPUT_RULES[m.framework]:
+        gain: str | None = "a share of the same wait"
+        if code == "GL101":
+            gain = _workers_gain(data, loader, cores)
+        elif code == "GL103" and loader is not None and not loader.get("num_workers"):
+            continue  # no workers to keep alive: it cannot act on this loader
+        elif code == "GL103" and loader is not None and loader.get("persistent_workers"):
+            continue
+        if gain is not None:  # None: the loader already has a worker per core
+            out.append(Recommendation(code, action, gain))
+    return out
+
+
+def _workers_gain(data: float, loader: dict | None, cores: int | None) -> str | None:
+    """At most what loading in worker processes can give: with W workers on a machine of `cores`
+    cores, the wait shrinks at best to wait x (workers now, at least 1) / min(W, cores), and never
+    below the rest of the step.  None when the loader already has a worker per core."""
+    if loader is None or cores is None or loader.get("num_workers") is None:
+        return ceiling(data)
+    now = max(1, loader["num_workers"])
+    if loader["num_workers"] >= cores:
+        return None
+    rest, wait = 1.0 - data, data * now / cores
+    bound = 1.0 / max(rest, wait, 1e-9)
+    return f"at most {bound:.1f}x ({loader['num_workers']} workers now; {cores} cores split the {pct(data)} wait)"
+
+
+def ceiling(share: float) -> str:
+    """Removing all of a share of the step at best gives 1 / (1 - share): a ceiling, not a forecast."""
+    bound = f"{1 / (1 - share):.1f}x" if share < 0.99 else "large"
+    return f"ceiling {bound} (if all of the {pct(share)} went)"
 
 
 def _sync_recommendations(m: Measurements) -> list[Recommendation]:

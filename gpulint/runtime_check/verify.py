@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpulint.runtime_check import nvml, stats
+from gpulint.runtime_check.launchers import Launch
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, StepStats, run_once
 from gpulint.runtime_check.verdict import NEEDS_DEVICE, busy_machine_warning
 
@@ -159,9 +160,11 @@ def verify(
     write: bool = False,
     progress=None,
     max_runs: int | None = None,
+    launch: Launch | None = None,
 ) -> VerifyResult:
     """Runs of each arm: `runs` interleaved pairs, then one pair more at a time while the verdict
-    is "not confirmed", up to `max_runs` (default twice `runs`) of each."""
+    is "not confirmed", up to `max_runs` (default twice `runs`) of each; under `launch` (torchrun,
+    accelerate launch) when given, every rank running the arm's source."""
     from gpulint.linter.run.process import unified_diff
     from gpulint.linter.run.safe_files import write_atomic
 
@@ -178,7 +181,7 @@ def verify(
     result = VerifyResult(
         str(script), codes or [], applied, unified_diff(source, fixed, str(script)), Arm("original"), Arm("fixed"), []
     )
-    command = Command(interpreter, [], [str(script), *args])
+    command = Command(interpreter, [], [str(script), *args], launch)
     schedule = interleaved(max_runs)
     with tempfile.TemporaryDirectory(prefix="gpulint-verify-") as folder:
         fixed_source = Path(folder) / script.name

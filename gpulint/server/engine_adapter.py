@@ -10,6 +10,7 @@ notebook module to lint cells as one module, the suppression writer of `--add-su
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from gpulint.linter.run import notebook
 from gpulint.linter.run.add_suppressions import suppress_source
 from gpulint.linter.run.outcome import RunOptions
 from gpulint.linter.run.process import process_source
+from gpulint.linter.run.safe_files import format_size
 from gpulint.rules import find_rule
 from gpulint.rules.docs import rule_markdown, rule_url
 
@@ -96,18 +98,29 @@ def _changes(edits) -> list[TextChange]:
 
 
 class Project:
-    """The settings of one configuration file (or the defaults) and a linter built from them."""
+    """The settings of one configuration file (or the defaults) and a linter built from them.
+
+    The linter is built on first use: the server's protocol process reads a project's settings
+    (its file-size limit, whether fix-all may apply unsafe fixes) and leaves linting to its worker."""
 
     def __init__(self, config_file: Path | None, allow_local_rules: bool = False) -> None:
         self.config_file = config_file
         # A workspace's local rules are its code: loaded only when the server was told to trust it.
         self.settings = load_settings(config_file, load_local_rules=allow_local_rules)  # raises SettingsError
-        self.linter = Linter(self.settings)
+
+    @functools.cached_property
+    def linter(self) -> Linter:
+        return Linter(self.settings)
 
     @property
     def applies_unsafe_fixes(self) -> bool:
         """Whether `fix_all` applies unsafe fixes too (`unsafe-fixes = true` in the configuration)."""
         return self.settings.unsafe_fixes
+
+    @property
+    def max_file_size(self) -> int:
+        """`max-file-size` in bytes: a larger source is not linted (as on the command line)."""
+        return self.settings.max_file_size
 
     # -- Python sources ---------------------------------------------------------------------
     def lint(self, text: str, name: str) -> Report:
@@ -202,6 +215,16 @@ def suppression_changes(text: str, problem: Problem) -> list[TextChange] | None:
     if not added:
         return None
     return _changes(line_edits(text, new_text))
+
+
+def source_size(text: str) -> int:
+    """The size in bytes the text has in a file (UTF-8), as `max-file-size` counts it."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def too_large(size: int, limit: int) -> str:
+    """Why a source over `max-file-size` is not linted, in the words of the command line."""
+    return f"larger than max-file-size ({format_size(size)} > {format_size(limit)}); skipped"
 
 
 def rule_help(code: str) -> tuple[str, str] | None:

@@ -14,17 +14,35 @@ what is gpulint's.
   generation, so they are computed when the action is chosen (`codeAction/resolve`) for clients
   that can resolve edits, and otherwise only for the diagnostics the request is about.
 - **Hover** on a diagnostic, or on a rule id in a suppression comment: the rule's explanation.
+
+On a workspace that may be hostile (docs/safety.md, "The language server"): only documents the
+editor has open are linted or answered about, never a file read from disk; a document over
+`max-file-size` is one "not linted" diagnostic; every lint, fix and suppression edit runs in the
+worker process (worker.py), under memory and time limits, and only for the latest text of a
+document (a burst of edits is taken in whole first, and a result for a text edited meanwhile is
+dropped); frames are read by transport.py, which skips a malformed one; an error response carries
+no traceback.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
+import os
 import re
+import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
+from urllib.parse import unquote
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
@@ -32,6 +50,8 @@ from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 from gpulint import __version__
 from gpulint.server import engine_adapter as engine
 from gpulint.server.engine_adapter import Problem, TextChange
+from gpulint.server.transport import read_frames
+from gpulint.server.worker import START_TIME_LIMIT_S, JobAbandoned, JobFailed, Limits, LintWorker
 
 SOURCE = "gpulint"
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.gpulint"
@@ -41,6 +61,12 @@ _LEVELS = {
     "warning": types.DiagnosticSeverity.Warning,
     "hint": types.DiagnosticSeverity.Information,
 }
+
+# A lint of an old text is abandoned (its worker killed) once it has run this long: starting a
+# fresh worker takes about half a second, and a lint that has taken a second has likely as much
+# to go.  A shorter one is left to finish (its result is dropped).
+ABANDON_AFTER_S = 1.0
+INTERNAL_ERROR = "gpulint: internal error; the details are in the server's log"
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +81,18 @@ class Checked:
         self.owner = owner  # the uri that was linted: the document itself, or its notebook
 
 
+class GpulintProtocol(LanguageServerProtocol):
+    """pygls's protocol, but an error response never carries a traceback: pygls puts one in the
+    `data` of every internal error.  The traceback is in the server's log (stderr) already."""
+
+    def _send_response(self, msg_id, result=None, error=None):
+        if error is not None and error.data is not None:
+            error = types.ResponseError(code=error.code, message=INTERNAL_ERROR)
+        super()._send_response(msg_id, result, error)
+
+
 class GpulintServer(LanguageServer):
-    def __init__(self) -> None:
+    def __init__(self, limits: Limits | None = None, allow_local_rules: bool = False) -> None:
         super().__init__(
             "gpulint",
             __version__,
@@ -69,10 +105,29 @@ class GpulintServer(LanguageServer):
                 ],
                 save=True,
             ),
+            protocol_cls=GpulintProtocol,
         )
+        self.limits = limits or Limits()
+        # Settings only (no local rules: they are project code, and run in the worker alone).
         self.projects = engine.Projects()
+        self.worker = LintWorker(self.limits, allow_local_rules)
         self.checked: dict[str, Checked] = {}
         self._reported_settings_errors: set[str] = set()
+        # Coalescing: every change to an owner (a document, or a notebook for its cells) bumps its
+        # edit count and queues it; the lint loop lints each queued owner's text as it is then, and
+        # publishes only if no edit came in meanwhile.
+        self.edits: dict[str, int] = {}
+        self.queued: dict[str, None] = {}  # owners waiting for a lint, oldest first
+        self.linted: dict[str, int] = {}  # owner -> the edit count its published diagnostics are for
+        self._waiting: dict[str, list[tuple[int, asyncio.Future[None]]]] = {}
+        self._wake: asyncio.Event | None = None
+        # Set while no message from the client is waiting to be handled: a lint starts only then,
+        # so a burst of edits is taken in whole before its last text is linted.
+        self.caught_up = asyncio.Event()
+        self.caught_up.set()
+        # The background tasks, held here: the event loop keeps only weak references to tasks.
+        self._lint_loop: asyncio.Task[None] | None = None
+        self.worker_started: asyncio.Future[None] | None = None
 
     # -- where a document lives ---------------------------------------------------------------
     def path_of(self, uri: str) -> Path:
@@ -82,6 +137,20 @@ class GpulintServer(LanguageServer):
         if path:
             return Path(path)
         return Path(self.workspace.root_path or Path.cwd()) / "untitled.py"
+
+    def open_document(self, uri: str) -> TextDocument | None:
+        """The document as the editor sent it, or None when it is not open.  (pygls's
+        `get_text_document` would read a document that is not open from disk, past the safe reader
+        and the size limit: a FIFO there hangs the server, /dev/zero fills its memory.)"""
+        return self.workspace.text_documents.get(unquote(uri))
+
+    def owner_of(self, uri: str) -> str | None:
+        """The uri that is linted for a document: its notebook's for a cell, its own for a file;
+        None when it is not open."""
+        notebook = self.workspace.get_notebook_document(cell_uri=uri)
+        if notebook is not None:
+            return notebook.uri
+        return uri if self.open_document(uri) is not None else None
 
     def project_for(self, uri: str) -> engine.Project | None:
         try:
@@ -93,64 +162,149 @@ class GpulintServer(LanguageServer):
                 self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
             return None
 
-    # -- linting ------------------------------------------------------------------------------
-    def check(self, uri: str) -> None:
-        """Lint a document (or the notebook a cell belongs to) and publish its diagnostics."""
-        notebook = self.workspace.get_notebook_document(cell_uri=uri)
+    # -- scheduling ---------------------------------------------------------------------------
+    def changed(self, owner: str) -> None:
+        """An owner's text (or its project's settings, on save) changed: lint it again, once the
+        lint loop gets to it.  A lint of an older text still running is abandoned when it has run
+        long enough that a fresh worker (about half a second to start) is the quicker way on."""
+        self.edits[owner] = self.edits.get(owner, 0) + 1
+        self.queued[owner] = None
+        running_for = self.worker.running(owner)
+        if running_for is not None and running_for > ABANDON_AFTER_S:
+            self.worker.abandon()
+        if self._wake is None:
+            self._wake = asyncio.Event()
+            self._lint_loop = asyncio.ensure_future(self._lint_queued())
+        self._wake.set()
+
+    def forget(self, uri: str) -> None:
+        """A document was closed: drop what was reported for it and clear its diagnostics."""
+        self.checked.pop(uri, None)
+        self.closed(uri)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    def closed(self, owner: str) -> None:
+        """An owner was closed: a lint of it that is queued or running publishes nothing, and the
+        requests waiting for it get nothing."""
+        self.queued.pop(owner, None)
+        if owner in self.edits:
+            self.edits[owner] += 1
+        self._release_waiting(owner, everyone=True)
+
+    async def _lint_queued(self) -> None:
+        assert self._wake is not None
+        while True:
+            if not self.queued:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            if not self.caught_up.is_set():
+                await self.caught_up.wait()
+                continue
+            owner = next(iter(self.queued))
+            del self.queued[owner]
+            try:
+                await self._lint(owner)
+            except Exception:  # a bug: logged, and the loop goes on with the next document
+                log.exception("gpulint server: linting %s failed", owner)
+                self._release_waiting(owner, everyone=True)
+
+    async def _lint(self, owner: str) -> None:
+        """Lint one owner's current text in the worker and publish the result, unless it was
+        edited or closed meanwhile (then a newer lint is queued, or nothing is wanted)."""
+        edit = self.edits.get(owner, 0)
+        notebook = self.workspace.get_notebook_document(notebook_uri=owner)
         if notebook is not None:
-            self.check_notebook(notebook.uri)
-            return
-        document = self.workspace.get_text_document(uri)
-        project = self.project_for(uri) if _is_python(document) else None
+            documents = [
+                d
+                for d in (
+                    self.open_document(c.document) for c in notebook.cells if c.kind == types.NotebookCellKind.Code
+                )
+                if d is not None
+            ]
+            job = "lint_cells"
+        else:
+            document = self.open_document(owner)
+            if document is None:
+                return
+            documents = [document]
+            job = "lint"
         problems: list[Problem] = []
+        skipped: list[str] = []
+        project = self.project_for(owner) if notebook is not None or _is_python(documents[0]) else None
         if project is not None:
-            report = project.lint(document.source, str(self.path_of(uri)))
-            problems = report.problems
-            self._log_errors(report.errors)
-        self._publish(document, problems, owner=uri)
+            texts = [d.source for d in documents]
+            size = sum(engine.source_size(t) for t in texts)
+            if size > project.max_file_size:
+                skipped.append(engine.too_large(size, project.max_file_size))
+            else:
+                argument = texts if notebook is not None else texts[0]
+                try:
+                    report = await self.worker.run(owner, job, str(self.path_of(owner)), argument)
+                except JobAbandoned:
+                    return  # the newer text is queued
+                except JobFailed as exc:
+                    skipped.append(str(exc))
+                else:
+                    problems, skipped = report.problems, report.errors
+        if self.edits.get(owner, 0) != edit:
+            return  # stale: the newer text is queued (or the document was closed)
+        for number, document in enumerate(documents, start=1):
+            mine = [p for p in problems if p.cell == number] if notebook is not None else problems
+            self._publish(document, mine, owner, skipped if number == 1 else [])
+        self.linted[owner] = edit
+        self._release_waiting(owner)
 
-    def check_notebook(self, notebook_uri: str) -> None:
-        notebook = self.workspace.get_notebook_document(notebook_uri=notebook_uri)
-        if notebook is None:
-            return
-        cells = [
-            self.workspace.get_text_document(c.document)
-            for c in notebook.cells
-            if c.kind == types.NotebookCellKind.Code
-        ]
-        project = self.project_for(notebook_uri)
-        problems: list[Problem] = []
-        if project is not None:
-            report = project.lint_cells([c.source for c in cells], str(self.path_of(notebook_uri)))
-            problems = report.problems
-            self._log_errors(report.errors)
-        for number, cell in enumerate(cells, start=1):
-            self._publish(cell, [p for p in problems if p.cell == number], owner=notebook_uri)
-
-    def _publish(self, document: TextDocument, problems: list[Problem], owner: str) -> None:
+    def _publish(self, document: TextDocument, problems: list[Problem], owner: str, skipped: list[str]) -> None:
+        """Publish a document's diagnostics; `skipped`: why it was not (fully) linted, each shown
+        as one diagnostic on its first line."""
         lines = document.lines
         diagnostics = [self._diagnostic(document, lines, p) for p in problems]
         self.checked[document.uri] = Checked(document.version, problems, diagnostics, owner)
+        notes = [
+            types.Diagnostic(
+                range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+                message=f"gpulint: not linted: {reason}",
+                severity=types.DiagnosticSeverity.Warning,
+                source=SOURCE,
+            )
+            for reason in skipped
+        ]
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=document.uri, diagnostics=diagnostics, version=document.version)
+            types.PublishDiagnosticsParams(uri=document.uri, diagnostics=diagnostics + notes, version=document.version)
         )
 
-    def forget(self, uri: str) -> None:
-        self.checked.pop(uri, None)
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+    async def current(self, uri: str) -> Checked | None:
+        """The report for the open document's current text, once the lint of that text is done;
+        None for a document that is not open (nothing is read from disk) or was not linted."""
+        owner = self.owner_of(uri)
+        if owner is None:
+            return None
+        edit = self.edits.get(owner, 0)
+        if self.linted.get(owner, -1) < edit:
+            waiting: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiting.setdefault(owner, []).append((edit, waiting))
+            try:
+                await asyncio.wait_for(waiting, self.limits.time_limit + START_TIME_LIMIT_S)
+            except asyncio.TimeoutError:
+                return None
+            if self.linted.get(owner, -1) < edit:
+                return None  # closed meanwhile
+        return self.checked.get(uri)
 
-    def _log_errors(self, errors: list[str]) -> None:
-        for line in errors:
-            self.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=f"gpulint: {line}"))
-
-    def current(self, uri: str) -> Checked | None:
-        """The report for the document's current version (linting it again if it changed since)."""
-        checked = self.checked.get(uri)
-        document = self.workspace.get_text_document(uri)
-        if checked is None or checked.version != document.version:
-            self.check(uri)
-            checked = self.checked.get(uri)
-        return checked
+    def _release_waiting(self, owner: str, everyone: bool = False) -> None:
+        """Wake the requests waiting for `owner`'s lint: those whose text has been linted now, or
+        all of them (the document was closed)."""
+        done = self.linted.get(owner, -1)
+        still = []
+        for edit, waiting in self._waiting.pop(owner, []):
+            if everyone or edit <= done:
+                if not waiting.done():
+                    waiting.set_result(None)
+            else:
+                still.append((edit, waiting))
+        if still:
+            self._waiting[owner] = still
 
     # -- positions ----------------------------------------------------------------------------
     @staticmethod
@@ -196,9 +350,9 @@ class GpulintServer(LanguageServer):
         resolve = code_action.resolve_support if code_action is not None else None
         return resolve is not None and "edit" in resolve.properties
 
-    def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+    async def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         uri = params.text_document.uri
-        checked = self.current(uri)
+        checked = await self.current(uri)
         if checked is None:
             return []
         wanted = params.context.only
@@ -240,7 +394,7 @@ class GpulintServer(LanguageServer):
             title = "gpulint: apply every fix `gpulint --fix` would"
             actions.append(self._action(title, FIX_ALL, uri, checked.version, None, "fix-all"))
         if not self.can_resolve_edits():
-            actions = [a for a in (self.resolve(a) for a in actions) if a.edit is not None]
+            actions = [a for a in [await self.resolve(a) for a in actions] if a.edit is not None]
         return actions
 
     @staticmethod
@@ -253,59 +407,73 @@ class GpulintServer(LanguageServer):
             data={"uri": uri, "version": version, "index": index, "what": what},
         )
 
-    def resolve(self, action: types.CodeAction) -> types.CodeAction:
-        """Compute an action's edit; an action for an older version of the document gets none
-        (the client asks again for the new one)."""
+    async def resolve(self, action: types.CodeAction) -> types.CodeAction:
+        """Compute an action's edit (in the worker); an action for another version of the document
+        than the open one gets none (the client asks again for the new one), and so does one
+        whose document changed while its edit was being computed."""
         data = action.data if isinstance(action.data, dict) else {}
         uri = data.get("uri")
         if not isinstance(uri, str):
             return action
         checked = self.checked.get(uri)
-        if checked is None or checked.version != data.get("version"):
+        document = self.open_document(uri)
+        if checked is None or document is None or not checked.version == document.version == data.get("version"):
             return action
-        document = self.workspace.get_text_document(uri)
-        project = self.project_for(checked.owner)
-        if project is None:
+        owner = checked.owner
+        if self.owner_of(uri) != owner or self.project_for(owner) is None:
             return action
+        edit = self.edits.get(owner, 0)
         what, index = data.get("what"), data.get("index")
         problem = checked.problems[index] if isinstance(index, int) and 0 <= index < len(checked.problems) else None
-        changes: list[TextChange] | None = None
-        if what == "fix" and problem is not None:
-            if checked.owner == uri:
-                changes = project.fix_changes(document.source, str(self.path_of(uri)), problem)
-            else:
-                texts, cell_number = self._cell_texts(checked.owner, uri)
-                if cell_number is not None and cell_number == problem.cell:
-                    changes = project.cell_fix_changes(texts, str(self.path_of(checked.owner)), problem)
-        elif what == "suppress" and problem is not None:
-            changes = engine.suppression_changes(document.source, problem)
-        elif what == "fix-all":
-            fixed = project.fix_all(document.source, str(self.path_of(uri)))
-            if fixed is not None:
-                lines = len(document.lines)
-                changes = [TextChange(1, 1, lines + 1, 1, fixed)]
-        if changes:
+        path = str(self.path_of(owner))
+        try:
+            changes = await self._changes(what, problem, uri, owner, path, document)
+        except JobFailed as exc:
+            log.warning("gpulint server: no edit for %r: %s", action.title, exc)
+            return action
+        if changes and self.edits.get(owner, 0) == edit:
             action.edit = types.WorkspaceEdit(changes={uri: self.text_edits(document, changes)})
         return action
+
+    async def _changes(
+        self, what: object, problem: Problem | None, uri: str, owner: str, path: str, document: TextDocument
+    ) -> list[TextChange] | None:
+        if what == "fix" and problem is not None:
+            if owner == uri:
+                return await self.worker.run(owner, "fix_changes", path, document.source, problem)
+            texts, cell_number = self._cell_texts(owner, uri)
+            if cell_number is None or cell_number != problem.cell:
+                return None
+            return await self.worker.run(owner, "cell_fix_changes", path, texts, problem)
+        if what == "suppress" and problem is not None:
+            return await self.worker.run(owner, "suppression_changes", document.source, problem)
+        if what == "fix-all" and owner == uri:
+            fixed = await self.worker.run(owner, "fix_all", path, document.source)
+            return [TextChange(1, 1, len(document.lines) + 1, 1, fixed)] if fixed is not None else None
+        return None
 
     def _cell_texts(self, notebook_uri: str, cell_uri: str) -> tuple[list[str], int | None]:
         notebook = self.workspace.get_notebook_document(notebook_uri=notebook_uri)
         if notebook is None:
             return [], None
         code = [c.document for c in notebook.cells if c.kind == types.NotebookCellKind.Code]
-        texts = [self.workspace.get_text_document(u).source for u in code]
+        documents = [self.open_document(u) for u in code]
+        texts = [d.source for d in documents if d is not None]
+        if len(texts) != len(code):
+            return [], None
         return texts, (code.index(cell_uri) + 1 if cell_uri in code else None)
 
     # -- hover --------------------------------------------------------------------------------
-    def hover(self, params: types.HoverParams) -> types.Hover | None:
+    async def hover(self, params: types.HoverParams) -> types.Hover | None:
         """The explanation of every rule reported where the cursor is, or of the rule id under it
         (in a suppression comment)."""
         uri = params.text_document.uri
-        checked = self.current(uri)
+        checked = await self.current(uri)
         here = [d for d in checked.diagnostics if _contains(d.range, params.position)] if checked is not None else []
         codes = list(dict.fromkeys(d.code for d in here if isinstance(d.code, str)))
-        if not codes:
-            word = self.workspace.get_text_document(uri).word_at_position(params.position)
+        document = self.open_document(uri)
+        if not codes and document is not None:
+            word = document.word_at_position(params.position)
             codes = [word.upper()] if _RULE_ID.fullmatch(word.upper()) else []
         sections = []
         for code in codes:
@@ -343,20 +511,24 @@ def _contains(r: types.Range, p: types.Position) -> bool:
     return not _before(p, r.start) and not _before(r.end, p)
 
 
-def create_server() -> GpulintServer:
-    server = GpulintServer()
+def create_server(limits: Limits | None = None, allow_local_rules: bool = False) -> GpulintServer:
+    server = GpulintServer(limits, allow_local_rules)
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: GpulintServer, params: types.InitializedParams) -> None:
+        ls.worker_started = asyncio.ensure_future(ls.worker.start())  # while the editor opens files
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: GpulintServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.check(params.text_document.uri)
+        _changed(ls, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: GpulintServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.check(params.text_document.uri)
+        _changed(ls, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: GpulintServer, params: types.DidSaveTextDocumentParams) -> None:
-        ls.check(params.text_document.uri)
+        _changed(ls, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: GpulintServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -364,45 +536,115 @@ def create_server() -> GpulintServer:
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
     def notebook_did_open(ls: GpulintServer, params: types.DidOpenNotebookDocumentParams) -> None:
-        ls.check_notebook(params.notebook_document.uri)
+        ls.changed(params.notebook_document.uri)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
     def notebook_did_change(ls: GpulintServer, params: types.DidChangeNotebookDocumentParams) -> None:
-        ls.check_notebook(params.notebook_document.uri)
+        ls.changed(params.notebook_document.uri)
         structure = params.change.cells.structure if params.change.cells is not None else None
         for closed in (structure.did_close or []) if structure is not None else []:
             ls.forget(closed.uri)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
     def notebook_did_save(ls: GpulintServer, params: types.DidSaveNotebookDocumentParams) -> None:
-        ls.check_notebook(params.notebook_document.uri)
+        ls.changed(params.notebook_document.uri)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
     def notebook_did_close(ls: GpulintServer, params: types.DidCloseNotebookDocumentParams) -> None:
         for cell in params.cell_text_documents:
             ls.forget(cell.uri)
+        ls.closed(params.notebook_document.uri)
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=True),
     )
-    def code_action(ls: GpulintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-        return ls.code_actions(params)
+    async def code_action(ls: GpulintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        return await ls.code_actions(params)
 
     @server.feature(types.CODE_ACTION_RESOLVE)
-    def code_action_resolve(ls: GpulintServer, action: types.CodeAction) -> types.CodeAction:
-        return ls.resolve(action)
+    async def code_action_resolve(ls: GpulintServer, action: types.CodeAction) -> types.CodeAction:
+        return await ls.resolve(action)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
-    def hover(ls: GpulintServer, params: types.HoverParams) -> types.Hover | None:
-        return ls.hover(params)
+    async def hover(ls: GpulintServer, params: types.HoverParams) -> types.Hover | None:
+        return await ls.hover(params)
+
+    @server.feature(types.EXIT)
+    def on_exit(ls: GpulintServer, *args) -> None:
+        ls.worker.close()
 
     return server
 
 
-def serve(allow_local_rules: bool = False) -> None:
-    """Run the server on standard input and output until the client says exit; workspaces' local
-    rules are loaded only with `allow_local_rules`."""
-    server = create_server()
-    server.projects = engine.Projects(allow_local_rules)
-    server.start_io()
+def _changed(server: GpulintServer, uri: str) -> None:
+    owner = server.owner_of(uri)
+    if owner is not None:
+        server.changed(owner)
+
+
+async def _serve_stdio(server: GpulintServer, stdin: BinaryIO, stdout: BinaryIO) -> int:
+    """pygls's stdio loop, with gpulint's frame reader (see transport.py): the frames are read in a
+    thread and handled here, in the event loop, one by one."""
+    loop = asyncio.get_running_loop()
+    server.protocol.set_writer(StdoutWriter(stdout))
+    frames: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+    def read() -> None:
+        try:
+            for body in read_frames(stdin):
+                loop.call_soon_threadsafe(frames.put_nowait, body)
+        finally:
+            loop.call_soon_threadsafe(frames.put_nowait, None)
+
+    threading.Thread(target=read, name="gpulint-lsp-reader", daemon=True).start()
+    try:
+        while (body := await frames.get()) is not None:
+            _handle_frame(server, body)
+            if frames.empty():
+                server.caught_up.set()
+            else:
+                server.caught_up.clear()
+    except SystemExit as exc:  # the client said exit: 0 after shutdown, 1 without
+        return exc.code if isinstance(exc.code, int) else 1
+    finally:
+        server.worker.close()
+    return 0
+
+
+def _handle_frame(server: GpulintServer, body: bytes) -> None:
+    """Handle one message; a body that is not a JSON-RPC message is one line in the log, and a
+    request whose parameters do not fit its method gets an error response (pygls would leave it
+    unanswered)."""
+    protocol = server.protocol
+    try:
+        raw = json.loads(body)
+    except ValueError as exc:
+        log.warning("gpulint server: skipped a message that is not JSON (%s)", exc)
+        return
+    if not isinstance(raw, dict):
+        log.warning("gpulint server: skipped a message that is not a JSON object")
+        return
+    try:
+        message = protocol.structure_message(raw)
+    except JsonRpcException as exc:
+        if "id" in raw and "method" in raw:
+            protocol._send_response(raw["id"], error=types.ResponseError(code=exc.code, message=exc.message))
+        return
+    try:
+        protocol.handle_message(message)
+    except SystemExit:
+        raise
+    except Exception:
+        log.exception("gpulint server: handling a %s message failed", raw.get("method", "response"))
+
+
+def serve(limits: Limits | None = None, allow_local_rules: bool = False) -> int:
+    """Run the server on standard input and output until the client says exit; the exit code.
+    Workspaces' local rules are loaded (in the worker) only with `allow_local_rules`."""
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
+    # The reader thread is still blocked in a read of stdin when the server exits.  Reading a file
+    # object of its own (on a copy of the descriptor) keeps the interpreter's shutdown, which
+    # flushes sys.stdin, from waiting on that read's lock (a fatal error).
+    stdin = os.fdopen(os.dup(sys.stdin.fileno()), "rb")
+    return asyncio.run(_serve_stdio(create_server(limits, allow_local_rules), stdin, sys.stdout.buffer))

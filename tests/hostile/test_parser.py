@@ -141,3 +141,49 @@ def test_null_bytes_in_source(sandbox):
     result = sandbox.run(".")
     assert result.returncode == 1, result.stderr
     assert "nul.py:" in result.stdout and "train.py:5:10: GL102" in result.stdout
+
+
+# -- work per file: budgets of syntax nodes and findings (docs/safety.md, "Work per file") --------
+
+
+def training_lines(count: int) -> str:
+    """A training loop that logs a synced loss `count` times per step: two findings per line."""
+    lines = "".join(f"        print('loss {i}', loss.item())\n" for i in range(count))
+    return (
+        "import torch\n\n\ndef train(model, loader, optimizer):\n    model.cuda()\n"
+        "    for step, batch in enumerate(loader):\n        loss = model(batch.cuda())\n"
+        "        loss.backward()\n        optimizer.step()\n" + lines
+    )
+
+
+def test_file_over_the_syntax_node_budget_is_skipped(sandbox):
+    sandbox.write("pyproject.toml", "[tool.gpulint]\nmax-syntax-nodes = 300\n")
+    sandbox.write("train.py")  # under 500 bytes: never measured (it cannot be deep)
+    sandbox.write("big.py", training_lines(40))
+    result = sandbox.run(".")
+    assert result.returncode == 2
+    assert result.error_lines == [
+        "gpulint: error: big.py: too large to analyse (more than 300 syntax nodes, the max-syntax-nodes budget);"
+        " skipped"
+    ]
+    assert "train.py:5:10: GL102" in result.stdout and "big.py" not in result.stdout
+
+
+def test_file_over_the_findings_budget_is_skipped(sandbox):
+    sandbox.write("pyproject.toml", "[tool.gpulint]\nmax-findings-per-file = 50\n")
+    sandbox.write("train.py")
+    sandbox.write("many.py", training_lines(40))  # 81 findings
+    result = sandbox.run(".", "--format", "json")
+    assert result.returncode == 2
+    assert result.error_lines == [
+        "gpulint: error: many.py: too many findings to report (81, over the max-findings-per-file budget of 50);"
+        " skipped"
+    ]
+    assert "many.py" not in result.stdout and "train.py" in result.stdout
+
+
+def test_a_file_within_the_budgets_is_linted_whole(sandbox):
+    sandbox.write("many.py", training_lines(40))
+    result = sandbox.run("many.py", "--format", "json")
+    assert result.returncode == 1 and not result.stderr
+    assert result.stdout.count('"code": "GL201"') == 40

@@ -121,10 +121,10 @@ def test_chmod_000_folder_is_one_line_and_the_run_goes_on(sandbox):
 def test_file_over_the_size_limit_is_skipped(sandbox):
     sandbox.write("train.py")
     with open(sandbox.project / "huge.py", "wb") as handle:
-        handle.truncate(11 * 2**20)
+        handle.truncate(3 * 2**20)
     result = sandbox.run(".")
     assert result.returncode == 2
-    assert result.error_lines == ["gpulint: error: huge.py: larger than max-file-size (11.0 MiB > 10.0 MiB); skipped"]
+    assert result.error_lines == ["gpulint: error: huge.py: larger than max-file-size (3.0 MiB > 2.0 MiB); skipped"]
     assert "train.py:5:10: GL102" in result.stdout
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpulint.runtime_check import distributed, html_report, launchers, records, scale, sweep, verdict
+from gpulint.runtime_check.cli import EXIT_INCONCLUSIVE, scale_exit_code
 from gpulint.runtime_check.history import History
 from gpulint.runtime_check.measure import Command, CommandError, ProcessRun, RunConfig, RunResult, parse_command
 from gpulint.runtime_check.script_params import ParamError, set_param
@@ -106,11 +107,14 @@ def test_torchrun_flags_are_in_step_with_torchs_parser():
 
 
 # -- per-rank figures ----------------------------------------------------------------------
-def rank_process(rank: int, step: float, waits: tuple[float, float], steps: int = 10, start: float = 1.0) -> ProcessRun:
-    """A rank whose DDP timers say it waited `waits[0]` s per step (of `waits[1]` s all-reduce)."""
+def rank_process(
+    rank: int, step: float, waits: tuple[float, float], steps: int = 10, start: float = 1.0, data: float = 0.001
+) -> ProcessRun:
+    """A rank whose DDP timers say it waited `waits[0]` s per step (of `waits[1]` s all-reduce),
+    and that waited `data` s per step for its batches."""
     stats = step_stats(
         [step] * steps,
-        [0.001] * steps,
+        [data] * steps,
         warmup=3,
         samples=8 * steps,
         window=(start, start + step * steps),
@@ -208,11 +212,13 @@ def test_two_runs_a_size_are_not_taken_for_certainty():
     assert low < scale.threshold(2) < high
 
 
-def sized(nproc: int, step: float, runs: int = 3, collective: float = 0.0, jitter: float = 0.002) -> scale.SizeRuns:
+def sized(
+    nproc: int, step: float, runs: int = 3, collective: float = 0.0, jitter: float = 0.002, data: float = 0.001
+) -> scale.SizeRuns:
     size = scale.SizeRuns(nproc)
     for i in range(runs):
         t = step + jitter * (i - 1)
-        processes = [rank_process(r, t, (collective, collective + 0.01)) for r in range(nproc)]
+        processes = [rank_process(r, t, (collective, collective + 0.01), data=data * t / step) for r in range(nproc)]
         size.runs.append(launched(*processes))
     return size
 
@@ -250,6 +256,55 @@ def test_strong_scaling_measures_against_the_ideal_step():
 def test_noise_around_the_bar_is_inconclusive():
     result = judged(sized(1, 0.100, jitter=0.01), sized(2, 0.111, jitter=0.01))
     assert result.efficiencies[0].outcome == "within noise" and result.kind == "inconclusive"
+    assert scale_exit_code(result) == EXIT_INCONCLUSIVE
+
+
+def test_starved_ranks_that_scale_are_not_a_case_for_more_gpus():
+    """Ranks that wait for data 91% of every step scale near-linearly, because each starves alone."""
+    result = judged(sized(1, 0.100, data=0.091), sized(2, 0.101, data=0.092))
+    assert result.efficiencies[0].outcome == "near linear"
+    assert result.kind == "input-bound" and "more GPUs will help" not in result.advice
+    assert any("wait 91% of every step for data" in r for r in result.reasons)
+    assert result.recommendations[0].code == "GL605"
+    assert scale_exit_code(result) == 1
+
+
+def test_ranks_busy_with_checkpoints_that_scale_are_host_bound():
+    """Each rank saves a checkpoint in 70% of its step: it scales, and more GPUs would save more."""
+    result = scale.ScaleResult("train.py", "weak", [sized(1, 0.100), sized(2, 0.101)], [])
+    for size in result.sizes:
+        for run in size.runs:
+            run.processes[0].report["stacks"] = {
+                "interval": 0.002,
+                "looks": 2,
+                "seconds": 1.0,
+                "stacks": [
+                    {"fetch": "", "frames": [["train.py", 20, 1], "torch.save"], "seconds": 0.7},
+                    {"fetch": "", "frames": [["train.py", 15, 1], "backward"], "seconds": 0.3},
+                ],
+            }
+    scale.judge(result)
+    assert result.efficiencies[0].outcome == "near linear"
+    assert result.kind == "host-bound"
+    assert any("spend 70% of every step on checkpoint writes" in r for r in result.reasons)
+    assert result.recommendations[0].code == "GL303"
+
+
+def test_scale_exit_codes_tell_below_from_inconclusive():
+    assert scale_exit_code(judged(sized(1, 0.100), sized(2, 0.102))) == 0
+    below = judged(sized(1, 0.100, collective=0.001), sized(2, 0.180, collective=0.080))
+    assert scale_exit_code(below) == 1
+
+
+@pytest.mark.parametrize("command", ["profile", "verify", "scale", "history", "compare", "report"])
+def test_every_command_says_its_exit_codes_in_help(command, capsys):
+    from gpulint.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--help"])
+    assert exited.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Exit codes: 0 " in text and "2 usage error" in text
 
 
 def test_scale_record_holds_every_figure():

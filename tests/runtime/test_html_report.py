@@ -601,3 +601,12 @@ def test_points_that_cannot_be_drawn_are_left_out():
     ]
     points = re.search(r'<polyline class="series" points="([^"]*)"', html_report.render(run)).group(1)
     assert len(points.split()) == 2
+
+
+@pytest.mark.parametrize("headline", ["host-bound (checkpoint writes)", "straggler (rank 1)", "communication-bound"])
+def test_every_verdict_that_says_fix_the_code_is_drawn_as_one(headline):
+    run = gpu_run(1, 20.0)
+    run.meta["verdict"]["headline"] = headline
+    assert '<div class="verdict bad">' in html_report.render(run)
+    run.meta["verdict"]["headline"] = "compute-bound"
+    assert '<div class="verdict bad">' not in html_report.render(run)

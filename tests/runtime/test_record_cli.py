@@ -67,7 +67,8 @@ def test_profile_twice_then_compare_report_and_a_gate_that_fails_on_a_20_percent
     document = json.loads(compared.stdout)
     assert (document["a"]["id"], document["b"]["id"]) == (2, 3)
     step = next(f for f in document["figures"] if f["name"] == "step time (mean)")
-    assert 0.12 < step["relative"] < 0.35 and step["beyond_noise"] and step["direction"] == "worse"
+    # two runs of the command up to the baseline: only within-run noise is known, so no direction
+    assert 0.12 < step["relative"] < 0.35 and step["beyond_noise"] and step["outcome"] == "not established"
     text = gpulint(tmp_path, "compare", "1", "3")
     assert text.returncode == 0 and "gpulint compare run 1" in text.stdout and "step time (mean)" in text.stdout
 
@@ -154,3 +155,13 @@ def test_gpulint_registers_the_history_commands():
             [sys.executable, "-m", "gpulint", command, "--help"], capture_output=True, text=True, cwd=ROOT
         )
         assert run.returncode == 0 and "--history" in run.stdout, run.stderr
+
+
+def test_a_baseline_that_names_no_run_is_refused_before_the_run(tmp_path):
+    """`--baseline 999` used to fail only after the whole run, which was recorded anyway."""
+    hang = str(ROOT / "tests" / "runtime" / "scripts" / "hang.py")  # would never end within the timeout
+    for ref, says in (("999", "no history at"), ("no-such-ref-anywhere", "neither a run id")):
+        run = gpulint(tmp_path, "profile", "--timeout", "60", "--baseline", ref, "--", sys.executable, hang)
+        assert run.returncode == 2, run.stdout + run.stderr
+        assert says in run.stderr and "recorded as" not in run.stdout
+    assert not (tmp_path / "history.db").exists()

@@ -1,21 +1,26 @@
 """The terminal report: runnable commands, honest wording, plain tables that never wrap."""
 
 import io
+import os
 import sys
+from pathlib import Path
+
+import pytest
 
 from gpulint.runtime_check import report
-from gpulint.runtime_check.measure import Command
+from gpulint.runtime_check.cli import verify_launch
+from gpulint.runtime_check.measure import Command, CommandError, parse_command
 from gpulint.runtime_check.profile import LintHit, Profile, measurements_of
 from gpulint.runtime_check.verdict import decide
 from tests.runtime.helpers import measured_run
 
 
-def profile_of(command: Command, cuda: bool = False) -> Profile:
+def profile_of(command: Command, cuda: bool = False, codes: tuple[str, ...] = ("GL102", "GL101")) -> Profile:
     run = measured_run([0.1] * 20, cuda=cuda)
     result = Profile(run, "torch", command=command)
     result.measurements = measurements_of(run, "torch")
     result.verdict = decide(result.measurements)
-    result.lint = [LintHit("GL102", 9, "no pin_memory", True), LintHit("GL101", 9, "no workers", True)]
+    result.lint = [LintHit(code, 9, "finding", True) for code in codes]
     return result
 
 
@@ -23,9 +28,15 @@ def test_the_suggested_verify_has_the_real_arguments_and_can_show_an_effect_here
     command = Command(sys.executable, [], ["train.py", "--lr", "0.1 x"])
     assert report.suggested_verify(profile_of(command)) == "gpulint verify train.py --select GL101 -- --lr '0.1 x'"
     assert (
-        report.suggested_verify(profile_of(command, cuda=True))
+        report.suggested_verify(profile_of(command, cuda=True, codes=("GL102",)))
         == "gpulint verify train.py --select GL102 -- --lr '0.1 x'"
     )
+    # the verdict's first fix, not the first line the linter found
+    assert (
+        report.suggested_verify(profile_of(command, cuda=True))
+        == "gpulint verify train.py --select GL101 -- --lr '0.1 x'"
+    )
+    assert report.suggested_verify(profile_of(command, codes=("GL999",))) is None  # a fix the verdict does not name
     assert (
         report.suggested_verify(profile_of(Command(sys.executable, [], ["train.py"])))
         == "gpulint verify train.py --select GL101"
@@ -34,6 +45,23 @@ def test_the_suggested_verify_has_the_real_arguments_and_can_show_an_effect_here
         "--python /opt/py/bin/python3"
     )
     assert report.suggested_verify(profile_of(Command(sys.executable, [], ["-m", "pkg.train"]))) is None
+
+
+def test_the_suggested_verify_of_a_launched_run_keeps_the_launcher(tmp_path, monkeypatch):
+    """It used to drop `--nproc-per-node` and measure one rank."""
+    monkeypatch.chdir(tmp_path)
+    # torchrun is found on PATH, as in an activated environment (the suite may run as .venv/bin/python).
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    (tmp_path / "train.py").write_text("")
+    launched = parse_command(["torchrun", "--standalone", "--nproc-per-node", "2", "train.py", "--lr", "1"])
+    suggestion = report.suggested_verify(profile_of(launched))
+    assert suggestion == (
+        "gpulint verify train.py --select GL101 --launcher 'torchrun --standalone --nproc-per-node 2' -- --lr 1"
+    )
+    launch = verify_launch("torchrun --standalone --nproc-per-node 2", Path("train.py"))
+    assert launch.nproc == 2 and launch.prefix[-2:] == ["--nproc-per-node", "2"]
+    with pytest.raises(CommandError, match="not a launcher"):
+        verify_launch("python", Path("train.py"))
 
 
 def test_the_profile_report_says_how_the_run_ended_and_never_wraps():

@@ -30,7 +30,7 @@ def test_input_bound_thresholds(share, kind, severity):
 def test_input_bound_recommends_loader_rules_first_with_gain_bound():
     verdict = decide(m(data_share=0.5))
     assert verdict.recommendations[0].code == "GL101"
-    assert verdict.recommendations[0].expected_gain == "up to 2.0x"
+    assert verdict.recommendations[0].expected_gain == "ceiling 2.0x (if all of the 50% went)"
     tf = decide(m(framework="tf", data_share=0.5))
     assert tf.recommendations[0].code == "GL701"
 

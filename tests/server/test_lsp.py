@@ -346,3 +346,66 @@ def test_documents_that_are_not_python_are_left_alone(server, project):
     text = "Training notes: torch DataLoader(dataset) without workers is slow.\n"
     uri = server.open(project / "notes.md", text, language="markdown")
     assert server.diagnostics(uri, version=1) == []
+
+
+def test_rapid_edits_are_coalesced_and_only_the_last_text_is_published(server, project):
+    """1,000 edits sent as fast as a client can: the server lints the latest text, not each
+    version in turn (that took 15 s), and never publishes a result for a text already replaced."""
+    uri = server.open(project / "typing.py", TRAIN)
+    first = server.diagnostics(uri, version=1)
+    where = {"line": 10, "character": 0}
+    for version in range(2, 1002):  # insert a comment line, remove it again, ...
+        if version % 2 == 0:
+            change = {"range": {"start": where, "end": where}, "text": "# typed\n"}
+        else:
+            change = {"range": {"start": where, "end": {"line": 11, "character": 0}}, "text": ""}
+        server.notify(
+            "textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]}
+        )
+    published = []
+    while not published or published[-1]["version"] != 1001:
+        published.append(server.wait_for("textDocument/publishDiagnostics", lambda p: p["uri"] == uri))
+    assert len(published) <= 3, [p["version"] for p in published]
+    assert found(published[-1]["diagnostics"]) == found(first)  # the last text is the first one again
+
+
+def test_an_internal_error_is_answered_without_a_traceback(monkeypatch):
+    import asyncio
+
+    from gpulint.server import lsp
+
+    def broken(self, params):
+        raise RuntimeError("boom in /home/someone/secret_project/train.py")
+
+    monkeypatch.setattr(lsp.GpulintServer, "hover", broken)
+    server = lsp.create_server()
+    sent: list[bytes] = []
+
+    class Writer:
+        def write(self, data: bytes) -> None:
+            sent.append(data)
+
+        def close(self) -> None:
+            pass
+
+    server.protocol.set_writer(Writer())
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "textDocument/hover",
+        "params": {"textDocument": {"uri": "file:///x.py"}, "position": {"line": 0, "character": 0}},
+    }
+
+    async def ask() -> None:
+        server.protocol.handle_message(server.protocol.structure_message(request))
+        for _ in range(200):
+            if sent:
+                return
+            await asyncio.sleep(0.01)
+
+    asyncio.run(ask())
+    [frame] = sent
+    response = json.loads(frame.split(b"\r\n\r\n", 1)[1])
+    assert response["id"] == 1 and response["error"]["code"] == -32603
+    assert "data" not in response["error"] or response["error"]["data"] is None
+    assert "secret_project" not in frame.decode() and "Traceback" not in frame.decode()

@@ -29,13 +29,13 @@ class UndecodableSource(Exception):
     """Bytes that are not text in the file's declared (or default UTF-8) encoding."""
 
 
-def parse(source: bytes | str) -> cst.Module:
+def parse(source: bytes | str, max_nodes: int | None = None) -> cst.Module:
     """libcst's tree of a source; raises SyntaxErrorInSource, UndecodableSource, and
-    parse_guard.UnanalysableSource for a source too deep to hand to the parser (every caller
-    reports it as a problem with the file and goes on)."""
+    parse_guard.UnanalysableSource for a source too deep to hand to the parser or with more than
+    `max_nodes` syntax nodes (every caller reports it as a problem with the file and goes on)."""
     import libcst as cst
 
-    rejected = check_source(source)
+    rejected = check_source(source, max_nodes)
     if rejected is not None and rejected.lineno:  # both parsers reject it: CPython names the line
         raise SyntaxErrorInSource(rejected.msg, rejected.lineno, rejected.offset or 1)
     try:

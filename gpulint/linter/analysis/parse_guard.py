@@ -19,17 +19,37 @@ syntax tree is built) but accepts boolean chains of any length.  So before libcs
    error is what the engine reports anyway (it names the line a person expects), so the source is
    not parsed a second time.
 
-Sources shorter than MAX_NESTING bytes cannot nest deeper than that and skip the checks.
+4. The tree's nodes are counted: a source with more than the `max-syntax-nodes` budget is skipped
+   with a message.  The work that follows (libcst's parse, the analyses, the rules) grows with the
+   nodes, not the bytes: a budget of nodes bounds it whatever the file holds.
+
+Sources shorter than MAX_NESTING bytes cannot nest deeper than that and skip the checks (the node
+budget too: such a source holds at most a thousand or so nodes, work of no account).
+
+One CPython parse per file: the project index (analysis/project.py) summarizes each module of the
+run from the tree `index_tree` gives it, and that call leaves what the guard measured on the same
+tree (`Measured`, without the tree) for the lint of the same bytes to take (`check_source`), so
+the source is not compiled a second time.  The lint may run in a worker process forked after the
+index was built; a worker started otherwise, or a source linted without the index (the language
+server, a notebook), compiles it here.
 """
 
 from __future__ import annotations
 
 import ast
+import gc
+import hashlib
 import warnings
+from collections import OrderedDict
+from dataclasses import dataclass
 
 from gpulint.linter.analysis.isolation import ChildCrashed, call_isolated
 
 MAX_NESTING = 500
+# The default `max-syntax-nodes`: about twice the largest module of transformers (its Trainer and
+# its largest models: 24,000-27,000 nodes); see docs/performance.md for what a file at the budget
+# costs.
+DEFAULT_MAX_SYNTAX_NODES = 50_000
 
 # CPython's messages for sources it finds too complex (as opposed to wrong).
 _COMPLEXITY_MESSAGES = (
@@ -41,31 +61,122 @@ _COMPLEXITY_MESSAGES = (
 
 
 class UnanalysableSource(Exception):
-    """A source gpulint does not analyse (too deep, or the parser crashed on it); `str()` is the
-    one-line reason, ending in "skipped"."""
+    """A source gpulint does not analyse (too deep, too large, or the parser crashed on it); `str()`
+    is the one-line reason, ending in "skipped"."""
 
 
-def check_source(source: bytes | str) -> SyntaxError | None:
-    """Raise UnanalysableSource for a source libcst should not (or could not) parse.  Returns
-    CPython's SyntaxError when libcst rejects the source as a syntax error too (the caller reports
-    it without parsing); None when the source is for libcst to parse."""
-    if len(source) < MAX_NESTING:
-        return None
+@dataclass(frozen=True)
+class Measured:
+    """What CPython's parse of a source told the guard (the tree itself is not kept)."""
+
+    nodes: int = 0  # the tree's nodes (0 when CPython built none)
+    too_deep: bool = False  # deeper than MAX_NESTING as libcst would nest it
+    too_complex: str | None = None  # the one-line reason when CPython found it too complex
+    syntax_error: SyntaxError | None = None  # CPython's error for a source it rejects
+    null_bytes: bool = False  # CPython does not read them: libcst decides
+
+
+def python_tree(
+    source: bytes | str, max_nodes: int | None = None, measure: bool = True
+) -> tuple[ast.Module | None, Measured]:
+    """The one CPython parse of a source: its tree (None when CPython rejects the source) and what
+    the guard measures on it (its depth unless not `measure`d; its nodes counted up to one past
+    `max_nodes`, when there is a budget)."""
+    collecting = gc.isenabled()
+    # A tree holds no cycles, but building one allocates a node per token: the collector would
+    # walk the growing heap again and again (measured: twice the compile time on 1 MiB).
+    gc.disable()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the user's code's warnings are not ours to print
             tree = compile(source, "<source>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
         if any(text in (exc.msg or "") for text in _COMPLEXITY_MESSAGES):
-            raise UnanalysableSource(f"too deeply nested to analyse ({exc.msg}); skipped") from None
-        return exc if _trial_parse(source) == "syntax error" else None
+            return None, Measured(too_complex=f"too deeply nested to analyse ({exc.msg}); skipped")
+        return None, Measured(syntax_error=exc)
     except (RecursionError, MemoryError):
-        raise UnanalysableSource("too deeply nested to analyse (Python's own parser gives up); skipped") from None
-    except ValueError:  # null bytes: libcst decides
+        return None, Measured(too_complex="too deeply nested to analyse (Python's own parser gives up); skipped")
+    except ValueError:
+        return None, Measured(null_bytes=True)
+    finally:
+        if collecting:
+            gc.enable()
+    assert isinstance(tree, ast.Module)  # what "exec" mode builds
+    if not measure:
+        return tree, Measured()
+    nodes = count_nodes(tree, max_nodes) if max_nodes is not None else 0
+    return tree, Measured(nodes=nodes, too_deep=too_deep(tree))
+
+
+def count_nodes(tree: ast.AST, limit: int | None = None) -> int:
+    """The nodes of a CPython syntax tree (each `Load`/`Store` context counted where it is used),
+    or `limit + 1` as soon as there are more than `limit`: counting a huge tree to the end would
+    cost more than its compile."""
+    count, stack, most = 0, [tree], limit if limit is not None else -1
+    while stack:
+        node = stack.pop()
+        count += 1
+        if count == most + 1:
+            break
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                stack.extend(item for item in value if isinstance(item, ast.AST))
+            elif isinstance(value, ast.AST):
+                stack.append(value)
+    return count
+
+
+# What the project index measured, by the digest of the bytes it parsed and the node budget it
+# counted to, for the lint of the same bytes (bounded: the index also reads modules that are only
+# imported, never linted).
+_MEASURED: OrderedDict[tuple[bytes, int | None], Measured] = OrderedDict()
+_MEASURED_KEPT = 20_000
+
+
+def _key(source: bytes | str, max_nodes: int | None) -> tuple[bytes, int | None]:
+    data = source if isinstance(source, bytes) else source.encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16).digest(), max_nodes
+
+
+def index_tree(source: bytes | str, max_nodes: int | None = None) -> ast.Module | None:
+    """`python_tree` for the project index: the tree (None when CPython rejects the source, or it
+    has more than `max_nodes` nodes: the lint skips it), and what the guard measured kept for the
+    lint of the same source (see the module docstring).  `max_nodes` None: a module the run only
+    imports, which nothing lints, so nothing is measured."""
+    if max_nodes is None:
+        return python_tree(source, measure=False)[0]
+    tree, measured = python_tree(source, max_nodes)
+    if len(source) >= MAX_NESTING:
+        _MEASURED[_key(source, max_nodes)] = measured
+        while len(_MEASURED) > _MEASURED_KEPT:
+            _MEASURED.popitem(last=False)
+    return None if measured.nodes > max_nodes else tree
+
+
+def check_source(source: bytes | str, max_nodes: int | None = None) -> SyntaxError | None:
+    """Raise UnanalysableSource for a source libcst should not (or could not) parse, or one with
+    more than `max_nodes` syntax nodes.  Returns CPython's SyntaxError when libcst rejects the
+    source as a syntax error too (the caller reports it without parsing); None when the source is
+    for libcst to parse."""
+    if len(source) < MAX_NESTING:
+        return None
+    measured = _MEASURED.pop(_key(source, max_nodes), None) if _MEASURED else None
+    if measured is None:
+        measured = python_tree(source, max_nodes)[1]
+    if measured.too_complex is not None:
+        raise UnanalysableSource(measured.too_complex)
+    if measured.syntax_error is not None:
+        return measured.syntax_error if _trial_parse(source) == "syntax error" else None
+    if measured.null_bytes:
         _trial_parse(source)
         return None
-    if too_deep(tree):
+    if measured.too_deep:
         raise UnanalysableSource(f"too deeply nested to analyse (over {MAX_NESTING} levels); skipped")
+    if max_nodes is not None and measured.nodes > max_nodes:
+        raise UnanalysableSource(
+            f"too large to analyse (more than {max_nodes:,} syntax nodes, the max-syntax-nodes budget); skipped"
+        )
     return None
 
 

@@ -70,7 +70,8 @@ def process_source(
                     outcome.diff = unified_diff(source, final, name)
         outcome.result = linter.lint_source(final, name, with_edits=options.with_edits, project=project)
     except SyntaxErrorInSource as exc:
-        outcome.result.findings.append(syntax_error_finding(name, str(exc), exc.row, exc.column))
+        if linter.reports_syntax_errors(name):
+            outcome.result.findings.append(syntax_error_finding(name, str(exc), exc.row, exc.column))
     except UndecodableSource as exc:
         outcome.errors.append(f"{name}: {exc}")
     except RecursionError:
@@ -91,7 +92,7 @@ def process_source(
 def process_file(path: Path, linter: Linter, options: RunOptions, project: ModuleView | None = None) -> FileOutcome:
     name = display_path(path)
     try:
-        source = read_source(path, linter.settings.max_file_size)
+        source = read_source(path, linter.settings.size_limit(path))
     except OSError as exc:
         return _unreadable(name, exc)
     return process_read_file(path, name, source, linter, options, project)
@@ -138,7 +139,7 @@ def process_file_cached(
         return process_file(path, linter, options, project)
     name = display_path(path)
     try:
-        source = read_source(path, linter.settings.max_file_size)
+        source = read_source(path, linter.settings.size_limit(path))
     except OSError as exc:
         return _unreadable(name, exc)
     # The key hashes the bytes this call lints, so a file edited during the run is never stored

@@ -46,15 +46,24 @@ def _module_file(root: Path, dotted: str) -> Path | None:
 class RunIndex:
     """The project index over a run's Python files and the project modules they import.
 
-    `cached_summary(path, source, dotted name, is package)` may answer from a cache; without it
-    each source is summarized."""
+    `cached_summary(path, source, dotted name, is package, node budget)` may answer from a cache;
+    without it each source is summarized.  The run's own files are summarized with the lint's
+    budget of syntax nodes, `max_nodes` (one over it, which the lint skips, is not summarized), the
+    modules they import with None (see analysis/project.py `summarize`).  `is_test(path)` says
+    which modules are test code (the settings' `is_test_file`): their loops make no library code
+    per step."""
 
     def __init__(
         self,
         files: list[Path],
-        cached_summary: Callable[[Path, bytes, str, bool], ModuleSummary | None] | None = None,
+        cached_summary: Callable[[Path, bytes, str, bool, int | None], ModuleSummary | None] | None = None,
+        max_nodes: int | None = None,
+        is_test: Callable[[Path], bool] | None = None,
     ) -> None:
-        self._summary_of = cached_summary or (lambda path, source, dotted, package: summarize(source, dotted, package))
+        self._summary_of = cached_summary or (
+            lambda path, source, dotted, package, budget: summarize(source, dotted, package, budget)
+        )
+        own = {path.resolve() for path in files}
         self.modules: dict[Path, str] = {}  # resolved path -> module id
         summaries: dict[str, ModuleSummary] = {}
         queue = [path for path in files if path.suffix == ".py"]
@@ -72,7 +81,7 @@ class RunIndex:
                 source = read_source(resolved)
             except OSError:
                 continue
-            summary = self._summary_of(resolved, source, dotted, package)
+            summary = self._summary_of(resolved, source, dotted, package, max_nodes if resolved in own else None)
             if summary is None:
                 continue
             summaries[module_id] = summary
@@ -82,7 +91,10 @@ class RunIndex:
                 if found is not None and found.resolve() not in self.modules and followed < MAX_FOLLOWED_MODULES:
                     followed += 1
                     queue.append(found)
-        self.index = ProjectIndex(summaries)
+        test_modules = frozenset(
+            module_id for path, module_id in self.modules.items() if is_test is not None and is_test(path)
+        )
+        self.index = ProjectIndex(summaries, test_modules)
 
     @staticmethod
     def _imported_file(root: Path, dotted: str) -> Path | None:

@@ -41,23 +41,26 @@ def _cached_outcome(path: Path, cache: ResultCache, max_bytes: int, project: Mod
     return cache.get(cache.key(path, name, content_hash(source), project.digest() if project is not None else ""), name)
 
 
-def _project_views(files: list[Path], cache: ResultCache | None) -> list[ModuleView | None]:
+def _project_views(files: list[Path], cache: ResultCache | None, settings: Settings) -> list[ModuleView | None]:
     """Each file's view of the project (run/project.py), the modules summarized once per content
-    (through the cache when there is one)."""
+    (through the cache when there is one; a module over the settings' `max_syntax_nodes` is not);
+    the settings say which modules are test code."""
     from gpulint.linter.analysis.project import summarize
     from gpulint.linter.run.project import RunIndex
 
-    def cached_summary(path: Path, source: bytes, dotted: str, package: bool):
+    def cached_summary(path: Path, source: bytes, dotted: str, package: bool, budget: int | None):
         assert cache is not None  # only handed to RunIndex when there is a cache
         key = cache.summary_key(dotted, package, content_hash(source))
         summary = cache.get_summary(key)
         if summary is None:
-            summary = summarize(source, dotted, package)
+            summary = summarize(source, dotted, package, budget)
             if summary is not None:
                 cache.put_summary(key, summary)
         return summary
 
-    index = RunIndex(files, cached_summary if cache is not None else None)
+    index = RunIndex(
+        files, cached_summary if cache is not None else None, settings.max_syntax_nodes, settings.is_test_file
+    )
     return [index.view(path) if path.suffix == ".py" else None for path in files]
 
 
@@ -84,12 +87,12 @@ def run(
     if cache is not None and (reason := cache.unusable_reason()) is not None:
         result.warnings.append(printable(f"{reason}; running without a cache"))
         cache = None
-    views = _project_views(files, cache) if options.project_index else [None] * len(files)
+    views = _project_views(files, cache, settings) if options.project_index else [None] * len(files)
     outcomes: list[FileOutcome | None] = [None] * len(files)
     done = 0
     if cache is not None:
         for index, path in enumerate(files):
-            outcomes[index] = _cached_outcome(path, cache, settings.max_file_size, views[index])
+            outcomes[index] = _cached_outcome(path, cache, settings.size_limit(path), views[index])
         done = sum(o is not None for o in outcomes)
     pending = [i for i, o in enumerate(outcomes) if o is None]
     if progress is not None and done:

@@ -27,7 +27,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_MAX_FILE_BYTES = 10 * 2**20
+# The default `max-file-size`.  A file is compiled (CPython) before the budget of syntax nodes can
+# turn it away: 2 MiB of dense training code compiles to about 300 MB (docs/safety.md, "Work per
+# file"); the largest .py file of torch, TensorFlow and transformers is 1.4 MB.
+DEFAULT_MAX_FILE_BYTES = 2 * 2**20
 TEMPORARY_SUFFIX = ".gpulint-tmp"
 # `.train.py.4242.x8k2_q1z.gpulint-tmp`: the target's name, the writer's pid, mkstemp's random part.
 _TEMPORARY = re.compile(r"^\.(?P<target>.+)\.(?P<pid>\d+)\.[A-Za-z0-9_]+" + re.escape(TEMPORARY_SUFFIX) + "$")

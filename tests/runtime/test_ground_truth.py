@@ -1,0 +1,102 @@
+"""The profiler's verdict against training scripts that time their own phases
+(tests/runtime/ground_truth/train.py): for each built-in bottleneck the verdict must name the
+phase the script's own timers show dominant, and the first fix must be one that changes that phase.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpulint.runtime_check.launchers import Launch, torchrun_prefix
+from gpulint.runtime_check.measure import Command, RunConfig
+from gpulint.runtime_check.profile import profile
+
+SCRIPT = Path(__file__).parent / "ground_truth" / "train.py"
+PHASES = ("data", "compute", "checkpoint", "logging", "validation", "hostsync")
+# The script's dominant phase -> (verdict kind, its detail, the rule of the first fix)
+EXPECTED = {
+    "data": ("input-bound", None, "GL101"),
+    "compute": ("compute-bound", None, None),
+    "checkpoint": ("host-bound", "checkpoint writes", "GL303"),
+    "logging": ("host-bound", "logging", "GL302"),
+    "validation": ("host-bound", "validation", "GL301"),
+    "hostsync": ("sync-bound", None, "GL201"),
+}
+CASES = {
+    "healthy": "compute",
+    "loader": "data",
+    "checkpoint": "checkpoint",
+    "logging": "logging",
+    "validation": "validation",
+    "hostsync": "hostsync",
+}
+
+
+def dominant(timers: dict) -> str:
+    return max(PHASES, key=lambda name: timers[name])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bottleneck", sorted(CASES))
+def test_verdict_names_the_phase_the_script_measured(bottleneck, tmp_path, monkeypatch):
+    timers_path = tmp_path / "timers.json"
+    monkeypatch.setenv("GT_BOTTLENECK", bottleneck)
+    monkeypatch.setenv("GT_TIMERS", str(timers_path))
+    result = profile(Command(sys.executable, [], [str(SCRIPT)]), RunConfig(steps=30, warmup=3, timeout=300))
+    assert result.verdict is not None, result.run.output_tail
+    timers = json.loads(timers_path.read_text())
+    phase = dominant(timers)
+    assert phase == CASES[bottleneck], f"the script's own timers: {timers}"
+    kind, detail, rule = EXPECTED[phase]
+    verdict = result.verdict
+    assert verdict.kind == kind, (verdict.headline, verdict.reasons, timers)
+    if detail is not None:
+        assert verdict.severity == detail
+    if rule is not None:
+        first = verdict.recommendations[0]
+        assert first.code == rule, [r.code for r in verdict.recommendations]
+    if phase == "data":  # the timers' data wait and the profiler's agree
+        measured = result.run.steps.data_share
+        assert measured is not None and measured > 0.5
+    else:  # no training data wait is made of validation batches
+        assert (result.run.steps.data_share or 0.0) < 0.2
+
+
+def launched_profile(tmp_path, monkeypatch, bottleneck: str, **env: str):
+    timers_path = tmp_path / "timers.json"
+    monkeypatch.setenv("GT_BOTTLENECK", bottleneck)
+    monkeypatch.setenv("GT_TIMERS", str(timers_path))
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    launch = Launch("torchrun", torchrun_prefix(2, sys.executable), 2)
+    result = profile(Command(sys.executable, [], [str(SCRIPT)], launch), RunConfig(steps=20, warmup=3, timeout=300))
+    assert result.verdict is not None, result.run.output_tail
+    return result, timers_path
+
+
+@pytest.mark.slow
+def test_a_large_all_reduce_is_communication_bound(tmp_path, monkeypatch):
+    """Every step all-reduces a 16 MB parameter and no rank works longer than the other."""
+    result, _ = launched_profile(tmp_path, monkeypatch, "collective")
+    verdict = result.verdict
+    assert verdict.kind == "communication-bound", (verdict.headline, verdict.reasons)
+    assert result.ranks is not None and result.ranks.collective_share is not None
+    assert result.ranks.collective_share >= 0.10
+
+
+@pytest.mark.slow
+def test_straggler_is_its_own_verdict(tmp_path, monkeypatch):
+    """Rank 1 works GT_STRAGGLE_MS more each step; the all-reduce itself is short: the verdict is
+    the straggler, not communication, and it names rank 1."""
+    result, timers_path = launched_profile(tmp_path, monkeypatch, "straggler", GT_STRAGGLE_MS="40")
+    rank1 = json.loads(Path(f"{timers_path}.rank1").read_text())
+    assert rank1["straggle"] > 0.2 * rank1["compute"]  # the script's own view: rank 1 straggles
+    verdict = result.verdict
+    assert verdict.kind == "straggler", (verdict.headline, verdict.reasons)
+    assert verdict.severity == "rank 1"
+    assert "balance the work" in verdict.advice
+    assert not any("bucket" in r.action or "compress" in r.action for r in verdict.recommendations)

@@ -107,7 +107,7 @@ def _replaced(local: list[Edit], start: int, end: int, lines: tuple[str, ...]) -
     return text[:-1] if text.endswith("\n") else text
 
 
-def combined_suggestion(
+def _combined_suggestion(
     proposals: Sequence[Suggestion],
     fixed_edits: Sequence[Edit] | None,
     lines: tuple[str, ...],
@@ -202,12 +202,6 @@ def _fit(text: str, footer: str) -> str:
     return text[: MAX_BODY_CHARS - len(notice) - len(footer)] + notice + footer
 
 
-def make_comment(
-    path: str, finding: Finding, fingerprint: str, lines: tuple[str, ...], commentable: set[int]
-) -> Comment:
-    return _comment(path, [(finding, fingerprint)], suggestion(finding, lines, commentable))
-
-
 def make_comments(
     path: str,
     findings: Sequence[tuple[Finding, str]],
@@ -233,7 +227,7 @@ def make_comments(
                 members = sorted(groups[a][0] + groups[b][0])
                 unsafe = any(_is_unsafe(findings[i][0]) for i in members)
                 own = [p for i in members if (p := proposals[i]) is not None]
-                combined = combined_suggestion(own, fixed_edits(unsafe), lines, commentable)
+                combined = _combined_suggestion(own, fixed_edits(unsafe), lines, commentable)
                 groups[a] = (members, combined)
                 del groups[b]
                 merged = True

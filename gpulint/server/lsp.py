@@ -12,7 +12,10 @@ what is gpulint's.
   title), "suppress on this line" (the comment `--add-suppressions` writes), and for a Python file
   `source.fixAll.gpulint`, the fixes `gpulint --fix` would apply.  A fix's edits cost a code
   generation, so they are computed when the action is chosen (`codeAction/resolve`) for clients
-  that can resolve edits, and otherwise only for the diagnostics the request is about.
+  that can resolve edits, and otherwise only for the diagnostics the request is about.  A line
+  with several fixes is the exception: its fixes are computed with the actions, so that one
+  action, "fix all on this line", applies them together as `gpulint --fix` does, and two rules
+  whose fixes make the same edit share one action.
 - **Hover** on a diagnostic, or on a rule id in a suppression comment: the rule's explanation.
 
 On a workspace that may be hostile (docs/safety.md, "The language server"): only documents the

@@ -115,6 +115,49 @@ def _fixed_by_cli(repo: Path, capsys) -> tuple[str, str]:
     return fixed[0], fixed[1]
 
 
+def _loader_line_comments(fixed_edits) -> list:
+    """make_comments for the findings on CHANGED_SCRIPT's new loader line (GL101 and GL102), with
+    the given whole-file fixer."""
+    from gpulint.review.comments import make_comments
+
+    result = Linter(Settings()).lint_source(CHANGED_SCRIPT.encode(), "train.py", with_edits=True)
+    row = next(i for i, line in enumerate(CHANGED_SCRIPT.splitlines(), 1) if "val_loader" in line)
+    findings = [f for f in result.findings if f.location.row == row]
+    rows = set(range(1, CHANGED_SCRIPT.count("\n") + 1))
+    pairs = [(f, f"{i:032x}") for i, f in enumerate(findings)]
+    return make_comments("train.py", pairs, tuple(CHANGED_SCRIPT.splitlines()), rows, fixed_edits)
+
+
+def test_a_shared_comment_is_posted_again_only_when_one_of_its_findings_is_new():
+    from gpulint.review.comments import existing_keys, is_duplicate
+
+    (shared,) = _loader_line_comments(lambda unsafe: None)
+    (first, first_print), (second, second_print) = shared.findings
+    assert {first.code, second.code} == {"GL101", "GL102"}
+    both = existing_keys(
+        [
+            {
+                "body": f"<!-- gpulint:{first.code}:{first_print} --><!-- gpulint:{second.code}:{second_print} -->",
+                "path": "train.py",
+                "line": 99,
+            }
+        ]
+    )
+    assert is_duplicate(shared, *both)
+    one = existing_keys([{"body": f"<!-- gpulint:{first.code}:{first_print} -->", "path": "train.py", "line": 99}])
+    assert not is_duplicate(shared, *one)
+
+
+def test_when_the_file_cannot_be_fixed_a_shared_comment_names_the_fixes_without_a_suggestion():
+    """Each finding's own suggestion alone would undo the other's: none is shown, the fixes are named."""
+    (shared,) = _loader_line_comments(lambda unsafe: None)
+    assert (
+        "```suggestion" not in shared.body and "apply them together with `gpulint --fix --unsafe-fixes`" in shared.body
+    )
+    assert "- GL101: " in shared.body and "- GL102: " in shared.body
+    assert shared.start_line is None and shared.line == shared.finding.location.row
+
+
 def test_text_summary_and_no_change(review_repo, capsys):
     code, out, _ = run_cli(["review", "--base", "main"], capsys)
     assert code == 1

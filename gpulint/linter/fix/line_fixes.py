@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpulint.linter.analysis.parse import SyntaxErrorInSource
+from gpulint.linter.analysis.parse import SyntaxErrorInSource, UndecodableSource
+from gpulint.linter.analysis.parse_guard import UnanalysableSource
 from gpulint.linter.engine import Linter
 from gpulint.linter.findings import Edit
 from gpulint.linter.fix.fixer import line_edits
@@ -16,14 +17,14 @@ from gpulint.linter.fix.passes import fix_source
 
 def fixed_file_edits(linter: Linter, source: bytes, path: str, unsafe: bool) -> list[Edit] | None:
     """The whole-line edits `gpulint --fix` (with `--unsafe-fixes` when `unsafe`) makes to
-    `source`; None when its fixes fail (they break the syntax or never settle), or it does not
-    parse or is not UTF-8."""
+    `source`; None when its fixes fail (they break the syntax or never settle), or it cannot be
+    fixed at all (it does not parse, is not UTF-8, or is too deeply nested: see process_source)."""
     try:
         outcome = fix_source(linter, source, path, unsafe)
         if outcome.errors:
             return None
         return line_edits(source.decode("utf-8"), outcome.source.decode("utf-8"))
-    except (SyntaxErrorInSource, UnicodeDecodeError):
+    except (SyntaxErrorInSource, UndecodableSource, UnanalysableSource, RecursionError, UnicodeDecodeError):
         return None
 
 

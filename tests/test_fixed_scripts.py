@@ -66,6 +66,7 @@ RUNS = [
     Run("test_training_smoke.py"),
     Run("amp_legacy.py"),
     Run("compiled_fp32.py"),
+    Run("checkpoint_roundtrip.py"),
     Run("dict_options.py"),
     Run("ddp_gloo.py", start_method="spawn"),
     Run("tf_keras_fit.py", needs="tensorflow"),

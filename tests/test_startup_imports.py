@@ -47,7 +47,8 @@ def test_version_and_listings_import_nothing_heavy(tmp_path, args):
 
 
 def test_server_help_loads_only_the_command(tmp_path):
-    assert imported(["server", "--help"], tmp_path) == {"gpulint.server"}  # not pygls, not the linter
+    # the command and its default limits; not pygls, not the worker, not the linter
+    assert imported(["server", "--help"], tmp_path) == {"gpulint.server", "gpulint.server.limits"}
 
 
 def test_lint_of_files_the_prefilter_rejects_never_imports_libcst(tmp_path):

@@ -10,10 +10,7 @@ from __future__ import annotations
 import argparse
 
 from gpulint.cli import EXIT_ERROR, error
-
-# The lint worker's limits (worker.py), here so that `gpulint server --help` imports nothing more.
-DEFAULT_MEMORY_LIMIT = 2 * 2**30  # bytes of address space
-DEFAULT_TIME_LIMIT_S = 30.0  # per lint
+from gpulint.server.limits import DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_LIMIT_S
 
 
 def add_server(parser: argparse.ArgumentParser) -> None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulint.linter.run.safe_files import format_size
-from gpulint.server import DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_LIMIT_S
+from gpulint.server.limits import DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_LIMIT_S
 
 START_TIME_LIMIT_S = 60.0  # a worker's start (interpreter, imports): about half a second
 _LENGTH = struct.Struct(">Q")

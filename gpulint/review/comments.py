@@ -125,6 +125,8 @@ def _body_parts(
     summary = rule.summary() if rule is not None else ""
     url = docs_url(finding.code, finding.name)
     parts = [f"**gpulint {finding.code}** (`{finding.name}`): {finding.message}"]
+    if finding.related:  # another module's training loop is why it runs every step: say where
+        parts.append("Runs every step: " + "; ".join(related.message for related in finding.related) + ".")
     if summary and summary != finding.message:
         parts.append(summary)
     if finding.fix is not None:

@@ -37,13 +37,14 @@ from typing import Any
 
 from gpulint.linter.analysis.parse_guard import index_tree
 from gpulint.linter.analysis.vocabulary import CLOCKS, EXIT_CALLS, KINDS, canonical, is_step_method
+from gpulint.linter.findings import Location, RelatedLocation
 
 # Builtins that take an iterable without iterating it again and again.
 _NOT_ITERATING = frozenset({"print", "len", "isinstance", "type", "id", "repr", "str", "getattr", "hasattr", "setattr"})
 # Kinds of return values the index tracks (values.KINDS).
 RETURN_KINDS = ("dataloader", "tfdata")
 # The version of a summary's shape: a cached summary of another version is not used.
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 3
 
 
 # -- summaries ---------------------------------------------------------------------------------
@@ -65,6 +66,8 @@ class CallSite:
     path: tuple[Step, ...]
     steps: bool
     cls: str | None = None
+    line: int = 0  # where the call is (1-based), for the chain a cross-module finding shows
+    column: int = 1
 
     @property
     def loops(self) -> tuple[int, ...]:
@@ -89,6 +92,7 @@ class ModuleSummary:
     # Names holding what a call returned (`train, valid = load(...)`): name -> [(callee text, position)].
     assigned_from: dict[str, list[tuple[str, int | None]]] = field(default_factory=dict)
     reiterated: set[str] = field(default_factory=set)  # names iterated again and again here
+    loop_lines: dict[str, int] = field(default_factory=dict)  # loop id (a Step's value) -> its line
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -96,7 +100,9 @@ class ModuleSummary:
             "bindings": self.bindings,
             "functions": {
                 name: {
-                    "calls": [[c.text, [list(step) for step in c.path], c.steps, c.cls] for c in f.calls],
+                    "calls": [
+                        [c.text, [list(step) for step in c.path], c.steps, c.cls, c.line, c.column] for c in f.calls
+                    ],
                     "clock": f.reads_clock,
                     "returns": [[i, t] for i, t in f.returns],
                 }
@@ -105,6 +111,7 @@ class ModuleSummary:
             "instances": self.instances,
             "assigned_from": {k: [[t, i] for t, i in v] for k, v in self.assigned_from.items()},
             "reiterated": sorted(self.reiterated),
+            "loop_lines": self.loop_lines,
         }
 
     @classmethod
@@ -118,9 +125,14 @@ class ModuleSummary:
                 str(name): FunctionSummary(
                     calls=[
                         CallSite(
-                            str(t), tuple((str(k), str(v)) for k, v in path), bool(s), None if c is None else str(c)
+                            str(t),
+                            tuple((str(k), str(v)) for k, v in path),
+                            bool(s),
+                            None if c is None else str(c),
+                            int(line),
+                            int(column),
                         )
-                        for t, path, s, c in f["calls"]
+                        for t, path, s, c, line, column in f["calls"]
                     ],
                     reads_clock=bool(f["clock"]),
                     returns=[(None if i is None else int(i), str(t)) for i, t in f["returns"]],
@@ -136,6 +148,7 @@ class ModuleSummary:
                     for k, v in data["assigned_from"].items()
                 },
                 reiterated={str(n) for n in data["reiterated"]},
+                loop_lines={str(k): int(v) for k, v in data["loop_lines"].items()},
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
@@ -261,6 +274,7 @@ class _Summarizer(ast.NodeVisitor):
             if name is not None:
                 self.iterated.append((name, self.function_names[-1], self._in_loop()))
         self.paths[-1].append(("loop", str(self.next_loop)))
+        self.summary.loop_lines[str(self.next_loop)] = node.lineno
         self.next_loop += 1
         if isinstance(node, ast.While):
             self.visit(node.test)  # (the test runs on every iteration)
@@ -367,7 +381,7 @@ class _Summarizer(ast.NodeVisitor):
         if not text and not steps:
             return
         function = self.function
-        function.calls.append(CallSite(text, path, steps, self.classes[-1]))
+        function.calls.append(CallSite(text, path, steps, self.classes[-1], node.lineno, node.col_offset + 1))
         head, _, rest = text.partition(".")
         target = self.summary.bindings.get(head)
         if target is not None and CLOCKS.match(canonical(f"{target}.{rest}" if rest else target)):
@@ -428,6 +442,9 @@ class ModuleView:
     per_step: frozenset[str] = frozenset()  # qualnames of its functions other modules run per step
     calls: tuple[tuple[str, CalleeFacts], ...] = ()  # callee text -> what it does
     reiterated: frozenset[tuple[str, int | None]] = frozenset()  # (qualname, position) iterated per epoch
+    # For each qualname in `per_step`: the calls from another module's training loop to it
+    # (ProjectIndex.chain), which its findings carry.
+    chains: tuple[tuple[str, tuple[RelatedLocation, ...]], ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.per_step or self.calls or self.reiterated)
@@ -442,6 +459,14 @@ class ModuleView:
         if text is None:
             return None
         return self._calls.get(text)
+
+    def chain(self, qualname: str) -> tuple[RelatedLocation, ...]:
+        """How another module's training loop reaches function `qualname` of this module (() when
+        nothing elsewhere runs it per step)."""
+        for name, chain in self.chains:
+            if name == qualname:
+                return chain
+        return ()
 
     @property
     def _calls(self) -> dict[str, CalleeFacts]:
@@ -459,6 +484,10 @@ class ModuleView:
             "per_step": sorted(self.per_step),
             "calls": [[text, facts.steps, facts.reads_clock, list(facts.returns)] for text, facts in self.calls],
             "reiterated": sorted([q, -1 if i is None else i] for q, i in self.reiterated),
+            # (the findings carry the chain: a caller's lines moving must re-lint this module)
+            "chains": [
+                [q, [[r.path, r.location.row, r.location.column, r.message] for r in c]] for q, c in self.chains
+            ],
         }
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -472,10 +501,16 @@ Function = tuple[str, str]
 class ProjectIndex:
     """The summaries of a run's modules and what follows from them across modules.
 
-    `summaries` maps a module id (`<source root>|<dotted name>`) to its summary."""
+    `summaries` maps a module id (`<source root>|<dotted name>`) to its summary; `paths` a module id
+    to the path its file is shown as (in the chains of cross-module findings)."""
 
-    def __init__(self, summaries: dict[str, ModuleSummary]) -> None:
+    def __init__(self, summaries: dict[str, ModuleSummary], paths: dict[str, str] | None = None) -> None:
         self.summaries = summaries
+        self.paths = paths or {}
+        # Why a function is per step: the first call found that made it so (caller, call).
+        self._per_step_because: dict[Function, tuple[Function, CallSite]] = {}
+        self._elsewhere_because: dict[Function, tuple[Function, CallSite]] = {}
+        self._step_loops: set[tuple[Function, int]] = set()
         self._resolved: dict[tuple[str, str, str | None], Function | None] = {}
         self.step_functions: set[Function] = set()
         self.per_step: set[Function] = set()
@@ -566,7 +601,7 @@ class ProjectIndex:
                 ):
                     self.step_functions.add(caller)
                     changed = True
-        step_loops = {
+        step_loops = self._step_loops = {
             (caller, site.loops[0])
             for number, (caller, site, _) in enumerate(sites)
             if number in step_sites and site.loops
@@ -581,6 +616,7 @@ class ProjectIndex:
                     continue
                 if self._runs_per_step(caller, site, step_loops):
                     self.per_step.add(callee)
+                    self._per_step_because[callee] = (caller, site)
                     changed = True
         # What other modules make run per step: a call from another module, or from a function
         # made per step that way (a module's own step loops are its own analysis).
@@ -590,11 +626,11 @@ class ProjectIndex:
             for caller, site, callee in sites:
                 if callee is None or callee in self.per_step_elsewhere or callee[1] == _MODULE_LEVEL:
                     continue
-                if callee[0] != caller[0] and self._runs_per_step(caller, site, step_loops):
+                if (callee[0] != caller[0] and self._runs_per_step(caller, site, step_loops)) or (
+                    caller in self.per_step_elsewhere and not _guarded(site)
+                ):
                     self.per_step_elsewhere.add(callee)
-                    changed = True
-                elif caller in self.per_step_elsewhere and not _guarded(site):
-                    self.per_step_elsewhere.add(callee)
+                    self._elsewhere_because[callee] = (caller, site)
                     changed = True
         # Clocks and returned kinds, through calls.
         for module_id, summary in self.summaries.items():
@@ -632,6 +668,54 @@ class ProjectIndex:
                 return True
         return caller in self.per_step
 
+    def _step_loop_around(self, caller: Function, site: CallSite) -> str | None:
+        """The id of the step loop of `caller` that runs `site` every step, if one does (the walk
+        `_runs_per_step` makes)."""
+        for kind, value in site.path:
+            if kind == "event" or (kind == "if" and _throttles(value)):
+                return None
+            if kind == "loop" and (caller, int(value)) in self._step_loops:
+                return value
+        return None
+
+    def chain(self, function: Function) -> tuple[RelatedLocation, ...]:
+        """The calls by which another module's training loop runs `function` every step, from
+        the loop inwards: "called from train.py:42 in the training loop at train.py:40", then
+        "via utils.py:10 in `step()`" for each call on the way.  () for a function no other module
+        runs per step."""
+        links: list[tuple[Function, CallSite]] = []
+        loop: tuple[Function, str] | None = None
+        current = function
+        because = self._elsewhere_because
+        seen: set[Function] = set()
+        while current in because and current not in seen:
+            seen.add(current)
+            caller, site = because[current]
+            links.append((caller, site))
+            found = self._step_loop_around(caller, site)
+            if found is not None:
+                loop = (caller, found)
+                break
+            current = caller
+            because = self._elsewhere_because if caller in self._elsewhere_because else self._per_step_because
+        if loop is None:
+            return ()
+        related = []
+        for number, (caller, site) in enumerate(reversed(links)):
+            path = self._path(caller[0])
+            where = f"{path}:{site.line}"
+            if number == 0:
+                loop_line = self.summaries[caller[0]].loop_lines.get(loop[1], site.line)
+                message = f"called from {where} in the training loop at {path}:{loop_line}"
+            else:
+                message = f"via {where} in `{caller[1]}()`"
+            related.append(RelatedLocation(path, Location(site.line, site.column), message))
+        return tuple(related)
+
+    def _path(self, module_id: str) -> str:
+        root, _, dotted = module_id.partition("|")
+        return self.paths.get(module_id) or f"{root}/{dotted.replace('.', '/')}.py"
+
     def _kinds_of(self, module_id: str, callee_text: str) -> set[str]:
         found = self.resolve(module_id, callee_text)
         if found is not None:
@@ -665,4 +749,5 @@ class ProjectIndex:
                 if facts != CalleeFacts():
                     calls[site.text] = facts
         reiterated = frozenset(self.reiterated.get(module_id, ()))
-        return ModuleView(per_step, tuple(sorted(calls.items())), reiterated)
+        chains = tuple((q, chain) for q in sorted(per_step) if (chain := self.chain((module_id, q))))
+        return ModuleView(per_step, tuple(sorted(calls.items())), reiterated, chains)

@@ -88,7 +88,12 @@ class RunIndex:
                 if found is not None and found.resolve() not in self.modules and followed < MAX_FOLLOWED_MODULES:
                     followed += 1
                     queue.append(found)
-        self.index = ProjectIndex(summaries)
+        from gpulint.linter.run.process import display_path  # (the engine, which a run has loaded)
+
+        shown: dict[str, str] = {}  # module id -> its path as findings show paths
+        for resolved, module_id in self.modules.items():
+            shown.setdefault(module_id, display_path(resolved))
+        self.index = ProjectIndex(summaries, shown)
 
     @staticmethod
     def _imported_file(root: Path, dotted: str) -> Path | None:

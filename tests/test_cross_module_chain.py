@@ -220,3 +220,49 @@ def test_a_finding_its_own_module_explains_has_no_chain(tmp_path, monkeypatch, c
     monkeypatch.chdir(tmp_path)
     findings = _json(capsys, "--no-cache")
     assert [(f["location"]["row"], f["related"]) for f in findings] == [(10, [])]
+
+
+def test_a_helper_that_reads_back_a_value_the_loop_appends_is_found(tmp_path, monkeypatch, capsys):
+    """`history.append(scalar(loss))` every step, `scalar(t)` returning `t.item()` in a module that
+    imports nothing: the helper works on the loop's tensors, on the loop's device."""
+    (tmp_path / "metrics.py").write_text("def scalar(t):\n    return t.item()\n")
+    (tmp_path / "train.py").write_text(
+        textwrap.dedent(
+            """\
+            import torch
+
+            from metrics import scalar
+
+
+            def train(model, loader, optimizer):
+                model.cuda()
+                history = []
+                for x, y in loader:
+                    loss = torch.nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+                    history.append(scalar(loss))
+                return history
+            """
+        )
+    )
+    monkeypatch.chdir(tmp_path)
+    findings = _json(capsys, "--no-cache")
+    assert _chains(findings) == {("metrics.py", 2): ["called from train.py:13 in the training loop at train.py:9"]}
+
+
+def test_a_helper_of_a_loop_that_names_no_accelerator_stays_silent(tmp_path, monkeypatch, capsys):
+    """The same helper run by a loop on the host (nothing names a device): no GPU to wait for."""
+    (tmp_path / "metrics.py").write_text("def scalar(t):\n    return t.item()\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\n\nfrom metrics import scalar\n\n\n"
+        "def train(model, loader, optimizer):\n"
+        "    for x, y in loader:\n"
+        "        loss = model(x, y)\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        print(scalar(loss))\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(["--select", "GL201", "--no-cache", "--output-format", "json", "."], capsys)
+    assert (code, json.loads(out)) == (0, []), err

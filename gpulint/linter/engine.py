@@ -195,7 +195,9 @@ class Linter:
         source: bytes, rules: Iterable[catalog.RuleInfo], project: ModuleView | None = None
     ) -> list[catalog.RuleInfo]:
         """The tree rules whose facts and tokens the source's bytes (or its project view) can hold."""
-        if not any(marker in source for marker in FRAMEWORK_MARKERS):
+        if not any(marker in source for marker in FRAMEWORK_MARKERS) and not (
+            project is not None and project.torch_loop_elsewhere  # a helper of a torch training loop
+        ):
             return []
         known: dict[str, bool] = {}
 

@@ -30,13 +30,22 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from gpulint.linter.analysis.parse_guard import index_tree
-from gpulint.linter.analysis.vocabulary import CLOCKS, EXIT_CALLS, KINDS, canonical, is_step_method
+from gpulint.linter.analysis.vocabulary import (
+    ACCELERATOR_CALL_PREFIXES,
+    ACCELERATOR_MODULES,
+    CLOCKS,
+    EXIT_CALLS,
+    KINDS,
+    canonical,
+    is_step_method,
+)
 from gpulint.linter.findings import Location, RelatedLocation
 
 # Builtins that take an iterable without iterating it again and again.
@@ -93,6 +102,11 @@ class ModuleSummary:
     assigned_from: dict[str, list[tuple[str, int | None]]] = field(default_factory=dict)
     reiterated: set[str] = field(default_factory=set)  # names iterated again and again here
     loop_lines: dict[str, int] = field(default_factory=dict)  # loop id (a Step's value) -> its line
+    # What a helper it runs per step inherits (see ModuleView): it imports torch; it names an
+    # accelerator (`.cuda()`, a `torch.cuda.*` call, a "cuda"/"gpu" string, an accelerator library:
+    # FileContext.names_accelerator on the module's `ast`).
+    imports_torch: bool = False
+    names_accelerator: bool = False
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -112,6 +126,8 @@ class ModuleSummary:
             "assigned_from": {k: [[t, i] for t, i in v] for k, v in self.assigned_from.items()},
             "reiterated": sorted(self.reiterated),
             "loop_lines": self.loop_lines,
+            "torch": self.imports_torch,
+            "accelerator": self.names_accelerator,
         }
 
     @classmethod
@@ -149,6 +165,8 @@ class ModuleSummary:
                 },
                 reiterated={str(n) for n in data["reiterated"]},
                 loop_lines={str(k): int(v) for k, v in data["loop_lines"].items()},
+                imports_torch=bool(data["torch"]),
+                names_accelerator=bool(data["accelerator"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
@@ -172,6 +190,7 @@ def summarize(
 
 
 _MODULE_LEVEL = "<module>"
+_CUDA_TEXT = re.compile(r"(cuda|gpu)\b")  # a device string: "cuda", "cuda:0", "gpu"
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -386,6 +405,10 @@ class _Summarizer(ast.NodeVisitor):
         target = self.summary.bindings.get(head)
         if target is not None and CLOCKS.match(canonical(f"{target}.{rest}" if rest else target)):
             function.reads_clock = True
+        if (isinstance(func, ast.Attribute) and func.attr == "cuda") or (
+            target is not None and f"{target}.{rest}".startswith(ACCELERATOR_CALL_PREFIXES)
+        ):
+            self.summary.names_accelerator = True
         if self._in_loop():
             last = text.rpartition(".")[2]
             self.in_loop_calls.add(last)
@@ -395,7 +418,15 @@ class _Summarizer(ast.NodeVisitor):
                     if key is not None:
                         self.summary.reiterated.add(key)
 
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and _CUDA_TEXT.match(node.value):
+            self.summary.names_accelerator = True
+
     def finish(self) -> ModuleSummary:
+        imported = set(self.summary.bindings.values())
+        self.summary.imports_torch = any(m == "torch" or m.startswith("torch.") for m in imported)
+        if any(m == a or m.startswith(f"{a}.") for m in imported for a in ACCELERATOR_MODULES):
+            self.summary.names_accelerator = True
         for name, function, nested in self.iterated:
             if nested or function.rpartition(".")[2] in self.in_loop_calls:
                 self.summary.reiterated.add(name)
@@ -445,6 +476,11 @@ class ModuleView:
     # For each qualname in `per_step`: the calls from another module's training loop to it
     # (ProjectIndex.chain), which its findings carry.
     chains: tuple[tuple[str, tuple[RelatedLocation, ...]], ...] = ()
+    # A training loop that runs one of its functions per step is in a module that imports torch /
+    # names an accelerator: a helper (`scalar(t)` returning `t.item()`) that spells neither
+    # works on that loop's tensors (facts.TORCH, facts.ACCELERATOR).
+    torch_loop_elsewhere: bool = False
+    accelerator_loop_elsewhere: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.per_step or self.calls or self.reiterated)
@@ -488,6 +524,7 @@ class ModuleView:
             "chains": [
                 [q, [[r.path, r.location.row, r.location.column, r.message] for r in c]] for q, c in self.chains
             ],
+            "loop_elsewhere": [self.torch_loop_elsewhere, self.accelerator_loop_elsewhere],
         }
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -683,25 +720,12 @@ class ProjectIndex:
         the loop inwards: "called from train.py:42 in the training loop at train.py:40", then
         "via utils.py:10 in `step()`" for each call on the way.  () for a function no other module
         runs per step."""
-        links: list[tuple[Function, CallSite]] = []
-        loop: tuple[Function, str] | None = None
-        current = function
-        because = self._elsewhere_because
-        seen: set[Function] = set()
-        while current in because and current not in seen:
-            seen.add(current)
-            caller, site = because[current]
-            links.append((caller, site))
-            found = self._step_loop_around(caller, site)
-            if found is not None:
-                loop = (caller, found)
-                break
-            current = caller
-            because = self._elsewhere_because if caller in self._elsewhere_because else self._per_step_because
-        if loop is None:
+        found = self._path_from_loop(function)
+        if found is None:
             return ()
+        links, loop = found
         related = []
-        for number, (caller, site) in enumerate(reversed(links)):
+        for number, (caller, site) in enumerate(links):
             path = self._path(caller[0])
             where = f"{path}:{site.line}"
             if number == 0:
@@ -711,6 +735,26 @@ class ProjectIndex:
                 message = f"via {where} in `{caller[1]}()`"
             related.append(RelatedLocation(path, Location(site.line, site.column), message))
         return tuple(related)
+
+    def _path_from_loop(
+        self, function: Function
+    ) -> tuple[list[tuple[Function, CallSite]], tuple[Function, str]] | None:
+        """The calls (caller, call site) from another module's step loop to `function`, loop
+        first, and that loop (its function, its id); None when no other module runs it per step."""
+        links: list[tuple[Function, CallSite]] = []
+        current = function
+        because = self._elsewhere_because
+        seen: set[Function] = set()
+        while current in because and current not in seen:
+            seen.add(current)
+            caller, site = because[current]
+            links.append((caller, site))
+            loop = self._step_loop_around(caller, site)
+            if loop is not None:
+                return links[::-1], (caller, loop)
+            current = caller
+            because = self._elsewhere_because if caller in self._elsewhere_because else self._per_step_because
+        return None
 
     def _path(self, module_id: str) -> str:
         root, _, dotted = module_id.partition("|")
@@ -750,4 +794,16 @@ class ProjectIndex:
                     calls[site.text] = facts
         reiterated = frozenset(self.reiterated.get(module_id, ()))
         chains = tuple((q, chain) for q in sorted(per_step) if (chain := self.chain((module_id, q))))
-        return ModuleView(per_step, tuple(sorted(calls.items())), reiterated, chains)
+        loop_modules = [
+            self.summaries[found[1][0][0]]
+            for q in per_step
+            if (found := self._path_from_loop((module_id, q))) is not None
+        ]
+        return ModuleView(
+            per_step,
+            tuple(sorted(calls.items())),
+            reiterated,
+            chains,
+            torch_loop_elsewhere=any(m.imports_torch for m in loop_modules),
+            accelerator_loop_elsewhere=any(m.names_accelerator for m in loop_modules),
+        )

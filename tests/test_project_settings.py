@@ -101,11 +101,13 @@ LOGGING_TEST = """
     "path", ["tests/test_train.py", "test_train.py", "train_test.py", "conftest.py", "pkg/tests/helpers.py"]
 )
 def test_test_files_get_no_per_step_or_trainer_fixes_unless_asked(path):
-    assert _fixable(Settings(select=["GL302"]), LOGGING_TEST, path) == []
-    assert _fixable(Settings(select=["GL302"], fix_tests=True), LOGGING_TEST, path) == ["GL302"]
+    # (`lint-tests`: the findings are reported in test files at all; the fixes are what is tested)
+    assert _fixable(Settings(select=["GL302"], lint_tests=True), LOGGING_TEST, path) == []
+    assert _fixable(Settings(select=["GL302"], lint_tests=True, fix_tests=True), LOGGING_TEST, path) == ["GL302"]
     assert _fixable(Settings(select=["GL302"]), LOGGING_TEST, "train.py") == ["GL302"]
     trainer = "from transformers import TrainingArguments\na = TrainingArguments('o', logging_steps=1)\n"
-    assert _fixable(Settings(select=["GL801"]), trainer, path) == []
+    assert _fixable(Settings(select=["GL801"], lint_tests=True), trainer, path) == []
+    assert _fixable(Settings(select=["GL801"], lint_tests=True, fix_tests=True), trainer, path) == ["GL801"]
 
 
 def test_fixed_lines_wrap_at_the_projects_line_length():

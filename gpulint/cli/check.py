@@ -73,6 +73,11 @@ def add_check(parser: argparse.ArgumentParser) -> None:
         help="Write `# gpulint: ignore[ID]` on every current finding's line (adopt gpulint on existing code).",
     )
     parser.add_argument(
+        "--lint-tests",
+        action="store_true",
+        help="Report the performance rules in test files too (the `lint-tests` setting; off: they are counted).",
+    )
+    parser.add_argument(
         "--report-unused-suppressions",
         action="store_true",
         help="Also report suppression comments that suppress nothing (rule GL900).",
@@ -106,6 +111,8 @@ def check(options: argparse.Namespace) -> int:
         warning(local_rules_not_loaded(settings, "--no-local-rules"))
     if options.unsafe_fixes is not None:
         settings.unsafe_fixes = options.unsafe_fixes
+    if options.lint_tests:
+        settings.lint_tests = True
     if options.report_unused_suppressions:
         settings.extend_select.append("GL900")  # the flag is a shorthand for selecting the rule
     if options.add_suppressions:

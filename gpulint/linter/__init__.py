@@ -11,7 +11,8 @@
                   (the training-loop model), pytorch.py / tensorflow.py / logging_calls.py /
                   trainers.py (what the frameworks' code does), context.py (FileContext: every
                   per-file analysis, cached), facts.py (what a rule can require of a file),
-                  nodes.py (what one node spells), positions.py (ranges of the nodes asked for)
+                  nodes.py (what one node spells), positions.py (ranges of the nodes asked for),
+                  test_files.py (which files are test code)
         rule.py   the rule API (Rule, RuleOption, Valid / Invalid cases); the rules themselves
                   are in gpulint/rules/, which the engine never imports
         suppressions.py  comments that silence findings, and GL900 for those that silence nothing

@@ -9,6 +9,8 @@
     unsafe-fixes = false
     num-workers = "min(8, os.cpu_count() or 1)"   # rule options: see `gpulint rule ID`
     log-every = 100
+    lint-tests = false               # performance rules report in test files too
+    test-files = ["tests/", "test_*.py"]   # what is test code (gitignore-style; default: pytest's conventions)
     fix-tests = false                # trainer-config and per-step fixes in test files too
     target-torch = "2.1"             # the oldest PyTorch to write fixes for (default: from the requirements)
     max-file-size = "2MiB"           # larger files are skipped with a message (bytes, or KiB/MiB/GiB)
@@ -51,6 +53,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from gpulint.linter.analysis.parse_guard import DEFAULT_MAX_SYNTAX_NODES
+from gpulint.linter.analysis.test_files import is_test_path, matches_test_patterns, project_relative
 from gpulint.linter.catalog import OPTIONS, RULES
 from gpulint.linter.findings import DEFAULT_MAX_FINDINGS_PER_FILE, SYNTAX_ERROR_CODE
 from gpulint.linter.project import DEFAULT_LINE_LENGTH, facts_from, parse_version
@@ -88,6 +91,8 @@ STANDARD_KEYS = {
     "max-findings-per-file",
     "history",
     "fix-tests",
+    "lint-tests",
+    "test-files",
     "target-torch",
     "local-rules",
 }
@@ -101,8 +106,14 @@ class Settings:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     exclude: list[str] = field(default_factory=list)
     unsafe_fixes: bool = False
-    # Trainer-config and per-step fixes in test files (test_*.py, *_test.py, tests/, conftest.py):
-    # off by default, as tests check exactly what those fixes change (per-step logs, precision).
+    # Findings of the performance rules in test files (`is_test_file`): off by default, as test
+    # code is not training code; the engine counts what it leaves out.
+    lint_tests: bool = False
+    # What is test code: gitignore-style patterns relative to `root`; None for the default
+    # conventions (test_files.DEFAULT_TEST_FILES).
+    test_files: list[str] | None = None
+    # Trainer-config and per-step fixes in test files: off by default, as tests check exactly what
+    # those fixes change (per-step logs, precision).
     fix_tests: bool = False
     line_length: int = DEFAULT_LINE_LENGTH  # where fixed lines are wrapped
     target_torch: tuple[int, int] | None = None  # fixes that need a newer PyTorch are not offered
@@ -148,7 +159,9 @@ class Settings:
         if self.select is None:
             chosen = {r.code for r in self.rule_entries() if r.default == "on"}
         else:
-            chosen = set(self.expand(self.select))
+            # GL000 (the file does not parse, so it was not checked) stays on whatever is
+            # selected, as ruff reports syntax errors; only `ignore` turns it off.
+            chosen = {*self.expand(self.select), SYNTAX_ERROR_CODE}
         chosen |= set(self.expand(self.extend_select))
         chosen -= set(self.expand(self.ignore))
         return frozenset(chosen)
@@ -170,6 +183,18 @@ class Settings:
         any source, so its file may be NOTEBOOK_SIZE_FACTOR times `max-file-size`."""
         return self.max_file_size * (NOTEBOOK_SIZE_FACTOR if path.suffix == ".ipynb" else 1)
 
+    def is_test_file(self, path: str | Path) -> bool:
+        """Whether `path` is test code: it matches `test-files` (relative to the configuration's
+        folder), or by default pytest's conventions (relative to `root`, or for a file outside it
+        to its own project)."""
+        path = Path(path)
+        if self.test_files is not None:
+            return matches_test_patterns(_relative(path, self.root), tuple(self.test_files))
+        try:
+            return is_test_path(path.resolve().relative_to(self.root.resolve()).as_posix())
+        except ValueError:
+            return is_test_path(project_relative(path))
+
     def fingerprint(self) -> str:
         """A stable digest of everything that changes results (for caches)."""
         payload = {
@@ -179,6 +204,8 @@ class Settings:
             "per_file_ignores": self.per_file_ignores,
             "unsafe_fixes": self.unsafe_fixes,
             "fix_tests": self.fix_tests,
+            "lint_tests": self.lint_tests,
+            "test_files": self.test_files,
             "line_length": self.line_length,
             "target_torch": self.target_torch,
             "options": self.options,
@@ -208,7 +235,7 @@ def expand_selectors(
             continue
         matched = [r.code for r in rules if r.code.startswith(selector.upper()) or r.name == selector]
         maybe_local = unloaded_local_ids and not selector.upper().startswith("GL")
-        if not matched and selector.upper() != SYNTAX_ERROR_CODE and not maybe_local:
+        if not matched and not maybe_local:
             raise ConfigError(unknown_selector(selector, rules))
         codes.extend(matched)
     return codes
@@ -374,10 +401,16 @@ def settings_from_table(table: dict[str, Any], config_file: Path, load_local_rul
     if not isinstance(unsafe, bool):
         raise ConfigError(f"{config_file}: `unsafe-fixes` must be true or false")
     settings.unsafe_fixes = unsafe
-    fix_tests = table.get("fix-tests", False)
-    if not isinstance(fix_tests, bool):
-        raise ConfigError(f"{config_file}: `fix-tests` must be true or false")
-    settings.fix_tests = fix_tests
+    for key in ("fix-tests", "lint-tests"):
+        value = table.get(key, False)
+        if not isinstance(value, bool):
+            raise ConfigError(f"{config_file}: `{key}` must be true or false")
+        setattr(settings, key.replace("-", "_"), value)
+    if "test-files" in table:
+        patterns = table["test-files"]
+        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+            raise ConfigError(f'{config_file}: `test-files` must be a list of patterns such as "tests/"')
+        settings.test_files = patterns
     if "target-torch" in table:
         try:
             settings.target_torch = parse_version(str(table["target-torch"]))

@@ -12,8 +12,9 @@
 4. rules: each candidate rule whose required facts hold visits the nodes it subscribes to, in
    source order, then finishes;
 5. suppress: findings a comment silences are dropped; the comments that silenced nothing are
-   GL900's findings (suppressions.py).  A file with more findings than `max-findings-per-file`
-   (counted before suppression) is skipped with a message instead;
+   GL900's findings (suppressions.py); in a test file, the performance rules' findings are left
+   out and counted unless `lint-tests` is set (analysis/test_files.py).  A file with more findings
+   than `max-findings-per-file` (counted before suppression) is skipped with a message instead;
 6. locate: line and column of each finding, and the text edits of its fix when asked
    (fix/fixer.py) -- plain, picklable Findings for reporters, the cache and worker processes.
 
@@ -63,6 +64,11 @@ if TYPE_CHECKING:  # libcst and the rule classes are imported once a file passes
     from gpulint.linter.config import Settings
     from gpulint.linter.rule import Rule
 
+# The rules that visit no tree: GL000 is the parse failing (engine), GL900 the suppression comments.
+_NOT_TREE_RULES = frozenset({SYNTAX_ERROR_CODE, UNUSED_SUPPRESSION})
+# The tree rules of a default run: which files GL000 checks.
+_DEFAULT_TREE_RULES = tuple(r for r in catalog.RULES if r.default == "on" and r.code not in _NOT_TREE_RULES)
+
 # A file that names none of these is not training code for any rule here.
 FRAMEWORK_MARKERS = (b"torch", b"tensorflow", b"keras", b"lightning", b"transformers", b"accelerate", b"tf.")
 
@@ -77,6 +83,8 @@ class Analysis:
     # The file's suppression comments, with the codes each silenced (empty when there was no
     # finding to match: the comments were not looked for).
     suppressions: dict[int, list[Suppression]] = field(default_factory=dict)
+    # Findings of the performance rules left out because the file is test code (`lint-tests`).
+    withheld_in_tests: int = 0
     _positions: Mapping[cst.CSTNode, CodeRange] | None = field(default=None, repr=False)
 
     def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
@@ -95,6 +103,8 @@ class FileResult:
     path: str
     findings: list[Finding] = field(default_factory=list)
     parsed: bool = False
+    # Findings not reported because the file is test code (`lint-tests = false`): the summary says so.
+    withheld_in_tests: int = 0
 
 
 class Linter:
@@ -123,13 +133,22 @@ class Linter:
         return entries
 
     def lint_source(
-        self, source: bytes, path: str, with_edits: bool = False, project: ModuleView | None = None
+        self,
+        source: bytes,
+        path: str,
+        with_edits: bool = False,
+        project: ModuleView | None = None,
+        keep_syntax_error: bool = False,
     ) -> FileResult:
         """Every finding in one source, located (with fix edits when asked), in order.  `project`
-        is what the rest of the project says about this module (analysis/project.py)."""
+        is what the rest of the project says about this module (analysis/project.py).  A source
+        that does not parse has one GL000 finding, when GL000 is enabled for it (or
+        `keep_syntax_error`: the notebook reader needs to know where joined cells fail)."""
         try:
             analysis = self.analyze(source, path, project)
         except SyntaxErrorInSource as exc:
+            if not (keep_syntax_error or self.reports_syntax_errors(path)):
+                return FileResult(path)
             failure = syntax_error_finding(path, str(exc), exc.row, exc.column)
             return FileResult(path, with_source_lines([failure], _text_of(source)))
         findings = self.locate(analysis, path, with_edits) if analysis is not None else []
@@ -138,7 +157,12 @@ class Linter:
         if findings:
             text = analysis.ctx.source_text if analysis is not None else _text_of(source)
             findings = with_source_lines(findings, text)
-        return FileResult(path, sorted(findings, key=Finding.sort_key), parsed=analysis is not None)
+        withheld = analysis.withheld_in_tests if analysis is not None else 0
+        return FileResult(path, sorted(findings, key=Finding.sort_key), analysis is not None, withheld)
+
+    def reports_syntax_errors(self, path: str) -> bool:
+        """Whether GL000 is enabled for `path`: it is unless ignored (for the file or the run)."""
+        return SYNTAX_ERROR_CODE in self.settings.codes_for(path)
 
     # -- stages 1-5 --------------------------------------------------------------------------
     def analyze(self, source: bytes, path: str, project: ModuleView | None = None) -> Analysis | None:
@@ -169,18 +193,29 @@ class Linter:
         if suppressions:  # (matching needs positions: files without such comments do without)
             positions = analysis.positions()
             analysis.findings = [
-                f for f in findings if not silenced(suppressions, f.code, rows_of(ctx, positions, f.node))
+                f for f in findings if not silenced(suppressions, f.code, f.name, rows_of(ctx, positions, f.node))
             ]
+        withheld = self._withheld_in_tests(rules, path) if analysis.findings else frozenset()
+        if withheld:
+            kept = [f for f in analysis.findings if f.code not in withheld]
+            analysis.withheld_in_tests = len(analysis.findings) - len(kept)
+            analysis.findings = kept
         return analysis
+
+    def _withheld_in_tests(self, rules: list[type[Rule]], path: str) -> frozenset[str]:
+        """The codes not reported in `path`: in a test file (unless `lint-tests`), those of the
+        rules that are not reported in tests (the performance rules).  Left out after suppression,
+        so a comment that silences one of them still counts as used."""
+        if self.settings.lint_tests or not self.settings.is_test_file(path):
+            return frozenset()
+        return frozenset(rule.code for rule in rules if not rule.reported_in_tests)
 
     def _withhold_fixes(self, rules: list[type[Rule]], findings: list[RawFinding], path: str) -> None:
         """Drop the fixes the project rules out (the findings stay): those that need a newer
         PyTorch than it targets, and in a test file the rules' that change what tests check
         (trainer configuration, per-step work) unless `fix-tests` is set."""
-        from gpulint.linter.analysis.context import is_test_path  # (loaded with FileContext)
-
         target = self.settings.target_torch
-        in_tests = not self.settings.fix_tests and is_test_path(path)
+        in_tests = not self.settings.fix_tests and self.settings.is_test_file(path)
         not_in_tests = {rule.code for rule in rules if not rule.fixes_test_files} if in_tests else set()
         for finding in findings:
             fix = finding.fix
@@ -206,8 +241,16 @@ class Linter:
                 known[fact] = catalog.fact_may_hold(fact, source, project)
             return known[fact]
 
-        # GL900 reads comments, not the tree (suppressions.py): never a reason to parse a file.
-        return [r for r in rules if r.code != UNUSED_SUPPRESSION and r.may_apply(source, may_hold)]
+        # GL900 reads comments, not the tree (suppressions.py), and GL000 is the parse failing:
+        # neither is a reason to parse a file, but for GL000 selected alone.
+        rules = tuple(rules)
+        candidates = [r for r in rules if r.code not in _NOT_TREE_RULES and r.may_apply(source, may_hold)]
+        if not candidates and {r.code for r in rules} - {UNUSED_SUPPRESSION} == {SYNTAX_ERROR_CODE}:
+            # GL000 reports the files the run parses that do not parse; selected alone (the run
+            # parses for no other rule), the files a default run parses.
+            if any(r.may_apply(source, may_hold) for r in _DEFAULT_TREE_RULES):
+                candidates = [r for r in rules if r.code == SYNTAX_ERROR_CODE]
+        return candidates
 
     # -- stage 6 -----------------------------------------------------------------------------
     def locate(self, analysis: Analysis, path: str, with_edits: bool = False) -> list[Finding]:
@@ -255,8 +298,10 @@ class Linter:
             return []
         else:
             text, suppressions = source.decode("utf-8", errors="replace"), None
-        known = frozenset(rule.code for rule in self.settings.rule_entries())
-        return unused_suppression_findings(text, path, suppressions, self.settings.codes_for(path), known)
+        entries = self.settings.rule_entries()
+        known = frozenset(rule.code for rule in entries)
+        names = {rule.name: rule.code for rule in entries}
+        return unused_suppression_findings(text, path, suppressions, self.settings.codes_for(path), known, names)
 
 
 def run_rules(ctx: FileContext, rules: list[type[Rule]]) -> list[RawFinding]:

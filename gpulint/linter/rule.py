@@ -150,6 +150,10 @@ class Rule:
     # False for fixes that change what tests check (trainer configuration, per-step work): not
     # offered in test files unless the `fix-tests` setting says so.
     fixes_test_files: ClassVar[bool] = True
+    # False for the performance rules: test code is not training code, so their findings in test
+    # files are not reported unless the `lint-tests` setting says so (the summary counts them).
+    # True for what holds in any code (a deprecated API, a stale suppression comment).
+    reported_in_tests: ClassVar[bool] = False
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 

@@ -7,7 +7,7 @@
     distributed/     GL6xx  how gradients and processes are shared between GPUs
     tensorflow/      GL7xx  tf.data pipelines, XLA, eager steps
     trainers/        GL8xx  trainers configured to starve the GPU
-    meta/            GL9xx  gpulint's own comments
+    meta/            GL000, GL9xx  the file not parsing, gpulint's own comments
 
 Every `Rule` subclass with a `code` in a module under this package is registered (`all_rules`).
 The engine never imports this package: the settings hand it the rules they select.

@@ -27,12 +27,14 @@ def rule_markdown(rule: type[Rule]) -> str:
         f"Fix: **{fix_label(rule)}**{' (applied only with --unsafe-fixes)' if fix_label(rule) == 'unsafe' else ''}  ",
         f"Message: {rule.message_template()}",
     ]
-    if rule.fix_applicability is not None and not rule.fixes_test_files:
-        lines += ["", ""]
-        lines[-1] = (
-            "Test files (`test_*.py`, `*_test.py`, `conftest.py`, `tests/`): reported without a fix, as tests check "
-            "what the fix changes; `fix-tests = true` in `[tool.gpulint]` offers it there too."
+    if not rule.reported_in_tests:
+        note = (
+            "Test files (`tests/`, `test_*.py`, `*_test.py`, `conftest.py`...: the `test-files` setting): not "
+            "reported, as test code is not training code; `lint-tests = true` in `[tool.gpulint]` reports them"
         )
+        if rule.fix_applicability is not None and not rule.fixes_test_files:
+            note += " without a fix, as tests check what the fix changes (`fix-tests = true` offers it there too)"
+        lines += ["", note + "."]
     if rule.options:
         lines.append("")
         lines.append("Options (`[tool.gpulint]`):")

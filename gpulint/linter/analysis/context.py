@@ -34,6 +34,7 @@ from gpulint.linter.analysis.positions import positions_of
 from gpulint.linter.analysis.project import EMPTY_VIEW, CalleeFacts, ModuleView
 from gpulint.linter.analysis.pytorch import TorchAnalysis
 from gpulint.linter.analysis.tensorflow import TfAnalysis
+from gpulint.linter.analysis.test_files import is_test_path  # noqa: F401 - re-exported for the rules
 from gpulint.linter.analysis.values import ValueOrigins, target_key
 from gpulint.linter.analysis.vocabulary import ACCELERATOR_CALL_PREFIXES, ACCELERATOR_MODULES
 from gpulint.linter.analysis.walk import TreeIndex
@@ -64,14 +65,6 @@ _HOST_DEVICE_TEXT = re.compile(r"""^[rbuRBU]*['"](cpu|meta|mps)\b""")
 
 STATEMENT_TYPES = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 _NOTHING = CalleeFacts()
-
-_TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$")
-
-
-def is_test_path(path: str) -> bool:
-    """Whether `path` is test code by pytest's conventions: `test_*.py`, `*_test.py`,
-    `conftest.py`, or anything under a `tests/` (`test/`, `testing/`) directory."""
-    return bool(_TEST_PATH.search(path.replace("\\", "/")))
 
 
 class FileContext:

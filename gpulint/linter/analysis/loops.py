@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from gpulint.linter.analysis.imports import ImportTable
-from gpulint.linter.analysis.nodes import dotted_name, last_name, method_name
+from gpulint.linter.analysis.nodes import dotted_name, is_zero, last_name, method_name
 from gpulint.linter.analysis.values import ValueOrigins
 from gpulint.linter.analysis.vocabulary import CLOCKS, EXIT_CALLS, is_step_method
 from gpulint.linter.analysis.walk import TreeIndex, names_under
@@ -507,6 +507,8 @@ def is_interval_condition(test: cst.BaseExpression) -> bool:
                     return True
             left = right
         return False
+    if isinstance(test, cst.Call) and _is_tensorflow_interval(test):
+        return True
     if isinstance(test, cst.Call):
         # Trainers' own throttles: `accelerator.sync_gradients`-style flags are not, but
         # `should_log(step)` / `is_log_step()` helpers are named for it.
@@ -567,3 +569,13 @@ def _is_modulo(node: cst.BaseExpression) -> bool:
     if isinstance(node.left, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
         return False  # string formatting, not arithmetic
     return not any(ACCUMULATION_NAME.search(n) for n in names_under(node.right))
+
+
+def _is_tensorflow_interval(call: cst.Call) -> bool:
+    """`tf.equal(optimizer.iterations % 100, 0)`: `step % n == 0` written as a TensorFlow op (the
+    condition itself reads the tensor back: GL706 reports that; what it guards runs every n steps)."""
+    name = dotted_name(call.func) or ""
+    if name.rsplit(".", 1)[-1] != "equal" or len(call.args) != 2 or any(arg.star for arg in call.args):
+        return False
+    left, right = call.args[0].value, call.args[1].value
+    return (_is_modulo(left) and is_zero(right)) or (_is_modulo(right) and is_zero(left))

@@ -20,6 +20,11 @@ utils.py on every step, that `PerformanceMeter.update` reads a clock, or that th
    view to the module's analyses (FileContext.project); its digest is part of the module's cache
    key, so a change in one module re-lints exactly the modules whose view it changes.
 
+Test code is not training code: a call from a test module (test_files.py) makes only test
+modules' functions per step, and a loader a test iterates again and again says nothing about the
+library that built it.  A loop in `tests/test_optim.py` that calls `optimizer.step()` must not make
+the optimizer's own code "the training loop" when the tests are linted with the library.
+
 Names are resolved the way Python would from a *source root*: the first folder above the module
 without an `__init__.py`.  Modules are identified as `<root>|<dotted name>`, so two projects in one
 run (`train.py` in each) never mix.
@@ -538,11 +543,18 @@ Function = tuple[str, str]
 class ProjectIndex:
     """The summaries of a run's modules and what follows from them across modules.
 
-    `summaries` maps a module id (`<source root>|<dotted name>`) to its summary; `paths` a module id
-    to the path its file is shown as (in the chains of cross-module findings)."""
+    `summaries` maps a module id (`<source root>|<dotted name>`) to its summary; `test_modules`
+    are the ids of those that are test code; `paths` maps a module id to the path its file is shown
+    as (in the chains of cross-module findings)."""
 
-    def __init__(self, summaries: dict[str, ModuleSummary], paths: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        summaries: dict[str, ModuleSummary],
+        test_modules: frozenset[str] = frozenset(),
+        paths: dict[str, str] | None = None,
+    ) -> None:
         self.summaries = summaries
+        self.test_modules = test_modules
         self.paths = paths or {}
         # Why a function is per step: the first call found that made it so (caller, call).
         self._per_step_because: dict[Function, tuple[Function, CallSite]] = {}
@@ -619,6 +631,11 @@ class ProjectIndex:
                 for site in function.calls:
                     yield (module_id, qualname), site, self.resolve(module_id, site.text, site.cls)
 
+    def _reaches(self, caller_module: str, callee: Function) -> bool:
+        """Whether what a call from `caller_module` does makes `callee` run per step: not when a
+        test calls library code (test code is not training code)."""
+        return caller_module not in self.test_modules or callee[0] in self.test_modules
+
     def _solve(self) -> None:
         sites = list(self._sites())
         # Step functions: step outside a loop of their own, by themselves or through a step function.
@@ -651,6 +668,8 @@ class ProjectIndex:
             for caller, site, callee in sites:
                 if callee is None or callee in self.per_step or callee[1] == _MODULE_LEVEL:
                     continue
+                if not self._reaches(caller[0], callee):
+                    continue
                 if self._runs_per_step(caller, site, step_loops):
                     self.per_step.add(callee)
                     self._per_step_because[callee] = (caller, site)
@@ -662,6 +681,8 @@ class ProjectIndex:
             changed = False
             for caller, site, callee in sites:
                 if callee is None or callee in self.per_step_elsewhere or callee[1] == _MODULE_LEVEL:
+                    continue
+                if not self._reaches(caller[0], callee):
                     continue
                 if (callee[0] != caller[0] and self._runs_per_step(caller, site, step_loops)) or (
                     caller in self.per_step_elsewhere and not _guarded(site)
@@ -691,6 +712,8 @@ class ProjectIndex:
 
         # What a module returns that another iterates every epoch.
         for other_id, other in self.summaries.items():
+            if other_id in self.test_modules:
+                continue  # (a test iterating a loader again says nothing about the library's loaders)
             for name in other.reiterated:
                 for text, position in other.assigned_from.get(name, ()):
                     resolved = self.resolve(other_id, text)

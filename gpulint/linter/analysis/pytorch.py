@@ -110,10 +110,7 @@ class TorchAnalysis:
         # A training script updates weights: it builds an optimizer or takes optimizer steps
         # (one from `model.configure_optimizers()` or a parameter); helpers that only call
         # `.backward()` (library utilities, gradient checks) are not one.
-        if self.optimizer_construction is None and not any(
-            method_name(call) == "step" and loops.is_step_call(call) and loops.per_step(call)
-            for call in ctx.index.nodes("Call")
-        ):
+        if self.optimizer_construction is None and not self.steps_an_optimizer:
             return []
         return [
             call
@@ -123,6 +120,32 @@ class TorchAnalysis:
             and loops.is_step_call(call)
             and loops.per_step(call)
         ]
+
+    @cached_property
+    def steps_an_optimizer(self) -> bool:
+        """Whether the module takes optimizer steps in a step loop (`optimizer.step()`,
+        `scaler.step(optimizer)`): it trains, rather than only running `.backward()` (a profiler, a
+        gradient check) next to an optimizer it builds for someone else."""
+        loops = self.ctx.loops
+        return any(
+            method_name(call) == "step" and loops.is_step_call(call) and loops.per_step(call)
+            for call in self.ctx.index.nodes("Call")
+        )
+
+    @cached_property
+    def convolution_dims(self) -> frozenset[int]:
+        """The dimensions of the convolutions the module builds (1, 2, 3): `nn.Conv2d`,
+        `nn.ConvTranspose3d`, `F.conv1d`, or a torchvision CNN (`torchvision.models.resnet50()`,
+        2-D).  Empty when it builds none here (a model imported from another module is not seen)."""
+        dims = set()
+        for call in self.ctx.index.nodes("Call"):
+            qualified = self.ctx.call_qualified_name(call) or ""
+            match = _CONVOLUTION.match(qualified)
+            if match:
+                dims.add(int(match.group(1)))
+            elif _TORCHVISION_CNN.match(qualified):
+                dims.add(2)
+        return frozenset(dims)
 
     @cached_property
     def precision_set_elsewhere(self) -> bool:
@@ -151,6 +174,16 @@ class TorchAnalysis:
             return True
         wrappers = DDP + FSDP + ("torch.utils.data.DistributedSampler",)
         return any(ctx.call_qualified_name(call) in wrappers for call in ctx.index.nodes("Call"))
+
+
+# Convolution layers and functions; torchvision's convolutional classification models.
+_CONVOLUTION = re.compile(
+    r"^torch\.nn\.(?:Conv|ConvTranspose|LazyConv|functional\.conv|functional\.conv_transpose)([123])d$"
+)
+_TORCHVISION_CNN = re.compile(
+    r"^torchvision\.models\.(?:[a-z_0-9]+\.)?(resnet|resnext|wide_resnet|vgg|densenet|mobilenet|efficientnet|regnet"
+    r"|convnext|alexnet|googlenet|inception|squeezenet|shufflenet|mnasnet)"
+)
 
 
 # -- which expressions are tensors ---------------------------------------------------------------

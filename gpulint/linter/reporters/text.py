@@ -83,6 +83,12 @@ def summary(findings: list[Finding], settings: ReportSettings, fixed: int, error
     return "\n".join(lines)
 
 
+def withheld_in_tests_note(count: int) -> str:
+    """The line that says how many findings test files had that were not reported, and why."""
+    findings = "finding" if count == 1 else "findings"
+    return f"{count} {findings} in test files not reported (test code is not training code; --lint-tests shows them)."
+
+
 def statistics(findings: list[Finding], settings: ReportSettings) -> str:
     counts = Counter((f.code, f.name) for f in findings)
     fixable = {f.code for f in findings if fix_available(f, settings.unsafe_fixes)}
@@ -171,6 +177,9 @@ def _render(result: RunResult, settings: ReportSettings, full: bool) -> str:
             parts.append("\n".join([format_finding(finding, settings), *chain_notes(finding)]))
     fixed = sum(o.fixed for o in result.outcomes) if settings.fix_mode else 0
     closing = summary(findings, settings, fixed, len(result.errors))
+    withheld = sum(o.result.withheld_in_tests for o in result.outcomes)
+    if withheld:
+        closing += "\n" + withheld_in_tests_note(withheld)
     if fixed and settings.show_fixes:
         parts.append(fixes_listing(result.outcomes, "Fixed") + ("\n" if closing else ""))
     parts.append(closing)

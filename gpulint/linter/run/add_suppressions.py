@@ -4,8 +4,9 @@
 Each finding gets `# gpulint: ignore[ID]` on its reported line, or on the first line of its
 statement when a comment cannot go on the reported line (the line ends inside a multi-line string,
 or with a backslash continuation) -- the engine honours both.  Codes are merged into a
-`# gpulint: ignore[...]` comment already on that line.  The result must parse and is written
-atomically; a second run finds nothing left to silence and writes nothing.
+`# gpulint: ignore[...]` comment already on that line, whose entries stay as written (a rule name
+stays a name).  The result must parse and is written atomically; a second run finds nothing left
+to silence and writes nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from gpulint.linter.run.files import discover, read_source
 from gpulint.linter.run.outcome import read_problem, write_problem
 from gpulint.linter.run.process import display_path
 from gpulint.linter.run.safe_files import WriteScope, write_atomic
+from gpulint.linter.suppressions import normalized_entry
 
 _EXISTING = re.compile(r"#\s*gpulint\s*:\s*ignore\[(?P<codes>[^\]]*)\]", re.IGNORECASE)
 _CODE_SORT = re.compile(r"(\D*)(\d*)")
@@ -76,7 +78,7 @@ def _with_codes(line: str, codes: set[str]) -> str:
     """`line` (without its newline) with `codes` added to its gpulint comment (or a new one)."""
     match = _EXISTING.search(line)
     if match:
-        present = {c.strip().upper() for c in re.split(r"[\s,]+", match.group("codes")) if c.strip()}
+        present = {normalized_entry(c) for c in re.split(r"[\s,]+", match.group("codes")) if c.strip()}
         merged = ", ".join(_sorted_codes(present | codes))
         return line[: match.start()] + f"# gpulint: ignore[{merged}]" + line[match.end() :]
     stripped = line.rstrip()

@@ -70,7 +70,8 @@ def process_source(
                     outcome.diff = unified_diff(source, final, name)
         outcome.result = linter.lint_source(final, name, with_edits=options.with_edits, project=project)
     except SyntaxErrorInSource as exc:
-        outcome.result.findings.append(syntax_error_finding(name, str(exc), exc.row, exc.column))
+        if linter.reports_syntax_errors(name):
+            outcome.result.findings.append(syntax_error_finding(name, str(exc), exc.row, exc.column))
     except UndecodableSource as exc:
         outcome.errors.append(f"{name}: {exc}")
     except RecursionError:

@@ -49,13 +49,16 @@ class RunIndex:
     `cached_summary(path, source, dotted name, is package, node budget)` may answer from a cache;
     without it each source is summarized.  The run's own files are summarized with the lint's
     budget of syntax nodes, `max_nodes` (one over it, which the lint skips, is not summarized), the
-    modules they import with None (see analysis/project.py `summarize`)."""
+    modules they import with None (see analysis/project.py `summarize`).  `is_test(path)` says
+    which modules are test code (the settings' `is_test_file`): their loops make no library code
+    per step."""
 
     def __init__(
         self,
         files: list[Path],
         cached_summary: Callable[[Path, bytes, str, bool, int | None], ModuleSummary | None] | None = None,
         max_nodes: int | None = None,
+        is_test: Callable[[Path], bool] | None = None,
     ) -> None:
         self._summary_of = cached_summary or (
             lambda path, source, dotted, package, budget: summarize(source, dotted, package, budget)
@@ -88,12 +91,15 @@ class RunIndex:
                 if found is not None and found.resolve() not in self.modules and followed < MAX_FOLLOWED_MODULES:
                     followed += 1
                     queue.append(found)
+        test_modules = frozenset(
+            module_id for path, module_id in self.modules.items() if is_test is not None and is_test(path)
+        )
         from gpulint.linter.run.process import display_path  # (the engine, which a run has loaded)
 
         shown: dict[str, str] = {}  # module id -> its path as findings show paths
         for resolved, module_id in self.modules.items():
             shown.setdefault(module_id, display_path(resolved))
-        self.index = ProjectIndex(summaries, shown)
+        self.index = ProjectIndex(summaries, test_modules, shown)
 
     @staticmethod
     def _imported_file(root: Path, dotted: str) -> Path | None:

@@ -41,9 +41,10 @@ def _cached_outcome(path: Path, cache: ResultCache, max_bytes: int, project: Mod
     return cache.get(cache.key(path, name, content_hash(source), project.digest() if project is not None else ""), name)
 
 
-def _project_views(files: list[Path], cache: ResultCache | None, max_nodes: int) -> list[ModuleView | None]:
+def _project_views(files: list[Path], cache: ResultCache | None, settings: Settings) -> list[ModuleView | None]:
     """Each file's view of the project (run/project.py), the modules summarized once per content
-    (through the cache when there is one; a module over `max_nodes` syntax nodes is not)."""
+    (through the cache when there is one; a module over the settings' `max_syntax_nodes` is not);
+    the settings say which modules are test code."""
     from gpulint.linter.analysis.project import summarize
     from gpulint.linter.run.project import RunIndex
 
@@ -57,7 +58,9 @@ def _project_views(files: list[Path], cache: ResultCache | None, max_nodes: int)
                 cache.put_summary(key, summary)
         return summary
 
-    index = RunIndex(files, cached_summary if cache is not None else None, max_nodes)
+    index = RunIndex(
+        files, cached_summary if cache is not None else None, settings.max_syntax_nodes, settings.is_test_file
+    )
     return [index.view(path) if path.suffix == ".py" else None for path in files]
 
 
@@ -84,7 +87,7 @@ def run(
     if cache is not None and (reason := cache.unusable_reason()) is not None:
         result.warnings.append(printable(f"{reason}; running without a cache"))
         cache = None
-    views = _project_views(files, cache, settings.max_syntax_nodes) if options.project_index else [None] * len(files)
+    views = _project_views(files, cache, settings) if options.project_index else [None] * len(files)
     outcomes: list[FileOutcome | None] = [None] * len(files)
     done = 0
     if cache is not None:

@@ -6,6 +6,7 @@ import libcst as cst
 
 from gpulint.linter.analysis.facts import TORCH
 from gpulint.linter.analysis.nodes import dotted_name
+from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import CUDA_SCRIPT
 
@@ -14,7 +15,9 @@ class LoaderReiterated(Rule):
     """
     ## What it finds
     A `DataLoader` iterated only to count or peek at it: `len(list(loader))` (or `tuple`), and
-    `next(iter(loader))` inside a loop.
+    `next(iter(loader))` inside a loop -- also in an epoch function, one that iterates the same
+    loader and is called from a loop of the module (`b_sz = len(next(iter(self.train_data))[0])`
+    at the top of `_run_epoch`).
 
     ## Why it is slow
     `list(loader)` loads, decodes and collates the whole dataset to count batches that
@@ -73,6 +76,25 @@ class LoaderReiterated(Rule):
             """,
             header=CUDA_SCRIPT,
         ),
+        # a peek in a function called once, and in one that does not iterate the loader
+        Valid(
+            """
+            loader = DataLoader(ds, num_workers=4)
+
+            def fit(loader):
+                sample = next(iter(loader))
+                for x, y in loader:
+                    step(x, y)
+
+            def show(loader):
+                return next(iter(loader))
+
+            fit(loader)
+            for epoch in range(3):
+                show(loader)
+            """,
+            header=CUDA_SCRIPT,
+        ),
     ]
     INVALID = [
         Invalid(
@@ -86,6 +108,25 @@ class LoaderReiterated(Rule):
             "5:5",
             "7:13",
             "8:9",
+            header=CUDA_SCRIPT,
+        ),
+        # once per epoch: a peek in the function that runs each epoch over the same loader
+        Invalid(
+            """
+            class Trainer:
+                def __init__(self, train_data: DataLoader):
+                    self.train_data = train_data
+
+                def _run_epoch(self, epoch):
+                    b_sz = len(next(iter(self.train_data))[0])
+                    for source, targets in self.train_data:
+                        self._run_batch(source, targets)
+
+                def train(self, max_epochs):
+                    for epoch in range(max_epochs):
+                        self._run_epoch(epoch)
+            """,
+            "9:20",
             header=CUDA_SCRIPT,
         ),
         # host-side: no accelerator needs to be named
@@ -116,3 +157,28 @@ class LoaderReiterated(Rule):
             self.report(node, message=self.message.format(what="count its batches (use `len(loader)`)"))
         elif self.ctx.in_loop(node):
             self.report(node, message=self.message.format(what="take one batch, inside a loop"))
+        elif self._in_epoch_function(node, inner.args[0].value):
+            self.report(node, message=self.message.format(what="take one batch, every epoch"))
+
+    def _in_epoch_function(self, node: cst.Call, loader: cst.BaseExpression) -> bool:
+        """`node` is in a function that iterates `loader` (`for x, y in loader:`) and that a loop of
+        this module calls: the function runs once per epoch, and so does the peek."""
+        function = self.ctx.enclosing_function(node)
+        loader_name = dotted_name(loader)
+        if function is None or loader_name is None:
+            return False
+        iterates_loader = any(
+            isinstance(loop, cst.For)
+            and dotted_name(loop.iter) == loader_name
+            and self.ctx.enclosing_function(loop) is function
+            for loop in nodes_under(function)
+        )
+        if not iterates_loader:
+            return False
+        name = function.name.value
+        return any(
+            isinstance(call.func, (cst.Name, cst.Attribute))
+            and (dotted_name(call.func) or "").rsplit(".", 1)[-1] == name
+            and self.ctx.in_loop(call)
+            for call in self.ctx.index.nodes("Call")
+        )

@@ -1,1 +1,2 @@
-"""GL9xx: findings about gpulint's own comments rather than about training code."""
+"""GL000 and GL9xx: findings about the file itself (it does not parse) and about gpulint's own
+comments, rather than about training code."""

@@ -42,6 +42,7 @@ class UnusedSuppression(Rule):
     message = "Suppression comment suppresses nothing"
     default = "hint"
     severity = "warning"
+    reported_in_tests = True  # a stale comment is one in test code too
 
     VALID = [
         # an ignored file

@@ -1,4 +1,4 @@
-"""GL4xx: precision and compilation -- is the GPU doing the cheap kind of arithmetic?
+"""GL4xx: precision, compilation and kernel choice -- is the GPU doing the cheap kind of arithmetic?
 
 GL401, GL403 and GL404 are whole-module hints: they look at a module that trains a PyTorch model on
 an accelerator with its own loop (a `.backward()` in a step loop: `ctx.torch.own_loop_backward_calls`)
@@ -9,4 +9,8 @@ Trainer's `precision=`, GL803) -- leaves GL401 and GL404 out; compilation config
 (Accelerate's and DeepSpeed's dynamo settings) leaves GL403 out, while Lightning and Fabric leave
 `torch.compile` to the script.  Any mention of the feature outside a comment (an `--amp` flag, `args.compile`)
 counts as handled: a hint that the user has already considered is noise.
+
+GL405 (`cudnn.benchmark`) and GL407 (`channels_last`) are whole-module hints of the same kind, for
+convolutional networks (`ctx.torch.convolution_dims`); GL406 reports a `cudnn.deterministic = True`
+set on every run.
 """

@@ -69,6 +69,7 @@ class DeprecatedAmpApi(Rule):
     requires = {TORCH}
     tokens = ("cuda.amp", "cpu.amp", "cuda import amp", "cpu import amp")
     fix_applicability = Applicability.SAFE
+    reported_in_tests = True  # a deprecated API is one in test code too
 
     # qualified name -> (new qualified name, device, how arguments move)
     DEPRECATED = {

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import libcst as cst
 
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
-from gpulint.linter.analysis.nodes import dotted_name
+from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, method_name
+from gpulint.linter.analysis.values import target_key
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.guards import host_read_guard_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -14,6 +17,22 @@ from gpulint.rules.options import LOG_EVERY
 
 SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
 _NAN_CHECKS = frozenset({"isnan", "isinf", "isfinite", "isneginf", "isposinf"})
+_CONDITION = "a tensor used as a Python condition in the training loop makes the CPU wait for the GPU every step"
+_SELECTION_COUNT = (
+    "counting what a mask or `nonzero` selects in the training loop makes the CPU wait for the GPU every step; "
+    "count on the device (`mask.sum()`, `torch.count_nonzero`)"
+)
+# Functions whose result's size depends on the values of their input.
+_SELECTIONS = frozenset({"torch.nonzero", "torch.argwhere", "torch.masked_select", "torch.unique"})
+# Element-wise comparisons and predicates: their result is a boolean mask.
+_MASK_METHODS = frozenset({"eq", "ne", "gt", "lt", "ge", "le", "greater", "less", "isin", "signbit"})
+# `torch.*` functions whose truth value is read: a bool computed on the device, or a reduction.
+_TORCH_PREDICATES = frozenset({"torch.equal", "torch.allclose", "torch.any", "torch.all", "torch.is_nonzero"})
+_IDENTITY_OR_MEMBERSHIP = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
+# Factories that build on the host unless given a device.
+_HOST_FACTORIES = frozenset(
+    {"zeros", "ones", "empty", "full", "tensor", "as_tensor", "arange", "linspace", "rand", "randn", "randint"}
+)
 _FORMATTED = "a tensor formatted into a string in the training loop makes the CPU wait for the GPU every step"
 
 
@@ -26,7 +45,15 @@ class HostSyncInLoop(Rule):
     * `.item()`, `.cpu()`, `.numpy()` and `.tolist()` on a tensor;
     * `float(loss)` / `int(correct)` of a tensor;
     * a tensor formatted into a string: `f"{loss}"`, `"%f" % loss`, `"{}".format(loss)`, `str(loss)`;
-    * a NaN/Inf check used as a condition: `if torch.isnan(loss)`, `if not torch.isfinite(loss).all()`.
+    * a NaN/Inf check used as a condition: `if torch.isnan(loss)`, `if not torch.isfinite(loss).all()`;
+    * any other tensor used as a Python condition: `if loss > 10:`, `while err > tol:`,
+      `if (pred == y).all():`, `if torch.equal(a, b):` (the condition is reported, not its body);
+    * counting what a mask or `nonzero` selects: `len(t[mask])`, `t[t > 0].shape[0]`,
+      `torch.nonzero(t).size(0)` -- the size of the result is only known on the GPU.
+
+    A tensor that provably lives on the host is none of these: a `torch.zeros(3)` (no `device=`,
+    never moved or added to a device tensor), a name that is also assigned a value read back
+    (`loss = loss.item()`), NumPy arrays and Python numbers.
 
     A tensor is the loss (the receiver of `.backward()`), `outputs.loss`, the result of a
     criterion, of a `torch.*` function or of a reduction on another tensor.
@@ -68,7 +95,9 @@ class HostSyncInLoop(Rule):
     in `if <step counter> % <log-every> == 0:`, as GL302 does.  Elsewhere -- the value feeds the
     computation, or decides control flow (`if torch.isnan(loss): break`, early stopping) -- there is
     no automatic fix: the read is still a sync, but skipping it would change what the program does.
-    Unsafe: the program prints less often.
+    A condition on a tensor (`if loss > 10: break`) and a count of a selection get none either:
+    keep the value on the device (`torch.where`, `mask.sum()`, `torch.count_nonzero(t)`) and read
+    it back every N steps.  Unsafe: the program prints less often.
     """
 
     code = "GL201"
@@ -193,6 +222,45 @@ class HostSyncInLoop(Rule):
                     optimizer.step()
                     # total += loss.item()
                     note = "loss.item() and float(loss)"
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # conditions and counts on host values: NumPy, a tensor built on the host and never moved, a
+        # value read back once into its own name, identity tests; per epoch; under an interval guard
+        Valid(
+            """
+            import numpy as np
+            window = np.zeros(3)
+            seen = torch.zeros(3)
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    out = model(x)
+                    loss = criterion(out, y)
+                    loss.backward()
+                    optimizer.step()
+                    seen += 1
+                    if window[0] > 1 or seen.sum() > 5:
+                        pass
+                    if loss is None or out is not None or out == None:
+                        pass
+                    line = "%11.4g" * 3 % (*window,)
+                    bar = ("%11s" + "%11.4g" * 3) % ("x", *seen)
+                    count = len(seen[seen > 0]) + torch.nonzero(seen).shape[0]
+                    if step % 100 == 0:
+                        if loss > 10:
+                            print(len(out[out > 0]))
+                if loss > 10:
+                    break
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # an evaluation loop
+        Valid(
+            """
+            for x, y in val_loader:
+                out = model(x)
+                if (out.argmax(1) == y).all():
+                    n = len(out[out > 0])
             """,
             header=TIMED_CUDA_SCRIPT,
         ),
@@ -367,6 +435,83 @@ class HostSyncInLoop(Rule):
             "9:11",
             header=TF_SCRIPT,
         ),
+        # a tensor as a Python condition: the condition is reported (once), not its body
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    out = model(x)
+                    loss = criterion(out, y)
+                    loss.backward()
+                    optimizer.step()
+                    if loss > 10:
+                        break
+                    err = (out - y).abs().max()
+                    while err > 0.1 and step > 0:
+                        err = err / 2
+                    if not (out.argmax(1) == y).all():
+                        pass
+                    if torch.equal(out, y):
+                        pass
+            """,
+            "10:12",
+            "13:15",
+            "15:12",
+            "17:12",
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # a name also assigned a value read back: the read is reported; which value the condition
+        # tests is not known, so the condition is not
+        Invalid(
+            """
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                loss = loss.item()
+                if loss > 10:
+                    break
+            """,
+            "8:12",
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # a format string built by repetition (yolov5's progress bar) over a device tensor's elements
+        Invalid(
+            """
+            mloss = torch.zeros(3, device=device)
+            for epoch in range(3):
+                for i, (x, y) in enumerate(loader):
+                    loss, items = compute_loss(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    mloss = (mloss * i + items) / (i + 1)
+                    pbar.set_description(("%10s" * 2 + "%10.4g" * 3) % (f"{epoch}", "mem", *mloss))
+                    line = "%11.4g" * 3 % (*mloss,)
+            """,
+            "11:81",
+            "12:33",
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # counting what a mask or nonzero selects: the size is only known on the GPU
+        Invalid(
+            """
+            for x, y in loader:
+                out = model(x)
+                loss = criterion(out, y)
+                loss.backward()
+                optimizer.step()
+                positive = out > 0
+                hits = torch.nonzero(out).shape[0]
+                n = len(out[positive])
+                k = out[~torch.isnan(out)].size(0)
+                m = out.nonzero().numel()
+            """,
+            "10:12",
+            "11:9",
+            "12:32",
+            "13:23",
+            header=TIMED_CUDA_SCRIPT,
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -402,6 +547,8 @@ class HostSyncInLoop(Rule):
             for arg in node.args:
                 if self._is_unsynced_tensor(arg.value) and self._applies(arg.value):
                     self._report(arg.value, _FORMATTED)
+            return
+        if self._counts_a_selection(node):
             return
         self._nan_check(node)
 
@@ -442,15 +589,213 @@ class HostSyncInLoop(Rule):
             self._report(node.expression, _FORMATTED)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if not (
-            isinstance(node.operator, cst.Modulo) and isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString))
-        ):
+        if not (isinstance(node.operator, cst.Modulo) and _is_format_string(node.left)):
             return
         right = node.right
         values = [el.value for el in right.elements] if isinstance(right, cst.Tuple) else [right]
         for value in values:
             if self._is_unsynced_tensor(value) and self._applies(value):
                 self._report(value, _FORMATTED)
+
+    # -- a tensor as a Python condition --------------------------------------------------------
+    def visit_If(self, node: cst.If) -> None:
+        self._tensor_condition(node.test)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._tensor_condition(node.test)
+
+    def _tensor_condition(self, test: cst.BaseExpression) -> None:
+        """`if loss > 10:`, `while err > tol:`: Python asks the tensor for its truth value, which
+        reads it back.  A NaN/Inf check is `_nan_check`'s (reported at the check itself)."""
+        if _holds_anywhere_in(test, self._is_nan_check_call):
+            return
+        if not _holds_anywhere_in(test, self._is_device_truth_value) or not self._applies(test):
+            return
+        self._reported_tests.add(id(test))
+        self.report(test, message=_CONDITION)
+
+    def _is_device_truth_value(self, expr: cst.BaseExpression) -> bool:
+        """A comparison with a device tensor (`loss > 10`), or a tensor reduction or predicate
+        used for its truth value (`(pred == y).all()`, `torch.equal(a, b)`)."""
+        if isinstance(expr, cst.Comparison):
+            if any(isinstance(c.operator, _IDENTITY_OR_MEMBERSHIP) for c in expr.comparisons):
+                return False
+            operands = (expr.left, *(c.comparator for c in expr.comparisons))
+            if any(isinstance(operand, cst.Name) and operand.value == "None" for operand in operands):
+                return False  # `t == None` is answered without looking at the values
+            return any(self._is_device_tensor(operand) for operand in operands)
+        if isinstance(expr, cst.Call):
+            qualified = self.ctx.call_qualified_name(expr)
+            if qualified is not None:
+                return qualified in _TORCH_PREDICATES and any(self._is_device_tensor(a.value) for a in expr.args)
+            func = expr.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value in ("any", "all")):
+                return False
+            receiver = func.value  # `(pred == y).all()`
+            return self._is_device_truth_value(receiver) or self._is_device_tensor(receiver)
+        return False
+
+    def _is_nan_check_call(self, expr: cst.BaseExpression) -> bool:
+        while (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in ("any", "all")
+        ):
+            expr = expr.func.value  # `torch.isfinite(loss).all()`
+        if not isinstance(expr, cst.Call):
+            return False
+        qualified = self.ctx.call_qualified_name(expr)
+        name = qualified.rsplit(".", 1)[-1] if qualified else method_name(expr)
+        return name in _NAN_CHECKS
+
+    # -- counting a data-dependent selection ------------------------------------------------------
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        # `t[mask].shape`, `torch.nonzero(t).shape` (`.size()` and `.numel()` are calls: visit_Call)
+        if node.attr.value == "shape" and self._is_data_dependent_selection(node.value) and self._applies(node):
+            self.report(node, message=_SELECTION_COUNT)
+
+    def _counts_a_selection(self, node: cst.Call) -> bool:
+        """`len(t[mask])`, `t[mask].size(0)`, `torch.nonzero(t).numel()`: reported here."""
+        func = node.func
+        if isinstance(func, cst.Name) and func.value == "len" and "len" not in self.ctx.imports.bindings:
+            counted = node.args[0].value if len(node.args) == 1 and not node.args[0].star else None
+        elif isinstance(func, cst.Attribute) and func.attr.value in ("size", "numel"):
+            counted = func.value
+        else:
+            return False
+        if counted is None or not self._is_data_dependent_selection(counted):
+            return False
+        if self._applies(node):
+            self.report(node, message=_SELECTION_COUNT)
+        return True
+
+    def _is_data_dependent_selection(self, expr: cst.BaseExpression) -> bool:
+        """A tensor whose size depends on the values of a device tensor: `t[mask]` with a boolean
+        mask, `torch.nonzero(t)`, `t.nonzero()`, `torch.masked_select(t, m)`, `torch.unique(t)`."""
+        if isinstance(expr, cst.Subscript):
+            if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+                return False
+            return self._is_device_tensor(expr.value) and self._is_boolean_mask(expr.slice[0].slice.value, set())
+        if not isinstance(expr, cst.Call):
+            return False
+        qualified = self.ctx.call_qualified_name(expr)
+        if qualified is not None:
+            return (
+                qualified in _SELECTIONS
+                and bool(expr.args)
+                and not expr.args[0].star
+                and self._is_device_tensor(expr.args[0].value)
+            )
+        func = expr.func
+        return (
+            isinstance(func, cst.Attribute)
+            and f"torch.{func.attr.value}" in _SELECTIONS
+            and self._is_device_tensor(func.value)
+        )
+
+    def _is_boolean_mask(self, expr: cst.BaseExpression, seen: set[str]) -> bool:
+        """A boolean tensor: a comparison with a device tensor (`t > 0`), a predicate
+        (`torch.isnan(t)`, `t.eq(y)`, `t.bool()`), `~`/`&`/`|` of masks, or a name every
+        assignment of which is one."""
+        if isinstance(expr, cst.Comparison):
+            return self._is_device_truth_value(expr)
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+            return self._is_boolean_mask(expr.expression, seen)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)):
+            return self._is_boolean_mask(expr.left, seen) or self._is_boolean_mask(expr.right, seen)
+        if isinstance(expr, cst.Call):
+            qualified = self.ctx.call_qualified_name(expr)
+            if qualified is not None:
+                name = qualified.rsplit(".", 1)[-1]
+                return (
+                    qualified.startswith("torch.")
+                    and (name in _NAN_CHECKS or name in _MASK_METHODS or name.startswith("logical_"))
+                    and any(self._is_device_tensor(a.value) for a in expr.args)
+                )
+            func = expr.func
+            return (
+                isinstance(func, cst.Attribute)
+                and (func.attr.value in _MASK_METHODS or func.attr.value in _NAN_CHECKS or func.attr.value == "bool")
+                and self._is_device_tensor(func.value)
+            )
+        key = target_key(expr)
+        if key is None or key in seen:
+            return False
+        values = self.ctx.values.assigned.get(key, [])
+        seen.add(key)
+        return bool(values) and all(self._is_boolean_mask(value, seen) for value in values)
+
+    # -- which tensors are on the device ---------------------------------------------------------
+    def _is_device_tensor(self, expr: cst.BaseExpression) -> bool:
+        """A tensor (`TensorNames`) with no sign of living on the host: not a name also assigned a
+        value read back (`loss = loss.item()`), nor one that only ever holds a tensor built on the
+        host (`torch.zeros(3)` without `device=`, never moved) and host arithmetic on it."""
+        return self.ctx.torch.tensors.is_tensor(expr) and not self._may_be_host(expr, set())
+
+    def _may_be_host(self, expr: cst.BaseExpression, seen: set[str]) -> bool:
+        """Whether `expr` may hold a host value: a number, NumPy, a value read back, a tensor built
+        on the host and never moved, or a name any assignment of which is one of the first three
+        (flow-insensitive: which assignment reaches a use is not known)."""
+        if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation, cst.Integer, cst.Float)):
+            return self._host_value(expr, seen)
+        key = target_key(expr)
+        if key is None and isinstance(expr, (cst.Subscript, cst.Attribute)):
+            return self._may_be_host(expr.value, seen)  # `t[0]`, `t.data`
+        if isinstance(expr, cst.Call):
+            qualified = self.ctx.call_qualified_name(expr)
+            if qualified is not None:
+                if not qualified.startswith("torch."):
+                    return True  # NumPy, Python
+                if qualified.rsplit(".", 1)[-1] in _HOST_FACTORIES:
+                    return _builds_on_host(expr)
+                # `torch.isnan(t)`, `torch.nonzero(t)`: where its first argument is
+                return bool(expr.args) and not expr.args[0].star and self._may_be_host(expr.args[0].value, seen)
+            func = expr.func
+            if isinstance(func, cst.Attribute):
+                if func.attr.value in SYNC_METHODS:
+                    return True
+                if func.attr.value in ("cuda", "to"):
+                    return False
+                return self._may_be_host(func.value, seen)  # `t.detach().sum()` stays where `t` is
+            return False  # `criterion(out, y)`, `model(x)`
+        if key is None:
+            return False
+        if key in seen:
+            return True  # `total = total * 0.9`: the other assignments decide
+        values = [*self.ctx.values.assigned.get(key, ()), *self._augmented.get(key, ())]
+        if any(_is_host_read(self.ctx, value) for value in values):
+            return True  # a name that also holds a number read back: which one is tested is not known
+        seen.add(key)
+        try:
+            return bool(values) and all(self._host_value(value, seen) for value in values)
+        finally:
+            seen.discard(key)
+
+    def _host_value(self, expr: cst.BaseExpression, seen: set[str]) -> bool:
+        """Provably on the host: a number, a torch factory without a device, or arithmetic of
+        those and of names that only hold them (a loop counter, a host tensor)."""
+        if isinstance(expr, (cst.Integer, cst.Float)):
+            return True
+        if isinstance(expr, cst.BinaryOperation):
+            return self._host_value(expr.left, seen) and self._host_value(expr.right, seen)
+        if isinstance(expr, cst.UnaryOperation):
+            return self._host_value(expr.expression, seen)
+        if isinstance(expr, cst.Call):
+            return self._may_be_host(expr, seen)
+        if target_key(expr) is not None:
+            return not self.ctx.torch.tensors.is_tensor(expr) or self._may_be_host(expr, seen)
+        return False
+
+    @cached_property
+    def _augmented(self) -> dict[str, list[cst.BaseExpression]]:
+        """What `x += v` adds to each name (a device tensor added in moves nothing, but the result is
+        on the device: `total = torch.zeros(1); total += loss` is not a host tensor)."""
+        found: dict[str, list[cst.BaseExpression]] = {}
+        for aug in self.ctx.index.nodes("AugAssign"):
+            key = target_key(aug.target)
+            if key is not None:
+                found.setdefault(key, []).append(aug.value)
+        return found
 
     def _converts_a_tensor_argument(self, node: cst.Call) -> bool:
         """`if isinstance(v, torch.Tensor): v = v.item()` (or `type(v) is torch.Tensor`): a helper
@@ -483,10 +828,10 @@ class HostSyncInLoop(Rule):
         return False
 
     def _is_unsynced_tensor(self, expr: cst.BaseExpression) -> bool:
-        """A tensor that has not already been read back by a reported `.item()`/`.cpu()`."""
+        """A device tensor that has not already been read back by a reported `.item()`/`.cpu()`."""
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in SYNC_METHODS:
             return False
-        return self.ctx.torch.tensors.is_tensor(expr)
+        return self._is_device_tensor(expr)
 
     def _condition_of(self, node: cst.CSTNode) -> cst.BaseExpression | None:
         """The test of the `if`, `while`, conditional expression or assert that `node` is part of."""
@@ -513,3 +858,48 @@ def _earlier_sync_in_chain(call: cst.Call) -> bool:
         else:
             return False
     return False
+
+
+def _is_format_string(expr: cst.BaseExpression) -> bool:
+    """A format string, also built by repetition and concatenation: `"%11.4g" * 5`,
+    `("%11s" * 2 + "%11.4g" * 5)` (yolov5's progress bar)."""
+    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, cst.Add):
+            return _is_format_string(expr.left) and _is_format_string(expr.right)
+        if isinstance(expr.operator, cst.Multiply):
+            return _is_format_string(expr.left) or _is_format_string(expr.right)
+    return False
+
+
+def _holds_anywhere_in(test: cst.BaseExpression, check) -> bool:
+    """`check` on a condition or on any operand of its `and`/`or`/`not`."""
+    if isinstance(test, cst.BooleanOperation):
+        return _holds_anywhere_in(test.left, check) or _holds_anywhere_in(test.right, check)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _holds_anywhere_in(test.expression, check)
+    return check(test)
+
+
+def _is_host_read(ctx, value: cst.BaseExpression) -> bool:
+    """`x.item()`, `x.tolist()`, `float(x)`: a value already read back to the host."""
+    if isinstance(value, cst.Call):
+        func = value.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist", "numpy"):
+            return True
+        if (
+            isinstance(func, cst.Name)
+            and func.value in ("float", "int", "bool")
+            and func.value not in ctx.imports.bindings
+        ):
+            return True
+    return False
+
+
+def _builds_on_host(call: cst.Call) -> bool:
+    """A factory call without `device=` (or with a host device): its tensor is on the host."""
+    device = keyword_arg(call, "device")
+    if device is None:
+        return True
+    return isinstance(device.value, cst.SimpleString) and device.value.evaluated_value in ("cpu", "meta")

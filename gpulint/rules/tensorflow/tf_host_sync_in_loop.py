@@ -13,12 +13,23 @@ from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import TF_SCRIPT
 from gpulint.rules.options import LOG_EVERY
 
+# TensorFlow functions (`tf.X`, `tf.math.X`) that return a boolean tensor: `if` on one reads it back.
+_TF_PREDICATES = frozenset(
+    "equal not_equal greater greater_equal less less_equal logical_and logical_or logical_not "
+    "reduce_any reduce_all is_nan is_inf is_finite".split()
+)
+_CONDITION = (
+    "a TensorFlow tensor used as a Python condition in the training loop makes the host wait for the GPU every step"
+)
+
 
 class TfHostSyncInLoop(Rule):
     """
     ## What it finds
-    `.numpy()`, `float(loss)` (of a step's loss, metric or output) and `int(...)` or `float(...)` of
-    what a compiled step returns, inside a TensorFlow training
+    `.numpy()`, `float(loss)` (of a step's loss, metric or output), `int(...)` or `float(...)` of
+    what a compiled step returns, and a TensorFlow predicate used as a Python condition
+    (`if tf.equal(optimizer.iterations % n, 0):`, `if tf.reduce_any(tf.math.is_nan(loss)):` -- the
+    condition reads the tensor back to decide), inside a TensorFlow training
     step loop -- one that calls `tape.gradient`, `apply_gradients` or `train_on_batch`, directly or
     through a step function -- not under an interval guard, in a loop that does not time its steps
     (a benchmark loop needs the read for its clock to measure the step).
@@ -71,12 +82,40 @@ class TfHostSyncInLoop(Rule):
     # PyTorch steps on an accelerator are GL201's, which reports these reads there: one read is
     # never reported twice in a module that trains with both frameworks.
     requires = {TENSORFLOW, STEPS, ~(TORCH & ACCELERATOR)}
-    tokens = (".numpy(", "float(", "int(")
+    # (and text in every name of _TF_PREDICATES)
+    tokens = (".numpy(", "float(", "int(", "equal(", "greater", "less", "logical_", "reduce_a", "is_")
     fix_applicability = Applicability.UNSAFE
     fixes_test_files = False
     options = (LOG_EVERY,)
 
     VALID = [
+        # a predicate condition in a compiled step (autograph makes it graph control flow), once per
+        # epoch, on literals only, and in an evaluation loop
+        Valid(
+            """
+            @tf.function
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                if tf.reduce_any(tf.math.is_nan(loss)):
+                    tf.print("nan")
+                return loss
+
+            for epoch in range(3):
+                for x, y in ds:
+                    loss = train_step(x, y)
+                    if tf.equal(1, 0):
+                        pass
+                if tf.equal(optimizer.iterations % 100, 0):
+                    pass
+            for x, y in val_ds:
+                if tf.reduce_all(tf.equal(model(x), y)):
+                    pass
+            """,
+            header=TF_SCRIPT,
+        ),
         # an evaluation loop; a PyTorch step
         Valid(
             """
@@ -150,6 +189,24 @@ class TfHostSyncInLoop(Rule):
         ),
     ]
     INVALID = [
+        # a predicate as a Python condition: the condition reads the tensor back (an interval
+        # written with `tf.equal(... % n, 0)` still throttles what it guards)
+        Invalid(
+            """
+            for x, y in ds:
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                if tf.equal(optimizer.iterations % 100, 0):
+                    print(loss.numpy())
+                if tf.reduce_any(tf.math.is_nan(loss)):
+                    break
+            """,
+            "7:8",
+            "9:8",
+            header=TF_SCRIPT,
+        ),
         # `int()` of what a compiled step returns; a read in a method that calls the object's
         # compiled `__call__` through `self(...)`
         Invalid(
@@ -247,6 +304,33 @@ class TfHostSyncInLoop(Rule):
             header=TF_SCRIPT,
         ),
     ]
+
+    def visit_If(self, node: cst.If) -> None:
+        self._tensor_condition(node.test)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._tensor_condition(node.test)
+
+    def _tensor_condition(self, test: cst.BaseExpression) -> None:
+        """`if tf.equal(optimizer.iterations % n, 0):` in an eager step loop: Python asks the
+        tensor for its truth value.  Under tf.function, autograph turns it into graph control flow."""
+        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test = test.expression
+        if not isinstance(test, cst.Call) or not self._is_tf_predicate(test):
+            return
+        if not self.ctx.loops.per_step_work(test) or self.ctx.loops.times_steps(test):
+            return
+        if not self.ctx.tf.is_tf_step(test) or self.ctx.tf.in_compiled(test):
+            return
+        self.report(test, message=_CONDITION)
+
+    def _is_tf_predicate(self, call: cst.Call) -> bool:
+        qualified = self.ctx.call_qualified_name(call) or ""
+        module, _, name = qualified.rpartition(".")
+        if module not in ("tensorflow", "tensorflow.math") or name not in _TF_PREDICATES:
+            return False
+        # of a tensor, not only of Python literals
+        return any(not isinstance(arg.value, (cst.Integer, cst.Float, cst.SimpleString)) for arg in call.args)
 
     def visit_Call(self, node: cst.Call) -> None:
         if method_name(node) == "numpy" and not node.args:

@@ -126,7 +126,8 @@ def lint_cells(linter: Linter, cells: list[Cell], name: str, with_edits: bool) -
     # One parse in the usual case; a cell that only fails once joined is dropped and we retry.
     for _ in range(len(cells) + 1):
         joined = join(cells)
-        result = linter.lint_source(joined.text.encode("utf-8", "surrogatepass"), name, with_edits=with_edits)
+        text = joined.text.encode("utf-8", "surrogatepass")
+        result = linter.lint_source(text, name, with_edits=with_edits, keep_syntax_error=True)
         failure = next((f for f in result.findings if f.code == SYNTAX_ERROR_CODE), None) if not result.parsed else None
         if failure is None:
             break
@@ -137,9 +138,11 @@ def lint_cells(linter: Linter, cells: list[Cell], name: str, with_edits: bool) -
     findings = [_to_cell(f, joined) for f in result.findings]
     if result.parsed:
         findings.extend(_cell_error_finding(name, c) for c in cells if c.python and c.error is not None)
+    if not linter.reports_syntax_errors(name):
+        findings = [f for f in findings if f.code != SYNTAX_ERROR_CODE]
     findings.sort(key=lambda f: (f.extra.get("cell", 0), f.location.row, f.location.column, f.code))
     # Unused suppressions are only known by joined row; GL900 findings (mapped above) carry them.
-    return FileResult(name, findings, result.parsed), joined
+    return FileResult(name, findings, result.parsed, result.withheld_in_tests), joined
 
 
 def _ipython_lines(cell: Cell) -> list[str]:
@@ -254,7 +257,8 @@ def process_notebook(path: Path, name: str, source: bytes, linter: Linter, optio
     except UndecodableSource as exc:
         outcome.errors.append(f"{name}: {exc}")
     except SyntaxErrorInSource as exc:  # only when the joined module fails where no cell does
-        outcome.result.findings.append(syntax_error_finding(name, str(exc), exc.row, exc.column))
+        if linter.reports_syntax_errors(name):
+            outcome.result.findings.append(syntax_error_finding(name, str(exc), exc.row, exc.column))
     except RecursionError:
         outcome.errors.append(f"{name}: too deeply nested to analyse; skipped")
     except UnanalysableSource as exc:

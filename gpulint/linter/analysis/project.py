@@ -556,9 +556,11 @@ class ProjectIndex:
         self.summaries = summaries
         self.test_modules = test_modules
         self.paths = paths or {}
-        # Why a function is per step: the first call found that made it so (caller, call).
+        # Why a function is per step: the first call found that made it so (caller, call), and for
+        # `per_step_elsewhere` whether the caller is per step for that reason too (else it is in
+        # `per_step`, or the call is in a step loop).
         self._per_step_because: dict[Function, tuple[Function, CallSite]] = {}
-        self._elsewhere_because: dict[Function, tuple[Function, CallSite]] = {}
+        self._elsewhere_because: dict[Function, tuple[Function, CallSite, bool]] = {}
         self._step_loops: set[tuple[Function, int]] = set()
         self._resolved: dict[tuple[str, str, str | None], Function | None] = {}
         self.step_functions: set[Function] = set()
@@ -655,7 +657,7 @@ class ProjectIndex:
                 ):
                     self.step_functions.add(caller)
                     changed = True
-        step_loops = self._step_loops = {
+        self._step_loops = {
             (caller, site.loops[0])
             for number, (caller, site, _) in enumerate(sites)
             if number in step_sites and site.loops
@@ -670,7 +672,7 @@ class ProjectIndex:
                     continue
                 if not self._reaches(caller[0], callee):
                     continue
-                if self._runs_per_step(caller, site, step_loops):
+                if self._runs_per_step(caller, site):
                     self.per_step.add(callee)
                     self._per_step_because[callee] = (caller, site)
                     changed = True
@@ -684,11 +686,13 @@ class ProjectIndex:
                     continue
                 if not self._reaches(caller[0], callee):
                     continue
-                if (callee[0] != caller[0] and self._runs_per_step(caller, site, step_loops)) or (
-                    caller in self.per_step_elsewhere and not _guarded(site)
-                ):
+                if callee[0] != caller[0] and self._runs_per_step(caller, site):
                     self.per_step_elsewhere.add(callee)
-                    self._elsewhere_because[callee] = (caller, site)
+                    self._elsewhere_because[callee] = (caller, site, False)
+                    changed = True
+                elif caller in self.per_step_elsewhere and not _guarded(site):
+                    self.per_step_elsewhere.add(callee)
+                    self._elsewhere_because[callee] = (caller, site, True)
                     changed = True
         # Clocks and returned kinds, through calls.
         for module_id, summary in self.summaries.items():
@@ -720,17 +724,14 @@ class ProjectIndex:
                     if resolved is not None and resolved[0] != other_id:
                         self.reiterated.setdefault(resolved[0], set()).add((resolved[1], position))
 
-    def _runs_per_step(self, caller: Function, site: CallSite, step_loops: set[tuple[Function, int]]) -> bool:
-        for kind, value in site.path:
-            if kind == "event" or (kind == "if" and _throttles(value)):
-                return False
-            if kind == "loop" and (caller, int(value)) in step_loops:
-                return True
-        return caller in self.per_step
+    def _runs_per_step(self, caller: Function, site: CallSite) -> bool:
+        """Whether the call runs every step: in a step loop of its function with no interval guard
+        or event branch in between, or, outside one and unguarded, in a function run per step."""
+        return self._step_loop_around(caller, site) is not None or (caller in self.per_step and not _guarded(site))
 
     def _step_loop_around(self, caller: Function, site: CallSite) -> str | None:
-        """The id of the step loop of `caller` that runs `site` every step, if one does (the walk
-        `_runs_per_step` makes)."""
+        """The id of the step loop of `caller` that runs `site` every step, if one does: the first
+        loop out from the call that is a step loop, unless a guard or an event branch comes first."""
         for kind, value in site.path:
             if kind == "event" or (kind == "if" and _throttles(value)):
                 return None
@@ -765,18 +766,21 @@ class ProjectIndex:
         """The calls (caller, call site) from another module's step loop to `function`, loop
         first, and that loop (its function, its id); None when no other module runs it per step."""
         links: list[tuple[Function, CallSite]] = []
-        current = function
-        because = self._elsewhere_because
-        seen: set[Function] = set()
-        while current in because and current not in seen:
-            seen.add(current)
-            caller, site = because[current]
+        found = self._elsewhere_because.get(function)
+        if found is None:
+            return None
+        caller, site, elsewhere = found
+        # Each reason was recorded after its caller's own, so following them ends at a step loop
+        # (bounded all the same: a linter must never spin).
+        for _ in range(len(self._per_step_because) + len(self._elsewhere_because) + 1):
             links.append((caller, site))
             loop = self._step_loop_around(caller, site)
             if loop is not None:
                 return links[::-1], (caller, loop)
-            current = caller
-            because = self._elsewhere_because if caller in self._elsewhere_because else self._per_step_because
+            if elsewhere:
+                caller, site, elsewhere = self._elsewhere_because[caller]
+            else:
+                caller, site = self._per_step_because[caller]
         return None
 
     def _path(self, module_id: str) -> str:

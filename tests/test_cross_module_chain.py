@@ -266,3 +266,11 @@ def test_a_helper_of_a_loop_that_names_no_accelerator_stays_silent(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     code, out, err = run_cli(["--select", "GL201", "--no-cache", "--output-format", "json", "."], capsys)
     assert (code, json.loads(out)) == (0, []), err
+
+
+def test_a_call_after_other_text_on_its_line_is_placed_in_code_points(project, capsys):
+    """`ast` counts columns in UTF-8 bytes; findings (and SARIF's `unicodeCodePoints`) count code
+    points."""
+    (project / "train.py").write_text(TRAIN.replace("step(optimizer, loss)", 'print("Δé", step(optimizer, loss))'))
+    log_loss = next(f for f in _json(capsys, "--no-cache") if f["location"]["row"] == LOG_LOSS_ROW)
+    assert log_loss["related"][0]["location"] == {"row": 14, "column": 21}  # after `print("Δé", `

@@ -186,7 +186,7 @@ def summarize(
     tree = index_tree(source, max_nodes)  # (the parse the guard measures too: parse_guard.py)
     if tree is None:
         return None
-    summarizer = _Summarizer(module, is_package)
+    summarizer = _Summarizer(module, is_package, source)
     try:
         summarizer.visit(tree)
     except RecursionError:
@@ -237,7 +237,9 @@ def _handles_event(branch: list[ast.stmt]) -> bool:
 
 
 class _Summarizer(ast.NodeVisitor):
-    def __init__(self, module: str, is_package: bool) -> None:
+    def __init__(self, module: str, is_package: bool, source: bytes = b"") -> None:
+        self.source = source
+        self._lines: list[bytes] | None = None
         self.module = module
         self.package = module if is_package else module.rpartition(".")[0]
         self.summary = ModuleSummary()
@@ -405,7 +407,7 @@ class _Summarizer(ast.NodeVisitor):
         if not text and not steps:
             return
         function = self.function
-        function.calls.append(CallSite(text, path, steps, self.classes[-1], node.lineno, node.col_offset + 1))
+        function.calls.append(CallSite(text, path, steps, self.classes[-1], node.lineno, self._column(node)))
         head, _, rest = text.partition(".")
         target = self.summary.bindings.get(head)
         if target is not None and CLOCKS.match(canonical(f"{target}.{rest}" if rest else target)):
@@ -426,6 +428,14 @@ class _Summarizer(ast.NodeVisitor):
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and _CUDA_TEXT.match(node.value):
             self.summary.names_accelerator = True
+
+    def _column(self, node: ast.expr) -> int:
+        """The node's 1-based column in code points, as findings count them (`ast` counts bytes)."""
+        if self._lines is None:
+            self._lines = self.source.splitlines()
+        line = self._lines[node.lineno - 1] if 0 < node.lineno <= len(self._lines) else b""
+        before = line[: node.col_offset]
+        return (node.col_offset if before.isascii() else len(before.decode("utf-8", "replace"))) + 1
 
     def finish(self) -> ModuleSummary:
         imported = set(self.summary.bindings.values())

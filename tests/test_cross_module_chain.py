@@ -193,11 +193,15 @@ def test_the_language_server_gives_related_information(project):
 
 
 def test_a_review_comment_says_where_it_is_called_from(project):
-    from gpulint.review.comments import make_comment
+    from gpulint.review.comments import make_comments
 
     finding = next(f for f in _findings(project) if f.location.row == LOG_LOSS_ROW)
-    comment = make_comment("utils.py", finding, "0" * 32, tuple(UTILS.splitlines()), {LOG_LOSS_ROW})
+    [comment] = make_comments("utils.py", [(finding, "0" * 32)], tuple(UTILS.splitlines()), {LOG_LOSS_ROW}, _no_fix)
     assert f"Runs every step: {'; '.join(LOG_LOSS_CHAIN)}." in comment.body
+
+
+def _no_fix(unsafe: bool) -> None:
+    return None
 
 
 def test_a_finding_its_own_module_explains_has_no_chain(tmp_path, monkeypatch, capsys):

@@ -67,6 +67,8 @@ RUNS = [
     Run("amp_legacy.py"),
     Run("compiled_fp32.py"),
     Run("conv_fixed_size.py"),
+    Run("checkpoint_roundtrip.py"),
+    Run("dict_options.py"),
     Run("ddp_gloo.py", start_method="spawn"),
     Run("tf_keras_fit.py", needs="tensorflow"),
     Run("tf_custom_loop.py", needs="tensorflow"),

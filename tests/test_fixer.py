@@ -169,6 +169,22 @@ def test_comments_stay_with_their_arguments_without_trailing_comma():
     )
 
 
+TF_HEADER = "import tensorflow as tf\n"
+
+
+def test_removing_the_last_argument_keeps_each_comment_on_its_own_argument():
+    # GL704 removes `jit_compile=False`: the argument before it keeps its own comment, and the
+    # removed line's comment goes with the removed line.
+    for after_last in (",  # XLA crashed on the old driver\n", "  # XLA crashed on the old driver\n"):
+        source = TF_HEADER + (
+            'model.compile(\n    optimizer="adam",  # adam works best here\n    jit_compile=False' + after_last + ")\n"
+        )
+        closing = "," if after_last.startswith(",") else ""
+        assert fix(source, "GL704") == TF_HEADER + (
+            'model.compile(\n    optimizer="adam"' + closing + "  # adam works best here\n)\n"
+        )
+
+
 def test_single_argument_per_line_call():
     source = HEADER + "loader = DataLoader(\n    ds,\n)\n"
     assert fix(source, "GL102") == HEADER + "loader = DataLoader(\n    ds,\n    pin_memory=True,\n)\n"

@@ -50,7 +50,7 @@ def build_review(base: str | None, paths: list[str], settings) -> ReviewPlan:
     from gpulint.linter.run.files import read_source
     from gpulint.linter.run.outcome import RunOptions, read_problem
     from gpulint.linter.run.process import display_path, process_read_file
-    from gpulint.review.comments import make_comment
+    from gpulint.review.comments import make_comments
     from gpulint.review.diff import changed_lines, default_base, repo_root
 
     root = repo_root()
@@ -105,9 +105,25 @@ def build_review(base: str | None, paths: list[str], settings) -> ReviewPlan:
         # fingerprints read the file through the finding's path; hash the repository path
         readable = [_with_path(f, str(absolute)) for f in findings]
         prints = fingerprints(readable, hash_path=_always(rel))
-        for finding, fingerprint in zip(readable, prints, strict=True):
-            plan.comments.append(make_comment(rel, _with_path(finding, rel), fingerprint, lines, diff.commentable))
+        pairs = [(_with_path(f, rel), fingerprint) for f, fingerprint in zip(readable, prints, strict=True)]
+        fixed = _fixed_edits(linter, source, name)
+        plan.comments.extend(make_comments(rel, pairs, lines, diff.commentable, fixed))
     return plan
+
+
+def _fixed_edits(linter, source: bytes, name: str) -> Callable[[bool], list | None]:
+    """`fixed_file_edits` for `source`, computed when first asked for (only lines with several
+    fixes need them), once per choice of fixes (safe, or unsafe too)."""
+    from gpulint.linter.fix.line_fixes import fixed_file_edits
+
+    done: dict[bool, list | None] = {}
+
+    def edits(unsafe: bool) -> list | None:
+        if unsafe not in done:
+            done[unsafe] = fixed_file_edits(linter, source, name, unsafe)
+        return done[unsafe]
+
+    return edits
 
 
 def _is_utf8(name: str) -> bool:
@@ -131,7 +147,7 @@ def _with_path(finding, path: str):
 
 
 def review_payload(comments: list, commit_id: str | None) -> dict:
-    count = len(comments)
+    count = sum(len(comment.findings) for comment in comments)
     body = (
         f"gpulint found {count} problem{'s' if count != 1 else ''} on the lines this pull request adds "
         "that can keep the GPU waiting. Each comment explains why and links to the rule."
@@ -149,10 +165,10 @@ def _summary(comments: list) -> str:
 
     lines = []
     for comment in comments:
-        finding = comment.finding
-        lines.append(
-            f"{comment.path}:{finding.location.row}:{finding.location.column}: {finding.code} {finding.message}"
-        )
+        for finding, _fingerprint in comment.findings:
+            lines.append(
+                f"{comment.path}:{finding.location.row}:{finding.location.column}: {finding.code} {finding.message}"
+            )
         marker = "```suggestion"
         if marker in comment.body:
             block = comment.body.split(marker, 1)[1].split("\n```", 1)[0].strip("\n")
@@ -264,7 +280,8 @@ def review(options: argparse.Namespace) -> int:
             fresh = [c for c in plan.comments if not is_duplicate(c, markers, places)]
         if not fresh:
             print(
-                f"Nothing new to post ({len(plan.comments)} finding(s) on added lines already commented).",
+                f"Nothing new to post ({sum(len(c.findings) for c in plan.comments)} finding(s) on added lines "
+                "already commented).",
                 file=sys.stderr,
             )
             return code
@@ -291,9 +308,10 @@ def _not_posted(reason: str, comments: list, fallback: str, exit_zero: bool, cod
     if fallback == "annotations":
         from gpulint.linter.reporters.github import format_finding
 
-        for comment in comments:
-            print(format_finding(comment.finding))
-        count = len(comments)
+        findings = [finding for comment in comments for finding, _fingerprint in comment.findings]
+        for finding in findings:
+            print(format_finding(finding))
+        count = len(findings)
         warning(
             f"could not post the review: {reason}; "
             f"reported {count} finding{'s' if count != 1 else ''} on added lines as annotations instead"

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from gpulint.linter.config import ConfigError, find_config, load_settings
 from gpulint.linter.engine import Linter
-from gpulint.linter.findings import SYNTAX_ERROR_CODE, Applicability, Finding
+from gpulint.linter.findings import SYNTAX_ERROR_CODE, Applicability, Edit, Finding
 from gpulint.linter.fix.fixer import line_edits
+from gpulint.linter.fix.line_fixes import covered_rows, fixed_file_edits, grow_over
 from gpulint.linter.run import notebook
 from gpulint.linter.run.add_suppressions import suppress_source
 from gpulint.linter.run.outcome import RunOptions
@@ -62,6 +63,18 @@ class Problem:
     # is the one its relative paths name).
     related: tuple[tuple[str, int, int, str], ...] = ()
     _finding: Finding | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class LineFixes:
+    """The fixes of some problems on the same lines, as the editor offers them: each distinct fix
+    once, with the problems it fixes (two rules whose fixes make the same edit share it), and all
+    of them applied together."""
+
+    each: list[tuple[list[int], list[TextChange]]]  # indices into the problems asked about; the fix's edits
+    # Every fix on those lines as `gpulint --fix` writes them; None when there is only one distinct
+    # fix (or fixing the file failed).
+    together: list[TextChange] | None
 
 
 @dataclass
@@ -137,9 +150,34 @@ class Project:
     def fix_changes(self, text: str, name: str, problem: Problem) -> list[TextChange] | None:
         """The edits of `problem`'s fix, or None when it has none in this text (any more).  Only its
         rule runs, so the cost is one parse and this rule's fixes, not every rule's."""
-        linter = self._single_rule_linter(problem.code)
-        outcome, _ = process_source(linter, text.encode("utf-8", "surrogatepass"), name, RunOptions(with_edits=True))
-        return self._edits_of(problem, outcome.result.findings)
+        edits = self._fix_edits(text, name, problem)
+        return _changes(edits) if edits is not None else None
+
+    def line_fixes(self, text: str, name: str, problems: list[Problem]) -> LineFixes:
+        """The fixes of `problems` (fixable ones on the same lines of `text`), each distinct one
+        once, and all together: the lines their edits cover, grown over whatever else the fixer
+        changes in them, as `gpulint --fix` (with `--unsafe-fixes` when one of them is unsafe)
+        writes them."""
+        each: list[tuple[list[int], list[Edit]]] = []
+        for index, problem in enumerate(problems):
+            edits = self._fix_edits(text, name, problem)
+            if edits is None:
+                continue
+            same = next((indices for indices, known in each if known == edits), None)
+            if same is not None:
+                same.append(index)
+            else:
+                each.append(([index], edits))
+        together = None
+        if len(each) > 1:
+            unsafe = any(problems[i].unsafe_fix for indices, _ in each for i in indices)
+            fixed = fixed_file_edits(self.linter, text.encode("utf-8", "surrogatepass"), name, unsafe)
+            rows = [row for _, edits in each for edit in edits for row in covered_rows(edit)]
+            if fixed is not None:
+                _start, _end, taken, _elsewhere = grow_over(fixed, min(rows), max(rows))
+                if taken and all(taken != edits for _, edits in each):
+                    together = _changes(taken)
+        return LineFixes([(indices, _changes(edits)) for indices, edits in each], together)
 
     def fix_all(self, text: str, name: str) -> str | None:
         """`text` with every fix `gpulint --fix` would apply (safe ones, and unsafe ones when the
@@ -160,18 +198,25 @@ class Project:
     def cell_fix_changes(self, cells: list[str], name: str, problem: Problem) -> list[TextChange] | None:
         """`fix_changes` for a problem of a notebook cell: the edits, in that cell."""
         result, _ = notebook.lint_cells(self._single_rule_linter(problem.code), _cells(cells), name, with_edits=True)
-        return self._edits_of(problem, result.findings)
+        edits = self._edits_of(problem, result.findings)
+        return _changes(edits) if edits is not None else None
 
     # ---------------------------------------------------------------------------------------
     def _single_rule_linter(self, code: str) -> Linter:
         return Linter(dataclasses.replace(self.settings, select=[code], extend_select=[], ignore=[]))
 
+    def _fix_edits(self, text: str, name: str, problem: Problem) -> list[Edit] | None:
+        """`fix_changes`, as the linter's whole-line edits."""
+        linter = self._single_rule_linter(problem.code)
+        outcome, _ = process_source(linter, text.encode("utf-8", "surrogatepass"), name, RunOptions(with_edits=True))
+        return self._edits_of(problem, outcome.result.findings)
+
     @staticmethod
-    def _edits_of(problem: Problem, findings: list[Finding]) -> list[TextChange] | None:
+    def _edits_of(problem: Problem, findings: list[Finding]) -> list[Edit] | None:
         for finding in findings:
             same = (finding.location.row, finding.location.column) == problem.start and finding.code == problem.code
             if same and finding.fix is not None and finding.fix.edits:
-                return _changes(finding.fix.edits)
+                return list(finding.fix.edits)
         return None
 
 

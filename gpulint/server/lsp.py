@@ -12,7 +12,10 @@ what is gpulint's.
   title), "suppress on this line" (the comment `--add-suppressions` writes), and for a Python file
   `source.fixAll.gpulint`, the fixes `gpulint --fix` would apply.  A fix's edits cost a code
   generation, so they are computed when the action is chosen (`codeAction/resolve`) for clients
-  that can resolve edits, and otherwise only for the diagnostics the request is about.
+  that can resolve edits, and otherwise only for the diagnostics the request is about.  A line
+  with several fixes is the exception: its fixes are computed with the actions, so that one
+  action, "fix all on this line", applies them together as `gpulint --fix` does, and two rules
+  whose fixes make the same edit share one action.
 - **Hover** on a diagnostic, or on a rule id in a suppression comment: the rule's explanation.
 
 On a workspace that may be hostile (docs/safety.md, "The language server"): only documents the
@@ -359,23 +362,10 @@ class GpulintServer(LanguageServer):
         wanted = params.context.only
         actions: list[types.CodeAction] = []
         if _asks_for(wanted, types.CodeActionKind.QuickFix):
-            for index, (problem, diagnostic) in enumerate(zip(checked.problems, checked.diagnostics, strict=True)):
-                if not _overlaps(diagnostic.range, params.range):
-                    continue
-                if problem.fix_title is not None:
-                    unsafe = " (unsafe: may change behaviour)" if problem.unsafe_fix else ""
-                    actions.append(
-                        self._action(
-                            f"gpulint: {problem.fix_title} ({problem.code}){unsafe}",
-                            types.CodeActionKind.QuickFix,
-                            uri,
-                            checked.version,
-                            index,
-                            "fix",
-                            diagnostic,
-                            preferred=not problem.unsafe_fix,
-                        )
-                    )
+            touching = [i for i, d in enumerate(checked.diagnostics) if _overlaps(d.range, params.range)]
+            actions.extend(await self._fix_actions(uri, checked, touching))
+            for index in touching:
+                problem = checked.problems[index]
                 if problem.suppressible:
                     actions.append(
                         self._action(
@@ -385,7 +375,7 @@ class GpulintServer(LanguageServer):
                             checked.version,
                             index,
                             "suppress",
-                            diagnostic,
+                            checked.diagnostics[index],
                         )
                     )
         project = self.project_for(uri) if checked.owner == uri else None
@@ -396,6 +386,96 @@ class GpulintServer(LanguageServer):
             actions.append(self._action(title, FIX_ALL, uri, checked.version, None, "fix-all"))
         if not self.can_resolve_edits():
             actions = [a for a in [await self.resolve(a) for a in actions] if a.edit is not None]
+        return actions
+
+    async def _fix_actions(self, uri: str, checked: Checked, touching: list[int]) -> list[types.CodeAction]:
+        """The fix actions for the problems `touching` the request's range (indices into `checked`).
+
+        One action per problem, its edit computed on resolve; but where several fixable problems
+        share lines (in a Python file), their fixes are computed now, so that two rules whose fixes
+        make the same edit get one action naming both, and one more action applies every fix on
+        those lines together, as `gpulint --fix` would (one fix's edit alone would be undone by
+        applying another's)."""
+        problems = checked.problems
+        fixable = [i for i in touching if problems[i].fix_title is not None]
+        if fixable and checked.owner == uri:
+            rows = {row for i in fixable for row in range(problems[i].start[0], problems[i].end[0] + 1)}
+            on_lines = [
+                i
+                for i, p in enumerate(problems)
+                if p.fix_title is not None and any(p.start[0] <= row <= p.end[0] for row in rows)
+            ]
+            if len(on_lines) > 1:
+                grouped = await self._line_fix_actions(uri, checked, on_lines)
+                if grouped is not None:
+                    return grouped
+        actions = []
+        for index in fixable:
+            problem = problems[index]
+            unsafe = " (unsafe: may change behaviour)" if problem.unsafe_fix else ""
+            actions.append(
+                self._action(
+                    f"gpulint: {problem.fix_title} ({problem.code}){unsafe}",
+                    types.CodeActionKind.QuickFix,
+                    uri,
+                    checked.version,
+                    index,
+                    "fix",
+                    checked.diagnostics[index],
+                    preferred=not problem.unsafe_fix,
+                )
+            )
+        return actions
+
+    async def _line_fix_actions(self, uri: str, checked: Checked, on_lines: list[int]) -> list[types.CodeAction] | None:
+        """`_fix_actions` for fixable problems on the same lines (indices into `checked`), with their
+        edits; None when they cannot be computed for the open text (the caller falls back to one
+        action per problem)."""
+        document = self.open_document(uri)
+        if document is None or document.version != checked.version or self.project_for(uri) is None:
+            return None
+        edit = self.edits.get(uri, 0)
+        problems = [checked.problems[i] for i in on_lines]
+        try:
+            fixes = await self.worker.run(uri, "line_fixes", str(self.path_of(uri)), document.source, problems)
+        except JobFailed as exc:
+            log.warning("gpulint server: no fixes for the lines of %s: %s", uri, exc)
+            return None
+        if self.edits.get(uri, 0) != edit:
+            return None  # edited meanwhile: the edits are for an old text
+
+        def action(title: str, indices: list[int], changes: list[TextChange], preferred: bool) -> types.CodeAction:
+            return types.CodeAction(
+                title=title,
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=[checked.diagnostics[on_lines[i]] for i in indices],
+                is_preferred=preferred or None,
+                edit=types.WorkspaceEdit(changes={uri: self.text_edits(document, changes)}),
+            )
+
+        actions = []
+        together_safe = False
+        if fixes.together is not None:
+            everything = list(range(len(problems)))
+            unsafe = any(p.unsafe_fix for p in problems)
+            codes = ", ".join(dict.fromkeys(p.code for p in problems))
+            where = "this line" if len({p.start[0] for p in problems}) == 1 else "these lines"
+            caution = " (unsafe: may change behaviour)" if unsafe else ""
+            together_safe = not unsafe
+            actions.append(
+                action(f"gpulint: fix all on {where} ({codes}){caution}", everything, fixes.together, not unsafe)
+            )
+        titles = [
+            f"{problems[indices[0]].fix_title} ({', '.join(dict.fromkeys(problems[i].code for i in indices))})"
+            for indices, _ in fixes.each
+        ]
+        for title, (indices, changes) in zip(titles, fixes.each, strict=True):
+            first = problems[indices[0]]
+            if titles.count(title) > 1:  # the same fix at two places on the line: say where
+                title += f" at {first.start[0]}:{first.start[1]}"
+            unsafe = any(problems[i].unsafe_fix for i in indices)
+            caution = " (unsafe: may change behaviour)" if unsafe else ""
+            actions.append(action(f"gpulint: {title}{caution}", indices, changes, not unsafe and not together_safe))
         return actions
 
     @staticmethod

@@ -38,7 +38,7 @@ START_TIME_LIMIT_S = 60.0  # a worker's start (interpreter, imports): about half
 _LENGTH = struct.Struct(">Q")
 # The jobs a worker runs: `Project` methods (the first argument names the file whose project's
 # settings apply), and the suppression edit, which needs no project.
-PROJECT_JOBS = ("lint", "lint_cells", "fix_changes", "cell_fix_changes", "fix_all")
+PROJECT_JOBS = ("lint", "lint_cells", "fix_changes", "line_fixes", "cell_fix_changes", "fix_all")
 SUPPRESSION_JOB = "suppression_changes"
 
 log = logging.getLogger(__name__)

@@ -311,13 +311,14 @@ def test_comment_longer_than_githubs_limit_drops_the_suggestion_and_says_so(repo
     result = repo.run("review", "--base", "main", "--format", "json")
     assert result.returncode == 1, result.stderr
     comments = json.loads(result.stdout)["comments"]
-    assert len(comments) == 3
+    assert len(comments) == 2  # GL101 and GL102 fix the same line: one comment; GL201
     for comment in comments:
         assert len(comment["body"]) <= 65_536 and "<!-- gpulint:" in comment["body"]
     too_long = [c for c in comments if "too long to show as a suggestion" in c["body"]]
-    assert len(too_long) == 2  # GL101 and GL102 have fixes; GL201 has none
+    assert len(too_long) == 1  # GL101 and GL102 have fixes; GL201 has none
     for comment in too_long:
-        assert "```suggestion" not in comment["body"] and "apply with `gpulint --fix" in comment["body"]
+        assert "```suggestion" not in comment["body"] and "apply them together with `gpulint --fix" in comment["body"]
+        assert "<!-- gpulint:GL101:" in comment["body"] and "<!-- gpulint:GL102:" in comment["body"]
         assert "start_line" not in comment
 
 

@@ -17,6 +17,7 @@ import pytest
 
 pytest.importorskip("pygls", reason="the language server needs the `lsp` extra (pygls)")
 
+from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES  # noqa: E402
 from tests.lsp_client import LspClient, LspError  # noqa: E402
 from tests.server.test_lsp import TRAIN  # noqa: E402
 
@@ -87,7 +88,8 @@ def test_a_document_over_max_file_size_is_one_diagnostic_and_no_lint(tmp_path):
 def test_a_20_mib_document_is_skipped_at_the_default_limit(server, tmp_path):
     uri = server.open(tmp_path / "huge.py", "x = 1\n" * (20 * 2**20 // 6))
     [diagnostic] = server.diagnostics(uri, version=1, timeout=60)
-    assert "larger than max-file-size (20.0 MiB > 10.0 MiB); skipped" in diagnostic["message"]
+    limit_mib = DEFAULT_MAX_FILE_BYTES / 2**20
+    assert f"larger than max-file-size (20.0 MiB > {limit_mib:.1f} MiB); skipped" in diagnostic["message"]
     assert _hover(server, uri) is None
 
 

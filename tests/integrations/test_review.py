@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -36,20 +37,125 @@ def test_comments_only_on_added_lines_with_suggestions(review_repo, capsys):
     payload = json.loads(out)
     comments = payload["comments"]
     assert {c["line"] for c in comments} <= _added_rows()
-    by_code = {c["body"].split("**gpulint ")[1].split("**")[0]: c for c in comments}
+    by_code = {code: c for c in comments for code in _codes(c["body"])}
     # the new loader: GL101 (unsafe fix) and GL102 (safe fix); the new .item(): GL201.  The old
     # print(loss.item()) on an unchanged line gets no comment.
     assert set(by_code) == {"GL101", "GL102", "GL201"}
-    gl102 = by_code["GL102"]["body"]
-    assert "```suggestion\n    val_loader = DataLoader(dataset, batch_size=64, pin_memory=True)\n```" in gl102
-    assert "docs/rules/GL102.md" in gl102 and "<!-- gpulint:GL102:" in gl102
-    # the GL101 fix also adds `import os` at the top: the suggestion covers the loader line and
-    # the import is named in words
-    gl101 = by_code["GL101"]["body"]
-    assert "```suggestion\n" in gl101 and "`import os`" in gl101 and "unsafe" in gl101
+    # both loader fixes replace the same line: one comment, one suggestion with both, naming both
+    # rules with their docs, labelled unsafe (GL101's fix is), and the import GL101's fix adds
+    assert len(comments) == 2 and by_code["GL101"] is by_code["GL102"]
+    loader = by_code["GL102"]["body"]
+    block = loader.split("```suggestion\n", 1)[1].split("\n```", 1)[0]
+    assert "pin_memory=True" in block and "num_workers=min(8, os.cpu_count() or 1)" in block
+    assert "docs/rules/GL101.md" in loader and "docs/rules/GL102.md" in loader and "unsafe" in loader
+    assert "`import os`" in loader and "ignore[GL101, GL102]" in loader
     assert "```suggestion" not in by_code["GL201"]["body"]
     for comment in comments:
         assert comment["side"] == "RIGHT" and comment["path"] == "train.py"
+
+
+def _codes(body: str) -> list[str]:
+    """The rules a comment is about, by its hidden markers."""
+    return re.findall(r"<!-- gpulint:(GL\d+):", body)
+
+
+def _suggestions(body: str) -> list[str]:
+    return [part.split("\n```", 1)[0] for part in body.split("```suggestion\n")[1:]]
+
+
+def _review_of(repo: Path, new_lines: str, capsys) -> list[dict]:
+    """The review comments for a commit that adds `new_lines` to the training loop (before the
+    backward pass: away from the loop's other fixable lines)."""
+    script = (repo / "train.py").read_text()
+    (repo / "train.py").write_text(script.replace("        loss.backward()\n", new_lines + "        loss.backward()\n"))
+    git(repo, "commit", "-q", "-am", "more")
+    code, out, err = run_cli(["review", "--base", "main", "--format", "json"], capsys)
+    assert code == 1, err
+    return json.loads(out)["comments"]
+
+
+def test_two_fixes_in_one_line_are_one_suggestion_with_both(review_repo, capsys):
+    """`x, y = x.to(device), y.to(device)`: two GL104 findings, each fixing half the line.  Two
+    suggestions would each undo the other; the one suggestion is the line as `--fix` writes it."""
+    comments = _review_of(review_repo, "        x, y = x.to(device), y.to(device)\n", capsys)
+    on_line = [c for c in comments if "x.to(device" in "".join(_suggestions(c["body"]))]
+    assert len(on_line) == 1
+    (suggested,) = _suggestions(on_line[0]["body"])
+    assert suggested == "        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)"
+    assert _codes(on_line[0]["body"]) == ["GL104", "GL104"]  # both findings marked: neither posted again
+    fixed, _ = _fixed_by_cli(review_repo, capsys)
+    assert suggested in fixed.splitlines()
+
+
+def test_two_rules_with_the_same_fix_are_one_suggestion(review_repo, capsys):
+    """GL302 and GL201 on `print(loss.item())` both guard it: one comment naming both rules, one guard."""
+    comments = _review_of(review_repo, "        print(loss.item())\n", capsys)
+    guarded = [c for c in comments if "GL302" in _codes(c["body"])]
+    assert len(guarded) == 1 and set(_codes(guarded[0]["body"])) == {"GL201", "GL302"}
+    body = guarded[0]["body"]
+    (suggested,) = _suggestions(body)
+    assert suggested.count("if step %") == 1 and "print(loss.item())" in suggested
+    assert "docs/rules/GL201.md" in body and "docs/rules/GL302.md" in body
+    # what `--fix --unsafe-fixes` writes for these lines (GL201's fix is unsafe)
+    _, fixed = _fixed_by_cli(review_repo, capsys)
+    assert suggested in fixed
+    rows = (review_repo / "train.py").read_text().splitlines()
+    added = max(i for i, row in enumerate(rows, 1) if row == "        print(loss.item())")  # the new one
+    assert guarded[0]["line"] == added
+
+
+def _fixed_by_cli(repo: Path, capsys) -> tuple[str, str]:
+    """train.py as `gpulint --fix` and `--fix --unsafe-fixes` write it (the file is put back)."""
+    original = (repo / "train.py").read_text()
+    fixed = []
+    for flags in (["--fix"], ["--fix", "--unsafe-fixes"]):
+        run_cli(["train.py", *flags, "--exit-zero"], capsys)
+        fixed.append((repo / "train.py").read_text())
+        (repo / "train.py").write_text(original)
+    return fixed[0], fixed[1]
+
+
+def _loader_line_comments(fixed_edits) -> list:
+    """make_comments for the findings on CHANGED_SCRIPT's new loader line (GL101 and GL102), with
+    the given whole-file fixer."""
+    from gpulint.review.comments import make_comments
+
+    result = Linter(Settings()).lint_source(CHANGED_SCRIPT.encode(), "train.py", with_edits=True)
+    row = next(i for i, line in enumerate(CHANGED_SCRIPT.splitlines(), 1) if "val_loader" in line)
+    findings = [f for f in result.findings if f.location.row == row]
+    rows = set(range(1, CHANGED_SCRIPT.count("\n") + 1))
+    pairs = [(f, f"{i:032x}") for i, f in enumerate(findings)]
+    return make_comments("train.py", pairs, tuple(CHANGED_SCRIPT.splitlines()), rows, fixed_edits)
+
+
+def test_a_shared_comment_is_posted_again_only_when_one_of_its_findings_is_new():
+    from gpulint.review.comments import existing_keys, is_duplicate
+
+    (shared,) = _loader_line_comments(lambda unsafe: None)
+    (first, first_print), (second, second_print) = shared.findings
+    assert {first.code, second.code} == {"GL101", "GL102"}
+    both = existing_keys(
+        [
+            {
+                "body": f"<!-- gpulint:{first.code}:{first_print} --><!-- gpulint:{second.code}:{second_print} -->",
+                "path": "train.py",
+                "line": 99,
+            }
+        ]
+    )
+    assert is_duplicate(shared, *both)
+    one = existing_keys([{"body": f"<!-- gpulint:{first.code}:{first_print} -->", "path": "train.py", "line": 99}])
+    assert not is_duplicate(shared, *one)
+
+
+def test_when_the_file_cannot_be_fixed_a_shared_comment_names_the_fixes_without_a_suggestion():
+    """Each finding's own suggestion alone would undo the other's: none is shown, the fixes are named."""
+    (shared,) = _loader_line_comments(lambda unsafe: None)
+    assert (
+        "```suggestion" not in shared.body and "apply them together with `gpulint --fix --unsafe-fixes`" in shared.body
+    )
+    assert "- GL101: " in shared.body and "- GL102: " in shared.body
+    assert shared.start_line is None and shared.line == shared.finding.location.row
 
 
 def test_text_summary_and_no_change(review_repo, capsys):
@@ -218,11 +324,11 @@ def test_post_creates_one_review_then_nothing_new(actions_env, monkeypatch, caps
         assert headers["x-github-api-version"] == "2022-11-28"
         body = post["body"]
         assert body["event"] == "COMMENT" and body["commit_id"] == "abc123" * 6 + "abcd"
-        assert len(body["comments"]) == 3
+        assert len(body["comments"]) == 2  # GL101 and GL102 share the loader line's comment
         for comment in body["comments"]:
             assert set(comment) <= {"path", "body", "line", "side", "start_line", "start_side"}
             assert comment["line"] in _added_rows() and "<!-- gpulint:" in comment["body"]
-        assert "Posted a review with 3 comments" in err
+        assert "Posted a review with 2 comments" in err
 
         # Second run: the comments are there (over two pages), nothing new is posted.
         fake.requests.clear()
@@ -242,7 +348,7 @@ def test_post_creates_one_review_then_nothing_new(actions_env, monkeypatch, caps
         assert code == 1, err  # findings on added lines, no --exit-zero
         posts = [r for r in fake.requests if r["method"] == "POST"]
         assert len(posts) == 1
-        assert {c["body"].split("**gpulint ")[1].split("**")[0] for c in posts[0]["body"]["comments"]} == {"GL102"}
+        assert [code for c in posts[0]["body"]["comments"] for code in _codes(c["body"])] == ["GL102"]
 
 
 @pytest.mark.parametrize(

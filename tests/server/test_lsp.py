@@ -128,8 +128,9 @@ def test_quick_fix_applies_and_the_finding_is_gone(server, project):
     uri = server.open(path, TRAIN)
     diagnostic = next(d for d in server.diagnostics(uri, version=1) if d["code"] == "GL102")
     actions = _actions(server, uri, diagnostic)
-    fix = next(a for a in actions if "GL102" in a["title"] and "suppress" not in a["title"])
-    assert fix["kind"] == "quickfix" and fix["isPreferred"] is True and "unsafe" not in fix["title"]
+    # GL101's fix is on the same line: GL102's own action is the one that names GL102 alone
+    fix = next(a for a in actions if a["title"].endswith("(GL102)"))
+    assert fix["kind"] == "quickfix" and "unsafe" not in fix["title"]
     fixed = apply_edits(TRAIN, fix["edit"]["changes"][uri])
     assert "pin_memory=True" in fixed
 
@@ -153,11 +154,68 @@ def test_unsafe_fix_is_labelled_and_not_preferred(server, project):
     path = project / "unsafe.py"
     uri = server.open(path, TRAIN)
     diagnostic = next(d for d in server.diagnostics(uri, version=1) if d["code"] == "GL101")
-    fix = next(a for a in _actions(server, uri, diagnostic) if "GL101" in a["title"] and "suppress" not in a["title"])
+    fix = next(a for a in _actions(server, uri, diagnostic) if "(GL101)" in a["title"])
     assert "unsafe" in fix["title"] and not fix.get("isPreferred")
     fixed = apply_edits(TRAIN, fix["edit"]["changes"][uri])
     assert "num_workers=" in fixed and "import os" in fixed
     compile(fixed, "fixed.py", "exec")
+
+
+def _fixes(actions: list[dict]) -> list[dict]:
+    return [a for a in actions if a["kind"] == "quickfix" and "suppress" not in a["title"]]
+
+
+@pytest.fixture(scope="module")
+def every_rule(project) -> Path:
+    """A folder of the project with its own configuration: every default rule, GL302 included."""
+    folder = project / "every_rule"
+    folder.mkdir()
+    (folder / "pyproject.toml").write_text("[tool.gpulint]\n")
+    return folder
+
+
+def test_fixes_of_one_line_are_one_action_and_never_repeated(server, every_rule):
+    """`x, y = x.to(device), y.to(device)`: two GL104 fixes, each of half the line.  Applying one
+    would lose the other: one action applies both, as `--fix` writes the line."""
+    text = TRAIN.replace("            x = x.to(device)  # gpulint: ignore[GL104]\n", "").replace(
+        "            y = y.to(device)\n", "            x, y = x.to(device), y.to(device)\n"
+    )
+    assert "x, y = x.to(device), y.to(device)" in text
+    path = every_rule / "one_line.py"
+    uri = server.open(path, text)
+    diagnostic = next(d for d in server.diagnostics(uri, version=1) if d["code"] == "GL104")
+    actions = _fixes(_actions(server, uri, diagnostic))
+    together = [a for a in actions if a["title"].startswith("gpulint: fix all on this line")]
+    assert len(together) == 1 and "(GL104)" in together[0]["title"]
+    assert len(together[0]["diagnostics"]) == 2 and together[0]["isPreferred"] is True
+    fixed = apply_edits(text, together[0]["edit"]["changes"][uri])
+    line = "            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\n"
+    assert line in fixed
+    run = subprocess.run(
+        [sys.executable, "-m", "gpulint", "-", "--stdin-filename", str(path), "--fix"],
+        input=text,
+        capture_output=True,
+        text=True,
+        cwd=every_rule,
+    )
+    assert line in run.stdout
+    # and each finding's own fix, once each, not preferred over the one that applies both
+    titles = [a["title"] for a in actions]
+    assert len(titles) == len(set(titles)) == 3 and not any(a.get("isPreferred") for a in actions[1:])
+
+
+def test_two_rules_with_the_same_fix_are_one_action(server, every_rule):
+    """GL302 and GL201 on `print(loss.item())` both guard it: one action listing both, not two."""
+    text = TRAIN.replace("        for x, y in loader:\n", "        for step, (x, y) in enumerate(loader):\n")
+    assert text != TRAIN
+    uri = server.open(every_rule / "same_fix.py", text)
+    diagnostic = next(d for d in server.diagnostics(uri, version=1) if d["code"] == "GL201")
+    actions = _fixes(_actions(server, uri, diagnostic))
+    assert len(actions) == 1, [a["title"] for a in actions]
+    assert "GL201" in actions[0]["title"] and "GL302" in actions[0]["title"]
+    assert {d["code"] for d in actions[0]["diagnostics"]} == {"GL201", "GL302"}
+    fixed = apply_edits(text, actions[0]["edit"]["changes"][uri])
+    assert fixed.count("if step %") == 1 and "print(loss.item())" in fixed
 
 
 def test_suppress_on_this_line(server, project):
@@ -253,12 +311,13 @@ def test_fix_all_on_request_matches_gpulint_fix(server, project):
 def test_resolving_client_gets_edits_on_resolve(resolving_server, project):
     client = resolving_server
     uri = client.open(project / "resolve.py", TRAIN)
-    diagnostic = next(d for d in client.diagnostics(uri, version=1) if d["code"] == "GL102")
+    # (the only fix on its line: a line with several gets its fixes' edits with the actions)
+    diagnostic = next(d for d in client.diagnostics(uri, version=1) if d["code"] == "GL104")
     actions = _actions(client, uri, diagnostic)
-    fix = next(a for a in actions if "GL102" in a["title"] and "suppress" not in a["title"])
+    fix = next(a for a in actions if "GL104" in a["title"] and "suppress" not in a["title"])
     assert "edit" not in fix or fix["edit"] is None
     resolved = client.request("codeAction/resolve", fix)
-    assert "pin_memory=True" in apply_edits(TRAIN, resolved["edit"]["changes"][uri])
+    assert "y = y.to(device, non_blocking=True)" in apply_edits(TRAIN, resolved["edit"]["changes"][uri])
     # fix-all is offered with the quick fixes when it costs nothing until chosen
     assert any(a["kind"] == "source.fixAll.gpulint" for a in actions)
     # an action for an older version of the document resolves to no edit

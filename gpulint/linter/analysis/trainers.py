@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import tokenize
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -42,3 +45,35 @@ def is_lightning_trainer(ctx: FileContext, call: cst.Call) -> bool:
 # Intervals this small run the work every step or nearly: HF `eval_steps`/`save_steps`, Lightning
 # `val_check_interval` (an int counts training batches).
 TINY_INTERVAL = 10
+
+
+def commented_arguments(ctx: FileContext, call: cst.Call) -> set[str]:
+    """The keywords of `call` whose argument shares a line with a comment
+    (`logging_steps=1,  # per-step loss curves for the paper`): an explicit value the user
+    explained, which a fix reports and leaves as written."""
+    keyword_args = [arg for arg in call.args if arg.keyword is not None]
+    rows = _comment_rows(ctx.source_text)
+    if not keyword_args or not rows:
+        return set()
+    positions = ctx.positions(keyword_args)
+    found = set()
+    for arg in keyword_args:
+        assert arg.keyword is not None  # kept above
+        span = positions[arg]
+        if any(row in rows for row in range(span.start.line, span.end.line + 1)):
+            found.add(arg.keyword.value)
+    return found
+
+
+@lru_cache(maxsize=1)
+def _comment_rows(source: str) -> frozenset[int]:
+    """The rows that hold a comment (a `#` inside a string is not one); none when the text does not
+    tokenize."""
+    try:
+        return frozenset(
+            token.start[0]
+            for token in tokenize.generate_tokens(io.StringIO(source).readline)
+            if token.type == tokenize.COMMENT
+        )
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return frozenset()

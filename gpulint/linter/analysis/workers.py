@@ -107,10 +107,30 @@ class WorkerStart:
                 found.extend(self.ctx.values.assigned.get(key, ()))
         return found
 
+    def _reaching(self, expressions: list[cst.BaseExpression]) -> list[cst.BaseExpression]:
+        """The expressions and every value assigned to a name or attribute used in them, followed
+        to the end (`ImageFolder(root, transform)`, then `transform = Compose([...])`)."""
+        found: list[cst.BaseExpression] = []
+        pending, seen = list(expressions), set()
+        while pending:
+            expression = pending.pop()
+            found.append(expression)
+            nodes = list(nodes_under(expression))
+            # `x.name` and `f(name=...)` do not read a variable `name`.
+            not_read = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}
+            not_read |= {id(n.keyword) for n in nodes if isinstance(n, cst.Arg) and n.keyword is not None}
+            for node in nodes:
+                key = target_key(node) if id(node) not in not_read else None
+                if key is not None and key not in seen:
+                    seen.add(key)
+                    pending.extend(self.ctx.values.assigned.get(key, ()))
+        return found
+
     def unpicklable(self, call: cst.Call) -> bool:
         """Whether something the DataLoader hands its workers cannot be pickled (a lambda, or a
-        function or class defined inside a function)."""
-        for value in self._with_origins([arg.value for arg in call.args]):
+        function or class defined inside a function), there or in what its arguments were built
+        from (a dataset whose transforms hold `transforms.Lambda(lambda x: x.mul(255))`)."""
+        for value in self._reaching([arg.value for arg in call.args]):
             if any(isinstance(node, cst.Lambda) for node in nodes_under(value)):
                 return True
             if names_under(value) & self._local_definitions:

@@ -79,8 +79,19 @@ def remove_keyword(call: cst.Call, keyword: str, applicability: Applicability, m
     index = next(i for i, arg in enumerate(args) if arg.keyword is not None and arg.keyword.value == keyword)
     removed = args.pop(index)
     if args and index == len(args):
-        # The last argument went: the one before it takes over its trailing comma and spacing.
-        args[-1] = args[-1].with_changes(comma=removed.comma, whitespace_after_arg=removed.whitespace_after_arg)
+        # The last argument went: the one before it takes over its trailing comma and spacing, but
+        # keeps the comment that ended its own line (the removed line's comment goes with it).
+        before = args[-1]
+        comma, after_arg = removed.comma, removed.whitespace_after_arg
+        own_line = before.comma.whitespace_after if isinstance(before.comma, cst.Comma) else None
+        if isinstance(own_line, cst.ParenthesizedWhitespace):
+            if isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
+                comma = comma.with_changes(
+                    whitespace_after=comma.whitespace_after.with_changes(first_line=own_line.first_line)
+                )
+            elif isinstance(after_arg, cst.ParenthesizedWhitespace):
+                after_arg = after_arg.with_changes(first_line=own_line.first_line)
+        args[-1] = before.with_changes(comma=comma, whitespace_after_arg=after_arg)
     elif index > 0 and isinstance(removed.comma, cst.Comma) and _breaks_after(removed):
         # The line broke after the removed argument: it breaks after the one before it now (unless
         # that one ends its own line already), so the next line is not joined onto this one.

@@ -72,9 +72,13 @@ class DataLoaderRespawn(Rule):
     the main process, so `sampler.set_epoch()` still works).  The fix is unsafe when the module
     changes the dataset between epochs (`dataset.set_epoch(...)`, or assigns its attributes in a
     loop): persistent workers keep the copy they started with and would not see the change; when
-    `num_workers` is an expression that is not a plain name (it is evaluated twice); and when the
-    workers come through a `**` dictionary (`persistent_workers=True`: whether they are more than
-    zero is not known at the call).
+    `num_workers` is an expression that is not a plain name (it is evaluated twice).
+
+    Workers that come through a `**` dictionary may be there on some paths only (the common
+    `if use_cuda: train_kwargs.update({"num_workers": 1, ...})`): the fix asks the dictionary,
+    `persistent_workers=train_kwargs.get("num_workers", 0) > 0`, which holds on every path, even
+    where the workers are a literal.  With several `**` dictionaries, or one that is not a name,
+    it writes `persistent_workers=True` and is unsafe.
     """
 
     code = "GL103"
@@ -324,7 +328,7 @@ class DataLoaderRespawn(Rule):
                     )
             """,
         ),
-        # workers through a keyword dictionary: whether they are more than zero is not known at the call
+        # workers through a keyword dictionary: the dictionary is asked at run time
         Invalid(
             """
             class Data:
@@ -338,7 +342,55 @@ class DataLoaderRespawn(Rule):
             class Data:
                 def train_dataloader(self):
                     kwargs = {"batch_size": 8, "num_workers": self.workers}
-                    return DataLoader(self.train, **kwargs, persistent_workers=True)
+                    return DataLoader(
+                        self.train, **kwargs, persistent_workers=kwargs.get("num_workers", 0) > 0
+                    )
+            """,
+        ),
+        # workers added on the accelerator branch only: `True` would raise on a CPU-only machine
+        Invalid(
+            """
+            train_kwargs = {"batch_size": 32}
+            if use_accel:
+                train_kwargs.update({"num_workers": 1, "pin_memory": True, "shuffle": True})
+            loader = DataLoader(ds, **train_kwargs)
+            for epoch in range(10):
+                for x, y in loader:
+                    model(x.to(device, non_blocking=True)).sum().backward()
+            """,
+            "7:10",
+            header=CUDA_SCRIPT,
+            fixed="""
+            train_kwargs = {"batch_size": 32}
+            if use_accel:
+                train_kwargs.update({"num_workers": 1, "pin_memory": True, "shuffle": True})
+            loader = DataLoader(
+                ds, **train_kwargs, persistent_workers=train_kwargs.get("num_workers", 0) > 0
+            )
+            for epoch in range(10):
+                for x, y in loader:
+                    model(x.to(device, non_blocking=True)).sum().backward()
+            """,
+        ),
+        # two dictionaries: which one holds the workers is not known; `True`, unsafe
+        Invalid(
+            """
+            base = {"batch_size": 32}
+            extra = {"num_workers": 2}
+            loader = DataLoader(ds, **base, **extra)
+            for epoch in range(10):
+                for x, y in loader:
+                    model(x.to(device, non_blocking=True)).sum().backward()
+            """,
+            "6:10",
+            header=CUDA_SCRIPT,
+            fixed="""
+            base = {"batch_size": 32}
+            extra = {"num_workers": 2}
+            loader = DataLoader(ds, **base, **extra, persistent_workers=True)
+            for epoch in range(10):
+                for x, y in loader:
+                    model(x.to(device, non_blocking=True)).sum().backward()
             """,
             applicability=Applicability.UNSAFE,
         ),
@@ -539,14 +591,17 @@ class DataLoaderRespawn(Rule):
             return None  # set to False inside a `**` dictionary: a second keyword would not run
         in_call = any(arg.value is workers for arg in call.args)
         message = "Keep worker processes alive between epochs: `persistent_workers=True`"
-        if in_call or isinstance(workers, cst.Integer):
+        if in_call:
             value = persistent_workers_value(self.ctx, workers)
             # A name is read twice for free; an expression (`int(opt.workers)`) is evaluated twice.
             read_twice_for_free = value == "True" or dotted_name(workers) is not None
             applicability = Applicability.SAFE if read_twice_for_free else Applicability.UNSAFE
         else:
-            # Workers from a keyword dictionary: whether they are more than zero is not known here.
-            value, applicability = "True", Applicability.UNSAFE
+            # Workers from a keyword dictionary the code may fill on some paths only
+            # (`if use_cuda: kwargs.update({"num_workers": 1})`): the dictionary is asked at run time.
+            asked = _persistent_from_dictionary(call)
+            value = asked if asked is not None else "True"
+            applicability = Applicability.SAFE if asked is not None else Applicability.UNSAFE
         if self._dataset_changes(call):
             applicability = Applicability.UNSAFE
         return set_keyword(self.ctx, call, "persistent_workers", value, applicability, message)
@@ -571,6 +626,15 @@ class DataLoaderRespawn(Rule):
                 if isinstance(node, cst.Attribute) and target_key(node.value) == key and self.ctx.in_loop(assign):
                     return True
         return False
+
+
+def _persistent_from_dictionary(call: cst.Call) -> str | None:
+    """`kwargs.get("num_workers", 0) > 0` for `DataLoader(ds, **kwargs)`: true on exactly the paths
+    where the dictionary holds workers.  None when the call has several `**` dictionaries or one
+    that is not a name (which one holds the workers, or how to read it, is not known)."""
+    dictionaries = [arg.value for arg in call.args if arg.star == "**"]
+    name = dotted_name(dictionaries[0]) if len(dictionaries) == 1 else None
+    return f'{name}.get("num_workers", 0) > 0' if name is not None else None
 
 
 def _num_workers(node: cst.Call, keywords: dict[str, cst.BaseExpression]) -> cst.BaseExpression | None:

@@ -76,7 +76,9 @@ class DataLoaderSerial(Rule):
     made to start a new process before the current process has finished its bootstrapping phase".
     There the finding has no fix: move the training code into a `main()` called under the guard
     first.  Nor is there one when the loader hands its workers a lambda, or a function or class
-    defined inside a function (they cannot be pickled into a worker).
+    defined inside a function, directly or in what its dataset was built from
+    (`transforms.Lambda(lambda x: x.mul(255))` in the transforms): under `spawn` they cannot be
+    pickled into a worker ("Can't pickle local object").
 
     A loader over an `IterableDataset` of the module that does not split its items between workers
     (`torch.utils.data.get_worker_info()` in the dataset, or a `worker_init_fn`) is reported with
@@ -284,6 +286,20 @@ class DataLoaderSerial(Rule):
             "6:12",
             "10:9",
             "11:9",
+            header=CUDA_SCRIPT,
+        ),
+        # a dataset whose transforms hold a lambda: it cannot be pickled into a worker under `spawn`
+        Invalid(
+            """
+            from torchvision import datasets, transforms
+            def main():
+                transform = transforms.Compose([transforms.ToTensor(), transforms.Lambda(lambda x: x.mul(255))])
+                train_dataset = datasets.ImageFolder("images", transform)
+                loader = DataLoader(train_dataset, batch_size=4)
+            if __name__ == "__main__":
+                main()
+            """,
+            "8:14",
             header=CUDA_SCRIPT,
         ),
         # an IterableDataset that every worker would replay in full; a sharded one is fixed

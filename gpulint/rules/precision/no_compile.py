@@ -9,6 +9,7 @@ import libcst as cst
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
 from gpulint.linter.analysis.nodes import dotted_name
+from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import insert_after
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -60,10 +61,18 @@ class NoCompile(Rule):
 
     ## Fix (unsafe)
     Adds `model = torch.compile(model)` after the model's line, when that line is a plain assignment
-    in the same block as the optimizer.  Unsafe: compilation can fail on dynamic Python code, costs
-    start-up time, and changes the `state_dict` keys the program saves (`_orig_mod.` prefix).  Needs
-    PyTorch 2.0: not offered to a project whose requirements allow an older one.  A hint: off by
-    default.
+    in the same block as the optimizer.  Unsafe: compilation can fail on dynamic Python code and
+    costs start-up time.  Needs PyTorch 2.0: not offered to a project whose requirements allow an
+    older one.  A hint: off by default.
+
+    The compiled model's `state_dict` keys carry an `_orig_mod.` prefix: its checkpoints no longer
+    load into the model class, and `load_state_dict` of an existing checkpoint fails on it.  So the
+    fix is not offered (the finding stays) where the module saves or loads weights that may be the
+    model's: a `state_dict()` or `load_state_dict()` of anything but an optimizer, scheduler or grad
+    scaler, or `torch.save` of the model itself.  Compiling a second name for the forward pass
+    instead would keep the keys, but it means rewriting every call of the model, often across
+    functions, and a missed one silently runs uncompiled: compile by hand there (for example
+    `compiled = torch.compile(model)` for the training step, saving `model`).
     """
 
     code = "GL403"
@@ -327,6 +336,75 @@ class NoCompile(Rule):
             PATTERN = re.compile('x')
             """,
         ),
+        # the model's weights are saved and loaded: `torch.compile` would prefix every key with
+        # `_orig_mod.`, so the checkpoint would not load into the model class: no fix
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = Net().cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            model.load_state_dict(torch.load("pretrained.pt"))
+            for epoch in range(3):
+                for x, y in loader:
+                    loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+            torch.save(model.state_dict(), "model.pt")
+            """,
+            "4:15",
+        ),
+        # the whole model object saved, or its weights saved by a helper: no fix either
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            def save(net, path):
+                torch.save({"weights": net.state_dict()}, path)
+
+            def main():
+                model = Net().cuda()
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for x, y in loader:
+                    loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                    loss.backward()
+                    optimizer.step()
+                torch.save(model, "model.pt")
+                save(model, "weights.pt")
+            """,
+            "8:19",
+        ),
+        # only the optimizer's state is saved: the model's keys do not matter, the fix is offered
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(8, 2).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+            torch.save(optimizer.state_dict(), "optimizer.pt")
+            """,
+            "4:25",
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(8, 2).cuda()
+            model = torch.compile(model)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+            torch.save(optimizer.state_dict(), "optimizer.pt")
+            """,
+        ),
         # the trained model cannot be found: the optimizer is reported, without a fix
         Invalid(
             """
@@ -360,6 +438,10 @@ class NoCompile(Rule):
         small = assignment.body[0]
         assert isinstance(small, cst.Assign)  # _model_assignment returns a one-assignment line
         model = dotted_name(small.targets[0].target)
+        assert model is not None  # _model_assignment matched it by its dotted name
+        if _saves_or_loads(self.ctx, model):
+            self.report(small.value)  # compiling would change the checkpoint's keys: no fix
+            return
         text, imports = self.ctx.reference("torch.compile")
         fix = insert_after(
             assignment,
@@ -370,6 +452,27 @@ class NoCompile(Rule):
             min_torch=(2, 0),
         )
         self.report(small.value, fix=fix)
+
+
+# What a `state_dict()` that is not the model's comes from: compiling the model leaves these as they were.
+_NOT_THE_MODEL = ("optimizer", "scheduler", "gradscaler")
+
+
+def _saves_or_loads(ctx: FileContext, model: str) -> bool:
+    """Whether the module saves or loads weights that may be the model's: a `state_dict()` or
+    `load_state_dict()` of anything but an optimizer, scheduler or grad scaler (the model, or a
+    helper's parameter that may be it), or `torch.save` of the model object itself.  The compiled
+    model's keys carry an `_orig_mod.` prefix, so such checkpoints no longer load either way."""
+    for call in ctx.index.nodes("Call"):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("state_dict", "load_state_dict"):
+            if not any(ctx.values.is_kind(func.value, kind) for kind in _NOT_THE_MODEL):
+                return True
+        elif call.args and ctx.call_qualified_name(call) == "torch.save":
+            saved = nodes_under(call.args[0].value)
+            if any(isinstance(node, cst.BaseExpression) and dotted_name(node) == model for node in saved):
+                return True
+    return False
 
 
 def _trained_model(optimizer: cst.Call) -> str | None:

@@ -5,12 +5,16 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.linter.analysis.nodes import int_literal, keyword_arg, string_literal
-from gpulint.linter.analysis.trainers import TINY_INTERVAL, is_hf_training_arguments
+from gpulint.linter.analysis.trainers import TINY_INTERVAL, commented_arguments, is_hf_training_arguments
 from gpulint.linter.findings import Applicability
-from gpulint.linter.fix.builders import remove_keyword, set_keyword
+from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import HF_SCRIPT
 from gpulint.rules.options import NUM_WORKERS
+
+# What the fix writes for a tiny `logging_steps`, `eval_steps` or `save_steps`: the Trainer's
+# default interval for each (`eval_steps` follows `logging_steps`, itself 500 by default).
+_DEFAULT_INTERVAL = "500"
 
 
 class HfTrainerArgs(Rule):
@@ -42,17 +46,19 @@ class HfTrainerArgs(Rule):
     ```python
     from transformers import TrainingArguments
 
-    args = TrainingArguments("out", eval_strategy="steps", eval_steps=500, dataloader_num_workers=4)
+    args = TrainingArguments("out", logging_steps=500, eval_strategy="steps", eval_steps=500, dataloader_num_workers=4)
     ```
 
     ## Fix (unsafe)
     Sets `dataloader_num_workers=` the `num-workers` expression (as GL101; worker processes must be
     able to pickle the dataset and collator, and the fix is offered only where workers can start
     under every start method: under `if __name__ == "__main__":` or in a function called from
-    there, see `gpulint rule GL101`), and removes `logging_steps=1`, a tiny `eval_steps`
-    and a tiny `save_steps` (back to the Trainer's defaults: 500, or `logging_steps`).  Unsafe: it
-    changes what is logged, evaluated and saved, and how data is loaded.  Values that come from
-    a parser (`args.logging_steps`) are never reported.
+    there, see `gpulint rule GL101`), and writes the Trainer's default interval, 500, in place of
+    `logging_steps=1`, a tiny `eval_steps` and a tiny `save_steps`: the argument stays where the
+    user wrote it, with its comment.  Unsafe: it changes what is logged, evaluated and saved, and
+    how data is loaded.  An interval with a comment on its line (`logging_steps=1,  # per-step loss
+    curves for the paper`) is a deliberate choice: it is reported and left as written, without a
+    fix.  Values that come from a parser (`args.logging_steps`) are never reported.
     """
 
     code = "GL801"
@@ -114,7 +120,10 @@ class HfTrainerArgs(Rule):
             if __name__ == "__main__":
                 args = TrainingArguments(
                     "out",
+                    logging_steps=500,
                     eval_strategy="steps",
+                    eval_steps=500,
+                    save_steps=500,
                     dataloader_num_workers=min(8, os.cpu_count() or 1),
                 )
             """,
@@ -129,7 +138,7 @@ class HfTrainerArgs(Rule):
             "3:5",
             header=HF_SCRIPT,
             fixed="""
-            a = TrainingArguments("out", dataloader_num_workers=4,
+            a = TrainingArguments("out", dataloader_num_workers=4, logging_steps=500,
                 evaluation_strategy="steps")
             """,
             messages=(
@@ -151,9 +160,11 @@ class HfTrainerArgs(Rule):
             import transformers as tr
             from transformers import Seq2SeqTrainingArguments as S
             a = tr.TrainingArguments('o', dataloader_num_workers=0)
-            b = S('o', dataloader_num_workers=2)
+            b = S('o', dataloader_num_workers=2, logging_steps=500)
             """,
         ),
+        # a comment on the argument's line explains the value: reported, left as written with its
+        # comment; the other comments stay where they are
         Invalid(
             """
             from transformers import TrainingArguments
@@ -181,7 +192,9 @@ class HfTrainerArgs(Rule):
                 # configure
                 args = TrainingArguments(
                     "out",
+                    logging_steps=1,  # chatty
                     eval_strategy="steps",
+                    eval_steps=500,
                     bf16=True,
                     dataloader_num_workers=min(8, os.cpu_count() or 1),
                 )
@@ -237,13 +250,18 @@ class HfTrainerArgs(Rule):
     def _interval(self, node: cst.Call, keyword: str, message: str) -> None:
         arg = keyword_arg(node, keyword)
         assert arg is not None  # called for a keyword the call has
-        self.report(
-            arg,
-            message=message,
-            fix=remove_keyword(
-                node, keyword, Applicability.UNSAFE, f"Remove `{keyword}` (back to the Trainer's default)"
-            ),
+        if keyword in commented_arguments(self.ctx, node):
+            self.report(arg, message=f"{message} (no fix: the comment on its line may explain this value)")
+            return
+        fix = set_keyword(
+            self.ctx,
+            node,
+            keyword,
+            _DEFAULT_INTERVAL,
+            Applicability.UNSAFE,
+            f"`{keyword}={_DEFAULT_INTERVAL}` (the Trainer's default)",
         )
+        self.report(arg, message=message, fix=fix)
 
 
 def _strategy(arg: cst.Arg | None, default: str) -> str | None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.linter.analysis.nodes import int_literal, keyword_arg
-from gpulint.linter.analysis.trainers import TINY_INTERVAL, is_lightning_trainer
+from gpulint.linter.analysis.trainers import TINY_INTERVAL, commented_arguments, is_lightning_trainer
 from gpulint.linter.findings import Applicability
-from gpulint.linter.fix.builders import remove_keyword
+from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import LIGHTNING_SCRIPT
+
+# What the fix writes: Lightning's defaults (log every 50 steps, validate once per epoch).
+_DEFAULTS = {"log_every_n_steps": "50", "val_check_interval": "1.0"}
 
 
 class LightningTrainerArgs(Rule):
@@ -34,12 +37,15 @@ class LightningTrainerArgs(Rule):
     ```python
     import lightning as L
 
-    trainer = L.Trainer(max_epochs=10)
+    trainer = L.Trainer(max_epochs=10, log_every_n_steps=50, val_check_interval=1.0)
     ```
 
     ## Fix (unsafe)
-    Removes the keyword: Lightning's defaults (log every 50 steps, validate once per epoch) take
-    over.  Unsafe: the program logs and validates less often.  Values from `LightningCLI` or
+    Writes Lightning's default in place of the value (`log_every_n_steps=50`,
+    `val_check_interval=1.0`: validate once per epoch); the argument stays where the user wrote
+    it, with its comment.  Unsafe: the program logs and validates less often.  An argument with a
+    comment on its line (`log_every_n_steps=1,  # per-step curves for the paper`) is a deliberate
+    choice: it is reported and left as written, without a fix.  Values from `LightningCLI` or
     `args` are never reported.
     """
 
@@ -82,6 +88,8 @@ class LightningTrainerArgs(Rule):
             fixed="""
             trainer = L.Trainer(
                 max_epochs=3,
+                log_every_n_steps=50,
+                val_check_interval=1.0,
             )
             """,
         ),
@@ -94,7 +102,7 @@ class LightningTrainerArgs(Rule):
             "2:13",
             fixed="""
             from pytorch_lightning import Trainer
-            t = Trainer()
+            t = Trainer(log_every_n_steps=50)
             """,
         ),
         Invalid(
@@ -105,35 +113,71 @@ class LightningTrainerArgs(Rule):
             "2:16",
             fixed="""
             import lightning.pytorch as pl
-            t = pl.Trainer()
+            t = pl.Trainer(val_check_interval=1.0)
             """,
         ),
-        # the fix removes the keywords
+        # a comment on the argument's line explains the value: reported, left as written; every
+        # other comment stays on its own argument
+        Invalid(
+            """
+            trainer = L.Trainer(
+                max_epochs=3,  # three epochs is enough
+                log_every_n_steps=1,  # TODO: lower once debugged
+                val_check_interval=2,
+            )
+            """,
+            "4:5",
+            "5:5",
+            header=LIGHTNING_SCRIPT,
+            fixed="""
+            trainer = L.Trainer(
+                max_epochs=3,  # three epochs is enough
+                log_every_n_steps=1,  # TODO: lower once debugged
+                val_check_interval=1.0,
+            )
+            """,
+            messages=(
+                "Lightning Trainer logs every step (`log_every_n_steps=1`): per-step work keeps the GPU waiting "
+                "(no fix: the comment on its line may explain this value)",
+                "Lightning Trainer validates every 2 training batches: per-step work keeps the GPU waiting",
+            ),
+        ),
+        # one line with a comment: the comment may explain any of its values
         Invalid(
             "t = L.Trainer(max_epochs=3, log_every_n_steps=1, val_check_interval=2)  # keep\n",
             "2:29",
             "2:50",
             header=LIGHTNING_SCRIPT,
-            fixed="t = L.Trainer(max_epochs=3)  # keep\n",
         ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if not is_lightning_trainer(self.ctx, node):
             return
+        reports = []
         if int_literal(keyword_arg(node, "log_every_n_steps")) == 1:
-            self._report(node, "log_every_n_steps", "logs every step (`log_every_n_steps=1`)")
+            reports.append(("log_every_n_steps", "logs every step (`log_every_n_steps=1`)"))
         interval = int_literal(keyword_arg(node, "val_check_interval"))
         if interval is not None and interval <= TINY_INTERVAL:
-            self._report(node, "val_check_interval", f"validates every {interval} training batches")
+            reports.append(("val_check_interval", f"validates every {interval} training batches"))
+        commented = commented_arguments(self.ctx, node) if reports else set()
+        for keyword, what in reports:
+            self._report(node, keyword, what, keyword in commented)
 
-    def _report(self, node: cst.Call, keyword: str, what: str) -> None:
+    def _report(self, node: cst.Call, keyword: str, what: str, commented: bool) -> None:
         arg = keyword_arg(node, keyword)
         assert arg is not None  # called for a keyword the call has
-        self.report(
-            arg,
-            message=self.message.format(what=what),
-            fix=remove_keyword(
-                node, keyword, Applicability.UNSAFE, f"Remove `{keyword}` (back to Lightning's default)"
-            ),
+        message = self.message.format(what=what)
+        if commented:
+            self.report(arg, message=f"{message} (no fix: the comment on its line may explain this value)")
+            return
+        default = _DEFAULTS[keyword]
+        fix = set_keyword(
+            self.ctx,
+            node,
+            keyword,
+            default,
+            Applicability.UNSAFE,
+            f"`{keyword}={default}` (Lightning's default)",
         )
+        self.report(arg, message=message, fix=fix)

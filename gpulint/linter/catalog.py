@@ -823,5 +823,7 @@ FACT_TOKENS: dict[str, tuple[bytes, ...]] = {
 
 # Facts the rest of the project can make true: the property of the project view that says so.
 FACT_ELSEWHERE: dict[str, str] = {
+    'imports torch': 'torch_loop_elsewhere',
+    'runs on an accelerator': 'accelerator_loop_elsewhere',
     'takes training steps': 'steps_elsewhere',
 }

@@ -43,6 +43,7 @@ from gpulint.linter.findings import (
     FixInfo,
     Location,
     RawFinding,
+    RelatedLocation,
     SourceLine,
 )
 from gpulint.linter.suppressions import (
@@ -229,7 +230,9 @@ class Linter:
         source: bytes, rules: Iterable[catalog.RuleInfo], project: ModuleView | None = None
     ) -> list[catalog.RuleInfo]:
         """The tree rules whose facts and tokens the source's bytes (or its project view) can hold."""
-        if not any(marker in source for marker in FRAMEWORK_MARKERS):
+        if not any(marker in source for marker in FRAMEWORK_MARKERS) and not (
+            project is not None and project.torch_loop_elsewhere  # a helper of a torch training loop
+        ):
             return []
         known: dict[str, bool] = {}
 
@@ -280,6 +283,7 @@ class Linter:
                     severity=raw.severity,
                     fix=fix,
                     statement_row=rows_of(ctx, positions, raw.node)[-1],
+                    related=chain_to(ctx, raw.node),
                 )
             )
         located.sort(key=Finding.sort_key)
@@ -316,6 +320,22 @@ def run_rules(ctx: FileContext, rules: list[type[Rule]]) -> list[RawFinding]:
         instance.finish()
         findings.extend(instance.findings)
     return findings
+
+
+def chain_to(ctx: FileContext, node: cst.CSTNode) -> tuple[RelatedLocation, ...]:
+    """How another module's training loop reaches `node`, when that is what makes it run every
+    step: the chain of calls to the function it runs in (analysis/project.py `ProjectIndex.chain`)."""
+    project = ctx.project
+    if not project.chains:
+        return ()
+    import libcst as cst
+
+    from gpulint.linter.analysis.loops import qualname  # (loaded with FileContext)
+
+    boundary = ctx.loops.step_boundary(node)
+    if not isinstance(boundary, cst.FunctionDef):
+        return ()  # (a step loop of the module's own explains it)
+    return project.chain(qualname(ctx.index, boundary))
 
 
 def anchor(node: cst.CSTNode) -> cst.CSTNode:

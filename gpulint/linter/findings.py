@@ -109,6 +109,18 @@ class SourceLine:
 
 
 @dataclass(frozen=True)
+class RelatedLocation:
+    """A place elsewhere that explains a finding: for one in a helper that another module runs on
+    every step, each call on the way from the training loop to it ("called from train.py:42 in the
+    training loop at train.py:40", then "via utils.py:10 in `step()`").  `message` names its own
+    location, so it reads the same in formats that show only the text."""
+
+    path: str
+    location: Location
+    message: str
+
+
+@dataclass(frozen=True)
 class Finding:
     """A located finding: what reporters print and what the cache stores."""
 
@@ -129,6 +141,10 @@ class Finding:
     extra: dict = field(default_factory=dict, compare=False)
     # The text of the line it starts on (a window of a long one), for the `full` text format.
     source_line: SourceLine | None = field(default=None, compare=False)
+    # Why it runs every step when that comes from another module: the call chain from the loop,
+    # outermost first (analysis/project.py `ProjectIndex.chain`).  Empty for a finding its own
+    # module explains.
+    related: tuple[RelatedLocation, ...] = ()
 
     def sort_key(self) -> tuple:
         # Notebook findings are cell-relative: the cell orders them first.

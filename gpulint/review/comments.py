@@ -155,6 +155,8 @@ def _body_parts(
         if header in parts:  # the same problem twice on these lines: said once
             continue
         parts.append(header)
+        if finding.related:  # another module's training loop is why it runs every step: say where
+            parts.append("Runs every step: " + "; ".join(related.message for related in finding.related) + ".")
         rule = rules_by_code().get(finding.code)
         summary = rule.summary() if rule is not None else ""
         if summary and summary != finding.message and finding.code not in codes:

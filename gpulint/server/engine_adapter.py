@@ -58,6 +58,10 @@ class Problem:
     cell: int | None = None  # notebooks: the cell's 1-based number among the linted cells
     unused_suppression: bool = False  # GL900: the comment is the problem (shown as unnecessary code)
     suppressible: bool = True  # a suppression comment can silence it (not a syntax error, not GL900)
+    # How another module's training loop reaches it: (absolute path, row, column, message) per call
+    # on the way, outermost first (Finding.related; absolute because the worker's working folder
+    # is the one its relative paths name).
+    related: tuple[tuple[str, int, int, str], ...] = ()
     _finding: Finding | None = field(default=None, compare=False, repr=False)
 
 
@@ -99,6 +103,7 @@ def _problem(finding: Finding) -> Problem:
         cell=finding.extra.get("cell"),
         unused_suppression=unused_suppression,
         suppressible=finding.code != SYNTAX_ERROR_CODE and not unused_suppression,
+        related=tuple((os.path.abspath(r.path), r.location.row, r.location.column, r.message) for r in finding.related),
         _finding=finding,
     )
 

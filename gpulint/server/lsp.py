@@ -334,6 +334,7 @@ class GpulintServer(LanguageServer):
             code_description=types.CodeDescription(href=page) if page else None,
             source=SOURCE,
             tags=[types.DiagnosticTag.Unnecessary] if problem.unused_suppression else None,
+            related_information=[_related(*related) for related in problem.related] or None,
         )
 
     def text_edits(self, document: TextDocument, changes: list[TextChange]) -> list[types.TextEdit]:
@@ -728,3 +729,14 @@ def serve(limits: Limits | None = None, allow_local_rules: bool = False) -> int:
     # flushes sys.stdin, from waiting on that read's lock (a fatal error).
     stdin = os.fdopen(os.dup(sys.stdin.fileno()), "rb")
     return asyncio.run(_serve_stdio(create_server(limits, allow_local_rules), stdin, sys.stdout.buffer))
+
+
+def _related(path: str, row: int, column: int, message: str) -> types.DiagnosticRelatedInformation:
+    """A call on the way from another module's training loop to a diagnostic, as LSP related
+    information (columns in code points: the other file's text is not at hand, and for the ASCII
+    of a call site they are the client's units too)."""
+    position = types.Position(line=row - 1, character=column - 1)
+    return types.DiagnosticRelatedInformation(
+        location=types.Location(uri=Path(path).as_uri(), range=types.Range(start=position, end=position)),
+        message=message,
+    )

@@ -36,6 +36,7 @@ from gpulint.linter.analysis.pytorch import TorchAnalysis
 from gpulint.linter.analysis.tensorflow import TfAnalysis
 from gpulint.linter.analysis.test_files import is_test_path  # noqa: F401 - re-exported for the rules
 from gpulint.linter.analysis.values import ValueOrigins, target_key
+from gpulint.linter.analysis.vocabulary import ACCELERATOR_CALL_PREFIXES, ACCELERATOR_MODULES
 from gpulint.linter.analysis.walk import TreeIndex
 from gpulint.linter.analysis.workers import WorkerStart
 
@@ -61,15 +62,6 @@ _CUDA_STRING = re.compile(r"""^[rbuRBU]*['"]{1,3}(cuda|gpu)\b""")
 # Names that hold a device: `device`, `self.dev`, `trainer.device`, `local_rank`, `gpu_id`.
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|rank|local_rank|gpu|gpu_id)$", re.IGNORECASE)
 _HOST_DEVICE_TEXT = re.compile(r"""^[rbuRBU]*['"](cpu|meta|mps)\b""")
-_ACCELERATOR_MODULES = ("accelerate", "lightning.fabric", "deepspeed")
-_ACCELERATOR_CALL_PREFIXES = (
-    "torch.cuda.",
-    "torch.accelerator.",
-    "torch.backends.cuda.",
-    "torch.backends.cudnn.",
-    "lightning.Fabric",
-    "lightning.fabric.Fabric",
-)
 
 STATEMENT_TYPES = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 _NOTHING = CalleeFacts()
@@ -198,14 +190,14 @@ class FileContext:
         """Whether the module names an accelerator: it calls `.cuda()` or a `torch.cuda.*`-style
         function, names a "cuda"/"gpu" device in a string, or uses a library that places work on
         accelerators (Accelerate, Fabric, DeepSpeed)."""
-        if self.uses(*_ACCELERATOR_MODULES):
+        if self.uses(*ACCELERATOR_MODULES):
             return True
         for call in self.index.nodes("Call"):
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
                 return True
             qualified = self.imports.qualified_name(func)
-            if qualified and qualified.startswith(_ACCELERATOR_CALL_PREFIXES):
+            if qualified and qualified.startswith(ACCELERATOR_CALL_PREFIXES):
                 return True
         return any(_CUDA_STRING.match(s.value) for s in self.index.nodes("SimpleString"))
 

@@ -104,7 +104,13 @@ class _Either(Fact):
         return any(part.may_hold(source, view) for part in self.parts)
 
 
-TORCH = Fact("imports torch", lambda ctx: ctx.uses_torch, (b"torch",))
+TORCH = Fact(
+    "imports torch",
+    lambda ctx: ctx.uses_torch or ctx.project.torch_loop_elsewhere,
+    (b"torch",),
+    # a helper that a torch module's training loop runs per step works on its tensors
+    elsewhere="torch_loop_elsewhere",
+)
 TENSORFLOW = Fact("imports tensorflow or keras", lambda ctx: ctx.uses_tensorflow, (b"tensorflow", b"keras"))
 # Evidence that a module runs on an accelerator, of three kinds (rules that only need the host --
 # loader workers, tf.data parallelism, per-step logging -- require none).
@@ -116,7 +122,14 @@ PLACES_ON_DEVICE = Fact(
     (b"dev", b"rank", b"nccl"),
 )
 LIGHTNING_MODULE = Fact("defines a LightningModule", lambda ctx: ctx.defines_lightning_module, (b"LightningModule",))
-ACCELERATOR = (NAMES_ACCELERATOR | PLACES_ON_DEVICE | LIGHTNING_MODULE).named("runs on an accelerator")
+_ACCELERATOR_HERE = NAMES_ACCELERATOR | PLACES_ON_DEVICE | LIGHTNING_MODULE
+ACCELERATOR = Fact(
+    "runs on an accelerator",
+    lambda ctx: _ACCELERATOR_HERE.holds(ctx) or ctx.project.accelerator_loop_elsewhere,
+    _ACCELERATOR_HERE.tokens,
+    # or a training loop that names an accelerator runs one of its functions per step
+    elsewhere="accelerator_loop_elsewhere",
+)
 STEPS = Fact(
     "takes training steps",
     lambda ctx: ctx.takes_steps,

@@ -35,20 +35,30 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from gpulint.linter.analysis.parse_guard import index_tree
-from gpulint.linter.analysis.vocabulary import CLOCKS, EXIT_CALLS, KINDS, canonical, is_step_method
+from gpulint.linter.analysis.vocabulary import (
+    ACCELERATOR_CALL_PREFIXES,
+    ACCELERATOR_MODULES,
+    CLOCKS,
+    EXIT_CALLS,
+    KINDS,
+    canonical,
+    is_step_method,
+)
+from gpulint.linter.findings import Location, RelatedLocation
 
 # Builtins that take an iterable without iterating it again and again.
 _NOT_ITERATING = frozenset({"print", "len", "isinstance", "type", "id", "repr", "str", "getattr", "hasattr", "setattr"})
 # Kinds of return values the index tracks (values.KINDS).
 RETURN_KINDS = ("dataloader", "tfdata")
 # The version of a summary's shape: a cached summary of another version is not used.
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 3
 
 
 # -- summaries ---------------------------------------------------------------------------------
@@ -70,6 +80,8 @@ class CallSite:
     path: tuple[Step, ...]
     steps: bool
     cls: str | None = None
+    line: int = 0  # where the call is (1-based), for the chain a cross-module finding shows
+    column: int = 1
 
     @property
     def loops(self) -> tuple[int, ...]:
@@ -94,6 +106,12 @@ class ModuleSummary:
     # Names holding what a call returned (`train, valid = load(...)`): name -> [(callee text, position)].
     assigned_from: dict[str, list[tuple[str, int | None]]] = field(default_factory=dict)
     reiterated: set[str] = field(default_factory=set)  # names iterated again and again here
+    loop_lines: dict[str, int] = field(default_factory=dict)  # loop id (a Step's value) -> its line
+    # What a helper it runs per step inherits (see ModuleView): it imports torch; it names an
+    # accelerator (`.cuda()`, a `torch.cuda.*` call, a "cuda"/"gpu" string, an accelerator library:
+    # FileContext.names_accelerator on the module's `ast`).
+    imports_torch: bool = False
+    names_accelerator: bool = False
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -101,7 +119,9 @@ class ModuleSummary:
             "bindings": self.bindings,
             "functions": {
                 name: {
-                    "calls": [[c.text, [list(step) for step in c.path], c.steps, c.cls] for c in f.calls],
+                    "calls": [
+                        [c.text, [list(step) for step in c.path], c.steps, c.cls, c.line, c.column] for c in f.calls
+                    ],
                     "clock": f.reads_clock,
                     "returns": [[i, t] for i, t in f.returns],
                 }
@@ -110,6 +130,9 @@ class ModuleSummary:
             "instances": self.instances,
             "assigned_from": {k: [[t, i] for t, i in v] for k, v in self.assigned_from.items()},
             "reiterated": sorted(self.reiterated),
+            "loop_lines": self.loop_lines,
+            "torch": self.imports_torch,
+            "accelerator": self.names_accelerator,
         }
 
     @classmethod
@@ -123,9 +146,14 @@ class ModuleSummary:
                 str(name): FunctionSummary(
                     calls=[
                         CallSite(
-                            str(t), tuple((str(k), str(v)) for k, v in path), bool(s), None if c is None else str(c)
+                            str(t),
+                            tuple((str(k), str(v)) for k, v in path),
+                            bool(s),
+                            None if c is None else str(c),
+                            int(line),
+                            int(column),
                         )
-                        for t, path, s, c in f["calls"]
+                        for t, path, s, c, line, column in f["calls"]
                     ],
                     reads_clock=bool(f["clock"]),
                     returns=[(None if i is None else int(i), str(t)) for i, t in f["returns"]],
@@ -141,6 +169,9 @@ class ModuleSummary:
                     for k, v in data["assigned_from"].items()
                 },
                 reiterated={str(n) for n in data["reiterated"]},
+                loop_lines={str(k): int(v) for k, v in data["loop_lines"].items()},
+                imports_torch=bool(data["torch"]),
+                names_accelerator=bool(data["accelerator"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
@@ -155,7 +186,7 @@ def summarize(
     tree = index_tree(source, max_nodes)  # (the parse the guard measures too: parse_guard.py)
     if tree is None:
         return None
-    summarizer = _Summarizer(module, is_package)
+    summarizer = _Summarizer(module, is_package, source)
     try:
         summarizer.visit(tree)
     except RecursionError:
@@ -164,6 +195,7 @@ def summarize(
 
 
 _MODULE_LEVEL = "<module>"
+_CUDA_TEXT = re.compile(r"(cuda|gpu)\b")  # a device string: "cuda", "cuda:0", "gpu"
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -205,7 +237,9 @@ def _handles_event(branch: list[ast.stmt]) -> bool:
 
 
 class _Summarizer(ast.NodeVisitor):
-    def __init__(self, module: str, is_package: bool) -> None:
+    def __init__(self, module: str, is_package: bool, source: bytes = b"") -> None:
+        self.source = source
+        self._lines: list[bytes] | None = None
         self.module = module
         self.package = module if is_package else module.rpartition(".")[0]
         self.summary = ModuleSummary()
@@ -266,6 +300,7 @@ class _Summarizer(ast.NodeVisitor):
             if name is not None:
                 self.iterated.append((name, self.function_names[-1], self._in_loop()))
         self.paths[-1].append(("loop", str(self.next_loop)))
+        self.summary.loop_lines[str(self.next_loop)] = node.lineno
         self.next_loop += 1
         if isinstance(node, ast.While):
             self.visit(node.test)  # (the test runs on every iteration)
@@ -372,11 +407,15 @@ class _Summarizer(ast.NodeVisitor):
         if not text and not steps:
             return
         function = self.function
-        function.calls.append(CallSite(text, path, steps, self.classes[-1]))
+        function.calls.append(CallSite(text, path, steps, self.classes[-1], node.lineno, self._column(node)))
         head, _, rest = text.partition(".")
         target = self.summary.bindings.get(head)
         if target is not None and CLOCKS.match(canonical(f"{target}.{rest}" if rest else target)):
             function.reads_clock = True
+        if (isinstance(func, ast.Attribute) and func.attr == "cuda") or (
+            target is not None and f"{target}.{rest}".startswith(ACCELERATOR_CALL_PREFIXES)
+        ):
+            self.summary.names_accelerator = True
         if self._in_loop():
             last = text.rpartition(".")[2]
             self.in_loop_calls.add(last)
@@ -386,7 +425,23 @@ class _Summarizer(ast.NodeVisitor):
                     if key is not None:
                         self.summary.reiterated.add(key)
 
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and _CUDA_TEXT.match(node.value):
+            self.summary.names_accelerator = True
+
+    def _column(self, node: ast.expr) -> int:
+        """The node's 1-based column in code points, as findings count them (`ast` counts bytes)."""
+        if self._lines is None:
+            self._lines = self.source.splitlines()
+        line = self._lines[node.lineno - 1] if 0 < node.lineno <= len(self._lines) else b""
+        before = line[: node.col_offset]
+        return (node.col_offset if before.isascii() else len(before.decode("utf-8", "replace"))) + 1
+
     def finish(self) -> ModuleSummary:
+        imported = set(self.summary.bindings.values())
+        self.summary.imports_torch = any(m == "torch" or m.startswith("torch.") for m in imported)
+        if any(m == a or m.startswith(f"{a}.") for m in imported for a in ACCELERATOR_MODULES):
+            self.summary.names_accelerator = True
         for name, function, nested in self.iterated:
             if nested or function.rpartition(".")[2] in self.in_loop_calls:
                 self.summary.reiterated.add(name)
@@ -433,6 +488,14 @@ class ModuleView:
     per_step: frozenset[str] = frozenset()  # qualnames of its functions other modules run per step
     calls: tuple[tuple[str, CalleeFacts], ...] = ()  # callee text -> what it does
     reiterated: frozenset[tuple[str, int | None]] = frozenset()  # (qualname, position) iterated per epoch
+    # For each qualname in `per_step`: the calls from another module's training loop to it
+    # (ProjectIndex.chain), which its findings carry.
+    chains: tuple[tuple[str, tuple[RelatedLocation, ...]], ...] = ()
+    # A training loop that runs one of its functions per step is in a module that imports torch /
+    # names an accelerator: a helper (`scalar(t)` returning `t.item()`) that spells neither
+    # works on that loop's tensors (facts.TORCH, facts.ACCELERATOR).
+    torch_loop_elsewhere: bool = False
+    accelerator_loop_elsewhere: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.per_step or self.calls or self.reiterated)
@@ -447,6 +510,14 @@ class ModuleView:
         if text is None:
             return None
         return self._calls.get(text)
+
+    def chain(self, qualname: str) -> tuple[RelatedLocation, ...]:
+        """How another module's training loop reaches function `qualname` of this module (() when
+        nothing elsewhere runs it per step)."""
+        for name, chain in self.chains:
+            if name == qualname:
+                return chain
+        return ()
 
     @property
     def _calls(self) -> dict[str, CalleeFacts]:
@@ -464,6 +535,11 @@ class ModuleView:
             "per_step": sorted(self.per_step),
             "calls": [[text, facts.steps, facts.reads_clock, list(facts.returns)] for text, facts in self.calls],
             "reiterated": sorted([q, -1 if i is None else i] for q, i in self.reiterated),
+            # (the findings carry the chain: a caller's lines moving must re-lint this module)
+            "chains": [
+                [q, [[r.path, r.location.row, r.location.column, r.message] for r in c]] for q, c in self.chains
+            ],
+            "loop_elsewhere": [self.torch_loop_elsewhere, self.accelerator_loop_elsewhere],
         }
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -478,11 +554,24 @@ class ProjectIndex:
     """The summaries of a run's modules and what follows from them across modules.
 
     `summaries` maps a module id (`<source root>|<dotted name>`) to its summary; `test_modules`
-    are the ids of those that are test code."""
+    are the ids of those that are test code; `paths` maps a module id to the path its file is shown
+    as (in the chains of cross-module findings)."""
 
-    def __init__(self, summaries: dict[str, ModuleSummary], test_modules: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        summaries: dict[str, ModuleSummary],
+        test_modules: frozenset[str] = frozenset(),
+        paths: dict[str, str] | None = None,
+    ) -> None:
         self.summaries = summaries
         self.test_modules = test_modules
+        self.paths = paths or {}
+        # Why a function is per step: the first call found that made it so (caller, call), and for
+        # `per_step_elsewhere` whether the caller is per step for that reason too (else it is in
+        # `per_step`, or the call is in a step loop).
+        self._per_step_because: dict[Function, tuple[Function, CallSite]] = {}
+        self._elsewhere_because: dict[Function, tuple[Function, CallSite, bool]] = {}
+        self._step_loops: set[tuple[Function, int]] = set()
         self._resolved: dict[tuple[str, str, str | None], Function | None] = {}
         self.step_functions: set[Function] = set()
         self.per_step: set[Function] = set()
@@ -578,7 +667,7 @@ class ProjectIndex:
                 ):
                     self.step_functions.add(caller)
                     changed = True
-        step_loops = {
+        self._step_loops = {
             (caller, site.loops[0])
             for number, (caller, site, _) in enumerate(sites)
             if number in step_sites and site.loops
@@ -593,8 +682,9 @@ class ProjectIndex:
                     continue
                 if not self._reaches(caller[0], callee):
                     continue
-                if self._runs_per_step(caller, site, step_loops):
+                if self._runs_per_step(caller, site):
                     self.per_step.add(callee)
+                    self._per_step_because[callee] = (caller, site)
                     changed = True
         # What other modules make run per step: a call from another module, or from a function
         # made per step that way (a module's own step loops are its own analysis).
@@ -606,11 +696,13 @@ class ProjectIndex:
                     continue
                 if not self._reaches(caller[0], callee):
                     continue
-                if callee[0] != caller[0] and self._runs_per_step(caller, site, step_loops):
+                if callee[0] != caller[0] and self._runs_per_step(caller, site):
                     self.per_step_elsewhere.add(callee)
+                    self._elsewhere_because[callee] = (caller, site, False)
                     changed = True
                 elif caller in self.per_step_elsewhere and not _guarded(site):
                     self.per_step_elsewhere.add(callee)
+                    self._elsewhere_because[callee] = (caller, site, True)
                     changed = True
         # Clocks and returned kinds, through calls.
         for module_id, summary in self.summaries.items():
@@ -642,13 +734,68 @@ class ProjectIndex:
                     if resolved is not None and resolved[0] != other_id:
                         self.reiterated.setdefault(resolved[0], set()).add((resolved[1], position))
 
-    def _runs_per_step(self, caller: Function, site: CallSite, step_loops: set[tuple[Function, int]]) -> bool:
+    def _runs_per_step(self, caller: Function, site: CallSite) -> bool:
+        """Whether the call runs every step: in a step loop of its function with no interval guard
+        or event branch in between, or, outside one and unguarded, in a function run per step."""
+        return self._step_loop_around(caller, site) is not None or (caller in self.per_step and not _guarded(site))
+
+    def _step_loop_around(self, caller: Function, site: CallSite) -> str | None:
+        """The id of the step loop of `caller` that runs `site` every step, if one does: the first
+        loop out from the call that is a step loop, unless a guard or an event branch comes first."""
         for kind, value in site.path:
             if kind == "event" or (kind == "if" and _throttles(value)):
-                return False
-            if kind == "loop" and (caller, int(value)) in step_loops:
-                return True
-        return caller in self.per_step
+                return None
+            if kind == "loop" and (caller, int(value)) in self._step_loops:
+                return value
+        return None
+
+    def chain(self, function: Function) -> tuple[RelatedLocation, ...]:
+        """The calls by which another module's training loop runs `function` every step, from
+        the loop inwards: "called from train.py:42 in the training loop at train.py:40", then
+        "via utils.py:10 in `step()`" for each call on the way.  () for a function no other module
+        runs per step."""
+        found = self._path_from_loop(function)
+        if found is None:
+            return ()
+        links, loop = found
+        related = []
+        for number, (caller, site) in enumerate(links):
+            path = self._path(caller[0])
+            where = f"{path}:{site.line}"
+            if number == 0:
+                loop_line = self.summaries[caller[0]].loop_lines.get(loop[1], site.line)
+                message = f"called from {where} in the training loop at {path}:{loop_line}"
+            else:
+                message = f"via {where} in `{caller[1]}()`"
+            related.append(RelatedLocation(path, Location(site.line, site.column), message))
+        return tuple(related)
+
+    def _path_from_loop(
+        self, function: Function
+    ) -> tuple[list[tuple[Function, CallSite]], tuple[Function, str]] | None:
+        """The calls (caller, call site) from another module's step loop to `function`, loop
+        first, and that loop (its function, its id); None when no other module runs it per step."""
+        links: list[tuple[Function, CallSite]] = []
+        found = self._elsewhere_because.get(function)
+        if found is None:
+            return None
+        caller, site, elsewhere = found
+        # Each reason was recorded after its caller's own, so following them ends at a step loop
+        # (bounded all the same: a linter must never spin).
+        for _ in range(len(self._per_step_because) + len(self._elsewhere_because) + 1):
+            links.append((caller, site))
+            loop = self._step_loop_around(caller, site)
+            if loop is not None:
+                return links[::-1], (caller, loop)
+            if elsewhere:
+                caller, site, elsewhere = self._elsewhere_because[caller]
+            else:
+                caller, site = self._per_step_because[caller]
+        return None
+
+    def _path(self, module_id: str) -> str:
+        root, _, dotted = module_id.partition("|")
+        return self.paths.get(module_id) or f"{root}/{dotted.replace('.', '/')}.py"
 
     def _kinds_of(self, module_id: str, callee_text: str) -> set[str]:
         found = self.resolve(module_id, callee_text)
@@ -683,4 +830,17 @@ class ProjectIndex:
                 if facts != CalleeFacts():
                     calls[site.text] = facts
         reiterated = frozenset(self.reiterated.get(module_id, ()))
-        return ModuleView(per_step, tuple(sorted(calls.items())), reiterated)
+        chains = tuple((q, chain) for q in sorted(per_step) if (chain := self.chain((module_id, q))))
+        loop_modules = [
+            self.summaries[found[1][0][0]]
+            for q in per_step
+            if (found := self._path_from_loop((module_id, q))) is not None
+        ]
+        return ModuleView(
+            per_step,
+            tuple(sorted(calls.items())),
+            reiterated,
+            chains,
+            torch_loop_elsewhere=any(m.imports_torch for m in loop_modules),
+            accelerator_loop_elsewhere=any(m.names_accelerator for m in loop_modules),
+        )

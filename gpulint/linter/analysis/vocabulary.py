@@ -142,6 +142,17 @@ KINDS: dict[str, Kind] = {
 _OPTIMIZER_NAME = re.compile(r"optim|(^|_)opt($|_|\d|s\b)|(^|_)(adam|sgd)", re.IGNORECASE)
 
 # Clocks a step timer reads.
+# Libraries that place work on accelerators, and calls that name one: a module that imports or makes
+# them names an accelerator (FileContext.names_accelerator; the project index's summaries too).
+ACCELERATOR_MODULES = ("accelerate", "lightning.fabric", "deepspeed")
+ACCELERATOR_CALL_PREFIXES = (
+    "torch.cuda.",
+    "torch.accelerator.",
+    "torch.backends.cuda.",
+    "torch.backends.cudnn.",
+    "lightning.Fabric",
+    "lightning.fabric.Fabric",
+)
 CLOCKS = re.compile(r"^(time\.(time|perf_counter|monotonic|process_time)(_ns)?|timeit\.default_timer)$")
 EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
 

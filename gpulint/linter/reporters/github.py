@@ -47,8 +47,10 @@ def format_finding(finding: Finding) -> str:
     properties.append(("title", f"{finding.code} {finding.name}"))
     where = f" ({finding.display_location})" if finding.display_location else ""
     fix = f" [fix: {finding.fix.message}]" if finding.fix is not None else ""
+    # An annotation is one message: the chain from another module's loop goes on lines of its own.
+    chain = "".join(f"\n{related.message}" for related in finding.related)
     body = ",".join(f"{key}={escape_property(value)}" for key, value in properties)
-    return f"::{_command(finding)} {body}::{escape_data(f'{finding.code} {finding.message}{where}{fix}')}"
+    return f"::{_command(finding)} {body}::{escape_data(f'{finding.code} {finding.message}{where}{fix}{chain}')}"
 
 
 def render(result: RunResult, settings: ReportSettings) -> str:

@@ -2,7 +2,9 @@
 
 Tools that read ruff's JSON (editors, CI annotators) read ours: `code`, `message`, `filename`,
 `location` / `end_location` ({`row`, `column`}, 1-based), `fix` ({`applicability`, `message`,
-`edits`} or null), `noqa_row`, `url`, `cell`.
+`edits`} or null), `noqa_row`, `url`, `cell`.  `related` lists, for a finding that another
+module's training loop makes run every step, each call on the way from that loop: {`filename`,
+`location`, `message`} (empty otherwise).
 """
 
 from __future__ import annotations
@@ -43,6 +45,14 @@ def finding_to_dict(finding: Finding) -> dict:
         "fix": fix,
         "noqa_row": finding.statement_row or finding.location.row,
         "url": docs_url(finding.code, finding.name),
+        "related": [
+            {
+                "filename": os.path.abspath(related.path),
+                "location": {"row": related.location.row, "column": related.location.column},
+                "message": related.message,
+            }
+            for related in finding.related
+        ],
     }
 
 

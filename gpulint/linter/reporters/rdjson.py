@@ -2,7 +2,8 @@
 
 Positions are 1-based; reviewdog counts columns in UTF-8 bytes, so code-point columns from libcst
 are converted with the line's text.  Fixes become `suggestions`: whole-line ranges (the end is
-exclusive, as rdjson defines it) with the replacement text.
+exclusive, as rdjson defines it) with the replacement text.  A finding that another module's
+training loop makes run every step lists the calls on the way in `related_locations`.
 """
 
 from __future__ import annotations
@@ -62,6 +63,22 @@ def diagnostic(finding: Finding) -> dict:
     suggestions = _suggestions(finding)
     if suggestions:
         entry["suggestions"] = suggestions
+    if finding.related:
+        entry["related_locations"] = [
+            {
+                "message": related.message,
+                "location": {
+                    "path": related.path.replace("\\", "/"),
+                    "range": {
+                        "start": {
+                            "line": related.location.row,
+                            "column": byte_column(related.path, related.location.row, related.location.column),
+                        }
+                    },
+                },
+            }
+            for related in finding.related
+        ]
     return entry
 
 

@@ -4,6 +4,8 @@ One run, one `tool.driver` listing the rules that have results (description, hel
 one result per finding with its region, fixes as `artifactChanges` of whole-line replacements, and
 `partialFingerprints` that survive lines moving: a hash of the path, the rule, the finding's line
 text with whitespace normalised, and which occurrence of that (rule, text) pair in the file it is.
+A finding that another module's training loop makes run every step has `relatedLocations`, one per
+call on the way from that loop.
 
 The fingerprint helpers live here and are reused by the GitLab reporter and the review bot, so the
 three agree on what "the same finding" is.
@@ -200,6 +202,18 @@ def to_sarif(result: RunResult) -> dict:
         }
         if finding.display_location:
             entry["properties"] = {"notebookLocation": finding.display_location}
+        if finding.related:
+            entry["relatedLocations"] = [
+                {
+                    "id": number,
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": uri(related.path), "uriBaseId": "%SRCROOT%"},
+                        "region": {"startLine": related.location.row, "startColumn": related.location.column},
+                    },
+                    "message": {"text": related.message},
+                }
+                for number, related in enumerate(finding.related)
+            ]
         fixes = _fixes(finding)
         if fixes:
             entry["fixes"] = fixes

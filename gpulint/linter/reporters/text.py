@@ -4,6 +4,10 @@
 * `full`: that line, then the source line under a line-number gutter with `^` under the finding,
   and the fix's description (`= help: ...`), then a blank line;
 
+in both, a finding that runs every step because another module calls it there is followed by
+indented notes, one per call on the way from that training loop (`= note: called from train.py:42
+in the training loop at train.py:40`, `= note: via utils.py:10 in `step()``);
+
 then a summary line.  With `--show-fixes`, what `--fix` changed is listed per file and rule.
 
 Paths, messages and source lines are printed with control characters escaped (`printable`): a file
@@ -38,6 +42,12 @@ def format_finding(finding: Finding, settings: ReportSettings) -> str:
             f"{_BOLD}{_RED}{finding.code}{_RESET}{_CYAN}{marker}{_RESET} {message}"
         )
     return f"{path}:{where}: {finding.code}{marker} {message}"
+
+
+def chain_notes(finding: Finding, indent: str = "  ") -> list[str]:
+    """The indented `= note:` lines that say how another module's training loop reaches the
+    finding (none for a finding its own module explains)."""
+    return [f"{indent}= note: {printable(related.message)}" for related in finding.related]
 
 
 def summary(findings: list[Finding], settings: ReportSettings, fixed: int, errors: int = 0) -> str:
@@ -106,6 +116,7 @@ def source_snippet(finding: Finding, color: bool = False) -> list[str]:
     ]
     if finding.fix is not None:
         lines.append(f"{blue}{' ' * len(row)} ={reset} help: {printable(finding.fix.message)}")
+    lines.extend(f"{blue}{' ' * len(row)} ={reset} note: {printable(r.message)}" for r in finding.related)
     return lines
 
 
@@ -159,9 +170,11 @@ def _render(result: RunResult, settings: ReportSettings, full: bool) -> str:
             parts.append(statistics(findings, settings))
     elif full:
         for finding in findings:
-            parts.append("\n".join([format_finding(finding, settings), *source_snippet(finding, settings.color), ""]))
+            snippet = source_snippet(finding, settings.color) if finding.source_line else chain_notes(finding)
+            parts.append("\n".join([format_finding(finding, settings), *snippet, ""]))
     else:
-        parts.extend(format_finding(f, settings) for f in findings)
+        for finding in findings:
+            parts.append("\n".join([format_finding(finding, settings), *chain_notes(finding)]))
     fixed = sum(o.fixed for o in result.outcomes) if settings.fix_mode else 0
     closing = summary(findings, settings, fixed, len(result.errors))
     withheld = sum(o.result.withheld_in_tests for o in result.outcomes)

@@ -94,7 +94,12 @@ class RunIndex:
         test_modules = frozenset(
             module_id for path, module_id in self.modules.items() if is_test is not None and is_test(path)
         )
-        self.index = ProjectIndex(summaries, test_modules)
+        from gpulint.linter.run.process import display_path  # (the engine, which a run has loaded)
+
+        shown: dict[str, str] = {}  # module id -> its path as findings show paths
+        for resolved, module_id in self.modules.items():
+            shown.setdefault(module_id, display_path(resolved))
+        self.index = ProjectIndex(summaries, test_modules, shown)
 
     @staticmethod
     def _imported_file(root: Path, dotted: str) -> Path | None:

@@ -173,7 +173,13 @@ class FileContext:
     # -- analyses ----------------------------------------------------------------------------
     @cached_property
     def loops(self) -> LoopModel:
-        return LoopModel(self.index, self.imports, self.values, self.project)
+        return LoopModel(
+            self.index,
+            self.imports,
+            self.values,
+            self.project,
+            is_tensor=lambda expr: self.torch.tensors.is_tensor(expr),
+        )
 
     @cached_property
     def torch(self) -> TorchAnalysis:

@@ -89,7 +89,7 @@ def test_fixes_that_need_a_newer_torch_than_the_target_are_not_offered():
 LOGGING_TEST = """
     import torch
     def test_training_logs_every_step():
-        for step in range(3):
+        for step, batch in enumerate(loader):
             loss = model(x).sum()
             loss.backward()
             optimizer.step()

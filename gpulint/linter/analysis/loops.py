@@ -33,6 +33,10 @@ below the loop that calls it):
   calls.  A demo or a smoke test: what a step costs there is fixed start-up noise (CUDA context,
   model load take seconds; 20 syncs or prints take milliseconds), so code in a short step loop,
   and a step function called only from short loops, is not per step;
+* code runs *repeatedly* when it runs per step, in a loop not known to be short, in a method a
+  framework calls per batch or sample (`forward`, `__call__`, Keras' `call`, Lightning's
+  `*_step`, `__getitem__`), or in a function of this module called from such code: where a
+  one-off cost (building a tensor) becomes a per-step or per-epoch one;
 * *per-step work* runs per step, under no interval guard or data guard, and not as the handling of
   a rare event (in an `except` handler, or in a branch that leaves the iteration: `break`,
   `continue`, `return`, `raise`, `sys.exit()`).
@@ -81,7 +85,11 @@ SHORT_LOOP_STEPS = 20
 # Wrappers that iterate what they are given, as many times: `enumerate(xs)`, `tqdm(range(n))`.
 _PASS_THROUGH_ITERATORS = frozenset({"enumerate", "tqdm", "reversed", "sorted", "list", "tuple"})
 _RANGES = frozenset({"range", "trange"})
-# How far `_steps_around` follows a function's callers up the module.
+# Methods a framework calls once per batch or sample.
+_PER_CALL_METHODS = frozenset(
+    {"forward", "__call__", "call", "training_step", "validation_step", "test_step", "predict_step", "__getitem__"}
+)
+# How far the loop-length and repetition questions follow a function's callers up the module.
 _CALLER_DEPTH = 4
 # `torch.*` / `tf.*` calls whose result is not the data: a process's rank, the device, the API.
 _NOT_DATA_CALL = re.compile(
@@ -466,6 +474,26 @@ class LoopModel:
             return True
         key = target_key(expr)
         return key is not None and any(_is_read(value, self._is_tensor) for value in self.values.assigned.get(key, ()))
+
+    def runs_repeatedly(self, node: cst.CSTNode, depth: int = _CALLER_DEPTH) -> bool:
+        """Whether `node` runs many times (module docstring): a cost paid there is paid per step or
+        per epoch, not once at start-up."""
+        if self.per_step(node):
+            return True
+        child = node
+        for ancestor in self.index.ancestors(node):
+            if isinstance(ancestor, LOOP_TYPES) and runs_each_iteration(ancestor, child):
+                return not self._short(node)
+            if isinstance(ancestor, (cst.Lambda, cst.ClassDef)):
+                return False
+            if isinstance(ancestor, cst.FunctionDef):
+                if ancestor.name.value in _PER_CALL_METHODS and is_method(self.index, ancestor):
+                    return True
+                return depth > 0 and any(
+                    self.runs_repeatedly(site, depth - 1) for site in self._callers.get(id(ancestor), ())
+                )
+            child = ancestor
+        return False
 
     # -- loop length ------------------------------------------------------------------------
     def _short(self, node: cst.CSTNode) -> bool:

@@ -518,3 +518,20 @@ def test_the_body_of_a_data_dependent_condition_is_not_per_step_work(condition, 
     assert ctx.loops.per_step(work)
     assert (ctx.loops.data_guard(work) is not None) is data
     assert ctx.loops.per_step_work(work) is not data
+
+
+@pytest.mark.parametrize(
+    "body, full_batch",
+    [
+        ("out = model(data.x, data.edge_index)\n    loss = criterion(out, data.y)", True),
+        ("x, y = get_batch('train')\n    loss = criterion(model(x), y)", False),
+        ("loss = criterion(model(xs[i]), ys[i])", False),
+        ("ix = torch.randint(0, n, (8,))\n    xb = next(stream)\n    loss = criterion(model(xb), y)", False),
+    ],
+)
+def test_a_range_loop_that_draws_no_batch_is_full_batch_training(body, full_batch):
+    ctx = context(
+        f"import torch\nfor i in range(args.iterations):\n    {body}\n    loss.backward()\n    optimizer.step()\n"
+        "    evaluate(model)\n"
+    )
+    assert ctx.loops.one_step_per_epoch(call_named(ctx, "evaluate")) is full_batch

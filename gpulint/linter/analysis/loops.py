@@ -55,7 +55,7 @@ from gpulint.linter.analysis.imports import ImportTable
 from gpulint.linter.analysis.nodes import dotted_name, last_name, method_name
 from gpulint.linter.analysis.values import ValueOrigins, target_key
 from gpulint.linter.analysis.vocabulary import CLOCKS, EXIT_CALLS, is_step_method
-from gpulint.linter.analysis.walk import TreeIndex, names_under
+from gpulint.linter.analysis.walk import TreeIndex, names_under, nodes_under
 
 if TYPE_CHECKING:
     from gpulint.linter.analysis.project import ModuleView
@@ -77,6 +77,10 @@ _GENERIC_METHODS = frozenset({"step", "update", "apply", "run", "forward", "__ca
 _EXITS = (cst.Break, cst.Continue, cst.Return, cst.Raise)
 # Methods that call the function given as their first argument (`strategy.run(step_fn, args=...)`).
 _RUNNERS = frozenset({"run", "experimental_run_v2", "call_for_each_replica"})
+# Names in a step loop's body that draw a batch (mini-batch training, not full-batch).
+_DRAWS_BATCH = re.compile(
+    r"batch|loader|sample|shuffle|perm|chunk|(^|_)(next|iter|iterator|idx|indices|split|gen|data_?gen)($|_)", re.I
+)
 # Names of an epoch counter or count (`epoch`, `num_epochs`, `n_epoch`).
 _EPOCH_NAME = re.compile(r"(^|_)(epoch|epochs|ep)(_|$)", re.IGNORECASE)
 
@@ -686,13 +690,29 @@ class LoopModel:
         return False
 
     def one_step_per_epoch(self, node: cst.CSTNode) -> bool:
-        """Whether the step loop around `node` iterates epochs (`for epoch in range(epochs)` that
-        takes its step on the whole data set): full-batch training, where per step is per epoch."""
+        """Whether the step loop around `node` iterates epochs: full-batch training, where per step
+        is per epoch.  Either the loop says so (`for epoch in range(epochs)` that takes its step on
+        the whole data set), or it counts with `range` and its body draws no batch: nothing named
+        for a batch, a loader, a sample or an index (`get_batch()`, `next(it)`, `idx = randint(...)`)
+        and no subscript by the counter (`data[i]`): every step sees the same, whole data."""
         boundary = self.step_boundary(node)
         if not isinstance(boundary, cst.For):
             return False
         names = names_under(boundary.target) | names_under(boundary.iter)
-        return any(_EPOCH_NAME.search(name) for name in names)
+        if any(_EPOCH_NAME.search(name) for name in names):
+            return True
+        iterator = boundary.iter
+        if not (isinstance(iterator, cst.Call) and dotted_name(iterator.func) in _RANGES):
+            return False
+        body_names = names_under(boundary.body)
+        if any(_DRAWS_BATCH.search(name) for name in body_names):
+            return False
+        counters = names_under(boundary.target)
+        return not any(
+            isinstance(sub, cst.Subscript) and names_under(sub.slice[0]) & counters
+            for sub in nodes_under(boundary.body)
+            if isinstance(sub, cst.Subscript) and sub.slice
+        )
 
     def times_steps(self, node: cst.CSTNode) -> bool:
         """Whether the step loop around `node` reads a clock (`time.perf_counter()`, a CUDA event's

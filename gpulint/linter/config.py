@@ -11,6 +11,7 @@
     log-every = 100
     fix-tests = false                # trainer-config and per-step fixes in test files too
     target-torch = "2.1"             # the oldest PyTorch to write fixes for (default: from the requirements)
+    target-tensorflow = "2.10"       # the oldest TensorFlow it runs on (default: from the requirements)
     max-file-size = "10MiB"          # larger files are skipped with a message (bytes, or KiB/MiB/GiB)
     history = ".gpulint/history.db"  # where profile/verify keep their runs (relative); false: nowhere
     local-rules = ["tools/lint_rules/"]   # the project's own rule modules (files or folders, relative)
@@ -81,6 +82,7 @@ STANDARD_KEYS = {
     "history",
     "fix-tests",
     "target-torch",
+    "target-tensorflow",
     "local-rules",
 }
 
@@ -98,6 +100,7 @@ class Settings:
     fix_tests: bool = False
     line_length: int = DEFAULT_LINE_LENGTH  # where fixed lines are wrapped
     target_torch: tuple[int, int] | None = None  # fixes that need a newer PyTorch are not offered
+    target_tensorflow: tuple[int, int] | None = None  # the oldest TensorFlow the project runs on, if known
     max_file_size: int = DEFAULT_MAX_FILE_BYTES  # bytes; larger files are skipped with a message
     options: dict[str, Any] = field(default_factory=dict)
     root: Path = field(default_factory=Path.cwd)  # where relative patterns start
@@ -163,6 +166,7 @@ class Settings:
             "fix_tests": self.fix_tests,
             "line_length": self.line_length,
             "target_torch": self.target_torch,
+            "target_tensorflow": self.target_tensorflow,
             "options": self.options,
             # The local rules' code: editing one re-lints every file.
             "local_rules": self.local_rules.digest() if self.local_rules is not None else None,
@@ -288,10 +292,12 @@ def load_settings(config_file: Path | None, start: Path | None = None, load_loca
     if not isinstance(table, dict):
         raise ConfigError(f"{config_file}: `[tool] gpulint` must be a table ([tool.gpulint]), not {_toml_type(table)}")
     settings = settings_from_table(table, config_file, load_local_rules)
-    target = settings.target_torch
+    target, target_tf = settings.target_torch, settings.target_tensorflow
     _apply_project(settings, data if config_file.name == "pyproject.toml" else {}, config_file.parent)
     if target is not None:  # said outright: it wins over the requirements
         settings.target_torch = target
+    if target_tf is not None:
+        settings.target_tensorflow = target_tf
     return settings
 
 
@@ -299,6 +305,7 @@ def _apply_project(settings: Settings, pyproject: dict[str, Any], directory: Pat
     facts = facts_from(pyproject, directory)
     settings.line_length = facts.line_length
     settings.target_torch = facts.target_torch
+    settings.target_tensorflow = facts.target_tensorflow
 
 
 def _toml_type(value: Any) -> str:
@@ -354,11 +361,12 @@ def settings_from_table(table: dict[str, Any], config_file: Path, load_local_rul
     if not isinstance(fix_tests, bool):
         raise ConfigError(f"{config_file}: `fix-tests` must be true or false")
     settings.fix_tests = fix_tests
-    if "target-torch" in table:
-        try:
-            settings.target_torch = parse_version(str(table["target-torch"]))
-        except ValueError as exc:
-            raise ConfigError(f'{config_file}: `target-torch` must be a version such as "2.1" ({exc})') from None
+    for key, example in (("target-torch", "2.1"), ("target-tensorflow", "2.10")):
+        if key in table:
+            try:
+                setattr(settings, key.replace("-", "_"), parse_version(str(table[key])))
+            except ValueError as exc:
+                raise ConfigError(f'{config_file}: `{key}` must be a version such as "{example}" ({exc})') from None
     history = table.get("history")
     if history is not None and not (history is False or isinstance(history, str) and history):
         raise ConfigError(f"{config_file}: `history` must be a file path or false")

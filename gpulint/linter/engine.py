@@ -149,7 +149,7 @@ class Linter:
 
         rules = [r for r in self.rules_for(path) if r.code in candidates]
         wanted = frozenset().union(*(r.visited_types() for r in rules))
-        ctx = FileContext(module, path, self.settings.options, wanted, source, project)
+        ctx = FileContext(module, path, self.settings.options, wanted, source, project, self.settings.target_tensorflow)
         findings = run_rules(ctx, [r for r in rules if r.applies(ctx)])
         self._withhold_fixes(rules, findings, path)
         suppressions = find_suppressions(ctx.source_text) if findings else {}

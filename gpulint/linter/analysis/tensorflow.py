@@ -32,6 +32,11 @@ _TF_STEP_METHODS = frozenset({"gradient", "apply_gradients", "train_on_batch", "
 _TENSORISH_NAME = re.compile(r"loss|acc|metric|logit|pred|grad|norm|result|output", re.IGNORECASE)
 
 
+# The first TensorFlow whose tf.data injects a final prefetch by default (`inject_prefetch`).
+INJECT_PREFETCH_SINCE = (2, 13)
+_OPTS_OUT_OF_PREFETCH = re.compile(r"(inject_prefetch|autotune\s*\.\s*enabled)\s*=\s*False")
+
+
 def is_tf_function_decorator(ctx: FileContext, decorator: cst.Decorator) -> bool:
     expr = decorator.decorator
     if isinstance(expr, cst.Call):  # @tf.function(jit_compile=True)
@@ -91,6 +96,17 @@ class TfAnalysis:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self.calls: list[cst.Call] = ctx.index.nodes("Call")
+
+    @cached_property
+    def injects_prefetch(self) -> bool:
+        """Whether tf.data ends this module's pipelines with a prefetch by itself: TensorFlow 2.13
+        and later do (`inject_prefetch`, on by default), unless the module turns it off (or
+        autotuning, which the injected prefetch uses).  A project whose TensorFlow is not known
+        gets today's TensorFlow, so it counts as recent."""
+        target = self.ctx.target_tensorflow
+        if target is not None and target < INJECT_PREFETCH_SINCE:
+            return False
+        return not _OPTS_OUT_OF_PREFETCH.search(self.ctx.code_without_comments)
 
     @cached_property
     def _owners(self) -> dict[int, cst.FunctionDef | None]:

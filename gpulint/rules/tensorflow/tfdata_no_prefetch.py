@@ -62,22 +62,30 @@ class TfDataNoPrefetch(Rule):
     it: input work and the step take turns instead of overlapping, so the GPU waits for every batch
     (the TF Profiler calls 5% of step time waiting for input moderate and 20% high).
     `.prefetch(tf.data.AUTOTUNE)` prepares the next batches in the background while the step runs.
-    Recent TensorFlow injects a prefetch by itself when the last transformation is synchronous
-    (`inject_prefetch`, on by default), so the gain there is smaller; an explicit prefetch does not
-    depend on the version or on the last transformation, and shows the overlap in the code.
+
+    TensorFlow 2.13 and later inject that prefetch by themselves (`inject_prefetch`, on by
+    default), so the rule reports only where that does not happen: a project whose requirements
+    allow a TensorFlow older than 2.13 (`tensorflow>=2.10`, or `target-tensorflow = "2.10"` in
+    `[tool.gpulint]`), or a module that turns it off (`inject_prefetch = False`,
+    `autotune.enabled = False`).  A project whose TensorFlow is not known gets today's, so it is
+    not reported there.
 
     ## Example
     ```python
     import tensorflow as tf
 
-    train_ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(10_000).map(augment).batch(64)
+    options = tf.data.Options()
+    options.experimental_optimization.inject_prefetch = False
+    train_ds = tf.data.Dataset.from_tensor_slices((x, y)).map(augment).batch(64).with_options(options)
     model.fit(train_ds, epochs=10)
     ```
     Use instead:
     ```python
     import tensorflow as tf
 
-    train_ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(10_000).map(augment).batch(64)
+    options = tf.data.Options()
+    options.experimental_optimization.inject_prefetch = False
+    train_ds = tf.data.Dataset.from_tensor_slices((x, y)).map(augment).batch(64).with_options(options)
     model.fit(train_ds.prefetch(tf.data.AUTOTUNE), epochs=10)
     ```
 
@@ -97,6 +105,22 @@ class TfDataNoPrefetch(Rule):
     fix_applicability = Applicability.SAFE
 
     VALID = [
+        # TensorFlow 2.13 and later (or not known: today's) inject the final prefetch
+        Valid(
+            """
+            ds = tf.data.Dataset.from_tensor_slices(files).map(parse).batch(32)
+            model.fit(ds, epochs=3)
+            """,
+            header=TF_SCRIPT,
+        ),
+        Valid(
+            """
+            ds = tf.data.Dataset.from_tensor_slices(files).map(parse).batch(32)
+            model.fit(ds, epochs=3)
+            """,
+            header=TF_SCRIPT,
+            target_tensorflow=(2, 13),
+        ),
         # in-memory slices with no per-element function: nothing to overlap
         Valid(
             """
@@ -149,6 +173,23 @@ class TfDataNoPrefetch(Rule):
         ),
     ]
     INVALID = [
+        # recent TensorFlow, but the module turns the injected prefetch off
+        Invalid(
+            """
+            options = tf.data.Options()
+            options.experimental_optimization.inject_prefetch = False
+            ds = tf.data.Dataset.from_tensor_slices(files).map(parse).batch(32).with_options(options)
+            model.fit(ds, epochs=3)
+            """,
+            "5:11",
+            header=TF_SCRIPT,
+            fixed="""
+            options = tf.data.Options()
+            options.experimental_optimization.inject_prefetch = False
+            ds = tf.data.Dataset.from_tensor_slices(files).map(parse).batch(32).with_options(options)
+            model.fit(ds.prefetch(tf.data.AUTOTUNE), epochs=3)
+            """,
+        ),
         # fit/evaluate, a training loop, iter(), validation_data
         Invalid(
             """
@@ -169,6 +210,7 @@ class TfDataNoPrefetch(Rule):
             "9:11",
             "10:34",
             header=TF_SCRIPT,
+            target_tensorflow=(2, 12),
             fixed="""
             ds = tf.data.Dataset.from_tensor_slices((files, y)).map(parse).batch(32)
             model.fit(ds.prefetch(tf.data.AUTOTUNE), epochs=3)
@@ -193,6 +235,7 @@ class TfDataNoPrefetch(Rule):
             "4:18",
             "6:11",
             header=TF_SCRIPT,
+            target_tensorflow=(2, 10),
             fixed="""
             ds = tf.data.Dataset.range(10).map(make).batch(2)
             for epoch in range(3):
@@ -210,6 +253,7 @@ class TfDataNoPrefetch(Rule):
                 model.train_on_batch(b)
             """,
             "3:10",
+            target_tensorflow=(2, 12),
             fixed="""
             import tensorflow
             from tensorflow.data import Dataset
@@ -259,6 +303,8 @@ class TfDataNoPrefetch(Rule):
         self._check(iterable)
 
     def _check(self, expr: cst.BaseExpression) -> None:
+        if self.ctx.tf.injects_prefetch:
+            return  # TensorFlow ends the pipeline with a prefetch itself
         if not self.ctx.values.is_kind(expr, "tfdata") or not _lacks_prefetch(self.ctx, expr, set()):
             return
         fix = None

@@ -475,7 +475,14 @@ RULES: tuple[RuleInfo, ...] = (
         message='tf.data `.map()` or `.interleave()` without `num_parallel_calls` runs on one core',
         summary=(
             '`Dataset.map(...)` and `Dataset.interleave(...)` on a tf.data pipeline without '
-            '`num_parallel_calls`.'
+            '`num_parallel_calls`, unless the pipeline is never consumed or only peeked at '
+            'once (`for x in ds.take(1)`, `next(iter(ds))` to show a sample). TensorFlow 2.13 '
+            'and later run a stateless `map` in parallel by themselves '
+            '(`map_parallelization`, on by default): there a `map` is reported only when its '
+            'function is not known to be stateless -- it draws random numbers (`tf.random.*`, '
+            'a Keras augmentation layer), runs Python (`tf.py_function`), or is not a lambda '
+            'or function of the module -- or when the project targets an older TensorFlow '
+            '(its requirements, `target-tensorflow`) or turns `map_parallelization` off.'
         ),
         facts=('imports tensorflow or keras',),
         tokens=('.map(', '.interleave('),

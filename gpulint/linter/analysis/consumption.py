@@ -10,9 +10,10 @@ loader)`, `enumerate(loader)`), returned, stored -- and *not consumed* when ever
 * `len(loader)`;
 * building the pipeline further under the same name (`ds = ds.map(f)`);
 
-or when it is never read at all -- for a local variable of a function only (a module-level name
-may be imported by another module).  A pipeline not assigned to a plain name (an argument, a
-`return`, `self.loader = ...`) counts as consumed.
+or when it is never read at all -- for a local variable of a function.  A module-level name may
+be imported by another module: it is not consumed only when a peek shows what it is for.  A
+pipeline not assigned to a plain name (an argument, a `return`, `self.loader = ...`) counts as
+consumed.
 """
 
 from __future__ import annotations
@@ -40,14 +41,21 @@ def pipeline_consumed(ctx: FileContext, pipeline: cst.BaseExpression) -> bool:
     scope = _scope(ctx, pipeline)
     reads = [node for node in nodes_under(scope) if isinstance(node, cst.Name) and node.value == name]
     reads = [node for node in reads if _is_read(ctx, node) and _scope(ctx, node) is scope]
-    if not reads:
-        return isinstance(scope, cst.Module)
+    if isinstance(scope, cst.Module) and not any(_is_peek(ctx, node) for node in reads):
+        return True  # a module's name may be used by another module: only a peek says it is not
     return any(not _harmless_read(ctx, node, name) for node in reads)
 
 
 def _assigned_name(ctx: FileContext, expr: cst.BaseExpression) -> str | None:
-    """`name` when `expr` is the whole value of `name = expr` (one plain target)."""
+    """`name` when `expr`, or the method chain it starts (`expr.batch(32).cache()`), is the whole
+    value of `name = ...` (one plain target)."""
     parent = ctx.parent(expr)
+    while isinstance(parent, cst.Attribute) and parent.value is expr and isinstance(ctx.parent(parent), cst.Call):
+        call = ctx.parent(parent)
+        assert isinstance(call, cst.Call)  # (checked above; for the type checker)
+        if call.func is not parent:
+            break
+        expr, parent = call, ctx.parent(call)
     if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and parent.value is expr:
         target = parent.targets[0].target
         return target.value if isinstance(target, cst.Name) else None
@@ -99,6 +107,19 @@ def _harmless_read(ctx: FileContext, name: cst.Name, variable: str) -> bool:
             isinstance(t.target, cst.Name) and t.target.value == variable for t in statement.targets
         ):
             return True
+    return False
+
+
+def _is_peek(ctx: FileContext, name: cst.Name) -> bool:
+    """`next(iter(name))` or `name.take(n)` outside a loop."""
+    parent = ctx.parent(name)
+    if isinstance(parent, cst.Attribute) and parent.value is name and parent.attr.value == "take":
+        call = ctx.parent(parent)
+        return isinstance(call, cst.Call) and not _in_loop(ctx, call)
+    if isinstance(parent, cst.Arg) and isinstance(call := ctx.parent(parent), cst.Call):
+        if dotted_name(call.func) == "iter" and isinstance(outer_arg := ctx.parent(call), cst.Arg):
+            outer = ctx.parent(outer_arg)
+            return isinstance(outer, cst.Call) and dotted_name(outer.func) == "next" and not _in_loop(ctx, outer)
     return False
 
 

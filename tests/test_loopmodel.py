@@ -438,3 +438,100 @@ def test_keyword_dictionaries_resolve_or_say_they_cannot():
     assert set(ctx.values.keywords_of(calls[0])) == {"batch_size", "num_workers", "pin_memory", "drop_last"}
     assert ctx.values.keywords_of(calls[1]) is None
     assert "shuffle" in ctx.values.keywords_of(calls[2])
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # a literal range, a literal list, a name only ever given a literal
+        "for i in range(15):\n    loss.backward()\n    optimizer.step()\n    work()\n",
+        "for lr in [0.1, 0.01, 0.001]:\n    loss.backward()\n    optimizer.step()\n    work()\n",
+        "num_batches = 3\nfor i in range(num_batches):\n    loss.backward()\n    optimizer.step()\n    work()\n",
+        # a parameter's default, an argparse default
+        "def train(steps=15):\n    for i in range(steps):\n        loss.backward()\n        optimizer.step()\n"
+        "        work()\n",
+        "parser.add_argument('--steps', type=int, default=15)\nopt = parser.parse_args()\n"
+        "for i in tqdm(range(opt.steps)):\n    loss.backward()\n    optimizer.step()\n    work()\n",
+        # 4 x 4 iterations; a step function called only from a loop of 5
+        "for epoch in range(4):\n    for i, x in enumerate([1, 2, 3, 4]):\n        loss.backward()\n"
+        "        optimizer.step()\n        work()\n",
+        "def train_step(x):\n    loss.backward()\n    optimizer.step()\n    work()\n"
+        "for i in range(5):\n    train_step(i)\n",
+    ],
+    ids=["literal-range", "literal-list", "constant", "default-argument", "argparse-default", "nested", "caller"],
+)
+def test_a_loop_of_a_handful_of_steps_is_not_per_step(source):
+    ctx = context("import torch\n" + source)
+    assert not ctx.loops.per_step(call_named(ctx, "work"))
+    assert not ctx.loops.per_step_work(call_named(ctx, "work"))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "for i in range(20):\n    loss.backward()\n    optimizer.step()\n    work()\n",
+        "num_batches = 3\nnum_batches += n\nfor i in range(num_batches):\n    loss.backward()\n"
+        "    optimizer.step()\n    work()\n",
+        # a default the module's own call overrides; an argument of unknown value
+        "def train(steps=15):\n    for i in range(steps):\n        loss.backward()\n        optimizer.step()\n"
+        "        work()\ntrain(steps=1000)\n",
+        "def train(steps=15):\n    for i in range(steps):\n        loss.backward()\n        optimizer.step()\n"
+        "        work()\ntrain(steps=args.steps)\n",
+        # short inner loop, long outer loop: the product is not known
+        "for batch in loader:\n    for micro in range(4):\n        loss.backward()\n        work()\n"
+        "    optimizer.step()\n",
+        "def train(steps=15):\n    for i in range(steps):\n        loss.backward()\n        optimizer.step()\n"
+        "        work()\nfor epoch in range(epochs):\n    train()\n",
+    ],
+    ids=["twenty", "grown", "overridden", "unknown-argument", "accumulation", "called-in-long-loop"],
+)
+def test_a_loop_whose_length_is_not_known_short_stays_per_step(source):
+    ctx = context("import torch\n" + source)
+    assert ctx.loops.per_step_work(call_named(ctx, "work"))
+
+
+@pytest.mark.parametrize(
+    "condition, data",
+    [
+        ("loss > 10", True),
+        ("torch.isnan(loss)", True),
+        ("not torch.isfinite(loss).all()", True),
+        ("tf.equal(optimizer.iterations % n, 0)", True),
+        ("acc > best", True),  # acc = out.item()
+        ("verbose and loss > 10", True),
+        ("verbose or loss > 10", False),
+        ("loss is not None", False),
+        ("verbose", False),
+        ("torch.distributed.get_rank() == 0", False),
+        ("epoch > 3", False),
+    ],
+)
+def test_the_body_of_a_data_dependent_condition_is_not_per_step_work(condition, data):
+    ctx = context(
+        "import torch\nimport tensorflow as tf\n"
+        "for step, (x, y) in enumerate(loader):\n"
+        "    out = model(x)\n    loss = criterion(out, y)\n    acc = out.item()\n"
+        "    loss.backward()\n    optimizer.step()\n"
+        f"    if {condition}:\n        work()\n"
+    )
+    work = call_named(ctx, "work")
+    assert ctx.loops.per_step(work)
+    assert (ctx.loops.data_guard(work) is not None) is data
+    assert ctx.loops.per_step_work(work) is not data
+
+
+@pytest.mark.parametrize(
+    "body, full_batch",
+    [
+        ("out = model(data.x, data.edge_index)\n    loss = criterion(out, data.y)", True),
+        ("x, y = get_batch('train')\n    loss = criterion(model(x), y)", False),
+        ("loss = criterion(model(xs[i]), ys[i])", False),
+        ("ix = torch.randint(0, n, (8,))\n    xb = next(stream)\n    loss = criterion(model(xb), y)", False),
+    ],
+)
+def test_a_range_loop_that_draws_no_batch_is_full_batch_training(body, full_batch):
+    ctx = context(
+        f"import torch\nfor i in range(args.iterations):\n    {body}\n    loss.backward()\n    optimizer.step()\n"
+        "    evaluate(model)\n"
+    )
+    assert ctx.loops.one_step_per_epoch(call_named(ctx, "evaluate")) is full_batch

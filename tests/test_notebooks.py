@@ -447,7 +447,8 @@ def test_a_pip_install_cell_is_left_alone_and_the_others_are_fixed(tmp_path):
             (
                 "code",
                 "from tensorflow.data import Dataset\nds = Dataset.range(3).map(f)\n"
-                "for b in ds:\n    model.train_on_batch(b)",
+                "for b in ds:\n    model.train_on_batch(b)\n"
+                "options.experimental_optimization.inject_prefetch = False",  # (GL702: as before TF 2.13)
             ),
         ],
     )

@@ -10,7 +10,7 @@ import pytest
 from gpulint.linter.config import ConfigError, Settings, load_settings
 from gpulint.linter.engine import Linter
 from gpulint.linter.fix.passes import fix_source
-from gpulint.linter.project import torch_lower_bound
+from gpulint.linter.project import tensorflow_lower_bound, torch_lower_bound
 
 
 @pytest.mark.parametrize(
@@ -29,6 +29,32 @@ from gpulint.linter.project import torch_lower_bound
 )
 def test_torch_lower_bound(requirements, bound):
     assert torch_lower_bound(requirements) == bound
+
+
+@pytest.mark.parametrize(
+    "requirements, bound",
+    [
+        (["tensorflow>=2.10,<2.16"], (2, 10)),
+        (["tensorflow-cpu==2.12.0"], (2, 12)),
+        (["tensorflow[and-cuda]>=2.15"], (2, 15)),
+        (["tensorflow-datasets>=4.9", "tensorflow-addons>=0.20"], None),  # other packages
+        (["tensorflow"], None),
+    ],
+)
+def test_tensorflow_lower_bound(requirements, bound):
+    assert tensorflow_lower_bound(requirements) == bound
+
+
+def test_target_tensorflow_from_the_requirements_or_said_outright(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.black]\nline-length = 100\n")
+    (tmp_path / "requirements.txt").write_text("numpy\ntensorflow>=2.10\n")
+    assert load_settings(None, tmp_path).target_tensorflow == (2, 10)
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.gpulint]\ntarget-tensorflow = "2.15"\n')
+    assert load_settings(config).target_tensorflow == (2, 15)
+    config.write_text('[tool.gpulint]\ntarget-tensorflow = "new"\n')
+    with pytest.raises(ConfigError, match="target-tensorflow"):
+        load_settings(config)
 
 
 def test_line_length_and_torch_come_from_the_pyproject_with_our_table(tmp_path):
@@ -89,7 +115,7 @@ def test_fixes_that_need_a_newer_torch_than_the_target_are_not_offered():
 LOGGING_TEST = """
     import torch
     def test_training_logs_every_step():
-        for step in range(3):
+        for step, batch in enumerate(loader):
             loss = model(x).sum()
             loss.backward()
             optimizer.step()

@@ -34,7 +34,9 @@ class CaseResult:
 
 
 def linter_for(rule: type[Rule], case: Case, local_rules: LocalRuleSet | None = None) -> Linter:
-    return Linter(Settings(select=[rule.code, *case.select], options=dict(case.options), local_rules=local_rules))
+    settings = Settings(select=[rule.code, *case.select], options=dict(case.options), local_rules=local_rules)
+    settings.target_tensorflow = case.target_tensorflow
+    return Linter(settings)
 
 
 def findings_of(linter: Linter, rule: type[Rule], source: str, path: str) -> list[Finding]:

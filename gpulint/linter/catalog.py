@@ -131,7 +131,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         summary=(
             'A `DataLoader` without `pin_memory=True` (absent or `False`) in a module that '
-            'trains on an accelerator.'
+            'trains on an accelerator. Not over data already in memory (a `TensorDataset`, a '
+            "tensor, a list, Lightning's `RandomDataset`: see GL101), nor for a loader never "
+            'consumed, or only peeked at once.'
         ),
         facts=('imports torch', 'runs on an accelerator'),
         tokens=('DataLoader',),
@@ -165,9 +167,12 @@ RULES: tuple[RuleInfo, ...] = (
             '`.type(torch.cuda.LongTensor)` inside a training step loop without '
             '`non_blocking=True` (also a view of it, `x.reshape(...)`, or a slice, in a loop '
             'nested in the loop over batches). A tensor an earlier statement of the step '
-            'already moved is not copied again and is not reported. A batch is what the step '
-            'loop iterates (`for x, y in loader`), what is unpacked or indexed from it (`x, y '
-            '= batch`, `batch["input_ids"]`, the values of a `{k: v.to(device) for k, v in '
+            'already moved is not copied again and is not reported, nor is a copy in a module '
+            'where Accelerate places the batches (an `Accelerator` with `device_placement` '
+            'left on, its default, and `accelerator.prepare(loader)`: the prepared loader '
+            'yields batches already on the device). A batch is what the step loop iterates '
+            '(`for x, y in loader`), what is unpacked or indexed from it (`x, y = batch`, '
+            '`batch["input_ids"]`, the values of a `{k: v.to(device) for k, v in '
             'batch.items()}`), or a batch parameter of a step function.'
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
@@ -238,10 +243,12 @@ RULES: tuple[RuleInfo, ...] = (
             'factory instead'
         ),
         summary=(
-            'A tensor built on the host by a factory and then copied to the accelerator: '
-            '`torch.zeros(n).to(device)`, `torch.arange(n).cuda()`, '
-            '`torch.tensor(values).to(device)`, also through host-side methods or a subscript '
-            '(`torch.tensor(x)[None].to(device)`, `torch.randn(n).contiguous().cuda()`), from '
+            'A tensor built on the host by a factory and then copied to the accelerator, '
+            'where it is built repeatedly -- in a loop, in `forward()` (or another method a '
+            'framework calls per batch), in a step function, or in a function of the module '
+            'called from one of those: `torch.zeros(n).to(device)`, `torch.arange(n).cuda()`, '
+            'also through host-side methods or a subscript '
+            '(`torch.arange(n)[None].to(device)`, `torch.randn(n).contiguous().cuda()`), from '
             'a legacy constructor (`torch.LongTensor(x)`), from a name every assignment of '
             'which is such a factory, and with `.type_as(t)`.'
         ),
@@ -308,7 +315,10 @@ RULES: tuple[RuleInfo, ...] = (
             '`writer.add_*(...)`, `mlflow.log_*(...)` and `dllogger.log(...)` inside a '
             'training step loop, not under an interval guard. A progress mark -- `print(".", '
             'end="")`, constant text that does not end the line -- reads nothing back and '
-            'writes a byte: it is not reported.'
+            'writes a byte: it is not reported. Nor is logging in a loop of a handful of '
+            'steps (fewer than 20 known statically: `range(15)`, a default argument, '
+            '`num_batches = 3`), or under a condition that reads the data (`if loss > 10:`), '
+            'which does not run every step.'
         ),
         facts=('takes training steps',),
         tokens=('print', 'log', 'add_', 'wandb', 'mlflow'),
@@ -486,7 +496,9 @@ RULES: tuple[RuleInfo, ...] = (
             'through a variable assigned `"gloo"`) in a module that trains on CUDA. Gloo '
             'chosen as a fallback is not reported: `"nccl" if torch.cuda.is_available() else '
             '"gloo"`, inside `if sys.platform == "win32":`, after `dist.is_nccl_available()`, '
-            'or a mixed `"cpu:gloo,cuda:nccl"` string.'
+            'or a mixed `"cpu:gloo,cuda:nccl"` string. Nor is a group that only serves RPC '
+            '(`torch.distributed.rpc` in the module, and no DDP, FSDP or collective there): '
+            'no gradient crosses it.'
         ),
         facts=('imports torch', 'runs on an accelerator'),
         tokens=('gloo',),
@@ -559,7 +571,14 @@ RULES: tuple[RuleInfo, ...] = (
         message='tf.data `.map()` or `.interleave()` without `num_parallel_calls` runs on one core',
         summary=(
             '`Dataset.map(...)` and `Dataset.interleave(...)` on a tf.data pipeline without '
-            '`num_parallel_calls`.'
+            '`num_parallel_calls`, unless the pipeline is never consumed or only peeked at '
+            'once (`for x in ds.take(1)`, `next(iter(ds))` to show a sample). TensorFlow 2.13 '
+            'and later run a stateless `map` in parallel by themselves '
+            '(`map_parallelization`, on by default): there a `map` is reported only when its '
+            'function is not known to be stateless -- it draws random numbers (`tf.random.*`, '
+            'a Keras augmentation layer), runs Python (`tf.py_function`), or is not a lambda '
+            'or function of the module -- or when the project targets an older TensorFlow '
+            '(its requirements, `target-tensorflow`) or turns `map_parallelization` off.'
         ),
         facts=('imports tensorflow or keras',),
         tokens=('.map(', '.interleave('),
@@ -575,7 +594,9 @@ RULES: tuple[RuleInfo, ...] = (
             'a training loop (a `for` that makes a training step), or handed to `iter(...)` '
             '-- when no definition of it has a `.prefetch(...)`. Loops that only look at '
             'outputs (`for out in ds.take(1)`, evaluation) and `next(iter(ds))` are not '
-            'reported: there is no step to overlap with.'
+            'reported: there is no step to overlap with. Nor is a pipeline that only slices '
+            'data in memory (`from_tensor_slices(...)` with `shuffle`/`batch`/`repeat` and no '
+            '`map` or other per-element function): there is no input work to overlap.'
         ),
         facts=('imports tensorflow or keras',),
         tokens=('tf.data', 'tensorflow', 'tfds', 'dataset_from_directory'),

@@ -13,6 +13,7 @@
     test-files = ["tests/", "test_*.py"]   # what is test code (gitignore-style; default: pytest's conventions)
     fix-tests = false                # trainer-config and per-step fixes in test files too
     target-torch = "2.1"             # the oldest PyTorch to write fixes for (default: from the requirements)
+    target-tensorflow = "2.10"       # the oldest TensorFlow it runs on (default: from the requirements)
     max-file-size = "2MiB"           # larger files are skipped with a message (bytes, or KiB/MiB/GiB)
     max-syntax-nodes = 50000         # files with more Python syntax nodes are skipped with a message
     max-findings-per-file = 1000     # files with more findings are skipped with a message
@@ -94,6 +95,7 @@ STANDARD_KEYS = {
     "lint-tests",
     "test-files",
     "target-torch",
+    "target-tensorflow",
     "local-rules",
 }
 
@@ -117,6 +119,7 @@ class Settings:
     fix_tests: bool = False
     line_length: int = DEFAULT_LINE_LENGTH  # where fixed lines are wrapped
     target_torch: tuple[int, int] | None = None  # fixes that need a newer PyTorch are not offered
+    target_tensorflow: tuple[int, int] | None = None  # the oldest TensorFlow the project runs on, if known
     max_file_size: int = DEFAULT_MAX_FILE_BYTES  # bytes; larger files are skipped with a message
     # Work per file (docs/safety.md, "Work per file"): files with more syntax nodes, or more
     # findings, are skipped with a message.
@@ -208,6 +211,7 @@ class Settings:
             "test_files": self.test_files,
             "line_length": self.line_length,
             "target_torch": self.target_torch,
+            "target_tensorflow": self.target_tensorflow,
             "options": self.options,
             # The local rules' code: editing one re-lints every file.
             "local_rules": self.local_rules.digest() if self.local_rules is not None else None,
@@ -335,10 +339,12 @@ def load_settings(config_file: Path | None, start: Path | None = None, load_loca
     if not isinstance(table, dict):
         raise ConfigError(f"{config_file}: `[tool] gpulint` must be a table ([tool.gpulint]), not {_toml_type(table)}")
     settings = settings_from_table(table, config_file, load_local_rules)
-    target = settings.target_torch
+    target, target_tf = settings.target_torch, settings.target_tensorflow
     _apply_project(settings, data if config_file.name == "pyproject.toml" else {}, config_file.parent)
     if target is not None:  # said outright: it wins over the requirements
         settings.target_torch = target
+    if target_tf is not None:
+        settings.target_tensorflow = target_tf
     return settings
 
 
@@ -346,6 +352,7 @@ def _apply_project(settings: Settings, pyproject: dict[str, Any], directory: Pat
     facts = facts_from(pyproject, directory)
     settings.line_length = facts.line_length
     settings.target_torch = facts.target_torch
+    settings.target_tensorflow = facts.target_tensorflow
 
 
 def _toml_type(value: Any) -> str:
@@ -411,11 +418,12 @@ def settings_from_table(table: dict[str, Any], config_file: Path, load_local_rul
         if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
             raise ConfigError(f'{config_file}: `test-files` must be a list of patterns such as "tests/"')
         settings.test_files = patterns
-    if "target-torch" in table:
-        try:
-            settings.target_torch = parse_version(str(table["target-torch"]))
-        except ValueError as exc:
-            raise ConfigError(f'{config_file}: `target-torch` must be a version such as "2.1" ({exc})') from None
+    for key, example in (("target-torch", "2.1"), ("target-tensorflow", "2.10")):
+        if key in table:
+            try:
+                setattr(settings, key.replace("-", "_"), parse_version(str(table[key])))
+            except ValueError as exc:
+                raise ConfigError(f'{config_file}: `{key}` must be a version such as "{example}" ({exc})') from None
     history = table.get("history")
     if history is not None and not (history is False or isinstance(history, str) and history):
         raise ConfigError(f"{config_file}: `history` must be a file path or false")

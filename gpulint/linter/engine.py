@@ -179,7 +179,7 @@ class Linter:
 
         rules = [r for r in self.rules_for(path) if r.code in candidates]
         wanted = frozenset().union(*(r.visited_types() for r in rules))
-        ctx = FileContext(module, path, self.settings.options, wanted, source, project)
+        ctx = FileContext(module, path, self.settings.options, wanted, source, project, self.settings.target_tensorflow)
         findings = run_rules(ctx, [r for r in rules if r.applies(ctx)])
         budget = self.settings.max_findings_per_file
         if len(findings) > budget:

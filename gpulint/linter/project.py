@@ -8,7 +8,10 @@ formatter keeps, and the oldest PyTorch it declares it runs on.
   (`torch>=2.1`, `torch==1.13.1`, `torch~=2.2`); a bound that cannot be read, or no `torch`
   requirement at all, means no limit.  `target-torch = "2.1"` in `[tool.gpulint]` says it
   outright, as ruff's `target-version` does for Python.  A fix that needs a newer PyTorch
-  (`torch.amp.GradScaler("cuda")` needs 2.3) is then not offered; the finding stays.
+  (`torch.amp.GradScaler("cuda")` needs 2.3) is then not offered; the finding stays;
+* TensorFlow: the lowest version the same requirements allow for `tensorflow` (also
+  `tensorflow-cpu`, `tensorflow-gpu`, `tensorflow-macos`), or `target-tensorflow = "2.10"`.  Rules
+  about tf.data defaults read it: TensorFlow 2.13 and later inject a final prefetch by themselves.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ from gpulint.linter.run.safe_files import read_regular_file
 DEFAULT_LINE_LENGTH = 88
 _REQUIREMENTS_MAX_BYTES = 2**20
 _TORCH_REQUIREMENT = re.compile(r"^\s*torch\s*(\[[^\]]*\])?\s*(?P<specs>[^;#]*)", re.IGNORECASE)
+_TENSORFLOW_REQUIREMENT = re.compile(
+    r"^\s*tensorflow(-cpu|-gpu|-macos)?\s*(\[[^\]]*\])?\s*(?P<specs>([<>=!~][^;#]*)?)(;.*|#.*)?$", re.IGNORECASE
+)
 _LOWER_BOUND = re.compile(r"(>=|==|~=|===|>)\s*v?(?P<major>\d+)\.(?P<minor>\d+)")
 
 
@@ -31,6 +37,7 @@ _LOWER_BOUND = re.compile(r"(>=|==|~=|===|>)\s*v?(?P<major>\d+)\.(?P<minor>\d+)"
 class ProjectFacts:
     line_length: int = DEFAULT_LINE_LENGTH
     target_torch: tuple[int, int] | None = None  # None: no limit known
+    target_tensorflow: tuple[int, int] | None = None  # None: no version known
 
 
 def parse_version(text: str) -> tuple[int, int]:
@@ -48,6 +55,18 @@ def torch_lower_bound(requirements: Iterable[str]) -> tuple[int, int] | None:
         match = _TORCH_REQUIREMENT.match(line)
         if match is None or re.match(r"^\s*torch[\w.-]", line, re.IGNORECASE):  # torchvision, torch-xla
             continue
+        for bound in _LOWER_BOUND.finditer(match.group("specs")):
+            bounds.append((int(bound.group("major")), int(bound.group("minor"))))
+    return max(bounds) if bounds else None
+
+
+def tensorflow_lower_bound(requirements: Iterable[str]) -> tuple[int, int] | None:
+    """The lowest TensorFlow version the requirement lines allow (None: no lower bound among them)."""
+    bounds = []
+    for line in requirements:
+        match = _TENSORFLOW_REQUIREMENT.match(line.strip())
+        if match is None:
+            continue  # (tensorflow-datasets, tensorflow-addons: other packages)
         for bound in _LOWER_BOUND.finditer(match.group("specs")):
             bounds.append((int(bound.group("major")), int(bound.group("minor"))))
     return max(bounds) if bounds else None
@@ -72,4 +91,5 @@ def facts_from(pyproject: dict[str, Any], directory: Path | None) -> ProjectFact
             except OSError:
                 continue  # a requirements file that cannot be read says nothing about torch
             requirements.extend(text.decode("utf-8", errors="replace").splitlines())
-    return ProjectFacts(line_length, torch_lower_bound(r for r in requirements if isinstance(r, str)))
+    lines = [r for r in requirements if isinstance(r, str)]
+    return ProjectFacts(line_length, torch_lower_bound(lines), tensorflow_lower_bound(lines))

@@ -85,12 +85,15 @@ class Case:
         options: Mapping[str, Any] | None = None,
         path: str = "case.py",
         select: tuple[str, ...] = (),
+        target_tensorflow: tuple[int, int] | None = None,
     ) -> None:
         self.code = code
         self.header = header
         self.options = dict(options or {})
         self.path = path
         self.select = select  # other rules to enable too (GL900 needs the rules its comments name)
+        # The project's TensorFlow, as its requirements or `target-tensorflow` would say.
+        self.target_tensorflow = target_tensorflow
 
     @property
     def source(self) -> str:

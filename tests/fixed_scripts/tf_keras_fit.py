@@ -1,4 +1,4 @@
-"""Keras `fit` on a tf.data pipeline: a serial map, no prefetch, XLA switched off."""
+"""Keras `fit` on a tf.data pipeline (a stateless map, no prefetch: recent TensorFlow parallelises and prefetches itself), XLA switched off."""
 
 import numpy as np
 import tensorflow as tf

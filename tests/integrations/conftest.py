@@ -32,13 +32,14 @@ BASE_SCRIPT = textwrap.dedent(
 )
 
 # The change (asserted below to have happened): one new loader (fixable findings), one new host sync
-# (no fix), lines shifted by one.
+# (no fix) on the line that uses the loader, lines shifted by one.
 CHANGED_SCRIPT = BASE_SCRIPT.replace(
     "    model.cuda()\n",
     "    val_loader = DataLoader(dataset, batch_size=64)\n    model.cuda()\n",
 ).replace(
     "        print(loss.item())  # already on the base branch: not the change's fault\n",
-    "        print(loss.item())  # already on the base branch: not the change's fault\n        total = loss.item()\n",
+    "        print(loss.item())  # already on the base branch: not the change's fault\n"
+    "        total = loss.item() + blend(val_loader)\n",
 )
 
 assert CHANGED_SCRIPT.count("\n") == BASE_SCRIPT.count("\n") + 2

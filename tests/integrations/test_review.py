@@ -416,8 +416,9 @@ def test_post_needs_token_and_pull_request(review_repo, monkeypatch, capsys):
 def test_multi_line_suggestion_uses_start_line(review_repo, capsys):
     script = (review_repo / "train.py").read_text()
     script = script.replace(
-        "        total = loss.item()\n",
-        '        total = loss.item()\n        logger.info(\n            "step %d", step,\n        )\n',
+        "        total = loss.item() + blend(val_loader)\n",
+        "        total = loss.item() + blend(val_loader)\n"
+        '        logger.info(\n            "step %d", step,\n        )\n',
     )
     (review_repo / "train.py").write_text("import logging\nlogger = logging.getLogger()\n" + script)
     git(review_repo, "commit", "-q", "-am", "log")

@@ -78,11 +78,14 @@ class FileContext:
         wanted_types: frozenset[str],
         source: bytes | None = None,
         project: ModuleView | None = None,
+        target_tensorflow: tuple[int, int] | None = None,
     ) -> None:
         self.module = module
         self.path = path
         self._source = source
         self.options = options
+        # The oldest TensorFlow the project runs on (its requirements, `target-tensorflow`); None: not known.
+        self.target_tensorflow = target_tensorflow
         # What the rest of the project says about this module (empty when linted alone).
         self.project = project if project is not None else EMPTY_VIEW
         self.index = TreeIndex(module, wanted_types | ANALYSIS_TYPES)
@@ -158,7 +161,13 @@ class FileContext:
     # -- analyses ----------------------------------------------------------------------------
     @cached_property
     def loops(self) -> LoopModel:
-        return LoopModel(self.index, self.imports, self.values, self.project)
+        return LoopModel(
+            self.index,
+            self.imports,
+            self.values,
+            self.project,
+            is_tensor=lambda expr: self.torch.tensors.is_tensor(expr),
+        )
 
     @cached_property
     def torch(self) -> TorchAnalysis:

@@ -20,14 +20,32 @@ below the loop that calls it):
   hand (`if since_save >= n:` ... `since_save = 0`), also when `or` adds a one-off
   (`step % 100 == 0 or last_batch`, `... or i == max_steps`); `% accum_steps`, other flags and rank
   checks are not;
-* *per-step work* runs per step, under no interval guard, and not as the handling of a rare event
-  (in an `except` handler, or in a branch that leaves the iteration: `break`, `continue`,
-  `return`, `raise`, `sys.exit()`).
+* a *data guard* is an `if` between the code and its step loop whose condition reads the data
+  (`if loss > 10:`, `if torch.isnan(loss):`, `if tf.equal(opt.iterations % n, 0):`, `if acc > best:`
+  with `acc = metric.item()`): whether its body runs on a given step depends on the values, so
+  the body is not known to run every step (whether the *condition* reads a device tensor back
+  is a sync rule's question);
+* a *short* step loop runs fewer than `SHORT_LOOP_STEPS` (20) steps in all, as the code says
+  statically: `range(N)` of a literal, of a name only ever given literals (`num_batches = 3`), of a
+  parameter's default (`def train(steps=15)`), of an argparse default (`range(args.steps)` with
+  `add_argument("--steps", default=15)`), a literal list, `enumerate`/`zip`/`tqdm` of those --
+  times every loop around it in its function and, for a function of this module, around its
+  calls.  A demo or a smoke test: what a step costs there is fixed start-up noise (CUDA context,
+  model load take seconds; 20 syncs or prints take milliseconds), so code in a short step loop,
+  and a step function called only from short loops, is not per step;
+* code runs *repeatedly* when it runs per step, in a loop not known to be short, in a method a
+  framework calls per batch or sample (`forward`, `__call__`, Keras' `call`, Lightning's
+  `*_step`, `__getitem__`), or in a function of this module called from such code: where a
+  one-off cost (building a tensor) becomes a per-step or per-epoch one;
+* *per-step work* runs per step, under no interval guard or data guard, and not as the handling of
+  a rare event (in an `except` handler, or in a branch that leaves the iteration: `break`,
+  `continue`, `return`, `raise`, `sys.exit()`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -35,9 +53,9 @@ import libcst as cst
 
 from gpulint.linter.analysis.imports import ImportTable
 from gpulint.linter.analysis.nodes import dotted_name, is_zero, last_name, method_name
-from gpulint.linter.analysis.values import ValueOrigins
+from gpulint.linter.analysis.values import ValueOrigins, target_key
 from gpulint.linter.analysis.vocabulary import CLOCKS, EXIT_CALLS, is_step_method
-from gpulint.linter.analysis.walk import TreeIndex, names_under
+from gpulint.linter.analysis.walk import TreeIndex, names_under, nodes_under
 
 if TYPE_CHECKING:
     from gpulint.linter.analysis.project import ModuleView
@@ -59,8 +77,32 @@ _GENERIC_METHODS = frozenset({"step", "update", "apply", "run", "forward", "__ca
 _EXITS = (cst.Break, cst.Continue, cst.Return, cst.Raise)
 # Methods that call the function given as their first argument (`strategy.run(step_fn, args=...)`).
 _RUNNERS = frozenset({"run", "experimental_run_v2", "call_for_each_replica"})
+# Names in a step loop's body that draw a batch (mini-batch training, not full-batch).
+_DRAWS_BATCH = re.compile(
+    r"batch|loader|sample|shuffle|perm|chunk|(^|_)(next|iter|iterator|idx|indices|split|gen|data_?gen)($|_)", re.I
+)
 # Names of an epoch counter or count (`epoch`, `num_epochs`, `n_epoch`).
 _EPOCH_NAME = re.compile(r"(^|_)(epoch|epochs|ep)(_|$)", re.IGNORECASE)
+
+# A step loop known to run fewer steps than this in all is a demo or a smoke test (module docstring).
+SHORT_LOOP_STEPS = 20
+# Wrappers that iterate what they are given, as many times: `enumerate(xs)`, `tqdm(range(n))`.
+_PASS_THROUGH_ITERATORS = frozenset({"enumerate", "tqdm", "reversed", "sorted", "list", "tuple"})
+_RANGES = frozenset({"range", "trange"})
+# Methods a framework calls once per batch or sample.
+_PER_CALL_METHODS = frozenset(
+    {"forward", "__call__", "call", "training_step", "validation_step", "test_step", "predict_step", "__getitem__"}
+)
+# How far the loop-length and repetition questions follow a function's callers up the module.
+_CALLER_DEPTH = 4
+# `torch.*` / `tf.*` calls whose result is not the data: a process's rank, the device, the API.
+_NOT_DATA_CALL = re.compile(
+    r"^(torch\.(distributed|cuda|backends|jit|compiler|accelerator|is_|get_|are_)|"
+    r"tensorflow\.(distribute|config|executing_eagerly|test|is_|get_))"
+)
+_ORDERING = (cst.GreaterThan, cst.GreaterThanEqual, cst.LessThan, cst.LessThanEqual, cst.Equal, cst.NotEqual)
+# Reads of a tensor into a Python value: `acc = metric.item()` holds data.
+_READ_METHODS = frozenset({"item", "numpy", "tolist", "cpu"})
 
 # Text every module with a step call contains (one of): what `is_direct_step_call` recognises,
 # plus Lightning's `training_step` (the prefilter of the STEPS fact).
@@ -166,11 +208,18 @@ class LoopModel:
     loops, built once, and the per-step questions rules ask of a node."""
 
     def __init__(
-        self, index: TreeIndex, imports: ImportTable, values: ValueOrigins, project: ModuleView | None = None
+        self,
+        index: TreeIndex,
+        imports: ImportTable,
+        values: ValueOrigins,
+        project: ModuleView | None = None,
+        is_tensor: Callable[[cst.BaseExpression], bool] | None = None,
     ) -> None:
         self.index = index
         self.imports = imports
         self.values = values
+        # Which expressions hold tensors (the PyTorch analysis's answer), for data guards.
+        self._is_tensor = is_tensor or (lambda expr: False)
         # What other modules say: which functions here they run per step, what the project
         # functions called here do (a step, a clock).
         self.project = project
@@ -292,7 +341,7 @@ class LoopModel:
                     continue
                 sites = callers.get(id(function), [])
                 if (not sites and id(function) in self._direct_steppers) or any(
-                    placement[id(site)][0] is not None
+                    (placement[id(site)][0] is not None and not self._short(site))
                     or (placement[id(site)][1] is not None and id(placement[id(site)][1]) in self.per_step_functions)
                     for site in sites
                 ):
@@ -315,6 +364,8 @@ class LoopModel:
                 and isinstance(ancestor, LOOP_TYPES)
                 and runs_each_iteration(ancestor, child)
             ):
+                if self._short(ancestor.body):
+                    return None, path
                 return ancestor, path
             if isinstance(ancestor, cst.FunctionDef):
                 if id(ancestor) in self.per_step_functions or id(ancestor) in self.lightning_steps:
@@ -378,9 +429,248 @@ class LoopModel:
         return frozenset(helpers)
 
     def per_step_work(self, node: cst.CSTNode) -> bool:
-        """The question most in-loop rules ask: runs every step, nothing throttles it, and it is not
-        the handling of a rare event."""
-        return self.per_step(node) and self.interval_guard(node) is None and not self.in_event_branch(node)
+        """The question most in-loop rules ask: runs every step, nothing throttles it, its running
+        does not depend on the data, and it is not the handling of a rare event."""
+        return (
+            self.per_step(node)
+            and self.interval_guard(node) is None
+            and self.data_guard(node) is None
+            and not self.in_event_branch(node)
+        )
+
+    def data_guard(self, node: cst.CSTNode) -> cst.If | None:
+        """The `if` between `node` and its step loop whose condition reads the data (`if loss > 10:`),
+        or None: the body runs on the steps the values pick, not on every step."""
+        boundary, path = self._per_step_boundary(node)
+        if boundary is None:
+            return None
+        for ancestor, child in path:
+            if ancestor is boundary:
+                break
+            if isinstance(ancestor, cst.If) and child is ancestor.body and self._reads_data(ancestor.test):
+                return ancestor
+        return None
+
+    def _reads_data(self, test: cst.BaseExpression) -> bool:
+        """Whether a condition depends on the values computed in the step: a tensor compared or
+        tested (`loss > 10`, `torch.isnan(loss)`, `tf.equal(...)`), or a value read from one
+        (`acc > best` after `acc = metric.item()`).  `x is None` and `isinstance` checks do not."""
+        if isinstance(test, cst.BooleanOperation):
+            left, right = self._reads_data(test.left), self._reads_data(test.right)
+            return (left or right) if isinstance(test.operator, cst.And) else (left and right)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self._reads_data(test.expression)
+        if isinstance(test, cst.Comparison):
+            if not all(isinstance(target.operator, _ORDERING) for target in test.comparisons):
+                return False
+            return any(self._holds_data(side) for side in (test.left, *(t.comparator for t in test.comparisons)))
+        return self._holds_data(test)
+
+    def _holds_data(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Call):
+            qualified = self.imports.qualified_name(expr.func) or ""
+            if qualified.startswith(("torch.", "tensorflow.")) and not _NOT_DATA_CALL.match(qualified):
+                return True
+        if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
+            parts = [expr.left, expr.right] if isinstance(expr, cst.BinaryOperation) else [expr.expression]
+            return any(self._holds_data(part) for part in parts)
+        if self._is_tensor(expr) or _is_read(expr, self._is_tensor):
+            return True
+        key = target_key(expr)
+        return key is not None and any(_is_read(value, self._is_tensor) for value in self.values.assigned.get(key, ()))
+
+    def runs_repeatedly(self, node: cst.CSTNode, depth: int = _CALLER_DEPTH) -> bool:
+        """Whether `node` runs many times (module docstring): a cost paid there is paid per step or
+        per epoch, not once at start-up."""
+        if self.per_step(node):
+            return True
+        child = node
+        for ancestor in self.index.ancestors(node):
+            if isinstance(ancestor, LOOP_TYPES) and runs_each_iteration(ancestor, child):
+                return not self._short(node)
+            if isinstance(ancestor, (cst.Lambda, cst.ClassDef)):
+                return False
+            if isinstance(ancestor, cst.FunctionDef):
+                if ancestor.name.value in _PER_CALL_METHODS and is_method(self.index, ancestor):
+                    return True
+                return depth > 0 and any(
+                    self.runs_repeatedly(site, depth - 1) for site in self._callers.get(id(ancestor), ())
+                )
+            child = ancestor
+        return False
+
+    # -- loop length ------------------------------------------------------------------------
+    def _short(self, node: cst.CSTNode) -> bool:
+        """Whether `node` is known to run fewer than `SHORT_LOOP_STEPS` times in all."""
+        runs = self._runs_at_most(node, _CALLER_DEPTH)
+        return runs is not None and runs < SHORT_LOOP_STEPS
+
+    def _runs_at_most(self, node: cst.CSTNode, depth: int) -> int | None:
+        """How many times `node` runs at most, as the code shows statically: the product of the
+        iteration counts of the loops around it in its function, times the most any call of its
+        function in this module runs; None when a loop's count is not known (a loader, a `while`),
+        or the function runs every step by a framework's or another module's doing."""
+        total = 1
+        child = node
+        for ancestor in self.index.ancestors(node):
+            if isinstance(ancestor, LOOP_TYPES) and runs_each_iteration(ancestor, child):
+                count = self._iterations(ancestor)
+                if count is None:
+                    return None
+                total *= count
+            if isinstance(ancestor, (cst.Lambda, cst.ClassDef)):
+                return total
+            if isinstance(ancestor, cst.FunctionDef):
+                return self._calls_run_at_most(ancestor, total, depth)
+            child = ancestor
+        return total
+
+    def _calls_run_at_most(self, function: cst.FunctionDef, runs: int, depth: int) -> int | None:
+        sites = self._callers.get(id(function), ())
+        if not sites:
+            hooked = (
+                id(function) in self._direct_steppers
+                or id(function) in self.lightning_steps
+                or (self.project is not None and qualname(self.index, function) in self.project.per_step)
+            )
+            return None if hooked else runs  # called from elsewhere: as its own loops say
+        if depth <= 0:
+            return None
+        most = 0
+        for site in sites:
+            site_runs = self._runs_at_most(site, depth - 1)
+            if site_runs is None:
+                return None
+            most = max(most, site_runs)
+        return runs * most
+
+    def _iterations(self, loop: cst.For | cst.While) -> int | None:
+        """How many times a loop iterates, when the code says so statically (module docstring)."""
+        if not isinstance(loop, cst.For):
+            return None
+        return self._length(loop.iter, 2)
+
+    def _length(self, iterable: cst.BaseExpression, depth: int) -> int | None:
+        if isinstance(iterable, (cst.List, cst.Tuple, cst.Set)):
+            if any(isinstance(el, cst.StarredElement) for el in iterable.elements):
+                return None
+            return len(iterable.elements)
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
+            func = iterable.func.value
+            args = [arg.value for arg in iterable.args if arg.keyword is None and not arg.star]
+            if not args or (func in self.imports.bindings and func not in ("tqdm", "trange")):
+                return None
+            if func in _RANGES and len(args) <= 3:
+                bounds = [self._static_int(arg, iterable) for arg in args]
+                known = [bound for bound in bounds if bound is not None]
+                if len(known) != len(bounds) or (len(known) == 3 and known[2] == 0):
+                    return None  # a bound not known, or a step of 0 (which raises)
+                return len(range(*known))
+            if func in _PASS_THROUGH_ITERATORS:
+                return self._length(args[0], depth)
+            if func == "zip":
+                known = [n for n in (self._length(arg, depth) for arg in args) if n is not None]
+                return min(known) if known else None
+            return None
+        key = target_key(iterable)
+        if key is None or depth <= 0 or self._changed_in_place(key):
+            return None
+        lengths = [self._length(value, depth - 1) for value in self.values.assigned.get(key, ())]
+        known = [n for n in lengths if n is not None]
+        return max(known) if known and len(known) == len(lengths) else None
+
+    def _static_int(self, expr: cst.BaseExpression, where: cst.CSTNode, depth: int = 3) -> int | None:
+        """The largest value an integer expression may have, when the module says: a literal, a
+        name only ever given literals (its assignments, a parameter's default and the arguments
+        calls here pass), an argparse option's default, `len` of a literal, arithmetic of those."""
+        if isinstance(expr, cst.Integer):
+            return int(expr.evaluated_value)
+        if depth <= 0:
+            return None
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+            inner = self._static_int(expr.expression, where, depth - 1)
+            return None if inner is None else -inner
+        if isinstance(expr, cst.BinaryOperation):
+            left, right = self._static_int(expr.left, where, depth - 1), self._static_int(expr.right, where, depth - 1)
+            if left is None or right is None:
+                return None
+            if isinstance(expr.operator, cst.Add):
+                return left + right
+            if isinstance(expr.operator, cst.Subtract):
+                return left - right
+            if isinstance(expr.operator, cst.Multiply):
+                return left * right
+            if isinstance(expr.operator, cst.FloorDivide) and right:
+                return left // right
+            return None
+        if isinstance(expr, cst.Call) and dotted_name(expr.func) == "len" and len(expr.args) == 1:
+            return self._length(expr.args[0].value, depth - 1)
+        if (
+            isinstance(expr, cst.Attribute)
+            and isinstance(expr.value, cst.Name)
+            and expr.value.value not in ("self", "cls")
+        ):
+            return self._argparse_defaults.get(expr.attr.value)
+        key = target_key(expr)
+        if key is None or self._changed_in_place(key):
+            return None
+        candidates = list(self.values.assigned.get(key, ()))
+        if isinstance(expr, cst.Name):
+            default = self._parameter_default(expr.value, where)
+            if default is not None:
+                candidates.append(default)
+        if not candidates:
+            return None
+        found = [
+            self._static_int(value, where, depth - 1)
+            for value in candidates
+            if not isinstance(self.index.parent(value), cst.Annotation)  # `steps: int` is no value
+        ]
+        known = [value for value in found if value is not None]
+        return max(known) if known and len(known) == len(found) else None
+
+    def _changed_in_place(self, key: str) -> bool:
+        """`n += 1`, `xs += [...]`, `xs.append(...)`: a name whose value grows where this module does not spell it."""
+        return key in self._grown
+
+    @cached_property
+    def _grown(self) -> frozenset[str]:
+        grown = {target_key(aug.target) for aug in self.index.nodes("AugAssign")}
+        grown |= set(self.values.stored)
+        return frozenset(key for key in grown if key is not None)
+
+    def _parameter_default(self, name: str, where: cst.CSTNode) -> cst.BaseExpression | None:
+        """The default of the parameter `name` of the function around `where`."""
+        function = next((a for a in self.index.ancestors(where) if isinstance(a, cst.FunctionDef)), None)
+        if function is None:
+            return None
+        params = function.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.name.value == name:
+                return param.default
+        return None
+
+    @cached_property
+    def _argparse_defaults(self) -> dict[str, int]:
+        """`--steps` with `default=15` (an `add_argument` of this module): `args.steps` is 15 unless
+        the command line says otherwise.  Only integer defaults; the largest when given twice."""
+        found: dict[str, int] = {}
+        for call in self.index.nodes("Call"):
+            if method_name(call) != "add_argument":
+                continue
+            keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+            default = keywords.get("default")
+            if not isinstance(default, cst.Integer):
+                continue
+            dest = keywords.get("dest")
+            flags = [dest] if dest is not None else [arg.value for arg in call.args if arg.keyword is None]
+            names = [f.evaluated_value for f in flags if isinstance(f, cst.SimpleString)]
+            long_names = [n for n in names if isinstance(n, str) and n.startswith("--")] or names
+            if not long_names or not isinstance(long_names[0], str):
+                continue
+            option = long_names[0].lstrip("-").replace("-", "_")
+            found[option] = max(found.get(option, 0), int(default.evaluated_value))
+        return found
 
     def in_event_branch(self, node: cst.CSTNode) -> bool:
         """Whether `node` sits in an `except` handler or in an `if` branch that ends the iteration
@@ -400,13 +690,29 @@ class LoopModel:
         return False
 
     def one_step_per_epoch(self, node: cst.CSTNode) -> bool:
-        """Whether the step loop around `node` iterates epochs (`for epoch in range(epochs)` that
-        takes its step on the whole data set): full-batch training, where per step is per epoch."""
+        """Whether the step loop around `node` iterates epochs: full-batch training, where per step
+        is per epoch.  Either the loop says so (`for epoch in range(epochs)` that takes its step on
+        the whole data set), or it counts with `range` and its body draws no batch: nothing named
+        for a batch, a loader, a sample or an index (`get_batch()`, `next(it)`, `idx = randint(...)`)
+        and no subscript by the counter (`data[i]`): every step sees the same, whole data."""
         boundary = self.step_boundary(node)
         if not isinstance(boundary, cst.For):
             return False
         names = names_under(boundary.target) | names_under(boundary.iter)
-        return any(_EPOCH_NAME.search(name) for name in names)
+        if any(_EPOCH_NAME.search(name) for name in names):
+            return True
+        iterator = boundary.iter
+        if not (isinstance(iterator, cst.Call) and dotted_name(iterator.func) in _RANGES):
+            return False
+        body_names = names_under(boundary.body)
+        if any(_DRAWS_BATCH.search(name) for name in body_names):
+            return False
+        counters = names_under(boundary.target)
+        return not any(
+            isinstance(sub, cst.Subscript) and names_under(sub.slice[0]) & counters
+            for sub in nodes_under(boundary.body)
+            if isinstance(sub, cst.Subscript) and sub.slice
+        )
 
     def times_steps(self, node: cst.CSTNode) -> bool:
         """Whether the step loop around `node` reads a clock (`time.perf_counter()`, a CUDA event's
@@ -477,6 +783,18 @@ class LoopModel:
             ):
                 return dotted_name(aug.target)
         return None
+
+
+def _is_read(expr: cst.BaseExpression, is_tensor: Callable[[cst.BaseExpression], bool]) -> bool:
+    """`t.item()`, `float(t)`, `t.cpu().numpy()` of a tensor `t`: a value read from the data."""
+    if not isinstance(expr, cst.Call):
+        return False
+    func = expr.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _READ_METHODS:
+        return is_tensor(func.value) or _is_read(func.value, is_tensor)
+    if isinstance(func, cst.Name) and func.value in ("float", "int", "bool") and len(expr.args) == 1:
+        return is_tensor(expr.args[0].value)
+    return False
 
 
 def is_interval_condition(test: cst.BaseExpression) -> bool:

@@ -55,6 +55,78 @@ def dataloader_dataset(call: cst.Call) -> cst.BaseExpression | None:
     return None
 
 
+# Datasets that hold their samples in memory as tensors: Lightning's demo datasets.
+_IN_MEMORY_DATASETS = re.compile(
+    r"^(lightning\.pytorch|pytorch_lightning|lightning)\.demos\..*(RandomDataset|RandomDictDataset|WikiText2)$"
+)
+_IN_MEMORY_DATASET_NAME = re.compile(r"^Random\w*Dataset$")
+_IN_MEMORY_BUILTINS = frozenset({"range", "list", "tuple", "dict"})
+
+
+def in_memory_dataset(ctx: FileContext, expr: cst.BaseExpression, depth: int = 3) -> bool:
+    """Whether a loader's dataset holds its samples in memory, ready to index: a `TensorDataset`, a
+    tensor, a list, tuple or `range`, Lightning's demo datasets (`RandomDataset`, `WikiText2`), a
+    class of this module whose `__getitem__` indexes tensors it built -- or a name only ever given
+    one.  Loading a batch there is indexing and collating in memory: workers would only add the
+    cost of handing batches between processes, and pinning buys little."""
+    if isinstance(expr, (cst.List, cst.Tuple, cst.ListComp, cst.Dict)):
+        return True
+    values = ctx.values
+    if values.is_kind(expr, "tensordataset") or ctx.torch.tensors.is_tensor(expr) or values.on_host(expr):
+        return True
+    if isinstance(expr, cst.Call):
+        qualified = ctx.call_qualified_name(expr) or ""
+        if _IN_MEMORY_DATASETS.match(qualified):
+            return True
+        func = expr.func
+        if isinstance(func, cst.Name):
+            if func.value in _IN_MEMORY_BUILTINS and func.value not in ctx.imports.bindings:
+                return True
+            if func.value not in ctx.imports.bindings:
+                return _in_memory_class(ctx, func.value)
+        return False
+    if depth <= 0:
+        return False
+    origins = values.origins(expr)
+    return bool(origins) and all(in_memory_dataset(ctx, origin, depth - 1) for origin in origins or ())
+
+
+def _in_memory_class(ctx: FileContext, name: str) -> bool:
+    """A dataset class of this module named like a synthetic one (`RandomDataset`), or whose
+    `__getitem__` returns `self.<attr>[...]` of tensors it builds itself."""
+    for cls in ctx.index.nodes("ClassDef"):
+        if cls.name.value != name:
+            continue
+        if _IN_MEMORY_DATASET_NAME.match(name):
+            return True
+        getitem = next(
+            (f for f in ctx.index.nodes("FunctionDef") if f.name.value == "__getitem__" and _defined_in(ctx, f, cls)),
+            None,
+        )
+        if getitem is None:
+            return False
+        returns = [r.value for r in ctx.index.nodes("Return") if r.value is not None and _defined_in(ctx, r, getitem)]
+        return bool(returns) and all(_indexes_own_tensor(ctx, value) for value in returns)
+    return False
+
+
+def _defined_in(ctx: FileContext, node: cst.CSTNode, owner: cst.CSTNode) -> bool:
+    return any(ancestor is owner for ancestor in ctx.ancestors(node))
+
+
+def _indexes_own_tensor(ctx: FileContext, value: cst.BaseExpression) -> bool:
+    """`self.data[index]`, or a tuple of those, where `self.data` only ever holds a tensor."""
+    if isinstance(value, cst.Tuple):
+        return bool(value.elements) and all(_indexes_own_tensor(ctx, el.value) for el in value.elements)
+    if not (isinstance(value, cst.Subscript) and isinstance(value.value, cst.Attribute)):
+        return False
+    holder = value.value
+    if not (isinstance(holder.value, cst.Name) and holder.value.value == "self"):
+        return False
+    assigned = ctx.values.assigned.get(f"self.{holder.attr.value}", [])
+    return bool(assigned) and all(ctx.torch.tensors.is_tensor(v) or ctx.values.on_host(v) for v in assigned)
+
+
 def is_device_target(ctx: FileContext, call: cst.Call) -> bool:
     """Whether `.to(...)` / `.cuda(...)` moves to a (possibly) accelerator device, not to a dtype,
     a memory format or the host."""

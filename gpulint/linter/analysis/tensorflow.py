@@ -11,6 +11,7 @@ import libcst as cst
 
 from gpulint.linter.analysis.loops import method_class
 from gpulint.linter.analysis.nodes import dotted_name, last_name, method_name
+from gpulint.linter.analysis.walk import nodes_under
 
 if TYPE_CHECKING:
     from gpulint.linter.analysis.context import FileContext
@@ -30,6 +31,18 @@ _TF_STEP_METHODS = frozenset({"gradient", "apply_gradients", "train_on_batch", "
 # `float(x)` syncs when x is a tensor; what a name holds is not known, so only names that say
 # they hold a step's result count (not `float(step)` or `float(args.lr)`).
 _TENSORISH_NAME = re.compile(r"loss|acc|metric|logit|pred|grad|norm|result|output", re.IGNORECASE)
+
+
+# The first TensorFlow whose tf.data injects a final prefetch by default (`inject_prefetch`).
+INJECT_PREFETCH_SINCE = (2, 13)
+_OPTS_OUT_OF_MAP_PARALLELIZATION = re.compile(r"(map_parallelization|autotune\s*\.\s*enabled)\s*=\s*False")
+# TensorFlow ops with state: random numbers (other than the stateless ones), Python, variables.
+_STATEFUL_OPS = re.compile(
+    r"^tensorflow\.(random\.(?!stateless_)|py_function|numpy_function|compat\.v1\.py_func|Variable|keras|"
+    r"image\.random_|data\.)"
+)
+_PURE_BUILTINS = frozenset({"len", "int", "float", "tuple", "list", "dict", "str", "min", "max", "abs", "range"})
+_OPTS_OUT_OF_PREFETCH = re.compile(r"(inject_prefetch|autotune\s*\.\s*enabled)\s*=\s*False")
 
 
 def is_tf_function_decorator(ctx: FileContext, decorator: cst.Decorator) -> bool:
@@ -91,6 +104,57 @@ class TfAnalysis:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self.calls: list[cst.Call] = ctx.index.nodes("Call")
+
+    @cached_property
+    def injects_prefetch(self) -> bool:
+        """Whether tf.data ends this module's pipelines with a prefetch by itself: TensorFlow 2.13
+        and later do (`inject_prefetch`, on by default), unless the module turns it off (or
+        autotuning, which the injected prefetch uses).  A project whose TensorFlow is not known
+        gets today's TensorFlow, so it counts as recent."""
+        target = self.ctx.target_tensorflow
+        if target is not None and target < INJECT_PREFETCH_SINCE:
+            return False
+        return not _OPTS_OUT_OF_PREFETCH.search(self.ctx.code_without_comments)
+
+    @cached_property
+    def parallelises_stateless_maps(self) -> bool:
+        """Whether tf.data runs this module's stateless `map` functions in parallel by itself
+        (`map_parallelization`, on by default in the TensorFlow versions that inject a prefetch),
+        unless the module turns it off (or autotuning)."""
+        target = self.ctx.target_tensorflow
+        if target is not None and target < INJECT_PREFETCH_SINCE:
+            return False
+        return not _OPTS_OUT_OF_MAP_PARALLELIZATION.search(self.ctx.code_without_comments)
+
+    def stateless(self, function: cst.BaseExpression, depth: int = 2) -> bool:
+        """Whether a function given to `map` is known to be stateless: a lambda or a function of
+        this module whose every call is a TensorFlow op that draws no random numbers and runs no
+        Python (`tf.py_function`), or another such function of the module.  Anything else -- a
+        Keras layer (augmentation draws random numbers), a method, a function of another module --
+        is not known to be."""
+        if isinstance(function, cst.Lambda):
+            body: cst.CSTNode = function.body
+        elif isinstance(function, cst.Name):
+            defined = [f for f in self.ctx.index.nodes("FunctionDef") if f.name.value == function.value]
+            if len(defined) != 1 or function.value in self.ctx.imports.bindings:
+                return False
+            body = defined[0].body
+        else:
+            return False
+        for node in nodes_under(body):
+            if isinstance(node, cst.Call) and not self._stateless_call(node, depth):
+                return False
+        return True
+
+    def _stateless_call(self, call: cst.Call, depth: int) -> bool:
+        qualified = self.ctx.call_qualified_name(call) or ""
+        if qualified.startswith("tensorflow."):
+            return not _STATEFUL_OPS.search(qualified)
+        if isinstance(call.func, cst.Name) and qualified == "":
+            if call.func.value in _PURE_BUILTINS:
+                return True
+            return depth > 0 and self.stateless(call.func, depth - 1)
+        return False
 
     @cached_property
     def _owners(self) -> dict[int, cst.FunctionDef | None]:

@@ -14,10 +14,17 @@ module returns (`ds = make_dataset(files)`), the arguments a function of this mo
 (its parameters), and keyword dictionaries (`DataLoader(ds, **kwargs)` after `kwargs.update(...)`).
 A function of another module of the project is answered by the project index when the run has one
 (`resolve_external`).
+
+It also answers where a tensor provably lives on the host (`on_host`): built by a `torch` factory
+without a device (`torch.zeros(3)`, `torch.tensor(xs)`), moved there (`.cpu()`, `.to("cpu")`), an
+optimizer's `state["step"]` (a CPU tensor in PyTorch's optimizers, unless made `capturable`), or
+arithmetic and conversions of those -- and every value its name is ever given is one of these (one
+`x = x.to(device)` anywhere and it is not).  Reading such a tensor (`.item()`) is not a sync.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import libcst as cst
@@ -39,6 +46,17 @@ def target_key(node: cst.CSTNode) -> str | None:
 Index = int | str | None
 # Container methods that put one value in (`xs.append(v)`, `xs.insert(0, v)`, `s.add(v)`).
 _PUTTERS = {"append": 0, "add": 0, "insert": 1}
+# `torch.<factory>(...)` builds its tensor on the host unless given a device.
+_HOST_FACTORIES = frozenset(
+    "tensor as_tensor zeros ones full empty arange linspace logspace eye rand randn randint randperm "
+    "from_numpy scalar_tensor".split()
+)
+# Tensor methods whose result lives where their receiver does.
+_SAME_DEVICE_METHODS = frozenset(
+    "float double long int half bfloat16 bool sum mean max min prod abs neg add sub mul div pow sqrt "
+    "detach clone contiguous view reshape squeeze unsqueeze flatten".split()
+)
+_HOST_DEVICE = re.compile(r"""^[rbuRBU]*['"]cpu\b""")
 
 
 class ValueOrigins:
@@ -269,6 +287,59 @@ class ValueOrigins:
         finally:
             seen.discard(key)
 
+    # -- where a tensor lives ------------------------------------------------------------------
+    def on_host(self, expr: cst.BaseExpression) -> bool:
+        """Whether `expr` is a tensor that provably lives on the host (module docstring)."""
+        return self._on_host(expr, set())
+
+    def _on_host(self, expr: cst.BaseExpression, seen: set[str]) -> bool:
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute):
+                if func.attr.value == "cpu" or (func.attr.value == "to" and _to_host(expr)):
+                    return True
+                if func.attr.value in _SAME_DEVICE_METHODS:
+                    return self._on_host(func.value, seen)
+            qualified = self.imports.qualified_name(func) or ""
+            if qualified.startswith("torch.") and qualified[len("torch.") :] in _HOST_FACTORIES:
+                device = next((arg.value for arg in expr.args if arg.keyword and arg.keyword.value == "device"), None)
+                return device is None or (
+                    isinstance(device, cst.SimpleString) and bool(_HOST_DEVICE.match(device.value))
+                )
+            return False
+        if isinstance(expr, cst.BinaryOperation):  # `step_t + 1`: host tensors and numbers
+            operands = [expr.left, expr.right]
+            numbers = [o for o in operands if isinstance(o, (cst.Integer, cst.Float))]
+            return len(numbers) < 2 and all(o in numbers or self._on_host(o, seen) for o in operands)
+        if isinstance(expr, cst.Subscript):
+            if index_of(expr) == "step" and self._is_optimizer_state(expr.value, seen):
+                return True
+            return self._on_host(expr.value, seen)
+        key = target_key(expr)
+        values = self.assigned.get(key, []) if key is not None else []
+        if key is None or key in seen or not values:
+            return False
+        seen.add(key)
+        try:
+            return all(self._on_host(value, seen) for value in values)
+        finally:
+            seen.discard(key)
+
+    def _is_optimizer_state(self, expr: cst.BaseExpression, seen: set[str]) -> bool:
+        """`self.state[p]`, `optimizer.state[p]`, or a name only ever given one: an optimizer's
+        per-parameter state."""
+        if isinstance(expr, cst.Subscript):
+            return isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "state"
+        key = target_key(expr)
+        values = self.assigned.get(key, []) if key is not None else []
+        if key is None or key in seen or not values:
+            return False
+        seen.add(key)
+        try:
+            return all(self._is_optimizer_state(value, seen) for value in values)
+        finally:
+            seen.discard(key)
+
     # -- keyword dictionaries -----------------------------------------------------------------
     def keywords_of(self, call: cst.Call) -> dict[str, cst.BaseExpression] | None:
         """The keywords a call passes, its `**` dictionaries resolved (`DataLoader(ds, **kwargs)`
@@ -329,6 +400,12 @@ class ValueOrigins:
             items += inner
         items += [(name, value) for name, value in self.stored.get(key, ()) if isinstance(name, str)]
         return items
+
+
+def _to_host(call: cst.Call) -> bool:
+    """`.to("cpu")`, `.to(device="cpu")`."""
+    target = next((arg.value for arg in call.args if arg.keyword is None or arg.keyword.value == "device"), None)
+    return isinstance(target, cst.SimpleString) and bool(_HOST_DEVICE.match(target.value))
 
 
 def index_of(subscript: cst.Subscript) -> Index:

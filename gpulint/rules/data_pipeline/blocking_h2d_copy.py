@@ -16,9 +16,10 @@ from gpulint.linter.analysis.nodes import (
     is_true,
     keyword_arg,
     last_name,
+    method_name,
     positional_args,
 )
-from gpulint.linter.analysis.pytorch import MODULE_NAME, is_device_target
+from gpulint.linter.analysis.pytorch import ACCELERATE_ACCELERATORS, MODULE_NAME, is_device_target
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -41,7 +42,10 @@ class BlockingHostToDeviceCopy(Rule):
     A batch moved to the accelerator with `.to(device)`, `.cuda()` or `.type(torch.cuda.LongTensor)`
     inside a training step loop without `non_blocking=True` (also a view of it, `x.reshape(...)`, or
     a slice, in a loop nested in the loop over batches).  A tensor an earlier statement of the step
-    already moved is not copied again and is not reported.  A batch is what the step loop iterates
+    already moved is not copied again and is not reported, nor is a copy in a module where
+    Accelerate places the batches (an `Accelerator` with `device_placement` left on, its default,
+    and `accelerator.prepare(loader)`: the prepared loader yields batches already on the device).
+    A batch is what the step loop iterates
     (`for x, y in loader`), what is unpacked or indexed from it (`x, y = batch`, `batch["input_ids"]`,
     the values of a `{k: v.to(device) for k, v in batch.items()}`), or a batch parameter of a step
     function.
@@ -94,6 +98,20 @@ class BlockingHostToDeviceCopy(Rule):
     fix_applicability = Applicability.SAFE
 
     VALID = [
+        # Accelerate already placed the batch
+        Valid(
+            """
+            from accelerate import Accelerator
+            accelerator = Accelerator()
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            for x, y in loader:
+                x = x.to(accelerator.device)
+                loss = criterion(model(x), y)
+                accelerator.backward(loss)
+                optimizer.step()
+            """,
+            header=CUDA_SCRIPT,
+        ),
         # asynchronous already, a dtype, the host, the model, not the batch, throttled
         Valid(
             """
@@ -147,6 +165,31 @@ class BlockingHostToDeviceCopy(Rule):
         ),
     ]
     INVALID = [
+        # Accelerate told not to place batches
+        Invalid(
+            """
+            from accelerate import Accelerator
+            accelerator = Accelerator(device_placement=False)
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            for x, y in loader:
+                x = x.to(accelerator.device)
+                loss = criterion(model(x), y)
+                accelerator.backward(loss)
+                optimizer.step()
+            """,
+            "8:9",
+            header=CUDA_SCRIPT,
+            fixed="""
+            from accelerate import Accelerator
+            accelerator = Accelerator(device_placement=False)
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            for x, y in loader:
+                x = x.to(accelerator.device, non_blocking=True)
+                loss = criterion(model(x), y)
+                accelerator.backward(loss)
+                optimizer.step()
+            """,
+        ),
         # a legacy typed copy, a view of the batch, a rank as the device, a nested loop over keys,
         # a slice moved inside a loop over chunks of the batch
         Invalid(
@@ -295,6 +338,8 @@ class BlockingHostToDeviceCopy(Rule):
             return  # `.to(device, torch.float, True)`
         if not _copies_to_device(self.ctx, node) or not self.ctx.loops.per_step_work(node):
             return
+        if self._accelerate_places_batches:
+            return  # the batch is on the device already: the copy copies nothing
         receiver = func.value
         root = _root_name(receiver)
         if root is None or MODULE_NAME.search(last_name(receiver) or root):
@@ -327,6 +372,22 @@ class BlockingHostToDeviceCopy(Rule):
             ):
                 return True
         return False
+
+    @cached_property
+    def _accelerate_places_batches(self) -> bool:
+        """An `accelerate.Accelerator` with device placement (its default) that prepares a loader:
+        the prepared loader yields batches already on the device."""
+        accelerators = [
+            call
+            for call in self.ctx.index.nodes("Call")
+            if self.ctx.call_qualified_name(call) in ACCELERATE_ACCELERATORS
+        ]
+        if not accelerators or any(
+            (placement := keyword_arg(call, "device_placement")) is not None and is_false(placement.value)
+            for call in accelerators
+        ):
+            return False
+        return any(method_name(call) in ("prepare", "prepare_data_loader") for call in self.ctx.index.nodes("Call"))
 
     @cached_property
     def _order(self) -> dict[int, int]:

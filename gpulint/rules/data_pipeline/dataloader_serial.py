@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.linter.analysis.facts import TORCH
+from gpulint.linter.analysis.consumption import pipeline_consumed
+from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
 from gpulint.linter.analysis.nodes import is_zero, keyword_arg, positional_args
-from gpulint.linter.analysis.pytorch import dataloader_dataset, is_dataloader
+from gpulint.linter.analysis.pytorch import dataloader_dataset, in_memory_dataset, is_dataloader
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -17,6 +18,9 @@ ITERABLE_MESSAGE = (
     "DataLoader over an IterableDataset loads batches in the training process; no fix: the dataset does not split its "
     "items with `get_worker_info()`, so every worker would yield every item"
 )
+
+# In a module that names no accelerator, what is true of the script: the step waits, not a GPU.
+_HOST_MESSAGE = "DataLoader loads batches in the training process (no `num_workers`): each step waits for its batch"
 
 
 class DataLoaderSerial(Rule):
@@ -32,8 +36,12 @@ class DataLoaderSerial(Rule):
     throughput; the PyTorch profiler's TensorBoard plugin flags DataLoader time above 5% of a step.
     Workers prepare the next batches in parallel with compute.
 
-    A loader over a `TensorDataset` (tensors already in memory) is not reported: indexing a tensor
-    is cheaper than handing batches between processes.
+    A loader over data already in memory -- a `TensorDataset`, a tensor, a list or `range`,
+    Lightning's `RandomDataset` / `WikiText2`, a dataset class of the module whose `__getitem__`
+    indexes tensors it holds -- is not reported: indexing a tensor is cheaper than handing batches
+    between processes.  Nor is a loader never consumed, or only peeked at once
+    (`next(iter(loader))` in a demo), in the function that builds it.  In a module that names no
+    accelerator the message says what is true there: each step waits for its batch.
 
     ## Example
     ```python
@@ -43,6 +51,7 @@ class DataLoaderSerial(Rule):
     def main():
         loader = DataLoader(train_set, batch_size=64, shuffle=True)
         model = Net().cuda()
+        train(model, loader)
 
     if __name__ == "__main__":
         main()
@@ -57,6 +66,7 @@ class DataLoaderSerial(Rule):
     def main():
         loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=min(8, os.cpu_count() or 1))
         model = Net().cuda()
+        train(model, loader)
 
     if __name__ == "__main__":
         main()
@@ -111,6 +121,40 @@ class DataLoaderSerial(Rule):
             from torch.utils.data import TensorDataset
             ds = TensorDataset(x, y)
             loader = DataLoader(ds, batch_size=32)
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # data in memory: tensors, lists, `range`, Lightning's demo datasets, a dataset of tensors
+        Valid(
+            """
+            from lightning.pytorch.demos import WikiText2
+            from lightning.pytorch.demos.boring_classes import RandomDataset
+
+            class Tokens(Dataset):
+                def __init__(self, n):
+                    self.data = torch.randint(0, 100, (n, 128))
+                def __getitem__(self, index):
+                    return self.data[index], self.data[index]
+
+            a = DataLoader(RandomDataset(32, 64), batch_size=2)
+            b = DataLoader(range(100), batch_size=8)
+            c = DataLoader(torch.randn(100, 3), batch_size=8)
+            d = DataLoader(WikiText2(), batch_size=20)
+            e = DataLoader(Tokens(1000), batch_size=20)
+            samples = [encode(t) for t in texts]
+            f = DataLoader(samples, batch_size=8)
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # a loader never consumed, or peeked at once in a demo
+        Valid(
+            """
+            def show():
+                demo = DataLoader(images, batch_size=16)
+                batch = next(iter(demo))
+                print(len(demo))
+                unused = DataLoader(images, batch_size=16)
+                return batch
             """,
             header=CUDA_SCRIPT,
         ),
@@ -200,7 +244,7 @@ class DataLoaderSerial(Rule):
             def main():
                 device = torch.device("cuda")
                 loader = DataLoader(ds, batch_size=32)  # keep me
-                other = 1  # and me
+                train(loader)  # and me
             if __name__ == "__main__":
                 main()
             """,
@@ -216,12 +260,13 @@ class DataLoaderSerial(Rule):
                 loader = DataLoader(
                     ds, batch_size=32, num_workers=min(8, os.cpu_count() or 1)
                 )  # keep me
-                other = 1  # and me
+                train(loader)  # and me
             if __name__ == "__main__":
                 main()
             """,
         ),
-        # host-side: no accelerator needs to be named; a keyword dictionary without workers
+        # host-side: no accelerator needs to be named (and no GPU is said to wait); a keyword
+        # dictionary without workers
         Invalid(
             """
             from torch.utils.data import DataLoader
@@ -233,6 +278,7 @@ class DataLoaderSerial(Rule):
             """,
             "5:13",
             "6:12",
+            messages=(_HOST_MESSAGE, _HOST_MESSAGE),
             fixed="""
             import os
 
@@ -280,6 +326,7 @@ class DataLoaderSerial(Rule):
                     return batch
                 a = DataLoader(ds, collate_fn=lambda b: b)
                 b = DataLoader(ds, collate_fn=collate)
+                train(a, b)
             main()
             """,
             "4:10",
@@ -344,7 +391,7 @@ class DataLoaderSerial(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_dataloader(self.ctx, node):
+        if not is_dataloader(self.ctx, node) or not pipeline_consumed(self.ctx, node):
             return
         keywords = self.ctx.values.keywords_of(node)
         if keywords is None:
@@ -355,7 +402,7 @@ class DataLoaderSerial(Rule):
         if len(positional_args(node)) >= 6:
             return  # num_workers given positionally (6th parameter)
         dataset = dataloader_dataset(node)
-        if dataset is not None and self.ctx.values.is_kind(dataset, "tensordataset"):
+        if dataset is not None and in_memory_dataset(self.ctx, dataset):
             return
         start = self.ctx.workers
         if start.unsharded_iterable(node, dataset):
@@ -377,4 +424,5 @@ class DataLoaderSerial(Rule):
                 f"Load batches in worker processes: `num_workers={expression}`",
                 imports,
             )
-        self.report(node, fix=fix)
+        message = self.message if ACCELERATOR.holds(self.ctx) else _HOST_MESSAGE
+        self.report(node, message=message, fix=fix)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
 from gpulint.linter.analysis.nodes import is_false, keyword_arg, positional_args
-from gpulint.linter.analysis.pytorch import is_dataloader
+from gpulint.linter.analysis.pytorch import dataloader_dataset, in_memory_dataset, is_dataloader
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -17,7 +18,8 @@ class DataLoaderUnpinned(Rule):
     """
     ## What it finds
     A `DataLoader` without `pin_memory=True` (absent or `False`) in a module that trains on an
-    accelerator.
+    accelerator.  Not over data already in memory (a `TensorDataset`, a tensor, a list, Lightning's
+    `RandomDataset`: see GL101), nor for a loader never consumed, or only peeked at once.
 
     ## Why it is slow
     Copies from pageable host memory to the GPU go through a staging buffer and block the host;
@@ -54,6 +56,22 @@ class DataLoaderUnpinned(Rule):
     fix_applicability = Applicability.SAFE
 
     VALID = [
+        # data in memory; a loader only peeked at once, one never used
+        Valid(
+            """
+            from torch.utils.data import TensorDataset
+            from lightning.pytorch.demos.boring_classes import RandomDataset
+            a = DataLoader(TensorDataset(x, y), batch_size=32)
+            b = DataLoader(RandomDataset(32, 64), batch_size=2)
+            c = DataLoader(range(100), batch_size=8)
+            def show():
+                demo = DataLoader(images, batch_size=16)
+                batch = next(iter(demo))
+                unused = DataLoader(images, batch_size=16)
+                return batch
+            """,
+            header=CUDA_SCRIPT,
+        ),
         # CPU module
         Valid(
             """
@@ -136,7 +154,7 @@ class DataLoaderUnpinned(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_dataloader(self.ctx, node):
+        if not is_dataloader(self.ctx, node) or not pipeline_consumed(self.ctx, node):
             return
         keywords = self.ctx.values.keywords_of(node)
         if keywords is None:
@@ -144,6 +162,9 @@ class DataLoaderUnpinned(Rule):
         pin = keywords.get("pin_memory")
         if pin is not None and not is_false(pin):
             return
+        dataset = dataloader_dataset(node)
+        if dataset is not None and in_memory_dataset(self.ctx, dataset):
+            return  # batches indexed from memory: no workers, little to gain from pinning
         if len(positional_args(node)) >= 8:
             return  # pin_memory given positionally (8th parameter)
         fix = None

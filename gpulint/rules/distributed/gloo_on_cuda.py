@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from typing import TypeGuard
 
 import libcst as cst
@@ -17,6 +18,12 @@ from gpulint.linter.rule import Invalid, Rule, Valid
 
 INIT_PROCESS_GROUP = ("torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group")
 # Words in a condition that make `gloo` a fallback: no CUDA, no NCCL, or a platform without NCCL.
+# What sends gradients (or other tensors) through a process group: DDP/FSDP, collectives.
+_GRADIENTS_CROSS = re.compile(
+    r"^torch\.(nn\.parallel\.(DistributedDataParallel|distributed\.)|distributed\.(fsdp|"
+    r"(all_reduce|all_gather|all_gather_into_tensor|reduce_scatter|reduce_scatter_tensor|reduce|broadcast|"
+    r"all_to_all|all_to_all_single)$))"
+)
 _FALLBACK_WORDS = re.compile(
     r"is_available|nccl|platform|win32|windows|darwin|macos|^nt$|os\.name|cpu|cuda|gpu|mps|device", re.IGNORECASE
 )
@@ -28,7 +35,9 @@ class GlooOnCuda(Rule):
     `torch.distributed.init_process_group("gloo")` (or `backend="gloo"`, directly or through a
     variable assigned `"gloo"`) in a module that trains on CUDA.  Gloo chosen as a fallback is not
     reported: `"nccl" if torch.cuda.is_available() else "gloo"`, inside `if sys.platform ==
-    "win32":`, after `dist.is_nccl_available()`, or a mixed `"cpu:gloo,cuda:nccl"` string.
+    "win32":`, after `dist.is_nccl_available()`, or a mixed `"cpu:gloo,cuda:nccl"` string.  Nor
+    is a group that only serves RPC (`torch.distributed.rpc` in the module, and no DDP, FSDP or
+    collective there): no gradient crosses it.
 
     ## Why it is slow
     Gloo all-reduces CUDA tensors by copying them through host memory and the CPU network stack;
@@ -69,6 +78,17 @@ class GlooOnCuda(Rule):
     fix_applicability = Applicability.UNSAFE
 
     VALID = [
+        # a group used only for RPC rendezvous: no collective, no DDP
+        Valid(
+            """
+            import torch
+            import torch.distributed as dist
+            import torch.distributed.rpc as rpc
+            dist.init_process_group("gloo", rank=rank, world_size=world_size)
+            rpc.init_rpc(f"worker{rank}", rank=rank, world_size=world_size)
+            model = Net().cuda()
+            """,
+        ),
         # gloo as a fallback: no CUDA, no NCCL, another platform, NCCL failed; a mixed string
         Valid(
             """
@@ -123,6 +143,28 @@ class GlooOnCuda(Rule):
         ),
     ]
     INVALID = [
+        # RPC and DDP: the gradients cross the group
+        Invalid(
+            """
+            import torch
+            import torch.distributed as dist
+            import torch.distributed.rpc as rpc
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            dist.init_process_group("gloo")
+            rpc.init_rpc(f"worker{rank}", rank=rank, world_size=world_size)
+            model = DDP(Net().cuda())
+            """,
+            "5:1",
+            fixed="""
+            import torch
+            import torch.distributed as dist
+            import torch.distributed.rpc as rpc
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+            rpc.init_rpc(f"worker{rank}", rank=rank, world_size=world_size)
+            model = DDP(Net().cuda())
+            """,
+        ),
         # a literal (keyword or positional), or a variable only ever set to it (no fix)
         Invalid(
             """
@@ -196,6 +238,8 @@ class GlooOnCuda(Rule):
             return
         if is_test_path(self.ctx.path):
             return  # tests pick gloo on purpose: it runs on CI machines without GPUs
+        if self._rpc_only:
+            return  # a rendezvous for RPC: no gradient crosses the group
         backend = keyword_arg(node, "backend")
         if backend is None:
             positional = positional_args(node)
@@ -218,6 +262,15 @@ class GlooOnCuda(Rule):
         # Every value the variable can hold is a plain "gloo" chosen outside any fallback.
         if origins and all(_is_gloo(origin) and not self._is_fallback(origin) for origin in origins):
             self.report(node)
+
+    @cached_property
+    def _rpc_only(self) -> bool:
+        """The module uses `torch.distributed.rpc` and sends no tensor through a collective or DDP."""
+        if not self.ctx.uses("torch.distributed.rpc"):
+            return False
+        return not any(
+            _GRADIENTS_CROSS.match(self.ctx.call_qualified_name(call) or "") for call in self.ctx.index.nodes("Call")
+        )
 
     def _is_fallback(self, node: cst.CSTNode) -> bool:
         """A conditional expression, an `if`/`elif`/`else` or a `try` around `node` that tests

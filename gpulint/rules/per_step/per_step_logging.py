@@ -29,7 +29,9 @@ class PerStepLogging(Rule):
     `print(...)`, `logging`/`logger.info(...)`, `wandb.log(...)`, TensorBoard `writer.add_*(...)`,
     `mlflow.log_*(...)` and `dllogger.log(...)` inside a training step loop, not under an interval
     guard.  A progress mark -- `print(".", end="")`, constant text that does not end the line -- reads
-    nothing back and writes a byte: it is not reported.
+    nothing back and writes a byte: it is not reported.  Nor is logging in a loop of a handful of
+    steps (fewer than 20 known statically: `range(15)`, a default argument, `num_batches = 3`), or
+    under a condition that reads the data (`if loss > 10:`), which does not run every step.
 
     ## Why it is slow
     Each call formats strings, writes to a terminal, file or socket, and usually reads the loss back
@@ -99,6 +101,25 @@ class PerStepLogging(Rule):
                         logger.info("bad")
                     # print(step)
                     msg = "print(step)"
+            """,
+            header=LOGGING_SCRIPT,
+        ),
+        # a loop of a handful of steps (an argparse default); the body of a data-dependent condition
+        Valid(
+            """
+            parser.add_argument("--steps", type=int, default=15)
+            opt = parser.parse_args()
+            for i in range(opt.steps):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                print(i, loss)
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if loss > 10:
+                    logger.info("loss spike at step %d", step)
             """,
             header=LOGGING_SCRIPT,
         ),

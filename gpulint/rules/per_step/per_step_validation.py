@@ -91,6 +91,21 @@ class PerStepValidation(Rule):
             """,
             header=LOGGING_SCRIPT,
         ),
+        # full-batch training counted in steps: the whole graph every step, no batch drawn
+        Valid(
+            """
+            for it in range(args.iterations):
+                optimizer.zero_grad()
+                out = model(data.x, data.edge_index)
+                loss = criterion(out[data.train_mask], data.y[data.train_mask])
+                loss.backward()
+                optimizer.step()
+                model.eval()
+                val_acc = evaluate(model, data)
+                model.train()
+            """,
+            header=LOGGING_SCRIPT,
+        ),
         # not evaluation (argument checks, the builtin eval), or throttled
         Valid(
             """

@@ -52,11 +52,15 @@ class HostSyncInLoop(Rule):
       `torch.nonzero(t).size(0)` -- the size of the result is only known on the GPU.
 
     A tensor that provably lives on the host is none of these: a `torch.zeros(3)` (no `device=`,
-    never moved or added to a device tensor), a name that is also assigned a value read back
-    (`loss = loss.item()`), NumPy arrays and Python numbers.
+    never moved or added to a device tensor), a `.cpu()` result, an optimizer's `state["step"]`, a
+    name that is also assigned a value read back (`loss = loss.item()`), NumPy arrays and Python
+    numbers.
 
     A tensor is the loss (the receiver of `.backward()`), `outputs.loss`, the result of a
-    criterion, of a `torch.*` function or of a reduction on another tensor.
+    criterion, of a `torch.*` function or of a reduction on another tensor.  Not reported either: a
+    read in a loop of a handful of steps (`range(15)`, `num_batches = 3`: fewer than 20
+    known statically) or under a condition that reads the data (`if loss > 10:`), whose body does
+    not run every step.
 
     ## Why it is slow
     CUDA runs asynchronously: the host queues kernels and moves on.  Reading a value back to the
@@ -138,6 +142,53 @@ class HostSyncInLoop(Rule):
                 loss.backward()
                 optimizer.step()
                 meter.update(lr=optimizer.param_groups[0]["lr"])
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # tensors on the host: built without a device, an optimizer's step count
+        Valid(
+            """
+            class Adam(torch.optim.Optimizer):
+                def step(self):
+                    for p in self.params:
+                        state = self.state[p]
+                        step_t = state["step"]
+                        step_t += 1
+                        bias_correction = 1 - beta ** step_t.item()
+
+            correct = torch.zeros(1)
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                total = correct.cpu() + 1
+                print(correct.item(), total.item(), f"{correct}")
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # a loop of a handful of steps; the body of a condition that reads the data
+        Valid(
+            """
+            def demo(steps=15):
+                for i in range(steps):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print(loss.item())
+
+            num_batches = 3
+            for i in range(num_batches):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
+
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if loss > 10:
+                    print(loss.item())
             """,
             header=TIMED_CUDA_SCRIPT,
         ),
@@ -266,6 +317,22 @@ class HostSyncInLoop(Rule):
         ),
     ]
     INVALID = [
+        # a tensor built on the host but moved, or built on the device
+        Invalid(
+            """
+            correct = torch.zeros(1)
+            correct = correct.to(device)
+            step_t = torch.tensor(0.0, device=device)
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                print(correct.item(), step_t.item())
+            """,
+            "11:11",
+            "11:27",
+            header=TIMED_CUDA_SCRIPT,
+        ),
         # `.cpu().numpy()` is one sync, reported once at `.cpu()`
         Invalid(
             """
@@ -528,6 +595,8 @@ class HostSyncInLoop(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in SYNC_METHODS:
+            if self.ctx.values.on_host(func.value):
+                return  # a host tensor: reading it waits for nothing
             if not _earlier_sync_in_chain(node) and self._applies(node) and not self._converts_a_tensor_argument(node):
                 self._report(node, self.message.format(method=func.attr.value))
             return
@@ -730,7 +799,11 @@ class HostSyncInLoop(Rule):
         """A tensor (`TensorNames`) with no sign of living on the host: not a name also assigned a
         value read back (`loss = loss.item()`), nor one that only ever holds a tensor built on the
         host (`torch.zeros(3)` without `device=`, never moved) and host arithmetic on it."""
-        return self.ctx.torch.tensors.is_tensor(expr) and not self._may_be_host(expr, set())
+        return (
+            self.ctx.torch.tensors.is_tensor(expr)
+            and not self._may_be_host(expr, set())
+            and not self.ctx.values.on_host(expr)  # `.cpu()` results, an optimizer's `state["step"]`
+        )
 
     def _may_be_host(self, expr: cst.BaseExpression, seen: set[str]) -> bool:
         """Whether `expr` may hold a host value: a number, NumPy, a value read back, a tensor built

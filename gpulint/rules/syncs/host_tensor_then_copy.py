@@ -33,6 +33,9 @@ _HOST_METHODS = frozenset(
     "contiguous float double half long int short bool bfloat16 view reshape unsqueeze squeeze flatten t permute "
     "transpose flip repeat expand clone detach".split()
 )
+# Factories that copy their data from the host whatever the device: `device=` still builds on the
+# host and copies, so the fix would save nothing.
+_FROM_DATA = frozenset({"tensor", "as_tensor"})
 # `_like` factories take the device of their input, which may already be on the GPU.
 _LIKE_FACTORIES = frozenset(f for f in _FACTORIES if f.endswith("_like"))
 _DEVICE_NAME = re.compile(r"device|^dev$|gpu|cuda|rank", re.I)
@@ -41,32 +44,46 @@ _DEVICE_NAME = re.compile(r"device|^dev$|gpu|cuda|rank", re.I)
 class HostTensorThenCopy(Rule):
     """
     ## What it finds
-    A tensor built on the host by a factory and then copied to the accelerator:
-    `torch.zeros(n).to(device)`, `torch.arange(n).cuda()`, `torch.tensor(values).to(device)`, also
-    through host-side methods or a subscript (`torch.tensor(x)[None].to(device)`,
-    `torch.randn(n).contiguous().cuda()`), from a legacy constructor (`torch.LongTensor(x)`), from a
-    name every assignment of which is such a factory, and with `.type_as(t)`.
+    A tensor built on the host by a factory and then copied to the accelerator, where it is built
+    repeatedly -- in a loop, in `forward()` (or another method a framework calls per batch), in a
+    step function, or in a function of the module called from one of those:
+    `torch.zeros(n).to(device)`, `torch.arange(n).cuda()`, also through host-side methods or a
+    subscript (`torch.arange(n)[None].to(device)`, `torch.randn(n).contiguous().cuda()`), from a
+    legacy constructor (`torch.LongTensor(x)`), from a name every assignment of which is such a
+    factory, and with `.type_as(t)`.
+
+    Not reported: a tensor built once, outside any loop (start-up, an export or generation script),
+    or in a loop of a handful of iterations (fewer than 20 known statically): a one-off copy costs
+    microseconds.  Nor `torch.tensor(data)` / `torch.as_tensor(data)`: they read Python or NumPy
+    data on the host whatever the device, so `device=` still builds on the host and copies.
 
     ## Why it is slow
     The factory allocates and fills host memory, then `.to(device)` makes a second, blocking copy
     from pageable memory: the host waits for the transfer and the GPU for the host.  With
     `device=` the tensor is created on the device directly -- one allocation and a kernel, no
-    transfer (for `torch.tensor(values)`, one copy instead of two).  Inside `forward()` or a step
-    loop this happens every step.
+    transfer.  Inside `forward()` or a step loop this happens every step.
 
     ## Example
     ```python
     import torch
 
     device = torch.device("cuda")
-    positions = torch.arange(seq_len).to(device)
+
+    class Embedding(torch.nn.Module):
+        def forward(self, x):
+            positions = torch.arange(x.shape[1]).to(device)
+            return self.table(x) + self.pos(positions)
     ```
     Use instead:
     ```python
     import torch
 
     device = torch.device("cuda")
-    positions = torch.arange(seq_len, device=device)
+
+    class Embedding(torch.nn.Module):
+        def forward(self, x):
+            positions = torch.arange(x.shape[1], device=device)
+            return self.table(x) + self.pos(positions)
     ```
 
     ## Fix (safe)
@@ -114,6 +131,28 @@ class HostTensorThenCopy(Rule):
             """,
             header=TIMED_CUDA_SCRIPT,
         ),
+        # built once, outside any loop (an export or generation script); in a loop of 3 iterations
+        Valid(
+            """
+            positions = torch.arange(seq_len).to(device)
+            def export(model):
+                example = torch.zeros(1, 3, 224, 224).to(device)
+                torch.onnx.export(model, example, "model.onnx")
+            export(model)
+            for i in range(3):
+                warmup = torch.zeros(8).to(device)
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # `torch.tensor(data)` copies its data from the host either way: `device=` saves nothing
+        Valid(
+            """
+            for x, y in loader:
+                c = torch.tensor([1, 2]).to(device=device)
+                labels = torch.as_tensor(label_list).cuda()
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
         # no accelerator in the module: the only device is the host
         Valid(
             """
@@ -127,72 +166,90 @@ class HostTensorThenCopy(Rule):
         # deterministic factories: safe; an asynchronous copy is the author's choice (no fix)
         Invalid(
             """
-            a = torch.zeros(3, 4).to(device)  # kept
-            b = (torch.arange(10).cuda())
-            c = torch.tensor([1, 2]).to(device=device)
-            e = torch.tensor([1, 2]).to(device, non_blocking=True)
+            for x, y in loader:
+                a = torch.zeros(3, 4).to(device)  # kept
+                b = (torch.arange(10).cuda())
+                e = torch.arange(2).to(device, non_blocking=True)
             """,
-            "4:23",
-            "5:23",
-            "6:26",
-            "7:26",
+            "5:27",
+            "6:27",
+            "7:25",
             header=TIMED_CUDA_SCRIPT,
             fixed="""
-            a = torch.zeros(3, 4, device=device)  # kept
-            b = (torch.arange(10, device="cuda"))
-            c = torch.tensor([1, 2], device=device)
-            e = torch.tensor([1, 2]).to(device, non_blocking=True)
+            for x, y in loader:
+                a = torch.zeros(3, 4, device=device)  # kept
+                b = (torch.arange(10, device="cuda"))
+                e = torch.arange(2).to(device, non_blocking=True)
             """,
         ),
-        # a random factory draws from the device's generator: unsafe
-        Invalid(
-            "d = torch.randn(5).to(device)\n",
-            "4:20",
-            header=TIMED_CUDA_SCRIPT,
-            fixed="d = torch.randn(5, device=device)\n",
-            applicability=Applicability.UNSAFE,
-        ),
-        # no fix: a dtype too, a device index, `.to(grad)` takes grad's dtype as well
+        # a random factory draws from the device's generator: unsafe; in a module's forward()
         Invalid(
             """
-            a = torch.zeros(3).to(device, torch.float16)
-            b = torch.ones(2).cuda(1)
-            c = torch.zeros(4).to(grad)
+            class Noise(torch.nn.Module):
+                def forward(self, x):
+                    return x + torch.randn(5).to(device)
             """,
-            "4:20",
-            "5:19",
-            "6:20",
+            "6:35",
+            header=TIMED_CUDA_SCRIPT,
+            fixed="""
+            class Noise(torch.nn.Module):
+                def forward(self, x):
+                    return x + torch.randn(5, device=device)
+            """,
+            applicability=Applicability.UNSAFE,
+        ),
+        # no fix: a dtype too, a device index, `.to(grad)` takes grad's dtype as well; in a function
+        # called every epoch
+        Invalid(
+            """
+            def masks(grad):
+                a = torch.zeros(3).to(device, torch.float16)
+                b = torch.ones(2).cuda(1)
+                c = torch.zeros(4).to(grad)
+            for epoch in range(epochs):
+                masks(grad)
+            """,
+            "5:24",
+            "6:23",
+            "7:24",
             header=TIMED_CUDA_SCRIPT,
         ),
         # host methods or a subscript between the factory and the copy, a legacy constructor, a
         # name that holds a factory's tensor, `.type_as()`, an integer rank: reported, no fix
         Invalid(
             """
-            a = torch.tensor(values, dtype=torch.long)[None, ...].to(device)
-            b = torch.randn(n, 3).contiguous().cuda()
-            c = torch.LongTensor(ids).to(device)
-            if one_hot:
-                d = torch.randint(0, 9, (n, 9))
-            else:
-                d = torch.randint(0, 9, (n,))
-                d[0] = 1
-            d = d.cuda()
-            e = torch.zeros(n).type_as(x)
-            f = torch.arange(n).view(1, -1).to(rank)
+            while True:
+                a = torch.zeros(n, dtype=torch.long)[None, ...].to(device)
+                b = torch.randn(n, 3).contiguous().cuda()
+                c = torch.LongTensor(ids).to(device)
+                if one_hot:
+                    d = torch.randint(0, 9, (n, 9))
+                else:
+                    d = torch.randint(0, 9, (n,))
+                    d[0] = 1
+                d = d.cuda()
+                e = torch.zeros(n).type_as(x)
+                f = torch.arange(n).view(1, -1).to(rank)
             """,
-            "4:55",
-            "5:36",
-            "6:27",
-            "12:5",
-            "13:20",
-            "14:33",
+            "5:53",
+            "6:40",
+            "7:31",
+            "13:9",
+            "14:24",
+            "15:37",
             header=TIMED_CUDA_SCRIPT,
         ),
         Invalid(
-            "stop = torch.ones(n, 1).to(masks.device)\n",
-            "4:25",
+            """
+            for x, y in loader:
+                stop = torch.ones(n, 1).to(masks.device)
+            """,
+            "5:29",
             header=TIMED_CUDA_SCRIPT,
-            fixed="stop = torch.ones(n, 1, device=masks.device)\n",
+            fixed="""
+            for x, y in loader:
+                stop = torch.ones(n, 1, device=masks.device)
+            """,
         ),
     ]
 
@@ -205,8 +262,8 @@ class HostTensorThenCopy(Rule):
         if func.attr.value != "type_as" and not is_device_target(self.ctx, node):
             return
         found = self._host_factory(func.value)
-        if found is None:
-            return
+        if found is None or not self.ctx.loops.runs_repeatedly(node):
+            return  # (built once: the copy is a one-off start-up cost)
         factory, name, direct = found
         fix = self._fix(node, factory, name) if direct and name in _FACTORIES else None
         self.report(node, message=self.message.format(factory=name), fix=fix)
@@ -223,7 +280,7 @@ class HostTensorThenCopy(Rule):
                 name = qualified[len("torch.") :] if qualified.startswith("torch.") else ""
                 if name in _LEGACY_CONSTRUCTORS:
                     return expr, name, False
-                if name not in _FACTORIES or name in _LIKE_FACTORIES or has_star_kwargs(expr):
+                if name not in _FACTORIES or name in _LIKE_FACTORIES or name in _FROM_DATA or has_star_kwargs(expr):
                     return None
                 if keyword_arg(expr, "device") is not None:
                     return None

@@ -41,6 +41,11 @@ _WORK_STAGES = frozenset(
     "rebatch scan sparse_batch unbatch window".split()
 )
 
+# Stages that run a function on every element (decoding, augmenting): work worth overlapping.
+_FUNCTION_STAGES = frozenset("map flat_map interleave filter scan group_by_window parallel_interleave".split())
+# Constructors that slice data already in memory.
+_IN_MEMORY_CONSTRUCTORS = frozenset({"from_tensor_slices", "from_tensors", "range"})
+
 
 class TfDataNoPrefetch(Rule):
     """
@@ -48,29 +53,39 @@ class TfDataNoPrefetch(Rule):
     A tf.data pipeline consumed -- passed to `fit`/`evaluate`/`predict`, iterated by a training
     loop (a `for` that makes a training step), or handed to `iter(...)` -- when no definition of it
     has a `.prefetch(...)`.  Loops that only look at outputs (`for out in ds.take(1)`, evaluation)
-    and `next(iter(ds))` are not reported: there is no step to overlap with.
+    and `next(iter(ds))` are not reported: there is no step to overlap with.  Nor is a pipeline
+    that only slices data in memory (`from_tensor_slices(...)` with `shuffle`/`batch`/`repeat`
+    and no `map` or other per-element function): there is no input work to overlap.
 
     ## Why it is slow
     Without a prefetch, the pipeline produces the next batch only when the training step asks for
     it: input work and the step take turns instead of overlapping, so the GPU waits for every batch
     (the TF Profiler calls 5% of step time waiting for input moderate and 20% high).
     `.prefetch(tf.data.AUTOTUNE)` prepares the next batches in the background while the step runs.
-    Recent TensorFlow injects a prefetch by itself when the last transformation is synchronous
-    (`inject_prefetch`, on by default), so the gain there is smaller; an explicit prefetch does not
-    depend on the version or on the last transformation, and shows the overlap in the code.
+
+    TensorFlow 2.13 and later inject that prefetch by themselves (`inject_prefetch`, on by
+    default), so the rule reports only where that does not happen: a project whose requirements
+    allow a TensorFlow older than 2.13 (`tensorflow>=2.10`, or `target-tensorflow = "2.10"` in
+    `[tool.gpulint]`), or a module that turns it off (`inject_prefetch = False`,
+    `autotune.enabled = False`).  A project whose TensorFlow is not known gets today's, so it is
+    not reported there.
 
     ## Example
     ```python
     import tensorflow as tf
 
-    train_ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(10_000).batch(64)
+    options = tf.data.Options()
+    options.experimental_optimization.inject_prefetch = False
+    train_ds = tf.data.Dataset.from_tensor_slices((x, y)).map(augment).batch(64).with_options(options)
     model.fit(train_ds, epochs=10)
     ```
     Use instead:
     ```python
     import tensorflow as tf
 
-    train_ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(10_000).batch(64)
+    options = tf.data.Options()
+    options.experimental_optimization.inject_prefetch = False
+    train_ds = tf.data.Dataset.from_tensor_slices((x, y)).map(augment).batch(64).with_options(options)
     model.fit(train_ds.prefetch(tf.data.AUTOTUNE), epochs=10)
     ```
 
@@ -90,6 +105,30 @@ class TfDataNoPrefetch(Rule):
     fix_applicability = Applicability.SAFE
 
     VALID = [
+        # TensorFlow 2.13 and later (or not known: today's) inject the final prefetch
+        Valid(
+            """
+            ds = tf.data.Dataset.from_tensor_slices(files).map(parse).batch(32)
+            model.fit(ds, epochs=3)
+            """,
+            header=TF_SCRIPT,
+        ),
+        Valid(
+            """
+            ds = tf.data.Dataset.from_tensor_slices(files).map(parse).batch(32)
+            model.fit(ds, epochs=3)
+            """,
+            header=TF_SCRIPT,
+            target_tensorflow=(2, 13),
+        ),
+        # in-memory slices with no per-element function: nothing to overlap
+        Valid(
+            """
+            train_ds = tf.data.Dataset.from_tensor_slices((x_train, y_train)).shuffle(1024).batch(64)
+            model.fit(train_ds, epochs=10)
+            """,
+            header=TF_SCRIPT,
+        ),
         # inspection is not consumption for training (keras' own tests)
         Valid(
             """
@@ -134,10 +173,27 @@ class TfDataNoPrefetch(Rule):
         ),
     ]
     INVALID = [
+        # recent TensorFlow, but the module turns the injected prefetch off
+        Invalid(
+            """
+            options = tf.data.Options()
+            options.experimental_optimization.inject_prefetch = False
+            ds = tf.data.Dataset.from_tensor_slices(files).map(parse).batch(32).with_options(options)
+            model.fit(ds, epochs=3)
+            """,
+            "5:11",
+            header=TF_SCRIPT,
+            fixed="""
+            options = tf.data.Options()
+            options.experimental_optimization.inject_prefetch = False
+            ds = tf.data.Dataset.from_tensor_slices(files).map(parse).batch(32).with_options(options)
+            model.fit(ds.prefetch(tf.data.AUTOTUNE), epochs=3)
+            """,
+        ),
         # fit/evaluate, a training loop, iter(), validation_data
         Invalid(
             """
-            ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32)
+            ds = tf.data.Dataset.from_tensor_slices((files, y)).map(parse).batch(32)
             model.fit(ds, epochs=3)
             model.evaluate(x=ds)
             for batch in ds:
@@ -154,8 +210,9 @@ class TfDataNoPrefetch(Rule):
             "9:11",
             "10:34",
             header=TF_SCRIPT,
+            target_tensorflow=(2, 12),
             fixed="""
-            ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32)
+            ds = tf.data.Dataset.from_tensor_slices((files, y)).map(parse).batch(32)
             model.fit(ds.prefetch(tf.data.AUTOTUNE), epochs=3)
             model.evaluate(x=ds.prefetch(tf.data.AUTOTUNE))
             for batch in ds.prefetch(tf.data.AUTOTUNE):
@@ -169,7 +226,7 @@ class TfDataNoPrefetch(Rule):
         # the fix prefetches where the pipeline is consumed
         Invalid(
             """
-            ds = tf.data.Dataset.range(10).batch(2)
+            ds = tf.data.Dataset.range(10).map(make).batch(2)
             for epoch in range(3):
                 for batch in ds:  # train
                     model.train_on_batch(batch)
@@ -178,8 +235,9 @@ class TfDataNoPrefetch(Rule):
             "4:18",
             "6:11",
             header=TF_SCRIPT,
+            target_tensorflow=(2, 10),
             fixed="""
-            ds = tf.data.Dataset.range(10).batch(2)
+            ds = tf.data.Dataset.range(10).map(make).batch(2)
             for epoch in range(3):
                 for batch in ds.prefetch(tf.data.AUTOTUNE):  # train
                     model.train_on_batch(batch)
@@ -190,15 +248,16 @@ class TfDataNoPrefetch(Rule):
         Invalid(
             """
             from tensorflow.data import Dataset
-            ds = Dataset.range(3)
+            ds = Dataset.range(3).map(make)
             for b in ds:
                 model.train_on_batch(b)
             """,
             "3:10",
+            target_tensorflow=(2, 12),
             fixed="""
             import tensorflow
             from tensorflow.data import Dataset
-            ds = Dataset.range(3)
+            ds = Dataset.range(3).map(make)
             for b in ds.prefetch(tensorflow.data.AUTOTUNE):
                 model.train_on_batch(b)
             """,
@@ -244,6 +303,8 @@ class TfDataNoPrefetch(Rule):
         self._check(iterable)
 
     def _check(self, expr: cst.BaseExpression) -> None:
+        if self.ctx.tf.injects_prefetch:
+            return  # TensorFlow ends the pipeline with a prefetch itself
         if not self.ctx.values.is_kind(expr, "tfdata") or not _lacks_prefetch(self.ctx, expr, set()):
             return
         fix = None
@@ -257,7 +318,9 @@ class TfDataNoPrefetch(Rule):
         self.report(expr, fix=fix)
 
 
-def _lacks_prefetch(ctx: FileContext, expr: cst.BaseExpression, seen: set, worked: bool = False) -> bool:
+def _lacks_prefetch(
+    ctx: FileContext, expr: cst.BaseExpression, seen: set, worked: bool = False, mapped: bool = False
+) -> bool:
     """True only when every definition of the pipeline is known and none ends with a prefetch.
 
     A prefetch (explicit, or the one `tfds.load` and Keras' dataset utilities end with) counts
@@ -266,7 +329,12 @@ def _lacks_prefetch(ctx: FileContext, expr: cst.BaseExpression, seen: set, worke
     Flow-insensitive on purpose: a `ds = ds.prefetch(...)` anywhere in the module counts, and
     anything not followed to a tf.data constructor (a parameter no call here gives a value, an
     annotation, a function of another module) counts as prefetched -- a missed finding is cheaper
-    than a false one."""
+    than a false one.
+
+    A pipeline that slices data already in memory (`from_tensor_slices`, `from_tensors`, `range`)
+    and runs no per-element function on it (`map`, `interleave`, ...: only `shuffle`, `batch`,
+    `repeat`, `cache`) lacks nothing: producing a batch is a slice of memory, with nothing to
+    overlap."""
     if (
         isinstance(expr, cst.Subscript)
         and isinstance(expr.value, cst.Call)
@@ -278,6 +346,8 @@ def _lacks_prefetch(ctx: FileContext, expr: cst.BaseExpression, seen: set, worke
         if qualified is not None:
             if qualified in _PREFETCHING_CONSTRUCTORS:
                 return worked
+            if qualified.rsplit(".", 1)[-1] in _IN_MEMORY_CONSTRUCTORS:
+                return mapped
             if qualified.rsplit(".", 1)[-1] in _COMBINING_CONSTRUCTORS:
                 return False
             return KINDS["tfdata"].matches(qualified)
@@ -287,7 +357,9 @@ def _lacks_prefetch(ctx: FileContext, expr: cst.BaseExpression, seen: set, worke
         if method is None or method not in TFDATA_CHAIN:
             return False
         assert isinstance(expr.func, cst.Attribute)  # a method call (method_name gave a name)
-        return _lacks_prefetch(ctx, expr.func.value, seen, worked or method in _WORK_STAGES)
+        return _lacks_prefetch(
+            ctx, expr.func.value, seen, worked or method in _WORK_STAGES, mapped or method in _FUNCTION_STAGES
+        )
     origins = ctx.values.origins(expr)
     if not origins:
         return False
@@ -296,6 +368,6 @@ def _lacks_prefetch(ctx: FileContext, expr: cst.BaseExpression, seen: set, worke
         return True  # `ds = ds.map(f)`: the other definitions decide
     seen.add(marker)
     try:
-        return all(_lacks_prefetch(ctx, origin, seen, worked) for origin in origins)
+        return all(_lacks_prefetch(ctx, origin, seen, worked, mapped) for origin in origins)
     finally:
         seen.discard(marker)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import TENSORFLOW
 from gpulint.linter.analysis.nodes import has_star_kwargs, keyword_arg, method_name, positional_args
 from gpulint.linter.findings import Applicability
@@ -19,7 +20,14 @@ class TfDataSerialMap(Rule):
     """
     ## What it finds
     `Dataset.map(...)` and `Dataset.interleave(...)` on a tf.data pipeline without
-    `num_parallel_calls`.
+    `num_parallel_calls`, unless the pipeline is never consumed or only peeked at once (`for x in
+    ds.take(1)`, `next(iter(ds))` to show a sample).  TensorFlow 2.13 and later run a stateless
+    `map` in parallel by themselves (`map_parallelization`, on by default): there a `map` is
+    reported only when its
+    function is not known to be stateless -- it draws random numbers (`tf.random.*`, a Keras
+    augmentation layer), runs Python (`tf.py_function`), or is not a lambda or function of the
+    module -- or when the project targets an older TensorFlow (its requirements,
+    `target-tensorflow`) or turns `map_parallelization` off.
 
     ## Why it is slow
     Without `num_parallel_calls`, tf.data runs the mapped function on one element at a time, on one
@@ -33,6 +41,7 @@ class TfDataSerialMap(Rule):
 
     ds = tf.data.Dataset.from_tensor_slices(files).map(decode).batch(64)
     ```
+    (`decode` is a function of another module: whether it is stateless is not known.)
     Use instead:
     ```python
     import tensorflow as tf
@@ -56,6 +65,25 @@ class TfDataSerialMap(Rule):
     fix_applicability = Applicability.SAFE
 
     VALID = [
+        # a pipeline only peeked at once, to show a sample
+        Valid(
+            """
+            def show(files):
+                ds = tf.data.Dataset.from_tensor_slices(files).map(load_and_augment).batch(9)
+                for images in ds.take(1):
+                    plot(images)
+            """,
+            header=TF_SCRIPT,
+        ),
+        # stateless functions: TensorFlow 2.13 and later (or not known: today's) parallelise them
+        Valid(
+            """
+            def scale(image, label):
+                return tf.cast(image, tf.float32) / 255.0, label
+            ds = tf.data.Dataset.from_tensor_slices((x, y)).map(scale).map(lambda a, b: (tf.reshape(a, [-1]), b))
+            """,
+            header=TF_SCRIPT,
+        ),
         Valid(
             """
             ds = tf.data.Dataset.range(10).map(f, num_parallel_calls=tf.data.AUTOTUNE)
@@ -70,6 +98,42 @@ class TfDataSerialMap(Rule):
         ),
     ]
     INVALID = [
+        # random numbers, Python, a function of another module; a stateless one on TensorFlow 2.12
+        Invalid(
+            """
+            def jitter(image, label):
+                return image + tf.random.normal(tf.shape(image)), label
+            ds = tf.data.Dataset.from_tensor_slices((x, y))
+            ds = ds.map(jitter)
+            ds = ds.map(lambda a: tf.py_function(f, [a], t))
+            ds = ds.map(preprocess)
+            """,
+            "5:6",
+            "6:6",
+            "7:6",
+            header=TF_SCRIPT,
+            fixed="""
+            def jitter(image, label):
+                return image + tf.random.normal(tf.shape(image)), label
+            ds = tf.data.Dataset.from_tensor_slices((x, y))
+            ds = ds.map(jitter, num_parallel_calls=tf.data.AUTOTUNE)
+            ds = ds.map(lambda a: tf.py_function(f, [a], t), num_parallel_calls=tf.data.AUTOTUNE)
+            ds = ds.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+            """,
+        ),
+        Invalid(
+            """
+            ds = tf.data.Dataset.from_tensor_slices((x, y))
+            ds = ds.map(lambda a, b: (a / 255, b))
+            """,
+            "3:6",
+            header=TF_SCRIPT,
+            target_tensorflow=(2, 12),
+            fixed="""
+            ds = tf.data.Dataset.from_tensor_slices((x, y))
+            ds = ds.map(lambda a, b: (a / 255, b), num_parallel_calls=tf.data.AUTOTUNE)
+            """,
+        ),
         Invalid(
             """
             ds = tf.data.Dataset.from_tensor_slices(files).map(decode).batch(32)
@@ -141,8 +205,13 @@ class TfDataSerialMap(Rule):
         if len(positional_args(node)) > _PARALLEL_POSITION[method]:
             return
         assert isinstance(node.func, cst.Attribute)  # a method call: `method` is one of _PARALLEL_POSITION
-        if not self.ctx.values.is_kind(node.func.value, "tfdata"):
+        if not self.ctx.values.is_kind(node.func.value, "tfdata") or not pipeline_consumed(self.ctx, node):
             return
+        if method == "map" and self.ctx.tf.parallelises_stateless_maps:
+            mapped = keyword_arg(node, "map_func")
+            function = mapped.value if mapped is not None else (node.args[0].value if node.args else None)
+            if function is not None and self.ctx.tf.stateless(function):
+                return  # TensorFlow runs it in parallel by itself
         autotune, imports = self.ctx.reference("tensorflow.data.AUTOTUNE")
         self.report(
             node,

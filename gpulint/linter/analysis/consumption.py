@@ -1,0 +1,137 @@
+"""Whether a data pipeline built in a module is ever read: a loader's or a pipeline's settings
+only matter when batches flow through it.
+
+A pipeline (a `DataLoader(...)`, a `tf.data` dataset) assigned to a name is *consumed* when the name
+is read in any way this module cannot rule out -- iterated, passed to a call (`trainer.fit(model,
+loader)`, `enumerate(loader)`), returned, stored -- and *not consumed* when every read is one of:
+
+* a peek outside any loop: `next(iter(loader))`, `for x in ds.take(1)` (a visualisation demo shows
+  one batch; a peek inside a loop runs every epoch and is GL105's pattern);
+* `len(loader)`;
+* building the pipeline further under the same name (`ds = ds.map(f)`);
+
+or when it is never read at all -- for a local variable of a function.  A module-level name may
+be imported by another module: it is not consumed only when a peek shows what it is for.  A
+pipeline not assigned to a plain name (an argument, a `return`, `self.loader = ...`) counts as
+consumed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from gpulint.linter.analysis.loops import runs_each_iteration
+from gpulint.linter.analysis.nodes import dotted_name
+from gpulint.linter.analysis.walk import nodes_under
+
+if TYPE_CHECKING:
+    from gpulint.linter.analysis.context import FileContext
+
+_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+
+
+def pipeline_consumed(ctx: FileContext, pipeline: cst.BaseExpression) -> bool:
+    """Whether the pipeline built by `pipeline` (a constructor call or the last stage of a chain)
+    is read anywhere in a way that may draw batches from it (module docstring)."""
+    name = _assigned_name(ctx, pipeline)
+    if name is None:
+        return True
+    scope = _scope(ctx, pipeline)
+    reads = [node for node in nodes_under(scope) if isinstance(node, cst.Name) and node.value == name]
+    reads = [node for node in reads if _is_read(ctx, node) and _scope(ctx, node) is scope]
+    if isinstance(scope, cst.Module) and not any(_is_peek(ctx, node) for node in reads):
+        return True  # a module's name may be used by another module: only a peek says it is not
+    return any(not _harmless_read(ctx, node, name) for node in reads)
+
+
+def _assigned_name(ctx: FileContext, expr: cst.BaseExpression) -> str | None:
+    """`name` when `expr`, or the method chain it starts (`expr.batch(32).cache()`), is the whole
+    value of `name = ...` (one plain target)."""
+    parent = ctx.parent(expr)
+    while isinstance(parent, cst.Attribute) and parent.value is expr and isinstance(ctx.parent(parent), cst.Call):
+        call = ctx.parent(parent)
+        assert isinstance(call, cst.Call)  # (checked above; for the type checker)
+        if call.func is not parent:
+            break
+        expr, parent = call, ctx.parent(call)
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and parent.value is expr:
+        target = parent.targets[0].target
+        return target.value if isinstance(target, cst.Name) else None
+    return None
+
+
+def _scope(ctx: FileContext, node: cst.CSTNode) -> cst.CSTNode:
+    """The innermost function around `node`, or the module (names in a class body are its own)."""
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, _SCOPES):
+            return ancestor
+    return ctx.module
+
+
+def _is_read(ctx: FileContext, name: cst.Name) -> bool:
+    """A `Name` that reads the variable: not an assignment target, attribute name, keyword or parameter."""
+    parent = ctx.parent(name)
+    if isinstance(parent, (cst.AssignTarget, cst.Param, cst.ImportAlias, cst.AsName)):
+        return False
+    if isinstance(parent, cst.Attribute) and parent.attr is name:
+        return False
+    if isinstance(parent, cst.Arg) and parent.keyword is name:
+        return False
+    if isinstance(parent, cst.FunctionDef | cst.ClassDef) and parent.name is name:
+        return False
+    return not (isinstance(parent, cst.For) and parent.target is name)
+
+
+def _harmless_read(ctx: FileContext, name: cst.Name, variable: str) -> bool:
+    parent = ctx.parent(name)
+    # `len(loader)`
+    if isinstance(parent, cst.Arg) and isinstance(call := ctx.parent(parent), cst.Call):
+        callee = dotted_name(call.func)
+        if callee == "len":
+            return True
+        # `next(iter(loader))`, once
+        if callee == "iter" and isinstance(outer_arg := ctx.parent(call), cst.Arg):
+            outer = ctx.parent(outer_arg)
+            if isinstance(outer, cst.Call) and dotted_name(outer.func) == "next":
+                return not _in_loop(ctx, outer)
+        return False
+    if isinstance(parent, cst.Attribute) and parent.value is name and isinstance(call := ctx.parent(parent), cst.Call):
+        # `ds.take(1)`, once: a peek
+        if parent.attr.value == "take" and not _in_loop(ctx, call):
+            return True
+        # `ds = ds.map(f)`: the same pipeline, built further
+        statement = next((a for a in ctx.ancestors(call) if isinstance(a, cst.Assign)), None)
+        if statement is not None and any(
+            isinstance(t.target, cst.Name) and t.target.value == variable for t in statement.targets
+        ):
+            return True
+    return False
+
+
+def _is_peek(ctx: FileContext, name: cst.Name) -> bool:
+    """`next(iter(name))` or `name.take(n)` outside a loop."""
+    parent = ctx.parent(name)
+    if isinstance(parent, cst.Attribute) and parent.value is name and parent.attr.value == "take":
+        call = ctx.parent(parent)
+        return isinstance(call, cst.Call) and not _in_loop(ctx, call)
+    if isinstance(parent, cst.Arg) and isinstance(call := ctx.parent(parent), cst.Call):
+        if dotted_name(call.func) == "iter" and isinstance(outer_arg := ctx.parent(call), cst.Arg):
+            outer = ctx.parent(outer_arg)
+            return isinstance(outer, cst.Call) and dotted_name(outer.func) == "next" and not _in_loop(ctx, outer)
+    return False
+
+
+def _in_loop(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """Whether `node` runs on every iteration of a loop (the body; not the iterable of a `for`)."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (cst.For, cst.While)) and runs_each_iteration(ancestor, child):
+            return True
+        if isinstance(ancestor, cst.CompFor | cst.ListComp | cst.GeneratorExp):
+            return True
+        if isinstance(ancestor, _SCOPES):
+            return False
+        child = ancestor
+    return False

@@ -24,7 +24,7 @@ from torch.utils.data import DataLoader
 
 def test_training_step_runs():
     model = torch.nn.Linear(1, 1).cuda()
-    loader = DataLoader(range(8), batch_size=2)
+    loader = DataLoader(load_dataset("train"), batch_size=2)
     for x in loader:
         loss = model(x).sum()
         loss.backward()

@@ -343,6 +343,8 @@ class DataLoaderSerial(Rule):
                 transform = transforms.Compose([transforms.ToTensor(), transforms.Lambda(lambda x: x.mul(255))])
                 train_dataset = datasets.ImageFolder("images", transform)
                 loader = DataLoader(train_dataset, batch_size=4)
+                for batch in loader:
+                    step(batch)
             if __name__ == "__main__":
                 main()
             """,

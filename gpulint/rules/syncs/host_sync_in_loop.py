@@ -166,7 +166,7 @@ class HostSyncInLoop(Rule):
             """,
             header=TIMED_CUDA_SCRIPT,
         ),
-        # a loop of a handful of steps; the body of a condition that reads the data
+        # a loop of a handful of steps
         Valid(
             """
             def demo(steps=15):
@@ -182,13 +182,6 @@ class HostSyncInLoop(Rule):
                 loss.backward()
                 optimizer.step()
                 losses.append(loss.item())
-
-            for x, y in loader:
-                loss = criterion(model(x), y)
-                loss.backward()
-                optimizer.step()
-                if loss > 10:
-                    print(loss.item())
             """,
             header=TIMED_CUDA_SCRIPT,
         ),
@@ -525,6 +518,19 @@ class HostSyncInLoop(Rule):
             "13:15",
             "15:12",
             "17:12",
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # a condition that reads the data: the condition is the per-step sync, its rare body is not
+        Invalid(
+            """
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if loss > 10:
+                    print(loss.item())
+            """,
+            "8:8",
             header=TIMED_CUDA_SCRIPT,
         ),
         # a name also assigned a value read back: the read is reported; which value the condition

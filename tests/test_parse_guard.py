@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 
 from gpulint.linter.analysis import parse_guard
-from gpulint.linter.analysis.isolation import ChildCrashed, call_isolated
+from gpulint.linter.analysis.isolation import ChildCrashed, call_isolated, can_isolate
 from gpulint.linter.analysis.parse_guard import MAX_NESTING, UnanalysableSource, check_source, too_deep
 from gpulint.linter.config import Settings
 from gpulint.linter.run.outcome import RunOptions
@@ -75,6 +75,8 @@ def test_a_parser_crash_on_a_source_python_rejects_is_reported(monkeypatch):
     def crashing_parse(source):
         os.kill(os.getpid(), signal.SIGSEGV)
 
+    # Without a fork the crash would take the test run with it: fail here, naming the threads.
+    assert can_isolate(), f"threads alive, no fork: {[t.name for t in threading.enumerate()]}"
     monkeypatch.setattr(libcst, "parse_module", crashing_parse)  # runs in the forked child only
     source = "x = (\n" + "y = 1\n" * (MAX_NESTING // 6 + 1)  # a syntax error: CPython cannot measure it
     with pytest.raises(UnanalysableSource, match=r"the parser crashed \(SIGSEGV\); skipped"):
@@ -89,6 +91,7 @@ def test_call_isolated_returns_raises_and_reports_a_dead_child():
     assert call_isolated(sum, [1, 2, 3]) == 6
     with pytest.raises(ZeroDivisionError):
         call_isolated(divmod, 1, 0)
+    assert can_isolate(), f"threads alive, no fork: {[t.name for t in threading.enumerate()]}"
     with pytest.raises(ChildCrashed, match="SIGSEGV"):
         call_isolated(_crash)
     with pytest.raises(ChildCrashed, match="exit status 3"):

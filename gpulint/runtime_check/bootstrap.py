@@ -160,6 +160,17 @@ SAMPLE_INTERVAL = 0.01  # seconds between two looks at the training thread's sta
 SAMPLE_KEYS_CAP = 5000  # distinct stacks kept; the time of later new ones is counted as lost
 
 
+# The samplers started and not yet stopped.  A run stops its own when it finishes; a host that drives
+# the hooks without finishing a run (the test suite) stops what is left with stop_all_samplers, so
+# no thread keeps looking at a stack nobody will read.
+RUNNING_SAMPLERS: set["StackSampler"] = set()
+
+
+def stop_all_samplers() -> None:
+    for sampler in list(RUNNING_SAMPLERS):
+        sampler.stop()
+
+
 class StackSampler:
     """Looks at the training thread's Python stack every SAMPLE_INTERVAL seconds during the
     measured steps and keeps the time of each distinct stack, reduced to the frames of the user's code
@@ -182,10 +193,12 @@ class StackSampler:
         self.libraries = _library_prefixes()
 
     def start(self) -> "StackSampler":
+        RUNNING_SAMPLERS.add(self)
         self.thread.start()
         return self
 
     def stop(self) -> None:
+        RUNNING_SAMPLERS.discard(self)
         self.done.set()
         if self.thread is not threading.current_thread():
             self.thread.join(timeout=1.0)

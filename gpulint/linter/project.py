@@ -9,10 +9,14 @@ formatter keeps, and the oldest PyTorch it declares it runs on.
   requirement at all, means no limit.  `target-torch = "2.1"` in `[tool.gpulint]` says it
   outright, as ruff's `target-version` does for Python.  A fix that needs a newer PyTorch
   (`torch.amp.GradScaler("cuda")` needs 2.3) is then not offered; the finding stays.
+
+Also where a file's project starts (`project_root`): the project index reads the whole project a
+linted file belongs to, whatever paths the run names.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -31,6 +35,18 @@ _LOWER_BOUND = re.compile(r"(>=|==|~=|===|>)\s*v?(?P<major>\d+)\.(?P<minor>\d+)"
 class ProjectFacts:
     line_length: int = DEFAULT_LINE_LENGTH
     target_torch: tuple[int, int] | None = None  # None: no limit known
+
+
+def project_root(path: Path) -> Path | None:
+    """The root of the project `path` (a file or folder) belongs to, found as ruff finds it: the
+    nearest folder at or above it that holds a pyproject.toml or a .git; None when there is none."""
+    directory = Path(os.path.realpath(path))  # (not resolve(): a symbolic link loop must not raise)
+    if not directory.is_dir():
+        directory = directory.parent
+    for folder in (directory, *directory.parents):
+        if (folder / "pyproject.toml").is_file() or (folder / ".git").exists():
+            return folder
+    return None
 
 
 def parse_version(text: str) -> tuple[int, int]:

@@ -95,6 +95,10 @@ def gpulint_fingerprint() -> str:
     return _code_fingerprint
 
 
+def _run_key(options_key: str, settings_fingerprint: str) -> str:
+    return hashlib.sha256(f"{options_key}|{settings_fingerprint}".encode()).hexdigest()
+
+
 def content_hash(source: bytes) -> str:
     return hashlib.blake2b(source, digest_size=20).hexdigest()
 
@@ -102,10 +106,13 @@ def content_hash(source: bytes) -> str:
 class ResultCache:
     """Per-file outcomes under `directory` for one (settings, options, gpulint) combination."""
 
-    def __init__(self, directory: Path, run_key: str, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(
+        self, directory: Path, run_key: str, max_bytes: int = DEFAULT_MAX_BYTES, options_key: str = ""
+    ) -> None:
         self.directory = Path(directory)
         self.run_key = run_key
         self.max_bytes = max_bytes
+        self.options_key = options_key  # gpulint and the run options, without the settings (for_settings)
         self.writes = 0  # entries written by this process (decides whether to check the size)
         self.hits = 0
 
@@ -122,8 +129,15 @@ class ResultCache:
             for f in dataclasses.fields(options)
             if f.metadata.get("changes_results", True)
         }
-        parts = [gpulint_fingerprint(), settings_fingerprint, repr(sorted(fields.items()))]
-        return cls(directory, hashlib.sha256("|".join(parts).encode()).hexdigest(), max_bytes)
+        options_key = f"{gpulint_fingerprint()}|{sorted(fields.items())!r}"
+        return cls(directory, _run_key(options_key, settings_fingerprint), max_bytes, options_key)
+
+    def for_settings(self, settings_fingerprint: str) -> ResultCache:
+        """The same cache folder for a run's files linted with other settings (another project's
+        configuration): the same options, keys of those settings."""
+        return ResultCache(
+            self.directory, _run_key(self.options_key, settings_fingerprint), self.max_bytes, self.options_key
+        )
 
     def unusable_reason(self) -> str | None:
         """Why the folder cannot serve as gpulint's cache (None: it can, or does not exist yet).

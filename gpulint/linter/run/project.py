@@ -1,6 +1,14 @@
 """The project index of a run (gpulint.linter.analysis.project): which module each file of the
-run is, the project modules they import (found on disk and followed, so a helper module that a
-run over `train.py` alone imports is known too), their summaries, and each file's view.
+run is, the other Python files of the projects those files belong to, the modules they import
+(found on disk and followed, also outside the project), their summaries, and each file's view.
+
+The index covers each linted file's whole project -- its root is the nearest folder above with a
+pyproject.toml or a .git (gpulint/linter/project.py `project_root`), walked as a run over the root
+would walk it (run/files.py `discover`: .gitignore, the configured excludes, no virtual
+environments or build output, no symbolic links) -- so `gpulint helpers.py`, a pre-commit run over
+the changed files, the editor and `gpulint .` give a module the same view of the project: a loop
+in `train.py` makes `helpers.py`'s function per-step however `helpers.py` is linted.  Only the
+run's own files are linted; the others are only summarized.
 
 A module's identity is its source root -- the first folder above it without an `__init__.py`, as
 Python finds it from a script's folder -- and its dotted name under that root.  Summaries come
@@ -9,15 +17,44 @@ from `summarize` (stdlib `ast`), or from the run's cache when the file's bytes a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from gpulint.linter.analysis.project import EMPTY_VIEW, ModuleSummary, ModuleView, ProjectIndex, summarize
-from gpulint.linter.run.files import read_source
+from gpulint.linter.project import project_root
+from gpulint.linter.run.files import discover, read_source
 
-# Modules followed through imports beyond the run's own files: a bound on a run that names one
-# file of a very large tree (the run's own files are always summarized).
+# Modules followed through imports beyond the run's own files and their projects: a bound on a run
+# that names one file of a very large tree (the run's own files are always summarized).
 MAX_FOLLOWED_MODULES = 2000
+# The most Python files the index reads of a project beyond the run's own files.  A larger "project"
+# (a home folder under git, a monorepo without a pyproject.toml per package) is indexed through the
+# imports of the linted files alone, with a warning: reading it all would make `gpulint file.py`
+# slow for every user of the tree.
+MAX_PROJECT_FILES = 10_000
+
+
+def project_files(
+    files: Iterable[Path], excludes_for: Callable[[Path], tuple[list[str], Path]]
+) -> tuple[list[Path], list[str]]:
+    """The Python files of the projects `files` belong to, and warnings about projects too large to
+    index.  `excludes_for(root)`: the exclude patterns that apply under a project root and the
+    folder they are relative to (the root's configuration)."""
+    roots = sorted({root for path in files if (root := project_root(path)) is not None})
+    found: list[Path] = []
+    warnings: list[str] = []
+    for root in roots:
+        exclude, relative_to = excludes_for(root)
+        walked, _unreadable = discover([root], exclude, relative_to)  # (a lint of those paths reports them)
+        python = [path for path in walked if path.suffix == ".py"]
+        if len(python) > MAX_PROJECT_FILES:
+            warnings.append(
+                f"{root}: more than {MAX_PROJECT_FILES} Python files; the project index reads only the "
+                "modules the linted files import (a pyproject.toml in each package narrows the project)"
+            )
+            continue
+        found.extend(python)
+    return found, warnings
 
 
 def module_identity(path: Path) -> tuple[str, str, bool]:
@@ -44,26 +81,34 @@ def _module_file(root: Path, dotted: str) -> Path | None:
 
 
 class RunIndex:
-    """The project index over a run's Python files and the project modules they import.
+    """The project index over a run's Python files, the other files of their projects
+    (`project_files`) and the modules they import.
 
     `cached_summary(path, source, dotted name, is package, node budget)` may answer from a cache;
-    without it each source is summarized.  The run's own files are summarized with the lint's
-    budget of syntax nodes, `max_nodes` (one over it, which the lint skips, is not summarized), the
-    modules they import with None (see analysis/project.py `summarize`)."""
+    without it each source is summarized.  The run's own files and their projects' files are
+    summarized with the lint's budget of syntax nodes, `max_nodes` (one over it, which the lint
+    skips, is not summarized), the modules they import from elsewhere with None (see
+    analysis/project.py `summarize`).  `sources` holds texts that replace what is on disk (an
+    editor's unsaved document)."""
 
     def __init__(
         self,
         files: list[Path],
         cached_summary: Callable[[Path, bytes, str, bool, int | None], ModuleSummary | None] | None = None,
         max_nodes: int | None = None,
+        project: Iterable[Path] = (),
+        sources: dict[Path, bytes] | None = None,
     ) -> None:
         self._summary_of = cached_summary or (
             lambda path, source, dotted, package, budget: summarize(source, dotted, package, budget)
         )
-        own = {path.resolve() for path in files}
+        sources = {path.resolve(): text for path, text in (sources or {}).items()}
+        own = [path for path in files if path.suffix == ".py"]
+        # Queued last, popped first: the run's own files, then their projects'.
+        queue = [*project, *own]
+        budgeted = {path.resolve() for path in queue}
         self.modules: dict[Path, str] = {}  # resolved path -> module id
         summaries: dict[str, ModuleSummary] = {}
-        queue = [path for path in files if path.suffix == ".py"]
         followed = 0
         while queue:
             path = queue.pop()
@@ -75,10 +120,10 @@ class RunIndex:
             if module_id in summaries:
                 continue
             try:
-                source = read_source(resolved)
+                source = sources[resolved] if resolved in sources else read_source(resolved)
             except OSError:
                 continue
-            summary = self._summary_of(resolved, source, dotted, package, max_nodes if resolved in own else None)
+            summary = self._summary_of(resolved, source, dotted, package, max_nodes if resolved in budgeted else None)
             if summary is None:
                 continue
             summaries[module_id] = summary

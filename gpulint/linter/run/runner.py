@@ -1,11 +1,17 @@
-"""Run the linter over paths: discover the files, build the project index over them (each module's
-view of the rest of the project: analysis/project.py), answer what the cache knows, process the
-rest in this process or in worker processes, and collect the outcomes in the sorted order of the
-files.  With `--fix`, files are written only inside the paths given (the run's write scope).
+"""Run the linter over paths: discover the files, build the project index over them and the rest of
+their projects (each module's view of the rest of the project: analysis/project.py, run/project.py),
+answer what the cache knows, process the rest in this process or in worker processes, and collect
+the outcomes in the sorted order of the files.  With `--fix`, files are written only inside the
+paths given (the run's write scope).
+
+Settings may differ per file (`settings_for`: each file's nearest project, as ruff's hierarchical
+configuration does): the files are linted in groups that share a Settings object, each with its
+own linter and cache key.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -41,11 +47,13 @@ def _cached_outcome(path: Path, cache: ResultCache, max_bytes: int, project: Mod
     return cache.get(cache.key(path, name, content_hash(source), project.digest() if project is not None else ""), name)
 
 
-def _project_views(files: list[Path], cache: ResultCache | None, max_nodes: int) -> list[ModuleView | None]:
-    """Each file's view of the project (run/project.py), the modules summarized once per content
-    (through the cache when there is one; a module over `max_nodes` syntax nodes is not)."""
+def _project_views(
+    files: list[Path], cache: ResultCache | None, settings_for: Callable[[Path], Settings], warnings: list[str]
+) -> list[ModuleView | None]:
+    """Each file's view of its project (run/project.py), the modules summarized once per content
+    (through the cache when there is one; a module over `max-syntax-nodes` is not)."""
     from gpulint.linter.analysis.project import summarize
-    from gpulint.linter.run.project import RunIndex
+    from gpulint.linter.run.project import RunIndex, project_files
 
     def cached_summary(path: Path, source: bytes, dotted: str, package: bool, budget: int | None):
         assert cache is not None  # only handed to RunIndex when there is a cache
@@ -57,8 +65,28 @@ def _project_views(files: list[Path], cache: ResultCache | None, max_nodes: int)
                 cache.put_summary(key, summary)
         return summary
 
-    index = RunIndex(files, cached_summary if cache is not None else None, max_nodes)
+    def excludes_for(root: Path) -> tuple[list[str], Path]:
+        settings = settings_for(root)
+        return settings.exclude, settings.root
+
+    project, too_large = project_files(files, excludes_for)
+    warnings.extend(printable(line) for line in too_large)
+    max_nodes = settings_for(files[0]).max_syntax_nodes if files else None
+    index = RunIndex(files, cached_summary if cache is not None else None, max_nodes, project)
     return [index.view(path) if path.suffix == ".py" else None for path in files]
+
+
+def _discover(paths: list[Path], settings_for: Callable[[Path], Settings]) -> tuple[list[Path], list]:
+    """`discover` over each path with the exclude patterns of the configuration that applies there."""
+    found: dict[str, Path] = {}
+    errors = []
+    for path in paths:
+        settings = settings_for(path)
+        files, path_errors = discover([path], settings.exclude, settings.root)
+        for file in files:
+            found.setdefault(os.path.realpath(file), file)
+        errors.extend(path_errors)
+    return sorted(found.values(), key=lambda p: p.as_posix()), list(dict.fromkeys(errors))
 
 
 def run(
@@ -68,13 +96,17 @@ def run(
     jobs: int = 1,
     cache: ResultCache | None = None,
     progress: Callable[[int, int], None] | None = None,
+    settings_for: Callable[[Path], Settings] | None = None,
 ) -> RunResult:
     """Lint (or fix) every file under `paths`; outcomes in the sorted order of the files.
 
-    Cache hits are looked up here first, so a warm run over an unchanged tree starts no worker and
-    parses nothing; the rest go to `jobs` worker processes (in this process when `jobs` is 1 or
-    there are only a few files).  `progress(done, total)` is called as files finish."""
-    files, path_errors = discover(paths, settings.exclude, settings.root)
+    `settings_for(path)`: the settings of the project a file or folder belongs to (the same object
+    for every file of one project); without it, `settings` for all.  Cache hits are looked up here
+    first, so a warm run over an unchanged tree starts no worker and parses nothing; the rest go to
+    `jobs` worker processes (in this process when `jobs` is 1 or there are only a few files).
+    `progress(done, total)` is called as files finish."""
+    settings_for = settings_for or (lambda path: settings)
+    files, path_errors = _discover(paths, settings_for)
     result = RunResult(path_errors=path_errors)
     if options.fix and not options.diff:
         options = replace(options, write_scope=WriteScope.of(paths))
@@ -84,31 +116,46 @@ def run(
     if cache is not None and (reason := cache.unusable_reason()) is not None:
         result.warnings.append(printable(f"{reason}; running without a cache"))
         cache = None
-    views = _project_views(files, cache, settings.max_syntax_nodes) if options.project_index else [None] * len(files)
+    views: list[ModuleView | None] = [None] * len(files)
+    if options.project_index:
+        views = _project_views(files, cache, settings_for, result.warnings)
+    # The files by the settings that lint them (one group per project configuration), in order.
+    groups: dict[int, tuple[Settings, list[int]]] = {}
+    for index, path in enumerate(files):
+        file_settings = settings_for(path)
+        groups.setdefault(id(file_settings), (file_settings, []))[1].append(index)
     outcomes: list[FileOutcome | None] = [None] * len(files)
     done = 0
-    if cache is not None:
-        for index, path in enumerate(files):
-            outcomes[index] = _cached_outcome(path, cache, settings.size_limit(path), views[index])
+    wrote = False
+    for group_settings, members in groups.values():
+        group_cache = cache
+        if cache is not None and group_settings is not settings:
+            group_cache = cache.for_settings(group_settings.fingerprint())
+        if group_cache is not None:
+            for index in members:
+                path = files[index]
+                outcomes[index] = _cached_outcome(path, group_cache, group_settings.size_limit(path), views[index])
         done = sum(o is not None for o in outcomes)
-    pending = [i for i, o in enumerate(outcomes) if o is None]
-    if progress is not None and done:
-        progress(done, len(files))
-    if jobs > 1 and len(pending) >= parallel.MIN_FILES_FOR_WORKERS:
-        # Largest files first, so a big file is not the last one left while the other workers idle
-        # (results are placed by index: the order of the outcomes does not change).
-        pending.sort(key=lambda i: -_size(files[i]))
-        stream = parallel.map_files([(files[i], views[i]) for i in pending], settings, options, cache, jobs)
-    else:
-        linter = Linter(settings)
-        stream = (process_file_cached(files[i], linter, options, cache, views[i]) for i in pending)
-    for index, outcome in zip(pending, stream, strict=False):
-        outcomes[index] = outcome
-        done += 1
-        if progress is not None:
+        pending = [i for i in members if outcomes[i] is None]
+        if progress is not None and done:
             progress(done, len(files))
-    stream.close()  # zip stops before the generator ends: close it so the pool shuts down now
-    if cache is not None and pending:  # entries were written (by this process or its workers)
+        if jobs > 1 and len(pending) >= parallel.MIN_FILES_FOR_WORKERS:
+            # Largest files first, so a big file is not the last one left while the other workers
+            # idle (results are placed by index: the order of the outcomes does not change).
+            pending.sort(key=lambda i: -_size(files[i]))
+            items = [(files[i], views[i]) for i in pending]
+            stream = parallel.map_files(items, group_settings, options, group_cache, jobs)
+        else:
+            linter = Linter(group_settings)
+            stream = (process_file_cached(files[i], linter, options, group_cache, views[i]) for i in pending)
+        for index, outcome in zip(pending, stream, strict=False):
+            outcomes[index] = outcome
+            done += 1
+            if progress is not None:
+                progress(done, len(files))
+        stream.close()  # zip stops before the generator ends: close it so the pool shuts down now
+        wrote = wrote or bool(pending)
+    if cache is not None and wrote:  # entries were written (by this process or its workers)
         cache.evict()
     result.outcomes = [o for o in outcomes if o is not None]
     return result

@@ -148,3 +148,29 @@ def test_a_broken_configuration_of_another_project_is_an_error(two_projects, cap
     monkeypatch.chdir(two_projects)
     code, out, err = run_cli(["check", "--no-cache", "default", "pinned/train.py"], capsys)
     assert code == 2 and "GL9999" in err
+
+
+def test_a_module_without_a_summary_is_remembered_as_such(tmp_path):
+    """A module over the node budget (or that does not parse) has no summary: the cache says so,
+    rather than the next run parsing it again; a summary under another budget is another entry."""
+    from gpulint.linter.run.cache import ResultCache
+
+    cache = ResultCache(tmp_path / "cache", "run")
+    key = cache.summary_key("big", False, "hash", 10)
+    assert cache.get_summary(key) == (False, None)
+    cache.put_summary(key, None)
+    assert cache.get_summary(key) == (True, None)
+    assert cache.get_summary(cache.summary_key("big", False, "hash", None)) == (False, None)
+
+
+def test_an_edit_that_changes_no_summary_reuses_the_solved_index(project):
+    from gpulint.linter.run.project import RunIndex, project_files
+
+    helpers = project / "helpers.py"
+    others, _ = project_files([helpers], lambda root: ([], root))
+    first = RunIndex([helpers], project=others)
+    edited = HELPERS.replace("import torch\n", "import torch  # an edit\n").encode()
+    again = RunIndex([helpers], project=others, sources={helpers: edited}, previous=first)
+    assert again.index is first.index
+    changed = HELPERS.replace("print(loss.item())", "return loss").encode()
+    assert RunIndex([helpers], project=others, sources={helpers: changed}, previous=first).index is not first.index

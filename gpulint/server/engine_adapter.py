@@ -7,8 +7,9 @@ settings from the nearest configuration file, `process_source` to lint (and fix)
 notebook module to lint cells as one module, the suppression writer of `--add-suppressions`.
 
 A Python document is linted with its view of its whole project, as `gpulint .` gives it
-(run/project.py): the other files are read from disk, the document as the editor holds it, and
-the summaries are kept in memory by content, so a re-lint summarizes only what changed.
+(run/project.py): the other files are read from disk, the document as the editor holds it; the
+summaries are kept by content in memory and in the command line's cache folder, so a re-lint
+summarizes only what changed, and an edit that changes no summary reuses the solved index.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from gpulint.linter.findings import SYNTAX_ERROR_CODE, Applicability, Finding
 from gpulint.linter.fix.fixer import line_edits
 from gpulint.linter.run import notebook
 from gpulint.linter.run.add_suppressions import suppress_source
-from gpulint.linter.run.cache import content_hash
+from gpulint.linter.run.cache import ResultCache, content_hash, default_cache_dir
 from gpulint.linter.run.outcome import RunOptions
 from gpulint.linter.run.process import process_source
 from gpulint.linter.run.project import RunIndex, project_files
@@ -119,6 +120,7 @@ class Project:
         # A workspace's local rules are its code: loaded only when the server was told to trust it.
         # (raises SettingsError)
         self.settings = load_settings(config_file, facts_file, load_local_rules=allow_local_rules)
+        self._last_index: RunIndex | None = None  # the project index of the last lint (reused while it holds)
 
     @functools.cached_property
     def linter(self) -> Linter:
@@ -183,8 +185,34 @@ class Project:
             return None
         settings = self.settings
         others, _too_large = project_files([path], lambda root: (settings.exclude, settings.root))
-        index = RunIndex([path], _remembered_summary, settings.max_syntax_nodes, others, {path: source})
+        index = RunIndex([path], self._summary, settings.max_syntax_nodes, others, {path: source}, self._last_index)
+        self._last_index = index
         return index.view(path)
+
+    @functools.cached_property
+    def _summary_cache(self) -> ResultCache | None:
+        """The command line's cache folder (summaries are keyed by content alone, so the two share
+        them), or None where it cannot serve."""
+        cache = ResultCache(default_cache_dir(self.settings.root), "")
+        return cache if cache.unusable_reason() is None else None
+
+    def _summary(self, path: Path, source: bytes, dotted: str, package: bool, budget: int | None):
+        """A module's summary: remembered in this process, else from the cache folder (so a first
+        lint of a large project that runs out of time leaves its work for the next), else made."""
+        key = (dotted, package, content_hash(source), budget)
+        if key in _SUMMARIES:
+            return _SUMMARIES[key]
+        cache = self._summary_cache
+        cache_key = cache.summary_key(dotted, package, key[2], budget) if cache is not None else ""
+        found, summary = cache.get_summary(cache_key) if cache is not None else (False, None)
+        if not found:
+            summary = summarize(source, dotted, package, budget)
+            if cache is not None:
+                cache.put_summary(cache_key, summary)
+        if len(_SUMMARIES) >= _MAX_REMEMBERED_SUMMARIES:
+            _SUMMARIES.clear()
+        _SUMMARIES[key] = summary
+        return summary
 
     def _single_rule_linter(self, code: str) -> Linter:
         return Linter(dataclasses.replace(self.settings, select=[code], extend_select=[], ignore=[]))
@@ -198,21 +226,10 @@ class Project:
         return None
 
 
-# Project-index summaries by (dotted name, package, content hash), kept between jobs of a worker
-# (the CLI keeps them in its cache folder); emptied when it holds this many.
-_SUMMARIES: dict[tuple[str, bool, str], ModuleSummary | None] = {}
+# Project-index summaries by (dotted name, package, content hash, node budget), kept between jobs
+# of a worker; emptied when it holds this many.
+_SUMMARIES: dict[tuple[str, bool, str, int | None], ModuleSummary | None] = {}
 _MAX_REMEMBERED_SUMMARIES = 50_000
-
-
-def _remembered_summary(
-    path: Path, source: bytes, dotted: str, package: bool, budget: int | None
-) -> ModuleSummary | None:
-    key = (dotted, package, content_hash(source))
-    if key not in _SUMMARIES:
-        if len(_SUMMARIES) >= _MAX_REMEMBERED_SUMMARIES:
-            _SUMMARIES.clear()
-        _SUMMARIES[key] = summarize(source, dotted, package, budget)
-    return _SUMMARIES[key]
 
 
 def _cells(texts: list[str]) -> list[notebook.Cell]:

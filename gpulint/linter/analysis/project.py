@@ -390,7 +390,11 @@ class _Summarizer(ast.NodeVisitor):
 
 def _guarded(site: CallSite) -> bool:
     """Whether an interval guard or an event branch stands between the call and its function."""
-    return any(kind == "event" or (kind == "if" and _throttles(value)) for kind, value in site.path)
+    return _guarded_path(site.path)
+
+
+def _guarded_path(path: Iterable[Step]) -> bool:
+    return any(kind == "event" or (kind == "if" and _throttles(value)) for kind, value in path)
 
 
 @lru_cache(maxsize=4096)
@@ -625,12 +629,12 @@ class ProjectIndex:
                         self.reiterated.setdefault(resolved[0], set()).add((resolved[1], position))
 
     def _runs_per_step(self, caller: Function, site: CallSite, step_loops: set[tuple[Function, int]]) -> bool:
-        for kind, value in site.path:
-            if kind == "event" or (kind == "if" and _throttles(value)):
-                return False
+        # The guards between the call and the step loop (or its function) are read only once a step
+        # is found: reading a condition parses it, and most calls of a large project are in none.
+        for position, (kind, value) in enumerate(site.path):
             if kind == "loop" and (caller, int(value)) in step_loops:
-                return True
-        return caller in self.per_step
+                return not _guarded_path(site.path[:position])
+        return caller in self.per_step and not _guarded_path(site.path)
 
     def _kinds_of(self, module_id: str, callee_text: str) -> set[str]:
         found = self.resolve(module_id, callee_text)

@@ -182,10 +182,11 @@ class ResultCache:
         text = f"{self.run_key}|{where}|{name}|{source_hash}|{project_digest}"
         return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()  # names need not be UTF-8
 
-    def summary_key(self, dotted: str, package: bool, source_hash: str) -> str:
-        """The key of a module's project-index summary: its bytes and its dotted name (relative
-        imports resolve from it); no settings, which do not change a summary."""
-        text = f"summary|{gpulint_fingerprint()}|{dotted}|{package}|{source_hash}"
+    def summary_key(self, dotted: str, package: bool, source_hash: str, max_nodes: int | None = None) -> str:
+        """The key of a module's project-index summary: its bytes, its dotted name (relative
+        imports resolve from it) and the budget of syntax nodes it was summarized under (over it,
+        it has none); no other settings, which do not change a summary."""
+        text = f"summary|{gpulint_fingerprint()}|{dotted}|{package}|{source_hash}|{max_nodes}"
         return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
     def _entry(self, key: str) -> Path:
@@ -211,20 +212,25 @@ class ResultCache:
         self._store(key, "outcome", to_data(outcome))
 
     def get_summary(self, key: str):
-        """A stored project-index summary (analysis/project.py ModuleSummary), or None for a miss
-        (as for outcomes: whatever a bad entry holds, it is a miss)."""
+        """(True, the stored project-index summary: analysis/project.py ModuleSummary, or None for
+        a module that has none -- it does not parse, or is over its budget), or (False, None) for a
+        miss (as for outcomes: whatever a bad entry holds, it is a miss)."""
         from gpulint.linter.analysis.project import ModuleSummary
 
         try:
-            summary = ModuleSummary.from_data(self._load(key)["summary"])
+            data = self._load(key)["summary"]
+            summary = ModuleSummary.from_data(data) if data is not None else None
         except Exception:  # noqa: BLE001
-            return None
-        if summary is not None:
-            self._touch(self._entry(key))
-        return summary
+            return False, None
+        if summary is None and data is not None:
+            return False, None
+        self._touch(self._entry(key))
+        return True, summary
 
     def put_summary(self, key: str, summary) -> None:
-        self._store(key, "summary", summary.to_data())
+        """Store a module's summary, or None: that it has none (re-parsing a module over its budget
+        on every run would cost what the budget saves)."""
+        self._store(key, "summary", summary.to_data() if summary is not None else None)
 
     def _load(self, key: str) -> dict:
         """An entry's document (raises on anything that is not one of ours for `key`)."""

@@ -89,7 +89,8 @@ class RunIndex:
     summarized with the lint's budget of syntax nodes, `max_nodes` (one over it, which the lint
     skips, is not summarized), the modules they import from elsewhere with None (see
     analysis/project.py `summarize`).  `sources` holds texts that replace what is on disk (an
-    editor's unsaved document)."""
+    editor's unsaved document).  With the same summaries as `previous` (an edit that changed no
+    call, loop or import), its solved index is reused."""
 
     def __init__(
         self,
@@ -98,6 +99,7 @@ class RunIndex:
         max_nodes: int | None = None,
         project: Iterable[Path] = (),
         sources: dict[Path, bytes] | None = None,
+        previous: RunIndex | None = None,
     ) -> None:
         self._summary_of = cached_summary or (
             lambda path, source, dotted, package, budget: summarize(source, dotted, package, budget)
@@ -108,6 +110,7 @@ class RunIndex:
         queue = [*project, *own]
         budgeted = {path.resolve() for path in queue}
         self.modules: dict[Path, str] = {}  # resolved path -> module id
+        self._imports: dict[tuple[Path, str], Path | None] = {}  # (source root, module name) -> its file
         summaries: dict[str, ModuleSummary] = {}
         followed = 0
         while queue:
@@ -130,19 +133,24 @@ class RunIndex:
             root = Path(module_id.partition("|")[0])
             for imported in set(summary.bindings.values()):
                 found = self._imported_file(root, imported)
-                if found is not None and found.resolve() not in self.modules and followed < MAX_FOLLOWED_MODULES:
+                if found is not None and found not in self.modules and followed < MAX_FOLLOWED_MODULES:
                     followed += 1
                     queue.append(found)
-        self.index = ProjectIndex(summaries)
+        self.summaries = summaries
+        reused = previous.index if previous is not None and previous.summaries == summaries else None
+        self.index: ProjectIndex = reused if reused is not None else ProjectIndex(summaries)
 
-    @staticmethod
-    def _imported_file(root: Path, dotted: str) -> Path | None:
-        """`pkg.utils.clip` -> root/pkg/utils.py (the longest prefix that is a module file)."""
+    def _imported_file(self, root: Path, dotted: str) -> Path | None:
+        """`pkg.utils.clip` -> root/pkg/utils.py, resolved (the longest prefix that is a module
+        file); remembered, as the modules of a project import the same names again and again."""
         parts = dotted.split(".")
         for cut in range(len(parts), 0, -1):
-            found = _module_file(root, ".".join(parts[:cut]))
-            if found is not None:
-                return found
+            key = (root, ".".join(parts[:cut]))
+            if key not in self._imports:
+                found = _module_file(root, key[1])
+                self._imports[key] = found.resolve() if found is not None else None
+            if self._imports[key] is not None:
+                return self._imports[key]
         return None
 
     def view(self, path: Path) -> ModuleView:

@@ -57,12 +57,11 @@ def _project_views(
 
     def cached_summary(path: Path, source: bytes, dotted: str, package: bool, budget: int | None):
         assert cache is not None  # only handed to RunIndex when there is a cache
-        key = cache.summary_key(dotted, package, content_hash(source))
-        summary = cache.get_summary(key)
-        if summary is None:
+        key = cache.summary_key(dotted, package, content_hash(source), budget)
+        found, summary = cache.get_summary(key)
+        if not found:
             summary = summarize(source, dotted, package, budget)
-            if summary is not None:
-                cache.put_summary(key, summary)
+            cache.put_summary(key, summary)
         return summary
 
     def excludes_for(root: Path) -> tuple[list[str], Path]:

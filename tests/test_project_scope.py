@@ -65,6 +65,10 @@ def test_a_helper_linted_alone_gets_the_finding_the_projects_loop_gives_it(proje
     monkeypatch.chdir(project.parent)
     assert findings(capsys, "project/helpers.py") == alone
     assert findings(capsys, "project/helpers.py") == alone
+    # Another file of the project changes (the loop no longer calls the helper): the warm cache
+    # does not answer with the old view.
+    (project / "train.py").write_text(TRAIN.replace("    log_loss(loss)\n", ""))
+    assert findings(capsys, "project/helpers.py") == []
 
 
 def test_the_index_reads_what_a_run_over_the_root_would_lint(project, capsys, monkeypatch):

@@ -232,6 +232,32 @@ class ResultCache:
         on every run would cost what the budget saves)."""
         self._store(key, "summary", summary.to_data() if summary is not None else None)
 
+    def index_key(self, max_nodes: int | None, files: list[tuple[str, str]]) -> str:
+        """The key of a run's project index: gpulint, the node budget, and every file it reads
+        first (the run's own files and their projects'), each as (resolved path, hash of its bytes)."""
+        listing = "\n".join(f"{path}\0{digest}" for path, digest in files)
+        text = f"index|{gpulint_fingerprint()}|{max_nodes}|{listing}"
+        return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+    def get_index(self, key: str) -> dict | None:
+        """A stored project index's result: {"digests": {resolved path: view digest} of the run's
+        own files, "followed": [(resolved path, hash)] of the modules it followed beyond its
+        projects, whose bytes must be unchanged too}; None for a miss or a bad entry."""
+        try:
+            stored = self._load(key)["index"]
+            digests, followed = stored["digests"], stored["followed"]
+            strings = all(isinstance(k, str) and isinstance(v, str) for k, v in digests.items())
+            pairs = [(path, digest) for path, digest in followed if isinstance(path, str) and isinstance(digest, str)]
+        except Exception:  # noqa: BLE001 - whatever an entry holds, a bad one is a miss
+            return None
+        if not strings or len(pairs) != len(followed):
+            return None
+        self._touch(self._entry(key))
+        return {"digests": digests, "followed": pairs}
+
+    def put_index(self, key: str, digests: dict[str, str], followed: list[tuple[str, str]]) -> None:
+        self._store(key, "index", {"digests": digests, "followed": followed})
+
     def _load(self, key: str) -> dict:
         """An entry's document (raises on anything that is not one of ours for `key`)."""
         document = json.loads(_read_entry(self._entry(key)))

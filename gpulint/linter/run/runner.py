@@ -38,41 +38,92 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _cached_outcome(path: Path, cache: ResultCache, max_bytes: int, project: ModuleView | None) -> FileOutcome | None:
+def _cached_outcome(path: Path, cache: ResultCache, max_bytes: int, project_digest: str) -> FileOutcome | None:
     try:
         source = read_source(path, max_bytes)
     except OSError:
         return None  # reported when the file is processed
     name = display_path(path)
-    return cache.get(cache.key(path, name, content_hash(source), project.digest() if project is not None else ""), name)
+    return cache.get(cache.key(path, name, content_hash(source), project_digest), name)
 
 
-def _project_views(
-    files: list[Path], cache: ResultCache | None, settings_for: Callable[[Path], Settings], warnings: list[str]
-) -> list[ModuleView | None]:
+class _ProjectViews:
     """Each file's view of its project (run/project.py), the modules summarized once per content
-    (through the cache when there is one; a module over `max-syntax-nodes` is not)."""
-    from gpulint.linter.analysis.project import summarize
-    from gpulint.linter.run.project import RunIndex, project_files
+    (through the cache when there is one; a module over `max-syntax-nodes` is not).
 
-    def cached_summary(path: Path, source: bytes, dotted: str, package: bool, budget: int | None):
-        assert cache is not None  # only handed to RunIndex when there is a cache
-        key = cache.summary_key(dotted, package, content_hash(source), budget)
-        found, summary = cache.get_summary(key)
-        if not found:
-            summary = summarize(source, dotted, package, budget)
-            cache.put_summary(key, summary)
-        return summary
+    The digests of the views (what the outcome cache keys on) come first: with a cache, a run over
+    the same files of a project whose every Python file has the bytes it had is answered from one
+    entry, without loading thousands of summaries and solving the index again; the views
+    themselves are built only for files the cache does not answer."""
 
-    def excludes_for(root: Path) -> tuple[list[str], Path]:
-        settings = settings_for(root)
-        return settings.exclude, settings.root
+    def __init__(
+        self,
+        files: list[Path],
+        cache: ResultCache | None,
+        settings_for: Callable[[Path], Settings],
+        warnings: list[str],
+    ) -> None:
+        from gpulint.linter.run.project import project_files
 
-    project, too_large = project_files(files, excludes_for)
-    warnings.extend(printable(line) for line in too_large)
-    max_nodes = settings_for(files[0]).max_syntax_nodes if files else None
-    index = RunIndex(files, cached_summary if cache is not None else None, max_nodes, project)
-    return [index.view(path) if path.suffix == ".py" else None for path in files]
+        def excludes_for(root: Path) -> tuple[list[str], Path]:
+            settings = settings_for(root)
+            return settings.exclude, settings.root
+
+        self.files = files
+        self.cache = cache
+        self.project, too_large = project_files(files, excludes_for)
+        warnings.extend(printable(line) for line in too_large)
+        self.max_nodes = settings_for(files[0]).max_syntax_nodes if files else None
+        self._views: list[ModuleView | None] | None = None
+        self._index_key = ""
+
+    def digests(self) -> list[str]:
+        if self.cache is not None:
+            self._index_key = self.cache.index_key(
+                self.max_nodes, [self._hashed(p) for p in [*self.files, *self.project]]
+            )
+            stored = self.cache.get_index(self._index_key)
+            if stored is not None and all(self._hashed(Path(path)) == (path, h) for path, h in stored["followed"]):
+                own = stored["digests"]
+                return [own.get(str(path.resolve()), "") for path in self.files]
+        return [view.digest() if view is not None else "" for view in self.views()]
+
+    def views(self) -> list[ModuleView | None]:
+        if self._views is None:
+            self._views = self._build()
+        return self._views
+
+    def _build(self) -> list[ModuleView | None]:
+        from gpulint.linter.analysis.project import summarize
+        from gpulint.linter.run.project import RunIndex
+
+        cache = self.cache
+
+        def cached_summary(path: Path, source: bytes, dotted: str, package: bool, budget: int | None):
+            assert cache is not None  # only handed to RunIndex when there is a cache
+            key = cache.summary_key(dotted, package, content_hash(source), budget)
+            found, summary = cache.get_summary(key)
+            if not found:
+                summary = summarize(source, dotted, package, budget)
+                cache.put_summary(key, summary)
+            return summary
+
+        index = RunIndex(self.files, cached_summary if cache is not None else None, self.max_nodes, self.project)
+        views = [index.view(path) if path.suffix == ".py" else None for path in self.files]
+        if cache is not None and self._index_key:
+            indexed = {path.resolve() for path in [*self.files, *self.project]}
+            followed = [self._hashed(path) for path in index.modules if path not in indexed]
+            digests = {str(path.resolve()): view.digest() for path, view in zip(self.files, views, strict=True) if view}
+            cache.put_index(self._index_key, digests, followed)
+        return views
+
+    @staticmethod
+    def _hashed(path: Path) -> tuple[str, str]:
+        """(the resolved path, a hash of its bytes; "" when it cannot be read)."""
+        try:
+            return str(path.resolve()), content_hash(read_source(path))
+        except OSError:
+            return str(path.resolve()), ""
 
 
 def _discover(paths: list[Path], settings_for: Callable[[Path], Settings]) -> tuple[list[Path], list]:
@@ -115,9 +166,8 @@ def run(
     if cache is not None and (reason := cache.unusable_reason()) is not None:
         result.warnings.append(printable(f"{reason}; running without a cache"))
         cache = None
-    views: list[ModuleView | None] = [None] * len(files)
-    if options.project_index:
-        views = _project_views(files, cache, settings_for, result.warnings)
+    project = _ProjectViews(files, cache, settings_for, result.warnings) if options.project_index else None
+    digests = project.digests() if project is not None else [""] * len(files)
     # The files by the settings that lint them (one group per project configuration), in order.
     groups: dict[int, tuple[Settings, list[int]]] = {}
     for index, path in enumerate(files):
@@ -133,9 +183,10 @@ def run(
         if group_cache is not None:
             for index in members:
                 path = files[index]
-                outcomes[index] = _cached_outcome(path, group_cache, group_settings.size_limit(path), views[index])
+                outcomes[index] = _cached_outcome(path, group_cache, group_settings.size_limit(path), digests[index])
         done = sum(o is not None for o in outcomes)
         pending = [i for i in members if outcomes[i] is None]
+        views = project.views() if project is not None and pending else [None] * len(files)
         if progress is not None and done:
             progress(done, len(files))
         if jobs > 1 and len(pending) >= parallel.MIN_FILES_FOR_WORKERS:

@@ -76,7 +76,7 @@ def test_local_rule_fires_beside_the_built_in_ones(project, capsys):
     (project / "train.py").write_text(
         "import torch\nfrom torch.utils.data import DataLoader\n"
         'model = torch.nn.Linear(4, 2).to("cuda:0")\n'
-        "loader = DataLoader(range(10))\n"
+        "loader = DataLoader(dataset)\n"
     )
     code, out, err = run_cli(["check", str(project), "--no-cache"], capsys)
     assert code == 1, err
@@ -243,7 +243,7 @@ def test_a_local_rule_that_fails_on_a_file_is_one_error_line_and_the_run_goes_on
     rule.write_text(rule.read_text().replace("        args = positional_args(node)", "        args = node.nope"))
     for number in range(4):  # enough files for worker processes
         (project / f"other_{number}.py").write_text(
-            "import torch\nfrom torch.utils.data import DataLoader\nl = DataLoader([])\n"
+            "import torch\nfrom torch.utils.data import DataLoader\nl = DataLoader(dataset)\n"
         )
     for jobs in ("1", "2"):
         code, out, err = run_cli(["check", ".", "--no-cache", "--jobs", jobs], capsys)

@@ -7,6 +7,7 @@ shared by `rules` and `review`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +24,7 @@ def resolve_settings(paths: list[Path], options: argparse.Namespace, load_local_
     """Settings from the config file (--config, or the nearest pyproject.toml with [tool.gpulint]
     above the first path) with the selection options on top; the local rules it names are loaded
     only with `load_local_rules` (they are project code).  Raises ConfigError."""
-    from gpulint.linter.config import ConfigError, find_config, load_settings, validate
+    from gpulint.linter.config import ConfigError, find_config, load_settings
 
     config = options.config
     if config is not None and not config.is_file():
@@ -31,12 +32,77 @@ def resolve_settings(paths: list[Path], options: argparse.Namespace, load_local_
     start = paths[0] if paths else Path.cwd()
     config_file = config if config is not None else find_config(start)
     settings = load_settings(config_file, start, load_local_rules)
+    _apply_selection(settings, options)
+    return settings
+
+
+def _apply_selection(settings: Settings, options: argparse.Namespace) -> None:
+    from gpulint.linter.config import validate
+
     if options.select is not None:
         settings.select = options.select
     settings.extend_select += options.extend_select or []
     settings.ignore += options.ignore or []
     validate(settings)
-    return settings
+
+
+class SettingsPerProject:
+    """Each file's settings, from its nearest project, as ruff's hierarchical configuration does:
+    the nearest pyproject.toml with [tool.gpulint] above the file (its line length and PyTorch
+    too), else the defaults with the facts of the nearest pyproject.toml; the command line's
+    options on top of each.  `--config` is the configuration of every file.  The settings of the
+    first path (`base`) serve every file whose project gives the same; one Settings object per
+    configuration, so the runner lints a project's files with one linter.  Raises ConfigError for
+    a project whose configuration is broken."""
+
+    def __init__(self, base: Settings, start: Path, options: argparse.Namespace, load_local_rules: bool) -> None:
+        self.base = base
+        self.options = options
+        self.load_local_rules = load_local_rules
+        self.by_origin: dict[tuple[str, Path | None], Settings] = {}
+        self.by_folder: dict[str, Settings] = {}
+        if options.config is None:
+            self.by_origin[self._origin(start)] = base
+
+    @staticmethod
+    def _origin(path: Path) -> tuple[str, Path | None]:
+        """Where a path's settings come from: its configuration file, or (with none) the
+        pyproject.toml whose facts apply."""
+        from gpulint.linter.config import find_config, nearest_pyproject
+
+        config_file = find_config(path)
+        return ("config", config_file) if config_file is not None else ("facts", nearest_pyproject(path))
+
+    def __call__(self, path: Path) -> Settings:
+        from gpulint.linter.config import load_settings
+
+        if self.options.config is not None:
+            return self.base
+        folder = os.path.realpath(path)
+        if not os.path.isdir(folder):
+            folder = os.path.dirname(folder)
+        settings = self.by_folder.get(folder)
+        if settings is None:
+            origin = self._origin(Path(folder))
+            settings = self.by_origin.get(origin)
+            if settings is None:
+                kind, file = origin
+                settings = load_settings(file if kind == "config" else None, Path(folder), self.load_local_rules)
+                _apply_selection(settings, self.options)
+                _apply_check_options(settings, self.options)
+                self.by_origin[origin] = settings
+            self.by_folder[folder] = settings
+        return settings
+
+
+def _apply_check_options(settings: Settings, options: argparse.Namespace) -> None:
+    """What `gpulint check`'s own options change in a configuration."""
+    if options.unsafe_fixes is not None:
+        settings.unsafe_fixes = options.unsafe_fixes
+    if options.lint_tests:
+        settings.lint_tests = True
+    if options.report_unused_suppressions:
+        settings.extend_select.append("GL900")  # the flag is a shorthand for selecting the rule
 
 
 def _positive_int(value: str) -> int:
@@ -109,12 +175,7 @@ def check(options: argparse.Namespace) -> int:
         return EXIT_ERROR
     if settings.local_rules_skipped:
         warning(local_rules_not_loaded(settings, "--no-local-rules"))
-    if options.unsafe_fixes is not None:
-        settings.unsafe_fixes = options.unsafe_fixes
-    if options.lint_tests:
-        settings.lint_tests = True
-    if options.report_unused_suppressions:
-        settings.extend_select.append("GL900")  # the flag is a shorthand for selecting the rule
+    _apply_check_options(settings, options)
     if options.add_suppressions:
         return _add_suppressions(paths, settings, reading_stdin, options.fix or options.diff)
     if reading_stdin and stdin_name.endswith(".ipynb") and options.fix and not options.diff:
@@ -131,7 +192,13 @@ def check(options: argparse.Namespace) -> int:
         result, fixed_source = _run_stdin(settings, run_options, stdin_name)
     else:
         cache_dir = None if options.no_cache else options.cache_dir or True
-        result, fixed_source = _run_paths(paths, settings, run_options, options.jobs, cache_dir), None
+        settings_for = SettingsPerProject(settings, config_start[0], options, not options.no_local_rules)
+        try:
+            result = _run_paths(paths, settings, run_options, options.jobs, cache_dir, settings_for)
+        except ConfigError as exc:  # the configuration of a project other than the first path's
+            error(str(exc))
+            return EXIT_ERROR
+        fixed_source = None
 
     for line in result.errors:
         error(line)
@@ -193,9 +260,17 @@ def _add_suppressions(paths: list[Path], settings: Settings, reading_stdin: bool
     return EXIT_ERROR if outcome.errors else EXIT_CLEAN
 
 
-def _run_paths(paths: list[Path], settings: Settings, options: RunOptions, jobs: int | None, cache_dir) -> RunResult:
+def _run_paths(
+    paths: list[Path],
+    settings: Settings,
+    options: RunOptions,
+    jobs: int | None,
+    cache_dir,
+    settings_for: SettingsPerProject | None = None,
+) -> RunResult:
     """Run over files with workers, the cache (`cache_dir`: a folder, True for the default, None
-    for none) and a progress bar on long runs at a terminal."""
+    for none) and a progress bar on long runs at a terminal; `settings_for` gives each file its
+    project's settings (`settings`, the first path's, serve the rest)."""
     from gpulint.linter.run.cache import ResultCache, default_cache_dir
     from gpulint.linter.run.parallel import DelayedProgress, default_jobs
     from gpulint.linter.run.runner import run
@@ -206,7 +281,15 @@ def _run_paths(paths: list[Path], settings: Settings, options: RunOptions, jobs:
         cache = ResultCache.for_run(folder, settings.fingerprint(), options)
     progress = DelayedProgress()
     try:
-        return run(paths, settings, options, jobs=jobs or default_jobs(), cache=cache, progress=progress)
+        return run(
+            paths,
+            settings,
+            options,
+            jobs=jobs or default_jobs(),
+            cache=cache,
+            progress=progress,
+            settings_for=settings_for,
+        )
     finally:
         progress.close()
 

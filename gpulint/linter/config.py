@@ -276,6 +276,12 @@ def find_config(start: Path) -> Path | None:
     return None
 
 
+def nearest_pyproject(start: Path) -> Path | None:
+    """The pyproject.toml nearest above `start` (a file or folder), with or without our table: the
+    project whose facts (line length, PyTorch) apply when no configuration file does."""
+    return next(_pyprojects_above(start), None)
+
+
 def _pyprojects_above(start: Path) -> Iterator[Path]:
     """Every pyproject.toml from `start`'s folder upwards, the nearest first."""
     directory = Path(os.path.realpath(start))  # (not resolve(): a symlink loop must not raise)
@@ -322,7 +328,7 @@ def load_settings(config_file: Path | None, start: Path | None = None, load_loca
     the configuration names (only for a configuration the user trusts: they are its code)."""
     if config_file is None:
         settings = Settings()
-        project_file = next(_pyprojects_above(start), None) if start is not None else None
+        project_file = nearest_pyproject(start) if start is not None else None
         if project_file is not None:
             try:
                 _apply_project(settings, read_toml(project_file), project_file.parent)

@@ -12,10 +12,14 @@ formatter keeps, and the oldest PyTorch it declares it runs on.
 * TensorFlow: the lowest version the same requirements allow for `tensorflow` (also
   `tensorflow-cpu`, `tensorflow-gpu`, `tensorflow-macos`), or `target-tensorflow = "2.10"`.  Rules
   about tf.data defaults read it: TensorFlow 2.13 and later inject a final prefetch by themselves.
+
+Also where a file's project starts (`project_root`): the project index reads the whole project a
+linted file belongs to, whatever paths the run names.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,6 +42,18 @@ class ProjectFacts:
     line_length: int = DEFAULT_LINE_LENGTH
     target_torch: tuple[int, int] | None = None  # None: no limit known
     target_tensorflow: tuple[int, int] | None = None  # None: no version known
+
+
+def project_root(path: Path) -> Path | None:
+    """The root of the project `path` (a file or folder) belongs to, found as ruff finds it: the
+    nearest folder at or above it that holds a pyproject.toml or a .git; None when there is none."""
+    directory = Path(os.path.realpath(path))  # (not resolve(): a symbolic link loop must not raise)
+    if not directory.is_dir():
+        directory = directory.parent
+    for folder in (directory, *directory.parents):
+        if (folder / "pyproject.toml").is_file() or (folder / ".git").exists():
+            return folder
+    return None
 
 
 def parse_version(text: str) -> tuple[int, int]:

@@ -5,6 +5,11 @@ knows the linter's own types and where they live, so a change in the engine touc
 no other file of the server.  It uses the same entry points as `gpulint - --stdin-filename NAME`:
 settings from the nearest configuration file, `process_source` to lint (and fix) one source, the
 notebook module to lint cells as one module, the suppression writer of `--add-suppressions`.
+
+A Python document is linted with its view of its whole project, as `gpulint .` gives it
+(run/project.py): the other files are read from disk, the document as the editor holds it; the
+summaries are kept by content in memory and in the command line's cache folder, so a re-lint
+summarizes only what changed, and an edit that changes no summary reuses the solved index.
 """
 
 from __future__ import annotations
@@ -15,15 +20,18 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpulint.linter.config import ConfigError, find_config, load_settings
+from gpulint.linter.analysis.project import ModuleSummary, ModuleView, summarize
+from gpulint.linter.config import ConfigError, find_config, load_settings, nearest_pyproject
 from gpulint.linter.engine import Linter
 from gpulint.linter.findings import SYNTAX_ERROR_CODE, Applicability, Edit, Finding
 from gpulint.linter.fix.fixer import line_edits
 from gpulint.linter.fix.line_fixes import covered_rows, fixed_file_edits, grow_over
 from gpulint.linter.run import notebook
 from gpulint.linter.run.add_suppressions import suppress_source
+from gpulint.linter.run.cache import ResultCache, content_hash, default_cache_dir
 from gpulint.linter.run.outcome import RunOptions
 from gpulint.linter.run.process import process_source
+from gpulint.linter.run.project import RunIndex, project_files
 from gpulint.linter.run.safe_files import format_size
 from gpulint.rules import find_rule
 from gpulint.rules.docs import rule_markdown, rule_url
@@ -121,10 +129,16 @@ class Project:
     The linter is built on first use: the server's protocol process reads a project's settings
     (its file-size limit, whether fix-all may apply unsafe fixes) and leaves linting to its worker."""
 
-    def __init__(self, config_file: Path | None, allow_local_rules: bool = False) -> None:
+    def __init__(
+        self, config_file: Path | None, allow_local_rules: bool = False, facts_file: Path | None = None
+    ) -> None:
+        """`facts_file`: with no configuration file, the pyproject.toml whose line length and
+        PyTorch requirement apply (as on the command line)."""
         self.config_file = config_file
         # A workspace's local rules are its code: loaded only when the server was told to trust it.
-        self.settings = load_settings(config_file, load_local_rules=allow_local_rules)  # raises SettingsError
+        # (raises SettingsError)
+        self.settings = load_settings(config_file, facts_file, load_local_rules=allow_local_rules)
+        self._last_index: RunIndex | None = None  # the project index of the last lint (reused while it holds)
 
     @functools.cached_property
     def linter(self) -> Linter:
@@ -144,7 +158,8 @@ class Project:
     def lint(self, text: str, name: str) -> Report:
         """The findings in `text` (as `gpulint NAME` reports them), without fix edits: those cost
         a code generation each and are computed only when asked for (`fix_changes`)."""
-        outcome, _ = process_source(self.linter, text.encode("utf-8", "surrogatepass"), name, RunOptions())
+        source = text.encode("utf-8", "surrogatepass")
+        outcome, _ = process_source(self.linter, source, name, RunOptions(), self._project_view(source, name))
         return Report([_problem(f) for f in outcome.result.findings], outcome.errors)
 
     def fix_changes(self, text: str, name: str, problem: Problem) -> list[TextChange] | None:
@@ -183,7 +198,9 @@ class Project:
         """`text` with every fix `gpulint --fix` would apply (safe ones, and unsafe ones when the
         configuration allows them); None when nothing changes or the fixes failed."""
         source = text.encode("utf-8", "surrogatepass")
-        outcome, final = process_source(self.linter, source, name, RunOptions(fix=True))
+        outcome, final = process_source(
+            self.linter, source, name, RunOptions(fix=True), self._project_view(source, name)
+        )
         if outcome.errors or final == source:
             return None
         return final.decode("utf-8", "surrogatepass")
@@ -202,13 +219,60 @@ class Project:
         return _changes(edits) if edits is not None else None
 
     # ---------------------------------------------------------------------------------------
+    def _project_view(self, source: bytes, name: str) -> ModuleView | None:
+        """The document's view of its project (None for a name that is not an absolute path of a
+        Python file: nothing to place it in a project)."""
+        path = Path(name)
+        if path.suffix != ".py" or not path.is_absolute():
+            return None
+        settings = self.settings
+        others, _too_large = project_files([path], lambda root: (settings.exclude, settings.root))
+        index = RunIndex(
+            [path],
+            self._summary,
+            settings.max_syntax_nodes,
+            is_test=settings.is_test_file,
+            project=others,
+            sources={path: source},
+            previous=self._last_index,
+        )
+        self._last_index = index
+        return index.view(path)
+
+    @functools.cached_property
+    def _summary_cache(self) -> ResultCache | None:
+        """The command line's cache folder (summaries are keyed by content alone, so the two share
+        them), or None where it cannot serve."""
+        cache = ResultCache(default_cache_dir(self.settings.root), "")
+        return cache if cache.unusable_reason() is None else None
+
+    def _summary(self, path: Path, source: bytes, dotted: str, package: bool, budget: int | None):
+        """A module's summary: remembered in this process, else from the cache folder (so a first
+        lint of a large project that runs out of time leaves its work for the next), else made."""
+        key = (dotted, package, content_hash(source), budget)
+        if key in _SUMMARIES:
+            return _SUMMARIES[key]
+        cache = self._summary_cache
+        cache_key = cache.summary_key(dotted, package, key[2], budget) if cache is not None else ""
+        found, summary = cache.get_summary(cache_key) if cache is not None else (False, None)
+        if not found:
+            summary = summarize(source, dotted, package, budget)
+            if cache is not None:
+                cache.put_summary(cache_key, summary)
+        if len(_SUMMARIES) >= _MAX_REMEMBERED_SUMMARIES:
+            _SUMMARIES.clear()
+        _SUMMARIES[key] = summary
+        return summary
+
     def _single_rule_linter(self, code: str) -> Linter:
         return Linter(dataclasses.replace(self.settings, select=[code], extend_select=[], ignore=[]))
 
     def _fix_edits(self, text: str, name: str, problem: Problem) -> list[Edit] | None:
         """`fix_changes`, as the linter's whole-line edits."""
         linter = self._single_rule_linter(problem.code)
-        outcome, _ = process_source(linter, text.encode("utf-8", "surrogatepass"), name, RunOptions(with_edits=True))
+        source = text.encode("utf-8", "surrogatepass")
+        view = self._project_view(source, name)
+        outcome, _ = process_source(linter, source, name, RunOptions(with_edits=True), view)
         return self._edits_of(problem, outcome.result.findings)
 
     @staticmethod
@@ -218,6 +282,12 @@ class Project:
             if same and finding.fix is not None and finding.fix.edits:
                 return list(finding.fix.edits)
         return None
+
+
+# Project-index summaries by (dotted name, package, content hash, node budget), kept between jobs
+# of a worker; emptied when it holds this many.
+_SUMMARIES: dict[tuple[str, bool, str, int | None], ModuleSummary | None] = {}
+_MAX_REMEMBERED_SUMMARIES = 50_000
 
 
 def _cells(texts: list[str]) -> list[notebook.Cell]:
@@ -236,17 +306,21 @@ class Projects:
         """The project that lints `path` (a file that may not exist yet): its nearest
         pyproject.toml with [tool.gpulint], as on the command line.  Raises SettingsError."""
         config_file = find_config(path.parent)
-        cached = self._cache.get(config_file)
-        if cached is not None and cached[0] == _stamp(config_file, cached[1]):
+        # With no configuration file, the nearest pyproject.toml still says the line length and
+        # the PyTorch the fixes are written for.
+        facts_file = nearest_pyproject(path.parent) if config_file is None else None
+        key = config_file or facts_file
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] == _stamp(key, cached[1]):
             return cached[1]
-        project = Project(config_file, self.allow_local_rules)
-        self._cache[config_file] = (_stamp(config_file, project), project)
+        project = Project(config_file, self.allow_local_rules, facts_file)
+        self._cache[key] = (_stamp(key, project), project)
         return project
 
 
-def _stamp(config_file: Path | None, project: Project) -> tuple[int, ...]:
+def _stamp(settings_file: Path | None, project: Project) -> tuple[int, ...]:
     local = project.settings.local_rule_files if project.settings.local_rules is not None else ()
-    return (_mtime(config_file), *(_mtime(module) for module in local))
+    return (_mtime(settings_file), *(_mtime(module) for module in local))
 
 
 def _mtime(path: Path | None) -> int:

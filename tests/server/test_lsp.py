@@ -471,3 +471,26 @@ def test_an_internal_error_is_answered_without_a_traceback(monkeypatch):
     assert response["id"] == 1 and response["error"]["code"] == -32603
     assert "data" not in response["error"] or response["error"]["data"] is None
     assert "secret_project" not in frame.decode() and "Traceback" not in frame.decode()
+
+
+def test_a_helper_opened_alone_gets_the_finding_its_projects_loop_gives_it(tmp_path):
+    """The editor lints a document with its view of the whole project, as `gpulint .` does: a
+    training loop in train.py (not open) makes helpers.py's print per-step."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    helpers = "import torch\n\n\ndef log_loss(loss):\n    print(loss.item())\n"
+    (tmp_path / "helpers.py").write_text(helpers)
+    (tmp_path / "train.py").write_text(
+        "from helpers import log_loss\n\nfor batch in loader:\n    loss = model(batch.cuda()).sum()\n"
+        "    loss.backward()\n    optimizer.step()\n    log_loss(loss)\n"
+    )
+    client, _ = _start(tmp_path)
+    try:
+        uri = client.open(tmp_path / "helpers.py", helpers)
+        diagnostics = client.diagnostics(uri, version=1)
+        assert ("GL302", 4, 4) in found(diagnostics)
+        assert found(diagnostics) == cli_findings(tmp_path / "helpers.py")
+        # The document as the editor holds it, not as saved: the print gone, the finding gone.
+        client.replace_text(uri, helpers.replace("print(loss.item())", "return loss"), version=2)
+        assert client.diagnostics(uri, version=2) == []
+    finally:
+        client.close()

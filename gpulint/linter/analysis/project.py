@@ -450,7 +450,11 @@ class _Summarizer(ast.NodeVisitor):
 
 def _guarded(site: CallSite) -> bool:
     """Whether an interval guard or an event branch stands between the call and its function."""
-    return any(kind == "event" or (kind == "if" and _throttles(value)) for kind, value in site.path)
+    return _guarded_path(site.path)
+
+
+def _guarded_path(path: Iterable[Step]) -> bool:
+    return any(kind == "event" or (kind == "if" and _throttles(value)) for kind, value in path)
 
 
 @lru_cache(maxsize=4096)
@@ -742,11 +746,11 @@ class ProjectIndex:
     def _step_loop_around(self, caller: Function, site: CallSite) -> str | None:
         """The id of the step loop of `caller` that runs `site` every step, if one does: the first
         loop out from the call that is a step loop, unless a guard or an event branch comes first."""
-        for kind, value in site.path:
-            if kind == "event" or (kind == "if" and _throttles(value)):
-                return None
+        # The guards between the call and the loop are read only once a step loop is found: reading
+        # a condition parses it, and most calls of a large project are in none.
+        for position, (kind, value) in enumerate(site.path):
             if kind == "loop" and (caller, int(value)) in self._step_loops:
-                return value
+                return None if _guarded_path(site.path[:position]) else value
         return None
 
     def chain(self, function: Function) -> tuple[RelatedLocation, ...]:

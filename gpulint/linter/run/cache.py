@@ -95,6 +95,10 @@ def gpulint_fingerprint() -> str:
     return _code_fingerprint
 
 
+def _run_key(options_key: str, settings_fingerprint: str) -> str:
+    return hashlib.sha256(f"{options_key}|{settings_fingerprint}".encode()).hexdigest()
+
+
 def content_hash(source: bytes) -> str:
     return hashlib.blake2b(source, digest_size=20).hexdigest()
 
@@ -102,10 +106,13 @@ def content_hash(source: bytes) -> str:
 class ResultCache:
     """Per-file outcomes under `directory` for one (settings, options, gpulint) combination."""
 
-    def __init__(self, directory: Path, run_key: str, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(
+        self, directory: Path, run_key: str, max_bytes: int = DEFAULT_MAX_BYTES, options_key: str = ""
+    ) -> None:
         self.directory = Path(directory)
         self.run_key = run_key
         self.max_bytes = max_bytes
+        self.options_key = options_key  # gpulint and the run options, without the settings (for_settings)
         self.writes = 0  # entries written by this process (decides whether to check the size)
         self.hits = 0
 
@@ -122,8 +129,15 @@ class ResultCache:
             for f in dataclasses.fields(options)
             if f.metadata.get("changes_results", True)
         }
-        parts = [gpulint_fingerprint(), settings_fingerprint, repr(sorted(fields.items()))]
-        return cls(directory, hashlib.sha256("|".join(parts).encode()).hexdigest(), max_bytes)
+        options_key = f"{gpulint_fingerprint()}|{sorted(fields.items())!r}"
+        return cls(directory, _run_key(options_key, settings_fingerprint), max_bytes, options_key)
+
+    def for_settings(self, settings_fingerprint: str) -> ResultCache:
+        """The same cache folder for a run's files linted with other settings (another project's
+        configuration): the same options, keys of those settings."""
+        return ResultCache(
+            self.directory, _run_key(self.options_key, settings_fingerprint), self.max_bytes, self.options_key
+        )
 
     def unusable_reason(self) -> str | None:
         """Why the folder cannot serve as gpulint's cache (None: it can, or does not exist yet).
@@ -168,10 +182,11 @@ class ResultCache:
         text = f"{self.run_key}|{where}|{name}|{source_hash}|{project_digest}"
         return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()  # names need not be UTF-8
 
-    def summary_key(self, dotted: str, package: bool, source_hash: str) -> str:
-        """The key of a module's project-index summary: its bytes and its dotted name (relative
-        imports resolve from it); no settings, which do not change a summary."""
-        text = f"summary|{gpulint_fingerprint()}|{dotted}|{package}|{source_hash}"
+    def summary_key(self, dotted: str, package: bool, source_hash: str, max_nodes: int | None = None) -> str:
+        """The key of a module's project-index summary: its bytes, its dotted name (relative
+        imports resolve from it) and the budget of syntax nodes it was summarized under (over it,
+        it has none); no other settings, which do not change a summary."""
+        text = f"summary|{gpulint_fingerprint()}|{dotted}|{package}|{source_hash}|{max_nodes}"
         return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
     def _entry(self, key: str) -> Path:
@@ -197,20 +212,52 @@ class ResultCache:
         self._store(key, "outcome", to_data(outcome))
 
     def get_summary(self, key: str):
-        """A stored project-index summary (analysis/project.py ModuleSummary), or None for a miss
-        (as for outcomes: whatever a bad entry holds, it is a miss)."""
+        """(True, the stored project-index summary: analysis/project.py ModuleSummary, or None for
+        a module that has none -- it does not parse, or is over its budget), or (False, None) for a
+        miss (as for outcomes: whatever a bad entry holds, it is a miss)."""
         from gpulint.linter.analysis.project import ModuleSummary
 
         try:
-            summary = ModuleSummary.from_data(self._load(key)["summary"])
+            data = self._load(key)["summary"]
+            summary = ModuleSummary.from_data(data) if data is not None else None
         except Exception:  # noqa: BLE001
-            return None
-        if summary is not None:
-            self._touch(self._entry(key))
-        return summary
+            return False, None
+        if summary is None and data is not None:
+            return False, None
+        self._touch(self._entry(key))
+        return True, summary
 
     def put_summary(self, key: str, summary) -> None:
-        self._store(key, "summary", summary.to_data())
+        """Store a module's summary, or None: that it has none (re-parsing a module over its budget
+        on every run would cost what the budget saves)."""
+        self._store(key, "summary", summary.to_data() if summary is not None else None)
+
+    def index_key(self, max_nodes: int | None, files: list[tuple[str, str]], context: str = "") -> str:
+        """The key of a run's project index: gpulint, the node budget, `context` (what else the
+        views depend on), and every file it reads first (the run's own files and their
+        projects'), each as (resolved path, hash of its bytes)."""
+        listing = "\n".join(f"{path}\0{digest}" for path, digest in files)
+        text = f"index|{gpulint_fingerprint()}|{max_nodes}|{context}|{listing}"
+        return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+    def get_index(self, key: str) -> dict | None:
+        """A stored project index's result: {"digests": {resolved path: view digest} of the run's
+        own files, "followed": [(resolved path, hash)] of the modules it followed beyond its
+        projects, whose bytes must be unchanged too}; None for a miss or a bad entry."""
+        try:
+            stored = self._load(key)["index"]
+            digests, followed = stored["digests"], stored["followed"]
+            strings = all(isinstance(k, str) and isinstance(v, str) for k, v in digests.items())
+            pairs = [(path, digest) for path, digest in followed if isinstance(path, str) and isinstance(digest, str)]
+        except Exception:  # noqa: BLE001 - whatever an entry holds, a bad one is a miss
+            return None
+        if not strings or len(pairs) != len(followed):
+            return None
+        self._touch(self._entry(key))
+        return {"digests": digests, "followed": pairs}
+
+    def put_index(self, key: str, digests: dict[str, str], followed: list[tuple[str, str]]) -> None:
+        self._store(key, "index", {"digests": digests, "followed": followed})
 
     def _load(self, key: str) -> dict:
         """An entry's document (raises on anything that is not one of ours for `key`)."""

@@ -1,6 +1,14 @@
 """The project index of a run (gpulint.linter.analysis.project): which module each file of the
-run is, the project modules they import (found on disk and followed, so a helper module that a
-run over `train.py` alone imports is known too), their summaries, and each file's view.
+run is, the other Python files of the projects those files belong to, the modules they import
+(found on disk and followed, also outside the project), their summaries, and each file's view.
+
+The index covers each linted file's whole project -- its root is the nearest folder above with a
+pyproject.toml or a .git (gpulint/linter/project.py `project_root`), walked as a run over the root
+would walk it (run/files.py `discover`: .gitignore, the configured excludes, no virtual
+environments or build output, no symbolic links) -- so `gpulint helpers.py`, a pre-commit run over
+the changed files, the editor and `gpulint .` give a module the same view of the project: a loop
+in `train.py` makes `helpers.py`'s function per-step however `helpers.py` is linted.  Only the
+run's own files are linted; the others are only summarized.
 
 A module's identity is its source root -- the first folder above it without an `__init__.py`, as
 Python finds it from a script's folder -- and its dotted name under that root.  Summaries come
@@ -9,15 +17,44 @@ from `summarize` (stdlib `ast`), or from the run's cache when the file's bytes a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from gpulint.linter.analysis.project import EMPTY_VIEW, ModuleSummary, ModuleView, ProjectIndex, summarize
-from gpulint.linter.run.files import read_source
+from gpulint.linter.project import project_root
+from gpulint.linter.run.files import discover, read_source
 
-# Modules followed through imports beyond the run's own files: a bound on a run that names one
-# file of a very large tree (the run's own files are always summarized).
+# Modules followed through imports beyond the run's own files and their projects: a bound on a run
+# that names one file of a very large tree (the run's own files are always summarized).
 MAX_FOLLOWED_MODULES = 2000
+# The most Python files the index reads of a project beyond the run's own files.  A larger "project"
+# (a home folder under git, a monorepo without a pyproject.toml per package) is indexed through the
+# imports of the linted files alone, with a warning: reading it all would make `gpulint file.py`
+# slow for every user of the tree.
+MAX_PROJECT_FILES = 10_000
+
+
+def project_files(
+    files: Iterable[Path], excludes_for: Callable[[Path], tuple[list[str], Path]]
+) -> tuple[list[Path], list[str]]:
+    """The Python files of the projects `files` belong to, and warnings about projects too large to
+    index.  `excludes_for(root)`: the exclude patterns that apply under a project root and the
+    folder they are relative to (the root's configuration)."""
+    roots = sorted({root for path in files if (root := project_root(path)) is not None})
+    found: list[Path] = []
+    warnings: list[str] = []
+    for root in roots:
+        exclude, relative_to = excludes_for(root)
+        walked, _unreadable = discover([root], exclude, relative_to)  # (a lint of those paths reports them)
+        python = [path for path in walked if path.suffix == ".py"]
+        if len(python) > MAX_PROJECT_FILES:
+            warnings.append(
+                f"{root}: more than {MAX_PROJECT_FILES} Python files; the project index reads only the "
+                "modules the linted files import (a pyproject.toml in each package narrows the project)"
+            )
+            continue
+        found.extend(python)
+    return found, warnings
 
 
 def module_identity(path: Path) -> tuple[str, str, bool]:
@@ -44,14 +81,18 @@ def _module_file(root: Path, dotted: str) -> Path | None:
 
 
 class RunIndex:
-    """The project index over a run's Python files and the project modules they import.
+    """The project index over a run's Python files, the other files of their projects
+    (`project_files`) and the modules they import.
 
     `cached_summary(path, source, dotted name, is package, node budget)` may answer from a cache;
-    without it each source is summarized.  The run's own files are summarized with the lint's
-    budget of syntax nodes, `max_nodes` (one over it, which the lint skips, is not summarized), the
-    modules they import with None (see analysis/project.py `summarize`).  `is_test(path)` says
-    which modules are test code (the settings' `is_test_file`): their loops make no library code
-    per step."""
+    without it each source is summarized.  The run's own files and their projects' files are
+    summarized with the lint's budget of syntax nodes, `max_nodes` (one over it, which the lint
+    skips, is not summarized), the modules they import from elsewhere with None (see
+    analysis/project.py `summarize`).  `is_test(path)` says which modules are test code (the
+    settings' `is_test_file`): their loops make no library code per step.  `sources` holds texts
+    that replace what is on disk (an editor's unsaved document).  With the same summaries, test
+    modules and paths as `previous` (an edit that changed no call, loop or import), its solved
+    index is reused."""
 
     def __init__(
         self,
@@ -59,14 +100,21 @@ class RunIndex:
         cached_summary: Callable[[Path, bytes, str, bool, int | None], ModuleSummary | None] | None = None,
         max_nodes: int | None = None,
         is_test: Callable[[Path], bool] | None = None,
+        project: Iterable[Path] = (),
+        sources: dict[Path, bytes] | None = None,
+        previous: RunIndex | None = None,
     ) -> None:
         self._summary_of = cached_summary or (
             lambda path, source, dotted, package, budget: summarize(source, dotted, package, budget)
         )
-        own = {path.resolve() for path in files}
+        sources = {path.resolve(): text for path, text in (sources or {}).items()}
+        own = [path for path in files if path.suffix == ".py"]
+        # Queued last, popped first: the run's own files, then their projects'.
+        queue = [*project, *own]
+        budgeted = {path.resolve() for path in queue}
         self.modules: dict[Path, str] = {}  # resolved path -> module id
+        self._imports: dict[tuple[Path, str], Path | None] = {}  # (source root, module name) -> its file
         summaries: dict[str, ModuleSummary] = {}
-        queue = [path for path in files if path.suffix == ".py"]
         followed = 0
         while queue:
             path = queue.pop()
@@ -78,17 +126,17 @@ class RunIndex:
             if module_id in summaries:
                 continue
             try:
-                source = read_source(resolved)
+                source = sources[resolved] if resolved in sources else read_source(resolved)
             except OSError:
                 continue
-            summary = self._summary_of(resolved, source, dotted, package, max_nodes if resolved in own else None)
+            summary = self._summary_of(resolved, source, dotted, package, max_nodes if resolved in budgeted else None)
             if summary is None:
                 continue
             summaries[module_id] = summary
             root = Path(module_id.partition("|")[0])
             for imported in set(summary.bindings.values()):
                 found = self._imported_file(root, imported)
-                if found is not None and found.resolve() not in self.modules and followed < MAX_FOLLOWED_MODULES:
+                if found is not None and found not in self.modules and followed < MAX_FOLLOWED_MODULES:
                     followed += 1
                     queue.append(found)
         test_modules = frozenset(
@@ -99,16 +147,21 @@ class RunIndex:
         shown: dict[str, str] = {}  # module id -> its path as findings show paths
         for resolved, module_id in self.modules.items():
             shown.setdefault(module_id, display_path(resolved))
-        self.index = ProjectIndex(summaries, test_modules, shown)
+        self._solved_from = (summaries, test_modules, shown)
+        reused = previous.index if previous is not None and previous._solved_from == self._solved_from else None
+        self.index: ProjectIndex = reused if reused is not None else ProjectIndex(summaries, test_modules, shown)
 
-    @staticmethod
-    def _imported_file(root: Path, dotted: str) -> Path | None:
-        """`pkg.utils.clip` -> root/pkg/utils.py (the longest prefix that is a module file)."""
+    def _imported_file(self, root: Path, dotted: str) -> Path | None:
+        """`pkg.utils.clip` -> root/pkg/utils.py, resolved (the longest prefix that is a module
+        file); remembered, as the modules of a project import the same names again and again."""
         parts = dotted.split(".")
         for cut in range(len(parts), 0, -1):
-            found = _module_file(root, ".".join(parts[:cut]))
-            if found is not None:
-                return found
+            key = (root, ".".join(parts[:cut]))
+            if key not in self._imports:
+                found = _module_file(root, key[1])
+                self._imports[key] = found.resolve() if found is not None else None
+            if self._imports[key] is not None:
+                return self._imports[key]
         return None
 
     def view(self, path: Path) -> ModuleView:

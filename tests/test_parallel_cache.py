@@ -28,7 +28,7 @@ from torch.utils.data import DataLoader
 
 model = torch.nn.Linear({n}, 2).cuda()
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
-loader = DataLoader(range({n}), batch_size={n})
+loader = DataLoader(load_images({n}), batch_size={n})
 
 for epoch in range(3):
     for step, batch in enumerate(loader):

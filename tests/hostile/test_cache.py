@@ -117,7 +117,8 @@ def test_entries_of_the_wrong_shape_are_misses(sandbox):
     sandbox.write("train.py")
     first = sandbox.run(".", "--format", "json")
     entries = _entries(sandbox)
-    # Entries hold a file's outcome or a module's project-index summary; each is bent its own way.
+    # Entries hold a file's outcome, a module's project-index summary or a run's solved index; each
+    # is bent its own way.
     outcome_shapes = [
         lambda o: {**o, "result": {**o["result"], "findings": "not a list"}},
         lambda o: {**o, "fixed": True},
@@ -132,7 +133,14 @@ def test_entries_of_the_wrong_shape_are_misses(sandbox):
         lambda s: {k: v for k, v in s.items() if k != "bindings"},
         lambda s: {**s, "reiterated": 5},
     ]
-    parts = {"outcome": outcome_shapes, "summary": summary_shapes}
+    index_shapes = [  # the solved project index of a run: its files' view digests
+        lambda i: {**i, "digests": "not a mapping"},
+        lambda i: {**i, "followed": "not a list"},
+        lambda i: {**i, "digests": {path: 3 for path in i["digests"]} or {"x": 3}},
+        lambda i: {**i, "followed": [[1]]},
+        lambda i: {**i, "unexpected": 1},
+    ]
+    parts = {"outcome": outcome_shapes, "summary": summary_shapes, "index": index_shapes}
     assert {next(part for part in parts if part in json.loads(e.read_text())) for e in entries} == set(parts)
     for index in range(len(outcome_shapes)):
         for entry in entries:

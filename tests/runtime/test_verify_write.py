@@ -12,7 +12,7 @@ SOURCE = b"""import torch
 from torch.utils.data import DataLoader
 device = torch.device("cuda")
 if __name__ == "__main__":
-    loader = DataLoader(range(10))
+    loader = DataLoader(load_images("data"))  # a dataset read from disk (not in memory)
     for x in loader:
         opt.step()
 """

@@ -301,7 +301,8 @@ def _starved(result: ScaleResult, top: Efficiency) -> bool:
     """Near-linear throughput from ranks that mostly wait is no case for more GPUs: each rank
     starves alone, and more of them multiply the waste.  True (with the verdict set) when at some
     size the ranks' own compute -- the step less the waits for data and for the other ranks and
-    rank 0's host work between the steps (its sampled stacks) -- is under the method's
+    rank 0's named host work between the steps (its sampled stacks: validation, checkpoints,
+    logging, syncs) -- is under the method's
     FIX_CODE_FIRST share of their step."""
     for size in result.sizes:
         parts = size.breakdown()
@@ -310,7 +311,9 @@ def _starved(result: ScaleResult, top: Efficiency) -> bool:
             continue
         run = size.runs[-1]
         found = attribution.attribute(run.processes[0].report) if run.processes else None
-        host = found.host_shares if found else {}
+        # Host work the sampler cannot name is left out: it is no evidence of waiting, and may be the
+        # ranks' own work itself (a CPU job's compute in the user's code, a simulated step).
+        host = {k: v for k, v in found.host_shares.items() if k != attribution.OTHER} if found else {}
         shares = {
             "data": (parts["data_wait"] or 0.0) / step,
             "the other ranks (all-reduce)": (parts["collective_wait"] or 0.0) / step,

@@ -124,7 +124,9 @@ def test_the_documented_configuration_runs_the_tagged_release(tmp_path):
     `pre-commit autoupdate --freeze`, which the docs give for pinning a commit, pins the SHA."""
     hooks_repo, project = _hooks_repo_and_project(tmp_path)
     tag = f"v{__version__}"
-    _git(hooks_repo, "tag", "-a", tag, "-m", f"gpulint {__version__}")
+    # -f: a clone of a released checkout has the tag already, on the release's commit; the test
+    # tags the code under test.
+    _git(hooks_repo, "tag", "-f", "-a", tag, "-m", f"gpulint {__version__}")
     config = _documented_config()
     assert f"rev: {tag}" in config, "the docs pin a release other than the current version"
     assert "https://github.com/gpulint/gpulint" in config

@@ -104,6 +104,17 @@ import torch
 from torch.utils.data import DataLoader
 
 
+class LabelledImages(torch.utils.data.Dataset):  # decoded per item: not a tensor in memory
+    def __init__(self, labels):
+        self.labels = labels * 13
+
+    def __len__(self):
+        return 40
+
+    def __getitem__(self, index):
+        return torch.tensor(float(self.labels[index]))
+
+
 def main():
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     with open(os.path.join(os.path.dirname(__file__), "labels.txt")) as handle:  # next to the script
@@ -111,7 +122,7 @@ def main():
     model = torch.nn.Linear(1, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for epoch in range(3):
-        for batch in DataLoader(torch.arange(40.0), batch_size=4):
+        for batch in DataLoader(LabelledImages(labels), batch_size=4):
             model(batch.view(-1, 1)).sum().backward()
             optimizer.step()
 

@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpus_recall import SourceFile, line_hash, relocate, repo_folder  # noqa: E402 - the sibling harness
+from corpus_recall import Finding, SourceFile, line_hash, relocate, repo_folder  # noqa: E402 - the sibling harness
 
 from gpulint.linter.analysis.context import is_test_path  # noqa: E402 - the project's own package
 
@@ -78,24 +78,6 @@ class Label:
     verdict: str
     reason: str
     text_sha1: str = ""
-
-    @property
-    def file_key(self) -> tuple[str, str]:
-        return (self.repo, self.path)
-
-    def where(self) -> str:
-        cell = f"#cell{self.cell}" if self.cell is not None else ""
-        return f"{self.repo}/{self.path}{cell}:{self.line}"
-
-
-@dataclass
-class Finding:
-    repo: str
-    path: str
-    cell: int | None
-    line: int
-    rule: str
-    message: str
 
     @property
     def file_key(self) -> tuple[str, str]:

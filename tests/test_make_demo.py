@@ -32,7 +32,10 @@ def _copy_of_the_checkout(target: Path) -> Path:
 def _make_demo(checkout: Path) -> subprocess.CompletedProcess:
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
-    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "MAKEFLAGS")}
+    # As a user runs it from a shell: not as a sub-make of `make test` (MAKELEVEL makes make print
+    # "make[1]: Leaving directory" after the demo's last line).
+    outer_make = ("PYTHONPATH", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
+    env = {key: value for key, value in os.environ.items() if key not in outer_make}
     return subprocess.run(
         ["make", "demo", f"PYTHON={sys.executable}"],
         cwd=checkout,

@@ -185,3 +185,28 @@ def insert_before(
     new = cst.parse_statement(code).with_changes(leading_lines=statement.leading_lines)
     both = cst.FlattenSentinel([new, statement.with_changes(leading_lines=())])
     return Fix(applicability, message, {statement: both}, imports, min_torch=min_torch)
+
+
+def setting_before_training(
+    ctx: FileContext,
+    backward_calls: list[cst.Call],
+    target: str,
+    line: str,
+    description: str,
+    min_torch: tuple[int, int] | None = None,
+) -> tuple[cst.CSTNode, Fix | None]:
+    """A "set this once" fix (GL404, GL405): `line` written just before the optimizer is built,
+    or before the first backward pass when the module builds none.  Returns (the node to report,
+    the unsafe fix, or None where no line can go before its statement).  `line` holds `{target}`
+    where `target` (a dotted torch name) goes, as the module's imports spell it."""
+    optimizer = ctx.torch.optimizer_construction
+    node = optimizer if optimizer is not None else backward_calls[0]
+    statement = ctx.statement_of(node)
+    if not isinstance(statement, cst.SimpleStatementLine) or not isinstance(
+        ctx.parent(statement), (cst.IndentedBlock, cst.Module)
+    ):
+        return node, None
+    text, imports = ctx.reference(target)
+    return node, insert_before(
+        statement, line.format(target=text), Applicability.UNSAFE, description, imports, min_torch
+    )

@@ -5,11 +5,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-import libcst as cst
-
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
 from gpulint.linter.findings import Applicability
-from gpulint.linter.fix.builders import insert_before
+from gpulint.linter.fix.builders import setting_before_training
 from gpulint.linter.rule import Invalid, Rule, Valid
 
 if TYPE_CHECKING:
@@ -274,19 +272,11 @@ class CudnnBenchmark(Rule):
             return
         if _DECIDED_TEXT.search(self.ctx.code_without_comments):
             return
-        optimizer = torch.optimizer_construction
-        node = optimizer if optimizer is not None else backward_calls[0]
-        statement = self.ctx.statement_of(node)
-        fix = None
-        if isinstance(statement, cst.SimpleStatementLine) and isinstance(
-            self.ctx.parent(statement), (cst.IndentedBlock, cst.Module)
-        ):
-            text, imports = self.ctx.reference("torch.backends.cudnn.benchmark")
-            fix = insert_before(
-                statement,
-                f"{text} = True",
-                Applicability.UNSAFE,
-                "Let cuDNN pick the fastest algorithm: `torch.backends.cudnn.benchmark = True`",
-                imports,
-            )
+        node, fix = setting_before_training(
+            self.ctx,
+            backward_calls,
+            "torch.backends.cudnn.benchmark",
+            "{target} = True",
+            "Let cuDNN pick the fastest algorithm: `torch.backends.cudnn.benchmark = True`",
+        )
         self.report(node, fix=fix)

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import re
 
-import libcst as cst
-
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
 from gpulint.linter.findings import Applicability
-from gpulint.linter.fix.builders import insert_before
+from gpulint.linter.fix.builders import setting_before_training
 from gpulint.linter.rule import Invalid, Rule, Valid
 
 _TF32_TEXT = re.compile(r"tf32|float32_matmul_precision|fp32_precision", re.IGNORECASE)
@@ -311,20 +309,12 @@ class Fp32Matmul(Rule):
             return
         if _TF32_TEXT.search(self.ctx.code_without_comments):
             return
-        optimizer = torch.optimizer_construction
-        node = optimizer if optimizer is not None else backward_calls[0]
-        statement = self.ctx.statement_of(node)
-        fix = None
-        if isinstance(statement, cst.SimpleStatementLine) and isinstance(
-            self.ctx.parent(statement), (cst.IndentedBlock, cst.Module)
-        ):
-            text, imports = self.ctx.reference("torch.set_float32_matmul_precision")
-            fix = insert_before(
-                statement,
-                f'{text}("high")',
-                Applicability.UNSAFE,
-                'Enable TF32 matmuls: `torch.set_float32_matmul_precision("high")`',
-                imports,
-                min_torch=(1, 12),
-            )
+        node, fix = setting_before_training(
+            self.ctx,
+            backward_calls,
+            "torch.set_float32_matmul_precision",
+            '{target}("high")',
+            'Enable TF32 matmuls: `torch.set_float32_matmul_precision("high")`',
+            min_torch=(1, 12),
+        )
         self.report(node, fix=fix)

@@ -223,6 +223,22 @@ def attribute(report: dict) -> Attribution | None:
     return Attribution(stacks["looks"], stacks["interval"], phases, note)
 
 
+def stack_phases(stacks: list[dict], step_functions: list | None) -> list[tuple[str, str]]:
+    """The phase of each sampled stack (bootstrap.StackSampler's "stacks"), judged as attribute()
+    judges it, with the statement of the loop it names (`train.py:42 save(model)`, or "")."""
+    anchors = {(path, first) for path, first, _name in step_functions or []}
+    sources = _Sources()
+    phases = []
+    for stack in stacks:
+        name, key = _classify(stack["fetch"], stack["frames"], anchors, sources)
+        where = ""
+        if key is not None:
+            path, _, row = key[0].rpartition(":")
+            where = f"{Path(path).name}:{row} {sources.text(path, int(row))}"
+        phases.append((name, where))
+    return phases
+
+
 def _classify(fetch: str, frames: list, anchors: set, sources: _Sources) -> tuple[str, tuple | None]:
     """(phase, (anchor file:line, innermost user file:line)) of one sampled stack."""
     users = [i for i, f in enumerate(frames) if isinstance(f, list)]

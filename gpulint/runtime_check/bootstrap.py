@@ -19,6 +19,8 @@ Configuration comes in the environment variable GPULINT_RT_CONFIG (JSON):
              sys.path and tracebacks are the script's own, so the fixed code finds the files and
              modules next to the script, and no copy is ever written there
   stacks     sample the training thread's stack during the measured steps (default true)
+  ops        {"steps": N, "trace": bool} or null: after the measured steps, profile N more with
+             torch.profiler for the operator table and the trace (OpsWindow)
   per_rank   started by a launcher (torchrun, accelerate launch): every rank writes `out` + ".rank<RANK>"
              and only local rank 0 writes progress
 
@@ -158,6 +160,7 @@ STACK_MARKS = (
 )
 SAMPLE_INTERVAL = 0.01  # seconds between two looks at the training thread's stack
 SAMPLE_KEYS_CAP = 5000  # distinct stacks kept; the time of later new ones is counted as lost
+TIMELINE_CAP = 20000  # looks kept in order for a trace (a few profiled steps: far fewer)
 
 
 # The samplers started and not yet stopped.  A run stops its own when it finishes; a host that drives
@@ -181,9 +184,12 @@ class StackSampler:
     it, so counting looks alone would under-count exactly that work.  The parent (attribution.py)
     turns the seconds into the share of the step each phase and each line of the user's code takes."""
 
-    def __init__(self, thread_id: int, interval: float = SAMPLE_INTERVAL) -> None:
+    def __init__(self, thread_id: int, interval: float = SAMPLE_INTERVAL, timeline: bool = False) -> None:
         self.thread_id, self.interval = thread_id, interval
         self.seconds: dict[tuple, float] = {}  # stack -> seconds of the looks that saw it
+        # With `timeline` (the profiled steps of OpsWindow): every look in order, as (time, stack),
+        # so a trace can show which phase ran when.
+        self.timeline: list[tuple[float, tuple]] | None = [] if timeline else None
         self.looks = 0
         self.total = 0.0  # seconds covered by the looks
         self.overflow = 0.0  # seconds of looks that could not be kept (too many distinct stacks, errors)
@@ -212,13 +218,16 @@ class StackSampler:
             if frame is None:
                 return
             try:
-                self.take(frame, weight)
+                key = self.take(frame, weight)
+                if self.timeline is not None and key in self.seconds and len(self.timeline) < TIMELINE_CAP:
+                    self.timeline.append((now, key))
             except Exception:  # a sample is never worth breaking the user's run
                 self.overflow += weight
             finally:
                 del frame
 
-    def take(self, frame, weight: float) -> None:
+    def take(self, frame, weight: float) -> tuple:
+        """Count one look at `frame`'s stack, weighted `weight` seconds; returns the stack's key."""
         entries: list = []
         while frame is not None:
             code = frame.f_code
@@ -241,6 +250,7 @@ class StackSampler:
             self.seconds[key] = weight
         else:
             self.overflow += weight
+        return key
 
     def _kind(self, code):
         name = code.co_filename
@@ -257,7 +267,7 @@ class StackSampler:
         return None
 
     def result(self) -> dict:
-        return {
+        result = {
             "interval": self.interval,
             "looks": self.looks,
             "seconds": self.total,
@@ -267,6 +277,10 @@ class StackSampler:
                 for (fetch, entries), t in self.seconds.items()
             ],
         }
+        if self.timeline is not None:  # [time, index in "stacks"] per look
+            index = {key: i for i, key in enumerate(self.seconds)}
+            result["timeline"] = [[t, index[key]] for t, key in self.timeline]
+        return result
 
 
 class StopProfiling(SystemExit):
@@ -275,6 +289,152 @@ class StopProfiling(SystemExit):
 
     def __init__(self) -> None:
         super().__init__(0)
+
+
+OPERATORS_CAP = 1000  # operator rows kept, by self time (the totals cover them all)
+FETCHES_CAP = 10000  # batch fetches kept for the trace of the profiled steps
+
+
+class OpsWindow:
+    """The steps profiled after the measured ones (`ops` in the config: `gpulint profile --ops` or
+    `--trace`), so torch.profiler's overhead never reaches a timed step.  As the PyTorch profiler's
+    schedule(wait=0, warmup=1, active=N) does, the first step after the measured window runs the
+    profiler without recording (its start-up cost), then N steps are recorded: torch's operators
+    (key_averages: self time on the CPU and the device; its Chrome trace when one is asked for),
+    and, on the checker's own clock, the phases of those steps: each step, each training batch
+    fetch, and the training thread's stack sampled in order (torch loops), for the parent to draw.
+
+    Config: {"steps": N, "trace": bool}."""
+
+    def __init__(self, config: dict, source, step: int, now: float, trace_path: str) -> None:
+        self.source = source  # what ends a step: id(optimizer), "keras" or "tf"
+        self.wanted = max(1, int(config.get("steps") or 1))
+        self.first_step = step + 2  # the numbers of the recorded steps, warm-up steps included
+        self.trace_path = trace_path if config.get("trace") else None
+        self.ends = 0
+        self.done = False
+        self.last_end = now
+        self.start: float | None = None  # end of the profiler's warm-up step
+        self.steps: list[list[float]] = []  # [start, end] of each recorded step
+        self.fetches: list[list[float]] = []  # [start, end] of each training batch fetch in them
+        self.sampler: StackSampler | None = None
+        self.profiler: Any = None
+        self.operators: list[dict] | None = None
+        self.totals: dict | None = None
+        self.torch_trace: str | None = None  # torch's exported Chrome trace
+        self.error: str | None = None  # why there are no operators
+        # torch's trace is timed on the wall clock, this file on the monotonic one
+        self.clock_offset = time.time() - clock()
+        if source in ("keras", "tf"):
+            self.error = "operators come from torch.profiler, and this is a TensorFlow loop"
+        else:
+            self._start_profiler()
+
+    def _start_profiler(self) -> None:
+        try:
+            import torch
+            from torch.profiler import ProfilerActivity, profile, schedule
+
+            activities = [ProfilerActivity.CPU]
+            if STATE.cuda and torch.cuda.is_initialized():
+                activities.append(ProfilerActivity.CUDA)
+            self.profiler = profile(
+                activities=activities,
+                schedule=schedule(wait=0, warmup=1, active=self.wanted, repeat=1),
+                on_trace_ready=self._ready,
+            )
+            self.profiler.start()
+        except Exception as exc:
+            self.profiler = None
+            self.error = f"torch.profiler unavailable: {exc.__class__.__name__}: {exc}"
+
+    def _ready(self, profiler) -> None:
+        """torch.profiler's on_trace_ready: the recorded steps are in."""
+        try:
+            rows = []
+            for event in profiler.key_averages():
+                # self_device_time_total since torch 2.4; self_cuda_time_total before
+                device = getattr(event, "self_device_time_total", None)
+                if device is None:
+                    device = getattr(event, "self_cuda_time_total", 0)
+                rows.append(
+                    {
+                        "name": event.key,
+                        "calls": event.count,
+                        "self_cpu": event.self_cpu_time_total / 1e6,
+                        "self_device": (device or 0) / 1e6,
+                    }
+                )
+            steps = [r for r in rows if r["name"].startswith("ProfilerStep")]
+            rows = [r for r in rows if not r["name"].startswith("ProfilerStep")]
+            rows.sort(key=lambda r: -(r["self_cpu"] + r["self_device"]))
+            self.totals = {
+                "self_cpu": sum(r["self_cpu"] for r in rows),
+                "self_device": sum(r["self_device"] for r in rows),
+                "rows": len(rows),
+                # ProfilerStep#N spans a whole step: its self time is the host time outside any operator
+                "outside_operators": sum(r["self_cpu"] for r in steps),
+            }
+            self.operators = rows[:OPERATORS_CAP]
+            if self.trace_path:
+                profiler.export_chrome_trace(self.trace_path)
+                self.torch_trace = self.trace_path
+        except Exception as exc:
+            self.error = f"torch.profiler failed: {exc.__class__.__name__}: {exc}"
+
+    def step_end(self, now: float) -> bool:
+        """A step ended at `now`; True once the recorded steps are done."""
+        self.ends += 1
+        if self.ends == 1:
+            self.start = now
+            if self.source not in ("keras", "tf") and STATE.config.get("stacks", True):
+                self.sampler = StackSampler(threading.get_ident(), timeline=True).start()
+        else:
+            self.steps.append([self.last_end, now])
+        self.last_end = now
+        if self.profiler is not None:
+            # right after the step's end, so torch's ProfilerStep#N ends where this step does (the
+            # sampler's looks after the last step, at torch's on_trace_ready, are cut off by the parent)
+            try:
+                self.profiler.step()
+            except Exception as exc:
+                self.profiler = None
+                self.error = f"torch.profiler failed: {exc.__class__.__name__}: {exc}"
+        return self.ends > self.wanted
+
+    def fetch(self, start: float, end: float) -> None:
+        if self.start is not None and not self.done and len(self.fetches) < FETCHES_CAP:
+            self.fetches.append([start, end])
+
+    def finish(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        if self.sampler is not None:
+            self.sampler.stop()
+        if self.profiler is not None:
+            try:
+                self.profiler.stop()  # the script ended inside the recorded steps: what they got
+            except Exception as exc:
+                self.error = self.error or f"torch.profiler failed: {exc.__class__.__name__}: {exc}"
+        if self.operators is None and self.error is None:
+            self.error = "the script ended before a profiled step did"
+
+    def result(self) -> dict:
+        self.finish()
+        return {
+            "wanted": self.wanted,
+            "first_step": self.first_step,
+            "steps": self.steps,
+            "fetches": self.fetches,
+            "stacks": self.sampler.result() if self.sampler else None,
+            "operators": self.operators,
+            "totals": self.totals,
+            "device": bool(self.totals and self.totals["self_device"] > 0),
+            "torch_trace": self.torch_trace,
+            "clock_offset": self.clock_offset,
+            "error": self.error,
+        }
 
 
 def _env_int(name: str):
@@ -341,10 +501,11 @@ class State:
         self.loader: dict | None = None  # settings of the training DataLoader (num_workers, ...)
         self.sampler: StackSampler | None = None
         self.step_functions: list | None = None  # the user's functions on the stack of an optimizer step
+        self.ops_window: OpsWindow | None = None  # the profiled steps after the measured ones
 
     # -- step events -----------------------------------------------------------------------
-    def _check_stop(self, count: int, now: float) -> None:
-        """`count` steps of the deciding source have ended at `now`."""
+    def _check_stop(self, count: int, now: float, source) -> None:
+        """`count` steps of the deciding source (id(optimizer), "keras" or "tf") have ended at `now`."""
         if count == self.warmup and self.measure_start is None:
             self.measure_start = now
         if now - self.last_progress > 0.2:
@@ -363,10 +524,27 @@ class State:
         if self.sampler is not None:
             self.sampler.stop()
         self.write_progress(count)
+        if self.config.get("ops") and self.ops_window is None:
+            # the measured steps are done; the profiled ones follow (OpsWindow)
+            self.ops_window = OpsWindow(self.config["ops"], source, count, now, f"{self.out}.torch-trace.json")
+            return
         raise StopProfiling()
+
+    def _ops_step(self, source, now: float) -> None:
+        """A step of `source` ended after the measured ones: the profiled steps' clock."""
+        window = self.ops_window
+        if window is None or window.done or window.source != source:
+            return
+        if window.step_end(now):
+            window.finish()
+            raise StopProfiling()
 
     def optimizer_step(self, optimizer) -> None:
         if self.stopping:
+            if self.ops_window is not None and not self.ops_window.done:
+                if self.cuda:
+                    _cuda_sync()
+                self._ops_step(id(optimizer), clock())
             return
         if self.cuda:
             _cuda_sync()  # CUDA runs asynchronously: a host timer alone would lie about step time
@@ -392,12 +570,14 @@ class State:
                 if self.config.get("stacks", True):
                     self.sampler = StackSampler(threading.get_ident()).start()
             self.read_ddp_timers(now)
-        self._check_stop(count, now)
+        self._check_stop(count, now, id(optimizer))
 
     def fetch(self, start: float, end: float, samples=None) -> None:
         seconds, calls, counted = self.fetched
         counted = None if counted is None or samples is None else counted + samples
         self.fetched = (seconds + end - start, calls + 1, counted)
+        if self.ops_window is not None:
+            self.ops_window.fetch(start, end)
 
     def count_flops(self, optimizer, count: int) -> None:
         """Count the FLOPs of step 2 (from the end of step 1 to the end of step 2 of the first
@@ -455,17 +635,22 @@ class State:
 
     def keras_batch_end(self) -> None:
         if self.stopping:
+            self._ops_step("keras", clock())
             return
         now = clock()
         self.keras.end(now, self.fetched)
-        self._check_stop(self.keras.ends, now)
+        self._check_stop(self.keras.ends, now, "keras")
 
     def tf_fetch_start(self, now: float) -> None:
-        if self.keras_active or self.optimizers or self.stopping:
+        if self.keras_active or self.optimizers:
+            return
+        if self.stopping:
+            if self.tf_last_ok:
+                self._ops_step("tf", now)
             return
         if self.tf_last_ok:
             self.tf.end(now, self.fetched)
-        self._check_stop(self.tf.ends, now)
+        self._check_stop(self.tf.ends, now, "tf")
 
     def tf_fetch_end(self, start: float, ok: bool) -> None:
         if not self.keras_active:
@@ -531,6 +716,7 @@ class State:
             "stacks": self.sampler.result() if self.sampler else None,
             "step_functions": self.step_functions,
             "loader": self.loader,
+            "ops": self.ops_window.result() if self.ops_window else None,
         }
 
 

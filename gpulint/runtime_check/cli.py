@@ -15,6 +15,8 @@ failed (run_exit_code).
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 import time
 from pathlib import Path
@@ -154,6 +156,27 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
         help="Write a self-contained HTML report (verdict, figures, plots over the run) to this file.",
     )
     parser.add_argument(
+        "--ops",
+        action="store_true",
+        help="After the measured steps, profile a few more with torch.profiler and print the top operators by self "
+        "time (CPU and CUDA), the share of matmul/conv, elementwise and copies, and what the table says.",
+    )
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        dest="trace_file",
+        metavar="FILE",
+        help="Write a Chrome trace (JSON) of those profiled steps: torch's operators and kernels with the step "
+        "phases (steps, data wait, compute, checkpoint, logging, validation ...). Opens in Perfetto and TensorBoard.",
+    )
+    parser.add_argument(
+        "--ops-steps",
+        type=int,
+        default=3,
+        metavar="N",
+        help="Steps profiled for --ops and --trace (default 3), after one profiler warm-up step; they are not timed.",
+    )
+    parser.add_argument(
         "--baseline",
         metavar="REF",
         help="Compare with a recorded run: a run id, a git ref, or `last` (the previous run of this command).",
@@ -189,6 +212,12 @@ def profile_command(options: argparse.Namespace) -> int:
                 raise CommandError(f"{name} must be positive")
         if options.fail_on_regression is not None and (options.baseline is None or options.fail_on_regression < 0):
             raise CommandError("--fail-on-regression needs --baseline and a percentage of 0 or more")
+        if options.ops_steps < 1:
+            raise CommandError("--ops-steps must be at least 1")
+        if options.trace_file is not None:
+            _check_output_file(options.trace_file, "--trace")
+        if options.ops or options.trace_file is not None:
+            config.ops = {"steps": options.ops_steps, "trace": options.trace_file is not None}
     except CommandError as exc:
         error(str(exc))
         return EXIT_ERROR
@@ -212,6 +241,8 @@ def profile_command(options: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
+    if not options.ops:
+        result.ops = None  # profiled for --trace alone: the table is printed on request
     if options.json_file is not None:
         report.write_json(options.json_file, report.profile_json(result))
     run = result.run
@@ -227,7 +258,8 @@ def profile_command(options: argparse.Namespace) -> int:
             )
         return run_exit_code(run)
     report.print_profile(out, result)
-    return finish_profile(
+    trace_failed = options.trace_file is not None and not _write_trace(out, result, options.trace_file)
+    code = finish_profile(
         out,
         result,
         config,
@@ -237,6 +269,49 @@ def profile_command(options: argparse.Namespace) -> int:
         options.fail_on_regression,
         options.html_file,
     )
+    return EXIT_ERROR if trace_failed and code == 0 else code
+
+
+def _check_output_file(path: Path, option: str) -> None:
+    """Refuse, before anything runs, an output path that cannot be written: a symbolic link, a
+    folder or other non-regular file, or one in a folder that does not exist."""
+    from gpulint.runtime_check.measure import CommandError
+
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        if not path.parent.is_dir():
+            raise CommandError(f"{option} {path}: the folder {path.parent} does not exist") from None
+        return
+    except OSError as exc:
+        raise CommandError(f"{option} {path}: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise CommandError(f"{option} {path} is a symbolic link: gpulint does not write through a link")
+    if not stat.S_ISREG(info.st_mode):
+        raise CommandError(f"{option} {path} is not a regular file")
+
+
+def _write_trace(out, result, path: Path) -> bool:
+    """Write the trace of the profiled steps; False (and a line saying why) when there is none."""
+    from gpulint.linter.run.safe_files import WriteRefused
+    from gpulint.runtime_check import operators
+
+    document = operators.trace_document(result.run.processes[0].report) if result.run.processes else None
+    if document is None:
+        error(f"no trace written to {path}: no step was profiled after the measured ones")
+        return False
+    try:
+        operators.write_trace(path, document)
+    except (WriteRefused, OSError) as exc:
+        error(f"no trace written to {path}: {exc}")
+        return False
+    ops = result.run.processes[0].report["ops"]
+    first, count = ops["first_step"], len(ops["steps"])
+    which = f"step {first}" if count == 1 else f"steps {first}-{first + count - 1}"
+    out.line(
+        f"wrote the trace of {which} to {path} (open it in Perfetto, TensorBoard or chrome DevTools' Performance panel)"
+    )
+    return True
 
 
 def add_verify(parser: argparse.ArgumentParser) -> None:

@@ -115,6 +115,9 @@ class RunConfig:
     sys_path0: str | None = None  # see bootstrap.py
     source: str | None = None  # run this file's code as the script (see bootstrap.py)
     sample_interval: float = 0.25
+    # {"steps": N, "trace": bool}: profile N steps after the measured ones (--ops, --trace; see
+    # bootstrap.OpsWindow); None: no profiler
+    ops: dict | None = None
 
 
 @dataclass
@@ -276,6 +279,7 @@ def run_once(command: Command, config: RunConfig, progress: ProgressCallback | N
                 "sys_path0": config.sys_path0,
                 "source": config.source,
                 "per_rank": command.launch is not None,
+                "ops": config.ops,
             }
         )
         argv = command.argv(BOOTSTRAP)
@@ -308,6 +312,8 @@ def run_once(command: Command, config: RunConfig, progress: ProgressCallback | N
                 gpu.stop()
         output = Path(log_path).read_bytes().decode(errors="replace")
         reports = _reports(out, command)
+        if reports:  # before the folder goes: the trace of the first process is the one written
+            _load_torch_trace(reports[0])
     result = _result(command, config, status, process.returncode, reports, output, cpu, gpu, time.monotonic() - started)
     if status == "timeout":
         assert result.error is not None, "_result describes the timeout"
@@ -359,6 +365,19 @@ def _reports(out: str, command: Command) -> list[dict]:
         return [data] if data is not None else []
     reports = [data for data in map(_read_json, glob.glob(glob.escape(out) + ".rank*")) if data is not None]
     return sorted(reports, key=lambda d: d.get("rank") or 0)
+
+
+def _load_torch_trace(report: dict) -> None:
+    """Read the Chrome trace torch exported into the run's folder into the report
+    ("torch_trace_document"); a trace that cannot be read is said in the report's "error"."""
+    ops = report.get("ops")
+    if not ops or not ops.get("torch_trace"):
+        return
+    document = _read_json(ops["torch_trace"])
+    if document is None or not isinstance(document.get("traceEvents"), list):
+        ops["error"] = ops.get("error") or "torch.profiler's trace could not be read: the trace holds the phases only"
+        return
+    ops["torch_trace_document"] = document
 
 
 def _reported(out: str, command: Command) -> bool:

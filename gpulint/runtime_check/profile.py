@@ -9,6 +9,7 @@ from gpulint.runtime_check import attribution as attribution_mod
 from gpulint.runtime_check import compute as compute_mod
 from gpulint.runtime_check import distributed, stats
 from gpulint.runtime_check import memory as memory_mod
+from gpulint.runtime_check import operators as operators_mod
 from gpulint.runtime_check import verdict as verdict_mod
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_once
 
@@ -64,6 +65,8 @@ class Profile:
     # Where the whole step goes (sampled stacks) in the first process; by rank under a launcher.
     attribution: attribution_mod.Attribution | None = None
     rank_attributions: dict[int, attribution_mod.Attribution] = field(default_factory=dict)
+    # The operator table of the steps profiled after the measured ones (--ops, --trace), first process.
+    ops: operators_mod.OpsReport | None = None
 
 
 def framework_of(run: RunResult) -> str:
@@ -217,6 +220,8 @@ def profile(
     result.memory = memory_mod.memory_report(run)
     result.compute = compute_mod.compute_report(run, flops_per_step, peak_tflops)
     result.attribution = attribution_mod.attribute(run.processes[0].report) if run.processes else None
+    if config.ops and run.processes:
+        result.ops = operators_mod.ops_report(run.processes[0].report, run.steps.count)
     if result.ranks is not None:
         for process in run.processes:
             of_rank = attribution_mod.attribute(process.report)

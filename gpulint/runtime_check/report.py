@@ -22,6 +22,7 @@ from gpulint.runtime_check.attribution import Attribution, Line
 from gpulint.runtime_check.distributed import RankReport
 from gpulint.runtime_check.figures import NOT_MEASURED, Figure, format_value
 from gpulint.runtime_check.measure import RunResult, StepStats
+from gpulint.runtime_check.operators import KINDS, OpsReport, table_rows
 from gpulint.runtime_check.profile import Profile
 from gpulint.runtime_check.scale import ScaleResult
 from gpulint.runtime_check.sweep import SweepResult
@@ -266,6 +267,8 @@ def print_profile(out: Output, result: Profile) -> None:
     out.table("Measured", ["figure", "value", "note"], rows, right=(1,))
     if result.attribution:
         print_attribution(out, result.attribution, steps.mean)
+    if result.ops is not None:
+        print_ops(out, result.ops)
     if result.ranks:
         print_ranks(out, result.ranks)
     if run.gpu and run.gpu.series:
@@ -332,6 +335,33 @@ def print_attribution(out: Output, attribution: Attribution, step: float) -> Non
         rows,
         right=(1, 2),
     )
+
+
+def print_ops(out: Output, ops: OpsReport) -> None:
+    """The top operators of the profiled steps by self time, their kinds' shares, and the method's
+    two readings."""
+    if not ops.steps:
+        out.line(f"Operators: no step was profiled after the measured ones ({ops.note or 'the script ended'})")
+        return
+    which = f"step {ops.steps[0]}" if len(ops.steps) == 1 else f"steps {ops.steps[0]}-{ops.steps[-1]}"
+    title = (
+        f"Operators of {which} (profiled after the {ops.measured} measured steps and one profiler "
+        f"warm-up step; {ms(ops.step_time)} a step with the profiler on)"
+    )
+    if not ops.operators:
+        out.line(f"{title}: {ops.note or 'none recorded'}")
+    else:
+        header, rows = table_rows(ops)
+        more = f"; top {len(rows)} of {ops.rows} by self time" if ops.rows > len(rows) else ""
+        out.table(title + more, header, rows, right=tuple(range(1, len(header) - 1)))
+        clocks = [("CPU", ops.kinds_cpu)] + ([("CUDA", ops.kinds_device)] if ops.device else [])
+        for clock, shares in clocks:
+            kinds = ", ".join(f"{kind} {pct(shares.get(kind, 0.0))}" for kind in KINDS)
+            out.line(f"By kind, share of operator self {clock} time: {kinds}")
+        if ops.outside_operators is not None:
+            out.line(f"Host time in no operator (Python, waits): {pct(ops.outside_operators)} of the profiled steps")
+    for reading in ops.readings:
+        out.line(f"Reading: {reading}")
 
 
 def figure_rows(figures: list[Figure]) -> list[list[str]]:
@@ -475,6 +505,7 @@ def profile_json(result: Profile) -> dict:
         "ranks": ranks_json(result.ranks),
         "memory": dataclasses.asdict(result.memory) if result.memory else None,
         "compute": dataclasses.asdict(result.compute) if result.compute else None,
+        "ops": dataclasses.asdict(result.ops) if result.ops else None,
     }
 
 

@@ -184,3 +184,51 @@ def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
         rows.append(bytes(line) if channels == 3 else bytes(b for i, b in enumerate(line) if i % 4 != 3))
         previous = line
     return width, height, rows
+
+
+# What the DevTools Performance panel does with a trace file it is given (Load profile): its trace
+# engine (models/trace, bundled in every Chromium) parses the events, builds each thread's call
+# tree, and reports every process and thread it would draw, with the slices on each.
+_DEVTOOLS = "devtools://devtools/bundled/devtools_app.html"
+_LOAD_TRACE = """
+(async () => {
+  const Trace = await import('./models/trace/trace.js');
+  const file = JSON.parse(%s);
+  const model = Trace.TraceModel.Model.createWithAllHandlers();
+  await model.parse(file.traceEvents, {metadata: {}, isFreshRecording: false});
+  const data = model.parsedTrace(0).data;
+  const threads = [];
+  for (const [pid, process] of data.Renderer.processes) {
+    for (const [tid, thread] of process.threads) {
+      threads.push({
+        pid, tid, name: thread.name,
+        roots: thread.tree ? thread.tree.roots.size : 0,
+        slices: thread.entries.map(e => ({name: e.name, ts: e.ts, dur: e.dur || 0})),
+      });
+    }
+  }
+  const bounds = data.Meta.traceBounds;
+  return JSON.stringify({generic: data.Meta.traceIsGeneric, min: bounds.min, max: bounds.max, threads});
+})()
+"""
+
+
+def load_trace(binary: str, trace: str) -> dict:
+    """Load a Chrome trace (the JSON text) as the DevTools Performance panel does, in headless
+    Chromium: {"generic", "min", "max" (the trace's bounds, microseconds), "threads": [{"pid",
+    "tid", "name", "roots", "slices": [{"name", "ts", "dur"}]}], "errors": [...]}."""
+    with Page(binary) as page:
+        page.load(_DEVTOOLS)
+        reply = page.call(
+            "Runtime.evaluate",
+            session=True,
+            expression=_LOAD_TRACE % json.dumps(trace),
+            awaitPromise=True,
+            returnByValue=True,
+            timeout=120.0,
+        )
+        if "exceptionDetails" in reply:
+            raise RuntimeError(f"the trace engine failed: {reply['exceptionDetails']}")
+        loaded = json.loads(reply["result"]["value"])
+        loaded["errors"] = page.errors()
+        return loaded

@@ -202,6 +202,45 @@ def create_new_file(path: Path | str, data: bytes, mode: int = 0o644) -> None:
         handle.write(data)
 
 
+def write_output_file(path: Path | str, data: bytes) -> None:
+    """Create or replace a file the user named for gpulint's output (a trace), in one rename, so a
+    killed run never leaves half a file.  A symbolic link or anything but a regular file at that
+    name is refused (WriteRefused) and left as it is: the rename would replace a link planted
+    there, and the user named this path, not the link's target."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    if info is not None and stat.S_ISLNK(info.st_mode):
+        raise WriteRefused("not written: it is a symbolic link")
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise WriteRefused(f"not written: {kind_of(info.st_mode)}")
+    if info is not None and is_read_only(path, info):
+        raise WriteRefused("not written: the file is read-only")
+    target = Path(path)
+    fd, temporary = tempfile.mkstemp(
+        dir=target.parent, prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX
+    )
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(temporary, stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask())
+        os.replace(temporary, target)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it: a command-line tool has no other thread doing so)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _writer_gone(pid: int) -> bool:
     if pid == os.getpid():
         return False

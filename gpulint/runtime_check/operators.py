@@ -4,7 +4,7 @@ table, and a Chrome trace (Trace Event Format) of those steps that Perfetto, Ten
 Chrome DevTools Performance panel open.
 
 The trace is torch's own exported trace (operators, CUDA kernels and copies, on their threads and
-streams) with the checker's step phases added as a process of their own ("gpulint"): each profiled
+streams) with the checker's step phases added as a process of their own ("gpulint: step phases"): each profiled
 step, each training batch fetch (data wait), and the phase the training thread's sampled stack was
 in (compute, checkpoint writes, logging, validation ...: attribution.py), with the loop's line.
 Merging keeps everything a user of the PyTorch profiler expects to find in the file (TensorBoard's
@@ -76,8 +76,13 @@ MATMUL_DOMINATES = 0.50  # share of the step in matmuls/convolutions from which 
 FEW_OPERATORS = 0.80  # "a few big ones": the operators that together make this share of matmul/conv time
 TOP_ROWS = 10  # operators printed
 
-GPULINT_PID = "gpulint"  # the phases' process in the trace (a name, as torch's own "Spans" process)
-STEPS_TRACK, DATA_TRACK, PHASES_TRACK = "steps", "data wait", "phases (sampled stack)"
+# The phases' process in the trace, named by its metadata.  Numbers, as the format has them (a viewer
+# may take a string pid, Perfetto only as a "quick-and-dirty" extension); above Linux's largest
+# process id (PID_MAX_LIMIT, 2**22), so that no real process's events are ever merged with it.
+GPULINT_PID = 2**22 + 1
+GPULINT_PROCESS = "gpulint: step phases"
+# (thread id, name) of its tracks
+STEPS_TRACK, DATA_TRACK, PHASES_TRACK = (1, "steps"), (2, "data wait"), (3, "phases (sampled stack)")
 
 
 def kind_of(name: str) -> str:
@@ -244,13 +249,13 @@ def trace_document(report: dict) -> dict | None:
         """A time on the child's monotonic clock, in the trace's microseconds."""
         return round((moment + offset) * 1e6 - base_us)
 
-    def slice_event(name: str, track: str, start: float, end: float, args: dict | None = None) -> dict:
+    def slice_event(name: str, track: tuple[int, str], start: float, end: float, args: dict | None = None) -> dict:
         event = {
             "ph": "X",
             "cat": "gpulint",
             "name": name,
             "pid": GPULINT_PID,
-            "tid": track,
+            "tid": track[0],
             # whole microseconds, exact in a double: a slice ending where the next starts never
             # overlaps it (fractions would, by a rounding error, and nest the next one inside it)
             "ts": at(start),
@@ -262,13 +267,13 @@ def trace_document(report: dict) -> dict | None:
 
     first_step = ops["first_step"]
     mine = [
-        {"ph": "M", "name": "process_name", "pid": GPULINT_PID, "tid": 0, "args": {"name": "gpulint: step phases"}},
+        {"ph": "M", "name": "process_name", "pid": GPULINT_PID, "tid": 0, "args": {"name": GPULINT_PROCESS}},
         {"ph": "M", "name": "process_sort_index", "pid": GPULINT_PID, "tid": 0, "args": {"sort_index": -1}},
     ]
-    for index, track in enumerate((STEPS_TRACK, DATA_TRACK, PHASES_TRACK)):
-        mine.append({"ph": "M", "name": "thread_name", "pid": GPULINT_PID, "tid": track, "args": {"name": track}})
+    for index, (tid, track) in enumerate((STEPS_TRACK, DATA_TRACK, PHASES_TRACK)):
+        mine.append({"ph": "M", "name": "thread_name", "pid": GPULINT_PID, "tid": tid, "args": {"name": track}})
         mine.append(
-            {"ph": "M", "name": "thread_sort_index", "pid": GPULINT_PID, "tid": track, "args": {"sort_index": index}}
+            {"ph": "M", "name": "thread_sort_index", "pid": GPULINT_PID, "tid": tid, "args": {"sort_index": index}}
         )
     for number, (start, end) in enumerate(ops["steps"], start=first_step):
         mine.append(slice_event(f"step {number}", STEPS_TRACK, start, end, {"step": number}))

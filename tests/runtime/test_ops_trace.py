@@ -232,20 +232,21 @@ def test_the_trace_of_a_checkpointing_loop_loads_with_its_phases_and_operators(t
     loaded = load_trace(CHROMIUM, trace.read_text())
     assert loaded["errors"] == []
     tracks = {(t["pid"], t["name"]): t for t in loaded["threads"]}
-    steps = tracks[("gpulint", "steps")]["slices"]
+    ours = ops_mod.GPULINT_PID
+    steps = tracks[(ours, "steps")]["slices"]
     assert [s["name"] for s in steps] == ["step 7", "step 8"]
     for name in ("steps", "data wait", "phases (sampled stack)"):
-        track = tracks[("gpulint", name)]
+        track = tracks[(ours, name)]
         assert track["roots"] == len(track["slices"]) > 0  # side by side, none drawn inside another
-    phases = tracks[("gpulint", "phases (sampled stack)")]["slices"]
+    phases = tracks[(ours, "phases (sampled stack)")]["slices"]
     assert "checkpoint writes" in {p["name"] for p in phases}
     first, last = steps[0]["ts"], steps[-1]["ts"] + steps[-1]["dur"]
     assert all(first <= s["ts"] and s["ts"] + s["dur"] <= last for s in phases)
-    for fetch in tracks[("gpulint", "data wait")]["slices"]:
+    for fetch in tracks[(ours, "data wait")]["slices"]:
         assert any(s["ts"] <= fetch["ts"] and fetch["ts"] + fetch["dur"] <= s["ts"] + s["dur"] for s in steps)
     # torch's operators, on the training thread, on the same time axis as the phases: each of
     # torch's ProfilerStep#k ends within 2 ms of the checker's step (the hook runs right before it)
-    python = next(t for t in loaded["threads"] if t["pid"] != "gpulint" and "python" in (t["name"] or ""))
+    python = next(t for t in loaded["threads"] if t["pid"] != ours and "python" in (t["name"] or ""))
     names = {s["name"] for s in python["slices"]}
     assert {"aten::addmm", "aten::mm"} <= names
     profiler_steps = sorted(
@@ -276,7 +277,7 @@ def test_the_phases_alone_load_when_torch_did_not_profile(monkeypatch, tmp_path)
     ops_mod.write_trace(path, document)
     loaded = load_trace(CHROMIUM, Path(path).read_text())
     assert loaded["errors"] == [] and loaded["generic"]
-    tracks = {t["name"]: t for t in loaded["threads"] if t["pid"] == "gpulint"}
+    tracks = {t["name"]: t for t in loaded["threads"] if t["pid"] == ops_mod.GPULINT_PID}
     assert [s["name"] for s in tracks["steps"]["slices"]] == ["step 4"]
     assert [(s["ts"], s["dur"]) for s in tracks["data wait"]["slices"]] == [(0, 250_000)]
 

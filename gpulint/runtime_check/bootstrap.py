@@ -526,7 +526,10 @@ class State:
         self.write_progress(count)
         if self.config.get("ops") and self.ops_window is None:
             # the measured steps are done; the profiled ones follow (OpsWindow)
-            self.ops_window = OpsWindow(self.config["ops"], source, count, now, f"{self.out}.torch-trace.json")
+            # beside the report, under a name the parent's search for reports (`out.rank*`) never matches
+            folder, name = os.path.split(self.out)
+            trace = os.path.join(folder, f"torch-trace.{name}.json")
+            self.ops_window = OpsWindow(self.config["ops"], source, count, now, trace)
             return
         raise StopProfiling()
 

@@ -32,14 +32,17 @@ from gpulint.runtime_check.attribution import stack_phases
 # move memory for little arithmetic, which code changes (fusion, torch.compile, fewer
 # conversions, pinned memory) can shrink.  The DataLoader's range (`enumerate(DataLoader)#...`, whose
 # self time is the dataset's Python code and the wait for workers) is the method's first reading,
-# so it is a kind of its own.  Norms, softmax and reductions stay "other".
+# so it is a kind of its own; so are collectives (c10d, NCCL, Gloo), which a communication-bound
+# run waits in.  Norms, softmax and reductions stay "other".
 MATMUL_CONV = "matmul/conv"
 ELEMENTWISE = "elementwise"
 COPIES = "copies"
 DATA_LOADER = "DataLoader"
+COLLECTIVES = "collectives"
 OTHER = "other"
 OPERATOR_KINDS = (
     (DATA_LOADER, re.compile(r"^enumerate\(DataLoader\)")),
+    (COLLECTIVES, re.compile(r"^c10d::|^record_param_comms$|nccl|gloo:", re.IGNORECASE)),
     (
         MATMUL_CONV,
         re.compile(
@@ -68,7 +71,7 @@ OPERATOR_KINDS = (
         ),
     ),
 )
-KINDS = (MATMUL_CONV, ELEMENTWISE, COPIES, DATA_LOADER, OTHER)
+KINDS = (MATMUL_CONV, ELEMENTWISE, COPIES, DATA_LOADER, COLLECTIVES, OTHER)
 
 # The method's two readings of the table.
 DATA_LOADER_HIGH = 0.20  # DataLoader share of the step from which the input pipeline is the fix

@@ -9,6 +9,7 @@ builds each thread's slices and call tree, and the test reads back the tracks it
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,8 @@ needs_chromium = pytest.mark.skipif(
         ("aten::_foreach_add_", ops_mod.ELEMENTWISE),
         ("void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>", ops_mod.ELEMENTWISE),
         ("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", ops_mod.DATA_LOADER),
+        ("c10d::allreduce_", ops_mod.COLLECTIVES),
+        ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", ops_mod.COLLECTIVES),
         ("aten::sum", ops_mod.OTHER),
         ("aten::native_layer_norm", ops_mod.OTHER),
         ("aten::addcmulx", ops_mod.OTHER),  # a name that only starts like an elementwise one
@@ -295,3 +298,42 @@ def test_an_operator_named_by_the_users_code_prints_as_one_line():
     report = _report([("step\n::error ::forged\x1b[31m", 1.0, 0.0)], [[0.0, 1.0]])
     _, rows = ops_mod.table_rows(ops_mod.ops_report(report, measured=1))
     assert rows[0][0] == "step\\n::error ::forged\\x1b[31m"
+
+
+@pytest.mark.slow
+def test_every_rank_runs_the_profiled_steps_under_torchrun(tmp_path):
+    """All ranks profile the same steps (a rank that stopped early would leave the others waiting
+    in an all-reduce); the first rank's operators and trace are reported, and torch's trace files
+    in the run's folder are never taken for a rank's report."""
+    trace = tmp_path / "trace.json"
+    result = gpulint(
+        tmp_path,
+        "profile",
+        "--steps",
+        "2",
+        "--warmup",
+        "2",
+        "--ops",
+        "--ops-steps",
+        "1",
+        "--trace",
+        str(trace),
+        "--no-history",
+        "--",
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        str(GROUND_TRUTH),
+        env={"GT_BOTTLENECK": "healthy", "GT_TIMERS": str(tmp_path / "timers.json")},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Operators of step 6 (profiled after the 2 measured steps" in result.stdout
+    assert "c10d::allreduce_" in result.stdout and "collectives" in result.stdout
+    for rank in (0, 1):  # 2 warm-up + 2 measured + 1 profiler warm-up + 1 profiled
+        assert json.loads((tmp_path / f"timers.json.rank{rank}").read_text())["steps"] == 6
+    document = json.loads(trace.read_text())
+    steps = [e["name"] for e in document["traceEvents"] if e.get("pid") == ops_mod.GPULINT_PID and e["ph"] == "X"]
+    assert "step 6" in steps

@@ -337,3 +337,16 @@ def test_every_rank_runs_the_profiled_steps_under_torchrun(tmp_path):
     document = json.loads(trace.read_text())
     steps = [e["name"] for e in document["traceEvents"] if e.get("pid") == ops_mod.GPULINT_PID and e["ph"] == "X"]
     assert "step 6" in steps
+
+
+def test_keras_fit_batches_are_profiled_steps_too(monkeypatch):
+    child = Child(monkeypatch)
+    child.state.config.update(ops={"steps": 1, "trace": False})
+    child.state.steps_wanted = 1
+    with pytest.raises(bootstrap.StopProfiling):
+        for now in (1.0, 2.0, 3.0, 4.5):  # warm-up, one measured batch, profiler warm-up, the profiled batch
+            child.at(now).state.keras_batch_end()
+    result = child.state.result("stopped", 0, None)
+    assert analyze_steps(result).times == pytest.approx([1.0])
+    assert result["ops"]["steps"] == [[3.0, 4.5]] and result["ops"]["first_step"] == 4
+    assert "TensorFlow" in result["ops"]["error"]

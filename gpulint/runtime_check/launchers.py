@@ -59,6 +59,7 @@ class Launch:
     name: str  # "torchrun" or "accelerate launch"
     prefix: list[str]  # the launcher's argv up to where the training script goes
     nproc: int | None  # processes per node when given as a number
+    nnodes: int | None = None  # torchrun --nnodes: nodes of the job (the most, for an elastic MIN:MAX)
 
 
 def _option_name(token: str) -> str:
@@ -111,7 +112,7 @@ def parse_launch(argv: list[str]) -> tuple[Launch, list[str]] | None:
         return None
     options: list[str] = []
     module = False
-    nproc = None
+    nproc = nnodes = None
     tokens = argv[index:]
     position = 0
     while position < len(tokens) and tokens[position].startswith("-"):
@@ -133,6 +134,8 @@ def parse_launch(argv: list[str]) -> tuple[Launch, list[str]] | None:
             position += 2
         if option == NPROC_OPTIONS[name] and value is not None and value.isdigit():
             nproc = int(value)
+        if name == "torchrun" and option == "nnodes" and value is not None:
+            nnodes = _nodes(value)
     rest = tokens[position:]
     if not rest:
         raise LaunchError(f"no training script after `{name}`")
@@ -142,18 +145,61 @@ def parse_launch(argv: list[str]) -> tuple[Launch, list[str]] | None:
         if not Path(rest[0]).is_file():
             raise LaunchError(f"script {rest[0]} does not exist")
         target = rest
-    return Launch(name, [*prefix, *options], nproc), target
+    return Launch(name, [*prefix, *options], nproc, nnodes), target
 
 
-def torchrun_prefix(nproc: int, interpreter: str | None = None) -> list[str]:
-    """The launcher part `gpulint scale` runs each size with: one node, a free rendezvous port."""
-    return [
-        interpreter or sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nnodes",
-        "1",
-        "--nproc-per-node",
-        str(nproc),
-    ]
+def _nodes(value: str) -> int:
+    """The most nodes `--nnodes N` or `--nnodes MIN:MAX` allows."""
+    lowest, _, highest = value.partition(":")
+    if not lowest.isdigit() or highest and not highest.isdigit():
+        raise LaunchError(f"--nnodes wants N or MIN:MAX, not {value!r}")
+    return int(highest or lowest)
+
+
+@dataclass
+class Rendezvous:
+    """Where the nodes of a multi-node `gpulint scale` meet: torchrun's c10d rendezvous, one per
+    run of the sweep.  Run i meets at PORT + i under the id JOB-i: a node that starts run i + 1
+    while another still ends run i must not find that run's store on the port (the agent that
+    hosts it may be the one ending) nor its rendezvous under the id."""
+
+    nnodes: int
+    host: str
+    port: int  # run i of the sweep uses port + i
+    job: str
+
+    @classmethod
+    def parse(cls, nnodes: int, endpoint: str, job: str) -> Rendezvous:
+        host, _, port = endpoint.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise LaunchError(f"--rdzv-endpoint wants HOST:PORT, not {endpoint!r}")
+        if nnodes < 2:
+            raise LaunchError("--nnodes wants 2 or more nodes with --rdzv-endpoint")
+        if not job or any(c.isspace() for c in job):
+            raise LaunchError(f"--rdzv-id wants a word, not {job!r}")
+        return cls(nnodes, host, int(port), job)
+
+    def endpoint(self, run: int) -> str:
+        return f"{self.host}:{self.port + run}"
+
+
+def torchrun_prefix(
+    nproc: int, interpreter: str | None = None, rendezvous: Rendezvous | None = None, run: int = 0
+) -> list[str]:
+    """The launcher part `gpulint scale` runs each size with: one node and a free rendezvous port,
+    or, with `rendezvous`, this node's part of a multi-node run (the `run`-th of the sweep)."""
+    launcher = [interpreter or sys.executable, "-m", "torch.distributed.run"]
+    if rendezvous is None:
+        nodes = ["--standalone", "--nnodes", "1"]
+    else:
+        nodes = [
+            "--nnodes",
+            str(rendezvous.nnodes),
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            rendezvous.endpoint(run),
+            "--rdzv-id",
+            f"{rendezvous.job}-{run}",
+        ]
+    return [*launcher, *nodes, "--nproc-per-node", str(nproc)]

@@ -10,11 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from gpulint.runtime_check import nodes
+from gpulint.runtime_check import bootstrap, distributed, nodes, scale
 from gpulint.runtime_check.history import History, RunRecord
 from gpulint.runtime_check.launchers import LaunchError, Rendezvous, parse_launch, torchrun_prefix
 from gpulint.runtime_check.record import HistoryOptions, report_command
 from gpulint.runtime_check.report import Output
+from tests.runtime.test_distributed_units import launched, rank_process
 from tests.runtime.test_runs import FIXTURES, gpulint, leftovers
 
 DDP = str(FIXTURES / "ddp_sleep_compute.py")
@@ -223,3 +224,41 @@ def test_launchers_read_nnodes_and_scale_meets_at_one_port_per_run(tmp_path):
 def test_scale_wants_nnodes_and_the_endpoint_together(tmp_path):
     run = gpulint(tmp_path, "scale", "--nproc", "1,2", "--nnodes", "2", "--", DDP)
     assert run.returncode == 2 and "--nnodes and --rdzv-endpoint go together" in run.stderr
+
+
+def test_a_node_of_a_job_knows_its_part_and_a_single_node_run_has_none():
+    ranks = [rank_process(r, 0.1, (0.01, 0.02)) for r in (2, 3)]
+    for process in ranks:
+        process.report.update(node=1, nodes=2, host="host1", job={"id": "j-1", "note": ""})
+    report = distributed.rank_report(launched(*ranks))
+    assert report.job == distributed.JobPart("j-1", 1, 2, "host1", "")
+    assert [r.node for r in report.ranks] == [1, 1]
+    for process in ranks:
+        process.report.update(node=0, nodes=1, job=None)  # torchrun --standalone: one node
+    assert distributed.rank_report(launched(*ranks)).job is None
+
+
+def test_scale_across_nodes_records_the_rendezvous_and_each_runs_job():
+    ranks = [rank_process(0, 0.1, (0.01, 0.02))]
+    ranks[0].report.update(node=1, nodes=2, host="host1", job={"id": "sweep-0-ab12", "note": ""})
+    result = scale.ScaleResult("train.py", "weak", [scale.SizeRuns(1, [launched(*ranks)])], [1])
+    result.rendezvous = Rendezvous.parse(2, "node0:29400", "sweep")
+    record = scale.scale_record(result)
+    assert record["nodes"]["nnodes"] == 2 and record["nodes"]["rdzv_endpoint"] == "node0:29400"
+    assert record["nodes"]["runs"] == [{"nproc": 1, "job": "sweep-0-ab12", "node": 1}]
+
+
+@pytest.mark.slow  # imports torch
+def test_without_the_launchers_store_the_job_is_named_by_the_master_address(monkeypatch):
+    torch = pytest.importorskip("torch")
+    if distributed_unavailable():
+        pytest.skip(distributed_unavailable())
+    port = free_port()  # nothing listens there
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(port))
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "job7")
+    monkeypatch.setattr(bootstrap, "JOB_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(bootstrap, "STATE", bootstrap.State({"out": "unused"}))
+    agreement = bootstrap.JobAgreement(torch).start()
+    job = agreement.result()
+    assert job["id"] == f"job7@127.0.0.1:{port}" and "store was not reached" in job["note"]

@@ -61,6 +61,8 @@ def test_two_nodes_record_one_job_and_the_report_names_the_slower_node(tmp_path)
             f"127.0.0.1:{port}",
             "--rdzv-id",
             "nodes-test",
+            "--rdzv-conf",
+            "join_timeout=60",  # a node whose partner failed to start gives up within the test's time
             "--nproc-per-node",
             "1",
         ]
@@ -219,6 +221,39 @@ def test_launchers_read_nnodes_and_scale_meets_at_one_port_per_run(tmp_path):
     for endpoint, nnodes, message in (("node0", 2, "HOST:PORT"), ("node0:29400", 1, "2 or more")):
         with pytest.raises(LaunchError, match=message):
             Rendezvous.parse(nnodes, endpoint, "sweep")
+
+
+@pytest.mark.slow
+def test_scale_across_two_nodes_meets_at_every_run_and_records_each_node(tmp_path):
+    reason = distributed_unavailable()
+    if reason:
+        pytest.skip(reason)
+    port = free_port()  # runs meet at port, port + 1, ...: a few ports above a free one are free too
+
+    def node(index: int):
+        options = ["--nproc", "1,2", "--runs", "2", "--steps", "4", "--warmup", "2", "--timeout", "200"]
+        options += ["--nnodes", "2", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "sweep"]
+        options += ["--history", str(tmp_path / f"node{index}.db"), "--json", str(tmp_path / f"node{index}.json")]
+        return gpulint(tmp_path, "scale", *options, "--", DDP, "--compute-ms", "100", timeout=900)
+
+    with ThreadPoolExecutor(2) as pool:
+        done = list(pool.map(node, (0, 1)))
+    for run in done:
+        assert run.returncode in (0, 1, 4), run.stdout + run.stderr  # a verdict, whichever
+        assert "this node's part of 2 nodes" in run.stdout
+    records = [json.loads((tmp_path / f"node{i}.json").read_text()) for i in (0, 1)]
+    runs = [record["nodes"]["runs"] for record in records]
+    # Both nodes ran the same rotation, and each run was one job of both nodes.
+    assert [r["nproc"] for r in runs[0]] == [r["nproc"] for r in runs[1]] == [1, 1, 2, 2]
+    assert [r["job"] for r in runs[0]] == [r["job"] for r in runs[1]]
+    assert all(r["job"].startswith("sweep-") for r in runs[0])
+    assert all({a["node"], b["node"]} == {0, 1} for a, b in zip(*runs, strict=True))
+    for index, record in enumerate(records):
+        assert [len(size["run_throughputs"]) for size in record["sizes"]] == [2, 2]
+        with History.open(tmp_path / f"node{index}.db", create=False) as history:
+            (stored,) = history.runs(kind="scale")
+            assert "--nnodes 2 --rdzv-endpoint" in stored.command and stored.meta["nodes"]["nnodes"] == 2
+    assert leftovers(tmp_path) == []
 
 
 def test_scale_wants_nnodes_and_the_endpoint_together(tmp_path):

@@ -59,7 +59,6 @@ class Launch:
     name: str  # "torchrun" or "accelerate launch"
     prefix: list[str]  # the launcher's argv up to where the training script goes
     nproc: int | None  # processes per node when given as a number
-    nnodes: int | None = None  # torchrun --nnodes: nodes of the job (the most, for an elastic MIN:MAX)
 
 
 def _option_name(token: str) -> str:
@@ -112,7 +111,7 @@ def parse_launch(argv: list[str]) -> tuple[Launch, list[str]] | None:
         return None
     options: list[str] = []
     module = False
-    nproc = nnodes = None
+    nproc = None
     tokens = argv[index:]
     position = 0
     while position < len(tokens) and tokens[position].startswith("-"):
@@ -134,8 +133,6 @@ def parse_launch(argv: list[str]) -> tuple[Launch, list[str]] | None:
             position += 2
         if option == NPROC_OPTIONS[name] and value is not None and value.isdigit():
             nproc = int(value)
-        if name == "torchrun" and option == "nnodes" and value is not None:
-            nnodes = _nodes(value)
     rest = tokens[position:]
     if not rest:
         raise LaunchError(f"no training script after `{name}`")
@@ -145,15 +142,7 @@ def parse_launch(argv: list[str]) -> tuple[Launch, list[str]] | None:
         if not Path(rest[0]).is_file():
             raise LaunchError(f"script {rest[0]} does not exist")
         target = rest
-    return Launch(name, [*prefix, *options], nproc, nnodes), target
-
-
-def _nodes(value: str) -> int:
-    """The most nodes `--nnodes N` or `--nnodes MIN:MAX` allows."""
-    lowest, _, highest = value.partition(":")
-    if not lowest.isdigit() or highest and not highest.isdigit():
-        raise LaunchError(f"--nnodes wants N or MIN:MAX, not {value!r}")
-    return int(highest or lowest)
+    return Launch(name, [*prefix, *options], nproc), target
 
 
 @dataclass

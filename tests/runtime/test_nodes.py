@@ -12,7 +12,7 @@ import pytest
 
 from gpulint.runtime_check import bootstrap, distributed, nodes, scale
 from gpulint.runtime_check.history import History, RunRecord
-from gpulint.runtime_check.launchers import LaunchError, Rendezvous, parse_launch, torchrun_prefix
+from gpulint.runtime_check.launchers import LaunchError, Rendezvous, torchrun_prefix
 from gpulint.runtime_check.record import HistoryOptions, report_command
 from gpulint.runtime_check.report import Output
 from tests.runtime.test_distributed_units import launched, rank_process
@@ -204,15 +204,7 @@ def test_report_refuses_merge_for_a_run_of_one_node_and_a_crafted_job(tmp_path, 
     assert not (tmp_path / "b.html").exists()
 
 
-def test_launchers_read_nnodes_and_scale_meets_at_one_port_per_run(tmp_path):
-    script = tmp_path / "train.py"
-    script.write_text("")
-    torchrun = [sys.executable, "-m", "torch.distributed.run"]
-    launch, _ = parse_launch([*torchrun, "--nnodes=1:4", "--nproc-per-node", "2", str(script)])
-    assert launch.nnodes == 4 and launch.nproc == 2
-    assert parse_launch([*torchrun, "--standalone", str(script)])[0].nnodes is None
-    with pytest.raises(LaunchError, match="--nnodes wants N or MIN:MAX"):
-        parse_launch([*torchrun, "--nnodes", "two", str(script)])
+def test_scale_meets_at_one_port_and_id_per_run():
     rendezvous = Rendezvous.parse(2, "node0.cluster:29400", "sweep")
     prefix = torchrun_prefix(4, "python", rendezvous, 3)
     assert prefix[prefix.index("--rdzv-endpoint") + 1] == "node0.cluster:29403"

@@ -128,6 +128,7 @@ def merge(runs: list[RunRecord]) -> JobReport:
     )
     _slowest(report)
     _split(report)
+    _advise(report)
     report.figures = _figures(report)
     return report
 
@@ -154,11 +155,6 @@ def _slowest(report: JobReport) -> None:
         )
         return
     report.slowest, report.slowest_excess = slowest.node, excess
-    report.advice = (
-        f"node {slowest.node} is the straggler: balance the work across nodes (its data shard, its machine, "
-        "what else runs there) before tuning communication -- the other nodes' collective wait is mostly "
-        "waiting for it"
-    )
     ranks = ", ".join(str(r.rank) for r in slowest.ranks)
     where = f" ({slowest.host}, rank{'s' if len(slowest.ranks) > 1 else ''} {ranks})" if slowest.host else ""
     report.slowest_note = (
@@ -186,6 +182,27 @@ def _split(report: JobReport) -> None:
         inter.append(theirs)
         transfer.append(wait - mine - theirs)
     report.intra, report.inter, report.transfer = stats.mean(intra), stats.mean(inter), stats.mean(transfer)
+
+
+def _advise(report: JobReport) -> None:
+    """What to do about the slowest node: each node's own verdict cannot see it (a fast node's
+    ranks read as waiting for communication there)."""
+    if report.slowest is None:
+        return
+    waits = (report.intra, report.inter, report.transfer)
+    if None in waits:
+        why = "the other nodes' ranks wait for it in all-reduce"
+    elif (report.inter or 0.0) >= (report.intra or 0.0) + (report.transfer or 0.0):
+        why = "most of the ranks' collective wait is waiting for a slower node, not moving gradients"
+    else:
+        why = (
+            f"{1000 * (report.inter or 0.0):.1f} ms of the ranks' collective wait a step is waiting for a "
+            "slower node; the rest is not"
+        )
+    report.advice = (
+        f"node {report.slowest} is the straggler: balance the work across nodes (its data shard, its machine, "
+        f"what else runs there) before tuning communication -- {why}"
+    )
 
 
 def _figures(report: JobReport) -> list[Figure]:

@@ -140,7 +140,10 @@ def test_merge_splits_the_wait_by_whom_the_ranks_wait_for_and_names_the_slowest_
     assert report.complete and [n.node for n in report.nodes] == [0, 1]
     assert report.slowest == 1 and report.slowest_excess == pytest.approx(0.030)
     assert "node 1 (host1, ranks 2, 3) works 30.0 ms per step longer" in report.slowest_note
-    assert "node 1 is the straggler" in report.advice
+    assert report.advice.startswith("node 1 is the straggler: balance the work across nodes")
+    assert report.advice.endswith(
+        "15.0 ms of the ranks' collective wait a step is waiting for a slower node; the rest is not"
+    )
     # rank 0: 10 ms for rank 1 (its node), 30 ms for node 1, 10 ms transfer; rank 1: 0, 30, 10;
     # rank 2: 0, 0, 10; rank 3: 20 for rank 2 (its node), 0, 10.
     assert report.intra == pytest.approx((0.010 + 0 + 0 + 0.020) / 4)

@@ -24,6 +24,10 @@ Configuration comes in the environment variable GPULINT_RT_CONFIG (JSON):
   per_rank   started by a launcher (torchrun, accelerate launch): every rank writes `out` + ".rank<RANK>"
              and only local rank 0 writes progress
 
+Under `torchrun --nnodes N` (N > 1) every rank also records its node (torchrun's GROUP_RANK), the
+host, and one id for the whole job that the ranks of every node agree on (JobAgreement), so the
+node-by-node records can be merged.
+
 Besides step and input times it records what the parent turns into capacity figures: the samples in
 each DataLoader batch, DistributedDataParallel's own all-reduce timers, the FLOPs of one warm-up step
 (torch's FlopCounterMode, by the math the device runs: fp32, tf32, bf16, ...) and, on CUDA, the
@@ -45,6 +49,7 @@ import linecache
 import os
 import random
 import runpy
+import socket
 import sys
 import threading
 import time
@@ -283,6 +288,61 @@ class StackSampler:
         return result
 
 
+JOB_KEY = "gpulint/job"  # the key in the launcher's store (one per restart of the job)
+JOB_TIMEOUT_S = 60.0  # how long a rank waits to reach the store or for rank 0's id
+JOB_WAIT_AT_END_S = 10.0  # how long the report waits for an agreement still under way
+
+
+class JobAgreement:
+    """One id for every rank of a multi-node job, so that what each node records can be merged.
+    Global rank 0 draws it (the rendezvous id, `--rdzv-id`, and random hex: the same rendezvous
+    id names every launch of a job) and sets it in the launcher's store -- the TCPStore at
+    MASTER_ADDR:MASTER_PORT that torchrun's agents host for the workers, reachable from every node
+    -- and every rank reads it there.  In a thread: the user's script never waits for it.  When
+    the store cannot be reached, the id is the rendezvous id and the master address and port,
+    which every node's ranks share for this launch too (said in `note`)."""
+
+    def __init__(self, torch) -> None:
+        self.torch = torch
+        self.id: str | None = None
+        self.note = ""
+        self.thread = threading.Thread(target=self._run, name="gpulint-job-id", daemon=True)
+
+    def start(self) -> "JobAgreement":
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            from datetime import timedelta
+
+            store = self.torch.distributed.TCPStore(
+                os.environ["MASTER_ADDR"],
+                int(os.environ["MASTER_PORT"]),
+                is_master=False,
+                timeout=timedelta(seconds=JOB_TIMEOUT_S),
+            )
+            key = f"{JOB_KEY}/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
+            if STATE.rank == 0:
+                run_id = os.environ.get("TORCHELASTIC_RUN_ID", "none")
+                drawn = os.urandom(4).hex()
+                store.set(key, drawn if run_id in ("", "none") else f"{run_id[:64]}-{drawn}")
+            self.id = store.get(key).decode("utf-8", errors="replace")
+        except Exception as exc:  # the id is worth less than the user's run
+            self.note = f"the launcher's store was not reached ({exc.__class__.__name__}: {exc})"
+
+    def result(self) -> dict:
+        self.thread.join(JOB_WAIT_AT_END_S)
+        if self.id is None:
+            fallback = "{}@{}:{}".format(
+                os.environ.get("TORCHELASTIC_RUN_ID", "none"),
+                os.environ.get("MASTER_ADDR", "?"),
+                os.environ.get("MASTER_PORT", "?"),
+            )
+            return {"id": fallback, "note": self.note or "no id from rank 0 in time: named by the master address"}
+        return {"id": self.id, "note": ""}
+
+
 class StopProfiling(SystemExit):
     """Raised from a hook once enough steps are measured.  A SystemExit, so a user's
     `except Exception:` does not swallow it and `finally:` blocks still run."""
@@ -449,6 +509,10 @@ class State:
         self.local_rank = _env_int("LOCAL_RANK")
         self.world_size = _env_int("WORLD_SIZE")
         self.local_world_size = _env_int("LOCAL_WORLD_SIZE")
+        # torchrun: the node's rank in the job and the number of nodes (GROUP_RANK, GROUP_WORLD_SIZE)
+        self.node = _env_int("GROUP_RANK")
+        self.nodes = _env_int("GROUP_WORLD_SIZE")
+        self.job_agreement: JobAgreement | None = None  # multi-node jobs: started once torch is imported
         self.out = config["out"]
         self.progress_path = config.get("progress")
         if config.get("per_rank"):
@@ -713,6 +777,10 @@ class State:
             "local_rank": self.local_rank,
             "world_size": self.world_size,
             "local_world_size": self.local_world_size,
+            "node": self.node,
+            "nodes": self.nodes,
+            "host": socket.gethostname(),
+            "job": self.job_agreement.result() if self.job_agreement else None,
             "ddp": self.ddp,
             "flops": self.flops,
             "memory": self.device_memory(),
@@ -819,6 +887,8 @@ def instrument_torch(torch) -> None:
     STATE.uninstall.append(uninstall)
     STATE.instrumented.append(f"torch {torch.__version__}")
     _watch_ddp(torch)
+    if (STATE.nodes or 0) > 1 and "MASTER_ADDR" in os.environ and "MASTER_PORT" in os.environ:
+        STATE.job_agreement = JobAgreement(torch).start()
     if torch.cuda.is_available():
         STATE.cuda = True
         if STATE.config.get("syncs"):

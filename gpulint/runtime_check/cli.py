@@ -116,7 +116,9 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
         "command",
         nargs=argparse.REMAINDER,
         metavar="COMMAND",
-        help="The training command, after `--`: python train.py ARGS or python -m pkg.train ARGS.",
+        help="The training command, after `--`: python train.py ARGS, python -m pkg.train ARGS, or under a "
+        "launcher (torchrun ..., accelerate launch ...).  On several nodes (torchrun --nnodes N), run it on each "
+        "node: each records its ranks under the job's id, and the report merges the nodes recorded.",
     )
     parser.add_argument("--steps", type=int, metavar="N", help="Optimizer steps to measure after warm-up (default 50).")
     parser.add_argument("--warmup", type=int, default=5, metavar="N", help="Steps to run before timing starts.")
@@ -512,6 +514,24 @@ def add_scale(parser: argparse.ArgumentParser) -> None:
         "GLOBAL/N per rank.",
     )
     parser.add_argument(
+        "--nnodes",
+        type=int,
+        metavar="N",
+        help="Across N nodes: run this same command on every node (with --rdzv-endpoint); --nproc counts "
+        "processes per node, and the figures are this node's ranks'.",
+    )
+    parser.add_argument(
+        "--rdzv-endpoint",
+        metavar="HOST:PORT",
+        help="With --nnodes: where the nodes meet (torchrun's c10d rendezvous); run i of the sweep uses PORT + i.",
+    )
+    parser.add_argument(
+        "--rdzv-id",
+        default="gpulint-scale",
+        metavar="ID",
+        help="With --nnodes: the rendezvous id, the same on every node (run i uses ID-i).",
+    )
+    parser.add_argument(
         "--json", type=Path, dest="json_file", metavar="FILE", help="Write every figure to this JSON file."
     )
     _add_history_options(parser, record=True)
@@ -523,6 +543,7 @@ def scale_command(options: argparse.Namespace) -> int:
     """Run the script under torchrun at each process count and say whether throughput scales
     near-linearly (about 90% efficiency at 2x, 80% at 4x), and what to fix when it does not."""
     from gpulint.runtime_check import report
+    from gpulint.runtime_check.launchers import LaunchError
     from gpulint.runtime_check.measure import CommandError, parse_command
     from gpulint.runtime_check.record import finish_scale
     from gpulint.runtime_check.scale import ScaleError, parse_sizes, scale, scale_record
@@ -542,10 +563,11 @@ def scale_command(options: argparse.Namespace) -> int:
         config = _config(options.steps, options.warmup, None, options.timeout)
         parsed = parse_command(command)
         sizes = parse_sizes(options.nproc)
+        rendezvous = _rendezvous(options)
         if history.record and _history_refused(history, parsed):
             return EXIT_ERROR
-        result = scale(parsed, sizes, options.runs, config, options.strong, progress)
-    except (ScaleError, CommandError) as exc:
+        result = scale(parsed, sizes, options.runs, config, options.strong, progress, rendezvous)
+    except (ScaleError, CommandError, LaunchError) as exc:
         error(str(exc))
         return EXIT_ERROR
     if options.json_file is not None:
@@ -553,10 +575,24 @@ def scale_command(options: argparse.Namespace) -> int:
     out = report.Output()
     report.print_scale(out, result)
     scale_options = ["--nproc", options.nproc, *(["--strong", options.strong] if options.strong else [])]
+    if rendezvous is not None:
+        scale_options += ["--nnodes", str(rendezvous.nnodes), "--rdzv-endpoint", options.rdzv_endpoint]
+        scale_options += ["--rdzv-id", rendezvous.job]
     recorded = finish_scale(out, result, parsed, scale_options, started_at, time.time() - started_at, history)
     if result.failed is None and not recorded:
         return EXIT_ERROR
     return scale_exit_code(result)
+
+
+def _rendezvous(options: argparse.Namespace):
+    """The multi-node rendezvous of `scale --nnodes N --rdzv-endpoint HOST:PORT`; None on one node."""
+    from gpulint.runtime_check.launchers import LaunchError, Rendezvous
+
+    if options.nnodes is None and options.rdzv_endpoint is None:
+        return None
+    if options.nnodes is None or options.rdzv_endpoint is None:
+        raise LaunchError("--nnodes and --rdzv-endpoint go together: every node runs `gpulint scale` with both")
+    return Rendezvous.parse(options.nnodes, options.rdzv_endpoint, options.rdzv_id)
 
 
 def scale_exit_code(result: ScaleResult) -> int:
@@ -623,6 +659,15 @@ def add_report(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--baseline", metavar="REF", help="Show this recorded run beside it (a run id, a git ref or `last`)."
     )
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        action="append",
+        metavar="HISTORY",
+        help="For a node of a multi-node job (torchrun --nnodes N): also read the job's other nodes from this "
+        "run history (another node's file; repeatable), merged into one view: each node, the slowest, the "
+        "collective wait split into intra-node and inter-node.",
+    )
     _add_history_options(parser, record=False)
     parser.epilog = EXIT_CODES["report"]
     parser.set_defaults(run=report_command)
@@ -632,4 +677,4 @@ def report_command(options: argparse.Namespace) -> int:
     from gpulint.runtime_check.record import report_command as run
     from gpulint.runtime_check.report import Output
 
-    return run(Output(), _history_options(options), options.run_ref, options.html_file, options.baseline)
+    return run(Output(), _history_options(options), options.run_ref, options.html_file, options.baseline, options.merge)

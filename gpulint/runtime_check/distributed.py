@@ -34,6 +34,7 @@ class RankFigures:
     allreduce_time: float | None  # mean seconds per step of all-reduce, overlapped or not
     samples_per_step: float | None
     cores: float | None  # CPU cores the rank's process kept busy
+    node: int | None = None  # the node's rank in a multi-node job (torchrun's GROUP_RANK)
 
     @property
     def own_time(self) -> float | None:
@@ -50,6 +51,18 @@ class RankFigures:
 
 
 @dataclass
+class JobPart:
+    """The ranks of one node of a multi-node job, as the node's own run sees them; nodes.py merges
+    the runs of every node."""
+
+    id: str  # the same on every node of the job (bootstrap.JobAgreement)
+    node: int  # the node's rank in the job
+    nodes: int  # nodes in the job
+    host: str
+    note: str  # how the id was agreed on, when not through the launcher's store
+
+
+@dataclass
 class RankReport:
     world_size: int | None
     ranks: list[RankFigures]
@@ -59,6 +72,7 @@ class RankReport:
     collective_note: str  # how collective wait was measured, or why not
     figures: list[Figure] = field(default_factory=list)
     slowest_excess: float | None = None  # seconds per step the slowest rank works longer than the others (median)
+    job: JobPart | None = None  # a multi-node job (torchrun --nnodes N): which part of it these ranks are
 
     @property
     def step_time(self) -> float | None:
@@ -127,6 +141,7 @@ def rank_report(run: RunResult) -> RankReport | None:
                 allreduce_time=allreduce,
                 samples_per_step=measured.samples / measured.count if measured and measured.samples else None,
                 cores=busy,
+                node=process.report.get("node"),
             )
         )
     first = run.processes[0].report
@@ -134,8 +149,17 @@ def rank_report(run: RunResult) -> RankReport | None:
     slowest, excess, slowest_note = _straggler(ranks)
     report = RankReport(first.get("world_size"), ranks, slowest, slowest_note, config, "; ".join(sorted(notes)))
     report.slowest_excess = excess
+    report.job = _job_part(first)
     report.figures = _figures(report)
     return report
+
+
+def _job_part(report: dict) -> JobPart | None:
+    """The node's part of a multi-node job, from a rank's report; None on one node."""
+    job, node, nodes = report.get("job"), report.get("node"), report.get("nodes")
+    if not job or node is None or not nodes or nodes < 2:
+        return None
+    return JobPart(job["id"], node, nodes, report.get("host") or "", job.get("note") or "")
 
 
 def _straggler(ranks: list[RankFigures]) -> tuple[int | None, float | None, str]:

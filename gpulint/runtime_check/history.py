@@ -449,6 +449,21 @@ class History:
         return runs
 
     @_reading
+    def job_runs(self, job_id: str) -> list[RunRecord]:
+        """The profiles recorded for the nodes of the multi-node job `job_id` (meta's `job`, see
+        nodes.py), oldest first, with their figures but not their series."""
+        rows = self.connection.execute(
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE kind = 'profile' AND instr(meta, ?) > 0 ORDER BY id", (job_id,)
+        ).fetchall()
+        runs = [
+            run
+            for run in map(self._run, rows)
+            if isinstance(job := run.meta.get("job"), dict) and job.get("id") == job_id
+        ]
+        self._attach_figures(runs)
+        return runs
+
+    @_reading
     def load(self, run_id: int) -> RunRecord:
         row = self.connection.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:

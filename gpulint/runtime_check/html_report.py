@@ -35,6 +35,7 @@ from gpulint.runtime_check.compare import (
 )
 from gpulint.runtime_check.figures import format_value
 from gpulint.runtime_check.history import History, HistoryError, RunRecord, Series, when
+from gpulint.runtime_check.nodes import JobReport
 
 WIDTH, HEIGHT = 880, 230
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 14, 34
@@ -90,15 +91,19 @@ class ReportError(HistoryError):
     a list): the history was damaged or written by someone else.  One line, naming the field."""
 
 
-def render(run: RunRecord, baseline: RunRecord | None = None, history: History | None = None) -> str:
-    """The report of `run` (beside `baseline` when given) as one HTML document; ReportError when
-    either run holds a value of the wrong type."""
+def render(
+    run: RunRecord, baseline: RunRecord | None = None, history: History | None = None, nodes: JobReport | None = None
+) -> str:
+    """The report of `run` (beside `baseline` when given; with the merged view of its multi-node
+    job's `nodes`, whose runs passed check_run) as one HTML document; ReportError when either run
+    holds a value of the wrong type."""
     check_run(run, "run")
     if baseline is not None:
         check_run(baseline, "baseline")
     parts = [
         _header(run),
         _verdict(run),
+        _nodes(nodes),
         _figures(run, baseline, history),
         _memory_advice(run),
         _charts(run, baseline),
@@ -120,9 +125,15 @@ def render(run: RunRecord, baseline: RunRecord | None = None, history: History |
     )
 
 
-def write(path: Path, run: RunRecord, baseline: RunRecord | None = None, history: History | None = None) -> None:
+def write(
+    path: Path,
+    run: RunRecord,
+    baseline: RunRecord | None = None,
+    history: History | None = None,
+    nodes: JobReport | None = None,
+) -> None:
     """Write the report (rendered first, so a failure leaves no half page), as --json files are written."""
-    page = render(run, baseline, history)
+    page = render(run, baseline, history, nodes)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")
 
@@ -153,6 +164,18 @@ META_SHAPE = {
     "syncs": _Maybe([{"where": TEXT, "per_step": NUMBER, "source": TEXT, "rule": _Maybe(TEXT)}]),
     "warnings": _Maybe([TEXT]),
     "diff": _Maybe(TEXT),
+    # a node of a multi-node job (nodes.py merges these across the job's runs)
+    "job": _Maybe({"id": TEXT, "node": NUMBER, "nodes": NUMBER, "host": TEXT, "note": _Maybe(TEXT)}),
+    "ranks": _Maybe(
+        [
+            {
+                "rank": NUMBER,
+                "step_time": _Maybe(NUMBER),
+                "collective_wait": _Maybe(NUMBER),
+                "data_wait": _Maybe(NUMBER),
+            }
+        ]
+    ),
 }
 
 
@@ -284,6 +307,43 @@ def _next_command(run: RunRecord) -> str:
     return (
         f'<p class="next">{escape(suggested["why"])}:</p>'
         f'<div class="command"><code>{escape(suggested["command"])}</code></div>'
+    )
+
+
+def _nodes(job: JobReport | None) -> str:
+    """The merged view of a multi-node job: each node, the slowest one, the collective wait split."""
+    if job is None:
+        return ""
+
+    def cell(value: float | None) -> str:
+        return f'<td class="num">{escape(format_value(value, "s"))}</td>'
+
+    rows = "".join(
+        f"<tr><td>{node.node:.0f}{' (slowest)' if node.node == job.slowest else ''}</td>"
+        f"<td>{escape(node.host)}</td><td>{escape(', '.join(f'{r.rank:.0f}' for r in node.ranks))}</td>"
+        f"{cell(node.step_time)}{cell(node.own_time)}{cell(node.collective_wait)}</tr>"
+        for node in job.nodes
+    )
+    split = f"<p>Collective wait split: {escape(job.split_note)}</p>"
+    if job.intra is not None:
+        split = (
+            f"<p>Collective wait per step (mean of ranks): intra-node {escape(format_value(job.intra, 's'))}, "
+            f"inter-node {escape(format_value(job.inter, 's'))}, transfer {escape(format_value(job.transfer, 's'))}"
+            f' <span class="muted">-- {escape(job.split_note)}</span></p>'
+        )
+    missing = (
+        f'<p class="warning">not recorded: node(s) {escape(", ".join(f"{n:.0f}" for n in job.missing))} '
+        "(merge their histories with <code>gpulint report RUN --merge FILE</code>)</p>"
+        if job.missing
+        else ""
+    )
+    return (
+        f'<h2>Across nodes</h2><p class="meta">job <code>{escape(job.id)}</code>: {len(job.nodes)} of '
+        f"{job.nodes_expected:.0f} nodes recorded</p><table><tr><th>node</th><th>host</th><th>ranks</th>"
+        f"<th>step time</th><th>own work (slowest rank)</th><th>collective wait</th></tr>{rows}</table>"
+        f"<p>Slowest node: {escape(job.slowest_note)}</p>"
+        + (f'<div class="verdict bad">{escape(job.advice)}</div>' if job.advice else "")
+        + f"{split}{missing}"
     )
 
 

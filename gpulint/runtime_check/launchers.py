@@ -145,15 +145,50 @@ def parse_launch(argv: list[str]) -> tuple[Launch, list[str]] | None:
     return Launch(name, [*prefix, *options], nproc), target
 
 
-def torchrun_prefix(nproc: int, interpreter: str | None = None) -> list[str]:
-    """The launcher part `gpulint scale` runs each size with: one node, a free rendezvous port."""
-    return [
-        interpreter or sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nnodes",
-        "1",
-        "--nproc-per-node",
-        str(nproc),
-    ]
+@dataclass
+class Rendezvous:
+    """Where the nodes of a multi-node `gpulint scale` meet: torchrun's c10d rendezvous, one per
+    run of the sweep.  Run i meets at PORT + i under the id JOB-i: a node that starts run i + 1
+    while another still ends run i must not find that run's store on the port (the agent that
+    hosts it may be the one ending) nor its rendezvous under the id."""
+
+    nnodes: int
+    host: str
+    port: int  # run i of the sweep uses port + i
+    job: str
+
+    @classmethod
+    def parse(cls, nnodes: int, endpoint: str, job: str) -> Rendezvous:
+        host, _, port = endpoint.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise LaunchError(f"--rdzv-endpoint wants HOST:PORT, not {endpoint!r}")
+        if nnodes < 2:
+            raise LaunchError("--nnodes wants 2 or more nodes with --rdzv-endpoint")
+        if not job or any(c.isspace() for c in job):
+            raise LaunchError(f"--rdzv-id wants a word, not {job!r}")
+        return cls(nnodes, host, int(port), job)
+
+    def endpoint(self, run: int) -> str:
+        return f"{self.host}:{self.port + run}"
+
+
+def torchrun_prefix(
+    nproc: int, interpreter: str | None = None, rendezvous: Rendezvous | None = None, run: int = 0
+) -> list[str]:
+    """The launcher part `gpulint scale` runs each size with: one node and a free rendezvous port,
+    or, with `rendezvous`, this node's part of a multi-node run (the `run`-th of the sweep)."""
+    launcher = [interpreter or sys.executable, "-m", "torch.distributed.run"]
+    if rendezvous is None:
+        nodes = ["--standalone", "--nnodes", "1"]
+    else:
+        nodes = [
+            "--nnodes",
+            str(rendezvous.nnodes),
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            rendezvous.endpoint(run),
+            "--rdzv-id",
+            f"{rendezvous.job}-{run}",
+        ]
+    return [*launcher, *nodes, "--nproc-per-node", str(nproc)]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gpulint.cli import error
 from gpulint.runtime_check import compare as compare_mod
-from gpulint.runtime_check import html_report, records
+from gpulint.runtime_check import html_report, nodes, records, report
 from gpulint.runtime_check.history import (
     History,
     HistoryError,
@@ -131,8 +131,11 @@ def finish_profile(
                 # A gate's first run (a CI cache that starts empty) has nothing to compare with: it
                 # passes, and becomes what the next run is gated against.
                 out.line(f"no earlier run of this command to compare with: run {record.id} is the baseline from now on")
+        job = job_report(record, history)
+        if job is not None:
+            report.print_nodes(out, job, MISSING_HINT)
         if html_file is not None:
-            html_report.write(html_file, record, baseline, history)
+            html_report.write(html_file, record, baseline, history, job)
             out.line(f"wrote the report to {html_file}")
         if baseline is None:
             return EXIT_USAGE if refused else EXIT_OK
@@ -185,6 +188,31 @@ def _record(out: Output, record: RunRecord, start: Path, options: HistoryOptions
         error(f"not recorded: {exc}")
         return False
     return True
+
+
+# -- the nodes of a multi-node job ------------------------------------------------------------
+MISSING_HINT = (
+    " (each node records in its own history unless they share one: merge them with "
+    "`gpulint report RUN --merge THEIR_HISTORY ...`)"
+)
+
+
+def job_report(run: RunRecord, history: History | None, merge: list[Path] | None = None) -> nodes.JobReport | None:
+    """The merged view of the multi-node job `run` is part of, from the runs of its nodes in
+    `history` and in the history files `merge` names (read only); None for a run of one node.
+    Every run is checked as the HTML report checks a stored run: another node's history is input."""
+    job = nodes.job_of(run)
+    if job is None:
+        return None
+    runs = [run]
+    if history is not None:
+        runs += history.job_runs(job["id"])
+    for path in merge or []:
+        with History.open(path, create=False) as other:
+            runs += other.job_runs(job["id"])
+    for other_run in runs:
+        html_report.check_run(other_run, f"run of job {job['id']}")
+    return nodes.merge(runs)
 
 
 # -- commands on the history -----------------------------------------------------------------
@@ -256,9 +284,15 @@ def _pair(history: History, first: str | None, second: str | None) -> tuple[RunR
 
 
 def report_command(
-    out: Output, options: HistoryOptions, ref: str, html_file: Path, baseline_ref: str | None = None
+    out: Output,
+    options: HistoryOptions,
+    ref: str,
+    html_file: Path,
+    baseline_ref: str | None = None,
+    merge: list[Path] | None = None,
 ) -> int:
-    """`report RUN --html FILE [--baseline REF]`: the HTML report of a stored run."""
+    """`report RUN --html FILE [--baseline REF] [--merge HISTORY ...]`: the HTML report of a stored
+    run; for a node of a multi-node job, merged with the job's other nodes (printed too)."""
     try:
         history = options.open(Path.cwd(), create=False)
         if history is None:
@@ -267,9 +301,15 @@ def report_command(
         with history:
             run = history.resolve(ref)
             baseline = None if baseline_ref is None else history.resolve(baseline_ref, like=run)
-            html_report.write(html_file, run, baseline, history)
+            job = job_report(run, history, merge)
+            if merge and job is None:
+                error(f"--merge: run {run.id} is not part of a multi-node job (torchrun --nnodes 2 or more)")
+                return EXIT_USAGE
+            html_report.write(html_file, run, baseline, history, job)
     except HistoryError as exc:
         error(str(exc))
         return EXIT_USAGE
+    if job is not None:
+        report.print_nodes(out, job, MISSING_HINT)
     out.line(f"wrote the report of run {run.id} to {html_file}")
     return EXIT_OK

@@ -153,6 +153,22 @@ def profile_record(result: Profile, config: RunConfig, started_at: float) -> Run
         "notes": run.notes,
         "next_command": _next(profile_next(result)),
     }
+    if result.ranks is not None:
+        # each rank's own figures: what nodes.py merges across the runs of a multi-node job
+        record.meta["ranks"] = [
+            {
+                "rank": r.rank,
+                "node": r.node,
+                "steps": r.steps,
+                "step_time": r.step_time,
+                "data_wait": r.data_wait,
+                "collective_wait": r.collective_wait,
+                "allreduce_time": r.allreduce_time,
+            }
+            for r in result.ranks.ranks
+        ]
+        if result.ranks.job is not None:
+            record.meta["job"] = dataclasses.asdict(result.ranks.job)
     return record
 
 

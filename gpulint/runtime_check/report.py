@@ -17,11 +17,13 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from gpulint.linter.printable import printable
 from gpulint.runtime_check import stats
 from gpulint.runtime_check.attribution import Attribution, Line
 from gpulint.runtime_check.distributed import RankReport
 from gpulint.runtime_check.figures import NOT_MEASURED, Figure, format_value
 from gpulint.runtime_check.measure import RunResult, StepStats
+from gpulint.runtime_check.nodes import JobReport
 from gpulint.runtime_check.operators import KINDS, OpsReport, table_rows
 from gpulint.runtime_check.profile import Profile
 from gpulint.runtime_check.scale import ScaleResult
@@ -382,14 +384,57 @@ def print_ranks(out: Output, ranks: RankReport) -> None:
         ]
         for r in ranks.ranks
     ]
+    title = f"Per rank ({len(ranks.ranks)} of world size {ranks.world_size})"
+    job = ranks.job
+    if job is not None:
+        title = f"Per rank of node {job.node} of {job.nodes} ({len(ranks.ranks)} of world size {ranks.world_size})"
     out.table(
-        f"Per rank ({len(ranks.ranks)} of world size {ranks.world_size})",
+        title,
         ["rank", "step time", "data wait", "collective wait", "all-reduce", "own work", "CPU cores", "samples/step"],
         rows,
         right=tuple(range(8)),
     )
     out.line(f"collective wait: {ranks.collective_note}")
-    out.line(f"slowest rank: {ranks.slowest_note}")
+    out.line(f"slowest rank: {ranks.slowest_note}" + (" (of this node)" if job is not None else ""))
+    if job is not None:
+        out.line(
+            f"job: {job.id} (node {job.node} of {job.nodes} on {job.host})" + (f"; {job.note}" if job.note else "")
+        )
+
+
+def print_nodes(out: Output, job: JobReport, missing_hint: str = "") -> None:
+    """The merged view of a multi-node job (nodes.py): each node, the slowest, the collective split."""
+    rows = [
+        [
+            str(node.node),
+            printable(node.host) or "-",
+            ", ".join(str(r.rank) for r in node.ranks) or "-",
+            ms(node.step_time),
+            ms(node.own_time),
+            ms(node.collective_wait),
+            "-" if node.run_id is None else str(node.run_id),
+        ]
+        for node in job.nodes
+    ]
+    out.table(
+        f"Across nodes (job {printable(job.id)}: {len(job.nodes)} of {job.nodes_expected} nodes recorded)",
+        ["node", "host", "ranks", "step time", "own work (slowest rank)", "collective wait", "run"],
+        rows,
+        right=(3, 4, 5, 6),
+    )
+    out.line(f"slowest node: {printable(job.slowest_note)}")  # it names a host: stored text
+    if job.advice:
+        out.line(f"across nodes: {job.advice}")
+    if job.intra is not None and job.inter is not None and job.transfer is not None:
+        out.line(
+            f"collective wait per step (mean of ranks): intra-node {ms(job.intra)}, inter-node {ms(job.inter)}, "
+            f"transfer {ms(job.transfer)} -- {job.split_note}"
+        )
+    else:
+        out.line(f"collective wait split: {job.split_note}")
+    if job.missing:
+        missing = ", ".join(str(n) for n in job.missing)
+        out.line(f"not recorded here: node{'s' if len(job.missing) > 1 else ''} {missing}{missing_hint}")
 
 
 def ranks_json(ranks: RankReport | None) -> dict | None:
@@ -672,6 +717,12 @@ def print_scale(out: Output, result: ScaleResult) -> None:
         how = "weak scaling: the per-rank batch is the script's"
 
     out.line(f"{out.style('gpulint scale', 'bold')} {result.script}: {how}")
+    if result.rendezvous is not None:
+        out.line(
+            f"this node's part of {result.rendezvous.nnodes} nodes (c10d at {result.rendezvous.endpoint(0)} and the "
+            "ports after it): processes are per node, throughput and waits are this node's ranks'; every node "
+            "runs the same sizes, so the efficiency is the job's"
+        )
     if result.failed is not None:
         out.line(out.style(f"the run with {result.failed_size} process(es) failed; no verdict", "red"))
         print_failure(out, result.failed)

@@ -31,7 +31,7 @@ import libcst as cst
 
 from gpulint.runtime_check import attribution, distributed, stats
 from gpulint.runtime_check.figures import Figure
-from gpulint.runtime_check.launchers import Launch, torchrun_prefix
+from gpulint.runtime_check.launchers import Launch, Rendezvous, torchrun_prefix
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_once
 from gpulint.runtime_check.script_params import ParamError, ParamSite, set_param
 from gpulint.runtime_check.sweep import rotation
@@ -139,6 +139,18 @@ class ScaleResult:
     recommendations: list[Recommendation] = field(default_factory=list)
     failed: RunResult | None = None
     failed_size: int | None = None
+    rendezvous: Rendezvous | None = None  # a multi-node sweep: the figures are this node's ranks'
+
+    def job_parts(self) -> list[dict]:
+        """Each run of a multi-node sweep as a job of its own: its id and this node's rank in it
+        (c10d numbers the nodes of every rendezvous anew)."""
+        parts = []
+        for size in self.sizes:
+            for run in size.runs:
+                report = distributed.rank_report(run) if run.ok else None
+                job = report.job if report is not None else None
+                parts.append({"nproc": size.nproc, "job": job.id if job else None, "node": job.node if job else None})
+        return parts
 
     @property
     def unit(self) -> str:
@@ -209,6 +221,15 @@ def scale_record(result: ScaleResult) -> dict:
         "advice": result.advice or None,
         "reasons": result.reasons,
         "recommendations": [{"code": r.code or None, "action": r.action} for r in result.recommendations],
+        "nodes": None
+        if result.rendezvous is None
+        else {
+            "nnodes": result.rendezvous.nnodes,
+            "rdzv_endpoint": result.rendezvous.endpoint(0),
+            "rdzv_id": result.rendezvous.job,
+            "runs": result.job_parts(),
+            "scope": "processes and throughput are this node's; every node runs the same sizes",
+        },
         "failed_nproc": result.failed_size,
         "failure": None
         if result.failed is None
@@ -217,9 +238,17 @@ def scale_record(result: ScaleResult) -> dict:
 
 
 def scale(
-    command: Command, sizes: list[int], runs: int, config: RunConfig, strong: str | None = None, progress=None
+    command: Command,
+    sizes: list[int],
+    runs: int,
+    config: RunConfig,
+    strong: str | None = None,
+    progress=None,
+    rendezvous: Rendezvous | None = None,
 ) -> ScaleResult:
-    """Run `command` (a script, not a launcher) under torchrun at each size and judge the scaling."""
+    """Run `command` (a script, not a launcher) under torchrun at each size and judge the scaling.
+    With `rendezvous`, this node's part of a multi-node sweep: every node runs the same command,
+    the sizes are processes per node, and the same rotation makes the nodes' runs meet."""
     if command.launch is not None:
         raise ScaleError("scale starts the ranks itself: give the script (`-- train.py ARGS`), not a launcher")
     if config.seconds is not None:
@@ -230,6 +259,7 @@ def scale(
         "strong" if strong else "weak",
         [SizeRuns(n) for n in sizes],
         rotation(sizes, runs),
+        rendezvous=rendezvous,
     )
     targets = {n: command.target for n in sizes}
     run_config = config
@@ -260,7 +290,7 @@ def scale(
         for index, n in enumerate(result.order):
             if progress is not None:
                 progress(index, len(result.order), f"{n} process{'es' if n > 1 else ''}")
-            launch = Launch("torchrun", torchrun_prefix(n, command.interpreter), n)
+            launch = Launch("torchrun", torchrun_prefix(n, command.interpreter, rendezvous, index), n)
             run = run_once(Command(command.interpreter, [], targets[n], launch), run_config)
             by_size[n].runs.append(run)
             if not run.ok:

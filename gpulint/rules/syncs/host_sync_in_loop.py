@@ -33,6 +33,8 @@ _IDENTITY_OR_MEMBERSHIP = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
 _HOST_FACTORIES = frozenset(
     {"zeros", "ones", "empty", "full", "tensor", "as_tensor", "arange", "linspace", "rand", "randn", "randint"}
 )
+# A device-wide wait the code asks for (GL204 reports it when it is per step).
+_SYNCHRONIZE_CALLS = frozenset({"torch.cuda.synchronize", "torch.mps.synchronize", "torch.xpu.synchronize"})
 _FORMATTED = "a tensor formatted into a string in the training loop makes the CPU wait for the GPU every step"
 
 
@@ -59,8 +61,9 @@ class HostSyncInLoop(Rule):
     A tensor is the loss (the receiver of `.backward()`), `outputs.loss`, the result of a
     criterion, of a `torch.*` function or of a reduction on another tensor.  Not reported either: a
     read in a loop of a handful of steps (`range(15)`, `num_batches = 3`: fewer than 20
-    known statically) or under a condition that reads the data (`if loss > 10:`), whose body does
-    not run every step.
+    known statically), under a condition that reads the data (`if loss > 10:`), whose body does
+    not run every step, or in the statement right after `torch.cuda.synchronize()` (a step
+    timer's: the host already waited there; GL204 reports the synchronize when it is per step).
 
     ## Why it is slow
     CUDA runs asynchronously: the host queues kernels and moves on.  Reading a value back to the
@@ -118,6 +121,18 @@ class HostSyncInLoop(Rule):
     options = (LOG_EVERY,)
 
     VALID = [
+        # read right after a deliberate synchronize (a step timer): the host already waited
+        Valid(
+            """
+            for images in loader:
+                loss = model(images.cuda(non_blocking=True)).mean()
+                loss.backward()
+                optimizer.step()
+                torch.cuda.synchronize()
+                metric_logger.update(loss=loss.item())
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
         # a step function that turns whatever it is given into numbers: the caller decides
         Valid(
             """
@@ -603,7 +618,9 @@ class HostSyncInLoop(Rule):
         if isinstance(func, cst.Attribute) and func.attr.value in SYNC_METHODS:
             if self.ctx.values.on_host(func.value):
                 return  # a host tensor: reading it waits for nothing
-            if not _earlier_sync_in_chain(node) and self._applies(node) and not self._converts_a_tensor_argument(node):
+            if _earlier_sync_in_chain(node) or self._right_after_synchronize(node):
+                return
+            if self._applies(node) and not self._converts_a_tensor_argument(node):
                 self._report(node, self.message.format(method=func.attr.value))
             return
         if isinstance(func, cst.Name) and func.value in ("float", "int", "bool", "str") and len(node.args) == 1:
@@ -626,6 +643,24 @@ class HostSyncInLoop(Rule):
         if self._counts_a_selection(node):
             return
         self._nan_check(node)
+
+    def _right_after_synchronize(self, node: cst.Call) -> bool:
+        """A read in the statement right after `torch.cuda.synchronize()` (a step timer's): the
+        host already waited for the GPU there, so the read adds no wait of its own."""
+        statement = self.ctx.statement_of(node)
+        block = self.ctx.parent(statement)
+        body = list(getattr(block, "body", ()))
+        if statement not in body or body.index(statement) == 0:
+            return False
+        before = body[body.index(statement) - 1]
+        if not (isinstance(before, cst.SimpleStatementLine) and len(before.body) == 1):
+            return False
+        expr = before.body[0]
+        return (
+            isinstance(expr, cst.Expr)
+            and isinstance(expr.value, cst.Call)
+            and self.ctx.call_qualified_name(expr.value) in _SYNCHRONIZE_CALLS
+        )
 
     def _nan_check(self, node: cst.Call) -> None:
         func = node.func

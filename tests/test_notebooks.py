@@ -215,6 +215,39 @@ def test_indented_and_continued_magics_keep_the_cell_parseable():
     assert cell.error is None
 
 
+@pytest.mark.parametrize("source", ["ls ./data/train/\n", "\ncd ..", "pip install torch"])
+def test_a_one_line_automagic_cell_is_ipython_not_a_syntax_error(source):
+    cell = make_cell(1, source)
+    assert cell.error is None and cell.python and cell.magic == [bool(line.strip()) for line in split_lines(source)]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "ls ./data\nx = 1\n",  # automagic applies to one-line cells only
+        "ls = 3 +\n",  # an assignment to a variable named like the magic
+        "  def f(:\n    pass\n",  # indented and broken once dedented too
+    ],
+)
+def test_what_ipython_would_not_run_stays_a_syntax_error(source):
+    assert make_cell(1, source).error is not None
+
+
+def test_a_cell_indented_as_a_whole_is_run_dedented_by_ipython_and_left_out(tmp_path):
+    path = write_notebook(
+        tmp_path / "nb.ipynb",
+        [
+            ("code", "import torch\nmodel = model.cuda()"),
+            ("code", " for x in windows.take(30):\n   print(x.numpy(), end=' ')\n"),
+            ("code", "ls ./data/train/"),
+            ("code", TRAIN + "    print(loss.item())"),
+        ],
+    )
+    found = {(f.extra["cell"], f.location.row, f.code) for f in findings_of(path, ["GL201"])}
+    assert found == {(4, 5, "GL201")}
+    assert not make_cell(2, " for x in ds:\n   print(x)\n").python
+
+
 def test_cell_magics_python_bodies_are_linted_others_skipped(tmp_path):
     path = write_notebook(
         tmp_path / "nb.ipynb",

@@ -113,6 +113,39 @@ def test_a_helper_another_module_runs_per_step_and_not_one_it_runs_under_an_inte
     assert "make_loaders" not in view.per_step  # called once, before the loop
 
 
+def test_a_helper_called_under_an_interval_helper_of_the_callers_module_is_not_per_step(tmp_path):
+    # The caller throttles with its own `divisible_by(step, n)` (a diffusion trainer's FID every
+    # `save_and_sample_every` steps): the evaluation it calls runs on those steps only.
+    trainer = """
+    import torch
+    import fid
+
+
+    def divisible_by(numer, denom):
+        return (numer % denom) == 0
+
+
+    for step in range(steps):
+        loss = model(next(dl)).mean()
+        loss.backward()
+        opt.step()
+        fid.clip(model)
+        if step != 0 and divisible_by(step, every):
+            fid.fid_score(model)
+    """
+    helper = """
+    def fid_score(model):
+        return model.features().cpu()
+
+
+    def clip(model):
+        return model.grad_norm().item()
+    """
+    paths = write_project(tmp_path, trainer=trainer, fid=helper)
+    view = RunIndex([paths["trainer"], paths["fid"]]).view(paths["fid"])
+    assert "clip" in view.per_step and "fid_score" not in view.per_step
+
+
 def test_what_a_module_learns_about_the_project_functions_it_calls(project):
     paths, index = project
     train = index.view(paths["train"])

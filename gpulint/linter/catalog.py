@@ -99,7 +99,10 @@ RULES: tuple[RuleInfo, ...] = (
             'checked at all, so no other rule reports anything in it. The finding is where '
             'the parser stopped, with its message. A file is parsed only when a selected rule '
             'may apply to it (it names a framework and what the rule looks for), so a file '
-            'that imports nothing gpulint knows is not parsed and not reported.'
+            'that imports nothing gpulint knows is not parsed and not reported. In a notebook '
+            'the finding is per cell, and what IPython runs is not an error: magics and shell '
+            'lines, a one-line cell calling an automagic without its `%` (`ls ./data`), and a '
+            'cell indented as a whole (IPython dedents it; gpulint leaves it out).'
         ),
     ),
     RuleInfo(
@@ -572,13 +575,17 @@ RULES: tuple[RuleInfo, ...] = (
         summary=(
             '`Dataset.map(...)` and `Dataset.interleave(...)` on a tf.data pipeline without '
             '`num_parallel_calls`, unless the pipeline is never consumed or only peeked at '
-            'once (`for x in ds.take(1)`, `next(iter(ds))` to show a sample). TensorFlow 2.13 '
-            'and later run a stateless `map` in parallel by themselves '
-            '(`map_parallelization`, on by default): there a `map` is reported only when its '
-            'function is not known to be stateless -- it draws random numbers (`tf.random.*`, '
-            'a Keras augmentation layer), runs Python (`tf.py_function`), or is not a lambda '
-            'or function of the module -- or when the project targets an older TensorFlow '
-            '(its requirements, `target-tensorflow`) or turns `map_parallelization` off.'
+            "once (`for x in ds.take(1)`, `next(iter(ds))` to show a sample), or the `map`'s "
+            'output is cached right after (`.cache()` in its chain, or where its name is read '
+            "next): it then runs once, in the first epoch, which is tf.data's own advice for "
+            'an expensive map. TensorFlow 2.13 and later run a stateless `map` in parallel by '
+            'themselves (`map_parallelization`, on by default): there a `map` is reported '
+            'only when its function is not known to be stateless -- it draws random numbers '
+            '(`tf.random.*`, a Keras augmentation layer), runs Python (`tf.py_function`), or '
+            'is not a TensorFlow op, a lambda or a function of the module (a stateless Keras '
+            'preprocessing layer, `Rescaling`, counts as an op) -- or when the project '
+            'targets an older TensorFlow (its requirements, `target-tensorflow`) or turns '
+            '`map_parallelization` off.'
         ),
         facts=('imports tensorflow or keras',),
         tokens=('.map(', '.interleave('),

@@ -135,3 +135,54 @@ def _in_loop(ctx: FileContext, node: cst.CSTNode) -> bool:
             return False
         child = ancestor
     return False
+
+
+def cached_downstream(ctx: FileContext, stage: cst.BaseExpression, depth: int = 3) -> bool:
+    """Whether the output of a pipeline stage (a `.map(...)` call) is cached before it is read:
+    `.cache()` further down its chain (`ds.map(f).batch(32).cache()`), or every read of the name it
+    is assigned to, up to the name's next assignment, continues the pipeline into a `.cache()`
+    (`ds = raw.map(f)` ... `ds = ds.cache().prefetch(...)`).  Then the stage runs once, in the
+    first epoch, which is tf.data's own advice for an expensive map.  Reads of an attribute
+    (`ds.element_spec`) are not reads of the data."""
+    top: cst.BaseExpression = stage
+    while isinstance(parent := ctx.parent(top), cst.Attribute) and parent.value is top:
+        call = ctx.parent(parent)
+        if not (isinstance(call, cst.Call) and call.func is parent):
+            break
+        if parent.attr.value == "cache":
+            return True
+        top = call
+    name = _assigned_name(ctx, top)
+    if name is None or depth == 0:
+        return False
+    scope = _scope(ctx, top)
+    if isinstance(scope, cst.Module):
+        body: list[cst.CSTNode] = list(scope.body)
+    elif isinstance(scope, cst.FunctionDef) and isinstance(scope.body, cst.IndentedBlock):
+        body = list(scope.body.body)
+    else:
+        return False
+    statement = next((s for s in body if s is ctx.statement_of(top)), None)
+    if statement is None:
+        return False  # assigned inside a branch or a loop: the order of reads is not plain
+    continuations = []
+    for later in body[body.index(statement) + 1 :]:
+        reads = [n for n in nodes_under(later) if isinstance(n, cst.Name) and n.value == name and _is_read(ctx, n)]
+        for read in reads:
+            parent = ctx.parent(read)
+            if not (isinstance(parent, cst.Attribute) and parent.value is read):
+                return False  # passed on, iterated, returned: read before any cache
+            if isinstance(call := ctx.parent(parent), cst.Call) and call.func is parent:
+                continuations.append(read)
+        if _assigns(later, name):
+            break
+    return bool(continuations) and all(cached_downstream(ctx, read, depth - 1) for read in continuations)
+
+
+def _assigns(statement: cst.CSTNode, name: str) -> bool:
+    """Whether a statement binds `name` anywhere in it (an assignment, a loop target, ...)."""
+    for node in nodes_under(statement):
+        if isinstance(node, cst.AssignTarget | cst.For) and isinstance(node.target, cst.Name):
+            if node.target.value == name:
+                return True
+    return False

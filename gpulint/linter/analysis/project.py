@@ -58,15 +58,16 @@ _NOT_ITERATING = frozenset({"print", "len", "isinstance", "type", "id", "repr", 
 # Kinds of return values the index tracks (values.KINDS).
 RETURN_KINDS = ("dataloader", "tfdata")
 # The version of a summary's shape: a cached summary of another version is not used.
-SUMMARY_VERSION = 3
+SUMMARY_VERSION = 4
 
 
 # -- summaries ---------------------------------------------------------------------------------
 
 
 # What stands between a call and its function, innermost first: a loop (`("loop", id)`), the
-# body of an `if` (`("if", condition text)`), or a branch that handles an event (`("event", "")`:
-# an `except` handler, or a branch that leaves the iteration).
+# body of an `if` (`("if", condition text)`), the body of an `if` that calls one of the module's
+# interval helpers (`("interval", "")`: `if divisible_by(step, n):`), or a branch that handles an
+# event (`("event", "")`: an `except` handler, or a branch that leaves the iteration).
 Step = tuple[str, str]
 
 
@@ -187,11 +188,34 @@ def summarize(
     if tree is None:
         return None
     summarizer = _Summarizer(module, is_package, source)
+    summarizer.interval_helpers = _interval_helpers(tree)
     try:
         summarizer.visit(tree)
     except RecursionError:
         return None
     return summarizer.finish()
+
+
+def _interval_helpers(tree: ast.AST) -> frozenset[str]:
+    """Functions of the module that return a modulo interval condition (`def divisible_by(a, b):
+    return a % b == 0`): an `if` that calls one throttles what it guards, as the loop model
+    decides for its own module (loops.LoopModel._interval_helpers)."""
+    helpers = set()
+    for function in ast.walk(tree):
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(function):
+                if isinstance(node, ast.Return) and node.value is not None:
+                    text = ast.unparse(node.value)
+                    if "%" in text and _throttles(text):  # (the `%` test spares most modules libcst)
+                        helpers.add(function.name)
+    return frozenset(helpers)
+
+
+def _calls_interval_helper(test: ast.expr, helpers: frozenset[str]) -> bool:
+    """`divisible_by(step, n)`, alone or as one side of an `and`."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_calls_interval_helper(value, helpers) for value in test.values)
+    return isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id in helpers
 
 
 _MODULE_LEVEL = "<module>"
@@ -251,6 +275,7 @@ class _Summarizer(ast.NodeVisitor):
         self.iterated: list[tuple[str, str, bool]] = []  # (name, function, in a nested loop)
         self.in_loop_calls: set[str] = set()  # last names of functions called inside a loop
         self.local_calls: dict[tuple[str, str], list[str]] = {}  # (function, name) -> callee texts
+        self.interval_helpers: frozenset[str] = frozenset()  # (_interval_helpers)
 
     # -- scopes ---------------------------------------------------------------------------------
     @property
@@ -315,7 +340,8 @@ class _Summarizer(ast.NodeVisitor):
 
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
-        for branch, step in ((node.body, ("if", ast.unparse(node.test))), (node.orelse, ("else", ""))):
+        guard = ("interval", "") if _calls_interval_helper(node.test, self.interval_helpers) else None
+        for branch, step in ((node.body, guard or ("if", ast.unparse(node.test))), (node.orelse, ("else", ""))):
             if _handles_event(branch):
                 step = ("event", "")
             self.paths[-1].append(step)
@@ -454,7 +480,7 @@ def _guarded(site: CallSite) -> bool:
 
 
 def _guarded_path(path: Iterable[Step]) -> bool:
-    return any(kind == "event" or (kind == "if" and _throttles(value)) for kind, value in path)
+    return any(kind in ("event", "interval") or (kind == "if" and _throttles(value)) for kind, value in path)
 
 
 @lru_cache(maxsize=4096)

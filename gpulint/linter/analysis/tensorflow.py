@@ -41,7 +41,16 @@ _STATEFUL_OPS = re.compile(
     r"^tensorflow\.(random\.(?!stateless_)|py_function|numpy_function|compat\.v1\.py_func|Variable|keras|"
     r"image\.random_|data\.)"
 )
+# What an Estimator's `model_fn` returns; Estimator calls the function to build a graph.
+_ESTIMATOR_SPEC = re.compile(r"^tensorflow\.(compat\.v1\.)?estimator\.(tpu\.TPU)?EstimatorSpec$")
 _PURE_BUILTINS = frozenset({"len", "int", "float", "tuple", "list", "dict", "str", "min", "max", "abs", "range"})
+# Keras preprocessing layers that draw no random numbers: tf.data still runs a map calling one in
+# parallel by itself (checked with TensorFlow 2.21 and Keras 3: a `ParallelMap` follows).
+_STATELESS_KERAS_LAYER = re.compile(
+    r"^(tensorflow\.)?keras\.layers\.(experimental\.preprocessing\.)?(Rescaling|Resizing|CenterCrop|Normalization)$"
+)
+# Tensor methods that only read or set static shape information.
+_SHAPE_METHODS = frozenset({"set_shape", "get_shape"})
 _OPTS_OUT_OF_PREFETCH = re.compile(r"(inject_prefetch|autotune\s*\.\s*enabled)\s*=\s*False")
 
 
@@ -127,32 +136,61 @@ class TfAnalysis:
         return not _OPTS_OUT_OF_MAP_PARALLELIZATION.search(self.ctx.code_without_comments)
 
     def stateless(self, function: cst.BaseExpression, depth: int = 2) -> bool:
-        """Whether a function given to `map` is known to be stateless: a lambda or a function of
-        this module whose every call is a TensorFlow op that draws no random numbers and runs no
-        Python (`tf.py_function`), or another such function of the module.  Anything else -- a
-        Keras layer (augmentation draws random numbers), a method, a function of another module --
-        is not known to be."""
-        if isinstance(function, cst.Lambda):
-            body: cst.CSTNode = function.body
-        elif isinstance(function, cst.Name):
-            defined = [f for f in self.ctx.index.nodes("FunctionDef") if f.name.value == function.value]
-            if len(defined) != 1 or function.value in self.ctx.imports.bindings:
-                return False
-            body = defined[0].body
-        else:
+        """Whether a function given to `map` is known to be stateless: a TensorFlow op itself
+        (`map(tf.range)`), or a lambda or function of this module -- by name, a name bound once to
+        a lambda, or a method `self.f` of the module -- whose every call is a TensorFlow op that
+        draws no random numbers and runs no Python (`tf.py_function`), a stateless Keras
+        preprocessing layer (`Rescaling`), or another such function of the module.  Anything else
+        -- an augmentation layer (it draws random numbers), a function of another module -- is not
+        known to be."""
+        qualified = self.ctx.qualified_name(function) or ""
+        if qualified.startswith("tensorflow."):
+            return not _STATEFUL_OPS.search(qualified)
+        body = self._function_body(function)
+        if body is None:
             return False
         for node in nodes_under(body):
             if isinstance(node, cst.Call) and not self._stateless_call(node, depth):
                 return False
         return True
 
+    def _function_body(self, function: cst.BaseExpression) -> cst.CSTNode | None:
+        """The code a function expression runs, when this module defines it once: a lambda, a
+        `def` by name or as `self.name`, or a name bound once to a lambda."""
+        if isinstance(function, cst.Lambda):
+            return function.body
+        if isinstance(function, cst.Name) and function.value not in self.ctx.imports.bindings:
+            name = function.value
+        elif isinstance(function, cst.Attribute) and dotted_name(function.value) in ("self", "cls"):
+            name = function.attr.value
+        else:
+            return None
+        defined: list[cst.CSTNode] = [f.body for f in self.ctx.index.nodes("FunctionDef") if f.name.value == name]
+        defined += [value.body for value in self._bound_once(name) if isinstance(value, cst.Lambda)]
+        return defined[0] if len(defined) == 1 else None
+
+    def _bound_once(self, name: str) -> list[cst.BaseExpression]:
+        """The values assigned to `name` anywhere in the module (`name = value`, one plain target)."""
+        return [
+            assign.value
+            for assign in self.ctx.index.nodes("Assign")
+            if len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Name)
+            and assign.targets[0].target.value == name
+        ]
+
     def _stateless_call(self, call: cst.Call, depth: int) -> bool:
         qualified = self.ctx.call_qualified_name(call) or ""
         if qualified.startswith("tensorflow."):
             return not _STATEFUL_OPS.search(qualified)
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in _SHAPE_METHODS:
+            return True  # `image.set_shape([...])`
         if isinstance(call.func, cst.Name) and qualified == "":
             if call.func.value in _PURE_BUILTINS:
                 return True
+            bound = self._bound_once(call.func.value)
+            if len(bound) == 1 and isinstance(bound[0], cst.Call):  # `rescale = layers.Rescaling(1 / 255)`
+                return bool(_STATELESS_KERAS_LAYER.match(self.ctx.call_qualified_name(bound[0]) or ""))
             return depth > 0 and self.stateless(call.func, depth - 1)
         return False
 
@@ -166,8 +204,9 @@ class TfAnalysis:
 
     @cached_property
     def compiled(self) -> set[int]:
-        """id() of the functions that run under tf.function: decorated, wrapped (`step =
-        tf.function(step)`), Keras' own compiled overrides, and what those call or hand on."""
+        """id() of the functions that run under tf.function (or as a graph): decorated, wrapped
+        (`step = tf.function(step)`), Keras' own compiled overrides, an Estimator's `model_fn`
+        (it returns an `EstimatorSpec`), and what those call or hand on."""
         ctx = self.ctx
         compiled: set[int] = set()
         by_name: dict[str, list[cst.FunctionDef]] = {}
@@ -177,10 +216,13 @@ class TfAnalysis:
                 compiled.add(id(function))
             elif function.name.value in _KERAS_COMPILED_METHODS and _overrides_a_base(ctx, function):
                 compiled.add(id(function))
-        for call in self.calls:  # `step = tf.function(step)`
-            if ctx.call_qualified_name(call) in TF_FUNCTION:
+        for call in self.calls:
+            qualified = ctx.call_qualified_name(call) or ""
+            if qualified in TF_FUNCTION:  # `step = tf.function(step)`
                 for name in names_referenced(call) - {dotted_name(call.func)}:
                     compiled.update(id(f) for f in by_name.get(name, ()))
+            elif _ESTIMATOR_SPEC.match(qualified) and (owner := self.owner(call)) is not None:
+                compiled.add(id(owner))  # an Estimator's `model_fn`: Estimator builds it as a graph
         # What a compiled function calls or hands on is traced with it; so are functions nested in it.
         changed = True
         while changed:

@@ -16,10 +16,12 @@ A function of another module of the project is answered by the project index whe
 (`resolve_external`).
 
 It also answers where a tensor provably lives on the host (`on_host`): built by a `torch` factory
-without a device (`torch.zeros(3)`, `torch.tensor(xs)`), moved there (`.cpu()`, `.to("cpu")`), an
-optimizer's `state["step"]` (a CPU tensor in PyTorch's optimizers, unless made `capturable`), or
-arithmetic and conversions of those -- and every value its name is ever given is one of these (one
-`x = x.to(device)` anywhere and it is not).  Reading such a tensor (`.item()`) is not a sync.
+without a device (`torch.zeros(3)`, `torch.tensor(xs)`; or on `meta`, which holds no data), moved
+there (`.cpu()`, `.to("cpu")`), an optimizer's `state["step"]` (a CPU tensor in PyTorch's
+optimizers, unless made `capturable`), or arithmetic and conversions of those -- and every value
+its name is ever given is one of these (one `x = x.to(device)` anywhere and it is not).  Reading
+such a tensor (`.item()`) is not a sync; GL201's wider "may this be a host value" (numbers, NumPy,
+values read back) builds on this answer.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ Index = int | str | None
 # Container methods that put one value in (`xs.append(v)`, `xs.insert(0, v)`, `s.add(v)`).
 _PUTTERS = {"append": 0, "add": 0, "insert": 1}
 # `torch.<factory>(...)` builds its tensor on the host unless given a device.
-_HOST_FACTORIES = frozenset(
+HOST_FACTORIES = frozenset(
     "tensor as_tensor zeros ones full empty arange linspace logspace eye rand randn randint randperm "
     "from_numpy scalar_tensor".split()
 )
@@ -56,7 +58,8 @@ _SAME_DEVICE_METHODS = frozenset(
     "float double long int half bfloat16 bool sum mean max min prod abs neg add sub mul div pow sqrt "
     "detach clone contiguous view reshape squeeze unsqueeze flatten".split()
 )
-_HOST_DEVICE = re.compile(r"""^[rbuRBU]*['"]cpu\b""")
+# Devices whose tensors a read never waits for: the host, and `meta` (shapes only, no data).
+_HOST_DEVICE = re.compile(r"""^[rbuRBU]*['"](cpu|meta)\b""")
 
 
 class ValueOrigins:
@@ -301,7 +304,7 @@ class ValueOrigins:
                 if func.attr.value in _SAME_DEVICE_METHODS:
                     return self._on_host(func.value, seen)
             qualified = self.imports.qualified_name(func) or ""
-            if qualified.startswith("torch.") and qualified[len("torch.") :] in _HOST_FACTORIES:
+            if qualified.startswith("torch.") and qualified[len("torch.") :] in HOST_FACTORIES:
                 device = next((arg.value for arg in expr.args if arg.keyword and arg.keyword.value == "device"), None)
                 return device is None or (
                     isinstance(device, cst.SimpleString) and bool(_HOST_DEVICE.match(device.value))

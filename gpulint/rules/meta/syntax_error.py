@@ -19,7 +19,9 @@ class SyntaxErrorRule(Rule):
     all, so no other rule reports anything in it.  The finding is where the parser stopped, with
     its message.  A file is parsed only when a selected rule may apply to it (it names a framework
     and what the rule looks for), so a file that imports nothing gpulint knows is not parsed and
-    not reported.
+    not reported.  In a notebook the finding is per cell, and what IPython runs is not an error:
+    magics and shell lines, a one-line cell calling an automagic without its `%` (`ls ./data`),
+    and a cell indented as a whole (IPython dedents it; gpulint leaves it out).
 
     Unlike other rules, GL000 stays on when `select` names other rules (as ruff reports syntax
     errors whatever is selected): a narrower selection must not turn an unchecked file into "All

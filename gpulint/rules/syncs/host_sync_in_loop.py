@@ -7,8 +7,8 @@ from functools import cached_property
 import libcst as cst
 
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
-from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, method_name
-from gpulint.linter.analysis.values import target_key
+from gpulint.linter.analysis.nodes import dotted_name, method_name
+from gpulint.linter.analysis.values import HOST_FACTORIES, target_key
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.guards import host_read_guard_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -29,10 +29,8 @@ _MASK_METHODS = frozenset({"eq", "ne", "gt", "lt", "ge", "le", "greater", "less"
 # `torch.*` functions whose truth value is read: a bool computed on the device, or a reduction.
 _TORCH_PREDICATES = frozenset({"torch.equal", "torch.allclose", "torch.any", "torch.all", "torch.is_nonzero"})
 _IDENTITY_OR_MEMBERSHIP = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
-# Factories that build on the host unless given a device.
-_HOST_FACTORIES = frozenset(
-    {"zeros", "ones", "empty", "full", "tensor", "as_tensor", "arange", "linspace", "rand", "randn", "randint"}
-)
+# A device-wide wait the code asks for (GL204 reports it when it is per step).
+_SYNCHRONIZE_CALLS = frozenset({"torch.cuda.synchronize", "torch.mps.synchronize", "torch.xpu.synchronize"})
 _FORMATTED = "a tensor formatted into a string in the training loop makes the CPU wait for the GPU every step"
 
 
@@ -59,8 +57,9 @@ class HostSyncInLoop(Rule):
     A tensor is the loss (the receiver of `.backward()`), `outputs.loss`, the result of a
     criterion, of a `torch.*` function or of a reduction on another tensor.  Not reported either: a
     read in a loop of a handful of steps (`range(15)`, `num_batches = 3`: fewer than 20
-    known statically) or under a condition that reads the data (`if loss > 10:`), whose body does
-    not run every step.
+    known statically), under a condition that reads the data (`if loss > 10:`), whose body does
+    not run every step, or in the statement right after `torch.cuda.synchronize()` (a step
+    timer's: the host already waited there; GL204 reports the synchronize when it is per step).
 
     ## Why it is slow
     CUDA runs asynchronously: the host queues kernels and moves on.  Reading a value back to the
@@ -118,6 +117,18 @@ class HostSyncInLoop(Rule):
     options = (LOG_EVERY,)
 
     VALID = [
+        # read right after a deliberate synchronize (a step timer): the host already waited
+        Valid(
+            """
+            for images in loader:
+                loss = model(images.cuda(non_blocking=True)).mean()
+                loss.backward()
+                optimizer.step()
+                torch.cuda.synchronize()
+                metric_logger.update(loss=loss.item())
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
         # a step function that turns whatever it is given into numbers: the caller decides
         Valid(
             """
@@ -603,7 +614,9 @@ class HostSyncInLoop(Rule):
         if isinstance(func, cst.Attribute) and func.attr.value in SYNC_METHODS:
             if self.ctx.values.on_host(func.value):
                 return  # a host tensor: reading it waits for nothing
-            if not _earlier_sync_in_chain(node) and self._applies(node) and not self._converts_a_tensor_argument(node):
+            if _earlier_sync_in_chain(node) or self._right_after_synchronize(node):
+                return
+            if self._applies(node) and not self._converts_a_tensor_argument(node):
                 self._report(node, self.message.format(method=func.attr.value))
             return
         if isinstance(func, cst.Name) and func.value in ("float", "int", "bool", "str") and len(node.args) == 1:
@@ -626,6 +639,24 @@ class HostSyncInLoop(Rule):
         if self._counts_a_selection(node):
             return
         self._nan_check(node)
+
+    def _right_after_synchronize(self, node: cst.Call) -> bool:
+        """A read in the statement right after `torch.cuda.synchronize()` (a step timer's): the
+        host already waited for the GPU there, so the read adds no wait of its own."""
+        statement = self.ctx.statement_of(node)
+        block = self.ctx.parent(statement)
+        body = list(getattr(block, "body", ()))
+        if statement not in body or body.index(statement) == 0:
+            return False
+        before = body[body.index(statement) - 1]
+        if not (isinstance(before, cst.SimpleStatementLine) and len(before.body) == 1):
+            return False
+        expr = before.body[0]
+        return (
+            isinstance(expr, cst.Expr)
+            and isinstance(expr.value, cst.Call)
+            and self.ctx.call_qualified_name(expr.value) in _SYNCHRONIZE_CALLS
+        )
 
     def _nan_check(self, node: cst.Call) -> None:
         func = node.func
@@ -805,16 +836,15 @@ class HostSyncInLoop(Rule):
         """A tensor (`TensorNames`) with no sign of living on the host: not a name also assigned a
         value read back (`loss = loss.item()`), nor one that only ever holds a tensor built on the
         host (`torch.zeros(3)` without `device=`, never moved) and host arithmetic on it."""
-        return (
-            self.ctx.torch.tensors.is_tensor(expr)
-            and not self._may_be_host(expr, set())
-            and not self.ctx.values.on_host(expr)  # `.cpu()` results, an optimizer's `state["step"]`
-        )
+        return self.ctx.torch.tensors.is_tensor(expr) and not self._may_be_host(expr, set())
 
     def _may_be_host(self, expr: cst.BaseExpression, seen: set[str]) -> bool:
-        """Whether `expr` may hold a host value: a number, NumPy, a value read back, a tensor built
-        on the host and never moved, or a name any assignment of which is one of the first three
+        """Whether `expr` may hold a host value: a tensor provably on the host (`values.on_host`:
+        a factory without a device, a `.cpu()` result, an optimizer's `state["step"]`), a number,
+        NumPy, a value read back, or a name any assignment of which is one of the last three
         (flow-insensitive: which assignment reaches a use is not known)."""
+        if self.ctx.values.on_host(expr):
+            return True
         if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation, cst.Integer, cst.Float)):
             return self._host_value(expr, seen)
         key = target_key(expr)
@@ -825,8 +855,8 @@ class HostSyncInLoop(Rule):
             if qualified is not None:
                 if not qualified.startswith("torch."):
                     return True  # NumPy, Python
-                if qualified.rsplit(".", 1)[-1] in _HOST_FACTORIES:
-                    return _builds_on_host(expr)
+                if qualified.rsplit(".", 1)[-1] in HOST_FACTORIES:
+                    return False  # built on a device (`values.on_host` answered the others)
                 # `torch.isnan(t)`, `torch.nonzero(t)`: where its first argument is
                 return bool(expr.args) and not expr.args[0].star and self._may_be_host(expr.args[0].value, seen)
             func = expr.func
@@ -974,11 +1004,3 @@ def _is_host_read(ctx, value: cst.BaseExpression) -> bool:
         ):
             return True
     return False
-
-
-def _builds_on_host(call: cst.Call) -> bool:
-    """A factory call without `device=` (or with a host device): its tensor is on the host."""
-    device = keyword_arg(call, "device")
-    if device is None:
-        return True
-    return isinstance(device.value, cst.SimpleString) and device.value.evaluated_value in ("cpu", "meta")

@@ -72,6 +72,23 @@ class TfEagerStep(Rule):
     fix_applicability = Applicability.UNSAFE
 
     VALID = [
+        # an Estimator's model_fn: the Estimator builds it as a graph
+        Valid(
+            """
+            def model_fn(features, labels, mode):
+                net = Net()
+                opt = tf.keras.optimizers.Adam(0.1)
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_mean(tf.abs(net(features["x"]) - features["y"]))
+                gradients = tape.gradient(loss, net.trainable_variables)
+                train_op = opt.apply_gradients(zip(gradients, net.trainable_variables))
+                return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+            est = tf.estimator.Estimator(model_fn, "./model")
+            est.train(toy_dataset, steps=10)
+            """,
+            header=TF_SCRIPT,
+        ),
         # compiled in every way; a test; gradients without an optimizer step; an optimizer's own minimize
         Valid(
             """

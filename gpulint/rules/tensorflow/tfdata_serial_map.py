@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.linter.analysis.consumption import pipeline_consumed
+from gpulint.linter.analysis.consumption import cached_downstream, pipeline_consumed
 from gpulint.linter.analysis.facts import TENSORFLOW
 from gpulint.linter.analysis.nodes import has_star_kwargs, keyword_arg, method_name, positional_args
 from gpulint.linter.findings import Applicability
@@ -21,13 +21,15 @@ class TfDataSerialMap(Rule):
     ## What it finds
     `Dataset.map(...)` and `Dataset.interleave(...)` on a tf.data pipeline without
     `num_parallel_calls`, unless the pipeline is never consumed or only peeked at once (`for x in
-    ds.take(1)`, `next(iter(ds))` to show a sample).  TensorFlow 2.13 and later run a stateless
-    `map` in parallel by themselves (`map_parallelization`, on by default): there a `map` is
-    reported only when its
-    function is not known to be stateless -- it draws random numbers (`tf.random.*`, a Keras
-    augmentation layer), runs Python (`tf.py_function`), or is not a lambda or function of the
-    module -- or when the project targets an older TensorFlow (its requirements,
-    `target-tensorflow`) or turns `map_parallelization` off.
+    ds.take(1)`, `next(iter(ds))` to show a sample), or the `map`'s output is cached right after
+    (`.cache()` in its chain, or where its name is read next): it then runs once, in the first
+    epoch, which is tf.data's own advice for an expensive map.  TensorFlow 2.13 and later run a
+    stateless `map` in parallel by themselves (`map_parallelization`, on by default): there a
+    `map` is reported only when its function is not known to be stateless -- it draws random
+    numbers (`tf.random.*`, a Keras augmentation layer), runs Python (`tf.py_function`), or is not
+    a TensorFlow op, a lambda or a function of the module (a stateless Keras preprocessing layer,
+    `Rescaling`, counts as an op) -- or when the project targets an older TensorFlow (its
+    requirements, `target-tensorflow`) or turns `map_parallelization` off.
 
     ## Why it is slow
     Without `num_parallel_calls`, tf.data runs the mapped function on one element at a time, on one
@@ -84,6 +86,41 @@ class TfDataSerialMap(Rule):
             """,
             header=TF_SCRIPT,
         ),
+        # a map cached right after it (in its chain, or where its name is read next) runs once
+        Valid(
+            """
+            raw_train = tf.data.TFRecordDataset(files)
+            train = raw_train.map(vectorize_text)
+            val = tf.data.TFRecordDataset(files).map(load_and_augment).batch(32).cache()
+            spec = train.element_spec
+            train = train.cache().prefetch(tf.data.AUTOTUNE)
+            model.fit(train, validation_data=val)
+            """,
+            header=TF_SCRIPT,
+        ),
+        # a TensorFlow op given as the function; a name bound to a lambda; a stateless Keras
+        # preprocessing layer; a method of the module that sets static shapes
+        Valid(
+            """
+            ds = tf.data.Dataset.from_tensor_slices([1, 5, 3]).map(tf.range)
+            squares = tf.data.Dataset.from_tensor_slices(x).map(tf.math.square).batch(2)
+            drop_fold = lambda embedding, label, fold: (embedding, label)
+            ds = tf.data.Dataset.from_tensor_slices((e, y, k)).map(drop_fold)
+            rescale = tf.keras.layers.Rescaling(1.0 / 255)
+            images = tf.data.Dataset.from_tensor_slices((x, y)).map(lambda a, b: (rescale(a), b))
+
+            def split_window(self, features):
+                inputs = features[:, self.input_slice, :]
+                inputs.set_shape([None, self.input_width, None])
+                return inputs
+
+            def make_dataset(self, data):
+                ds = tf.data.Dataset.from_tensor_slices(data)
+                ds = ds.map(self.split_window)
+                return ds
+            """,
+            header=TF_SCRIPT,
+        ),
         Valid(
             """
             ds = tf.data.Dataset.range(10).map(f, num_parallel_calls=tf.data.AUTOTUNE)
@@ -132,6 +169,21 @@ class TfDataSerialMap(Rule):
             fixed="""
             ds = tf.data.Dataset.from_tensor_slices((x, y))
             ds = ds.map(lambda a, b: (a / 255, b), num_parallel_calls=tf.data.AUTOTUNE)
+            """,
+        ),
+        # read before it is cached: every epoch pays for the map
+        Invalid(
+            """
+            train = tf.data.TFRecordDataset(files).map(decode)
+            model.fit(train.batch(32))
+            train = train.cache()
+            """,
+            "2:40",
+            header=TF_SCRIPT,
+            fixed="""
+            train = tf.data.TFRecordDataset(files).map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+            model.fit(train.batch(32))
+            train = train.cache()
             """,
         ),
         Invalid(
@@ -207,6 +259,8 @@ class TfDataSerialMap(Rule):
         assert isinstance(node.func, cst.Attribute)  # a method call: `method` is one of _PARALLEL_POSITION
         if not self.ctx.values.is_kind(node.func.value, "tfdata") or not pipeline_consumed(self.ctx, node):
             return
+        if method == "map" and cached_downstream(self.ctx, node):
+            return  # runs once, in the first epoch: tf.data's own advice for an expensive map
         if method == "map" and self.ctx.tf.parallelises_stateless_maps:
             mapped = keyword_arg(node, "map_func")
             function = mapped.value if mapped is not None else (node.args[0].value if node.args else None)

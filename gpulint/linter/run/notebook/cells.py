@@ -7,8 +7,12 @@ placeholder statement (an import of a made-up name) at the same indentation, so 
 columns of every other line are unchanged and positions map straight back.  Code inside a line
 magic (`%time train()`) is not linted.  A cell magic whose body is Python (`%%time`,
 `%%timeit`, `%%capture`, `%%prun`, `%%debug`) keeps its body; any other cell magic (`%%bash`,
-`%%writefile`, `%%html`) makes the cell opaque.  A cell that does not parse on its own (IPython
-would not run it either) is marked with its error and left out of the module.
+`%%writefile`, `%%html`) makes the cell opaque.  Two more shapes IPython runs are recognised: a
+cell of one line that calls an automagic without its `%` (`ls ./data`, `cd ..`: IPython's
+prefilter applies automagic to single-line cells only), and a cell indented as a whole (IPython's
+`leading_indent` strips the first line's indent from every line); an indented cell that parses
+once dedented is opaque (its columns would not map back).  A cell that does not parse on its own
+(IPython would not run it either) is marked with its error and left out of the module.
 
 After fixes, the fixed module's lines are mapped back to their cells with a line diff (`map_back`);
 a fix that would touch a magic line or span two cells is refused.
@@ -37,6 +41,16 @@ PYTHON_BODY_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug
 # `x = !ls`, `files = %sx ls`: IPython's assignment from a shell command or a magic.
 _ASSIGN_MAGIC = re.compile(r"^[ \t]*[A-Za-z_][\w.\[\]'\", ]*=[ \t]*[!%]")
 _CELL_MAGIC = re.compile(r"^%%(\w+)")
+# IPython's default aliases (POSIX) and the line magics a notebook calls without `%`: with
+# automagic on (the default) a one-line cell `ls ./data/train/` runs `%ls`.
+_AUTOMAGICS = frozenset(
+    {"ls", "ll", "lf", "lk", "ldir", "lx", "cat", "cp", "mv", "rm", "rmdir", "mkdir", "cd", "pwd", "pip", "conda"}
+    | {"env", "set_env", "load_ext", "matplotlib", "run", "time", "timeit", "who", "whos", "history", "pylab"}
+)
+# `name rest` on a line that is not Python: IPython calls the magic unless the rest starts with
+# `=` or `,` (its AssignmentChecker: an assignment to a variable of that name).
+_AUTOMAGIC_CALL = re.compile(r"^(\w+)(?:[ \t]+(?![=,]).*)?$")
+_LEADING_INDENT = re.compile(r"^[ \t]+")
 
 
 class NotebookError(Exception):
@@ -148,7 +162,7 @@ class Cell:
     number: int  # 1-based position among all cells
     lines: list[str]
     magic: list[bool]
-    python: bool  # False: a non-Python cell magic; the cell is left out
+    python: bool  # False: a non-Python cell magic or a cell IPython dedents; the cell is left out
     error: tuple[str, int, int] | None = None  # (message, row, column) when it does not parse alone
 
     @property
@@ -180,7 +194,35 @@ def make_cell(number: int, text: str) -> Cell:
     cell = Cell(number, lines, magic, python)
     if python:
         cell.error = _cell_syntax_error("".join(cell.python_lines()))
+    if cell.error is not None and _one_line_automagic(lines):
+        cell.magic = [bool(line.strip()) for line in lines]
+        cell.error = None
+    if cell.error is not None and _runs_dedented(lines):
+        cell.python, cell.error = False, None
     return cell
+
+
+def _one_line_automagic(lines: list[str]) -> bool:
+    """A cell of one line (blank lines aside) that IPython runs as an automagic (`ls ./data`)."""
+    code = [line.strip() for line in lines if line.strip()]
+    if len(code) != 1:
+        return False
+    match = _AUTOMAGIC_CALL.match(code[0])
+    return match is not None and match.group(1) in _AUTOMAGICS
+
+
+def _runs_dedented(lines: list[str]) -> bool:
+    """A cell indented as a whole that parses once IPython's `leading_indent` strips the first
+    code line's indent from every line that starts with it."""
+    first = next((line for line in lines if line.strip()), "")
+    indent = _LEADING_INDENT.match(first)
+    if indent is None:
+        return False
+    prefix = indent.group(0)
+    start = lines.index(first)
+    dedented = [line[len(prefix) :] if line.startswith(prefix) else line for line in lines[start:]]
+    magic, python = classify(dedented)
+    return python and _cell_syntax_error("".join(Cell(0, dedented, magic, python).python_lines())) is None
 
 
 def _cell_syntax_error(code: str) -> tuple[str, int, int] | None:

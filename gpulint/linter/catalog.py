@@ -13,8 +13,9 @@ gpulint.linter.rule): the configuration checks option values against it without 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from gpulint.linter.option_expression import UnsafeExpression, check_worker_expression
@@ -63,6 +64,8 @@ class RuleInfo:
     summary: str  # the explanation's first paragraph, for short listings
     facts: tuple[str, ...] = ()  # the required facts a file must spell (keys of FACT_TOKENS)
     tokens: tuple[str, ...] = ()  # one of these must occur: the text of the rule's own pattern
+    # The code shapes the rule may fire on (Rule.triggers): one of every group; None: any code.
+    triggers: tuple[tuple[str, ...], ...] | None = None
 
     def may_apply(self, source: bytes, fact_may_hold: Callable[[str], bool]) -> bool:
         """The prefilter: the source's bytes can hold every required fact, and one of the tokens."""
@@ -70,9 +73,52 @@ class RuleInfo:
             not self.tokens or any(token.encode() in source for token in self.tokens)
         )
 
+    def may_fire(self, shapes: frozenset[str]) -> bool:
+        """The trigger filter: the module's code (its shapes, analysis/code_shapes.py) holds one
+        shape of every trigger group, and one of the shapes of every required fact that has some."""
+        if self.triggers is not None and not all(shapes.intersection(group) for group in self.triggers):
+            return False
+        return all(shapes.intersection(FACT_SHAPES[fact]) for fact in self.facts if fact in FACT_SHAPES)
+
+    def shapes(self) -> frozenset[str]:
+        """Every shape the trigger filter asks about for this rule."""
+        named = {shape for group in self.triggers or () for shape in group}
+        return frozenset(named.union(*(FACT_SHAPES.get(fact, ()) for fact in self.facts)))
+
+
+def trigger_vocabulary(rules: Iterable[RuleInfo]) -> frozenset[str]:
+    """Every shape the trigger filter asks about for these rules (what a module's walk keeps)."""
+    return _vocabulary(tuple(rules))
+
+
+@lru_cache(maxsize=256)
+def _vocabulary(rules: tuple[RuleInfo, ...]) -> frozenset[str]:
+    return frozenset().union(*(rule.shapes() for rule in rules))
+
 
 def by_code() -> dict[str, RuleInfo]:
     return {rule.code: rule for rule in RULES}
+
+
+# A file that names none of these is not training code for any rule here.
+FRAMEWORK_MARKERS = (b"torch", b"tensorflow", b"keras", b"lightning", b"transformers", b"accelerate", b"tf.")
+
+
+def spelled_rules(source: bytes, rules: Iterable[RuleInfo], project: Any = None) -> list[RuleInfo]:
+    """The prefilter: the rules whose facts and tokens the source's bytes can hold (or its project
+    view, analysis/project.py ModuleView, makes hold)."""
+    if not any(marker in source for marker in FRAMEWORK_MARKERS) and not (
+        project is not None and project.torch_loop_elsewhere  # a helper of a torch training loop
+    ):
+        return []
+    known: dict[str, bool] = {}
+
+    def may_hold(fact: str) -> bool:  # each fact's tokens are searched for once per file
+        if fact not in known:
+            known[fact] = fact_may_hold(fact, source, project)
+        return known[fact]
+
+    return [rule for rule in rules if rule.may_apply(source, may_hold)]
 
 
 def fact_may_hold(fact: str, source: bytes, project: Any = None) -> bool:
@@ -119,6 +165,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch',),
         tokens=('DataLoader',),
+        triggers=(
+            ('DataLoader',),
+        ),
     ),
     RuleInfo(
         code='GL102',
@@ -137,6 +186,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator'),
         tokens=('DataLoader',),
+        triggers=(
+            ('DataLoader',),
+        ),
     ),
     RuleInfo(
         code='GL103',
@@ -155,6 +207,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch',),
         tokens=('DataLoader',),
+        triggers=(
+            ('DataLoader',),
+        ),
     ),
     RuleInfo(
         code='GL104',
@@ -177,6 +232,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('.to(', '.cuda('),
+        triggers=(
+            ('.to(', '.cuda(', '.type('),
+        ),
     ),
     RuleInfo(
         code='GL105',
@@ -195,6 +253,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch',),
         tokens=('DataLoader',),
+        triggers=(
+            ('DataLoader',),
+        ),
     ),
     RuleInfo(
         code='GL201',
@@ -232,6 +293,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('.to(', '.cuda('),
+        triggers=(
+            ('.to(', '.cuda('),
+        ),
     ),
     RuleInfo(
         code='GL203',
@@ -254,6 +318,37 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator'),
         tokens=('.to(', '.cuda('),
+        triggers=(
+            ('.to(', '.cuda(', '.type_as('),
+            (
+                'BFloat16Tensor',
+                'BoolTensor',
+                'ByteTensor',
+                'CharTensor',
+                'DoubleTensor',
+                'FloatTensor',
+                'HalfTensor',
+                'IntTensor',
+                'LongTensor',
+                'ShortTensor',
+                'arange',
+                'bernoulli',
+                'empty',
+                'eye',
+                'full',
+                'linspace',
+                'logspace',
+                'normal',
+                'ones',
+                'rand',
+                'randint',
+                'randn',
+                'randperm',
+                'tril_indices',
+                'triu_indices',
+                'zeros',
+            ),
+        ),
     ),
     RuleInfo(
         code='GL204',
@@ -270,6 +365,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'takes training steps'),
         tokens=('synchronize',),
+        triggers=(
+            ('synchronize',),
+        ),
     ),
     RuleInfo(
         code='GL205',
@@ -288,6 +386,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'takes training steps'),
         tokens=('empty_cache',),
+        triggers=(
+            ('empty_cache',),
+        ),
     ),
     RuleInfo(
         code='GL301',
@@ -484,6 +585,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch',),
         tokens=('DataParallel', 'data_parallel'),
+        triggers=(
+            ('DataParallel', 'data_parallel'),
+        ),
     ),
     RuleInfo(
         code='GL602',
@@ -714,6 +818,9 @@ RULES: tuple[RuleInfo, ...] = (
             'checkpoint every few steps.'
         ),
         tokens=('TrainingArguments',),
+        triggers=(
+            ('Seq2SeqTrainingArguments', 'TrainingArguments'),
+        ),
     ),
     RuleInfo(
         code='GL802',
@@ -729,6 +836,9 @@ RULES: tuple[RuleInfo, ...] = (
             '`val_check_interval` of 10 or less (validation every few training batches).'
         ),
         tokens=('Trainer',),
+        triggers=(
+            ('Trainer',),
+        ),
     ),
     RuleInfo(
         code='GL803',
@@ -746,6 +856,9 @@ RULES: tuple[RuleInfo, ...] = (
             '`accelerator="cpu"`) are not reported.'
         ),
         tokens=('Trainer',),
+        triggers=(
+            ('Seq2SeqTrainingArguments', 'Trainer', 'TrainingArguments'),
+        ),
     ),
     RuleInfo(
         code='GL900',
@@ -839,6 +952,22 @@ FACT_TOKENS: dict[str, tuple[bytes, ...]] = {
         b'train_on_batch',
         b'training_step',
         b'.apply(',
+    ),
+}
+
+# The same in code (analysis/code_shapes.py): what the trigger filter checks.
+FACT_SHAPES: dict[str, tuple[str, ...]] = {
+    'imports tensorflow or keras': ('tensorflow', 'keras'),
+    'imports torch': ('torch',),
+    'takes training steps': (
+        '.backward(',
+        '.manual_backward(',
+        '.apply_gradients(',
+        '.train_on_batch(',
+        '.step(',
+        '.gradient(',
+        '.apply(',
+        'training_step',
     ),
 }
 

@@ -7,15 +7,21 @@ rule's facts and tokens is rejected, and a run over such files finishes, without
 imported.  The part below the marker is generated from the rule classes and the facts they require
 (analysis/facts.py) by scripts/gen_docs.py (`make docs`); a test fails when it is stale.
 
+The engine imports no rule module but through an entry: each names its class (`implementation`),
+imported by `load_rule` when the rule is about to run, so a run imports the modules of the rules
+it runs and no other.  Reports that describe rules (SARIF's rule help) read the entries, and the
+explanations generated beside them (rule_help.py).
+
 RuleOption lives here too (rules declare their options with it, and import it from
 gpulint.linter.rule): the configuration checks option values against it without the rule classes.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from gpulint.linter.option_expression import UnsafeExpression, check_worker_expression
@@ -66,6 +72,9 @@ class RuleInfo:
     tokens: tuple[str, ...] = ()  # one of these must occur: the text of the rule's own pattern
     # The code shapes the rule may fire on (Rule.triggers): one of every group; None: any code.
     triggers: tuple[tuple[str, ...], ...] | None = None
+    # Where the rule class is: "module:Class" (`load_rule`); "" for a local rule (loaded from its file).
+    implementation: str = ""
+    # The rule's explanation (its docstring, Markdown) is in rule_help.py, generated beside this.
 
     def may_apply(self, source: bytes, fact_may_hold: Callable[[str], bool]) -> bool:
         """The prefilter: the source's bytes can hold every required fact, and one of the tokens."""
@@ -94,6 +103,15 @@ def trigger_vocabulary(rules: Iterable[RuleInfo]) -> frozenset[str]:
 @lru_cache(maxsize=256)
 def _vocabulary(rules: tuple[RuleInfo, ...]) -> frozenset[str]:
     return frozenset().union(*(rule.shapes() for rule in rules))
+
+
+@cache
+def load_rule(entry: RuleInfo) -> Any:
+    """The rule class a built-in entry names (importing its module, and libcst with it)."""
+    if not entry.implementation:
+        raise ValueError(f"{entry.code} names no rule class to import (a local rule is loaded from its file)")
+    module, _, name = entry.implementation.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def by_code() -> dict[str, RuleInfo]:
@@ -147,6 +165,7 @@ RULES: tuple[RuleInfo, ...] = (
             'may apply to it (it names a framework and what the rule looks for), so a file '
             'that imports nothing gpulint knows is not parsed and not reported.'
         ),
+        implementation='gpulint.rules.meta.syntax_error:SyntaxErrorRule',
     ),
     RuleInfo(
         code='GL101',
@@ -168,6 +187,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('DataLoader',),
         ),
+        implementation='gpulint.rules.data_pipeline.dataloader_serial:DataLoaderSerial',
     ),
     RuleInfo(
         code='GL102',
@@ -189,6 +209,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('DataLoader',),
         ),
+        implementation='gpulint.rules.data_pipeline.dataloader_unpinned:DataLoaderUnpinned',
     ),
     RuleInfo(
         code='GL103',
@@ -210,6 +231,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('DataLoader',),
         ),
+        implementation='gpulint.rules.data_pipeline.dataloader_respawn:DataLoaderRespawn',
     ),
     RuleInfo(
         code='GL104',
@@ -235,6 +257,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('.to(', '.cuda(', '.type('),
         ),
+        implementation='gpulint.rules.data_pipeline.blocking_h2d_copy:BlockingHostToDeviceCopy',
     ),
     RuleInfo(
         code='GL105',
@@ -256,6 +279,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('DataLoader',),
         ),
+        implementation='gpulint.rules.data_pipeline.loader_reiterated:LoaderReiterated',
     ),
     RuleInfo(
         code='GL201',
@@ -279,6 +303,7 @@ RULES: tuple[RuleInfo, ...] = (
             '`torch.nonzero(t).size(0)` -- the size of the result is only known on the GPU.'
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
+        implementation='gpulint.rules.syncs.host_sync_in_loop:HostSyncInLoop',
     ),
     RuleInfo(
         code='GL202',
@@ -296,6 +321,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('.to(', '.cuda('),
         ),
+        implementation='gpulint.rules.syncs.model_transfer_in_loop:ModelTransferInLoop',
     ),
     RuleInfo(
         code='GL203',
@@ -349,6 +375,7 @@ RULES: tuple[RuleInfo, ...] = (
                 'zeros',
             ),
         ),
+        implementation='gpulint.rules.syncs.host_tensor_then_copy:HostTensorThenCopy',
     ),
     RuleInfo(
         code='GL204',
@@ -368,6 +395,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('synchronize',),
         ),
+        implementation='gpulint.rules.syncs.synchronize_in_loop:SynchronizeInLoop',
     ),
     RuleInfo(
         code='GL205',
@@ -389,6 +417,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('empty_cache',),
         ),
+        implementation='gpulint.rules.syncs.empty_cache_in_loop:EmptyCacheInLoop',
     ),
     RuleInfo(
         code='GL301',
@@ -404,6 +433,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('takes training steps',),
         tokens=('eval', 'valid', 'test'),
+        implementation='gpulint.rules.per_step.per_step_validation:PerStepValidation',
     ),
     RuleInfo(
         code='GL302',
@@ -423,6 +453,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('takes training steps',),
         tokens=('print', 'log', 'add_', 'wandb', 'mlflow'),
+        implementation='gpulint.rules.per_step.per_step_logging:PerStepLogging',
     ),
     RuleInfo(
         code='GL303',
@@ -439,6 +470,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('takes training steps',),
         tokens=('save',),
+        implementation='gpulint.rules.per_step.per_step_checkpoint:PerStepCheckpoint',
     ),
     RuleInfo(
         code='GL401',
@@ -458,6 +490,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        implementation='gpulint.rules.precision.no_mixed_precision:NoMixedPrecision',
     ),
     RuleInfo(
         code='GL402',
@@ -473,6 +506,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch',),
         tokens=('cuda.amp', 'cpu.amp', 'cuda import amp', 'cpu import amp'),
+        implementation='gpulint.rules.precision.deprecated_amp_api:DeprecatedAmpApi',
     ),
     RuleInfo(
         code='GL403',
@@ -491,6 +525,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        implementation='gpulint.rules.precision.no_compile:NoCompile',
     ),
     RuleInfo(
         code='GL404',
@@ -511,6 +546,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        implementation='gpulint.rules.precision.fp32_matmul:Fp32Matmul',
     ),
     RuleInfo(
         code='GL405',
@@ -532,6 +568,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        implementation='gpulint.rules.precision.cudnn_benchmark:CudnnBenchmark',
     ),
     RuleInfo(
         code='GL406',
@@ -550,6 +587,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('deterministic',),
+        implementation='gpulint.rules.precision.cudnn_deterministic:CudnnDeterministic',
     ),
     RuleInfo(
         code='GL407',
@@ -569,6 +607,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        implementation='gpulint.rules.precision.channels_last:ChannelsLast',
     ),
     RuleInfo(
         code='GL601',
@@ -588,6 +627,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('DataParallel', 'data_parallel'),
         ),
+        implementation='gpulint.rules.distributed.data_parallel:DataParallel',
     ),
     RuleInfo(
         code='GL602',
@@ -606,6 +646,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator'),
         tokens=('gloo',),
+        implementation='gpulint.rules.distributed.gloo_on_cuda:GlooOnCuda',
     ),
     RuleInfo(
         code='GL603',
@@ -630,6 +671,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('runs one process per GPU',),
         tokens=('backward', 'update_grad'),
+        implementation='gpulint.rules.distributed.ddp_accumulation_sync:DdpAccumulationSync',
     ),
     RuleInfo(
         code='GL604',
@@ -647,6 +689,7 @@ RULES: tuple[RuleInfo, ...] = (
             '`strategy="ddp_find_unused_parameters_true"` string.'
         ),
         tokens=('find_unused_parameters',),
+        implementation='gpulint.rules.distributed.ddp_find_unused:DdpFindUnused',
     ),
     RuleInfo(
         code='GL605',
@@ -666,6 +709,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs one process per GPU'),
         tokens=('cpu_count', 'sched_getaffinity'),
+        implementation='gpulint.rules.distributed.workers_per_rank:WorkersPerRank',
     ),
     RuleInfo(
         code='GL701',
@@ -686,6 +730,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports tensorflow or keras',),
         tokens=('.map(', '.interleave('),
+        implementation='gpulint.rules.tensorflow.tfdata_serial_map:TfDataSerialMap',
     ),
     RuleInfo(
         code='GL702',
@@ -704,6 +749,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports tensorflow or keras',),
         tokens=('tf.data', 'tensorflow', 'tfds', 'dataset_from_directory'),
+        implementation='gpulint.rules.tensorflow.tfdata_no_prefetch:TfDataNoPrefetch',
     ),
     RuleInfo(
         code='GL703',
@@ -718,6 +764,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports tensorflow or keras',),
         tokens=('py_function', 'numpy_function', 'py_func'),
+        implementation='gpulint.rules.tensorflow.tfdata_py_function:TfDataPyFunction',
     ),
     RuleInfo(
         code='GL704',
@@ -731,6 +778,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports tensorflow or keras',),
         tokens=('jit_compile', 'set_jit'),
+        implementation='gpulint.rules.tensorflow.xla_disabled:XlaDisabled',
     ),
     RuleInfo(
         code='GL705',
@@ -741,6 +789,7 @@ RULES: tuple[RuleInfo, ...] = (
         summary='Keras `model.compile(...)` without `steps_per_execution`.',
         facts=('imports tensorflow or keras',),
         tokens=('.compile(',),
+        implementation='gpulint.rules.tensorflow.keras_steps_per_execution:KerasStepsPerExecution',
     ),
     RuleInfo(
         code='GL706',
@@ -763,6 +812,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports tensorflow or keras', 'takes training steps'),
         tokens=('.numpy(', 'float(', 'int(', 'equal(', 'greater', 'less', 'logical_', 'reduce_a', 'is_'),
+        implementation='gpulint.rules.tensorflow.tf_host_sync_in_loop:TfHostSyncInLoop',
     ),
     RuleInfo(
         code='GL707',
@@ -780,6 +830,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports tensorflow or keras', 'takes training steps'),
         tokens=('.gradient(',),
+        implementation='gpulint.rules.tensorflow.tf_eager_step:TfEagerStep',
     ),
     RuleInfo(
         code='GL708',
@@ -797,6 +848,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports tensorflow or keras',),
         tokens=('yield', 'as_numpy_iterator', 'as_numpy('),
+        implementation='gpulint.rules.tensorflow.keras_python_input:KerasPythonInput',
     ),
     RuleInfo(
         code='GL801',
@@ -821,6 +873,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('Seq2SeqTrainingArguments', 'TrainingArguments'),
         ),
+        implementation='gpulint.rules.trainers.hf_trainer_args:HfTrainerArgs',
     ),
     RuleInfo(
         code='GL802',
@@ -839,6 +892,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('Trainer',),
         ),
+        implementation='gpulint.rules.trainers.lightning_trainer:LightningTrainerArgs',
     ),
     RuleInfo(
         code='GL803',
@@ -859,6 +913,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('Seq2SeqTrainingArguments', 'Trainer', 'TrainingArguments'),
         ),
+        implementation='gpulint.rules.trainers.trainer_precision:TrainerPrecision',
     ),
     RuleInfo(
         code='GL900',
@@ -875,6 +930,7 @@ RULES: tuple[RuleInfo, ...] = (
             'ignore` that suppresses nothing is reported too; a bare `# noqa` is not (other '
             'tools read it).'
         ),
+        implementation='gpulint.rules.meta.unused_suppression:UnusedSuppression',
     ),
 )
 

@@ -131,7 +131,7 @@ class Linter:
         codes = self.settings.codes_for(path)
         rules = self._rules_by_codes.get(codes)
         if rules is None:
-            rules = self._rules_by_codes[codes] = tuple(r for r in self.settings.catalog() if r.code in codes)
+            rules = self._rules_by_codes[codes] = self.settings.rule_classes(codes)
         return rules
 
     def entries_for(self, path: str) -> tuple[catalog.RuleInfo, ...]:
@@ -139,7 +139,7 @@ class Linter:
         codes = self.settings.codes_for(path)
         entries = self._entries_by_codes.get(codes)
         if entries is None:
-            entries = self._entries_by_codes[codes] = tuple(r for r in self.settings.rule_entries() if r.code in codes)
+            entries = self._entries_by_codes[codes] = tuple(r for r in self.settings.catalog() if r.code in codes)
         return entries
 
     def lint_source(
@@ -307,7 +307,7 @@ class Linter:
             return []
         else:
             text, suppressions = source.decode("utf-8", errors="replace"), None
-        entries = self.settings.rule_entries()
+        entries = self.settings.catalog()
         known = frozenset(rule.code for rule in entries)
         names = {rule.name: rule.code for rule in entries}
         return unused_suppression_findings(text, path, suppressions, self.settings.codes_for(path), known, names)

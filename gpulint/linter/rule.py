@@ -219,6 +219,7 @@ class Rule:
             facts=cls.prefilter_facts(),
             tokens=tuple(cls.tokens),
             triggers=None if cls.triggers is None else tuple(tuple(group) for group in cls.triggers),
+            implementation=f"{cls.__module__}:{cls.__qualname__}",
         )
 
     @classmethod

@@ -94,6 +94,31 @@ def _triggers_literal(groups: tuple[tuple[str, ...], ...]) -> str:
     return "(\n" + "".join(f"            {_strings_literal(group, 12)},\n" for group in groups) + "        )"
 
 
+def rule_help_source() -> str:
+    """gpulint/linter/rule_help.py: every built-in rule's explanation, by code (what the SARIF
+    reporter's rule help shows, without importing the rules)."""
+    lines = [
+        '"""The explanation of every built-in rule (its docstring, Markdown), by code: the rule help of',
+        "reports that describe rules (SARIF), read without importing a rule.  Generated from the rule",
+        'classes by scripts/gen_docs.py (`make docs`): do not edit; a test fails when it is stale."""',
+        "",
+        "EXPLANATIONS: dict[str, str] = {",
+    ]
+    for rule in all_rules():
+        lines.append(f"    {rule.code!r}: (")
+        text = rule.explanation()
+        pieces = [line + "\n" for line in text.split("\n")]
+        pieces[-1] = pieces[-1][:-1]
+        for piece in pieces:
+            while len(repr(piece)) > 100:  # (a long line goes on in the next literal)
+                lines.append(f"        {piece[:80]!r}")
+                piece = piece[80:]
+            lines.append(f"        {piece!r}")
+        lines.append("    ),")
+    lines += ["}", ""]
+    return "\n".join(lines)
+
+
 def catalog_source(current: str) -> str:
     """gpulint/linter/catalog.py with its generated part rewritten from the rule classes: their
     selection and listing attributes, their options, and the tokens of the facts they require."""

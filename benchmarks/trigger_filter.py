@@ -1,6 +1,7 @@
 """What the trigger filter saves: gpulint over a tree with it and without it (GPULINT_IGNORE_TRIGGERS).
 
     .venv/bin/python benchmarks/trigger_filter.py path/to/tree [path/to/another] --runs 3
+    .venv/bin/python benchmarks/trigger_filter.py path/to/tree --select ALL --runs 1   # hints too
 
 Each run is a fresh process linting the tree (`--no-cache --format json --jobs 1`, the project index
 on, as by default), the two modes interleaved round after round, the order swapped each round.  The
@@ -39,7 +40,7 @@ def counting(*args, **kwargs):
 
 libcst.parse_module = counting
 try:
-    main(["check", sys.argv[1], "--no-cache", "--format", "json", "--jobs", "1"])
+    main(["check", sys.argv[1], "--no-cache", "--format", "json", "--jobs", "1", *sys.argv[2:]])
 except SystemExit:
     pass
 sys.stdout.flush()
@@ -50,17 +51,17 @@ sys.stderr.write("\\nPROBE " + json.dumps([parses, usage.ru_utime + usage.ru_sti
 MODES = {"filter on": "", "filter off": "1"}
 
 
-def run_once(tree: Path, ignore: str, output: Path) -> tuple[int, float]:
+def run_once(tree: Path, ignore: str, output: Path, extra: list[str]) -> tuple[int, float]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "GPULINT_IGNORE_TRIGGERS": ignore}
     with output.open("wb") as out:
         done = subprocess.run(
-            [sys.executable, "-c", PROBE, str(tree)], stdout=out, stderr=subprocess.PIPE, env=env, cwd=tree
+            [sys.executable, "-c", PROBE, str(tree), *extra], stdout=out, stderr=subprocess.PIPE, env=env, cwd=tree
         )
     parses, cpu = json.loads(done.stderr.decode().rsplit("PROBE ", 1)[1])
     return parses, cpu
 
 
-def measure(tree: Path, runs: int) -> None:
+def measure(tree: Path, runs: int, extra: list[str]) -> None:
     cpu: dict[str, list[float]] = {mode: [] for mode in MODES}
     parses: dict[str, int] = {}
     outputs: dict[str, bytes] = {}
@@ -69,7 +70,7 @@ def measure(tree: Path, runs: int) -> None:
             order = list(MODES) if round_ % 2 == 0 else list(reversed(MODES))
             for mode in order:
                 output = Path(scratch) / f"{mode}.json"
-                parses[mode], seconds = run_once(tree, MODES[mode], output)
+                parses[mode], seconds = run_once(tree, MODES[mode], output, extra)
                 cpu[mode].append(seconds)
                 outputs[mode] = output.read_bytes()
     files = sum(1 for _ in tree.rglob("*.py"))
@@ -88,9 +89,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("trees", nargs="+", type=Path)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--select", help="rules to select (default: gpulint's default set)")
     args = parser.parse_args()
+    extra = ["--select", args.select] if args.select else []
     for tree in args.trees:
-        measure(tree.resolve(), args.runs)
+        measure(tree.resolve(), args.runs, extra)
     return 0
 
 

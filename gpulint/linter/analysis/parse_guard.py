@@ -111,11 +111,13 @@ def python_tree(
         if collecting:
             gc.enable()
     assert isinstance(tree, ast.Module)  # what "exec" mode builds
-    found = code_shapes(tree, shapes) if shapes else None
     if not measure:
-        return tree, Measured(shapes=found, looked_for=shapes)
+        return tree, Measured(shapes=code_shapes(tree, shapes) if shapes else None, looked_for=shapes)
     nodes = count_nodes(tree, max_nodes) if max_nodes is not None else 0
-    return tree, Measured(nodes=nodes, too_deep=too_deep(tree), shapes=found, looked_for=shapes)
+    deep = too_deep(tree)
+    skipped = deep or (max_nodes is not None and nodes > max_nodes)  # (nobody asks for its shapes)
+    found = code_shapes(tree, shapes) if shapes and not skipped else None
+    return tree, Measured(nodes=nodes, too_deep=deep, shapes=found, looked_for=shapes)
 
 
 def count_nodes(tree: ast.AST, limit: int | None = None) -> int:

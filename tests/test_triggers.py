@@ -150,3 +150,17 @@ def test_findings_and_fixes_are_identical_with_and_without_the_filter(tmp_path, 
     without = _check([*args, *trees], capsys, monkeypatch, ignore_triggers=True)
     assert with_filter == without
     assert len(with_filter) > 10_000  # (the runs reported something)
+
+
+def test_the_lint_reads_the_shapes_the_project_index_measured(monkeypatch):
+    from gpulint.linter.analysis import parse_guard
+
+    source = DOCSTRING_ONLY + b"loaders = [torch.utils.data.DataLoader(part) for part in parts]\n" * 10
+    assert len(source) >= parse_guard.MAX_NESTING  # (the index keeps what it measured of such sources)
+    parse_guard.index_tree(source, 50_000)
+    parses = []
+    monkeypatch.setattr(parse_guard, "python_tree", lambda *args, **kwargs: parses.append(args))
+    measured = parse_guard.measure(source, 50_000, frozenset({"DataLoader", ".backward("}))
+    assert parses == []  # one CPython parse per file: the index's
+    assert measured.shapes is not None
+    assert "DataLoader" in measured.shapes and ".backward(" not in measured.shapes  # (the docstring's)

@@ -1,5 +1,5 @@
-"""Regenerate the README's rules table, docs/rules/*.md and the rule catalog (gpulint/linter/catalog.py)
-from the rule classes.
+"""Regenerate the README's rules table, docs/rules/*.md, the rule catalog (gpulint/linter/catalog.py)
+and the rules' explanations for reports (gpulint/linter/rule_help.py) from the rule classes.
 
     python scripts/gen_docs.py          # write
     python scripts/gen_docs.py --check  # exit 1 if anything is stale (the tests do this)
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from gpulint.rules import all_rules
-from gpulint.rules.docs import catalog_source, readme_with_table, rule_markdown
+from gpulint.rules.docs import catalog_source, readme_with_table, rule_help_source, rule_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,6 +22,7 @@ def expected_files() -> dict[Path, str]:
     files[readme] = readme_with_table(readme.read_text(encoding="utf-8"))
     catalog = ROOT / "gpulint" / "linter" / "catalog.py"
     files[catalog] = catalog_source(catalog.read_text(encoding="utf-8"))
+    files[ROOT / "gpulint" / "linter" / "rule_help.py"] = rule_help_source()
     return files
 
 

@@ -250,7 +250,7 @@ def test_a_local_rule_that_fails_on_a_file_is_one_error_line_and_the_run_goes_on
         assert code == 2 and "Traceback" not in err
         assert _codes(out) == ["GL101"] * 4  # the other files still run
         assert err.splitlines() == [
-            "gpulint: error: train.py: local rule lint_rules/hardcoded_cuda_index.py:70 failed: "
+            "gpulint: error: train.py: local rule lint_rules/hardcoded_cuda_index.py:71 failed: "
             "AttributeError: 'Call' object has no attribute 'nope'; file skipped"
         ]
 
@@ -270,6 +270,7 @@ def test_a_local_rule_that_fails_on_a_file_is_one_error_line_and_the_run_goes_on
         (("import re\n", "import re\nraise RuntimeError('boom')\n"), ":6: cannot be loaded: RuntimeError: boom"),
         (("import re\n", "import re\ndef broken(:\n"), ":6: cannot be loaded: SyntaxError: invalid syntax"),
         (("class HardcodedCudaIndex(Rule):", "class HardcodedCudaIndex:"), "defines no rule"),
+        (('triggers = ((".to(", ".cuda(", "device"),)', 'triggers = (".to(",)'), "`triggers` must be None or"),
     ],
 )
 def test_a_bad_local_rule_is_one_error_line(project, capsys, change, message):
@@ -402,3 +403,13 @@ def test_docs_show_the_example_rule_and_config_verbatim():
     doc = (ROOT / "docs" / "local-rules.md").read_text(encoding="utf-8")
     assert (EXAMPLE / RULE_FILE).read_text(encoding="utf-8") in doc
     assert '[tool.gpulint]\nlocal-rules = ["lint_rules/hardcoded_cuda_index.py"]\n' in doc
+
+
+def test_a_local_rules_triggers_keep_files_whose_code_lacks_them_unparsed(project):
+    from gpulint.linter.engine import Linter
+
+    linter = Linter(_settings(project))
+    prose = b'import torch\n\n"""Never write cuda:0 here: see train.py."""\n'
+    assert not linter.lint_source(prose, "notes.py").parsed  # spells `cuda`, holds no trigger
+    code = b'import torch\n\nmodel = model.to("cuda:0")\n'
+    assert [f.code for f in linter.lint_source(code, "train.py").findings] == ["ACME001"]

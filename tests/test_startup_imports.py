@@ -67,3 +67,49 @@ def test_a_training_file_does_import_libcst(tmp_path):
 def test_reports_of_a_clean_run_need_no_rules(tmp_path, flag):
     (tmp_path / "utils.py").write_text("import os\n")
     assert imported(["--no-cache", flag, str(tmp_path)], tmp_path) == set()
+
+
+# Describing rules reads the catalog: the settings' catalog and SARIF's rule help import no rule.
+DESCRIBE_PROBE = """
+import json, sys
+from gpulint.linter.config import Settings
+from gpulint.linter.engine import FileResult
+from gpulint.linter.findings import Finding, Location
+from gpulint.linter.reporters.sarif import to_sarif
+from gpulint.linter.run.outcome import FileOutcome, RunResult
+
+entries = Settings().catalog()
+finding = Finding(
+    code="GL101", name="dataloader-serial", message="DataLoader loads batches in the training process",
+    path="train.py", location=Location(1, 1), end_location=Location(1, 2), severity="warning",
+)
+document = to_sarif(RunResult([FileOutcome(FileResult("train.py", [finding]))]))
+print(json.dumps({
+    "entries": len(entries),
+    "rules": document["runs"][0]["tool"]["driver"]["rules"],
+    "modules": sorted(m for m in sys.modules if m == "gpulint.rules" or m.startswith("gpulint.rules.")),
+}))
+"""
+
+
+def test_the_catalog_and_sarif_rule_help_import_no_rule(tmp_path):
+    run = subprocess.run([sys.executable, "-c", DESCRIBE_PROBE], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    described = json.loads(run.stdout)
+    assert described["modules"] == []
+    assert described["entries"] >= 30
+    (rule,) = described["rules"]
+    assert rule["id"] == "GL101" and rule["name"] == "dataloader-serial"
+    assert rule["help"]["markdown"].startswith("## What it finds")
+    assert "GL101" in rule["helpUri"]
+
+
+def test_sarif_rule_help_is_what_the_rule_classes_say():
+    from gpulint.linter.reporters.sarif import _rule_descriptor
+    from gpulint.rules import all_rules
+
+    for rule in all_rules():
+        described = _rule_descriptor(rule.code, rule.name, rule.message)
+        assert described["shortDescription"]["text"] == rule.short_description()
+        assert described["help"] == {"text": rule.summary(), "markdown": rule.explanation()}
+        assert described["properties"]["fix"] == (rule.fix_applicability.value if rule.fix_applicability else "none")

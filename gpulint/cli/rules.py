@@ -36,7 +36,7 @@ def list_rules(options: argparse.Namespace) -> int:
     except ConfigError as exc:
         error(str(exc))
         return EXIT_ERROR
-    rules = settings.rule_entries()
+    rules = settings.catalog()
     selecting = options.select is not None or options.extend_select or options.ignore or options.config is not None
     if options.enabled or selecting:
         enabled = settings.enabled_codes()

@@ -7,14 +7,21 @@ rule's facts and tokens is rejected, and a run over such files finishes, without
 imported.  The part below the marker is generated from the rule classes and the facts they require
 (analysis/facts.py) by scripts/gen_docs.py (`make docs`); a test fails when it is stale.
 
+The engine imports no rule module but through an entry: each names its class (`implementation`),
+imported by `load_rule` when the rule is about to run, so a run imports the modules of the rules
+it runs and no other.  Reports that describe rules (SARIF's rule help) read the entries, and the
+explanations generated beside them (rule_help.py).
+
 RuleOption lives here too (rules declare their options with it, and import it from
 gpulint.linter.rule): the configuration checks option values against it without the rule classes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cache, lru_cache
 from typing import Any
 
 from gpulint.linter.option_expression import UnsafeExpression, check_worker_expression
@@ -63,6 +70,11 @@ class RuleInfo:
     summary: str  # the explanation's first paragraph, for short listings
     facts: tuple[str, ...] = ()  # the required facts a file must spell (keys of FACT_TOKENS)
     tokens: tuple[str, ...] = ()  # one of these must occur: the text of the rule's own pattern
+    # The code shapes the rule may fire on (Rule.triggers): one of every group; None: any code.
+    triggers: tuple[tuple[str, ...], ...] | None = None
+    # Where the rule class is: "module:Class" (`load_rule`); "" for a local rule (loaded from its file).
+    implementation: str = ""
+    # The rule's explanation (its docstring, Markdown) is in rule_help.py, generated beside this.
 
     def may_apply(self, source: bytes, fact_may_hold: Callable[[str], bool]) -> bool:
         """The prefilter: the source's bytes can hold every required fact, and one of the tokens."""
@@ -70,9 +82,61 @@ class RuleInfo:
             not self.tokens or any(token.encode() in source for token in self.tokens)
         )
 
+    def may_fire(self, shapes: frozenset[str]) -> bool:
+        """The trigger filter: the module's code (its shapes, analysis/code_shapes.py) holds one
+        shape of every trigger group, and one of the shapes of every required fact that has some."""
+        if self.triggers is not None and not all(shapes.intersection(group) for group in self.triggers):
+            return False
+        return all(shapes.intersection(FACT_SHAPES[fact]) for fact in self.facts if fact in FACT_SHAPES)
+
+    def shapes(self) -> frozenset[str]:
+        """Every shape the trigger filter asks about for this rule."""
+        named = {shape for group in self.triggers or () for shape in group}
+        return frozenset(named.union(*(FACT_SHAPES.get(fact, ()) for fact in self.facts)))
+
+
+def trigger_vocabulary(rules: Iterable[RuleInfo]) -> frozenset[str]:
+    """Every shape the trigger filter asks about for these rules (what a module's walk keeps)."""
+    return _vocabulary(tuple(rules))
+
+
+@lru_cache(maxsize=256)
+def _vocabulary(rules: tuple[RuleInfo, ...]) -> frozenset[str]:
+    return frozenset().union(*(rule.shapes() for rule in rules))
+
+
+@cache
+def load_rule(entry: RuleInfo) -> Any:
+    """The rule class a built-in entry names (importing its module, and libcst with it)."""
+    if not entry.implementation:
+        raise ValueError(f"{entry.code} names no rule class to import (a local rule is loaded from its file)")
+    module, _, name = entry.implementation.partition(":")
+    return getattr(importlib.import_module(module), name)
+
 
 def by_code() -> dict[str, RuleInfo]:
     return {rule.code: rule for rule in RULES}
+
+
+# A file that names none of these is not training code for any rule here.
+FRAMEWORK_MARKERS = (b"torch", b"tensorflow", b"keras", b"lightning", b"transformers", b"accelerate", b"tf.")
+
+
+def spelled_rules(source: bytes, rules: Iterable[RuleInfo], project: Any = None) -> list[RuleInfo]:
+    """The prefilter: the rules whose facts and tokens the source's bytes can hold (or its project
+    view, analysis/project.py ModuleView, makes hold)."""
+    if not any(marker in source for marker in FRAMEWORK_MARKERS) and not (
+        project is not None and project.torch_loop_elsewhere  # a helper of a torch training loop
+    ):
+        return []
+    known: dict[str, bool] = {}
+
+    def may_hold(fact: str) -> bool:  # each fact's tokens are searched for once per file
+        if fact not in known:
+            known[fact] = fact_may_hold(fact, source, project)
+        return known[fact]
+
+    return [rule for rule in rules if rule.may_apply(source, may_hold)]
 
 
 def fact_may_hold(fact: str, source: bytes, project: Any = None) -> bool:
@@ -104,6 +168,7 @@ RULES: tuple[RuleInfo, ...] = (
             'lines, a one-line cell calling an automagic without its `%` (`ls ./data`), and a '
             'cell indented as a whole (IPython dedents it; gpulint leaves it out).'
         ),
+        implementation='gpulint.rules.meta.syntax_error:SyntaxErrorRule',
     ),
     RuleInfo(
         code='GL101',
@@ -122,6 +187,10 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch',),
         tokens=('DataLoader',),
+        triggers=(
+            ('DataLoader',),
+        ),
+        implementation='gpulint.rules.data_pipeline.dataloader_serial:DataLoaderSerial',
     ),
     RuleInfo(
         code='GL102',
@@ -140,6 +209,10 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator'),
         tokens=('DataLoader',),
+        triggers=(
+            ('DataLoader',),
+        ),
+        implementation='gpulint.rules.data_pipeline.dataloader_unpinned:DataLoaderUnpinned',
     ),
     RuleInfo(
         code='GL103',
@@ -158,6 +231,10 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch',),
         tokens=('DataLoader',),
+        triggers=(
+            ('DataLoader',),
+        ),
+        implementation='gpulint.rules.data_pipeline.dataloader_respawn:DataLoaderRespawn',
     ),
     RuleInfo(
         code='GL104',
@@ -180,6 +257,10 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('.to(', '.cuda('),
+        triggers=(
+            ('.to(', '.cuda(', '.type('),
+        ),
+        implementation='gpulint.rules.data_pipeline.blocking_h2d_copy:BlockingHostToDeviceCopy',
     ),
     RuleInfo(
         code='GL105',
@@ -198,6 +279,10 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch',),
         tokens=('DataLoader',),
+        triggers=(
+            ('DataLoader',),
+        ),
+        implementation='gpulint.rules.data_pipeline.loader_reiterated:LoaderReiterated',
     ),
     RuleInfo(
         code='GL201',
@@ -221,6 +306,7 @@ RULES: tuple[RuleInfo, ...] = (
             '`torch.nonzero(t).size(0)` -- the size of the result is only known on the GPU.'
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
+        implementation='gpulint.rules.syncs.host_sync_in_loop:HostSyncInLoop',
     ),
     RuleInfo(
         code='GL202',
@@ -235,6 +321,10 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('.to(', '.cuda('),
+        triggers=(
+            ('.to(', '.cuda('),
+        ),
+        implementation='gpulint.rules.syncs.model_transfer_in_loop:ModelTransferInLoop',
     ),
     RuleInfo(
         code='GL203',
@@ -257,6 +347,38 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator'),
         tokens=('.to(', '.cuda('),
+        triggers=(
+            ('.to(', '.cuda(', '.type_as('),
+            (
+                'BFloat16Tensor',
+                'BoolTensor',
+                'ByteTensor',
+                'CharTensor',
+                'DoubleTensor',
+                'FloatTensor',
+                'HalfTensor',
+                'IntTensor',
+                'LongTensor',
+                'ShortTensor',
+                'arange',
+                'bernoulli',
+                'empty',
+                'eye',
+                'full',
+                'linspace',
+                'logspace',
+                'normal',
+                'ones',
+                'rand',
+                'randint',
+                'randn',
+                'randperm',
+                'tril_indices',
+                'triu_indices',
+                'zeros',
+            ),
+        ),
+        implementation='gpulint.rules.syncs.host_tensor_then_copy:HostTensorThenCopy',
     ),
     RuleInfo(
         code='GL204',
@@ -273,6 +395,10 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'takes training steps'),
         tokens=('synchronize',),
+        triggers=(
+            ('synchronize',),
+        ),
+        implementation='gpulint.rules.syncs.synchronize_in_loop:SynchronizeInLoop',
     ),
     RuleInfo(
         code='GL205',
@@ -291,6 +417,10 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'takes training steps'),
         tokens=('empty_cache',),
+        triggers=(
+            ('empty_cache',),
+        ),
+        implementation='gpulint.rules.syncs.empty_cache_in_loop:EmptyCacheInLoop',
     ),
     RuleInfo(
         code='GL301',
@@ -306,6 +436,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('takes training steps',),
         tokens=('eval', 'valid', 'test'),
+        implementation='gpulint.rules.per_step.per_step_validation:PerStepValidation',
     ),
     RuleInfo(
         code='GL302',
@@ -325,6 +456,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('takes training steps',),
         tokens=('print', 'log', 'add_', 'wandb', 'mlflow'),
+        implementation='gpulint.rules.per_step.per_step_logging:PerStepLogging',
     ),
     RuleInfo(
         code='GL303',
@@ -341,6 +473,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('takes training steps',),
         tokens=('save',),
+        implementation='gpulint.rules.per_step.per_step_checkpoint:PerStepCheckpoint',
     ),
     RuleInfo(
         code='GL401',
@@ -360,6 +493,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        implementation='gpulint.rules.precision.no_mixed_precision:NoMixedPrecision',
     ),
     RuleInfo(
         code='GL402',
@@ -375,6 +509,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch',),
         tokens=('cuda.amp', 'cpu.amp', 'cuda import amp', 'cpu import amp'),
+        implementation='gpulint.rules.precision.deprecated_amp_api:DeprecatedAmpApi',
     ),
     RuleInfo(
         code='GL403',
@@ -393,6 +528,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        implementation='gpulint.rules.precision.no_compile:NoCompile',
     ),
     RuleInfo(
         code='GL404',
@@ -413,6 +549,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        implementation='gpulint.rules.precision.fp32_matmul:Fp32Matmul',
     ),
     RuleInfo(
         code='GL405',
@@ -434,6 +571,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        implementation='gpulint.rules.precision.cudnn_benchmark:CudnnBenchmark',
     ),
     RuleInfo(
         code='GL406',
@@ -452,6 +590,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('deterministic',),
+        implementation='gpulint.rules.precision.cudnn_deterministic:CudnnDeterministic',
     ),
     RuleInfo(
         code='GL407',
@@ -471,6 +610,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        implementation='gpulint.rules.precision.channels_last:ChannelsLast',
     ),
     RuleInfo(
         code='GL601',
@@ -487,6 +627,10 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch',),
         tokens=('DataParallel', 'data_parallel'),
+        triggers=(
+            ('DataParallel', 'data_parallel'),
+        ),
+        implementation='gpulint.rules.distributed.data_parallel:DataParallel',
     ),
     RuleInfo(
         code='GL602',
@@ -505,6 +649,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator'),
         tokens=('gloo',),
+        implementation='gpulint.rules.distributed.gloo_on_cuda:GlooOnCuda',
     ),
     RuleInfo(
         code='GL603',
@@ -529,6 +674,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('runs one process per GPU',),
         tokens=('backward', 'update_grad'),
+        implementation='gpulint.rules.distributed.ddp_accumulation_sync:DdpAccumulationSync',
     ),
     RuleInfo(
         code='GL604',
@@ -546,6 +692,7 @@ RULES: tuple[RuleInfo, ...] = (
             '`strategy="ddp_find_unused_parameters_true"` string.'
         ),
         tokens=('find_unused_parameters',),
+        implementation='gpulint.rules.distributed.ddp_find_unused:DdpFindUnused',
     ),
     RuleInfo(
         code='GL605',
@@ -565,6 +712,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs one process per GPU'),
         tokens=('cpu_count', 'sched_getaffinity'),
+        implementation='gpulint.rules.distributed.workers_per_rank:WorkersPerRank',
     ),
     RuleInfo(
         code='GL701',
@@ -589,6 +737,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports tensorflow or keras',),
         tokens=('.map(', '.interleave('),
+        implementation='gpulint.rules.tensorflow.tfdata_serial_map:TfDataSerialMap',
     ),
     RuleInfo(
         code='GL702',
@@ -607,6 +756,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports tensorflow or keras',),
         tokens=('tf.data', 'tensorflow', 'tfds', 'dataset_from_directory'),
+        implementation='gpulint.rules.tensorflow.tfdata_no_prefetch:TfDataNoPrefetch',
     ),
     RuleInfo(
         code='GL703',
@@ -621,6 +771,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports tensorflow or keras',),
         tokens=('py_function', 'numpy_function', 'py_func'),
+        implementation='gpulint.rules.tensorflow.tfdata_py_function:TfDataPyFunction',
     ),
     RuleInfo(
         code='GL704',
@@ -634,6 +785,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports tensorflow or keras',),
         tokens=('jit_compile', 'set_jit'),
+        implementation='gpulint.rules.tensorflow.xla_disabled:XlaDisabled',
     ),
     RuleInfo(
         code='GL705',
@@ -644,6 +796,7 @@ RULES: tuple[RuleInfo, ...] = (
         summary='Keras `model.compile(...)` without `steps_per_execution`.',
         facts=('imports tensorflow or keras',),
         tokens=('.compile(',),
+        implementation='gpulint.rules.tensorflow.keras_steps_per_execution:KerasStepsPerExecution',
     ),
     RuleInfo(
         code='GL706',
@@ -666,6 +819,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports tensorflow or keras', 'takes training steps'),
         tokens=('.numpy(', 'float(', 'int(', 'equal(', 'greater', 'less', 'logical_', 'reduce_a', 'is_'),
+        implementation='gpulint.rules.tensorflow.tf_host_sync_in_loop:TfHostSyncInLoop',
     ),
     RuleInfo(
         code='GL707',
@@ -683,6 +837,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports tensorflow or keras', 'takes training steps'),
         tokens=('.gradient(',),
+        implementation='gpulint.rules.tensorflow.tf_eager_step:TfEagerStep',
     ),
     RuleInfo(
         code='GL708',
@@ -700,6 +855,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports tensorflow or keras',),
         tokens=('yield', 'as_numpy_iterator', 'as_numpy('),
+        implementation='gpulint.rules.tensorflow.keras_python_input:KerasPythonInput',
     ),
     RuleInfo(
         code='GL801',
@@ -721,6 +877,10 @@ RULES: tuple[RuleInfo, ...] = (
             'checkpoint every few steps.'
         ),
         tokens=('TrainingArguments',),
+        triggers=(
+            ('Seq2SeqTrainingArguments', 'TrainingArguments'),
+        ),
+        implementation='gpulint.rules.trainers.hf_trainer_args:HfTrainerArgs',
     ),
     RuleInfo(
         code='GL802',
@@ -736,6 +896,10 @@ RULES: tuple[RuleInfo, ...] = (
             '`val_check_interval` of 10 or less (validation every few training batches).'
         ),
         tokens=('Trainer',),
+        triggers=(
+            ('Trainer',),
+        ),
+        implementation='gpulint.rules.trainers.lightning_trainer:LightningTrainerArgs',
     ),
     RuleInfo(
         code='GL803',
@@ -753,6 +917,10 @@ RULES: tuple[RuleInfo, ...] = (
             '`accelerator="cpu"`) are not reported.'
         ),
         tokens=('Trainer',),
+        triggers=(
+            ('Seq2SeqTrainingArguments', 'Trainer', 'TrainingArguments'),
+        ),
+        implementation='gpulint.rules.trainers.trainer_precision:TrainerPrecision',
     ),
     RuleInfo(
         code='GL900',
@@ -769,6 +937,7 @@ RULES: tuple[RuleInfo, ...] = (
             'ignore` that suppresses nothing is reported too; a bare `# noqa` is not (other '
             'tools read it).'
         ),
+        implementation='gpulint.rules.meta.unused_suppression:UnusedSuppression',
     ),
 )
 
@@ -846,6 +1015,22 @@ FACT_TOKENS: dict[str, tuple[bytes, ...]] = {
         b'train_on_batch',
         b'training_step',
         b'.apply(',
+    ),
+}
+
+# The same in code (analysis/code_shapes.py): what the trigger filter checks.
+FACT_SHAPES: dict[str, tuple[str, ...]] = {
+    'imports tensorflow or keras': ('tensorflow', 'keras'),
+    'imports torch': ('torch',),
+    'takes training steps': (
+        '.backward(',
+        '.manual_backward(',
+        '.apply_gradients(',
+        '.train_on_batch(',
+        '.step(',
+        '.gradient(',
+        '.apply(',
+        'training_step',
     ),
 }
 

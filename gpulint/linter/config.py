@@ -44,6 +44,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,7 +56,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 from gpulint.linter.analysis.parse_guard import DEFAULT_MAX_SYNTAX_NODES
 from gpulint.linter.analysis.test_files import is_test_path, matches_test_patterns, project_relative
-from gpulint.linter.catalog import OPTIONS, RULES
+from gpulint.linter.catalog import OPTIONS, RULES, load_rule
 from gpulint.linter.findings import DEFAULT_MAX_FINDINGS_PER_FILE, SYNTAX_ERROR_CODE
 from gpulint.linter.project import DEFAULT_LINE_LENGTH, facts_from, parse_version
 from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES, read_regular_file
@@ -134,18 +135,16 @@ class Settings:
     local_rule_files: tuple[Path, ...] = ()
     local_rules: LocalRuleSet | None = None
 
-    def catalog(self) -> tuple[type[Rule], ...]:
-        """Every rule class there is, selected or not, the local rules included (imported on first
-        use: they bring libcst; the codes below are selected from the catalog entries)."""
-        from gpulint.rules import all_rules
-
-        local = self.local_rules.rules if self.local_rules is not None else ()
-        return all_rules() + local
-
-    def rule_entries(self) -> tuple[RuleInfo, ...]:
-        """The catalog entries of every rule: the generated ones (gpulint/linter/catalog.py) and
-        the loaded local rules'."""
+    def catalog(self) -> tuple[RuleInfo, ...]:
+        """The catalog entry of every rule there is, selected or not: the generated ones
+        (gpulint/linter/catalog.py) and the loaded local rules'.  Imports no rule."""
         return RULES if self.local_rules is None else RULES + self.local_rules.entries
+
+    def rule_classes(self, codes: AbstractSet[str]) -> tuple[type[Rule], ...]:
+        """The classes of the rules with these codes, in catalog order: a built-in one imported
+        from the module its entry names (with libcst), a local one as loaded."""
+        local = {rule.code: rule for rule in self.local_rules.rules} if self.local_rules is not None else {}
+        return tuple(local.get(entry.code) or load_rule(entry) for entry in self.catalog() if entry.code in codes)
 
     @property
     def local_rules_skipped(self) -> bool:
@@ -156,11 +155,11 @@ class Settings:
         """`expand_selectors` over this run's rules."""
         if not selectors:
             return []  # (asked for every file: the empty `extend-select` and `ignore` cost nothing)
-        return expand_selectors(selectors, self.rule_entries(), unloaded_local_ids=self.local_rules_skipped)
+        return expand_selectors(selectors, self.catalog(), unloaded_local_ids=self.local_rules_skipped)
 
     def enabled_codes(self) -> frozenset[str]:
         if self.select is None:
-            chosen = {r.code for r in self.rule_entries() if r.default == "on"}
+            chosen = {r.code for r in self.catalog() if r.default == "on"}
         else:
             # GL000 (the file does not parse, so it was not checked) stays on whatever is
             # selected, as ruff reports syntax errors; only `ignore` turns it off.

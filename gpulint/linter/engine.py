@@ -6,7 +6,12 @@
    of a real repository: none, and they are never parsed).  It reads the generated rule catalog
    (catalog.py), so a run that parses nothing never imports libcst or a rule class;
 2. parse, once (analysis/parse.py, behind the guard against sources too deep for the parser or
-   over the `max-syntax-nodes` budget);
+   over the `max-syntax-nodes` budget).  Before libcst, the trigger filter: of those rules, the
+   ones whose triggers (`Rule.triggers`, the shapes of code they may fire on) the module's code
+   holds, read from the CPython tree the guard builds anyway (analysis/code_shapes.py) -- a file
+   whose bytes spell a rule's tokens in docstrings and comments only is not parsed with libcst.
+   A module the rest of the project says something about is left alone (a rule may then fire on
+   code that holds none of its triggers); IGNORE_TRIGGERS turns the filter off;
 3. analyse: one walk of the tree builds the FileContext; the shared analyses on it (the
    training-loop model, what PyTorch and TensorFlow code does) are computed when a rule first asks;
 4. rules: each candidate rule whose required facts hold visits the nodes it subscribes to, in
@@ -27,6 +32,7 @@ in files with suppression comments.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -34,7 +40,7 @@ from typing import TYPE_CHECKING
 
 from gpulint.linter import catalog
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, parse
-from gpulint.linter.analysis.parse_guard import UnanalysableSource
+from gpulint.linter.analysis.parse_guard import UnanalysableSource, measure
 from gpulint.linter.findings import (
     SYNTAX_ERROR_CODE,
     SYNTAX_ERROR_NAME,
@@ -69,8 +75,9 @@ _NOT_TREE_RULES = frozenset({SYNTAX_ERROR_CODE, UNUSED_SUPPRESSION})
 # The tree rules of a default run: which files GL000 checks.
 _DEFAULT_TREE_RULES = tuple(r for r in catalog.RULES if r.default == "on" and r.code not in _NOT_TREE_RULES)
 
-# A file that names none of these is not training code for any rule here.
-FRAMEWORK_MARKERS = (b"torch", b"tensorflow", b"keras", b"lightning", b"transformers", b"accelerate", b"tf.")
+# Set (to anything but ""), the trigger filter is off: libcst parses every file the byte prefilter
+# lets through, as before the filter.  A debugging switch: findings and fixes must not change.
+IGNORE_TRIGGERS = "GPULINT_IGNORE_TRIGGERS"
 
 
 @dataclass
@@ -110,8 +117,11 @@ class FileResult:
 class Linter:
     """The rules the settings enable, ready to run on many files."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, trigger_filter: bool | None = None) -> None:
         self.settings = settings
+        # Whether rules are run only on code holding their triggers (stage 2 of the module
+        # docstring); the IGNORE_TRIGGERS variable turns it off, to check it changes nothing.
+        self.trigger_filter = not os.environ.get(IGNORE_TRIGGERS) if trigger_filter is None else trigger_filter
         self._rules_by_codes: dict[frozenset[str], tuple[type[Rule], ...]] = {}
         self._entries_by_codes: dict[frozenset[str], tuple[catalog.RuleInfo, ...]] = {}
 
@@ -121,7 +131,7 @@ class Linter:
         codes = self.settings.codes_for(path)
         rules = self._rules_by_codes.get(codes)
         if rules is None:
-            rules = self._rules_by_codes[codes] = tuple(r for r in self.settings.catalog() if r.code in codes)
+            rules = self._rules_by_codes[codes] = self.settings.rule_classes(codes)
         return rules
 
     def entries_for(self, path: str) -> tuple[catalog.RuleInfo, ...]:
@@ -129,7 +139,7 @@ class Linter:
         codes = self.settings.codes_for(path)
         entries = self._entries_by_codes.get(codes)
         if entries is None:
-            entries = self._entries_by_codes[codes] = tuple(r for r in self.settings.rule_entries() if r.code in codes)
+            entries = self._entries_by_codes[codes] = tuple(r for r in self.settings.catalog() if r.code in codes)
         return entries
 
     def lint_source(
@@ -171,10 +181,20 @@ class Linter:
         file over the budgets of work per file (max-syntax-nodes, max-findings-per-file)."""
         if file_is_ignored(source):
             return None
-        candidates = {r.code for r in self.candidate_rules(source, self.entries_for(path), project)}
-        if not candidates:
+        entries = self.candidate_rules(source, self.entries_for(path), project)
+        if not entries:
             return None
-        module = parse(source, self.settings.max_syntax_nodes)
+        measured = None
+        if self.trigger_filter and not told_anything(project):
+            wanted = catalog.trigger_vocabulary(entries)
+            if wanted:
+                measured = measure(source, self.settings.max_syntax_nodes, wanted)
+                if measured.shapes is not None:  # (no tree: CPython rejects it, libcst decides)
+                    entries = [r for r in entries if r.may_fire(measured.shapes)]
+                    if not entries:
+                        return None
+        candidates = {r.code for r in entries}
+        module = parse(source, self.settings.max_syntax_nodes, measured)
         from gpulint.linter.analysis.context import FileContext  # (with libcst, which parse has loaded)
 
         rules = [r for r in self.rules_for(path) if r.code in candidates]
@@ -230,25 +250,14 @@ class Linter:
         source: bytes, rules: Iterable[catalog.RuleInfo], project: ModuleView | None = None
     ) -> list[catalog.RuleInfo]:
         """The tree rules whose facts and tokens the source's bytes (or its project view) can hold."""
-        if not any(marker in source for marker in FRAMEWORK_MARKERS) and not (
-            project is not None and project.torch_loop_elsewhere  # a helper of a torch training loop
-        ):
-            return []
-        known: dict[str, bool] = {}
-
-        def may_hold(fact: str) -> bool:  # each fact's tokens are searched for once per file
-            if fact not in known:
-                known[fact] = catalog.fact_may_hold(fact, source, project)
-            return known[fact]
-
         # GL900 reads comments, not the tree (suppressions.py), and GL000 is the parse failing:
         # neither is a reason to parse a file, but for GL000 selected alone.
         rules = tuple(rules)
-        candidates = [r for r in rules if r.code not in _NOT_TREE_RULES and r.may_apply(source, may_hold)]
+        candidates = [r for r in catalog.spelled_rules(source, rules, project) if r.code not in _NOT_TREE_RULES]
         if not candidates and {r.code for r in rules} - {UNUSED_SUPPRESSION} == {SYNTAX_ERROR_CODE}:
             # GL000 reports the files the run parses that do not parse; selected alone (the run
             # parses for no other rule), the files a default run parses.
-            if any(r.may_apply(source, may_hold) for r in _DEFAULT_TREE_RULES):
+            if catalog.spelled_rules(source, _DEFAULT_TREE_RULES, project):
                 candidates = [r for r in rules if r.code == SYNTAX_ERROR_CODE]
         return candidates
 
@@ -298,10 +307,19 @@ class Linter:
             return []
         else:
             text, suppressions = source.decode("utf-8", errors="replace"), None
-        entries = self.settings.rule_entries()
+        entries = self.settings.catalog()
         known = frozenset(rule.code for rule in entries)
         names = {rule.name: rule.code for rule in entries}
         return unused_suppression_findings(text, path, suppressions, self.settings.codes_for(path), known, names)
+
+
+def told_anything(project: ModuleView | None) -> bool:
+    """Whether the rest of the project says something about the module (a function run per step,
+    a call of a project function that steps or returns a loader...): then a rule may fire on code
+    that holds none of its triggers, and the trigger filter leaves the module alone."""
+    return project is not None and bool(
+        project or project.chains or project.torch_loop_elsewhere or project.accelerator_loop_elsewhere
+    )
 
 
 def run_rules(ctx: FileContext, rules: list[type[Rule]]) -> list[RawFinding]:

@@ -249,6 +249,18 @@ def _check_ids(
     tokens = getattr(rule, "tokens", ())
     if not isinstance(tokens, (tuple, list)) or not all(isinstance(token, str) and token for token in tokens):
         raise LocalRuleError(f"{where}: `tokens` must be a tuple of strings, such as ('synchronize',)")
+    triggers = getattr(rule, "triggers", None)
+    if triggers is not None and not (
+        isinstance(triggers, (tuple, list))
+        and triggers
+        and all(
+            isinstance(group, (tuple, list)) and group and all(isinstance(shape, str) and shape for shape in group)
+            for group in triggers
+        )
+    ):
+        raise LocalRuleError(
+            f"{where}: `triggers` must be None or a tuple of tuples of strings, such as (('.item(',),)"
+        )
     if not isinstance(getattr(rule, "message", None), str):
         raise LocalRuleError(f"{where}: needs a `message` (one line: what it finds)")
     if rule.default not in ("on", "hint"):
@@ -269,6 +281,12 @@ def catalog_entry(rule: type[Rule], path: str) -> catalog.RuleInfo:
         entry = rule.catalog_entry()
     except Exception as exc:  # noqa: BLE001 - a placeholder message without a title, bad tokens...
         raise LocalRuleError(f"local rule {shown(path)}: {rule.__name__}: {_describe(exc)}") from None
-    spelled = {spelled.name: spelled.tokens for fact in rule.requires for spelled in fact.spelled()}
-    facts = tuple(name for name in entry.facts if catalog.FACT_TOKENS.get(name) == spelled[name])
-    return catalog.RuleInfo(**{**entry.__dict__, "facts": facts})
+    spelled = {spelled.name: spelled for fact in rule.requires for spelled in fact.spelled()}
+    facts = tuple(
+        name
+        for name in entry.facts
+        if catalog.FACT_TOKENS.get(name) == spelled[name].tokens
+        and catalog.FACT_SHAPES.get(name, ()) == spelled[name].shapes
+    )
+    # (loaded from its file, not imported by name: the rule set holds the class)
+    return catalog.RuleInfo(**{**entry.__dict__, "facts": facts, "implementation": ""})

@@ -37,6 +37,12 @@ What a rule needs is declared once.  `requires` are facts about the whole file (
 it runs on an accelerator, it takes training steps): the engine does not parse a file whose text
 rules one of them out, and runs the rule only on files where all of them hold; `visit_` methods do
 not check them again.  `tokens` is the text of the rule's own pattern (one of them must occur).
+`triggers` are the shapes of code it may fire on, in groups (one shape of each must occur in the
+module's code: `((".to(", ".cuda("),)`; analysis/code_shapes.py says how a shape is written): a
+rule may fire only where they occur, so a module whose code holds none of them is not parsed with
+libcst for it.  They must be *necessary*: every way the rule can report -- through an alias, an
+import, a value the module assigns -- holds one of them (tests/test_triggers.py checks the rule's
+INVALID cases).  A rule without `triggers` may fire on any code the prefilter lets through.
 `options` are the `[tool.gpulint]` settings the rule reads, each declared once as a RuleOption
 (shared ones in gpulint/rules/options.py) and read with `self.option(...)`.
 
@@ -149,6 +155,9 @@ class Rule:
     requires: ClassVar[AbstractSet[Fact]] = frozenset()
     # Prefilter: the file must contain at least one of these (as text) to be parsed for this rule.
     tokens: ClassVar[tuple[str, ...]] = ()
+    # Trigger filter: the code shapes the rule may fire on (analysis/code_shapes.py), in groups: the
+    # module's code must hold one shape of every group.  None: the rule may fire on any code.
+    triggers: ClassVar[tuple[tuple[str, ...], ...] | None] = None
     options: ClassVar[tuple[RuleOption, ...]] = ()
     # False for fixes that change what tests check (trainer configuration, per-step work): not
     # offered in test files unless the `fix-tests` setting says so.
@@ -209,6 +218,8 @@ class Rule:
             summary=cls.summary(),
             facts=cls.prefilter_facts(),
             tokens=tuple(cls.tokens),
+            triggers=None if cls.triggers is None else tuple(tuple(group) for group in cls.triggers),
+            implementation=f"{cls.__module__}:{cls.__qualname__}",
         )
 
     @classmethod

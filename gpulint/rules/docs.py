@@ -80,6 +80,45 @@ def _literal(value, indent: int) -> str:
     return "(\n" + "".join(f"{pad}{chunk!r}\n" for chunk in chunks) + " " * indent + ")"
 
 
+def _strings_literal(strings: tuple[str, ...], indent: int) -> str:
+    """A tuple of strings on one line, or one string a line when that line would be long."""
+    text = repr(strings)
+    if len(text) + indent <= 100:
+        return text
+    pad = " " * (indent + 4)
+    return "(\n" + "".join(f"{pad}{string!r},\n" for string in strings) + " " * indent + ")"
+
+
+def _triggers_literal(groups: tuple[tuple[str, ...], ...]) -> str:
+    """A rule's trigger groups, one group a line (or more, for a long one)."""
+    return "(\n" + "".join(f"            {_strings_literal(group, 12)},\n" for group in groups) + "        )"
+
+
+def rule_help_source() -> str:
+    """gpulint/linter/rule_help.py: every built-in rule's explanation, by code (what the SARIF
+    reporter's rule help shows, without importing the rules)."""
+    lines = [
+        '"""The explanation of every built-in rule (its docstring, Markdown), by code: the rule help of',
+        "reports that describe rules (SARIF), read without importing a rule.  Generated from the rule",
+        'classes by scripts/gen_docs.py (`make docs`): do not edit; a test fails when it is stale."""',
+        "",
+        "EXPLANATIONS: dict[str, str] = {",
+    ]
+    for rule in all_rules():
+        lines.append(f"    {rule.code!r}: (")
+        text = rule.explanation()
+        pieces = [line + "\n" for line in text.split("\n")]
+        pieces[-1] = pieces[-1][:-1]
+        for piece in pieces:
+            while len(repr(piece)) > 100:  # (a long line goes on in the next literal)
+                lines.append(f"        {piece[:80]!r}")
+                piece = piece[80:]
+            lines.append(f"        {piece!r}")
+        lines.append("    ),")
+    lines += ["}", ""]
+    return "\n".join(lines)
+
+
 def catalog_source(current: str) -> str:
     """gpulint/linter/catalog.py with its generated part rewritten from the rule classes: their
     selection and listing attributes, their options, and the tokens of the facts they require."""
@@ -91,11 +130,16 @@ def catalog_source(current: str) -> str:
     for rule in all_rules():
         entry = rule.catalog_entry()
         # Every field, but facts and tokens only when there are some (their default is empty).
-        fields = {key: value for key, value in vars(entry).items() if value or key not in ("facts", "tokens")}
+        fields = {
+            key: value for key, value in vars(entry).items() if value or key not in ("facts", "tokens", "triggers")
+        }
         for fact in rule.requires:
             facts.update((spelled.name, spelled) for spelled in fact.spelled())
         lines.append("    RuleInfo(")
-        lines.extend(f"        {key}={_literal(value, 8)}," for key, value in fields.items())
+        lines.extend(
+            f"        {key}={_triggers_literal(value) if key == 'triggers' else _literal(value, 8)},"
+            for key, value in fields.items()
+        )
         lines.append("    ),")
     lines += [")", "", "OPTIONS: dict[str, RuleOption] = {"]
     for key, option in rule_options().items():
@@ -111,6 +155,11 @@ def catalog_source(current: str) -> str:
     lines.append("FACT_TOKENS: dict[str, tuple[bytes, ...]] = {")
     for name in sorted(facts):
         lines += [f"    {name!r}: (", *(f"        {token!r}," for token in facts[name].tokens), "    ),"]
+    lines += ["}", "", "# The same in code (analysis/code_shapes.py): what the trigger filter checks."]
+    lines.append("FACT_SHAPES: dict[str, tuple[str, ...]] = {")
+    lines += [
+        f"    {name!r}: {_strings_literal(facts[name].shapes, 4)}," for name in sorted(facts) if facts[name].shapes
+    ]
     lines += ["}", "", "# Facts the rest of the project can make true: the property of the project view that says so."]
     lines.append("FACT_ELSEWHERE: dict[str, str] = {")
     lines += [f"    {name!r}: {facts[name].elsewhere!r}," for name in sorted(facts) if facts[name].elsewhere]

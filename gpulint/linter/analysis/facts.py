@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from gpulint.linter.analysis.loops import STEP_TOKENS
+from gpulint.linter.analysis.loops import STEP_SHAPES, STEP_TOKENS
 
 if TYPE_CHECKING:
     from gpulint.linter.analysis.context import FileContext
@@ -40,6 +40,7 @@ class Fact:
         check: Callable[[FileContext], bool],
         tokens: tuple[bytes, ...] = (),
         elsewhere: str | None = None,
+        shapes: tuple[str, ...] = (),
     ) -> None:
         self.name = name
         self._check = check
@@ -47,6 +48,10 @@ class Fact:
         # property named `elsewhere` is true; () when no text is required.
         self.tokens = tokens
         self.elsewhere = elsewhere
+        # The same, in the module's code (analysis/code_shapes.py: what the trigger filter
+        # checks, for a module the rest of the project says nothing about); () when not known.
+        # Only a fact with tokens has shapes (the catalog keys both by the fact's name).
+        self.shapes = shapes if tokens else ()
 
     def holds(self, ctx: FileContext) -> bool:
         return self._check(ctx)
@@ -110,8 +115,14 @@ TORCH = Fact(
     (b"torch",),
     # a helper that a torch module's training loop runs per step works on its tensors
     elsewhere="torch_loop_elsewhere",
+    shapes=("torch",),  # (an import of torch names it)
 )
-TENSORFLOW = Fact("imports tensorflow or keras", lambda ctx: ctx.uses_tensorflow, (b"tensorflow", b"keras"))
+TENSORFLOW = Fact(
+    "imports tensorflow or keras",
+    lambda ctx: ctx.uses_tensorflow,
+    (b"tensorflow", b"keras"),
+    shapes=("tensorflow", "keras"),
+)
 # Evidence that a module runs on an accelerator, of three kinds (rules that only need the host --
 # loader workers, tf.data parallelism, per-step logging -- require none).
 NAMES_ACCELERATOR = Fact("names CUDA or an accelerator library", lambda ctx: ctx.names_accelerator, ACCELERATOR_TOKENS)
@@ -136,6 +147,7 @@ STEPS = Fact(
     STEP_TOKENS,
     # another module runs one of its functions per step, or it calls a step function of another
     elsewhere="steps_elsewhere",
+    shapes=STEP_SHAPES,
 )
 ONE_PROCESS_PER_GPU = Fact(
     "runs one process per GPU",

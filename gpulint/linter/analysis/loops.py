@@ -115,6 +115,18 @@ STEP_TOKENS = (
     b"training_step",
     b".apply(",
 )
+# The same in code (analysis/code_shapes.py): a method call `is_step_method` may take for a step,
+# or a `training_step` (a LightningModule's).
+STEP_SHAPES = (
+    ".backward(",
+    ".manual_backward(",
+    ".apply_gradients(",
+    ".train_on_batch(",
+    ".step(",
+    ".gradient(",
+    ".apply(",
+    "training_step",
+)
 
 LIGHTNING_MODULES = (
     "lightning.pytorch.LightningModule",

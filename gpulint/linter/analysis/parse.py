@@ -10,7 +10,7 @@ import ast
 import warnings
 from typing import TYPE_CHECKING
 
-from gpulint.linter.analysis.parse_guard import check_source
+from gpulint.linter.analysis.parse_guard import Measured, check_source
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -29,13 +29,14 @@ class UndecodableSource(Exception):
     """Bytes that are not text in the file's declared (or default UTF-8) encoding."""
 
 
-def parse(source: bytes | str, max_nodes: int | None = None) -> cst.Module:
+def parse(source: bytes | str, max_nodes: int | None = None, measured: Measured | None = None) -> cst.Module:
     """libcst's tree of a source; raises SyntaxErrorInSource, UndecodableSource, and
     parse_guard.UnanalysableSource for a source too deep to hand to the parser or with more than
-    `max_nodes` syntax nodes (every caller reports it as a problem with the file and goes on)."""
+    `max_nodes` syntax nodes (every caller reports it as a problem with the file and goes on).
+    `measured`: what the parse guard already measured of the source (parse_guard.measure)."""
     import libcst as cst
 
-    rejected = check_source(source, max_nodes)
+    rejected = check_source(source, max_nodes, measured)
     if rejected is not None and rejected.lineno:  # both parsers reject it: CPython names the line
         raise SyntaxErrorInSource(rejected.msg, rejected.lineno, rejected.offset or 1)
     try:

@@ -31,7 +31,9 @@ run from the tree `index_tree` gives it, and that call leaves what the guard mea
 tree (`Measured`, without the tree) for the lint of the same bytes to take (`check_source`), so
 the source is not compiled a second time.  The lint may run in a worker process forked after the
 index was built; a worker started otherwise, or a source linted without the index (the language
-server, a notebook), compiles it here.
+server, a notebook), compiles it here.  What is measured includes the code shapes the engine's
+trigger filter asks about (analysis/code_shapes.py), so deciding that no rule may fire on a file
+takes no parse of its own either.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from gpulint.linter import catalog
+from gpulint.linter.analysis.code_shapes import code_shapes
 from gpulint.linter.analysis.isolation import ChildCrashed, call_isolated
 
 MAX_NESTING = 500
@@ -74,14 +78,21 @@ class Measured:
     too_complex: str | None = None  # the one-line reason when CPython found it too complex
     syntax_error: SyntaxError | None = None  # CPython's error for a source it rejects
     null_bytes: bool = False  # CPython does not read them: libcst decides
+    # The code shapes of the tree (analysis/code_shapes.py) among those `looked_for`, for the
+    # engine's trigger filter; None when there is no tree or nobody asked.
+    shapes: frozenset[str] | None = None
+    looked_for: frozenset[str] = frozenset()
 
 
 def python_tree(
-    source: bytes | str, max_nodes: int | None = None, measure: bool = True
+    source: bytes | str,
+    max_nodes: int | None = None,
+    measure: bool = True,
+    shapes: frozenset[str] = frozenset(),
 ) -> tuple[ast.Module | None, Measured]:
     """The one CPython parse of a source: its tree (None when CPython rejects the source) and what
     the guard measures on it (its depth unless not `measure`d; its nodes counted up to one past
-    `max_nodes`, when there is a budget)."""
+    `max_nodes`, when there is a budget; which of `shapes` its code holds, when any are asked)."""
     collecting = gc.isenabled()
     # A tree holds no cycles, but building one allocates a node per token: the collector would
     # walk the growing heap again and again (measured: twice the compile time on 1 MiB).
@@ -103,9 +114,12 @@ def python_tree(
             gc.enable()
     assert isinstance(tree, ast.Module)  # what "exec" mode builds
     if not measure:
-        return tree, Measured()
+        return tree, Measured(shapes=code_shapes(tree, shapes) if shapes else None, looked_for=shapes)
     nodes = count_nodes(tree, max_nodes) if max_nodes is not None else 0
-    return tree, Measured(nodes=nodes, too_deep=too_deep(tree))
+    deep = too_deep(tree)
+    skipped = deep or (max_nodes is not None and nodes > max_nodes)  # (nobody asks for its shapes)
+    found = code_shapes(tree, shapes) if shapes and not skipped else None
+    return tree, Measured(nodes=nodes, too_deep=deep, shapes=found, looked_for=shapes)
 
 
 def count_nodes(tree: ast.AST, limit: int | None = None) -> int:
@@ -146,7 +160,12 @@ def index_tree(source: bytes | str, max_nodes: int | None = None) -> ast.Module 
     imports, which nothing lints, so nothing is measured."""
     if max_nodes is None:
         return python_tree(source, measure=False)[0]
-    tree, measured = python_tree(source, max_nodes)
+    # The module is linted: what the trigger filter will ask of its code is kept too -- the shapes
+    # of the built-in rules its bytes spell (a local rule that names others has the lint parse
+    # again; a module the project tells something about is not filtered).
+    data = source if isinstance(source, bytes) else source.encode("utf-8", "surrogatepass")
+    shapes = catalog.trigger_vocabulary(catalog.spelled_rules(data, catalog.RULES))
+    tree, measured = python_tree(source, max_nodes, shapes=shapes)
     if len(source) >= MAX_NESTING:
         _MEASURED[_key(source, max_nodes)] = measured
         while len(_MEASURED) > _MEASURED_KEPT:
@@ -154,16 +173,28 @@ def index_tree(source: bytes | str, max_nodes: int | None = None) -> ast.Module 
     return None if measured.nodes > max_nodes else tree
 
 
-def check_source(source: bytes | str, max_nodes: int | None = None) -> SyntaxError | None:
+def measure(source: bytes | str, max_nodes: int | None = None, shapes: frozenset[str] = frozenset()) -> Measured:
+    """What the guard measures on a source, with which of `shapes` its code holds: what the
+    project index measured when it parsed the same bytes (taken: `check_source` is then handed
+    it), or a parse of its own.  A source shorter than MAX_NESTING is only parsed for its shapes."""
+    short = len(source) < MAX_NESTING
+    measured = None if short or not _MEASURED else _MEASURED.pop(_key(source, max_nodes), None)
+    if measured is not None and (measured.shapes is None or shapes <= measured.looked_for):
+        return measured  # (no tree, or the shapes asked for were looked for)
+    return python_tree(source, max_nodes, measure=not short, shapes=shapes)[1]
+
+
+def check_source(
+    source: bytes | str, max_nodes: int | None = None, measured: Measured | None = None
+) -> SyntaxError | None:
     """Raise UnanalysableSource for a source libcst should not (or could not) parse, or one with
     more than `max_nodes` syntax nodes.  Returns CPython's SyntaxError when libcst rejects the
     source as a syntax error too (the caller reports it without parsing); None when the source is
-    for libcst to parse."""
+    for libcst to parse.  `measured`: what `measure` said of the source (else it is measured here)."""
     if len(source) < MAX_NESTING:
         return None
-    measured = _MEASURED.pop(_key(source, max_nodes), None) if _MEASURED else None
     if measured is None:
-        measured = python_tree(source, max_nodes)[1]
+        measured = measure(source, max_nodes)
     if measured.too_complex is not None:
         raise UnanalysableSource(measured.too_complex)
     if measured.syntax_error is not None:

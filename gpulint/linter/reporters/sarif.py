@@ -22,6 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from gpulint import __version__
+from gpulint.linter.catalog import by_code
 from gpulint.linter.findings import Edit, Finding
 from gpulint.linter.reporters import ReportSettings
 from gpulint.linter.run.outcome import RunResult
@@ -89,11 +90,13 @@ def _level(finding: Finding) -> str:
 
 
 def _rule_descriptor(code: str, name: str, fallback_message: str) -> dict:
+    """What SARIF says about a rule, from the catalog (no rule module is imported for it)."""
     from gpulint import docs_url
-    from gpulint.rules import rules_by_code
+    from gpulint.linter.rule_help import EXPLANATIONS
 
-    rule = rules_by_code().get(code)
-    if rule is None:  # GL000 syntax errors have no rule class
+    rule = by_code().get(code)
+    explanation = EXPLANATIONS.get(code)
+    if rule is None or explanation is None:  # a local rule's (not in the generated catalog)
         return {
             "id": code,
             "name": name,
@@ -103,15 +106,15 @@ def _rule_descriptor(code: str, name: str, fallback_message: str) -> dict:
     return {
         "id": code,
         "name": rule.name,
-        "shortDescription": {"text": rule.short_description()},
-        "fullDescription": {"text": rule.summary()},
-        "help": {"text": rule.summary(), "markdown": rule.explanation()},
+        "shortDescription": {"text": rule.message},
+        "fullDescription": {"text": rule.summary},
+        "help": {"text": rule.summary, "markdown": explanation},
         "helpUri": docs_url(rule.code, rule.name),
         "defaultConfiguration": {"level": "note" if rule.default == "hint" else "warning"},
         "properties": {
             "tags": ["performance", "gpu"],
             "default": rule.default,
-            "fix": rule.fix_applicability.value if rule.fix_applicability else "none",
+            "fix": rule.fix or "none",
         },
     }
 

@@ -87,7 +87,7 @@ def _pool(jobs: int, settings: Settings, options, cache) -> ProcessPoolExecutor:
         # The rules (and libcst) are loaded lazily, on the first file that needs a parse: with this
         # many files that is likely, so load them once here for the forked workers to share, rather
         # than once in every worker.
-        settings.catalog()
+        settings.rule_classes(settings.enabled_codes())
     return ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(settings, options, cache))
 
 

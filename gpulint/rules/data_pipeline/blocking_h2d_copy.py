@@ -95,6 +95,7 @@ class BlockingHostToDeviceCopy(Rule):
     message = "batch copied to the GPU without `non_blocking=True`: the host waits for every copy"
     requires = {TORCH, ACCELERATOR, STEPS}
     tokens = (".to(", ".cuda(")
+    triggers = ((".to(", ".cuda(", ".type("),)  # the copy it reports
     fix_applicability = Applicability.SAFE
 
     VALID = [

@@ -86,6 +86,7 @@ class DataLoaderRespawn(Rule):
     message = "DataLoader workers are started again every epoch; set `persistent_workers=True`"
     requires = {TORCH}
     tokens = ("DataLoader",)
+    triggers = (("DataLoader",),)  # the loader's qualified name ends in it (also through an alias)
     fix_applicability = Applicability.SAFE
 
     VALID = [

@@ -101,6 +101,7 @@ class DataLoaderSerial(Rule):
     message = "DataLoader loads batches in the training process (no `num_workers`): the GPU waits for every batch"
     requires = {TORCH}
     tokens = ("DataLoader",)
+    triggers = (("DataLoader",),)  # the loader's qualified name ends in it (also through an alias)
     fix_applicability = Applicability.UNSAFE
     options = (NUM_WORKERS,)
 

@@ -53,6 +53,7 @@ class DataLoaderUnpinned(Rule):
     message = "DataLoader without `pin_memory=True`: host-to-GPU copies are slower and cannot overlap compute"
     requires = {TORCH, ACCELERATOR}
     tokens = ("DataLoader",)
+    triggers = (("DataLoader",),)  # the loader's qualified name ends in it (also through an alias)
     fix_applicability = Applicability.SAFE
 
     VALID = [

@@ -61,6 +61,7 @@ class LoaderReiterated(Rule):
     title = "DataLoader iterated just to count or sample it: every call loads batches (and starts workers) again"
     requires = {TORCH}
     tokens = ("DataLoader",)
+    triggers = (("DataLoader",),)  # the loader's qualified name ends in it (also through an alias)
 
     VALID = [
         # one peek before the loop, len(), not a loader

@@ -57,6 +57,7 @@ class DataParallel(Rule):
     message = "`DataParallel` drives all GPUs from one process; use DistributedDataParallel (one process per GPU)"
     requires = {TORCH}
     tokens = ("DataParallel", "data_parallel")
+    triggers = (tuple(sorted({name.rsplit(".", 1)[1] for name in DATA_PARALLEL})),)  # what it reports ends in one
 
     VALID = [
         Valid(

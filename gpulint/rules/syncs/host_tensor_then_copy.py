@@ -103,6 +103,11 @@ class HostTensorThenCopy(Rule):
     title = "a tensor built on the host and then copied to the device; pass `device=` to the factory instead"
     requires = {TORCH, ACCELERATOR}
     tokens = (".to(", ".cuda(")
+    # the copy it reports, and the factory that built the tensor (its qualified name ends in it)
+    triggers = (
+        (".to(", ".cuda(", ".type_as("),
+        tuple(sorted((_FACTORIES - _LIKE_FACTORIES - _FROM_DATA) | _LEGACY_CONSTRUCTORS)),
+    )
     fix_applicability = Applicability.SAFE
 
     VALID = [

@@ -56,6 +56,7 @@ class ModelTransferInLoop(Rule):
     message = "the model is moved to the device on every training step; move it once before the loop"
     requires = {TORCH, ACCELERATOR, STEPS}
     tokens = (".to(", ".cuda(")
+    triggers = ((".to(", ".cuda("),)  # the copy it reports
 
     VALID = [
         # before the loop

@@ -57,6 +57,7 @@ class SynchronizeInLoop(Rule):
     message = "`synchronize()` in the training loop makes the CPU wait for the GPU every step"
     requires = {TORCH, STEPS}
     tokens = ("synchronize",)
+    triggers = (("synchronize",),)  # every call it reports ends in it
 
     VALID = [
         # the loop times its steps

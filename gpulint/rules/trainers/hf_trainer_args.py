@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.linter.analysis.nodes import int_literal, keyword_arg, string_literal
-from gpulint.linter.analysis.trainers import TINY_INTERVAL, commented_arguments, is_hf_training_arguments
+from gpulint.linter.analysis.trainers import HF_ARGUMENTS, TINY_INTERVAL, commented_arguments, is_hf_training_arguments
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -67,6 +67,7 @@ class HfTrainerArgs(Rule):
         "TrainingArguments that starve the GPU: no loader workers, or logging, evaluation or saving every few steps"
     )
     tokens = ("TrainingArguments",)
+    triggers = (tuple(sorted({name.rsplit(".", 1)[1] for name in HF_ARGUMENTS})),)  # what it reports ends in one
     fix_applicability = Applicability.UNSAFE
     fixes_test_files = False
     options = (NUM_WORKERS,)

@@ -5,7 +5,12 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.linter.analysis.nodes import int_literal, keyword_arg
-from gpulint.linter.analysis.trainers import TINY_INTERVAL, commented_arguments, is_lightning_trainer
+from gpulint.linter.analysis.trainers import (
+    LIGHTNING_TRAINERS,
+    TINY_INTERVAL,
+    commented_arguments,
+    is_lightning_trainer,
+)
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -54,6 +59,7 @@ class LightningTrainerArgs(Rule):
     message = "Lightning Trainer {what}: per-step work keeps the GPU waiting"
     title = "Lightning Trainer that logs or validates every few steps: per-step work keeps the GPU waiting"
     tokens = ("Trainer",)
+    triggers = (tuple(sorted({name.rsplit(".", 1)[1] for name in LIGHTNING_TRAINERS})),)  # what it reports ends in one
     fix_applicability = Applicability.UNSAFE
     fixes_test_files = False
 

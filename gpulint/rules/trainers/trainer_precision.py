@@ -5,7 +5,12 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.linter.analysis.nodes import is_true, keyword_arg, string_literal
-from gpulint.linter.analysis.trainers import is_hf_training_arguments, is_lightning_trainer
+from gpulint.linter.analysis.trainers import (
+    HF_ARGUMENTS,
+    LIGHTNING_TRAINERS,
+    is_hf_training_arguments,
+    is_lightning_trainer,
+)
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -50,6 +55,8 @@ class TrainerPrecision(Rule):
     name = "trainer-precision"
     message = "trainer configured for fp32: mixed precision (bf16) is usually about 2x faster on tensor-core GPUs"
     tokens = ("Trainer",)
+    # the configuration it reports: its qualified name ends in one
+    triggers = (tuple(sorted({name.rsplit(".", 1)[1] for name in HF_ARGUMENTS | LIGHTNING_TRAINERS})),)
     default = "hint"
     fix_applicability = Applicability.UNSAFE
     fixes_test_files = False

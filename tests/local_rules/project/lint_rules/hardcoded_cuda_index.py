@@ -47,6 +47,7 @@ class HardcodedCudaIndex(Rule):
     message = "GPU index written into the code: every rank of a multi-GPU run uses the same GPU"
     requires = {TORCH}
     tokens = ("cuda",)
+    triggers = ((".to(", ".cuda(", "device"),)  # what it reports is one of these calls
 
     VALID = [
         Valid('model = Net().to("cuda")\n', header="import torch\n"),

@@ -1,0 +1,74 @@
+"""The shapes of code a rule's `triggers` name, read from a module's CPython tree.
+
+The byte prefilter (engine.py) asks whether a file *spells* a rule's tokens; most files of a
+torch library do, in docstrings, comments and longer names.  The trigger filter asks, before libcst
+is paid for, whether the *code* holds one of them: one walk of the `ast` tree the parse guard
+builds anyway (parse_guard.py) collects the module's shapes, and a rule whose triggers none of them
+meet is not run on the file -- a file no selected rule may fire on is not parsed by libcst at all.
+
+A shape is written as the code it stands for:
+
+    "DataLoader"   the identifier anywhere in code: a name, an attribute, a name an import binds
+                   or imports (`from torch.utils.data import DataLoader as DL` has `DataLoader`,
+                   `DL`, `torch`, `utils` and `data`), a keyword argument, a function, class or
+                   parameter name
+    ".item("       a method of that name called (`loss.item()`, `torch.cuda.synchronize()`)
+    "float("       a plain name called (`float(loss)`)
+
+Strings and comments hold none (an f-string's expressions are code and do).  The walk keeps only
+the shapes some trigger names (`wanted`): a module's set stays small, so the project index can keep
+it for every module between its parse and the module's lint.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable
+from typing import Any
+
+
+def code_shapes(tree: ast.AST, wanted: frozenset[str]) -> frozenset[str]:
+    """The shapes of `wanted` that the module's code holds (see the module docstring)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        shapes_of = _SHAPES_BY_TYPE.get(type(node))
+        if shapes_of is not None:
+            found.update(shape for shape in shapes_of(node) if shape in wanted)
+    return frozenset(found)
+
+
+def _called(node: ast.Call) -> Iterable[str]:
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        return (f".{func.attr}(",)
+    return (f"{func.id}(",) if isinstance(func, ast.Name) else ()
+
+
+def _imported(node: ast.alias) -> Iterable[str]:
+    return (*node.name.split("."), node.asname) if node.asname else node.name.split(".")
+
+
+def _optional(name: str | None) -> Iterable[str]:
+    return (name,) if name else ()
+
+
+# The identifiers (and calls) each node type holds; the types not listed hold none.
+_SHAPES_BY_TYPE: dict[type, Callable[[Any], Iterable[str]]] = {
+    ast.Name: lambda node: (node.id,),
+    ast.Attribute: lambda node: (node.attr,),
+    ast.Call: _called,
+    ast.alias: _imported,
+    ast.ImportFrom: lambda node: node.module.split(".") if node.module else (),
+    ast.keyword: lambda node: _optional(node.arg),
+    ast.FunctionDef: lambda node: (node.name,),
+    ast.AsyncFunctionDef: lambda node: (node.name,),
+    ast.ClassDef: lambda node: (node.name,),
+    ast.arg: lambda node: (node.arg,),
+    ast.Global: lambda node: node.names,
+    ast.Nonlocal: lambda node: node.names,
+    ast.ExceptHandler: lambda node: _optional(node.name),
+    ast.MatchAs: lambda node: _optional(node.name),
+    ast.MatchStar: lambda node: _optional(node.name),
+    ast.MatchMapping: lambda node: _optional(node.rest),
+    ast.MatchClass: lambda node: node.kwd_attrs,
+}

@@ -1,0 +1,166 @@
+"""The trigger filter (engine.py, stage 2): a rule runs only on code that holds one of its
+`triggers`, and a file no selected rule may fire on is not parsed with libcst -- without changing a
+finding or a fix.
+
+Checked three ways: every rule's own INVALID cases pass its triggers (declarations that drift from
+what a rule reports fail here, rule by rule); the code in the repository (fixtures, fixed scripts,
+every rule case) is reported and fixed identically with the filter and without it
+(GPULINT_IGNORE_TRIGGERS); and files whose bytes spell a rule's tokens only in docstrings,
+comments or longer names are not parsed, unless the rest of the project says something about them.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gpulint.linter import catalog
+from gpulint.linter.analysis.code_shapes import code_shapes
+from gpulint.linter.config import Settings
+from gpulint.linter.engine import IGNORE_TRIGGERS, Linter
+from gpulint.linter.rule import Rule
+from gpulint.rules import all_rules
+from tests.helpers import FIXTURES, ROOT, run_cli
+
+RULES = all_rules()
+
+
+def _passes_the_filter(rule: type[Rule], source: str) -> bool:
+    entry = rule.catalog_entry()
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return True  # (no tree to read: the filter leaves the source to libcst)
+    return entry.may_fire(code_shapes(tree, entry.shapes()))
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.code)
+def test_every_invalid_case_passes_the_rules_triggers(rule):
+    entry = rule.catalog_entry()
+    for index, case in enumerate(rule.INVALID):
+        assert _passes_the_filter(rule, case.source), (
+            f"{rule.code} INVALID[{index}] must fire, but its code holds none of the rule's triggers "
+            f"{entry.triggers} (or of its facts' shapes): a trigger the rule does not need? "
+            "(Rule.triggers, analysis/code_shapes.py)"
+        )
+
+
+def test_the_catalog_carries_the_rules_triggers():
+    # (the catalog is generated; a stale one fails tests/test_rule_catalog.py too)
+    declared = {rule.code: rule.catalog_entry().triggers for rule in RULES}
+    assert {entry.code: entry.triggers for entry in catalog.RULES} == declared
+    assert any(triggers is not None for triggers in declared.values())
+
+
+# -- what a shape is --------------------------------------------------------------------------------
+def test_shapes_are_code_not_strings_or_comments():
+    source = textwrap.dedent(
+        '''
+        """Wraps a DataLoader."""
+        from torch.utils.data import DataLoader as DL  # DataLoader
+        note = "loss.item() per step"
+        loss.backward()
+        print(f"{loss.item()}")
+        '''
+    )
+    wanted = frozenset({"DataLoader", "DL", "torch", ".backward(", ".item(", "print(", "note", "step", "per"})
+    assert code_shapes(ast.parse(source), wanted) == {
+        "DataLoader",
+        "DL",
+        "torch",
+        ".backward(",
+        ".item(",
+        "print(",
+        "note",
+    }
+
+
+# -- the engine -------------------------------------------------------------------------------------
+DOCSTRING_ONLY = textwrap.dedent(
+    '''
+    """Helpers for the DataLoader: the training loop calls loss.backward() and optimizer.step()."""
+    import torch
+
+
+    def collate(batch):
+        return torch.stack(batch).cuda()
+    '''
+).encode()
+
+
+def _parsed(source: bytes, trigger_filter: bool, project=None) -> bool:
+    linter = Linter(Settings(select=["ALL"]), trigger_filter=trigger_filter)
+    return linter.lint_source(source, "helpers.py", project=project).parsed
+
+
+def test_a_file_that_names_a_rules_pattern_only_in_prose_is_not_parsed():
+    assert _parsed(DOCSTRING_ONLY, trigger_filter=False)  # the bytes spell DataLoader and backward
+    assert not _parsed(DOCSTRING_ONLY, trigger_filter=True)
+
+
+def test_a_file_whose_code_holds_a_trigger_is_parsed():
+    source = DOCSTRING_ONLY + b"\n\nloader = torch.utils.data.DataLoader(dataset)\n"
+    assert _parsed(source, trigger_filter=True)
+
+
+def test_a_module_the_project_says_something_about_is_not_filtered():
+    from gpulint.linter.analysis.project import ModuleView
+
+    view = ModuleView(per_step=frozenset({"collate"}))  # another module's loop runs `collate` per step
+    assert _parsed(DOCSTRING_ONLY, trigger_filter=True, project=view)
+
+
+def test_the_switch_turns_the_filter_off(monkeypatch):
+    monkeypatch.setenv(IGNORE_TRIGGERS, "1")
+    assert not Linter(Settings()).trigger_filter
+    monkeypatch.setenv(IGNORE_TRIGGERS, "")
+    assert Linter(Settings()).trigger_filter
+
+
+# -- identical results over the code in the repository --------------------------------------------
+def _case_tree(root: Path) -> Path:
+    """Every rule case (VALID and INVALID) as a file of its own, in one folder."""
+    folder = root / "cases"
+    folder.mkdir()
+    for rule in RULES:
+        for kind, cases in (("valid", rule.VALID), ("invalid", rule.INVALID)):
+            for index, case in enumerate(cases):
+                (folder / f"{rule.code}_{kind}_{index}.py").write_text(case.source, encoding="utf-8")
+    return folder
+
+
+def _check(args: list[str], capsys, monkeypatch, ignore_triggers: bool) -> str:
+    monkeypatch.setenv(IGNORE_TRIGGERS, "1" if ignore_triggers else "")
+    _, out, _ = run_cli(["check", "--no-cache", "--jobs", "1", *args], capsys)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("what", ["findings", "fixes"])
+def test_findings_and_fixes_are_identical_with_and_without_the_filter(tmp_path, capsys, monkeypatch, what):
+    trees = [str(FIXTURES), str(ROOT / "tests" / "fixed_scripts"), str(_case_tree(tmp_path))]
+    # findings with the edits of their fixes; the fixes applied (unsafe ones too), as a diff
+    args = ["--select", "ALL", "--lint-tests"]
+    args += ["--format", "json"] if what == "findings" else ["--unsafe-fixes", "--diff"]
+    monkeypatch.chdir(tmp_path)
+    with_filter = _check([*args, *trees], capsys, monkeypatch, ignore_triggers=False)
+    without = _check([*args, *trees], capsys, monkeypatch, ignore_triggers=True)
+    assert with_filter == without
+    assert len(with_filter) > 10_000  # (the runs reported something)
+
+
+def test_the_lint_reads_the_shapes_the_project_index_measured(monkeypatch):
+    from gpulint.linter.analysis import parse_guard
+
+    source = DOCSTRING_ONLY + b"loaders = [torch.utils.data.DataLoader(part) for part in parts]\n" * 10
+    assert len(source) >= parse_guard.MAX_NESTING  # (the index keeps what it measured of such sources)
+    parse_guard.index_tree(source, 50_000)
+    parses = []
+    monkeypatch.setattr(parse_guard, "python_tree", lambda *args, **kwargs: parses.append(args))
+    measured = parse_guard.measure(source, 50_000, frozenset({"DataLoader", ".backward("}))
+    assert parses == []  # one CPython parse per file: the index's
+    assert measured.shapes is not None
+    assert "DataLoader" in measured.shapes and ".backward(" not in measured.shapes  # (the docstring's)

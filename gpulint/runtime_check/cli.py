@@ -76,6 +76,55 @@ def _config(steps: int | None, warmup: int, seconds: float | None, timeout: floa
     return RunConfig(steps=steps or 50, warmup=warmup, seconds=seconds, timeout=timeout)
 
 
+def _add_measure_options(parser: argparse.ArgumentParser) -> None:
+    """How the child measures: the batch functions timed as data wait and the stack sampler."""
+    parser.add_argument(
+        "--data-fn",
+        action="append",
+        dest="data_fns",
+        default=[],
+        metavar="NAME",
+        help="Time the calls of this function as data wait: the function that makes the training batches "
+        "(`get_batch`, a function of the training loop's module, or `package.module:get_batch`); repeatable. "
+        "Without it, a function the training loop calls for its batches is found when the loop assigns its "
+        "result and passes it on (`x, y = get_batch('train')` ... `model(x, y)`).",
+    )
+    parser.add_argument(
+        "--no-data-fn-search",
+        action="store_false",
+        dest="find_data_fn",
+        help="Do not look for the training loop's batch function (time only DataLoader, tf.data and --data-fn).",
+    )
+    parser.add_argument(
+        "--no-attribution",
+        action="store_false",
+        dest="attribution",
+        help="Do not sample the training thread's stack (no phases or lines of the step; the least overhead).",
+    )
+    parser.add_argument(
+        "--sample-interval",
+        type=float,
+        metavar="MS",
+        help="Milliseconds between two looks at the training thread's stack (default 20; longer costs less "
+        "and sees short phases less often).",
+    )
+
+
+def _apply_measure_options(config: RunConfig, options: argparse.Namespace) -> None:
+    from gpulint.runtime_check.measure import CommandError
+
+    for spec in options.data_fns:
+        module, _, name = spec.rpartition(":")
+        if not name.isidentifier() or (module and not all(part.isidentifier() for part in module.split("."))):
+            raise CommandError(f"--data-fn {spec!r}: give a function name (get_batch) or module:function")
+    if options.sample_interval is not None and not 1 <= options.sample_interval <= 10_000:
+        raise CommandError("--sample-interval must be between 1 and 10000 milliseconds")
+    config.data_fns = list(options.data_fns)
+    config.find_data_fn = options.find_data_fn
+    config.attribution = options.attribution
+    config.stack_interval = options.sample_interval / 1000 if options.sample_interval is not None else None
+
+
 HISTORY_HELP = (
     "The run history database (default: .gpulint/history.db at the project root, or `history` in [tool.gpulint])."
 )
@@ -164,6 +213,7 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
         metavar="PCT",
         help="With --baseline: exit 1 when the step time grew by more than PCT percent and beyond the noise.",
     )
+    _add_measure_options(parser)
     _add_history_options(parser, record=True)
     parser.epilog = EXIT_CODES["profile"]
     parser.set_defaults(run=profile_command)
@@ -181,6 +231,7 @@ def profile_command(options: argparse.Namespace) -> int:
     try:
         config = _config(options.steps, options.warmup, options.seconds, options.timeout)
         config.show_output = options.show_output
+        _apply_measure_options(config, options)
         parsed = parse_command(command)
         if parsed.launch is not None and options.seconds is not None:
             raise CommandError("ranks must stop at the same step: use --steps, not --seconds, with a launcher")
@@ -290,6 +341,7 @@ def add_verify(parser: argparse.ArgumentParser) -> None:
         help="Sweep a value instead of fixing: NAME=V1,V2,... (e.g. num_workers=0,2,4 or batch_size=32,64,128), "
         "set through the script's argparse option, constant or DataLoader keyword.",
     )
+    _add_measure_options(parser)
     _add_history_options(parser, record=True)
     parser.epilog = EXIT_CODES["verify"]
     parser.set_defaults(run=verify_command)
@@ -319,6 +371,7 @@ def verify_command(options: argparse.Namespace) -> int:
         return EXIT_ERROR
     try:
         config = _config(options.steps, options.warmup, None, options.timeout)
+        _apply_measure_options(config, options)
     except CommandError as exc:
         error(str(exc))
         return EXIT_ERROR
@@ -439,6 +492,7 @@ def add_scale(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", type=Path, dest="json_file", metavar="FILE", help="Write every figure to this JSON file."
     )
+    _add_measure_options(parser)
     _add_history_options(parser, record=True)
     parser.epilog = EXIT_CODES["scale"]
     parser.set_defaults(run=scale_command)
@@ -465,6 +519,7 @@ def scale_command(options: argparse.Namespace) -> int:
     history = _history_options(options)
     try:
         config = _config(options.steps, options.warmup, None, options.timeout)
+        _apply_measure_options(config, options)
         parsed = parse_command(command)
         sizes = parse_sizes(options.nproc)
         if history.record and _history_refused(history, parsed):

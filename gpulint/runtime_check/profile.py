@@ -113,7 +113,16 @@ def measurements_of(
         straggler_note=straggler_note,
         loader=run.processes[0].report.get("loader") if run.processes else None,
         cores=run.cpu.cores if run.cpu else None,
+        data_source=steps.data_source if steps else None,
+        data_function=data_function_label(steps.data_function) if steps and steps.data_function else None,
+        data_function_line=steps.data_function["where"] if steps and steps.data_function else None,
     )
+
+
+def data_function_label(function: dict) -> str:
+    """`get_batch` at train.py:40 (found in the loop)."""
+    how = " (found in the training loop)" if function.get("how") == "found" else ""
+    return f"`{function['name']}` at {_short(function['where'])}{how}"
 
 
 def host_work(attribution: attribution_mod.Attribution | None, run: RunResult) -> dict[str, float]:

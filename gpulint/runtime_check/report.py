@@ -22,7 +22,7 @@ from gpulint.runtime_check.attribution import Attribution, Line
 from gpulint.runtime_check.distributed import RankReport
 from gpulint.runtime_check.figures import NOT_MEASURED, Figure, format_value
 from gpulint.runtime_check.measure import RunResult, StepStats
-from gpulint.runtime_check.profile import Profile
+from gpulint.runtime_check.profile import Profile, data_function_label
 from gpulint.runtime_check.scale import ScaleResult
 from gpulint.runtime_check.sweep import SweepResult
 from gpulint.runtime_check.verdict import BUSY_CORES, NEEDS_DEVICE
@@ -182,6 +182,13 @@ def how_it_ended(run: RunResult, steps: StepStats) -> str:
     return "the script ended by itself"
 
 
+def data_source_note(steps: StepStats) -> str:
+    """', in get_batch at train.py:40 (found in the training loop)' for the data wait row."""
+    if steps.data_function:
+        return f", in {data_function_label(steps.data_function)}"
+    return f", in {steps.data_source}" if steps.data_source else ""
+
+
 def print_profile(out: Output, result: Profile) -> None:
     run, steps, m, v = result.run, result.run.steps, result.measurements, result.verdict
     assert steps is not None, "a profile is printed for a run that is ok (measured)"
@@ -213,7 +220,11 @@ def print_profile(out: Output, result: Profile) -> None:
             "data wait",
             pct(steps.data_share),
             steps.data_note
-            or (f"{ms(steps.waited / steps.count)} per step" if steps.waited is not None and steps.count else ""),
+            or (
+                f"{ms(steps.waited / steps.count)} per step{data_source_note(steps)}"
+                if steps.waited is not None and steps.count
+                else ""
+            ),
         ]
     )
     rows.append(
@@ -453,6 +464,8 @@ def profile_json(result: Profile) -> dict:
             "data_waits": steps.data_waits,
             "data_share": steps.data_share,
             "data_note": steps.data_note,
+            "data_source": steps.data_source,
+            "data_function": steps.data_function,
             "batches": steps.batches,
             "samples": steps.samples,
             "optimizers": steps.optimizers,

@@ -628,7 +628,15 @@ def _loader_settings(iterator) -> dict:
         "pin_memory": getattr(iterator, "_pin_memory", None),
         "prefetch_factor": getattr(iterator, "_prefetch_factor", None),
         "dataset": type(dataset).__name__ if dataset is not None else None,
+        "batches": _length(iterator),  # batches per epoch (None for an iterable dataset without one)
     }
+
+
+def _length(iterator):
+    try:
+        return len(iterator)
+    except Exception:  # an IterableDataset without __len__, or one whose __len__ fails
+        return None
 
 
 # -- batches made by the user's own function ---------------------------------------------------
@@ -680,8 +688,7 @@ def _time_data_functions(frame) -> None:
         for spec in STATE.config.get("data_fns") or []:
             if not _wrap_named(spec, frames):
                 STATE.notes.append(
-                    f"--data-fn {spec}: no such function in the modules of the training loop; "
-                    "its calls are not timed"
+                    f"--data-fn {spec}: no such function in the modules of the training loop; its calls are not timed"
                 )
         if STATE.config.get("find_data_fn", True) and not STATE.data_functions:
             for found in frames:
@@ -1093,7 +1100,7 @@ def instrument_keras(keras) -> None:
     STATE.instrumented.append(f"keras {getattr(keras, '__version__', '?')} fit callback")
 
 
-def _timed_train_function(model, function):
+def _timed_train_function(model: Any, function: Callable) -> Callable:
     """Keras fit's train function (TensorFlow backend), with the batch fetched and timed before the
     compiled step.  Keras compiles `iterator.get_next()` into the step for a tf.data iterator, where
     no Python timer sees it; given a list of batches instead it runs the same compiled one-batch

@@ -125,6 +125,49 @@ def _apply_measure_options(config: RunConfig, options: argparse.Namespace) -> No
     config.stack_interval = options.sample_interval / 1000 if options.sample_interval is not None else None
 
 
+def _add_cost_options(parser: argparse.ArgumentParser, counts: bool = True) -> None:
+    """What the measured waste costs (costs.py); `counts`: also the job's GPUs and steps per epoch."""
+    parser.add_argument(
+        "--gpu-hour-price",
+        type=float,
+        metavar="USD",
+        help="Price of one GPU-hour: the report estimates what the measured waste (or a confirmed speed-up) is "
+        "worth in GPU-hours and money per epoch and per month, and in GPUs (default: `gpu-hour-price` in "
+        "[tool.gpulint]; no money figure without a price).",
+    )
+    if counts:
+        parser.add_argument(
+            "--gpus",
+            type=int,
+            metavar="M",
+            help="GPUs the job trains on, for the estimate (default: the processes of the measured run).",
+        )
+        parser.add_argument(
+            "--steps-per-epoch",
+            type=int,
+            metavar="N",
+            help="Optimizer steps per epoch, for the estimate (default: the training DataLoader's length).",
+        )
+
+
+def _cost_settings(options: argparse.Namespace, start: Path) -> tuple[float | None, int | None, int | None]:
+    """(price, GPUs, steps per epoch) from the flags, the price else from the configuration;
+    CommandError for a value that cannot be used."""
+    from gpulint.linter.config import ConfigError
+    from gpulint.runtime_check.costs import CostError, check_count, check_price, configured_price
+    from gpulint.runtime_check.measure import CommandError
+
+    try:
+        price = check_price(options.gpu_hour_price)
+        if price is None:
+            price = configured_price(start)
+        gpus = check_count(getattr(options, "gpus", None), "--gpus")
+        steps = check_count(getattr(options, "steps_per_epoch", None), "--steps-per-epoch")
+    except (CostError, ConfigError) as exc:
+        raise CommandError(str(exc)) from None
+    return price, gpus, steps
+
+
 HISTORY_HELP = (
     "The run history database (default: .gpulint/history.db at the project root, or `history` in [tool.gpulint])."
 )
@@ -140,6 +183,13 @@ def _history_options(options: argparse.Namespace) -> HistoryOptions:
     from gpulint.runtime_check.record import HistoryOptions
 
     return HistoryOptions(options.history_file, not getattr(options, "no_history", False))
+
+
+def _start_of(command: Command) -> Path:
+    """Where the configuration of a profiled command is looked for: its script's folder."""
+    from gpulint.runtime_check.records import run_root
+
+    return run_root(command)
 
 
 def _history_refused(history: HistoryOptions, command: Command, writing: bool = True) -> bool:
@@ -214,6 +264,7 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
         help="With --baseline: exit 1 when the step time grew by more than PCT percent and beyond the noise.",
     )
     _add_measure_options(parser)
+    _add_cost_options(parser)
     _add_history_options(parser, record=True)
     parser.epilog = EXIT_CODES["profile"]
     parser.set_defaults(run=profile_command)
@@ -221,7 +272,7 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
 
 def profile_command(options: argparse.Namespace) -> int:
     """Run a training script and say where its step time goes: input-bound, sync-bound or compute-bound."""
-    from gpulint.runtime_check import report
+    from gpulint.runtime_check import costs, report
     from gpulint.runtime_check.measure import CommandError, parse_command
     from gpulint.runtime_check.profile import profile
     from gpulint.runtime_check.record import finish_profile
@@ -240,6 +291,7 @@ def profile_command(options: argparse.Namespace) -> int:
                 raise CommandError(f"{name} must be positive")
         if options.fail_on_regression is not None and (options.baseline is None or options.fail_on_regression < 0):
             raise CommandError("--fail-on-regression needs --baseline and a percentage of 0 or more")
+        price, gpus, steps_per_epoch = _cost_settings(options, _start_of(parsed))
     except CommandError as exc:
         error(str(exc))
         return EXIT_ERROR
@@ -263,6 +315,7 @@ def profile_command(options: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
+    result.cost = costs.profile_basis(result, gpus, steps_per_epoch)
     if options.json_file is not None:
         report.write_json(options.json_file, report.profile_json(result))
     run = result.run
@@ -278,6 +331,7 @@ def profile_command(options: argparse.Namespace) -> int:
             )
         return run_exit_code(run)
     report.print_profile(out, result)
+    report.print_costs(out, result.cost, price, "the run's data wait, and so its waste, was not measured")
     return finish_profile(
         out,
         result,
@@ -287,6 +341,7 @@ def profile_command(options: argparse.Namespace) -> int:
         options.baseline,
         options.fail_on_regression,
         options.html_file,
+        price,
     )
 
 
@@ -342,6 +397,7 @@ def add_verify(parser: argparse.ArgumentParser) -> None:
         "set through the script's argparse option, constant or DataLoader keyword.",
     )
     _add_measure_options(parser)
+    _add_cost_options(parser)
     _add_history_options(parser, record=True)
     parser.epilog = EXIT_CODES["verify"]
     parser.set_defaults(run=verify_command)
@@ -352,7 +408,7 @@ def verify_command(options: argparse.Namespace) -> int:
     (or, with --param, measure each value of a parameter and recommend the best)."""
     import shutil
 
-    from gpulint.runtime_check import report
+    from gpulint.runtime_check import costs, report
     from gpulint.runtime_check.measure import Command, CommandError
     from gpulint.runtime_check.record import finish_verify
     from gpulint.runtime_check.verify import VerifyError, verify
@@ -372,6 +428,7 @@ def verify_command(options: argparse.Namespace) -> int:
     try:
         config = _config(options.steps, options.warmup, None, options.timeout)
         _apply_measure_options(config, options)
+        price, gpus, steps_per_epoch = _cost_settings(options, options.script.resolve().parent)
     except CommandError as exc:
         error(str(exc))
         return EXIT_ERROR
@@ -414,9 +471,14 @@ def verify_command(options: argparse.Namespace) -> int:
     except (VerifyError, CommandError) as exc:
         error(str(exc))
         return EXIT_ERROR
+    if launch is not None and gpus is None:
+        gpus = launch.nproc
+    result.cost = costs.verify_basis(result, gpus, steps_per_epoch)
     if options.json_file is not None:
         report.write_json(options.json_file, report.verify_json(result))
     report.print_verify(out, result, options.script_args, None if options.python is None else interpreter)
+    if result.failed is None:
+        report.print_costs(out, result.cost, price, "no confirmed speed-up to price")
     recorded = finish_verify(out, result, command, started_at, time.time() - started_at, history)
     if result.failed is not None:
         return run_exit_code(result.failed)
@@ -493,6 +555,13 @@ def add_scale(parser: argparse.ArgumentParser) -> None:
         "--json", type=Path, dest="json_file", metavar="FILE", help="Write every figure to this JSON file."
     )
     _add_measure_options(parser)
+    _add_cost_options(parser, counts=False)
+    parser.add_argument(
+        "--steps-per-epoch",
+        type=int,
+        metavar="N",
+        help="Optimizer steps per epoch at the largest size, for the cost estimate.",
+    )
     _add_history_options(parser, record=True)
     parser.epilog = EXIT_CODES["scale"]
     parser.set_defaults(run=scale_command)
@@ -501,7 +570,7 @@ def add_scale(parser: argparse.ArgumentParser) -> None:
 def scale_command(options: argparse.Namespace) -> int:
     """Run the script under torchrun at each process count and say whether throughput scales
     near-linearly (about 90% efficiency at 2x, 80% at 4x), and what to fix when it does not."""
-    from gpulint.runtime_check import report
+    from gpulint.runtime_check import costs, report
     from gpulint.runtime_check.measure import CommandError, parse_command
     from gpulint.runtime_check.record import finish_scale
     from gpulint.runtime_check.scale import ScaleError, parse_sizes, scale, scale_record
@@ -521,6 +590,7 @@ def scale_command(options: argparse.Namespace) -> int:
         config = _config(options.steps, options.warmup, None, options.timeout)
         _apply_measure_options(config, options)
         parsed = parse_command(command)
+        price, _, steps_per_epoch = _cost_settings(options, _start_of(parsed))
         sizes = parse_sizes(options.nproc)
         if history.record and _history_refused(history, parsed):
             return EXIT_ERROR
@@ -528,10 +598,13 @@ def scale_command(options: argparse.Namespace) -> int:
     except (ScaleError, CommandError) as exc:
         error(str(exc))
         return EXIT_ERROR
+    result.cost = costs.scale_basis(result, steps_per_epoch)
     if options.json_file is not None:
         report.write_json(options.json_file, scale_record(result))
     out = report.Output()
     report.print_scale(out, result)
+    if result.failed is None:
+        report.print_costs(out, result.cost, price, "no efficiency measured at a larger size")
     scale_options = ["--nproc", options.nproc, *(["--strong", options.strong] if options.strong else [])]
     recorded = finish_scale(out, result, parsed, scale_options, started_at, time.time() - started_at, history)
     if result.failed is None and not recorded:
@@ -603,13 +676,20 @@ def add_report(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--baseline", metavar="REF", help="Show this recorded run beside it (a run id, a git ref or `last`)."
     )
+    _add_cost_options(parser, counts=False)
     _add_history_options(parser, record=False)
     parser.epilog = EXIT_CODES["report"]
     parser.set_defaults(run=report_command)
 
 
 def report_command(options: argparse.Namespace) -> int:
+    from gpulint.runtime_check.measure import CommandError
     from gpulint.runtime_check.record import report_command as run
     from gpulint.runtime_check.report import Output
 
-    return run(Output(), _history_options(options), options.run_ref, options.html_file, options.baseline)
+    try:
+        price, _, _ = _cost_settings(options, Path.cwd())
+    except CommandError as exc:
+        error(str(exc))
+        return EXIT_ERROR
+    return run(Output(), _history_options(options), options.run_ref, options.html_file, options.baseline, price)

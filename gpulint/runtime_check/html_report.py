@@ -33,6 +33,7 @@ from gpulint.runtime_check.compare import (
     format_change,
     format_noise,
 )
+from gpulint.runtime_check.costs import basis_from_meta, cost_lines, money
 from gpulint.runtime_check.figures import format_value
 from gpulint.runtime_check.history import History, HistoryError, RunRecord, Series, when
 
@@ -90,15 +91,19 @@ class ReportError(HistoryError):
     a list): the history was damaged or written by someone else.  One line, naming the field."""
 
 
-def render(run: RunRecord, baseline: RunRecord | None = None, history: History | None = None) -> str:
+def render(
+    run: RunRecord, baseline: RunRecord | None = None, history: History | None = None, price: float | None = None
+) -> str:
     """The report of `run` (beside `baseline` when given) as one HTML document; ReportError when
-    either run holds a value of the wrong type."""
+    either run holds a value of the wrong type.  With a GPU-hour `price`, what the run's measured
+    waste (or a confirmed speed-up's saving) costs, beside the verdict."""
     check_run(run, "run")
     if baseline is not None:
         check_run(baseline, "baseline")
     parts = [
         _header(run),
         _verdict(run),
+        _costs(run, price),
         _figures(run, baseline, history),
         _memory_advice(run),
         _charts(run, baseline),
@@ -120,9 +125,15 @@ def render(run: RunRecord, baseline: RunRecord | None = None, history: History |
     )
 
 
-def write(path: Path, run: RunRecord, baseline: RunRecord | None = None, history: History | None = None) -> None:
+def write(
+    path: Path,
+    run: RunRecord,
+    baseline: RunRecord | None = None,
+    history: History | None = None,
+    price: float | None = None,
+) -> None:
     """Write the report (rendered first, so a failure leaves no half page), as --json files are written."""
-    page = render(run, baseline, history)
+    page = render(run, baseline, history, price)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")
 
@@ -153,6 +164,9 @@ META_SHAPE = {
     "syncs": _Maybe([{"where": TEXT, "per_step": NUMBER, "source": TEXT, "rule": _Maybe(TEXT)}]),
     "warnings": _Maybe([TEXT]),
     "diff": _Maybe(TEXT),
+    "cost": _Maybe(
+        {"kind": TEXT, "share": NUMBER, "step_seconds": NUMBER, "gpus": NUMBER, "steps_per_epoch": _Maybe(NUMBER)}
+    ),
 }
 
 
@@ -274,6 +288,24 @@ def _verdict(run: RunRecord) -> str:
             f"{_next_command(run)}</div>"
         )
     return ""
+
+
+def _costs(run: RunRecord, price: float | None) -> str:
+    """What it costs (costs.py): only with a price, from the stored basis that check_run typed and
+    basis_from_meta bounded; the price is the caller's (a flag or the configuration), a number."""
+    if price is None or not _is_number(price):
+        return ""
+    basis = basis_from_meta(run.meta.get("cost"))
+    if basis is None:
+        return (
+            '<h2>What it costs</h2><p class="muted">Not estimated: this run measured no share of GPU time to price.</p>'
+        )
+    lines = cost_lines(basis, price)
+    items = "".join(f"<li>{escape(line)}</li>" for line in lines[:-1])
+    return (
+        f'<h2>What it costs <span class="muted">(an estimate, at {escape(money(price))} per GPU-hour)</span></h2>'
+        f'<div class="verdict"><ul>{items}</ul><p class="muted">{escape(lines[-1])}</p></div>'
+    )
 
 
 def _next_command(run: RunRecord) -> str:

@@ -10,6 +10,7 @@ from gpulint.runtime_check import compute as compute_mod
 from gpulint.runtime_check import distributed, stats
 from gpulint.runtime_check import memory as memory_mod
 from gpulint.runtime_check import verdict as verdict_mod
+from gpulint.runtime_check.costs import CostBasis
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_once
 
 # Sync lines are mapped to the rule that flags that kind of code; the first match wins.
@@ -64,6 +65,7 @@ class Profile:
     # Where the whole step goes (sampled stacks) in the first process; by rank under a launcher.
     attribution: attribution_mod.Attribution | None = None
     rank_attributions: dict[int, attribution_mod.Attribution] = field(default_factory=dict)
+    cost: CostBasis | None = None  # what the waste is made of (costs.py), when measured
 
 
 def framework_of(run: RunResult) -> str:

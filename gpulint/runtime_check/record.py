@@ -95,8 +95,10 @@ def finish_profile(
     baseline_ref: str | None = None,
     fail_percent: float | None = None,
     html_file: Path | None = None,
+    price: float | None = None,
 ) -> int:
-    """Record a measured profile, compare it with `baseline_ref`, gate it, write its report.
+    """Record a measured profile, compare it with `baseline_ref`, gate it, write its report (with
+    what it costs at the GPU-hour `price`, when given).
     A history that refuses the run is an error line and exit 2 (as a file --fix may not write);
     the report is still written."""
     assert result.command is not None, "a profile that ran knows its command"
@@ -132,7 +134,7 @@ def finish_profile(
                 # passes, and becomes what the next run is gated against.
                 out.line(f"no earlier run of this command to compare with: run {record.id} is the baseline from now on")
         if html_file is not None:
-            html_report.write(html_file, record, baseline, history)
+            html_report.write(html_file, record, baseline, history, price)
             out.line(f"wrote the report to {html_file}")
         if baseline is None:
             return EXIT_USAGE if refused else EXIT_OK
@@ -256,9 +258,14 @@ def _pair(history: History, first: str | None, second: str | None) -> tuple[RunR
 
 
 def report_command(
-    out: Output, options: HistoryOptions, ref: str, html_file: Path, baseline_ref: str | None = None
+    out: Output,
+    options: HistoryOptions,
+    ref: str,
+    html_file: Path,
+    baseline_ref: str | None = None,
+    price: float | None = None,
 ) -> int:
-    """`report RUN --html FILE [--baseline REF]`: the HTML report of a stored run."""
+    """`report RUN --html FILE [--baseline REF] [--gpu-hour-price USD]`: the HTML report of a stored run."""
     try:
         history = options.open(Path.cwd(), create=False)
         if history is None:
@@ -267,7 +274,7 @@ def report_command(
         with history:
             run = history.resolve(ref)
             baseline = None if baseline_ref is None else history.resolve(baseline_ref, like=run)
-            html_report.write(html_file, run, baseline, history)
+            html_report.write(html_file, run, baseline, history, price)
     except HistoryError as exc:
         error(str(exc))
         return EXIT_USAGE

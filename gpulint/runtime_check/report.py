@@ -19,6 +19,7 @@ from typing import TextIO
 
 from gpulint.runtime_check import stats
 from gpulint.runtime_check.attribution import Attribution, Line
+from gpulint.runtime_check.costs import CostBasis, cost_lines, money
 from gpulint.runtime_check.distributed import RankReport
 from gpulint.runtime_check.figures import NOT_MEASURED, Figure, format_value
 from gpulint.runtime_check.measure import RunResult, StepStats
@@ -180,6 +181,20 @@ def how_it_ended(run: RunResult, steps: StepStats) -> str:
     if run.status == "stopped":
         return f"stopped after {steps.count} measured step{'s' if steps.count != 1 else ''}"
     return "the script ended by itself"
+
+
+def print_costs(out: Output, basis: CostBasis | None, price: float | None, missing: str) -> None:
+    """What the waste costs (costs.py), with a price only; `missing` says why there is no
+    estimate when `basis` is None."""
+    if price is None:
+        return
+    out.line()
+    if basis is None:
+        out.line(f"What it costs: not estimated ({missing})")
+        return
+    out.line(out.style(f"What it costs (an estimate, at {money(price)} per GPU-hour)", "bold"))
+    for line in cost_lines(basis, price):
+        out.line(f"  {line}")
 
 
 def data_source_note(steps: StepStats) -> str:
@@ -448,6 +463,7 @@ def profile_json(result: Profile) -> dict:
         "framework": result.framework,
         "instrumented": run.instrumented,
         "notes": run.notes,
+        "cost": result.cost.as_meta() if result.cost else None,
         "steps": None
         if steps is None
         else {
@@ -559,6 +575,7 @@ def verify_json(result: VerifyResult) -> dict:
     return {
         "script": result.script,
         "select": result.codes,
+        "cost": result.cost.as_meta() if result.cost else None,
         "fixes_applied": result.applied,
         "diff": result.diff,
         "order": result.order,

@@ -30,6 +30,7 @@ from pathlib import Path
 import libcst as cst
 
 from gpulint.runtime_check import attribution, distributed, stats
+from gpulint.runtime_check.costs import CostBasis
 from gpulint.runtime_check.figures import Figure
 from gpulint.runtime_check.launchers import Launch, torchrun_prefix
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_once
@@ -139,6 +140,7 @@ class ScaleResult:
     recommendations: list[Recommendation] = field(default_factory=list)
     failed: RunResult | None = None
     failed_size: int | None = None
+    cost: CostBasis | None = None  # costs.CostBasis of the largest size's loss, set by the command
 
     @property
     def unit(self) -> str:
@@ -182,6 +184,7 @@ def scale_record(result: ScaleResult) -> dict:
         "kind": "scale",
         "script": result.script,
         "mode": result.mode,
+        "cost": result.cost.as_meta() if result.cost else None,
         "global_batch": result.global_batch,
         "set_via": result.site.where if result.site else None,
         "order": result.order,

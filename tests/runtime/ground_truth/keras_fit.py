@@ -17,10 +17,9 @@ import os
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-
-import keras  # noqa: E402
 
 BOTTLENECK = os.environ.get("GT_BOTTLENECK", "healthy")
 TIMERS = os.environ.get("GT_TIMERS")

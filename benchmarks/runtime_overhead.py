@@ -91,7 +91,6 @@ def in_process(blocks: int, interval: float, block_steps: int) -> tuple[float, f
     from torch import nn
     from torch.utils.data import DataLoader, Dataset
 
-
     torch.set_num_threads(1)
 
     class Synthetic(Dataset):
@@ -144,7 +143,6 @@ def hook_cost(repeat: int = 20000) -> float:
     """Seconds the instrumentation adds to one step: the step hook plus one timed batch fetch,
     against a fetch with nothing around it (no torch work at all, so only the hooks are timed)."""
     import time
-
 
     with tempfile.TemporaryDirectory(prefix="gpulint-bench-") as folder:
         bootstrap.STATE = bootstrap.State(

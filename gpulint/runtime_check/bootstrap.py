@@ -649,13 +649,15 @@ EVAL_SPLITS = ("val", "eval", "test", "dev", "holdout")
 def _timed_data_function(function, name: str):
     """`function`, timed as data wait like a DataLoader's `__next__` (a call with gradients off, or
     asked for a validation split, is a validation fetch).  A call inside another timed fetch is
-    that fetch's time, counted once."""
+    that fetch's time, counted once; a call from another thread (a prefetching thread) is not the
+    training thread waiting.  Wrapped from the training thread, at an optimizer step."""
     torch = sys.modules.get("torch")
     grad_enabled = torch.is_grad_enabled if torch is not None else (lambda: True)
+    training_thread = threading.get_ident()
 
     @functools.wraps(function)
     def timed(*args, **kwargs):
-        if STATE.fetching is not None or STATE.stopping:
+        if STATE.fetching is not None or STATE.stopping or threading.get_ident() != training_thread:
             return function(*args, **kwargs)
         held_out = any(isinstance(a, str) and a.lower().startswith(EVAL_SPLITS) for a in (*args, *kwargs.values()))
         kind = "eval" if held_out or not grad_enabled() else "train"

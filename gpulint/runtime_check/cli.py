@@ -82,7 +82,6 @@ def _add_measure_options(parser: argparse.ArgumentParser) -> None:
         "--data-fn",
         action="append",
         dest="data_fns",
-        default=[],
         metavar="NAME",
         help="Time the calls of this function as data wait: the function that makes the training batches "
         "(`get_batch`, a function of the training loop's module, or `package.module:get_batch`); repeatable. "
@@ -91,14 +90,12 @@ def _add_measure_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--no-data-fn-search",
-        action="store_false",
-        dest="find_data_fn",
+        action="store_true",
         help="Do not look for the training loop's batch function (time only DataLoader, tf.data and --data-fn).",
     )
     parser.add_argument(
         "--no-attribution",
-        action="store_false",
-        dest="attribution",
+        action="store_true",
         help="Do not sample the training thread's stack (no phases or lines of the step; the least overhead).",
     )
     parser.add_argument(
@@ -113,15 +110,16 @@ def _add_measure_options(parser: argparse.ArgumentParser) -> None:
 def _apply_measure_options(config: RunConfig, options: argparse.Namespace) -> None:
     from gpulint.runtime_check.measure import CommandError
 
-    for spec in options.data_fns:
+    data_fns = options.data_fns or []
+    for spec in data_fns:
         module, _, name = spec.rpartition(":")
         if not name.isidentifier() or (module and not all(part.isidentifier() for part in module.split("."))):
             raise CommandError(f"--data-fn {spec!r}: give a function name (get_batch) or module:function")
     if options.sample_interval is not None and not 1 <= options.sample_interval <= 10_000:
         raise CommandError("--sample-interval must be between 1 and 10000 milliseconds")
-    config.data_fns = list(options.data_fns)
-    config.find_data_fn = options.find_data_fn
-    config.attribution = options.attribution
+    config.data_fns = list(data_fns)
+    config.find_data_fn = not options.no_data_fn_search
+    config.attribution = not options.no_attribution
     config.stack_interval = options.sample_interval / 1000 if options.sample_interval is not None else None
 
 

@@ -154,3 +154,15 @@ def test_unmeasured_data_wait_without_a_dataloader_suggests_naming_the_function(
     verdict = decide(measurements(data_share=None))
     assert verdict.kind == "inconclusive"
     assert [r.action for r in verdict.recommendations] == [NAME_THE_BATCH_FUNCTION]
+
+
+def test_a_call_from_another_thread_is_not_the_training_thread_waiting(state):
+    import threading
+
+    timed = bootstrap._timed_data_function(lambda: SimpleNamespace(shape=(4,)), "get_batch")
+    worker = threading.Thread(target=timed)  # a prefetching thread: its time overlaps the step
+    worker.start()
+    worker.join()
+    assert state.fetched[1] == 0
+    timed()
+    assert state.fetched[1] == 1

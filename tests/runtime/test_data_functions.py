@@ -1,16 +1,19 @@
 """Batches made by the user's own function: the loop shapes whose batch function is found
 (bootstrap._loop_batch_call), its calls timed as data wait (train vs held-out), and the verdict
-and fixes when no DataLoader is in play."""
+and fixes when no DataLoader is in play.  And the stack sampler's switch and interval."""
 
 from __future__ import annotations
 
 import sys
 import textwrap
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from gpulint.runtime_check import bootstrap
+from gpulint.runtime_check.measure import Command, RunConfig
+from gpulint.runtime_check.profile import profile
 from gpulint.runtime_check.verdict import NAME_THE_BATCH_FUNCTION, Measurements, decide
 
 
@@ -166,3 +169,19 @@ def test_a_call_from_another_thread_is_not_the_training_thread_waiting(state):
     assert state.fetched[1] == 0
     timed()
     assert state.fetched[1] == 1
+
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "runtime" / "torch_step_sleep.py"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("attribution", "interval"), [(False, None), (True, 0.05)])
+def test_the_stack_sampler_can_be_switched_off_or_slowed(attribution, interval):
+    config = RunConfig(steps=20, warmup=2, timeout=120, attribution=attribution, stack_interval=interval)
+    result = profile(Command(sys.executable, [], [str(FIXTURE)]), config)
+    assert result.run.ok, result.run.output_tail
+    stacks = result.run.processes[0].report["stacks"]
+    if not attribution:
+        assert stacks is None and result.attribution is None
+    else:
+        assert stacks["interval"] == interval and result.attribution is not None

@@ -10,7 +10,9 @@ Two measurements, both printed:
    parent's CPU and NVML samplers), interleaved A B B A ... in the same benchmark run; each run
    times its own steps.  Whole processes on a shared machine are noisier: read its spread.
 
-    .venv/bin/python benchmarks/runtime_overhead.py [--runs 5] [--steps 300] [--blocks 40]
+    .venv/bin/python benchmarks/runtime_overhead.py [--runs 5] [--steps 300] [--blocks 40] [--block-steps 40]
+        [--intervals 0.01,0.02]   (the in-process figure for each stack-sampling interval, in seconds;
+                                   0 runs the hooks without the sampler, as --no-attribution does)
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gpulint.runtime_check import stats  # noqa: E402
+from gpulint.runtime_check import bootstrap, stats  # noqa: E402
 from gpulint.runtime_check.measure import Command, RunConfig, run_once  # noqa: E402
 
 SCRIPT = """
@@ -80,15 +82,14 @@ def instrumented(script: Path, steps: int, out: Path) -> float:
     return json.loads(out.read_text())["median"]
 
 
-def in_process(blocks: int, block_steps: int = 5) -> tuple[float, float]:
-    """Median step time with the hooks off and on, alternating blocks in this process."""
+def in_process(blocks: int, interval: float, block_steps: int) -> tuple[float, float]:
+    """Median step time with the hooks off and on, alternating blocks in this process; the stack
+    sampler looks every `interval` seconds (0: no sampler)."""
     import time
 
     import torch
     from torch import nn
     from torch.utils.data import DataLoader, Dataset
-
-    from gpulint.runtime_check import bootstrap
 
     torch.set_num_threads(1)
 
@@ -119,7 +120,8 @@ def in_process(blocks: int, block_steps: int = 5) -> tuple[float, float]:
             sampler = None
             if on:
                 bootstrap.instrument_torch(torch)
-                sampler = bootstrap.StackSampler(threading.get_ident()).start()
+                if interval:
+                    sampler = bootstrap.StackSampler(threading.get_ident(), interval).start()
             last = time.perf_counter()
             for _ in range(block_steps):
                 x, y = next(batches)
@@ -141,8 +143,6 @@ def hook_cost(repeat: int = 20000) -> float:
     """Seconds the instrumentation adds to one step: the step hook plus one timed batch fetch,
     against a fetch with nothing around it (no torch work at all, so only the hooks are timed)."""
     import time
-
-    from gpulint.runtime_check import bootstrap
 
     with tempfile.TemporaryDirectory(prefix="gpulint-bench-") as folder:
         bootstrap.STATE = bootstrap.State(
@@ -179,14 +179,20 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--blocks", type=int, default=300)
+    # A block starts the sampler's thread anew, as a run does once: blocks of a few steps would
+    # measure thread start-ups, and no look at all when the interval is longer than the block.
+    parser.add_argument("--block-steps", type=int, default=40, help="steps per block of each arm")
+    parser.add_argument("--intervals", default=str(bootstrap.SAMPLE_INTERVAL), help="seconds, comma-separated")
     args = parser.parse_args()
-    off, on = in_process(args.blocks)
-    print(
-        f"in-process: hooks off median {1e3 * off:.4f} ms, on {1e3 * on:.4f} ms; "
-        f"overhead ratio {on / off:.4f} ({100 * (on / off - 1):+.2f}%); "
-        f"target < 1.03: {'met' if on / off < 1.03 else 'NOT met'}",
-        flush=True,
-    )
+    for interval in (float(value) for value in args.intervals.split(",")):
+        off, on = in_process(args.blocks, interval, args.block_steps)
+        sampler = f"stack sampler every {1e3 * interval:g} ms" if interval else "no stack sampler"
+        print(
+            f"in-process ({sampler}): hooks off median {1e3 * off:.4f} ms, on {1e3 * on:.4f} ms; "
+            f"overhead ratio {on / off:.4f} ({100 * (on / off - 1):+.2f}%); "
+            f"target < 1.03: {'met' if on / off < 1.03 else 'NOT met'}",
+            flush=True,
+        )
     print(f"in-process: the hooks' own cost is {1e6 * hook_cost():.2f} us per step (one optimizer step, one batch)")
     if args.runs < 1:
         return

@@ -92,6 +92,7 @@ STANDARD_KEYS = {
     "max-syntax-nodes",
     "max-findings-per-file",
     "history",
+    "gpu-hour-price",
     "fix-tests",
     "lint-tests",
     "test-files",
@@ -130,6 +131,7 @@ class Settings:
     root: Path = field(default_factory=Path.cwd)  # where relative patterns start
     source: Path | None = None  # the config file, if any
     history: str | bool | None = None  # the runtime checker's run history: a path, or False for none
+    gpu_hour_price: float | None = None  # USD per GPU-hour: the runtime reports' cost estimates (costs.py)
     # The rule modules `local-rules` names (absolute), and the rules loaded from them: None when
     # the caller did not trust the configuration enough to run them (or it names none).
     local_rule_files: tuple[Path, ...] = ()
@@ -433,6 +435,11 @@ def settings_from_table(table: dict[str, Any], config_file: Path, load_local_rul
     if history is not None and not (history is False or isinstance(history, str) and history):
         raise ConfigError(f"{config_file}: `history` must be a file path or false")
     settings.history = history
+    price = table.get("gpu-hour-price")
+    if price is not None:
+        if isinstance(price, bool) or not isinstance(price, (int, float)) or not 0 < price < 1e6:
+            raise ConfigError(f"{config_file}: `gpu-hour-price` must be a price in USD per GPU-hour above 0, e.g. 2.5")
+        settings.gpu_hour_price = float(price)
     for key, option in known_options.items():
         if key in table:
             value = table[key]

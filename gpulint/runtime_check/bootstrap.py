@@ -21,6 +21,11 @@ Configuration comes in the environment variable GPULINT_RT_CONFIG (JSON):
   stacks     sample the training thread's stack during the measured steps (default true)
   ops        {"steps": N, "trace": bool} or null: after the measured steps, profile N more with
              torch.profiler for the operator table and the trace (OpsWindow)
+  sample_interval  seconds between two looks at that stack (default SAMPLE_INTERVAL)
+  data_fns   names of the user's functions that make batches (`get_batch`, `module:function`):
+             their calls are timed as data wait, like a DataLoader's `__next__`
+  find_data_fn  look for such a function in the training loop (a call whose result the loop
+             passes on, at the head of the loop or named like a batch source; default true)
   per_rank   started by a launcher (torchrun, accelerate launch): every rank writes `out` + ".rank<RANK>"
              and only local rank 0 writes progress
 
@@ -163,7 +168,11 @@ STACK_MARKS = (
     ("torch/distributed/", "distributed"),
     ("torch/utils/data/", "data"),
 )
-SAMPLE_INTERVAL = 0.01  # seconds between two looks at the training thread's stack
+# Seconds between two looks at the training thread's stack.  Each look walks the stack while the
+# training thread waits for the GIL; at 10 ms that cost 5-11% of a small CPU step
+# (benchmarks/runtime_overhead.py), at 20 ms it is about half that, and a phase of 10% of a
+# 50-step run of 20 ms steps is still seen about 5 times.
+SAMPLE_INTERVAL = 0.02
 SAMPLE_KEYS_CAP = 5000  # distinct stacks kept; the time of later new ones is counted as lost
 TIMELINE_CAP = 20000  # looks kept in order for a trace (a few profiled steps: far fewer)
 
@@ -566,6 +575,15 @@ class State:
         self.sampler: StackSampler | None = None
         self.step_functions: list | None = None  # the user's functions on the stack of an optimizer step
         self.ops_window: OpsWindow | None = None  # the profiled steps after the measured ones
+        # Where the training batches came from: source ("DataLoader", "tf.data", "Keras fit input",
+        # or a user function "get_batch") -> [seconds, calls] in the whole run.
+        self.sources: dict[str, list] = {}
+        # The user's functions timed as data wait: {"name", "where" (file:line of its def), "how"
+        # ("--data-fn" or "found": the call the training loop makes)}.
+        self.data_functions: list[dict] = []
+        # Keras fit batches whose input fetch was timed (see _timed_train_function), and why not
+        self.keras_timed = 0
+        self.keras_untimed: str | None = None
 
     # -- step events -----------------------------------------------------------------------
     def _check_stop(self, count: int, now: float, source) -> None:
@@ -627,6 +645,8 @@ class State:
         self.syncs_pending.clear()
         if self.flops is None and count <= 2:
             self.count_flops(optimizer, count)
+        if count == 1:  # in warm-up: the first measured step already has its batches timed
+            _time_data_functions(sys._getframe(1))
         if count >= self.warmup:
             if count == self.warmup and self.cuda:
                 self.steady_memory = _cuda_allocated()
@@ -635,16 +655,20 @@ class State:
                 # torch loops only: a Keras or tf.data step runs in TensorFlow's C++ under frames
                 # that say nothing of what it does
                 if self.config.get("stacks", True):
-                    self.sampler = StackSampler(threading.get_ident()).start()
+                    interval = self.config.get("sample_interval") or SAMPLE_INTERVAL
+                    self.sampler = StackSampler(threading.get_ident(), interval).start()
             self.read_ddp_timers(now)
         self._check_stop(count, now, id(optimizer))
 
-    def fetch(self, start: float, end: float, samples=None) -> None:
+    def fetch(self, start: float, end: float, samples=None, source: str = "DataLoader") -> None:
         seconds, calls, counted = self.fetched
         counted = None if counted is None or samples is None else counted + samples
         self.fetched = (seconds + end - start, calls + 1, counted)
         if self.ops_window is not None:
             self.ops_window.fetch(start, end)
+        totals = self.sources.setdefault(source, [0.0, 0])
+        totals[0] += end - start
+        totals[1] += 1
 
     def count_flops(self, optimizer, count: int) -> None:
         """Count the FLOPs of step 2 (from the end of step 1 to the end of step 2 of the first
@@ -721,7 +745,7 @@ class State:
 
     def tf_fetch_end(self, start: float, ok: bool) -> None:
         if not self.keras_active:
-            self.fetch(start, clock())
+            self.fetch(start, clock(), source="tf.data")
             self.tf_last_ok = ok
 
     def device_memory(self):
@@ -788,6 +812,10 @@ class State:
             "step_functions": self.step_functions,
             "loader": self.loader,
             "ops": self.ops_window.result() if self.ops_window else None,
+            "sources": self.sources,
+            "data_functions": self.data_functions,
+            "keras_timed": self.keras_timed,
+            "keras_untimed": self.keras_untimed,
         }
 
 
@@ -824,6 +852,10 @@ def _timed_loader_next(original, torch):
     grad_enabled = torch.is_grad_enabled
 
     def __next__(self):
+        if STATE.fetching is not None:  # inside a timed user function (--data-fn): it counts the time
+            if STATE.loader is None and STATE.fetching == "train":
+                STATE.loader = _loader_settings(self)
+            return original(self)
         kind = "train" if grad_enabled() else "eval"
         STATE.fetching = kind
         start = clock()
@@ -853,7 +885,195 @@ def _loader_settings(iterator) -> dict:
         "pin_memory": getattr(iterator, "_pin_memory", None),
         "prefetch_factor": getattr(iterator, "_prefetch_factor", None),
         "dataset": type(dataset).__name__ if dataset is not None else None,
+        "batches": _length(iterator),  # batches per epoch (None for an iterable dataset without one)
     }
+
+
+def _length(iterator):
+    try:
+        return len(iterator)
+    except Exception:  # an IterableDataset without __len__, or one whose __len__ fails
+        return None
+
+
+# -- batches made by the user's own function ---------------------------------------------------
+# A callee whose name says it makes batches: `get_batch`, `load_data`, `next_sample`, ...
+BATCH_NAME = ("batch", "data", "sample", "fetch", "load", "input", "next")
+# Arguments that say a call fetches held-out batches (`get_batch('val')`): not the training data wait.
+EVAL_SPLITS = ("val", "eval", "test", "dev", "holdout")
+
+
+def _timed_data_function(function, name: str):
+    """`function`, timed as data wait like a DataLoader's `__next__` (a call with gradients off, or
+    asked for a validation split, is a validation fetch).  A call inside another timed fetch is
+    that fetch's time, counted once; a call from another thread (a prefetching thread) is not the
+    training thread waiting.  Wrapped from the training thread, at an optimizer step."""
+    torch = sys.modules.get("torch")
+    grad_enabled = torch.is_grad_enabled if torch is not None else (lambda: True)
+    training_thread = threading.get_ident()
+
+    @functools.wraps(function)
+    def timed(*args, **kwargs):
+        if STATE.fetching is not None or STATE.stopping or threading.get_ident() != training_thread:
+            return function(*args, **kwargs)
+        held_out = any(isinstance(a, str) and a.lower().startswith(EVAL_SPLITS) for a in (*args, *kwargs.values()))
+        kind = "eval" if held_out or not grad_enabled() else "train"
+        STATE.fetching = kind
+        start = clock()
+        batch = NO_BATCH
+        try:
+            batch = function(*args, **kwargs)
+            return batch
+        finally:
+            end = clock()
+            STATE.fetching = None
+            if kind == "train":
+                STATE.fetch(start, end, 0 if batch is NO_BATCH else _batch_samples(batch), name)
+
+    timed.__gpulint_timed__ = True  # type: ignore[attr-defined]
+    return timed
+
+
+def _time_data_functions(frame) -> None:
+    """At the first optimizer step: wrap the functions named by --data-fn, and (find_data_fn) the
+    one the training loop calls for its batches, in the namespaces the loop looks them up in."""
+    libraries = _library_prefixes()
+    frames = []
+    while frame is not None:
+        if _is_user_file(frame.f_code.co_filename, libraries):
+            frames.append(frame)
+        frame = frame.f_back
+    try:
+        for spec in STATE.config.get("data_fns") or []:
+            if not _wrap_named(spec, frames):
+                STATE.notes.append(
+                    f"--data-fn {spec}: no such function in the modules of the training loop; its calls are not timed"
+                )
+        if STATE.config.get("find_data_fn", True) and not STATE.data_functions:
+            for found in frames:
+                name = _loop_batch_call(found)
+                if name is not None and _wrap_in(found.f_globals, name, "found"):
+                    break
+    except Exception as exc:  # never break the user's run for a measurement
+        STATE.notes.append(f"could not time the batch function: {exc.__class__.__name__}: {exc}")
+    finally:
+        del frames
+
+
+def _wrap_named(spec: str, frames: list) -> bool:
+    """--data-fn NAME (a function in the training loop's modules) or MODULE:NAME."""
+    module_name, _, name = spec.rpartition(":")
+    if module_name:
+        module = sys.modules.get(module_name)
+        if module is None:
+            import importlib
+
+            module = importlib.import_module(module_name)
+        target = getattr(module, name, None)
+        if not isinstance(target, types.FunctionType):
+            return False
+        timed = _timed_data_function(target, name)
+        setattr(module, name, timed)
+        namespaces = [f.f_globals for f in frames]
+    else:
+        namespaces = [f.f_globals for f in frames]
+        target = next((ns[name] for ns in namespaces if isinstance(ns.get(name), types.FunctionType)), None)
+        if target is None:
+            return False
+        timed = _timed_data_function(target, name)
+    for namespace in namespaces:  # `from data import get_batch` made a name of its own
+        if namespace.get(name) is target:
+            namespace[name] = timed
+    _record_data_function(target, name, "--data-fn")
+    return True
+
+
+def _wrap_in(namespace: dict, name: str, how: str) -> bool:
+    target = namespace.get(name)
+    if not isinstance(target, types.FunctionType) or getattr(target, "__gpulint_timed__", False):
+        return False
+    namespace[name] = _timed_data_function(target, name)
+    _record_data_function(target, name, how)
+    return True
+
+
+def _record_data_function(function, name: str, how: str) -> None:
+    code = function.__code__
+    STATE.data_functions.append({"name": name, "where": f"{code.co_filename}:{code.co_firstlineno}", "how": how})
+
+
+def _loop_batch_call(frame) -> str | None:
+    """The function a loop around this frame's current line calls for its batches: an assignment
+    `x, y = get_batch(...)` in the loop whose targets the loop passes to another call, where the
+    callee is a plain function of the user's code looked up as a global, and either the statement
+    opens the loop's body or the callee is named like a batch source (nanoGPT fetches the next
+    batch at the end of its micro-step loop)."""
+    import ast
+
+    code = frame.f_code
+    # linecache: verify's fixed arm runs source that is not the file on disk (_run_source_as)
+    try:
+        tree = ast.parse("".join(linecache.getlines(code.co_filename)))
+    except (SyntaxError, ValueError):
+        return None
+    row = frame.f_lineno
+    scope: ast.AST = tree
+    if code.co_name != "<module>":
+        scope = next(
+            (
+                n
+                for n in ast.walk(tree)
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and n.name == code.co_name
+                and min([n.lineno, *(d.lineno for d in n.decorator_list)]) == code.co_firstlineno
+            ),
+            tree,
+        )
+        if scope is tree:
+            return None
+    loops = [
+        n
+        for n in _own_nodes(scope)
+        if isinstance(n, (ast.For, ast.While, ast.AsyncFor)) and n.lineno <= row <= (n.end_lineno or n.lineno)
+    ]
+    for loop in sorted(loops, key=lambda n: -n.lineno):  # innermost first
+        passed = {  # names the loop passes to calls: `model(x)`, `model(**batch)`, `step(batch[0])`
+            name.id
+            for n in _own_nodes(loop)
+            if isinstance(n, ast.Call)
+            for a in [*n.args, *(k.value for k in n.keywords)]
+            for name in ast.walk(a)
+            if isinstance(name, ast.Name)
+        }
+        for node in _own_nodes(loop):
+            if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
+                continue
+            callee = node.value.func
+            if not isinstance(callee, ast.Name):
+                continue
+            targets = {t.id for target in node.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+            opens = node is loop.body[0]
+            if not targets & passed or not (opens or any(w in callee.id.lower() for w in BATCH_NAME)):
+                continue
+            function = frame.f_globals.get(callee.id)
+            if isinstance(function, types.FunctionType) and _is_user_file(
+                function.__code__.co_filename, _library_prefixes()
+            ):
+                return callee.id
+    return None
+
+
+def _own_nodes(scope):
+    """The nodes of a function or loop, without those of the functions and classes it defines."""
+    import ast
+
+    pending = list(ast.iter_child_nodes(scope))
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        yield node
+        pending.extend(ast.iter_child_nodes(node))
 
 
 def _batch_samples(batch, depth: int = 0):
@@ -1113,6 +1333,24 @@ def instrument_keras(keras) -> None:
         def on_train_batch_end(self, batch, logs=None):
             STATE.keras_batch_end()
 
+    original_make = getattr(model_class, "make_train_function", None)
+    # Keras 3 runs its compiled one-batch step on a list of batches; Keras 2 would call next() on
+    # it inside tf.function, so its fit is left as it runs (data wait not measured)
+    major = str(getattr(keras, "__version__", "0")).split(".")[0]
+    if original_make is not None and major.isdigit() and int(major) >= 3:
+
+        def make_train_function(self, *args, **kwargs):
+            made = original_make(self, *args, **kwargs)
+            function = getattr(self, "train_function", None)
+            if function is not None and not getattr(function, "__gpulint_timed__", False):
+                self.train_function = _timed_train_function(self, function)
+            return made
+
+        functools.update_wrapper(make_train_function, original_make, assigned=(), updated=())
+        model_class.make_train_function = make_train_function
+    else:
+        STATE.keras_untimed = f"Keras {major}: its compiled step reads the batch itself"
+
     def fit(self, *args, **kwargs):
         callbacks = list(kwargs.get("callbacks") or [])
         callbacks.append(_StepCallback())
@@ -1126,6 +1364,69 @@ def instrument_keras(keras) -> None:
     functools.update_wrapper(fit, original_fit, assigned=(), updated=())  # only __wrapped__
     model_class.fit = fit
     STATE.instrumented.append(f"keras {getattr(keras, '__version__', '?')} fit callback")
+
+
+def _timed_train_function(model: Any, function: Callable) -> Callable:
+    """Keras fit's train function (TensorFlow backend), with the batch fetched and timed before the
+    compiled step.  Keras compiles `iterator.get_next()` into the step for a tf.data iterator, where
+    no Python timer sees it; given a list of batches instead it runs the same compiled one-batch
+    step on each.  So for one step per execution on one device, this reads the batch from the
+    iterator eagerly (the wait for the input pipeline, prefetch buffer included) and hands Keras
+    that batch.  Anything else is left as Keras runs it, and data wait is not measured.
+
+    An eager read has a fixed cost of its own (about half a millisecond on a CPU) that the compiled
+    step does not pay: it is measured once, on the first batch held in memory, and taken off every
+    read, so a pipeline that keeps up reads as no wait."""
+    from tensorflow.python.data.ops import iterator_ops
+
+    floor: list[float] = []  # the fixed cost of one eager read, once measured
+
+    def train_function(iterator):
+        if not isinstance(iterator, iterator_ops.OwnedIterator):
+            STATE.keras_untimed = STATE.keras_untimed or "the input is not a tf.data iterator on one device"
+            return function(iterator)
+        if getattr(model, "steps_per_execution", 1) != 1:
+            STATE.keras_untimed = "steps_per_execution > 1 runs several batches in one compiled call"
+            return function(iterator)
+        import tensorflow as tf
+
+        STATE.fetching = "train"
+        start = clock()
+        try:
+            batch = iterator.get_next()
+        except tf.errors.OutOfRangeError:
+            raise StopIteration from None  # what Keras's own train function raises at the end of the data
+        finally:
+            end = clock()
+            STATE.fetching = None
+        if not floor:
+            floor.append(_eager_read_cost(tf, batch))
+            STATE.notes.append(
+                f"Keras fit: its batches are read before the compiled step to time the wait for input; the "
+                f"{1000 * floor[0]:.2f} ms an eager read of a batch in memory takes is not counted as wait"
+            )
+        if not STATE.stopping:
+            STATE.fetch(start, max(start, end - floor[0]), _batch_samples(batch), "Keras fit input")
+            STATE.keras_timed += 1
+        return function([batch])
+
+    train_function.__gpulint_timed__ = True  # type: ignore[attr-defined]
+    return train_function
+
+
+def _eager_read_cost(tf, batch, reads: int = 21) -> float:
+    """Median seconds of an eager `get_next` that waits for nothing: a dataset repeating `batch`."""
+    try:
+        probe = iter(tf.data.Dataset.from_tensors(batch).repeat())
+        times = []
+        for _ in range(reads):
+            start = clock()
+            probe.get_next()
+            times.append(clock() - start)
+        return sorted(times)[reads // 2]
+    except Exception as exc:  # a batch structure from_tensors refuses: count every read whole
+        STATE.notes.append(f"Keras fit: the cost of an eager read not measured ({exc.__class__.__name__})")
+        return 0.0
 
 
 # -- post-import hooks ---------------------------------------------------------------------

@@ -78,6 +78,96 @@ def _config(steps: int | None, warmup: int, seconds: float | None, timeout: floa
     return RunConfig(steps=steps or 50, warmup=warmup, seconds=seconds, timeout=timeout)
 
 
+def _add_measure_options(parser: argparse.ArgumentParser) -> None:
+    """How the child measures: the batch functions timed as data wait and the stack sampler."""
+    parser.add_argument(
+        "--data-fn",
+        action="append",
+        dest="data_fns",
+        metavar="NAME",
+        help="Time the calls of this function as data wait: the function that makes the training batches "
+        "(`get_batch`, a function of the training loop's module, or `package.module:get_batch`); repeatable. "
+        "Without it, a function the training loop calls for its batches is found when the loop assigns its "
+        "result and passes it on (`x, y = get_batch('train')` ... `model(x, y)`).",
+    )
+    parser.add_argument(
+        "--no-data-fn-search",
+        action="store_true",
+        help="Do not look for the training loop's batch function (time only DataLoader, tf.data and --data-fn).",
+    )
+    parser.add_argument(
+        "--no-attribution",
+        action="store_true",
+        help="Do not sample the training thread's stack (no phases or lines of the step; the least overhead).",
+    )
+    parser.add_argument(
+        "--sample-interval",
+        type=float,
+        metavar="MS",
+        help="Milliseconds between two looks at the training thread's stack (default 20; longer costs less "
+        "and sees short phases less often).",
+    )
+
+
+def _apply_measure_options(config: RunConfig, options: argparse.Namespace) -> None:
+    from gpulint.runtime_check.measure import CommandError
+
+    data_fns = options.data_fns or []
+    for spec in data_fns:
+        module, _, name = spec.rpartition(":")
+        if not name.isidentifier() or (module and not all(part.isidentifier() for part in module.split("."))):
+            raise CommandError(f"--data-fn {spec!r}: give a function name (get_batch) or module:function")
+    if options.sample_interval is not None and not 1 <= options.sample_interval <= 10_000:
+        raise CommandError("--sample-interval must be between 1 and 10000 milliseconds")
+    config.data_fns = list(data_fns)
+    config.find_data_fn = not options.no_data_fn_search
+    config.attribution = not options.no_attribution
+    config.stack_interval = options.sample_interval / 1000 if options.sample_interval is not None else None
+
+
+def _add_cost_options(parser: argparse.ArgumentParser, counts: bool = True) -> None:
+    """What the measured waste costs (costs.py); `counts`: also the job's GPUs and steps per epoch."""
+    parser.add_argument(
+        "--gpu-hour-price",
+        type=float,
+        metavar="USD",
+        help="Price of one GPU-hour: the report estimates what the measured waste (or a confirmed speed-up) is "
+        "worth in GPU-hours and money per epoch and per month, and in GPUs (default: `gpu-hour-price` in "
+        "[tool.gpulint]; no money figure without a price).",
+    )
+    if counts:
+        parser.add_argument(
+            "--gpus",
+            type=int,
+            metavar="M",
+            help="GPUs the job trains on, for the estimate (default: the processes of the measured run).",
+        )
+        parser.add_argument(
+            "--steps-per-epoch",
+            type=int,
+            metavar="N",
+            help="Optimizer steps per epoch, for the estimate (default: the training DataLoader's length).",
+        )
+
+
+def _cost_settings(options: argparse.Namespace, start: Path) -> tuple[float | None, int | None, int | None]:
+    """(price, GPUs, steps per epoch) from the flags, the price else from the configuration;
+    CommandError for a value that cannot be used."""
+    from gpulint.linter.config import ConfigError
+    from gpulint.runtime_check.costs import CostError, check_count, check_price, configured_price
+    from gpulint.runtime_check.measure import CommandError
+
+    try:
+        price = check_price(options.gpu_hour_price)
+        if price is None:
+            price = configured_price(start)
+        gpus = check_count(getattr(options, "gpus", None), "--gpus")
+        steps = check_count(getattr(options, "steps_per_epoch", None), "--steps-per-epoch")
+    except (CostError, ConfigError) as exc:
+        raise CommandError(str(exc)) from None
+    return price, gpus, steps
+
+
 HISTORY_HELP = (
     "The run history database (default: .gpulint/history.db at the project root, or `history` in [tool.gpulint])."
 )
@@ -93,6 +183,13 @@ def _history_options(options: argparse.Namespace) -> HistoryOptions:
     from gpulint.runtime_check.record import HistoryOptions
 
     return HistoryOptions(options.history_file, not getattr(options, "no_history", False))
+
+
+def _start_of(command: Command) -> Path:
+    """Where the configuration of a profiled command is looked for: its script's folder."""
+    from gpulint.runtime_check.records import run_root
+
+    return run_root(command)
 
 
 def _history_refused(history: HistoryOptions, command: Command, writing: bool = True) -> bool:
@@ -189,6 +286,8 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
         metavar="PCT",
         help="With --baseline: exit 1 when the step time grew by more than PCT percent and beyond the noise.",
     )
+    _add_measure_options(parser)
+    _add_cost_options(parser)
     _add_history_options(parser, record=True)
     parser.epilog = EXIT_CODES["profile"]
     parser.set_defaults(run=profile_command)
@@ -196,7 +295,7 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
 
 def profile_command(options: argparse.Namespace) -> int:
     """Run a training script and say where its step time goes: input-bound, sync-bound or compute-bound."""
-    from gpulint.runtime_check import report
+    from gpulint.runtime_check import costs, report
     from gpulint.runtime_check.measure import CommandError, parse_command
     from gpulint.runtime_check.profile import profile
     from gpulint.runtime_check.record import finish_profile
@@ -206,6 +305,7 @@ def profile_command(options: argparse.Namespace) -> int:
     try:
         config = _config(options.steps, options.warmup, options.seconds, options.timeout)
         config.show_output = options.show_output
+        _apply_measure_options(config, options)
         parsed = parse_command(command)
         if parsed.launch is not None and options.seconds is not None:
             raise CommandError("ranks must stop at the same step: use --steps, not --seconds, with a launcher")
@@ -220,6 +320,7 @@ def profile_command(options: argparse.Namespace) -> int:
             _check_output_file(options.trace_file, "--trace")
         if options.ops or options.trace_file is not None:
             config.ops = {"steps": options.ops_steps, "trace": options.trace_file is not None}
+        price, gpus, steps_per_epoch = _cost_settings(options, _start_of(parsed))
     except CommandError as exc:
         error(str(exc))
         return EXIT_ERROR
@@ -243,6 +344,7 @@ def profile_command(options: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.close()
+    result.cost = costs.profile_basis(result, gpus, steps_per_epoch)
     if not options.ops:
         result.ops = None  # profiled for --trace alone: the table is printed on request
     if options.json_file is not None:
@@ -260,6 +362,7 @@ def profile_command(options: argparse.Namespace) -> int:
             )
         return run_exit_code(run)
     report.print_profile(out, result)
+    report.print_costs(out, result.cost, price, "the run's data wait, and so its waste, was not measured")
     trace_failed = options.trace_file is not None and not _write_trace(out, result, options.trace_file)
     code = finish_profile(
         out,
@@ -270,6 +373,7 @@ def profile_command(options: argparse.Namespace) -> int:
         options.baseline,
         options.fail_on_regression,
         options.html_file,
+        price,
     )
     return EXIT_ERROR if trace_failed and code == 0 else code
 
@@ -367,6 +471,8 @@ def add_verify(parser: argparse.ArgumentParser) -> None:
         help="Sweep a value instead of fixing: NAME=V1,V2,... (e.g. num_workers=0,2,4 or batch_size=32,64,128), "
         "set through the script's argparse option, constant or DataLoader keyword.",
     )
+    _add_measure_options(parser)
+    _add_cost_options(parser)
     _add_history_options(parser, record=True)
     parser.epilog = EXIT_CODES["verify"]
     parser.set_defaults(run=verify_command)
@@ -377,7 +483,7 @@ def verify_command(options: argparse.Namespace) -> int:
     (or, with --param, measure each value of a parameter and recommend the best)."""
     import shutil
 
-    from gpulint.runtime_check import report
+    from gpulint.runtime_check import costs, report
     from gpulint.runtime_check.measure import Command, CommandError
     from gpulint.runtime_check.record import finish_verify
     from gpulint.runtime_check.verify import VerifyError, verify
@@ -396,6 +502,8 @@ def verify_command(options: argparse.Namespace) -> int:
         return EXIT_ERROR
     try:
         config = _config(options.steps, options.warmup, None, options.timeout)
+        _apply_measure_options(config, options)
+        price, gpus, steps_per_epoch = _cost_settings(options, options.script.resolve().parent)
     except CommandError as exc:
         error(str(exc))
         return EXIT_ERROR
@@ -438,9 +546,14 @@ def verify_command(options: argparse.Namespace) -> int:
     except (VerifyError, CommandError) as exc:
         error(str(exc))
         return EXIT_ERROR
+    if launch is not None and gpus is None:
+        gpus = launch.nproc
+    result.cost = costs.verify_basis(result, gpus, steps_per_epoch)
     if options.json_file is not None:
         report.write_json(options.json_file, report.verify_json(result))
     report.print_verify(out, result, options.script_args, None if options.python is None else interpreter)
+    if result.failed is None:
+        report.print_costs(out, result.cost, price, "no confirmed speed-up to price")
     recorded = finish_verify(out, result, command, started_at, time.time() - started_at, history)
     if result.failed is not None:
         return run_exit_code(result.failed)
@@ -534,6 +647,14 @@ def add_scale(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", type=Path, dest="json_file", metavar="FILE", help="Write every figure to this JSON file."
     )
+    _add_measure_options(parser)
+    _add_cost_options(parser, counts=False)
+    parser.add_argument(
+        "--steps-per-epoch",
+        type=int,
+        metavar="N",
+        help="Optimizer steps per epoch at the largest size, for the cost estimate.",
+    )
     _add_history_options(parser, record=True)
     parser.epilog = EXIT_CODES["scale"]
     parser.set_defaults(run=scale_command)
@@ -542,7 +663,7 @@ def add_scale(parser: argparse.ArgumentParser) -> None:
 def scale_command(options: argparse.Namespace) -> int:
     """Run the script under torchrun at each process count and say whether throughput scales
     near-linearly (about 90% efficiency at 2x, 80% at 4x), and what to fix when it does not."""
-    from gpulint.runtime_check import report
+    from gpulint.runtime_check import costs, report
     from gpulint.runtime_check.launchers import LaunchError
     from gpulint.runtime_check.measure import CommandError, parse_command
     from gpulint.runtime_check.record import finish_scale
@@ -561,7 +682,9 @@ def scale_command(options: argparse.Namespace) -> int:
     history = _history_options(options)
     try:
         config = _config(options.steps, options.warmup, None, options.timeout)
+        _apply_measure_options(config, options)
         parsed = parse_command(command)
+        price, _, steps_per_epoch = _cost_settings(options, _start_of(parsed))
         sizes = parse_sizes(options.nproc)
         rendezvous = _rendezvous(options)
         if history.record and _history_refused(history, parsed):
@@ -570,10 +693,13 @@ def scale_command(options: argparse.Namespace) -> int:
     except (ScaleError, CommandError, LaunchError) as exc:
         error(str(exc))
         return EXIT_ERROR
+    result.cost = costs.scale_basis(result, steps_per_epoch)
     if options.json_file is not None:
         report.write_json(options.json_file, scale_record(result))
     out = report.Output()
     report.print_scale(out, result)
+    if result.failed is None:
+        report.print_costs(out, result.cost, price, "no efficiency measured at a larger size")
     scale_options = ["--nproc", options.nproc, *(["--strong", options.strong] if options.strong else [])]
     if rendezvous is not None:
         scale_options += ["--nnodes", str(rendezvous.nnodes), "--rdzv-endpoint", options.rdzv_endpoint]
@@ -668,13 +794,22 @@ def add_report(parser: argparse.ArgumentParser) -> None:
         "run history (another node's file; repeatable), merged into one view: each node, the slowest, the "
         "collective wait split into intra-node and inter-node.",
     )
+    _add_cost_options(parser, counts=False)
     _add_history_options(parser, record=False)
     parser.epilog = EXIT_CODES["report"]
     parser.set_defaults(run=report_command)
 
 
 def report_command(options: argparse.Namespace) -> int:
+    from gpulint.runtime_check.measure import CommandError
     from gpulint.runtime_check.record import report_command as run
     from gpulint.runtime_check.report import Output
 
-    return run(Output(), _history_options(options), options.run_ref, options.html_file, options.baseline, options.merge)
+    try:
+        price, _, _ = _cost_settings(options, Path.cwd())
+    except CommandError as exc:
+        error(str(exc))
+        return EXIT_ERROR
+    return run(
+        Output(), _history_options(options), options.run_ref, options.html_file, options.baseline, options.merge, price
+    )

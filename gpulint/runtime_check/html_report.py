@@ -33,6 +33,7 @@ from gpulint.runtime_check.compare import (
     format_change,
     format_noise,
 )
+from gpulint.runtime_check.costs import basis_from_meta, cost_lines, money
 from gpulint.runtime_check.figures import format_value
 from gpulint.runtime_check.history import History, HistoryError, RunRecord, Series, when
 from gpulint.runtime_check.nodes import JobReport
@@ -92,11 +93,16 @@ class ReportError(HistoryError):
 
 
 def render(
-    run: RunRecord, baseline: RunRecord | None = None, history: History | None = None, nodes: JobReport | None = None
+    run: RunRecord,
+    baseline: RunRecord | None = None,
+    history: History | None = None,
+    nodes: JobReport | None = None,
+    price: float | None = None,
 ) -> str:
     """The report of `run` (beside `baseline` when given; with the merged view of its multi-node
     job's `nodes`, whose runs passed check_run) as one HTML document; ReportError when either run
-    holds a value of the wrong type."""
+    holds a value of the wrong type.  With a GPU-hour `price`, what the run's measured waste (or a
+    confirmed speed-up's saving) costs, beside the verdict."""
     check_run(run, "run")
     if baseline is not None:
         check_run(baseline, "baseline")
@@ -104,6 +110,7 @@ def render(
         _header(run),
         _verdict(run),
         _nodes(nodes),
+        _costs(run, price),
         _figures(run, baseline, history),
         _memory_advice(run),
         _charts(run, baseline),
@@ -131,9 +138,10 @@ def write(
     baseline: RunRecord | None = None,
     history: History | None = None,
     nodes: JobReport | None = None,
+    price: float | None = None,
 ) -> None:
     """Write the report (rendered first, so a failure leaves no half page), as --json files are written."""
-    page = render(run, baseline, history, nodes)
+    page = render(run, baseline, history, nodes, price)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")
 
@@ -175,6 +183,9 @@ META_SHAPE = {
                 "data_wait": _Maybe(NUMBER),
             }
         ]
+    ),
+    "cost": _Maybe(
+        {"kind": TEXT, "share": NUMBER, "step_seconds": NUMBER, "gpus": NUMBER, "steps_per_epoch": _Maybe(NUMBER)}
     ),
 }
 
@@ -297,6 +308,24 @@ def _verdict(run: RunRecord) -> str:
             f"{_next_command(run)}</div>"
         )
     return ""
+
+
+def _costs(run: RunRecord, price: float | None) -> str:
+    """What it costs (costs.py): only with a price, from the stored basis that check_run typed and
+    basis_from_meta bounded; the price is the caller's (a flag or the configuration), a number."""
+    if price is None or not _is_number(price):
+        return ""
+    basis = basis_from_meta(run.meta.get("cost"))
+    if basis is None:
+        return (
+            '<h2>What it costs</h2><p class="muted">Not estimated: this run measured no share of GPU time to price.</p>'
+        )
+    lines = cost_lines(basis, price)
+    items = "".join(f"<li>{escape(line)}</li>" for line in lines[:-1])
+    return (
+        f'<h2>What it costs <span class="muted">(an estimate, at {escape(money(price))} per GPU-hour)</span></h2>'
+        f'<div class="verdict"><ul>{items}</ul><p class="muted">{escape(lines[-1])}</p></div>'
+    )
 
 
 def _next_command(run: RunRecord) -> str:

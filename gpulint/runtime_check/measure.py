@@ -114,7 +114,11 @@ class RunConfig:
     show_output: bool = False
     sys_path0: str | None = None  # see bootstrap.py
     source: str | None = None  # run this file's code as the script (see bootstrap.py)
-    sample_interval: float = 0.25
+    sample_interval: float = 0.25  # the parent's CPU sampler
+    attribution: bool = True  # sample the training thread's stack (bootstrap.StackSampler)
+    stack_interval: float | None = None  # seconds between its looks; None: bootstrap.SAMPLE_INTERVAL
+    data_fns: list[str] = field(default_factory=list)  # functions timed as data wait (--data-fn)
+    find_data_fn: bool = True  # time the batch function the training loop calls, when one is found
     # {"steps": N, "trace": bool}: profile N steps after the measured ones (--ops, --trace; see
     # bootstrap.OpsWindow); None: no profiler
     ops: dict | None = None
@@ -135,6 +139,10 @@ class StepStats:
     series: list[tuple[int, float, float]] = field(default_factory=list)  # (steps, seconds, seconds waiting)
     sample: list[float] = field(default_factory=list)  # step times: all, or a uniform sample of a long run
     data_note: str | None = None  # why data wait is not measured
+    # What the step waited on for its batches: "DataLoader", "tf.data", "Keras fit input", or the
+    # name of the user's function (--data-fn, or found in the loop: bootstrap._loop_batch_call)
+    data_source: str | None = None
+    data_function: dict | None = None  # that function: {"name", "where" (file:line of its def), "how"}
     batches: int | None = None  # input batches fetched in the measured window
     samples: int | None = None  # samples in those batches; None when a batch's size could not be read
     optimizers: dict[str, int] = field(default_factory=dict)  # optimizer -> steps (all)
@@ -245,12 +253,22 @@ def analyze_steps(data: dict) -> StepStats | None:
         optimizers=counts,
         syncs=dict(data.get("syncs") or {}),
     )
-    if pacing["kind"] == "Keras batches":
+    sources = data.get("sources") or {}
+    if pacing["kind"] == "Keras batches" and not data.get("keras_timed"):
         steps.waited = None
-        steps.data_note = "Keras fit reads its dataset inside the compiled step: data wait not measured"
+        why = data.get("keras_untimed") or "its input was not read through a tf.data iterator"
+        steps.data_note = f"Keras fit reads its batches inside the compiled step ({why}): data wait not measured"
     elif not data.get("fetches"):
         steps.waited = None
-        steps.data_note = "no DataLoader or tf.data iterator read in the step loop: data wait not measured"
+        steps.data_note = (
+            "no DataLoader, tf.data iterator or batch function read in the step loop: data wait not measured "
+            "(name the function that makes the batches with --data-fn)"
+        )
+    elif sources:  # the source the loop waited on longest
+        steps.data_source = max(sources, key=lambda name: sources[name][0])
+        steps.data_function = next(
+            (f for f in data.get("data_functions") or [] if f["name"] == steps.data_source), None
+        )
     if pacing["window"] is not None and pacing["measured"]:
         steps.window = tuple(pacing["window"])
         if steps.waited is not None:
@@ -280,6 +298,10 @@ def run_once(command: Command, config: RunConfig, progress: ProgressCallback | N
                 "source": config.source,
                 "per_rank": command.launch is not None,
                 "ops": config.ops,
+                "stacks": config.attribution,
+                "sample_interval": config.stack_interval,
+                "data_fns": config.data_fns,
+                "find_data_fn": config.find_data_fn,
             }
         )
         argv = command.argv(BOOTSTRAP)

@@ -11,6 +11,7 @@ from gpulint.runtime_check import distributed, stats
 from gpulint.runtime_check import memory as memory_mod
 from gpulint.runtime_check import operators as operators_mod
 from gpulint.runtime_check import verdict as verdict_mod
+from gpulint.runtime_check.costs import CostBasis
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_once
 
 # Sync lines are mapped to the rule that flags that kind of code; the first match wins.
@@ -67,6 +68,7 @@ class Profile:
     rank_attributions: dict[int, attribution_mod.Attribution] = field(default_factory=dict)
     # The operator table of the steps profiled after the measured ones (--ops, --trace), first process.
     ops: operators_mod.OpsReport | None = None
+    cost: CostBasis | None = None  # what the waste is made of (costs.py), when measured
 
 
 def framework_of(run: RunResult) -> str:
@@ -116,7 +118,16 @@ def measurements_of(
         straggler_note=straggler_note,
         loader=run.processes[0].report.get("loader") if run.processes else None,
         cores=run.cpu.cores if run.cpu else None,
+        data_source=steps.data_source if steps else None,
+        data_function=data_function_label(steps.data_function) if steps and steps.data_function else None,
+        data_function_line=steps.data_function["where"] if steps and steps.data_function else None,
     )
+
+
+def data_function_label(function: dict) -> str:
+    """`get_batch` at train.py:40 (found in the loop)."""
+    how = " (found in the training loop)" if function.get("how") == "found" else ""
+    return f"`{function['name']}` at {_short(function['where'])}{how}"
 
 
 def host_work(attribution: attribution_mod.Attribution | None, run: RunResult) -> dict[str, float]:

@@ -95,8 +95,10 @@ def finish_profile(
     baseline_ref: str | None = None,
     fail_percent: float | None = None,
     html_file: Path | None = None,
+    price: float | None = None,
 ) -> int:
-    """Record a measured profile, compare it with `baseline_ref`, gate it, write its report.
+    """Record a measured profile, compare it with `baseline_ref`, gate it, write its report (with
+    what it costs at the GPU-hour `price`, when given).
     A history that refuses the run is an error line and exit 2 (as a file --fix may not write);
     the report is still written."""
     assert result.command is not None, "a profile that ran knows its command"
@@ -135,7 +137,7 @@ def finish_profile(
         if job is not None:
             report.print_nodes(out, job, MISSING_HINT)
         if html_file is not None:
-            html_report.write(html_file, record, baseline, history, job)
+            html_report.write(html_file, record, baseline, history, job, price)
             out.line(f"wrote the report to {html_file}")
         if baseline is None:
             return EXIT_USAGE if refused else EXIT_OK
@@ -290,9 +292,11 @@ def report_command(
     html_file: Path,
     baseline_ref: str | None = None,
     merge: list[Path] | None = None,
+    price: float | None = None,
 ) -> int:
-    """`report RUN --html FILE [--baseline REF] [--merge HISTORY ...]`: the HTML report of a stored
-    run; for a node of a multi-node job, merged with the job's other nodes (printed too)."""
+    """`report RUN --html FILE [--baseline REF] [--merge HISTORY ...] [--gpu-hour-price USD]`: the HTML
+    report of a stored run; for a node of a multi-node job, merged with the job's other nodes (printed
+    too)."""
     try:
         history = options.open(Path.cwd(), create=False)
         if history is None:
@@ -305,7 +309,7 @@ def report_command(
             if merge and job is None:
                 error(f"--merge: run {run.id} is not part of a multi-node job (torchrun --nnodes 2 or more)")
                 return EXIT_USAGE
-            html_report.write(html_file, run, baseline, history, job)
+            html_report.write(html_file, run, baseline, history, job, price)
     except HistoryError as exc:
         error(str(exc))
         return EXIT_USAGE

@@ -152,6 +152,7 @@ def profile_record(result: Profile, config: RunConfig, started_at: float) -> Run
         "syncs": [{"where": s.where, "per_step": s.per_step, "source": s.source, "rule": s.rule} for s in result.syncs],
         "notes": run.notes,
         "next_command": _next(profile_next(result)),
+        "cost": result.cost.as_meta() if result.cost else None,
     }
     if result.ranks is not None:
         # each rank's own figures: what nodes.py merges across the runs of a multi-node job
@@ -328,6 +329,7 @@ def verify_record(result: VerifyResult, command: Command, started_at: float, wal
         "warnings": result.warnings,
         "written": result.written,
         "next_command": _next(verify_next(result, command.target[1:], command.interpreter)),
+        "cost": result.cost.as_meta() if result.cost else None,
     }
     return record
 

@@ -20,12 +20,13 @@ from typing import TextIO
 from gpulint.linter.printable import printable
 from gpulint.runtime_check import stats
 from gpulint.runtime_check.attribution import Attribution, Line
+from gpulint.runtime_check.costs import CostBasis, cost_lines, money
 from gpulint.runtime_check.distributed import RankReport
 from gpulint.runtime_check.figures import NOT_MEASURED, Figure, format_value
 from gpulint.runtime_check.measure import RunResult, StepStats
 from gpulint.runtime_check.nodes import JobReport
 from gpulint.runtime_check.operators import KINDS, OpsReport, table_rows
-from gpulint.runtime_check.profile import Profile
+from gpulint.runtime_check.profile import Profile, data_function_label
 from gpulint.runtime_check.scale import ScaleResult
 from gpulint.runtime_check.sweep import SweepResult
 from gpulint.runtime_check.verdict import BUSY_CORES, NEEDS_DEVICE
@@ -185,6 +186,27 @@ def how_it_ended(run: RunResult, steps: StepStats) -> str:
     return "the script ended by itself"
 
 
+def print_costs(out: Output, basis: CostBasis | None, price: float | None, missing: str) -> None:
+    """What the waste costs (costs.py), with a price only; `missing` says why there is no
+    estimate when `basis` is None."""
+    if price is None:
+        return
+    out.line()
+    if basis is None:
+        out.line(f"What it costs: not estimated ({missing})")
+        return
+    out.line(out.style(f"What it costs (an estimate, at {money(price)} per GPU-hour)", "bold"))
+    for line in cost_lines(basis, price):
+        out.line(f"  {line}")
+
+
+def data_source_note(steps: StepStats) -> str:
+    """', in get_batch at train.py:40 (found in the training loop)' for the data wait row."""
+    if steps.data_function:
+        return f", in {data_function_label(steps.data_function)}"
+    return f", in {steps.data_source}" if steps.data_source else ""
+
+
 def print_profile(out: Output, result: Profile) -> None:
     run, steps, m, v = result.run, result.run.steps, result.measurements, result.verdict
     assert steps is not None, "a profile is printed for a run that is ok (measured)"
@@ -216,7 +238,11 @@ def print_profile(out: Output, result: Profile) -> None:
             "data wait",
             pct(steps.data_share),
             steps.data_note
-            or (f"{ms(steps.waited / steps.count)} per step" if steps.waited is not None and steps.count else ""),
+            or (
+                f"{ms(steps.waited / steps.count)} per step{data_source_note(steps)}"
+                if steps.waited is not None and steps.count
+                else ""
+            ),
         ]
     )
     rows.append(
@@ -512,6 +538,7 @@ def profile_json(result: Profile) -> dict:
         "framework": result.framework,
         "instrumented": run.instrumented,
         "notes": run.notes,
+        "cost": result.cost.as_meta() if result.cost else None,
         "steps": None
         if steps is None
         else {
@@ -528,6 +555,8 @@ def profile_json(result: Profile) -> dict:
             "data_waits": steps.data_waits,
             "data_share": steps.data_share,
             "data_note": steps.data_note,
+            "data_source": steps.data_source,
+            "data_function": steps.data_function,
             "batches": steps.batches,
             "samples": steps.samples,
             "optimizers": steps.optimizers,
@@ -622,6 +651,7 @@ def verify_json(result: VerifyResult) -> dict:
     return {
         "script": result.script,
         "select": result.codes,
+        "cost": result.cost.as_meta() if result.cost else None,
         "fixes_applied": result.applied,
         "diff": result.diff,
         "order": result.order,

@@ -30,6 +30,7 @@ from pathlib import Path
 import libcst as cst
 
 from gpulint.runtime_check import attribution, distributed, stats
+from gpulint.runtime_check.costs import CostBasis
 from gpulint.runtime_check.figures import Figure
 from gpulint.runtime_check.launchers import Launch, Rendezvous, torchrun_prefix
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_once
@@ -140,6 +141,7 @@ class ScaleResult:
     failed: RunResult | None = None
     failed_size: int | None = None
     rendezvous: Rendezvous | None = None  # a multi-node sweep: the figures are this node's ranks'
+    cost: CostBasis | None = None  # costs.CostBasis of the largest size's loss, set by the command
 
     def job_parts(self) -> list[dict]:
         """Each run of a multi-node sweep as a job of its own: its id and this node's rank in it
@@ -194,6 +196,7 @@ def scale_record(result: ScaleResult) -> dict:
         "kind": "scale",
         "script": result.script,
         "mode": result.mode,
+        "cost": result.cost.as_meta() if result.cost else None,
         "global_batch": result.global_batch,
         "set_via": result.site.where if result.site else None,
         "order": result.order,

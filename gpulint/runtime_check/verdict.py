@@ -92,6 +92,11 @@ class Measurements:
     straggler_share: float | None = None  # its extra own work per step, share of the step
     straggler_note: str = ""  # where its extra time goes
     loader: dict | None = None  # the training DataLoader's settings (num_workers, persistent_workers, ...)
+    # What the steps waited on for batches (measure.StepStats.data_source): a DataLoader, tf.data,
+    # Keras fit's input, or the user's batch function, named with its line ("get_batch at train.py:40")
+    data_source: str | None = None
+    data_function: str | None = None  # "get_batch at train.py:40" when a user function made the batches
+    data_function_line: str | None = None  # its "path:row", for the fix's line
     cores: int | None = None  # CPU cores of the machine
 
 
@@ -153,7 +158,7 @@ def _candidates(m: Measurements, data: float, collective: float) -> list[_Candid
                 data,
                 "input-bound",
                 "high" if data >= INPUT_HIGH else "moderate",
-                f"{pct(data)} of step time waits for the training loader "
+                f"{pct(data)} of step time waits for {_waited_on(m)} "
                 f"(moderate from {pct(INPUT_MODERATE)}, high from {pct(INPUT_HIGH)})",
             )
         )
@@ -254,6 +259,8 @@ def decide(m: Measurements) -> Verdict:
         kind = "inconclusive"
         reasons.append("neither data wait nor GPU utilization could be measured for this loop")
         recommendations = [Recommendation(c, a, "unknown") for c, a in INPUT_RULES[m.framework]]
+        if m.framework == "torch" and m.loader is None:  # no DataLoader in play: its fixes cannot act
+            recommendations = [Recommendation("", NAME_THE_BATCH_FUNCTION, "unknown")]
     else:
         severity = None
         kind = "compute-bound"
@@ -342,11 +349,36 @@ def _recommendations_for(top: _Candidate, m: Measurements, data: float) -> list[
     return [Recommendation(code, action, ceiling(top.share))]
 
 
+def _waited_on(m: Measurements) -> str:
+    if m.data_function:
+        return f"the batch function {m.data_function}"
+    if m.data_source in ("tf.data", "Keras fit input"):
+        return "the input pipeline" if m.data_source == "tf.data" else "Keras fit's input pipeline"
+    return "the training loader"
+
+
+NAME_THE_BATCH_FUNCTION = (
+    "name the function that makes the batches with --data-fn NAME, so its time is measured as data wait"
+)
+
+
 def _input_recommendations(m: Measurements, data: float) -> list[Recommendation]:
     """The input fixes that can act on this run, the one with the most evidence first: loader
     workers when the training loader has fewer than the machine's cores; persistent workers only
-    where there are workers to keep."""
+    where there are workers to keep.  Batches made by the user's own function with no DataLoader
+    in play get the fix for that function, at its line, not DataLoader settings."""
     loader, cores = m.loader, m.cores
+    if m.data_function and m.framework == "torch" and loader is None:
+        return [
+            Recommendation(
+                "",
+                f"make the batches ahead of the step: {m.data_function} runs in the training loop, so the step "
+                "waits for it; prepare them in a background thread or a DataLoader with workers, "
+                "or make the function cheaper",
+                ceiling(data),
+                line=m.data_function_line,
+            )
+        ]
     out = []
     for code, action in INPUT_RULES[m.framework]:
         gain: str | None = "a share of the same wait"

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpulint.runtime_check import nvml, stats
+from gpulint.runtime_check.costs import CostBasis
 from gpulint.runtime_check.launchers import Launch
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, StepStats, run_once
 from gpulint.runtime_check.verdict import NEEDS_DEVICE, busy_machine_warning
@@ -78,6 +79,7 @@ class VerifyResult:
     failed_arm: str | None = None
     written: bool = False
     warnings: list[str] = field(default_factory=list)  # the runs' notes, a loaded machine
+    cost: CostBasis | None = None  # costs.CostBasis of a confirmed speed-up, set by the command
 
 
 def fix_script(script: Path, codes: list[str] | None) -> tuple[bytes, bytes, int, list[str]]:

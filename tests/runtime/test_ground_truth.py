@@ -14,6 +14,7 @@ import pytest
 from gpulint.runtime_check.launchers import Launch, torchrun_prefix
 from gpulint.runtime_check.measure import Command, RunConfig
 from gpulint.runtime_check.profile import profile
+from gpulint.runtime_check.verdict import INPUT_HIGH, INPUT_MODERATE
 
 SCRIPT = Path(__file__).parent / "ground_truth" / "train.py"
 PHASES = ("data", "compute", "checkpoint", "logging", "validation", "hostsync")
@@ -100,3 +101,79 @@ def test_straggler_is_its_own_verdict(tmp_path, monkeypatch):
     assert verdict.severity == "rank 1"
     assert "balance the work" in verdict.advice
     assert not any("bucket" in r.action or "compress" in r.action for r in verdict.recommendations)
+
+
+CUSTOM_SCRIPT = Path(__file__).parent / "ground_truth" / "custom_batch.py"
+KERAS_SCRIPT = Path(__file__).parent / "ground_truth" / "keras_fit.py"
+DATALOADER_FIXES = {"GL101", "GL102", "GL103", "GL104", "GL105"}
+
+
+def own_profile(script: Path, bottleneck: str, tmp_path, monkeypatch, **config):
+    timers_path = tmp_path / "timers.json"
+    monkeypatch.setenv("GT_BOTTLENECK", bottleneck)
+    monkeypatch.setenv("GT_TIMERS", str(timers_path))
+    result = profile(Command(sys.executable, [], [str(script)]), RunConfig(steps=30, warmup=3, timeout=300, **config))
+    assert result.verdict is not None, result.run.output_tail
+    return result, json.loads(timers_path.read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("bottleneck", "how"), [("slow", "found"), ("healthy", "found"), ("slow", "--data-fn"), ("slow", "not timed")]
+)
+def test_a_loop_fed_by_its_own_batch_function(bottleneck, how, tmp_path, monkeypatch):
+    """nanoGPT's shape, `x, y = get_batch('train')` with no DataLoader: the function's calls are
+    data wait (found in the loop, or named with --data-fn), its validation calls are not, and the
+    fix named is the function's own, at its line -- never a DataLoader setting."""
+    config = {"found": {}, "--data-fn": {"data_fns": ["get_batch"], "find_data_fn": False}}
+    result, timers = own_profile(
+        CUSTOM_SCRIPT, bottleneck, tmp_path, monkeypatch, **config.get(how, {"find_data_fn": False})
+    )
+    verdict, steps = result.verdict, result.run.steps
+    assert not DATALOADER_FIXES & {r.code for r in verdict.recommendations}, verdict.recommendations
+    if how == "not timed":  # nothing names the function: said, and nothing DataLoader-shaped suggested
+        assert steps.data_share is None and "--data-fn" in (steps.data_note or "")
+        assert verdict.kind != "input-bound"
+        return
+    assert steps.data_source == "get_batch" and steps.data_function["how"] == how
+    own_wait, measured_wait = timers["data"] / timers["steps"], steps.waited / steps.count
+    assert abs(measured_wait - own_wait) < 0.003 + 0.1 * own_wait, (measured_wait, own_wait)
+    if timers["data"] > timers["compute"]:  # the script's own timers: the function dominates
+        assert bottleneck == "slow"
+        assert verdict.kind == "input-bound", (verdict.headline, verdict.reasons)
+        first = verdict.recommendations[0]
+        assert "get_batch" in first.action and first.line is not None
+        assert first.line.endswith(f"custom_batch.py:{_def_line(CUSTOM_SCRIPT, 'get_batch')}")
+    else:
+        assert bottleneck == "healthy", timers
+        assert verdict.kind == "compute-bound", (verdict.headline, verdict.reasons)
+
+
+def _def_line(script: Path, name: str) -> int:
+    return next(i for i, line in enumerate(script.read_text().splitlines(), 1) if line.startswith(f"def {name}("))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bottleneck", ["healthy", "generator", "map"])
+def test_keras_fit_data_wait(bottleneck, tmp_path, monkeypatch):
+    """Inside Keras fit: the wait for a slow Python generator or a slow tf.data map is measured
+    (the step's time less the compiled step's own, by the script's timers) and named."""
+    result, timers = own_profile(KERAS_SCRIPT, bottleneck, tmp_path, monkeypatch)
+    verdict, steps = result.verdict, result.run.steps
+    assert steps.source == "Keras batches" and steps.data_share is not None, steps.data_note
+    # The script's own view: the step waits at most the step less its compiled compute, and at
+    # most what making a batch took (nothing for arrays in memory).
+    step = timers["step"] / timers["steps"]
+    produce = timers["produce"] / timers["batches"] if timers["batches"] else 0.0
+    own_share = max(0.0, min(produce, step - timers["compute"])) / step
+    assert own_share >= INPUT_HIGH or own_share < INPUT_MODERATE, timers  # a clear case, either way
+    if own_share >= INPUT_HIGH:
+        assert bottleneck != "healthy", timers
+        assert verdict.kind == "input-bound", (verdict.headline, verdict.reasons)
+        assert verdict.recommendations[0].code.startswith("GL70"), verdict.recommendations
+        assert abs(steps.data_share - own_share) < 0.2, (steps.data_share, own_share)
+    else:
+        assert bottleneck == "healthy", timers
+        assert verdict.kind == "compute-bound", (verdict.headline, verdict.reasons)
+        assert steps.data_share < 0.05
+    assert not DATALOADER_FIXES & {r.code for r in verdict.recommendations}

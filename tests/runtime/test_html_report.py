@@ -121,6 +121,7 @@ def gpu_run(run_id: int, step_ms: float, cores: int = 4) -> RunRecord:
             "why": "Measure the first fix before keeping it",
             "command": "gpulint verify train.py --select GL101 -- --epochs 1",
         },
+        "cost": {"kind": "waste", "share": 0.4, "step_seconds": step_ms / 1000, "gpus": 8, "steps_per_epoch": 1000},
     }
     return record
 
@@ -533,6 +534,7 @@ NOT_NUMBERS = [
     ("meta.lint[0].row", "UPDATE runs SET meta = json_set(meta, '$.lint[0].row', ?)", "a number"),
     ("meta.syncs[0].per_step", "UPDATE runs SET meta = json_set(meta, '$.syncs[0].per_step', ?)", "a number"),
     ("meta.lint", "UPDATE runs SET meta = json_set(meta, '$.lint', ?)", "a list"),
+    ("meta.cost.share", "UPDATE runs SET meta = json_set(meta, '$.cost.share', ?)", "a number"),
 ]
 NOT_NUMBER_COLUMNS = [
     ("figures[1].value", "UPDATE figures SET value = ? WHERE position = 1", "figure value or noise"),

@@ -9,7 +9,7 @@ import pytest
 
 from gpulint.runtime_check import report
 from gpulint.runtime_check.cli import verify_launch
-from gpulint.runtime_check.measure import Command, CommandError, parse_command
+from gpulint.runtime_check.measure import Command, CommandError, ProcessRun, parse_command
 from gpulint.runtime_check.profile import LintHit, Profile, measurements_of
 from gpulint.runtime_check.verdict import decide
 from tests.runtime.helpers import measured_run
@@ -17,6 +17,8 @@ from tests.runtime.helpers import measured_run
 
 def profile_of(command: Command, cuda: bool = False, codes: tuple[str, ...] = ("GL102", "GL101")) -> Profile:
     run = measured_run([0.1] * 20, cuda=cuda)
+    # a DataLoader read in the loop (its wait not measured): the DataLoader fixes can act on it
+    run.processes = [ProcessRun(None, 1, run.steps, {"loader": {"num_workers": 0, "persistent_workers": False}})]
     result = Profile(run, "torch", command=command)
     result.measurements = measurements_of(run, "torch")
     result.verdict = decide(result.measurements)

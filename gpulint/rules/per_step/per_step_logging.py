@@ -357,6 +357,113 @@ class PerStepLogging(Rule):
             """,
             options={"log-every": 25},
         ),
+        # the interval fits a loop of known length (ten lines a pass: 500 steps, every 50; 400
+        # steps from 1, every 20 from 1); a loader's length is not known: log-every, from its first value
+        Invalid(
+            """
+            for epoch in range(3):
+                for step in range(500):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print(step, loss)
+                for it in range(1, 401):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print(it, loss)
+                for i, (x, y) in enumerate(loader, 1):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print(i, loss)
+            """,
+            "10:9",
+            "15:9",
+            "20:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step in range(500):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 50 == 0:
+                        print(step, loss)
+                for it in range(1, 401):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if it % 20 == 1:
+                        print(it, loss)
+                for i, (x, y) in enumerate(loader, 1):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if i % 100 == 1:
+                        print(i, loss)
+            """,
+        ),
+        # a loop of 15 steps (run 50 times: reported) is too short for any guard to help; a log of
+        # an event the step's data picks (an episode's end) is not gated on the update counter
+        Invalid(
+            """
+            for trial in range(50):
+                for i in range(15):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print("loss:", loss)
+            for update in range(num_updates):
+                for t in range(num_steps):
+                    obs, reward, done, info = envs.step(agent.act(obs))
+                    dones[t] = done
+                loss = agent.loss(rollout)
+                loss.backward()
+                optimizer.step()
+                for t in range(num_steps):
+                    if dones[t]:
+                        print(f"update {update} episode return {returns[t]}")
+            """,
+            "10:9",
+            "20:13",
+            header=LOGGING_SCRIPT,
+        ),
+        # the loop's own guard lends its interval; a read-back further up that only the log line
+        # uses moves under the guard with it (nothing in between touches `output`); the author's
+        # layout of the moved lines stays
+        Invalid(
+            """
+            for epoch in range(args.epochs):
+                for batch_idx, (data, target) in enumerate(loader):
+                    output = model(data)
+                    loss = criterion(output, target)
+                    loss.backward()
+                    confidence = output.mean().item()
+                    optimizer.step()
+
+                    print("[%d/%d] loss: %.4f confidence: %.4f"
+                          % (epoch, batch_idx, loss.item(), confidence))
+                    if batch_idx % args.log_interval == 0:
+                        writer.add_scalar("loss", loss.item(), batch_idx)
+            """,
+            "13:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(args.epochs):
+                for batch_idx, (data, target) in enumerate(loader):
+                    output = model(data)
+                    loss = criterion(output, target)
+                    loss.backward()
+                    optimizer.step()
+
+                    if batch_idx % args.log_interval == 0:
+                        confidence = output.mean().item()
+                        print("[%d/%d] loss: %.4f confidence: %.4f"
+                              % (epoch, batch_idx, loss.item(), confidence))
+                        writer.add_scalar("loss", loss.item(), batch_idx)
+            """,
+        ),
         # a pytest test that takes one step is not a step function; train_step is one
         Invalid(
             """

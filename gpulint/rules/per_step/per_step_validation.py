@@ -225,6 +225,72 @@ class PerStepValidation(Rule):
                     model.eval()
             """,
         ),
+        # the loop's own guard of a line that uses the result goes into the new one, whose interval
+        # becomes a multiple of it (never a guard inside a coarser one); where that cannot be exact
+        # (the own guard fires on other steps), no fix
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    acc = evaluate(model, val_loader)
+                    # on the dashboard
+                    if step % 300 == 0:
+                        print(f"step {step} accuracy {acc:.3f}")
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    score = evaluate(model, val_loader)
+                    if step % 100 == 1:
+                        print(score)
+            """,
+            "10:15",
+            "18:17",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 1200 == 0:
+                        acc = evaluate(model, val_loader)
+                        # on the dashboard
+                        print(f"step {step} accuracy {acc:.3f}")
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    score = evaluate(model, val_loader)
+                    if step % 100 == 1:
+                        print(score)
+            """,
+        ),
+        # a loop of known length is validated ten times a pass (500 steps: every 50), at most eval-every
+        Invalid(
+            """
+            for epoch in range(3):
+                for step in range(500):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    evaluate(model, val_loader)
+            """,
+            "10:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step in range(500):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 50 == 0:
+                        evaluate(model, val_loader)
+            """,
+        ),
         # no step counter: no fix
         Invalid(
             """

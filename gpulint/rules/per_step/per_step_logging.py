@@ -61,8 +61,20 @@ class PerStepLogging(Rule):
     ```
 
     ## Fix (unsafe)
-    Wraps the statement in `if <step counter> % <log-every> == 0:`.  Offered only when the loop has
-    a step counter.  Unsafe: the program prints or logs less often.  Warnings and errors
+    Wraps the statement in `if <step counter> % <N> == <first value>:`.  N fits the loop: the
+    interval of the loop's own logging guard when it has one (`if batch_idx % args.log_interval ==
+    0:`); else, for a loop whose length the code states (`range(500)`, a default argument), a tenth
+    of it rounded down to 1, 2 or 5 times a power of ten, so the loop still logs ten times a pass
+    (500 steps: every 50) -- at most `log-every`, which is N where the length is not known (a
+    loader).  A loop too short for an interval of 2 gets no fix.  The guard is true on the counter's
+    first value (`enumerate(loader, 1)`: `% 100 == 1`), so every pass logs at least once.  The
+    read-backs whose values only the guarded lines use move under the guard with them (`lossf =
+    loss.item()`; a `.item()` further up too, when nothing in between touches what it reads); a
+    guard of the loop's own among the moved lines is merged into the new one, never left nested
+    inside it.  No fix for a log under a condition on the step's data (`if dones[t]:`, `if
+    "episode" in info:`): it logs events.  Offered only when the loop has a step counter; a moved
+    line keeps its layout, or is wrapped at the project's line length where the file is laid out
+    as black and ruff format would.  Unsafe: the program prints or logs less often.  Warnings and errors
     (`logger.warning`), code in `except` handlers and branches that `continue`/`break` are events,
     not per-step logging, and are not reported.
     """

@@ -14,7 +14,12 @@ from gpulint.linter.rule import Invalid, Rule, RuleOption, Valid, positive_int
 from gpulint.rules.case_headers import LOGGING_SCRIPT
 
 EVAL_EVERY = RuleOption(
-    "eval-every", 1000, "Interval (in steps) the GL301 fix guards validation with.", int, check=positive_int
+    "eval-every",
+    1000,
+    "Interval (in steps) the GL301 fix guards validation with"
+    " (at most: a loop of known length validates ten times a pass).",
+    int,
+    check=positive_int,
 )
 
 # Names of functions that evaluate a model.  Kept narrow on purpose: `validate_args()` or
@@ -62,10 +67,14 @@ class PerStepValidation(Rule):
     ```
 
     ## Fix (unsafe)
-    Wraps the statement in `if <step counter> % <eval-every> == 0:` (statements right after it that
-    use its result move under the guard too).  Offered only when the loop has a step counter
-    (`enumerate`, `range`, or a `+= 1` counter) and only for evaluation functions; `model.eval()`
-    starts a block of statements that must move together, which is left to a person.  Unsafe: it
+    Wraps the statement in `if <step counter> % <N> == <first value>:` (statements right after it
+    that use its result move under the guard too).  N is `eval-every`, or less in a loop whose length
+    the code states, so validation runs ten times a pass (as GL302 chooses its interval); a guard of
+    the loop's own among the moved lines (`if step % 100 == 0: print(acc)`) is merged into the new
+    one, whose interval becomes a multiple of it (no fix where that cannot be exact).  Offered only
+    when the loop has a step counter (`enumerate`, `range`, or a `+= 1` counter) and only for
+    evaluation functions; `model.eval()` starts a block of statements that must move together,
+    which is left to a person.  Unsafe: it
     changes how often validation runs and what the program prints.
     """
 

@@ -125,7 +125,7 @@ def host_read_guard_fix(ctx: FileContext, node: cst.CSTNode, interval_option: st
     condition = "".join(plan.interval.condition.split())
     if len(users) == 1 and isinstance(users[0], cst.If) and _condition(users[0]) == condition:
         # Read just before the guard that logs it: guarding the read joins that guard (the fixer merges them).
-        return _guard(_Plan(plan.interval, statements[: at + 1], statements[0]), message)
+        return _guard(_Plan(plan.interval, statements[: at + 1], plan.anchor, plan.dissolved), message)
     if not users or not all(_is_logging_statement(ctx, s) for s in users):
         return None
     return _guard(plan, message)
@@ -218,8 +218,9 @@ def _plan(ctx: FileContext, node: cst.CSTNode, configured: int, adopt_loop_guard
         return None
     moved = _read_backs_before(ctx, loop, body[:start], group)
     statements = moved + group
+    moved_ids = {id(s) for s in moved}
     anchor_at = start
-    while anchor_at > 0 and body[anchor_at - 1] in moved:
+    while anchor_at > 0 and id(body[anchor_at - 1]) in moved_ids:
         anchor_at -= 1
     dissolved: set[int] = set()
     for candidate in statements:
@@ -312,17 +313,45 @@ def _dissolving(interval: _Interval, own: cst.If) -> _Interval | None:
     return _Interval(interval.counter, str(every), str(remainder), start=interval.start, why=why)
 
 
-def _under_data_condition(ctx: FileContext, statement: cst.CSTNode, loop: cst.CSTNode, counter: str) -> bool:
-    """Whether an `if` or `while` between `statement` and `loop` tests a name the loop binds
-    (other than its counter): a condition on the step's data (`if dones[step]:` in a rollout loop,
-    `if "episode" in info:`)."""
-    bound = _names_bound_in(loop) - {counter}
+def _under_data_condition(ctx: FileContext, statement: cst.CSTNode, loop: cst.For | cst.While, counter: str) -> bool:
+    """Whether an `if` or `while` between `statement` and `loop` tests the step's data: a name
+    holding it (`_step_data`: `if done:`, `if "episode" in info:` over this step's `infos`), or an
+    item picked by a name the loop binds (`if dones[t]:`).  A filter on a structure (`if "weight" in
+    name:` over `model.named_parameters()`) or on the counter (`if step % accum == 0:`) is not."""
+    data = _step_data(loop, counter)
+    bound = _names_bound_in(loop)
     for ancestor in ctx.ancestors(statement):
         if ancestor is loop or isinstance(ancestor, SCOPE_TYPES):
             return False
-        if isinstance(ancestor, (cst.If, cst.While)) and names_under(ancestor.test) & bound:
+        if not isinstance(ancestor, (cst.If, cst.While)):
+            continue
+        if names_under(ancestor.test) & data:
             return True
+        for node in nodes_under(ancestor.test):
+            if isinstance(node, cst.Subscript) and any(names_under(item) & bound for item in node.slice):
+                return True
     return False
+
+
+def _step_data(loop: cst.For | cst.While, counter: str) -> set[str]:
+    """The names holding a step's data: the step loop's own targets (the batch), what its body
+    assigns, and the targets of an inner loop over one of those (`for info in infos`) -- not the
+    counter, nor the targets of an inner loop over a call (`range(n)`, `named_parameters()`)."""
+    data = _target_names(loop.target) if isinstance(loop, cst.For) else set()
+    inner_loops = []
+    for node in nodes_under(loop.body):
+        if isinstance(node, cst.AssignTarget):
+            data |= _target_names(node.target)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr)):
+            data |= _target_names(node.target)
+        elif isinstance(node, cst.AsName):
+            data |= _target_names(node.name)
+        elif isinstance(node, cst.For):
+            inner_loops.append(node)
+    for inner in inner_loops:
+        if not isinstance(inner.iter, cst.Call) and names_under(inner.iter) & data:
+            data |= _target_names(inner.target)
+    return data - {counter}
 
 
 def _names_bound_in(loop: cst.CSTNode) -> set[str]:

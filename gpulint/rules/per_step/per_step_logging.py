@@ -441,6 +441,42 @@ class PerStepLogging(Rule):
             "20:13",
             header=LOGGING_SCRIPT,
         ),
+        # an event the step's data picks (an episode in this step's `infos`) gets no guard; a filter
+        # on the parameters' names is no event: the lines under it still log every step
+        Invalid(
+            """
+            for epoch in range(3):
+                for batch_index, (images, labels) in enumerate(loader):
+                    loss = criterion(model(images), labels)
+                    loss.backward()
+                    optimizer.step()
+                    obs, reward, done, infos = envs.step(actions)
+                    for info in infos:
+                        if "episode" in info:
+                            print(info["episode"]["r"])
+                    for name, para in model.named_parameters():
+                        if "weight" in name:
+                            writer.add_scalar("grad/weights", para.grad.norm(), batch_index)
+            """,
+            "13:17",
+            "16:17",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for batch_index, (images, labels) in enumerate(loader):
+                    loss = criterion(model(images), labels)
+                    loss.backward()
+                    optimizer.step()
+                    obs, reward, done, infos = envs.step(actions)
+                    for info in infos:
+                        if "episode" in info:
+                            print(info["episode"]["r"])
+                    for name, para in model.named_parameters():
+                        if "weight" in name:
+                            if batch_index % 100 == 0:
+                                writer.add_scalar("grad/weights", para.grad.norm(), batch_index)
+            """,
+        ),
         # the loop's own guard lends its interval; a read-back further up that only the log line
         # uses moves under the guard with it (nothing in between touches `output`); the author's
         # layout of the moved lines stays

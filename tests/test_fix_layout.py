@@ -12,8 +12,10 @@ import subprocess
 import sys
 import textwrap
 
+import libcst as cst
 import pytest
 
+from gpulint.linter.fix.wrap import wrap_statement
 from tests.helpers import fix
 
 BLACK = [sys.executable, "-m", "black"]
@@ -220,3 +222,39 @@ def test_one_guard_for_a_block_of_log_lines():
     # the read-back moved in with the lines that print it; evaluation and checkpoint share theirs
     assert "if step % 100 == 0:\n        lossf = loss.item()" in fixed
     assert fixed.count("if step % 1000 == 0:") == 1
+
+
+def test_a_moved_statement_keeps_its_authors_layout():
+    # Not black's layout: the guard moves it in as the author wrote it, spaces around `%` included,
+    # every line four columns further in and no longer than that.
+    source = textwrap.dedent(
+        """
+        import torch
+
+        for epoch in range(niter):
+            for i, data in enumerate(dataloader):
+                output = netD(data)
+                errD = criterion(output, label)
+                errD.backward()
+                optimizerD.step()
+                print('[%d/%d][%d/%d] Loss_D: %.4f D(x): %.4f D(G(z)): %.4f / %.4f of the batches'
+                      % (epoch, niter, i, len(dataloader),
+                         errD.item(), D_x, D_G_z1, D_G_z2))
+        """
+    ).lstrip("\n")
+    fixed = fix(source, ["GL302"])
+    assert (
+        "        if i % 100 == 0:\n"
+        "            print('[%d/%d][%d/%d] Loss_D: %.4f D(x): %.4f D(G(z)): %.4f / %.4f of the batches'\n"
+        "                  % (epoch, niter, i, len(dataloader),\n"
+        "                     errD.item(), D_x, D_G_z1, D_G_z2))\n"
+    ) in fixed
+    assert max(map(len, fixed.splitlines())) == max(map(len, source.splitlines())) + 4
+
+
+def test_joined_lines_keep_spaces_around_operators():
+    # A statement split at an operator, too long once moved in: joined, the operator keeps its spaces.
+    statement = cst.parse_statement("value_with_long_name = compute(first\n                               + second)\n")
+    assert isinstance(statement, cst.SimpleStatementLine)
+    wrapped = wrap_statement(statement, " " * 8, "    ", 45)
+    assert cst.Module([]).code_for_node(wrapped) == "value_with_long_name = compute(\n    first + second\n)\n"

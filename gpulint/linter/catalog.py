@@ -955,21 +955,30 @@ OPTIONS: dict[str, RuleOption] = {
     'log-every': RuleOption(
         'log-every',
         default=100,
-        help='Interval (in steps) the GL302, GL201 and GL706 fixes guard logging with.',
+        help=(
+            'Interval (in steps) the GL302, GL201 and GL706 fixes guard logging with (at '
+            'most: a loop of known length logs ten times a pass).'
+        ),
         type=int,
         check=positive_int,
     ),
     'eval-every': RuleOption(
         'eval-every',
         default=1000,
-        help='Interval (in steps) the GL301 fix guards validation with.',
+        help=(
+            'Interval (in steps) the GL301 fix guards validation with (at most: a loop of '
+            'known length validates ten times a pass).'
+        ),
         type=int,
         check=positive_int,
     ),
     'checkpoint-every': RuleOption(
         'checkpoint-every',
         default=1000,
-        help='Interval (in steps) the GL303 fix guards checkpoints with.',
+        help=(
+            'Interval (in steps) the GL303 fix guards checkpoints with (at most: a loop of '
+            'known length saves ten times a pass).'
+        ),
         type=int,
         check=positive_int,
     ),

@@ -13,7 +13,8 @@ NUM_WORKERS = RuleOption(
 LOG_EVERY = RuleOption(
     "log-every",
     100,
-    "Interval (in steps) the GL302, GL201 and GL706 fixes guard logging with.",
+    "Interval (in steps) the GL302, GL201 and GL706 fixes guard logging with"
+    " (at most: a loop of known length logs ten times a pass).",
     int,
     check=positive_int,
 )

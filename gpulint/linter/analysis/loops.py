@@ -526,7 +526,7 @@ class LoopModel:
         child = node
         for ancestor in self.index.ancestors(node):
             if isinstance(ancestor, LOOP_TYPES) and runs_each_iteration(ancestor, child):
-                count = self._iterations(ancestor)
+                count = self.iterations(ancestor)
                 if count is None:
                     return None
                 total *= count
@@ -556,7 +556,7 @@ class LoopModel:
             most = max(most, site_runs)
         return runs * most
 
-    def _iterations(self, loop: cst.For | cst.While) -> int | None:
+    def iterations(self, loop: cst.For | cst.While) -> int | None:
         """How many times a loop iterates, when the code says so statically (module docstring)."""
         if not isinstance(loop, cst.For):
             return None

@@ -73,19 +73,19 @@ class _Replacer(cst.CSTTransformer):
                 return updated_node.with_changes(body=merged)
         return updated_node
 
-    def _wrapped(self, statement, indent: str, moved: bool):
+    def _wrapped(self, statement, indent: str, moved: bool, moved_from: str | None = None):
         """`statement` with the lines a fix made too long wrapped: a one-line statement, or a
         compound statement's header; when it is new or `moved` in, the statements in its body too
-        (a guard moved them one level in)."""
+        (a guard moved them one level in, from the guard's own indentation: `moved_from`)."""
         if isinstance(statement, cst.SimpleStatementLine):
-            return wrap_statement(statement, indent, self.default_indent, self.line_length)
+            return wrap_statement(statement, indent, self.default_indent, self.line_length, moved_from)
         if not isinstance(statement, cst.BaseCompoundStatement):
             return statement  # a removal
         statement = wrap_header(statement, indent, self.default_indent, self.line_length)
         if not moved or not isinstance(statement.body, cst.IndentedBlock):
             return statement
         inner = indent + (self.default_indent if statement.body.indent is None else statement.body.indent)
-        body = [self._wrapped(child, inner, moved=True) for child in statement.body.body]
+        body = [self._wrapped(child, inner, moved=True, moved_from=indent) for child in statement.body.body]
         if all(new is old for new, old in zip(body, statement.body.body, strict=True)):
             return statement
         return statement.with_changes(body=statement.body.with_changes(body=body))

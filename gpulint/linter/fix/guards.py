@@ -1,13 +1,36 @@
 """Interval guards: the fix that runs per-step work every N steps, `if <counter> % N == 0:`.
 
+The interval fits the loop (`_interval`):
+
+* a loop that already guards logging by its counter (`if batch_idx % args.log_interval == 0:`)
+  lends its condition to the logging guards the fixes add there (one interval, guards that join);
+* otherwise a loop whose length the code states (`range(500)`, a default argument, an argparse
+  default, a literal list: `LoopModel.iterations`) runs the work at least `RUNS_PER_PASS` (10) times
+  a pass: the interval is the loop's length / 10 rounded down to 1, 2 or 5 times a power of ten
+  (500 steps: every 50), and at most the rule's option (`log-every`, `eval-every`,
+  `checkpoint-every`).  Under an interval of 2 a guard would not help (a loop of fewer than 20
+  steps): no fix.  A loader's length is known only at run time: there the option is the interval;
+* the guard is true on the counter's first value (`enumerate(loader, 1)`: `% 100 == 1`), so every
+  pass of the loop runs the work at least once, however short it turns out.
+
 What goes under one guard:
 
 * the statement that holds the finding;
 * the statements right after it that use a name it assigns (`acc = evaluate(...)` then
   `print(acc)`), so the guarded value is never read unset -- and when such a name is read further
   away, no fix is offered (it could not be written without guessing);
-* the read-backs right before it whose values only the guarded statements use (`lossf =
-  loss.item()` before `print(lossf)`): guarding the print alone would keep the sync every step.
+* the read-backs before it whose values only the guarded statements use (`lossf = loss.item()`
+  before `print(lossf)`): guarding the print alone would keep the sync every step.  Right before
+  it, any side-effect-free assignment; further up, a host read (`d_x = output.mean().item()`) of
+  values computed in this step that nothing in between mentions (so it reads the same values
+  where it moves to), on a line of its own (no comment or blank line above it to carry along);
+* a guard of the loop's own among them (`if step % 100 == 0:` under the `% 1000` a validation
+  fix adds) is dissolved into the new one, whose interval is then made a multiple of it: a guard
+  is never written inside a coarser one.  Where that cannot be done exactly, no fix.
+
+No guard is written under a condition that depends on the step's data (`if dones[step]:`, `if
+"episode" in info:` -- a name the loop binds, other than its counter): that work runs when the
+data says, and gating it on the counter as well would drop the events it logs.
 
 Where guards meet (merge_adjacent_guards, run by the fixer on every fixed block): a guard added
 next to another with the same condition -- one added by another fix of the same pass, or one the
@@ -17,11 +40,14 @@ code already had -- joins it, so a run of log lines becomes one `if` block, not 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import libcst as cst
 
 from gpulint.linter.analysis.context import STATEMENT_TYPES, FileContext
 from gpulint.linter.analysis.logging_calls import enclosing_logging_call, logging_call_kind
+from gpulint.linter.analysis.loops import LOOP_TYPES, SCOPE_TYPES, is_interval_condition
+from gpulint.linter.analysis.nodes import dotted_name
 from gpulint.linter.analysis.walk import iter_children, names_under, nodes_under
 from gpulint.linter.findings import Applicability, Fix
 
@@ -33,18 +59,50 @@ _PURE_METHODS = _HOST_READS | frozenset(
 )
 _PURE_BUILTINS = frozenset({"float", "int", "str", "round", "abs", "len", "format"})
 
+# A guarded statement runs at least this many times a pass of a loop whose length is known.
+RUNS_PER_PASS = 10
+# The smallest interval worth a guard.
+_SMALLEST_INTERVAL = 2
+# Where the rule's option goes in an interval's `why` (filled in by `_message`).
+_OPTION = "<option>"
+
+
+@dataclass(frozen=True)
+class _Interval:
+    """`<counter> % <every> == <remainder>`, as code; `why` says where `every` came from."""
+
+    counter: str
+    every: str
+    remainder: str
+    start: int | None  # the counter's first value; None for a condition taken from the loop's code
+    why: str
+
+    @property
+    def condition(self) -> str:
+        return f"{self.counter} % {self.every} == {self.remainder}"
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What one guard fix writes: `statements` (in source order) under `interval`'s condition, in
+    place of `anchor`; the others of `statements` leave their places; those in `dissolved` (the
+    loop's own guards) give their bodies instead of themselves."""
+
+    interval: _Interval
+    statements: list[cst.BaseStatement]
+    anchor: cst.BaseStatement
+    dissolved: frozenset[int] = frozenset()
+
 
 def guard_fix(ctx: FileContext, node: cst.CSTNode, interval_option: str, interval: int, what: str) -> Fix | None:
-    """Put the statement holding `node` under `if <counter> % <interval> == 0:` (see the module
-    docstring for what joins it).  None when the step loop has no counter, or the guard would
-    leave a value unset that is read elsewhere."""
-    group = _guarded_group(ctx, node)
-    if group is None:
+    """Put the statement holding `node` under `if <counter> % <N> == <first value>:` (see the
+    module docstring for N, at most `interval`, and for what joins it).  None when the step loop
+    has no counter, is too short for a guard, the statement is under a data-dependent condition,
+    or the guard would leave a value unset that is read elsewhere."""
+    plan = _plan(ctx, node, interval, adopt_loop_guard=what == "logging")
+    if plan is None:
         return None
-    counter, statements = group
-    return _guard(
-        statements, f"{counter} % {interval} == 0", f"Run {what} every {interval} steps (`{interval_option}`)"
-    )
+    return _guard(plan, _message(what, plan.interval, interval_option))
 
 
 def host_read_guard_fix(ctx: FileContext, node: cst.CSTNode, interval_option: str, interval: int) -> Fix | None:
@@ -56,21 +114,25 @@ def host_read_guard_fix(ctx: FileContext, node: cst.CSTNode, interval_option: st
     statement = ctx.statement_of(node)
     if not is_read_back(statement):
         return None
-    group = _guarded_group(ctx, node)
-    if group is None:
+    plan = _plan(ctx, node, interval, adopt_loop_guard=True)
+    if plan is None:
         return None
-    counter, statements = group
-    assert isinstance(statement, cst.BaseStatement)  # the group holds it: a statement of a block
-    condition = f"{counter} % {interval} == 0"
-    message = f"Run logging every {interval} steps (`{interval_option}`)"
+    assert isinstance(statement, cst.BaseStatement)  # the plan holds it: a statement of a block
+    message = _message("logging", plan.interval, interval_option)
+    statements = plan.statements
     at = statements.index(statement)
     users = statements[at + 1 :]
-    if len(users) == 1 and isinstance(users[0], cst.If) and _condition(users[0]) == "".join(condition.split()):
+    condition = "".join(plan.interval.condition.split())
+    if len(users) == 1 and isinstance(users[0], cst.If) and _condition(users[0]) == condition:
         # Read just before the guard that logs it: guarding the read joins that guard (the fixer merges them).
-        return _guard(statements[: at + 1], condition, message)
+        return _guard(_Plan(plan.interval, statements[: at + 1], plan.anchor, plan.dissolved), message)
     if not users or not all(_is_logging_statement(ctx, s) for s in users):
         return None
-    return _guard(statements, condition, message)
+    return _guard(plan, message)
+
+
+def _message(what: str, interval: _Interval, option: str) -> str:
+    return f"Run {what} every {interval.every} steps ({interval.why.replace(_OPTION, f'`{option}`')})"
 
 
 def is_read_back(statement: cst.CSTNode) -> bool:
@@ -125,16 +187,22 @@ def _bound_names(statement: cst.CSTNode) -> set[str]:
     return names
 
 
-def _guarded_group(ctx: FileContext, node: cst.CSTNode) -> tuple[str, list[cst.BaseStatement]] | None:
-    """(the step counter, the statements of one block that go under the guard), or None."""
+def _plan(ctx: FileContext, node: cst.CSTNode, configured: int, adopt_loop_guard: bool) -> _Plan | None:
+    """The guard to write for the statement holding `node` (module docstring), or None."""
     counter = ctx.loops.step_counter(node)
-    if counter is None:
+    loop = ctx.loops.step_boundary(node)
+    if counter is None or not isinstance(loop, LOOP_TYPES):
         return None
     statement = ctx.statement_of(node)
     block = ctx.parent(statement)
     if not isinstance(block, cst.IndentedBlock):
         return None  # a one-line `for x in y: stmt` suite: leave it to a person
     assert isinstance(statement, cst.BaseStatement)  # what an indented block holds
+    if _under_data_condition(ctx, statement, loop, counter):
+        return None
+    interval = _interval(ctx, loop, counter, configured, adopt_loop_guard)
+    if interval is None:
+        return None
     body = list(block.body)
     start = body.index(statement)
     group = [statement]
@@ -148,26 +216,235 @@ def _guarded_group(ctx: FileContext, node: cst.CSTNode) -> tuple[str, list[cst.B
     rest = body[start + len(group) :]
     if bound and (any(names_under(s) & bound for s in rest + body[:start]) or _read_after(ctx, block, bound)):
         return None
-    return counter, _read_backs_before(ctx, body[:start], group) + group
+    moved = _read_backs_before(ctx, loop, body[:start], group)
+    statements = moved + group
+    moved_ids = {id(s) for s in moved}
+    anchor_at = start
+    while anchor_at > 0 and id(body[anchor_at - 1]) in moved_ids:
+        anchor_at -= 1
+    dissolved: set[int] = set()
+    for candidate in statements:
+        for inner in nodes_under(candidate):
+            if not (isinstance(inner, cst.If) and is_interval_condition(inner.test)):
+                continue
+            interval = _dissolving(interval, inner) if inner is candidate else None
+            if interval is None:
+                return None  # a guard of the loop's own that cannot be merged into the new one exactly
+            dissolved.add(id(inner))
+    return _Plan(interval, statements, body[anchor_at], frozenset(dissolved))
+
+
+def _interval(
+    ctx: FileContext, loop: cst.For | cst.While, counter: str, configured: int, adopt_loop_guard: bool
+) -> _Interval | None:
+    """The interval of a guard in `loop` (module docstring); None when the loop is too short."""
+    if adopt_loop_guard:
+        own = {_modulo_parts(node.test, counter) for node in nodes_under(loop.body) if isinstance(node, cst.If)}
+        own.discard(None)
+        if len(own) == 1:
+            (every, remainder), *_ = own  # type: ignore[misc]  # (None discarded above)
+            why = f"as the loop's own `if {counter} % {every} == {remainder}:`"
+            return _Interval(counter, every, remainder, start=None, why=why)
+    every, why = configured, _OPTION
+    length = ctx.loops.iterations(loop) if isinstance(loop, cst.For) else None
+    if length is not None:
+        fitting = _round_down(length // RUNS_PER_PASS)
+        if fitting < _SMALLEST_INTERVAL:
+            return None
+        if fitting < configured:
+            every, why = fitting, f"{RUNS_PER_PASS} times over the loop's {length} steps; at most {_OPTION}"
+    start = _counter_start(loop, counter)
+    return _Interval(counter, str(every), str(start % every), start=start, why=why)
+
+
+def _round_down(number: int) -> int:
+    """The largest of 1, 2 and 5 times a power of ten not above `number` (0 below 1)."""
+    if number < 1:
+        return 0
+    power = 10 ** (len(str(number)) - 1)
+    return next(m * power for m in (5, 2, 1) if m * power <= number)
+
+
+def _counter_start(loop: cst.For | cst.While, counter: str) -> int:
+    """The counter's first value: `enumerate(xs, 1)` and `range(1, n)` start at 1; 0 otherwise,
+    also where the start is not a literal."""
+    iterator = loop.iter if isinstance(loop, cst.For) else None
+    if not isinstance(iterator, cst.Call):
+        return 0
+    callee = dotted_name(iterator.func)
+    positional = [arg.value for arg in iterator.args if arg.keyword is None and not arg.star]
+    first: cst.BaseExpression | None = None
+    if callee == "enumerate":
+        keyword = next((arg.value for arg in iterator.args if arg.keyword and arg.keyword.value == "start"), None)
+        first = keyword if keyword is not None else (positional[1] if len(positional) > 1 else None)
+    elif callee == "range" and len(positional) > 1 and dotted_name(loop.target) == counter:  # type: ignore[union-attr]
+        first = positional[0]
+    return int(first.evaluated_value) if isinstance(first, cst.Integer) else 0
+
+
+def _modulo_parts(test: cst.BaseExpression, counter: str) -> tuple[str, str] | None:
+    """(interval, remainder) as code, of an interval condition `<counter> % <interval> == <remainder>`."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and is_interval_condition(test)):
+        return None
+    left, comparison = test.left, test.comparisons[0]
+    if not (isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.Modulo)):
+        return None
+    if dotted_name(left.left) != counter or not isinstance(comparison.operator, cst.Equal):
+        return None
+    return _code(left.right), _code(comparison.comparator)
+
+
+def _dissolving(interval: _Interval, own: cst.If) -> _Interval | None:
+    """`interval` made a multiple of the loop's own guard `own` (`if step % 100 == 0:`), so that
+    the new guard implies it and `own` can go; None when that cannot be done exactly."""
+    parts = _modulo_parts(own.test, interval.counter)
+    if parts is None or own.orelse is not None or not isinstance(own.body, cst.IndentedBlock):
+        return None
+    if parts == (interval.every, interval.remainder):
+        return interval
+    if interval.start is None or not all(part.isdigit() for part in (*parts, interval.every)):
+        return None
+    own_every, own_remainder = int(parts[0]), int(parts[1])
+    every = -(-int(interval.every) // own_every) * own_every
+    remainder = interval.start % every
+    if remainder % own_every != own_remainder:
+        return None
+    why = f"{interval.why}, a multiple of the loop's own `% {own_every}` guard it takes in"
+    return _Interval(interval.counter, str(every), str(remainder), start=interval.start, why=why)
+
+
+def _under_data_condition(ctx: FileContext, statement: cst.CSTNode, loop: cst.For | cst.While, counter: str) -> bool:
+    """Whether an `if` or `while` between `statement` and `loop` tests the step's data: a name
+    holding it (`_step_data`: `if done:`, `if "episode" in info:` over this step's `infos`), or an
+    item picked by a name the loop binds (`if dones[t]:`).  A filter on a structure (`if "weight" in
+    name:` over `model.named_parameters()`) or on the counter (`if step % accum == 0:`) is not."""
+    data = _step_data(loop, counter)
+    bound = _names_bound_in(loop)
+    for ancestor in ctx.ancestors(statement):
+        if ancestor is loop or isinstance(ancestor, SCOPE_TYPES):
+            return False
+        if not isinstance(ancestor, (cst.If, cst.While)):
+            continue
+        if names_under(ancestor.test) & data:
+            return True
+        for node in nodes_under(ancestor.test):
+            if isinstance(node, cst.Subscript) and any(names_under(item) & bound for item in node.slice):
+                return True
+    return False
+
+
+def _step_data(loop: cst.For | cst.While, counter: str) -> set[str]:
+    """The names holding a step's data: the step loop's own targets (the batch), what its body
+    assigns, and the targets of an inner loop over one of those (`for info in infos`) -- not the
+    counter, nor the targets of an inner loop over a call (`range(n)`, `named_parameters()`)."""
+    data = _target_names(loop.target) if isinstance(loop, cst.For) else set()
+    inner_loops = []
+    for node in nodes_under(loop.body):
+        if isinstance(node, cst.AssignTarget):
+            data |= _target_names(node.target)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr)):
+            data |= _target_names(node.target)
+        elif isinstance(node, cst.AsName):
+            data |= _target_names(node.name)
+        elif isinstance(node, cst.For):
+            inner_loops.append(node)
+    for inner in inner_loops:
+        if not isinstance(inner.iter, cst.Call) and names_under(inner.iter) & data:
+            data |= _target_names(inner.target)
+    return data - {counter}
+
+
+def _names_bound_in(loop: cst.CSTNode) -> set[str]:
+    """The variables a loop binds: its targets, and assignments, loop targets and `with ... as`
+    names in its body."""
+    names: set[str] = set()
+    for node in nodes_under(loop):
+        if isinstance(node, (cst.For, cst.CompFor)):
+            names |= _target_names(node.target)
+        elif isinstance(node, cst.AssignTarget):
+            names |= _target_names(node.target)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr)):
+            names |= _target_names(node.target)
+        elif isinstance(node, cst.AsName):
+            names |= _target_names(node.name)
+    return names
+
+
+def _target_names(target: cst.CSTNode) -> set[str]:
+    """The variables an assignment target binds (`a`, `a, (b, c)`, `*rest`; not `x.a` or `x[i]`)."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(_target_names(element.value) for element in target.elements))
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return set()
 
 
 def _read_backs_before(
-    ctx: FileContext, before: Sequence[cst.BaseStatement], group: list[cst.BaseStatement]
+    ctx: FileContext, loop: cst.CSTNode, before: Sequence[cst.BaseStatement], group: list[cst.BaseStatement]
 ) -> list[cst.BaseStatement]:
-    """The read-backs right before `group` whose names nothing but the statements after them (up
-    to the end of the group) uses."""
+    """The read-backs before `group` (in source order) whose names nothing but the statements
+    after them (up to the end of the group) uses: those right before it, then host reads further
+    up that can move down unchanged (module docstring)."""
     taken: list[cst.BaseStatement] = []
+    passed: list[cst.BaseStatement] = []  # statements between a candidate and the group that stay
+    step_values: set[str] | None = None
     for candidate in reversed(before):
         names = _bound_names(candidate)
-        if not is_read_back(candidate) or not names:
-            break
         users = [*taken, *group]
-        if not any(names & names_under(user) for user in users) or _used_elsewhere(
-            ctx, candidate, names, [candidate, *users]
-        ):
-            break
-        taken.insert(0, candidate)
+        movable = (
+            is_read_back(candidate)
+            and bool(names)
+            and any(names & names_under(user) for user in users)
+            and not _used_elsewhere(ctx, candidate, names, [candidate, *users])
+        )
+        if movable and passed:
+            if step_values is None:
+                step_values = _names_bound_in(loop)
+            reads = _values_read(candidate)
+            movable = (
+                _reads_host(candidate)
+                and isinstance(candidate, cst.SimpleStatementLine)
+                and not candidate.leading_lines
+                and reads <= step_values
+                and not any(names_under(s) & reads for s in passed)
+            )
+        if movable:
+            taken.insert(0, candidate)
+        else:
+            passed.append(candidate)
     return taken
+
+
+def _reads_host(statement: cst.CSTNode) -> bool:
+    return any(
+        isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _HOST_READS
+        for node in nodes_under(statement)
+    )
+
+
+def _values_read(statement: cst.BaseStatement) -> set[str]:
+    """The variables a read-back's value reads (`output` in `output.mean().item()`; not the
+    methods or builtins it calls)."""
+    assert isinstance(statement, cst.SimpleStatementLine)  # is_read_back
+    small = statement.body[0]
+    assert isinstance(small, cst.Assign)  # is_read_back
+    names: set[str] = set()
+    stack: list[cst.CSTNode] = [small.value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            names.add(node.value)
+        elif isinstance(node, cst.Attribute):
+            stack.append(node.value)
+        elif isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Attribute):
+                stack.append(node.func.value)
+            stack.extend(arg.value for arg in node.args)
+        else:
+            stack.extend(iter_children(node))
+    return names
 
 
 def _used_elsewhere(ctx: FileContext, anchor: cst.CSTNode, names: set[str], inside: Sequence[cst.CSTNode]) -> bool:
@@ -202,17 +479,41 @@ def _read_after(ctx: FileContext, block: cst.IndentedBlock, names: set[str]) -> 
     return False
 
 
-def _guard(statements: list[cst.BaseStatement], condition: str, message: str) -> Fix:
-    first = statements[0]
+def _guard(plan: _Plan, message: str) -> Fix:
+    anchor = plan.anchor
+    assert isinstance(anchor, STATEMENT_TYPES)  # the two kinds of statement
+    body: list[cst.BaseStatement] = []
+    for statement in plan.statements:
+        assert isinstance(statement, STATEMENT_TYPES)  # the two kinds of statement
+        # The anchor's comments and blank lines go above the guard; a dissolved `if`'s stay above
+        # its first statement.
+        above = () if statement is anchor else statement.leading_lines
+        if id(statement) not in plan.dissolved:
+            body.append(statement.with_changes(leading_lines=above))
+            continue
+        assert isinstance(statement, cst.If) and isinstance(statement.body, cst.IndentedBlock)  # _dissolving
+        inner = list(statement.body.body)
+        head = inner[0]
+        assert isinstance(head, STATEMENT_TYPES)  # the two kinds of statement
+        inner[0] = head.with_changes(leading_lines=[*above, *head.leading_lines])
+        body.extend(inner)
+    first = body[0]
     assert isinstance(first, STATEMENT_TYPES)  # the two kinds of statement
-    body = [first.with_changes(leading_lines=()), *statements[1:]]
+    body[0] = first.with_changes(leading_lines=())
     guard = cst.If(
-        test=cst.parse_expression(condition), body=cst.IndentedBlock(body=body), leading_lines=first.leading_lines
+        test=cst.parse_expression(plan.interval.condition),
+        body=cst.IndentedBlock(body=body),
+        leading_lines=anchor.leading_lines,
     )
-    replacements: dict = {first: guard}
-    for extra in statements[1:]:
-        replacements[extra] = cst.RemovalSentinel.REMOVE
+    replacements: dict = {plan.anchor: guard}
+    for extra in plan.statements:
+        if extra is not plan.anchor:
+            replacements[extra] = cst.RemovalSentinel.REMOVE
     return Fix(Applicability.UNSAFE, message, replacements)
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
 
 
 # -- guards that meet ------------------------------------------------------------------------------
@@ -241,7 +542,7 @@ def merge_adjacent_guards(body: Sequence[cst.BaseStatement], new: set[int]) -> l
 
 
 def _condition(guard: cst.If) -> str:
-    return "".join(cst.Module([]).code_for_node(guard.test).split())
+    return "".join(_code(guard.test).split())
 
 
 def _joinable(first: cst.If, second: cst.If) -> bool:

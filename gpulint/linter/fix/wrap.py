@@ -42,13 +42,48 @@ _MARK = "__gpulint_split_here__"
 
 
 def wrap_statement(
-    statement: cst.SimpleStatementLine, indent: str, step: str, line_length: int
+    statement: cst.SimpleStatementLine, indent: str, step: str, line_length: int, moved_from: str | None = None
 ) -> cst.SimpleStatementLine:
     """`statement` (at indentation `indent`; one level is `step`) wrapped to fit `line_length`,
-    or unchanged when it fits, ends in no call, or spans lines in a layout black would keep."""
-    lines = _code(statement.with_changes(leading_lines=())).rstrip("\n").split("\n")
+    or unchanged when it fits, ends in no call, or spans lines in a layout black would keep.
+
+    A statement that spans lines and was moved in (from indentation `moved_from`, by a guard) is
+    laid out again only when its lines are what gpulint writes for it at its old place -- a
+    formatted file, formatted again; otherwise its author's layout stays, moved in as a whole."""
+    lines = _lines(statement)
     if len(statement.body) != 1 or all(len(indent) + len(line) <= line_length for line in lines):
         return statement
+    if len(lines) > 1 and moved_from is not None:
+        before = _laid_out(statement, lines, moved_from, step, line_length)
+        if _code(before) != _code(statement):
+            return statement
+    return _laid_out(statement, lines, indent, step, line_length)
+
+
+def _lines(statement: cst.SimpleStatementLine) -> list[str]:
+    return _code(statement.with_changes(leading_lines=())).rstrip("\n").split("\n")
+
+
+def _laid_out(
+    statement: cst.SimpleStatementLine, lines: list[str], indent: str, step: str, line_length: int
+) -> cst.SimpleStatementLine:
+    """`statement` as gpulint lays it out at `indent`: on one line when it fits (unless a comment
+    or a trailing comma holds it split), else wrapped."""
+    if len(lines) > 1:
+        small = statement.body[0]
+        joined = _joined(getattr(small, "value", None))
+        if joined is not None:
+            one_line = statement.with_changes(body=[small.with_changes(value=joined)])
+            if len(indent) + len(_lines(one_line)[0]) <= line_length:
+                return one_line
+    elif len(indent) + len(lines[0]) <= line_length:
+        return statement
+    return _wrapped_statement(statement, lines, indent, step, line_length)
+
+
+def _wrapped_statement(
+    statement: cst.SimpleStatementLine, lines: list[str], indent: str, step: str, line_length: int
+) -> cst.SimpleStatementLine:
     small = statement.body[0]
     value: cst.BaseExpression | None = getattr(small, "value", None)  # of an assignment, an expression, a return
     if len(lines) > 1:
@@ -61,8 +96,9 @@ def wrap_statement(
         value = joined
         statement = statement.with_changes(body=[small.with_changes(value=value)])
         small = statement.body[0]
-    if isinstance(value, cst.Tuple) and not value.lpar and len(value.elements) > 2:
-        # `a, b, c = x.to(d), y.to(d), z.to(d)`: black puts the tuple in parentheses, one element a line.
+    if isinstance(value, cst.Tuple) and not value.lpar and len(value.elements) > 1:
+        # `a, b = x.to(d), y.to(d)`: ruff format puts the tuple in parentheses, one element a line
+        # (black keeps that layout too: the trailing comma holds it).
         return statement.with_changes(body=[small.with_changes(value=_exploded_tuple(value, step))])
     if value is None or not _calls_closing_the_line(value):
         return statement
@@ -183,13 +219,30 @@ def _one_argument_per_line(call: cst.Call, step: str) -> bool:
     )
 
 
+# Operators a line break may sit next to: joined, the break becomes the space PEP 8 puts there.
+_OPERATORS = (cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp)
+
+
 class _Joiner(cst.CSTTransformer):
-    """Every line break in an expression made a space (after a comma) or nothing."""
+    """Every line break in an expression made a space (after a comma, around an operator) or
+    nothing (inside brackets)."""
 
     def leave_Comma(self, original_node: cst.Comma, updated_node: cst.Comma) -> cst.Comma:
         if isinstance(original_node.whitespace_after, cst.ParenthesizedWhitespace):
             return updated_node.with_changes(whitespace_after=cst.SimpleWhitespace(" "))
         return updated_node
+
+    def on_leave(self, original_node, updated_node):
+        updated = super().on_leave(original_node, updated_node)
+        if isinstance(original_node, _OPERATORS):
+            spaced = {
+                side: cst.SimpleWhitespace(" ")
+                for side in ("whitespace_before", "whitespace_after")
+                if isinstance(getattr(original_node, side, None), cst.ParenthesizedWhitespace)
+            }
+            if spaced:
+                return updated.with_changes(**spaced)
+        return updated
 
     def leave_ParenthesizedWhitespace(self, original_node, updated_node) -> cst.SimpleWhitespace:
         return cst.SimpleWhitespace("")
@@ -207,9 +260,21 @@ def _joined(value: cst.BaseExpression | None) -> cst.BaseExpression | None:
             return None
         if isinstance(node, cst.Call) and node.args and isinstance(node.args[-1].comma, cst.Comma):
             return None
+        if _magic_trailing_comma(node):
+            return None
     joined = value.visit(_Joiner())
     assert isinstance(joined, cst.BaseExpression)  # _Joiner changes whitespace only
     return joined
+
+
+def _magic_trailing_comma(node: cst.CSTNode) -> bool:
+    """A list, set, dict or tuple (not a one-element tuple, whose comma is syntax) that ends in a
+    comma: black keeps it one element a line."""
+    if not isinstance(node, (cst.List, cst.Set, cst.Dict, cst.Tuple)) or not node.elements:
+        return False
+    if isinstance(node, cst.Tuple) and len(node.elements) == 1:
+        return False
+    return isinstance(node.elements[-1].comma, cst.Comma)
 
 
 def _with_formatting(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -288,14 +353,15 @@ def _fluent(
     )
 
 
-def _exploded_tuple(value: cst.Tuple, step: str) -> cst.Tuple:
+def _exploded_tuple(value: cst.Tuple, step: str, depth: int = 0) -> cst.Tuple:
+    """`value` in parentheses, one element a line (`depth` + 1 steps in), each with a trailing comma."""
     last = len(value.elements) - 1
     elements = [
-        element.with_changes(comma=cst.Comma(whitespace_after=_break(1 if index < last else 0, step)))
+        element.with_changes(comma=cst.Comma(whitespace_after=_break(depth + 1 if index < last else depth, step)))
         for index, element in enumerate(value.elements)
     ]
     return value.with_changes(
-        elements=elements, lpar=[cst.LeftParen(whitespace_after=_break(1, step))], rpar=[cst.RightParen()]
+        elements=elements, lpar=[cst.LeftParen(whitespace_after=_break(depth + 1, step))], rpar=[cst.RightParen()]
     )
 
 
@@ -331,18 +397,75 @@ def _fit(call: cst.Call, block_indent: int, step: str, depth: int, line_length: 
     body_indent = block_indent + len(step) * (depth + 1)
     if body_indent + len(", ".join(_arg_code(arg) for arg in call.args)) <= line_length:
         return _split(call, step, depth, one_line=True)
+    if len(call.args) == 1 and _splittable_operation(call.args[0].value):
+        # A sole argument too long for its line, an operation (`"..." % (a, b)`): black puts it on
+        # a line of its own, with no trailing comma, and splits it before its operators.
+        operation = _split_operation(call.args[0].value, block_indent, step, depth + 1, line_length)
+        return _split(call.with_changes(args=[call.args[0].with_changes(value=operation)]), step, depth, one_line=True)
     args = []
     for arg in call.args:
         inner = arg.value
-        if (
-            body_indent + len(_arg_code(arg)) + 1 > line_length
-            and isinstance(inner, cst.Call)
-            and inner.args
-            and not inner.lpar
-        ):
-            arg = arg.with_changes(value=_fit(inner, block_indent, step, depth + 1, line_length))
+        if body_indent + len(_arg_code(arg)) + 1 > line_length:
+            if isinstance(inner, cst.Call) and inner.args and not inner.lpar:
+                arg = arg.with_changes(value=_fit(inner, block_indent, step, depth + 1, line_length))
+            elif _splittable_operation(inner):
+                arg = arg.with_changes(value=_split_operation(inner, block_indent, step, depth + 1, line_length))
         args.append(arg)
     return _split(call.with_changes(args=args), step, depth, one_line=False)
+
+
+def _splittable_operation(expression: cst.BaseExpression) -> bool:
+    return isinstance(expression, cst.BinaryOperation) and not expression.lpar
+
+
+def _precedence(operator: cst.BaseBinaryOp) -> int:
+    for rank, kinds in enumerate(_PRECEDENCE):
+        if isinstance(operator, kinds):
+            return rank
+    return len(_PRECEDENCE)
+
+
+# Binary operators from the loosest to the tightest binding (Python's grammar).
+_PRECEDENCE: tuple[tuple[type[cst.BaseBinaryOp], ...], ...] = (
+    (cst.BitOr,),
+    (cst.BitXor,),
+    (cst.BitAnd,),
+    (cst.LeftShift, cst.RightShift),
+    (cst.Add, cst.Subtract),
+    (cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.MatrixMultiply),
+    (cst.Power,),
+)
+
+
+def _split_operation(
+    operation: cst.BaseExpression, block_indent: int, step: str, depth: int, line_length: int
+) -> cst.BaseExpression:
+    """`a % (b, c)` (its lines `depth` steps in) with a line break before each operator of its
+    outermost chain (`a + b - c`: both), as black's delimiter split does; an operand still too
+    long for its line that is a call or a tuple in brackets is split inside them too."""
+    assert isinstance(operation, cst.BinaryOperation)  # _splittable_operation
+    rank = _precedence(operation.operator)
+    line_indent = block_indent + len(step) * depth
+
+    def operand(node: cst.BaseExpression, prefix: int) -> cst.BaseExpression:
+        if line_indent + prefix + len(_code(node)) <= line_length:
+            return node
+        if isinstance(node, cst.Call) and node.args and not node.lpar:
+            return _fit(node, block_indent, step, depth, line_length)
+        if isinstance(node, cst.Tuple) and node.lpar and node.elements:
+            return _exploded_tuple(node.with_changes(lpar=[], rpar=[]), step, depth)
+        return node
+
+    def split(node: cst.BaseExpression) -> cst.BaseExpression:
+        if not (isinstance(node, cst.BinaryOperation) and not node.lpar and _precedence(node.operator) == rank):
+            return operand(node, 0)
+        operator = node.operator.with_changes(
+            whitespace_before=_break(depth, step), whitespace_after=cst.SimpleWhitespace(" ")
+        )
+        prefix = len(_code(node.operator).strip()) + 1
+        return node.with_changes(left=split(node.left), operator=operator, right=operand(node.right, prefix))
+
+    return split(operation)
 
 
 def _break(levels: int, step: str) -> cst.ParenthesizedWhitespace:

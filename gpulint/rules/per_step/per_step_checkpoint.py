@@ -15,7 +15,12 @@ from gpulint.linter.rule import Invalid, Rule, RuleOption, Valid, positive_int
 from gpulint.rules.case_headers import LOGGING_SCRIPT
 
 CHECKPOINT_EVERY = RuleOption(
-    "checkpoint-every", 1000, "Interval (in steps) the GL303 fix guards checkpoints with.", int, check=positive_int
+    "checkpoint-every",
+    1000,
+    "Interval (in steps) the GL303 fix guards checkpoints with"
+    " (at most: a loop of known length saves ten times a pass).",
+    int,
+    check=positive_int,
 )
 
 # Methods that write a checkpoint whatever their receiver.
@@ -65,8 +70,10 @@ class PerStepCheckpoint(Rule):
     ```
 
     ## Fix (unsafe)
-    Wraps the statement in `if <step counter> % <checkpoint-every> == 0:` (default 1000).  Offered
-    only when the loop has a step counter.  Unsafe: fewer checkpoints are written, so a crash loses
+    Wraps the statement in `if <step counter> % <N> == <first value>:`: N is `checkpoint-every`
+    (default 1000), or less in a loop whose length the code states, so a checkpoint is still
+    written ten times a pass (as GL302 chooses its interval).  Offered only when the loop has a
+    step counter.  Unsafe: fewer checkpoints are written, so a crash loses
     more work and the files on disk differ.
     """
 

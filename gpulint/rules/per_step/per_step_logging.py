@@ -61,8 +61,20 @@ class PerStepLogging(Rule):
     ```
 
     ## Fix (unsafe)
-    Wraps the statement in `if <step counter> % <log-every> == 0:`.  Offered only when the loop has
-    a step counter.  Unsafe: the program prints or logs less often.  Warnings and errors
+    Wraps the statement in `if <step counter> % <N> == <first value>:`.  N fits the loop: the
+    interval of the loop's own logging guard when it has one (`if batch_idx % args.log_interval ==
+    0:`); else, for a loop whose length the code states (`range(500)`, a default argument), a tenth
+    of it rounded down to 1, 2 or 5 times a power of ten, so the loop still logs ten times a pass
+    (500 steps: every 50) -- at most `log-every`, which is N where the length is not known (a
+    loader).  A loop too short for an interval of 2 gets no fix.  The guard is true on the counter's
+    first value (`enumerate(loader, 1)`: `% 100 == 1`), so every pass logs at least once.  The
+    read-backs whose values only the guarded lines use move under the guard with them (`lossf =
+    loss.item()`; a `.item()` further up too, when nothing in between touches what it reads); a
+    guard of the loop's own among the moved lines is merged into the new one, never left nested
+    inside it.  No fix for a log under a condition on the step's data (`if dones[t]:`, `if
+    "episode" in info:`): it logs events.  Offered only when the loop has a step counter; a moved
+    line keeps its layout, or is wrapped at the project's line length where the file is laid out
+    as black and ruff format would.  Unsafe: the program prints or logs less often.  Warnings and errors
     (`logger.warning`), code in `except` handlers and branches that `continue`/`break` are events,
     not per-step logging, and are not reported.
     """
@@ -356,6 +368,149 @@ class PerStepLogging(Rule):
                         print(step)  # progress
             """,
             options={"log-every": 25},
+        ),
+        # the interval fits a loop of known length (ten lines a pass: 500 steps, every 50; 400
+        # steps from 1, every 20 from 1); a loader's length is not known: log-every, from its first value
+        Invalid(
+            """
+            for epoch in range(3):
+                for step in range(500):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print(step, loss)
+                for it in range(1, 401):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print(it, loss)
+                for i, (x, y) in enumerate(loader, 1):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print(i, loss)
+            """,
+            "10:9",
+            "15:9",
+            "20:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step in range(500):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 50 == 0:
+                        print(step, loss)
+                for it in range(1, 401):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if it % 20 == 1:
+                        print(it, loss)
+                for i, (x, y) in enumerate(loader, 1):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if i % 100 == 1:
+                        print(i, loss)
+            """,
+        ),
+        # a loop of 15 steps (run 50 times: reported) is too short for any guard to help; a log of
+        # an event the step's data picks (an episode's end) is not gated on the update counter
+        Invalid(
+            """
+            for trial in range(50):
+                for i in range(15):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print("loss:", loss)
+            for update in range(num_updates):
+                for t in range(num_steps):
+                    obs, reward, done, info = envs.step(agent.act(obs))
+                    dones[t] = done
+                loss = agent.loss(rollout)
+                loss.backward()
+                optimizer.step()
+                for t in range(num_steps):
+                    if dones[t]:
+                        print(f"update {update} episode return {returns[t]}")
+            """,
+            "10:9",
+            "20:13",
+            header=LOGGING_SCRIPT,
+        ),
+        # an event the step's data picks (an episode in this step's `infos`) gets no guard; a filter
+        # on the parameters' names is no event: the lines under it still log every step
+        Invalid(
+            """
+            for epoch in range(3):
+                for batch_index, (images, labels) in enumerate(loader):
+                    loss = criterion(model(images), labels)
+                    loss.backward()
+                    optimizer.step()
+                    obs, reward, done, infos = envs.step(actions)
+                    for info in infos:
+                        if "episode" in info:
+                            print(info["episode"]["r"])
+                    for name, para in model.named_parameters():
+                        if "weight" in name:
+                            writer.add_scalar("grad/weights", para.grad.norm(), batch_index)
+            """,
+            "13:17",
+            "16:17",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for batch_index, (images, labels) in enumerate(loader):
+                    loss = criterion(model(images), labels)
+                    loss.backward()
+                    optimizer.step()
+                    obs, reward, done, infos = envs.step(actions)
+                    for info in infos:
+                        if "episode" in info:
+                            print(info["episode"]["r"])
+                    for name, para in model.named_parameters():
+                        if "weight" in name:
+                            if batch_index % 100 == 0:
+                                writer.add_scalar("grad/weights", para.grad.norm(), batch_index)
+            """,
+        ),
+        # the loop's own guard lends its interval; a read-back further up that only the log line
+        # uses moves under the guard with it (nothing in between touches `output`); the author's
+        # layout of the moved lines stays
+        Invalid(
+            """
+            for epoch in range(args.epochs):
+                for batch_idx, (data, target) in enumerate(loader):
+                    output = model(data)
+                    loss = criterion(output, target)
+                    loss.backward()
+                    confidence = output.mean().item()
+                    optimizer.step()
+
+                    print("[%d/%d] loss: %.4f confidence: %.4f"
+                          % (epoch, batch_idx, loss.item(), confidence))
+                    if batch_idx % args.log_interval == 0:
+                        writer.add_scalar("loss", loss.item(), batch_idx)
+            """,
+            "13:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(args.epochs):
+                for batch_idx, (data, target) in enumerate(loader):
+                    output = model(data)
+                    loss = criterion(output, target)
+                    loss.backward()
+                    optimizer.step()
+
+                    if batch_idx % args.log_interval == 0:
+                        confidence = output.mean().item()
+                        print("[%d/%d] loss: %.4f confidence: %.4f"
+                              % (epoch, batch_idx, loss.item(), confidence))
+                        writer.add_scalar("loss", loss.item(), batch_idx)
+            """,
         ),
         # a pytest test that takes one step is not a step function; train_step is one
         Invalid(

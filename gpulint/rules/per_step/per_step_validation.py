@@ -14,7 +14,12 @@ from gpulint.linter.rule import Invalid, Rule, RuleOption, Valid, positive_int
 from gpulint.rules.case_headers import LOGGING_SCRIPT
 
 EVAL_EVERY = RuleOption(
-    "eval-every", 1000, "Interval (in steps) the GL301 fix guards validation with.", int, check=positive_int
+    "eval-every",
+    1000,
+    "Interval (in steps) the GL301 fix guards validation with"
+    " (at most: a loop of known length validates ten times a pass).",
+    int,
+    check=positive_int,
 )
 
 # Names of functions that evaluate a model.  Kept narrow on purpose: `validate_args()` or
@@ -62,10 +67,14 @@ class PerStepValidation(Rule):
     ```
 
     ## Fix (unsafe)
-    Wraps the statement in `if <step counter> % <eval-every> == 0:` (statements right after it that
-    use its result move under the guard too).  Offered only when the loop has a step counter
-    (`enumerate`, `range`, or a `+= 1` counter) and only for evaluation functions; `model.eval()`
-    starts a block of statements that must move together, which is left to a person.  Unsafe: it
+    Wraps the statement in `if <step counter> % <N> == <first value>:` (statements right after it
+    that use its result move under the guard too).  N is `eval-every`, or less in a loop whose length
+    the code states, so validation runs ten times a pass (as GL302 chooses its interval); a guard of
+    the loop's own among the moved lines (`if step % 100 == 0: print(acc)`) is merged into the new
+    one, whose interval becomes a multiple of it (no fix where that cannot be exact).  Offered only
+    when the loop has a step counter (`enumerate`, `range`, or a `+= 1` counter) and only for
+    evaluation functions; `model.eval()` starts a block of statements that must move together,
+    which is left to a person.  Unsafe: it
     changes how often validation runs and what the program prints.
     """
 
@@ -223,6 +232,72 @@ class PerStepValidation(Rule):
                         acc = evaluate(model, val_loader)  # note
                         print(acc)
                     model.eval()
+            """,
+        ),
+        # the loop's own guard of a line that uses the result goes into the new one, whose interval
+        # becomes a multiple of it (never a guard inside a coarser one); where that cannot be exact
+        # (the own guard fires on other steps), no fix
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    acc = evaluate(model, val_loader)
+                    # on the dashboard
+                    if step % 300 == 0:
+                        print(f"step {step} accuracy {acc:.3f}")
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    score = evaluate(model, val_loader)
+                    if step % 100 == 1:
+                        print(score)
+            """,
+            "10:15",
+            "18:17",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 1200 == 0:
+                        acc = evaluate(model, val_loader)
+                        # on the dashboard
+                        print(f"step {step} accuracy {acc:.3f}")
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    score = evaluate(model, val_loader)
+                    if step % 100 == 1:
+                        print(score)
+            """,
+        ),
+        # a loop of known length is validated ten times a pass (500 steps: every 50), at most eval-every
+        Invalid(
+            """
+            for epoch in range(3):
+                for step in range(500):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    evaluate(model, val_loader)
+            """,
+            "10:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for step in range(500):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 50 == 0:
+                        evaluate(model, val_loader)
             """,
         ),
         # no step counter: no fix

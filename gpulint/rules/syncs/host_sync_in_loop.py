@@ -95,7 +95,8 @@ class HostSyncInLoop(Rule):
 
     ## Fix (unsafe)
     Where the value only feeds a logging call (`print(f"{loss.item()}")`), the statement is wrapped
-    in `if <step counter> % <log-every> == 0:`, as GL302 does.  Elsewhere -- the value feeds the
+    in an interval guard that fits the loop, as GL302 does (at most every `log-every` steps; the
+    read-backs that only feed the guarded lines move under it).  Elsewhere -- the value feeds the
     computation, or decides control flow (`if torch.isnan(loss): break`, early stopping) -- there is
     no automatic fix: the read is still a sync, but skipping it would change what the program does.
     A condition on a tensor (`if loss > 10: break`) and a count of a selection get none either:

@@ -66,10 +66,11 @@ class TfHostSyncInLoop(Rule):
     ```
 
     ## Fix (unsafe)
-    As GL201: where the value only feeds a logging call, the statement is wrapped in
-    `if <step counter> % <log-every> == 0:`; elsewhere there is no automatic fix.  Unsafe: the
-    program prints less often.  PyTorch steps are GL201's; in a module that trains with both
-    frameworks on an accelerator, GL201 reports these reads, so one read is never reported twice.
+    As GL201: where the value only feeds a logging call, the statement is wrapped in an interval
+    guard that fits the loop (at most every `log-every` steps, as GL302 chooses); elsewhere there
+    is no automatic fix.  Unsafe: the program prints less often.  PyTorch steps are GL201's; in a
+    module that trains with both frameworks on an accelerator, GL201 reports these reads, so one
+    read is never reported twice.
     """
 
     code = "GL706"

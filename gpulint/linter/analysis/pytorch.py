@@ -61,6 +61,8 @@ _IN_MEMORY_DATASETS = re.compile(
 )
 _IN_MEMORY_DATASET_NAME = re.compile(r"^Random\w*Dataset$")
 _IN_MEMORY_BUILTINS = frozenset({"range", "list", "tuple", "dict"})
+# The abstract dataset class, as a parameter's annotation names it (an origin of the parameter).
+_DATASET_BASES = frozenset({"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"})
 
 
 def in_memory_dataset(ctx: FileContext, expr: cst.BaseExpression, depth: int = 3) -> bool:
@@ -72,6 +74,8 @@ def in_memory_dataset(ctx: FileContext, expr: cst.BaseExpression, depth: int = 3
     if isinstance(expr, (cst.List, cst.Tuple, cst.ListComp, cst.Dict)):
         return True
     values = ctx.values
+    if ctx.qualified_name(expr) in _DATASET_BASES:
+        return True  # `dataset: Dataset`, a parameter's annotation: says nothing either way
     if values.is_kind(expr, "tensordataset") or ctx.torch.tensors.is_tensor(expr) or values.on_host(expr):
         return True
     if isinstance(expr, cst.Call):
@@ -115,7 +119,8 @@ def _defined_in(ctx: FileContext, node: cst.CSTNode, owner: cst.CSTNode) -> bool
 
 
 def _indexes_own_tensor(ctx: FileContext, value: cst.BaseExpression) -> bool:
-    """`self.data[index]`, or a tuple of those, where `self.data` only ever holds a tensor."""
+    """`self.data[index]`, or a tuple of those, where `self.data` only ever holds a tensor, or a
+    list of tensors or of tuples of them (`[(torch.rand(20), torch.rand(1)) for _ in range(n)]`)."""
     if isinstance(value, cst.Tuple):
         return bool(value.elements) and all(_indexes_own_tensor(ctx, el.value) for el in value.elements)
     if not (isinstance(value, cst.Subscript) and isinstance(value.value, cst.Attribute)):
@@ -124,7 +129,20 @@ def _indexes_own_tensor(ctx: FileContext, value: cst.BaseExpression) -> bool:
     if not (isinstance(holder.value, cst.Name) and holder.value.value == "self"):
         return False
     assigned = ctx.values.assigned.get(f"self.{holder.attr.value}", [])
-    return bool(assigned) and all(ctx.torch.tensors.is_tensor(v) or ctx.values.on_host(v) for v in assigned)
+    return bool(assigned) and all(_holds_tensors(ctx, v) for v in assigned)
+
+
+def _holds_tensors(ctx: FileContext, value: cst.BaseExpression) -> bool:
+    """A tensor, or a list or tuple (written out or built by a comprehension) of tensors or of
+    tuples of them."""
+    if isinstance(value, cst.ListComp):
+        return _holds_tensors(ctx, value.elt)
+    if isinstance(value, (cst.List, cst.Tuple)):
+        elements = value.elements
+        return bool(elements) and all(
+            not isinstance(el, cst.StarredElement) and _holds_tensors(ctx, el.value) for el in elements
+        )
+    return ctx.torch.tensors.is_tensor(value) or ctx.values.on_host(value)
 
 
 def is_device_target(ctx: FileContext, call: cst.Call) -> bool:

@@ -103,14 +103,25 @@ class XlaDisabled(Rule):
                 jit_compile=False,  # XLA breaks our custom op
             )
             step = tf.function(train_step, jit_compile=False)  # no XLA kernel for tf.py_function
+            evaluate = tf.function(eval_step, jit_compile=False)  # type: ignore[call-arg]
             """,
             "2:1",
             "6:8",
+            "7:12",
             header=TF_SCRIPT,
             messages=(
                 f"{message} (no fix: the comment on its line may explain this value)",
                 f"{message} (no fix: the comment on its line may explain this value)",
+                message,  # a directive to a tool explains nothing: fixed
             ),
+            fixed="""
+            model.compile(
+                optimizer="adam",
+                jit_compile=False,  # XLA breaks our custom op
+            )
+            step = tf.function(train_step, jit_compile=False)  # no XLA kernel for tf.py_function
+            evaluate = tf.function(eval_step, jit_compile=True)  # type: ignore[call-arg]
+            """,
         ),
         # an alias, and each fix
         Invalid(

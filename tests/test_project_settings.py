@@ -187,6 +187,16 @@ def test_test_files_get_no_per_step_or_trainer_fixes_unless_asked(path):
     assert _fixable(Settings(select=["GL801"], lint_tests=True, fix_tests=True), trainer, path) == ["GL801"]
 
 
+def test_deprecated_amp_in_a_test_file_is_reported_without_a_fix_unless_asked():
+    # A test may exercise the deprecated API on purpose: findings there, but `--fix` leaves them.
+    findings = (
+        Linter(Settings(select=["GL402"])).lint_source(textwrap.dedent(AMP).encode(), "tests/test_amp.py").findings
+    )
+    assert [f.code for f in findings] == ["GL402", "GL402"] and not any(f.fix for f in findings)
+    assert _fixable(Settings(select=["GL402"], fix_tests=True), AMP, "tests/test_amp.py") == ["GL402", "GL402"]
+    assert _fixable(Settings(select=["GL402"]), AMP, "train.py") == ["GL402", "GL402"]
+
+
 def test_fixed_lines_wrap_at_the_projects_line_length():
     source = (
         b"import torch\ndevice = 'cuda'\nfor x in loader:\n"

@@ -155,6 +155,11 @@ def test_a_safe_fix_that_needs_a_newer_torch_than_the_readme_names_becomes_unsaf
     assert all("the project's README names PyTorch 1.8" in f.fix.message for f in findings if f.fix)
     safe_only = fix_source(Linter(settings), textwrap.dedent(AMP).encode(), "train.py", unsafe=False)
     assert safe_only.source == textwrap.dedent(AMP).encode()  # `--fix` (safe fixes only) leaves them
+    # a requirement wins over the README: the fix needs 2.3, the requirement allows 2.1
+    (tmp_path / "requirements.txt").write_text("torch>=2.1\n")
+    required = load_settings(None, tmp_path)
+    assert (required.target_torch, required.documented_torch) == ((2, 1), None)
+    (tmp_path / "requirements.txt").unlink()
     # said outright, the target wins over the README
     (tmp_path / "pyproject.toml").write_text('[tool.gpulint]\ntarget-torch = "2.4"\nselect = ["GL402"]\n')
     outright = load_settings(tmp_path / "pyproject.toml")

@@ -10,10 +10,10 @@ formatter keeps, and the oldest PyTorch it declares it runs on.
   or no `torch` requirement at all, means no limit.  `target-torch = "2.1"` in `[tool.gpulint]`
   says it outright, as ruff's `target-version` does for Python.  A fix that needs a newer PyTorch
   (`torch.amp.GradScaler("cuda")` needs 2.3) is then not offered; the finding stays;
-* the PyTorch the README documents (`documented_torch`): the lowest version a README beside it
-  names ("PyTorch 1.8.1", "torch>=1.8").  Prose is weaker evidence than a requirement (a README
-  may name an old version in passing): a safe fix that needs a newer PyTorch becomes unsafe, and
-  says why, rather than being withheld;
+* the PyTorch the README documents (`documented_torch`), where no requirement bounds `torch`: the
+  lowest version a README beside it names ("PyTorch 1.8.1", "torch>=1.8").  Prose is weaker
+  evidence than a requirement (a README may name an old version in passing): a safe fix that
+  needs a newer PyTorch becomes unsafe, and says why, rather than being withheld;
 * TensorFlow: the lowest version the same requirements allow for `tensorflow` (also
   `tensorflow-cpu`, `tensorflow-gpu`, `tensorflow-macos`), or `target-tensorflow = "2.10"`.  Rules
   about tf.data defaults read it: TensorFlow 2.13 and later inject a final prefetch by themselves.
@@ -131,7 +131,9 @@ def facts_from(pyproject: dict[str, Any], directory: Path | None) -> ProjectFact
             requirements.extend(_conda_requirements(_lines(directory / name)))
         documented = documented_torch(line for name in _READMES for line in _lines(directory / name))
     lines = [r for r in requirements if isinstance(r, str)]
-    return ProjectFacts(line_length, torch_lower_bound(lines), tensorflow_lower_bound(lines), documented)
+    target = torch_lower_bound(lines)
+    # A requirement says it outright: the README's versions matter only where none does.
+    return ProjectFacts(line_length, target, tensorflow_lower_bound(lines), documented if target is None else None)
 
 
 def _lines(path: Path) -> list[str]:

@@ -136,6 +136,7 @@ def test_the_torch_floor_comes_from_every_requirements_file_even_without_a_pypro
         ("Tested with PyTorch 1.8.1 and CUDA 11.1.", (1, 8)),
         ("## Requirements\n* torch>=1.10\n* torchvision 0.11\n", (1, 10)),
         ("Install `pytorch==1.13` first; torch.compile needs PyTorch 2.0 or later.", (1, 13)),
+        ("- pytorch1.6.0+cu101\n- tensorboard 2.2.2", (1, 6)),
         ("Works with torchvision 0.9 (torch<3).", None),
     ],
 )
@@ -143,6 +144,14 @@ def test_the_readme_names_the_torch_it_runs_on(tmp_path, readme, documented):
     (tmp_path / ".git").mkdir()
     (tmp_path / "README.md").write_text(readme)
     assert load_settings(None, tmp_path).documented_torch == documented
+
+
+def test_a_folder_outside_any_repository_speaks_for_itself(tmp_path):
+    # No pyproject.toml and no .git (an exported tree): the folder linted has the requirements.
+    (tmp_path / "requirements.txt").write_text("torch>=1.9\n")
+    (tmp_path / "train.py").write_text("import torch\n")
+    assert load_settings(None, tmp_path).target_torch == (1, 9)
+    assert load_settings(None, tmp_path / "train.py").target_torch == (1, 9)
 
 
 def test_a_safe_fix_that_needs_a_newer_torch_than_the_readme_names_becomes_unsafe(tmp_path):

@@ -337,8 +337,11 @@ def load_settings(config_file: Path | None, start: Path | None = None, load_loca
                 _apply_project(settings, read_toml(project_file), project_file.parent)
             except ConfigError:
                 pass  # a broken pyproject without our table is not ours to report
-        elif start is not None and (root := project_root(start)) is not None:
-            _apply_project(settings, {}, root)  # a repository without a pyproject.toml: its requirements, README
+        elif start is not None:
+            # No pyproject.toml: the repository's root (its .git), else the folder linted, says
+            # what the project runs on through its requirements and README.
+            folder = start if start.is_dir() else start.parent
+            _apply_project(settings, {}, project_root(start) or folder)
         return settings
     data = read_toml(config_file)
     table = data

@@ -46,10 +46,10 @@ _QUOTED_REQUIREMENT = re.compile(r"""["'](?P<requirement>(?:torch|tensorflow[\w-
 _CONDA_REQUIREMENT = re.compile(
     r"^\s*-\s*(?:py)?(?P<name>torch|tensorflow[\w-]*)\s*(?P<spec>[<>=!~].*)$", re.IGNORECASE
 )
-# A PyTorch version named in prose: "PyTorch 1.8.1", "pytorch >= 1.8", "torch==1.8" (not torchvision,
+# A PyTorch version named in prose: "PyTorch 1.8.1", "pytorch >= 1.8", "pytorch1.6.0" (not torchvision,
 # not an upper bound "torch<2").
 _DOCUMENTED_TORCH = re.compile(
-    r"(?<![\w.-])(?:py)?torch(?![\w-])[\s(*`]*(?:version\s*)?(?:>=|==|~=|=|v)?\s*(?P<major>[0-3])\.(?P<minor>\d+)",
+    r"(?<![\w.-])(?:py)?torch(?![a-z_-])[\s(*`]*(?:version\s*)?(?:>=|==|~=|=|v)?\s*(?P<major>[0-3])\.(?P<minor>\d+)",
     re.IGNORECASE,
 )
 _READMES = ("README.md", "README.rst", "README.txt", "README", "readme.md")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from gpulint.linter.analysis.nodes import keyword_arg, last_name, method_name, positional_args
+from gpulint.linter.analysis.values import target_key
 
 if TYPE_CHECKING:
     from gpulint.linter.analysis.context import FileContext
@@ -65,7 +66,9 @@ _IN_MEMORY_BUILTINS = frozenset({"range", "list", "tuple", "dict"})
 _DATASET_BASES = frozenset({"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"})
 
 
-def in_memory_dataset(ctx: FileContext, expr: cst.BaseExpression, depth: int = 3) -> bool:
+def in_memory_dataset(
+    ctx: FileContext, expr: cst.BaseExpression, depth: int = 3, following: frozenset[str] = frozenset()
+) -> bool:
     """Whether a loader's dataset holds its samples in memory, ready to index: a `TensorDataset`, a
     tensor, a list, tuple or `range`, Lightning's demo datasets (`RandomDataset`, `WikiText2`), a
     class of this module whose `__getitem__` indexes tensors it built -- or a name only ever given
@@ -89,10 +92,14 @@ def in_memory_dataset(ctx: FileContext, expr: cst.BaseExpression, depth: int = 3
             if func.value not in ctx.imports.bindings:
                 return _in_memory_class(ctx, func.value)
         return False
+    key = target_key(expr)
+    if key is not None and key in following:
+        return True  # a name given itself (`f(dataset)` into a parameter `dataset`): nothing new
     if depth <= 0:
         return False
     origins = values.origins(expr)
-    return bool(origins) and all(in_memory_dataset(ctx, origin, depth - 1) for origin in origins or ())
+    following = following | {key} if key is not None else following
+    return bool(origins) and all(in_memory_dataset(ctx, origin, depth - 1, following) for origin in origins or ())
 
 
 def _in_memory_class(ctx: FileContext, name: str) -> bool:

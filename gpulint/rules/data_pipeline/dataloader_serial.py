@@ -37,9 +37,10 @@ class DataLoaderSerial(Rule):
     Workers prepare the next batches in parallel with compute.
 
     A loader over data already in memory -- a `TensorDataset`, a tensor, a list or `range`,
-    Lightning's `RandomDataset` / `WikiText2`, a dataset class (of the module, or of another module of the
-    project) whose `__getitem__` indexes tensors it holds, or a list of them -- is not reported: indexing a tensor is cheaper than handing batches
-    between processes.  Nor is a loader never consumed, or only peeked at once
+    Lightning's `RandomDataset` / `WikiText2`, a dataset class (of the module, or of another
+    module of the project) whose `__getitem__` indexes tensors it holds, or a list of them -- is
+    not reported: indexing a tensor is cheaper than handing batches between processes.  Nor is a
+    loader never consumed, or only peeked at once
     (`next(iter(loader))` in a demo), in the function that builds it.  In a module that names no
     accelerator the message says what is true there: each step waits for its batch.
 

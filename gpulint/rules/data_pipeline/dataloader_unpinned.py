@@ -149,7 +149,8 @@ class DataLoaderUnpinned(Rule):
                     model(x.to(device))
             """,
         ),
-        # a script that can run without a GPU: its own flag where one is in scope, else the test
+        # a script that can run without a GPU: its own flag where one is in scope (and set before the
+        # loader), else the test
         Invalid(
             """
             import torch
@@ -159,6 +160,10 @@ class DataLoaderUnpinned(Rule):
                 use_cuda = not args.no_cuda and torch.cuda.is_available()
                 train = DataLoader(ds, num_workers=2)
                 train_model(train)
+            def early(ds):
+                loader = DataLoader(ds, num_workers=2)
+                use_gpu = torch.cuda.is_available()
+                return loader
             def evaluate(ds):
                 return DataLoader(ds, num_workers=2)
             def other(ds):
@@ -166,8 +171,9 @@ class DataLoaderUnpinned(Rule):
                 return DataLoader(ds, num_workers=2)
             """,
             "6:13",
-            "9:12",
-            "12:12",
+            "9:14",
+            "13:12",
+            "16:12",
             fixed="""
             import torch
             from torch.utils.data import DataLoader
@@ -176,6 +182,10 @@ class DataLoaderUnpinned(Rule):
                 use_cuda = not args.no_cuda and torch.cuda.is_available()
                 train = DataLoader(ds, num_workers=2, pin_memory=use_cuda)
                 train_model(train)
+            def early(ds):
+                loader = DataLoader(ds, num_workers=2, pin_memory=use_accel)
+                use_gpu = torch.cuda.is_available()
+                return loader
             def evaluate(ds):
                 return DataLoader(ds, num_workers=2, pin_memory=use_accel)
             def other(ds):
@@ -249,34 +259,44 @@ class DataLoaderUnpinned(Rule):
         return any(self.ctx.call_qualified_name(call) in _AVAILABILITY_TESTS for call in self.ctx.index.nodes("Call"))
 
     @cached_property
-    def _flags(self) -> dict[tuple[int, str], bool]:
+    def _flags(self) -> dict[tuple[int, str], tuple[bool, cst.Assign]]:
         """For each (id of a function, or 0 for the module; name) assigned there: whether every
         value it is given there tests that the GPU is there (`use_cuda = not args.no_cuda and
-        torch.cuda.is_available()`)."""
-        flags: dict[tuple[int, str], bool] = {}
+        torch.cuda.is_available()`), and its first assignment."""
+        flags: dict[tuple[int, str], tuple[bool, cst.Assign]] = {}
         for assign in self.ctx.index.nodes("Assign"):
             for target in assign.targets:
                 if isinstance(target.target, cst.Name):
                     function = self.ctx.enclosing_function(assign)
                     key = (id(function) if function is not None else 0, target.target.value)
-                    flags[key] = flags.get(key, True) and self._tests_gpu(assign.value)
+                    is_flag, first = flags.get(key, (True, assign))
+                    flags[key] = (is_flag and self._tests_gpu(assign.value), first)
         return flags
 
     def _accelerator_flag(self, call: cst.Call) -> str | None:
-        """The first such flag in scope at `call`: assigned in its function, else at module level
-        and not a local name of the function."""
+        """The first such flag in scope at `call`: assigned in its function before it, else at
+        module level (before it, when the call is at module level too) and not a local name of
+        the function."""
         function = self.ctx.enclosing_function(call)
-        flags = self._flags
+        own_scope = id(function) if function is not None else 0
+        shadowed: set[str] = set()
         if function is not None:
-            local = [name for (scope, name), is_flag in flags.items() if scope == id(function) and is_flag]
-            if local:
-                return local[0]
-            parameters = {param.name.value for param in nodes_under(function.params) if isinstance(param, cst.Param)}
-            shadowed = {name for (scope, name) in flags if scope == id(function)} | parameters
-        else:
-            shadowed = set()
-        module = [name for (scope, name), is_flag in flags.items() if scope == 0 and is_flag and name not in shadowed]
-        return module[0] if module else None
+            shadowed = {name for (scope, name) in self._flags if scope == own_scope}
+            shadowed |= {param.name.value for param in nodes_under(function.params) if isinstance(param, cst.Param)}
+        candidates = [
+            (scope, name, first)
+            for (scope, name), (is_flag, first) in self._flags.items()
+            if is_flag and (scope == own_scope or (scope == 0 and name not in shadowed))
+        ]
+        if not candidates:
+            return None
+        candidates.sort(key=lambda candidate: candidate[0] != own_scope)  # the call's own scope first
+        positions = self.ctx.positions([call, *(first for _, _, first in candidates)])
+        for scope, name, first in candidates:
+            # A flag of the call's own scope assigned only after the call is not set yet there.
+            if scope != own_scope or positions[first].start.line < positions[call].start.line:
+                return name
+        return None
 
     def _tests_gpu(self, value: cst.BaseExpression) -> bool:
         """`torch.cuda.is_available()` (or `torch.accelerator.is_available()`), alone or joined to

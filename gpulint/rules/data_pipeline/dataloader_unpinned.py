@@ -156,6 +156,8 @@ class DataLoaderUnpinned(Rule):
             import torch
             from torch.utils.data import DataLoader
             use_accel = torch.accelerator.is_available()
+            class Config:
+                use_cuda = torch.cuda.is_available()
             def main(args):
                 use_cuda = not args.no_cuda and torch.cuda.is_available()
                 train = DataLoader(ds, num_workers=2)
@@ -170,14 +172,16 @@ class DataLoaderUnpinned(Rule):
                 use_accel = args.accel
                 return DataLoader(ds, num_workers=2)
             """,
-            "6:13",
-            "9:14",
-            "13:12",
-            "16:12",
+            "8:13",
+            "11:14",
+            "15:12",
+            "18:12",
             fixed="""
             import torch
             from torch.utils.data import DataLoader
             use_accel = torch.accelerator.is_available()
+            class Config:
+                use_cuda = torch.cuda.is_available()
             def main(args):
                 use_cuda = not args.no_cuda and torch.cuda.is_available()
                 train = DataLoader(ds, num_workers=2, pin_memory=use_cuda)
@@ -265,6 +269,11 @@ class DataLoaderUnpinned(Rule):
         torch.cuda.is_available()`), and its first assignment."""
         flags: dict[tuple[int, str], tuple[bool, cst.Assign]] = {}
         for assign in self.ctx.index.nodes("Assign"):
+            scope = next(
+                (a for a in self.ctx.ancestors(assign) if isinstance(a, (cst.FunctionDef, cst.ClassDef))), None
+            )
+            if isinstance(scope, cst.ClassDef):
+                continue  # a class attribute: not a name a function can read
             for target in assign.targets:
                 if isinstance(target.target, cst.Name):
                     function = self.ctx.enclosing_function(assign)

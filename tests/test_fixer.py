@@ -173,9 +173,8 @@ TF_HEADER = "import tensorflow as tf\n"
 
 
 def test_removing_the_last_argument_keeps_each_comment_on_its_own_argument():
-    # GL704 removes `jit_compile=False`: the argument before it keeps its own comment, and the
-    # removed line's comment goes with the removed line.
-    for after_last in (",  # XLA crashed on the old driver\n", "  # XLA crashed on the old driver\n"):
+    # GL704 removes `jit_compile=False`: the argument before it keeps its own comment.
+    for after_last in (",\n", "\n"):
         source = TF_HEADER + (
             'model.compile(\n    optimizer="adam",  # adam works best here\n    jit_compile=False' + after_last + ")\n"
         )
@@ -183,6 +182,12 @@ def test_removing_the_last_argument_keeps_each_comment_on_its_own_argument():
         assert fix(source, "GL704") == TF_HEADER + (
             'model.compile(\n    optimizer="adam"' + closing + "  # adam works best here\n)\n"
         )
+    # With a comment on its own line the value is a deliberate choice: reported, left as written.
+    commented = (
+        TF_HEADER
+        + 'model.compile(\n    optimizer="adam",\n    jit_compile=False,  # XLA crashed on the old driver\n)\n'
+    )
+    assert fix(commented, "GL704") == commented
 
 
 def test_single_argument_per_line_call():
@@ -250,3 +255,23 @@ def test_a_long_header_with_a_one_line_suite_is_fixed_without_wrapping_it():
     """
     # The fixer wraps long headers of indented blocks only; this line stays one (long) line.
     assert "collate_fn=c, pin_memory=True): step(batch)\n" in fix(source, "GL102")
+
+
+def test_a_random_factory_moved_to_the_device_is_an_unsafe_fix_that_says_the_numbers_change():
+    # gat/gcn: `torch.randperm(n).to(device)` draws the data split; on the device it draws another.
+    source = HEADER + textwrap.dedent("""
+        for epoch in range(100):
+            perm = torch.randperm(num_nodes).to(device)
+            mask = torch.zeros(num_nodes).to(device)
+    """)
+    findings = Linter(Settings(select=["GL203"])).lint_source(source.encode(), "train.py").findings
+    by_factory = {f.message.split("`")[1]: f.fix for f in findings}
+    randperm, zeros = by_factory["torch.randperm(...)"], by_factory["torch.zeros(...)"]
+    assert randperm is not None and randperm.applicability.value == "unsafe"
+    assert "changes the random numbers" in randperm.message
+    assert zeros is not None and zeros.applicability.value == "safe"
+    assert "random" not in zeros.message
+    # `--fix` (safe fixes only) leaves the random stream alone
+    assert fix(source, "GL203", unsafe=False) == source.replace(
+        "torch.zeros(num_nodes).to(device)", "torch.zeros(num_nodes, device=device)"
+    )

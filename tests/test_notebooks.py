@@ -123,7 +123,7 @@ def test_json_fix_edits_are_in_the_cells_coordinates(tmp_path):
     gl102 = next(f for f in outcome.result.findings if f.code == "GL102" and f.location.row == 5)
     assert gl102.fix.edits, "a one-cell fix keeps its edits"
     edit = gl102.fix.edits[0]
-    assert edit.location.row == 5 and "pin_memory=True" in edit.content
+    assert edit.location.row == 5 and "pin_memory=torch.cuda.is_available()" in edit.content
 
 
 def test_fixing_a_copy_keeps_outputs_metadata_layout_and_magics(tmp_path):
@@ -163,7 +163,7 @@ def test_diff_shows_cells_and_writes_nothing(tmp_path):
     outcome = outcome_for(copy, diff=True)
     assert copy.read_bytes() == original
     assert "--- a/" in outcome.diff and ":cell 5\n" in outcome.diff
-    assert "+    pin_memory=True,\n" in outcome.diff
+    assert "+    pin_memory=torch.cuda.is_available(),\n" in outcome.diff
     assert outcome.fixed > 0
 
 

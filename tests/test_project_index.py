@@ -233,3 +233,74 @@ def test_the_cli_indexes_the_project_unless_told_not_to(project, capsys, monkeyp
         ["check", "--no-cache", "--no-project-index", "--select", "GL201", "utils.py", "train.py"], capsys
     )
     assert code == 0 and "utils.py" not in out
+
+
+DATASETS = """
+import torch
+from torch.utils.data import Dataset
+
+
+class PairsInMemory(Dataset):
+    def __init__(self, size):
+        self.size = size
+        self.data = [(torch.rand(20), torch.rand(1)) for _ in range(size)]
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, index):
+        return self.data[index]
+
+
+class FilesOnDisk(Dataset):
+    def __init__(self, paths):
+        self.paths = paths
+
+    def __getitem__(self, index):
+        return torch.load(self.paths[index])
+"""
+
+TORCHRUN = """
+import torch
+from torch.distributed import init_process_group
+from torch.utils.data import DataLoader, Dataset
+from torch.utils.data.distributed import DistributedSampler
+
+from datasets import FilesOnDisk, PairsInMemory
+
+
+def load_train_objs():
+    train_set = PairsInMemory(2048)
+    model = torch.nn.Linear(20, 1)
+    return train_set, model
+
+
+def prepare_dataloader(dataset: Dataset, batch_size: int):
+    return DataLoader(dataset, batch_size=batch_size, sampler=DistributedSampler(dataset))
+
+
+def main():
+    init_process_group(backend="nccl")
+    dataset, model = load_train_objs()
+    model = model.cuda()
+    for loader in (prepare_dataloader(dataset, 32), DataLoader(FilesOnDisk(["a.pt"]), batch_size=4)):
+        for x, y in loader:
+            model(x.cuda()).sum().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_dataset_class_of_another_module_that_holds_its_tensors_is_in_memory(tmp_path):
+    # A torchrun script over a list of (tensor, tensor) pairs built by a class of another module:
+    # no workers to add (GL101) and nothing to pin (GL102); the class that reads files still is.
+    paths = write_project(tmp_path, datasets=DATASETS, train=TORCHRUN)
+    index = RunIndex([paths["train"]])
+    assert index.view(paths["train"]).callee("PairsInMemory").returns == ("tensordataset",)
+    assert index.view(paths["train"]).callee("FilesOnDisk") is None
+    with_index = findings(paths["train"], index.view(paths["train"]), select=("GL101", "GL102"))
+    assert with_index == [("GL101", 23), ("GL102", 23)]  # the FilesOnDisk loader only
+    without = findings(paths["train"], select=("GL101", "GL102"))
+    assert ("GL101", 16) in without and ("GL102", 16) in without

@@ -112,6 +112,71 @@ def test_fixes_that_need_a_newer_torch_than_the_target_are_not_offered():
     assert len(Linter(settings).lint_source(textwrap.dedent(AMP).encode(), "train.py").findings) == 2
 
 
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("setup.py", 'from setuptools import setup\nsetup(name="x", install_requires=["numpy", "torch>=1.8,<2"])\n'),
+        ("setup.cfg", "[options]\ninstall_requires =\n    numpy\n    torch>=1.8\n"),
+        ("environment.yml", "name: x\ndependencies:\n  - python=3.8\n  - pytorch=1.8.1\n  - torchvision\n"),
+        ("requirements.txt", "torch==1.8.1\n"),
+    ],
+)
+def test_the_torch_floor_comes_from_every_requirements_file_even_without_a_pyproject(tmp_path, name, text):
+    # A repository (a .git, no pyproject.toml) that states its torch floor in one of these files.
+    (tmp_path / ".git").mkdir()
+    (tmp_path / name).write_text(text)
+    settings = load_settings(None, tmp_path / "train.py")
+    assert settings.target_torch == (1, 8)
+    assert _fixable(Settings(select=["GL402"], target_torch=settings.target_torch), AMP) == []
+
+
+@pytest.mark.parametrize(
+    "readme, documented",
+    [
+        ("Tested with PyTorch 1.8.1 and CUDA 11.1.", (1, 8)),
+        ("## Requirements\n* torch>=1.10\n* torchvision 0.11\n", (1, 10)),
+        ("Install `pytorch==1.13` first; torch.compile needs PyTorch 2.0 or later.", (1, 13)),
+        ("- pytorch1.6.0+cu101\n- tensorboard 2.2.2", (1, 6)),
+        ("Works with torchvision 0.9 (torch<3).", None),
+    ],
+)
+def test_the_readme_names_the_torch_it_runs_on(tmp_path, readme, documented):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "README.md").write_text(readme)
+    assert load_settings(None, tmp_path).documented_torch == documented
+
+
+def test_a_folder_outside_any_repository_speaks_for_itself(tmp_path):
+    # No pyproject.toml and no .git (an exported tree): the folder linted has the requirements.
+    (tmp_path / "requirements.txt").write_text("torch>=1.9\n")
+    (tmp_path / "train.py").write_text("import torch\n")
+    assert load_settings(None, tmp_path).target_torch == (1, 9)
+    assert load_settings(None, tmp_path / "train.py").target_torch == (1, 9)
+
+
+def test_a_safe_fix_that_needs_a_newer_torch_than_the_readme_names_becomes_unsafe(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "README.md").write_text("# Pretraining\n\nThe code runs on PyTorch 1.8.1.\n")
+    settings = load_settings(None, tmp_path)
+    settings.select = ["GL402"]
+    findings = Linter(settings).lint_source(textwrap.dedent(AMP).encode(), "train.py").findings
+    assert [f.fix.applicability.value for f in findings if f.fix] == ["unsafe", "unsafe"]
+    assert all("the project's README names PyTorch 1.8" in f.fix.message for f in findings if f.fix)
+    safe_only = fix_source(Linter(settings), textwrap.dedent(AMP).encode(), "train.py", unsafe=False)
+    assert safe_only.source == textwrap.dedent(AMP).encode()  # `--fix` (safe fixes only) leaves them
+    # a requirement wins over the README: the fix needs 2.3, the requirement allows 2.1
+    (tmp_path / "requirements.txt").write_text("torch>=2.1\n")
+    required = load_settings(None, tmp_path)
+    assert (required.target_torch, required.documented_torch) == ((2, 1), None)
+    (tmp_path / "requirements.txt").unlink()
+    # said outright, the target wins over the README
+    (tmp_path / "pyproject.toml").write_text('[tool.gpulint]\ntarget-torch = "2.4"\nselect = ["GL402"]\n')
+    outright = load_settings(tmp_path / "pyproject.toml")
+    assert outright.documented_torch is None
+    findings = Linter(outright).lint_source(textwrap.dedent(AMP).encode(), "train.py").findings
+    assert [f.fix.applicability.value for f in findings if f.fix] == ["safe", "safe"]
+
+
 LOGGING_TEST = """
     import torch
     def test_training_logs_every_step():
@@ -134,6 +199,16 @@ def test_test_files_get_no_per_step_or_trainer_fixes_unless_asked(path):
     trainer = "from transformers import TrainingArguments\na = TrainingArguments('o', logging_steps=1)\n"
     assert _fixable(Settings(select=["GL801"], lint_tests=True), trainer, path) == []
     assert _fixable(Settings(select=["GL801"], lint_tests=True, fix_tests=True), trainer, path) == ["GL801"]
+
+
+def test_deprecated_amp_in_a_test_file_is_reported_without_a_fix_unless_asked():
+    # A test may exercise the deprecated API on purpose: findings there, but `--fix` leaves them.
+    findings = (
+        Linter(Settings(select=["GL402"])).lint_source(textwrap.dedent(AMP).encode(), "tests/test_amp.py").findings
+    )
+    assert [f.code for f in findings] == ["GL402", "GL402"] and not any(f.fix for f in findings)
+    assert _fixable(Settings(select=["GL402"], fix_tests=True), AMP, "tests/test_amp.py") == ["GL402", "GL402"]
+    assert _fixable(Settings(select=["GL402"]), AMP, "train.py") == ["GL402", "GL402"]
 
 
 def test_fixed_lines_wrap_at_the_projects_line_length():

@@ -58,7 +58,7 @@ from gpulint.linter.analysis.parse_guard import DEFAULT_MAX_SYNTAX_NODES
 from gpulint.linter.analysis.test_files import is_test_path, matches_test_patterns, project_relative
 from gpulint.linter.catalog import OPTIONS, RULES, load_rule
 from gpulint.linter.findings import DEFAULT_MAX_FINDINGS_PER_FILE, SYNTAX_ERROR_CODE
-from gpulint.linter.project import DEFAULT_LINE_LENGTH, facts_from, parse_version
+from gpulint.linter.project import DEFAULT_LINE_LENGTH, facts_from, parse_version, project_root
 from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES, read_regular_file
 from gpulint.linter.selection import unknown_selector
 
@@ -121,6 +121,8 @@ class Settings:
     fix_tests: bool = False
     line_length: int = DEFAULT_LINE_LENGTH  # where fixed lines are wrapped
     target_torch: tuple[int, int] | None = None  # fixes that need a newer PyTorch are not offered
+    # The oldest PyTorch the README names: safe fixes that need a newer one are offered as unsafe.
+    documented_torch: tuple[int, int] | None = None
     target_tensorflow: tuple[int, int] | None = None  # the oldest TensorFlow the project runs on, if known
     max_file_size: int = DEFAULT_MAX_FILE_BYTES  # bytes; larger files are skipped with a message
     # Work per file (docs/safety.md, "Work per file"): files with more syntax nodes, or more
@@ -212,6 +214,7 @@ class Settings:
             "test_files": self.test_files,
             "line_length": self.line_length,
             "target_torch": self.target_torch,
+            "documented_torch": self.documented_torch,
             "target_tensorflow": self.target_tensorflow,
             "options": self.options,
             # The local rules' code: editing one re-lints every file.
@@ -335,6 +338,11 @@ def load_settings(config_file: Path | None, start: Path | None = None, load_loca
                 _apply_project(settings, read_toml(project_file), project_file.parent)
             except ConfigError:
                 pass  # a broken pyproject without our table is not ours to report
+        elif start is not None:
+            # No pyproject.toml: the repository's root (its .git), else the folder linted, says
+            # what the project runs on through its requirements and README.
+            folder = start if start.is_dir() else start.parent
+            _apply_project(settings, {}, project_root(start) or folder)
         return settings
     data = read_toml(config_file)
     table = data
@@ -348,8 +356,9 @@ def load_settings(config_file: Path | None, start: Path | None = None, load_loca
     settings = settings_from_table(table, config_file, load_local_rules)
     target, target_tf = settings.target_torch, settings.target_tensorflow
     _apply_project(settings, data if config_file.name == "pyproject.toml" else {}, config_file.parent)
-    if target is not None:  # said outright: it wins over the requirements
+    if target is not None:  # said outright: it wins over the requirements and the README
         settings.target_torch = target
+        settings.documented_torch = None
     if target_tf is not None:
         settings.target_tensorflow = target_tf
     return settings
@@ -359,6 +368,7 @@ def _apply_project(settings: Settings, pyproject: dict[str, Any], directory: Pat
     facts = facts_from(pyproject, directory)
     settings.line_length = facts.line_length
     settings.target_torch = facts.target_torch
+    settings.documented_torch = facts.documented_torch
     settings.target_tensorflow = facts.target_tensorflow
 
 

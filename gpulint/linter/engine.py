@@ -44,6 +44,7 @@ from gpulint.linter.analysis.parse_guard import UnanalysableSource, measure
 from gpulint.linter.findings import (
     SYNTAX_ERROR_CODE,
     SYNTAX_ERROR_NAME,
+    Applicability,
     Edit,
     Finding,
     FixInfo,
@@ -233,8 +234,10 @@ class Linter:
     def _withhold_fixes(self, rules: list[type[Rule]], findings: list[RawFinding], path: str) -> None:
         """Drop the fixes the project rules out (the findings stay): those that need a newer
         PyTorch than it targets, and in a test file the rules' that change what tests check
-        (trainer configuration, per-step work) unless `fix-tests` is set."""
-        target = self.settings.target_torch
+        (trainer configuration, per-step work) unless `fix-tests` is set.  A safe fix that needs a
+        newer PyTorch than the README names becomes unsafe (project.py: prose is weaker evidence
+        than a requirement)."""
+        target, documented = self.settings.target_torch, self.settings.documented_torch
         in_tests = not self.settings.fix_tests and self.settings.is_test_file(path)
         not_in_tests = {rule.code for rule in rules if not rule.fixes_test_files} if in_tests else set()
         for finding in findings:
@@ -244,6 +247,11 @@ class Linter:
             too_new = target is not None and fix.min_torch is not None and fix.min_torch > target
             if too_new or finding.code in not_in_tests:
                 finding.fix = None
+            elif documented is not None and fix.min_torch is not None and fix.min_torch > documented:
+                if fix.applicability is Applicability.SAFE:
+                    needs, named = ".".join(map(str, fix.min_torch)), ".".join(map(str, documented))
+                    fix.applicability = Applicability.UNSAFE
+                    fix.message += f" (needs PyTorch {needs}; the project's README names PyTorch {named})"
 
     @staticmethod
     def candidate_rules(

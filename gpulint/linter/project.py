@@ -4,11 +4,16 @@ formatter keeps, and the oldest PyTorch it declares it runs on.
 * line length: `[tool.ruff] line-length`, else `[tool.black] line-length`, else 88 (both tools'
   default) -- fixed lines are wrapped to it;
 * PyTorch: the lowest version the project's requirements allow for `torch` -- `[project]
-  dependencies` and optional dependencies in pyproject.toml, then `requirements*.txt` beside it
-  (`torch>=2.1`, `torch==1.13.1`, `torch~=2.2`); a bound that cannot be read, or no `torch`
-  requirement at all, means no limit.  `target-torch = "2.1"` in `[tool.gpulint]` says it
-  outright, as ruff's `target-version` does for Python.  A fix that needs a newer PyTorch
+  dependencies` and optional dependencies in pyproject.toml, then beside it `requirements*.txt`,
+  `setup.py` and `setup.cfg` (their `install_requires`) and a conda `environment.yml`
+  (`pytorch=1.8.1`) -- (`torch>=2.1`, `torch==1.13.1`, `torch~=2.2`); a bound that cannot be read,
+  or no `torch` requirement at all, means no limit.  `target-torch = "2.1"` in `[tool.gpulint]`
+  says it outright, as ruff's `target-version` does for Python.  A fix that needs a newer PyTorch
   (`torch.amp.GradScaler("cuda")` needs 2.3) is then not offered; the finding stays;
+* the PyTorch the README documents (`documented_torch`), where no requirement bounds `torch`: the
+  lowest version a README beside it names ("PyTorch 1.8.1", "torch>=1.8").  Prose is weaker
+  evidence than a requirement (a README may name an old version in passing): a safe fix that
+  needs a newer PyTorch becomes unsafe, and says why, rather than being withheld;
 * TensorFlow: the lowest version the same requirements allow for `tensorflow` (also
   `tensorflow-cpu`, `tensorflow-gpu`, `tensorflow-macos`), or `target-tensorflow = "2.10"`.  Rules
   about tf.data defaults read it: TensorFlow 2.13 and later inject a final prefetch by themselves.
@@ -35,6 +40,19 @@ _TENSORFLOW_REQUIREMENT = re.compile(
     r"^\s*tensorflow(-cpu|-gpu|-macos)?\s*(\[[^\]]*\])?\s*(?P<specs>([<>=!~][^;#]*)?)(;.*|#.*)?$", re.IGNORECASE
 )
 _LOWER_BOUND = re.compile(r"(>=|==|~=|===|>)\s*v?(?P<major>\d+)\.(?P<minor>\d+)")
+# A requirement as a string in setup.py (`install_requires=["torch>=1.8", ...]`).
+_QUOTED_REQUIREMENT = re.compile(r"""["'](?P<requirement>(?:torch|tensorflow[\w-]*)\b[^"'\n]*)["']""", re.IGNORECASE)
+# A conda requirement (`- pytorch=1.8.1`, `- torch>=1.8` in environment.yml): one `=` pins a version.
+_CONDA_REQUIREMENT = re.compile(
+    r"^\s*-\s*(?:py)?(?P<name>torch|tensorflow[\w-]*)\s*(?P<spec>[<>=!~].*)$", re.IGNORECASE
+)
+# A PyTorch version named in prose: "PyTorch 1.8.1", "pytorch >= 1.8", "pytorch1.6.0" (not torchvision,
+# not an upper bound "torch<2").
+_DOCUMENTED_TORCH = re.compile(
+    r"(?<![\w.-])(?:py)?torch(?![a-z_-])[\s(*`]*(?:version\s*)?(?:>=|==|~=|=|v)?\s*(?P<major>[0-3])\.(?P<minor>\d+)",
+    re.IGNORECASE,
+)
+_READMES = ("README.md", "README.rst", "README.txt", "README", "readme.md")
 
 
 @dataclass(frozen=True)
@@ -42,6 +60,7 @@ class ProjectFacts:
     line_length: int = DEFAULT_LINE_LENGTH
     target_torch: tuple[int, int] | None = None  # None: no limit known
     target_tensorflow: tuple[int, int] | None = None  # None: no version known
+    documented_torch: tuple[int, int] | None = None  # the lowest PyTorch the README names
 
 
 def project_root(path: Path) -> Path | None:
@@ -100,12 +119,47 @@ def facts_from(pyproject: dict[str, Any], directory: Path | None) -> ProjectFact
     requirements = list(pyproject.get("project", {}).get("dependencies", []))
     for group in pyproject.get("project", {}).get("optional-dependencies", {}).values():
         requirements.extend(group)
+    documented = None
     if directory is not None:
         for path in sorted(directory.glob("requirements*.txt")):
-            try:
-                text = read_regular_file(path, _REQUIREMENTS_MAX_BYTES, "the size of a requirements file")
-            except OSError:
-                continue  # a requirements file that cannot be read says nothing about torch
-            requirements.extend(text.decode("utf-8", errors="replace").splitlines())
+            requirements.extend(_lines(path))
+        requirements.extend(_lines(directory / "setup.cfg"))
+        requirements.extend(
+            m["requirement"] for m in _QUOTED_REQUIREMENT.finditer("\n".join(_lines(directory / "setup.py")))
+        )
+        for name in ("environment.yml", "environment.yaml"):
+            requirements.extend(_conda_requirements(_lines(directory / name)))
+        documented = documented_torch(line for name in _READMES for line in _lines(directory / name))
     lines = [r for r in requirements if isinstance(r, str)]
-    return ProjectFacts(line_length, torch_lower_bound(lines), tensorflow_lower_bound(lines))
+    target = torch_lower_bound(lines)
+    # A requirement says it outright: the README's versions matter only where none does.
+    return ProjectFacts(line_length, target, tensorflow_lower_bound(lines), documented if target is None else None)
+
+
+def _lines(path: Path) -> list[str]:
+    """The lines of a project file beside the pyproject.toml; none when it is absent or cannot be
+    read (it then says nothing about the versions)."""
+    try:
+        text = read_regular_file(path, _REQUIREMENTS_MAX_BYTES, "the size of a requirements file")
+    except OSError:
+        return []
+    return text.decode("utf-8", errors="replace").splitlines()
+
+
+def _conda_requirements(lines: Iterable[str]) -> list[str]:
+    """environment.yml's dependencies as requirement lines: `- pytorch=1.8.1` -> `torch==1.8.1`."""
+    found = []
+    for line in lines:
+        match = _CONDA_REQUIREMENT.match(line)
+        if match is not None:
+            spec = match["spec"].strip()
+            if re.match(r"=[^=]", spec):
+                spec = "=" + spec
+            found.append(f"{match['name'].lower()}{spec}")
+    return found
+
+
+def documented_torch(lines: Iterable[str]) -> tuple[int, int] | None:
+    """The lowest PyTorch version the lines of a README name (None: they name none)."""
+    versions = [(int(m["major"]), int(m["minor"])) for line in lines for m in _DOCUMENTED_TORCH.finditer(line)]
+    return min(versions) if versions else None

@@ -35,6 +35,12 @@ def rule_markdown(rule: type[Rule]) -> str:
         if rule.fix_applicability is not None and not rule.fixes_test_files:
             note += " without a fix, as tests check what the fix changes (`fix-tests = true` offers it there too)"
         lines += ["", note + "."]
+    elif rule.fix_applicability is not None and not rule.fixes_test_files:
+        lines += [
+            "",
+            "Test files (the `test-files` setting): reported without a fix, as a test may check what the fix "
+            "changes (`fix-tests = true` offers it there too).",
+        ]
     if rule.options:
         lines.append("")
         lines.append("Options (`[tool.gpulint]`):")

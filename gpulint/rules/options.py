@@ -10,6 +10,11 @@ NUM_WORKERS = RuleOption(
     "Python expression the GL101 and GL801 fixes write as the number of loader worker processes.",
     check=worker_expression,
 )
+# The CPU cores of a node divided among its ranks (`torchrun` and `accelerate launch` set
+# `LOCAL_WORLD_SIZE`; a single process reads 1): what one rank may give its loader workers.
+CORES_PER_RANK = 'max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))'
+# What the GL101 fix writes by default in a module that runs one process per GPU.
+NUM_WORKERS_PER_RANK = f"min(8, {CORES_PER_RANK})"
 LOG_EVERY = RuleOption(
     "log-every",
     100,

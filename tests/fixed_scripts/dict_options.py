@@ -1,12 +1,16 @@
 """Loader options built in a dictionary, with workers on the accelerator branch only: on a CPU-only
 machine the loader has none, and the fixes must keep that working (`persistent_workers=True`
-raises without workers)."""
+raises without workers).  A loader without options gets `pin_memory=` from the script's own
+flag: pinning on a machine without a GPU warns, and this script treats that warning as an error."""
+
+import warnings
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 compile_model = False
+warnings.filterwarnings("error", message=".*pin_memory.*no accelerator")
 
 
 class Ramp(Dataset):
@@ -38,6 +42,10 @@ def main():
             optimizer.step()
             seen += index.tolist()
         assert sorted(seen) == list(range(24)), f"epoch {epoch} did not see every item once"
+    val_loader = DataLoader(Ramp(), batch_size=8)
+    with torch.no_grad():
+        total = sum(model(x.to(device)).pow(2).sum() for x, _ in val_loader)
+    assert torch.isfinite(total)
 
 
 if __name__ == "__main__":

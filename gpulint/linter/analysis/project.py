@@ -58,7 +58,12 @@ _NOT_ITERATING = frozenset({"print", "len", "isinstance", "type", "id", "repr", 
 # Kinds of return values the index tracks (values.KINDS).
 RETURN_KINDS = ("dataloader", "tfdata")
 # The version of a summary's shape: a cached summary of another version is not used.
-SUMMARY_VERSION = 4
+SUMMARY_VERSION = 5
+# `torch.<factory>(...)`: a tensor built in memory (what an in-memory dataset class holds).
+_TENSOR_FACTORIES = frozenset(
+    "tensor as_tensor zeros ones full empty arange linspace eye rand randn randint randperm from_numpy stack "
+    "cat".split()
+)
 
 
 # -- summaries ---------------------------------------------------------------------------------
@@ -113,6 +118,9 @@ class ModuleSummary:
     # FileContext.names_accelerator on the module's `ast`).
     imports_torch: bool = False
     names_accelerator: bool = False
+    # Dataset classes whose `__getitem__` indexes tensors they hold (`self.data = [(torch.rand(20),
+    # torch.rand(1)) for _ in range(n)]`): a DataLoader over one, in any module, loads from memory.
+    in_memory_datasets: set[str] = field(default_factory=set)
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -134,6 +142,7 @@ class ModuleSummary:
             "loop_lines": self.loop_lines,
             "torch": self.imports_torch,
             "accelerator": self.names_accelerator,
+            "in_memory_datasets": sorted(self.in_memory_datasets),
         }
 
     @classmethod
@@ -173,6 +182,7 @@ class ModuleSummary:
                 loop_lines={str(k): int(v) for k, v in data["loop_lines"].items()},
                 imports_torch=bool(data["torch"]),
                 names_accelerator=bool(data["accelerator"]),
+                in_memory_datasets={str(q) for q in data["in_memory_datasets"]},
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
@@ -276,6 +286,7 @@ class _Summarizer(ast.NodeVisitor):
         self.in_loop_calls: set[str] = set()  # last names of functions called inside a loop
         self.local_calls: dict[tuple[str, str], list[str]] = {}  # (function, name) -> callee texts
         self.interval_helpers: frozenset[str] = frozenset()  # (_interval_helpers)
+        self.class_nodes: list[tuple[str, ast.ClassDef]] = []  # (qualname, definition)
 
     # -- scopes ---------------------------------------------------------------------------------
     @property
@@ -287,6 +298,7 @@ class _Summarizer(ast.NodeVisitor):
             self.visit(decorator)
         self.scope.append(node.name)
         self.classes.append(node.name)
+        self.class_nodes.append((".".join(self.scope), node))
         for statement in node.body:
             self.visit(statement)
         self.classes.pop()
@@ -471,7 +483,47 @@ class _Summarizer(ast.NodeVisitor):
         for name, function, nested in self.iterated:
             if nested or function.rpartition(".")[2] in self.in_loop_calls:
                 self.summary.reiterated.add(name)
+        self.summary.in_memory_datasets = {q for q, node in self.class_nodes if self._in_memory_dataset(node)}
         return self.summary
+
+    def _in_memory_dataset(self, cls: ast.ClassDef) -> bool:
+        """`__getitem__` returns only `self.<attr>[...]` (or tuples of them), and the class only
+        ever assigns those attributes tensors, or lists or tuples of tensors (pytorch.py's
+        in_memory_dataset, for a class of another module)."""
+        getitem = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__getitem__"), None)
+        if getitem is None:
+            return False
+        returned = [n.value for n in ast.walk(getitem) if isinstance(n, ast.Return) and n.value is not None]
+        attributes: set[str] = set()
+        for value in returned:
+            for part in value.elts if isinstance(value, ast.Tuple) else [value]:
+                holder = part.value if isinstance(part, ast.Subscript) else None
+                if not (isinstance(holder, ast.Attribute) and _key(holder) == f"self.{holder.attr}"):
+                    return False
+                attributes.add(holder.attr)
+        assigned: dict[str, list[ast.AST]] = {attribute: [] for attribute in attributes}
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute) and target.attr in assigned and _key(target):
+                        assigned[target.attr].append(node.value)
+        return bool(attributes) and all(
+            values and all(self._holds_tensors(value) for value in values) for values in assigned.values()
+        )
+
+    def _holds_tensors(self, value: ast.AST) -> bool:
+        """A `torch` tensor factory's result, or a list or tuple (or list comprehension) of them."""
+        if isinstance(value, ast.ListComp):
+            return self._holds_tensors(value.elt)
+        if isinstance(value, (ast.List, ast.Tuple)):
+            return bool(value.elts) and all(self._holds_tensors(element) for element in value.elts)
+        if not isinstance(value, ast.Call) or (callee := _dotted(value.func)) is None:
+            return False
+        head, _, rest = callee.partition(".")
+        target = self.summary.bindings.get(head)
+        qualified = canonical(f"{target}.{rest}" if rest else target) if target is not None else ""
+        module, _, name = qualified.rpartition(".")
+        return module == "torch" and name in _TENSOR_FACTORIES
 
 
 def _guarded(site: CallSite) -> bool:
@@ -734,7 +786,11 @@ class ProjectIndex:
                     self.per_step_elsewhere.add(callee)
                     self._elsewhere_because[callee] = (caller, site, True)
                     changed = True
-        # Clocks and returned kinds, through calls.
+        # Clocks and returned kinds, through calls; a dataset class that holds its tensors in
+        # memory "returns" (builds) what a TensorDataset is to pytorch.in_memory_dataset.
+        for module_id, summary in self.summaries.items():
+            for qualname in summary.in_memory_datasets:
+                self.returns.setdefault((module_id, qualname), set()).add("tensordataset")
         for module_id, summary in self.summaries.items():
             for qualname, function in summary.functions.items():
                 if function.reads_clock:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from gpulint.linter.analysis.nodes import keyword_arg, last_name, method_name, positional_args
+from gpulint.linter.analysis.values import target_key
 
 if TYPE_CHECKING:
     from gpulint.linter.analysis.context import FileContext
@@ -61,9 +62,13 @@ _IN_MEMORY_DATASETS = re.compile(
 )
 _IN_MEMORY_DATASET_NAME = re.compile(r"^Random\w*Dataset$")
 _IN_MEMORY_BUILTINS = frozenset({"range", "list", "tuple", "dict"})
+# The abstract dataset class, as a parameter's annotation names it (an origin of the parameter).
+_DATASET_BASES = frozenset({"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"})
 
 
-def in_memory_dataset(ctx: FileContext, expr: cst.BaseExpression, depth: int = 3) -> bool:
+def in_memory_dataset(
+    ctx: FileContext, expr: cst.BaseExpression, depth: int = 3, following: frozenset[str] = frozenset()
+) -> bool:
     """Whether a loader's dataset holds its samples in memory, ready to index: a `TensorDataset`, a
     tensor, a list, tuple or `range`, Lightning's demo datasets (`RandomDataset`, `WikiText2`), a
     class of this module whose `__getitem__` indexes tensors it built -- or a name only ever given
@@ -72,6 +77,8 @@ def in_memory_dataset(ctx: FileContext, expr: cst.BaseExpression, depth: int = 3
     if isinstance(expr, (cst.List, cst.Tuple, cst.ListComp, cst.Dict)):
         return True
     values = ctx.values
+    if ctx.qualified_name(expr) in _DATASET_BASES:
+        return True  # `dataset: Dataset`, a parameter's annotation: says nothing either way
     if values.is_kind(expr, "tensordataset") or ctx.torch.tensors.is_tensor(expr) or values.on_host(expr):
         return True
     if isinstance(expr, cst.Call):
@@ -85,10 +92,14 @@ def in_memory_dataset(ctx: FileContext, expr: cst.BaseExpression, depth: int = 3
             if func.value not in ctx.imports.bindings:
                 return _in_memory_class(ctx, func.value)
         return False
+    key = target_key(expr)
+    if key is not None and key in following:
+        return True  # a name given itself (`f(dataset)` into a parameter `dataset`): nothing new
     if depth <= 0:
         return False
     origins = values.origins(expr)
-    return bool(origins) and all(in_memory_dataset(ctx, origin, depth - 1) for origin in origins or ())
+    following = following | {key} if key is not None else following
+    return bool(origins) and all(in_memory_dataset(ctx, origin, depth - 1, following) for origin in origins or ())
 
 
 def _in_memory_class(ctx: FileContext, name: str) -> bool:
@@ -115,7 +126,8 @@ def _defined_in(ctx: FileContext, node: cst.CSTNode, owner: cst.CSTNode) -> bool
 
 
 def _indexes_own_tensor(ctx: FileContext, value: cst.BaseExpression) -> bool:
-    """`self.data[index]`, or a tuple of those, where `self.data` only ever holds a tensor."""
+    """`self.data[index]`, or a tuple of those, where `self.data` only ever holds a tensor, or a
+    list of tensors or of tuples of them (`[(torch.rand(20), torch.rand(1)) for _ in range(n)]`)."""
     if isinstance(value, cst.Tuple):
         return bool(value.elements) and all(_indexes_own_tensor(ctx, el.value) for el in value.elements)
     if not (isinstance(value, cst.Subscript) and isinstance(value.value, cst.Attribute)):
@@ -124,7 +136,20 @@ def _indexes_own_tensor(ctx: FileContext, value: cst.BaseExpression) -> bool:
     if not (isinstance(holder.value, cst.Name) and holder.value.value == "self"):
         return False
     assigned = ctx.values.assigned.get(f"self.{holder.attr.value}", [])
-    return bool(assigned) and all(ctx.torch.tensors.is_tensor(v) or ctx.values.on_host(v) for v in assigned)
+    return bool(assigned) and all(_holds_tensors(ctx, v) for v in assigned)
+
+
+def _holds_tensors(ctx: FileContext, value: cst.BaseExpression) -> bool:
+    """A tensor, or a list or tuple (written out or built by a comprehension) of tensors or of
+    tuples of them."""
+    if isinstance(value, cst.ListComp):
+        return _holds_tensors(ctx, value.elt)
+    if isinstance(value, (cst.List, cst.Tuple)):
+        elements = value.elements
+        return bool(elements) and all(
+            not isinstance(el, cst.StarredElement) and _holds_tensors(ctx, el.value) for el in elements
+        )
+    return ctx.torch.tensors.is_tensor(value) or ctx.values.on_host(value)
 
 
 def is_device_target(ctx: FileContext, call: cst.Call) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -65,15 +66,20 @@ def commented_arguments(ctx: FileContext, call: cst.Call) -> set[str]:
     return found
 
 
+# Comments addressed to tools, not to readers.
+_TOOL_DIRECTIVE = re.compile(r"#\s*(noqa\b|type:|pragma\b|fmt:|isort:|pylint:|ruff:|gpulint:)", re.IGNORECASE)
+
+
 @lru_cache(maxsize=1)
 def _comment_rows(source: str) -> frozenset[int]:
-    """The rows that hold a comment (a `#` inside a string is not one); none when the text does not
-    tokenize."""
+    """The rows that hold a comment (a `#` inside a string is not one) other than a directive to a
+    tool (`# noqa`, `# type: ignore`, `# fmt: skip`: they explain nothing); none when the text does
+    not tokenize."""
     try:
         return frozenset(
             token.start[0]
             for token in tokenize.generate_tokens(io.StringIO(source).readline)
-            if token.type == tokenize.COMMENT
+            if token.type == tokenize.COMMENT and not _TOOL_DIRECTIVE.match(token.string)
         )
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return frozenset()

@@ -5,14 +5,14 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.linter.analysis.consumption import pipeline_consumed
-from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
+from gpulint.linter.analysis.facts import ACCELERATOR, ONE_PROCESS_PER_GPU, TORCH
 from gpulint.linter.analysis.nodes import is_zero, keyword_arg, positional_args
 from gpulint.linter.analysis.pytorch import dataloader_dataset, in_memory_dataset, is_dataloader
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import CUDA_SCRIPT
-from gpulint.rules.options import NUM_WORKERS
+from gpulint.rules.options import NUM_WORKERS, NUM_WORKERS_PER_RANK
 
 ITERABLE_MESSAGE = (
     "DataLoader over an IterableDataset loads batches in the training process; no fix: the dataset does not split its "
@@ -37,9 +37,10 @@ class DataLoaderSerial(Rule):
     Workers prepare the next batches in parallel with compute.
 
     A loader over data already in memory -- a `TensorDataset`, a tensor, a list or `range`,
-    Lightning's `RandomDataset` / `WikiText2`, a dataset class of the module whose `__getitem__`
-    indexes tensors it holds -- is not reported: indexing a tensor is cheaper than handing batches
-    between processes.  Nor is a loader never consumed, or only peeked at once
+    Lightning's `RandomDataset` / `WikiText2`, a dataset class (of the module, or of another
+    module of the project) whose `__getitem__` indexes tensors it holds, or a list of them -- is
+    not reported: indexing a tensor is cheaper than handing batches between processes.  Nor is a
+    loader never consumed, or only peeked at once
     (`next(iter(loader))` in a demo), in the function that builds it.  In a module that names no
     accelerator the message says what is true there: each step waits for its batch.
 
@@ -75,8 +76,16 @@ class DataLoaderSerial(Rule):
     ## Fix (unsafe)
     Sets `num_workers=` to the `num-workers` expression (default `min(8, os.cpu_count() or 1)`) and
     imports `os` when the expression uses it.  Unsafe: with workers, the dataset is copied into
-    other processes, so it must be picklable, per-worker random state and open file handles behave
-    differently, and under DDP each rank starts its own workers (see GL605).
+    other processes, so it must be picklable, and per-worker random state and open file handles
+    behave differently.
+
+    In a module that runs one process per GPU (it uses `torch.distributed` -- `init_process_group`,
+    `DistributedDataParallel`, `DistributedSampler` -- or Accelerate: what `torchrun`, `accelerate
+    launch` and `mp.spawn` scripts do), every rank starts its own workers, and the default would
+    give each rank the whole node (GL605).  There the default divides the node's cores among its
+    ranks: `min(8, max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))`
+    (`torchrun` and `accelerate launch` set `LOCAL_WORLD_SIZE`; where it is unset, one rank per
+    node is assumed).  A `num-workers` the project sets is written as it is.
 
     The fix is offered only where workers can start under every start method: the loader is built
     under `if __name__ == "__main__":`, or in a function or class reached from there.  Under
@@ -144,6 +153,36 @@ class DataLoaderSerial(Rule):
             e = DataLoader(Tokens(1000), batch_size=20)
             samples = [encode(t) for t in texts]
             f = DataLoader(samples, batch_size=8)
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # under torchrun: a dataset class holding a list of (tensor, tensor) pairs, handed to a
+        # function that builds the loader (its parameter annotated `Dataset`)
+        Valid(
+            """
+            import torch
+            from torch.utils.data import DataLoader, Dataset
+            from torch.utils.data.distributed import DistributedSampler
+            from torch.distributed import init_process_group
+
+            class MyTrainDataset(Dataset):
+                def __init__(self, size):
+                    self.size = size
+                    self.data = [(torch.rand(20), torch.rand(1)) for _ in range(size)]
+                def __len__(self):
+                    return self.size
+                def __getitem__(self, index):
+                    return self.data[index]
+
+            def prepare_dataloader(dataset: Dataset, batch_size: int):
+                return DataLoader(dataset, batch_size=batch_size, sampler=DistributedSampler(dataset))
+
+            def main():
+                init_process_group(backend="nccl")
+                train(prepare_dataloader(MyTrainDataset(2048), 32))
+
+            if __name__ == "__main__":
+                main()
             """,
             header=CUDA_SCRIPT,
         ),
@@ -301,6 +340,65 @@ class DataLoaderSerial(Rule):
             """,
             "4:14",
         ),
+        # one process per GPU (torchrun, DDP): the default divides the node's cores among its
+        # ranks; a configured expression is written as it is
+        Invalid(
+            """
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            from torch.utils.data import DataLoader
+            def main():
+                torch.distributed.init_process_group("nccl")
+                model = DDP(Net().cuda())
+                loader = DataLoader(images, batch_size=32)
+                train(model, loader)
+            if __name__ == "__main__":
+                main()
+            """,
+            "7:14",
+            fixed="""
+            import os
+
+            import torch
+            from torch.nn.parallel import DistributedDataParallel as DDP
+            from torch.utils.data import DataLoader
+            def main():
+                torch.distributed.init_process_group("nccl")
+                model = DDP(Net().cuda())
+                loader = DataLoader(
+                    images,
+                    batch_size=32,
+                    num_workers=min(
+                        8,
+                        max(
+                            1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+                        ),
+                    ),
+                )
+                train(model, loader)
+            if __name__ == "__main__":
+                main()
+            """,
+        ),
+        Invalid(
+            """
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            if __name__ == "__main__":
+                dist.init_process_group("nccl")
+                loader = DataLoader(ds, batch_size=32)
+            """,
+            "8:14",
+            header=CUDA_SCRIPT,
+            fixed="""
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+            if __name__ == "__main__":
+                dist.init_process_group("nccl")
+                loader = DataLoader(ds, batch_size=32, num_workers=4)
+            """,
+            options={"num-workers": "4"},
+        ),
         # the configured expression
         Invalid(
             """
@@ -416,16 +514,20 @@ class DataLoaderSerial(Rule):
             return
         fix = None
         if workers is None or keyword_arg(node, "num_workers") is not None:  # (not inside a `**` dictionary)
-            expression = str(self.option(NUM_WORKERS))
+            expression, description = self._workers_expression()
             imports = ("import os",) if "os." in expression else ()
-            fix = set_keyword(
-                self.ctx,
-                node,
-                "num_workers",
-                expression,
-                Applicability.UNSAFE,
-                f"Load batches in worker processes: `num_workers={expression}`",
-                imports,
-            )
+            fix = set_keyword(self.ctx, node, "num_workers", expression, Applicability.UNSAFE, description, imports)
         message = self.message if ACCELERATOR.holds(self.ctx) else _HOST_MESSAGE
         self.report(node, message=message, fix=fix)
+
+    def _workers_expression(self) -> tuple[str, str]:
+        """The `num_workers=` value the fix writes, and its description: the `num-workers` option
+        when the project sets it; else, in a module that runs one process per GPU (every rank
+        starts its own workers, GL605), the node's cores divided among its ranks."""
+        if NUM_WORKERS.key not in self.ctx.options and ONE_PROCESS_PER_GPU.holds(self.ctx):
+            return NUM_WORKERS_PER_RANK, (
+                "Load batches in worker processes, the node's CPU cores divided among its ranks: "
+                f"`num_workers={NUM_WORKERS_PER_RANK}`"
+            )
+        expression = str(self.option(NUM_WORKERS))
+        return expression, f"Load batches in worker processes: `num_workers={expression}`"

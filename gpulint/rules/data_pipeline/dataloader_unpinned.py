@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import libcst as cst
 
 from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
 from gpulint.linter.analysis.nodes import is_false, keyword_arg, positional_args
 from gpulint.linter.analysis.pytorch import dataloader_dataset, in_memory_dataset, is_dataloader
+from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import CUDA_SCRIPT
+
+# Calls that ask whether the GPU is there; and, with the other accelerators', whether any is.
+_GPU_TESTS = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
+_AVAILABILITY_TESTS = _GPU_TESTS | {"torch.backends.mps.is_available", "torch.xpu.is_available"}
 
 
 class DataLoaderUnpinned(Rule):
@@ -44,8 +51,19 @@ class DataLoaderUnpinned(Rule):
     ```
 
     ## Fix (safe)
-    Sets `pin_memory=True`.  Pinning changes where batches live in host memory, not their values:
-    results are the same.  A `pin_memory=` given as a variable is left alone.
+    Sets `pin_memory=`: pinning changes where batches live in host memory, not their values, so
+    results are the same.  What it writes follows the script's own device choice, so that a run
+    on a machine without a GPU does not warn "'pin_memory' argument is set as true but no
+    accelerator is found":
+
+    * the script's own flag, where one is in scope: a name given only a test of the accelerator
+      (`use_cuda = not args.no_cuda and torch.cuda.is_available()`) -> `pin_memory=use_cuda`;
+    * else, where the script asks whether an accelerator is there (`torch.cuda.is_available()`,
+      `torch.accelerator.is_available()`, `torch.backends.mps.is_available()` anywhere in it):
+      `pin_memory=torch.cuda.is_available()`;
+    * else (the script always runs on the GPU: `torch.device("cuda")`, `.cuda()`) `pin_memory=True`.
+
+    A `pin_memory=` given as a variable is left alone.
     """
 
     code = "GL102"
@@ -132,6 +150,54 @@ class DataLoaderUnpinned(Rule):
                     model(x.to(device))
             """,
         ),
+        # a script that can run without a GPU: its own flag where one is in scope (and set before the
+        # loader), else the test
+        Invalid(
+            """
+            import torch
+            from torch.utils.data import DataLoader
+            use_accel = torch.accelerator.is_available()
+            class Config:
+                use_cuda = torch.cuda.is_available()
+            def main(args):
+                use_cuda = not args.no_cuda and torch.cuda.is_available()
+                train = DataLoader(ds, num_workers=2)
+                train_model(train)
+            def early(ds):
+                loader = DataLoader(ds, num_workers=2)
+                use_gpu = torch.cuda.is_available()
+                return loader
+            def evaluate(ds):
+                return DataLoader(ds, num_workers=2)
+            def other(ds):
+                use_accel = args.accel
+                return DataLoader(ds, num_workers=2)
+            """,
+            "8:13",
+            "11:14",
+            "15:12",
+            "18:12",
+            fixed="""
+            import torch
+            from torch.utils.data import DataLoader
+            use_accel = torch.accelerator.is_available()
+            class Config:
+                use_cuda = torch.cuda.is_available()
+            def main(args):
+                use_cuda = not args.no_cuda and torch.cuda.is_available()
+                train = DataLoader(ds, num_workers=2, pin_memory=use_cuda)
+                train_model(train)
+            def early(ds):
+                loader = DataLoader(ds, num_workers=2, pin_memory=use_accel)
+                use_gpu = torch.cuda.is_available()
+                return loader
+            def evaluate(ds):
+                return DataLoader(ds, num_workers=2, pin_memory=use_accel)
+            def other(ds):
+                use_accel = args.accel
+                return DataLoader(ds, num_workers=2, pin_memory=torch.cuda.is_available())
+            """,
+        ),
         # the fix keeps a multi-line layout
         Invalid(
             """
@@ -170,7 +236,81 @@ class DataLoaderUnpinned(Rule):
             return  # pin_memory given positionally (8th parameter)
         fix = None
         if pin is None or keyword_arg(node, "pin_memory") is not None:  # (not inside a `**` dictionary)
+            value, imports = self._pin_value(node)
             fix = set_keyword(
-                self.ctx, node, "pin_memory", "True", Applicability.SAFE, "Pin host memory: `pin_memory=True`"
+                self.ctx,
+                node,
+                "pin_memory",
+                value,
+                Applicability.SAFE,
+                f"Pin host memory: `pin_memory={value}`",
+                imports,
             )
         self.report(node, fix=fix)
+
+    def _pin_value(self, call: cst.Call) -> tuple[str, tuple[str, ...]]:
+        """What the fix writes as `pin_memory=` (see the docs), and the imports it needs."""
+        flag = self._accelerator_flag(call)
+        if flag is not None:
+            return flag, ()
+        if self._may_run_without_accelerator:
+            text, imports = self.ctx.reference("torch.cuda.is_available")
+            return f"{text}()", imports
+        return "True", ()
+
+    @cached_property
+    def _may_run_without_accelerator(self) -> bool:
+        """Whether the module asks anywhere whether an accelerator is there."""
+        return any(self.ctx.call_qualified_name(call) in _AVAILABILITY_TESTS for call in self.ctx.index.nodes("Call"))
+
+    @cached_property
+    def _flags(self) -> dict[tuple[int, str], tuple[bool, cst.Assign]]:
+        """For each (id of a function, or 0 for the module; name) assigned there: whether every
+        value it is given there tests that the GPU is there (`use_cuda = not args.no_cuda and
+        torch.cuda.is_available()`), and its first assignment."""
+        flags: dict[tuple[int, str], tuple[bool, cst.Assign]] = {}
+        for assign in self.ctx.index.nodes("Assign"):
+            scope = next(
+                (a for a in self.ctx.ancestors(assign) if isinstance(a, (cst.FunctionDef, cst.ClassDef))), None
+            )
+            if isinstance(scope, cst.ClassDef):
+                continue  # a class attribute: not a name a function can read
+            for target in assign.targets:
+                if isinstance(target.target, cst.Name):
+                    function = self.ctx.enclosing_function(assign)
+                    key = (id(function) if function is not None else 0, target.target.value)
+                    is_flag, first = flags.get(key, (True, assign))
+                    flags[key] = (is_flag and self._tests_gpu(assign.value), first)
+        return flags
+
+    def _accelerator_flag(self, call: cst.Call) -> str | None:
+        """The first such flag in scope at `call`: assigned in its function before it, else at
+        module level (before it, when the call is at module level too) and not a local name of
+        the function."""
+        function = self.ctx.enclosing_function(call)
+        own_scope = id(function) if function is not None else 0
+        shadowed: set[str] = set()
+        if function is not None:
+            shadowed = {name for (scope, name) in self._flags if scope == own_scope}
+            shadowed |= {param.name.value for param in nodes_under(function.params) if isinstance(param, cst.Param)}
+        candidates = [
+            (scope, name, first)
+            for (scope, name), (is_flag, first) in self._flags.items()
+            if is_flag and (scope == own_scope or (scope == 0 and name not in shadowed))
+        ]
+        if not candidates:
+            return None
+        candidates.sort(key=lambda candidate: candidate[0] != own_scope)  # the call's own scope first
+        positions = self.ctx.positions([call, *(first for _, _, first in candidates)])
+        for scope, name, first in candidates:
+            # A flag of the call's own scope assigned only after the call is not set yet there.
+            if scope != own_scope or positions[first].start.line < positions[call].start.line:
+                return name
+        return None
+
+    def _tests_gpu(self, value: cst.BaseExpression) -> bool:
+        """`torch.cuda.is_available()` (or `torch.accelerator.is_available()`), alone or joined to
+        other conditions by `and`: true only where the GPU is there."""
+        if isinstance(value, cst.BooleanOperation):
+            return isinstance(value.operator, cst.And) and (self._tests_gpu(value.left) or self._tests_gpu(value.right))
+        return isinstance(value, cst.Call) and self.ctx.call_qualified_name(value) in _GPU_TESTS

@@ -11,6 +11,7 @@ from gpulint.linter.analysis.pytorch import is_dataloader
 from gpulint.linter.analysis.vocabulary import CPU_AFFINITY_CALL, CPU_COUNT_CALLS
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.rules.options import CORES_PER_RANK
 
 _CPU_COUNT = CPU_COUNT_CALLS | {CPU_AFFINITY_CALL}
 
@@ -63,7 +64,7 @@ class WorkersPerRank(Rule):
     tokens = ("cpu_count", "sched_getaffinity")
     fix_applicability = Applicability.UNSAFE
 
-    REPLACEMENT = 'max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))'
+    REPLACEMENT = CORES_PER_RANK
 
     VALID = [
         # not distributed: one process may take every core

@@ -59,7 +59,11 @@ class DeprecatedAmpApi(Rule):
 
     The new forms need PyTorch 2.0 (`autocast`), 2.3 (`GradScaler`) and 2.4 (`custom_fwd`,
     `custom_bwd`): a project whose requirements allow an older `torch` (or that sets `target-torch`
-    lower) is not offered them.
+    lower) is not offered them.  When only the README names an older PyTorch ("PyTorch 1.8.1"), the
+    fix is offered as unsafe, and says so.
+
+    In test files the finding is reported without a fix unless `fix-tests = true`: a test may
+    exercise the deprecated API on purpose.
     """
 
     code = "GL402"
@@ -70,6 +74,7 @@ class DeprecatedAmpApi(Rule):
     tokens = ("cuda.amp", "cpu.amp", "cuda import amp", "cpu import amp")
     fix_applicability = Applicability.SAFE
     reported_in_tests = True  # a deprecated API is one in test code too
+    fixes_test_files = False  # a test may exercise the old API on purpose (`fix-tests = true` fixes it)
 
     # qualified name -> (new qualified name, device, how arguments move)
     DEPRECATED = {

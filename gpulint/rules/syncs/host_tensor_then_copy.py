@@ -24,6 +24,11 @@ _FACTORIES = frozenset(
 )
 # Random factories draw from another generator on the device: values differ (the fix is unsafe).
 _RANDOM_FACTORIES = frozenset("rand randn randint randperm rand_like randn_like randint_like normal bernoulli".split())
+# What the fix's description says of a random factory moved to the device.
+RANDOM_STREAM_WARNING = (
+    "; changes the random numbers: the device's generator draws other values than the host's for the same seed "
+    "(a `randperm` split of the data, an initialization)"
+)
 # Legacy typed constructors always build on the host (`torch.LongTensor(x)`).
 _LEGACY_CONSTRUCTORS = frozenset(
     f"{kind}Tensor" for kind in ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
@@ -88,9 +93,12 @@ class HostTensorThenCopy(Rule):
 
     ## Fix (safe)
     Moves the device into the factory: `device=<the .to() argument>` (`.cuda()` becomes
-    `device="cuda"`).  Safe for deterministic factories: the values are identical.  Unsafe for
-    random factories (`torch.rand`, `randn`, `randint`, `randperm`, ...): on the device they draw
-    from the device's generator, so the numbers differ from the host's for the same seed.  Not
+    `device="cuda"`).  Safe for deterministic factories: the values are identical.  For random
+    factories (`torch.rand`, `randn`, `randint`, `randperm`, ...) it changes results, so it is not
+    a speed fix to apply unread: on the device they draw from the device's generator, so the
+    numbers differ from the host's for the same seed, and so does whatever they decide (the data
+    split `torch.randperm(n)` draws, an initialization).  There the fix is unsafe and its
+    description says that it changes the random numbers.  Not
     offered when `.to()` also changes the dtype, copies, asks for `non_blocking`, or takes another
     tensor (`.to(x)` takes `x`'s dtype too), nor when the factory already names a device; nor
     when anything stands between the factory and the copy (methods, a subscript, a name, a legacy
@@ -348,11 +356,14 @@ class HostTensorThenCopy(Rule):
             device = args[0].value
             if not _device_like(self.ctx, device):
                 return None  # `.to(other_tensor)` also takes its dtype: `device=` would not do the same
-        applicability = Applicability.UNSAFE if name in _RANDOM_FACTORIES else Applicability.SAFE
         new = append_keyword(factory, "device", device)
         # The `.to()` call is replaced by the factory itself, keeping the outer parentheses.
         new = new.with_changes(lpar=node.lpar, rpar=node.rpar)
-        return Fix(applicability, f"Create the tensor on the device: `torch.{name}(..., device=...)`", {node: new})
+        description = f"Create the tensor on the device: `torch.{name}(..., device=...)`"
+        if name in _RANDOM_FACTORIES:
+            # Not a pure speed fix: the numbers change, and with them whatever they decide.
+            return Fix(Applicability.UNSAFE, description + RANDOM_STREAM_WARNING, {node: new})
+        return Fix(Applicability.SAFE, description, {node: new})
 
 
 def _device_like(ctx: FileContext, expr: cst.BaseExpression) -> bool:

@@ -6,6 +6,7 @@ import libcst as cst
 
 from gpulint.linter.analysis.facts import TENSORFLOW
 from gpulint.linter.analysis.nodes import is_false, keyword_arg, method_name
+from gpulint.linter.analysis.trainers import commented_arguments
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.fix.builders import remove_keyword, set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -40,6 +41,9 @@ class XlaDisabled(Rule):
     For `model.compile`, removes `jit_compile=False` (back to Keras' default, "auto"); for
     `tf.function`, sets `jit_compile=True`; for `set_jit(False)`, `set_jit(True)`.  Unsafe: some ops
     have no XLA kernel and then fail to compile, and XLA may change numerics slightly.
+
+    A `jit_compile=False` with a comment on its line (`jit_compile=False,  # XLA breaks our custom
+    op`) is a deliberate choice: it is reported, with no fix, and left as written.
     """
 
     code = "GL704"
@@ -91,13 +95,41 @@ class XlaDisabled(Rule):
             model.compile(optimizer="adam", loss="mse")
             """,
         ),
+        # a comment on the argument's line explains the value: reported, left as written
+        Invalid(
+            """
+            model.compile(
+                optimizer="adam",
+                jit_compile=False,  # XLA breaks our custom op
+            )
+            step = tf.function(train_step, jit_compile=False)  # no XLA kernel for tf.py_function
+            evaluate = tf.function(eval_step, jit_compile=False)  # type: ignore[call-arg]
+            """,
+            "2:1",
+            "6:8",
+            "7:12",
+            header=TF_SCRIPT,
+            messages=(
+                f"{message} (no fix: the comment on its line may explain this value)",
+                f"{message} (no fix: the comment on its line may explain this value)",
+                message,  # a directive to a tool explains nothing: fixed
+            ),
+            fixed="""
+            model.compile(
+                optimizer="adam",
+                jit_compile=False,  # XLA breaks our custom op
+            )
+            step = tf.function(train_step, jit_compile=False)  # no XLA kernel for tf.py_function
+            evaluate = tf.function(eval_step, jit_compile=True)  # type: ignore[call-arg]
+            """,
+        ),
         # an alias, and each fix
         Invalid(
             """
             from tensorflow import function as tff
             import tensorflow as tf
             f = tff(g, jit_compile=False)
-            model.compile(loss='mse', jit_compile=False)  # keep
+            model.compile(loss='mse', jit_compile=False)
             tf.config.optimizer.set_jit(False)
             """,
             "3:5",
@@ -107,7 +139,7 @@ class XlaDisabled(Rule):
             from tensorflow import function as tff
             import tensorflow as tf
             f = tff(g, jit_compile=True)
-            model.compile(loss='mse')  # keep
+            model.compile(loss='mse')
             tf.config.optimizer.set_jit(True)
             """,
         ),
@@ -124,6 +156,11 @@ class XlaDisabled(Rule):
         flag = keyword_arg(node, "jit_compile")
         if flag is None or not is_false(flag.value):
             return
+        if qualified != "tensorflow.function" and method_name(node) != "compile":
+            return
+        if "jit_compile" in commented_arguments(self.ctx, node):
+            self.report(node, message=f"{self.message} (no fix: the comment on its line may explain this value)")
+            return
         if qualified == "tensorflow.function":
             self.report(
                 node,
@@ -136,7 +173,7 @@ class XlaDisabled(Rule):
                     "Compile the function with XLA: `jit_compile=True`",
                 ),
             )
-        elif method_name(node) == "compile":
+        else:
             self.report(
                 node,
                 fix=remove_keyword(

@@ -51,9 +51,10 @@ EXPLANATIONS: dict[str, str] = {
         'Workers prepare the next batches in parallel with compute.\n'
         '\n'
         'A loader over data already in memory -- a `TensorDataset`, a tensor, a list or `range`,\n'
-        "Lightning's `RandomDataset` / `WikiText2`, a dataset class of the module whose `__getitem__`\n"
-        'indexes tensors it holds -- is not reported: indexing a tensor is cheaper than handing batches\n'
-        'between processes.  Nor is a loader never consumed, or only peeked at once\n'
+        "Lightning's `RandomDataset` / `WikiText2`, a dataset class (of the module, or of another\n"
+        'module of the project) whose `__getitem__` indexes tensors it holds, or a list of them -- is\n'
+        'not reported: indexing a tensor is cheaper than handing batches between processes.  Nor is a\n'
+        'loader never consumed, or only peeked at once\n'
         '(`next(iter(loader))` in a demo), in the function that builds it.  In a module that names no\n'
         'accelerator the message says what is true there: each step waits for its batch.\n'
         '\n'
@@ -90,8 +91,16 @@ EXPLANATIONS: dict[str, str] = {
         '## Fix (unsafe)\n'
         'Sets `num_workers=` to the `num-workers` expression (default `min(8, os.cpu_count() or 1)`) and\n'
         'imports `os` when the expression uses it.  Unsafe: with workers, the dataset is copied into\n'
-        'other processes, so it must be picklable, per-worker random state and open file handles behave\n'
-        'differently, and under DDP each rank starts its own workers (see GL605).\n'
+        'other processes, so it must be picklable, and per-worker random state and open file handles\n'
+        'behave differently.\n'
+        '\n'
+        'In a module that runs one process per GPU (it uses `torch.distributed` -- `init_process_group`,\n'
+        '`DistributedDataParallel`, `DistributedSampler` -- or Accelerate: what `torchrun`, `accelerate\n'
+        'launch` and `mp.spawn` scripts do), every rank starts its own workers, and the default would\n'
+        "give each rank the whole node (GL605).  There the default divides the node's cores among its\n"
+        'ranks: `min(8, max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))`\n'
+        '(`torchrun` and `accelerate launch` set `LOCAL_WORLD_SIZE`; where it is unset, one rank per\n'
+        'node is assumed).  A `num-workers` the project sets is written as it is.\n'
         '\n'
         'The fix is offered only where workers can start under every start method: the loader is built\n'
         'under `if __name__ == "__main__":`, or in a function or class reached from there.  Under\n'
@@ -139,8 +148,19 @@ EXPLANATIONS: dict[str, str] = {
         '```\n'
         '\n'
         '## Fix (safe)\n'
-        'Sets `pin_memory=True`.  Pinning changes where batches live in host memory, not their values:\n'
-        'results are the same.  A `pin_memory=` given as a variable is left alone.'
+        'Sets `pin_memory=`: pinning changes where batches live in host memory, not their values, so\n'
+        "results are the same.  What it writes follows the script's own device choice, so that a run\n"
+        'on a machine without a GPU does not warn "\'pin_memory\' argument is set as true but no\n'
+        'accelerator is found":\n'
+        '\n'
+        "* the script's own flag, where one is in scope: a name given only a test of the accelerator\n"
+        '  (`use_cuda = not args.no_cuda and torch.cuda.is_available()`) -> `pin_memory=use_cuda`;\n'
+        '* else, where the script asks whether an accelerator is there (`torch.cuda.is_available()`,\n'
+        '  `torch.accelerator.is_available()`, `torch.backends.mps.is_available()` anywhere in it):\n'
+        '  `pin_memory=torch.cuda.is_available()`;\n'
+        '* else (the script always runs on the GPU: `torch.device("cuda")`, `.cuda()`) `pin_memory=True`.\n'
+        '\n'
+        'A `pin_memory=` given as a variable is left alone.'
     ),
     'GL103': (
         '## What it finds\n'
@@ -354,7 +374,8 @@ EXPLANATIONS: dict[str, str] = {
         '\n'
         '## Fix (unsafe)\n'
         'Where the value only feeds a logging call (`print(f"{loss.item()}")`), the statement is wrapped\n'
-        'in `if <step counter> % <log-every> == 0:`, as GL302 does.  Elsewhere -- the value feeds the\n'
+        'in an interval guard that fits the loop, as GL302 does (at most every `log-every` steps; the\n'
+        'read-backs that only feed the guarded lines move under it).  Elsewhere -- the value feeds the\n'
         'computation, or decides control flow (`if torch.isnan(loss): break`, early stopping) -- there is\n'
         'no automatic fix: the read is still a sync, but skipping it would change what the program does.\n'
         'A condition on a tensor (`if loss > 10: break`) and a count of a selection get none either:\n'
@@ -445,9 +466,12 @@ EXPLANATIONS: dict[str, str] = {
         '\n'
         '## Fix (safe)\n'
         'Moves the device into the factory: `device=<the .to() argument>` (`.cuda()` becomes\n'
-        '`device="cuda"`).  Safe for deterministic factories: the values are identical.  Unsafe for\n'
-        'random factories (`torch.rand`, `randn`, `randint`, `randperm`, ...): on the device they draw\n'
-        "from the device's generator, so the numbers differ from the host's for the same seed.  Not\n"
+        '`device="cuda"`).  Safe for deterministic factories: the values are identical.  For random\n'
+        'factories (`torch.rand`, `randn`, `randint`, `randperm`, ...) it changes results, so it is not\n'
+        "a speed fix to apply unread: on the device they draw from the device's generator, so the\n"
+        "numbers differ from the host's for the same seed, and so does whatever they decide (the data\n"
+        'split `torch.randperm(n)` draws, an initialization).  There the fix is unsafe and its\n'
+        'description says that it changes the random numbers.  Not\n'
         'offered when `.to()` also changes the dtype, copies, asks for `non_blocking`, or takes another\n'
         "tensor (`.to(x)` takes `x`'s dtype too), nor when the factory already names a device; nor\n"
         'when anything stands between the factory and the copy (methods, a subscript, a name, a legacy\n'
@@ -564,10 +588,15 @@ EXPLANATIONS: dict[str, str] = {
         '```\n'
         '\n'
         '## Fix (unsafe)\n'
-        'Wraps the statement in `if <step counter> % <eval-every> == 0:` (statements right after it that\n'
-        'use its result move under the guard too).  Offered only when the loop has a step counter\n'
-        '(`enumerate`, `range`, or a `+= 1` counter) and only for evaluation functions; `model.eval()`\n'
-        'starts a block of statements that must move together, which is left to a person.  Unsafe: it\n'
+        'Wraps the statement in `if <step counter> % <N> == <first value>:` (statements right after it\n'
+        'that use its result move under the guard too).  N is `eval-every`, or less in a '
+        'loop whose length\n'
+        'the code states, so validation runs ten times a pass (as GL302 chooses its interval); a guard of\n'
+        "the loop's own among the moved lines (`if step % 100 == 0: print(acc)`) is merged into the new\n"
+        'one, whose interval becomes a multiple of it (no fix where that cannot be exact).  Offered only\n'
+        'when the loop has a step counter (`enumerate`, `range`, or a `+= 1` counter) and only for\n'
+        'evaluation functions; `model.eval()` starts a block of statements that must move together,\n'
+        'which is left to a person.  Unsafe: it\n'
         'changes how often validation runs and what the program prints.'
     ),
     'GL302': (
@@ -608,8 +637,21 @@ EXPLANATIONS: dict[str, str] = {
         '```\n'
         '\n'
         '## Fix (unsafe)\n'
-        'Wraps the statement in `if <step counter> % <log-every> == 0:`.  Offered only when the loop has\n'
-        'a step counter.  Unsafe: the program prints or logs less often.  Warnings and errors\n'
+        'Wraps the statement in `if <step counter> % <N> == <first value>:`.  N fits the loop: the\n'
+        "interval of the loop's own logging guard when it has one (`if batch_idx % args.log_interval ==\n"
+        '0:`); else, for a loop whose length the code states (`range(500)`, a default argument), a tenth\n'
+        'of it rounded down to 1, 2 or 5 times a power of ten, so the loop still logs ten times a pass\n'
+        '(500 steps: every 50) -- at most `log-every`, which is N where the length is not known (a\n'
+        "loader).  A loop too short for an interval of 2 gets no fix.  The guard is true on the counter's\n"
+        'first value (`enumerate(loader, 1)`: `% 100 == 1`), so every pass logs at least once.  The\n'
+        'read-backs whose values only the guarded lines use move under the guard with them (`lossf =\n'
+        'loss.item()`; a `.item()` further up too, when nothing in between touches what it reads); a\n'
+        "guard of the loop's own among the moved lines is merged into the new one, never left nested\n"
+        "inside it.  No fix for a log under a condition on the step's data (`if dones[t]:`, `if\n"
+        '"episode" in info:`): it logs events.  Offered only when the loop has a step counter; a moved\n'
+        "line keeps its layout, or is wrapped at the project's line length where the file is laid out\n"
+        'as black and ruff format would.  Unsafe: the program prints or logs less often. '
+        ' Warnings and errors\n'
         '(`logger.warning`), code in `except` handlers and branches that `continue`/`break` are events,\n'
         'not per-step logging, and are not reported.'
     ),
@@ -650,8 +692,10 @@ EXPLANATIONS: dict[str, str] = {
         '```\n'
         '\n'
         '## Fix (unsafe)\n'
-        'Wraps the statement in `if <step counter> % <checkpoint-every> == 0:` (default 1000).  Offered\n'
-        'only when the loop has a step counter.  Unsafe: fewer checkpoints are written, so a crash loses\n'
+        'Wraps the statement in `if <step counter> % <N> == <first value>:`: N is `checkpoint-every`\n'
+        '(default 1000), or less in a loop whose length the code states, so a checkpoint is still\n'
+        'written ten times a pass (as GL302 chooses its interval).  Offered only when the loop has a\n'
+        'step counter.  Unsafe: fewer checkpoints are written, so a crash loses\n'
         'more work and the files on disk differ.'
     ),
     'GL401': (
@@ -739,7 +783,11 @@ EXPLANATIONS: dict[str, str] = {
         '\n'
         'The new forms need PyTorch 2.0 (`autocast`), 2.3 (`GradScaler`) and 2.4 (`custom_fwd`,\n'
         '`custom_bwd`): a project whose requirements allow an older `torch` (or that sets `target-torch`\n'
-        'lower) is not offered them.'
+        'lower) is not offered them.  When only the README names an older PyTorch ("PyTorch 1.8.1"), the\n'
+        'fix is offered as unsafe, and says so.\n'
+        '\n'
+        'In test files the finding is reported without a fix unless `fix-tests = true`: a test may\n'
+        'exercise the deprecated API on purpose.'
     ),
     'GL403': (
         '## What it finds\n'
@@ -1318,7 +1366,10 @@ EXPLANATIONS: dict[str, str] = {
         '## Fix (unsafe)\n'
         'For `model.compile`, removes `jit_compile=False` (back to Keras\' default, "auto"); for\n'
         '`tf.function`, sets `jit_compile=True`; for `set_jit(False)`, `set_jit(True)`.  Unsafe: some ops\n'
-        'have no XLA kernel and then fail to compile, and XLA may change numerics slightly.'
+        'have no XLA kernel and then fail to compile, and XLA may change numerics slightly.\n'
+        '\n'
+        'A `jit_compile=False` with a comment on its line (`jit_compile=False,  # XLA breaks our custom\n'
+        'op`) is a deliberate choice: it is reported, with no fix, and left as written.'
     ),
     'GL705': (
         '## What it finds\n'
@@ -1390,10 +1441,11 @@ EXPLANATIONS: dict[str, str] = {
         '```\n'
         '\n'
         '## Fix (unsafe)\n'
-        'As GL201: where the value only feeds a logging call, the statement is wrapped in\n'
-        '`if <step counter> % <log-every> == 0:`; elsewhere there is no automatic fix.  Unsafe: the\n'
-        "program prints less often.  PyTorch steps are GL201's; in a module that trains with both\n"
-        'frameworks on an accelerator, GL201 reports these reads, so one read is never reported twice.'
+        'As GL201: where the value only feeds a logging call, the statement is wrapped in an interval\n'
+        'guard that fits the loop (at most every `log-every` steps, as GL302 chooses); elsewhere there\n'
+        "is no automatic fix.  Unsafe: the program prints less often.  PyTorch steps are GL201's; in a\n"
+        'module that trains with both frameworks on an accelerator, GL201 reports these reads, so one\n'
+        'read is never reported twice.'
     ),
     'GL707': (
         '## What it finds\n'

@@ -157,6 +157,32 @@ def test_an_edit_that_keeps_every_summary_solves_nothing(project, counted, capsy
     assert counted["solves"] == 0
 
 
+def test_an_edit_of_the_linted_file_that_keeps_its_summary_solves_nothing(project, counted, capsys, tmp_path):
+    """The pre-commit case: the file linted is the file edited; its view comes from the entry."""
+    cache = tmp_path / "cache"
+    findings(capsys, cache, "helpers.py")
+    counted.update(solves=0)
+    (project / "helpers.py").write_text(HELPERS + "# a comment\n")
+    edited = findings(capsys, cache, "helpers.py")
+    assert counted["solves"] == 0
+    assert edited == findings(capsys, None, "helpers.py")
+    assert any(code == "GL201" for _, code, _, _ in edited)
+
+
+def test_a_view_survives_its_cache_entry(project):
+    from gpulint.linter.analysis.project import ModuleView
+    from gpulint.linter.run.project import RunIndex
+
+    index = RunIndex([project / "helpers.py", project / "train.py"])
+    view = index.view(project / "helpers.py")
+    assert view.chains and view.per_step  # (a view with something in every part that matters)
+    again = ModuleView.from_data(json.loads(json.dumps(view.to_data())))
+    assert again == view and again.digest() == view.digest()
+    for bent in ({**view.to_data(), "per_step": [3]}, {**view.to_data(), "extra": 1}, {"chains": []}):
+        with pytest.raises(ValueError):
+            ModuleView.from_data(bent)
+
+
 EDITS = [  # train.py's step, in turn: each creates or removes helpers.py's chain, or moves it
     "log_loss(loss)",
     "other(loss)",

@@ -242,23 +242,27 @@ class ResultCache:
         return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
     def get_index(self, key: str) -> dict | None:
-        """A stored project index's result: {"digests": {resolved path: view digest} of the run's
-        own files, "rows": {path: [size, mtime_ns, inode, ctime_ns, content hash, summary key]} of
-        every file the index read (run/stamps.py)}; None for a miss or a bad entry."""
+        """A stored project index's result: {"views": {resolved path: ModuleView} of the run's own
+        files (those with something to say), "rows": {path: [size, mtime_ns, inode, ctime_ns,
+        content hash, summary key]} of every file the index read (run/stamps.py)}; None for a miss
+        or a bad entry."""
+        from gpulint.linter.analysis.project import ModuleView
+
         try:
             stored = self._load(key)["index"]
-            digests, rows = stored["digests"], stored["rows"]
-            strings = all(isinstance(k, str) and isinstance(v, str) for k, v in digests.items())
+            views = {_string(path): ModuleView.from_data(data) for path, data in stored["views"].items()}
+            rows = stored["rows"]
             shaped = all(isinstance(path, str) and _is_row(row) for path, row in rows.items())
         except Exception:  # noqa: BLE001 - whatever an entry holds, a bad one is a miss
             return None
-        if not (strings and shaped):
+        if not shaped:
             return None
         self._touch(self._entry(key))
-        return {"digests": digests, "rows": rows}
+        return {"views": views, "rows": rows}
 
-    def put_index(self, key: str, digests: dict[str, str], rows: dict[str, list]) -> None:
-        self._store(key, "index", {"digests": digests, "rows": rows})
+    def put_index(self, key: str, views: dict, rows: dict[str, list]) -> None:
+        """Store a run's project index: `views` {resolved path: ModuleView}, `rows` as above."""
+        self._store(key, "index", {"views": {path: view.to_data() for path, view in views.items()}, "rows": rows})
 
     def _load(self, key: str) -> dict:
         """An entry's document (raises on anything that is not one of ours for `key`)."""
@@ -371,6 +375,12 @@ def _read_entry(entry: Path) -> bytes:
             return handle.read(MAX_ENTRY_BYTES + 1)
     finally:
         os.close(fd)
+
+
+def _string(value) -> str:
+    if not isinstance(value, str):
+        raise TypeError("expected a string")
+    return value
 
 
 def _is_row(row) -> bool:

@@ -61,8 +61,8 @@ class _ProjectViews:
     """Each file's view of its project (run/project.py), the modules summarized once per content
     (through the cache when there is one; a module over `max-syntax-nodes` is not).
 
-    The digests of the views (what the outcome cache keys on) come first, from one cache entry
-    per run shape (the run's files and their projects' files, by path) when it still holds:
+    The views of the run's files (their digests are what the outcome cache keys on) come from one
+    cache entry per run shape (the run's files and their projects' files, by path) when it holds:
 
     * every file the index read has the stat data the entry recorded (run/stamps.py): nothing is
       read, no summary is loaded, nothing is solved;
@@ -70,9 +70,7 @@ class _ProjectViews:
       again (through the cache) and compared with the summaries the entry was solved from.  When
       every summary is the same (an edit to a comment, a string, a constant, a body that adds no
       call, loop or import), the views are the same: nothing is solved;
-    * otherwise the index is built and solved again, and the entry rewritten.
-
-    The views themselves are built only for files the outcome cache does not answer."""
+    * otherwise the index is built and solved again, and the entry rewritten."""
 
     def __init__(
         self,
@@ -109,15 +107,18 @@ class _ProjectViews:
                 self.max_nodes, [str(path) for path in [*self.files, *self.project]], self._context
             )
             stored = self.cache.get_index(self._index_key)
-            if stored is not None:
-                own = self._still_valid(stored["digests"], stored["rows"])
-                if own is not None:
-                    return [own.get(str(path.resolve()), "") for path in self.files]
+            if stored is not None and self._still_valid(stored["views"], stored["rows"]):
+                from gpulint.linter.analysis.project import EMPTY_VIEW
+
+                views = stored["views"]
+                self._views = [
+                    views.get(str(path.resolve()), EMPTY_VIEW) if path.suffix == ".py" else None for path in self.files
+                ]
         return [view.digest() if view is not None else "" for view in self.views()]
 
-    def _still_valid(self, digests: dict[str, str], rows: dict[str, list]) -> dict[str, str] | None:
-        """The stored digests when every file the index read is as it was, or changed without
-        changing its summary (rewriting the entry's rows for those); None otherwise."""
+    def _still_valid(self, views: dict[str, ModuleView], rows: dict[str, list]) -> bool:
+        """Whether the stored views hold: every file the index read is as it was, or changed
+        without changing its summary (the entry's rows are rewritten for those)."""
         from gpulint.linter.run.project import module_identity
         from gpulint.linter.run.stamps import recordable, stamp_of
 
@@ -138,29 +139,29 @@ class _ProjectViews:
             fresh[path] = [*recordable(stamp, now), source_hash, row[5]]
             if source_hash != row[4]:
                 if source is None or not row[5]:
-                    return None  # (vanished, unreadable, or never summarized: solve again)
+                    return False  # (vanished, unreadable, or never summarized: solve again)
                 changed.append((path, source, row))
         if changed:
             budgeted = {str(path.resolve()) for path in [*self.files, *self.project]}
             for path, source, row in changed:
                 found, before = self.cache.get_summary(row[5])
                 if not found:
-                    return None
+                    return False
                 _module_id, dotted, package = module_identity(Path(path))
                 budget = self.max_nodes if path in budgeted else None
                 key, after = self._summary(source, dotted, package, budget)
                 if (before.to_data() if before else None) != (after.to_data() if after else None):
-                    return None
+                    return False
                 fresh[path][5] = key
         if fresh:
-            self.cache.put_index(self._index_key, digests, {**rows, **fresh})
+            self.cache.put_index(self._index_key, views, {**rows, **fresh})
         for own in self.files:
             resolved = str(own.resolve())
             own_row = fresh.get(resolved) or rows.get(resolved)
             own_stamp = stamps.get(resolved)
             if own_row is not None and own_row[4] and own_stamp is not None:
                 self.known[own] = (own_stamp[0], own_row[4])
-        return digests
+        return True
 
     def _summary(
         self, source: bytes, dotted: str, package: bool, budget: int | None
@@ -197,8 +198,8 @@ class _ProjectViews:
         )
         views = [index.view(path) if path.suffix == ".py" else None for path in self.files]
         if self.cache is not None and self._index_key:
-            digests = {str(path.resolve()): view.digest() for path, view in zip(self.files, views, strict=True) if view}
-            self.cache.put_index(self._index_key, digests, self._rows(index.modules, summarized, now))
+            own = {str(path.resolve()): view for path, view in zip(self.files, views, strict=True) if view}
+            self.cache.put_index(self._index_key, own, self._rows(index.modules, summarized, now))
         return views
 
     @staticmethod

@@ -59,8 +59,8 @@ def main() -> int:
         return apply
 
     # Before each of these runs the file is edited, as before a commit: a comment at its end
-    # (every summary stays the same), or a module-level call (its summary changes).
-    changes = {"edited, same summaries": edit("\n# edit {}\n"), "edited, summary changed": edit("\nprint({})\n")}
+    # (every summary stays the same), or a call of another name each time (its summary changes).
+    changes = {"edited, same summaries": edit("\n# edit {}\n"), "edited, summary changed": edit("\nedit_{}()\n")}
     results: dict[str, dict[str, float]] = {}
     try:
         for label, extra in (("project index", []), ("file alone", ["--no-project-index"])):

@@ -81,24 +81,28 @@ def parsed_by_gpulint(files: list[Path], select: str | None) -> list[Path]:
     return chosen
 
 
-def measure(command: list[str], cwd: Path) -> tuple[float, float, int]:
-    """(wall seconds, peak MB of the process tree's summed RSS, exit code)."""
+def measure(command: list[str], cwd: Path) -> tuple[float, float, int, float]:
+    """(wall seconds, peak MB of the process tree's summed RSS, exit code, peak MB of its largest
+    single process)."""
     start = time.perf_counter()
     process = psutil.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     peak = 0
+    single = 0
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak
+        nonlocal peak, single
         while not done.is_set():
             try:
                 tree = [process, *process.children(recursive=True)]
                 total = 0
                 for proc in tree:
                     try:
-                        total += proc.memory_info().rss
+                        rss = proc.memory_info().rss
                     except psutil.Error:
-                        pass
+                        continue
+                    total += rss
+                    single = max(single, rss)
                 peak = max(peak, total)
             except psutil.Error:
                 pass
@@ -110,7 +114,7 @@ def measure(command: list[str], cwd: Path) -> tuple[float, float, int]:
     wall = time.perf_counter() - start
     done.set()
     sampler.join()
-    return wall, peak / 2**20, code
+    return wall, peak / 2**20, code, single / 2**20
 
 
 def main() -> int:
@@ -224,7 +228,7 @@ def main() -> int:
                     # not changed since the last run -- and gpulint's own code counts, which other
                     # people editing the checkout during a benchmark would change.
                     subprocess.run(command, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-                wall, peak, code = measure(command, work)
+                wall, peak, code, _single = measure(command, work)
                 if code not in (0, 1):
                     notes.append(f"{name}: exit code {code} in round {round_index + 1}")
                 samples[name].append((wall * factor, peak))

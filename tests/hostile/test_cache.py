@@ -133,11 +133,11 @@ def test_entries_of_the_wrong_shape_are_misses(sandbox):
         lambda s: {k: v for k, v in s.items() if k != "bindings"},
         lambda s: {**s, "reiterated": 5},
     ]
-    index_shapes = [  # the solved project index of a run: its files' view digests
-        lambda i: {**i, "digests": "not a mapping"},
-        lambda i: {**i, "followed": "not a list"},
-        lambda i: {**i, "digests": {path: 3 for path in i["digests"]} or {"x": 3}},
-        lambda i: {**i, "followed": [[1]]},
+    index_shapes = [  # the solved project index of a run: its files' views, each file's row
+        lambda i: {**i, "views": "not a mapping"},
+        lambda i: {**i, "rows": "not a mapping"},
+        lambda i: {**i, "views": {path: 3 for path in i["views"]} or {"x": 3}},
+        lambda i: {**i, "rows": {path: [1.5, 0, 0, 0, "", ""] for path in i["rows"]}},
         lambda i: {**i, "unexpected": 1},
     ]
     parts = {"outcome": outcome_shapes, "summary": summary_shapes, "index": index_shapes}

@@ -76,7 +76,7 @@ _TENSOR_FACTORIES = frozenset(
 Step = tuple[str, str]
 
 
-@dataclass
+@dataclass(slots=True)  # (slots: a large project has hundreds of thousands of call sites)
 class CallSite:
     """A call in a function: the callee as written (`utils.clip`, `meter.update`, `self.step`),
     what encloses it in its function (innermost first), whether it takes a step by itself, and
@@ -94,7 +94,7 @@ class CallSite:
         return tuple(int(value) for kind, value in self.path if kind == "loop")
 
 
-@dataclass
+@dataclass(slots=True)
 class FunctionSummary:
     calls: list[CallSite] = field(default_factory=list)
     reads_clock: bool = False
@@ -152,12 +152,14 @@ class ModuleSummary:
         try:
             if data["version"] != SUMMARY_VERSION:
                 return None
+            # The calls of one block share what encloses them: one tuple for all of them.
+            paths: dict[tuple[Step, ...], tuple[Step, ...]] = {}
             functions = {
                 str(name): FunctionSummary(
                     calls=[
                         CallSite(
                             str(t),
-                            tuple((str(k), str(v)) for k, v in path),
+                            _shared(paths, tuple((str(k), str(v)) for k, v in path)),
                             bool(s),
                             None if c is None else str(c),
                             int(line),
@@ -186,6 +188,10 @@ class ModuleSummary:
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
+
+
+def _shared(seen: dict[tuple[Step, ...], tuple[Step, ...]], path: tuple[Step, ...]) -> tuple[Step, ...]:
+    return seen.setdefault(path, path)
 
 
 def summarize(
@@ -287,6 +293,7 @@ class _Summarizer(ast.NodeVisitor):
         self.local_calls: dict[tuple[str, str], list[str]] = {}  # (function, name) -> callee texts
         self.interval_helpers: frozenset[str] = frozenset()  # (_interval_helpers)
         self.class_nodes: list[tuple[str, ast.ClassDef]] = []  # (qualname, definition)
+        self.shared_paths: dict[tuple[Step, ...], tuple[Step, ...]] = {}  # one tuple per enclosing block
 
     # -- scopes ---------------------------------------------------------------------------------
     @property
@@ -440,7 +447,7 @@ class _Summarizer(ast.NodeVisitor):
         self.generic_visit(node)
         func = node.func
         text = _dotted(func) or ""  # "": a callee no name reaches (`scaler.scale(loss).backward`)
-        path = tuple(reversed(self.paths[-1]))
+        path = _shared(self.shared_paths, tuple(reversed(self.paths[-1])))
         steps = isinstance(func, ast.Attribute) and is_step_method(func.attr, _last_name(func.value))
         if not text and not steps:
             return
@@ -613,7 +620,11 @@ class ModuleView:
         """A stable digest of the view (part of the module's cache key; "" when empty)."""
         if not self:
             return ""
-        data = {
+        return hashlib.sha256(json.dumps(self.to_data(), sort_keys=True).encode()).hexdigest()[:32]
+
+    def to_data(self) -> dict[str, Any]:
+        """The view as JSON-ready data (a run's cache entry keeps its files' views: run/runner.py)."""
+        return {
             "per_step": sorted(self.per_step),
             "calls": [[text, facts.steps, facts.reads_clock, list(facts.returns)] for text, facts in self.calls],
             "reiterated": sorted([q, -1 if i is None else i] for q, i in self.reiterated),
@@ -623,10 +634,59 @@ class ModuleView:
             ],
             "loop_elsewhere": [self.torch_loop_elsewhere, self.accelerator_loop_elsewhere],
         }
-        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:32]
+
+    @classmethod
+    def from_data(cls, data: Any) -> ModuleView:
+        """A view from `to_data`'s shape; raises ValueError for anything else (a bad cache entry)."""
+        try:
+            torch_elsewhere, accelerator_elsewhere = data["loop_elsewhere"]
+            view = cls(
+                frozenset(_text(q) for q in data["per_step"]),
+                tuple(
+                    (_text(text), CalleeFacts(_flag(steps), _flag(clock), tuple(_text(k) for k in kinds)))
+                    for text, steps, clock, kinds in data["calls"]
+                ),
+                frozenset((_text(q), None if _number(i) == -1 else _number(i)) for q, i in data["reiterated"]),
+                tuple(
+                    (
+                        _text(q),
+                        tuple(
+                            RelatedLocation(_text(path), Location(_number(row), _number(column)), _text(message))
+                            for path, row, column, message in chain
+                        ),
+                    )
+                    for q, chain in data["chains"]
+                ),
+                _flag(torch_elsewhere),
+                _flag(accelerator_elsewhere),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a project view: {exc}") from None
+        if set(data) != set(view.to_data()):
+            raise ValueError("not a project view: other fields")
+        return view
 
 
 EMPTY_VIEW = ModuleView()
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError("expected a string")
+    return value
+
+
+def _number(value: Any) -> int:
+    if type(value) is not int:
+        raise TypeError("expected an integer")
+    return value
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError("expected true or false")
+    return value
+
 
 # A function of the project: (module id, qualname).
 Function = tuple[str, str]

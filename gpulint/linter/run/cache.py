@@ -232,32 +232,37 @@ class ResultCache:
         on every run would cost what the budget saves)."""
         self._store(key, "summary", summary.to_data() if summary is not None else None)
 
-    def index_key(self, max_nodes: int | None, files: list[tuple[str, str]], context: str = "") -> str:
+    def index_key(self, max_nodes: int | None, paths: list[str], context: str = "") -> str:
         """The key of a run's project index: gpulint, the node budget, `context` (what else the
-        views depend on), and every file it reads first (the run's own files and their
-        projects'), each as (resolved path, hash of its bytes)."""
-        listing = "\n".join(f"{path}\0{digest}" for path, digest in files)
+        views depend on), and the files it reads first (the run's own files and their projects'),
+        by path: their bytes are checked against the entry's rows (run/stamps.py), not keyed, so
+        an edited file finds the index it changes and the summaries it is compared with."""
+        listing = "\n".join(paths)
         text = f"index|{gpulint_fingerprint()}|{max_nodes}|{context}|{listing}"
         return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
     def get_index(self, key: str) -> dict | None:
-        """A stored project index's result: {"digests": {resolved path: view digest} of the run's
-        own files, "followed": [(resolved path, hash)] of the modules it followed beyond its
-        projects, whose bytes must be unchanged too}; None for a miss or a bad entry."""
+        """A stored project index's result: {"views": {resolved path: ModuleView} of the run's own
+        files (those with something to say), "rows": {path: [size, mtime_ns, inode, ctime_ns,
+        content hash, summary key]} of every file the index read (run/stamps.py)}; None for a miss
+        or a bad entry."""
+        from gpulint.linter.analysis.project import ModuleView
+
         try:
             stored = self._load(key)["index"]
-            digests, followed = stored["digests"], stored["followed"]
-            strings = all(isinstance(k, str) and isinstance(v, str) for k, v in digests.items())
-            pairs = [(path, digest) for path, digest in followed if isinstance(path, str) and isinstance(digest, str)]
+            views = {_string(path): ModuleView.from_data(data) for path, data in stored["views"].items()}
+            rows = stored["rows"]
+            shaped = all(isinstance(path, str) and _is_row(row) for path, row in rows.items())
         except Exception:  # noqa: BLE001 - whatever an entry holds, a bad one is a miss
             return None
-        if not strings or len(pairs) != len(followed):
+        if not shaped:
             return None
         self._touch(self._entry(key))
-        return {"digests": digests, "followed": pairs}
+        return {"views": views, "rows": rows}
 
-    def put_index(self, key: str, digests: dict[str, str], followed: list[tuple[str, str]]) -> None:
-        self._store(key, "index", {"digests": digests, "followed": followed})
+    def put_index(self, key: str, views: dict, rows: dict[str, list]) -> None:
+        """Store a run's project index: `views` {resolved path: ModuleView}, `rows` as above."""
+        self._store(key, "index", {"views": {path: view.to_data() for path, view in views.items()}, "rows": rows})
 
     def _load(self, key: str) -> dict:
         """An entry's document (raises on anything that is not one of ours for `key`)."""
@@ -370,6 +375,22 @@ def _read_entry(entry: Path) -> bytes:
             return handle.read(MAX_ENTRY_BYTES + 1)
     finally:
         os.close(fd)
+
+
+def _string(value) -> str:
+    if not isinstance(value, str):
+        raise TypeError("expected a string")
+    return value
+
+
+def _is_row(row) -> bool:
+    """A file's row in an index entry: four integers of stat data, then two strings."""
+    return (
+        isinstance(row, list)
+        and len(row) == 6
+        and all(type(value) is int for value in row[:4])
+        and all(isinstance(value, str) for value in row[4:])
+    )
 
 
 def _about(outcome, name: str) -> bool:

@@ -13,6 +13,7 @@ not be analysed: the parser crashed", and the other files go on in a fresh pool.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import time
@@ -88,6 +89,11 @@ def _pool(jobs: int, settings: Settings, options, cache) -> ProcessPoolExecutor:
         # many files that is likely, so load them once here for the forked workers to share, rather
         # than once in every worker.
         settings.rule_classes(settings.enabled_codes())
+        # What this process holds now (the rules, what is left of the project index) the workers
+        # share until one writes to it, and the cyclic collector writes to every object it scans:
+        # a worker's collection would copy all of it.  Frozen objects are not scanned.
+        gc.collect()
+        gc.freeze()
     return ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(settings, options, cache))
 
 
@@ -98,6 +104,7 @@ def _close(pool: ProcessPoolExecutor, interrupted: bool) -> None:
         for process in list((getattr(pool, "_processes", None) or {}).values()):
             process.terminate()
     pool.shutdown(wait=True, cancel_futures=interrupted)
+    gc.unfreeze()  # (the workers are gone: this process's objects are collected again)
 
 
 def map_files(

@@ -12,7 +12,8 @@ own linter and cache key.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,7 +29,7 @@ from gpulint.linter.run.process import display_path, process_file_cached
 from gpulint.linter.run.safe_files import WriteScope, remove_stale_temporaries
 
 if TYPE_CHECKING:
-    from gpulint.linter.analysis.project import ModuleView
+    from gpulint.linter.analysis.project import ModuleSummary, ModuleView
 
 
 def _size(path: Path) -> int:
@@ -38,23 +39,38 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _cached_outcome(path: Path, cache: ResultCache, max_bytes: int, project_digest: str) -> FileOutcome | None:
-    try:
-        source = read_source(path, max_bytes)
-    except OSError:
-        return None  # reported when the file is processed
+def _cached_outcome(
+    path: Path, cache: ResultCache, max_bytes: int, project_digest: str, known: tuple[int, str] | None = None
+) -> FileOutcome | None:
+    """The cached outcome of a file, or None.  `known`: its (size, content hash) when the project
+    index already knows them from stat data (the file is then not read)."""
+    if known is not None:
+        size, source_hash = known
+        if size > max_bytes:
+            return None  # (reported when the file is processed)
+    else:
+        try:
+            source_hash = content_hash(read_source(path, max_bytes))
+        except OSError:
+            return None  # reported when the file is processed
     name = display_path(path)
-    return cache.get(cache.key(path, name, content_hash(source), project_digest), name)
+    return cache.get(cache.key(path, name, source_hash, project_digest), name)
 
 
 class _ProjectViews:
     """Each file's view of its project (run/project.py), the modules summarized once per content
     (through the cache when there is one; a module over `max-syntax-nodes` is not).
 
-    The digests of the views (what the outcome cache keys on) come first: with a cache, a run over
-    the same files of a project whose every Python file has the bytes it had is answered from one
-    entry, without loading thousands of summaries and solving the index again; the views
-    themselves are built only for files the cache does not answer."""
+    The views of the run's files (their digests are what the outcome cache keys on) come from one
+    cache entry per run shape (the run's files and their projects' files, by path) when it holds:
+
+    * every file the index read has the stat data the entry recorded (run/stamps.py): nothing is
+      read, no summary is loaded, nothing is solved;
+    * some files differ in stat data: they are hashed; those whose bytes changed are summarized
+      again (through the cache) and compared with the summaries the entry was solved from.  When
+      every summary is the same (an edit to a comment, a string, a constant, a body that adds no
+      call, loop or import), the views are the same: nothing is solved;
+    * otherwise the index is built and solved again, and the entry rewritten."""
 
     def __init__(
         self,
@@ -81,17 +97,85 @@ class _ProjectViews:
         self._context = f"{os.getcwd()}|{settings_for(files[0]).fingerprint()}" if files else ""
         self._views: list[ModuleView | None] | None = None
         self._index_key = ""
+        # The run's own files' (size, content hash) as the index entry knows them: their outcomes
+        # are looked up without reading them again.
+        self.known: dict[Path, tuple[int, str]] = {}
 
     def digests(self) -> list[str]:
         if self.cache is not None:
             self._index_key = self.cache.index_key(
-                self.max_nodes, [self._hashed(p) for p in [*self.files, *self.project]], self._context
+                self.max_nodes, [str(path) for path in [*self.files, *self.project]], self._context
             )
             stored = self.cache.get_index(self._index_key)
-            if stored is not None and all(self._hashed(Path(path)) == (path, h) for path, h in stored["followed"]):
-                own = stored["digests"]
-                return [own.get(str(path.resolve()), "") for path in self.files]
+            if stored is not None and self._still_valid(stored["views"], stored["rows"]):
+                from gpulint.linter.analysis.project import EMPTY_VIEW
+
+                views = stored["views"]
+                self._views = [
+                    views.get(str(path.resolve()), EMPTY_VIEW) if path.suffix == ".py" else None for path in self.files
+                ]
         return [view.digest() if view is not None else "" for view in self.views()]
+
+    def _still_valid(self, views: dict[str, ModuleView], rows: dict[str, list]) -> bool:
+        """Whether the stored views hold: every file the index read is as it was, or changed
+        without changing its summary (the entry's rows are rewritten for those)."""
+        from gpulint.linter.run.project import module_identity
+        from gpulint.linter.run.stamps import recordable, stamp_of
+
+        assert self.cache is not None
+        now = time.time_ns()
+        fresh: dict[str, list] = {}
+        changed: list[tuple[str, bytes, list]] = []  # (path, its bytes now, its stored row)
+        stamps: dict[str, tuple[int, int, int, int] | None] = {}
+        for path, row in rows.items():
+            stamp = stamps[path] = stamp_of(path)
+            if stamp is not None and list(stamp) == row[:4]:
+                continue
+            try:  # (stat first, then read: a write in between makes the next run's stat differ)
+                source = read_source(Path(path))
+            except OSError:
+                source = None
+            source_hash = content_hash(source) if source is not None else ""
+            fresh[path] = [*recordable(stamp, now), source_hash, row[5]]
+            if source_hash != row[4]:
+                if source is None or not row[5]:
+                    return False  # (vanished, unreadable, or never summarized: solve again)
+                changed.append((path, source, row))
+        if changed:
+            budgeted = {str(path.resolve()) for path in [*self.files, *self.project]}
+            for path, source, row in changed:
+                found, before = self.cache.get_summary(row[5])
+                if not found:
+                    return False
+                _module_id, dotted, package = module_identity(Path(path))
+                budget = self.max_nodes if path in budgeted else None
+                key, after = self._summary(source, dotted, package, budget)
+                if (before.to_data() if before else None) != (after.to_data() if after else None):
+                    return False
+                fresh[path][5] = key
+        if fresh:
+            self.cache.put_index(self._index_key, views, {**rows, **fresh})
+        for own in self.files:
+            resolved = str(own.resolve())
+            own_row = fresh.get(resolved) or rows.get(resolved)
+            own_stamp = stamps.get(resolved)
+            if own_row is not None and own_row[4] and own_stamp is not None:
+                self.known[own] = (own_stamp[0], own_row[4])
+        return True
+
+    def _summary(
+        self, source: bytes, dotted: str, package: bool, budget: int | None
+    ) -> tuple[str, ModuleSummary | None]:
+        """(its cache key, the summary of a module's bytes), from the cache or summarized and stored."""
+        from gpulint.linter.analysis.project import summarize
+
+        assert self.cache is not None
+        key = self.cache.summary_key(dotted, package, content_hash(source), budget)
+        found, summary = self.cache.get_summary(key)
+        if not found:
+            summary = summarize(source, dotted, package, budget)
+            self.cache.put_summary(key, summary)
+        return key, summary
 
     def views(self) -> list[ModuleView | None]:
         if self._views is None:
@@ -99,38 +183,47 @@ class _ProjectViews:
         return self._views
 
     def _build(self) -> list[ModuleView | None]:
-        from gpulint.linter.analysis.project import summarize
         from gpulint.linter.run.project import RunIndex
 
-        cache = self.cache
+        summarized: dict[str, tuple[str, str]] = {}  # resolved path -> (content hash, summary key)
 
         def cached_summary(path: Path, source: bytes, dotted: str, package: bool, budget: int | None):
-            assert cache is not None  # only handed to RunIndex when there is a cache
-            key = cache.summary_key(dotted, package, content_hash(source), budget)
-            found, summary = cache.get_summary(key)
-            if not found:
-                summary = summarize(source, dotted, package, budget)
-                cache.put_summary(key, summary)
+            key, summary = self._summary(source, dotted, package, budget)
+            summarized[str(path)] = (content_hash(source), key)
             return summary
 
+        now = time.time_ns()
         index = RunIndex(
-            self.files, cached_summary if cache is not None else None, self.max_nodes, self.is_test, self.project
+            self.files, cached_summary if self.cache is not None else None, self.max_nodes, self.is_test, self.project
         )
         views = [index.view(path) if path.suffix == ".py" else None for path in self.files]
-        if cache is not None and self._index_key:
-            indexed = {path.resolve() for path in [*self.files, *self.project]}
-            followed = [self._hashed(path) for path in index.modules if path not in indexed]
-            digests = {str(path.resolve()): view.digest() for path, view in zip(self.files, views, strict=True) if view}
-            cache.put_index(self._index_key, digests, followed)
+        if self.cache is not None and self._index_key:
+            own = {str(path.resolve()): view for path, view in zip(self.files, views, strict=True) if view}
+            self.cache.put_index(self._index_key, own, self._rows(index.modules, summarized, now))
         return views
 
     @staticmethod
-    def _hashed(path: Path) -> tuple[str, str]:
-        """(the resolved path, a hash of its bytes; "" when it cannot be read)."""
-        try:
-            return str(path.resolve()), content_hash(read_source(path))
-        except OSError:
-            return str(path.resolve()), ""
+    def _rows(modules: Iterable[Path], summarized: dict[str, tuple[str, str]], started_ns: int) -> dict[str, list]:
+        """The row of each file the index read: its stat data, the hash of its bytes and the key of
+        the summary solved from them ("" for a file not summarized: it does not parse, or is a
+        second file of one module).  A file whose bytes differ from those summarized (written
+        during the run) is recorded with the summarized hash and no stat data: hashed next time."""
+        from gpulint.linter.run.stamps import UNKNOWN, recordable, stamp_of
+
+        rows: dict[str, list] = {}
+        for resolved in modules:
+            path = str(resolved)
+            stamp = stamp_of(path)
+            try:
+                source_hash = content_hash(read_source(resolved))
+            except OSError:
+                source_hash = ""
+            summarized_hash, key = summarized.get(path, (source_hash, ""))
+            if summarized_hash != source_hash:
+                rows[path] = [*UNKNOWN, summarized_hash, key]
+            else:
+                rows[path] = [*recordable(stamp, started_ns), source_hash, key]
+        return rows
 
 
 def _discover(paths: list[Path], settings_for: Callable[[Path], Settings]) -> tuple[list[Path], list]:
@@ -190,7 +283,10 @@ def run(
         if group_cache is not None:
             for index in members:
                 path = files[index]
-                outcomes[index] = _cached_outcome(path, group_cache, group_settings.size_limit(path), digests[index])
+                known = project.known.get(path) if project is not None else None
+                outcomes[index] = _cached_outcome(
+                    path, group_cache, group_settings.size_limit(path), digests[index], known
+                )
         done = sum(o is not None for o in outcomes)
         pending = [i for i in members if outcomes[i] is None]
         views = project.views() if project is not None and pending else [None] * len(files)

@@ -1,0 +1,119 @@
+"""The speed targets of a whole-repository run, as ratios against ruff and Fixit measured in the same run.
+
+    .venv/bin/python benchmarks/ratios.py --library TREE --corpus SCRIPTS --runs 3
+
+Fresh processes, every command once per round in an order rotated each round, medians:
+
+* a torch-heavy library tree (`--library`), `gpulint check TREE` cold (`--no-cache`) against
+  `ruff check --select ALL --no-cache` (target: at most 5x), and warm (the cache filled by an
+  untimed run just before, nothing changed) against the same cold ruff run (target: at most 1x);
+* a corpus of training scripts (`--corpus`, all files named on the command line), cold, against
+  `fixit lint` (target: at least 10x faster);
+* one file (`--file`, default the corpus file closest to 300 lines), cold, against `fixit lint`
+  (target: at least 3x faster).
+
+ruff and Fixit come with the `bench` extra (looked for next to this interpreter, then on PATH); a
+tool that is missing is reported and its ratios are not measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from startup import find_tool, wall
+
+# (label, what is compared, the other side, target, True when the ratio must be at most the target)
+TARGETS = [
+    ("library cold / ruff cold", "library cold", ("library", "ruff"), 5.0, True),
+    ("library warm / ruff cold", "library warm", ("library", "ruff"), 1.0, True),
+    ("Fixit / gpulint, corpus", "corpus", ("corpus", "fixit"), 10.0, False),
+    ("Fixit / gpulint, one file", "one file", ("one file", "fixit"), 3.0, False),
+]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--library", type=Path, required=True, help="a torch-heavy library tree")
+    parser.add_argument("--corpus", type=Path, required=True, help="a folder of training scripts")
+    parser.add_argument("--file", type=Path, help="one file (default: the corpus file closest to 300 lines)")
+    parser.add_argument("--runs", type=int, default=3, help="rounds; medians over them")
+    args = parser.parse_args()
+    for folder in (args.library, args.corpus):
+        if not folder.is_dir():
+            print(f"ratios: error: no such folder: {folder}", file=sys.stderr)
+            return 2
+    scripts = sorted(str(p.resolve()) for p in args.corpus.rglob("*.py") if p.is_file())
+    if not scripts:
+        print(f"ratios: error: no Python files under {args.corpus}", file=sys.stderr)
+        return 2
+    lengths = {p: Path(p).read_bytes().count(b"\n") for p in scripts}
+    one = str(args.file.resolve()) if args.file else min(scripts, key=lambda p: abs(lengths[p] - 300))
+    ruff, fixit = find_tool("ruff"), find_tool("fixit")
+    gpulint = [sys.executable, "-m", "gpulint", "check", "--exit-zero"]
+    library = str(args.library.resolve())
+    env = {**os.environ, "NO_COLOR": "1"}
+    work = Path(tempfile.mkdtemp(prefix="gpulint-ratios-"))
+    warm_cache = ["--cache-dir", str(work / "cache")]
+    commands: dict[tuple[str, str], list[str]] = {
+        ("library cold", "gpulint"): [*gpulint, "--no-cache", library],
+        ("library warm", "gpulint"): [*gpulint, *warm_cache, library],
+        ("corpus", "gpulint"): [*gpulint, "--no-cache", *scripts],
+        ("one file", "gpulint"): [*gpulint, "--no-cache", one],
+    }
+    if ruff is not None:
+        commands["library", "ruff"] = [
+            ruff,
+            "check",
+            "--select",
+            "ALL",
+            "--no-cache",
+            "--exit-zero",
+            "--quiet",
+            library,
+        ]
+    if fixit is not None:
+        commands["corpus", "fixit"] = [fixit, "lint", *scripts]
+        commands["one file", "fixit"] = [fixit, "lint", one]
+    print(f"library: {library} ({sum(1 for _ in args.library.rglob('*.py'))} Python files)")
+    print(f"corpus: {args.corpus} ({len(scripts)} files, {sum(lengths.values()):,} lines); one file: {one}")
+    print(f"load average at start: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    samples: dict[tuple[str, str], list[float]] = {entry: [] for entry in commands}
+    entries = list(commands)
+    try:
+        for round_index in range(args.runs):
+            shift = round_index % len(entries)
+            for entry in entries[shift:] + entries[:shift]:
+                if entry == ("library warm", "gpulint"):
+                    wall(commands[entry], work, env)  # (fill the cache: a warm run follows an unchanged tree's run)
+                samples[entry].append(wall(commands[entry], work, env))
+            print(f"round {round_index + 1}/{args.runs} done", file=sys.stderr)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print()
+    print("| case | tool | median s | min..max s |\n|---|---|---|---|")
+    median = {}
+    for (case, tool), values in samples.items():
+        median[case, tool] = statistics.median(values)
+        print(f"| {case} | {tool} | {median[case, tool]:.2f} | {min(values):.2f}..{max(values):.2f} |")
+    print()
+    print("| ratio | value | target | met |\n|---|---|---|---|")
+    for label, case, other, target, at_most in TARGETS:
+        if other not in median:
+            print(f"| {label} | {other[1]} not installed: not measured | {'<=' if at_most else '>='} {target:g}x | - |")
+            continue
+        ours = median[case, "gpulint"]
+        value = ours / median[other] if at_most else median[other] / ours
+        met = value <= target if at_most else value >= target
+        print(f"| {label} | {value:.2f}x | {'<=' if at_most else '>='} {target:g}x | {'yes' if met else 'no'} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -146,6 +146,31 @@ def test_the_readme_names_the_torch_it_runs_on(tmp_path, readme, documented):
     assert load_settings(None, tmp_path).documented_torch == documented
 
 
+@pytest.mark.parametrize(
+    "name, text, where",
+    [
+        # a project that checks its torch when it is installed, and says so in the message
+        (
+            "setup.py",
+            'import torch\ntorch_ver = [int(x) for x in torch.__version__.split(".")[:2]]\n'
+            'assert torch_ver >= [1, 8], "Requires PyTorch >= 1.8"\n',
+            "setup.py",
+        ),
+        ("INSTALL.md", "## Requirements\n- PyTorch \u2265 1.8 and a matching torchvision.\n", "INSTALL.md"),
+        ("README.md", "The code runs on PyTorch 1.8.1.\n", "README"),
+    ],
+)
+def test_a_safe_fix_that_needs_a_newer_torch_than_the_project_documents_becomes_unsafe(tmp_path, name, text, where):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    settings = load_settings(None, tmp_path)
+    assert (settings.documented_torch, settings.documented_torch_in) == ((1, 8), where)
+    settings.select = ["GL402"]
+    findings = Linter(settings).lint_source(textwrap.dedent(AMP).encode(), "train.py").findings
+    assert [f.fix.applicability.value for f in findings if f.fix] == ["unsafe", "unsafe"]
+    assert all(f"the project's {where} names PyTorch 1.8" in f.fix.message for f in findings if f.fix)
+
+
 def test_a_folder_outside_any_repository_speaks_for_itself(tmp_path):
     # No pyproject.toml and no .git (an exported tree): the folder linted has the requirements.
     (tmp_path / "requirements.txt").write_text("torch>=1.9\n")

@@ -121,8 +121,10 @@ class Settings:
     fix_tests: bool = False
     line_length: int = DEFAULT_LINE_LENGTH  # where fixed lines are wrapped
     target_torch: tuple[int, int] | None = None  # fixes that need a newer PyTorch are not offered
-    # The oldest PyTorch the README names: safe fixes that need a newer one are offered as unsafe.
+    # The oldest PyTorch the project's prose names (README, INSTALL.md, a setup.py message; which
+    # one in documented_torch_in): safe fixes that need a newer one are offered as unsafe.
     documented_torch: tuple[int, int] | None = None
+    documented_torch_in: str | None = None
     target_tensorflow: tuple[int, int] | None = None  # the oldest TensorFlow the project runs on, if known
     max_file_size: int = DEFAULT_MAX_FILE_BYTES  # bytes; larger files are skipped with a message
     # Work per file (docs/safety.md, "Work per file"): files with more syntax nodes, or more
@@ -215,6 +217,7 @@ class Settings:
             "line_length": self.line_length,
             "target_torch": self.target_torch,
             "documented_torch": self.documented_torch,
+            "documented_torch_in": self.documented_torch_in,
             "target_tensorflow": self.target_tensorflow,
             "options": self.options,
             # The local rules' code: editing one re-lints every file.
@@ -358,7 +361,7 @@ def load_settings(config_file: Path | None, start: Path | None = None, load_loca
     _apply_project(settings, data if config_file.name == "pyproject.toml" else {}, config_file.parent)
     if target is not None:  # said outright: it wins over the requirements and the README
         settings.target_torch = target
-        settings.documented_torch = None
+        settings.documented_torch = settings.documented_torch_in = None
     if target_tf is not None:
         settings.target_tensorflow = target_tf
     return settings
@@ -369,6 +372,7 @@ def _apply_project(settings: Settings, pyproject: dict[str, Any], directory: Pat
     settings.line_length = facts.line_length
     settings.target_torch = facts.target_torch
     settings.documented_torch = facts.documented_torch
+    settings.documented_torch_in = facts.documented_torch_in
     settings.target_tensorflow = facts.target_tensorflow
 
 

@@ -235,8 +235,8 @@ class Linter:
         """Drop the fixes the project rules out (the findings stay): those that need a newer
         PyTorch than it targets, and in a test file the rules' that change what tests check
         (trainer configuration, per-step work) unless `fix-tests` is set.  A safe fix that needs a
-        newer PyTorch than the README names becomes unsafe (project.py: prose is weaker evidence
-        than a requirement)."""
+        newer PyTorch than the project's prose names (its README, INSTALL.md, a setup.py message)
+        becomes unsafe (project.py: prose is weaker evidence than a requirement)."""
         target, documented = self.settings.target_torch, self.settings.documented_torch
         in_tests = not self.settings.fix_tests and self.settings.is_test_file(path)
         not_in_tests = {rule.code for rule in rules if not rule.fixes_test_files} if in_tests else set()
@@ -251,7 +251,8 @@ class Linter:
                 if fix.applicability is Applicability.SAFE:
                     needs, named = ".".join(map(str, fix.min_torch)), ".".join(map(str, documented))
                     fix.applicability = Applicability.UNSAFE
-                    fix.message += f" (needs PyTorch {needs}; the project's README names PyTorch {named})"
+                    where = self.settings.documented_torch_in or "README"
+                    fix.message += f" (needs PyTorch {needs}; the project's {where} names PyTorch {named})"
 
     @staticmethod
     def candidate_rules(

@@ -10,10 +10,13 @@ formatter keeps, and the oldest PyTorch it declares it runs on.
   or no `torch` requirement at all, means no limit.  `target-torch = "2.1"` in `[tool.gpulint]`
   says it outright, as ruff's `target-version` does for Python.  A fix that needs a newer PyTorch
   (`torch.amp.GradScaler("cuda")` needs 2.3) is then not offered; the finding stays;
-* the PyTorch the README documents (`documented_torch`), where no requirement bounds `torch`: the
-  lowest version a README beside it names ("PyTorch 1.8.1", "torch>=1.8").  Prose is weaker
-  evidence than a requirement (a README may name an old version in passing): a safe fix that
-  needs a newer PyTorch becomes unsafe, and says why, rather than being withheld;
+* the PyTorch the project documents (`documented_torch`, and `documented_torch_in` the file that
+  names it), where no requirement bounds `torch`: the lowest version named by a README beside it,
+  an INSTALL.md ("PyTorch 1.8.1", "torch>=1.8", "PyTorch ≥ 1.8"), or a message in setup.py (a
+  project that checks its torch at install time: `assert torch_ver >= [1, 8], "Requires PyTorch
+  >= 1.8"`).  Prose is weaker evidence than a requirement (a README may name an old version in
+  passing): a safe fix that needs a newer PyTorch becomes unsafe, and says why, rather than being
+  withheld;
 * TensorFlow: the lowest version the same requirements allow for `tensorflow` (also
   `tensorflow-cpu`, `tensorflow-gpu`, `tensorflow-macos`), or `target-tensorflow = "2.10"`.  Rules
   about tf.data defaults read it: TensorFlow 2.13 and later inject a final prefetch by themselves.
@@ -49,10 +52,12 @@ _CONDA_REQUIREMENT = re.compile(
 # A PyTorch version named in prose: "PyTorch 1.8.1", "pytorch >= 1.8", "pytorch1.6.0" (not torchvision,
 # not an upper bound "torch<2").
 _DOCUMENTED_TORCH = re.compile(
-    r"(?<![\w.-])(?:py)?torch(?![a-z_-])[\s(*`]*(?:version\s*)?(?:>=|==|~=|=|v)?\s*(?P<major>[0-3])\.(?P<minor>\d+)",
+    r"(?<![\w.-])(?:py)?torch(?![a-z_-])[\s(*`]*(?:version\s*)?(?:>=|≥|==|~=|=|v)?\s*(?P<major>[0-3])\.(?P<minor>\d+)",
     re.IGNORECASE,
 )
 _READMES = ("README.md", "README.rst", "README.txt", "README", "readme.md")
+# Where a project's prose names the PyTorch it runs on, as a fix's message calls it.
+_TORCH_DOCUMENTS = (("README", _READMES), ("INSTALL.md", ("INSTALL.md",)), ("setup.py", ("setup.py",)))
 
 
 @dataclass(frozen=True)
@@ -60,7 +65,8 @@ class ProjectFacts:
     line_length: int = DEFAULT_LINE_LENGTH
     target_torch: tuple[int, int] | None = None  # None: no limit known
     target_tensorflow: tuple[int, int] | None = None  # None: no version known
-    documented_torch: tuple[int, int] | None = None  # the lowest PyTorch the README names
+    documented_torch: tuple[int, int] | None = None  # the lowest PyTorch the project's prose names
+    documented_torch_in: str | None = None  # where: "README", "INSTALL.md" or "setup.py"
 
 
 def project_root(path: Path) -> Path | None:
@@ -119,7 +125,7 @@ def facts_from(pyproject: dict[str, Any], directory: Path | None) -> ProjectFact
     requirements = list(pyproject.get("project", {}).get("dependencies", []))
     for group in pyproject.get("project", {}).get("optional-dependencies", {}).values():
         requirements.extend(group)
-    documented = None
+    documented, documented_in = None, None
     if directory is not None:
         for path in sorted(directory.glob("requirements*.txt")):
             requirements.extend(_lines(path))
@@ -129,11 +135,16 @@ def facts_from(pyproject: dict[str, Any], directory: Path | None) -> ProjectFact
         )
         for name in ("environment.yml", "environment.yaml"):
             requirements.extend(_conda_requirements(_lines(directory / name)))
-        documented = documented_torch(line for name in _READMES for line in _lines(directory / name))
+        for source, names in _TORCH_DOCUMENTS:
+            version = documented_torch(line for name in names for line in _lines(directory / name))
+            if version is not None and (documented is None or version < documented):
+                documented, documented_in = version, source
     lines = [r for r in requirements if isinstance(r, str)]
     target = torch_lower_bound(lines)
     # A requirement says it outright: the README's versions matter only where none does.
-    return ProjectFacts(line_length, target, tensorflow_lower_bound(lines), documented if target is None else None)
+    if target is not None:
+        documented, documented_in = None, None
+    return ProjectFacts(line_length, target, tensorflow_lower_bound(lines), documented, documented_in)
 
 
 def _lines(path: Path) -> list[str]:
@@ -160,6 +171,6 @@ def _conda_requirements(lines: Iterable[str]) -> list[str]:
 
 
 def documented_torch(lines: Iterable[str]) -> tuple[int, int] | None:
-    """The lowest PyTorch version the lines of a README name (None: they name none)."""
+    """The lowest PyTorch version the lines of a README (or INSTALL.md, setup.py) name (None: they name none)."""
     versions = [(int(m["major"]), int(m["minor"])) for line in lines for m in _DOCUMENTED_TORCH.finditer(line)]
     return min(versions) if versions else None

@@ -202,14 +202,16 @@ EXPLANATIONS: dict[str, str] = {
         '\n'
         '## Fix (safe)\n'
         'Adds `persistent_workers=True` when `num_workers` is positive on every run (a positive\n'
-        "literal, or an expression such as GL101's `min(8, os.cpu_count() or 1)`), and\n"
+        "literal, `multiprocessing.cpu_count()`, or an expression such as GL101's `min(8, os.cpu_count()\n"
+        'or 1)`), and\n'
         '`persistent_workers=<num_workers> > 0` for any other value (`persistent_workers=True` with\n'
         'zero workers raises "persistent_workers option needs num_workers > 0": `--workers 0` must keep\n'
         "working).  Batches, their order and the sampler's shuffling are the same (the sampler runs in\n"
         'the main process, so `sampler.set_epoch()` still works).  The fix is unsafe when the module\n'
         'changes the dataset between epochs (`dataset.set_epoch(...)`, or assigns its attributes in a\n'
         'loop): persistent workers keep the copy they started with and would not see the change; when\n'
-        '`num_workers` is an expression that is not a plain name (it is evaluated twice).\n'
+        '`num_workers` is an expression that is not a plain name (it is evaluated twice).  The `=` is\n'
+        "spaced as the call's own keywords are (`num_workers = 4` gets `persistent_workers = True`).\n"
         '\n'
         'Workers that come through a `**` dictionary may be there on some paths only (the common\n'
         '`if use_cuda: train_kwargs.update({"num_workers": 1, ...})`): the fix asks the dictionary,\n'
@@ -783,8 +785,9 @@ EXPLANATIONS: dict[str, str] = {
         '\n'
         'The new forms need PyTorch 2.0 (`autocast`), 2.3 (`GradScaler`) and 2.4 (`custom_fwd`,\n'
         '`custom_bwd`): a project whose requirements allow an older `torch` (or that sets `target-torch`\n'
-        'lower) is not offered them.  When only the README names an older PyTorch ("PyTorch 1.8.1"), the\n'
-        'fix is offered as unsafe, and says so.\n'
+        'lower) is not offered them.  When only prose names an older PyTorch -- the README or INSTALL.md\n'
+        '("PyTorch 1.8.1", "PyTorch ≥ 1.8"), a message in setup.py ("Requires PyTorch >= 1.8") -- the\n'
+        'fix is offered as unsafe, and says where.\n'
         '\n'
         'In test files the finding is reported without a fix unless `fix-tests = true`: a test may\n'
         'exercise the deprecated API on purpose.'
@@ -1218,7 +1221,8 @@ EXPLANATIONS: dict[str, str] = {
         'Divides the count between the ranks of the node:\n'
         '`num_workers=max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))`\n'
         '(`torchrun` sets `LOCAL_WORLD_SIZE`).  Offered only when the `num_workers=` value itself holds\n'
-        'the count.  Unsafe: it changes how many worker processes load data.'
+        'the count; an import the old count used and nothing else does (`from multiprocessing import\n'
+        'cpu_count`) is dropped.  Unsafe: it changes how many worker processes load data.'
     ),
     'GL701': (
         '## What it finds\n'

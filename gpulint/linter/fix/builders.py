@@ -13,6 +13,9 @@ from gpulint.linter.analysis.nodes import dotted_name, keyword_arg
 from gpulint.linter.analysis.vocabulary import CPU_AFFINITY_CALL, CPU_COUNT_CALLS
 from gpulint.linter.findings import Applicability, Fix
 
+# The CPU counts that are always a positive number (os.cpu_count and psutil's may be None).
+_CPU_COUNTS_NEVER_NONE = frozenset({"multiprocessing.cpu_count", "torch.multiprocessing.cpu_count"})
+
 
 def set_keyword(
     ctx: FileContext,
@@ -51,10 +54,12 @@ def persistent_workers_value(ctx: FileContext, workers: cst.BaseExpression) -> s
 
 def _always_positive(ctx: FileContext, expression: cst.BaseExpression) -> bool:
     """An integer expression positive on every run: a positive literal, `len(os.sched_getaffinity(0))`,
-    `min` of positive ones, `max` with one, `<CPU count> or <positive>` (a CPU count is positive or
-    None)."""
+    `multiprocessing.cpu_count()` (it raises rather than return nothing), `min` of positive ones,
+    `max` with one, `<CPU count> or <positive>` (`os.cpu_count()` is positive or None)."""
     if isinstance(expression, cst.Integer):
         return expression.evaluated_value > 0
+    if isinstance(expression, cst.Call) and ctx.call_qualified_name(expression) in _CPU_COUNTS_NEVER_NONE:
+        return True
     if isinstance(expression, cst.BooleanOperation) and isinstance(expression.operator, cst.Or):
         left = expression.left
         counts_cpus = isinstance(left, cst.Call) and ctx.call_qualified_name(left) in CPU_COUNT_CALLS
@@ -116,13 +121,21 @@ def _without_comment(whitespace: cst.BaseParenthesizableWhitespace) -> cst.BaseP
 
 def append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Call:
     """Append `keyword=value` in the call's own layout: one line stays one line; one argument per
-    line gets a new line at the same indentation; comments stay on the argument they follow."""
-    new_arg = cst.Arg(
-        value=value,
-        keyword=cst.Name(keyword),
-        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
-    )
+    line gets a new line at the same indentation; comments stay on the argument they follow; the
+    `=` is spaced as the call's last keyword is (`batch_size = 32` gets `pin_memory = True`)."""
     args = list(call.args)
+    tight = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+    last_keyword = next((arg for arg in reversed(args) if arg.keyword is not None), None)
+    equal = last_keyword.equal if last_keyword is not None else tight
+    if not (
+        isinstance(equal, cst.AssignEqual)
+        and isinstance(equal.whitespace_before, cst.SimpleWhitespace)
+        and isinstance(equal.whitespace_after, cst.SimpleWhitespace)
+        and equal.whitespace_before.value in ("", " ")
+        and equal.whitespace_after.value in ("", " ")
+    ):
+        equal = tight  # (an `=` across lines or oddly spaced: not a style to copy)
+    new_arg = cst.Arg(value=value, keyword=cst.Name(keyword), equal=equal)
     if not args:
         return call.with_changes(args=[new_arg])
     last = args[-1]

@@ -65,14 +65,16 @@ class DataLoaderRespawn(Rule):
 
     ## Fix (safe)
     Adds `persistent_workers=True` when `num_workers` is positive on every run (a positive
-    literal, or an expression such as GL101's `min(8, os.cpu_count() or 1)`), and
+    literal, `multiprocessing.cpu_count()`, or an expression such as GL101's `min(8, os.cpu_count()
+    or 1)`), and
     `persistent_workers=<num_workers> > 0` for any other value (`persistent_workers=True` with
     zero workers raises "persistent_workers option needs num_workers > 0": `--workers 0` must keep
     working).  Batches, their order and the sampler's shuffling are the same (the sampler runs in
     the main process, so `sampler.set_epoch()` still works).  The fix is unsafe when the module
     changes the dataset between epochs (`dataset.set_epoch(...)`, or assigns its attributes in a
     loop): persistent workers keep the copy they started with and would not see the change; when
-    `num_workers` is an expression that is not a plain name (it is evaluated twice).
+    `num_workers` is an expression that is not a plain name (it is evaluated twice).  The `=` is
+    spaced as the call's own keywords are (`num_workers = 4` gets `persistent_workers = True`).
 
     Workers that come through a `**` dictionary may be there on some paths only (the common
     `if use_cuda: train_kwargs.update({"num_workers": 1, ...})`): the fix asks the dictionary,
@@ -288,6 +290,28 @@ class DataLoaderRespawn(Rule):
                     model(x.to(device, non_blocking=True)).sum().backward()
             """,
             applicability=Applicability.UNSAFE,
+        ),
+        # multiprocessing's CPU count is never zero nor None: no comparison; the `=` is spaced as the
+        # call's own keywords are
+        Invalid(
+            """
+            from multiprocessing import cpu_count
+            loader = DataLoader(ds, batch_size = 32, num_workers = cpu_count())
+            for epoch in range(10):
+                for x, y in loader:
+                    model(x.to(device, non_blocking=True)).sum().backward()
+            """,
+            "5:10",
+            header=CUDA_SCRIPT,
+            fixed="""
+            from multiprocessing import cpu_count
+            loader = DataLoader(
+                ds, batch_size = 32, num_workers = cpu_count(), persistent_workers = True
+            )
+            for epoch in range(10):
+                for x, y in loader:
+                    model(x.to(device, non_blocking=True)).sum().backward()
+            """,
         ),
         # `max(0, n)` may be zero: compared, not assumed
         Invalid(

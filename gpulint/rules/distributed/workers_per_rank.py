@@ -51,7 +51,8 @@ class WorkersPerRank(Rule):
     Divides the count between the ranks of the node:
     `num_workers=max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))`
     (`torchrun` sets `LOCAL_WORLD_SIZE`).  Offered only when the `num_workers=` value itself holds
-    the count.  Unsafe: it changes how many worker processes load data.
+    the count; an import the old count used and nothing else does (`from multiprocessing import
+    cpu_count`) is dropped.  Unsafe: it changes how many worker processes load data.
     """
 
     code = "GL605"
@@ -94,7 +95,7 @@ class WorkersPerRank(Rule):
         ),
     ]
     INVALID = [
-        # every core, however counted; through a variable (no fix)
+        # every core, however counted; through a variable (no fix); `mp`, used no more, goes
         Invalid(
             """
             import os
@@ -111,7 +112,6 @@ class WorkersPerRank(Rule):
             "8:5",
             fixed="""
             import os
-            import multiprocessing as mp
             import torch.distributed as dist
             from torch.utils.data import DataLoader as DL
             a = DL(
@@ -160,6 +160,31 @@ class WorkersPerRank(Rule):
             )
             """,
         ),
+        # the CPU-count function imported by name goes with its last use
+        Invalid(
+            """
+            from multiprocessing import cpu_count
+
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+
+            loader = DataLoader(ds, num_workers=cpu_count())
+            """,
+            "6:10",
+            fixed="""
+            import os
+
+            import torch.distributed as dist
+            from torch.utils.data import DataLoader
+
+            loader = DataLoader(
+                ds,
+                num_workers=max(
+                    1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+                ),
+            )
+            """,
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -175,6 +200,8 @@ class WorkersPerRank(Rule):
                 "Divide the CPU cores between the ranks of the node",
                 {value: cst.parse_expression(self.REPLACEMENT)},
                 ("import os",),
+                # `from multiprocessing import cpu_count` goes with its last use
+                unbinds=_called_roots(value),
             )
             self.report(node, fix=fix)
             return
@@ -203,3 +230,18 @@ class WorkersPerRank(Rule):
                 return False
             stack.extend(current.children)
         return found
+
+
+def _called_roots(value: cst.BaseExpression) -> tuple[str, ...]:
+    """The names the calls in `value` start from (`cpu_count` in `cpu_count()`, `mp` in
+    `mp.cpu_count() - 1`): the replacement may leave their imports unused."""
+    roots = set()
+    stack: list[cst.CSTNode] = [value]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            name = dotted_name(current.func)
+            if name is not None:
+                roots.add(name.split(".")[0])
+        stack.extend(current.children)
+    return tuple(sorted(roots))

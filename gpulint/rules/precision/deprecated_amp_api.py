@@ -59,8 +59,9 @@ class DeprecatedAmpApi(Rule):
 
     The new forms need PyTorch 2.0 (`autocast`), 2.3 (`GradScaler`) and 2.4 (`custom_fwd`,
     `custom_bwd`): a project whose requirements allow an older `torch` (or that sets `target-torch`
-    lower) is not offered them.  When only the README names an older PyTorch ("PyTorch 1.8.1"), the
-    fix is offered as unsafe, and says so.
+    lower) is not offered them.  When only prose names an older PyTorch -- the README or INSTALL.md
+    ("PyTorch 1.8.1", "PyTorch ≥ 1.8"), a message in setup.py ("Requires PyTorch >= 1.8") -- the
+    fix is offered as unsafe, and says where.
 
     In test files the finding is reported without a fix unless `fix-tests = true`: a test may
     exercise the deprecated API on purpose.

@@ -160,15 +160,16 @@ def test_the_readme_names_the_torch_it_runs_on(tmp_path, readme, documented):
         ("README.md", "The code runs on PyTorch 1.8.1.\n", "README"),
     ],
 )
-def test_a_safe_fix_that_needs_a_newer_torch_than_the_project_documents_becomes_unsafe(tmp_path, name, text, where):
+def test_a_fix_that_needs_a_newer_torch_than_the_project_documents_is_withheld(tmp_path, name, text, where):
     (tmp_path / ".git").mkdir()
     (tmp_path / name).write_text(text, encoding="utf-8")
     settings = load_settings(None, tmp_path)
     assert (settings.documented_torch, settings.documented_torch_in) == ((1, 8), where)
     settings.select = ["GL402"]
     findings = Linter(settings).lint_source(textwrap.dedent(AMP).encode(), "train.py").findings
-    assert [f.fix.applicability.value for f in findings if f.fix] == ["unsafe", "unsafe"]
-    assert all(f"the project's {where} names PyTorch 1.8" in f.fix.message for f in findings if f.fix)
+    assert len(findings) == 2 and all(f.fix is None for f in findings)  # reported, not fixed
+    assert all(f"; the project's {where} names PyTorch 1.8)" in f.message for f in findings)
+    assert all("(no fix: it needs PyTorch 2." in f.message for f in findings)
 
 
 def test_a_folder_outside_any_repository_speaks_for_itself(tmp_path):
@@ -179,16 +180,16 @@ def test_a_folder_outside_any_repository_speaks_for_itself(tmp_path):
     assert load_settings(None, tmp_path / "train.py").target_torch == (1, 9)
 
 
-def test_a_safe_fix_that_needs_a_newer_torch_than_the_readme_names_becomes_unsafe(tmp_path):
+def test_a_fix_that_needs_a_newer_torch_than_the_readme_names_is_withheld(tmp_path):
     (tmp_path / ".git").mkdir()
     (tmp_path / "README.md").write_text("# Pretraining\n\nThe code runs on PyTorch 1.8.1.\n")
     settings = load_settings(None, tmp_path)
     settings.select = ["GL402"]
     findings = Linter(settings).lint_source(textwrap.dedent(AMP).encode(), "train.py").findings
-    assert [f.fix.applicability.value for f in findings if f.fix] == ["unsafe", "unsafe"]
-    assert all("the project's README names PyTorch 1.8" in f.fix.message for f in findings if f.fix)
-    safe_only = fix_source(Linter(settings), textwrap.dedent(AMP).encode(), "train.py", unsafe=False)
-    assert safe_only.source == textwrap.dedent(AMP).encode()  # `--fix` (safe fixes only) leaves them
+    assert len(findings) == 2 and all(f.fix is None for f in findings)
+    assert all("the project's README names PyTorch 1.8" in f.message for f in findings)
+    fixed = fix_source(Linter(settings), textwrap.dedent(AMP).encode(), "train.py", unsafe=True)
+    assert fixed.source == textwrap.dedent(AMP).encode()  # not even `--unsafe-fixes` writes them
     # a requirement wins over the README: the fix needs 2.3, the requirement allows 2.1
     (tmp_path / "requirements.txt").write_text("torch>=2.1\n")
     required = load_settings(None, tmp_path)

@@ -44,7 +44,6 @@ from gpulint.linter.analysis.parse_guard import UnanalysableSource, measure
 from gpulint.linter.findings import (
     SYNTAX_ERROR_CODE,
     SYNTAX_ERROR_NAME,
-    Applicability,
     Edit,
     Finding,
     FixInfo,
@@ -233,10 +232,11 @@ class Linter:
 
     def _withhold_fixes(self, rules: list[type[Rule]], findings: list[RawFinding], path: str) -> None:
         """Drop the fixes the project rules out (the findings stay): those that need a newer
-        PyTorch than it targets, and in a test file the rules' that change what tests check
-        (trainer configuration, per-step work) unless `fix-tests` is set.  A safe fix that needs a
-        newer PyTorch than the project's prose names (its README, INSTALL.md, a setup.py message)
-        becomes unsafe (project.py: prose is weaker evidence than a requirement)."""
+        PyTorch than it targets or than its prose names as supported (its README, INSTALL.md, a
+        setup.py check: a maintainer does not merge a change that breaks a version the project
+        says it runs on, even as an unsafe fix; the finding says why it has none), and in a test
+        file the rules' that change what tests check (trainer configuration, per-step work)
+        unless `fix-tests` is set."""
         target, documented = self.settings.target_torch, self.settings.documented_torch
         in_tests = not self.settings.fix_tests and self.settings.is_test_file(path)
         not_in_tests = {rule.code for rule in rules if not rule.fixes_test_files} if in_tests else set()
@@ -248,11 +248,10 @@ class Linter:
             if too_new or finding.code in not_in_tests:
                 finding.fix = None
             elif documented is not None and fix.min_torch is not None and fix.min_torch > documented:
-                if fix.applicability is Applicability.SAFE:
-                    needs, named = ".".join(map(str, fix.min_torch)), ".".join(map(str, documented))
-                    fix.applicability = Applicability.UNSAFE
-                    where = self.settings.documented_torch_in or "README"
-                    fix.message += f" (needs PyTorch {needs}; the project's {where} names PyTorch {named})"
+                needs, named = ".".join(map(str, fix.min_torch)), ".".join(map(str, documented))
+                where = self.settings.documented_torch_in or "README"
+                finding.fix = None
+                finding.message += f" (no fix: it needs PyTorch {needs}; the project's {where} names PyTorch {named})"
 
     @staticmethod
     def candidate_rules(

@@ -61,7 +61,8 @@ class DeprecatedAmpApi(Rule):
     `custom_bwd`): a project whose requirements allow an older `torch` (or that sets `target-torch`
     lower) is not offered them.  When only prose names an older PyTorch -- the README or INSTALL.md
     ("PyTorch 1.8.1", "PyTorch ≥ 1.8"), a message in setup.py ("Requires PyTorch >= 1.8") -- the
-    fix is offered as unsafe, and says where.
+    fix is not offered either (a version the project says it supports would break), and the
+    finding says where that version is named.
 
     In test files the finding is reported without a fix unless `fix-tests = true`: a test may
     exercise the deprecated API on purpose.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.linter.analysis.consumption import cached_downstream, pipeline_consumed
+from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import TENSORFLOW
 from gpulint.linter.analysis.nodes import has_star_kwargs, keyword_arg, method_name, positional_args
 from gpulint.linter.findings import Applicability
@@ -21,9 +21,9 @@ class TfDataSerialMap(Rule):
     ## What it finds
     `Dataset.map(...)` and `Dataset.interleave(...)` on a tf.data pipeline without
     `num_parallel_calls`, unless the pipeline is never consumed or only peeked at once (`for x in
-    ds.take(1)`, `next(iter(ds))` to show a sample), or the `map`'s output is cached right after
-    (`.cache()` in its chain, or where its name is read next): it then runs once, in the first
-    epoch, which is tf.data's own advice for an expensive map.  TensorFlow 2.13 and later run a
+    ds.take(1)`, `next(iter(ds))` to show a sample).  A `map` cached right after is still
+    reported: the whole first epoch waits for it, one element at a time (decoding audio, running
+    an embedding model), and that is usually the epoch that costs most.  TensorFlow 2.13 and later run a
     stateless `map` in parallel by themselves (`map_parallelization`, on by default): there a
     `map` is reported only when its function is not known to be stateless -- it draws random
     numbers (`tf.random.*`, a Keras augmentation layer), runs Python (`tf.py_function`), or is not
@@ -83,18 +83,6 @@ class TfDataSerialMap(Rule):
             def scale(image, label):
                 return tf.cast(image, tf.float32) / 255.0, label
             ds = tf.data.Dataset.from_tensor_slices((x, y)).map(scale).map(lambda a, b: (tf.reshape(a, [-1]), b))
-            """,
-            header=TF_SCRIPT,
-        ),
-        # a map cached right after it (in its chain, or where its name is read next) runs once
-        Valid(
-            """
-            raw_train = tf.data.TFRecordDataset(files)
-            train = raw_train.map(vectorize_text)
-            val = tf.data.TFRecordDataset(files).map(load_and_augment).batch(32).cache()
-            spec = train.element_spec
-            train = train.cache().prefetch(tf.data.AUTOTUNE)
-            model.fit(train, validation_data=val)
             """,
             header=TF_SCRIPT,
         ),
@@ -169,6 +157,23 @@ class TfDataSerialMap(Rule):
             fixed="""
             ds = tf.data.Dataset.from_tensor_slices((x, y))
             ds = ds.map(lambda a, b: (a / 255, b), num_parallel_calls=tf.data.AUTOTUNE)
+            """,
+        ),
+        # cached right after: the whole first epoch still waits for the map, one element at a time
+        Invalid(
+            """
+            raw_train = tf.data.TFRecordDataset(files)
+            train = raw_train.map(vectorize_text)
+            train = train.cache().prefetch(tf.data.AUTOTUNE)
+            model.fit(train, epochs=10)
+            """,
+            "3:9",
+            header=TF_SCRIPT,
+            fixed="""
+            raw_train = tf.data.TFRecordDataset(files)
+            train = raw_train.map(vectorize_text, num_parallel_calls=tf.data.AUTOTUNE)
+            train = train.cache().prefetch(tf.data.AUTOTUNE)
+            model.fit(train, epochs=10)
             """,
         ),
         # read before it is cached: every epoch pays for the map
@@ -259,8 +264,6 @@ class TfDataSerialMap(Rule):
         assert isinstance(node.func, cst.Attribute)  # a method call: `method` is one of _PARALLEL_POSITION
         if not self.ctx.values.is_kind(node.func.value, "tfdata") or not pipeline_consumed(self.ctx, node):
             return
-        if method == "map" and cached_downstream(self.ctx, node):
-            return  # runs once, in the first epoch: tf.data's own advice for an expensive map
         if method == "map" and self.ctx.tf.parallelises_stateless_maps:
             mapped = keyword_arg(node, "map_func")
             function = mapped.value if mapped is not None else (node.args[0].value if node.args else None)

@@ -723,17 +723,17 @@ RULES: tuple[RuleInfo, ...] = (
         summary=(
             '`Dataset.map(...)` and `Dataset.interleave(...)` on a tf.data pipeline without '
             '`num_parallel_calls`, unless the pipeline is never consumed or only peeked at '
-            "once (`for x in ds.take(1)`, `next(iter(ds))` to show a sample), or the `map`'s "
-            'output is cached right after (`.cache()` in its chain, or where its name is read '
-            "next): it then runs once, in the first epoch, which is tf.data's own advice for "
-            'an expensive map. TensorFlow 2.13 and later run a stateless `map` in parallel by '
-            'themselves (`map_parallelization`, on by default): there a `map` is reported '
-            'only when its function is not known to be stateless -- it draws random numbers '
-            '(`tf.random.*`, a Keras augmentation layer), runs Python (`tf.py_function`), or '
-            'is not a TensorFlow op, a lambda or a function of the module (a stateless Keras '
-            'preprocessing layer, `Rescaling`, counts as an op) -- or when the project '
-            'targets an older TensorFlow (its requirements, `target-tensorflow`) or turns '
-            '`map_parallelization` off.'
+            'once (`for x in ds.take(1)`, `next(iter(ds))` to show a sample). A `map` cached '
+            'right after is still reported: the whole first epoch waits for it, one element '
+            'at a time (decoding audio, running an embedding model), and that is usually the '
+            'epoch that costs most. TensorFlow 2.13 and later run a stateless `map` in '
+            'parallel by themselves (`map_parallelization`, on by default): there a `map` is '
+            'reported only when its function is not known to be stateless -- it draws random '
+            'numbers (`tf.random.*`, a Keras augmentation layer), runs Python '
+            '(`tf.py_function`), or is not a TensorFlow op, a lambda or a function of the '
+            'module (a stateless Keras preprocessing layer, `Rescaling`, counts as an op) -- '
+            'or when the project targets an older TensorFlow (its requirements, '
+            '`target-tensorflow`) or turns `map_parallelization` off.'
         ),
         facts=('imports tensorflow or keras',),
         tokens=('.map(', '.interleave('),

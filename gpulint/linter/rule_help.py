@@ -1229,9 +1229,10 @@ EXPLANATIONS: dict[str, str] = {
         '## What it finds\n'
         '`Dataset.map(...)` and `Dataset.interleave(...)` on a tf.data pipeline without\n'
         '`num_parallel_calls`, unless the pipeline is never consumed or only peeked at once (`for x in\n'
-        "ds.take(1)`, `next(iter(ds))` to show a sample), or the `map`'s output is cached right after\n"
-        '(`.cache()` in its chain, or where its name is read next): it then runs once, in the first\n'
-        "epoch, which is tf.data's own advice for an expensive map.  TensorFlow 2.13 and later run a\n"
+        'ds.take(1)`, `next(iter(ds))` to show a sample).  A `map` cached right after is still\n'
+        'reported: the whole first epoch waits for it, one element at a time (decoding audio, running\n'
+        'an embedding model), and that is usually the epoch that costs most.  TensorFlow '
+        '2.13 and later run a\n'
         'stateless `map` in parallel by themselves (`map_parallelization`, on by default): there a\n'
         '`map` is reported only when its function is not known to be stateless -- it draws random\n'
         'numbers (`tf.random.*`, a Keras augmentation layer), runs Python (`tf.py_function`), or is not\n'

@@ -159,7 +159,12 @@ def write_atomic(path: Path | str, data: bytes, scope: WriteScope | None = None)
         raise WriteRefused(f"not written: {kind_of(info.st_mode)}")
     if is_read_only(target, info):
         raise WriteRefused("not written: the file is read-only")
-    mode = stat.S_IMODE(info.st_mode)
+    _replace(target, data, stat.S_IMODE(info.st_mode))
+
+
+def _replace(target: Path, data: bytes, mode: int) -> None:
+    """Write `data` to a temporary file beside `target` and rename it over `target` (created with
+    `mode`): a reader sees the old content or the new, never half a file."""
     prefix = f".{target.name}.{os.getpid()}."
     fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=TEMPORARY_SUFFIX)
     try:
@@ -217,21 +222,7 @@ def write_output_file(path: Path | str, data: bytes) -> None:
         raise WriteRefused(f"not written: {kind_of(info.st_mode)}")
     if info is not None and is_read_only(path, info):
         raise WriteRefused("not written: the file is read-only")
-    target = Path(path)
-    fd, temporary = tempfile.mkstemp(
-        dir=target.parent, prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX
-    )
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(temporary, stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask())
-        os.replace(temporary, target)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except FileNotFoundError:
-            pass
-        raise
+    _replace(Path(path), data, stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask())
 
 
 def _umask() -> int:

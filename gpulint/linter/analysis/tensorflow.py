@@ -154,6 +154,32 @@ class TfAnalysis:
                 return False
         return True
 
+    def bound_ambiguously(self, function: cst.BaseExpression) -> bool:
+        """Whether a function given to `map` runs a name this module binds to different things --
+        a `def` and an assignment, or two different values (a notebook that builds
+        `resize_and_rescale = keras.Sequential([...])` in one cell and `def resize_and_rescale(...)`
+        in another): which one the map calls depends on the order the cells ran, so what it does is
+        not known either way.  The function itself, or a plain name a lambda calls."""
+        if isinstance(function, cst.Name):
+            names = {function.value}
+        elif isinstance(function, cst.Lambda):
+            names = {
+                node.func.value
+                for node in nodes_under(function.body)
+                if isinstance(node, cst.Call) and isinstance(node.func, cst.Name)
+            }
+        else:
+            return False
+        return any(self._binding_count(name) > 1 for name in names - set(self.ctx.imports.bindings))
+
+    def _binding_count(self, name: str) -> int:
+        """How many different things the module binds `name` to (`def`s, and assigned values by
+        their code)."""
+        code = self.ctx.module.code_for_node
+        defined = {code(f) for f in self.ctx.index.nodes("FunctionDef") if f.name.value == name}
+        assigned = {code(value) for value in self._bound_once(name)}
+        return len(defined) + len(assigned)
+
     def _function_body(self, function: cst.BaseExpression) -> cst.CSTNode | None:
         """The code a function expression runs, when this module defines it once: a lambda, a
         `def` by name or as `self.name`, or a name bound once to a lambda."""

@@ -29,7 +29,10 @@ class TfDataSerialMap(Rule):
     numbers (`tf.random.*`, a Keras augmentation layer), runs Python (`tf.py_function`), or is not
     a TensorFlow op, a lambda or a function of the module (a stateless Keras preprocessing layer,
     `Rescaling`, counts as an op) -- or when the project targets an older TensorFlow (its
-    requirements, `target-tensorflow`) or turns `map_parallelization` off.
+    requirements, `target-tensorflow`) or turns `map_parallelization` off.  A function whose name
+    the module binds to two different things (a notebook with `resize = keras.Sequential([...])`
+    in one cell and `def resize(...)` in another) is not guessed at: which one runs depends on the
+    order the cells ran, so it is not reported on recent TensorFlow.
 
     ## Why it is slow
     Without `num_parallel_calls`, tf.data runs the mapped function on one element at a time, on one
@@ -109,6 +112,22 @@ class TfDataSerialMap(Rule):
             """,
             header=TF_SCRIPT,
         ),
+        # a name bound to two different things (a model and a function of one notebook): which
+        # one the map runs is not known, so it is not guessed at
+        Valid(
+            """
+            resize_and_rescale = tf.keras.Sequential([tf.keras.layers.Resizing(180, 180), augment])
+            aug_ds = train_ds.map(lambda x, y: (resize_and_rescale(x, training=True), y))
+
+            def resize_and_rescale(image, label):
+                return tf.image.resize(tf.cast(image, tf.float32), [180, 180]) / 255.0, label
+
+            train_ds = tf.data.Dataset.from_tensor_slices((x, y))
+            val_ds = tf.data.Dataset.from_tensor_slices((x, y)).map(resize_and_rescale)
+            model.fit(aug_ds, validation_data=val_ds)
+            """,
+            header=TF_SCRIPT,
+        ),
         Valid(
             """
             ds = tf.data.Dataset.range(10).map(f, num_parallel_calls=tf.data.AUTOTUNE)
@@ -144,6 +163,23 @@ class TfDataSerialMap(Rule):
             ds = ds.map(jitter, num_parallel_calls=tf.data.AUTOTUNE)
             ds = ds.map(lambda a: tf.py_function(f, [a], t), num_parallel_calls=tf.data.AUTOTUNE)
             ds = ds.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+            """,
+        ),
+        # the same name bound once, to a model that draws random numbers: reported
+        Invalid(
+            """
+            augment = tf.keras.Sequential([tf.keras.layers.RandomFlip("horizontal")])
+            train_ds = tf.data.Dataset.from_tensor_slices((x, y))
+            aug = train_ds.map(lambda x, y: (augment(x), y))
+            model.fit(aug)
+            """,
+            "4:7",
+            header=TF_SCRIPT,
+            fixed="""
+            augment = tf.keras.Sequential([tf.keras.layers.RandomFlip("horizontal")])
+            train_ds = tf.data.Dataset.from_tensor_slices((x, y))
+            aug = train_ds.map(lambda x, y: (augment(x), y), num_parallel_calls=tf.data.AUTOTUNE)
+            model.fit(aug)
             """,
         ),
         Invalid(
@@ -269,6 +305,8 @@ class TfDataSerialMap(Rule):
             function = mapped.value if mapped is not None else (node.args[0].value if node.args else None)
             if function is not None and self.ctx.tf.stateless(function):
                 return  # TensorFlow runs it in parallel by itself
+            if function is not None and self.ctx.tf.bound_ambiguously(function):
+                return  # stateless or not depends on which binding runs: not guessed
         autotune, imports = self.ctx.reference("tensorflow.data.AUTOTUNE")
         self.report(
             node,

@@ -153,6 +153,10 @@ ACCELERATOR_CALL_PREFIXES = (
     "lightning.Fabric",
     "lightning.fabric.Fabric",
 )
+# Receivers and methods whose name says they time something (`perf_meter.update(n)`,
+# `timer.lap()`, `stopwatch.stop()`): a call of one right after a synchronize is a step timer reading
+# the time the synchronize waited for, when the project index cannot see the timer's code.
+TIMER_NAME = re.compile(r"tim(er|ing)|perf|stopwatch|(^|_)(lap|toc|tick|elapsed)($|_)|throughput", re.IGNORECASE)
 CLOCKS = re.compile(r"^(time\.(time|perf_counter|monotonic|process_time)(_ns)?|timeit\.default_timer)$")
 EXIT_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.linter.analysis.facts import STEPS, TORCH
+from gpulint.linter.analysis.nodes import dotted_name, last_name
+from gpulint.linter.analysis.vocabulary import TIMER_NAME
+from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import TIMED_CUDA_SCRIPT
 
@@ -27,7 +30,10 @@ class SynchronizeInLoop(Rule):
     `torch.cuda.synchronize()` (or `torch.accelerator.synchronize()`, a stream's `.synchronize()`)
     inside a training step loop, not under an interval guard, where the loop does not time
     anything (no `time.perf_counter()`, `time.time()` or CUDA event timing in the loop, nor in the
-    loop that calls the step function holding it).
+    loop that calls the step function holding it, nor in a function of the project the loop calls).
+    Where the timer's code is not in sight (a class of a module not linted), the statement right
+    after the synchronize says it: a call of a timer, by its name (`ips = perf_meter.update(n)`,
+    `timer.lap()`), reads the time the synchronize waited for, and the synchronize is not reported.
 
     ## Why it is slow
     A synchronize makes the host wait until the GPU has finished every queued kernel.  The host can
@@ -106,6 +112,22 @@ class SynchronizeInLoop(Rule):
             """,
             header=TIMED_CUDA_SCRIPT,
         ),
+        # a timer of another module reads the time right after the synchronize
+        Valid(
+            """
+            from utils import PerformanceMeter
+            perf_meter = PerformanceMeter()
+            for epoch in range(3):
+                for step, batch in enumerate(loader):
+                    perf_meter.reset_current_lap()
+                    loss = model(batch).sum()
+                    loss.backward()
+                    optimizer.step()
+                    torch.cuda.synchronize()
+                    ips = perf_meter.update(batch_size)
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
         # after the loop
         Valid(
             """
@@ -143,6 +165,23 @@ class SynchronizeInLoop(Rule):
             "10:37",
             header=TIMED_CUDA_SCRIPT,
         ),
+        # what follows the synchronize is no timer (and not right after it: a log line between)
+        Invalid(
+            """
+            from utils import PerformanceMeter, MetricLogger
+            perf_meter = PerformanceMeter()
+            metric_logger = MetricLogger()
+            for step, batch in enumerate(loader):
+                loss = model(batch).sum()
+                loss.backward()
+                optimizer.step()
+                torch.cuda.synchronize()
+                metric_logger.update(loss=loss)
+                ips = perf_meter.update(batch_size)
+            """,
+            "11:5",
+            header=TIMED_CUDA_SCRIPT,
+        ),
         # aliased import
         Invalid(
             """
@@ -171,4 +210,32 @@ class SynchronizeInLoop(Rule):
             return
         if not self.ctx.loops.per_step_work(node) or self.ctx.loops.times_steps(node):
             return
+        if self._timer_reads_next(node):
+            return
         self.report(node)
+
+    def _timer_reads_next(self, node: cst.Call) -> bool:
+        """Whether the statement right after the synchronize calls a timer the project index cannot
+        see into (`ips = perf_meter.update(n)`, the meter a class of a module not linted): by its
+        name, the timer reads the clock the synchronize made measure the GPU.  A callee the index
+        knows is judged by its code (`times_steps`), not by its name."""
+        statement = self.ctx.statement_of(node)
+        block = self.ctx.parent(statement)
+        body = getattr(block, "body", None)
+        if not isinstance(body, (list, tuple)) or statement not in body:
+            return False
+        position = body.index(statement)
+        if position + 1 >= len(body):
+            return False
+        following = body[position + 1]
+        project = self.ctx.loops.project
+        for call in nodes_under(following):
+            if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+                continue
+            text = dotted_name(call.func)
+            if text is None or (project and project.callee(text) is not None):
+                continue
+            receiver = last_name(call.func.value) or ""
+            if TIMER_NAME.search(receiver) or TIMER_NAME.search(call.func.attr.value):
+                return True
+        return False

@@ -8,6 +8,7 @@ from functools import cached_property
 import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
+from gpulint.linter.analysis.dali import iterator_outputs
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
 from gpulint.linter.analysis.nodes import (
     dotted_name,
@@ -44,7 +45,12 @@ class BlockingHostToDeviceCopy(Rule):
     a slice, in a loop nested in the loop over batches).  A tensor an earlier statement of the step
     already moved is not copied again and is not reported, nor is a copy in a module where
     Accelerate places the batches (an `Accelerator` with `device_placement` left on, its default,
-    and `accelerator.prepare(loader)`: the prepared loader yields batches already on the device).
+    and `accelerator.prepare(loader)`: the prepared loader yields batches already on the device),
+    nor a copy of an output of a DALI iterator (`DALIGenericIterator`, `DALIClassificationIterator`)
+    that the module's pipeline makes on the GPU -- a `device="mixed"` decoder, a `device="gpu"`
+    operator or one given a GPU input, `.gpu()` -- or whose device the module does not show: DALI
+    hands GPU outputs over as CUDA tensors.  Outputs the pipeline makes on the host (the reader's
+    labels) are reported.
     A batch is what the step loop iterates
     (`for x, y in loader`), what is unpacked or indexed from it (`x, y = batch`, `batch["input_ids"]`,
     the values of a `{k: v.to(device) for k, v in batch.items()}`), or a batch parameter of a step
@@ -153,6 +159,43 @@ class BlockingHostToDeviceCopy(Rule):
             """,
             header=CUDA_SCRIPT,
         ),
+        # an output a DALI pipeline makes on the GPU (a "mixed" decoder, an operator of a GPU
+        # input, `.gpu()`): the iterator hands it over as a CUDA tensor
+        Valid(
+            """
+            from nvidia.dali import fn, pipeline_def
+            from nvidia.dali.pipeline import Pipeline
+            from nvidia.dali.plugin.pytorch import DALIClassificationIterator, DALIGenericIterator
+
+            @pipeline_def
+            def train_pipeline(root):
+                jpegs, labels = fn.readers.file(file_root=root, name="Reader")
+                images = fn.decoders.image(jpegs, device="mixed")
+                return fn.crop_mirror_normalize(images, crop=(224, 224)), labels.gpu()
+
+            class ValPipe(Pipeline):
+                def __init__(self, root):
+                    super().__init__(64, 4, 0)
+                    self.input = ops.readers.File(file_root=root)
+                    self.decode = ops.decoders.Image(device="cpu")
+                def define_graph(self):
+                    jpegs, labels = self.input()
+                    return self.decode(jpegs).gpu(), labels
+
+            loader = DALIGenericIterator(train_pipeline(batch_size=64, root="train"), ["images", "labels"])
+            for data in loader:
+                images = data[0]["images"]
+                images = images.cuda()
+                labels = data[0]["labels"].long().cuda()
+                model(images, labels).backward()
+                optimizer.step()
+            val_loader = DALIClassificationIterator([ValPipe("val")])
+            for data in val_loader:
+                model(data[0]["data"].cuda(), labels).backward()
+                optimizer.step()
+            """,
+            header=CUDA_SCRIPT,
+        ),
         # no accelerator in the module: the only device is the host
         Valid(
             """
@@ -188,6 +231,63 @@ class BlockingHostToDeviceCopy(Rule):
                 x = x.to(accelerator.device, non_blocking=True)
                 loss = criterion(model(x), y)
                 accelerator.backward(loss)
+                optimizer.step()
+            """,
+        ),
+        # a DALI output made on the host (the reader's labels, a "cpu" decoder), and every
+        # output of a pipeline that makes none on the GPU
+        Invalid(
+            """
+            from nvidia.dali import fn, pipeline_def
+            from nvidia.dali.plugin.pytorch import DALIClassificationIterator, DALIGenericIterator
+
+            @pipeline_def
+            def train_pipeline(root):
+                jpegs, labels = fn.readers.file(file_root=root, name="Reader")
+                images = fn.decoders.image(jpegs, device="mixed")
+                return images, labels
+
+            @pipeline_def
+            def cpu_pipeline(root):
+                jpegs, labels = fn.readers.file(file_root=root)
+                return fn.decoders.image(jpegs, device="cpu"), labels
+
+            loader = DALIGenericIterator(train_pipeline(batch_size=64, root="train"), ["images", "labels"])
+            for data in loader:
+                labels = data[0]["labels"].long().cuda()
+                model(data[0]["images"], labels).backward()
+                optimizer.step()
+            for data in DALIClassificationIterator(cpu_pipeline(batch_size=64, root="train")):
+                batch = data[0]
+                model(batch["data"].cuda(), batch["label"]).backward()
+                optimizer.step()
+            """,
+            "20:39",
+            "25:25",
+            header=CUDA_SCRIPT,
+            fixed="""
+            from nvidia.dali import fn, pipeline_def
+            from nvidia.dali.plugin.pytorch import DALIClassificationIterator, DALIGenericIterator
+
+            @pipeline_def
+            def train_pipeline(root):
+                jpegs, labels = fn.readers.file(file_root=root, name="Reader")
+                images = fn.decoders.image(jpegs, device="mixed")
+                return images, labels
+
+            @pipeline_def
+            def cpu_pipeline(root):
+                jpegs, labels = fn.readers.file(file_root=root)
+                return fn.decoders.image(jpegs, device="cpu"), labels
+
+            loader = DALIGenericIterator(train_pipeline(batch_size=64, root="train"), ["images", "labels"])
+            for data in loader:
+                labels = data[0]["labels"].long().cuda(non_blocking=True)
+                model(data[0]["images"], labels).backward()
+                optimizer.step()
+            for data in DALIClassificationIterator(cpu_pipeline(batch_size=64, root="train")):
+                batch = data[0]
+                model(batch["data"].cuda(non_blocking=True), batch["label"]).backward()
                 optimizer.step()
             """,
         ),
@@ -347,6 +447,8 @@ class BlockingHostToDeviceCopy(Rule):
             return
         if not self._is_batch(node, root) or self._moved_before(node, root):
             return
+        if self._from_dali_gpu_output(node, receiver):
+            return  # a DALI pipeline made it on the GPU: the copy copies nothing
         self.report(
             node,
             fix=set_keyword(
@@ -373,6 +475,53 @@ class BlockingHostToDeviceCopy(Rule):
             ):
                 return True
         return False
+
+    def _from_dali_gpu_output(self, node: cst.Call, receiver: cst.BaseExpression) -> bool:
+        """Whether the copied tensor is an output of a DALI iterator that the pipeline did not
+        make on the host: on the GPU, or where this module does not say (not guessed at).  The
+        output is the one the batch is indexed by (`data[0]["data"]`, also through `images =
+        data[0]["data"]`); a batch not indexed by an output name is on the GPU only when every
+        output is."""
+        boundary = self.ctx.loops.step_boundary(node)
+        loops = [boundary] if isinstance(boundary, cst.For) else []
+        loops += [a for a in self.ctx.ancestors(node) if isinstance(a, cst.For) and a is not boundary]
+        for loop in loops:
+            outputs = iterator_outputs(self.ctx, loop.iter)
+            if outputs is None:
+                continue
+            keys = [key for key in self._keys(receiver, boundary, 4) if key in outputs]
+            if keys:
+                return outputs[keys[0]] != "cpu"
+            return all(device != "cpu" for device in outputs.values())
+        return False
+
+    def _keys(self, expr: cst.BaseExpression, boundary: cst.CSTNode | None, depth: int) -> list[str]:
+        """The string keys a batch expression is indexed by, through the step's plain views
+        (`images = data[0]["data"]` ... `images.cuda()` -> `["data"]`)."""
+        keys = []
+        while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
+            if isinstance(expr, cst.Subscript):
+                for element in expr.slice:
+                    index = element.slice
+                    if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+                        keys.append(str(index.value.evaluated_value))
+                expr = expr.value
+            elif isinstance(expr, cst.Attribute):
+                expr = expr.value
+            elif isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _VIEW_METHODS:
+                expr = expr.func.value
+            else:
+                break
+        if keys or depth <= 0 or not isinstance(expr, cst.Name):
+            return keys
+        for assign in self.ctx.index.nodes("Assign"):
+            if self.ctx.loops.step_boundary(assign) is not boundary:
+                continue
+            if any(_target_names(t.target) == {expr.value} for t in assign.targets) and isinstance(
+                assign.value, (cst.Subscript, cst.Attribute)
+            ):
+                keys += self._keys(assign.value, boundary, depth - 1)
+        return keys
 
     @cached_property
     def _accelerate_places_batches(self) -> bool:

@@ -584,6 +584,13 @@ class LoopModel:
                 known = [n for n in (self._length(arg, depth) for arg in args) if n is not None]
                 return min(known) if known else None
             return None
+        if (
+            isinstance(iterable, cst.Attribute)
+            and isinstance(iterable.value, cst.Name)
+            and iterable.value.value not in ("self", "cls")
+            and iterable.attr.value in self._argparse_list_defaults
+        ):
+            return self._argparse_list_defaults[iterable.attr.value]  # `for k in args.nb_knn`
         key = target_key(iterable)
         if key is None or depth <= 0 or self._changed_in_place(key):
             return None
@@ -666,13 +673,34 @@ class LoopModel:
     def _argparse_defaults(self) -> dict[str, int]:
         """`--steps` with `default=15` (an `add_argument` of this module): `args.steps` is 15 unless
         the command line says otherwise.  Only integer defaults; the largest when given twice."""
+        return self._argparse_option_defaults(
+            lambda default: int(default.evaluated_value) if isinstance(default, cst.Integer) else None
+        )
+
+    @cached_property
+    def _argparse_list_defaults(self) -> dict[str, int]:
+        """`--nb_knn` with `default=[10, 20, 100, 200]`: `for k in args.nb_knn` runs 4 times unless
+        the command line says otherwise.  The length of a literal list or tuple default."""
+        return self._argparse_option_defaults(
+            lambda default: (
+                len(default.elements)
+                if isinstance(default, (cst.List, cst.Tuple))
+                and not any(isinstance(element, cst.StarredElement) for element in default.elements)
+                else None
+            )
+        )
+
+    def _argparse_option_defaults(self, value_of: Callable[[cst.BaseExpression], int | None]) -> dict[str, int]:
+        """Option name -> `value_of` its `add_argument(..., default=...)` (the largest when given
+        twice), for the options whose default `value_of` can read."""
         found: dict[str, int] = {}
         for call in self.index.nodes("Call"):
             if method_name(call) != "add_argument":
                 continue
             keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
             default = keywords.get("default")
-            if not isinstance(default, cst.Integer):
+            value = value_of(default) if default is not None else None
+            if value is None:
                 continue
             dest = keywords.get("dest")
             flags = [dest] if dest is not None else [arg.value for arg in call.args if arg.keyword is None]
@@ -681,7 +709,7 @@ class LoopModel:
             if not long_names or not isinstance(long_names[0], str):
                 continue
             option = long_names[0].lstrip("-").replace("-", "_")
-            found[option] = max(found.get(option, 0), int(default.evaluated_value))
+            found[option] = max(found.get(option, 0), value)
         return found
 
     def in_event_branch(self, node: cst.CSTNode) -> bool:

@@ -8,7 +8,7 @@ import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
-from gpulint.linter.analysis.nodes import has_star_kwargs, keyword_arg, last_name
+from gpulint.linter.analysis.nodes import has_star_kwargs, is_zero, keyword_arg, last_name
 from gpulint.linter.analysis.pytorch import is_device_target
 from gpulint.linter.analysis.walk import names_under
 from gpulint.linter.findings import Applicability, Fix
@@ -46,6 +46,23 @@ _LIKE_FACTORIES = frozenset(f for f in _FACTORIES if f.endswith("_like"))
 _DEVICE_NAME = re.compile(r"device|^dev$|gpu|cuda|rank", re.I)
 
 
+# Factories whose positional arguments are the tensor's size.
+_SIZE_FACTORIES = frozenset("zeros ones empty full rand randn".split())
+
+
+def _empty(factory: cst.Call, name: str) -> bool:
+    """`torch.empty(0)`, `torch.zeros((0, d))`: a size with a literal 0 in it, so the tensor holds no
+    element and its copy moves no data."""
+    if name not in _SIZE_FACTORIES:
+        return False
+    sizes = [arg.value for arg in factory.args if arg.keyword is None and not arg.star]
+    if name == "full":
+        sizes = sizes[:1]  # `full(size, fill_value)`
+    if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+        sizes = [element.value for element in sizes[0].elements]
+    return any(is_zero(size) for size in sizes)
+
+
 class HostTensorThenCopy(Rule):
     """
     ## What it finds
@@ -58,9 +75,11 @@ class HostTensorThenCopy(Rule):
     factory, and with `.type_as(t)`.
 
     Not reported: a tensor built once, outside any loop (start-up, an export or generation script),
-    or in a loop of a handful of iterations (fewer than 20 known statically): a one-off copy costs
-    microseconds.  Nor `torch.tensor(data)` / `torch.as_tensor(data)`: they read Python or NumPy
-    data on the host whatever the device, so `device=` still builds on the host and copies.
+    or in a loop of a handful of iterations (fewer than 20 known statically, also over an argparse
+    option's list default): a one-off copy costs microseconds.  Nor an empty tensor
+    (`torch.empty(0).to(device)`, a size with a literal 0): there is no data to copy.  Nor
+    `torch.tensor(data)` / `torch.as_tensor(data)`: they read Python or NumPy data on the host
+    whatever the device, so `device=` still builds on the host and copies.
 
     ## Why it is slow
     The factory allocates and fills host memory, then `.to(device)` makes a second, blocking copy
@@ -119,6 +138,32 @@ class HostTensorThenCopy(Rule):
     fix_applicability = Applicability.SAFE
 
     VALID = [
+        # an empty tensor (nothing to copy); a buffer per call of a function a loop over an
+        # argparse option's short list default calls
+        Valid(
+            """
+            import argparse
+
+            class MultiCrop(torch.nn.Module):
+                def forward(self, crops):
+                    output = torch.empty(0).to(crops[0].device)
+                    for crop in crops:
+                        output = torch.cat((output, self.backbone(crop)))
+                    return output
+
+            def knn_classifier(features, k):
+                one_hot = torch.zeros(k, 1000).to(features.device)
+                for chunk in features.split(100):
+                    one_hot.scatter_(1, chunk, 1)
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--nb_knn", default=[10, 20, 100, 200], nargs="+", type=int)
+            args = parser.parse_args()
+            for k in args.nb_knn:
+                knn_classifier(features, k)
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
         Valid(
             """
             import numpy as np
@@ -176,6 +221,38 @@ class HostTensorThenCopy(Rule):
         ),
     ]
     INVALID = [
+        # a tensor with elements, per forward; a buffer per call from a loop over a long list
+        Invalid(
+            """
+            class MultiCrop(torch.nn.Module):
+                def forward(self, crops):
+                    output = torch.empty(len(crops), 0 + 1).to(crops[0].device)
+                    return output
+
+            def knn_classifier(features, k):
+                return torch.zeros(k, 1000).to(features.device)
+
+            parser.add_argument("--nb_knn", default=list(range(50)), nargs="+", type=int)
+            for k in args.nb_knn:
+                knn_classifier(features, k)
+            """,
+            "6:49",
+            "10:33",
+            header=TIMED_CUDA_SCRIPT,
+            fixed="""
+            class MultiCrop(torch.nn.Module):
+                def forward(self, crops):
+                    output = torch.empty(len(crops), 0 + 1, device=crops[0].device)
+                    return output
+
+            def knn_classifier(features, k):
+                return torch.zeros(k, 1000, device=features.device)
+
+            parser.add_argument("--nb_knn", default=list(range(50)), nargs="+", type=int)
+            for k in args.nb_knn:
+                knn_classifier(features, k)
+            """,
+        ),
         # deterministic factories: safe; an asynchronous copy is the author's choice (no fix)
         Invalid(
             """
@@ -278,6 +355,8 @@ class HostTensorThenCopy(Rule):
         if found is None or not self.ctx.loops.runs_repeatedly(node):
             return  # (built once: the copy is a one-off start-up cost)
         factory, name, direct = found
+        if _empty(factory, name):
+            return  # an empty tensor: no data to copy
         fix = self._fix(node, factory, name) if direct and name in _FACTORIES else None
         self.report(node, message=self.message.format(factory=name), fix=fix)
 

@@ -250,9 +250,14 @@ RULES: tuple[RuleInfo, ...] = (
             'already moved is not copied again and is not reported, nor is a copy in a module '
             'where Accelerate places the batches (an `Accelerator` with `device_placement` '
             'left on, its default, and `accelerator.prepare(loader)`: the prepared loader '
-            'yields batches already on the device). A batch is what the step loop iterates '
-            '(`for x, y in loader`), what is unpacked or indexed from it (`x, y = batch`, '
-            '`batch["input_ids"]`, the values of a `{k: v.to(device) for k, v in '
+            'yields batches already on the device), nor a copy of an output of a DALI '
+            "iterator (`DALIGenericIterator`, `DALIClassificationIterator`) that the module's "
+            'pipeline makes on the GPU -- a `device="mixed"` decoder, a `device="gpu"` '
+            'operator or one given a GPU input, `.gpu()` -- or whose device the module does '
+            'not show: DALI hands GPU outputs over as CUDA tensors. Outputs the pipeline '
+            "makes on the host (the reader's labels) are reported. A batch is what the step "
+            'loop iterates (`for x, y in loader`), what is unpacked or indexed from it (`x, y '
+            '= batch`, `batch["input_ids"]`, the values of a `{k: v.to(device) for k, v in '
             'batch.items()}`), or a batch parameter of a step function.'
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
@@ -391,7 +396,11 @@ RULES: tuple[RuleInfo, ...] = (
             '`.synchronize()`) inside a training step loop, not under an interval guard, '
             'where the loop does not time anything (no `time.perf_counter()`, `time.time()` '
             'or CUDA event timing in the loop, nor in the loop that calls the step function '
-            'holding it).'
+            "holding it, nor in a function of the project the loop calls). Where the timer's "
+            'code is not in sight (a class of a module not linted), the statement right after '
+            'the synchronize says it: a call of a timer, by its name (`ips = '
+            'perf_meter.update(n)`, `timer.lap()`), reads the time the synchronize waited '
+            'for, and the synchronize is not reported.'
         ),
         facts=('imports torch', 'takes training steps'),
         tokens=('synchronize',),
@@ -733,7 +742,11 @@ RULES: tuple[RuleInfo, ...] = (
             '(`tf.py_function`), or is not a TensorFlow op, a lambda or a function of the '
             'module (a stateless Keras preprocessing layer, `Rescaling`, counts as an op) -- '
             'or when the project targets an older TensorFlow (its requirements, '
-            '`target-tensorflow`) or turns `map_parallelization` off.'
+            '`target-tensorflow`) or turns `map_parallelization` off. A function whose name '
+            'the module binds to two different things (a notebook with `resize = '
+            'keras.Sequential([...])` in one cell and `def resize(...)` in another) is not '
+            'guessed at: which one runs depends on the order the cells ran, so it is not '
+            'reported on recent TensorFlow.'
         ),
         facts=('imports tensorflow or keras',),
         tokens=('.map(', '.interleave('),

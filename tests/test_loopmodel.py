@@ -457,8 +457,30 @@ def test_keyword_dictionaries_resolve_or_say_they_cannot():
         "        optimizer.step()\n        work()\n",
         "def train_step(x):\n    loss.backward()\n    optimizer.step()\n    work()\n"
         "for i in range(5):\n    train_step(i)\n",
+        # a counter that ends the loop: `enumerate`'s index, a name raised by 1 every iteration
+        "for i, batch in enumerate(loader):\n    if i >= 10:\n        break\n    loss.backward()\n"
+        "    optimizer.step()\n    work()\n",
+        "n = 0\nfor batch in loader:\n    if n > args.num_iter:\n        break\n    loss.backward()\n"
+        "    optimizer.step()\n    work()\n    n += 1\n"
+        "parser.add_argument('--num_iter', type=int, default=8)\nargs = parser.parse_args()\n",
+        "step = 0\nwhile step < 12:\n    loss.backward()\n    optimizer.step()\n    work()\n    step += 1\n",
+        # an argparse option's list default
+        "parser.add_argument('--lrs', default=[0.1, 0.01], nargs='+')\nargs = parser.parse_args()\n"
+        "for lr in args.lrs:\n    loss.backward()\n    optimizer.step()\n    work()\n",
     ],
-    ids=["literal-range", "literal-list", "constant", "default-argument", "argparse-default", "nested", "caller"],
+    ids=[
+        "literal-range",
+        "literal-list",
+        "constant",
+        "default-argument",
+        "argparse-default",
+        "nested",
+        "caller",
+        "enumerate-break",
+        "counter-break",
+        "while-counter",
+        "argparse-list",
+    ],
 )
 def test_a_loop_of_a_handful_of_steps_is_not_per_step(source):
     ctx = context("import torch\n" + source)
@@ -482,8 +504,32 @@ def test_a_loop_of_a_handful_of_steps_is_not_per_step(source):
         "    optimizer.step()\n",
         "def train(steps=15):\n    for i in range(steps):\n        loss.backward()\n        optimizer.step()\n"
         "        work()\nfor epoch in range(epochs):\n    train()\n",
+        # a break after many steps; on the data; a counter raised only sometimes, skipped by
+        # `continue`, or set to 0 again inside the loop
+        "for i, batch in enumerate(loader):\n    if i >= 500:\n        break\n    loss.backward()\n"
+        "    optimizer.step()\n    work()\n",
+        "for batch in loader:\n    if loss < 10:\n        break\n    loss.backward()\n    optimizer.step()\n"
+        "    work()\n",
+        "n = 0\nfor i, batch in enumerate(loader, 1):\n    if i % 4 == 0:\n        n += 1\n    if n >= 10:\n"
+        "        break\n    loss.backward()\n    optimizer.step()\n    work()\n",
+        "n = 0\nfor batch in loader:\n    if bad(batch):\n        continue\n    n += 1\n    if n >= 10:\n"
+        "        break\n    loss.backward()\n    optimizer.step()\n    work()\n",
+        "for batch in loader:\n    n = 0\n    n += 1\n    if n >= 10:\n        break\n    loss.backward()\n"
+        "    optimizer.step()\n    work()\n",
     ],
-    ids=["twenty", "grown", "overridden", "unknown-argument", "accumulation", "called-in-long-loop"],
+    ids=[
+        "twenty",
+        "grown",
+        "overridden",
+        "unknown-argument",
+        "accumulation",
+        "called-in-long-loop",
+        "late-break",
+        "data-break",
+        "counter-under-if",
+        "counter-skipped",
+        "counter-reset",
+    ],
 )
 def test_a_loop_whose_length_is_not_known_short_stays_per_step(source):
     ctx = context("import torch\n" + source)

@@ -439,7 +439,8 @@ EXPLANATIONS: dict[str, str] = {
         '\n'
         'Not reported: a tensor built once, outside any loop (start-up, an export or generation script),\n'
         'or in a loop of a handful of iterations (fewer than 20 known statically, also over an argparse\n'
-        "option's list default): a one-off copy costs microseconds.  Nor an empty tensor\n"
+        "option's list default or up to a counter's `break`): a one-off copy costs micros"
+        'econds.  Nor an empty tensor\n'
         '(`torch.empty(0).to(device)`, a size with a literal 0): there is no data to copy.  Nor\n'
         '`torch.tensor(data)` / `torch.as_tensor(data)`: they read Python or NumPy data on the host\n'
         'whatever the device, so `device=` still builds on the host and copies.\n'

@@ -28,11 +28,14 @@ below the loop that calls it):
 * a *short* step loop runs fewer than `SHORT_LOOP_STEPS` (20) steps in all, as the code says
   statically: `range(N)` of a literal, of a name only ever given literals (`num_batches = 3`), of a
   parameter's default (`def train(steps=15)`), of an argparse default (`range(args.steps)` with
-  `add_argument("--steps", default=15)`), a literal list, `enumerate`/`zip`/`tqdm` of those --
-  times every loop around it in its function and, for a function of this module, around its
-  calls.  A demo or a smoke test: what a step costs there is fixed start-up noise (CUDA context,
-  model load take seconds; 20 syncs or prints take milliseconds), so code in a short step loop,
-  and a step function called only from short loops, is not per step;
+  `add_argument("--steps", default=15)`), a literal list or an argparse list default (`for k in
+  args.nb_knn`), `enumerate`/`zip`/`tqdm` of those, or fewer where a counter ends the loop first
+  (`if i >= 10: break` among the body's own statements, `i` from `enumerate` or raised by 1 every
+  iteration from 0; `while step < 10:`) -- times every loop around it in its function and, for a
+  function of this module, around its calls.  A demo or a smoke test: what a step costs there is
+  fixed start-up noise (CUDA context, model load take seconds; 20 syncs or prints take
+  milliseconds), so code in a short step loop, and a step function called only from short loops,
+  is not per step;
 * code runs *repeatedly* when it runs per step, in a loop not known to be short, in a method a
   framework calls per batch or sample (`forward`, `__call__`, Keras' `call`, Lightning's
   `*_step`, `__getitem__`), or in a function of this module called from such code: where a
@@ -557,10 +560,96 @@ class LoopModel:
         return runs * most
 
     def iterations(self, loop: cst.For | cst.While) -> int | None:
-        """How many times a loop iterates, when the code says so statically (module docstring)."""
-        if not isinstance(loop, cst.For):
+        """How many times a loop iterates, when the code says so statically (module docstring): the
+        length of what a `for` iterates, or fewer where a counter ends the loop first (`if i >= 10:
+        break` at the top level of its body, `while step < 10:`)."""
+        counts = [self._length(loop.iter, 2)] if isinstance(loop, cst.For) else []
+        counts.append(self._counted_bound(loop))
+        known = [count for count in counts if count is not None]
+        return min(known) if known else None
+
+    def _counted_bound(self, loop: cst.For | cst.While) -> int | None:
+        """The most iterations a counter of the loop allows: a counter is `enumerate`'s index (from
+        0) or a name the loop's own body raises by 1 (and by positive steps only) that the module
+        only ever sets to 0; it ends the loop by `while counter < N` or by `if counter >= N: break`
+        (also `>`, `==`) among the body's own statements, N known statically."""
+        counters = self._loop_counters(loop)
+        if not counters:
             return None
-        return self._length(loop.iter, 2)
+        tests: list[cst.BaseExpression] = []
+        if isinstance(loop, cst.While):
+            tests.append(loop.test)
+        for statement in loop.body.body if isinstance(loop.body, cst.IndentedBlock) else ():
+            if (
+                isinstance(statement, cst.If)
+                and statement.orelse is None
+                and isinstance(statement.body, cst.IndentedBlock)
+                and len(statement.body.body) == 1
+                and isinstance(statement.body.body[0], cst.SimpleStatementLine)
+                and any(isinstance(small, cst.Break) for small in statement.body.body[0].body)
+            ):
+                tests.append(statement.test)
+        bounds = []
+        for test in tests:
+            if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+                continue
+            if not (isinstance(test.left, cst.Name) and test.left.value in counters):
+                continue
+            limit = self._static_int(test.comparisons[0].comparator, loop)
+            operator = test.comparisons[0].operator
+            if limit is None or limit < 0:
+                continue
+            is_while = test is getattr(loop, "test", None)
+            if is_while and isinstance(operator, (cst.LessThan, cst.LessThanEqual, cst.NotEqual)):
+                bounds.append(limit + (1 if isinstance(operator, cst.LessThanEqual) else 0))
+            elif not is_while and isinstance(operator, (cst.GreaterThanEqual, cst.GreaterThan, cst.Equal)):
+                bounds.append(limit + (2 if isinstance(operator, cst.GreaterThan) else 1))
+        return min(bounds) if bounds else None
+
+    def _loop_counters(self, loop: cst.For | cst.While) -> set[str]:
+        counters = set()
+        if isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and dotted_name(loop.iter.func) == "enumerate":
+            start = [arg.value for arg in loop.iter.args[1:]]
+            target = loop.target
+            if (
+                len(loop.iter.args) >= 1
+                and all(is_zero(value) for value in start)
+                and isinstance(target, cst.Tuple)
+                and target.elements
+                and isinstance(target.elements[0].value, cst.Name)
+            ):
+                counters.add(target.elements[0].value.value)
+        # A name raised on every iteration: `n += 1` as a statement of the body itself (not under an
+        # `if`), in a body no `continue` skips the rest of.
+        if any(
+            isinstance(node, cst.Continue) and loop_around(self.index, node)[0] is loop
+            for node in nodes_under(loop.body)
+        ):
+            return counters
+        raises: dict[str, list[cst.AugAssign]] = {}
+        for aug in self.index.nodes("AugAssign"):
+            if isinstance(aug.target, cst.Name):
+                raises.setdefault(aug.target.value, []).append(aug)
+        for name, augs in raises.items():
+            every_iteration = any(
+                isinstance(aug.operator, cst.AddAssign)
+                and isinstance(aug.value, cst.Integer)
+                and aug.value.evaluated_value == 1
+                and (line := self.index.parent(aug)) is not None
+                and self.index.parent(line) is loop.body
+                for aug in augs
+            )
+            only_up = all(
+                isinstance(aug.operator, cst.AddAssign) and isinstance(aug.value, (cst.Integer, cst.Float))
+                for aug in augs
+            )
+            set_to = self.values.assigned.get(name, ())
+            from_zero_before = bool(set_to) and all(
+                is_zero(value) and not any(a is loop for a in self.index.ancestors(value)) for value in set_to
+            )
+            if every_iteration and only_up and from_zero_before:
+                counters.add(name)
+        return counters
 
     def _length(self, iterable: cst.BaseExpression, depth: int) -> int | None:
         if isinstance(iterable, (cst.List, cst.Tuple, cst.Set)):

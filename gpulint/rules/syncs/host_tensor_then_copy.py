@@ -76,7 +76,7 @@ class HostTensorThenCopy(Rule):
 
     Not reported: a tensor built once, outside any loop (start-up, an export or generation script),
     or in a loop of a handful of iterations (fewer than 20 known statically, also over an argparse
-    option's list default): a one-off copy costs microseconds.  Nor an empty tensor
+    option's list default or up to a counter's `break`): a one-off copy costs microseconds.  Nor an empty tensor
     (`torch.empty(0).to(device)`, a size with a literal 0): there is no data to copy.  Nor
     `torch.tensor(data)` / `torch.as_tensor(data)`: they read Python or NumPy data on the host
     whatever the device, so `device=` still builds on the host and copies.

@@ -224,6 +224,45 @@ def test_a_clock_read_by_a_helper_of_another_module_makes_a_timing_loop(project)
     assert findings(paths["train"], index.view(paths["train"]), select=("GL204",)) == []
 
 
+TIMED_LOOP = """
+import torch
+from meters import {cls}
+
+{name} = {cls}()
+for batch in loader:
+    model(batch).sum().backward()
+    optimizer.step()
+    torch.cuda.synchronize()
+    ips = {name}.update(len(batch))
+"""
+METERS = """
+import time
+
+
+class PerformanceMeter:
+    def update(self, n):
+        return n / (time.time() - self.start)
+
+
+class MetricLogger:
+    def update(self, n):
+        self.count += n
+"""
+
+
+@pytest.mark.parametrize(
+    "cls, name, timed", [("PerformanceMeter", "perf_meter", True), ("MetricLogger", "metric_logger", False)]
+)
+def test_a_timer_right_after_a_synchronize_is_known_by_its_code_or_without_it_by_its_name(tmp_path, cls, name, timed):
+    paths = write_project(tmp_path, meters=METERS, train=TIMED_LOOP.format(cls=cls, name=name))
+    expected = [] if timed else [("GL204", 8)]
+    # Alone, train.py cannot see the meter's code: the name of the call right after the
+    # synchronize says whether a timer reads the time it waited for.  With the index, its code does.
+    assert findings(paths["train"], select=("GL204",)) == expected
+    index = RunIndex([paths["train"], paths["meters"]])
+    assert findings(paths["train"], index.view(paths["train"]), select=("GL204",)) == expected
+
+
 def test_the_cli_indexes_the_project_unless_told_not_to(project, capsys, monkeypatch):
     paths, _ = project
     monkeypatch.chdir(paths["utils"].parent)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.linter.analysis.facts import STEPS, TORCH
-from gpulint.linter.analysis.nodes import dotted_name, last_name
+from gpulint.linter.analysis.nodes import last_name
 from gpulint.linter.analysis.vocabulary import TIMER_NAME
 from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -215,10 +215,11 @@ class SynchronizeInLoop(Rule):
         self.report(node)
 
     def _timer_reads_next(self, node: cst.Call) -> bool:
-        """Whether the statement right after the synchronize calls a timer the project index cannot
-        see into (`ips = perf_meter.update(n)`, the meter a class of a module not linted): by its
-        name, the timer reads the clock the synchronize made measure the GPU.  A callee the index
-        knows is judged by its code (`times_steps`), not by its name."""
+        """Whether the statement right after the synchronize calls a timer, by its name (`ips =
+        perf_meter.update(n)`, `timer.lap()`): where the timer's code is not in the run (a class of
+        a module not linted) its name is what says it reads the clock the synchronize made measure
+        the GPU.  (A project function the index sees reading a clock already makes the loop a
+        timing loop: `times_steps`.)"""
         statement = self.ctx.statement_of(node)
         block = self.ctx.parent(statement)
         body = getattr(block, "body", None)
@@ -228,12 +229,8 @@ class SynchronizeInLoop(Rule):
         if position + 1 >= len(body):
             return False
         following = body[position + 1]
-        project = self.ctx.loops.project
         for call in nodes_under(following):
             if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
-                continue
-            text = dotted_name(call.func)
-            if text is None or (project and project.callee(text) is not None):
                 continue
             receiver = last_name(call.func.value) or ""
             if TIMER_NAME.search(receiver) or TIMER_NAME.search(call.func.attr.value):

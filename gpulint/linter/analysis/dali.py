@@ -33,6 +33,7 @@ _ITERATOR = re.compile(
 _DEFAULT_OUTPUT_MAP = ("data", "label")  # DALIClassificationIterator's
 _DEVICES = {"gpu": "gpu", "mixed": "gpu", "cpu": "cpu"}  # a "mixed" operator's output is on the GPU
 _DEPTH = 12  # how many assignments and operators an output is followed through
+_CYCLE = "cycle"  # (a name's device while it is being read)
 
 # Output name -> "gpu", "cpu" or None (not known).
 OutputDevices = dict[str, str | None]
@@ -44,7 +45,7 @@ def iterator_outputs(ctx: FileContext, iterated: cst.BaseExpression) -> OutputDe
     module."""
     if isinstance(iterated, cst.Call) and dotted_name(iterated.func) == "enumerate" and iterated.args:
         iterated = iterated.args[0].value
-    for origin in ctx.values.origins(iterated) or [iterated]:
+    for origin in [iterated, *(ctx.values.origins(iterated) or ())]:
         if isinstance(origin, cst.Call) and _ITERATOR.match(ctx.call_qualified_name(origin) or ""):
             return _outputs_of(ctx, origin)
     return None
@@ -67,11 +68,13 @@ def _outputs_of(ctx: FileContext, iterator: cst.Call) -> OutputDevices:
         return {}
     pipeline = keyword_arg(iterator, "pipelines")
     expr = pipeline.value if pipeline is not None else positional[0].value if positional else None
-    returned = _pipeline_outputs(ctx, expr) if expr is not None else None
-    if returned is None or len(returned) != len(names):
+    pipeline_outputs = _pipeline_outputs(ctx, expr) if expr is not None else None
+    if pipeline_outputs is None or len(pipeline_outputs[0]) != len(names):
         return dict.fromkeys(names)
-    reader = _DeviceReader(ctx, returned[1])
-    return {name: reader.device(value, _DEPTH) for name, value in zip(names, returned[0], strict=True)}
+    returned, scope = pipeline_outputs
+    reader = _DeviceReader(ctx, scope)
+    devices = {name: reader.device(value, _DEPTH) for name, value in zip(names, returned, strict=True)}
+    return {name: None if device == _CYCLE else device for name, device in devices.items()}
 
 
 def _pipeline_outputs(
@@ -121,6 +124,10 @@ class _DeviceReader:
     def __init__(self, ctx: FileContext, scope: cst.CSTNode) -> None:
         self.ctx = ctx
         self.assigned: dict[str, list[cst.BaseExpression]] = {}
+        # Each name's device, once read, so that a pipeline that reuses names costs one pass over
+        # its assignments; `_CYCLE` while it is being read: in `x = op(x)`, the `x` read is one of
+        # the name's other values, which the name's device already joins.
+        self.named: dict[str, str | None] = {}
         for node in nodes_under(scope):
             if isinstance(node, cst.Assign):
                 for target in node.targets:
@@ -139,12 +146,16 @@ class _DeviceReader:
         if depth <= 0:
             return None
         if isinstance(expr, (cst.Name, cst.Attribute)):
-            key = dotted_name(expr)
-            values = self.assigned.get(key or "")
+            key = dotted_name(expr) or ""
+            if key in self.named:
+                return self.named[key]
+            values = self.assigned.get(key)
             if not values:
                 return None
-            devices = {self.device(value, depth - 1) for value in values}
-            return devices.pop() if len(devices) == 1 else None
+            self.named[key] = _CYCLE
+            devices = {self.device(value, depth - 1) for value in values} - {_CYCLE}
+            self.named[key] = devices.pop() if len(devices) == 1 else None
+            return self.named[key]
         if not isinstance(expr, cst.Call):
             return None
         if method_name(expr) == "gpu":
@@ -152,10 +163,14 @@ class _DeviceReader:
         operator = self._operator(expr)
         if operator is None:
             return None  # not a DALI operator: what it returns is not known
-        stated = _stated_device(expr) or _stated_device(operator)
-        if stated is not None:
-            return stated
+        for call in (expr, operator):
+            device = keyword_arg(call, "device")
+            if device is not None:  # a literal, or a variable: not known here
+                return _stated_device(device.value)
         inputs = [self.device(arg.value, depth - 1) for arg in positional_args(expr)]
+        if inputs and all(device == _CYCLE for device in inputs):
+            return _CYCLE  # `x = op(x)`: where x already is
+        inputs = [device for device in inputs if device != _CYCLE]
         if "gpu" in inputs:
             return "gpu"  # DALI runs an operator given a GPU input on the GPU
         if None in inputs:
@@ -173,8 +188,8 @@ class _DeviceReader:
         return None
 
 
-def _stated_device(call: cst.Call) -> str | None:
-    device = keyword_arg(call, "device")
-    if device is not None and isinstance(device.value, cst.SimpleString):
-        return _DEVICES.get(str(device.value.evaluated_value))
+def _stated_device(device: cst.BaseExpression) -> str | None:
+    """The device a `device=` argument names, when it is a literal DALI knows."""
+    if isinstance(device, cst.SimpleString):
+        return _DEVICES.get(str(device.evaluated_value))
     return None

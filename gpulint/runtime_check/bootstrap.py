@@ -47,6 +47,7 @@ parent can line its CPU and GPU samples up with the child's measurement window.
 """
 
 import functools
+import gc
 import importlib.abc
 import importlib.util
 import json
@@ -1536,6 +1537,12 @@ def main(argv) -> int:
     finally:
         if os.getpid() == STATE.pid:  # not in a forked worker that unwinds through here
             _write_json(STATE.out, STATE.result(status, exit_code, error))
+    if status == "stopped":
+        # The stopped script's objects (its frames went with the exception) are collected now,
+        # while threads still run: a tf.data iterator over a Python generator left for the
+        # interpreter's shutdown waits there for its producer thread, which can no longer take
+        # the GIL, and the process never exits.
+        gc.collect()
     sys.stdout.flush()
     sys.stderr.flush()
     return exit_code

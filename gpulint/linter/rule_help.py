@@ -650,7 +650,9 @@ EXPLANATIONS: dict[str, str] = {
         '```\n'
         '\n'
         '## Fix (unsafe)\n'
-        'Wraps the statement in `if <step counter> % <N> == <first value>:`.  N fits the loop: the\n'
+        'Wraps the statement in `if <step counter> % <N> == <first value>:` -- or, where it sits in a\n'
+        'loop inside the step that only logs (gradient norms over `model.named_parameters()`), that\n'
+        'loop, so one guard does what one per line would.  N fits the loop: the\n'
         "interval of the loop's own logging guard when it has one (`if batch_idx % args.log_interval ==\n"
         '0:`); else, for a loop whose length the code states (`range(500)`, a default argument, or a\n'
         '`break` on a count: `if n > args.num_iter: break` with `n += 1`), a tenth of it rounded down to\n'

@@ -16,7 +16,10 @@ The interval fits the loop (`_interval`):
 
 What goes under one guard:
 
-* the statement that holds the finding;
+* the statement that holds the finding -- or, when it sits in a loop inside the step that only
+  logs (`for name, p in model.named_parameters():` over `if "weight" in name:
+  writer.add_scalar(...)`), that whole loop: one guard around it, not one per line
+  (`_logging_loop_around`);
 * the statements right after it that use a name it assigns (`acc = evaluate(...)` then
   `print(acc)`), so the guarded value is never read unset -- and when such a name is read further
   away, no fix is offered (it could not be written without guessing);
@@ -206,6 +209,9 @@ def _plan(ctx: FileContext, node: cst.CSTNode, configured: int, adopt_loop_guard
     assert isinstance(statement, cst.BaseStatement)  # what an indented block holds
     if _under_data_condition(ctx, statement, loop, counter):
         return None
+    statement = _logging_loop_around(ctx, statement, loop)
+    block = ctx.parent(statement)
+    assert isinstance(block, cst.IndentedBlock)  # a loop inside the step loop's indented body
     interval = _interval(ctx, loop, counter, configured, adopt_loop_guard)
     if interval is None:
         return None
@@ -240,6 +246,37 @@ def _plan(ctx: FileContext, node: cst.CSTNode, configured: int, adopt_loop_guard
                 return None  # a guard of the loop's own that cannot be merged into the new one exactly
             dissolved.add(id(inner))
     return _Plan(interval, statements, body[anchor_at], frozenset(dissolved))
+
+
+def _logging_loop_around(
+    ctx: FileContext, statement: cst.BaseStatement, loop: cst.For | cst.While
+) -> cst.BaseStatement:
+    """The outermost loop inside the step loop around `statement` whose body only logs (`for name,
+    p in model.named_parameters():` over `if "weight" in name: writer.add_scalar(...)`): one guard
+    around that loop does what a guard per line would, and skips the loop too.  Else `statement`."""
+    lifted = statement
+    for ancestor in ctx.ancestors(statement):
+        if ancestor is loop or isinstance(ancestor, SCOPE_TYPES):
+            break
+        if isinstance(ancestor, cst.For) and ancestor.orelse is None and _only_logs(ctx, ancestor.body):
+            lifted = ancestor
+    return lifted
+
+
+def _only_logs(ctx: FileContext, suite: cst.BaseSuite) -> bool:
+    """Whether every statement of `suite` is a logging call, or an `if` or `for` of only those."""
+    return isinstance(suite, cst.IndentedBlock) and all(_logs_only(ctx, statement) for statement in suite.body)
+
+
+def _logs_only(ctx: FileContext, statement: cst.CSTNode) -> bool:
+    if isinstance(statement, cst.If):
+        orelse = statement.orelse
+        if isinstance(orelse, cst.If):
+            return _only_logs(ctx, statement.body) and _logs_only(ctx, orelse)
+        return _only_logs(ctx, statement.body) and (orelse is None or _only_logs(ctx, orelse.body))
+    if isinstance(statement, cst.For):
+        return statement.orelse is None and _only_logs(ctx, statement.body)
+    return _is_logging_statement(ctx, statement)
 
 
 def _interval(

@@ -61,7 +61,9 @@ class PerStepLogging(Rule):
     ```
 
     ## Fix (unsafe)
-    Wraps the statement in `if <step counter> % <N> == <first value>:`.  N fits the loop: the
+    Wraps the statement in `if <step counter> % <N> == <first value>:` -- or, where it sits in a
+    loop inside the step that only logs (gradient norms over `model.named_parameters()`), that
+    loop, so one guard does what one per line would.  N fits the loop: the
     interval of the loop's own logging guard when it has one (`if batch_idx % args.log_interval ==
     0:`); else, for a loop whose length the code states (`range(500)`, a default argument, or a
     `break` on a count: `if n > args.num_iter: break` with `n += 1`), a tenth of it rounded down to
@@ -570,10 +572,52 @@ class PerStepLogging(Rule):
                     for info in infos:
                         if "episode" in info:
                             print(info["episode"]["r"])
-                    for name, para in model.named_parameters():
-                        if "weight" in name:
-                            if batch_index % 100 == 0:
+                    if batch_index % 100 == 0:
+                        for name, para in model.named_parameters():
+                            if "weight" in name:
                                 writer.add_scalar("grad/weights", para.grad.norm(), batch_index)
+            """,
+        ),
+        # a loop inside the step that only logs (the last layer's gradient norms, by name) gets
+        # one guard around it, not one per line, and joins the guard of the log lines after it;
+        # the comment above a line stays above it
+        Invalid(
+            """
+            for epoch in range(3):
+                for batch_index, (images, labels) in enumerate(loader):
+                    loss = criterion(model(images), labels)
+                    loss.backward()
+                    optimizer.step()
+                    last_layer = list(model.children())[-1]
+                    for name, para in last_layer.named_parameters():
+                        if "weight" in name:
+                            writer.add_scalar("grad/weights", para.grad.norm(), batch_index)
+                        elif "bias" in name:
+                            writer.add_scalar("grad/bias", para.grad.norm(), batch_index)
+
+                    # the training loss
+                    writer.add_scalar("train/loss", loss, batch_index)
+            """,
+            "13:17",
+            "15:17",
+            "18:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for batch_index, (images, labels) in enumerate(loader):
+                    loss = criterion(model(images), labels)
+                    loss.backward()
+                    optimizer.step()
+                    last_layer = list(model.children())[-1]
+                    if batch_index % 100 == 0:
+                        for name, para in last_layer.named_parameters():
+                            if "weight" in name:
+                                writer.add_scalar("grad/weights", para.grad.norm(), batch_index)
+                            elif "bias" in name:
+                                writer.add_scalar("grad/bias", para.grad.norm(), batch_index)
+
+                        # the training loss
+                        writer.add_scalar("train/loss", loss, batch_index)
             """,
         ),
         # the loop's own guard lends its interval; a read-back further up that only the log line

@@ -94,6 +94,10 @@ EXPLANATIONS: dict[str, str] = {
         'other processes, so it must be picklable, and per-worker random state and open file handles\n'
         'behave differently.\n'
         '\n'
+        'A `num_workers=0` written in the call is a value its author chose -- an evaluation loader over\n'
+        'cheap synthetic data, a run kept in one process to debug it -- and is reported with no fix (the\n'
+        'message says so), as an explicit trainer argument is: set the workers yourself where they pay.\n'
+        '\n'
         'In a module that runs one process per GPU (it uses `torch.distributed` -- `init_process_group`,\n'
         '`DistributedDataParallel`, `DistributedSampler` -- or Accelerate: what `torchrun`, `accelerate\n'
         'launch` and `mp.spawn` scripts do), every rank starts its own workers, and the default would\n'
@@ -155,10 +159,15 @@ EXPLANATIONS: dict[str, str] = {
         '\n'
         "* the script's own flag, where one is in scope: a name given only a test of the accelerator\n"
         '  (`use_cuda = not args.no_cuda and torch.cuda.is_available()`) -> `pin_memory=use_cuda`;\n'
-        '* else, where the script asks whether an accelerator is there (`torch.cuda.is_available()`,\n'
-        '  `torch.accelerator.is_available()`, `torch.backends.mps.is_available()` anywhere in it):\n'
-        '  `pin_memory=torch.cuda.is_available()`;\n'
-        '* else (the script always runs on the GPU: `torch.device("cuda")`, `.cuda()`) `pin_memory=True`.\n'
+        '* else, where the script always runs on the GPU -- a `.cuda()` call or a `"cuda"` device\n'
+        '  string under no condition (`torch.device("cuda")`, `device = "cuda"`; not a command line\'s\n'
+        '  default, which the user may change), and no question anywhere whether an accelerator is\n'
+        '  there -- `pin_memory=True`;\n'
+        '* else `pin_memory=torch.cuda.is_available()`: the script asks whether an accelerator is there\n'
+        '  (`torch.cuda.is_available()`, `torch.accelerator.is_available()`,\n'
+        "  `torch.backends.mps.is_available()`), or its device comes from elsewhere (a trainer's\n"
+        "  `device`, a config's `MODEL.DEVICE`, `.cuda()` under `if args.gpu:`, a helper module that\n"
+        '  builds the loader for a script that decides), so it may run without a GPU.\n'
         '\n'
         'A `pin_memory=` given as a variable is left alone.'
     ),
@@ -385,6 +394,8 @@ EXPLANATIONS: dict[str, str] = {
         'read-backs that only feed the guarded lines move under it).  Elsewhere -- the value feeds the\n'
         'computation, or decides control flow (`if torch.isnan(loss): break`, early stopping) -- there is\n'
         'no automatic fix: the read is still a sync, but skipping it would change what the program does.\n'
+        'Nor is the log line guarded when the step reads the same tensor back anyway outside logging\n'
+        '(`losses.append(loss.item())` below it): the guard would save no wait, only silence the log.\n'
         'A condition on a tensor (`if loss > 10: break`) and a count of a selection get none either:\n'
         'keep the value on the device (`torch.where`, `mask.sum()`, `torch.count_nonzero(t)`) and read\n'
         'it back every N steps.  Unsafe: the program prints less often.'
@@ -650,21 +661,25 @@ EXPLANATIONS: dict[str, str] = {
         '```\n'
         '\n'
         '## Fix (unsafe)\n'
-        'Wraps the statement in `if <step counter> % <N> == <first value>:`.  N fits the loop: the\n'
+        'Wraps the statement in `if <step counter> % <N> == <first value>:` -- or, where it sits in a\n'
+        'loop inside the step that only logs (gradient norms over `model.named_parameters()`), that\n'
+        'loop, so one guard does what one per line would.  N fits the loop: the\n'
         "interval of the loop's own logging guard when it has one (`if batch_idx % args.log_interval ==\n"
-        '0:`); else, for a loop whose length the code states (`range(500)`, a default argument), a tenth\n'
-        'of it rounded down to 1, 2 or 5 times a power of ten, so the loop still logs ten times a pass\n'
-        '(500 steps: every 50) -- at most `log-every`, which is N where the length is not known (a\n'
-        "loader).  A loop too short for an interval of 2 gets no fix.  The guard is true on the counter's\n"
-        'first value (`enumerate(loader, 1)`: `% 100 == 1`), so every pass logs at least once.  The\n'
-        'read-backs whose values only the guarded lines use move under the guard with them (`lossf =\n'
-        'loss.item()`; a `.item()` further up too, when nothing in between touches what it reads); a\n'
-        "guard of the loop's own among the moved lines is merged into the new one, never left nested\n"
-        "inside it.  No fix for a log under a condition on the step's data (`if dones[t]:`, `if\n"
-        '"episode" in info:`): it logs events.  Offered only when the loop has a step counter; a moved\n'
-        "line keeps its layout, or is wrapped at the project's line length where the file is laid out\n"
-        'as black and ruff format would.  Unsafe: the program prints or logs less often. '
-        ' Warnings and errors\n'
+        '0:`); else, for a loop whose length the code states (`range(500)`, a default argument, or a\n'
+        '`break` on a count: `if n > args.num_iter: break` with `n += 1`), a tenth of it rounded down to\n'
+        '1, 2 or 5 times a power of ten, so the loop still logs ten times a pass (500 steps: every 50) --\n'
+        'at most `log-every`, which is N where the length is not known (a loader).  A loop too short for\n'
+        "an interval of 2 gets no fix.  The guard is true on the counter's first value\n"
+        '(`enumerate(loader, 1)`: `% 100 == 1`), so every pass logs at least once.  The read-backs whose\n'
+        'values only the guarded lines use move under the guard with them (`lossf = loss.item()`; a\n'
+        "`.item()` further up too, when nothing in between touches what it reads); a guard of the loop's\n"
+        'own among the moved lines is merged into the new one, never left nested inside it.  No fix for a\n'
+        'log under a condition on the step\'s data (`if dones[t]:`, `if "episode" in info:`): it logs\n'
+        'events; nor where the step reads a tensor the log line reads back again outside logging\n'
+        '(`losses.append(loss.item())`, the curve an LR finder plots): the guard would save no wait and\n'
+        'only silence the progress.  Offered only when the loop has a step counter; a moved line keeps\n'
+        "its layout, or is wrapped at the project's line length where the file is laid out as black and\n"
+        'ruff format would.  Unsafe: the program prints or logs less often.  Warnings and errors\n'
         '(`logger.warning`), code in `except` handlers and branches that `continue`/`break` are events,\n'
         'not per-step logging, and are not reported.'
     ),
@@ -1279,7 +1294,14 @@ EXPLANATIONS: dict[str, str] = {
         "Adds `num_parallel_calls=tf.data.AUTOTUNE` (spelled with the module's own `tensorflow` alias).\n"
         'Safe: parallel `map` keeps the order of elements (`deterministic` defaults to true), so the\n'
         'pipeline yields the same elements in the same order.  Only receivers known to be tf.data\n'
-        'datasets are reported: `.map` on anything else is never touched.'
+        'datasets are reported: `.map` on anything else is never touched.\n'
+        '\n'
+        'No fix where the code shows the serial pipeline is meant (the finding stays, and says why):\n'
+        'the same file runs the same work with `num_parallel_calls` elsewhere -- the same function, or\n'
+        "a lambda calling the same functions (a guide's naive version next to its parallel one: the\n"
+        'author knows the option and chose serial here) -- or the pipeline is handed, directly or by its\n'
+        'name, to a function of the file that iterates it, reads a clock and trains nothing (a\n'
+        'benchmark, whose baseline the fix would change).'
     ),
     'GL702': (
         '## What it finds\n'

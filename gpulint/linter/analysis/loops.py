@@ -687,6 +687,11 @@ class LoopModel:
         known = [n for n in lengths if n is not None]
         return max(known) if known and len(known) == len(lengths) else None
 
+    def static_int(self, expr: cst.BaseExpression, where: cst.CSTNode) -> int | None:
+        """The largest value an integer expression at `where` may have, when the module says (a
+        literal, a name only ever given literals, an argparse default: see `_static_int`)."""
+        return self._static_int(expr, where)
+
     def _static_int(self, expr: cst.BaseExpression, where: cst.CSTNode, depth: int = 3) -> int | None:
         """The largest value an integer expression may have, when the module says: a literal, a
         name only ever given literals (its assignments, a parameter's default and the arguments

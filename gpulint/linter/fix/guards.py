@@ -5,7 +5,8 @@ The interval fits the loop (`_interval`):
 * a loop that already guards logging by its counter (`if batch_idx % args.log_interval == 0:`)
   lends its condition to the logging guards the fixes add there (one interval, guards that join);
 * otherwise a loop whose length the code states (`range(500)`, a default argument, an argparse
-  default, a literal list: `LoopModel.iterations`) runs the work at least `RUNS_PER_PASS` (10) times
+  default, a literal list: `LoopModel.iterations`; or a `break` on a count in its body, `if n >
+  args.num_iter: break` with `n += 1` in the loop: `_break_bound`) runs the work at least `RUNS_PER_PASS` (10) times
   a pass: the interval is the loop's length / 10 rounded down to 1, 2 or 5 times a power of ten
   (500 steps: every 50), and at most the rule's option (`log-every`, `eval-every`,
   `checkpoint-every`).  Under an interval of 2 a guard would not help (a loop of fewer than 20
@@ -15,7 +16,10 @@ The interval fits the loop (`_interval`):
 
 What goes under one guard:
 
-* the statement that holds the finding;
+* the statement that holds the finding -- or, when it sits in a loop inside the step that only
+  logs (`for name, p in model.named_parameters():` over `if "weight" in name:
+  writer.add_scalar(...)`), that whole loop: one guard around it, not one per line
+  (`_logging_loop_around`);
 * the statements right after it that use a name it assigns (`acc = evaluate(...)` then
   `print(acc)`), so the guarded value is never read unset -- and when such a name is read further
   away, no fix is offered (it could not be written without guessing);
@@ -27,6 +31,10 @@ What goes under one guard:
 * a guard of the loop's own among them (`if step % 100 == 0:` under the `% 1000` a validation
   fix adds) is dissolved into the new one, whose interval is then made a multiple of it: a guard
   is never written inside a coarser one.  Where that cannot be done exactly, no fix.
+
+No guard is written where the step reads back, every step and outside logging, a tensor the
+guarded statements read back (`losses.append(loss.item())` below `print(loss.item())`): the step
+waits for it anyway, so the guard would save nothing and only silence the output.
 
 No guard is written under a condition that depends on the step's data (`if dones[step]:`, `if
 "episode" in info:` -- a name the loop binds, other than its counter): that work runs when the
@@ -98,7 +106,8 @@ def guard_fix(ctx: FileContext, node: cst.CSTNode, interval_option: str, interva
     """Put the statement holding `node` under `if <counter> % <N> == <first value>:` (see the
     module docstring for N, at most `interval`, and for what joins it).  None when the step loop
     has no counter, is too short for a guard, the statement is under a data-dependent condition,
-    or the guard would leave a value unset that is read elsewhere."""
+    the step reads the guarded tensor back anyway, or the guard would leave a value unset that is
+    read elsewhere."""
     plan = _plan(ctx, node, interval, adopt_loop_guard=what == "logging")
     if plan is None:
         return None
@@ -200,6 +209,9 @@ def _plan(ctx: FileContext, node: cst.CSTNode, configured: int, adopt_loop_guard
     assert isinstance(statement, cst.BaseStatement)  # what an indented block holds
     if _under_data_condition(ctx, statement, loop, counter):
         return None
+    statement = _logging_loop_around(ctx, statement, loop)
+    block = ctx.parent(statement)
+    assert isinstance(block, cst.IndentedBlock)  # a loop inside the step loop's indented body
     interval = _interval(ctx, loop, counter, configured, adopt_loop_guard)
     if interval is None:
         return None
@@ -218,6 +230,8 @@ def _plan(ctx: FileContext, node: cst.CSTNode, configured: int, adopt_loop_guard
         return None
     moved = _read_backs_before(ctx, loop, body[:start], group)
     statements = moved + group
+    if _read_back_kept(ctx, loop, statements):
+        return None  # the step waits for that tensor anyway: the guard would only silence the output
     moved_ids = {id(s) for s in moved}
     anchor_at = start
     while anchor_at > 0 and id(body[anchor_at - 1]) in moved_ids:
@@ -234,6 +248,37 @@ def _plan(ctx: FileContext, node: cst.CSTNode, configured: int, adopt_loop_guard
     return _Plan(interval, statements, body[anchor_at], frozenset(dissolved))
 
 
+def _logging_loop_around(
+    ctx: FileContext, statement: cst.BaseStatement, loop: cst.For | cst.While
+) -> cst.BaseStatement:
+    """The outermost loop inside the step loop around `statement` whose body only logs (`for name,
+    p in model.named_parameters():` over `if "weight" in name: writer.add_scalar(...)`): one guard
+    around that loop does what a guard per line would, and skips the loop too.  Else `statement`."""
+    lifted = statement
+    for ancestor in ctx.ancestors(statement):
+        if ancestor is loop or isinstance(ancestor, SCOPE_TYPES):
+            break
+        if isinstance(ancestor, cst.For) and ancestor.orelse is None and _only_logs(ctx, ancestor.body):
+            lifted = ancestor
+    return lifted
+
+
+def _only_logs(ctx: FileContext, suite: cst.BaseSuite) -> bool:
+    """Whether every statement of `suite` is a logging call, or an `if` or `for` of only those."""
+    return isinstance(suite, cst.IndentedBlock) and all(_logs_only(ctx, statement) for statement in suite.body)
+
+
+def _logs_only(ctx: FileContext, statement: cst.CSTNode) -> bool:
+    if isinstance(statement, cst.If):
+        orelse = statement.orelse
+        if isinstance(orelse, cst.If):
+            return _only_logs(ctx, statement.body) and _logs_only(ctx, orelse)
+        return _only_logs(ctx, statement.body) and (orelse is None or _only_logs(ctx, orelse.body))
+    if isinstance(statement, cst.For):
+        return statement.orelse is None and _only_logs(ctx, statement.body)
+    return _is_logging_statement(ctx, statement)
+
+
 def _interval(
     ctx: FileContext, loop: cst.For | cst.While, counter: str, configured: int, adopt_loop_guard: bool
 ) -> _Interval | None:
@@ -247,6 +292,8 @@ def _interval(
             return _Interval(counter, every, remainder, start=None, why=why)
     every, why = configured, _OPTION
     length = ctx.loops.iterations(loop) if isinstance(loop, cst.For) else None
+    if length is None:
+        length = _break_bound(ctx, loop)
     if length is not None:
         fitting = _round_down(length // RUNS_PER_PASS)
         if fitting < _SMALLEST_INTERVAL:
@@ -255,6 +302,77 @@ def _interval(
             every, why = fitting, f"{RUNS_PER_PASS} times over the loop's {length} steps; at most {_OPTION}"
     start = _counter_start(loop, counter)
     return _Interval(counter, str(every), str(start % every), start=start, why=why)
+
+
+def _read_back_kept(ctx: FileContext, loop: cst.For | cst.While, statements: Sequence[cst.BaseStatement]) -> bool:
+    """Whether the step reads back to the host, every step and outside `statements`, a tensor that
+    `statements` read back (`losses.append(loss.item())` below the `print(loss.item())` to guard).
+    Reads that are throttled already, or that will be (in a logging call or a read-back feeding
+    one, which their own fixes guard), do not count."""
+    guarded = {_host_read_receiver(node) for statement in statements for node in nodes_under(statement)}
+    guarded.discard(None)
+    if not guarded:
+        return False
+    skipped = {id(statement) for statement in statements}
+    stack: list[cst.CSTNode] = [loop.body]
+    while stack:
+        node = stack.pop()
+        if id(node) in skipped or isinstance(node, SCOPE_TYPES):
+            continue
+        if isinstance(node, cst.If) and is_interval_condition(node.test):
+            continue
+        if _is_logging_statement(ctx, node) or is_read_back(node):
+            continue
+        if _host_read_receiver(node) in guarded:
+            return True
+        stack.extend(iter_children(node))
+    return False
+
+
+def _host_read_receiver(node: cst.CSTNode) -> str | None:
+    """The tensor a host read reads back, as code (`loss` of `loss.item()`); None for other nodes."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _HOST_READS:
+        return _code(node.func.value)
+    return None
+
+
+def _break_bound(ctx: FileContext, loop: cst.For | cst.While) -> int | None:
+    """How many steps a loop runs at most when its body leaves it on a count (`if n > args.num_iter:
+    break`, `n += 1` in the loop, the bound known statically), or None."""
+    incremented = {
+        _code(node.target)
+        for node in nodes_under(loop.body)
+        if isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign) and _is_one(node.value)
+    }
+    for statement in loop.body.body:
+        if not (isinstance(statement, cst.If) and statement.orelse is None and _only_breaks(statement)):
+            continue
+        test = statement.test
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            continue
+        operator, bound = test.comparisons[0].operator, test.comparisons[0].comparator
+        if _code(test.left) not in incremented or not isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+            continue
+        limit = ctx.loops.static_int(bound, statement)
+        if limit is not None:
+            return limit + 1 if isinstance(operator, cst.GreaterThan) else limit
+    return None
+
+
+def _only_breaks(guard: cst.If) -> bool:
+    """`if ...: break`, on one line or two."""
+    body = guard.body
+    if isinstance(body, cst.SimpleStatementSuite):
+        line: Sequence[cst.BaseSmallStatement] = body.body
+    elif len(body.body) == 1 and isinstance(body.body[0], cst.SimpleStatementLine):
+        line = body.body[0].body
+    else:
+        return False
+    return len(line) == 1 and isinstance(line[0], cst.Break)
+
+
+def _is_one(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Integer) and node.evaluated_value == 1
 
 
 def _round_down(number: int) -> int:
@@ -418,10 +536,7 @@ def _read_backs_before(
 
 
 def _reads_host(statement: cst.CSTNode) -> bool:
-    return any(
-        isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _HOST_READS
-        for node in nodes_under(statement)
-    )
+    return any(_host_read_receiver(node) is not None for node in nodes_under(statement))
 
 
 def _values_read(statement: cst.BaseStatement) -> set[str]:

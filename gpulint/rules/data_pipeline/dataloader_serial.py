@@ -19,6 +19,9 @@ ITERABLE_MESSAGE = (
     "items with `get_worker_info()`, so every worker would yield every item"
 )
 
+# What the message adds where the call itself sets `num_workers=0`.
+EXPLICIT_ZERO_NOTE = " (no fix: the call sets `num_workers=0` itself, a value chosen on purpose)"
+
 # In a module that names no accelerator, what is true of the script: the step waits, not a GPU.
 _HOST_MESSAGE = "DataLoader loads batches in the training process (no `num_workers`): each step waits for its batch"
 
@@ -78,6 +81,10 @@ class DataLoaderSerial(Rule):
     imports `os` when the expression uses it.  Unsafe: with workers, the dataset is copied into
     other processes, so it must be picklable, and per-worker random state and open file handles
     behave differently.
+
+    A `num_workers=0` written in the call is a value its author chose -- an evaluation loader over
+    cheap synthetic data, a run kept in one process to debug it -- and is reported with no fix (the
+    message says so), as an explicit trainer argument is: set the workers yourself where they pay.
 
     In a module that runs one process per GPU (it uses `torch.distributed` -- `init_process_group`,
     `DistributedDataParallel`, `DistributedSampler` -- or Accelerate: what `torchrun`, `accelerate
@@ -208,7 +215,10 @@ class DataLoaderSerial(Rule):
         ),
     ]
     INVALID = [
-        # absent or zero workers; set ones (a variable, positionally) and **kwargs are the user's choice
+        # absent or zero workers; set ones (a variable, positionally) and **kwargs are the user's
+        # choice; a `num_workers=0` written in the call is reported with no fix: a deliberate value
+        # (an evaluation loader over cheap synthetic data, a debugging run), as an explicit trainer
+        # argument is
         Invalid(
             """
             import torch
@@ -224,6 +234,11 @@ class DataLoaderSerial(Rule):
             """,
             "5:9",
             "6:9",
+            messages=(
+                "DataLoader loads batches in the training process (no `num_workers`): the GPU waits for every batch",
+                "DataLoader loads batches in the training process (no `num_workers`): the GPU waits for every batch"
+                + EXPLICIT_ZERO_NOTE,
+            ),
             fixed="""
             import os
 
@@ -232,7 +247,7 @@ class DataLoaderSerial(Rule):
             if __name__ == "__main__":
                 device = torch.device("cuda")
                 a = DataLoader(ds, batch_size=32, num_workers=min(8, os.cpu_count() or 1))
-                b = DataLoader(ds, batch_size=32, num_workers=min(8, os.cpu_count() or 1))
+                b = DataLoader(ds, batch_size=32, num_workers=0)
                 c = DataLoader(ds, batch_size=32, num_workers=4)
                 d = DataLoader(ds, batch_size=32, num_workers=args.workers)
                 e = DataLoader(ds, 32, True, None, None, 4)
@@ -318,7 +333,7 @@ class DataLoaderSerial(Rule):
             """,
             "5:13",
             "6:12",
-            messages=(_HOST_MESSAGE, _HOST_MESSAGE),
+            messages=(_HOST_MESSAGE, _HOST_MESSAGE + EXPLICIT_ZERO_NOTE),
             fixed="""
             import os
 
@@ -327,7 +342,7 @@ class DataLoaderSerial(Rule):
             loader_kwargs["drop_last"] = True
             if __name__ == "__main__":
                 train = DataLoader(ds, **loader_kwargs, num_workers=min(8, os.cpu_count() or 1))
-                test = DataLoader(ds, **loader_kwargs, num_workers=min(8, os.cpu_count() or 1))
+                test = DataLoader(ds, **loader_kwargs, num_workers=0)
             """,
         ),
         # zero workers inside the dictionary: reported, and no fix (a second `num_workers=` would not run)
@@ -403,7 +418,7 @@ class DataLoaderSerial(Rule):
         Invalid(
             """
             if __name__ == "__main__":
-                loader = DataLoader(ds, num_workers=0)
+                loader = DataLoader(ds)
             """,
             "5:14",
             header=CUDA_SCRIPT,
@@ -464,7 +479,7 @@ class DataLoaderSerial(Rule):
             if __name__ == "__main__":
                 stream = Stream()
                 a = DataLoader(stream)
-                b = DataLoader(Sharded(), num_workers=0)
+                b = DataLoader(Sharded())
             """,
             "14:9",
             "15:9",
@@ -512,12 +527,17 @@ class DataLoaderSerial(Rule):
         if not start.runs_as_main_program(node) or start.unpicklable(node):
             self.report(node)  # workers could not start here (see the docs): no fix
             return
-        fix = None
-        if workers is None or keyword_arg(node, "num_workers") is not None:  # (not inside a `**` dictionary)
-            expression, description = self._workers_expression()
-            imports = ("import os",) if "os." in expression else ()
-            fix = set_keyword(self.ctx, node, "num_workers", expression, Applicability.UNSAFE, description, imports)
         message = self.message if ACCELERATOR.holds(self.ctx) else _HOST_MESSAGE
+        if workers is not None:
+            # `num_workers=0` written in the call (a deliberate value: no fix), or inside a `**`
+            # dictionary (where a second `num_workers=` would not run)
+            if keyword_arg(node, "num_workers") is not None:
+                message += EXPLICIT_ZERO_NOTE
+            self.report(node, message=message)
+            return
+        expression, description = self._workers_expression()
+        imports = ("import os",) if "os." in expression else ()
+        fix = set_keyword(self.ctx, node, "num_workers", expression, Applicability.UNSAFE, description, imports)
         self.report(node, message=message, fix=fix)
 
     def _workers_expression(self) -> tuple[str, str]:

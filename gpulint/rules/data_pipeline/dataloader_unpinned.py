@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from functools import cached_property
 
 import libcst as cst
 
 from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
-from gpulint.linter.analysis.nodes import is_false, keyword_arg, positional_args
+from gpulint.linter.analysis.nodes import is_false, keyword_arg, method_name, positional_args
 from gpulint.linter.analysis.pytorch import dataloader_dataset, in_memory_dataset, is_dataloader
 from gpulint.linter.analysis.walk import nodes_under
+from gpulint.linter.analysis.workers import is_main_guard
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -19,6 +21,8 @@ from gpulint.rules.case_headers import CUDA_SCRIPT
 # Calls that ask whether the GPU is there; and, with the other accelerators', whether any is.
 _GPU_TESTS = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
 _AVAILABILITY_TESTS = _GPU_TESTS | {"torch.backends.mps.is_available", "torch.xpu.is_available"}
+# A device string that names the GPU: "cuda", "cuda:0".
+_CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 
 
 class DataLoaderUnpinned(Rule):
@@ -58,10 +62,15 @@ class DataLoaderUnpinned(Rule):
 
     * the script's own flag, where one is in scope: a name given only a test of the accelerator
       (`use_cuda = not args.no_cuda and torch.cuda.is_available()`) -> `pin_memory=use_cuda`;
-    * else, where the script asks whether an accelerator is there (`torch.cuda.is_available()`,
-      `torch.accelerator.is_available()`, `torch.backends.mps.is_available()` anywhere in it):
-      `pin_memory=torch.cuda.is_available()`;
-    * else (the script always runs on the GPU: `torch.device("cuda")`, `.cuda()`) `pin_memory=True`.
+    * else, where the script always runs on the GPU -- a `.cuda()` call or a `"cuda"` device
+      string under no condition (`torch.device("cuda")`, `device = "cuda"`; not a command line's
+      default, which the user may change), and no question anywhere whether an accelerator is
+      there -- `pin_memory=True`;
+    * else `pin_memory=torch.cuda.is_available()`: the script asks whether an accelerator is there
+      (`torch.cuda.is_available()`, `torch.accelerator.is_available()`,
+      `torch.backends.mps.is_available()`), or its device comes from elsewhere (a trainer's
+      `device`, a config's `MODEL.DEVICE`, `.cuda()` under `if args.gpu:`, a helper module that
+      builds the loader for a script that decides), so it may run without a GPU.
 
     A `pin_memory=` given as a variable is left alone.
     """
@@ -128,7 +137,8 @@ class DataLoaderUnpinned(Rule):
             d = DataLoader(ds, num_workers=4, pin_memory=args.pin)
             """,
         ),
-        # the device is a parameter (no `cuda` spelled); the dictionary lacks the keyword
+        # the device is a parameter (no `cuda` spelled: the script may run without a GPU, so the
+        # pin follows whether one is there); the dictionary lacks the keyword
         Invalid(
             """
             import torch
@@ -146,8 +156,56 @@ class DataLoaderUnpinned(Rule):
 
             def evaluate(model, ds, device):
                 options = {"batch_size": 100, "num_workers": 2}
-                for x, y in DataLoader(ds, **options, pin_memory=True):
+                for x, y in DataLoader(ds, **options, pin_memory=torch.cuda.is_available()):
                     model(x.to(device))
+            """,
+        ),
+        # a helper module whose `.cuda()` runs only when asked (`if args.gpu:`), and an evaluation
+        # on a trainer's device: neither always runs on a GPU, so no unconditional pin (PyTorch
+        # warns on a CPU run); `torch` imported for the test
+        Invalid(
+            """
+            from torch.utils.data import DataLoader
+
+            def get_network(args):
+                net = build(args.net)
+                if args.gpu:
+                    net = net.cuda()
+                return net
+
+            def get_training_dataloader(dataset, batch_size=16, num_workers=2):
+                return DataLoader(dataset, shuffle=True, num_workers=num_workers, batch_size=batch_size)
+
+            def eval_split(trainer, dataset):
+                for x, y in DataLoader(dataset, batch_size=100, num_workers=2):
+                    x = x.to(trainer.device)
+            """,
+            "10:12",
+            "13:17",
+            fixed="""
+            import torch
+            from torch.utils.data import DataLoader
+
+            def get_network(args):
+                net = build(args.net)
+                if args.gpu:
+                    net = net.cuda()
+                return net
+
+            def get_training_dataloader(dataset, batch_size=16, num_workers=2):
+                return DataLoader(
+                    dataset,
+                    shuffle=True,
+                    num_workers=num_workers,
+                    batch_size=batch_size,
+                    pin_memory=torch.cuda.is_available(),
+                )
+
+            def eval_split(trainer, dataset):
+                for x, y in DataLoader(
+                    dataset, batch_size=100, num_workers=2, pin_memory=torch.cuda.is_available()
+                ):
+                    x = x.to(trainer.device)
             """,
         ),
         # a script that can run without a GPU: its own flag where one is in scope (and set before the
@@ -253,10 +311,46 @@ class DataLoaderUnpinned(Rule):
         flag = self._accelerator_flag(call)
         if flag is not None:
             return flag, ()
-        if self._may_run_without_accelerator:
-            text, imports = self.ctx.reference("torch.cuda.is_available")
-            return f"{text}()", imports
-        return "True", ()
+        if self._always_on_gpu and not self._may_run_without_accelerator:
+            return "True", ()
+        text, imports = self.ctx.reference("torch.cuda.is_available")
+        return f"{text}()", imports
+
+    @cached_property
+    def _always_on_gpu(self) -> bool:
+        """Whether the module moves work to the GPU on every path: a `.cuda()` call or a `"cuda"`
+        device string under no condition (the `__main__` guard aside).  Where the device comes
+        from elsewhere (`trainer.device`, a config's `MODEL.DEVICE`, `.cuda()` under `if
+        args.gpu:`), the script may run without one."""
+        places: list[cst.CSTNode] = [call for call in self.ctx.index.nodes("Call") if method_name(call) == "cuda"]
+        places += [
+            string
+            for string in self.ctx.index.nodes("SimpleString")
+            if isinstance(string.evaluated_value, str)
+            and _CUDA_DEVICE.fullmatch(string.evaluated_value)
+            and self._used_as_device(string)
+        ]
+        return any(self._unconditional(place) for place in places)
+
+    def _used_as_device(self, string: cst.SimpleString) -> bool:
+        """`device = "cuda"`, `torch.device("cuda")`, `.to("cuda")`, `device="cuda"` -- not an
+        argument of other calls, such as a command line's default (`add_argument("--device",
+        default="cuda")`), which the user may change."""
+        argument = self.ctx.parent(string)
+        if not isinstance(argument, cst.Arg):
+            return True
+        call = self.ctx.parent(argument)
+        if not isinstance(call, cst.Call):
+            return False
+        if argument.keyword is not None:
+            return argument.keyword.value == "device"
+        return self.ctx.call_qualified_name(call) == "torch.device" or method_name(call) == "to"
+
+    def _unconditional(self, node: cst.CSTNode) -> bool:
+        return not any(
+            isinstance(ancestor, (cst.If, cst.IfExp, cst.Try)) and not is_main_guard(ancestor)
+            for ancestor in self.ctx.ancestors(node)
+        )
 
     @cached_property
     def _may_run_without_accelerator(self) -> bool:

@@ -61,20 +61,25 @@ class PerStepLogging(Rule):
     ```
 
     ## Fix (unsafe)
-    Wraps the statement in `if <step counter> % <N> == <first value>:`.  N fits the loop: the
+    Wraps the statement in `if <step counter> % <N> == <first value>:` -- or, where it sits in a
+    loop inside the step that only logs (gradient norms over `model.named_parameters()`), that
+    loop, so one guard does what one per line would.  N fits the loop: the
     interval of the loop's own logging guard when it has one (`if batch_idx % args.log_interval ==
-    0:`); else, for a loop whose length the code states (`range(500)`, a default argument), a tenth
-    of it rounded down to 1, 2 or 5 times a power of ten, so the loop still logs ten times a pass
-    (500 steps: every 50) -- at most `log-every`, which is N where the length is not known (a
-    loader).  A loop too short for an interval of 2 gets no fix.  The guard is true on the counter's
-    first value (`enumerate(loader, 1)`: `% 100 == 1`), so every pass logs at least once.  The
-    read-backs whose values only the guarded lines use move under the guard with them (`lossf =
-    loss.item()`; a `.item()` further up too, when nothing in between touches what it reads); a
-    guard of the loop's own among the moved lines is merged into the new one, never left nested
-    inside it.  No fix for a log under a condition on the step's data (`if dones[t]:`, `if
-    "episode" in info:`): it logs events.  Offered only when the loop has a step counter; a moved
-    line keeps its layout, or is wrapped at the project's line length where the file is laid out
-    as black and ruff format would.  Unsafe: the program prints or logs less often.  Warnings and errors
+    0:`); else, for a loop whose length the code states (`range(500)`, a default argument, or a
+    `break` on a count: `if n > args.num_iter: break` with `n += 1`), a tenth of it rounded down to
+    1, 2 or 5 times a power of ten, so the loop still logs ten times a pass (500 steps: every 50) --
+    at most `log-every`, which is N where the length is not known (a loader).  A loop too short for
+    an interval of 2 gets no fix.  The guard is true on the counter's first value
+    (`enumerate(loader, 1)`: `% 100 == 1`), so every pass logs at least once.  The read-backs whose
+    values only the guarded lines use move under the guard with them (`lossf = loss.item()`; a
+    `.item()` further up too, when nothing in between touches what it reads); a guard of the loop's
+    own among the moved lines is merged into the new one, never left nested inside it.  No fix for a
+    log under a condition on the step's data (`if dones[t]:`, `if "episode" in info:`): it logs
+    events; nor where the step reads a tensor the log line reads back again outside logging
+    (`losses.append(loss.item())`, the curve an LR finder plots): the guard would save no wait and
+    only silence the progress.  Offered only when the loop has a step counter; a moved line keeps
+    its layout, or is wrapped at the project's line length where the file is laid out as black and
+    ruff format would.  Unsafe: the program prints or logs less often.  Warnings and errors
     (`logger.warning`), code in `except` handlers and branches that `continue`/`break` are events,
     not per-step logging, and are not reported.
     """
@@ -441,6 +446,102 @@ class PerStepLogging(Rule):
             "20:13",
             header=LOGGING_SCRIPT,
         ),
+        # a loop left by a `break` on a count (an LR range test of `--num-iter` 100 steps over a
+        # loader): ten lines over its 101 steps; one left after 15 steps is too short for a guard
+        Invalid(
+            """
+            import argparse
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--num-iter", type=int, default=100)
+            args = parser.parse_args()
+            n = 0
+            for batch_index, (x, y) in enumerate(loader):
+                if n > args.num_iter:
+                    break
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                print(batch_index, loss)
+                n += 1
+            seen = 0
+            for x, y in loader:
+                if seen >= 15: break
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                print(seen, loss)
+                seen += 1
+            """,
+            "16:5",
+            "24:5",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            import argparse
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--num-iter", type=int, default=100)
+            args = parser.parse_args()
+            n = 0
+            for batch_index, (x, y) in enumerate(loader):
+                if n > args.num_iter:
+                    break
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if batch_index % 10 == 0:
+                    print(batch_index, loss)
+                n += 1
+            seen = 0
+            for x, y in loader:
+                if seen >= 15: break
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                print(seen, loss)
+                seen += 1
+            """,
+        ),
+        # the loss is read back every step below the log line anyway (`losses.append(loss.item())`,
+        # the curve an LR finder plots): a guard would save no wait and only silence the progress;
+        # another log line that reads it does not count (its own fix guards it)
+        Invalid(
+            """
+            losses = []
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print("loss {:0.4f}".format(loss.item()))
+                    losses.append(loss.item())
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print("loss {:0.4f}".format(loss.item()))
+                    writer.add_scalar("loss", loss.item(), step)
+            """,
+            "11:9",
+            "17:9",
+            "18:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            losses = []
+            for epoch in range(3):
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print("loss {:0.4f}".format(loss.item()))
+                    losses.append(loss.item())
+                for step, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if step % 100 == 0:
+                        print("loss {:0.4f}".format(loss.item()))
+                        writer.add_scalar("loss", loss.item(), step)
+            """,
+        ),
         # an event the step's data picks (an episode in this step's `infos`) gets no guard; a filter
         # on the parameters' names is no event: the lines under it still log every step
         Invalid(
@@ -471,10 +572,52 @@ class PerStepLogging(Rule):
                     for info in infos:
                         if "episode" in info:
                             print(info["episode"]["r"])
-                    for name, para in model.named_parameters():
-                        if "weight" in name:
-                            if batch_index % 100 == 0:
+                    if batch_index % 100 == 0:
+                        for name, para in model.named_parameters():
+                            if "weight" in name:
                                 writer.add_scalar("grad/weights", para.grad.norm(), batch_index)
+            """,
+        ),
+        # a loop inside the step that only logs (the last layer's gradient norms, by name) gets
+        # one guard around it, not one per line, and joins the guard of the log lines after it;
+        # the comment above a line stays above it
+        Invalid(
+            """
+            for epoch in range(3):
+                for batch_index, (images, labels) in enumerate(loader):
+                    loss = criterion(model(images), labels)
+                    loss.backward()
+                    optimizer.step()
+                    last_layer = list(model.children())[-1]
+                    for name, para in last_layer.named_parameters():
+                        if "weight" in name:
+                            writer.add_scalar("grad/weights", para.grad.norm(), batch_index)
+                        elif "bias" in name:
+                            writer.add_scalar("grad/bias", para.grad.norm(), batch_index)
+
+                    # the training loss
+                    writer.add_scalar("train/loss", loss, batch_index)
+            """,
+            "13:17",
+            "15:17",
+            "18:9",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for epoch in range(3):
+                for batch_index, (images, labels) in enumerate(loader):
+                    loss = criterion(model(images), labels)
+                    loss.backward()
+                    optimizer.step()
+                    last_layer = list(model.children())[-1]
+                    if batch_index % 100 == 0:
+                        for name, para in last_layer.named_parameters():
+                            if "weight" in name:
+                                writer.add_scalar("grad/weights", para.grad.norm(), batch_index)
+                            elif "bias" in name:
+                                writer.add_scalar("grad/bias", para.grad.norm(), batch_index)
+
+                        # the training loss
+                        writer.add_scalar("train/loss", loss, batch_index)
             """,
         ),
         # the loop's own guard lends its interval; a read-back further up that only the log line

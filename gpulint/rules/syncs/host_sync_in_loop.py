@@ -99,6 +99,8 @@ class HostSyncInLoop(Rule):
     read-backs that only feed the guarded lines move under it).  Elsewhere -- the value feeds the
     computation, or decides control flow (`if torch.isnan(loss): break`, early stopping) -- there is
     no automatic fix: the read is still a sync, but skipping it would change what the program does.
+    Nor is the log line guarded when the step reads the same tensor back anyway outside logging
+    (`losses.append(loss.item())` below it): the guard would save no wait, only silence the log.
     A condition on a tensor (`if loss > 10: break`) and a count of a selection get none either:
     keep the value on the device (`torch.where`, `mask.sum()`, `torch.count_nonzero(t)`) and read
     it back every N steps.  Unsafe: the program prints less often.
@@ -418,7 +420,9 @@ class HostSyncInLoop(Rule):
             "9:12",
             header=TIMED_CUDA_SCRIPT,
         ),
-        # only a read that feeds a log line is guarded; the other feeds the computation
+        # only a read that feeds a log line could be guarded; but the other, which feeds the
+        # computation, reads the same loss back every step: the guard would save no wait (and only
+        # silence the log), so neither has a fix.  Reading another tensor, the log line's is guarded
         Invalid(
             """
             for epoch in range(3):
@@ -426,11 +430,19 @@ class HostSyncInLoop(Rule):
                     loss = criterion(model(x), y)
                     loss.backward()
                     optimizer.step()
-                    print(f"step {step} loss {loss.item():.4f}")  # comment kept
+                    print(f"step {step} loss {loss.item():.4f}")
                     total += loss.item()
+                for step, (x, y) in enumerate(loader):
+                    loss, acc = criterion(model(x), y), accuracy(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    print(f"step {step} loss {loss.item():.4f}")  # comment kept
+                    total += acc.item()
             """,
             "9:35",
             "10:18",
+            "15:35",
+            "16:18",
             header=TIMED_CUDA_SCRIPT,
             fixed="""
             for epoch in range(3):
@@ -438,9 +450,15 @@ class HostSyncInLoop(Rule):
                     loss = criterion(model(x), y)
                     loss.backward()
                     optimizer.step()
+                    print(f"step {step} loss {loss.item():.4f}")
+                    total += loss.item()
+                for step, (x, y) in enumerate(loader):
+                    loss, acc = criterion(model(x), y), accuracy(model(x), y)
+                    loss.backward()
+                    optimizer.step()
                     if step % 100 == 0:
                         print(f"step {step} loss {loss.item():.4f}")  # comment kept
-                    total += loss.item()
+                    total += acc.item()
             """,
         ),
         # a read-back only log lines use goes under the guard with them

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import libcst as cst
 
 from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import TENSORFLOW
-from gpulint.linter.analysis.nodes import has_star_kwargs, keyword_arg, method_name, positional_args
+from gpulint.linter.analysis.nodes import dotted_name, has_star_kwargs, keyword_arg, method_name, positional_args
+from gpulint.linter.analysis.vocabulary import CLOCKS
+from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -59,6 +63,13 @@ class TfDataSerialMap(Rule):
     Safe: parallel `map` keeps the order of elements (`deterministic` defaults to true), so the
     pipeline yields the same elements in the same order.  Only receivers known to be tf.data
     datasets are reported: `.map` on anything else is never touched.
+
+    No fix where the code shows the serial pipeline is meant (the finding stays, and says why):
+    the same file runs the same work with `num_parallel_calls` elsewhere -- the same function, or
+    a lambda calling the same functions (a guide's naive version next to its parallel one: the
+    author knows the option and chose serial here) -- or the pipeline is handed, directly or by its
+    name, to a function of the file that iterates it, reads a clock and trains nothing (a
+    benchmark, whose baseline the fix would change).
     """
 
     code = "GL701"
@@ -246,6 +257,96 @@ class TfDataSerialMap(Rule):
             )
             """,
         ),
+        # serial on purpose, as the code shows: the same work run elsewhere with
+        # `num_parallel_calls` (a guide's naive version before its parallel one; a lambda calling
+        # the same function counts) -- reported, no fix; other work is fixed
+        Invalid(
+            """
+            train = tf.data.TFRecordDataset(files)
+            naive = tf.data.Dataset.range(2).interleave(lambda _: read_shard())
+            model.fit(naive)
+            fast = tf.data.Dataset.range(2).interleave(lambda _: read_shard(), num_parallel_calls=tf.data.AUTOTUNE)
+            model.fit(fast)
+            shown = train.map(lambda x, y: (augment(x, training=True), y))
+            model.fit(shown)
+            prepared = train.map(lambda image, label: (augment(image), label), num_parallel_calls=tf.data.AUTOTUNE)
+            decoded = train.map(decode)
+            model.fit(decoded)
+            """,
+            "3:34",
+            "7:9",
+            "10:11",
+            header=TF_SCRIPT,
+            messages=(
+                "tf.data `.interleave()` without `num_parallel_calls` runs on one core (no fix: this file runs the "
+                "same `interleave` with `num_parallel_calls` elsewhere)",
+                "tf.data `.map()` without `num_parallel_calls` runs on one core (no fix: this file runs the same "
+                "`map` with `num_parallel_calls` elsewhere)",
+                "tf.data `.map()` without `num_parallel_calls` runs on one core",
+            ),
+            fixed="""
+            train = tf.data.TFRecordDataset(files)
+            naive = tf.data.Dataset.range(2).interleave(lambda _: read_shard())
+            model.fit(naive)
+            fast = tf.data.Dataset.range(2).interleave(lambda _: read_shard(), num_parallel_calls=tf.data.AUTOTUNE)
+            model.fit(fast)
+            shown = train.map(lambda x, y: (augment(x, training=True), y))
+            model.fit(shown)
+            prepared = train.map(lambda image, label: (augment(image), label), num_parallel_calls=tf.data.AUTOTUNE)
+            decoded = train.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+            model.fit(decoded)
+            """,
+        ),
+        # a pipeline handed to a function that times it and trains nothing (a benchmark of the
+        # pipeline as written), directly or through its name: no fix; a training function that
+        # also reads the clock is no benchmark
+        Invalid(
+            """
+            import time
+            def benchmark(dataset, num_epochs=2):
+                start = time.perf_counter()
+                for _ in range(num_epochs):
+                    for sample in dataset:
+                        time.sleep(0.01)
+                print("Execution time:", time.perf_counter() - start)
+            def train(dataset):
+                start = time.time()
+                model.fit(dataset, epochs=3)
+                print(time.time() - start)
+            benchmark(tf.data.Dataset.range(2).flat_map(make).map(naive_map).unbatch())
+            slow = tf.data.Dataset.range(2).map(naive_map)
+            benchmark(slow)
+            train(tf.data.Dataset.range(2).map(naive_map))
+            """,
+            "13:51",
+            "14:33",
+            "16:32",
+            header=TF_SCRIPT,
+            messages=(
+                "tf.data `.map()` without `num_parallel_calls` runs on one core (no fix: the pipeline is timed by "
+                "`benchmark()`, a benchmark of it as written)",
+                "tf.data `.map()` without `num_parallel_calls` runs on one core (no fix: the pipeline is timed by "
+                "`benchmark()`, a benchmark of it as written)",
+                "tf.data `.map()` without `num_parallel_calls` runs on one core",
+            ),
+            fixed="""
+            import time
+            def benchmark(dataset, num_epochs=2):
+                start = time.perf_counter()
+                for _ in range(num_epochs):
+                    for sample in dataset:
+                        time.sleep(0.01)
+                print("Execution time:", time.perf_counter() - start)
+            def train(dataset):
+                start = time.time()
+                model.fit(dataset, epochs=3)
+                print(time.time() - start)
+            benchmark(tf.data.Dataset.range(2).flat_map(make).map(naive_map).unbatch())
+            slow = tf.data.Dataset.range(2).map(naive_map)
+            benchmark(slow)
+            train(tf.data.Dataset.range(2).map(naive_map, num_parallel_calls=tf.data.AUTOTUNE))
+            """,
+        ),
         # aliases
         Invalid(
             """
@@ -307,10 +408,15 @@ class TfDataSerialMap(Rule):
                 return  # TensorFlow runs it in parallel by itself
             if function is not None and self.ctx.tf.bound_ambiguously(function):
                 return  # stateless or not depends on which binding runs: not guessed
+        message = self.message.format(method=method)
+        deliberate = self._serial_on_purpose(node, method)
+        if deliberate is not None:
+            self.report(node, message=f"{message} (no fix: {deliberate})")
+            return
         autotune, imports = self.ctx.reference("tensorflow.data.AUTOTUNE")
         self.report(
             node,
-            message=self.message.format(method=method),
+            message=message,
             fix=set_keyword(
                 self.ctx,
                 node,
@@ -321,3 +427,99 @@ class TfDataSerialMap(Rule):
                 imports,
             ),
         )
+
+    def _serial_on_purpose(self, call: cst.Call, method: str) -> str | None:
+        """Why the module's own code shows this `map` or `interleave` serial on purpose, or None:
+        it runs the same work elsewhere with `num_parallel_calls` (the author knows the option and
+        chose serial here: a guide's naive version next to its parallel one), or the pipeline is
+        handed to a function of the module that times it and trains nothing (a benchmark, whose
+        baseline the fix would change)."""
+        work = _work(_mapped_function(call))
+        if work is not None:
+            for other in self.ctx.index.nodes("Call"):
+                if other is call or method_name(other) != method or not _sets_parallelism(other, method):
+                    continue
+                if _work(_mapped_function(other)) == work:
+                    return f"this file runs the same `{method}` with `num_parallel_calls` elsewhere"
+        timer = self._timing_function_given(call)
+        if timer is not None:
+            return f"the pipeline is timed by `{timer}()`, a benchmark of it as written"
+        return None
+
+    def _timing_function_given(self, call: cst.Call) -> str | None:
+        """The function of this module that the pipeline ending in `call`'s chain is handed to,
+        directly or through the one name it is assigned to, when that function is a benchmark
+        (`_timing_functions`)."""
+        pipeline: cst.CSTNode = call
+        while True:  # up the method chain: `call.batch(32).unbatch()`
+            attribute = self.ctx.parent(pipeline)
+            outer = self.ctx.parent(attribute) if attribute is not None else None
+            if not (isinstance(attribute, cst.Attribute) and isinstance(outer, cst.Call) and outer.func is attribute):
+                break
+            pipeline = outer
+        holder = self.ctx.parent(pipeline)
+        name = None
+        if (
+            isinstance(holder, cst.Assign)
+            and len(holder.targets) == 1
+            and isinstance(holder.targets[0].target, cst.Name)
+        ):
+            name = holder.targets[0].target.value
+        for timer in self.ctx.index.nodes("Call"):
+            if not (isinstance(timer.func, cst.Name) and timer.func.value in self._timing_functions):
+                continue
+            for argument in timer.args:
+                if argument.value is pipeline or (
+                    isinstance(argument.value, cst.Name) and argument.value.value == name
+                ):
+                    return timer.func.value
+        return None
+
+    @cached_property
+    def _timing_functions(self) -> frozenset[str]:
+        """The functions of this module that iterate a parameter (`for sample in dataset:`), read a
+        clock and train nothing (no training step, no Keras `fit`)."""
+        found = set()
+        for function in self.ctx.index.nodes("FunctionDef"):
+            parameters = {param.name.value for param in function.params.params}
+            nodes = list(nodes_under(function.body))
+            calls = [node for node in nodes if isinstance(node, cst.Call)]
+            if (
+                any(isinstance(node, cst.For) and dotted_name(node.iter) in parameters for node in nodes)
+                and any(CLOCKS.match(self.ctx.call_qualified_name(call) or "") for call in calls)
+                and not any(self.ctx.loops.is_step_call(call) or method_name(call) == "fit" for call in calls)
+            ):
+                found.add(function.name.value)
+        return frozenset(found)
+
+
+def _mapped_function(call: cst.Call) -> cst.BaseExpression | None:
+    """The function given to `map` or `interleave` (first argument, or `map_func=`)."""
+    keyword = keyword_arg(call, "map_func")
+    if keyword is not None:
+        return keyword.value
+    positional = positional_args(call)
+    return positional[0].value if positional else None
+
+
+def _sets_parallelism(call: cst.Call, method: str) -> bool:
+    return (
+        keyword_arg(call, "num_parallel_calls") is not None or len(positional_args(call)) > _PARALLEL_POSITION[method]
+    )
+
+
+def _work(function: cst.BaseExpression | None) -> str | None:
+    """What a mapped function does, as a key to compare two maps by: a function's name (`naive_map`,
+    `self.split_window`); for a lambda, the functions its body calls (`lambda x, y:
+    (resize_and_rescale(x), y)` and `lambda a, b: (resize_and_rescale(a, training=True), b)` do
+    the same work), or its body's code where it calls none."""
+    if function is None:
+        return None
+    if isinstance(function, cst.Lambda):
+        callees = [dotted_name(node.func) for node in nodes_under(function.body) if isinstance(node, cst.Call)]
+        if not callees:
+            return "".join(cst.Module([]).code_for_node(function.body).split())
+        if None in callees:
+            return None  # a call of a call (`f(x).skip(1)`): not compared
+        return "calls " + ", ".join(sorted({callee for callee in callees if callee is not None}))
+    return dotted_name(function)

@@ -283,7 +283,9 @@ class GitHub:
                 raw = _read_at_most(response, MAX_RESPONSE_BYTES, f"{method} {_path_of(url)}")
                 response_headers = {k.lower(): v for k, v in response.headers.items()}
         except (OSError, ValueError, http.client.HTTPException) as exc:  # HTTPError and URLError are OSErrors
-            if watchdog.fired:  # the watchdog cut the connection: whatever the failure looks like, that is why
+            # The watchdog cut the connection, or the socket's own timeout (set to the same deadline)
+            # ran out first: whatever the failure looks like, the deadline is why.
+            if watchdog.fired or time.monotonic() >= deadline:
                 raise GitHubError(_past_deadline(method, url, limit)) from None
             raise GitHubError(self._failure_line(method, url, exc)) from None
         finally:

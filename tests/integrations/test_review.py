@@ -88,19 +88,22 @@ def test_two_fixes_in_one_line_are_one_suggestion_with_both(review_repo, capsys)
 
 
 def test_two_rules_with_the_same_fix_are_one_suggestion(review_repo, capsys):
-    """GL302 and GL201 on `print(loss.item())` both guard it: one comment naming both rules, one guard."""
-    comments = _review_of(review_repo, "        print(loss.item())\n", capsys)
+    """GL302 and GL201 on `print(score.item())` both guard it: one comment naming both rules, one guard.
+    (A read of `loss` would not do: the script reads the loss back on every step anyway, so guarding
+    that read saves nothing and GL201 offers no fix there.)"""
+    new_lines = "        score = model(x.cuda(non_blocking=True), y).mean()\n        print(score.item())\n"
+    comments = _review_of(review_repo, new_lines, capsys)
     guarded = [c for c in comments if "GL302" in _codes(c["body"])]
     assert len(guarded) == 1 and set(_codes(guarded[0]["body"])) == {"GL201", "GL302"}
     body = guarded[0]["body"]
     (suggested,) = _suggestions(body)
-    assert suggested.count("if step %") == 1 and "print(loss.item())" in suggested
+    assert suggested.count("if step %") == 1 and "print(score.item())" in suggested
     assert "docs/rules/GL201.md" in body and "docs/rules/GL302.md" in body
     # what `--fix --unsafe-fixes` writes for these lines (GL201's fix is unsafe)
     _, fixed = _fixed_by_cli(review_repo, capsys)
     assert suggested in fixed
     rows = (review_repo / "train.py").read_text().splitlines()
-    added = max(i for i, row in enumerate(rows, 1) if row == "        print(loss.item())")  # the new one
+    added = next(i for i, row in enumerate(rows, 1) if row == "        print(score.item())")
     assert guarded[0]["line"] == added
 
 

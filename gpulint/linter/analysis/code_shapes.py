@@ -29,12 +29,29 @@ from typing import Any
 
 def code_shapes(tree: ast.AST, wanted: frozenset[str]) -> frozenset[str]:
     """The shapes of `wanted` that the module's code holds (see the module docstring)."""
-    found: set[str] = set()
+    collector = ShapeCollector(wanted)
     for node in ast.walk(tree):
+        collector.visit(node)
+    return collector.found()
+
+
+class ShapeCollector:
+    """`code_shapes` node by node, for a walk that does more than collect them (the parse
+    guard's, which measures the tree on the same walk: parse_guard.walk_tree)."""
+
+    def __init__(self, wanted: frozenset[str]) -> None:
+        self._wanted = wanted
+        self._found: set[str] = set()
+
+    def visit(self, node: ast.AST) -> None:
         shapes_of = _SHAPES_BY_TYPE.get(type(node))
         if shapes_of is not None:
-            found.update(shape for shape in shapes_of(node) if shape in wanted)
-    return frozenset(found)
+            for shape in shapes_of(node):
+                if shape in self._wanted:
+                    self._found.add(shape)
+
+    def found(self) -> frozenset[str]:
+        return frozenset(self._found)
 
 
 def _called(node: ast.Call) -> Iterable[str]:

@@ -473,6 +473,17 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('takes training steps',),
         tokens=('save',),
+        triggers=(
+            (
+                'save',
+                'save_checkpoint',
+                'save_file',
+                'save_model',
+                'save_pretrained',
+                'save_state',
+                'save_weights',
+            ),
+        ),
         implementation='gpulint.rules.per_step.per_step_checkpoint:PerStepCheckpoint',
     ),
     RuleInfo(
@@ -493,6 +504,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        triggers=(
+            ('.backward(',),
+        ),
         implementation='gpulint.rules.precision.no_mixed_precision:NoMixedPrecision',
     ),
     RuleInfo(
@@ -509,6 +523,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch',),
         tokens=('cuda.amp', 'cpu.amp', 'cuda import amp', 'cpu import amp'),
+        triggers=(
+            ('amp',),
+        ),
         implementation='gpulint.rules.precision.deprecated_amp_api:DeprecatedAmpApi',
     ),
     RuleInfo(
@@ -528,6 +545,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        triggers=(
+            ('.backward(',),
+        ),
         implementation='gpulint.rules.precision.no_compile:NoCompile',
     ),
     RuleInfo(
@@ -549,6 +569,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        triggers=(
+            ('.backward(',),
+        ),
         implementation='gpulint.rules.precision.fp32_matmul:Fp32Matmul',
     ),
     RuleInfo(
@@ -571,6 +594,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        triggers=(
+            ('.backward(',),
+        ),
         implementation='gpulint.rules.precision.cudnn_benchmark:CudnnBenchmark',
     ),
     RuleInfo(
@@ -590,6 +616,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('deterministic',),
+        triggers=(
+            ('deterministic',),
+        ),
         implementation='gpulint.rules.precision.cudnn_deterministic:CudnnDeterministic',
     ),
     RuleInfo(
@@ -610,6 +639,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        triggers=(
+            ('.backward(',),
+        ),
         implementation='gpulint.rules.precision.channels_last:ChannelsLast',
     ),
     RuleInfo(
@@ -649,6 +681,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator'),
         tokens=('gloo',),
+        triggers=(
+            ('init_process_group',),
+        ),
         implementation='gpulint.rules.distributed.gloo_on_cuda:GlooOnCuda',
     ),
     RuleInfo(
@@ -674,6 +709,10 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('runs one process per GPU',),
         tokens=('backward', 'update_grad'),
+        triggers=(
+            ('.step(', 'optimizer_step', 'step', 'sync', 'update', 'update_grad'),
+            ('.backward(', 'optimizer_step', 'step', 'sync', 'update', 'update_grad'),
+        ),
         implementation='gpulint.rules.distributed.ddp_accumulation_sync:DdpAccumulationSync',
     ),
     RuleInfo(
@@ -692,6 +731,9 @@ RULES: tuple[RuleInfo, ...] = (
             '`strategy="ddp_find_unused_parameters_true"` string.'
         ),
         tokens=('find_unused_parameters',),
+        triggers=(
+            ('ddp_find_unused_parameters', 'find_unused_parameters', 'strategy'),
+        ),
         implementation='gpulint.rules.distributed.ddp_find_unused:DdpFindUnused',
     ),
     RuleInfo(
@@ -712,6 +754,10 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs one process per GPU'),
         tokens=('cpu_count', 'sched_getaffinity'),
+        triggers=(
+            ('DataLoader',),
+            ('num_workers',),
+        ),
         implementation='gpulint.rules.distributed.workers_per_rank:WorkersPerRank',
     ),
     RuleInfo(
@@ -1038,7 +1084,7 @@ FACT_SHAPES: dict[str, tuple[str, ...]] = {
         '.train_on_batch(',
         '.step(',
         '.gradient(',
-        '.apply(',
+        'optimizer.apply(',
         'training_step',
     ),
 }

@@ -80,8 +80,9 @@ class ShapeCollector:
                 elif shape in _OPTIMIZER_IDENTIFIERS:
                     self._names_optimizer = True
 
-    def _apply(self, call: ast.Call) -> None:
-        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    def _apply(self, call: ast.AST) -> None:
+        func = call.func if isinstance(call, ast.Call) else None
+        receiver = func.value if isinstance(func, ast.Attribute) else None
         name = receiver.id if isinstance(receiver, ast.Name) else getattr(receiver, "attr", None)
         if is_step_method("apply", name):
             self._found.add(OPTIMIZER_APPLY)

@@ -128,8 +128,8 @@ def test_eviction_never_counts_or_deletes_what_it_did_not_write(tmp_path):
 
 
 def test_the_key_names_libcsts_installed_version_without_importing_the_metadata_machinery(tmp_path):
-    # (importlib.metadata's import and its scan of every installed distribution cost a warm run
-    # more than the rest of its start-up)
+    # (importlib.metadata's import and its scan of every installed distribution cost every cached
+    # run time)
     import subprocess
     import sys
     from importlib import metadata

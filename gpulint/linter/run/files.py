@@ -20,7 +20,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     import pathspec
@@ -59,6 +59,15 @@ class PathError:
 
     path: str
     reason: str
+
+
+class Walk(NamedTuple):
+    """A folder's discovery, as a run made it: the folder as named, the exclude patterns and the
+    folder they are relative to, the files found."""
+
+    top: Path
+    patterns: tuple[list[str], Path]
+    files: list[Path]
 
 
 # A .gitignore larger than this is not one a person wrote; it is not read.

@@ -125,3 +125,22 @@ def test_eviction_never_counts_or_deletes_what_it_did_not_write(tmp_path):
     assert (total, [p for _m, _s, p in entries]) == (1000, [own])
     assert small.evict() == 1
     assert not own.exists() and (shard / "foreign.bin").exists() and (outside / ("f" * 38)).exists()
+
+
+def test_the_key_names_libcsts_installed_version_without_importing_the_metadata_machinery(tmp_path):
+    # (importlib.metadata's import and its scan of every installed distribution cost every cached
+    # run time)
+    import subprocess
+    import sys
+    from importlib import metadata
+
+    from gpulint.linter.run.cache import installed_version
+
+    assert installed_version("libcst") == metadata.version("libcst")
+    assert installed_version("no_such_package_here") == ""
+    probe = (
+        "import sys\nfrom gpulint.linter.run.cache import gpulint_fingerprint\ngpulint_fingerprint()\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('importlib.metadata', 'libcst'))))"
+    )
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert run.stdout.strip() == "[]"

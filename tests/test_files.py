@@ -105,3 +105,23 @@ def test_duplicates_removed_and_order_is_stable(tmp_path):
     touch(tmp_path / "a.py")
     files, _ = discover([tmp_path, a, tmp_path / "b"])
     assert names(files, tmp_path) == ["a.py", "b/a.py"]
+
+
+def test_a_walk_through_a_linked_or_relative_folder_applies_gitignore_and_excludes(tmp_path, monkeypatch):
+    # (the walk matches each path's real path against the patterns: the folder it starts from is
+    # resolved once, and what is below it is reached without following a link)
+    real = tmp_path / "real"
+    touch(real / ".gitignore", "generated/\n")
+    touch(real / "generated" / "a.py")
+    touch(real / "pkg" / ".gitignore", "local.py\n")
+    touch(real / "pkg" / "local.py")
+    touch(real / "pkg" / "model.py")
+    touch(real / "legacy" / "old.py")
+    touch(real / "train.py")
+    (tmp_path / "link").symlink_to(real)
+    files, errors = discover([tmp_path / "link"], exclude=["legacy/"], root=real)
+    assert not errors
+    assert names(files, tmp_path / "link") == ["pkg/model.py", "train.py"]
+    monkeypatch.chdir(real / "pkg")
+    files, _ = discover([Path("..")], exclude=["legacy/"], root=real)
+    assert sorted(p.as_posix() for p in files) == ["../pkg/model.py", "../train.py"]

@@ -16,7 +16,7 @@ from hypothesis import settings as hypothesis_settings
 
 from gpulint.linter.analysis import parse_guard
 from gpulint.linter.analysis.isolation import ChildCrashed, call_isolated, can_isolate
-from gpulint.linter.analysis.parse_guard import MAX_NESTING, UnanalysableSource, check_source, too_deep
+from gpulint.linter.analysis.parse_guard import MAX_NESTING, UnanalysableSource, check_source, too_deep, walk_tree
 from gpulint.linter.config import Settings
 from gpulint.linter.run.outcome import RunOptions
 from gpulint.linter.run.runner import run
@@ -47,6 +47,7 @@ def full_depth(node: ast.AST, depth: int = 1) -> int:
 def test_depth_counts_as_libcst_nests(source, depth):
     assert full_depth(ast.parse(source)) == depth
     assert too_deep(ast.parse(source), depth - 1) and not too_deep(ast.parse(source), depth)
+    assert walk_tree(ast.parse(source), limit=depth - 1)[1] and not walk_tree(ast.parse(source), limit=depth)[1]
 
 
 @pytest.mark.slow
@@ -58,6 +59,7 @@ def test_the_pruned_walk_decides_as_the_full_one(code):
     for limit in (3, 6, depth - 1, depth):
         if limit > 0:
             assert too_deep(tree, limit) == (depth > limit), limit
+            assert walk_tree(tree, limit=limit)[1] == (depth > limit), limit  # (the measuring walk)
 
 
 def test_real_code_passes_and_deep_code_does_not():
@@ -118,9 +120,22 @@ def test_short_sources_skip_the_checks(monkeypatch):
 def test_node_count_agrees_with_ast_walk_and_stops_past_the_limit():
     tree = ast.parse(TRAINING)
     nodes = sum(1 for _ in ast.walk(tree))
-    assert parse_guard.count_nodes(tree) == nodes
-    assert parse_guard.count_nodes(tree, nodes) == nodes
-    assert parse_guard.count_nodes(tree, 10) == 11  # stops once over
+    assert walk_tree(tree)[0] == nodes
+    assert walk_tree(tree, nodes)[0] == nodes
+    assert walk_tree(tree, 10)[0] == 11  # stops once over
+
+
+def test_the_measuring_walk_visits_every_node_it_counts():
+    tree = ast.parse(TRAINING)
+    visited: list[ast.AST] = []
+    assert walk_tree(tree, visit=visited.append)[0] == len(visited)
+    assert sorted(map(id, visited)) == sorted(map(id, ast.walk(tree)))
+
+
+def test_a_tree_over_the_budget_is_still_measured_for_depth():
+    # (the walk stops counting at the budget; the depth decides which reason the skip gives)
+    chain = "x = " + " and ".join(["a"] * (MAX_NESTING + 10)) + "\n"
+    assert walk_tree(ast.parse(chain), 10) == (11, True)
 
 
 def test_a_source_over_the_node_budget_is_skipped_with_its_reason():

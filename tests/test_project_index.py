@@ -146,6 +146,54 @@ def test_a_helper_called_under_an_interval_helper_of_the_callers_module_is_not_p
     assert "clip" in view.per_step and "fid_score" not in view.per_step
 
 
+def test_an_interval_helper_defined_below_the_loop_that_calls_it_guards_too(tmp_path):
+    # (the summary learns which functions are interval helpers while it walks the module once:
+    # an `if` above the helper's definition is decided at the end of the walk)
+    trainer = """
+    import torch
+    import fid
+
+
+    def train(model, dl, opt, steps, every):
+        for step in range(steps):
+            loss = model(next(dl)).mean()
+            loss.backward()
+            opt.step()
+            fid.clip(model)
+            if divisible_by(step, every):
+                fid.fid_score(model)
+            if throttled(step):
+                fid.sample(model)
+
+
+    def divisible_by(numer, denom):
+        return (numer % denom) == 0
+
+
+    def throttled(step):
+        def every(n):
+            return step % n == 0
+        return every(100)
+    """
+    helper = """
+    def fid_score(model):
+        return model.features().cpu()
+
+
+    def sample(model):
+        return model.sample().cpu()
+
+
+    def clip(model):
+        return model.grad_norm().item()
+    """
+    paths = write_project(tmp_path, trainer=trainer, fid=helper)
+    view = RunIndex([paths["trainer"], paths["fid"]]).view(paths["fid"])
+    assert "clip" in view.per_step
+    assert "fid_score" not in view.per_step
+    assert "sample" not in view.per_step  # (a function whose nested function returns the condition)
+
+
 def test_what_a_module_learns_about_the_project_functions_it_calls(project):
     paths, index = project
     train = index.view(paths["train"])

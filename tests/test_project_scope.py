@@ -178,3 +178,25 @@ def test_an_edit_that_changes_no_summary_reuses_the_solved_index(project):
     assert again.index is first.index
     changed = HELPERS.replace("print(loss.item())", "return loss").encode()
     assert RunIndex([helpers], project=others, sources={helpers: changed}, previous=first).index is not first.index
+
+
+def test_a_run_over_the_projects_root_walks_it_once(tmp_path, capsys, monkeypatch):
+    # (the project index takes the run's own walk of the root: same folder, same patterns)
+    from gpulint.linter.run import files
+    from tests.helpers import run_cli
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "train.py").write_text("import torch\n")
+    (tmp_path / "util.py").write_text("import os\n")
+    walked: list[str] = []
+    walk = files._walk
+    monkeypatch.setattr(files, "_walk", lambda top, *args: walked.append(str(top)) or walk(top, *args))
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(["check", "--no-cache", "."], capsys)
+    assert code == 0, err
+    assert walked == ["."]
+    walked.clear()
+    code, _, err = run_cli(["check", "--no-cache", "pkg"], capsys)  # (a folder below the root: the root is walked)
+    assert code == 0, err
+    assert walked == ["pkg", str(tmp_path)]

@@ -247,3 +247,29 @@ def test_fixed_lines_wrap_at_the_projects_line_length():
     narrow = fix_source(Linter(Settings(select=["GL104"])), source, "t.py", unsafe=True).source.decode()
     assert "memory_format=torch.channels_last, non_blocking=True))\n" in wide
     assert max(len(line) for line in narrow.splitlines()) <= 88
+
+
+def _pyproject_reads(root, folders, capsys, monkeypatch) -> int:
+    """How many times `gpulint check` over `root` reads the project's pyproject.toml."""
+    from gpulint.linter import config
+    from tests.helpers import run_cli
+
+    (root / "pyproject.toml").write_text("[tool.gpulint]\nextend-select = ['GL401']\n")
+    for folder in folders:
+        (root / folder).mkdir(parents=True)
+        (root / folder / "m.py").write_text("import os\n")
+    reads: list[str] = []
+    read_toml = config.read_toml
+    monkeypatch.setattr(config, "read_toml", lambda path: reads.append(str(path)) or read_toml(path))
+    monkeypatch.chdir(root)
+    code, _, err = run_cli(["check", "--no-cache", "."], capsys)
+    assert code == 0, err
+    return reads.count(str(root / "pyproject.toml"))
+
+
+def test_a_run_reads_the_pyproject_as_often_whatever_the_number_of_folders(tmp_path, capsys, monkeypatch):
+    (tmp_path / "one").mkdir()
+    (tmp_path / "many").mkdir()
+    once = _pyproject_reads(tmp_path / "one", ["a"], capsys, monkeypatch)
+    many = _pyproject_reads(tmp_path / "many", ["a", "b", "c/d", "c/e", "c/f/g"], capsys, monkeypatch)
+    assert many == once  # (not once per folder linted)

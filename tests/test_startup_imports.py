@@ -63,6 +63,21 @@ def test_a_training_file_does_import_libcst(tmp_path):
     assert not {m for m in heavy if m.startswith(("gpulint.runtime_check", "gpulint.review", "gpulint.server"))}
 
 
+def test_a_lint_imports_only_the_rules_that_may_fire_on_its_files(tmp_path):
+    # a torch module that builds a loader, on no accelerator and with no training step: only the
+    # loader rules may fire (the others' facts or tokens are not there)
+    (tmp_path / "data.py").write_text(
+        "import torch\nfrom torch.utils.data import DataLoader\n\nloader = DataLoader(dataset, batch_size=8)\n"
+    )
+    rules = {m for m in imported(["--no-cache", str(tmp_path / "data.py")], tmp_path) if m.startswith("gpulint.rules.")}
+    assert "gpulint.rules.data_pipeline.dataloader_serial" in rules
+    assert not {
+        m
+        for m in rules
+        if m.startswith(("gpulint.rules.syncs.", "gpulint.rules.per_step.", "gpulint.rules.tensorflow."))
+    }
+
+
 @pytest.mark.parametrize("flag", ["--format=json", "--format=sarif", "--statistics"])
 def test_reports_of_a_clean_run_need_no_rules(tmp_path, flag):
     (tmp_path / "utils.py").write_text("import os\n")

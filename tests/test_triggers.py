@@ -164,3 +164,42 @@ def test_the_lint_reads_the_shapes_the_project_index_measured(monkeypatch):
     assert parses == []  # one CPython parse per file: the index's
     assert measured.shapes is not None
     assert "DataLoader" in measured.shapes and ".backward(" not in measured.shapes  # (the docstring's)
+
+
+# -- `.apply(`: a training step only on what may be an optimizer ---------------------------------
+INIT_WEIGHTS = textwrap.dedent(
+    """
+    import torch
+
+
+    def build(model):
+        model.apply(init_weights)  # a module's apply: no training step
+        return torch.autograd.Function.apply(model.cuda())
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "source, steps",
+    [
+        (INIT_WEIGHTS, False),
+        (INIT_WEIGHTS + "\n\ndef update(optimizer, grads, weights):\n    optimizer.apply(grads, weights)\n", True),
+        # a receiver of any name, in a module that names an optimizer's module (Keras 3)
+        (INIT_WEIGHTS + "\n\nupdater = keras.optimizers.Adam()\nupdater.apply(grads)\n", True),
+        (INIT_WEIGHTS + "\n\nfrom torch import optim\n", True),
+    ],
+)
+def test_apply_is_a_step_shape_only_on_what_may_be_an_optimizer(source, steps):
+    wanted = frozenset(catalog.FACT_SHAPES["takes training steps"])
+    assert bool(code_shapes(ast.parse(source), wanted)) == steps
+
+
+def test_a_module_whose_only_apply_is_a_modules_is_not_parsed_for_the_step_rules():
+    source = (INIT_WEIGHTS * 20).encode()  # (long enough for the guard to measure it)
+    linter = Linter(Settings(select=["GL201", "GL301", "GL302"]), trigger_filter=True)
+    assert not linter.lint_source(source, "helpers.py").parsed
+    assert (
+        Linter(Settings(select=["GL201", "GL301", "GL302"]), trigger_filter=False)
+        .lint_source(source, "helpers.py")
+        .parsed
+    )

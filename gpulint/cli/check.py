@@ -61,16 +61,16 @@ class SettingsPerProject:
         self.load_local_rules = load_local_rules
         self.by_origin: dict[tuple[str, Path | None], Settings] = {}
         self.by_folder: dict[str, Settings] = {}
+        self.holds_table: dict[Path, bool] = {}  # (find_config's `known`: each file read once)
         if options.config is None:
             self.by_origin[self._origin(start)] = base
 
-    @staticmethod
-    def _origin(path: Path) -> tuple[str, Path | None]:
+    def _origin(self, path: Path) -> tuple[str, Path | None]:
         """Where a path's settings come from: its configuration file, or (with none) the
         pyproject.toml whose facts apply."""
         from gpulint.linter.config import find_config, nearest_pyproject
 
-        config_file = find_config(path)
+        config_file = find_config(path, self.holds_table)
         return ("config", config_file) if config_file is not None else ("facts", nearest_pyproject(path))
 
     def __call__(self, path: Path) -> Settings:

@@ -482,6 +482,17 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('takes training steps',),
         tokens=('save',),
+        triggers=(
+            (
+                'save',
+                'save_checkpoint',
+                'save_file',
+                'save_model',
+                'save_pretrained',
+                'save_state',
+                'save_weights',
+            ),
+        ),
         implementation='gpulint.rules.per_step.per_step_checkpoint:PerStepCheckpoint',
     ),
     RuleInfo(
@@ -502,6 +513,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        triggers=(
+            ('.backward(',),
+        ),
         implementation='gpulint.rules.precision.no_mixed_precision:NoMixedPrecision',
     ),
     RuleInfo(
@@ -518,6 +532,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch',),
         tokens=('cuda.amp', 'cpu.amp', 'cuda import amp', 'cpu import amp'),
+        triggers=(
+            ('amp',),
+        ),
         implementation='gpulint.rules.precision.deprecated_amp_api:DeprecatedAmpApi',
     ),
     RuleInfo(
@@ -537,6 +554,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        triggers=(
+            ('.backward(',),
+        ),
         implementation='gpulint.rules.precision.no_compile:NoCompile',
     ),
     RuleInfo(
@@ -558,6 +578,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        triggers=(
+            ('.backward(',),
+        ),
         implementation='gpulint.rules.precision.fp32_matmul:Fp32Matmul',
     ),
     RuleInfo(
@@ -580,6 +603,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        triggers=(
+            ('.backward(',),
+        ),
         implementation='gpulint.rules.precision.cudnn_benchmark:CudnnBenchmark',
     ),
     RuleInfo(
@@ -599,6 +625,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('deterministic',),
+        triggers=(
+            ('deterministic',),
+        ),
         implementation='gpulint.rules.precision.cudnn_deterministic:CudnnDeterministic',
     ),
     RuleInfo(
@@ -619,6 +648,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),
+        triggers=(
+            ('.backward(',),
+        ),
         implementation='gpulint.rules.precision.channels_last:ChannelsLast',
     ),
     RuleInfo(
@@ -658,6 +690,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator'),
         tokens=('gloo',),
+        triggers=(
+            ('init_process_group',),
+        ),
         implementation='gpulint.rules.distributed.gloo_on_cuda:GlooOnCuda',
     ),
     RuleInfo(
@@ -683,6 +718,10 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('runs one process per GPU',),
         tokens=('backward', 'update_grad'),
+        triggers=(
+            ('.step(', 'optimizer_step', 'step', 'sync', 'update', 'update_grad'),
+            ('.backward(', 'optimizer_step', 'step', 'sync', 'update', 'update_grad'),
+        ),
         implementation='gpulint.rules.distributed.ddp_accumulation_sync:DdpAccumulationSync',
     ),
     RuleInfo(
@@ -701,6 +740,9 @@ RULES: tuple[RuleInfo, ...] = (
             '`strategy="ddp_find_unused_parameters_true"` string.'
         ),
         tokens=('find_unused_parameters',),
+        triggers=(
+            ('ddp_find_unused_parameters', 'find_unused_parameters', 'strategy'),
+        ),
         implementation='gpulint.rules.distributed.ddp_find_unused:DdpFindUnused',
     ),
     RuleInfo(
@@ -721,6 +763,10 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs one process per GPU'),
         tokens=('cpu_count', 'sched_getaffinity'),
+        triggers=(
+            ('DataLoader',),
+            ('num_workers',),
+        ),
         implementation='gpulint.rules.distributed.workers_per_rank:WorkersPerRank',
     ),
     RuleInfo(
@@ -1051,7 +1097,7 @@ FACT_SHAPES: dict[str, tuple[str, ...]] = {
         '.train_on_batch(',
         '.step(',
         '.gradient(',
-        '.apply(',
+        'optimizer.apply(',
         'training_step',
     ),
 }

@@ -267,20 +267,31 @@ def _glob_match(relative: str, pattern: str) -> bool:
     return "/" not in pattern and fnmatch.fnmatch(relative.rsplit("/", 1)[-1], pattern)
 
 
-def find_config(start: Path) -> Path | None:
+def find_config(start: Path, known: dict[Path, bool] | None = None) -> Path | None:
     """The nearest pyproject.toml with a [tool.gpulint] table, from `start` upwards.  Raises
-    ConfigError for one that does not parse and mentions gpulint: it may hold our table."""
+    ConfigError for one that does not parse and mentions gpulint: it may hold our table.
+    `known`: whether each pyproject.toml read so far holds the table, filled as files are read
+    (a run asks for every folder it lints, and the folders of a project share their files)."""
     for candidate in _pyprojects_above(start):
-        try:
-            data = read_toml(candidate)
-        except ConfigError:
-            if _mentions_gpulint(candidate):
-                raise
-            continue  # a broken pyproject.toml that cannot hold [tool.gpulint] is not ours to report
-        tool = data.get("tool")
-        if isinstance(tool, dict) and "gpulint" in tool:
+        holds = known.get(candidate) if known is not None else None
+        if holds is None:
+            holds = _holds_gpulint_table(candidate)
+            if known is not None:
+                known[candidate] = holds
+        if holds:
             return candidate
     return None
+
+
+def _holds_gpulint_table(pyproject: Path) -> bool:
+    try:
+        data = read_toml(pyproject)
+    except ConfigError:
+        if _mentions_gpulint(pyproject):
+            raise
+        return False  # a broken pyproject.toml that cannot hold [tool.gpulint] is not ours to report
+    tool = data.get("tool")
+    return isinstance(tool, dict) and "gpulint" in tool
 
 
 def nearest_pyproject(start: Path) -> Path | None:

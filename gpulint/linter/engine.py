@@ -125,10 +125,13 @@ class Linter:
         self._rules_by_codes: dict[frozenset[str], tuple[type[Rule], ...]] = {}
         self._entries_by_codes: dict[frozenset[str], tuple[catalog.RuleInfo, ...]] = {}
 
-    def rules_for(self, path: str) -> tuple[type[Rule], ...]:
-        """The rule classes enabled for `path` (per-file ignores applied), GL900 included;
-        asking imports them (and libcst)."""
+    def rules_for(self, path: str, among: frozenset[str] | None = None) -> tuple[type[Rule], ...]:
+        """The rule classes enabled for `path` (per-file ignores applied), GL900 included, or
+        only those of them `among` these codes; asking imports them (and libcst), and no other
+        rule's module: a run over one file imports the rules that may fire on it."""
         codes = self.settings.codes_for(path)
+        if among is not None:
+            codes = codes & among
         rules = self._rules_by_codes.get(codes)
         if rules is None:
             rules = self._rules_by_codes[codes] = self.settings.rule_classes(codes)
@@ -193,11 +196,11 @@ class Linter:
                     entries = [r for r in entries if r.may_fire(measured.shapes)]
                     if not entries:
                         return None
-        candidates = {r.code for r in entries}
+        candidates = frozenset(r.code for r in entries)
         module = parse(source, self.settings.max_syntax_nodes, measured)
         from gpulint.linter.analysis.context import FileContext  # (with libcst, which parse has loaded)
 
-        rules = [r for r in self.rules_for(path) if r.code in candidates]
+        rules = list(self.rules_for(path, candidates))
         wanted = frozenset().union(*(r.visited_types() for r in rules))
         ctx = FileContext(module, path, self.settings.options, wanted, source, project, self.settings.target_tensorflow)
         findings = run_rules(ctx, [r for r in rules if r.applies(ctx)])

@@ -15,6 +15,15 @@ A shape is written as the code it stands for:
     ".item("       a method of that name called (`loss.item()`, `torch.cuda.synchronize()`)
     "float("       a plain name called (`float(loss)`)
 
+and one shape stands for a call that may take a training step by the loop model's reading
+(loops.is_direct_step_call), where the method's name alone says too little:
+
+    "optimizer.apply("   `.apply(` called on a receiver named like an optimizer (`opt.apply(grads)`,
+                   Keras 3's step: vocabulary.is_step_method), or on any receiver in a module whose
+                   code names an optimizer's module or class (`optim`, `optimizers`, `AdamW`...: the
+                   receiver may hold one).  `model.apply(init_weights)` and `Function.apply(x)`
+                   in a torch module that names no optimizer are not steps.
+
 Strings and comments hold none (an f-string's expressions are code and do).  The walk keeps only
 the shapes some trigger names (`wanted`): a module's set stays small, so the project index can keep
 it for every module between its parse and the module's lint.
@@ -26,15 +35,64 @@ import ast
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from gpulint.linter.analysis.vocabulary import KINDS, is_step_method
+
+# (see the module docstring)
+OPTIMIZER_APPLY = "optimizer.apply("
+# The identifiers a module's code holds wherever a value of it may be an optimizer: the last name
+# of each optimizer constructor (or module of them) the value analysis recognises -- its qualified
+# name is made of the code's own identifiers (`torch.optim.Adam`, `from torch import optim`).
+_OPTIMIZER_IDENTIFIERS = frozenset(
+    constructor.rstrip(".").rsplit(".", 1)[-1] for constructor in KINDS["optimizer"].constructors
+)
+
 
 def code_shapes(tree: ast.AST, wanted: frozenset[str]) -> frozenset[str]:
     """The shapes of `wanted` that the module's code holds (see the module docstring)."""
-    found: set[str] = set()
+    collector = ShapeCollector(wanted)
     for node in ast.walk(tree):
+        collector.visit(node)
+    return collector.found()
+
+
+class ShapeCollector:
+    """`code_shapes` node by node, for a walk that does more than collect them (the parse
+    guard's, which measures the tree on the same walk: parse_guard.walk_tree)."""
+
+    def __init__(self, wanted: frozenset[str]) -> None:
+        self._wanted = wanted
+        self._found: set[str] = set()
+        # For OPTIMIZER_APPLY: an `.apply(` call on a receiver not named like an optimizer, and an
+        # identifier of an optimizer's module or class.
+        self._looks_for_apply = OPTIMIZER_APPLY in wanted
+        self._other_apply = self._names_optimizer = False
+
+    def visit(self, node: ast.AST) -> None:
         shapes_of = _SHAPES_BY_TYPE.get(type(node))
-        if shapes_of is not None:
-            found.update(shape for shape in shapes_of(node) if shape in wanted)
-    return frozenset(found)
+        if shapes_of is None:
+            return
+        for shape in shapes_of(node):
+            if shape in self._wanted:
+                self._found.add(shape)
+            if self._looks_for_apply:
+                if shape == ".apply(":
+                    self._apply(node)
+                elif shape in _OPTIMIZER_IDENTIFIERS:
+                    self._names_optimizer = True
+
+    def _apply(self, call: ast.AST) -> None:
+        func = call.func if isinstance(call, ast.Call) else None
+        receiver = func.value if isinstance(func, ast.Attribute) else None
+        name = receiver.id if isinstance(receiver, ast.Name) else getattr(receiver, "attr", None)
+        if is_step_method("apply", name):
+            self._found.add(OPTIMIZER_APPLY)
+        else:
+            self._other_apply = True
+
+    def found(self) -> frozenset[str]:
+        if self._other_apply and self._names_optimizer:
+            self._found.add(OPTIMIZER_APPLY)
+        return frozenset(self._found)
 
 
 def _called(node: ast.Call) -> Iterable[str]:

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from gpulint.linter.analysis.code_shapes import OPTIMIZER_APPLY
 from gpulint.linter.analysis.imports import ImportTable
 from gpulint.linter.analysis.nodes import dotted_name, is_zero, last_name, method_name
 from gpulint.linter.analysis.values import ValueOrigins, target_key
@@ -118,8 +119,8 @@ STEP_TOKENS = (
     b"training_step",
     b".apply(",
 )
-# The same in code (analysis/code_shapes.py): a method call `is_step_method` may take for a step,
-# or a `training_step` (a LightningModule's).
+# The same in code (analysis/code_shapes.py): a method call `is_direct_step_call` may take for a
+# step, or a `training_step` (a LightningModule's).
 STEP_SHAPES = (
     ".backward(",
     ".manual_backward(",
@@ -127,7 +128,7 @@ STEP_SHAPES = (
     ".train_on_batch(",
     ".step(",
     ".gradient(",
-    ".apply(",
+    OPTIMIZER_APPLY,  # `.apply(` on what may be an optimizer (Keras 3)
     "training_step",
 )
 

@@ -43,10 +43,11 @@ import gc
 import hashlib
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpulint.linter import catalog
-from gpulint.linter.analysis.code_shapes import code_shapes
+from gpulint.linter.analysis.code_shapes import ShapeCollector
 from gpulint.linter.analysis.isolation import ChildCrashed, call_isolated
 
 MAX_NESTING = 500
@@ -113,32 +114,51 @@ def python_tree(
         if collecting:
             gc.enable()
     assert isinstance(tree, ast.Module)  # what "exec" mode builds
+    collector = ShapeCollector(shapes) if shapes else None
     if not measure:
-        return tree, Measured(shapes=code_shapes(tree, shapes) if shapes else None, looked_for=shapes)
-    nodes = count_nodes(tree, max_nodes) if max_nodes is not None else 0
-    deep = too_deep(tree)
+        if collector is not None:
+            walk_tree(tree, visit=collector.visit)
+        return tree, Measured(shapes=collector.found() if collector else None, looked_for=shapes)
+    nodes, deep = walk_tree(tree, max_nodes, collector.visit if collector else None)
     skipped = deep or (max_nodes is not None and nodes > max_nodes)  # (nobody asks for its shapes)
-    found = code_shapes(tree, shapes) if shapes and not skipped else None
+    found = collector.found() if collector is not None and not skipped else None
     return tree, Measured(nodes=nodes, too_deep=deep, shapes=found, looked_for=shapes)
 
 
-def count_nodes(tree: ast.AST, limit: int | None = None) -> int:
-    """The nodes of a CPython syntax tree (each `Load`/`Store` context counted where it is used),
-    or `limit + 1` as soon as there are more than `limit`: counting a huge tree to the end would
-    cost more than its compile."""
-    count, stack, most = 0, [tree], limit if limit is not None else -1
+def walk_tree(
+    tree: ast.AST,
+    max_nodes: int | None = None,
+    visit: Callable[[ast.AST], None] | None = None,
+    limit: int = MAX_NESTING,
+) -> tuple[int, bool]:
+    """The one walk of a CPython tree that measures it: its nodes (each `Load`/`Store` context
+    counted where it is used), up to one past `max_nodes` -- counting a huge tree to the end
+    would cost more than its compile -- and whether libcst would nest it more than `limit` levels
+    deep (an `and`/`or` chain of n operands is n-1 levels deep in libcst).  `visit(node)` is called on
+    every node counted (the code shapes are collected on the same walk)."""
+    count, most, deep = 0, -1 if max_nodes is None else max_nodes, False
+    stack: list[tuple[ast.AST, int]] = [(tree, 1)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node = stack.pop()
+        node, depth = pop()
         count += 1
         if count == most + 1:
-            break
+            return count, deep or too_deep(tree, limit)  # (over the budget: the depth decides the message)
+        if depth > limit:
+            deep = True
+        if visit is not None:
+            visit(node)
+        # libcst nests an `and`/`or` chain pairwise: its first operand is n-1 levels down.
+        below = depth + (max(len(node.values) - 1, 1) if type(node) is ast.BoolOp else 1)
         for name in node._fields:
             value = getattr(node, name, None)
-            if isinstance(value, list):
-                stack.extend(item for item in value if isinstance(item, ast.AST))
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        push((item, below))
             elif isinstance(value, ast.AST):
-                stack.append(value)
-    return count
+                push((value, below))
+    return count, deep
 
 
 # What the project index measured, by the digest of the bytes it parsed and the node budget it

@@ -204,7 +204,6 @@ def summarize(
     if tree is None:
         return None
     summarizer = _Summarizer(module, is_package, source)
-    summarizer.interval_helpers = _interval_helpers(tree)
     try:
         summarizer.visit(tree)
     except RecursionError:
@@ -212,26 +211,14 @@ def summarize(
     return summarizer.finish()
 
 
-def _interval_helpers(tree: ast.AST) -> frozenset[str]:
-    """Functions of the module that return a modulo interval condition (`def divisible_by(a, b):
-    return a % b == 0`): an `if` that calls one throttles what it guards, as the loop model
-    decides for its own module (loops.LoopModel._interval_helpers)."""
-    helpers = set()
-    for function in ast.walk(tree):
-        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for node in ast.walk(function):
-                if isinstance(node, ast.Return) and node.value is not None:
-                    text = ast.unparse(node.value)
-                    if "%" in text and _throttles(text):  # (the `%` test spares most modules libcst)
-                        helpers.add(function.name)
-    return frozenset(helpers)
-
-
-def _calls_interval_helper(test: ast.expr, helpers: frozenset[str]) -> bool:
-    """`divisible_by(step, n)`, alone or as one side of an `and`."""
+def _names_called_as_condition(test: ast.expr) -> frozenset[str]:
+    """The functions an `if` condition calls by plain name, alone or as one side of an `and`
+    (`divisible_by(step, n)`): if one of them is an interval helper, the `if` is an interval guard."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return any(_calls_interval_helper(value, helpers) for value in test.values)
-    return isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id in helpers
+        return frozenset().union(*(_names_called_as_condition(value) for value in test.values))
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Name):
+        return frozenset({test.func.id})
+    return frozenset()
 
 
 _MODULE_LEVEL = "<module>"
@@ -291,7 +278,14 @@ class _Summarizer(ast.NodeVisitor):
         self.iterated: list[tuple[str, str, bool]] = []  # (name, function, in a nested loop)
         self.in_loop_calls: set[str] = set()  # last names of functions called inside a loop
         self.local_calls: dict[tuple[str, str], list[str]] = {}  # (function, name) -> callee texts
-        self.interval_helpers: frozenset[str] = frozenset()  # (_interval_helpers)
+        # Interval helpers: functions of the module that return a modulo interval condition
+        # (`def divisible_by(a, b): return a % b == 0`); an `if` that calls one throttles what it
+        # guards, as the loop model decides for its own module (loops.LoopModel._interval_helpers).
+        # A helper may be defined below the `if` that calls it, so such an `if` is recorded as a
+        # plain condition with the names it calls and made an interval guard in `finish`.
+        self.interval_helpers: set[str] = set()
+        self.defined_in: list[str] = []  # the names of the functions around the current node
+        self.conditions_calling: dict[str, frozenset[str]] = {}  # `if` condition text -> names it calls
         self.class_nodes: list[tuple[str, ast.ClassDef]] = []  # (qualname, definition)
         self.shared_paths: dict[tuple[Step, ...], tuple[Step, ...]] = {}  # one tuple per enclosing block
 
@@ -315,6 +309,7 @@ class _Summarizer(ast.NodeVisitor):
         for decorator in node.decorator_list:
             self.visit(decorator)
         self.scope.append(node.name)
+        self.defined_in.append(node.name)
         qualname = ".".join(self.scope)
         self.function_names.append(qualname)
         self.summary.functions.setdefault(qualname, FunctionSummary())
@@ -326,6 +321,7 @@ class _Summarizer(ast.NodeVisitor):
         self.classes.pop()
         self.paths.pop()
         self.function_names.pop()
+        self.defined_in.pop()
         self.scope.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef
@@ -359,8 +355,11 @@ class _Summarizer(ast.NodeVisitor):
 
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
-        guard = ("interval", "") if _calls_interval_helper(node.test, self.interval_helpers) else None
-        for branch, step in ((node.body, guard or ("if", ast.unparse(node.test))), (node.orelse, ("else", ""))):
+        condition = ast.unparse(node.test)
+        called = _names_called_as_condition(node.test)
+        if called:  # (an interval guard if one of them is an interval helper: `finish` decides)
+            self.conditions_calling[condition] = called
+        for branch, step in ((node.body, ("if", condition)), (node.orelse, ("else", ""))):
             if _handles_event(branch):
                 step = ("event", "")
             self.paths[-1].append(step)
@@ -433,6 +432,10 @@ class _Summarizer(ast.NodeVisitor):
     def visit_Return(self, node: ast.Return) -> None:
         if node.value is None:
             return
+        if self.defined_in:
+            text = ast.unparse(node.value)
+            if "%" in text and _throttles(text):  # (the `%` test spares most modules libcst)
+                self.interval_helpers.update(self.defined_in)  # (a nested function's return too)
         self.visit(node.value)
         values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
         for position, value in enumerate(values):
@@ -483,6 +486,7 @@ class _Summarizer(ast.NodeVisitor):
         return (node.col_offset if before.isascii() else len(before.decode("utf-8", "replace"))) + 1
 
     def finish(self) -> ModuleSummary:
+        self._mark_interval_guards()
         imported = set(self.summary.bindings.values())
         self.summary.imports_torch = any(m == "torch" or m.startswith("torch.") for m in imported)
         if any(m == a or m.startswith(f"{a}.") for m in imported for a in ACCELERATOR_MODULES):
@@ -492,6 +496,23 @@ class _Summarizer(ast.NodeVisitor):
                 self.summary.reiterated.add(name)
         self.summary.in_memory_datasets = {q for q, node in self.class_nodes if self._in_memory_dataset(node)}
         return self.summary
+
+    def _mark_interval_guards(self) -> None:
+        """The `if`s whose condition calls an interval helper of the module, in every call's path:
+        interval guards, not plain conditions (see `interval_helpers`)."""
+        guards = {
+            ("if", condition)
+            for condition, called in self.conditions_calling.items()
+            if not called.isdisjoint(self.interval_helpers)
+        }
+        if not guards:
+            return
+        shared: dict[tuple[Step, ...], tuple[Step, ...]] = {}
+        for function in self.summary.functions.values():
+            for site in function.calls:
+                if not guards.isdisjoint(site.path):
+                    marked = tuple(("interval", "") if step in guards else step for step in site.path)
+                    site.path = _shared(shared, marked)
 
     def _in_memory_dataset(self, cls: ast.ClassDef) -> bool:
         """`__getitem__` returns only `self.<attr>[...]` (or tuples of them), and the class only

@@ -74,14 +74,8 @@ def gpulint_fingerprint() -> str:
     versions of what decides parsing (computed once per process: a few dozen stat calls)."""
     global _code_fingerprint
     if _code_fingerprint is None:
-        from importlib import metadata  # libcst's version without importing libcst
-
-        try:
-            libcst_version = metadata.version("libcst")
-        except metadata.PackageNotFoundError:
-            libcst_version = ""
         package = Path(__file__).resolve().parents[2]
-        digest = hashlib.sha256(f"{__version__}|{sys.version}|{libcst_version}".encode())
+        digest = hashlib.sha256(f"{__version__}|{sys.version}|{installed_version('libcst')}".encode())
         # The code that decides a file's result: the engine and the rules (not the runtime checker
         # or the review bot, whose edits must not throw the cache away).
         sources = [*sorted((package / "linter").rglob("*.py")), *sorted((package / "rules").rglob("*.py"))]
@@ -93,6 +87,28 @@ def gpulint_fingerprint() -> str:
             digest.update(f"{path.relative_to(package)}:{info.st_size}:{info.st_mtime_ns}\n".encode())
         _code_fingerprint = digest.hexdigest()
     return _code_fingerprint
+
+
+def installed_version(package: str) -> str:
+    """The version of an installed package, from the name of the `<name>-<version>.dist-info`
+    folder its installer wrote beside it ("" when there is none), without importing it.  (Asking
+    importlib.metadata costs every cached run its import and a scan of every distribution on
+    the path: hundreds in an environment with torch and TensorFlow.)"""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        return ""
+    where = Path(spec.origin).parent.parent
+    prefix = f"{package}-"
+    try:
+        names = os.listdir(where)
+    except OSError:
+        return ""
+    found = sorted(
+        n[len(prefix) : -len(".dist-info")] for n in names if n.startswith(prefix) and n.endswith(".dist-info")
+    )
+    return ",".join(found)
 
 
 def _run_key(options_key: str, settings_fingerprint: str) -> str:

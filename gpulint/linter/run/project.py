@@ -22,7 +22,7 @@ from pathlib import Path
 
 from gpulint.linter.analysis.project import EMPTY_VIEW, ModuleSummary, ModuleView, ProjectIndex, summarize
 from gpulint.linter.project import project_root
-from gpulint.linter.run.files import discover, read_source
+from gpulint.linter.run.files import Walk, discover, read_source
 
 # Modules followed through imports beyond the run's own files and their projects: a bound on a run
 # that names one file of a very large tree (the run's own files are always summarized).
@@ -35,17 +35,25 @@ MAX_PROJECT_FILES = 10_000
 
 
 def project_files(
-    files: Iterable[Path], excludes_for: Callable[[Path], tuple[list[str], Path]]
+    files: Iterable[Path],
+    excludes_for: Callable[[Path], tuple[list[str], Path]],
+    walks: dict[Path, Walk] | None = None,
 ) -> tuple[list[Path], list[str]]:
     """The Python files of the projects `files` belong to, and warnings about projects too large to
     index.  `excludes_for(root)`: the exclude patterns that apply under a project root and the
-    folder they are relative to (the root's configuration)."""
+    folder they are relative to (the root's configuration).  `walks`: the walks the run already
+    made, by the real path of the folder walked; one of a root with the root's patterns is taken
+    instead of walking it again (a run over the project's root)."""
     roots = sorted({root for path in files if (root := project_root(path)) is not None})
     found: list[Path] = []
     warnings: list[str] = []
     for root in roots:
         exclude, relative_to = excludes_for(root)
-        walked, _unreadable = discover([root], exclude, relative_to)  # (a lint of those paths reports them)
+        walk = walks.get(root) if walks is not None else None
+        if walk is not None and walk.patterns == (exclude, relative_to):
+            walked = [root / path.relative_to(walk.top) for path in walk.files]  # (as a walk of `root` names them)
+        else:
+            walked, _unreadable = discover([root], exclude, relative_to)  # (a lint of those paths reports them)
         python = [path for path in walked if path.suffix == ".py"]
         if len(python) > MAX_PROJECT_FILES:
             warnings.append(

@@ -23,7 +23,7 @@ from gpulint.linter.engine import Linter
 from gpulint.linter.printable import printable
 from gpulint.linter.run import parallel
 from gpulint.linter.run.cache import ResultCache, content_hash
-from gpulint.linter.run.files import discover, read_source
+from gpulint.linter.run.files import Walk, discover, read_source
 from gpulint.linter.run.outcome import FileOutcome, RunOptions, RunResult
 from gpulint.linter.run.process import display_path, process_file_cached
 from gpulint.linter.run.safe_files import WriteScope, remove_stale_temporaries
@@ -78,6 +78,7 @@ class _ProjectViews:
         cache: ResultCache | None,
         settings_for: Callable[[Path], Settings],
         warnings: list[str],
+        walks: dict[Path, Walk] | None = None,
     ) -> None:
         from gpulint.linter.run.project import project_files
 
@@ -87,7 +88,7 @@ class _ProjectViews:
 
         self.files = files
         self.cache = cache
-        self.project, too_large = project_files(files, excludes_for)
+        self.project, too_large = project_files(files, excludes_for, walks)
         warnings.extend(printable(line) for line in too_large)
         self.max_nodes = settings_for(files[0]).max_syntax_nodes if files else None
         # Which modules are test code, by the settings of the project each belongs to.
@@ -226,13 +227,19 @@ class _ProjectViews:
         return rows
 
 
-def _discover(paths: list[Path], settings_for: Callable[[Path], Settings]) -> tuple[list[Path], list]:
-    """`discover` over each path with the exclude patterns of the configuration that applies there."""
+def _discover(
+    paths: list[Path], settings_for: Callable[[Path], Settings], walks: dict[Path, Walk]
+) -> tuple[list[Path], list]:
+    """`discover` over each path with the exclude patterns of the configuration that applies there.
+    `walks` gets each folder's walk, by its real path (a project index over the same folder, with
+    the same configuration, takes it: `project_files`)."""
     found: dict[str, Path] = {}
     errors = []
     for path in paths:
         settings = settings_for(path)
         files, path_errors = discover([path], settings.exclude, settings.root)
+        if os.path.isdir(path) and not path_errors:
+            walks.setdefault(Path(os.path.realpath(path)), Walk(path, (settings.exclude, settings.root), files))
         for file in files:
             found.setdefault(os.path.realpath(file), file)
         errors.extend(path_errors)
@@ -256,7 +263,8 @@ def run(
     `jobs` worker processes (in this process when `jobs` is 1 or there are only a few files).
     `progress(done, total)` is called as files finish."""
     settings_for = settings_for or (lambda path: settings)
-    files, path_errors = _discover(paths, settings_for)
+    walks: dict[Path, Walk] = {}
+    files, path_errors = _discover(paths, settings_for, walks)
     result = RunResult(path_errors=path_errors)
     if options.fix and not options.diff:
         options = replace(options, write_scope=WriteScope.of(paths))
@@ -266,7 +274,7 @@ def run(
     if cache is not None and (reason := cache.unusable_reason()) is not None:
         result.warnings.append(printable(f"{reason}; running without a cache"))
         cache = None
-    project = _ProjectViews(files, cache, settings_for, result.warnings) if options.project_index else None
+    project = _ProjectViews(files, cache, settings_for, result.warnings, walks) if options.project_index else None
     digests = project.digests() if project is not None else [""] * len(files)
     # The files by the settings that lint them (one group per project configuration), in order.
     groups: dict[int, tuple[Settings, list[int]]] = {}

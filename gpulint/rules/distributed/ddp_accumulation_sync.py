@@ -85,6 +85,8 @@ class DdpAccumulationSync(Rule):
     )
     requires = {ONE_PROCESS_PER_GPU}
     tokens = ("backward", "update_grad")
+    # a `.backward()` and an optimizer `.step()`, or a helper called with a step switch keyword
+    triggers = ((".step(", *sorted(_STEP_SWITCHES)), (".backward(", *sorted(_STEP_SWITCHES)))
 
     VALID = [
         # no_sync()

@@ -54,6 +54,7 @@ class DdpFindUnused(Rule):
     # Callees that configure DDP (by their last name: aliases and re-exports vary).  Anything else
     # given the keyword -- a registry that *offers* the option, a test helper -- is not a choice.
     CALLEES = re.compile(r"DDP|DistributedDataParallel|Strategy$|TrainingArguments$|Kwargs$|^Trainer$|^Fabric$")
+    triggers = ((*sorted(KEYWORDS), "strategy"),)  # the keyword it reports
 
     VALID = [
         Valid(

@@ -75,6 +75,7 @@ class GlooOnCuda(Rule):
     message = "the `gloo` backend moves CUDA gradients through host memory; use `nccl` for GPU training"
     requires = {TORCH, ACCELERATOR}
     tokens = ("gloo",)
+    triggers = (tuple(sorted({name.rsplit(".", 1)[1] for name in INIT_PROCESS_GROUP})),)  # the call it reports
     fix_applicability = Applicability.UNSAFE
 
     VALID = [

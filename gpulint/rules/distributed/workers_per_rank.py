@@ -63,6 +63,7 @@ class WorkersPerRank(Rule):
     )
     requires = {TORCH, ONE_PROCESS_PER_GPU}
     tokens = ("cpu_count", "sched_getaffinity")
+    triggers = (("DataLoader",), ("num_workers",))  # a loader's `num_workers=` (its qualified name ends in it)
     fix_applicability = Applicability.UNSAFE
 
     REPLACEMENT = CORES_PER_RANK

@@ -82,6 +82,8 @@ class PerStepCheckpoint(Rule):
     message = "a checkpoint is written on every training step; save every N steps"
     requires = {STEPS}
     tokens = ("save",)
+    # what it reports ends in one: a save function or method
+    triggers = (tuple(sorted({name.rsplit(".", 1)[1] for name in _SAVE_FUNCTIONS} | _SAVE_METHODS)),)
     fix_applicability = Applicability.UNSAFE
     fixes_test_files = False
     options = (CHECKPOINT_EVERY,)

@@ -64,6 +64,7 @@ class ChannelsLast(Rule):
     )
     requires = {TORCH, ACCELERATOR, STEPS}
     tokens = ("backward",)
+    triggers = ((".backward(",),)  # it reports a training loop's `.backward()` (or the optimizer)
     default = "hint"
 
     VALID = [

@@ -97,6 +97,7 @@ class CudnnBenchmark(Rule):
     )
     requires = {TORCH, ACCELERATOR, STEPS}
     tokens = ("backward",)
+    triggers = ((".backward(",),)  # only for a training loop's `.backward()` calls
     default = "hint"
     fix_applicability = Applicability.UNSAFE
 

@@ -61,6 +61,7 @@ class CudnnDeterministic(Rule):
     )
     requires = {TORCH, ACCELERATOR, STEPS}
     tokens = ("deterministic",)
+    triggers = (("deterministic",),)  # the setting it reports
     default = "hint"
 
     VALID = [

@@ -74,6 +74,7 @@ class DeprecatedAmpApi(Rule):
     _specific = "`{old}` is deprecated; use `{new}`"
     requires = {TORCH}
     tokens = ("cuda.amp", "cpu.amp", "cuda import amp", "cpu import amp")
+    triggers = (("amp",),)  # every deprecated name it reports is under an `amp` module
     fix_applicability = Applicability.SAFE
     reported_in_tests = True  # a deprecated API is one in test code too
     fixes_test_files = False  # a test may exercise the old API on purpose (`fix-tests = true` fixes it)

@@ -64,6 +64,7 @@ class Fp32Matmul(Rule):
     )
     requires = {TORCH, ACCELERATOR, STEPS}
     tokens = ("backward",)
+    triggers = ((".backward(",),)  # only for a training loop's `.backward()` calls
     default = "hint"
     fix_applicability = Applicability.UNSAFE
 

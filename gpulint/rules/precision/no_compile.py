@@ -80,6 +80,7 @@ class NoCompile(Rule):
     message = "the model is trained without `torch.compile`: fused kernels are typically 1.3-2x faster"
     requires = {TORCH, ACCELERATOR, STEPS}
     tokens = ("backward",)
+    triggers = ((".backward(",),)  # it reports a training loop's `.backward()` (or the optimizer)
     default = "hint"
     fix_applicability = Applicability.UNSAFE
 

@@ -59,6 +59,7 @@ class NoMixedPrecision(Rule):
     )
     requires = {TORCH, ACCELERATOR, STEPS}
     tokens = ("backward",)
+    triggers = ((".backward(",),)  # it reports a training loop's `.backward()` (or the optimizer)
     default = "hint"
 
     VALID = [

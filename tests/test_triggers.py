@@ -134,7 +134,7 @@ def _case_tree(root: Path) -> Path:
 
 def _check(args: list[str], capsys, monkeypatch, ignore_triggers: bool) -> str:
     monkeypatch.setenv(IGNORE_TRIGGERS, "1" if ignore_triggers else "")
-    _, out, _ = run_cli(["check", "--no-cache", "--jobs", "1", *args], capsys)
+    _, out, _ = run_cli(["check", "--no-cache", "--jobs", "2", *args], capsys)
     return out
 
 

@@ -31,7 +31,9 @@ def profile(tmp_path, *options, step_ms=20):
 
 
 @pytest.mark.slow
-def test_profile_twice_then_compare_report_and_a_gate_that_fails_on_a_20_percent_slower_step(tmp_path):
+def test_profile_twice_then_compare_report_and_a_gate_that_fails_on_a_50_percent_slower_step(tmp_path):
+    # 20 ms steps against 30 ms: the sleep's overshoot (1-3 ms a step on a busy machine, differing
+    # from run to run) cannot close the gap to the 10% allowance, as it did for 20 against 24 ms.
     before = checksums(FIXTURES)
     # The gate's first run (an empty CI cache) has nothing to compare with: it passes and is the baseline.
     first = profile(
@@ -44,7 +46,7 @@ def test_profile_twice_then_compare_report_and_a_gate_that_fails_on_a_20_percent
     same = profile(tmp_path, "--baseline", "last", "--fail-on-regression", "10")
     assert same.returncode == 0, same.stdout + same.stderr
     assert re.search(r"^gpulint: no regression \(within the allowance\): step time .* in run 1", same.stdout, re.M)
-    slower = profile(tmp_path, "--baseline", "last", "--fail-on-regression", "10", step_ms=24)
+    slower = profile(tmp_path, "--baseline", "last", "--fail-on-regression", "10", step_ms=30)
     assert slower.returncode == 1, slower.stdout + slower.stderr
     gate = [line for line in slower.stdout.splitlines() if line.startswith("gpulint: REGRESSION")]
     assert len(gate) == 1 and "in run 2" in gate[0] and "(allowed +10%" in gate[0], slower.stdout
@@ -57,7 +59,7 @@ def test_profile_twice_then_compare_report_and_a_gate_that_fails_on_a_20_percent
         "HEAD",
         "--fail-on-regression",
         "10",
-        step_ms=24,
+        step_ms=30,
     )
     assert against_commit.returncode == 0, against_commit.stdout  # the latest run at HEAD is run 3, as slow
     assert "in run 3" in against_commit.stdout and "recorded as" not in against_commit.stdout
@@ -68,7 +70,7 @@ def test_profile_twice_then_compare_report_and_a_gate_that_fails_on_a_20_percent
     assert (document["a"]["id"], document["b"]["id"]) == (2, 3)
     step = next(f for f in document["figures"] if f["name"] == "step time (mean)")
     # two runs of the command up to the baseline: only within-run noise is known, so no direction
-    assert 0.12 < step["relative"] < 0.35 and step["beyond_noise"] and step["outcome"] == "not established"
+    assert 0.25 < step["relative"] < 0.75 and step["beyond_noise"] and step["outcome"] == "not established"
     text = gpulint(tmp_path, "compare", "1", "3")
     assert text.returncode == 0 and "gpulint compare run 1" in text.stdout and "step time (mean)" in text.stdout
 

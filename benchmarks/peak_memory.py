@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from pathlib import Path
 
 from lint_speed import measure
+from startup import find_tool, ruff_all_rules
 
 TARGET_MB = 300.0
 
@@ -32,7 +32,7 @@ def main() -> int:
         print(f"peak_memory: error: no such folder: {', '.join(missing)}", file=sys.stderr)
         return 2
     gpulint = [sys.executable, "-m", "gpulint", "check", "--exit-zero", "--no-cache"]
-    ruff = shutil.which("ruff", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    ruff = find_tool("ruff")
     print(f"load average at start: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print("| tree | Python files | command | wall s | peak MB (tree) | peak MB (one process) |")
     print("|---|---|---|---|---|---|")
@@ -46,16 +46,7 @@ def main() -> int:
             "gpulint --jobs 1": [*gpulint, "--jobs", "1", str(tree)],
         }
         if ruff is not None:
-            commands["ruff --select ALL --no-cache"] = [
-                ruff,
-                "check",
-                "--select",
-                "ALL",
-                "--no-cache",
-                "--exit-zero",
-                "--quiet",
-                str(tree),
-            ]
+            commands["ruff --select ALL --no-cache"] = ruff_all_rules(ruff, str(tree))
         for label, command in commands.items():
             samples = [measure(command, tree) for _ in range(args.runs)]
             wall = min(s[0] for s in samples)

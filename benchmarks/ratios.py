@@ -21,12 +21,11 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-from startup import find_tool, wall
+from startup import find_tool, print_medians, ruff_all_rules, wall
 
 # (label, what is compared, the other side, target, True when the ratio must be at most the target)
 TARGETS = [
@@ -67,16 +66,7 @@ def main() -> int:
         ("one file", "gpulint"): [*gpulint, "--no-cache", one],
     }
     if ruff is not None:
-        commands["library", "ruff"] = [
-            ruff,
-            "check",
-            "--select",
-            "ALL",
-            "--no-cache",
-            "--exit-zero",
-            "--quiet",
-            library,
-        ]
+        commands["library", "ruff"] = ruff_all_rules(ruff, library)
     if fixit is not None:
         commands["corpus", "fixit"] = [fixit, "lint", *scripts]
         commands["one file", "fixit"] = [fixit, "lint", one]
@@ -97,11 +87,7 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print()
-    print("| case | tool | median s | min..max s |\n|---|---|---|---|")
-    median = {}
-    for (case, tool), values in samples.items():
-        median[case, tool] = statistics.median(values)
-        print(f"| {case} | {tool} | {median[case, tool]:.2f} | {min(values):.2f}..{max(values):.2f} |")
+    median = print_medians(samples, 2)
     print()
     print("| ratio | value | target | met |\n|---|---|---|---|")
     for label, case, other, target, at_most in TARGETS:

@@ -46,6 +46,22 @@ def find_tool(name: str) -> str | None:
     return shutil.which(name, path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
 
 
+def ruff_all_rules(ruff: str, *paths: str) -> list[str]:
+    """ruff with every rule and no cache: the far anchor the whole-tree ratios are measured against."""
+    return [ruff, "check", "--select", "ALL", "--no-cache", "--exit-zero", "--quiet", *paths]
+
+
+def print_medians(samples: dict[tuple[str, str], list[float]], digits: int) -> dict[tuple[str, str], float]:
+    """The samples of each (case, tool) as a Markdown table of medians and ranges; the medians."""
+    print("| case | tool | median s | min..max s |\n|---|---|---|---|")
+    median = {}
+    for (case, tool), values in samples.items():
+        median[case, tool] = statistics.median(values)
+        low, high = min(values), max(values)
+        print(f"| {case} | {tool} | {median[case, tool]:.{digits}f} | {low:.{digits}f}..{high:.{digits}f} |")
+    return median
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -134,11 +150,7 @@ def main() -> int:
     print(f"one file: {one} ({one_lines} lines)")
     print(f"runs: {args.runs}; load average now: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print()
-    print("| case | tool | median s | min..max s |\n|---|---|---|---|")
-    median = {}
-    for (case, tool), values in samples.items():
-        median[case, tool] = statistics.median(values)
-        print(f"| {case} | {tool} | {median[case, tool]:.3f} | {min(values):.3f}..{max(values):.3f} |")
+    median = print_medians(samples, 3)
     for case, tools in cases.items():
         missing = [tool for tool, command in tools.items() if not command]
         if missing:

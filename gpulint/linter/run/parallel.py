@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from gpulint.linter.analysis.project import ModuleView
+    from gpulint.linter.run.project import Summarized
 
 # Below this many files to process, starting workers costs more than it saves (a parse is tens of
 # milliseconds, a worker start about as much).
@@ -152,6 +153,57 @@ def map_files(
                 yield from future.result()
             else:
                 yield from (_alone(item, settings, options, cache) for item in chunk)
+
+
+def _init_summary_worker(cache) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # (as _init_worker)
+    _worker["cache"] = cache
+
+
+def _summarize(item: tuple[Path, int | None]):
+    from gpulint.linter.run.project import summarize_file
+
+    return summarize_file(item[0], item[1], _worker["cache"])
+
+
+def summarize_files(
+    items: Sequence[tuple[Path, int | None]], cache, jobs: int
+) -> dict[tuple[Path, int | None], Summarized]:
+    """The project index's summaries of `items` -- (resolved path, node budget) pairs -- computed
+    by `jobs` worker processes (run/project.py `summarize_file`), by pair; a file that could not be
+    read is left out.  Empty when the pool broke: the index then summarizes in this process (and
+    meets the same problem there, as it would have without workers)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    context = _context()
+    if context.get_start_method() == "fork":
+        gc.collect()
+        gc.freeze()  # (see _pool)
+    # Largest first, in small chunks, for the reason map_files gives.
+    ordered = sorted(items, key=lambda item: -file_size(item[0]))
+    chunksize = max(1, min(8, len(ordered) // (jobs * 32)))
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_summary_worker, initargs=(cache,))
+    interrupted = True
+    try:
+        found = dict(zip(ordered, pool.map(_summarize, ordered, chunksize=chunksize), strict=True))
+        interrupted = False
+    except BrokenProcessPool:
+        found = {}
+        interrupted = False
+    finally:
+        _close(pool, interrupted)
+    return {item: summarized for item, summarized in found.items() if summarized is not None}
+
+
+def file_size(path: Path) -> int:
+    """Its size in bytes (0 when it cannot be stat'ed: it is reported when it is read)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _alone(item: tuple[Path, ModuleView | None], settings: Settings, options, cache):

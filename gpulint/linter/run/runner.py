@@ -30,13 +30,7 @@ from gpulint.linter.run.safe_files import WriteScope, remove_stale_temporaries
 
 if TYPE_CHECKING:
     from gpulint.linter.analysis.project import ModuleSummary, ModuleView
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
+    from gpulint.linter.run.project import Summarized
 
 
 def _cached_outcome(
@@ -79,6 +73,7 @@ class _ProjectViews:
         settings_for: Callable[[Path], Settings],
         warnings: list[str],
         walks: dict[Path, Walk] | None = None,
+        jobs: int = 1,
     ) -> None:
         from gpulint.linter.run.project import project_files
 
@@ -88,6 +83,7 @@ class _ProjectViews:
 
         self.files = files
         self.cache = cache
+        self.jobs = jobs
         self.project, too_large = project_files(files, excludes_for, walks)
         warnings.extend(printable(line) for line in too_large)
         self.max_nodes = settings_for(files[0]).max_syntax_nodes if files else None
@@ -168,15 +164,10 @@ class _ProjectViews:
         self, source: bytes, dotted: str, package: bool, budget: int | None
     ) -> tuple[str, ModuleSummary | None]:
         """(its cache key, the summary of a module's bytes), from the cache or summarized and stored."""
-        from gpulint.linter.analysis.project import summarize
+        from gpulint.linter.run.project import summary_through_cache
 
         assert self.cache is not None
-        key = self.cache.summary_key(dotted, package, content_hash(source), budget)
-        found, summary = self.cache.get_summary(key)
-        if not found:
-            summary = summarize(source, dotted, package, budget)
-            self.cache.put_summary(key, summary)
-        return key, summary
+        return summary_through_cache(self.cache, source, dotted, package, budget)
 
     def views(self) -> list[ModuleView | None]:
         if self._views is None:
@@ -184,24 +175,46 @@ class _ProjectViews:
         return self._views
 
     def _build(self) -> list[ModuleView | None]:
+        from gpulint.linter.analysis import parse_guard
+        from gpulint.linter.analysis.project import summarize
         from gpulint.linter.run.project import RunIndex
 
+        now = time.time_ns()
+        ahead = self._summarize_ahead()
         summarized: dict[str, tuple[str, str]] = {}  # resolved path -> (content hash, summary key)
 
-        def cached_summary(path: Path, source: bytes, dotted: str, package: bool, budget: int | None):
-            key, summary = self._summary(source, dotted, package, budget)
-            summarized[str(path)] = (content_hash(source), key)
+        def summary_of(path: Path, source: bytes, dotted: str, package: bool, budget: int | None):
+            source_hash = content_hash(source)
+            done = ahead.get((path, budget))
+            if done is not None and done.source_hash == source_hash:
+                key, summary = done.cache_key, done.summary
+                if done.measured is not None:  # (for the lint of the same bytes, as if summarized here)
+                    parse_guard.keep_measurement(*done.measured)
+            elif self.cache is not None:
+                key, summary = self._summary(source, dotted, package, budget)
+            else:
+                key, summary = "", summarize(source, dotted, package, budget)
+            summarized[str(path)] = (source_hash, key)
             return summary
 
-        now = time.time_ns()
-        index = RunIndex(
-            self.files, cached_summary if self.cache is not None else None, self.max_nodes, self.is_test, self.project
-        )
+        index = RunIndex(self.files, summary_of, self.max_nodes, self.is_test, self.project)
         views = [index.view(path) if path.suffix == ".py" else None for path in self.files]
         if self.cache is not None and self._index_key:
             own = {str(path.resolve()): view for path, view in zip(self.files, views, strict=True) if view}
             self.cache.put_index(self._index_key, own, self._rows(index.modules, summarized, now))
         return views
+
+    def _summarize_ahead(self) -> dict[tuple[Path, int | None], Summarized]:
+        """With workers, the summaries of what the index reads first -- the run's files and their
+        projects', with the lint's budget of nodes -- computed in a worker pool by (resolved path,
+        budget); the index takes each for the same bytes.  The modules they import from elsewhere
+        are summarized here as the index follows them.  Without workers, nothing."""
+        if self.jobs < 2:
+            return {}
+        paths = dict.fromkeys(path.resolve() for path in [*self.project, *self.files] if path.suffix == ".py")
+        if len(paths) < parallel.MIN_FILES_FOR_WORKERS:
+            return {}
+        return parallel.summarize_files([(path, self.max_nodes) for path in paths], self.cache, self.jobs)
 
     @staticmethod
     def _rows(modules: Iterable[Path], summarized: dict[str, tuple[str, str]], started_ns: int) -> dict[str, list]:
@@ -274,7 +287,7 @@ def run(
     if cache is not None and (reason := cache.unusable_reason()) is not None:
         result.warnings.append(printable(f"{reason}; running without a cache"))
         cache = None
-    project = _ProjectViews(files, cache, settings_for, result.warnings, walks) if options.project_index else None
+    project = _ProjectViews(files, cache, settings_for, result.warnings, walks, jobs) if options.project_index else None
     digests = project.digests() if project is not None else [""] * len(files)
     # The files by the settings that lint them (one group per project configuration), in order.
     groups: dict[int, tuple[Settings, list[int]]] = {}
@@ -303,7 +316,7 @@ def run(
         if jobs > 1 and len(pending) >= parallel.MIN_FILES_FOR_WORKERS:
             # Largest files first, so a big file is not the last one left while the other workers
             # idle (results are placed by index: the order of the outcomes does not change).
-            pending.sort(key=lambda i: -_size(files[i]))
+            pending.sort(key=lambda i: -parallel.file_size(files[i]))
             items = [(files[i], views[i]) for i in pending]
             stream = parallel.map_files(items, group_settings, options, group_cache, jobs)
         else:

@@ -51,7 +51,14 @@ def project_files(
     folder they are relative to (the root's configuration).  `walks`: the walks the run already
     made, by the real path of the folder walked; one of a root with the root's patterns is taken
     instead of walking it again (a run over the project's root)."""
-    roots = sorted({root for path in files if (root := project_root(path)) is not None})
+    # The root of a file that is not a symbolic link is its folder's: found once per folder.
+    by_folder: dict[Path, Path | None] = {}
+    for path in files:
+        if path.is_symlink():
+            by_folder.setdefault(path, project_root(path))
+        elif path.parent not in by_folder:
+            by_folder[path.parent] = project_root(path.parent)
+    roots = sorted({root for root in by_folder.values() if root is not None})
     found: list[Path] = []
     warnings: list[str] = []
     for root in roots:

@@ -23,7 +23,7 @@ from gpulint.linter.engine import Linter
 from gpulint.linter.printable import printable
 from gpulint.linter.run import parallel
 from gpulint.linter.run.cache import ResultCache, content_hash
-from gpulint.linter.run.files import Walk, discover, read_source
+from gpulint.linter.run.files import Walk, discover_real, read_source
 from gpulint.linter.run.outcome import FileOutcome, RunOptions, RunResult
 from gpulint.linter.run.process import display_path, process_file_cached
 from gpulint.linter.run.safe_files import WriteScope, remove_stale_temporaries
@@ -74,6 +74,7 @@ class _ProjectViews:
         warnings: list[str],
         walks: dict[Path, Walk] | None = None,
         jobs: int = 1,
+        real_paths: dict[Path, str] | None = None,
     ) -> None:
         from gpulint.linter.run.project import project_files
 
@@ -84,6 +85,7 @@ class _ProjectViews:
         self.files = files
         self.cache = cache
         self.jobs = jobs
+        self.real_paths = real_paths or {}  # (the run's files' real paths, from discovery)
         self.project, too_large = project_files(files, excludes_for, walks)
         warnings.extend(printable(line) for line in too_large)
         self.max_nodes = settings_for(files[0]).max_syntax_nodes if files else None
@@ -98,6 +100,11 @@ class _ProjectViews:
         # are looked up without reading them again.
         self.known: dict[Path, tuple[int, str]] = {}
 
+    def _real(self, path: Path) -> str:
+        """A file's real path (as `Path.resolve` gives it), as discovery found it when it did."""
+        real = self.real_paths.get(path)
+        return real if real is not None else str(path.resolve())
+
     def digests(self) -> list[str]:
         if self.cache is not None:
             self._index_key = self.cache.index_key(
@@ -109,7 +116,7 @@ class _ProjectViews:
 
                 views = stored["views"]
                 self._views = [
-                    views.get(str(path.resolve()), EMPTY_VIEW) if path.suffix == ".py" else None for path in self.files
+                    views.get(self._real(path), EMPTY_VIEW) if path.suffix == ".py" else None for path in self.files
                 ]
         return [view.digest() if view is not None else "" for view in self.views()]
 
@@ -139,7 +146,7 @@ class _ProjectViews:
                     return False  # (vanished, unreadable, or never summarized: solve again)
                 changed.append((path, source, row))
         if changed:
-            budgeted = {str(path.resolve()) for path in [*self.files, *self.project]}
+            budgeted = {self._real(path) for path in [*self.files, *self.project]}
             for path, source, row in changed:
                 found, before = self.cache.get_summary(row[5])
                 if not found:
@@ -153,7 +160,7 @@ class _ProjectViews:
         if fresh:
             self.cache.put_index(self._index_key, views, {**rows, **fresh})
         for own in self.files:
-            resolved = str(own.resolve())
+            resolved = self._real(own)
             own_row = fresh.get(resolved) or rows.get(resolved)
             own_stamp = stamps.get(resolved)
             if own_row is not None and own_row[4] and own_stamp is not None:
@@ -200,7 +207,7 @@ class _ProjectViews:
         index = RunIndex(self.files, summary_of, self.max_nodes, self.is_test, self.project)
         views = [index.view(path) if path.suffix == ".py" else None for path in self.files]
         if self.cache is not None and self._index_key:
-            own = {str(path.resolve()): view for path, view in zip(self.files, views, strict=True) if view}
+            own = {self._real(path): view for path, view in zip(self.files, views, strict=True) if view}
             self.cache.put_index(self._index_key, own, self._rows(index.modules, summarized, now))
         return views
 
@@ -242,21 +249,25 @@ class _ProjectViews:
 
 def _discover(
     paths: list[Path], settings_for: Callable[[Path], Settings], walks: dict[Path, Walk]
-) -> tuple[list[Path], list]:
-    """`discover` over each path with the exclude patterns of the configuration that applies there.
-    `walks` gets each folder's walk, by its real path (a project index over the same folder, with
-    the same configuration, takes it: `project_files`)."""
+) -> tuple[list[Path], list, dict[Path, str]]:
+    """`discover` over each path with the exclude patterns of the configuration that applies there,
+    and each file's real path.  `walks` gets each folder's walk, by its real path (a project index
+    over the same folder, with the same configuration, takes it: `project_files`)."""
     found: dict[str, Path] = {}
     errors = []
     for path in paths:
         settings = settings_for(path)
-        files, path_errors = discover([path], settings.exclude, settings.root)
+        real_files, path_errors = discover_real([path], settings.exclude, settings.root)
+        in_order = sorted(real_files.items(), key=lambda item: item[1].as_posix())
         if os.path.isdir(path) and not path_errors:
-            walks.setdefault(Path(os.path.realpath(path)), Walk(path, (settings.exclude, settings.root), files))
-        for file in files:
-            found.setdefault(os.path.realpath(file), file)
+            walks.setdefault(
+                Path(os.path.realpath(path)), Walk(path, (settings.exclude, settings.root), [f for _, f in in_order])
+            )
+        for real, file in in_order:
+            found.setdefault(real, file)
         errors.extend(path_errors)
-    return sorted(found.values(), key=lambda p: p.as_posix()), list(dict.fromkeys(errors))
+    files = sorted(found.values(), key=lambda p: p.as_posix())
+    return files, list(dict.fromkeys(errors)), {file: real for real, file in found.items()}
 
 
 def run(
@@ -277,7 +288,7 @@ def run(
     `progress(done, total)` is called as files finish."""
     settings_for = settings_for or (lambda path: settings)
     walks: dict[Path, Walk] = {}
-    files, path_errors = _discover(paths, settings_for, walks)
+    files, path_errors, real_paths = _discover(paths, settings_for, walks)
     result = RunResult(path_errors=path_errors)
     if options.fix and not options.diff:
         options = replace(options, write_scope=WriteScope.of(paths))
@@ -287,7 +298,11 @@ def run(
     if cache is not None and (reason := cache.unusable_reason()) is not None:
         result.warnings.append(printable(f"{reason}; running without a cache"))
         cache = None
-    project = _ProjectViews(files, cache, settings_for, result.warnings, walks, jobs) if options.project_index else None
+    project = (
+        _ProjectViews(files, cache, settings_for, result.warnings, walks, jobs, real_paths)
+        if options.project_index
+        else None
+    )
     digests = project.digests() if project is not None else [""] * len(files)
     # The files by the settings that lint them (one group per project configuration), in order.
     groups: dict[int, tuple[Settings, list[int]]] = {}

@@ -33,3 +33,23 @@ def test_selected_positions_equal_the_providers(path):
     selected = positions_of(module, set(few))
     assert all(selected[node] == expected[node] for node in few)
     assert len(selected) < len(collector.nodes) / 4  # and only those (plus what their ranges derive from)
+
+
+def test_the_pass_stops_once_every_wanted_node_is_recorded(monkeypatch):
+    module = cst.parse_module("x = compute(1)\ny = x + 1\n" + "pass\n" * 50)
+    first = module.body[0]
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    generated: list[cst.CSTNode] = []
+    original = cst.Pass._codegen_impl
+
+    def noting(self, state, *args, **kwargs):
+        generated.append(self)
+        return original(self, state, *args, **kwargs)
+
+    monkeypatch.setattr(cst.Pass, "_codegen_impl", noting)
+    selected = positions_of(module, {first})
+    assert selected[first] == expected[first]
+    assert generated == []  # (nothing after the first statement was generated)
+    last = module.body[-1]
+    assert positions_of(module, {first, last})[last] == expected[last]
+    assert len(generated) == 50

@@ -4,7 +4,8 @@ libcst's `PositionProvider` is a code generation pass that records a range for e
 module; the recording, not the code generation, is most of its cost (measured: 49 ms for the
 provider, 21 ms for the code generation alone, on a 281-line file), and a file's findings need a
 handful.  So the same pass runs with libcst's own position-keeping state, told to record only those
-nodes.  Without the libcst internals this uses, every node's range is computed the public way.
+nodes, and stops once it has recorded them all (the rest of the module is not generated).  Without
+the libcst internals this uses, every node's range is computed the public way.
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ def positions_of(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> Mapping[cs
         return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     recorder = _PositionRecorder(nodes)
     state = state_class(default_indent=module.default_indent, default_newline=module.default_newline, provider=recorder)
-    module._codegen(state)
+    try:
+        module._codegen(state)
+    except _AllRecorded:
+        pass
     return recorder._computed
 
 
@@ -37,6 +41,10 @@ class _PositionRecorder:
     def __init__(self, wanted: Iterable[cst.CSTNode]) -> None:
         self.wanted = set(wanted)
         self._computed: dict = {}
+
+
+class _AllRecorded(Exception):
+    """Every wanted node's range is recorded: the rest of the code generation is not needed."""
 
 
 _NOT_RECORDED = contextlib.nullcontext()
@@ -59,8 +67,13 @@ def _selective_position_state():
                 super().before_codegen(node)
 
         def after_codegen(self, node) -> None:
-            if node in cast(_PositionRecorder, self.provider).wanted:
+            recorder = cast(_PositionRecorder, self.provider)
+            if node in recorder.wanted:
                 super().after_codegen(node)
+                # Only wanted nodes are recorded; a range is final when its node's generation
+                # ends, and a wanted node enclosing this one would not be recorded yet.
+                if len(recorder._computed) == len(recorder.wanted):
+                    raise _AllRecorded
 
         def record_syntactic_position(self, node, *, start_node=None, end_node=None):
             wanted = cast(_PositionRecorder, self.provider).wanted

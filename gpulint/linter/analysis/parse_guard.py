@@ -31,9 +31,12 @@ run from the tree `index_tree` gives it, and that call leaves what the guard mea
 tree (`Measured`, without the tree) for the lint of the same bytes to take (`check_source`), so
 the source is not compiled a second time.  The lint may run in a worker process forked after the
 index was built; a worker started otherwise, or a source linted without the index (the language
-server, a notebook), compiles it here.  What is measured includes the code shapes the engine's
-trigger filter asks about (analysis/code_shapes.py), so deciding that no rule may fire on a file
-takes no parse of its own either.
+server, a notebook), compiles it here.  A run with workers summarizes its modules in a worker pool
+too: each worker hands what it measured back with the summary (`take_measurement`), and the
+process that builds the index keeps it (`keep_measurement`) before the lint's workers start.
+What is measured includes the code shapes the engine's trigger filter asks about
+(analysis/code_shapes.py), so deciding that no rule may fire on a file takes no parse of its own
+either.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ A worker can die (native code crashing on a hostile file): the pool then reports
 instead of waiting forever.  Only the chunks in flight can hold the culprit; each of their files is
 processed again alone in a one-worker pool, a file that kills that one too is reported as "could
 not be analysed: the parser crashed", and the other files go on in a fresh pool.
+
+Before the lint, a pool of its own summarizes the modules for the project index (`summarize_files`:
+CPython's parser only, no libcst); if it breaks, the index summarizes them in this process.
 """
 
 from __future__ import annotations

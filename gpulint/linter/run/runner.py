@@ -64,7 +64,9 @@ class _ProjectViews:
       again (through the cache) and compared with the summaries the entry was solved from.  When
       every summary is the same (an edit to a comment, a string, a constant, a body that adds no
       call, loop or import), the views are the same: nothing is solved;
-    * otherwise the index is built and solved again, and the entry rewritten."""
+    * otherwise the index is built and solved again, and the entry rewritten.  With workers
+      (`jobs` > 1), the modules are read, compiled and summarized in a worker pool first
+      (`_summarize_ahead`); the index is solved here."""
 
     def __init__(
         self,

@@ -53,3 +53,24 @@ def test_the_pass_stops_once_every_wanted_node_is_recorded(monkeypatch):
     last = module.body[-1]
     assert positions_of(module, {first, last})[last] == expected[last]
     assert len(generated) == 50
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "x = 1\r\ny = f(\r\n    2,\r\n)\r\n",  # Windows newlines
+        "x = 1\ny = '''a\r\nb'''\r\nz = g(x)  # done\n",  # mixed, and a newline inside a string
+        "x = 1\ry = f(2)\r",  # old Mac newlines
+        "def f():\n    if x:\n        return 1\n\n\n# the end",  # no trailing newline
+    ],
+    ids=["crlf", "mixed", "cr", "no-trailing-newline"],
+)
+def test_positions_over_every_kind_of_newline(source):
+    module = cst.parse_module(source)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    collector = _AllNodes()
+    module.visit(collector)
+    for node in collector.nodes:  # one at a time: each pass stops at its node
+        assert positions_of(module, {node})[node] == expected[node]
+    every = positions_of(module, set(collector.nodes))
+    assert all(every[node] == expected[node] for node in collector.nodes)

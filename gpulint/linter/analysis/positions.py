@@ -40,7 +40,13 @@ class _PositionRecorder:
 
     def __init__(self, wanted: Iterable[cst.CSTNode]) -> None:
         self.wanted = set(wanted)
+        # Asked for every node generated: by id(), an int's hash (a node's own __hash__ is Python).
+        self.wanted_ids = {id(node) for node in self.wanted}
         self._computed: dict = {}
+
+    def want(self, node: cst.CSTNode) -> None:
+        self.wanted.add(node)
+        self.wanted_ids.add(id(node))
 
 
 class _AllRecorded(Exception):
@@ -55,20 +61,55 @@ def _selective_position_state():
     """libcst's position-providing codegen state, recording only the nodes its provider wants
     (None when this libcst has no such internal)."""
     try:
-        from libcst.metadata.position_provider import PositionProvidingCodegenState
+        from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
     except ImportError:
         return None
 
     # `provider` is a _PositionRecorder, passed where libcst expects its own provider: the casts
     # say so to the type checker.
     class SelectivePositionState(PositionProvidingCodegenState):
+        """libcst's state moves its line and column on every token; this one only appends the
+        tokens, and moves the position over those appended since it last did when a wanted node
+        needs it (`_catch_up`): the same positions, without the work per token in between."""
+
+        _caught_up = 0  # the tokens the line and column count
+
+        def add_token(self, value: str) -> None:
+            self.tokens.append(value)
+
+        def add_indent_tokens(self) -> None:
+            self.tokens.extend(self.indent_tokens)
+
+        def pop_trailing_newline(self) -> None:
+            self._catch_up()  # (libcst's position counts the token it pops)
+            super().pop_trailing_newline()
+
+        def _catch_up(self) -> None:
+            tokens = self.tokens
+            if self._caught_up == len(tokens):
+                return
+            text = "".join(tokens[self._caught_up :])
+            if "\r" in text:  # token by token, as libcst counts them ("\r" + "\n" in two tokens is two lines)
+                for token in tokens[self._caught_up :]:
+                    self._update_position(token)
+            else:
+                newlines = text.count("\n")
+                if newlines:
+                    self.line += newlines
+                    self.column = len(text) - text.rfind("\n") - 1
+                else:
+                    self.column += len(text)
+            self._caught_up = len(tokens)
+
         def before_codegen(self, node) -> None:
-            if node in cast(_PositionRecorder, self.provider).wanted:
+            if id(node) in cast(_PositionRecorder, self.provider).wanted_ids:
+                self._catch_up()
                 super().before_codegen(node)
 
         def after_codegen(self, node) -> None:
             recorder = cast(_PositionRecorder, self.provider)
-            if node in recorder.wanted:
+            if id(node) in recorder.wanted_ids:
+                self._catch_up()
                 super().after_codegen(node)
                 # Only wanted nodes are recorded; a range is final when its node's generation
                 # ends, and a wanted node enclosing this one would not be recorded yet.
@@ -76,12 +117,27 @@ def _selective_position_state():
                     raise _AllRecorded
 
         def record_syntactic_position(self, node, *, start_node=None, end_node=None):
-            wanted = cast(_PositionRecorder, self.provider).wanted
-            if node not in wanted:
+            recorder = cast(_PositionRecorder, self.provider)
+            if id(node) not in recorder.wanted_ids:
                 return _NOT_RECORDED
             # A range may be hoisted from a child's (a compound statement ends where its body
             # does): the child is generated inside this block, so asking for it now is in time.
-            wanted.update(n for n in (start_node, end_node) if n is not None)
-            return super().record_syntactic_position(node, start_node=start_node, end_node=end_node)
+            for hoisted in (start_node, end_node):
+                if hoisted is not None:
+                    recorder.want(hoisted)
+            self._catch_up()
+            return self._caught_up_at_exit(
+                super().record_syntactic_position(node, start_node=start_node, end_node=end_node)
+            )
 
+        @contextlib.contextmanager
+        def _caught_up_at_exit(self, recording):
+            with recording:  # (which reads the position where it starts, and again where it ends)
+                try:
+                    yield
+                finally:
+                    self._catch_up()
+
+    if NEWLINE_RE.pattern != r"\r\n?|\n":  # (what `_catch_up` counts, as libcst does)
+        return None
     return SelectivePositionState

@@ -41,6 +41,10 @@ if TYPE_CHECKING:
 # Below this many files to process, starting workers costs more than it saves (a parse is tens of
 # milliseconds, a worker start about as much).
 MIN_FILES_FOR_WORKERS = 4
+# The project index's summaries are cheaper (a few milliseconds a module, CPython's parser only),
+# and a pool of summarizing workers costs about a tenth of a second of CPU in all (measured on 2
+# cores): below this many modules, the main process summarizes them faster.
+MIN_MODULES_FOR_SUMMARY_WORKERS = 32
 
 _worker: dict = {}
 

@@ -221,7 +221,7 @@ class _ProjectViews:
         if self.jobs < 2:
             return {}
         paths = dict.fromkeys(path.resolve() for path in [*self.project, *self.files] if path.suffix == ".py")
-        if len(paths) < parallel.MIN_FILES_FOR_WORKERS:
+        if len(paths) < parallel.MIN_MODULES_FOR_SUMMARY_WORKERS:
             return {}
         return parallel.summarize_files([(path, self.max_nodes) for path in paths], self.cache, self.jobs)
 

@@ -464,6 +464,11 @@ def test_keyword_dictionaries_resolve_or_say_they_cannot():
         "    optimizer.step()\n    work()\n    n += 1\n"
         "parser.add_argument('--num_iter', type=int, default=8)\nargs = parser.parse_args()\n",
         "step = 0\nwhile step < 12:\n    loss.backward()\n    optimizer.step()\n    work()\n    step += 1\n",
+        # a `continue` that skips only an inner loop's rest, or a nested function's loop's
+        "n = 0\nfor batch in loader:\n    for x in batch:\n        if bad(x):\n            continue\n    n += 1\n"
+        "    if n >= 10:\n        break\n    loss.backward()\n    optimizer.step()\n    work()\n",
+        "n = 0\nfor batch in loader:\n    def skip(xs):\n        for x in xs:\n            continue\n    n += 1\n"
+        "    if n >= 10:\n        break\n    loss.backward()\n    optimizer.step()\n    work()\n",
         # an argparse option's list default
         "parser.add_argument('--lrs', default=[0.1, 0.01], nargs='+')\nargs = parser.parse_args()\n"
         "for lr in args.lrs:\n    loss.backward()\n    optimizer.step()\n    work()\n",
@@ -479,6 +484,8 @@ def test_keyword_dictionaries_resolve_or_say_they_cannot():
         "enumerate-break",
         "counter-break",
         "while-counter",
+        "inner-loop-continue",
+        "nested-function-continue",
         "argparse-list",
     ],
 )

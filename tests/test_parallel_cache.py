@@ -388,3 +388,51 @@ def test_a_change_in_one_module_reaches_the_findings_that_depend_on_it(tmp_path,
     helpers.write_text(HELPERS)
     train.write_text(STEP_LOOP.format(clip="utils.clip(model)"))
     assert findings() == first
+
+
+def test_with_workers_each_module_is_summarized_and_compiled_once_in_a_worker(corpus, tmp_path, monkeypatch):
+    """With workers, the project index's summaries are computed in the pool (the process that
+    solves the index summarizes none), each module's source is compiled once in all the processes
+    together (what the guard measured goes with the summary to the lint's workers), and the results
+    are those of a serial run."""
+    import hashlib
+
+    from gpulint.linter.analysis import parse_guard
+    from gpulint.linter.analysis import project as analysis_project
+    from gpulint.linter.run import project as run_project
+
+    serial = _serial(corpus, RunOptions())
+    record = tmp_path / "calls.txt"
+    summarize, python_tree = analysis_project.summarize, parse_guard.python_tree
+
+    def digest(source: bytes | str) -> str:
+        return hashlib.sha256(source.encode() if isinstance(source, str) else source).hexdigest()
+
+    def note(line: str) -> None:
+        with record.open("a") as out:  # (one short line per write: whole lines from each process)
+            out.write(line + "\n")
+
+    def summarizing(source, *args):
+        note(f"summarize {os.getpid()}")
+        return summarize(source, *args)
+
+    def compiling(source, *args, **kwargs):
+        note(f"compile {digest(source)}")
+        return python_tree(source, *args, **kwargs)
+
+    monkeypatch.setattr(analysis_project, "summarize", summarizing)
+    monkeypatch.setattr(run_project, "summarize", summarizing)
+    monkeypatch.setattr(parse_guard, "python_tree", compiling)
+    result = run([corpus], SETTINGS, RunOptions(), jobs=2)
+    calls = [line.split() for line in record.read_text().splitlines()]
+    summarized = [call[1] for call in calls if call[0] == "summarize"]
+    assert len(summarized) == len(list(corpus.rglob("*.py")))
+    assert str(os.getpid()) not in summarized, "the index is summarized in the workers"
+    compiled = [call[1] for call in calls if call[0] == "compile"]
+    # (a source shorter than the guard's threshold is not measured: the lint compiles it for its shapes)
+    measured = [
+        digest(path.read_bytes()) for path in corpus.rglob("*.py") if path.stat().st_size >= parse_guard.MAX_NESTING
+    ]
+    assert len(measured) > 10
+    assert [compiled.count(source) for source in measured] == [1] * len(measured), "a module compiled twice"
+    assert _summary(result) == serial

@@ -200,3 +200,18 @@ def test_a_run_over_the_projects_root_walks_it_once(tmp_path, capsys, monkeypatc
     code, _, err = run_cli(["check", "--no-cache", "pkg"], capsys)  # (a folder below the root: the root is walked)
     assert code == 0, err
     assert walked == ["pkg", str(tmp_path)]
+
+
+def test_a_linked_file_belongs_to_the_project_of_the_file_it_links_to(tmp_path):
+    # (the roots of the files of one folder are found once, by their folder; a symbolic link is not
+    # in its folder's project but in its target's)
+    from gpulint.linter.run.project import project_files
+
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+        (tmp_path / name / f"{name}_module.py").write_text("import torch\n")
+    (tmp_path / "one" / "train.py").write_text("import torch\n")
+    (tmp_path / "one" / "linked.py").symlink_to(tmp_path / "two" / "two_module.py")
+    found, _ = project_files([tmp_path / "one" / "train.py", tmp_path / "one" / "linked.py"], lambda root: ([], root))
+    assert sorted(path.name for path in found) == ["one_module.py", "train.py", "two_module.py"]

@@ -55,6 +55,7 @@ ANALYSIS_TYPES = frozenset(
         "ClassDef",
         "Return",
         "SimpleString",
+        "Continue",  # (which loops a `continue` cuts short: loops.py)
     }
 )
 

@@ -245,6 +245,8 @@ class LoopModel:
         self.step_calls: set[int] = set()  # id() of Call nodes
         self.lightning_steps: set[int] = set()  # id() of `training_step` methods of LightningModules
         self._callers: dict[int, list[cst.Call]] = {}  # id() of a function -> the calls of it here
+        self._continued: set[int] | None = None  # (_continued_loops)
+        self._raises: dict[str, list[cst.AugAssign]] | None = None  # (_raised_names)
         self._build()
 
     # -- building ---------------------------------------------------------------------------
@@ -622,16 +624,9 @@ class LoopModel:
                 counters.add(target.elements[0].value.value)
         # A name raised on every iteration: `n += 1` as a statement of the body itself (not under an
         # `if`), in a body no `continue` skips the rest of.
-        if any(
-            isinstance(node, cst.Continue) and loop_around(self.index, node)[0] is loop
-            for node in nodes_under(loop.body)
-        ):
+        if id(loop) in self._continued_loops():
             return counters
-        raises: dict[str, list[cst.AugAssign]] = {}
-        for aug in self.index.nodes("AugAssign"):
-            if isinstance(aug.target, cst.Name):
-                raises.setdefault(aug.target.value, []).append(aug)
-        for name, augs in raises.items():
+        for name, augs in self._raised_names().items():
             every_iteration = any(
                 isinstance(aug.operator, cst.AddAssign)
                 and isinstance(aug.value, cst.Integer)
@@ -651,6 +646,22 @@ class LoopModel:
             if every_iteration and only_up and from_zero_before:
                 counters.add(name)
         return counters
+
+    def _continued_loops(self) -> set[int]:
+        """id() of the loops a `continue` of their own skips the rest of the body of (found once
+        from the walked `continue`s, rather than by walking every loop's body)."""
+        if self._continued is None:
+            self._continued = {id(loop_around(self.index, node)[0]) for node in self.index.nodes("Continue")}
+        return self._continued
+
+    def _raised_names(self) -> dict[str, list[cst.AugAssign]]:
+        """The module's `name += ...` statements by the name raised (gathered once)."""
+        if self._raises is None:
+            self._raises = {}
+            for aug in self.index.nodes("AugAssign"):
+                if isinstance(aug.target, cst.Name):
+                    self._raises.setdefault(aug.target.value, []).append(aug)
+        return self._raises
 
     def _length(self, iterable: cst.BaseExpression, depth: int) -> int | None:
         if isinstance(iterable, (cst.List, cst.Tuple, cst.Set)):

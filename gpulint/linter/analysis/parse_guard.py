@@ -31,9 +31,12 @@ run from the tree `index_tree` gives it, and that call leaves what the guard mea
 tree (`Measured`, without the tree) for the lint of the same bytes to take (`check_source`), so
 the source is not compiled a second time.  The lint may run in a worker process forked after the
 index was built; a worker started otherwise, or a source linted without the index (the language
-server, a notebook), compiles it here.  What is measured includes the code shapes the engine's
-trigger filter asks about (analysis/code_shapes.py), so deciding that no rule may fire on a file
-takes no parse of its own either.
+server, a notebook), compiles it here.  A run with workers summarizes its modules in a worker pool
+too: each worker hands what it measured back with the summary (`take_measurement`), and the
+process that builds the index keeps it (`keep_measurement`) before the lint's workers start.
+What is measured includes the code shapes the engine's trigger filter asks about
+(analysis/code_shapes.py), so deciding that no rule may fire on a file takes no parse of its own
+either.
 """
 
 from __future__ import annotations
@@ -161,14 +164,16 @@ def walk_tree(
     return count, deep
 
 
+MeasuredKey = tuple[bytes, int | None]  # (the digest of a source's bytes, the node budget)
+
 # What the project index measured, by the digest of the bytes it parsed and the node budget it
 # counted to, for the lint of the same bytes (bounded: the index also reads modules that are only
 # imported, never linted).
-_MEASURED: OrderedDict[tuple[bytes, int | None], Measured] = OrderedDict()
+_MEASURED: OrderedDict[MeasuredKey, Measured] = OrderedDict()
 _MEASURED_KEPT = 20_000
 
 
-def _key(source: bytes | str, max_nodes: int | None) -> tuple[bytes, int | None]:
+def _key(source: bytes | str, max_nodes: int | None) -> MeasuredKey:
     data = source if isinstance(source, bytes) else source.encode("utf-8", "surrogatepass")
     return hashlib.blake2b(data, digest_size=16).digest(), max_nodes
 
@@ -187,10 +192,25 @@ def index_tree(source: bytes | str, max_nodes: int | None = None) -> ast.Module 
     shapes = catalog.trigger_vocabulary(catalog.spelled_rules(data, catalog.RULES))
     tree, measured = python_tree(source, max_nodes, shapes=shapes)
     if len(source) >= MAX_NESTING:
-        _MEASURED[_key(source, max_nodes)] = measured
-        while len(_MEASURED) > _MEASURED_KEPT:
-            _MEASURED.popitem(last=False)
+        keep_measurement(_key(source, max_nodes), measured)
     return None if measured.nodes > max_nodes else tree
+
+
+def take_measurement(source: bytes | str, max_nodes: int | None) -> tuple[MeasuredKey, Measured] | None:
+    """What `index_tree` kept for these bytes and budget, with its key, no longer kept here: a
+    worker process that summarized the module hands it to the process that lints it
+    (`keep_measurement`)."""
+    key = _key(source, max_nodes)
+    measured = _MEASURED.pop(key, None)
+    return None if measured is None else (key, measured)
+
+
+def keep_measurement(key: MeasuredKey, measured: Measured) -> None:
+    """Keep what `index_tree` measured, here or in another process (`take_measurement`), for the
+    lint of the same bytes."""
+    _MEASURED[key] = measured
+    while len(_MEASURED) > _MEASURED_KEPT:
+        _MEASURED.popitem(last=False)
 
 
 def measure(source: bytes | str, max_nodes: int | None = None, shapes: frozenset[str] = frozenset()) -> Measured:

@@ -70,16 +70,28 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
     return fields
 
 
-def iter_children(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
+# Whether a type is a libcst node, by type: `isinstance(value, cst.CSTNode)` goes through the
+# ABC machinery on every call, and the walks ask it for every field of every node.
+_node_types: dict[type, bool] = {}
+
+
+def _is_node_type(value_type: type) -> bool:
+    known = _node_types.get(value_type)
+    if known is None:
+        known = _node_types[value_type] = issubclass(value_type, cst.CSTNode)
+    return known
+
+
+def iter_children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Semantic children of a node, in source order (formatting nodes left out)."""
+    found = []
     for name in _child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
+        if _is_node_type(type(value)):
+            found.append(value)
         elif isinstance(value, (tuple, list)):
-            for item in value:
-                if isinstance(item, cst.CSTNode):
-                    yield item
+            found.extend(item for item in value if _is_node_type(type(item)))
+    return found
 
 
 def nodes_under(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -130,8 +142,7 @@ class TreeIndex:
             if type_name in wanted:
                 by_type[type_name].append(node)
                 ordered.append(node)
-            children = list(iter_children(node))
-            for child in reversed(children):
+            for child in reversed(iter_children(node)):
                 stack.append((child, node))
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:

@@ -121,6 +121,14 @@ def discover(
     paths: list[Path], exclude: list[str] | None = None, root: Path | None = None
 ) -> tuple[list[Path], list[PathError]]:
     """Files to lint, sorted and without duplicates, and the paths that could not be used."""
+    files, errors = discover_real(paths, exclude, root)
+    return sorted(files.values(), key=lambda p: p.as_posix()), errors
+
+
+def discover_real(
+    paths: list[Path], exclude: list[str] | None = None, root: Path | None = None
+) -> tuple[dict[str, Path], list[PathError]]:
+    """`discover`'s files by their real paths (which the run needs again), unsorted."""
     files: dict[str, Path] = {}
     errors: list[PathError] = []
     rules = None  # built for the first directory walked
@@ -134,12 +142,12 @@ def discover(
             files.setdefault(os.path.realpath(path), path)
         elif stat.S_ISDIR(mode):
             rules = rules or _IgnoreRules(exclude or [], root or Path.cwd())
-            for found in _walk(path, rules, errors):
-                files.setdefault(os.path.realpath(found), found)
+            for found, real in _walk(path, rules, errors):
+                files.setdefault(str(real), found)
         else:
             errors.append(PathError(str(path), f"{kind_of(mode)}, not a regular file; skipped"))
     # A path both named and found by a walk is reported once.
-    return sorted(files.values(), key=lambda p: p.as_posix()), list(dict.fromkeys(errors))
+    return files, list(dict.fromkeys(errors))
 
 
 def _stat_problem(path: Path, exc: OSError) -> str:
@@ -150,13 +158,14 @@ def _stat_problem(path: Path, exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def _walk(top: Path, rules: _IgnoreRules, errors: list[PathError]) -> Iterator[Path]:
+def _walk(top: Path, rules: _IgnoreRules, errors: list[PathError]) -> Iterator[tuple[Path, Path]]:
+    """The files under `top` to lint, each with its real path."""
     seen_dirs: set[tuple[int, int]] = set()
 
     # `resolved`: the folder's real path.  The walk follows no symbolic link below `top`, so a
     # child's real path is its folder's and its name: only `top` is resolved (resolving every
     # path, a system call per component, was a third of a warm run's discovery).
-    def visit(directory: Path, resolved: Path) -> Iterator[Path]:
+    def visit(directory: Path, resolved: Path) -> Iterator[tuple[Path, Path]]:
         try:
             info = directory.stat()
         except OSError as exc:
@@ -192,7 +201,7 @@ def _walk(top: Path, rules: _IgnoreRules, errors: list[PathError]) -> Iterator[P
                     yield from visit(child, resolved / entry.name)
                 elif entry.name.endswith(SOURCE_SUFFIXES) and not rules.ignored(resolved / entry.name, False):
                     if stat.S_ISREG(mode):
-                        yield child
+                        yield child, resolved / entry.name
                     else:
                         errors.append(PathError(str(child), f"{kind_of(mode)}, not a regular file; skipped"))
         finally:

@@ -9,6 +9,9 @@ A worker can die (native code crashing on a hostile file): the pool then reports
 instead of waiting forever.  Only the chunks in flight can hold the culprit; each of their files is
 processed again alone in a one-worker pool, a file that kills that one too is reported as "could
 not be analysed: the parser crashed", and the other files go on in a fresh pool.
+
+Before the lint, a pool of its own summarizes the modules for the project index (`summarize_files`:
+CPython's parser only, no libcst); if it breaks, the index summarizes them in this process.
 """
 
 from __future__ import annotations
@@ -33,10 +36,15 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from gpulint.linter.analysis.project import ModuleView
+    from gpulint.linter.run.project import Summarized
 
 # Below this many files to process, starting workers costs more than it saves (a parse is tens of
 # milliseconds, a worker start about as much).
 MIN_FILES_FOR_WORKERS = 4
+# The project index's summaries are cheaper (a few milliseconds a module, CPython's parser only),
+# and a pool of summarizing workers costs about a tenth of a second of CPU in all (measured on 2
+# cores): below this many modules, the main process summarizes them faster.
+MIN_MODULES_FOR_SUMMARY_WORKERS = 32
 
 _worker: dict = {}
 
@@ -152,6 +160,57 @@ def map_files(
                 yield from future.result()
             else:
                 yield from (_alone(item, settings, options, cache) for item in chunk)
+
+
+def _init_summary_worker(cache) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # (as _init_worker)
+    _worker["cache"] = cache
+
+
+def _summarize(item: tuple[Path, int | None]):
+    from gpulint.linter.run.project import summarize_file
+
+    return summarize_file(item[0], item[1], _worker["cache"])
+
+
+def summarize_files(
+    items: Sequence[tuple[Path, int | None]], cache, jobs: int
+) -> dict[tuple[Path, int | None], Summarized]:
+    """The project index's summaries of `items` -- (resolved path, node budget) pairs -- computed
+    by `jobs` worker processes (run/project.py `summarize_file`), by pair; a file that could not be
+    read is left out.  Empty when the pool broke: the index then summarizes in this process (and
+    meets the same problem there, as it would have without workers)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    context = _context()
+    if context.get_start_method() == "fork":
+        gc.collect()
+        gc.freeze()  # (see _pool)
+    # Largest first, in small chunks, for the reason map_files gives.
+    ordered = sorted(items, key=lambda item: -file_size(item[0]))
+    chunksize = max(1, min(8, len(ordered) // (jobs * 32)))
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_summary_worker, initargs=(cache,))
+    interrupted = True
+    try:
+        found = dict(zip(ordered, pool.map(_summarize, ordered, chunksize=chunksize), strict=True))
+        interrupted = False
+    except BrokenProcessPool:
+        found = {}
+        interrupted = False
+    finally:
+        _close(pool, interrupted)
+    return {item: summarized for item, summarized in found.items() if summarized is not None}
+
+
+def file_size(path: Path) -> int:
+    """Its size in bytes (0 when it cannot be stat'ed: it is reported when it is read)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _alone(item: tuple[Path, ModuleView | None], settings: Settings, options, cache):

@@ -18,11 +18,18 @@ from `summarize` (stdlib `ast`), or from the run's cache when the file's bytes a
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from gpulint.linter.analysis import parse_guard
 from gpulint.linter.analysis.project import EMPTY_VIEW, ModuleSummary, ModuleView, ProjectIndex, summarize
 from gpulint.linter.project import project_root
+from gpulint.linter.run.cache import content_hash
 from gpulint.linter.run.files import Walk, discover, read_source
+
+if TYPE_CHECKING:
+    from gpulint.linter.run.cache import ResultCache
 
 # Modules followed through imports beyond the run's own files and their projects: a bound on a run
 # that names one file of a very large tree (the run's own files are always summarized).
@@ -44,7 +51,14 @@ def project_files(
     folder they are relative to (the root's configuration).  `walks`: the walks the run already
     made, by the real path of the folder walked; one of a root with the root's patterns is taken
     instead of walking it again (a run over the project's root)."""
-    roots = sorted({root for path in files if (root := project_root(path)) is not None})
+    # The root of a file that is not a symbolic link is its folder's: found once per folder.
+    by_folder: dict[Path, Path | None] = {}
+    for path in files:
+        if path.is_symlink():
+            by_folder.setdefault(path, project_root(path))
+        elif path.parent not in by_folder:
+            by_folder[path.parent] = project_root(path.parent)
+    roots = sorted({root for root in by_folder.values() if root is not None})
     found: list[Path] = []
     warnings: list[str] = []
     for root in roots:
@@ -77,6 +91,47 @@ def module_identity(path: Path) -> tuple[str, str, bool]:
         folder = folder.parent
     dotted = ".".join(parts)
     return f"{folder}|{dotted}", dotted, package
+
+
+def summary_through_cache(
+    cache: ResultCache, source: bytes, dotted: str, package: bool, budget: int | None
+) -> tuple[str, ModuleSummary | None]:
+    """(its cache key, the summary of a module's bytes), from the cache or summarized and stored."""
+    key = cache.summary_key(dotted, package, content_hash(source), budget)
+    found, summary = cache.get_summary(key)
+    if not found:
+        summary = summarize(source, dotted, package, budget)
+        cache.put_summary(key, summary)
+    return key, summary
+
+
+@dataclass(frozen=True)
+class Summarized:
+    """A module summarized ahead of the index, in a worker process (`summarize_file`): the index
+    takes it for the same bytes and budget.  `measured`: what the parse guard measured on the
+    bytes (kept for the lint in the process that builds the index: parse_guard.keep_measurement);
+    None when the summary came from the cache (no tree was built)."""
+
+    source_hash: str
+    budget: int | None
+    cache_key: str  # "" without a cache
+    summary: ModuleSummary | None
+    measured: tuple[parse_guard.MeasuredKey, parse_guard.Measured] | None
+
+
+def summarize_file(path: Path, budget: int | None, cache: ResultCache | None) -> Summarized | None:
+    """Read and summarize one module as `RunIndex` would (None when it cannot be read)."""
+    try:
+        source = read_source(path)
+    except OSError:
+        return None
+    _module_id, dotted, package = module_identity(path)
+    if cache is not None:
+        key, summary = summary_through_cache(cache, source, dotted, package, budget)
+    else:
+        key, summary = "", summarize(source, dotted, package, budget)
+    measured = parse_guard.take_measurement(source, budget) if budget is not None else None
+    return Summarized(content_hash(source), budget, key, summary, measured)
 
 
 def _module_file(root: Path, dotted: str) -> Path | None:

@@ -23,20 +23,14 @@ from gpulint.linter.engine import Linter
 from gpulint.linter.printable import printable
 from gpulint.linter.run import parallel
 from gpulint.linter.run.cache import ResultCache, content_hash
-from gpulint.linter.run.files import Walk, discover, read_source
+from gpulint.linter.run.files import Walk, discover_real, read_source
 from gpulint.linter.run.outcome import FileOutcome, RunOptions, RunResult
 from gpulint.linter.run.process import display_path, process_file_cached
 from gpulint.linter.run.safe_files import WriteScope, remove_stale_temporaries
 
 if TYPE_CHECKING:
     from gpulint.linter.analysis.project import ModuleSummary, ModuleView
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
+    from gpulint.linter.run.project import Summarized
 
 
 def _cached_outcome(
@@ -70,7 +64,9 @@ class _ProjectViews:
       again (through the cache) and compared with the summaries the entry was solved from.  When
       every summary is the same (an edit to a comment, a string, a constant, a body that adds no
       call, loop or import), the views are the same: nothing is solved;
-    * otherwise the index is built and solved again, and the entry rewritten."""
+    * otherwise the index is built and solved again, and the entry rewritten.  With workers
+      (`jobs` > 1), the modules are read, compiled and summarized in a worker pool first
+      (`_summarize_ahead`); the index is solved here."""
 
     def __init__(
         self,
@@ -79,6 +75,8 @@ class _ProjectViews:
         settings_for: Callable[[Path], Settings],
         warnings: list[str],
         walks: dict[Path, Walk] | None = None,
+        jobs: int = 1,
+        real_paths: dict[Path, str] | None = None,
     ) -> None:
         from gpulint.linter.run.project import project_files
 
@@ -88,6 +86,8 @@ class _ProjectViews:
 
         self.files = files
         self.cache = cache
+        self.jobs = jobs
+        self.real_paths = real_paths or {}  # (the run's files' real paths, from discovery)
         self.project, too_large = project_files(files, excludes_for, walks)
         warnings.extend(printable(line) for line in too_large)
         self.max_nodes = settings_for(files[0]).max_syntax_nodes if files else None
@@ -102,6 +102,11 @@ class _ProjectViews:
         # are looked up without reading them again.
         self.known: dict[Path, tuple[int, str]] = {}
 
+    def _real(self, path: Path) -> str:
+        """A file's real path (as `Path.resolve` gives it), as discovery found it when it did."""
+        real = self.real_paths.get(path)
+        return real if real is not None else str(path.resolve())
+
     def digests(self) -> list[str]:
         if self.cache is not None:
             self._index_key = self.cache.index_key(
@@ -113,7 +118,7 @@ class _ProjectViews:
 
                 views = stored["views"]
                 self._views = [
-                    views.get(str(path.resolve()), EMPTY_VIEW) if path.suffix == ".py" else None for path in self.files
+                    views.get(self._real(path), EMPTY_VIEW) if path.suffix == ".py" else None for path in self.files
                 ]
         return [view.digest() if view is not None else "" for view in self.views()]
 
@@ -143,7 +148,7 @@ class _ProjectViews:
                     return False  # (vanished, unreadable, or never summarized: solve again)
                 changed.append((path, source, row))
         if changed:
-            budgeted = {str(path.resolve()) for path in [*self.files, *self.project]}
+            budgeted = {self._real(path) for path in [*self.files, *self.project]}
             for path, source, row in changed:
                 found, before = self.cache.get_summary(row[5])
                 if not found:
@@ -157,7 +162,7 @@ class _ProjectViews:
         if fresh:
             self.cache.put_index(self._index_key, views, {**rows, **fresh})
         for own in self.files:
-            resolved = str(own.resolve())
+            resolved = self._real(own)
             own_row = fresh.get(resolved) or rows.get(resolved)
             own_stamp = stamps.get(resolved)
             if own_row is not None and own_row[4] and own_stamp is not None:
@@ -168,15 +173,10 @@ class _ProjectViews:
         self, source: bytes, dotted: str, package: bool, budget: int | None
     ) -> tuple[str, ModuleSummary | None]:
         """(its cache key, the summary of a module's bytes), from the cache or summarized and stored."""
-        from gpulint.linter.analysis.project import summarize
+        from gpulint.linter.run.project import summary_through_cache
 
         assert self.cache is not None
-        key = self.cache.summary_key(dotted, package, content_hash(source), budget)
-        found, summary = self.cache.get_summary(key)
-        if not found:
-            summary = summarize(source, dotted, package, budget)
-            self.cache.put_summary(key, summary)
-        return key, summary
+        return summary_through_cache(self.cache, source, dotted, package, budget)
 
     def views(self) -> list[ModuleView | None]:
         if self._views is None:
@@ -184,24 +184,46 @@ class _ProjectViews:
         return self._views
 
     def _build(self) -> list[ModuleView | None]:
+        from gpulint.linter.analysis import parse_guard
+        from gpulint.linter.analysis.project import summarize
         from gpulint.linter.run.project import RunIndex
 
+        now = time.time_ns()
+        ahead = self._summarize_ahead()
         summarized: dict[str, tuple[str, str]] = {}  # resolved path -> (content hash, summary key)
 
-        def cached_summary(path: Path, source: bytes, dotted: str, package: bool, budget: int | None):
-            key, summary = self._summary(source, dotted, package, budget)
-            summarized[str(path)] = (content_hash(source), key)
+        def summary_of(path: Path, source: bytes, dotted: str, package: bool, budget: int | None):
+            source_hash = content_hash(source)
+            done = ahead.get((path, budget))
+            if done is not None and done.source_hash == source_hash:
+                key, summary = done.cache_key, done.summary
+                if done.measured is not None:  # (for the lint of the same bytes, as if summarized here)
+                    parse_guard.keep_measurement(*done.measured)
+            elif self.cache is not None:
+                key, summary = self._summary(source, dotted, package, budget)
+            else:
+                key, summary = "", summarize(source, dotted, package, budget)
+            summarized[str(path)] = (source_hash, key)
             return summary
 
-        now = time.time_ns()
-        index = RunIndex(
-            self.files, cached_summary if self.cache is not None else None, self.max_nodes, self.is_test, self.project
-        )
+        index = RunIndex(self.files, summary_of, self.max_nodes, self.is_test, self.project)
         views = [index.view(path) if path.suffix == ".py" else None for path in self.files]
         if self.cache is not None and self._index_key:
-            own = {str(path.resolve()): view for path, view in zip(self.files, views, strict=True) if view}
+            own = {self._real(path): view for path, view in zip(self.files, views, strict=True) if view}
             self.cache.put_index(self._index_key, own, self._rows(index.modules, summarized, now))
         return views
+
+    def _summarize_ahead(self) -> dict[tuple[Path, int | None], Summarized]:
+        """With workers, the summaries of what the index reads first -- the run's files and their
+        projects', with the lint's budget of nodes -- computed in a worker pool by (resolved path,
+        budget); the index takes each for the same bytes.  The modules they import from elsewhere
+        are summarized here as the index follows them.  Without workers, nothing."""
+        if self.jobs < 2:
+            return {}
+        paths = dict.fromkeys(path.resolve() for path in [*self.project, *self.files] if path.suffix == ".py")
+        if len(paths) < parallel.MIN_MODULES_FOR_SUMMARY_WORKERS:
+            return {}
+        return parallel.summarize_files([(path, self.max_nodes) for path in paths], self.cache, self.jobs)
 
     @staticmethod
     def _rows(modules: Iterable[Path], summarized: dict[str, tuple[str, str]], started_ns: int) -> dict[str, list]:
@@ -229,21 +251,25 @@ class _ProjectViews:
 
 def _discover(
     paths: list[Path], settings_for: Callable[[Path], Settings], walks: dict[Path, Walk]
-) -> tuple[list[Path], list]:
-    """`discover` over each path with the exclude patterns of the configuration that applies there.
-    `walks` gets each folder's walk, by its real path (a project index over the same folder, with
-    the same configuration, takes it: `project_files`)."""
+) -> tuple[list[Path], list, dict[Path, str]]:
+    """`discover` over each path with the exclude patterns of the configuration that applies there,
+    and each file's real path.  `walks` gets each folder's walk, by its real path (a project index
+    over the same folder, with the same configuration, takes it: `project_files`)."""
     found: dict[str, Path] = {}
     errors = []
     for path in paths:
         settings = settings_for(path)
-        files, path_errors = discover([path], settings.exclude, settings.root)
+        real_files, path_errors = discover_real([path], settings.exclude, settings.root)
+        in_order = sorted(real_files.items(), key=lambda item: item[1].as_posix())
         if os.path.isdir(path) and not path_errors:
-            walks.setdefault(Path(os.path.realpath(path)), Walk(path, (settings.exclude, settings.root), files))
-        for file in files:
-            found.setdefault(os.path.realpath(file), file)
+            walks.setdefault(
+                Path(os.path.realpath(path)), Walk(path, (settings.exclude, settings.root), [f for _, f in in_order])
+            )
+        for real, file in in_order:
+            found.setdefault(real, file)
         errors.extend(path_errors)
-    return sorted(found.values(), key=lambda p: p.as_posix()), list(dict.fromkeys(errors))
+    files = sorted(found.values(), key=lambda p: p.as_posix())
+    return files, list(dict.fromkeys(errors)), {file: real for real, file in found.items()}
 
 
 def run(
@@ -264,7 +290,7 @@ def run(
     `progress(done, total)` is called as files finish."""
     settings_for = settings_for or (lambda path: settings)
     walks: dict[Path, Walk] = {}
-    files, path_errors = _discover(paths, settings_for, walks)
+    files, path_errors, real_paths = _discover(paths, settings_for, walks)
     result = RunResult(path_errors=path_errors)
     if options.fix and not options.diff:
         options = replace(options, write_scope=WriteScope.of(paths))
@@ -274,7 +300,11 @@ def run(
     if cache is not None and (reason := cache.unusable_reason()) is not None:
         result.warnings.append(printable(f"{reason}; running without a cache"))
         cache = None
-    project = _ProjectViews(files, cache, settings_for, result.warnings, walks) if options.project_index else None
+    project = (
+        _ProjectViews(files, cache, settings_for, result.warnings, walks, jobs, real_paths)
+        if options.project_index
+        else None
+    )
     digests = project.digests() if project is not None else [""] * len(files)
     # The files by the settings that lint them (one group per project configuration), in order.
     groups: dict[int, tuple[Settings, list[int]]] = {}
@@ -303,7 +333,7 @@ def run(
         if jobs > 1 and len(pending) >= parallel.MIN_FILES_FOR_WORKERS:
             # Largest files first, so a big file is not the last one left while the other workers
             # idle (results are placed by index: the order of the outcomes does not change).
-            pending.sort(key=lambda i: -_size(files[i]))
+            pending.sort(key=lambda i: -parallel.file_size(files[i]))
             items = [(files[i], views[i]) for i in pending]
             stream = parallel.map_files(items, group_settings, options, group_cache, jobs)
         else:

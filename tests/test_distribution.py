@@ -112,12 +112,15 @@ def test_built_wheel_installs_and_lints_in_a_clean_venv(tmp_path):
     ).stdout.strip()
     assert Path(where).resolve().is_relative_to(venv.resolve()), where
 
+    # Both lint a copy, a project of its own (in place, each would index this whole repository).
+    script = outside / FIXTURE.name
+    shutil.copy(FIXTURE, script)
     linted = subprocess.run(
-        [gpulint, str(FIXTURE), "--no-cache", "--format", "json"], capture_output=True, text=True, cwd=outside
+        [gpulint, script.name, "--no-cache", "--format", "json"], capture_output=True, text=True, cwd=outside
     )
     assert linted.returncode == 1, linted.stderr
     here = subprocess.run(
-        [sys.executable, "-m", "gpulint", str(FIXTURE), "--no-cache", "--format", "json"],
+        [sys.executable, "-m", "gpulint", script.name, "--no-cache", "--format", "json"],
         capture_output=True,
         text=True,
         cwd=outside,

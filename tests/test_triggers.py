@@ -145,7 +145,8 @@ def _check(args: list[str], capsys, monkeypatch, ignore_triggers: bool) -> str:
 def test_findings_and_fixes_are_identical_with_and_without_the_filter(tmp_path, capsys, monkeypatch, what):
     # Copies: linted in place, the fixtures' project is this whole repository, which each of the
     # four runs would index again (the same code either way, so the comparison is unchanged).
-    trees = [shutil.copytree(FIXTURES, tmp_path / "fixtures"), shutil.copytree(SCRIPTS, tmp_path / "fixed_scripts")]
+    ignore = shutil.ignore_patterns("__pycache__")
+    trees = [shutil.copytree(tree, tmp_path / tree.name, ignore=ignore) for tree in (FIXTURES, SCRIPTS)]
     trees = [str(tree) for tree in (*trees, _case_tree(tmp_path))]
     # findings with the edits of their fixes; the fixes applied (unsafe ones too), as a diff
     args = ["--select", "ALL", "--lint-tests"]

@@ -39,21 +39,26 @@ def test_docs_url_is_one_setting(monkeypatch):
 
 def test_every_output_links_to_the_configured_docs(tmp_path):
     env = {**os.environ, DOCS_URL_VARIABLE: "https://mirror.example.com/gpulint-docs"}
-    base = [sys.executable, "-m", "gpulint", str(FIXTURE), "--no-cache", "--exit-zero", "--format"]
+    # A copy: a project of one file (linted in place, the fixture's project would be this whole
+    # repository, indexed again by each of the runs).
+    script = tmp_path / FIXTURE.name
+    shutil.copy(FIXTURE, script)
+    base = [sys.executable, "-m", "gpulint", script.name, "--no-cache", "--exit-zero", "--format"]
 
     def output(fmt: str) -> str:
         run = subprocess.run([*base, fmt], env=env, capture_output=True, text=True, cwd=tmp_path)
         assert run.returncode == 0, run.stderr
         return run.stdout
 
-    found = json.loads(output("json"))
+    outputs = {fmt: output(fmt) for fmt in ("json", "sarif", "rdjson")}
+    found = json.loads(outputs["json"])
     assert found and all(f["url"] == f"https://mirror.example.com/gpulint-docs/rules/{f['code']}.md" for f in found)
-    rules = json.loads(output("sarif"))["runs"][0]["tool"]["driver"]["rules"]
+    rules = json.loads(outputs["sarif"])["runs"][0]["tool"]["driver"]["rules"]
     assert rules and all(r["helpUri"].startswith("https://mirror.example.com/gpulint-docs/rules/") for r in rules)
-    diagnostics = json.loads(output("rdjson"))["diagnostics"]
+    diagnostics = json.loads(outputs["rdjson"])["diagnostics"]
+    assert diagnostics
     assert all(d["code"]["url"].startswith("https://mirror.example.com/gpulint-docs/rules/") for d in diagnostics)
-    everything = "".join(output(fmt) for fmt in ("json", "sarif", "rdjson"))
-    assert "/blob/main/docs" not in everything  # no link left at the default
+    assert "/blob/main/docs" not in "".join(outputs.values())  # no link left at the default
 
 
 @pytest.mark.slow
@@ -107,12 +112,15 @@ def test_built_wheel_installs_and_lints_in_a_clean_venv(tmp_path):
     ).stdout.strip()
     assert Path(where).resolve().is_relative_to(venv.resolve()), where
 
+    # Both lint a copy, a project of its own (in place, each would index this whole repository).
+    script = outside / FIXTURE.name
+    shutil.copy(FIXTURE, script)
     linted = subprocess.run(
-        [gpulint, str(FIXTURE), "--no-cache", "--format", "json"], capture_output=True, text=True, cwd=outside
+        [gpulint, script.name, "--no-cache", "--format", "json"], capture_output=True, text=True, cwd=outside
     )
     assert linted.returncode == 1, linted.stderr
     here = subprocess.run(
-        [sys.executable, "-m", "gpulint", str(FIXTURE), "--no-cache", "--format", "json"],
+        [sys.executable, "-m", "gpulint", script.name, "--no-cache", "--format", "json"],
         capture_output=True,
         text=True,
         cwd=outside,

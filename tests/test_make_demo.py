@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,13 @@ def _make_demo(checkout: Path) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 def test_make_demo_reads_as_a_success_and_fails_on_a_real_error(tmp_path):
     checkout = _copy_of_the_checkout(tmp_path / "gpulint")
-    demo = _make_demo(checkout)
+    # A configuration error is gpulint's exit 2: the target must fail, not carry on.
+    broken_checkout = _copy_of_the_checkout(tmp_path / "broken")
+    (broken_checkout / "fixtures" / "pyproject.toml").write_text('[tool.gpulint]\nselect = ["GL3O2"]\n')
+    # Two copies, two demos at a time: each builds its own virtual environment, most of its time.
+    with ThreadPoolExecutor(2) as pool:
+        demo, broken = pool.map(_make_demo, (checkout, broken_checkout))
+
     output = demo.stdout + demo.stderr
     assert demo.returncode == 0, output
     assert "make: [" not in output and "Error 1" not in output, output  # make's "Error 1 (ignored)"
@@ -57,9 +64,6 @@ def test_make_demo_reads_as_a_success_and_fails_on_a_real_error(tmp_path):
     assert "+++ b/fixtures/" in demo.stdout  # the diff of the fixes
     assert demo.stdout.rstrip().splitlines()[-1].startswith("==> Demo done.")
 
-    # A configuration error is gpulint's exit 2: the target must fail, not carry on.
-    (checkout / "fixtures" / "pyproject.toml").write_text('[tool.gpulint]\nselect = ["GL3O2"]\n')
-    broken = _make_demo(checkout)
     assert broken.returncode != 0, broken.stdout + broken.stderr
     assert "did you mean 'GL302'?" in broken.stderr
     assert "Demo done" not in broken.stdout

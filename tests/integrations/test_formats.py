@@ -24,8 +24,12 @@ def _schema(name: str) -> jsonschema.Draft4Validator:
 
 
 @pytest.fixture(scope="module")
-def fixture_result():
-    result = run([FIXTURES], Settings(select=["ALL"]), RunOptions(with_edits=True))
+def fixture_result(tmp_path_factory):
+    # A copy, a project of its own: in place, the fixtures' project is this whole repository, which
+    # the run would index first.
+    target = tmp_path_factory.mktemp("formats") / "fixtures"
+    fixtures = shutil.copytree(FIXTURES, target, ignore=shutil.ignore_patterns("__pycache__"))
+    result = run([fixtures], Settings(select=["ALL"]), RunOptions(with_edits=True))
     assert len(result.findings) > 10 and any(f.fix and f.fix.edits for f in result.findings)
     return result
 

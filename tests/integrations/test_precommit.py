@@ -2,7 +2,7 @@
 `try-repo`, and with the configuration docs/integrations.md tells users to write.
 
 `pre-commit` builds the hook's environment by pip-installing the repository (network to
-PyPI for the dependencies), so this is slow; both hooks share one environment.  The repository tried
+PyPI for the dependencies), so this is slow: each test builds it once, and both hooks share it.  The repository tried
 is a clone of this checkout's HEAD: `try-repo` on a working tree would also pick up uncommitted
 edits of tracked files, which are not what a user's `rev:` gets.
 """
@@ -81,30 +81,49 @@ def _hooks_repo_and_project(tmp_path: Path) -> tuple[Path, Path]:
     return hooks_repo, project
 
 
+def _hook_reports(output: str) -> dict[str, str]:
+    """What `pre-commit --verbose` printed for each hook, by hook id in the order the hooks ran:
+    the hook's status line (`name....Failed`) and the lines under it up to the next hook's."""
+    parts = output.split("\n- hook id: ")
+    reports = {}
+    for index in range(1, len(parts)):
+        status = parts[index - 1].rsplit("\n", 1)[-1]
+        hook_id, _, body = parts[index].partition("\n")
+        if index + 1 < len(parts):
+            body = body.rsplit("\n", 1)[0]  # (its last line is the next hook's status line)
+        reports[hook_id] = f"{status}\n{body}"
+    return reports
+
+
 @pytest.mark.slow
 def test_hooks_with_real_pre_commit(tmp_path):
+    """Both hooks in one `try-repo` run (try-repo builds the environment in a temporary store of
+    its own every time it runs, so one run per hook would build it twice).  pre-commit compares the
+    working tree before and after each hook, so each hook's own report says whether it wrote."""
     hooks_repo, project = _hooks_repo_and_project(tmp_path)
     env = {**_ENV, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+    run = subprocess.run(
+        [*_pre_commit(), "try-repo", str(hooks_repo), "--all-files", "--verbose"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    output = run.stdout + run.stderr
+    assert run.returncode == 1, output
+    reports = _hook_reports(output)
+    assert list(reports) == ["gpulint", "gpulint-fix"], output  # the check runs on the unfixed file
 
-    def try_repo(hook: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [*_pre_commit(), "try-repo", str(hooks_repo), hook, "--all-files", "--verbose"],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
+    check = reports["gpulint"]
+    assert (
+        check.split("\n", 1)[0].endswith("Failed") and "- exit code: 1" in check and "train.py:6:14: GL102" in check
+    ), output
+    assert "files were modified by this hook" not in check, output  # the check hook writes nothing
 
-    check = try_repo("gpulint")
-    output = check.stdout + check.stderr
-    assert check.returncode == 1, output
-    assert "Failed" in output and "train.py:6:14: GL102" in output, output
-    assert (project / "train.py").read_text() == BAD_SCRIPT  # the check hook writes nothing
-
-    fix = try_repo("gpulint-fix")
-    output = fix.stdout + fix.stderr
-    assert fix.returncode == 1, output  # pre-commit fails a hook that modified files
+    fix = reports["gpulint-fix"]
+    assert fix.startswith("gpulint (fix)") and fix.split("\n", 1)[0].endswith("Failed"), output
+    assert "files were modified by this hook" in fix, output  # pre-commit fails a hook that modified files
     fixed = (project / "train.py").read_text()
     assert "pin_memory=True" in fixed and fixed != BAD_SCRIPT, output
 

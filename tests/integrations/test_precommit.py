@@ -81,6 +81,16 @@ def _hooks_repo_and_project(tmp_path: Path) -> tuple[Path, Path]:
     return hooks_repo, project
 
 
+def _home(tmp_path: Path) -> dict[str, str]:
+    """The environment of a pre-commit run whose hook environments are built under `tmp_path`."""
+    return {**_ENV, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+
+
+def _run_pre_commit(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    """`pre-commit ARGS` in `project` (it builds the hook environment: minutes at most)."""
+    return subprocess.run([*_pre_commit(), *args], cwd=project, env=env, capture_output=True, text=True, timeout=900)
+
+
 def _hook_reports(output: str) -> dict[str, str]:
     """What `pre-commit --verbose` printed for each hook, by hook id in the order the hooks ran:
     the hook's status line (`name....Failed`) and the lines under it up to the next hook's."""
@@ -101,15 +111,7 @@ def test_hooks_with_real_pre_commit(tmp_path):
     its own every time it runs, so one run per hook would build it twice).  pre-commit compares the
     working tree before and after each hook, so each hook's own report says whether it wrote."""
     hooks_repo, project = _hooks_repo_and_project(tmp_path)
-    env = {**_ENV, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
-    run = subprocess.run(
-        [*_pre_commit(), "try-repo", str(hooks_repo), "--all-files", "--verbose"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    run = _run_pre_commit(project, _home(tmp_path), "try-repo", str(hooks_repo), "--all-files", "--verbose")
     output = run.stdout + run.stderr
     assert run.returncode == 1, output
     reports = _hook_reports(output)
@@ -152,24 +154,15 @@ def test_the_documented_configuration_runs_the_tagged_release(tmp_path):
     config_file = project / ".pre-commit-config.yaml"
     config_file.write_text(config.replace("https://github.com/gpulint/gpulint", str(hooks_repo)))
     _git(project, "add", ".pre-commit-config.yaml")
-    env = {**_ENV, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+    env = _home(tmp_path)
 
-    run = subprocess.run(
-        [*_pre_commit(), "run", "--all-files", "--verbose"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    run = _run_pre_commit(project, env, "run", "--all-files", "--verbose")
     output = run.stdout + run.stderr
     assert run.returncode == 1, output
     assert "Failed" in output and "train.py:6:14: GL102" in output, output
     assert (project / "train.py").read_text() == BAD_SCRIPT
 
-    frozen = subprocess.run(
-        [*_pre_commit(), "autoupdate", "--freeze"], cwd=project, env=env, capture_output=True, text=True, timeout=300
-    )
+    frozen = _run_pre_commit(project, env, "autoupdate", "--freeze")
     assert frozen.returncode == 0, frozen.stdout + frozen.stderr
     pinned = re.search(rf"rev: ([0-9a-f]{{40}})\s+# frozen: {re.escape(tag)}", config_file.read_text())
     assert pinned is not None, config_file.read_text()

@@ -93,11 +93,14 @@ def module_identity(path: Path) -> tuple[str, str, bool]:
     return f"{folder}|{dotted}", dotted, package
 
 
-def summary_through_cache(
-    cache: ResultCache, source: bytes, dotted: str, package: bool, budget: int | None
+def module_summary(
+    cache: ResultCache | None, source: bytes, source_hash: str, dotted: str, package: bool, budget: int | None
 ) -> tuple[str, ModuleSummary | None]:
-    """(its cache key, the summary of a module's bytes), from the cache or summarized and stored."""
-    key = cache.summary_key(dotted, package, content_hash(source), budget)
+    """(its cache key, the summary of a module's bytes whose `content_hash` is `source_hash`), from
+    the cache or summarized and stored; without a cache, summarized, with the key "" ."""
+    if cache is None:
+        return "", summarize(source, dotted, package, budget)
+    key = cache.summary_key(dotted, package, source_hash, budget)
     found, summary = cache.get_summary(key)
     if not found:
         summary = summarize(source, dotted, package, budget)
@@ -108,12 +111,11 @@ def summary_through_cache(
 @dataclass(frozen=True)
 class Summarized:
     """A module summarized ahead of the index, in a worker process (`summarize_file`): the index
-    takes it for the same bytes and budget.  `measured`: what the parse guard measured on the
-    bytes (kept for the lint in the process that builds the index: parse_guard.keep_measurement);
-    None when the summary came from the cache (no tree was built)."""
+    takes it for the same bytes.  `measured`: what the parse guard measured on the bytes (kept for
+    the lint in the process that builds the index: parse_guard.keep_measurement); None when the
+    summary came from the cache (no tree was built)."""
 
     source_hash: str
-    budget: int | None
     cache_key: str  # "" without a cache
     summary: ModuleSummary | None
     measured: tuple[parse_guard.MeasuredKey, parse_guard.Measured] | None
@@ -126,12 +128,10 @@ def summarize_file(path: Path, budget: int | None, cache: ResultCache | None) ->
     except OSError:
         return None
     _module_id, dotted, package = module_identity(path)
-    if cache is not None:
-        key, summary = summary_through_cache(cache, source, dotted, package, budget)
-    else:
-        key, summary = "", summarize(source, dotted, package, budget)
+    source_hash = content_hash(source)
+    key, summary = module_summary(cache, source, source_hash, dotted, package, budget)
     measured = parse_guard.take_measurement(source, budget) if budget is not None else None
-    return Summarized(content_hash(source), budget, key, summary, measured)
+    return Summarized(source_hash, key, summary, measured)
 
 
 def _module_file(root: Path, dotted: str) -> Path | None:

@@ -29,7 +29,7 @@ from gpulint.linter.run.process import display_path, process_file_cached
 from gpulint.linter.run.safe_files import WriteScope, remove_stale_temporaries
 
 if TYPE_CHECKING:
-    from gpulint.linter.analysis.project import ModuleSummary, ModuleView
+    from gpulint.linter.analysis.project import ModuleView
     from gpulint.linter.run.project import Summarized
 
 
@@ -125,13 +125,13 @@ class _ProjectViews:
     def _still_valid(self, views: dict[str, ModuleView], rows: dict[str, list]) -> bool:
         """Whether the stored views hold: every file the index read is as it was, or changed
         without changing its summary (the entry's rows are rewritten for those)."""
-        from gpulint.linter.run.project import module_identity
+        from gpulint.linter.run.project import module_identity, module_summary
         from gpulint.linter.run.stamps import recordable, stamp_of
 
         assert self.cache is not None
         now = time.time_ns()
         fresh: dict[str, list] = {}
-        changed: list[tuple[str, bytes, list]] = []  # (path, its bytes now, its stored row)
+        changed: list[tuple[str, bytes, str, list]] = []  # (path, its bytes now, their hash, its stored row)
         stamps: dict[str, tuple[int, int, int, int] | None] = {}
         for path, row in rows.items():
             stamp = stamps[path] = stamp_of(path)
@@ -146,16 +146,16 @@ class _ProjectViews:
             if source_hash != row[4]:
                 if source is None or not row[5]:
                     return False  # (vanished, unreadable, or never summarized: solve again)
-                changed.append((path, source, row))
+                changed.append((path, source, source_hash, row))
         if changed:
             budgeted = {self._real(path) for path in [*self.files, *self.project]}
-            for path, source, row in changed:
+            for path, source, source_hash, row in changed:
                 found, before = self.cache.get_summary(row[5])
                 if not found:
                     return False
                 _module_id, dotted, package = module_identity(Path(path))
                 budget = self.max_nodes if path in budgeted else None
-                key, after = self._summary(source, dotted, package, budget)
+                key, after = module_summary(self.cache, source, source_hash, dotted, package, budget)
                 if (before.to_data() if before else None) != (after.to_data() if after else None):
                     return False
                 fresh[path][5] = key
@@ -169,15 +169,6 @@ class _ProjectViews:
                 self.known[own] = (own_stamp[0], own_row[4])
         return True
 
-    def _summary(
-        self, source: bytes, dotted: str, package: bool, budget: int | None
-    ) -> tuple[str, ModuleSummary | None]:
-        """(its cache key, the summary of a module's bytes), from the cache or summarized and stored."""
-        from gpulint.linter.run.project import summary_through_cache
-
-        assert self.cache is not None
-        return summary_through_cache(self.cache, source, dotted, package, budget)
-
     def views(self) -> list[ModuleView | None]:
         if self._views is None:
             self._views = self._build()
@@ -185,8 +176,7 @@ class _ProjectViews:
 
     def _build(self) -> list[ModuleView | None]:
         from gpulint.linter.analysis import parse_guard
-        from gpulint.linter.analysis.project import summarize
-        from gpulint.linter.run.project import RunIndex
+        from gpulint.linter.run.project import RunIndex, module_summary
 
         now = time.time_ns()
         ahead = self._summarize_ahead()
@@ -199,10 +189,8 @@ class _ProjectViews:
                 key, summary = done.cache_key, done.summary
                 if done.measured is not None:  # (for the lint of the same bytes, as if summarized here)
                     parse_guard.keep_measurement(*done.measured)
-            elif self.cache is not None:
-                key, summary = self._summary(source, dotted, package, budget)
             else:
-                key, summary = "", summarize(source, dotted, package, budget)
+                key, summary = module_summary(self.cache, source, source_hash, dotted, package, budget)
             summarized[str(path)] = (source_hash, key)
             return summary
 
@@ -220,7 +208,7 @@ class _ProjectViews:
         are summarized here as the index follows them.  Without workers, nothing."""
         if self.jobs < 2:
             return {}
-        paths = dict.fromkeys(path.resolve() for path in [*self.project, *self.files] if path.suffix == ".py")
+        paths = dict.fromkeys(Path(self._real(path)) for path in [*self.project, *self.files] if path.suffix == ".py")
         if len(paths) < parallel.MIN_MODULES_FOR_SUMMARY_WORKERS:
             return {}
         return parallel.summarize_files([(path, self.max_nodes) for path in paths], self.cache, self.jobs)

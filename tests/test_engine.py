@@ -233,3 +233,18 @@ def test_a_batch_reassigned_from_a_plain_call_does_not_crash_gl104():
         opt.step()
     """
     assert "GL104" in codes(source, "GL104")
+
+
+# -- the parse: libcst's node checks are off while it builds the tree, and only then ------------
+@pytest.mark.parametrize("source", [b"x = (1 +\n     2)  # kept\n", b"def broken(:\n"])
+def test_nodes_are_checked_again_after_a_parse_whatever_its_outcome(source):
+    from gpulint.linter.analysis.parse import SyntaxErrorInSource, parse
+
+    try:
+        module = parse(source)
+    except SyntaxErrorInSource:
+        pass
+    else:
+        assert module.code.encode() == source  # the tree is the one libcst builds with its checks
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("")  # an empty identifier: the check that a fix's nodes still get

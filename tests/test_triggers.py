@@ -20,6 +20,7 @@ import pytest
 
 from gpulint.linter import catalog
 from gpulint.linter.analysis.code_shapes import code_shapes
+from gpulint.linter.analysis.project import CalleeFacts, ModuleView
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import IGNORE_TRIGGERS, Linter
 from gpulint.linter.rule import Rule
@@ -109,10 +110,45 @@ def test_a_file_whose_code_holds_a_trigger_is_parsed():
 
 
 def test_a_module_the_project_says_something_about_is_not_filtered():
-    from gpulint.linter.analysis.project import ModuleView
-
     view = ModuleView(per_step=frozenset({"collate"}))  # another module's loop runs `collate` per step
     assert _parsed(DOCSTRING_ONLY, trigger_filter=True, project=view)
+
+
+@pytest.mark.parametrize(
+    "view, parsed",
+    [
+        # the project says something (another module iterates its loaders every epoch), but
+        # nothing that makes the module take steps: the step rules' facts still need their shapes
+        (ModuleView(reiterated=frozenset({("make_loader", None)})), False),
+        (ModuleView(per_step=frozenset({"collate"})), True),  # it takes part in another module's steps
+        # it calls another module's function: what that returns (an optimizer) is not in its code
+        (ModuleView(calls=(("build_optimizer", CalleeFacts(returns=("optimizer",))),)), True),
+    ],
+    ids=["reiterated", "per-step", "calls"],
+)
+def test_a_module_the_project_says_something_about_is_filtered_by_the_rules_facts_only(view, parsed):
+    linter = Linter(Settings(select=["GL201", "GL301"]), trigger_filter=True)  # (both require steps)
+    assert linter.lint_source(DOCSTRING_ONLY, "helpers.py", project=view).parsed == parsed
+
+
+def test_loops_are_statements_not_comprehensions():
+    source = "squares = [x * x for x in range(9)]\n"
+    assert code_shapes(ast.parse(source), frozenset({"for", "while"})) == frozenset()
+    for loop, shape in (("for x in xs:\n    pass\n", "for"), ("while True:\n    break\n", "while")):
+        assert code_shapes(ast.parse(source + loop), frozenset({"for", "while"})) == {shape}
+
+
+@pytest.mark.parametrize(
+    "code, parsed",
+    [
+        ("positions = torch.arange(seq_len).to(device)\n", False),  # built once, at start-up
+        ("for batch in loader:\n    positions = torch.arange(seq_len).to(device)\n", True),
+        ("class Embed(torch.nn.Module):\n    def forward(self, x):\n        return torch.arange(9).cuda()\n", True),
+    ],
+)
+def test_a_rule_about_repeated_work_is_run_only_where_something_repeats(code, parsed):
+    source = f"import torch\ndevice = torch.device('cuda')\n{code}".encode()
+    assert Linter(Settings(select=["GL203"]), trigger_filter=True).lint_source(source, "embed.py").parsed == parsed
 
 
 def test_the_switch_turns_the_filter_off(monkeypatch):

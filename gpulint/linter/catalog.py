@@ -82,12 +82,22 @@ class RuleInfo:
             not self.tokens or any(token.encode() in source for token in self.tokens)
         )
 
-    def may_fire(self, shapes: frozenset[str]) -> bool:
+    def may_fire(self, shapes: frozenset[str], view_may_make: Callable[[str], bool] | None = None) -> bool:
         """The trigger filter: the module's code (its shapes, analysis/code_shapes.py) holds one
-        shape of every trigger group, and one of the shapes of every required fact that has some."""
-        if self.triggers is not None and not all(shapes.intersection(group) for group in self.triggers):
-            return False
-        return all(shapes.intersection(FACT_SHAPES[fact]) for fact in self.facts if fact in FACT_SHAPES)
+        shape of every trigger group, and one of the shapes of every required fact that has some.
+
+        `view_may_make(fact)`, for a module the rest of the project says something about: whether
+        its project view may make the fact hold.  There a rule may fire on code that holds none of
+        its triggers (a helper another module runs per step), so only its facts are checked, and a
+        fact the view may make hold needs no shape."""
+        if view_may_make is None and self.triggers is not None:
+            if not all(shapes.intersection(group) for group in self.triggers):
+                return False
+        return all(
+            shapes.intersection(FACT_SHAPES[fact]) or (view_may_make is not None and view_may_make(fact))
+            for fact in self.facts
+            if fact in FACT_SHAPES
+        )
 
     def shapes(self) -> frozenset[str]:
         """Every shape the trigger filter asks about for this rule."""
@@ -381,6 +391,25 @@ RULES: tuple[RuleInfo, ...] = (
                 'tril_indices',
                 'triu_indices',
                 'zeros',
+            ),
+            (
+                'for',
+                'while',
+                '__call__',
+                '__getitem__',
+                'call',
+                'forward',
+                'predict_step',
+                'test_step',
+                'training_step',
+                'validation_step',
+                '.backward(',
+                '.manual_backward(',
+                '.apply_gradients(',
+                '.train_on_batch(',
+                '.step(',
+                '.gradient(',
+                'optimizer.apply(',
             ),
         ),
         implementation='gpulint.rules.syncs.host_tensor_then_copy:HostTensorThenCopy',
@@ -815,6 +844,39 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports tensorflow or keras',),
         tokens=('tf.data', 'tensorflow', 'tfds', 'dataset_from_directory'),
+        triggers=(
+            (
+                '.evaluate(',
+                '.fit(',
+                '.predict(',
+                'iter(',
+                '.backward(',
+                '.manual_backward(',
+                '.apply_gradients(',
+                '.train_on_batch(',
+                '.step(',
+                '.gradient(',
+                'optimizer.apply(',
+                'training_step',
+            ),
+            (
+                'CsvDataset',
+                'Dataset',
+                'FixedLengthRecordDataset',
+                'SqlDataset',
+                'TFRecordDataset',
+                'TextLineDataset',
+                'audio_dataset_from_directory',
+                'choose_from_datasets',
+                'image_dataset_from_directory',
+                'load',
+                'make_batched_features_dataset',
+                'make_csv_dataset',
+                'sample_from_datasets',
+                'text_dataset_from_directory',
+                'timeseries_dataset_from_array',
+            ),
+        ),
         implementation='gpulint.rules.tensorflow.tfdata_no_prefetch:TfDataNoPrefetch',
     ),
     RuleInfo(

@@ -10,8 +10,9 @@
    ones whose triggers (`Rule.triggers`, the shapes of code they may fire on) the module's code
    holds, read from the CPython tree the guard builds anyway (analysis/code_shapes.py) -- a file
    whose bytes spell a rule's tokens in docstrings and comments only is not parsed with libcst.
-   A module the rest of the project says something about is left alone (a rule may then fire on
-   code that holds none of its triggers); IGNORE_TRIGGERS turns the filter off;
+   In a module the rest of the project says something about, a rule may fire on code that holds
+   none of its triggers: there only the facts it requires are checked (ModuleView.may_make_hold);
+   IGNORE_TRIGGERS turns the filter off;
 3. analyse: one walk of the tree builds the FileContext; the shared analyses on it (the
    training-loop model, what PyTorch and TensorFlow code does) are computed when a rule first asks;
 4. rules: each candidate rule whose required facts hold visits the nodes it subscribes to, in
@@ -188,12 +189,14 @@ class Linter:
         if not entries:
             return None
         measured = None
-        if self.trigger_filter and not told_anything(project):
+        if self.trigger_filter:
             wanted = catalog.trigger_vocabulary(entries)
             if wanted:
                 measured = measure(source, self.settings.max_syntax_nodes, wanted)
                 if measured.shapes is not None:  # (no tree: CPython rejects it, libcst decides)
-                    entries = [r for r in entries if r.may_fire(measured.shapes)]
+                    # (a module the project tells something about: its facts only, see may_fire)
+                    view_may_make = project.may_make_hold if project is not None and told_anything(project) else None
+                    entries = [r for r in entries if r.may_fire(measured.shapes, view_may_make)]
                     if not entries:
                         return None
         candidates = frozenset(r.code for r in entries)
@@ -327,7 +330,7 @@ class Linter:
 def told_anything(project: ModuleView | None) -> bool:
     """Whether the rest of the project says something about the module (a function run per step,
     a call of a project function that steps or returns a loader...): then a rule may fire on code
-    that holds none of its triggers, and the trigger filter leaves the module alone."""
+    that holds none of its triggers, and the trigger filter checks only the rules' facts."""
     return project is not None and bool(
         project or project.chains or project.torch_loop_elsewhere or project.accelerator_loop_elsewhere
     )

@@ -14,6 +14,8 @@ A shape is written as the code it stands for:
                    parameter name
     ".item("       a method of that name called (`loss.item()`, `torch.cuda.synchronize()`)
     "float("       a plain name called (`float(loss)`)
+    "for"          a `for` statement (or `async for`; not a comprehension's `for`)
+    "while"        a `while` statement
 
 and one shape stands for a call that may take a training step by the loop model's reading
 (loops.is_direct_step_call), where the method's name alone says too little:
@@ -112,6 +114,9 @@ def _optional(name: str | None) -> Iterable[str]:
 
 # The identifiers (and calls) each node type holds; the types not listed hold none.
 _SHAPES_BY_TYPE: dict[type, Callable[[Any], Iterable[str]]] = {
+    ast.For: lambda node: ("for",),
+    ast.AsyncFor: lambda node: ("for",),
+    ast.While: lambda node: ("while",),
     ast.Name: lambda node: (node.id,),
     ast.Attribute: lambda node: (node.attr,),
     ast.Call: _called,

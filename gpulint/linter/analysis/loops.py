@@ -131,6 +131,11 @@ STEP_SHAPES = (
     OPTIMIZER_APPLY,  # `.apply(` on what may be an optimizer (Keras 3)
     "training_step",
 )
+# The shapes of code without one of which nothing in a module runs repeatedly (`runs_repeatedly`)
+# unless another module says so: a loop, a method a framework calls per batch, or a step (a step
+# function or a per-step hook holds one) -- a trigger group of the rules that report only work
+# done again and again.
+REPEATS_SHAPES = tuple(dict.fromkeys(("for", "while", *sorted(_PER_CALL_METHODS), *STEP_SHAPES)))
 
 LIGHTNING_MODULES = (
     "lightning.pytorch.LightningModule",

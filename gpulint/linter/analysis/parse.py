@@ -7,6 +7,7 @@ and a run whose files the prefilter rejects never parses.
 from __future__ import annotations
 
 import ast
+import threading
 import warnings
 from typing import TYPE_CHECKING
 
@@ -40,7 +41,7 @@ def parse(source: bytes | str, max_nodes: int | None = None, measured: Measured 
     if rejected is not None and rejected.lineno:  # both parsers reject it: CPython names the line
         raise SyntaxErrorInSource(rejected.msg, rejected.lineno, rejected.offset or 1)
     try:
-        return cst.parse_module(source)
+        return _parse_module_unvalidated(source)
     except (UnicodeDecodeError, LookupError) as exc:
         raise UndecodableSource(f"cannot decode: {exc}") from exc
     except SyntaxError as exc:  # raised by the encoding detection, before libcst's own parser
@@ -60,3 +61,32 @@ def parse(source: bytes | str, max_nodes: int | None = None, measured: Measured 
         raise SyntaxErrorInSource(exc.message, exc.raw_line, exc.raw_column + 1) from exc
     except (RecursionError, ValueError, IndexError) as exc:  # pathological inputs
         raise SyntaxErrorInSource(f"cannot parse: {exc.__class__.__name__}", 1, 1) from exc
+
+
+# The checks are switched off on the class, which every thread shares: one such parse at a time, so
+# that no parse puts back what another switched off.
+_CHECKS_OFF = threading.Lock()
+
+
+def _parse_module_unvalidated(source: bytes | str) -> cst.Module:
+    """`libcst.parse_module`, without checking the nodes the parser builds.
+
+    Every libcst node checks what its constructor is given (`CSTNode.__post_init__`: parentheses
+    that pair up, whitespace that is whitespace...).  The parser builds nodes only from source it
+    has just read, so those checks cannot fail there, and they cost about a tenth of a parse
+    (measured on the development corpus); libcst's own comment on `__post_init__` says as much.
+    Nodes built anywhere else, as fixes build theirs, are still checked: the check is put back as
+    soon as the parse ends, whatever its outcome."""
+    import libcst as cst
+
+    with _CHECKS_OFF:
+        check = cst.CSTNode.__post_init__
+        cst.CSTNode.__post_init__ = _unchecked  # type: ignore[method-assign,assignment]
+        try:
+            return cst.parse_module(source)
+        finally:
+            cst.CSTNode.__post_init__ = check  # type: ignore[method-assign]
+
+
+def _unchecked(node: cst.CSTNode) -> None:
+    """A parsed node's `__post_init__` (see `_parse_module_unvalidated`)."""

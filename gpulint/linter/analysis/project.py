@@ -51,6 +51,7 @@ from gpulint.linter.analysis.vocabulary import (
     canonical,
     is_step_method,
 )
+from gpulint.linter.catalog import FACT_ELSEWHERE
 from gpulint.linter.findings import Location, RelatedLocation
 
 # Builtins that take an iterable without iterating it again and again.
@@ -637,6 +638,16 @@ class ModuleView:
         """Whether the module takes part in training steps because of other modules: one of its
         functions runs per step, or it calls a step function of another module (facts.STEPS)."""
         return bool(self.per_step) or any(facts.steps for _, facts in self.calls)
+
+    def may_make_hold(self, fact: str) -> bool:
+        """Whether the view may make `fact` (a fact's name, catalog.FACT_SHAPES) hold in a module
+        whose code holds none of the fact's shapes: the view's property that makes it hold
+        (catalog.FACT_ELSEWHERE), or any call of another module's function here -- what it returns
+        is not in this module's code (an optimizer whose `.apply(` takes a step)."""
+        if self.calls:
+            return True
+        elsewhere = FACT_ELSEWHERE.get(fact)
+        return elsewhere is not None and bool(getattr(self, elsewhere))
 
     def callee(self, text: str | None) -> CalleeFacts | None:
         if text is None:

@@ -8,6 +8,7 @@ import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
+from gpulint.linter.analysis.loops import REPEATS_SHAPES
 from gpulint.linter.analysis.nodes import has_star_kwargs, is_zero, keyword_arg, last_name
 from gpulint.linter.analysis.pytorch import is_device_target
 from gpulint.linter.analysis.walk import names_under
@@ -130,10 +131,12 @@ class HostTensorThenCopy(Rule):
     title = "a tensor built on the host and then copied to the device; pass `device=` to the factory instead"
     requires = {TORCH, ACCELERATOR}
     tokens = (".to(", ".cuda(")
-    # the copy it reports, and the factory that built the tensor (its qualified name ends in it)
+    # the copy it reports, the factory that built the tensor (its qualified name ends in it), and
+    # what makes the copy run again and again
     triggers = (
         (".to(", ".cuda(", ".type_as("),
         tuple(sorted((_FACTORIES - _LIKE_FACTORIES - _FROM_DATA) | _LEGACY_CONSTRUCTORS)),
+        REPEATS_SHAPES,
     )
     fix_applicability = Applicability.SAFE
 

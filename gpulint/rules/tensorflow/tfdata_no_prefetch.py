@@ -6,6 +6,7 @@ import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import TENSORFLOW
+from gpulint.linter.analysis.loops import STEP_SHAPES
 from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, method_name
 from gpulint.linter.analysis.values import target_key
 from gpulint.linter.analysis.vocabulary import KINDS, TFDATA_CHAIN
@@ -102,6 +103,12 @@ class TfDataNoPrefetch(Rule):
     message = "tf.data pipeline consumed without `.prefetch(...)`: input and training steps take turns"
     requires = {TENSORFLOW}
     tokens = ("tf.data", "tensorflow", "tfds", "dataset_from_directory")  # a tf.data pipeline is built here
+    # where the pipeline is consumed (`fit`..., `iter(...)`, a training loop: it holds a step), and
+    # the constructor that built it (its qualified name ends in one)
+    triggers = (
+        (*(f".{method}(" for method in sorted(_CONSUMING_METHODS)), "iter(", *STEP_SHAPES),
+        tuple(sorted({constructor.rstrip(".").rsplit(".", 1)[1] for constructor in KINDS["tfdata"].constructors})),
+    )
     fix_applicability = Applicability.SAFE
 
     VALID = [

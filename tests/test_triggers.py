@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from gpulint.linter import catalog
-from gpulint.linter.analysis.code_shapes import code_shapes
+from gpulint.linter.analysis.code_shapes import FACTORY_COPY, code_shapes
 from gpulint.linter.analysis.project import CalleeFacts, ModuleView
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import IGNORE_TRIGGERS, Linter
@@ -136,6 +136,28 @@ def test_loops_are_statements_not_comprehensions():
     assert code_shapes(ast.parse(source), frozenset({"for", "while"})) == frozenset()
     for loop, shape in (("for x in xs:\n    pass\n", "for"), ("while True:\n    break\n", "while")):
         assert code_shapes(ast.parse(source + loop), frozenset({"for", "while"})) == {shape}
+
+
+@pytest.mark.parametrize(
+    "code, copied",
+    [
+        ("x = torch.arange(n).to(device)", True),
+        ("x = torch.arange(n)[None].float().cuda()", True),  # through a subscript and host methods
+        ("x = torch.zeros(n).type_as(y)", True),
+        ("x = torch.LongTensor(ids).to(device)", True),  # a legacy constructor
+        ("from torch import arange as span\nx = span(n).cuda()", True),  # an alias...
+        ("x = span(n).cuda()\nspan = torch.arange", True),  # ...bound anywhere in the module
+        ("pos = torch.arange(n)\nx = pos.to(device)", True),  # a name assigned a factory's tensor
+        ("pos = positions(n)\nx = pos.to(device)", False),
+        ("x = torch.tensor(data).to(device)", False),  # built from data: `device=` would copy too
+        ("x = torch.zeros_like(y).to(device)", False),  # the device of its input
+        ("x = model.to(device)\ny = torch.zeros(n)", False),  # a copy and a factory, apart
+        ("x = self.pos.to(device)\nself.pos = torch.arange(n)", False),  # (the rule follows plain names)
+    ],
+)
+def test_a_factory_copy_is_a_host_builders_tensor_copied(code, copied):
+    wanted = frozenset({FACTORY_COPY})
+    assert bool(code_shapes(ast.parse(code), wanted)) == copied
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,15 @@ and one shape stands for a call that may take a training step by the loop model'
                    receiver may hold one).  `model.apply(init_weights)` and `Function.apply(x)`
                    in a torch module that names no optimizer are not steps.
 
+and one for a tensor built on the host and copied to a device, where names alone would take every
+`x.to(device)` in a module that also calls `torch.zeros`:
+
+    "torch.zeros(...).to("   `.to(`, `.cuda(` or `.type_as(` called on the result of a host builder
+                   (vocabulary.HOST_BUILDERS: `torch.arange(n)`, `torch.LongTensor(x)`, also under
+                   an alias an import or an assignment gives it), through subscripts and host-side
+                   methods (`torch.arange(n)[None].float().cuda()`), or on a name some assignment of
+                   the module gives such a value (`pos = torch.arange(n)` ... `pos.to(device)`).
+
 Strings and comments hold none (an f-string's expressions are code and do).  The walk keeps only
 the shapes some trigger names (`wanted`): a module's set stays small, so the project index can keep
 it for every module between its parse and the module's lint.
@@ -37,10 +46,17 @@ import ast
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from gpulint.linter.analysis.vocabulary import KINDS, is_step_method
+from gpulint.linter.analysis.vocabulary import (
+    DEVICE_COPY_METHODS,
+    HOST_BUILDERS,
+    HOST_TENSOR_METHODS,
+    KINDS,
+    is_step_method,
+)
 
 # (see the module docstring)
 OPTIMIZER_APPLY = "optimizer.apply("
+FACTORY_COPY = "torch.zeros(...).to("
 # The identifiers a module's code holds wherever a value of it may be an optimizer: the last name
 # of each optimizer constructor (or module of them) the value analysis recognises -- its qualified
 # name is made of the code's own identifiers (`torch.optim.Adam`, `from torch import optim`).
@@ -68,8 +84,18 @@ class ShapeCollector:
         # identifier of an optimizer's module or class.
         self._looks_for_apply = OPTIMIZER_APPLY in wanted
         self._other_apply = self._names_optimizer = False
+        # For FACTORY_COPY (decided at the end: an alias may be bound below its use): the callee
+        # names of the host tensors copied, the names copied, what each name is assigned from,
+        # and the names bound to a host builder.
+        self._looks_for_copies = FACTORY_COPY in wanted
+        self._copied_calls: set[str] = set()
+        self._copied_names: set[str] = set()
+        self._assigned_calls: dict[str, set[str]] = {}
+        self._builder_aliases: set[str] = set()
 
     def visit(self, node: ast.AST) -> None:
+        if self._looks_for_copies:
+            self._copies(node)
         shapes_of = _SHAPES_BY_TYPE.get(type(node))
         if shapes_of is None:
             return
@@ -91,10 +117,58 @@ class ShapeCollector:
         else:
             self._other_apply = True
 
+    def _copies(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in DEVICE_COPY_METHODS:
+                copied = _host_chain_start(func.value)
+                if isinstance(copied, ast.Call) and (name := _last_name(copied.func)) is not None:
+                    self._copied_calls.add(name)
+                elif isinstance(copied, ast.Name):
+                    self._copied_names.add(copied.id)
+        elif isinstance(node, ast.Assign):
+            targets = [target.id for target in node.targets if isinstance(target, ast.Name)]
+            value = _host_chain_start(node.value)
+            if isinstance(value, ast.Call) and (name := _last_name(value.func)) is not None:
+                for target in targets:
+                    self._assigned_calls.setdefault(target, set()).add(name)
+            elif _last_name(node.value) in HOST_BUILDERS:  # `zeros = torch.zeros`
+                self._builder_aliases.update(targets)
+        elif isinstance(node, ast.ImportFrom):
+            self._builder_aliases.update(a.asname for a in node.names if a.asname and a.name in HOST_BUILDERS)
+
     def found(self) -> frozenset[str]:
         if self._other_apply and self._names_optimizer:
             self._found.add(OPTIMIZER_APPLY)
+        if self._looks_for_copies:
+            builders = HOST_BUILDERS | self._builder_aliases
+            if not self._copied_calls.isdisjoint(builders) or any(
+                not self._assigned_calls.get(name, set()).isdisjoint(builders) for name in self._copied_names
+            ):
+                self._found.add(FACTORY_COPY)
         return frozenset(self._found)
+
+
+def _host_chain_start(expr: ast.expr) -> ast.expr:
+    """What a host tensor's subscripts and host-side methods start from: `torch.arange(n)[None]
+    .float()` -> `torch.arange(n)`."""
+    while True:
+        if isinstance(expr, ast.Subscript):
+            expr = expr.value
+        elif (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Attribute)
+            and expr.func.attr in HOST_TENSOR_METHODS
+        ):
+            expr = expr.func.value
+        else:
+            return expr
+
+
+def _last_name(expr: ast.expr) -> str | None:
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    return expr.id if isinstance(expr, ast.Name) else None
 
 
 def _called(node: ast.Call) -> Iterable[str]:

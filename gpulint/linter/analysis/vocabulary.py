@@ -46,6 +46,31 @@ class Kind:
         return any(qualified == c or (c.endswith(".") and qualified.startswith(c)) for c in self.constructors)
 
 
+# `torch.<name>(...)` factories: without `device=` they build the tensor on the host (GL203).
+TENSOR_FACTORIES = frozenset(
+    "zeros ones empty full arange linspace logspace eye tensor as_tensor zeros_like ones_like empty_like "
+    "full_like rand randn randint randperm rand_like randn_like randint_like normal bernoulli "
+    "tril_indices triu_indices".split()
+)
+# Factories that copy their data from the host whatever the device: `device=` still builds on the
+# host and copies.
+FROM_DATA_FACTORIES = frozenset({"tensor", "as_tensor"})
+# `_like` factories take the device of their input, which may already be on the GPU.
+LIKE_FACTORIES = frozenset(f for f in TENSOR_FACTORIES if f.endswith("_like"))
+# Legacy typed constructors always build on the host (`torch.LongTensor(x)`).
+LEGACY_TENSOR_CONSTRUCTORS = frozenset(
+    f"{kind}Tensor" for kind in ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
+)
+# The calls that build a tensor on the host which a `device=` would build on the device instead.
+HOST_BUILDERS = (TENSOR_FACTORIES - LIKE_FACTORIES - FROM_DATA_FACTORIES) | LEGACY_TENSOR_CONSTRUCTORS
+# Methods that leave a host tensor on the host (between a factory and its copy).
+HOST_TENSOR_METHODS = frozenset(
+    "contiguous float double half long int short bool bfloat16 view reshape unsqueeze squeeze flatten t permute "
+    "transpose flip repeat expand clone detach".split()
+)
+# Methods that copy a tensor to a device (GL203 reports them on a host tensor).
+DEVICE_COPY_METHODS = frozenset({"to", "cuda", "type_as"})
+
 TFDATA_CHAIN = frozenset(
     "apply batch bucket_by_sequence_length cache concatenate enumerate filter flat_map "
     "group_by_window ignore_errors interleave map padded_batch prefetch ragged_batch rebatch "

@@ -6,23 +6,26 @@ import re
 
 import libcst as cst
 
+from gpulint.linter.analysis.code_shapes import FACTORY_COPY
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
 from gpulint.linter.analysis.loops import REPEATS_SHAPES
 from gpulint.linter.analysis.nodes import has_star_kwargs, is_zero, keyword_arg, last_name
 from gpulint.linter.analysis.pytorch import is_device_target
+from gpulint.linter.analysis.vocabulary import (
+    DEVICE_COPY_METHODS,
+    FROM_DATA_FACTORIES,
+    HOST_TENSOR_METHODS,
+    LEGACY_TENSOR_CONSTRUCTORS,
+    LIKE_FACTORIES,
+    TENSOR_FACTORIES,
+)
 from gpulint.linter.analysis.walk import names_under
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.fix.builders import append_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import TIMED_CUDA_SCRIPT
 
-# Factories that build a tensor on the host when no `device=` is given.
-_FACTORIES = frozenset(
-    "zeros ones empty full arange linspace logspace eye tensor as_tensor zeros_like ones_like empty_like "
-    "full_like rand randn randint randperm rand_like randn_like randint_like normal bernoulli "
-    "tril_indices triu_indices".split()
-)
 # Random factories draw from another generator on the device: values differ (the fix is unsafe).
 _RANDOM_FACTORIES = frozenset("rand randn randint randperm rand_like randn_like randint_like normal bernoulli".split())
 # What the fix's description says of a random factory moved to the device.
@@ -30,20 +33,6 @@ RANDOM_STREAM_WARNING = (
     "; changes the random numbers: the device's generator draws other values than the host's for the same seed "
     "(a `randperm` split of the data, an initialization)"
 )
-# Legacy typed constructors always build on the host (`torch.LongTensor(x)`).
-_LEGACY_CONSTRUCTORS = frozenset(
-    f"{kind}Tensor" for kind in ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
-)
-# Methods that leave a host tensor on the host (between a factory and its copy).
-_HOST_METHODS = frozenset(
-    "contiguous float double half long int short bool bfloat16 view reshape unsqueeze squeeze flatten t permute "
-    "transpose flip repeat expand clone detach".split()
-)
-# Factories that copy their data from the host whatever the device: `device=` still builds on the
-# host and copies, so the fix would save nothing.
-_FROM_DATA = frozenset({"tensor", "as_tensor"})
-# `_like` factories take the device of their input, which may already be on the GPU.
-_LIKE_FACTORIES = frozenset(f for f in _FACTORIES if f.endswith("_like"))
 _DEVICE_NAME = re.compile(r"device|^dev$|gpu|cuda|rank", re.I)
 
 
@@ -131,13 +120,8 @@ class HostTensorThenCopy(Rule):
     title = "a tensor built on the host and then copied to the device; pass `device=` to the factory instead"
     requires = {TORCH, ACCELERATOR}
     tokens = (".to(", ".cuda(")
-    # the copy it reports, the factory that built the tensor (its qualified name ends in it), and
-    # what makes the copy run again and again
-    triggers = (
-        (".to(", ".cuda(", ".type_as("),
-        tuple(sorted((_FACTORIES - _LIKE_FACTORIES - _FROM_DATA) | _LEGACY_CONSTRUCTORS)),
-        REPEATS_SHAPES,
-    )
+    # a factory's tensor copied (code_shapes.FACTORY_COPY), and what makes the copy run again and again
+    triggers = ((FACTORY_COPY,), REPEATS_SHAPES)
     fix_applicability = Applicability.SAFE
 
     VALID = [
@@ -348,9 +332,7 @@ class HostTensorThenCopy(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "type_as")) or has_star_kwargs(
-            node
-        ):
+        if not (isinstance(func, cst.Attribute) and func.attr.value in DEVICE_COPY_METHODS) or has_star_kwargs(node):
             return
         if func.attr.value != "type_as" and not is_device_target(self.ctx, node):
             return
@@ -360,7 +342,7 @@ class HostTensorThenCopy(Rule):
         factory, name, direct = found
         if _empty(factory, name):
             return  # an empty tensor: no data to copy
-        fix = self._fix(node, factory, name) if direct and name in _FACTORIES else None
+        fix = self._fix(node, factory, name) if direct and name in TENSOR_FACTORIES else None
         self.report(node, message=self.message.format(factory=name), fix=fix)
 
     def _host_factory(self, expr: cst.BaseExpression, through: bool = False) -> tuple[cst.Call, str, bool] | None:
@@ -373,15 +355,20 @@ class HostTensorThenCopy(Rule):
             qualified = self.ctx.call_qualified_name(expr)
             if qualified is not None:
                 name = qualified[len("torch.") :] if qualified.startswith("torch.") else ""
-                if name in _LEGACY_CONSTRUCTORS:
+                if name in LEGACY_TENSOR_CONSTRUCTORS:
                     return expr, name, False
-                if name not in _FACTORIES or name in _LIKE_FACTORIES or name in _FROM_DATA or has_star_kwargs(expr):
+                if (
+                    name not in TENSOR_FACTORIES
+                    or name in LIKE_FACTORIES
+                    or name in FROM_DATA_FACTORIES
+                    or has_star_kwargs(expr)
+                ):
                     return None
                 if keyword_arg(expr, "device") is not None:
                     return None
                 return expr, name, not through
             inner = expr.func
-            if isinstance(inner, cst.Attribute) and inner.attr.value in _HOST_METHODS:
+            if isinstance(inner, cst.Attribute) and inner.attr.value in HOST_TENSOR_METHODS:
                 return self._host_factory(inner.value, True)
             return None
         if isinstance(expr, cst.Name) and not through:  # (one name, not a chain of them)

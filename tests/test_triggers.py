@@ -131,6 +131,25 @@ def test_a_module_the_project_says_something_about_is_filtered_by_the_rules_fact
     assert linter.lint_source(DOCSTRING_ONLY, "helpers.py", project=view).parsed == parsed
 
 
+def test_where_the_project_says_something_the_reported_calls_shapes_still_count():
+    view = ModuleView(per_step=frozenset({"collate"}))  # another module's loop runs `collate` per step
+    copy = textwrap.dedent(
+        """
+        import torch
+        device = torch.device("cuda")
+
+
+        def collate(batch):
+            return torch.stack(batch).to(device)
+        """
+    ).encode()
+    linter = Linter(Settings(select=["GL203"]), trigger_filter=True)
+    assert not linter.lint_source(copy, "helpers.py", project=view).parsed  # a copy, of no factory's tensor
+    # a factory's tensor copied, in a module where nothing repeats: the view says it runs per step
+    factory = linter.lint_source(copy.replace(b"torch.stack(batch)", b"torch.arange(9)"), "helpers.py", project=view)
+    assert [finding.code for finding in factory.findings] == ["GL203"]
+
+
 def test_loops_are_statements_not_comprehensions():
     source = "squares = [x * x for x in range(9)]\n"
     assert code_shapes(ast.parse(source), frozenset({"for", "while"})) == frozenset()

@@ -72,6 +72,8 @@ class RuleInfo:
     tokens: tuple[str, ...] = ()  # one of these must occur: the text of the rule's own pattern
     # The code shapes the rule may fire on (Rule.triggers): one of every group; None: any code.
     triggers: tuple[tuple[str, ...], ...] | None = None
+    # How many trigger groups, from the first, hold in a module the project tells about too (Rule.site_triggers).
+    site_triggers: int = 0
     # Where the rule class is: "module:Class" (`load_rule`); "" for a local rule (loaded from its file).
     implementation: str = ""
     # The rule's explanation (its docstring, Markdown) is in rule_help.py, generated beside this.
@@ -88,11 +90,12 @@ class RuleInfo:
 
         `view_may_make(fact)`, for a module the rest of the project says something about: whether
         its project view may make the fact hold.  There a rule may fire on code that holds none of
-        its triggers (a helper another module runs per step), so only its facts are checked, and a
-        fact the view may make hold needs no shape."""
-        if view_may_make is None and self.triggers is not None:
-            if not all(shapes.intersection(group) for group in self.triggers):
-                return False
+        its triggers (a helper another module runs per step), so only the groups of the code it
+        reports itself (its first `site_triggers`) and its facts are checked, and a fact the view
+        may make hold needs no shape."""
+        groups = self.triggers if view_may_make is None else (self.triggers or ())[: self.site_triggers]
+        if groups is not None and not all(shapes.intersection(group) for group in groups):
+            return False
         return all(
             shapes.intersection(FACT_SHAPES[fact]) or (view_may_make is not None and view_may_make(fact))
             for fact in self.facts
@@ -275,6 +278,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('.to(', '.cuda(', '.type('),
         ),
+        site_triggers=1,
         implementation='gpulint.rules.data_pipeline.blocking_h2d_copy:BlockingHostToDeviceCopy',
     ),
     RuleInfo(
@@ -339,6 +343,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('.to(', '.cuda('),
         ),
+        site_triggers=1,
         implementation='gpulint.rules.syncs.model_transfer_in_loop:ModelTransferInLoop',
     ),
     RuleInfo(
@@ -384,6 +389,7 @@ RULES: tuple[RuleInfo, ...] = (
                 'optimizer.apply(',
             ),
         ),
+        site_triggers=1,
         implementation='gpulint.rules.syncs.host_tensor_then_copy:HostTensorThenCopy',
     ),
     RuleInfo(
@@ -408,6 +414,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('synchronize',),
         ),
+        site_triggers=1,
         implementation='gpulint.rules.syncs.synchronize_in_loop:SynchronizeInLoop',
     ),
     RuleInfo(
@@ -430,6 +437,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('empty_cache',),
         ),
+        site_triggers=1,
         implementation='gpulint.rules.syncs.empty_cache_in_loop:EmptyCacheInLoop',
     ),
     RuleInfo(

@@ -42,7 +42,10 @@ module's code: `((".to(", ".cuda("),)`; analysis/code_shapes.py says how a shape
 rule may fire only where they occur, so a module whose code holds none of them is not parsed with
 libcst for it.  They must be *necessary*: every way the rule can report -- through an alias, an
 import, a value the module assigns -- holds one of them (tests/test_triggers.py checks the rule's
-INVALID cases).  A rule without `triggers` may fire on any code the prefilter lets through.
+INVALID cases).  A rule without `triggers` may fire on any code the prefilter lets through.  In a
+module the rest of the project says something about, a rule may fire on code without its
+triggers (a helper another module runs per step); only the first `site_triggers` groups, the
+shapes of the code the rule reports itself, are checked there.
 `options` are the `[tool.gpulint]` settings the rule reads, each declared once as a RuleOption
 (shared ones in gpulint/rules/options.py) and read with `self.option(...)`.
 
@@ -158,6 +161,10 @@ class Rule:
     # Trigger filter: the code shapes the rule may fire on (analysis/code_shapes.py), in groups: the
     # module's code must hold one shape of every group.  None: the rule may fire on any code.
     triggers: ClassVar[tuple[tuple[str, ...], ...] | None] = None
+    # How many of the trigger groups, from the first, are shapes of the code the rule reports
+    # itself (the call it reports): nothing another module says stands in for them, so they are
+    # checked in a module the rest of the project says something about too, where the others are not.
+    site_triggers: ClassVar[int] = 0
     options: ClassVar[tuple[RuleOption, ...]] = ()
     # False for fixes that change what tests check (trainer configuration, per-step work): not
     # offered in test files unless the `fix-tests` setting says so.
@@ -219,6 +226,7 @@ class Rule:
             facts=cls.prefilter_facts(),
             tokens=tuple(cls.tokens),
             triggers=None if cls.triggers is None else tuple(tuple(group) for group in cls.triggers),
+            site_triggers=cls.site_triggers,
             implementation=f"{cls.__module__}:{cls.__qualname__}",
         )
 

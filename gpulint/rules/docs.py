@@ -137,7 +137,9 @@ def catalog_source(current: str) -> str:
         entry = rule.catalog_entry()
         # Every field, but facts and tokens only when there are some (their default is empty).
         fields = {
-            key: value for key, value in vars(entry).items() if value or key not in ("facts", "tokens", "triggers")
+            key: value
+            for key, value in vars(entry).items()
+            if value or key not in ("facts", "tokens", "triggers", "site_triggers")
         }
         for fact in rule.requires:
             facts.update((spelled.name, spelled) for spelled in fact.spelled())

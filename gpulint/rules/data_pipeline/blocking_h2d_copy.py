@@ -102,6 +102,7 @@ class BlockingHostToDeviceCopy(Rule):
     requires = {TORCH, ACCELERATOR, STEPS}
     tokens = (".to(", ".cuda(")
     triggers = ((".to(", ".cuda(", ".type("),)  # the copy it reports
+    site_triggers = 1
     fix_applicability = Applicability.SAFE
 
     VALID = [

@@ -75,6 +75,7 @@ class EmptyCacheInLoop(Rule):
     requires = {TORCH, STEPS}
     tokens = ("empty_cache",)
     triggers = (("empty_cache",),)  # every call it reports ends in it
+    site_triggers = 1
 
     VALID = [
         # under an interval guard, after an evaluation, in the handling of an out-of-memory error

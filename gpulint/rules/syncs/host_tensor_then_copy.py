@@ -122,6 +122,7 @@ class HostTensorThenCopy(Rule):
     tokens = (".to(", ".cuda(")
     # a factory's tensor copied (code_shapes.FACTORY_COPY), and what makes the copy run again and again
     triggers = ((FACTORY_COPY,), REPEATS_SHAPES)
+    site_triggers = 1
     fix_applicability = Applicability.SAFE
 
     VALID = [

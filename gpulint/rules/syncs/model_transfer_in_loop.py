@@ -57,6 +57,7 @@ class ModelTransferInLoop(Rule):
     requires = {TORCH, ACCELERATOR, STEPS}
     tokens = (".to(", ".cuda(")
     triggers = ((".to(", ".cuda("),)  # the copy it reports
+    site_triggers = 1
 
     VALID = [
         # before the loop

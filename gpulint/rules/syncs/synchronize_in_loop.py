@@ -64,6 +64,7 @@ class SynchronizeInLoop(Rule):
     requires = {TORCH, STEPS}
     tokens = ("synchronize",)
     triggers = (("synchronize",),)  # every call it reports ends in it
+    site_triggers = 1
 
     VALID = [
         # the loop times its steps

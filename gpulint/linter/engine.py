@@ -11,8 +11,9 @@
    holds, read from the CPython tree the guard builds anyway (analysis/code_shapes.py) -- a file
    whose bytes spell a rule's tokens in docstrings and comments only is not parsed with libcst.
    In a module the rest of the project says something about, a rule may fire on code that holds
-   none of its triggers: there only the facts it requires are checked (ModuleView.may_make_hold);
-   IGNORE_TRIGGERS turns the filter off;
+   none of its triggers: there only the facts it requires (ModuleView.may_make_hold) and its site
+   triggers (`Rule.site_triggers`, the shapes of the call it reports) are checked; IGNORE_TRIGGERS
+   turns the filter off;
 3. analyse: one walk of the tree builds the FileContext; the shared analyses on it (the
    training-loop model, what PyTorch and TensorFlow code does) are computed when a rule first asks;
 4. rules: each candidate rule whose required facts hold visits the nodes it subscribes to, in
@@ -194,7 +195,7 @@ class Linter:
             if wanted:
                 measured = measure(source, self.settings.max_syntax_nodes, wanted)
                 if measured.shapes is not None:  # (no tree: CPython rejects it, libcst decides)
-                    # (a module the project tells something about: its facts only, see may_fire)
+                    # (a module the project tells something about: facts and site triggers, see may_fire)
                     view_may_make = project.may_make_hold if project is not None and told_anything(project) else None
                     entries = [r for r in entries if r.may_fire(measured.shapes, view_may_make)]
                     if not entries:
@@ -330,7 +331,8 @@ class Linter:
 def told_anything(project: ModuleView | None) -> bool:
     """Whether the rest of the project says something about the module (a function run per step,
     a call of a project function that steps or returns a loader...): then a rule may fire on code
-    that holds none of its triggers, and the trigger filter checks only the rules' facts."""
+    that holds none of its triggers, and the trigger filter checks only the rules' facts and site
+    triggers."""
     return project is not None and bool(
         project or project.chains or project.torch_loop_elsewhere or project.accelerator_loop_elsewhere
     )

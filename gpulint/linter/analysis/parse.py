@@ -73,7 +73,7 @@ def _parse_module_unvalidated(source: bytes | str) -> cst.Module:
 
     Every libcst node checks what its constructor is given (`CSTNode.__post_init__`: parentheses
     that pair up, whitespace that is whitespace...).  The parser builds nodes only from source it
-    has just read, so those checks cannot fail there, and they cost about a tenth of a parse
+    has just read, so those checks cannot fail there, and they cost about a sixth of a parse
     (measured on the development corpus); libcst's own comment on `__post_init__` says as much.
     Nodes built anywhere else, as fixes build theirs, are still checked: the check is put back as
     soon as the parse ends, whatever its outcome."""

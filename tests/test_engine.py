@@ -236,15 +236,32 @@ def test_a_batch_reassigned_from_a_plain_call_does_not_crash_gl104():
 
 
 # -- the parse: libcst's node checks are off while it builds the tree, and only then ------------
-@pytest.mark.parametrize("source", [b"x = (1 +\n     2)  # kept\n", b"def broken(:\n"])
-def test_nodes_are_checked_again_after_a_parse_whatever_its_outcome(source):
-    from gpulint.linter.analysis.parse import SyntaxErrorInSource, parse
+@pytest.mark.parametrize("outcome", ["parsed", "failed"])
+def test_node_checks_are_off_only_while_the_parser_builds_the_tree(monkeypatch, outcome):
+    from gpulint.linter.analysis import parse as parse_module
 
-    try:
-        module = parse(source)
-    except SyntaxErrorInSource:
-        pass
+    built = []
+
+    def parser(source):
+        built.append(cst.Name(""))  # an empty identifier: checked, it raises
+        if outcome == "failed":
+            raise cst.ParserSyntaxError("boom", lines=["x"], raw_line=1, raw_column=0)
+        return cst.Module(body=[])
+
+    monkeypatch.setattr(cst, "parse_module", parser)
+    if outcome == "failed":
+        with pytest.raises(cst.ParserSyntaxError):
+            parse_module._parse_module_unvalidated("x\n")
     else:
-        assert module.code.encode() == source  # the tree is the one libcst builds with its checks
+        parse_module._parse_module_unvalidated("x\n")
+    assert len(built) == 1  # not checked while parsing
     with pytest.raises(cst.CSTValidationError):
-        cst.Name("")  # an empty identifier: the check that a fix's nodes still get
+        cst.Name("")  # checked again afterwards, as a fix's nodes are
+
+
+def test_a_parse_without_node_checks_is_the_same_tree():
+    from gpulint.linter.analysis.parse import parse
+
+    source = b"x = (1 +\n     2)  # kept\nif x:\n\tprint(f'{x!r:>3}')\n"
+    assert parse(source).code.encode() == source
+    assert parse(source).deep_equals(cst.parse_module(source))

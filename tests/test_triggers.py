@@ -109,11 +109,6 @@ def test_a_file_whose_code_holds_a_trigger_is_parsed():
     assert _parsed(source, trigger_filter=True)
 
 
-def test_a_module_the_project_says_something_about_is_not_filtered():
-    view = ModuleView(per_step=frozenset({"collate"}))  # another module's loop runs `collate` per step
-    assert _parsed(DOCSTRING_ONLY, trigger_filter=True, project=view)
-
-
 @pytest.mark.parametrize(
     "view, parsed",
     [
@@ -190,6 +185,27 @@ def test_a_factory_copy_is_a_host_builders_tensor_copied(code, copied):
 def test_a_rule_about_repeated_work_is_run_only_where_something_repeats(code, parsed):
     source = f"import torch\ndevice = torch.device('cuda')\n{code}".encode()
     assert Linter(Settings(select=["GL203"]), trigger_filter=True).lint_source(source, "embed.py").parsed == parsed
+
+
+TF_PIPELINE = textwrap.dedent(
+    """
+    import tensorflow as tf
+    ds = tf.data.Dataset.range(100).map(lambda x: x * 2)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "consumed, parsed",
+    [
+        ("", False),  # built, never consumed here
+        ("model.fit(ds, epochs=3)\n", True),
+        ("for batch in iter(ds):\n    show(batch)\n", True),
+    ],
+)
+def test_gl702_runs_only_where_a_pipeline_may_be_consumed(consumed, parsed):
+    source = (TF_PIPELINE + consumed).encode()
+    assert Linter(Settings(select=["GL702"]), trigger_filter=True).lint_source(source, "data.py").parsed == parsed
 
 
 def test_the_switch_turns_the_filter_off(monkeypatch):

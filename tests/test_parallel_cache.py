@@ -436,3 +436,34 @@ def test_with_workers_each_module_is_summarized_and_compiled_once_in_a_worker(co
     assert len(measured) > 10
     assert [compiled.count(source) for source in measured] == [1] * len(measured), "a module compiled twice"
     assert _summary(result) == serial
+
+
+def test_with_workers_the_rules_load_while_the_summaries_are_computed(corpus, monkeypatch):
+    """The lint's start-up (libcst, the rules) runs in a thread of its own while the summarizing
+    workers work, and is over, its thread gone, before the lint's workers are forked."""
+    from gpulint.linter.run import runner
+
+    seen: list[tuple[str, int]] = []
+    summarize_files, pool = parallel.summarize_files, parallel._pool
+
+    def warming(self):
+        seen.append(("warm-up", threading.get_ident()))
+
+    def summarizing(*args, **kwargs):
+        seen.append(("summaries start", threading.get_ident()))
+        found = summarize_files(*args, **kwargs)
+        seen.append(("summaries end", threading.active_count()))
+        return found
+
+    def forking(*args, **kwargs):
+        seen.append(("lint pool", threading.active_count()))
+        return pool(*args, **kwargs)
+
+    monkeypatch.setattr(runner._ProjectViews, "warm_up", warming)
+    monkeypatch.setattr(parallel, "summarize_files", summarizing)
+    monkeypatch.setattr(parallel, "_pool", forking)
+    run([corpus], SETTINGS, RunOptions(), jobs=2)
+    steps = [step for step, _ in seen]
+    assert steps == ["summaries start", "warm-up", "summaries end", "lint pool"]
+    assert seen[1][1] != seen[0][1], "the warm-up runs in a thread of its own"
+    assert seen[2][1] == seen[3][1] == 1, "no thread is left when the lint's workers fork"

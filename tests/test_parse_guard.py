@@ -128,8 +128,12 @@ def test_node_count_agrees_with_ast_walk_and_stops_past_the_limit():
 def test_the_measuring_walk_visits_every_node_it_counts():
     tree = ast.parse(TRAINING)
     visited: list[ast.AST] = []
-    assert walk_tree(tree, visit=visited.append)[0] == len(visited)
+    every_type = {type(node): visited.append for node in ast.walk(tree)}
+    assert walk_tree(tree, handlers=every_type)[0] == len(visited)
     assert sorted(map(id, visited)) == sorted(map(id, ast.walk(tree)))
+    calls: list[ast.AST] = []
+    walk_tree(tree, handlers={ast.Call: calls.append})  # (only the types handled)
+    assert calls and sorted(map(id, calls)) == sorted(id(node) for node in ast.walk(tree) if isinstance(node, ast.Call))
 
 
 def test_a_tree_over_the_budget_is_still_measured_for_depth():

@@ -68,14 +68,19 @@ _OPTIMIZER_IDENTIFIERS = frozenset(
 def code_shapes(tree: ast.AST, wanted: frozenset[str]) -> frozenset[str]:
     """The shapes of `wanted` that the module's code holds (see the module docstring)."""
     collector = ShapeCollector(wanted)
+    handlers = collector.handlers
     for node in ast.walk(tree):
-        collector.visit(node)
+        handler = handlers.get(type(node))
+        if handler is not None:
+            handler(node)
     return collector.found()
 
 
 class ShapeCollector:
     """`code_shapes` node by node, for a walk that does more than collect them (the parse
-    guard's, which measures the tree on the same walk: parse_guard.walk_tree)."""
+    guard's, which measures the tree on the same walk: parse_guard.walk_tree).  The walk calls
+    `handlers[type(node)]` on the nodes of the types that can hold a shape: the walk visits every
+    node, and a call on each of them cost as much as CPython's parse (measured)."""
 
     def __init__(self, wanted: frozenset[str]) -> None:
         self._wanted = wanted
@@ -92,21 +97,67 @@ class ShapeCollector:
         self._copied_names: set[str] = set()
         self._assigned_calls: dict[str, set[str]] = {}
         self._builder_aliases: set[str] = set()
+        # The shapes worth a look: those wanted, and what OPTIMIZER_APPLY is decided from.
+        watched = set(wanted)
+        if self._looks_for_apply:
+            watched |= {".apply(", *_OPTIMIZER_IDENTIFIERS}
+        self._watched = frozenset(watched)
+        # Calls by the name called: `.item(` -> "item" among the methods, `float(` -> "float".
+        self._methods = frozenset(shape[1:-1] for shape in watched if shape.startswith(".") and shape.endswith("("))
+        self._functions = frozenset(shape[:-1] for shape in watched if shape[:1].isidentifier() and shape.endswith("("))
+        self.handlers: dict[type, Callable[[Any], None]] = self._handlers()
 
-    def visit(self, node: ast.AST) -> None:
+    def _handlers(self) -> dict[type, Callable[[Any], None]]:
+        watched, note = self._watched, self._note
+
+        def one(shape_of: Callable[[Any], str | None]) -> Callable[[Any], None]:
+            def handle(node: ast.AST) -> None:
+                shape = shape_of(node)
+                if shape in watched:
+                    note(shape, node)
+
+            return handle
+
+        def several(shapes_of: Callable[[Any], Iterable[str]]) -> Callable[[Any], None]:
+            def handle(node: ast.AST) -> None:
+                for shape in shapes_of(node):
+                    if shape in watched:
+                        note(shape, node)
+
+            return handle
+
+        handlers = {node_type: one(shape_of) for node_type, shape_of in _SHAPE_BY_TYPE.items()}
+        handlers.update((node_type, several(shapes_of)) for node_type, shapes_of in _SHAPES_BY_TYPE.items())
+        handlers[ast.Call] = self._call
+        if self._looks_for_copies:
+            import_from = handlers[ast.ImportFrom]
+            handlers[ast.Assign] = self._copies
+
+            def import_from_and_aliases(node: ast.ImportFrom) -> None:
+                import_from(node)
+                self._copies(node)
+
+            handlers[ast.ImportFrom] = import_from_and_aliases
+        return handlers
+
+    def _note(self, shape: str, node: ast.AST) -> None:
+        if shape in self._wanted:
+            self._found.add(shape)
+        if self._looks_for_apply:
+            if shape == ".apply(":
+                self._apply(node)
+            elif shape in _OPTIMIZER_IDENTIFIERS:
+                self._names_optimizer = True
+
+    def _call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            if func.attr in self._methods:
+                self._note(f".{func.attr}(", node)
+        elif isinstance(func, ast.Name) and func.id in self._functions:
+            self._note(f"{func.id}(", node)
         if self._looks_for_copies:
             self._copies(node)
-        shapes_of = _SHAPES_BY_TYPE.get(type(node))
-        if shapes_of is None:
-            return
-        for shape in shapes_of(node):
-            if shape in self._wanted:
-                self._found.add(shape)
-            if self._looks_for_apply:
-                if shape == ".apply(":
-                    self._apply(node)
-                elif shape in _OPTIMIZER_IDENTIFIERS:
-                    self._names_optimizer = True
 
     def _apply(self, call: ast.AST) -> None:
         func = call.func if isinstance(call, ast.Call) else None
@@ -171,41 +222,33 @@ def _last_name(expr: ast.expr) -> str | None:
     return expr.id if isinstance(expr, ast.Name) else None
 
 
-def _called(node: ast.Call) -> Iterable[str]:
-    func = node.func
-    if isinstance(func, ast.Attribute):
-        return (f".{func.attr}(",)
-    return (f"{func.id}(",) if isinstance(func, ast.Name) else ()
-
-
 def _imported(node: ast.alias) -> Iterable[str]:
     return (*node.name.split("."), node.asname) if node.asname else node.name.split(".")
 
 
-def _optional(name: str | None) -> Iterable[str]:
-    return (name,) if name else ()
-
-
-# The identifiers (and calls) each node type holds; the types not listed hold none.
+# The identifier (or statement) each node type holds, None when it has none; a call's shapes are
+# its callee's (ShapeCollector._call).  The types not listed hold none.
+_SHAPE_BY_TYPE: dict[type, Callable[[Any], str | None]] = {
+    ast.For: lambda node: "for",
+    ast.AsyncFor: lambda node: "for",
+    ast.While: lambda node: "while",
+    ast.Name: lambda node: node.id,
+    ast.Attribute: lambda node: node.attr,
+    ast.keyword: lambda node: node.arg,
+    ast.FunctionDef: lambda node: node.name,
+    ast.AsyncFunctionDef: lambda node: node.name,
+    ast.ClassDef: lambda node: node.name,
+    ast.arg: lambda node: node.arg,
+    ast.ExceptHandler: lambda node: node.name,
+    ast.MatchAs: lambda node: node.name,
+    ast.MatchStar: lambda node: node.name,
+    ast.MatchMapping: lambda node: node.rest,
+}
+# The node types that hold several.
 _SHAPES_BY_TYPE: dict[type, Callable[[Any], Iterable[str]]] = {
-    ast.For: lambda node: ("for",),
-    ast.AsyncFor: lambda node: ("for",),
-    ast.While: lambda node: ("while",),
-    ast.Name: lambda node: (node.id,),
-    ast.Attribute: lambda node: (node.attr,),
-    ast.Call: _called,
     ast.alias: _imported,
     ast.ImportFrom: lambda node: node.module.split(".") if node.module else (),
-    ast.keyword: lambda node: _optional(node.arg),
-    ast.FunctionDef: lambda node: (node.name,),
-    ast.AsyncFunctionDef: lambda node: (node.name,),
-    ast.ClassDef: lambda node: (node.name,),
-    ast.arg: lambda node: (node.arg,),
     ast.Global: lambda node: node.names,
     ast.Nonlocal: lambda node: node.names,
-    ast.ExceptHandler: lambda node: _optional(node.name),
-    ast.MatchAs: lambda node: _optional(node.name),
-    ast.MatchStar: lambda node: _optional(node.name),
-    ast.MatchMapping: lambda node: _optional(node.rest),
     ast.MatchClass: lambda node: node.kwd_attrs,
 }

@@ -46,8 +46,9 @@ import gc
 import hashlib
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from gpulint.linter import catalog
 from gpulint.linter.analysis.code_shapes import ShapeCollector
@@ -120,9 +121,9 @@ def python_tree(
     collector = ShapeCollector(shapes) if shapes else None
     if not measure:
         if collector is not None:
-            walk_tree(tree, visit=collector.visit)
+            walk_tree(tree, handlers=collector.handlers)
         return tree, Measured(shapes=collector.found() if collector else None, looked_for=shapes)
-    nodes, deep = walk_tree(tree, max_nodes, collector.visit if collector else None)
+    nodes, deep = walk_tree(tree, max_nodes, collector.handlers if collector else None)
     skipped = deep or (max_nodes is not None and nodes > max_nodes)  # (nobody asks for its shapes)
     found = collector.found() if collector is not None and not skipped else None
     return tree, Measured(nodes=nodes, too_deep=deep, shapes=found, looked_for=shapes)
@@ -131,14 +132,15 @@ def python_tree(
 def walk_tree(
     tree: ast.AST,
     max_nodes: int | None = None,
-    visit: Callable[[ast.AST], None] | None = None,
+    handlers: Mapping[type, Callable[[Any], None]] | None = None,
     limit: int = MAX_NESTING,
 ) -> tuple[int, bool]:
     """The one walk of a CPython tree that measures it: its nodes (each `Load`/`Store` context
     counted where it is used), up to one past `max_nodes` -- counting a huge tree to the end
     would cost more than its compile -- and whether libcst would nest it more than `limit` levels
-    deep (an `and`/`or` chain of n operands is n-1 levels deep in libcst).  `visit(node)` is called on
-    every node counted (the code shapes are collected on the same walk)."""
+    deep (an `and`/`or` chain of n operands is n-1 levels deep in libcst).  `handlers[type(node)]`
+    is called on every node counted of the types it has (the code shapes are collected on the
+    same walk)."""
     count, most, deep = 0, -1 if max_nodes is None else max_nodes, False
     stack: list[tuple[ast.AST, int]] = [(tree, 1)]
     pop, push = stack.pop, stack.append
@@ -149,8 +151,8 @@ def walk_tree(
             return count, deep or too_deep(tree, limit)  # (over the budget: the depth decides the message)
         if depth > limit:
             deep = True
-        if visit is not None:
-            visit(node)
+        if handlers is not None and (handler := handlers.get(type(node))) is not None:
+            handler(node)
         # libcst nests an `and`/`or` chain pairwise: its first operand is n-1 levels down.
         below = depth + (max(len(node.values) - 1, 1) if type(node) is ast.BoolOp else 1)
         for name in node._fields:

@@ -6,26 +6,46 @@ provider, 21 ms for the code generation alone, on a 281-line file), and a file's
 handful.  So the same pass runs with libcst's own position-keeping state, told to record only those
 nodes, and stops once it has recorded them all (the rest of the module is not generated).  Without
 the libcst internals this uses, every node's range is computed the public way.
+
+Given the module's text and each node's top-level statement, only the statements that hold wanted
+nodes are generated, each on its own from line 1; the text generated is then looked for in the
+module's text, and where it occurs exactly once that occurrence is the statement (a module's text
+is its statements' texts in order, so the statement's own text is one occurrence), and the ranges
+move down by its line.  A statement whose text occurs more than once (an `import torch` written
+twice) sends the whole file back to the one pass.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from typing import cast
 
 import libcst as cst
-from libcst.metadata import CodeRange
+from libcst.metadata import CodePosition, CodeRange
 
 
-def positions_of(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> Mapping[cst.CSTNode, CodeRange]:
-    """libcst's `PositionProvider` ranges of `nodes` (and of the nodes their ranges derive from)."""
+def positions_of(
+    module: cst.Module,
+    nodes: Iterable[cst.CSTNode],
+    text: str | None = None,
+    top_level_of: Callable[[cst.CSTNode], cst.CSTNode | None] | None = None,
+) -> Mapping[cst.CSTNode, CodeRange]:
+    """libcst's `PositionProvider` ranges of `nodes` (and of the nodes their ranges derive from).
+    With the module's `text` (what `module.code` gives) and `top_level_of(node)` (the statement of
+    `module.body` holding it, None when none does), only the statements holding them are
+    generated, where their text places them for certain (see the module docstring)."""
     state_class = _selective_position_state()
     if state_class is None:
         from libcst.metadata import MetadataWrapper, PositionProvider
 
         return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    if text is not None and top_level_of is not None:
+        placed = _by_statement(state_class, module, set(nodes), text, top_level_of)
+        if placed is not None:
+            return placed
     recorder = _PositionRecorder(nodes)
     state = state_class(default_indent=module.default_indent, default_newline=module.default_newline, provider=recorder)
     try:
@@ -35,11 +55,49 @@ def positions_of(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> Mapping[cs
     return recorder._computed
 
 
+# The newlines libcst counts lines by (its position provider's NEWLINE_RE, checked equal below).
+_NEWLINES = re.compile(r"\r\n?|\n")
+
+
+def _by_statement(state_class, module, nodes, text, top_level_of) -> dict | None:
+    """The ranges of `nodes`, generating only their top-level statements; None when a node is in
+    no statement of the body or a statement's text is not found exactly once in `text`."""
+    statements: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
+    for node in nodes:
+        statement = top_level_of(node)
+        if statement is None:
+            return None
+        statements.setdefault(id(statement), (statement, []))[1].append(node)
+    computed: dict = {}
+    for statement, wanted in statements.values():
+        recorder = _PositionRecorder(wanted, stop_when_recorded=False)  # (the whole text is looked for)
+        state = state_class(
+            default_indent=module.default_indent, default_newline=module.default_newline, provider=recorder
+        )
+        statement._codegen(state)
+        state._catch_up()
+        generated = "".join(state.tokens)
+        start = text.find(generated)
+        if start < 0 or text.find(generated, start + 1) >= 0:
+            return None
+        # A top-level statement starts a line; its lines before it are counted as libcst counts.
+        if start and text[start - 1] not in "\r\n":
+            return None
+        before = text.count("\n", 0, start) if "\r" not in text else len(_NEWLINES.findall(text, 0, start))
+        for node, found in recorder._computed.items():
+            computed[node] = CodeRange(
+                CodePosition(found.start.line + before, found.start.column),
+                CodePosition(found.end.line + before, found.end.column),
+            )
+    return computed
+
+
 class _PositionRecorder:
     """Stands in for the position provider: where the codegen state keeps the ranges it records."""
 
-    def __init__(self, wanted: Iterable[cst.CSTNode]) -> None:
+    def __init__(self, wanted: Iterable[cst.CSTNode], stop_when_recorded: bool = True) -> None:
         self.wanted = set(wanted)
+        self.stop_when_recorded = stop_when_recorded
         # Asked for every node generated: by id(), an int's hash (a node's own __hash__ is Python).
         self.wanted_ids = {id(node) for node in self.wanted}
         self._computed: dict = {}
@@ -113,7 +171,7 @@ def _selective_position_state():
                 super().after_codegen(node)
                 # Only wanted nodes are recorded; a range is final when its node's generation
                 # ends, and a wanted node enclosing this one would not be recorded yet.
-                if len(recorder._computed) == len(recorder.wanted):
+                if recorder.stop_when_recorded and len(recorder._computed) == len(recorder.wanted):
                     raise _AllRecorded
 
         def record_syntactic_position(self, node, *, start_node=None, end_node=None):

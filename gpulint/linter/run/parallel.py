@@ -176,12 +176,18 @@ def _summarize(item: tuple[Path, int | None]):
 
 
 def summarize_files(
-    items: Sequence[tuple[Path, int | None]], cache, jobs: int
+    items: Sequence[tuple[Path, int | None]], cache, jobs: int, meanwhile: Callable[[], object] | None = None
 ) -> dict[tuple[Path, int | None], Summarized]:
     """The project index's summaries of `items` -- (resolved path, node budget) pairs -- computed
     by `jobs` worker processes (run/project.py `summarize_file`), by pair; a file that could not be
     read is left out.  Empty when the pool broke: the index then summarizes in this process (and
-    meets the same problem there, as it would have without workers)."""
+    meets the same problem there, as it would have without workers).
+
+    `meanwhile()` runs in a thread of this process while the workers summarize, once they are
+    started (forked before the thread exists): the lint's start-up work -- importing libcst and the
+    rules, about a tenth of a second -- would otherwise leave a core idle after the pool ends.  It
+    is done when this returns, so the lint's workers fork from a process with no thread of ours."""
+    import threading
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
@@ -194,14 +200,21 @@ def summarize_files(
     chunksize = max(1, min(8, len(ordered) // (jobs * 32)))
     pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_summary_worker, initargs=(cache,))
     interrupted = True
+    helper = None
     try:
-        found = dict(zip(ordered, pool.map(_summarize, ordered, chunksize=chunksize), strict=True))
+        results = pool.map(_summarize, ordered, chunksize=chunksize)  # (submits all: the workers are forked)
+        if meanwhile is not None:
+            helper = threading.Thread(target=meanwhile, name="gpulint-warm-up", daemon=True)
+            helper.start()
+        found = dict(zip(ordered, results, strict=True))
         interrupted = False
     except BrokenProcessPool:
         found = {}
         interrupted = False
     finally:
         _close(pool, interrupted)
+        if helper is not None:
+            helper.join()
     return {item: summarized for item, summarized in found.items() if summarized is not None}
 
 

@@ -93,6 +93,7 @@ class _ProjectViews:
         self.max_nodes = settings_for(files[0]).max_syntax_nodes if files else None
         # Which modules are test code, by the settings of the project each belongs to.
         self.is_test = lambda path: settings_for(path).is_test_file(path)
+        self._first_settings = settings_for(files[0]) if files else None
         # What else a view depends on: the test-file settings (in the fingerprint) and the folder
         # the chains' paths are shown from.
         self._context = f"{os.getcwd()}|{settings_for(files[0]).fingerprint()}" if files else ""
@@ -211,7 +212,15 @@ class _ProjectViews:
         paths = dict.fromkeys(Path(self._real(path)) for path in [*self.project, *self.files] if path.suffix == ".py")
         if len(paths) < parallel.MIN_MODULES_FOR_SUMMARY_WORKERS:
             return {}
-        return parallel.summarize_files([(path, self.max_nodes) for path in paths], self.cache, self.jobs)
+        return parallel.summarize_files(
+            [(path, self.max_nodes) for path in paths], self.cache, self.jobs, meanwhile=self.warm_up
+        )
+
+    def warm_up(self) -> None:
+        """Load what the lint of the run's files starts with (libcst, the rules of the first file's
+        settings), while the summaries are computed elsewhere (parallel.summarize_files)."""
+        if self._first_settings is not None:
+            self._first_settings.rule_classes(self._first_settings.enabled_codes())
 
     @staticmethod
     def _rows(modules: Iterable[Path], summarized: dict[str, tuple[str, str]], started_ns: int) -> dict[str, list]:

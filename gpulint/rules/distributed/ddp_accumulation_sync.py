@@ -350,8 +350,7 @@ class DdpAccumulationSync(Rule):
     ]
 
     def finish(self) -> None:
-        if _SYNC_HANDLED.search(self.ctx.code_without_comments):
-            return
+        found: list[cst.CSTNode] = []
         reported: set[int] = set()
         for call in self.ctx.index.nodes("Call"):
             if not self._is_optimizer_step(call):
@@ -366,13 +365,17 @@ class DdpAccumulationSync(Rule):
                 backward = self._backward_outside(loop, guard) or self._backward_in_other_step_function(loop, guard)
             if backward is not None:
                 reported.add(id(loop))
-                self.report(backward)
+                found.append(backward)
         for call in self.ctx.index.nodes("Call"):
             if any(
                 a.keyword is not None and a.keyword.value in _STEP_SWITCHES and _counts_micro_batches(a.value)
                 for a in call.args
             ) and self.ctx.in_loop(call):
-                self.report(call)  # `loss_scaler(loss, optimizer, update_grad=(i + 1) % accum == 0)`
+                found.append(call)  # `loss_scaler(loss, optimizer, update_grad=(i + 1) % accum == 0)`
+        # Read last: the text without comments takes a tokenizer pass, and most files find nothing.
+        if found and not _SYNC_HANDLED.search(self.ctx.code_without_comments):
+            for node in found:
+                self.report(node)
 
     def _is_optimizer_step(self, call: cst.Call) -> bool:
         func = call.func

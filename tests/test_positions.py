@@ -59,10 +59,9 @@ def test_selected_positions_equal_the_providers(path):
     assert len(selected) < len(collector.nodes) / 4  # and only those (plus what their ranges derive from)
 
 
-def test_the_pass_stops_once_every_wanted_node_is_recorded(monkeypatch):
-    module = cst.parse_module("x = compute(1)\ny = x + 1\n" + "pass\n" * 50)
-    first = module.body[0]
-    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+@pytest.fixture
+def generated_passes(monkeypatch) -> list[cst.CSTNode]:
+    """The `pass` statements code generation goes through, as it goes."""
     generated: list[cst.CSTNode] = []
     original = cst.Pass._codegen_impl
 
@@ -71,6 +70,15 @@ def test_the_pass_stops_once_every_wanted_node_is_recorded(monkeypatch):
         return original(self, state, *args, **kwargs)
 
     monkeypatch.setattr(cst.Pass, "_codegen_impl", noting)
+    return generated
+
+
+def test_the_pass_stops_once_every_wanted_node_is_recorded(generated_passes):
+    module = cst.parse_module("x = compute(1)\ny = x + 1\n" + "pass\n" * 50)
+    first = module.body[0]
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    generated = generated_passes
+    generated.clear()  # (what computing `expected` generated)
     selected = positions_of(module, {first})
     assert selected[first] == expected[first]
     assert generated == []  # (nothing after the first statement was generated)
@@ -119,19 +127,13 @@ def test_positions_by_statement_equal_the_providers(path, monkeypatch):
     assert all(selected[node] == expected[node] for node in few)
 
 
-def test_only_the_statements_holding_wanted_nodes_are_generated(monkeypatch):
+def test_only_the_statements_holding_wanted_nodes_are_generated(generated_passes):
     text = "import torch\n" + "".join(f"def f{i}():\n    pass\n\n" for i in range(20)) + "x = compute(1)\n"
     module = cst.parse_module(text)
     nodes = _all_nodes(module)
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    generated: list[cst.CSTNode] = []
-    original = cst.Pass._codegen_impl
-
-    def noting(self, state, *args, **kwargs):
-        generated.append(self)
-        return original(self, state, *args, **kwargs)
-
-    monkeypatch.setattr(cst.Pass, "_codegen_impl", noting)
+    generated = generated_passes
+    generated.clear()  # (what computing `expected` generated)
     call = cst.ensure_type(cst.ensure_type(module.body[-1], cst.SimpleStatementLine).body[0], cst.Assign).value
     assert positions_of(module, {call}, text, nodes.top_level_of)[call] == expected[call]
     assert generated == []  # (the twenty functions before its statement were not generated)

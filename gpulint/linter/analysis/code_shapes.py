@@ -104,7 +104,9 @@ class ShapeCollector:
         self._watched = frozenset(watched)
         # Calls by the name called: `.item(` -> "item" among the methods, `float(` -> "float".
         self._methods = frozenset(shape[1:-1] for shape in watched if shape.startswith(".") and shape.endswith("("))
-        self._functions = frozenset(shape[:-1] for shape in watched if shape[:1].isidentifier() and shape.endswith("("))
+        self._functions = frozenset(
+            shape[:-1] for shape in watched if shape.endswith("(") and shape[:-1].isidentifier()
+        )
         self.handlers: dict[type, Callable[[Any], None]] = self._handlers()
 
     def _handlers(self) -> dict[type, Callable[[Any], None]]:

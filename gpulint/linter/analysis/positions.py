@@ -69,6 +69,7 @@ def _by_statement(state_class, module, nodes, text, top_level_of) -> dict | None
             return None
         statements.setdefault(id(statement), (statement, []))[1].append(node)
     computed: dict = {}
+    plain_newlines = "\r" not in text
     for statement, wanted in statements.values():
         recorder = _PositionRecorder(wanted, stop_when_recorded=False)  # (the whole text is looked for)
         state = state_class(
@@ -83,7 +84,7 @@ def _by_statement(state_class, module, nodes, text, top_level_of) -> dict | None
         # A top-level statement starts a line; its lines before it are counted as libcst counts.
         if start and text[start - 1] not in "\r\n":
             return None
-        before = text.count("\n", 0, start) if "\r" not in text else len(_NEWLINES.findall(text, 0, start))
+        before = text.count("\n", 0, start) if plain_newlines else len(_NEWLINES.findall(text, 0, start))
         for node, found in recorder._computed.items():
             computed[node] = CodeRange(
                 CodePosition(found.start.line + before, found.start.column),

@@ -155,20 +155,10 @@ class FileContext:
             return code
 
     def positions(self, nodes: Iterable[cst.CSTNode]) -> Mapping[cst.CSTNode, CodeRange]:
-        """The positions of `nodes`: a code generation pass over the top-level statements that
+        """The positions of `nodes`: a code generation pass over the innermost statements that
         hold them, recording only those (positions.py).  Ask once, for every node needed: each
         call is a pass of its own."""
-        return positions_of(self.module, nodes, self.source_text, self._top_level_statement)
-
-    def _top_level_statement(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        """The statement of the module's body that holds `node` (None for the module itself, its
-        header and footer)."""
-        top = None
-        for ancestor in (node, *self.index.ancestors(node)):
-            if ancestor is self.module:
-                return top if isinstance(top, cst.BaseStatement) else None
-            top = ancestor
-        return None
+        return positions_of(self.module, nodes, self.source_text, self.index.parent)
 
     # -- analyses ----------------------------------------------------------------------------
     @cached_property

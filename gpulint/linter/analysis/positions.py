@@ -7,18 +7,23 @@ handful.  So the same pass runs with libcst's own position-keeping state, told t
 nodes, and stops once it has recorded them all (the rest of the module is not generated).  Without
 the libcst internals this uses, every node's range is computed the public way.
 
-Given the module's text and each node's top-level statement, only the statements that hold wanted
-nodes are generated, each on its own from line 1; the text generated is then looked for in the
-module's text, and where it occurs exactly once that occurrence is the statement (a module's text
-is its statements' texts in order, so the statement's own text is one occurrence), and the ranges
-move down by its line.  A statement whose text occurs more than once (an `import torch` written
-twice) sends the whole file back to the one pass.
+Given the module's text and each node's parent, only the innermost statements that hold wanted
+nodes are generated, each on its own from line 1 at the indentation of the blocks around it (the
+tokens libcst's state holds there); the text generated is then looked for in the module's text,
+and where it occurs exactly once that occurrence is the statement (a module's text is its
+statements' texts in order, a block's likewise, so the statement's own text is one occurrence),
+and the ranges move down by its line.  A statement whose text occurs more than once
+(`optimizer.zero_grad()` in two loops at the same depth) hands its nodes to the statement around
+it; a statement of the module's body written twice (an `import torch`) sends the whole file back
+to the one pass.  A training loop's finding thus costs the generation of its line, not of the
+whole `train()` around it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import cast
@@ -31,19 +36,19 @@ def positions_of(
     module: cst.Module,
     nodes: Iterable[cst.CSTNode],
     text: str | None = None,
-    top_level_of: Callable[[cst.CSTNode], cst.CSTNode | None] | None = None,
+    parent_of: Callable[[cst.CSTNode], cst.CSTNode | None] | None = None,
 ) -> Mapping[cst.CSTNode, CodeRange]:
     """libcst's `PositionProvider` ranges of `nodes` (and of the nodes their ranges derive from).
-    With the module's `text` (what `module.code` gives) and `top_level_of(node)` (the statement of
-    `module.body` holding it, None when none does), only the statements holding them are
+    With the module's `text` (what `module.code` gives) and `parent_of(node)` (its parent in the
+    module's tree, None for the module), only the innermost statements holding them are
     generated, where their text places them for certain (see the module docstring)."""
     state_class = _selective_position_state()
     if state_class is None:
         from libcst.metadata import MetadataWrapper, PositionProvider
 
         return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    if text is not None and top_level_of is not None:
-        placed = _by_statement(state_class, module, set(nodes), text, top_level_of)
+    if text is not None and parent_of is not None:
+        placed = _by_statement(state_class, module, set(nodes), text, parent_of)
         if placed is not None:
             return placed
     recorder = _PositionRecorder(nodes)
@@ -58,39 +63,87 @@ def positions_of(
 # The newlines libcst counts lines by (its position provider's NEWLINE_RE, checked equal below).
 _NEWLINES = re.compile(r"\r\n?|\n")
 
+# A statement, with the indentation its block generates it at (the tokens libcst's state holds).
+_Placement = tuple[cst.BaseStatement, tuple[str, ...]]
 
-def _by_statement(state_class, module, nodes, text, top_level_of) -> dict | None:
-    """The ranges of `nodes`, generating only their top-level statements; None when a node is in
-    no statement of the body or a statement's text is not found exactly once in `text`."""
-    statements: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
+
+def _statements_holding(
+    node: cst.CSTNode, module: cst.Module, parent_of: Callable[[cst.CSTNode], cst.CSTNode | None]
+) -> list[_Placement] | None:
+    """The statements that hold `node` (itself included), innermost first, each with its
+    indentation; None when no statement of the module's body holds it."""
+    chain = [node]
+    parent = parent_of(node)
+    while parent is not None:
+        chain.append(parent)
+        parent = parent_of(parent)
+    if chain[-1] is not module or len(chain) < 2 or not isinstance(chain[-2], cst.BaseStatement):
+        return None  # (the module itself, its header or footer)
+    holding: list[_Placement] = []
+    indents: list[str] = []
+    # From the module down: a statement is in a module's or an indented block's body (the only
+    # bodies of statements), and generated at the indentation of the blocks around it.
+    for outer, inner in itertools.pairwise(reversed(chain)):
+        if isinstance(outer, cst.Match):
+            break  # (its cases are indented by the match itself: placed by the statement around)
+        if isinstance(outer, cst.IndentedBlock):
+            indents.append(module.default_indent if outer.indent is None else outer.indent)
+        if isinstance(inner, cst.BaseStatement) and isinstance(outer, (cst.Module, cst.IndentedBlock)):
+            holding.append((inner, tuple(indents)))
+    holding.reverse()
+    return holding
+
+
+def _by_statement(state_class, module, nodes, text, parent_of) -> dict | None:
+    """The ranges of `nodes`, generating only the innermost statements that hold them; None when a
+    node is in no statement of the body or no statement around it has a text found exactly once
+    in `text`.  A statement whose text is found more than once (`optimizer.zero_grad()` in two
+    loops at the same depth) hands its nodes to the statement around it."""
+    pending: dict[int, tuple[_Placement, list[cst.CSTNode], list[_Placement]]] = {}
     for node in nodes:
-        statement = top_level_of(node)
-        if statement is None:
+        holding = _statements_holding(node, module, parent_of)
+        if holding is None:
             return None
-        statements.setdefault(id(statement), (statement, []))[1].append(node)
+        innermost, *around = holding
+        pending.setdefault(id(innermost[0]), (innermost, [], around))[1].append(node)
     computed: dict = {}
     plain_newlines = "\r" not in text
-    for statement, wanted in statements.values():
-        recorder = _PositionRecorder(wanted, stop_when_recorded=False)  # (the whole text is looked for)
-        state = state_class(
-            default_indent=module.default_indent, default_newline=module.default_newline, provider=recorder
-        )
-        statement._codegen(state)
-        state._catch_up()
-        generated = "".join(state.tokens)
-        start = text.find(generated)
-        if start < 0 or text.find(generated, start + 1) >= 0:
+    while pending:
+        (statement, indents), wanted, around = pending.pop(next(iter(pending)))
+        placed = _place(state_class, module, statement, indents, wanted, text, plain_newlines)
+        if placed is not None:
+            computed.update(placed)
+            continue
+        if not around:
             return None
-        # A top-level statement starts a line; its lines before it are counted as libcst counts.
-        if start and text[start - 1] not in "\r\n":
-            return None
-        before = text.count("\n", 0, start) if plain_newlines else len(_NEWLINES.findall(text, 0, start))
-        for node, found in recorder._computed.items():
-            computed[node] = CodeRange(
-                CodePosition(found.start.line + before, found.start.column),
-                CodePosition(found.end.line + before, found.end.column),
-            )
+        outer, *further = around
+        pending.setdefault(id(outer[0]), (outer, [], further))[1].extend(wanted)
     return computed
+
+
+def _place(state_class, module, statement, indents, wanted, text, plain_newlines) -> dict | None:
+    """`wanted`'s ranges, generating `statement` alone at its indentation and finding its text
+    in the module's; None when that text is not found exactly once at the start of a line."""
+    recorder = _PositionRecorder(wanted, stop_when_recorded=False)  # (the whole text is looked for)
+    state = state_class(default_indent=module.default_indent, default_newline=module.default_newline, provider=recorder)
+    state.indent_tokens.extend(indents)
+    statement._codegen(state)
+    state._catch_up()
+    generated = "".join(state.tokens)
+    start = text.find(generated)
+    if start < 0 or text.find(generated, start + 1) >= 0:
+        return None
+    # A statement starts a line (its indentation is generated with it).
+    if start and text[start - 1] not in "\r\n":
+        return None
+    before = text.count("\n", 0, start) if plain_newlines else len(_NEWLINES.findall(text, 0, start))
+    return {
+        node: CodeRange(
+            CodePosition(found.start.line + before, found.start.column),
+            CodePosition(found.end.line + before, found.end.column),
+        )
+        for node, found in recorder._computed.items()
+    }
 
 
 class _PositionRecorder:

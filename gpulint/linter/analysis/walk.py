@@ -70,27 +70,43 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
     return fields
 
 
-# Whether a type is a libcst node, by type: `isinstance(value, cst.CSTNode)` goes through the
-# ABC machinery on every call, and the walks ask it for every field of every node.
-_node_types: dict[type, bool] = {}
+# What a field's value is, by its type: a libcst node (_NODE), a sequence that may hold nodes
+# (_SEQUENCE) or neither (_OTHER: a string, None, a sentinel).  `isinstance(value, cst.CSTNode)`
+# goes through the ABC machinery on every call, and the walks ask it for every field of every node.
+_OTHER, _NODE, _SEQUENCE = 0, 1, 2
+_value_kinds: dict[type, int] = {}
 
 
-def _is_node_type(value_type: type) -> bool:
-    known = _node_types.get(value_type)
-    if known is None:
-        known = _node_types[value_type] = issubclass(value_type, cst.CSTNode)
-    return known
+def _kind_of(value_type: type) -> int:
+    kind = _value_kinds.get(value_type)
+    if kind is None:
+        if issubclass(value_type, cst.CSTNode):
+            kind = _NODE
+        elif value_type is tuple or value_type is list:
+            kind = _SEQUENCE
+        else:
+            kind = _OTHER
+        _value_kinds[value_type] = kind
+    return kind
 
 
 def iter_children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Semantic children of a node, in source order (formatting nodes left out)."""
     found = []
-    for name in _child_fields(type(node)):
+    kinds = _value_kinds
+    node_type = type(node)
+    for name in _fields_cache.get(node_type) or _child_fields(node_type):
         value = getattr(node, name)
-        if _is_node_type(type(value)):
+        kind = kinds.get(type(value))
+        if kind is None:
+            kind = _kind_of(type(value))
+        if kind == _NODE:
             found.append(value)
-        elif isinstance(value, (tuple, list)):
-            found.extend(item for item in value if _is_node_type(type(item)))
+        elif kind == _SEQUENCE:
+            for item in value:
+                item_kind = kinds.get(type(item))
+                if item_kind == _NODE or (item_kind is None and _kind_of(type(item)) == _NODE):
+                    found.append(item)
     return found
 
 
@@ -132,18 +148,22 @@ class TreeIndex:
         by_type = self.by_type
         ordered = self.ordered
         # An explicit stack instead of recursion: deep expressions (long string concatenations in
-        # generated code) would otherwise hit Python's recursion limit.
-        stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(root, None)]
+        # generated code) would otherwise hit Python's recursion limit.  Each child's parent is
+        # noted as it is pushed.
+        stack: list[cst.CSTNode] = [root]
+        pop, push = stack.pop, stack.extend
         while stack:
-            node, parent = stack.pop()
-            if parent is not None:
-                parents[id(node)] = parent
+            node = pop()
             type_name = type(node).__name__
             if type_name in wanted:
                 by_type[type_name].append(node)
                 ordered.append(node)
-            for child in reversed(iter_children(node)):
-                stack.append((child, node))
+            children = iter_children(node)
+            if children:
+                for child in children:
+                    parents[id(child)] = node
+                children.reverse()
+                push(children)
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.parents.get(id(node))

@@ -467,3 +467,49 @@ def test_with_workers_the_rules_load_while_the_summaries_are_computed(corpus, mo
     assert steps == ["summaries start", "warm-up", "summaries end", "lint pool"]
     assert seen[1][1] != seen[0][1], "the warm-up runs in a thread of its own"
     assert seen[2][1] == seen[3][1] == 1, "no thread is left when the lint's workers fork"
+
+
+def _collector_pace(path, linter, options, cache, view):
+    """What a file's lint sees of the cyclic collector (in a worker: module level, so it pickles)."""
+    import gc
+
+    from gpulint.linter.engine import FileResult
+    from gpulint.linter.run.outcome import FileOutcome
+
+    return FileOutcome(FileResult(str(path)), errors=[repr(gc.get_threshold())])
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_lint_paces_the_collector_and_puts_it_back(own_corpus, monkeypatch, jobs):
+    """The cyclic collector runs at the lint's pace in this process and in its forked workers, and
+    at its own pace again once the run is over."""
+    import gc
+
+    from gpulint.linter.run import runner
+
+    monkeypatch.setattr(runner, "process_file_cached", _collector_pace)
+    monkeypatch.setattr(parallel, "process_file_cached", _collector_pace)
+    before = gc.get_threshold()
+    assert before != parallel.LINT_COLLECTOR_THRESHOLDS
+    result = run([own_corpus], SETTINGS, RunOptions(), jobs=jobs)
+    assert gc.get_threshold() == before
+    seen = {error for outcome in result.outcomes for error in outcome.errors}
+    assert seen == {repr(parallel.LINT_COLLECTOR_THRESHOLDS)}
+
+
+@pytest.mark.parametrize("initializer", ["_init_worker", "_init_summary_worker"])
+def test_a_worker_not_forked_paces_its_own_collector(monkeypatch, initializer):
+    """Where workers are started afresh (spawn: macOS, Windows), each sets the pace itself."""
+    import gc
+    import signal
+
+    monkeypatch.setattr(signal, "signal", lambda *args: None)  # (a worker ignores Ctrl-C; this process must not)
+    monkeypatch.setattr(parallel, "_worker", {})
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        args = (SETTINGS, OPTIONS, None) if initializer == "_init_worker" else (None,)
+        getattr(parallel, initializer)(*args)
+        assert gc.get_threshold() == parallel.LINT_COLLECTOR_THRESHOLDS
+    finally:
+        gc.set_threshold(*before)

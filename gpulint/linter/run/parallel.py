@@ -21,7 +21,8 @@ import os
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,26 @@ MIN_FILES_FOR_WORKERS = 4
 MIN_MODULES_FOR_SUMMARY_WORKERS = 32
 
 _worker: dict = {}
+
+# The cyclic collector's thresholds during a lint (gc.set_threshold; Python's are 700, 10, 10).
+# libcst's trees are hundreds of thousands of small objects and hold no cycle (a node refers only
+# to its children: reference counting frees them), so at Python's pace -- a pass every 700
+# allocations, a full one as the heap grows -- the collector walks them again and again and frees
+# next to nothing.  Measured on the 44 training scripts of the development corpus, `--jobs 1`: 642
+# collections, a tenth of the run; at this pace 47, half the time, and no full collection.
+LINT_COLLECTOR_THRESHOLDS = (10_000, 50, 10)
+
+
+@contextmanager
+def collector_paced_for_lint() -> Iterator[None]:
+    """The cyclic collector at LINT_COLLECTOR_THRESHOLDS (workers forked meanwhile inherit it),
+    as it was afterwards."""
+    before = gc.get_threshold()
+    gc.set_threshold(*LINT_COLLECTOR_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def default_jobs() -> int:
@@ -76,6 +97,7 @@ def _init_worker(settings: Settings, options, cache) -> None:
 
     # Ctrl-C goes to the whole process group; let the parent alone handle it (one message, exit 130).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.set_threshold(*LINT_COLLECTOR_THRESHOLDS)  # (a worker that was not forked does not inherit it)
     _worker["linter"] = Linter(settings)
     _worker["options"] = options
     _worker["cache"] = cache
@@ -166,6 +188,7 @@ def _init_summary_worker(cache) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (as _init_worker)
+    gc.set_threshold(*LINT_COLLECTOR_THRESHOLDS)
     _worker["cache"] = cache
 
 

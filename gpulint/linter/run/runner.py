@@ -285,6 +285,19 @@ def run(
     first, so a warm run over an unchanged tree starts no worker and parses nothing; the rest go to
     `jobs` worker processes (in this process when `jobs` is 1 or there are only a few files).
     `progress(done, total)` is called as files finish."""
+    with parallel.collector_paced_for_lint():
+        return _run(paths, settings, options, jobs, cache, progress, settings_for)
+
+
+def _run(
+    paths: list[Path],
+    settings: Settings,
+    options: RunOptions,
+    jobs: int,
+    cache: ResultCache | None,
+    progress: Callable[[int, int], None] | None,
+    settings_for: Callable[[Path], Settings] | None,
+) -> RunResult:
     settings_for = settings_for or (lambda path: settings)
     walks: dict[Path, Walk] = {}
     files, path_errors, real_paths = _discover(paths, settings_for, walks)

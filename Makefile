@@ -17,7 +17,8 @@ demo:
 	@echo "==> Demo done. Lint your own code with: .venv-demo/bin/gpulint path/to/your/code/"
 
 # Install the test environment (torch pinned to the CPU build; tensorflow-cpu; the HF and Lightning trainers),
-# run the self-checks (ruff format, ruff lint, mypy: each fails the target) and then the tests.
+# run the self-checks (ruff format, ruff lint, mypy: each fails the target) and then the tests, one
+# worker process per core (at most four: each imports torch and TensorFlow).
 test:
 	test -x .venv/bin/python || $(PYTHON) -m venv .venv
 	.venv/bin/pip install -q torch==2.13.0
@@ -25,7 +26,7 @@ test:
 	.venv/bin/ruff format --check .
 	.venv/bin/ruff check .
 	.venv/bin/mypy
-	.venv/bin/python -m pytest
+	.venv/bin/python -m pytest -n auto --maxprocesses=4 --dist worksteal
 
 docs:
 	.venv/bin/python scripts/gen_docs.py

@@ -205,7 +205,50 @@ TF_PIPELINE = textwrap.dedent(
 )
 def test_gl702_runs_only_where_a_pipeline_may_be_consumed(consumed, parsed):
     source = (TF_PIPELINE + consumed).encode()
-    assert Linter(Settings(select=["GL702"]), trigger_filter=True).lint_source(source, "data.py").parsed == parsed
+    settings = Settings(select=["GL702"], target_tensorflow=(2, 12))  # (before TensorFlow prefetched by itself)
+    assert Linter(settings, trigger_filter=True).lint_source(source, "data.py").parsed == parsed
+
+
+@pytest.mark.parametrize(
+    "target, opts_out, parsed",
+    [
+        ((2, 12), "", True),  # TensorFlow does not prefetch by itself
+        (None, "", False),  # today's does (a version not known is today's)
+        ((2, 16), "", False),
+        ((2, 16), "options.experimental_optimization.inject_prefetch = False\n", True),
+        ((2, 16), "options.autotune.enabled = False\n", True),
+    ],
+)
+def test_where_tensorflow_prefetches_by_itself_gl702_runs_only_on_code_that_turns_it_off(target, opts_out, parsed):
+    source = (TF_PIPELINE + "options = tf.data.Options()\n" + opts_out + "model.fit(ds, epochs=3)\n").encode()
+    settings = Settings(select=["GL702"], target_tensorflow=target)
+    assert Linter(settings, trigger_filter=True).lint_source(source, "data.py").parsed == parsed
+    assert Linter(settings, trigger_filter=False).lint_source(source, "data.py").parsed  # (the switch: every file)
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if r.tokens_if_prefetch_injected], ids=lambda rule: rule.code)
+def test_every_invalid_case_where_tensorflow_prefetches_spells_the_rules_words(rule):
+    """A rule's `tokens_if_prefetch_injected` is what its findings need where TensorFlow prefetches
+    by itself: every INVALID case there spells one (and some case is there)."""
+    from gpulint.linter.analysis.vocabulary import tensorflow_injects_prefetch
+
+    there = [case for case in rule.INVALID if tensorflow_injects_prefetch(case.target_tensorflow)]
+    assert there, f"{rule.code}: no INVALID case where TensorFlow prefetches by itself"
+    for case in there:
+        assert any(token in case.source for token in rule.tokens_if_prefetch_injected), case.source
+
+
+def test_the_words_that_turn_the_injected_prefetch_off_are_in_every_way_to_write_it():
+    from gpulint.linter.analysis.vocabulary import OPTS_OUT_OF_PREFETCH, OPTS_OUT_OF_PREFETCH_TOKENS
+
+    for code in (
+        "options.experimental_optimization.inject_prefetch = False",
+        "opts.experimental_optimization.inject_prefetch=False",
+        "options.autotune.enabled = False",
+        "options.autotune . enabled=False",
+    ):
+        match = OPTS_OUT_OF_PREFETCH.search(code)
+        assert match is not None and any(token in match.group(0) for token in OPTS_OUT_OF_PREFETCH_TOKENS), code
 
 
 def test_the_switch_turns_the_filter_off(monkeypatch):

@@ -74,6 +74,9 @@ class RuleInfo:
     triggers: tuple[tuple[str, ...], ...] | None = None
     # How many trigger groups, from the first, hold in a module the project tells about too (Rule.site_triggers).
     site_triggers: int = 0
+    # The prefilter's tokens where the project's TensorFlow injects tf.data's final prefetch
+    # (Rule.tokens_if_prefetch_injected); (): `tokens` whatever the version.
+    tokens_if_prefetch_injected: tuple[str, ...] = ()
     # Where the rule class is: "module:Class" (`load_rule`); "" for a local rule (loaded from its file).
     implementation: str = ""
     # The rule's explanation (its docstring, Markdown) is in rule_help.py, generated beside this.
@@ -857,6 +860,7 @@ RULES: tuple[RuleInfo, ...] = (
                 'timeseries_dataset_from_array',
             ),
         ),
+        tokens_if_prefetch_injected=('inject_prefetch', 'autotune'),
         implementation='gpulint.rules.tensorflow.tfdata_no_prefetch:TfDataNoPrefetch',
     ),
     RuleInfo(

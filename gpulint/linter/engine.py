@@ -4,7 +4,9 @@
 
 1. prefilter: the rules whose declared facts and tokens the file's bytes can hold (for most files
    of a real repository: none, and they are never parsed).  It reads the generated rule catalog
-   (catalog.py), so a run that parses nothing never imports libcst or a rule class;
+   (catalog.py), so a run that parses nothing never imports libcst or a rule class.  Where the
+   project's TensorFlow prefetches by itself, a rule that fires there only on code turning that
+   off asks for its words instead (`Rule.tokens_if_prefetch_injected`);
 2. parse, once (analysis/parse.py, behind the guard against sources too deep for the parser or
    over the `max-syntax-nodes` budget).  Before libcst, the trigger filter: of those rules, the
    ones whose triggers (`Rule.triggers`, the shapes of code they may fire on) the module's code
@@ -43,6 +45,7 @@ from typing import TYPE_CHECKING
 from gpulint.linter import catalog
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, parse
 from gpulint.linter.analysis.parse_guard import UnanalysableSource, measure
+from gpulint.linter.analysis.vocabulary import tensorflow_injects_prefetch
 from gpulint.linter.findings import (
     SYNTAX_ERROR_CODE,
     SYNTAX_ERROR_NAME,
@@ -144,8 +147,23 @@ class Linter:
         codes = self.settings.codes_for(path)
         entries = self._entries_by_codes.get(codes)
         if entries is None:
-            entries = self._entries_by_codes[codes] = tuple(r for r in self.settings.catalog() if r.code in codes)
+            entries = self._entries_by_codes[codes] = tuple(
+                self._as_configured(r) for r in self.settings.catalog() if r.code in codes
+            )
         return entries
+
+    def _as_configured(self, rule: catalog.RuleInfo) -> catalog.RuleInfo:
+        """The rule's entry with the prefilter tokens the project's settings call for: where its
+        TensorFlow ends tf.data pipelines with a prefetch by itself, a rule that fires there only
+        where the code turns that off asks for those words (`tokens_if_prefetch_injected`).  Part
+        of the trigger filter: IGNORE_TRIGGERS turns it off too."""
+        if (
+            rule.tokens_if_prefetch_injected
+            and self.trigger_filter
+            and tensorflow_injects_prefetch(self.settings.target_tensorflow)
+        ):
+            return replace(rule, tokens=rule.tokens_if_prefetch_injected)
+        return rule
 
     def lint_source(
         self,

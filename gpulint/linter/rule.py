@@ -165,6 +165,11 @@ class Rule:
     # itself (the call it reports): nothing another module says stands in for them, so they are
     # checked in a module the rest of the project says something about too, where the others are not.
     site_triggers: ClassVar[int] = 0
+    # Prefilter where the project's TensorFlow ends tf.data pipelines with a prefetch by itself
+    # (2.13 and later, or a version not known: analysis/vocabulary.py `tensorflow_injects_prefetch`):
+    # the file must contain one of these instead of `tokens` -- for a rule that fires there only
+    # where the code turns that off.  (): the TensorFlow version makes no difference to the rule.
+    tokens_if_prefetch_injected: ClassVar[tuple[str, ...]] = ()
     options: ClassVar[tuple[RuleOption, ...]] = ()
     # False for fixes that change what tests check (trainer configuration, per-step work): not
     # offered in test files unless the `fix-tests` setting says so.
@@ -227,6 +232,7 @@ class Rule:
             tokens=tuple(cls.tokens),
             triggers=None if cls.triggers is None else tuple(tuple(group) for group in cls.triggers),
             site_triggers=cls.site_triggers,
+            tokens_if_prefetch_injected=tuple(cls.tokens_if_prefetch_injected),
             implementation=f"{cls.__module__}:{cls.__qualname__}",
         )
 

@@ -11,6 +11,7 @@ import libcst as cst
 
 from gpulint.linter.analysis.loops import method_class
 from gpulint.linter.analysis.nodes import dotted_name, last_name, method_name
+from gpulint.linter.analysis.vocabulary import OPTS_OUT_OF_PREFETCH, tensorflow_injects_prefetch
 from gpulint.linter.analysis.walk import nodes_under
 
 if TYPE_CHECKING:
@@ -33,8 +34,6 @@ _TF_STEP_METHODS = frozenset({"gradient", "apply_gradients", "train_on_batch", "
 _TENSORISH_NAME = re.compile(r"loss|acc|metric|logit|pred|grad|norm|result|output", re.IGNORECASE)
 
 
-# The first TensorFlow whose tf.data injects a final prefetch by default (`inject_prefetch`).
-INJECT_PREFETCH_SINCE = (2, 13)
 _OPTS_OUT_OF_MAP_PARALLELIZATION = re.compile(r"(map_parallelization|autotune\s*\.\s*enabled)\s*=\s*False")
 # TensorFlow ops with state: random numbers (other than the stateless ones), Python, variables.
 _STATEFUL_OPS = re.compile(
@@ -51,7 +50,6 @@ _STATELESS_KERAS_LAYER = re.compile(
 )
 # Tensor methods that only read or set static shape information.
 _SHAPE_METHODS = frozenset({"set_shape", "get_shape"})
-_OPTS_OUT_OF_PREFETCH = re.compile(r"(inject_prefetch|autotune\s*\.\s*enabled)\s*=\s*False")
 
 
 def is_tf_function_decorator(ctx: FileContext, decorator: cst.Decorator) -> bool:
@@ -120,18 +118,16 @@ class TfAnalysis:
         and later do (`inject_prefetch`, on by default), unless the module turns it off (or
         autotuning, which the injected prefetch uses).  A project whose TensorFlow is not known
         gets today's TensorFlow, so it counts as recent."""
-        target = self.ctx.target_tensorflow
-        if target is not None and target < INJECT_PREFETCH_SINCE:
+        if not tensorflow_injects_prefetch(self.ctx.target_tensorflow):
             return False
-        return not _OPTS_OUT_OF_PREFETCH.search(self.ctx.code_without_comments)
+        return not OPTS_OUT_OF_PREFETCH.search(self.ctx.code_without_comments)
 
     @cached_property
     def parallelises_stateless_maps(self) -> bool:
         """Whether tf.data runs this module's stateless `map` functions in parallel by itself
         (`map_parallelization`, on by default in the TensorFlow versions that inject a prefetch),
         unless the module turns it off (or autotuning)."""
-        target = self.ctx.target_tensorflow
-        if target is not None and target < INJECT_PREFETCH_SINCE:
+        if not tensorflow_injects_prefetch(self.ctx.target_tensorflow):
             return False
         return not _OPTS_OUT_OF_MAP_PARALLELIZATION.search(self.ctx.code_without_comments)
 

@@ -207,3 +207,18 @@ def is_step_method(method: str, receiver: str | None) -> bool:
     if method == "apply":
         return bool(_OPTIMIZER_NAME.search(name))
     return False
+
+
+# The first TensorFlow whose tf.data ends every pipeline with a prefetch by itself
+# (`inject_prefetch`, on by default), and how code turns that off: itself, or the autotuning the
+# injected prefetch uses.  Every match of OPTS_OUT_OF_PREFETCH spells one of its tokens (what the
+# prefilter asks of a file where TensorFlow injects the prefetch: engine.py).
+INJECT_PREFETCH_SINCE = (2, 13)
+OPTS_OUT_OF_PREFETCH = re.compile(r"(inject_prefetch|autotune\s*\.\s*enabled)\s*=\s*False")
+OPTS_OUT_OF_PREFETCH_TOKENS = ("inject_prefetch", "autotune")
+
+
+def tensorflow_injects_prefetch(target_tensorflow: tuple[int, int] | None) -> bool:
+    """Whether the TensorFlow a project targets ends tf.data pipelines with a prefetch by itself
+    (a project whose TensorFlow is not known gets today's, which does)."""
+    return target_tensorflow is None or target_tensorflow >= INJECT_PREFETCH_SINCE

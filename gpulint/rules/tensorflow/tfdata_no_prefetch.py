@@ -9,7 +9,7 @@ from gpulint.linter.analysis.facts import TENSORFLOW
 from gpulint.linter.analysis.loops import STEP_SHAPES
 from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, method_name
 from gpulint.linter.analysis.values import target_key
-from gpulint.linter.analysis.vocabulary import KINDS, TFDATA_CHAIN
+from gpulint.linter.analysis.vocabulary import KINDS, OPTS_OUT_OF_PREFETCH_TOKENS, TFDATA_CHAIN
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import TF_SCRIPT
@@ -109,6 +109,8 @@ class TfDataNoPrefetch(Rule):
         (*(f".{method}(" for method in sorted(_CONSUMING_METHODS)), "iter(", *STEP_SHAPES),
         tuple(sorted({constructor.rstrip(".").rsplit(".", 1)[1] for constructor in KINDS["tfdata"].constructors})),
     )
+    # Where TensorFlow prefetches by itself, the rule fires only where the code turns that off.
+    tokens_if_prefetch_injected = OPTS_OUT_OF_PREFETCH_TOKENS
     fix_applicability = Applicability.SAFE
 
     VALID = [

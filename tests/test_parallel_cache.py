@@ -513,3 +513,18 @@ def test_a_worker_not_forked_paces_its_own_collector(monkeypatch, initializer):
         assert gc.get_threshold() == parallel.LINT_COLLECTOR_THRESHOLDS
     finally:
         gc.set_threshold(*before)
+
+
+def test_runs_that_overlap_put_the_pace_back_when_the_last_one_ends():
+    """Runs in threads of one process overlap (a test, a program embedding gpulint): the first to
+    end must not put the pace back under the other, nor the last leave the lint's pace behind."""
+    import gc
+
+    before = gc.get_threshold()
+    first, second = parallel.collector_paced_for_lint(), parallel.collector_paced_for_lint()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert gc.get_threshold() == parallel.LINT_COLLECTOR_THRESHOLDS
+    second.__exit__(None, None, None)
+    assert gc.get_threshold() == before

@@ -16,6 +16,7 @@ CPython's parser only, no libcst); if it breaks, the index summarizes them in th
 
 from __future__ import annotations
 
+import _thread
 import gc
 import os
 import sys
@@ -58,16 +59,30 @@ _worker: dict = {}
 LINT_COLLECTOR_THRESHOLDS = (10_000, 50, 10)
 
 
+# How many runs in this process are at the lint's pace (runs in threads, as a test or a program
+# embedding gpulint may start, overlap), and the thresholds to put back when the last one ends.
+_paced_runs = 0
+_paced_from: tuple[int, ...] = gc.get_threshold()
+_paced_runs_lock = _thread.allocate_lock()
+
+
 @contextmanager
 def collector_paced_for_lint() -> Iterator[None]:
     """The cyclic collector at LINT_COLLECTOR_THRESHOLDS (workers forked meanwhile inherit it),
-    as it was afterwards."""
-    before = gc.get_threshold()
-    gc.set_threshold(*LINT_COLLECTOR_THRESHOLDS)
+    as it was once the last run in this process that asked for it is over."""
+    global _paced_runs, _paced_from
+    with _paced_runs_lock:
+        if _paced_runs == 0:
+            _paced_from = gc.get_threshold()
+            gc.set_threshold(*LINT_COLLECTOR_THRESHOLDS)
+        _paced_runs += 1
     try:
         yield
     finally:
-        gc.set_threshold(*before)
+        with _paced_runs_lock:
+            _paced_runs -= 1
+            if _paced_runs == 0:
+                gc.set_threshold(*_paced_from)
 
 
 def default_jobs() -> int:

@@ -18,7 +18,8 @@ demo:
 
 # Install the test environment (torch pinned to the CPU build; tensorflow-cpu; the HF and Lightning trainers),
 # run the self-checks (ruff format, ruff lint, mypy: each fails the target) and then the tests, one
-# worker process per core (at most four: each imports torch and TensorFlow).
+# worker process per core (at most four: each imports torch and TensorFlow), then alone the few that
+# compare the throughput of separate real runs (marked `timed`: tests beside them would move it).
 test:
 	test -x .venv/bin/python || $(PYTHON) -m venv .venv
 	.venv/bin/pip install -q torch==2.13.0
@@ -26,7 +27,8 @@ test:
 	.venv/bin/ruff format --check .
 	.venv/bin/ruff check .
 	.venv/bin/mypy
-	.venv/bin/python -m pytest -n auto --maxprocesses=4 --dist worksteal
+	.venv/bin/python -m pytest -n auto --maxprocesses=4 --dist worksteal -m "not timed"
+	.venv/bin/python -m pytest -m timed
 
 docs:
 	.venv/bin/python scripts/gen_docs.py

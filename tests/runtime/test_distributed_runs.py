@@ -80,6 +80,7 @@ def scale_one_to_two(tmp_path, out, steps: int, *script_args: str):
     return gpulint(tmp_path, *options, "--json", str(out), "--", DDP, *script_args, timeout=900)
 
 
+@pytest.mark.timed
 def test_scale_near_linear_fixture(tmp_path):
     out = tmp_path / "scale.json"
     run = scale_one_to_two(tmp_path, out, 8, "--compute-ms", "300")
@@ -97,6 +98,7 @@ def test_scale_near_linear_fixture(tmp_path):
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.timed
 def test_scale_communication_bound_fixture(tmp_path):
     out = tmp_path / "scale.json"
     run = scale_one_to_two(tmp_path, out, 6, *COMMUNICATION_BOUND)
@@ -111,6 +113,7 @@ def test_scale_communication_bound_fixture(tmp_path):
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.timed
 def test_batch_size_sweep_measures_out_of_memory_and_recommends(tmp_path):
     out = tmp_path / "sweep.json"
     run = gpulint(

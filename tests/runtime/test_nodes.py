@@ -219,6 +219,7 @@ def test_scale_meets_at_one_port_and_id_per_run():
 
 
 @pytest.mark.slow
+@pytest.mark.timed
 def test_scale_across_two_nodes_meets_at_every_run_and_records_each_node(tmp_path):
     reason = distributed_unavailable()
     if reason:

@@ -436,18 +436,19 @@ def _under_data_condition(ctx: FileContext, statement: cst.CSTNode, loop: cst.Fo
     holding it (`_step_data`: `if done:`, `if "episode" in info:` over this step's `infos`), or an
     item picked by a name the loop binds (`if dones[t]:`).  A filter on a structure (`if "weight" in
     name:` over `model.named_parameters()`) or on the counter (`if step % accum == 0:`) is not."""
-    data: set[str] | None = None  # (each a walk of the whole loop: only once a test is met)
-    bound: set[str] | None = None
+    tests = []
     for ancestor in ctx.ancestors(statement):
         if ancestor is loop or isinstance(ancestor, SCOPE_TYPES):
-            return False
-        if not isinstance(ancestor, (cst.If, cst.While)):
-            continue
-        if data is None or bound is None:
-            data, bound = _step_data(loop, counter), _names_bound_in(loop)
-        if names_under(ancestor.test) & data:
+            break
+        if isinstance(ancestor, (cst.If, cst.While)):
+            tests.append(ancestor.test)
+    if not tests:
+        return False  # (most findings: the step's names below take two walks of the whole loop)
+    data, bound = _step_data(loop, counter), _names_bound_in(loop)
+    for test in tests:
+        if names_under(test) & data:
             return True
-        for node in nodes_under(ancestor.test):
+        for node in nodes_under(test):
             if isinstance(node, cst.Subscript) and any(names_under(item) & bound for item in node.slice):
                 return True
     return False

@@ -9,13 +9,15 @@
 #
 #   scripts/gpu-check.sh            # uses .venv/bin/python when present, else python3
 #   PYTHON=/path/to/python scripts/gpu-check.sh
+#   GPU_CHECK_KEEP=/path/to/checks.tar.gz scripts/gpu-check.sh   # keep the logs and JSON documents
 set -u
 
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}"
 GPULINT=("$PY" -m gpulint.runtime_check)
 WORK="$(mktemp -d -t gpulint-gpu-check-XXXXXX)"
-trap 'rm -rf "$WORK"' EXIT
+# The logs and --json documents are kept as a tarball when GPU_CHECK_KEEP names one.
+trap '[ -n "${GPU_CHECK_KEEP:-}" ] && tar -czf "$GPU_CHECK_KEEP" -C "$WORK" .; rm -rf "$WORK"' EXIT
 SUMMARY=()
 START=$SECONDS
 

@@ -12,6 +12,10 @@ the user's code beside it (`torch.save(state, path)`).  In order, a sample is
 - validation: it was fetching a batch with gradients off, or a line of the user's code from the
   anchor inward lies in a `with torch.no_grad()` / `torch.inference_mode()` block or a function
   decorated with one (the source is read with `ast`);
+- loader start-up: the first library code under the innermost line of the user's code is
+  `torch.utils.data` (a new iterator starting its workers), whatever that code runs in turn:
+  starting a worker by fork runs `logging`'s fork hooks, by spawn it pickles the dataset, and
+  neither is logging or a checkpoint;
 - checkpoint writes: `torch.save` or pickle below the anchor, or a line of the user's from the
   anchor inward saves (`torch.save(`, `save...(`, `checkpoint`, `ckpt`, ...) with no model code
   below the innermost line;
@@ -22,7 +26,7 @@ the user's code beside it (`torch.save(state, path)`).  In order, a sample is
 - compute: forward (`torch.nn` modules), backward (autograd) or the optimizer below the anchor;
 - collectives: `torch.distributed` below the anchor (DDP's own all-reduce runs inside backward
   and is timed by DDP: distributed.py);
-- loader start-up: other `torch.utils.data` code (a new iterator starting its workers);
+- loader start-up: other `torch.utils.data` code below the anchor;
 - host-to-device copies: the innermost line copies (`.to(`, `.cuda(`);
 - other host work: anything else, by line.
 
@@ -260,6 +264,9 @@ def _classify(fetch: str, frames: list, anchors: set, sources: _Sources) -> tupl
         return DATA, key
     if fetch == "eval" or any(sources.in_no_grad(path, row) for path, row, _ in user_below):
         return VALIDATION, key
+    first_below = next((f for f in frames[users[-1] + 1 :] if isinstance(f, str)), None)
+    if first_below == "data":  # the loader's own work, whatever it calls (see the module docstring)
+        return LOADER_START, key
     quiet = tail <= _QUIET_MARKS
     if marks & {"torch.save", "pickle"} or (quiet and any(_SAVES.search(sources.text(p, r)) for p, r, _ in user_below)):
         return CHECKPOINT, key

@@ -230,7 +230,11 @@ def decide(m: Measurements) -> Verdict:
         reasons += [f"also: {c.reason}" for c in candidates[1:]]
         recommendations = _recommendations_for(top, m, data)
         if kind == "input-bound":
-            if m.main_cores is not None and m.main_cores >= 0.9 and (m.worker_cores or 0) < 0.1:
+            # Workers a loader starts again every epoch can live between two looks of the CPU
+            # sampler and read as no CPU at all: the loader's own settings say whether it has any.
+            configured_workers = (m.loader or {}).get("num_workers")
+            no_workers = not configured_workers if configured_workers is not None else (m.worker_cores or 0) < 0.1
+            if m.main_cores is not None and m.main_cores >= 0.9 and no_workers:
                 reasons.append(
                     f"the main process keeps one core busy ({m.main_cores:.2f} cores) with no loader workers: "
                     "the input pipeline is serial"

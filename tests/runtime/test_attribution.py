@@ -210,6 +210,25 @@ def test_printing_a_tensor_is_logging_not_compute(tmp_path):
     assert result is not None and result.share("logging") == 0.6 and result.share("compute") == 0.4
 
 
+def test_a_new_iterator_starting_its_workers_is_loader_start_up(tmp_path):
+    """Forking a loader's workers runs logging's fork hooks under the `for` line, and spawning them
+    pickles the dataset: both are the loader starting, not logging (GL302) or a checkpoint (GL303).
+    A profile on an H200 named 6% of the step "logging" at the loop's `for` this way."""
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    path = str(script)
+    stacks = [
+        ("", [at(path, 11), "data", "logging"], 0.3),
+        ("", [at(path, 11), "data", "pickle"], 0.2),
+        ("", [at(path, 17), "logging"], 0.5),
+    ]
+    result = attribution.attribute(report(path, stacks))
+    assert result is not None
+    assert result.share("loader start-up") == 0.5 and result.share("logging") == 0.5
+    assert result.phase("loader start-up").rule == "GL103"
+    assert result.phase("logging").lines[0].text == "log.write(str(step))"
+
+
 def test_a_statement_over_several_lines_is_judged_whole(tmp_path):
     """The thread is on the second line of a log write that reads the weights with .tolist(): it
     is logging (the statement writes), named by the statement's first line."""

@@ -17,7 +17,7 @@ from gpulint.runtime_check.profile import profile
 from gpulint.runtime_check.verdict import INPUT_HIGH, INPUT_MODERATE
 
 SCRIPT = Path(__file__).parent / "ground_truth" / "train.py"
-PHASES = ("data", "compute", "checkpoint", "logging", "validation", "hostsync")
+PHASES = ("data", "compute", "checkpoint", "logging", "validation", "hostsync", "respawn")
 # The script's dominant phase -> (verdict kind, its detail, the rule of the first fix)
 EXPECTED = {
     "data": ("input-bound", None, "GL101"),
@@ -26,6 +26,7 @@ EXPECTED = {
     "logging": ("host-bound", "logging", "GL302"),
     "validation": ("host-bound", "validation", "GL301"),
     "hostsync": ("sync-bound", None, "GL201"),
+    "respawn": ("host-bound", "loader start-up", "GL103"),
 }
 CASES = {
     "healthy": "compute",
@@ -34,6 +35,7 @@ CASES = {
     "logging": "logging",
     "validation": "validation",
     "hostsync": "hostsync",
+    "respawn": "respawn",
 }
 
 
@@ -63,6 +65,10 @@ def test_verdict_names_the_phase_the_script_measured(bottleneck, tmp_path, monke
     if phase == "data":  # the timers' data wait and the profiler's agree
         measured = result.run.steps.data_share
         assert measured is not None and measured > 0.5
+    elif phase == "respawn":  # next() waits for the first batch and, at an epoch's end, the workers' exit
+        measured = result.run.steps.data_share
+        by_timers = timers["data"] / sum(timers[name] for name in PHASES)
+        assert measured is not None and abs(measured - by_timers) < 0.1, (measured, timers)
     else:  # no training data wait is made of validation batches
         assert (result.run.steps.data_share or 0.0) < 0.2
 

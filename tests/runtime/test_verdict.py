@@ -79,3 +79,14 @@ def test_busy_machine_and_noisy_steps_warn():
 def test_serial_pipeline_reason_when_main_process_pegged():
     verdict = decide(m(data_share=0.3, main_cores=0.98, worker_cores=0.0))
     assert any("serial" in r for r in verdict.reasons)
+
+
+def test_no_serial_claim_for_a_loader_with_workers():
+    """Workers started again every few batches can die between two looks of the CPU sampler and
+    read as 0 cores; the loader's settings say it has 4: its pipeline is not serial."""
+    respawned = {"num_workers": 4, "persistent_workers": False}
+    verdict = decide(m(data_share=0.3, main_cores=1.1, worker_cores=0.0, loader=respawned))
+    assert verdict.kind == "input-bound" and not any("serial" in r for r in verdict.reasons)
+    serial = {"num_workers": 0, "persistent_workers": False}
+    verdict = decide(m(data_share=0.3, main_cores=1.1, worker_cores=0.0, loader=serial))
+    assert any("serial" in r for r in verdict.reasons)

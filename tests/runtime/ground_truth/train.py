@@ -8,11 +8,14 @@ so a test can hold the profiler's verdict against what the script itself measure
     GT_BOTTLENECK=logging     every weight written as text, a line per parameter fsync'ed, every step
     GT_BOTTLENECK=validation  a validation pass over a held-out loader every step
     GT_BOTTLENECK=hostsync    the outputs read on the host (.tolist()) every step
+    GT_BOTTLENECK=respawn     a loader with 4 workers over 2 ready batches: its workers are started
+                              again every epoch, that is every 2 steps
     GT_BOTTLENECK=straggler   under torchrun: rank 1 does GT_STRAGGLE_MS (24) more work per step
     GT_BOTTLENECK=collective  under torchrun: a large extra parameter all-reduced every step
 
 Phases: "data" (next(batch)), "compute" (forward, backward, optimizer step), and the bottleneck's
-own ("checkpoint", "logging", "validation", "hostsync", "straggle").  The optimizer step is timed
+own ("checkpoint", "logging", "validation", "hostsync", "straggle", "respawn": iter(loader), where
+a new iterator starts its workers).  The optimizer step is timed
 from the step hook's side too: gpulint stops the run by raising from inside optimizer.step(), so
 the last step's compute is cut short; the file is written in `finally:`.
 """
@@ -75,24 +78,30 @@ def main():
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
     if BOTTLENECK == "loader":
         loader = DataLoader(SlowDataset(), batch_size=16, num_workers=0)
+    elif BOTTLENECK == "respawn":
+        two_batches = TensorDataset(torch.randn(2, BATCH, FEATURES), torch.randn(2, BATCH, 1))
+        loader = DataLoader(two_batches, batch_size=None, num_workers=4)
     else:
         # whole batches stored ready: reading one costs next to nothing beside the step
         batches = TensorDataset(torch.randn(64, BATCH, FEATURES), torch.randn(64, BATCH, 1))
         loader = DataLoader(batches, batch_size=None)
     validation = DataLoader(TensorDataset(torch.randn(2048, FEATURES), torch.randn(2048, 1)), batch_size=256)
     timers = {"data": 0.0, "compute": 0.0, "checkpoint": 0.0, "logging": 0.0, "validation": 0.0}
-    timers.update({"hostsync": 0.0, "straggle": 0.0, "steps": 0})
+    timers.update({"hostsync": 0.0, "straggle": 0.0, "respawn": 0.0, "steps": 0})
     log = open(os.path.join(tempfile.mkdtemp(), "train.log"), "a")
     checkpoint = os.path.join(tempfile.mkdtemp(), "checkpoint.pt")
     averaged = [p.detach().clone() for p in model.parameters() for _ in range(8)]  # saved with the model
     try:
         for epoch in range(1000):
+            started = time.perf_counter()
             batches = iter(loader)
+            timers["respawn"] += time.perf_counter() - started
             while True:
                 started = time.perf_counter()
                 try:
                     x, y = next(batches)
-                except StopIteration:
+                except StopIteration:  # the epoch's end: a loader shuts its workers down here
+                    timers["data"] += time.perf_counter() - started
                     break
                 timers["data"] += time.perf_counter() - started
 

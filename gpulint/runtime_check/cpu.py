@@ -23,13 +23,20 @@ class CpuSample:
     main: float  # CPU seconds (user + system) of the main process so far
     children: dict[int, float]  # pid -> CPU seconds so far, every descendant (loader workers)
     per_core: list[float]  # percent busy per core since the previous sample
+    # CPU seconds so far of the descendants listed (their own) and of every descendant that exited
+    # and was waited for by the main process or one listed (the kernel adds an exited child's time
+    # to its parent's children_user/children_system).  Unlike `children` it keeps counting a worker
+    # that lived between two listings: a loader started again every epoch may have no other trace.
+    # Where the kernel does not report children's time (macOS, Windows: psutil gives 0) it counts
+    # only the listed ones, and the summary takes the larger of the two readings.
+    descendants: float = 0.0
 
 
 def _merge(a: CpuSample, b: CpuSample, share: float) -> CpuSample:
     """Two consecutive samples as one: the counters as of the later, the load over both intervals
     (b's interval is `share` of the two)."""
     per_core = [x + (y - x) * share for x, y in zip(a.per_core, b.per_core, strict=False)] if a.per_core else b.per_core
-    return CpuSample(b.t, b.main, {**a.children, **b.children}, per_core)
+    return CpuSample(b.t, b.main, {**a.children, **b.children}, per_core, b.descendants)
 
 
 @dataclass
@@ -58,7 +65,7 @@ class CpuSampler:
         count = 0
         while not self._stop.wait(self.interval):
             try:
-                main = _cpu_seconds(process)
+                main, reaped = _cpu_seconds(process)
                 # Listing descendants scans every process of the machine (milliseconds): done every
                 # LIST_CHILDREN_EVERY samples.  A worker's counters are cumulative, so one found late
                 # still counts all its CPU time.
@@ -70,10 +77,14 @@ class CpuSampler:
             children = {}
             for child in descendants:
                 try:
-                    children[child.pid] = _cpu_seconds(child)
+                    children[child.pid], its_reaped = _cpu_seconds(child)
                 except psutil.Error:
-                    pass
-            self.samples.add(CpuSample(time.monotonic(), main, children, psutil.cpu_percent(percpu=True)))
+                    continue
+                reaped += its_reaped
+            descendants_seconds = sum(children.values()) + reaped
+            self.samples.add(
+                CpuSample(time.monotonic(), main, children, psutil.cpu_percent(percpu=True), descendants_seconds)
+            )
 
     def stop(self) -> None:
         self._stop.set()
@@ -81,9 +92,10 @@ class CpuSampler:
             self._thread.join(timeout=2)
 
 
-def _cpu_seconds(process: psutil.Process) -> float:
+def _cpu_seconds(process: psutil.Process) -> tuple[float, float]:
+    """(its own CPU seconds, those of its children that exited and it waited for)."""
     times = process.cpu_times()
-    return times.user + times.system
+    return times.user + times.system, getattr(times, "children_user", 0.0) + getattr(times, "children_system", 0.0)
 
 
 @dataclass
@@ -131,12 +143,16 @@ def summarize(
         for pid, last_seen in _last_values(samples).items()
     }
     rank_cores = None
-    tree = main + sum(used.values())  # everything the run keeps busy
+    # Two readings of the descendants' CPU, each short in its own way (CpuSample.descendants):
+    # the processes seen, each to its last look; and the counter with the exited ones in it.
+    descendant_cores = max(sum(used.values()), (last.descendants - first.descendants) / span)
+    tree = main + descendant_cores  # everything the run keeps busy
+    worker_cores = descendant_cores
     if ranks:
         rank_cores = [used.get(pid, 0.0) for pid in ranks]
         main = max(rank_cores)
         used = {pid: cores for pid, cores in used.items() if pid not in ranks}
-    worker_cores = sum(used.values())
+        worker_cores = max(sum(used.values()), descendant_cores - sum(rank_cores))
     # cpu_percent of each sample covers the interval before it: skip the first sample's.
     busy = [s.per_core for s in samples[1:] if s.per_core]
     per_core = [sum(col) / len(col) for col in zip(*busy, strict=False)] if busy else []
@@ -162,7 +178,12 @@ def _timeline(samples: list[CpuSample]) -> dict:
         "times": [b.t for _, b in pairs],
         "main_series": [(b.main - a.main) / (b.t - a.t) for a, b in pairs],
         "worker_series": [
-            max(0.0, sum(b.children.values()) - sum(a.children.get(pid, 0.0) for pid in b.children)) / (b.t - a.t)
+            max(
+                0.0,
+                sum(b.children.values()) - sum(a.children.get(pid, 0.0) for pid in b.children),
+                b.descendants - a.descendants,
+            )
+            / (b.t - a.t)
             for a, b in pairs
         ],
         "core_series": [list(core) for core in zip(*(b.per_core for _, b in pairs if b.per_core), strict=False)],

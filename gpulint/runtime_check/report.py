@@ -260,7 +260,7 @@ def print_profile(out: Output, result: Profile) -> None:
     if cpu:
         main = "CPU busiest rank" if cpu.rank_cores else "CPU main process"
         rows.append([main, f"{cpu.main_cores:.2f} cores", "pegged" if cpu.main_pegged else ""])
-        rows.append(["CPU loader workers", f"{cpu.worker_cores:.2f} cores", f"{cpu.workers} process(es)"])
+        rows.append(["CPU loader workers", f"{cpu.worker_cores:.2f} cores", f"{cpu.workers} process(es) seen"])
         rows.append(
             [
                 "CPU machine",

@@ -214,6 +214,51 @@ def test_samplers_keep_a_bounded_list_over_a_long_run():
     assert summary.mem_peak_fraction == pytest.approx((3 * nvml.SAMPLES_CAP - 1) / 100)
 
 
+def test_workers_that_exit_between_two_listings_still_count():
+    """A loader started again every epoch: its workers live between two listings of the descendants
+    and are never seen; the time the kernel adds to the parent when it waits for them is counted."""
+    from gpulint.runtime_check import cpu
+
+    sampler = cpu.CpuSampler(pid=0, interval=0.25, cores=4)
+    for i in range(9):  # main: one core; unseen workers: two cores, reaped as they go
+        sampler.samples.add(cpu.CpuSample(0.25 * i, 0.25 * i, {}, [50.0] * 4, descendants=0.5 * i))
+    summary = cpu.summarize(sampler, None, None)
+    assert summary.main_cores == pytest.approx(1.0) and summary.worker_cores == pytest.approx(2.0)
+    assert summary.worker_series == pytest.approx([2.0] * 8) and summary.other_cores == pytest.approx(0.0)
+    # Where the kernel gives no children's time (the counter has the listed alone), the listed count.
+    sampler = cpu.CpuSampler(pid=0, interval=0.25, cores=4)
+    for i in range(9):
+        seen = {7: 0.25 * i} if i < 5 else {}  # seen for a second, then gone
+        sampler.samples.add(cpu.CpuSample(0.25 * i, 0.25 * i, seen, [50.0] * 4, descendants=sum(seen.values())))
+    assert cpu.summarize(sampler, None, None).worker_cores == pytest.approx(0.5)
+
+
+def test_a_real_worker_process_is_counted_after_it_exits(tmp_path):
+    """A child that burns CPU for a moment and is waited for before the sampler lists it."""
+    import subprocess
+    import sys
+
+    from gpulint.runtime_check import cpu
+
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import subprocess, sys, time\n"
+        "time.sleep(0.6)\n"
+        "for _ in range(3):\n"
+        "    subprocess.run([sys.executable, '-c', 'import time\\nend = time.process_time() + 0.3\\n"
+        "while time.process_time() < end: pass'])\n"
+        "time.sleep(0.6)\n"
+    )
+    parent = subprocess.Popen([sys.executable, str(script)])
+    sampler = cpu.CpuSampler(pid=parent.pid, interval=0.1).start()
+    parent.wait(timeout=60)
+    sampler.stop()
+    summary = cpu.summarize(sampler, None, None)
+    assert summary is not None and summary.workers <= 3
+    span = sampler.samples[-1].t - sampler.samples[0].t
+    assert summary.worker_cores * span > 0.6  # 0.9 s of the children's CPU (listed or not)
+
+
 def test_one_exit_code_for_each_kind_of_failed_run():
     from gpulint.runtime_check.cli import run_exit_code
     from gpulint.runtime_check.measure import EXIT_NO_STEPS, EXIT_TIMEOUT, RunResult

@@ -14,13 +14,20 @@ Fresh processes, every command once per round in an order rotated each round, me
 
 ruff and Fixit come with the `bench` extra (looked for next to this interpreter, then on PATH); a
 tool that is missing is reported and its ratios are not measured.
+
+With `--bounds` each cold case also runs twice more (benchmarks/lint_bounds.py): linting only the
+files a plain run reports in (libcst and the rules paid only where a finding is: the best rules
+deciding on the CPython tree could do) and linting nothing (start-up, discovery and the project
+index: the floor under any change to the rules); a second table gives the ratios those would reach.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -42,6 +49,7 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, required=True, help="a folder of training scripts")
     parser.add_argument("--file", type=Path, help="one file (default: the corpus file closest to 300 lines)")
     parser.add_argument("--runs", type=int, default=3, help="rounds; medians over them")
+    parser.add_argument("--bounds", action="store_true", help="also time the runs that bound faster rules")
     args = parser.parse_args()
     for folder in (args.library, args.corpus):
         if not folder.is_dir():
@@ -70,6 +78,14 @@ def main() -> int:
     if fixit is not None:
         commands["corpus", "fixit"] = [fixit, "lint", *scripts]
         commands["one file", "fixit"] = [fixit, "lint", one]
+    if args.bounds:
+        bounds = [sys.executable, str(Path(__file__).with_name("lint_bounds.py"))]
+        for case in ("library cold", "corpus", "one file"):
+            check = commands[case, "gpulint"][len(gpulint) :]
+            listing = work / f"{case.replace(' ', '-')}-findings.txt"
+            listing.write_text("\n".join(files_with_findings([*gpulint, *check], env)) + "\n")
+            commands[case, BOUND_FINDINGS_ONLY] = [*bounds, "findings-only", str(listing), "--", "--exit-zero", *check]
+            commands[case, BOUND_NO_LINT] = [*bounds, "no-lint", "--", "--exit-zero", *check]
     print(f"library: {library} ({sum(1 for _ in args.library.rglob('*.py'))} Python files)")
     print(f"corpus: {args.corpus} ({len(scripts)} files, {sum(lengths.values()):,} lines); one file: {one}")
     print(f"load average at start: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
@@ -98,7 +114,29 @@ def main() -> int:
         value = ours / median[other] if at_most else median[other] / ours
         met = value <= target if at_most else value >= target
         print(f"| {label} | {value:.2f}x | {'<=' if at_most else '>='} {target:g}x | {'yes' if met else 'no'} |")
+    if args.bounds:
+        print()
+        print(f"| ratio | now | {BOUND_FINDINGS_ONLY} | {BOUND_NO_LINT} | target |\n|---|---|---|---|---|")
+        for label, case, other, target, at_most in TARGETS:
+            if other not in median or (case, BOUND_NO_LINT) not in median:
+                continue
+            values = [
+                median[case, tool] / median[other] if at_most else median[other] / median[case, tool]
+                for tool in ("gpulint", BOUND_FINDINGS_ONLY, BOUND_NO_LINT)
+            ]
+            row = " | ".join(f"{value:.2f}x" for value in values)
+            print(f"| {label} | {row} | {'<=' if at_most else '>='} {target:g}x |")
     return 0
+
+
+BOUND_FINDINGS_ONLY = "gpulint, lint only where a finding is"
+BOUND_NO_LINT = "gpulint, no lint (the floor)"
+
+
+def files_with_findings(check: list[str], env: dict[str, str]) -> list[str]:
+    """The files a plain run of `check` (gpulint check ... PATHS) reports something in."""
+    run = subprocess.run([*check, "--output-format", "json"], env=env, capture_output=True, text=True, check=False)
+    return sorted({finding["filename"] for finding in json.loads(run.stdout)})
 
 
 if __name__ == "__main__":

@@ -6,9 +6,10 @@
 `findings-only` lints only the files listed (one path a line: those where a plain run reports
 something) and hands every other file back unlinted, as if libcst and the rules were paid only
 where a finding is: what rules that decide on the CPython tree, parsing with libcst only the files
-they report in, could reach at best.  `no-lint` lints nothing and does not load libcst and the
-rules beside the summaries: start-up, discovery and the project index alone, the floor under any
-change to the rules.  (The index itself may still import libcst to read an interval condition.)
+they report in, could reach at best.  `no-lint` lints nothing, loads no rule and never imports
+libcst (the project index reads no `if` condition as an interval guard, which it parses with
+libcst): start-up, discovery, the project index and the worker pool's own cost, the floor under
+any change to the rules.
 
 Both patch the engine in this process before the CLI runs; forked lint workers inherit the patch.
 They are measuring instruments for benchmarks/ratios.py --bounds, not ways to lint: their
@@ -26,7 +27,8 @@ def main(argv: list[str]) -> int:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     mode, rest = argv[0], argv[argv.index("--") + 1 :]
-    from gpulint.linter import engine
+    from gpulint.linter import config, engine
+    from gpulint.linter.analysis import project
     from gpulint.linter.run import runner
 
     if mode == "findings-only":
@@ -41,6 +43,8 @@ def main(argv: list[str]) -> int:
     else:
         engine.Linter.analyze = lambda self, source, path, project=None: None  # type: ignore[method-assign]
         runner._ProjectViews.warm_up = lambda self: None  # type: ignore[method-assign]
+        config.Settings.rule_classes = lambda self, codes: ()  # type: ignore[method-assign]
+        project._throttles = lambda condition: False
     from gpulint.cli import main as gpulint_main
 
     return gpulint_main(["check", *rest])

@@ -9,7 +9,8 @@ where a finding is: what rules that decide on the CPython tree, parsing with lib
 they report in, could reach at best.  `no-lint` lints nothing, loads no rule and never imports
 libcst (the project index reads no `if` condition as an interval guard, which it parses with
 libcst): start-up, discovery, the project index and the worker pool's own cost, the floor under
-any change to the rules.
+any change to the rules.  (A notebook in the run still brings libcst in: the notebook reader
+imports the fixer.  `ratios.py` times Python files alone.)
 
 Both patch the engine in this process before the CLI runs; forked lint workers inherit the patch.
 They are measuring instruments for benchmarks/ratios.py --bounds, not ways to lint: their
@@ -44,6 +45,7 @@ def main(argv: list[str]) -> int:
         engine.Linter.analyze = lambda self, source, path, project=None: None  # type: ignore[method-assign]
         runner._ProjectViews.warm_up = lambda self: None  # type: ignore[method-assign]
         config.Settings.rule_classes = lambda self, codes: ()  # type: ignore[method-assign]
+        assert hasattr(project, "_throttles"), "the index no longer reads interval conditions there: update this"
         project._throttles = lambda condition: False
     from gpulint.cli import main as gpulint_main
 

@@ -4,6 +4,7 @@ files it is given (their findings as a plain run reports them) and, in its floor
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,42 @@ def test_findings_only_lints_the_listed_files_as_a_plain_run_does(tmp_path):
     assert bounded == [f for f in plain if f["filename"] == files[0]]
 
 
-def test_no_lint_reports_nothing():
-    check = ["--no-cache", "--jobs", "1", "--output-format", "json", str(FIXTURES)]
+# A loop that calls a helper of another module under an `if`: the project index reads the
+# condition (with libcst, as the loop model does) to know whether the helper runs every step.
+TRAIN = """\
+import torch
+from helpers import log_loss
+
+model = torch.nn.Linear(2, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(100):
+    loss = model(torch.randn(4, 2)).sum()
+    loss.backward()
+    optimizer.step()
+    if step % 10 == 0:
+        log_loss(loss)
+"""
+HELPERS = "def log_loss(loss):\n    print(loss.item())\n"
+
+
+def test_no_lint_reports_nothing_and_never_imports_libcst(tmp_path):
+    # Copies, away from this repository's configuration (its local rules are rules: libcst).
+    for script in FIXTURES.glob("*.py"):
+        shutil.copy(script, tmp_path)
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    check = ["--no-cache", "--jobs", "2", "--output-format", "json", str(tmp_path)]
+    assert findings([sys.executable, "-m", "gpulint", "check", *check])  # a plain run finds something
     assert findings([sys.executable, str(BOUNDS), "no-lint", "--", *check]) == []
+    # The floor must not pay for libcst anywhere (the rules, the pool's start, the index's guards).
+    probe = (
+        "import runpy, sys\n"
+        f"sys.argv = [{str(BOUNDS)!r}, 'no-lint', '--', *{check!r}]\n"
+        "try:\n"
+        f"    runpy.run_path({str(BOUNDS)!r}, run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('libcst' in sys.modules, file=sys.stderr)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert run.stderr.strip().splitlines()[-1] == "False", run.stderr

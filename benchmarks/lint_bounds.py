@@ -24,12 +24,13 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) < 2 or "--" not in argv or argv[0] not in ("findings-only", "no-lint"):
+    listing_given = len(argv) > 2 and argv[1] != "--"
+    if "--" not in argv or argv[0] not in ("findings-only", "no-lint") or (argv[0] == "findings-only") != listing_given:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     mode, rest = argv[0], argv[argv.index("--") + 1 :]
     from gpulint.linter import config, engine
-    from gpulint.linter.analysis import project
+    from gpulint.linter.analysis import project as project_index
     from gpulint.linter.run import runner
 
     if mode == "findings-only":
@@ -45,8 +46,8 @@ def main(argv: list[str]) -> int:
         engine.Linter.analyze = lambda self, source, path, project=None: None  # type: ignore[method-assign]
         runner._ProjectViews.warm_up = lambda self: None  # type: ignore[method-assign]
         config.Settings.rule_classes = lambda self, codes: ()  # type: ignore[method-assign]
-        assert hasattr(project, "_throttles"), "the index no longer reads interval conditions there: update this"
-        project._throttles = lambda condition: False
+        assert hasattr(project_index, "_throttles"), "the index no longer reads interval conditions there"
+        project_index._throttles = lambda condition: False
     from gpulint.cli import main as gpulint_main
 
     return gpulint_main(["check", *rest])

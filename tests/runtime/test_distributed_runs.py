@@ -74,9 +74,9 @@ def test_a_rank_that_crashes_is_reported_with_its_error(tmp_path):
     assert leftovers(tmp_path) == []
 
 
-def scale_one_to_two(tmp_path, out, steps: int, *script_args: str):
-    """`gpulint scale --nproc 1,2`, two runs a size, on the DDP fixture with `script_args`."""
-    options = f"scale --nproc 1,2 --runs 2 --steps {steps} --warmup 2".split()
+def scale_one_to_two(tmp_path, out, steps: int, *script_args: str, runs: int = 2):
+    """`gpulint scale --nproc 1,2`, `runs` runs a size, on the DDP fixture with `script_args`."""
+    options = f"scale --nproc 1,2 --runs {runs} --steps {steps} --warmup 2".split()
     return gpulint(tmp_path, *options, "--json", str(out), "--", DDP, *script_args, timeout=900)
 
 
@@ -101,7 +101,9 @@ def test_scale_near_linear_fixture(tmp_path):
 @pytest.mark.timed
 def test_scale_communication_bound_fixture(tmp_path):
     out = tmp_path / "scale.json"
-    run = scale_one_to_two(tmp_path, out, 6, *COMMUNICATION_BOUND)
+    # Three runs a size: with two, one slow run on a loaded machine stretched the interval to
+    # 33%..98% around an efficiency of 57%, over the 90% bar ("within noise").
+    run = scale_one_to_two(tmp_path, out, 6, *COMMUNICATION_BOUND, runs=3)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "Verdict: communication-bound" in run.stdout and "compress gradients" in run.stdout
     record = json.loads(out.read_text())

@@ -253,7 +253,8 @@ def _classify(fetch: str, frames: list, anchors: set, sources: _Sources) -> tupl
     user_below = [f for f in below if isinstance(f, list)]
     marks = {f for f in below if isinstance(f, str)}
     innermost = user_below[-1]
-    tail = {f for f in frames[users[-1] + 1 :] if isinstance(f, str)}  # library code under the innermost line
+    under_innermost = [f for f in frames[users[-1] + 1 :] if isinstance(f, str)]  # library code, outermost first
+    tail = set(under_innermost)
     anchor_path, anchor_row = frames[anchor][0], frames[anchor][1]
     key = (
         f"{anchor_path}:{sources.first_line(anchor_path, anchor_row)}",
@@ -264,8 +265,7 @@ def _classify(fetch: str, frames: list, anchors: set, sources: _Sources) -> tupl
         return DATA, key
     if fetch == "eval" or any(sources.in_no_grad(path, row) for path, row, _ in user_below):
         return VALIDATION, key
-    first_below = next((f for f in frames[users[-1] + 1 :] if isinstance(f, str)), None)
-    if first_below == "data":  # the loader's own work, whatever it calls (see the module docstring)
+    if under_innermost[:1] == ["data"]:  # the loader's own work, whatever it calls (see the module docstring)
         return LOADER_START, key
     quiet = tail <= _QUIET_MARKS
     if marks & {"torch.save", "pickle"} or (quiet and any(_SAVES.search(sources.text(p, r)) for p, r, _ in user_below)):

@@ -7,9 +7,8 @@
 something) and hands every other file back unlinted, as if libcst and the rules were paid only
 where a finding is: what rules that decide on the CPython tree, parsing with libcst only the files
 they report in, could reach at best.  `no-lint` lints nothing, loads no rule and never imports
-libcst (the project index reads no `if` condition as an interval guard, which it parses with
-libcst): start-up, discovery, the project index and the worker pool's own cost, the floor under
-any change to the rules.  (A notebook in the run still brings libcst in: the notebook reader
+libcst: start-up, discovery, the project index and the worker pool's own cost, the floor under any
+change to the rules.  (A notebook in the run still brings libcst in: the notebook reader
 imports the fixer.  `ratios.py` times Python files alone.)
 
 Both patch the engine in this process before the CLI runs; forked lint workers inherit the patch.
@@ -30,7 +29,6 @@ def main(argv: list[str]) -> int:
         return 2
     mode, rest = argv[0], argv[argv.index("--") + 1 :]
     from gpulint.linter import config, engine
-    from gpulint.linter.analysis import project as project_index
     from gpulint.linter.run import runner
 
     if mode == "findings-only":
@@ -46,8 +44,6 @@ def main(argv: list[str]) -> int:
         engine.Linter.analyze = lambda self, source, path, project=None: None  # type: ignore[method-assign]
         runner._ProjectViews.warm_up = lambda self: None  # type: ignore[method-assign]
         config.Settings.rule_classes = lambda self, codes: ()  # type: ignore[method-assign]
-        assert hasattr(project_index, "_throttles"), "the index no longer reads interval conditions there"
-        project_index._throttles = lambda condition: False
     from gpulint.cli import main as gpulint_main
 
     return gpulint_main(["check", *rest])

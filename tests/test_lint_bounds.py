@@ -32,7 +32,8 @@ def test_findings_only_lints_the_listed_files_as_a_plain_run_does(tmp_path):
 
 
 # A loop that calls a helper of another module under an `if`: the project index reads the
-# condition (with libcst, as the loop model does) to know whether the helper runs every step.
+# condition (on CPython's tree, as the loop model does on libcst's) to know whether the helper runs
+# every step.
 TRAIN = """\
 import torch
 from helpers import log_loss

@@ -8,7 +8,6 @@ import libcst as cst
 import pytest
 
 from gpulint.linter.analysis.context import FileContext
-from gpulint.linter.analysis.loops import is_interval_condition
 
 
 def context(source: str) -> FileContext:
@@ -182,49 +181,6 @@ def test_step_counter_from_enumerate_range_and_increment():
     assert plain.loops.step_counter(call_named(plain, "x")) is None
     counted = context("for b in loader:\n    opt.step()\n    self.global_step += 1\n    x()\n")
     assert counted.loops.step_counter(call_named(counted, "x")) == "self.global_step"
-
-
-@pytest.mark.parametrize(
-    "condition, throttles",
-    [
-        ("step % 100 == 0", True),
-        ("(i + 1) % args.log_interval == 0", True),
-        ("not step % 10", True),
-        ("i == 0 or i % 50 == 0", True),
-        ("step >= next_log_step", True),
-        ("is_main and step % 10 == 0", True),
-        ("step % 10 == 0 or args.debug", False),
-        # beside an interval, a condition true on one iteration keeps the guard a throttle
-        ("last_batch or batch_idx % args.log_interval == 0", True),
-        ("i % self.steps_per_epoch == 0 or i == self.max_steps", True),
-        ("step % 10 == 0 or batch_idx == len(loader) - 1", True),
-        ("step % 10 == 0 or mode == 'debug'", False),
-        ("step % 10 == 0 or rank == world_rank", False),
-        ("(step + 1) % accum_steps == 0", False),
-        ("(step + 1) % gradient_accumulation_steps == 0", False),
-        ("step % 100", False),
-        ("args.verbose", False),
-        ("rank == 0", False),
-        ("args.local_rank == 0", False),
-        ("'%d' % x == y", False),
-        # one step of the loop: a guard, never wrapped in an interval
-        ("step == num_steps - 1", True),
-        ("i == len(loader) - 1", True),
-        ("global_step == args.max_steps", True),
-        ("epoch == args.epochs - 1 and rank == 0", True),
-        ("is_last_batch", True),
-        ("last_batch", True),
-        ("last_batch or is_final", True),
-        ("accelerator.gradient_state.end_of_dataloader", True),
-        ("self.is_final_step()", True),
-        ("not is_last_batch", False),
-        ("mode == 'train'", False),
-        ("pred == target", False),
-        ("accelerator.sync_gradients", False),
-    ],
-)
-def test_interval_conditions(condition, throttles):
-    assert is_interval_condition(cst.parse_expression(condition)) is throttles
 
 
 def test_step_function_called_once_is_not_per_step_work():

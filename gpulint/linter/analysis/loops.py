@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from gpulint.linter.analysis import intervals
 from gpulint.linter.analysis.code_shapes import OPTIMIZER_APPLY
 from gpulint.linter.analysis.imports import ImportTable
 from gpulint.linter.analysis.nodes import dotted_name, is_zero, last_name, method_name
@@ -67,14 +68,6 @@ if TYPE_CHECKING:
 LOOP_TYPES = (cst.For, cst.While)
 SCOPE_TYPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 
-ACCUMULATION_NAME = re.compile(r"accum|grad_acc|gradient_acc|update_freq|micro", re.IGNORECASE)
-_THROTTLE_NAME = re.compile(r"next|last|prev|interval|every|freq|period|log_at|eval_at|save_at", re.IGNORECASE)
-# Step counters: `step == n - 1` picks one step of the loop.
-_COUNTER_NAME = re.compile(
-    r"(^|_)(i|it|iter|iters|iteration|step|steps|idx|index|epoch|count|counter|update|updates)$", re.IGNORECASE
-)
-# Flags that are true on one step: `is_last_batch`, `final_step`, `gradient_state.end_of_dataloader`.
-_ONE_STEP_FLAG = re.compile(r"(^|_)(first|last|final|end)(_|$)", re.IGNORECASE)
 # Method names too generic to link `obj.name()` to a same-named function of this module unless the
 # receiver is `self`: `scheduler.step()` is not a call of some class's `def step(self)`.
 _GENERIC_METHODS = frozenset({"step", "update", "apply", "run", "forward", "__call__", "call", "fit"})
@@ -949,43 +942,8 @@ def _is_read(expr: cst.BaseExpression, is_tensor: Callable[[cst.BaseExpression],
 
 
 def is_interval_condition(test: cst.BaseExpression) -> bool:
-    """Whether an `if` condition throttles by a counter (see the module docstring)."""
-    if isinstance(test, cst.BooleanOperation):
-        return _holds_anywhere(test, is_interval_condition)
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return _is_modulo(test.expression)  # `if not step % 100:`
-    if _is_modulo(test):
-        return False  # `if step % 100:` is true on 99 steps of 100: not a throttle
-    if isinstance(test, cst.Comparison):
-        left = test.left
-        for target in test.comparisons:
-            operator, right = target.operator, target.comparator
-            if isinstance(operator, (cst.Equal, cst.NotEqual)) and (_has_modulo(left) or _has_modulo(right)):
-                # `step % 100 == 0` throttles; `(step + 1) % accum_steps == 0` does not.
-                return isinstance(operator, cst.Equal) and (_is_modulo(left) or _is_modulo(right))
-            if isinstance(operator, cst.Equal):
-                # `i == 0`, `step == n - 1`: a counter hitting one value.  A rank check is not a throttle.
-                names = names_under(left) | names_under(right)
-                if any("rank" in n.lower() or "local" in n.lower() for n in names):
-                    return False
-                literal = isinstance(right, cst.Integer) or isinstance(left, cst.Integer)
-                if literal or any(_COUNTER_NAME.search(n) for n in names):
-                    return True
-            if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual, cst.LessThan, cst.LessThanEqual)):
-                if any(_THROTTLE_NAME.search(n) for n in names_under(left) | names_under(right)):
-                    return True
-            left = right
-        return False
-    if isinstance(test, cst.Call) and _is_tensorflow_interval(test):
-        return True
-    if isinstance(test, cst.Call):
-        # Trainers' own throttles: `accelerator.sync_gradients`-style flags are not, but
-        # `should_log(step)` / `is_log_step()` helpers are named for it.
-        name = (dotted_name(test.func) or "").rsplit(".", 1)[-1].lower()
-        return name.startswith(("should_", "is_log", "is_eval", "time_to_")) or bool(_ONE_STEP_FLAG.search(name))
-    if isinstance(test, (cst.Name, cst.Attribute)):
-        return bool(_ONE_STEP_FLAG.search((dotted_name(test) or "").rsplit(".", 1)[-1]))
-    return False
+    """Whether an `if` condition throttles by a counter (analysis/intervals.py)."""
+    return intervals.is_interval_condition(CST_READER, test)
 
 
 def _exits(statement: cst.BaseSmallStatement) -> bool:
@@ -997,16 +955,9 @@ def _exits(statement: cst.BaseSmallStatement) -> bool:
     return False
 
 
-def _holds_anywhere(test: cst.BaseExpression, check) -> bool:
-    """`check` on a condition, through `and` (either side throttles) and `or` (both must, or one
-    does and the other picks one step: `step % 100 == 0 or last_batch`, `... or i == max_steps`)."""
-    if isinstance(test, cst.BooleanOperation):
-        left, right = _holds_anywhere(test.left, check), _holds_anywhere(test.right, check)
-        if isinstance(test.operator, cst.And):
-            return left or right
-        # `or`: both sides throttle, or one does and the other at least picks one step
-        return (left and (right or is_interval_condition(test.right))) or (right and is_interval_condition(test.left))
-    return check(test)
+def _holds_anywhere(test: cst.BaseExpression, check: Callable[[cst.BaseExpression], bool]) -> bool:
+    """`check` on a condition, through `and` and `or` as an interval condition is (intervals.py)."""
+    return intervals.holds_anywhere(CST_READER, test, check)
 
 
 def _resets_counter(guard: cst.If, test: cst.BaseExpression) -> bool:
@@ -1027,24 +978,61 @@ def _resets_counter(guard: cst.If, test: cst.BaseExpression) -> bool:
     return False
 
 
-def _has_modulo(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo)
+class _CstReader:
+    """`intervals.ExpressionReader` for libcst's tree."""
+
+    def boolean(self, node: cst.BaseExpression) -> tuple[str, cst.BaseExpression, cst.BaseExpression] | None:
+        if not isinstance(node, cst.BooleanOperation):
+            return None
+        return ("and" if isinstance(node.operator, cst.And) else "or"), node.left, node.right
+
+    def negated(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            return node.expression
+        return None
+
+    def modulo(self, node: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+            return node.left, node.right
+        return None
+
+    def is_string(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString))
+
+    def comparison(
+        self, node: cst.BaseExpression
+    ) -> tuple[cst.BaseExpression, list[tuple[str, cst.BaseExpression]]] | None:
+        if not isinstance(node, cst.Comparison):
+            return None
+        return node.left, [
+            (_CST_OPERATORS.get(type(t.operator), intervals.OTHER), t.comparator) for t in node.comparisons
+        ]
+
+    def call(self, node: cst.BaseExpression) -> tuple[cst.BaseExpression, list[tuple[bool, cst.BaseExpression]]] | None:
+        if not isinstance(node, cst.Call):
+            return None
+        return node.func, [(bool(arg.star), arg.value) for arg in node.args]
+
+    def dotted(self, node: cst.BaseExpression) -> str | None:
+        return dotted_name(node)
+
+    def is_name(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, (cst.Name, cst.Attribute))
+
+    def integer(self, node: cst.BaseExpression) -> int | None:
+        return int(node.evaluated_value) if isinstance(node, cst.Integer) else None
+
+    def names(self, node: cst.BaseExpression) -> set[str]:
+        return names_under(node)
 
 
-def _is_modulo(node: cst.BaseExpression) -> bool:
-    """`counter % interval`, where the interval is not a gradient-accumulation count."""
-    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo)):
-        return False
-    if isinstance(node.left, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
-        return False  # string formatting, not arithmetic
-    return not any(ACCUMULATION_NAME.search(n) for n in names_under(node.right))
+_CST_OPERATORS = {
+    cst.Equal: intervals.EQUAL,
+    cst.NotEqual: intervals.NOT_EQUAL,
+    cst.LessThan: intervals.ORDER,
+    cst.LessThanEqual: intervals.ORDER,
+    cst.GreaterThan: intervals.ORDER,
+    cst.GreaterThanEqual: intervals.ORDER,
+}
 
-
-def _is_tensorflow_interval(call: cst.Call) -> bool:
-    """`tf.equal(optimizer.iterations % 100, 0)`: `step % n == 0` written as a TensorFlow op (the
-    condition itself reads the tensor back: GL706 reports that; what it guards runs every n steps)."""
-    name = dotted_name(call.func) or ""
-    if name.rsplit(".", 1)[-1] != "equal" or len(call.args) != 2 or any(arg.star for arg in call.args):
-        return False
-    left, right = call.args[0].value, call.args[1].value
-    return (_is_modulo(left) and is_zero(right)) or (_is_modulo(right) and is_zero(left))
+CST_READER: intervals.ExpressionReader = _CstReader()

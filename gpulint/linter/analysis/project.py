@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from gpulint.linter.analysis.intervals import AST_READER, is_interval_condition
 from gpulint.linter.analysis.parse_guard import index_tree
 from gpulint.linter.analysis.vocabulary import (
     ACCELERATOR_CALL_PREFIXES,
@@ -457,7 +458,7 @@ class _Summarizer(ast.NodeVisitor):
             return
         if self.defined_in:
             text = ast.unparse(node.value)
-            if "%" in text and _throttles(text):  # (the `%` test spares most modules libcst)
+            if "%" in text and _throttles(text):  # (a modulo helper: `return step % n == 0`)
                 self.interval_helpers.update(self.defined_in)  # (a nested function's return too)
         self.visit(node.value)
         values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
@@ -588,17 +589,13 @@ def _guarded_path(path: Iterable[Step]) -> bool:
 
 @lru_cache(maxsize=4096)
 def _throttles(condition: str) -> bool:
-    """Whether an `if` condition is an interval guard, as the loop model decides for its own
-    module (`loops.is_interval_condition` on the condition's text).  libcst is imported here, when
-    a call in a step loop is under an `if`: building the index of code with no step imports none."""
-    import libcst as cst
-
-    from gpulint.linter.analysis.loops import is_interval_condition
-
+    """Whether an `if` condition (its text, as the summary keeps it) is an interval guard: the
+    decision the loop model makes for its own module (analysis/intervals.py), on CPython's tree."""
     try:
-        return is_interval_condition(cst.parse_expression(condition))
-    except Exception:  # libcst's grammar differs from CPython's in corners: not a guard then
+        test = ast.parse(condition, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # (ast.unparse's text: not expected)
         return False
+    return is_interval_condition(AST_READER, test)
 
 
 # -- the index ---------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ import re
 import libcst as cst
 
 from gpulint.linter.analysis.facts import ONE_PROCESS_PER_GPU
-from gpulint.linter.analysis.loops import ACCUMULATION_NAME, is_direct_step_call
+from gpulint.linter.analysis.intervals import ACCUMULATION_NAME
+from gpulint.linter.analysis.loops import is_direct_step_call
 from gpulint.linter.analysis.nodes import last_name, method_name
 from gpulint.linter.analysis.walk import words_under
 from gpulint.linter.rule import Invalid, Rule, Valid

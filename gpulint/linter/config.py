@@ -49,11 +49,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
 from gpulint.linter.analysis.parse_guard import DEFAULT_MAX_SYNTAX_NODES
 from gpulint.linter.analysis.test_files import is_test_path, matches_test_patterns, project_relative
 from gpulint.linter.catalog import OPTIONS, RULES, load_rule
@@ -319,6 +314,13 @@ def _mentions_gpulint(path: Path) -> bool:
 
 def read_toml(path: Path) -> dict[str, Any]:
     """A TOML file's content; ConfigError naming the file, the line and the reason otherwise."""
+    # (imported here: a run with no configuration file, a pre-commit run on a scratch script,
+    # pays nothing for the TOML parser)
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+
     try:
         raw = read_regular_file(path, CONFIG_MAX_BYTES, _CONFIG_LIMIT)
     except OSError as exc:

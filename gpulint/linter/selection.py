@@ -10,7 +10,6 @@ while a command line is checked, before libcst is imported.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Sequence
 from typing import Protocol
@@ -53,6 +52,8 @@ def closest(word: str, rules: Iterable[NamedRule], limit: int = 3) -> list[str]:
     spelled = word.lower().replace("_", "-").replace(" ", "-")
     if spelled in names:  # dataloader_serial, Dataloader-Serial
         return [spelled]
+    import difflib  # (a misspelled selector only: every run imports this module)
+
     return difflib.get_close_matches(spelled, names, n=limit, cutoff=_NAME_CUTOFF)
 
 
@@ -62,6 +63,8 @@ def _closest_id(word: str, codes: Sequence[str], limit: int) -> list[str]:
         read = parts[1] + parts[2].translate(_DIGIT_LOOKALIKES)
         if read != word and any(code.startswith(read) for code in codes):
             return [read]
+    import difflib
+
     return difflib.get_close_matches(word, codes, n=limit, cutoff=_ID_CUTOFF)
 
 

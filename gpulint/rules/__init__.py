@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import pkgutil
 from functools import lru_cache
 
 from gpulint.linter.rule import Rule, RuleOption
@@ -26,6 +25,8 @@ from gpulint.linter.rule import Rule, RuleOption
 @lru_cache(maxsize=1)
 def all_rules() -> tuple[type[Rule], ...]:
     """Every rule class, sorted by code."""
+    import pkgutil  # (here: a lint imports this package for the rules it runs, never this listing)
+
     found: dict[str, type[Rule]] = {}
     for info in pkgutil.walk_packages(__path__, f"{__name__}."):
         module = importlib.import_module(info.name)

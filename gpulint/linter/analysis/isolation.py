@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import faulthandler
 import os
-import pickle
-import signal
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +32,8 @@ def call_isolated(function: Callable[..., Any], *args: Any) -> Any:
     raised there.  ChildCrashed when the child dies."""
     if not can_isolate():
         return function(*args)
+    import pickle  # (here: only a source CPython rejects comes this way, and start-up is paid every run)
+
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: answer, then leave without running the parent's exit handlers
@@ -72,6 +72,8 @@ def call_isolated(function: Callable[..., Any], *args: Any) -> Any:
 
 
 def _signal_name(number: int) -> str:
+    import signal
+
     try:
         return signal.Signals(number).name
     except ValueError:

@@ -39,7 +39,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -288,6 +287,8 @@ class ResultCache:
         return document
 
     def _store(self, key: str, part: str, value) -> None:
+        import tempfile  # (here: a run with --no-cache never writes an entry)
+
         entry = self._entry(key)
         document = {"schema": SCHEMA, "key": key, part: value}
         data = json.dumps(document, separators=(",", ":")).encode("utf-8")

@@ -9,7 +9,6 @@ not happen leaves the report describing the file as it is on disk.
 
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -40,6 +39,8 @@ def unified_diff(before: bytes, after: bytes, name: str) -> str:
     and `git apply` whatever the file's encoding: undecodable bytes are carried as lone surrogates
     (`outcome.diff_output` turns them back into the same bytes).  A name with control characters
     is C-quoted in the headers, as git does."""
+    import difflib  # (--diff only)
+
     lines = difflib.diff_bytes(
         difflib.unified_diff,
         before.splitlines(keepends=True),

@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -165,6 +164,8 @@ def write_atomic(path: Path | str, data: bytes, scope: WriteScope | None = None)
 def _replace(target: Path, data: bytes, mode: int) -> None:
     """Write `data` to a temporary file beside `target` and rename it over `target` (created with
     `mode`): a reader sees the old content or the new, never half a file."""
+    import tempfile  # (only a run that writes pays for it)
+
     prefix = f".{target.name}.{os.getpid()}."
     fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=TEMPORARY_SUFFIX)
     try:

@@ -21,9 +21,15 @@ class ImportTable:
     def __init__(self) -> None:
         self.bindings: dict[str, str] = {}
         self.modules: set[str] = set()  # every module imported, canonical, for "does it use X?"
+        # `qualified_name` by node id: the rules ask it of the same calls again and again (tens of
+        # thousands of times on the corpus's 44 scripts).  The entry holds the node, so its id is
+        # not reused by a node built later (libcst's own hash is a Python call: slower than id);
+        # cleared when an import is added.
+        self._qualified: dict[int, tuple[cst.CSTNode, str | None]] = {}
 
     # -- building -----------------------------------------------------------------------------
     def add_import(self, node: cst.Import) -> None:
+        self._qualified.clear()
         for alias in node.names:
             full = dotted_name(alias.name)
             if full is None:
@@ -37,6 +43,7 @@ class ImportTable:
                 self.bindings.setdefault(top, top)
 
     def add_import_from(self, node: cst.ImportFrom) -> None:
+        self._qualified.clear()
         if node.relative or node.module is None:
             return  # relative imports are the project's own code, never a framework
         module = dotted_name(node.module)
@@ -57,14 +64,18 @@ class ImportTable:
     # -- queries ------------------------------------------------------------------------------
     def qualified_name(self, node: cst.BaseExpression) -> str | None:
         """The canonical dotted path an expression refers to, if it starts from an import."""
+        known = self._qualified.get(id(node))
+        if known is not None and known[0] is node:
+            return known[1]
         dotted = dotted_name(node)
-        if dotted is None:
-            return None
-        head, _, rest = dotted.partition(".")
-        target = self.bindings.get(head)
-        if target is None:
-            return None
-        return canonical(f"{target}.{rest}" if rest else target)
+        qualified = None
+        if dotted is not None:
+            head, _, rest = dotted.partition(".")
+            target = self.bindings.get(head)
+            if target is not None:
+                qualified = canonical(f"{target}.{rest}" if rest else target)
+        self._qualified[id(node)] = (node, qualified)
+        return qualified
 
     def uses(self, module: str) -> bool:
         """Whether the module imports `module` or anything under it."""

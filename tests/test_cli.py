@@ -49,6 +49,52 @@ def test_exit_codes_and_text_format(project):
     assert gpulint("bad.py", "--exit-zero", cwd=project).returncode == 0
 
 
+def test_the_command_writes_everything_before_it_leaves(project):
+    # `python -m gpulint` ends the process without the interpreter's teardown (cli.console): what
+    # was buffered must still be written, and the exit code be main's.
+    for index in range(300):  # (far more output than one pipe buffer)
+        (project / f"bad_{index}.py").write_text(BAD)
+    result = gpulint("--output-format", "json", "--no-cache", ".", cwd=project)
+    assert result.returncode == 1, result.stderr
+    assert len(json.loads(result.stdout)) == 301
+    piped = subprocess.run(
+        f"{sys.executable} -m gpulint --no-cache . | head -n 1",
+        shell=True,
+        cwd=project,
+        capture_output=True,
+        env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
+    assert piped.stdout.count(b"\n") == 1 and b"Traceback" not in piped.stderr, piped.stderr
+
+
+@pytest.mark.parametrize(
+    "ending, code, stderr",
+    [("sys.exit(3)", 3, ""), ("sys.exit('gpulint: stopped')", 1, "gpulint: stopped\n"), ("sys.exit()", 0, "")],
+)
+def test_console_writes_what_is_buffered_and_passes_the_code_on(ending, code, stderr):
+    program = (
+        "import sys\n"
+        "from gpulint import cli\n"
+        f"def main():\n    sys.stdout.write('x' * 100)\n    {ending}\n"
+        "cli.main = main\n"
+        "cli.console()\n"
+    )
+    environment = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}  # (buffered: no PYTHONUNBUFFERED)
+    run = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60
+    )
+    assert (run.returncode, run.stdout, run.stderr) == (code, "x" * 100, stderr)
+
+
+def test_main_exits_by_raising_so_a_caller_keeps_its_process(project, capsys):
+    from gpulint.cli import main
+
+    with pytest.raises(SystemExit) as finished:
+        main(["check", "--no-cache", str(project / "clean.py")])
+    assert finished.value.code == 0 and "All checks passed!" in capsys.readouterr().out
+
+
 def test_check_subcommand_is_the_same(project):
     assert gpulint("check", "bad.py", cwd=project).stdout == gpulint("bad.py", cwd=project).stdout
 

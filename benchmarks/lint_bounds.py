@@ -11,7 +11,8 @@ libcst: start-up, discovery, the project index and the worker pool's own cost, t
 change to the rules.  (A notebook in the run still brings libcst in: the notebook reader
 imports the fixer.  `ratios.py` times Python files alone.)
 
-Both patch the engine in this process before the CLI runs; forked lint workers inherit the patch.
+Both patch the engine in this process before the CLI runs (and leave the way the command does,
+cli.console); forked lint workers inherit the patch.
 They are measuring instruments for benchmarks/ratios.py --bounds, not ways to lint: their
 findings are incomplete by design.
 """
@@ -44,9 +45,10 @@ def main(argv: list[str]) -> int:
         engine.Linter.analyze = lambda self, source, path, project=None: None  # type: ignore[method-assign]
         runner._ProjectViews.warm_up = lambda self: None  # type: ignore[method-assign]
         config.Settings.rule_classes = lambda self, codes: ()  # type: ignore[method-assign]
-    from gpulint.cli import main as gpulint_main
+    from gpulint.cli import console
 
-    return gpulint_main(["check", *rest])
+    sys.argv = ["gpulint", "check", *rest]
+    console()  # (leaves as the command does: main, then no interpreter teardown)
 
 
 if __name__ == "__main__":

@@ -59,15 +59,15 @@ def test_no_lint_reports_nothing_and_never_imports_libcst(tmp_path):
     check = ["--no-cache", "--jobs", "2", "--output-format", "json", str(tmp_path)]
     assert findings([sys.executable, "-m", "gpulint", "check", *check])  # a plain run finds something
     assert findings([sys.executable, str(BOUNDS), "no-lint", "--", *check]) == []
-    # The floor must not pay for libcst anywhere (the rules, the pool's start, the index's guards).
-    probe = (
-        "import runpy, sys\n"
-        f"sys.argv = [{str(BOUNDS)!r}, 'no-lint', '--', *{check!r}]\n"
-        "try:\n"
-        f"    runpy.run_path({str(BOUNDS)!r}, run_name='__main__')\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print('libcst' in sys.modules, file=sys.stderr)\n"
+    # The floor must not pay for libcst anywhere (the rules, the pools' start, the index's guards),
+    # in this process or a worker: every import is listed (-X importtime, inherited by the workers).
+    run = subprocess.run(
+        [sys.executable, "-X", "importtime", str(BOUNDS), "no-lint", "--", *check],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
-    run = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=False)
-    assert run.stderr.strip().splitlines()[-1] == "False", run.stderr
+    imported = [line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")]
+    assert "gpulint.linter.run.runner" in imported  # (the listing is there)
+    assert not [name for name in imported if name.split(".")[0] == "libcst"], run.stderr[-2000:]

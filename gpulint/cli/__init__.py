@@ -201,8 +201,8 @@ def _unknown_command(word: str) -> NoReturn:
 def console() -> NoReturn:
     """The `gpulint` command (and `python -m gpulint`): `main`, then leave the process without
     tearing the interpreter down.  Freeing every module and object one by one at exit -- libcst's
-    hundreds of node classes, the rules, the project index -- took about a tenth of a second-long
-    run (0.01 s) and does nothing for a process that is about to end; mypy leaves the same way.
+    hundreds of node classes, the rules, the project index -- took 0.02 s of a 0.27 s one-file
+    run and does nothing for a process that is about to end; mypy leaves the same way.
     Nothing of gpulint's runs at exit, and the pools are shut down before `main` returns; what is
     buffered for standard output and error is written first.  `main` itself exits normally: a
     program or a test that calls it keeps its interpreter."""

@@ -325,7 +325,8 @@ def without_comments(code: str) -> str:
     """`code` without its comments and line continuations (a backslash ending a line), everything
     else as written: its tokens' text, as Python's tokenize module would give them, but in one
     regular-expression pass instead of ten times slower pure Python.  (The rules search this text
-    for mentions; they need no tokens.)"""
+    for mentions; they need no tokens.)  Python 3.12's f-strings may nest their own quote: one
+    that holds a `#` inside such a nested string loses the rest of its line here."""
     return _STRING_OR_COMMENT.sub(_keep_strings, code)
 
 

@@ -73,10 +73,11 @@ def test_the_command_writes_everything_before_it_leaves(project):
     [("sys.exit(3)", 3, ""), ("sys.exit('gpulint: stopped')", 1, "gpulint: stopped\n"), ("sys.exit()", 0, "")],
 )
 def test_console_writes_what_is_buffered_and_passes_the_code_on(ending, code, stderr):
+    # ... and runs the atexit handlers a normal exit would (a local rule may register one).
     program = (
-        "import sys\n"
+        "import atexit, sys\n"
         "from gpulint import cli\n"
-        f"def main():\n    sys.stdout.write('x' * 100)\n    {ending}\n"
+        f"def main():\n    atexit.register(sys.stdout.write, '!')\n    sys.stdout.write('x' * 100)\n    {ending}\n"
         "cli.main = main\n"
         "cli.console()\n"
     )
@@ -84,7 +85,7 @@ def test_console_writes_what_is_buffered_and_passes_the_code_on(ending, code, st
     run = subprocess.run(
         [sys.executable, "-c", program], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60
     )
-    assert (run.returncode, run.stdout, run.stderr) == (code, "x" * 100, stderr)
+    assert (run.returncode, run.stdout, run.stderr) == (code, "x" * 100 + "!", stderr)
 
 
 def test_main_exits_by_raising_so_a_caller_keeps_its_process(project, capsys):

@@ -20,6 +20,8 @@ from __future__ import annotations
 import ast
 import re
 
+from gpulint.linter.analysis.ast_names import dotted_name
+
 MAX_LENGTH = 200
 # Letters, digits, spaces, dots, commas, parentheses and arithmetic: no quotes, comments, newlines,
 # backslashes, brackets or keywords other than `or`/`and` can get through to the parser.
@@ -46,25 +48,13 @@ def check_worker_expression(text: str) -> None:
     _check(tree.body)
 
 
-def _dotted(node: ast.expr) -> str | None:
-    """`a.b.c` for a chain of names, None for anything else."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def _check(node: ast.expr) -> None:
     if isinstance(node, ast.Constant):
         if type(node.value) is not int:
             raise UnsafeExpression(f"the constant {node.value!r} is not an integer")
         return
     if isinstance(node, (ast.Name, ast.Attribute)):
-        name = _dotted(node)
+        name = dotted_name(node)
         if name is None:
             raise UnsafeExpression("attributes are allowed only on names")
         if any(part.startswith("__") for part in name.split(".")):
@@ -90,7 +80,7 @@ def _check(node: ast.expr) -> None:
 
 
 def _check_call(node: ast.Call) -> None:
-    function = _dotted(node.func)
+    function = dotted_name(node.func)
     if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
         raise UnsafeExpression(f"`{function}(...)` takes positional arguments only")
     if function in ("min", "max") and node.args:
@@ -110,7 +100,7 @@ def _check_call(node: ast.Call) -> None:
 def _is_affinity_call(node: ast.expr) -> bool:
     return (
         isinstance(node, ast.Call)
-        and _dotted(node.func) == "os.sched_getaffinity"
+        and dotted_name(node.func) == "os.sched_getaffinity"
         and not node.keywords
         and len(node.args) == 1
         and isinstance(node.args[0], ast.Constant)

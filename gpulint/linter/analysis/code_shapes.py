@@ -46,6 +46,7 @@ import ast
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from gpulint.linter.analysis.ast_names import last_name
 from gpulint.linter.analysis.vocabulary import (
     DEVICE_COPY_METHODS,
     HOST_BUILDERS,
@@ -175,17 +176,17 @@ class ShapeCollector:
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr in DEVICE_COPY_METHODS:
                 copied = _host_chain_start(func.value)
-                if isinstance(copied, ast.Call) and (name := _last_name(copied.func)) is not None:
+                if isinstance(copied, ast.Call) and (name := last_name(copied.func)) is not None:
                     self._copied_calls.add(name)
                 elif isinstance(copied, ast.Name):
                     self._copied_names.add(copied.id)
         elif isinstance(node, ast.Assign):
             targets = [target.id for target in node.targets if isinstance(target, ast.Name)]
             value = _host_chain_start(node.value)
-            if isinstance(value, ast.Call) and (name := _last_name(value.func)) is not None:
+            if isinstance(value, ast.Call) and (name := last_name(value.func)) is not None:
                 for target in targets:
                     self._assigned_calls.setdefault(target, set()).add(name)
-            elif _last_name(node.value) in HOST_BUILDERS:  # `zeros = torch.zeros`
+            elif last_name(node.value) in HOST_BUILDERS:  # `zeros = torch.zeros`
                 self._builder_aliases.update(targets)
         elif isinstance(node, ast.ImportFrom):
             self._builder_aliases.update(a.asname for a in node.names if a.asname and a.name in HOST_BUILDERS)
@@ -216,12 +217,6 @@ def _host_chain_start(expr: ast.expr) -> ast.expr:
             expr = expr.func.value
         else:
             return expr
-
-
-def _last_name(expr: ast.expr) -> str | None:
-    if isinstance(expr, ast.Attribute):
-        return expr.attr
-    return expr.id if isinstance(expr, ast.Name) else None
 
 
 def _imported(node: ast.alias) -> Iterable[str]:

@@ -23,6 +23,8 @@ import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from gpulint.linter.analysis.ast_names import dotted_name
+
 # Names of an interval's bounds: `step >= next_eval`, `it > last_log + every`.
 THROTTLE_NAME = re.compile(r"next|last|prev|interval|every|freq|period|log_at|eval_at|save_at", re.IGNORECASE)
 # Step counters: `step == n - 1` picks one step of the loop.
@@ -195,14 +197,7 @@ class _AstReader:
         return node.func, arguments
 
     def dotted(self, node: ast.AST) -> str | None:
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
-            return None
-        parts.append(node.id)
-        return ".".join(reversed(parts))
+        return dotted_name(node)
 
     def is_name(self, node: ast.AST) -> bool:
         return isinstance(node, (ast.Name, ast.Attribute)) or (

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from gpulint.linter.analysis.ast_names import dotted_name, last_name
 from gpulint.linter.analysis.intervals import AST_READER, is_interval_condition
 from gpulint.linter.analysis.parse_guard import index_tree
 from gpulint.linter.analysis.vocabulary import (
@@ -227,23 +228,6 @@ _MODULE_LEVEL = "<module>"
 _CUDA_TEXT = re.compile(r"(cuda|gpu)\b")  # a device string: "cuda", "cuda:0", "gpu"
 
 
-def _dotted(node: ast.AST) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
-def _last_name(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    return node.attr if isinstance(node, ast.Attribute) else None
-
-
 def _key(node: ast.AST) -> str | None:
     """`x`, or `self.x`: the names a summary tracks values under."""
     if isinstance(node, ast.Name):
@@ -260,7 +244,7 @@ def _handles_event(branch: list[ast.stmt]) -> bool:
         if isinstance(statement, (ast.Break, ast.Continue, ast.Return, ast.Raise)):
             return True
         if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-            if _dotted(statement.value.func) in EXIT_CALLS:
+            if dotted_name(statement.value.func) in EXIT_CALLS:
                 return True
     return False
 
@@ -440,7 +424,7 @@ class _Summarizer(ast.NodeVisitor):
     def _bind(self, target: ast.AST, value: ast.AST) -> None:
         key = _key(target)
         if isinstance(value, ast.Call):
-            callee = _dotted(value.func)
+            callee = dotted_name(value.func)
             if callee is None:
                 return
             if key is not None:
@@ -464,7 +448,7 @@ class _Summarizer(ast.NodeVisitor):
         values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
         for position, value in enumerate(values):
             index = position if isinstance(node.value, ast.Tuple) else None
-            if isinstance(value, ast.Call) and (callee := _dotted(value.func)) is not None:
+            if isinstance(value, ast.Call) and (callee := dotted_name(value.func)) is not None:
                 self.function.returns.append((index, callee))
             elif (key := _key(value)) is not None:
                 for callee in self.local_calls.get((self.function_names[-1], key), ()):
@@ -473,9 +457,9 @@ class _Summarizer(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         self.generic_visit(node)
         func = node.func
-        text = _dotted(func) or ""  # "": a callee no name reaches (`scaler.scale(loss).backward`)
+        text = dotted_name(func) or ""  # "": a callee no name reaches (`scaler.scale(loss).backward`)
         path = _shared(self.shared_paths, tuple(reversed(self.paths[-1])))
-        steps = isinstance(func, ast.Attribute) and is_step_method(func.attr, _last_name(func.value))
+        steps = isinstance(func, ast.Attribute) and is_step_method(func.attr, last_name(func.value))
         if not text and not steps:
             return
         function = self.function
@@ -569,7 +553,7 @@ class _Summarizer(ast.NodeVisitor):
             return self._holds_tensors(value.elt)
         if isinstance(value, (ast.List, ast.Tuple)):
             return bool(value.elts) and all(self._holds_tensors(element) for element in value.elts)
-        if not isinstance(value, ast.Call) or (callee := _dotted(value.func)) is None:
+        if not isinstance(value, ast.Call) or (callee := dotted_name(value.func)) is None:
             return False
         head, _, rest = callee.partition(".")
         target = self.summary.bindings.get(head)

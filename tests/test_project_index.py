@@ -11,6 +11,7 @@ import pytest
 from gpulint.linter.analysis.project import EMPTY_VIEW, ModuleSummary, summarize
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
+from gpulint.linter.run import project as project_module
 from gpulint.linter.run.project import RunIndex, module_identity
 from tests.helpers import run_cli
 
@@ -232,6 +233,55 @@ def test_packages_and_relative_imports_resolve_under_their_source_root(tmp_path)
     assert module_identity(package / "loop.py")[1] == "trainer.loop"
     index = RunIndex([package / "loop.py"])
     assert index.view(package / "helpers.py").per_step == {"log"}
+
+
+def _module_file_by_stat(root: Path, dotted: str) -> Path | None:
+    """What a lookup finds, asked of the file system one candidate at a time (the reference)."""
+    base = root.joinpath(*dotted.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def test_a_modules_file_is_found_as_the_file_system_says_reading_each_folder_once(tmp_path, monkeypatch):
+    root = tmp_path / "src"
+    for relative in ("pkg/__init__.py", "pkg/utils.py", "pkg/sub/__init__.py", "pkg/sub/deep.py", "nsp/mod.py"):
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text("")
+    (root / "pkg" / "odd.py").mkdir()  # a folder named like a module file is not one
+    (root / "pkg" / "nested").mkdir()  # a folder without an __init__.py is no package
+    (root / "linked.py").symlink_to(root / "pkg" / "utils.py")
+    (root / "dangling.py").symlink_to(root / "missing.py")
+    (root / "pkg" / "loop").symlink_to(root / "pkg" / "loop")  # a link to itself
+    names = [
+        "pkg", "pkg.utils", "pkg.sub", "pkg.sub.deep", "pkg.sub.missing", "pkg.odd", "pkg.nested", "nsp",
+        "nsp.mod", "linked", "dangling", "pkg.loop", "pkg.loop.x", "missing.pkg", "pkg.utils.attr", "torch.nn",
+    ]  # fmt: skip
+    listed: list[str] = []
+    scandir = project_module.os.scandir
+    monkeypatch.setattr(project_module.os, "scandir", lambda path: listed.append(path) or scandir(path))
+    folders = project_module.Folders()
+    for name in names:
+        assert project_module._module_file(root, name, folders) == _module_file_by_stat(root, name), name
+    assert sorted(listed) == sorted(set(listed))  # (each folder listed once)
+    assert str(root / "pkg" / "sub") in listed and str(root / "torch") not in listed
+
+
+def test_a_modules_identity_is_the_same_from_listed_folders(tmp_path):
+    package = tmp_path / "proj" / "trainer" / "loops"
+    package.mkdir(parents=True)
+    for folder in (package, package.parent):
+        (folder / "__init__.py").write_text("")
+    (package / "epoch.py").write_text("")
+    folders = project_module.Folders()
+    expected = (f"{tmp_path / 'proj'}|trainer.loops.epoch", "trainer.loops.epoch", False)
+    assert module_identity(package / "epoch.py") == module_identity(package / "epoch.py", folders) == expected
+    assert module_identity(package / "__init__.py", folders) == (
+        f"{tmp_path / 'proj'}|trainer.loops",
+        "trainer.loops",
+        True,
+    )
 
 
 def test_summaries_go_through_plain_data_and_refuse_anything_else():

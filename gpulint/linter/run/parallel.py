@@ -204,13 +204,16 @@ def _init_summary_worker(cache) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (as _init_worker)
     gc.set_threshold(*LINT_COLLECTOR_THRESHOLDS)
+    from gpulint.linter.run.project import Folders
+
     _worker["cache"] = cache
+    _worker["folders"] = Folders()  # (what the folders above the modules hold, listed once per worker)
 
 
 def _summarize(item: tuple[Path, int | None]):
     from gpulint.linter.run.project import summarize_file
 
-    return summarize_file(item[0], item[1], _worker["cache"])
+    return summarize_file(item[0], item[1], _worker["cache"], _worker["folders"])
 
 
 def summarize_files(

@@ -3,7 +3,9 @@ and the findings a view makes appear in the module it is about."""
 
 from __future__ import annotations
 
+import os
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from gpulint.linter.analysis.project import EMPTY_VIEW, ModuleSummary, summarize
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
 from gpulint.linter.run import project as project_module
+from gpulint.linter.run import stamps
 from gpulint.linter.run.project import RunIndex, module_identity
 from tests.helpers import run_cli
 
@@ -263,9 +266,66 @@ def test_a_modules_file_is_found_as_the_file_system_says_reading_each_folder_onc
     monkeypatch.setattr(project_module.os, "scandir", lambda path: listed.append(path) or scandir(path))
     folders = project_module.Folders()
     for name in names:
-        assert project_module._module_file(root, name, folders) == _module_file_by_stat(root, name), name
+        found = project_module._module_file(str(root), name, folders)
+        assert (Path(found) if found else None) == _module_file_by_stat(root, name), name
     assert sorted(listed) == sorted(set(listed))  # (each folder listed once)
     assert str(root / "pkg" / "sub") in listed and str(root / "torch") not in listed
+
+
+def _made_long_ago(*folders: Path) -> None:
+    """Folders whose modification time is an hour old (their listings can be trusted at once)."""
+    for folder in folders:
+        os.utime(folder, ns=(time.time_ns() - 3600 * 10**9,) * 2)
+
+
+def test_the_next_index_keeps_only_the_listings_of_folders_that_did_not_change(tmp_path, monkeypatch):
+    monkeypatch.setattr(stamps, "RACY_MARGIN_NS", 0)  # (the status-change time of a new folder is now)
+    still, changed = tmp_path / "still", tmp_path / "changed"
+    for folder in (still, changed):
+        folder.mkdir()
+        (folder / "a.py").write_text("")
+    _made_long_ago(still, changed)
+    first = project_module.Folders()
+    assert first.has_file(str(still), "a.py") and first.has_file(str(changed), "a.py")
+    (changed / "b.py").write_text("")  # (a new entry: the folder's modification time is now)
+    listed: list[str] = []
+    scandir = project_module.os.scandir
+    monkeypatch.setattr(project_module.os, "scandir", lambda path: listed.append(path) or scandir(path))
+    kept = first.unchanged()
+    assert kept.has_file(str(still), "a.py") and kept.has_file(str(changed), "b.py")
+    assert listed == [str(changed)]
+
+
+def test_a_folder_changed_just_before_it_was_listed_is_listed_again(tmp_path, monkeypatch):
+    folder = tmp_path / "fresh"
+    folder.mkdir()
+    # A file system whose clock ticks too coarsely to tell the listing from the write after it:
+    # the folder's stat data, changed just now, stays the same.
+    tick = time.time_ns()
+    monkeypatch.setattr(project_module, "stamp_of", lambda path: (0, tick, 1, tick))
+    first = project_module.Folders()
+    assert not first.has_file(str(folder), "late.py")
+    (folder / "late.py").write_text("")
+    assert first.unchanged().has_file(str(folder), "late.py")
+
+
+def test_an_edit_sees_a_module_created_since_the_last_index(tmp_path, monkeypatch):
+    monkeypatch.setattr(stamps, "RACY_MARGIN_NS", 0)
+    package = tmp_path / "proj" / "trainer"
+    package.mkdir(parents=True)
+    (tmp_path / "proj" / "pyproject.toml").write_text("")
+    (package / "__init__.py").write_text("")
+    loop = package / "loop.py"
+    loop.write_text(
+        "import torch\nfrom trainer.helpers import log\n\nfor b in loader:\n    loss = model(b)\n"
+        "    loss.backward()\n    opt.step()\n    log(loss)\n"
+    )
+    _made_long_ago(package, package.parent, tmp_path)
+    first = RunIndex([loop], project=[loop])
+    assert first.view(package / "helpers.py") is EMPTY_VIEW  # (no such module yet)
+    (package / "helpers.py").write_text("def log(loss):\n    print(loss.item())\n")
+    again = RunIndex([loop], project=[loop], previous=first)  # (found through the import: a folder listing)
+    assert again.view(package / "helpers.py").per_step == {"log"}
 
 
 def test_a_modules_identity_is_the_same_from_listed_folders(tmp_path):

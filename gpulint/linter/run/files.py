@@ -63,11 +63,12 @@ class PathError:
 
 class Walk(NamedTuple):
     """A folder's discovery, as a run made it: the folder as named, the exclude patterns and the
-    folder they are relative to, the files found."""
+    folder they are relative to, the files found and their real paths (in the same order)."""
 
     top: Path
     patterns: tuple[list[str], Path]
     files: list[Path]
+    reals: list[str]
 
 
 # A .gitignore larger than this is not one a person wrote; it is not read.

@@ -18,7 +18,8 @@ from `summarize` (stdlib `ast`), or from the run's cache when the file's bytes a
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,7 +28,8 @@ from gpulint.linter.analysis import parse_guard
 from gpulint.linter.analysis.project import EMPTY_VIEW, ModuleSummary, ModuleView, ProjectIndex, summarize
 from gpulint.linter.project import project_root
 from gpulint.linter.run.cache import content_hash
-from gpulint.linter.run.files import Walk, discover, read_source
+from gpulint.linter.run.files import Walk, discover_real, read_source
+from gpulint.linter.run.stamps import UNKNOWN, Stamp, recordable, stamp_of
 
 if TYPE_CHECKING:
     from gpulint.linter.run.cache import ResultCache
@@ -46,10 +48,11 @@ def project_files(
     files: Iterable[Path],
     excludes_for: Callable[[Path], tuple[list[str], Path]],
     walks: dict[Path, Walk] | None = None,
-) -> tuple[list[Path], list[str]]:
-    """The Python files of the projects `files` belong to, and warnings about projects too large to
-    index.  `excludes_for(root)`: the exclude patterns that apply under a project root and the
-    folder they are relative to (the root's configuration).  `walks`: the walks the run already
+) -> tuple[dict[Path, str], list[str]]:
+    """The Python files of the projects `files` belong to, each with its real path (the walk knows
+    it: `RunIndex` takes it instead of resolving the file again), and warnings about projects too
+    large to index.  `excludes_for(root)`: the exclude patterns that apply under a project root and
+    the folder they are relative to (the root's configuration).  `walks`: the walks the run already
     made, by the real path of the folder walked; one of a root with the root's patterns is taken
     instead of walking it again (a run over the project's root)."""
     # The root of a file that is not a symbolic link is its folder's: found once per folder.
@@ -60,23 +63,27 @@ def project_files(
         elif path.parent not in by_folder:
             by_folder[path.parent] = project_root(path.parent)
     roots = sorted({root for root in by_folder.values() if root is not None})
-    found: list[Path] = []
+    found: dict[Path, str] = {}
     warnings: list[str] = []
     for root in roots:
         exclude, relative_to = excludes_for(root)
         walk = walks.get(root) if walks is not None else None
         if walk is not None and walk.patterns == (exclude, relative_to):
-            walked = [root / path.relative_to(walk.top) for path in walk.files]  # (as a walk of `root` names them)
+            # (as a walk of `root` names them)
+            walked = [
+                (root / path.relative_to(walk.top), real) for path, real in zip(walk.files, walk.reals, strict=True)
+            ]
         else:
-            walked, _unreadable = discover([root], exclude, relative_to)  # (a lint of those paths reports them)
-        python = [path for path in walked if path.suffix == ".py"]
+            reals, _unreadable = discover_real([root], exclude, relative_to)  # (a lint of those paths reports them)
+            walked = sorted(((path, real) for real, path in reals.items()), key=lambda item: item[0].as_posix())
+        python = [(path, real) for path, real in walked if path.suffix == ".py"]
         if len(python) > MAX_PROJECT_FILES:
             warnings.append(
                 f"{root}: more than {MAX_PROJECT_FILES} Python files; the project index reads only the "
                 "modules the linted files import (a pyproject.toml in each package narrows the project)"
             )
             continue
-        found.extend(python)
+        found.update(python)
     return found, warnings
 
 
@@ -87,24 +94,30 @@ class Folders:
     `pkg/utils/__init__.py`, and for each folder above a module whether it holds an `__init__.py`:
     a stat each, a third of the time litgpt's index took to solve (about 1,200 lookups).  As in
     Python's own import system, a name matches an entry exactly, on a case-insensitive file system
-    too; a folder that cannot be listed holds nothing."""
+    too; a folder that cannot be listed holds nothing.
+
+    An editor builds its project's index again on every edit: `unchanged()` hands the next index
+    the listings of the folders whose stat data has not changed since they were listed (adding,
+    removing or renaming an entry changes a folder's; run/stamps.py says what stat data can and
+    cannot tell)."""
 
     def __init__(self) -> None:
-        self._listed: dict[str, dict[str, os.DirEntry[str]]] = {}
+        self._listed: dict[str, tuple[Stamp, dict[str, os.DirEntry[str]]]] = {}
 
-    def _entry(self, folder: Path, name: str) -> os.DirEntry[str] | None:
-        key = str(folder)
-        listed = self._listed.get(key)
+    def _entry(self, folder: str, name: str) -> os.DirEntry[str] | None:
+        listed = self._listed.get(folder)
         if listed is None:
+            started = time.time_ns()
+            stamp = recordable(stamp_of(folder), started)  # (before the listing: a change after it shows)
             try:
-                with os.scandir(key) as entries:
-                    listed = {entry.name: entry for entry in entries}
+                with os.scandir(folder) as entries:
+                    listed = stamp, {entry.name: entry for entry in entries}
             except OSError:
-                listed = {}
-            self._listed[key] = listed
-        return listed.get(name)
+                listed = UNKNOWN, {}
+            self._listed[folder] = listed
+        return listed[1].get(name)
 
-    def has_file(self, folder: Path, name: str) -> bool:
+    def has_file(self, folder: str, name: str) -> bool:
         """Whether `folder/name` is a file (or a link to one)."""
         entry = self._entry(folder, name)
         try:
@@ -112,13 +125,28 @@ class Folders:
         except OSError:  # (a link whose target cannot be stat'ed)
             return False
 
-    def has_folder(self, folder: Path, name: str) -> bool:
+    def has_folder(self, folder: str, name: str) -> bool:
         """Whether `folder/name` is a folder (or a link to one)."""
         entry = self._entry(folder, name)
         try:
             return entry is not None and entry.is_dir()
         except OSError:
             return False
+
+    def __len__(self) -> int:
+        """How many folders are listed."""
+        return len(self._listed)
+
+    def unchanged(self) -> Folders:
+        """These listings, less those of folders whose stat data changed since (or that changed
+        too shortly before they were listed to tell), for the next index of the same project."""
+        kept = Folders()
+        kept._listed = {
+            folder: listed
+            for folder, listed in self._listed.items()
+            if listed[0] != UNKNOWN and stamp_of(folder) == listed[0]
+        }
+        return kept
 
 
 def module_identity(path: Path, folders: Folders | None = None) -> tuple[str, str, bool]:
@@ -129,7 +157,7 @@ def module_identity(path: Path, folders: Folders | None = None) -> tuple[str, st
     package = path.name == "__init__.py"
     parts = [] if package else [path.stem]
     folder = path.parent
-    while folder.parent != folder and folders.has_file(folder, "__init__.py"):
+    while folder.parent != folder and folders.has_file(str(folder), "__init__.py"):
         parts.insert(0, folder.name)
         folder = folder.parent
     dotted = ".".join(parts)
@@ -180,19 +208,19 @@ def summarize_file(
     return Summarized(source_hash, key, summary, measured)
 
 
-def _module_file(root: Path, dotted: str, folders: Folders) -> Path | None:
-    """The file of module `dotted` under `root` (`pkg/utils.py` or `pkg/utils/__init__.py`), if it
-    is there."""
+def _module_file(root: str, dotted: str, folders: Folders) -> str | None:
+    """The file of module `dotted` under the folder `root` (`pkg/utils.py` or
+    `pkg/utils/__init__.py`), if it is there."""
     *packages, name = dotted.split(".")
     folder = root
     for package in packages:
         if not folders.has_folder(folder, package):
             return None
-        folder = folder / package
+        folder = os.path.join(folder, package)
     if folders.has_file(folder, f"{name}.py"):
-        return folder / f"{name}.py"
-    if folders.has_folder(folder, name) and folders.has_file(folder / name, "__init__.py"):
-        return folder / name / "__init__.py"
+        return os.path.join(folder, f"{name}.py")
+    if folders.has_folder(folder, name) and folders.has_file(os.path.join(folder, name), "__init__.py"):
+        return os.path.join(folder, name, "__init__.py")
     return None
 
 
@@ -208,7 +236,8 @@ class RunIndex:
     settings' `is_test_file`): their loops make no library code per step.  `sources` holds texts
     that replace what is on disk (an editor's unsaved document).  With the same summaries, test
     modules and paths as `previous` (an edit that changed no call, loop or import), its solved
-    index is reused."""
+    index is reused.  `real_paths`: the real paths of files a walk found (`project_files`), which
+    are not resolved again."""
 
     def __init__(
         self,
@@ -219,19 +248,24 @@ class RunIndex:
         project: Iterable[Path] = (),
         sources: dict[Path, bytes] | None = None,
         previous: RunIndex | None = None,
+        real_paths: Mapping[Path, str] | None = None,
     ) -> None:
         self._summary_of = cached_summary or (
             lambda path, source, dotted, package, budget: summarize(source, dotted, package, budget)
         )
-        self._resolved: dict[Path, Path] = {}  # (resolve)
-        self._folders = Folders()
+        self._resolved: dict[Path, Path] = {path: Path(real) for path, real in (real_paths or {}).items()}  # (resolve)
+        self._folders: Folders = previous._folders.unchanged() if previous is not None else Folders()
         sources = {self.resolve(path): text for path, text in (sources or {}).items()}
         own = [path for path in files if path.suffix == ".py"]
         # Queued last, popped first: the run's own files, then their projects'.
         queue = [*project, *own]
         budgeted = {self.resolve(path) for path in queue}
         self.modules: dict[Path, str] = {}  # resolved path -> module id
-        self._imports: dict[tuple[Path, str], Path | None] = {}  # (source root, module name) -> its file
+        # (source root, module name) -> its file; what the last index found, while every folder it
+        # listed is as it was (an editor's next edit)
+        self._imports: dict[tuple[str, str], Path | None] = (
+            dict(previous._imports) if previous is not None and len(self._folders) == len(previous._folders) else {}
+        )
         summaries: dict[str, ModuleSummary] = {}
         followed = 0
         while queue:
@@ -251,7 +285,7 @@ class RunIndex:
             if summary is None:
                 continue
             summaries[module_id] = summary
-            root = Path(module_id.partition("|")[0])
+            root = module_id.partition("|")[0]
             for imported in set(summary.bindings.values()):
                 found = self._imported_file(root, imported)
                 if found is not None and found not in self.modules and followed < MAX_FOLLOWED_MODULES:
@@ -269,7 +303,7 @@ class RunIndex:
         reused = previous.index if previous is not None and previous._solved_from == self._solved_from else None
         self.index: ProjectIndex = reused if reused is not None else ProjectIndex(summaries, test_modules, shown)
 
-    def _imported_file(self, root: Path, dotted: str) -> Path | None:
+    def _imported_file(self, root: str, dotted: str) -> Path | None:
         """`pkg.utils.clip` -> root/pkg/utils.py, resolved (the longest prefix that is a module
         file); remembered, as the modules of a project import the same names again and again."""
         parts = dotted.split(".")
@@ -277,7 +311,7 @@ class RunIndex:
             key = (root, ".".join(parts[:cut]))
             if key not in self._imports:
                 found = _module_file(root, key[1], self._folders)
-                self._imports[key] = self.resolve(found) if found is not None else None
+                self._imports[key] = self.resolve(Path(found)) if found is not None else None
             if self._imports[key] is not None:
                 return self._imports[key]
         return None

@@ -87,8 +87,10 @@ class _ProjectViews:
         self.files = files
         self.cache = cache
         self.jobs = jobs
-        self.real_paths = real_paths or {}  # (the run's files' real paths, from discovery)
+        # The real paths of the run's files and of their projects' (from the walks), which the
+        # index would otherwise resolve again, a system call per folder of each path.
         self.project, too_large = project_files(files, excludes_for, walks)
+        self.real_paths = {**self.project, **(real_paths or {})}
         warnings.extend(printable(line) for line in too_large)
         self.max_nodes = settings_for(files[0]).max_syntax_nodes if files else None
         # Which modules are test code, by the settings of the project each belongs to.
@@ -195,7 +197,7 @@ class _ProjectViews:
             summarized[str(path)] = (source_hash, key)
             return summary
 
-        index = RunIndex(self.files, summary_of, self.max_nodes, self.is_test, self.project)
+        index = RunIndex(self.files, summary_of, self.max_nodes, self.is_test, self.project, real_paths=self.real_paths)
         views = [index.view(path) if path.suffix == ".py" else None for path in self.files]
         if self.cache is not None and self._index_key:
             own = {self._real(path): view for path, view in zip(self.files, views, strict=True) if view}
@@ -259,8 +261,9 @@ def _discover(
         real_files, path_errors = discover_real([path], settings.exclude, settings.root)
         in_order = sorted(real_files.items(), key=lambda item: item[1].as_posix())
         if os.path.isdir(path) and not path_errors:
+            patterns = (settings.exclude, settings.root)
             walks.setdefault(
-                Path(os.path.realpath(path)), Walk(path, (settings.exclude, settings.root), [f for _, f in in_order])
+                Path(os.path.realpath(path)), Walk(path, patterns, [f for _, f in in_order], [r for r, _ in in_order])
             )
         for real, file in in_order:
             found.setdefault(real, file)

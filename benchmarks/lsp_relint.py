@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/lsp_relint.py                      # a ~300-line file made of fixtures
     .venv/bin/python benchmarks/lsp_relint.py --file train.py --edits 40
+    .venv/bin/python benchmarks/lsp_relint.py --file repo/pkg/train.py --in-project --no-fixit --burst 0
 
 Starts the real server process, opens the file, then makes edits as a person typing would: each one
 inserts or removes a comment line in the middle of the file (an incremental change), and the time
@@ -10,6 +11,12 @@ Beside it, in the same run: the bare `libcst.parse_module` of the file (the floo
 pays per keystroke), gpulint's in-process lint of it (what the server adds on top is the protocol),
 and the same edits in Fixit's language server (`fixit lsp`, from the `bench` extra, when present).
 Target: median re-lint < 150 ms for a 300-line file.
+
+By default the file is copied alone into a temporary folder.  With `--in-project` it is opened where
+it is, so that every re-lint also builds the project index of its repository, as in an editor (the
+file on disk is not changed: the edits are the editor's, in memory; the server keeps the modules'
+summaries in a `.gpulint_cache` folder of the workspace, the project's root, as it does for an
+editor).
 
 Then a burst: `--burst` edits (default 1,000) sent as fast as the client can write them, and the
 time from the last one to the diagnostics of the final version (the lag an editor shows after a
@@ -177,7 +184,12 @@ def main() -> int:
     parser.add_argument("--edits", type=int, default=30, help="timed edits (after 3 untimed ones)")
     parser.add_argument("--no-fixit", action="store_true", help="leave out Fixit's language server")
     parser.add_argument("--burst", type=int, default=1000, help="edits sent at once (0: no burst)")
+    parser.add_argument(
+        "--in-project", action="store_true", help="open --file where it is, in its project (not a copy alone)"
+    )
     args = parser.parse_args()
+    if args.in_project and not args.file:
+        parser.error("--in-project needs --file")
 
     text = args.file.read_text(encoding="utf-8") if args.file else default_text()
     lines = text.splitlines(keepends=True)
@@ -190,9 +202,15 @@ def main() -> int:
     from gpulint.server.engine_adapter import Projects
 
     with tempfile.TemporaryDirectory(prefix="gpulint-lsp-bench-") as folder:
-        root = Path(folder)
-        path = root / "train.py"
-        path.write_text(text, encoding="utf-8")
+        if args.in_project:
+            from gpulint.linter.project import project_root
+
+            path = args.file.resolve()
+            root = project_root(path.parent) or path.parent  # (the workspace an editor would open)
+        else:
+            root = Path(folder)
+            path = root / "train.py"
+            path.write_text(text, encoding="utf-8")
         project = Projects().for_path(path)
         parse = timed(lambda: libcst.parse_module(text), max(5, args.edits // 3))
         lint = timed(lambda: project.lint(text, str(path)), max(5, args.edits // 3))

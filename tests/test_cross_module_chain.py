@@ -278,3 +278,47 @@ def test_a_call_after_other_text_on_its_line_is_placed_in_code_points(project, c
     (project / "train.py").write_text(TRAIN.replace("step(optimizer, loss)", 'print("Δé", step(optimizer, loss))'))
     log_loss = next(f for f in _json(capsys, "--no-cache") if f["location"]["row"] == LOG_LOSS_ROW)
     assert log_loss["related"][0]["location"] == {"row": 14, "column": 21}  # after `print("Δé", `
+
+
+def _index(project: Path, sources: dict[Path, bytes] | None = None, previous=None):
+    from gpulint.linter.run.project import RunIndex
+
+    files = [project / name for name in ("train.py", "utils.py", "model.py", "data.py")]
+    return RunIndex([project / "utils.py"], project=files, sources=sources, previous=previous)
+
+
+@pytest.mark.parametrize("edited", ["train.py", "utils.py"])
+def test_an_edit_that_moves_lines_keeps_the_solution_and_names_the_new_lines(project, monkeypatch, edited):
+    """An editor re-indexes the project on every edit; one that only adds or removes lines moves
+    calls and loops without changing what is per step: the index is not solved again, and the
+    chains say where the calls are now, as a fresh index does."""
+    from gpulint.linter.analysis.project import ProjectIndex
+
+    first = _index(project)
+    solved: list[int] = []
+    solve = ProjectIndex._solve
+    monkeypatch.setattr(ProjectIndex, "_solve", lambda self: solved.append(1) or solve(self))
+    moved = {project / edited: b"# two lines\n# added above\n" + (project / edited).read_bytes()}
+    again = _index(project, moved, previous=first)
+    assert solved == []
+    fresh = _index(project, moved)
+    assert solved == [1]
+    utils = project / "utils.py"
+    assert again.view(utils) == fresh.view(utils) != first.view(utils)
+    assert ("via utils.py:19" if edited == "utils.py" else "called from train.py:16") in str(
+        again.view(utils).to_data()
+    )
+
+
+def test_an_edit_that_changes_a_call_is_solved_again(project, monkeypatch):
+    from gpulint.linter.analysis.project import ProjectIndex
+
+    first = _index(project)
+    solved: list[int] = []
+    solve = ProjectIndex._solve
+    monkeypatch.setattr(ProjectIndex, "_solve", lambda self: solved.append(1) or solve(self))
+    changed = {project / "train.py": TRAIN.replace("step(optimizer, loss)", "optimizer.step()").encode()}
+    again = _index(project, changed, previous=first)
+    assert solved == [1]
+    utils = project / "utils.py"
+    assert again.view(utils) == _index(project, changed).view(utils) != first.view(utils)

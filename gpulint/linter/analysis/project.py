@@ -33,6 +33,7 @@ run (`train.py` in each) never mix.
 from __future__ import annotations
 
 import ast
+import copy
 import hashlib
 import json
 import re
@@ -148,6 +149,11 @@ class ModuleSummary:
             "in_memory_datasets": sorted(self.in_memory_datasets),
         }
 
+    def moved_from(self, other: ModuleSummary) -> bool:
+        """Whether this summary is `other` with its calls and loops on other lines or columns (an
+        edit that added or removed lines around them): equal in all the index solves from."""
+        return _positionless(self.to_data()) == _positionless(other.to_data())
+
     @classmethod
     def from_data(cls, data: Any) -> ModuleSummary | None:
         """A summary from `to_data`'s shape; None for anything else (a cache entry of another
@@ -191,6 +197,18 @@ class ModuleSummary:
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
+
+
+def _positionless(data: dict[str, Any]) -> dict[str, Any]:
+    """A summary's data (`to_data`) without where its calls and loops are."""
+    return {
+        **data,
+        "functions": {
+            name: {**function, "calls": [call[:4] for call in function["calls"]]}
+            for name, function in data["functions"].items()
+        },
+        "loop_lines": sorted(data["loop_lines"]),
+    }
 
 
 def _shared(seen: dict[tuple[Step, ...], tuple[Step, ...]], path: tuple[Step, ...]) -> tuple[Step, ...]:
@@ -757,6 +775,33 @@ class ProjectIndex:
         self.returns: dict[Function, set[str]] = {}
         self.reiterated: dict[str, set[tuple[str, int | None]]] = {}  # module id -> (qualname, position)
         self._solve()
+
+    def moved(self, summaries: dict[str, ModuleSummary]) -> ProjectIndex | None:
+        """This index for `summaries` that differ from its own only in where calls and loops are
+        (ModuleSummary.moved_from: an editor's edit that added or removed lines): what it solved
+        holds as it is, and the chains name the new lines.  None when they differ otherwise."""
+        if summaries.keys() != self.summaries.keys():
+            return None
+        now: dict[int, CallSite] = {}  # id() of a call site of this index's summaries -> the same call now
+        for module_id, summary in summaries.items():
+            before = self.summaries[module_id]
+            if summary is before or summary == before:
+                continue
+            if not summary.moved_from(before):
+                return None
+            for qualname, function in before.functions.items():
+                for site, moved in zip(function.calls, summary.functions[qualname].calls, strict=True):
+                    now[id(site)] = moved
+        index = copy.copy(self)  # (the solved sets are shared: nothing changes them after the solve)
+        index.summaries = summaries  # (the chains read the loops' lines from them)
+        index._per_step_because = {
+            function: (caller, now.get(id(site), site)) for function, (caller, site) in self._per_step_because.items()
+        }
+        index._elsewhere_because = {
+            function: (caller, now.get(id(site), site), elsewhere)
+            for function, (caller, site, elsewhere) in self._elsewhere_because.items()
+        }
+        return index
 
     # -- resolution -----------------------------------------------------------------------------
     def resolve(self, module_id: str, text: str, cls: str | None = None) -> Function | None:

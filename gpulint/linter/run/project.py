@@ -236,8 +236,9 @@ class RunIndex:
     settings' `is_test_file`): their loops make no library code per step.  `sources` holds texts
     that replace what is on disk (an editor's unsaved document).  With the same summaries, test
     modules and paths as `previous` (an edit that changed no call, loop or import), its solved
-    index is reused.  `real_paths`: the real paths of files a walk found (`project_files`), which
-    are not resolved again."""
+    index is reused; with summaries that differ only in where calls and loops are (an edit that
+    added or removed lines), its solution is (ProjectIndex.moved).  `real_paths`: the real paths
+    of files a walk found (`project_files`), which are not resolved again."""
 
     def __init__(
         self,
@@ -300,8 +301,19 @@ class RunIndex:
         for resolved, module_id in self.modules.items():
             shown.setdefault(module_id, display_path(resolved))
         self._solved_from = (summaries, test_modules, shown)
-        reused = previous.index if previous is not None and previous._solved_from == self._solved_from else None
-        self.index: ProjectIndex = reused if reused is not None else ProjectIndex(summaries, test_modules, shown)
+        self.index: ProjectIndex = self._solved(previous)
+
+    def _solved(self, previous: RunIndex | None) -> ProjectIndex:
+        """The solved index: the previous one when nothing it was solved from changed, or only
+        where calls and loops are (an edit that added or removed lines); else solved again."""
+        summaries, test_modules, shown = self._solved_from
+        if previous is not None and previous._solved_from[1:] == (test_modules, shown):
+            if previous._solved_from[0] == summaries:
+                return previous.index
+            moved = previous.index.moved(summaries)
+            if moved is not None:
+                return moved
+        return ProjectIndex(summaries, test_modules, shown)
 
     def _imported_file(self, root: str, dotted: str) -> Path | None:
         """`pkg.utils.clip` -> root/pkg/utils.py, resolved (the longest prefix that is a module

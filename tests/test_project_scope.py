@@ -215,3 +215,64 @@ def test_a_linked_file_belongs_to_the_project_of_the_file_it_links_to(tmp_path):
     (tmp_path / "one" / "linked.py").symlink_to(tmp_path / "two" / "two_module.py")
     found, _ = project_files([tmp_path / "one" / "train.py", tmp_path / "one" / "linked.py"], lambda root: ([], root))
     assert sorted(path.name for path in found) == ["one_module.py", "train.py", "two_module.py"]
+
+
+@pytest.fixture
+def walked_tree(tmp_path, monkeypatch):
+    """A project whose folders and .gitignore were last changed an hour ago, and a counter of the
+    walks `project_files` makes of it."""
+    import os
+    import time
+
+    from gpulint.linter.run import files
+
+    for relative, text in (
+        ("pyproject.toml", ""),
+        (".gitignore", "ignored.py\n"),
+        ("pkg/a.py", ""),
+        ("pkg/ignored.py", ""),
+        ("pkg/sub/b.py", ""),
+        ("env/pyvenv.cfg", ""),
+        ("env/lib.py", ""),
+    ):
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(text)
+    hour_ago = time.time_ns() - 3600 * 10**9
+    for path in [tmp_path / ".gitignore", *(p for p in tmp_path.rglob("*") if p.is_dir()), tmp_path]:
+        os.utime(path, ns=(hour_ago, hour_ago))
+    walks: list[Path] = []
+    walk = files._walk
+    monkeypatch.setattr(files, "_walk", lambda top, *args: walks.append(top) or walk(top, *args))
+    return tmp_path, walks
+
+
+def _project(root: Path, remembered: dict) -> list[str]:
+    from gpulint.linter.run.project import project_files
+
+    found, _ = project_files([root / "pkg" / "a.py"], lambda r: ([], r), remembered=remembered)
+    return sorted(path.relative_to(root).as_posix() for path in found)
+
+
+def test_an_unchanged_project_is_not_walked_again_and_any_change_is_seen(walked_tree, monkeypatch):
+    from gpulint.linter.run import stamps
+
+    monkeypatch.setattr(stamps, "RACY_MARGIN_NS", 0)  # (the status-change times are recent: see the next test)
+    root, walks = walked_tree
+    remembered: dict = {}
+    assert _project(root, remembered) == ["pkg/a.py", "pkg/sub/b.py"]
+    assert _project(root, remembered) == ["pkg/a.py", "pkg/sub/b.py"] and len(walks) == 1
+    (root / "pkg" / "sub" / "c.py").write_text("")  # a new file
+    assert _project(root, remembered) == ["pkg/a.py", "pkg/sub/b.py", "pkg/sub/c.py"] and len(walks) == 2
+    (root / ".gitignore").write_text("ignored.py\nc.py\n")  # a .gitignore edited in place
+    assert _project(root, remembered) == ["pkg/a.py", "pkg/sub/b.py"] and len(walks) == 3
+    (root / "env" / "pyvenv.cfg").unlink()  # no longer a virtual environment
+    assert _project(root, remembered) == ["env/lib.py", "pkg/a.py", "pkg/sub/b.py"] and len(walks) == 4
+
+
+def test_a_project_changed_just_before_its_walk_is_walked_again(walked_tree):
+    root, walks = walked_tree
+    (root / "pkg" / "sub" / "c.py").write_text("")  # (within two seconds: the clock may not tell the next change)
+    remembered: dict = {}
+    _project(root, remembered)
+    _project(root, remembered)
+    assert len(walks) == 2

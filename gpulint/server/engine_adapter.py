@@ -32,7 +32,7 @@ from gpulint.linter.run.add_suppressions import suppress_source
 from gpulint.linter.run.cache import ResultCache, content_hash, default_cache_dir
 from gpulint.linter.run.outcome import RunOptions
 from gpulint.linter.run.process import process_source
-from gpulint.linter.run.project import RunIndex, project_files
+from gpulint.linter.run.project import RememberedWalk, RunIndex, project_files
 from gpulint.linter.run.safe_files import format_size
 from gpulint.rules import find_rule
 from gpulint.rules.docs import rule_markdown, rule_url
@@ -140,6 +140,7 @@ class Project:
         # (raises SettingsError)
         self.settings = load_settings(config_file, facts_file, load_local_rules=allow_local_rules)
         self._last_index: RunIndex | None = None  # the project index of the last lint (reused while it holds)
+        self._walks: dict[Path, RememberedWalk] = {}  # the project roots' walks (project_files)
 
     @functools.cached_property
     def linter(self) -> Linter:
@@ -234,7 +235,9 @@ class Project:
         if path.suffix != ".py" or not path.is_absolute():
             return None
         settings = self.settings
-        others, _too_large = project_files([path], lambda root: (settings.exclude, settings.root))
+        others, _too_large = project_files(
+            [path], lambda root: (settings.exclude, settings.root), remembered=self._walks
+        )
         index = RunIndex(
             [path],
             self._summary,

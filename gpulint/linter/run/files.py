@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     import pathspec
 
 from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES, kind_of, read_regular_file
+from gpulint.linter.run.stamps import UNKNOWN, Stamp, recordable, stamp_of
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
 SKIPPED_DIRS = frozenset(
@@ -79,11 +81,30 @@ def _is_virtualenv(directory: Path) -> bool:
     return os.path.isfile(directory / "pyvenv.cfg")  # False, not an error, when unreadable
 
 
+class WalkStamps:
+    """What a walk read besides the files it found -- each folder it listed or skipped as a
+    virtual environment, each .gitignore -- with its stat data as the walk read it.  While none of
+    it changed, a walk of the same folder with the same patterns finds the same files (adding,
+    removing or renaming an entry changes its folder's stat data; run/stamps.py says what stat
+    data can and cannot tell): an editor's index walks its project again on every edit."""
+
+    def __init__(self) -> None:
+        self.started = time.time_ns()
+        self.stamps: dict[str, Stamp] = {}
+
+    def note(self, path: Path) -> None:
+        self.stamps[str(path)] = recordable(stamp_of(path), self.started)
+
+    def unchanged(self) -> bool:
+        return all(stamp != UNKNOWN and stamp_of(path) == stamp for path, stamp in self.stamps.items())
+
+
 class _IgnoreRules:
     """Stacked .gitignore specs: each applies to paths below the folder that holds it."""
 
-    def __init__(self, exclude: list[str], root: Path) -> None:
+    def __init__(self, exclude: list[str], root: Path, noted: WalkStamps | None = None) -> None:
         self.specs: list[tuple[Path, pathspec.PathSpec]] = []
+        self.noted = noted
         if exclude:
             self.specs.append((root.resolve(), _gitignore_spec(exclude)))
 
@@ -93,6 +114,8 @@ class _IgnoreRules:
         try:
             if not stat.S_ISREG(os.lstat(gitignore).st_mode):
                 return 0  # git does not follow a .gitignore that is a symbolic link either
+            if self.noted is not None:
+                self.noted.note(gitignore)
             text = read_regular_file(gitignore, _GITIGNORE_MAX_BYTES)
         except OSError:
             return 0
@@ -127,9 +150,10 @@ def discover(
 
 
 def discover_real(
-    paths: list[Path], exclude: list[str] | None = None, root: Path | None = None
+    paths: list[Path], exclude: list[str] | None = None, root: Path | None = None, noted: WalkStamps | None = None
 ) -> tuple[dict[str, Path], list[PathError]]:
-    """`discover`'s files by their real paths (which the run needs again), unsorted."""
+    """`discover`'s files by their real paths (which the run needs again), unsorted; `noted` gets
+    what the walks read besides them."""
     files: dict[str, Path] = {}
     errors: list[PathError] = []
     rules = None  # built for the first directory walked
@@ -142,7 +166,7 @@ def discover_real(
         if stat.S_ISREG(mode):
             files.setdefault(os.path.realpath(path), path)
         elif stat.S_ISDIR(mode):
-            rules = rules or _IgnoreRules(exclude or [], root or Path.cwd())
+            rules = rules or _IgnoreRules(exclude or [], root or Path.cwd(), noted)
             for found, real in _walk(path, rules, errors):
                 files.setdefault(str(real), found)
         else:
@@ -177,6 +201,8 @@ def _walk(top: Path, rules: _IgnoreRules, errors: list[PathError]) -> Iterator[t
             errors.append(PathError(str(directory), "folder reached twice (a bind mount?); skipped"))
             return
         seen_dirs.add(key)
+        if rules.noted is not None:
+            rules.noted.note(directory)  # (before the listing: a change during it shows next time)
         pushed = rules.load(directory, resolved)
         try:
             try:
@@ -193,11 +219,11 @@ def _walk(top: Path, rules: _IgnoreRules, errors: list[PathError]) -> Iterator[t
                 if stat.S_ISLNK(mode):
                     continue
                 if stat.S_ISDIR(mode):
-                    if (
-                        entry.name in SKIPPED_DIRS
-                        or _is_virtualenv(child)
-                        or rules.ignored(resolved / entry.name, True)
-                    ):
+                    if entry.name in SKIPPED_DIRS or rules.ignored(resolved / entry.name, True):
+                        continue
+                    if _is_virtualenv(child):
+                        if rules.noted is not None:
+                            rules.noted.note(child)  # (no longer one once its pyvenv.cfg is gone)
                         continue
                     yield from visit(child, resolved / entry.name)
                 elif entry.name.endswith(SOURCE_SUFFIXES) and not rules.ignored(resolved / entry.name, False):

@@ -22,13 +22,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from gpulint.linter.analysis import parse_guard
 from gpulint.linter.analysis.project import EMPTY_VIEW, ModuleSummary, ModuleView, ProjectIndex, summarize
 from gpulint.linter.project import project_root
 from gpulint.linter.run.cache import content_hash
-from gpulint.linter.run.files import Walk, discover_real, read_source
+from gpulint.linter.run.files import Walk, WalkStamps, discover_real, read_source
 from gpulint.linter.run.stamps import UNKNOWN, Stamp, recordable, stamp_of
 
 if TYPE_CHECKING:
@@ -48,13 +48,17 @@ def project_files(
     files: Iterable[Path],
     excludes_for: Callable[[Path], tuple[list[str], Path]],
     walks: dict[Path, Walk] | None = None,
+    remembered: dict[Path, RememberedWalk] | None = None,
 ) -> tuple[dict[Path, str], list[str]]:
     """The Python files of the projects `files` belong to, each with its real path (the walk knows
     it: `RunIndex` takes it instead of resolving the file again), and warnings about projects too
     large to index.  `excludes_for(root)`: the exclude patterns that apply under a project root and
     the folder they are relative to (the root's configuration).  `walks`: the walks the run already
     made, by the real path of the folder walked; one of a root with the root's patterns is taken
-    instead of walking it again (a run over the project's root)."""
+    instead of walking it again (a run over the project's root).  `remembered`: the walks of the
+    roots by an earlier call, kept there by this one; one with the same patterns is taken while
+    nothing it read changed (files.WalkStamps: an editor's index of the same project, edit after
+    edit)."""
     # The root of a file that is not a symbolic link is its folder's: found once per folder.
     by_folder: dict[Path, Path | None] = {}
     for path in files:
@@ -68,14 +72,21 @@ def project_files(
     for root in roots:
         exclude, relative_to = excludes_for(root)
         walk = walks.get(root) if walks is not None else None
+        kept = remembered.get(root) if remembered is not None else None
         if walk is not None and walk.patterns == (exclude, relative_to):
             # (as a walk of `root` names them)
             walked = [
                 (root / path.relative_to(walk.top), real) for path, real in zip(walk.files, walk.reals, strict=True)
             ]
+        elif kept is not None and kept.patterns == (exclude, relative_to) and kept.stamps.unchanged():
+            walked = kept.found
         else:
-            reals, _unreadable = discover_real([root], exclude, relative_to)  # (a lint of those paths reports them)
+            noted = WalkStamps() if remembered is not None else None
+            # (a lint of the paths it cannot read reports them)
+            reals, _unreadable = discover_real([root], exclude, relative_to, noted)
             walked = sorted(((path, real) for real, path in reals.items()), key=lambda item: item[0].as_posix())
+            if remembered is not None and noted is not None:
+                remembered[root] = RememberedWalk((exclude, relative_to), walked, noted)
         python = [(path, real) for path, real in walked if path.suffix == ".py"]
         if len(python) > MAX_PROJECT_FILES:
             warnings.append(
@@ -85,6 +96,15 @@ def project_files(
             continue
         found.update(python)
     return found, warnings
+
+
+class RememberedWalk(NamedTuple):
+    """A project root's walk for `project_files`: the patterns it applied, the files it found
+    (with their real paths) and what else it read."""
+
+    patterns: tuple[list[str], Path]
+    found: list[tuple[Path, str]]
+    stamps: WalkStamps
 
 
 class Folders:

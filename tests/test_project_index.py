@@ -328,6 +328,52 @@ def test_an_edit_sees_a_module_created_since_the_last_index(tmp_path, monkeypatc
     assert again.view(package / "helpers.py").per_step == {"log"}
 
 
+@pytest.fixture
+def edited_project(tmp_path, monkeypatch):
+    """An editor's project: `loop.py` (the open document) runs `helpers.log` every step; every file
+    and folder last changed an hour ago; the files the index reads from disk are listed."""
+    package = tmp_path / "proj" / "trainer"
+    package.mkdir(parents=True)
+    (tmp_path / "proj" / "pyproject.toml").write_text("")
+    (package / "__init__.py").write_text("")
+    helpers = package / "helpers.py"
+    helpers.write_text("def log(loss):\n    print(loss.item())\n")
+    loop = package / "loop.py"
+    loop.write_text("from trainer.helpers import log\n\nfor b in loader:\n    loss.backward()\n    log(loss)\n")
+    _made_long_ago(*package.iterdir(), package, package.parent)
+    read: list[Path] = []
+    read_source = project_module.read_source
+    monkeypatch.setattr(project_module, "read_source", lambda path: read.append(path) or read_source(path))
+    return loop, helpers, read
+
+
+def _edit(loop: Path, previous: RunIndex | None = None) -> RunIndex:
+    document = {loop: loop.read_bytes() + b"# typed\n"}  # (the editor's text, not on disk)
+    return RunIndex([loop], project=[loop, loop.parent / "helpers.py"], sources=document, previous=previous)
+
+
+def test_an_edit_reads_again_only_the_files_that_changed_on_disk(edited_project, monkeypatch):
+    monkeypatch.setattr(stamps, "RACY_MARGIN_NS", 0)
+    loop, helpers, read = edited_project
+    first = _edit(loop)
+    assert helpers in read and first.view(helpers).per_step == {"log"}
+    read.clear()
+    again = _edit(loop, first)
+    assert read == [] and again.view(helpers).per_step == {"log"}
+    helpers.write_text("def other(loss):\n    print(loss.item())\n")  # (saved by another program)
+    third = _edit(loop, again)
+    assert read == [helpers] and third.view(helpers).per_step == frozenset()
+
+
+def test_a_file_changed_just_before_it_was_read_is_read_again(edited_project):
+    loop, helpers, read = edited_project
+    helpers.write_text("def log(loss):\n    print(loss)\n")  # (just now: the clock may not tell the next write)
+    first = _edit(loop)
+    read.clear()
+    _edit(loop, first)
+    assert helpers in read
+
+
 def test_a_modules_identity_is_the_same_from_listed_folders(tmp_path):
     package = tmp_path / "proj" / "trainer" / "loops"
     package.mkdir(parents=True)

@@ -244,6 +244,17 @@ def _module_file(root: str, dotted: str, folders: Folders) -> str | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class _ReadModule:
+    """A module file as an index read it: its stat data just before (UNKNOWN when it had changed
+    too shortly before to tell), its identity (`module_identity`), the node budget and the summary."""
+
+    stamp: Stamp
+    identity: tuple[str, str, bool]
+    budget: int | None
+    summary: ModuleSummary | None
+
+
 class RunIndex:
     """The project index over a run's Python files, the other files of their projects
     (`project_files`) and the modules they import.
@@ -287,6 +298,12 @@ class RunIndex:
         self._imports: dict[tuple[str, str], Path | None] = (
             dict(previous._imports) if previous is not None and len(self._folders) == len(previous._folders) else {}
         )
+        # Each module as this index read it, for the next: an unchanged file (by its stat data) in
+        # unchanged folders is neither read nor identified again (an editor's next edit).
+        self._read: dict[Path, _ReadModule] = {}
+        read_before = previous._read if previous is not None else {}
+        folders_as_before = previous is not None and len(self._folders) == len(previous._folders)
+        started = time.time_ns()
         summaries: dict[str, ModuleSummary] = {}
         followed = 0
         while queue:
@@ -294,15 +311,30 @@ class RunIndex:
             resolved = self.resolve(path)
             if resolved in self.modules:
                 continue
-            module_id, dotted, package = module_identity(resolved, self._folders)
+            budget = max_nodes if resolved in budgeted else None
+            stamp = stamp_of(resolved) if resolved not in sources else None  # (before the read)
+            before = read_before.get(resolved)
+            if before is not None and (before.budget, before.stamp) != (budget, stamp):
+                before = None  # (changed since, too shortly before to tell, or another budget: read again)
+            identity = (
+                before.identity
+                if before is not None and folders_as_before
+                else module_identity(resolved, self._folders)
+            )
+            module_id, dotted, package = identity
             self.modules[resolved] = module_id
             if module_id in summaries:
                 continue
-            try:
-                source = sources[resolved] if resolved in sources else read_source(resolved)
-            except OSError:
-                continue
-            summary = self._summary_of(resolved, source, dotted, package, max_nodes if resolved in budgeted else None)
+            if before is not None and before.identity == identity:
+                summary = before.summary
+            else:
+                try:
+                    source = sources[resolved] if resolved in sources else read_source(resolved)
+                except OSError:
+                    continue
+                summary = self._summary_of(resolved, source, dotted, package, budget)
+            if stamp is not None:
+                self._read[resolved] = _ReadModule(recordable(stamp, started), identity, budget, summary)
             if summary is None:
                 continue
             summaries[module_id] = summary
@@ -317,9 +349,19 @@ class RunIndex:
         )
         from gpulint.linter.run.process import display_path  # (the engine, which a run has loaded)
 
+        # Each module's path as findings show it (relative to the working folder, as the last
+        # index of the same working folder had it).
+        self._display_cwd = os.getcwd()
+        self._displayed: dict[Path, str] = (
+            previous._displayed if previous is not None and previous._display_cwd == self._display_cwd else {}
+        )
+        displayed = self._displayed
         shown: dict[str, str] = {}  # module id -> its path as findings show paths
         for resolved, module_id in self.modules.items():
-            shown.setdefault(module_id, display_path(resolved))
+            if module_id not in shown:
+                if resolved not in displayed:
+                    displayed[resolved] = display_path(resolved)
+                shown[module_id] = displayed[resolved]
         self._solved_from = (summaries, test_modules, shown)
         self.index: ProjectIndex = self._solved(previous)
 

@@ -191,6 +191,10 @@ def _walk(top: Path, rules: _IgnoreRules, errors: list[PathError]) -> Iterator[t
     # child's real path is its folder's and its name: only `top` is resolved (resolving every
     # path, a system call per component, was a third of a warm run's discovery).
     def visit(directory: Path, resolved: Path) -> Iterator[tuple[Path, Path]]:
+        if rules.noted is not None:
+            # (before the listing: a change during it shows next time; a folder that cannot be
+            # stat'ed has no stat data, and the walk is made again every time while it has none)
+            rules.noted.note(directory)
         try:
             info = directory.stat()
         except OSError as exc:
@@ -201,8 +205,6 @@ def _walk(top: Path, rules: _IgnoreRules, errors: list[PathError]) -> Iterator[t
             errors.append(PathError(str(directory), "folder reached twice (a bind mount?); skipped"))
             return
         seen_dirs.add(key)
-        if rules.noted is not None:
-            rules.noted.note(directory)  # (before the listing: a change during it shows next time)
         pushed = rules.load(directory, resolved)
         try:
             try:

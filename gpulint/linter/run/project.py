@@ -293,16 +293,17 @@ class RunIndex:
         queue = [*project, *own]
         budgeted = {self.resolve(path) for path in queue}
         self.modules: dict[Path, str] = {}  # resolved path -> module id
-        # (source root, module name) -> its file; what the last index found, while every folder it
-        # listed is as it was (an editor's next edit)
+        # Every folder the last index listed is as it was (an editor's next edit): what the imports
+        # named and where each module sits are as it found them.
+        folders_as_before = previous is not None and len(self._folders) == len(previous._folders)
+        # (source root, module name) -> its file
         self._imports: dict[tuple[str, str], Path | None] = (
-            dict(previous._imports) if previous is not None and len(self._folders) == len(previous._folders) else {}
+            dict(previous._imports) if previous is not None and folders_as_before else {}
         )
-        # Each module as this index read it, for the next: an unchanged file (by its stat data) in
-        # unchanged folders is neither read nor identified again (an editor's next edit).
+        # Each module file as this index read it, for the next: one whose stat data is unchanged
+        # is not read or summarized again.
         self._read: dict[Path, _ReadModule] = {}
         read_before = previous._read if previous is not None else {}
-        folders_as_before = previous is not None and len(self._folders) == len(previous._folders)
         started = time.time_ns()
         summaries: dict[str, ModuleSummary] = {}
         followed = 0

@@ -5,6 +5,7 @@ The CLI runs in a subprocess (`python -m gpulint.runtime_check`, the same comman
 registers) with TMPDIR pointed at a fresh folder, so leftovers can be seen.
 """
 
+import atexit
 import hashlib
 import json
 import os
@@ -12,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,11 +31,27 @@ TWO_RUNS_OF_TEN = ("--runs", "2", "--steps", "10", "--warmup", "2")
 HISTORY_COMMANDS = {"profile", "verify", "scale", "history", "compare", "report"}
 
 
+# The child processes' temporary folders, removed when the tests end (see child_tmp).
+_CHILD_TMPS: list[str] = []
+atexit.register(lambda: [shutil.rmtree(folder, ignore_errors=True) for folder in _CHILD_TMPS])
+
+
+def child_tmp(tmp_path: Path) -> Path:
+    """The TMPDIR of the test's child processes, seen as tmp_path/tmp: a fresh folder with a short
+    path.  Python's multiprocessing makes Unix sockets in it (DataLoader workers hand their
+    batches over through one, torchrun's ranks too), and a socket's path has at most 107 bytes:
+    under pytest-xdist's tmp_path, once pytest's numbering passes pytest-99, the sockets could not
+    be made and the training runs hung."""
+    link = tmp_path / "tmp"
+    if not link.exists():
+        _CHILD_TMPS.append(tempfile.mkdtemp(prefix="gl-"))
+        link.symlink_to(_CHILD_TMPS[-1], target_is_directory=True)
+    return link.resolve()
+
+
 def gpulint(tmp_path, *args, timeout=300, env=None):
     """The CLI in a child process; the run history goes to tmp_path/history.db unless args say."""
-    tmp = tmp_path / "tmp"
-    tmp.mkdir(exist_ok=True)
-    env = dict(os.environ, TMPDIR=str(tmp), NO_COLOR="1", **(env or {}))
+    env = dict(os.environ, TMPDIR=str(child_tmp(tmp_path)), NO_COLOR="1", **(env or {}))
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     args = list(args)
     if args and args[0] in HISTORY_COMMANDS and not {"--history", "--no-history"} & set(args):

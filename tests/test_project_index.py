@@ -374,20 +374,30 @@ def test_a_file_changed_just_before_it_was_read_is_read_again(edited_project):
     assert helpers in read
 
 
-def test_a_modules_identity_is_the_same_from_listed_folders(tmp_path):
+def _identity_by_stat(path: Path) -> tuple[str, str, bool]:
+    """A module's identity, asked of the file system one `__init__.py` at a time (the reference)."""
+    package = path.name == "__init__.py"
+    parts = [] if package else [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return f"{folder}|{'.'.join(parts)}", ".".join(parts), package
+
+
+def test_a_modules_identity_is_what_the_file_system_says(tmp_path):
     package = tmp_path / "proj" / "trainer" / "loops"
     package.mkdir(parents=True)
     for folder in (package, package.parent):
         (folder / "__init__.py").write_text("")
     (package / "epoch.py").write_text("")
+    (tmp_path / "proj" / "script.py").write_text("")  # (a folder without __init__.py: its own root)
+    (package.parent / "__init__.py").rename(package.parent / "__init__.py.bak")  # a package above none
+    (package.parent / "__init__.py").mkdir()  # (a folder named like one is not one)
     folders = project_module.Folders()
-    expected = (f"{tmp_path / 'proj'}|trainer.loops.epoch", "trainer.loops.epoch", False)
-    assert module_identity(package / "epoch.py") == module_identity(package / "epoch.py", folders) == expected
-    assert module_identity(package / "__init__.py", folders) == (
-        f"{tmp_path / 'proj'}|trainer.loops",
-        "trainer.loops",
-        True,
-    )
+    for path in (package / "epoch.py", package / "__init__.py", tmp_path / "proj" / "script.py"):
+        assert module_identity(path, folders) == _identity_by_stat(path), path
+    assert module_identity(package / "epoch.py", folders) == (f"{package.parent}|loops.epoch", "loops.epoch", False)
 
 
 def test_summaries_go_through_plain_data_and_refuse_anything_else():

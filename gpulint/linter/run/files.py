@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import pathspec
 
 from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES, kind_of, read_regular_file
-from gpulint.linter.run.stamps import UNKNOWN, Stamp, recordable, stamp_of
+from gpulint.linter.run.stamps import Stamp, recordable, stamp_of, unchanged
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
 SKIPPED_DIRS = frozenset(
@@ -96,7 +96,7 @@ class WalkStamps:
         self.stamps[str(path)] = recordable(stamp_of(path), self.started)
 
     def unchanged(self) -> bool:
-        return all(stamp != UNKNOWN and stamp_of(path) == stamp for path, stamp in self.stamps.items())
+        return all(unchanged(path, stamp) for path, stamp in self.stamps.items())
 
 
 class _IgnoreRules:

@@ -29,7 +29,7 @@ from gpulint.linter.analysis.project import EMPTY_VIEW, ModuleSummary, ModuleVie
 from gpulint.linter.project import project_root
 from gpulint.linter.run.cache import content_hash
 from gpulint.linter.run.files import Walk, WalkStamps, discover_real, read_source
-from gpulint.linter.run.stamps import UNKNOWN, Stamp, recordable, stamp_of
+from gpulint.linter.run.stamps import UNKNOWN, Stamp, recordable, stamp_of, unchanged
 
 if TYPE_CHECKING:
     from gpulint.linter.run.cache import ResultCache
@@ -161,11 +161,7 @@ class Folders:
         """These listings, less those of folders whose stat data changed since (or that changed
         too shortly before they were listed to tell), for the next index of the same project."""
         kept = Folders()
-        kept._listed = {
-            folder: listed
-            for folder, listed in self._listed.items()
-            if listed[0] != UNKNOWN and stamp_of(folder) == listed[0]
-        }
+        kept._listed = {folder: listed for folder, listed in self._listed.items() if unchanged(folder, listed[0])}
         return kept
 
 

@@ -51,3 +51,8 @@ def recordable(stamp: Stamp | None, hashed_after_ns: int) -> Stamp:
     if stamp is None or max(stamp[1], stamp[3]) > hashed_after_ns - RACY_MARGIN_NS:
         return UNKNOWN
     return stamp
+
+
+def unchanged(path: str | os.PathLike, recorded: Stamp) -> bool:
+    """Whether a path's stat data is still `recorded` (never when that is UNKNOWN)."""
+    return recorded != UNKNOWN and stamp_of(path) == recorded

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,7 @@ HISTORY_COMMANDS = {"profile", "verify", "scale", "history", "compare", "report"
 
 # The child processes' temporary folders, removed when the tests end (see child_tmp).
 _CHILD_TMPS: list[str] = []
+_CHILD_TMPS_LOCK = threading.Lock()
 atexit.register(lambda: [shutil.rmtree(folder, ignore_errors=True) for folder in _CHILD_TMPS])
 
 
@@ -43,9 +45,10 @@ def child_tmp(tmp_path: Path) -> Path:
     under pytest-xdist's tmp_path, once pytest's numbering passes pytest-99, the sockets could not
     be made and the training runs hung."""
     link = tmp_path / "tmp"
-    if not link.exists():
-        _CHILD_TMPS.append(tempfile.mkdtemp(prefix="gl-"))
-        link.symlink_to(_CHILD_TMPS[-1], target_is_directory=True)
+    with _CHILD_TMPS_LOCK:  # (a test may run the CLI from threads: the nodes of one multi-node run)
+        if not link.exists():
+            _CHILD_TMPS.append(tempfile.mkdtemp(prefix="gl-"))
+            link.symlink_to(_CHILD_TMPS[-1], target_is_directory=True)
     return link.resolve()
 
 

@@ -16,10 +16,12 @@ import shutil
 import textwrap
 from pathlib import Path
 
+import libcst as cst
 import pytest
 
 from gpulint.linter import catalog
-from gpulint.linter.analysis.code_shapes import FACTORY_COPY, code_shapes
+from gpulint.linter.analysis.code_shapes import FACTORY_COPY, STEP_LOOP, code_shapes
+from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.project import CalleeFacts, ModuleView
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import IGNORE_TRIGGERS, Linter
@@ -37,7 +39,7 @@ def _passes_the_filter(rule: type[Rule], source: str) -> bool:
         tree = ast.parse(source)
     except SyntaxError:
         return True  # (no tree to read: the filter leaves the source to libcst)
-    return entry.may_fire(code_shapes(tree, entry.shapes()))
+    return entry.may_fire(code_shapes(tree, entry.shapes(), source))
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.code)
@@ -345,3 +347,84 @@ def test_a_module_whose_only_apply_is_a_modules_is_not_parsed_for_the_step_rules
         .lint_source(source, "helpers.py")
         .parsed
     )
+
+
+# -- code that may run per step (STEP_LOOP) -------------------------------------------------------
+def _steps_per_step(source: str) -> bool:
+    """STEP_LOOP's answer for a source."""
+    return STEP_LOOP in code_shapes(ast.parse(source), frozenset({STEP_LOOP}), source)
+
+
+def _model_runs_code_per_step(source: str) -> bool:
+    """The loop model's: a call in its step loops or per-step functions (the step call itself is
+    one), or a Lightning `training_step` (loops.LoopModel)."""
+    ctx = FileContext(cst.parse_module(source), "t.py", {}, frozenset({"Call"}))
+    loops = ctx.loops
+    return bool(loops.lightning_steps) or any(loops.per_step(call) for call in ctx.index.nodes("Call"))
+
+
+def _sources_with_loops() -> list[tuple[str, str]]:
+    """Every rule case, fixture and fixed script of the repository: (name, source)."""
+    found = [
+        (f"{rule.code} case {i}", case.source) for rule in RULES for i, case in enumerate(rule.VALID + rule.INVALID)
+    ]
+    for folder in (FIXTURES, SCRIPTS):
+        found += [(path.name, path.read_text()) for path in sorted(folder.rglob("*.py"))]
+    return found
+
+
+def test_step_loop_holds_wherever_the_loop_model_finds_code_run_per_step():
+    """STEP_LOOP must over-approximate the model (its per-step rules fire only where the model
+    finds per-step code); and it must rule some code out, or it is worth nothing."""
+    ruled_out = 0
+    for name, source in _sources_with_loops():
+        try:
+            ast.parse(source)
+        except SyntaxError:
+            continue
+        if _model_runs_code_per_step(source):
+            assert _steps_per_step(source), f"{name}: the loop model runs code per step, STEP_LOOP says not"
+        elif not _steps_per_step(source):
+            ruled_out += 1
+    assert ruled_out >= 50
+
+
+@pytest.mark.parametrize(
+    "code, steps",
+    [
+        ("for batch in loader:\n    loss.backward()\n", True),
+        ("loss.backward()\noptimizer.step()\n", False),  # straight-line: one step
+        ("def train_step(batch):\n    loss.backward()\n", True),  # a step function
+        ("def test_grads():\n    loss.backward()\n", False),  # a test takes one step
+        ("def test_grads():\n    def step():\n        loss.backward()\n", True),  # a function inside a test
+        ("class M(L.LightningModule):\n    def training_step(self, batch):\n        return 0\n", True),
+        ("f = lambda: loss.backward()\n", True),
+        # a loop that runs fewer than 20 steps, as literals say, in a test or the module: a smoke test
+        ("def test_fit():\n    for _ in range(3):\n        loss.backward()\n", False),
+        ("for flag in (True, False):\n    for i in enumerate([1, 2, 3]):\n        loss.backward()\n", False),
+        ("def test_fit():\n    for _ in range(20):\n        loss.backward()\n", True),
+        ("def test_fit():\n    for _ in range(4):\n        for _ in range(5):\n            loss.backward()\n", True),
+        ("def test_fit():\n    for _ in range(n):\n        loss.backward()\n", True),  # (not a literal)
+        ("from mylib import range\nfor _ in range(3):\n    loss.backward()\n", True),  # not the builtin
+        ("def test_fit():\n    while True:\n        loss.backward()\n", True),
+        # a test something here calls (it may run in a loop), or that also steps once outside its loop
+        ("def test_fit():\n    for _ in range(3):\n        loss.backward()\nfor _ in data:\n    test_fit()\n", True),
+        ("def test_fit():\n    loss.backward()\n    for _ in range(3):\n        loss.backward()\n", True),
+        # an `else:` runs once after the loop, not on each iteration
+        ("for _ in range(30):\n    for _ in ():\n        pass\n    else:\n        loss.backward()\n", True),
+        # a loop around a definition runs the definition, not the body
+        ("for _ in range(99):\n    def test_once():\n        loss.backward()\n", False),
+        # `.apply(` is a step only on what may be an optimizer
+        ("def init(model):\n    model.apply(init_weights)\n", False),
+        ("from torch import optim\ndef init(model):\n    model.apply(init_weights)\n", True),
+    ],
+)
+def test_step_loop_is_code_that_may_run_per_step(code, steps):
+    assert _steps_per_step(code) == steps
+    if not steps:
+        assert not _model_runs_code_per_step(code)  # (what the model says too)
+
+
+def test_step_loop_needs_the_source_to_call_a_loop_in_a_test_short():
+    code = "def test_fit():\n    for _ in range(3):\n        loss.backward()\n"
+    assert STEP_LOOP in code_shapes(ast.parse(code), frozenset({STEP_LOOP}))  # (no source: who calls it is unknown)

@@ -280,6 +280,7 @@ RULES: tuple[RuleInfo, ...] = (
         tokens=('.to(', '.cuda('),
         triggers=(
             ('.to(', '.cuda(', '.type('),
+            ('for ...: loss.backward()',),
         ),
         site_triggers=1,
         implementation='gpulint.rules.data_pipeline.blocking_h2d_copy:BlockingHostToDeviceCopy',
@@ -328,6 +329,9 @@ RULES: tuple[RuleInfo, ...] = (
             '`torch.nonzero(t).size(0)` -- the size of the result is only known on the GPU.'
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
+        triggers=(
+            ('for ...: loss.backward()',),
+        ),
         implementation='gpulint.rules.syncs.host_sync_in_loop:HostSyncInLoop',
     ),
     RuleInfo(
@@ -345,6 +349,7 @@ RULES: tuple[RuleInfo, ...] = (
         tokens=('.to(', '.cuda('),
         triggers=(
             ('.to(', '.cuda('),
+            ('for ...: loss.backward()',),
         ),
         site_triggers=1,
         implementation='gpulint.rules.syncs.model_transfer_in_loop:ModelTransferInLoop',
@@ -416,6 +421,7 @@ RULES: tuple[RuleInfo, ...] = (
         tokens=('synchronize',),
         triggers=(
             ('synchronize',),
+            ('for ...: loss.backward()',),
         ),
         site_triggers=1,
         implementation='gpulint.rules.syncs.synchronize_in_loop:SynchronizeInLoop',
@@ -439,6 +445,7 @@ RULES: tuple[RuleInfo, ...] = (
         tokens=('empty_cache',),
         triggers=(
             ('empty_cache',),
+            ('for ...: loss.backward()',),
         ),
         site_triggers=1,
         implementation='gpulint.rules.syncs.empty_cache_in_loop:EmptyCacheInLoop',
@@ -457,6 +464,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('takes training steps',),
         tokens=('eval', 'valid', 'test'),
+        triggers=(
+            ('for ...: loss.backward()',),
+        ),
         implementation='gpulint.rules.per_step.per_step_validation:PerStepValidation',
     ),
     RuleInfo(
@@ -477,6 +487,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('takes training steps',),
         tokens=('print', 'log', 'add_', 'wandb', 'mlflow'),
+        triggers=(
+            ('for ...: loss.backward()',),
+        ),
         implementation='gpulint.rules.per_step.per_step_logging:PerStepLogging',
     ),
     RuleInfo(
@@ -504,6 +517,7 @@ RULES: tuple[RuleInfo, ...] = (
                 'save_state',
                 'save_weights',
             ),
+            ('for ...: loss.backward()',),
         ),
         implementation='gpulint.rules.per_step.per_step_checkpoint:PerStepCheckpoint',
     ),
@@ -733,6 +747,14 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('.step(', 'optimizer_step', 'step', 'sync', 'update', 'update_grad'),
             ('.backward(', 'optimizer_step', 'step', 'sync', 'update', 'update_grad'),
+            (
+                'for ...: loss.backward()',
+                'optimizer_step=',
+                'step=',
+                'sync=',
+                'update=',
+                'update_grad=',
+            ),
         ),
         implementation='gpulint.rules.distributed.ddp_accumulation_sync:DdpAccumulationSync',
     ),
@@ -924,6 +946,9 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports tensorflow or keras', 'takes training steps'),
         tokens=('.numpy(', 'float(', 'int(', 'equal(', 'greater', 'less', 'logical_', 'reduce_a', 'is_'),
+        triggers=(
+            ('for ...: loss.backward()',),
+        ),
         implementation='gpulint.rules.tensorflow.tf_host_sync_in_loop:TfHostSyncInLoop',
     ),
     RuleInfo(

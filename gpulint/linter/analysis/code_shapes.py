@@ -14,6 +14,7 @@ A shape is written as the code it stands for:
                    parameter name
     ".item("       a method of that name called (`loss.item()`, `torch.cuda.synchronize()`)
     "float("       a plain name called (`float(loss)`)
+    "sync="        a keyword argument of that name in a call (`f(loss, sync=...)`)
     "for"          a `for` statement (or `async for`; not a comprehension's `for`)
     "while"        a `while` statement
 
@@ -35,6 +36,17 @@ and one for a tensor built on the host and copied to a device, where names alone
                    methods (`torch.arange(n)[None].float().cuda()`), or on a name some assignment of
                    the module gives such a value (`pos = torch.arange(n)` ... `pos.to(device)`).
 
+and one for code that may run on every training step by the loop model's reading (loops.py),
+whose shapes a module without a training loop holds too (a test's single `loss.backward()`):
+
+    "for ...: loss.backward()"   a call shaped like a step (`x.backward(`, `.step(`, `.gradient(`,
+                   `.apply_gradients(`, `.train_on_batch(`, `.manual_backward(`, `.apply(`:
+                   vocabulary.STEP_METHODS) anywhere but in straight-line code -- outside every loop --
+                   of the module or of a test function (`test*`: it checks behaviour once), or a
+                   `training_step` defined.  A module without one has no step loop, step function or
+                   Lightning step of its own (loops.LoopModel), so nothing in it runs per step unless
+                   another module runs it (the project's view of it: see Rule.site_triggers).
+
 Strings and comments hold none (an f-string's expressions are code and do).  The walk keeps only
 the shapes some trigger names (`wanted`): a module's set stays small, so the project index can keep
 it for every module between its parse and the module's lint.
@@ -43,6 +55,7 @@ it for every module between its parse and the module's lint.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -52,12 +65,17 @@ from gpulint.linter.analysis.vocabulary import (
     HOST_BUILDERS,
     HOST_TENSOR_METHODS,
     KINDS,
+    PASS_THROUGH_ITERATORS,
+    RANGES,
+    SHORT_LOOP_STEPS,
+    STEP_METHODS,
     is_step_method,
 )
 
 # (see the module docstring)
 OPTIMIZER_APPLY = "optimizer.apply("
 FACTORY_COPY = "torch.zeros(...).to("
+STEP_LOOP = "for ...: loss.backward()"
 # The identifiers a module's code holds wherever a value of it may be an optimizer: the last name
 # of each optimizer constructor (or module of them) the value analysis recognises -- its qualified
 # name is made of the code's own identifiers (`torch.optim.Adam`, `from torch import optim`).
@@ -66,9 +84,10 @@ _OPTIMIZER_IDENTIFIERS = frozenset(
 )
 
 
-def code_shapes(tree: ast.AST, wanted: frozenset[str]) -> frozenset[str]:
-    """The shapes of `wanted` that the module's code holds (see the module docstring)."""
-    collector = ShapeCollector(wanted)
+def code_shapes(tree: ast.AST, wanted: frozenset[str], source: bytes | str | None = None) -> frozenset[str]:
+    """The shapes of `wanted` that the module's code holds (see the module docstring); `source`,
+    the text `tree` was parsed from, as for ShapeCollector."""
+    collector = ShapeCollector(wanted, source)
     handlers = collector.handlers
     for node in ast.walk(tree):
         handler = handlers.get(type(node))
@@ -83,7 +102,9 @@ class ShapeCollector:
     `handlers[type(node)]` on the nodes of the types that can hold a shape: the walk visits every
     node, and a call on each of them cost as much as CPython's parse (measured)."""
 
-    def __init__(self, wanted: frozenset[str]) -> None:
+    def __init__(self, wanted: frozenset[str], source: bytes | str | None = None) -> None:
+        """`source`: the bytes the tree was parsed from, if known (STEP_LOOP can then tell a test
+        function nothing in the module calls)."""
         self._wanted = wanted
         self._found: set[str] = set()
         # For OPTIMIZER_APPLY: an `.apply(` call on a receiver not named like an optimizer, and an
@@ -98,10 +119,14 @@ class ShapeCollector:
         self._copied_names: set[str] = set()
         self._assigned_calls: dict[str, set[str]] = {}
         self._builder_aliases: set[str] = set()
+        # For STEP_LOOP (decided at the end: a step function may be defined below its loop).
+        self._steps = _StepPlaces(source) if STEP_LOOP in wanted else None
         # The shapes worth a look: those wanted, and what OPTIMIZER_APPLY is decided from.
         watched = set(wanted)
         if self._looks_for_apply:
-            watched |= {".apply(", *_OPTIMIZER_IDENTIFIERS}
+            watched.add(".apply(")
+        if self._looks_for_apply or self._steps is not None:
+            watched |= _OPTIMIZER_IDENTIFIERS
         self._watched = frozenset(watched)
         # Calls by the name called: `.item(` -> "item" among the methods, `float(` -> "float".
         self._methods = frozenset(shape[1:-1] for shape in watched if shape.startswith(".") and shape.endswith("("))
@@ -132,6 +157,8 @@ class ShapeCollector:
         handlers = {node_type: one(shape_of) for node_type, shape_of in _SHAPE_BY_TYPE.items()}
         handlers.update((node_type, several(shapes_of)) for node_type, shapes_of in _SHAPES_BY_TYPE.items())
         handlers[ast.Call] = self._call
+        if any(shape.endswith("=") for shape in watched):  # (a keyword argument: its name, and its name with "=")
+            handlers[ast.keyword] = several(lambda node: (node.arg, f"{node.arg}=") if node.arg else ())
         if self._looks_for_copies:
             import_from = handlers[ast.ImportFrom]
             handlers[ast.Assign] = self._copies
@@ -141,22 +168,27 @@ class ShapeCollector:
                 self._copies(node)
 
             handlers[ast.ImportFrom] = import_from_and_aliases
+        if self._steps is not None:
+            steps = self._steps
+            for node_type, place in steps.placers().items():
+                handlers[node_type] = _both(handlers[node_type], place) if node_type in handlers else place
         return handlers
 
     def _note(self, shape: str, node: ast.AST) -> None:
         if shape in self._wanted:
             self._found.add(shape)
-        if self._looks_for_apply:
-            if shape == ".apply(":
-                self._apply(node)
-            elif shape in _OPTIMIZER_IDENTIFIERS:
-                self._names_optimizer = True
+        if self._looks_for_apply and shape == ".apply(":
+            self._apply(node)
+        elif shape in _OPTIMIZER_IDENTIFIERS:
+            self._names_optimizer = True
 
     def _call(self, node: ast.Call) -> None:
         func = node.func
         if isinstance(func, ast.Attribute):
             if func.attr in self._methods:
                 self._note(f".{func.attr}(", node)
+            if self._steps is not None and func.attr in STEP_METHODS:
+                self._steps.step_shaped(node)
         elif isinstance(func, ast.Name) and func.id in self._functions:
             self._note(f"{func.id}(", node)
         if self._looks_for_copies:
@@ -192,6 +224,8 @@ class ShapeCollector:
             self._builder_aliases.update(a.asname for a in node.names if a.asname and a.name in HOST_BUILDERS)
 
     def found(self) -> frozenset[str]:
+        if self._steps is not None and self._steps.may_run_per_step(self._names_optimizer):
+            self._found.add(STEP_LOOP)
         if self._other_apply and self._names_optimizer:
             self._found.add(OPTIMIZER_APPLY)
         if self._looks_for_copies:
@@ -201,6 +235,168 @@ class ShapeCollector:
             ):
                 self._found.add(FACTORY_COPY)
         return frozenset(self._found)
+
+
+Span = tuple[tuple[int, int], tuple[int, int]]  # (line, column) of a node's start, and of its end
+
+
+def _span(node: Any) -> Span:
+    return (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
+
+
+def _within(inner: Span, outer: Span) -> bool:
+    return outer[0] <= inner[0] and inner[1] <= outer[1]
+
+
+def _scope_span(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda) -> Span:
+    """A scope's span with its decorators, which libcst's tree holds in the definition as well."""
+    decorators = getattr(node, "decorator_list", None)
+    start, end = _span(node)
+    return (_span(decorators[0])[0] if decorators else start), end
+
+
+def _both(first: Callable[[Any], None], second: Callable[[Any], None]) -> Callable[[Any], None]:
+    def handle(node: ast.AST) -> None:
+        first(node)
+        second(node)
+
+    return handle
+
+
+class _StepPlaces:
+    """STEP_LOOP, from where the step-shaped calls, the loops and the scopes of a module are (an
+    `ast` node has no parent: the walk records spans, and nodes nest).  It over-approximates the
+    loop model (loops.LoopModel), which decides with the values of the module what is a step:
+
+    * a step call in a function that is no test function (pytest's `test*`), a lambda or a class
+      body may make a step function, or a step loop there: the module may run code per step;
+    * one outside every loop of the module, or of a test function, takes one step: no step loop;
+    * one in a loop of the module, or of a test function nothing in the module names, that runs
+      fewer than SHORT_LOOP_STEPS times as literals say (`for _ in range(3)`, `for x in (a, b)`,
+      through `enumerate`, `zip`...: a subset of what LoopModel.iterations reads) is in a short
+      step loop, which the model does not count -- unless the function also steps outside its
+      loops (the model then takes it for a hook a framework calls per step);
+    * `.apply(` is a step only where the module may hold an optimizer (OPTIMIZER_APPLY's reading).
+    """
+
+    def __init__(self, source: bytes | str | None) -> None:
+        self._source = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
+        self._calls: list[Span] = []
+        self._applies: list[Span] = []  # `.apply(` on a receiver not named like an optimizer
+        # (loop, what runs each iteration, what a `for` iterates: counted at the end, when every
+        # import is known)
+        self._loops: list[tuple[Span, Span, ast.expr | None]] = []
+        self._scopes: list[tuple[Span, str | None]] = []  # (scope, the name of a test function)
+        self._training_step = False
+        self._imported: set[str] = set()  # names imports bind (`range` imported is not the builtin)
+
+    def placers(self) -> dict[type, Callable[[Any], None]]:
+        """The walk's handlers that record where things are."""
+        return {
+            ast.For: self._loop,
+            ast.AsyncFor: self._loop,
+            ast.While: self._loop,
+            ast.FunctionDef: self._function,
+            ast.AsyncFunctionDef: self._function,
+            ast.Lambda: self._scope,
+            ast.ClassDef: self._scope,
+            ast.alias: self._alias,
+        }
+
+    def step_shaped(self, call: ast.Call) -> None:
+        func = call.func
+        assert isinstance(func, ast.Attribute)
+        if func.attr == "apply" and not is_step_method("apply", last_name(func.value)):
+            self._applies.append(_span(call))
+        else:
+            self._calls.append(_span(call))
+
+    def _loop(self, node: ast.For | ast.AsyncFor | ast.While) -> None:
+        first = node.test if isinstance(node, ast.While) else node.body[0]
+        each_iteration = ((first.lineno, first.col_offset), _span(node.body[-1])[1])
+        self._loops.append((_span(node), each_iteration, None if isinstance(node, ast.While) else node.iter))
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if node.name == "training_step":
+            self._training_step = True
+        self._scopes.append((_scope_span(node), node.name if node.name.startswith("test") else None))
+
+    def _scope(self, node: ast.Lambda | ast.ClassDef) -> None:
+        self._scopes.append((_scope_span(node), None))
+
+    def _alias(self, node: ast.alias) -> None:
+        self._imported.add(node.asname or node.name.partition(".")[0])
+
+    def may_run_per_step(self, names_optimizer: bool) -> bool:
+        calls = self._calls + self._applies if names_optimizer else self._calls
+        return self._training_step or any(self._may_step(call, calls) for call in calls)
+
+    def _may_step(self, call: Span, calls: list[Span]) -> bool:
+        scope = self._innermost_scope(call)
+        test_name = None  # (of the test function the call is in; None: the module's code)
+        if scope is not None:
+            if scope[1] is None:
+                return True  # a function that is no test, a lambda, a class body
+            test_name = scope[1]
+        floor = scope[0][0] if scope is not None else (0, 0)  # (a loop around the scope runs its definition)
+        loops = [loop for loop in self._loops if floor < loop[0][0] and _within(call, loop[0])]
+        if not loops:
+            return False  # straight-line code of the module or of a test function: one step
+        if scope is not None and test_name is not None:
+            if self._source is None or _mentions(self._source, test_name) != 1:
+                return True  # a test function something here may call or pass on
+            if any(self._innermost_scope(other) is scope and not self._runs_in_a_loop(other, scope) for other in calls):
+                return True  # a test that also steps outside its loops: a hook to the model
+        runs = 1
+        for _, each_iteration, iterated in loops:
+            if _within(call, each_iteration):
+                count = None if iterated is None else _literal_length(iterated, self._imported)
+                if count is None:
+                    return True
+                runs *= count
+        return runs >= SHORT_LOOP_STEPS
+
+    def _innermost_scope(self, span: Span) -> tuple[Span, str | None] | None:
+        innermost = None
+        for scope in self._scopes:
+            if _within(span, scope[0]) and (innermost is None or scope[0][0] > innermost[0][0]):
+                innermost = scope
+        return innermost
+
+    def _runs_in_a_loop(self, span: Span, scope: tuple[Span, str | None]) -> bool:
+        """Whether a loop of `scope` runs `span` on each iteration (loops.loop_around)."""
+        return any(scope[0][0] < loop[0][0] and _within(span, loop[1]) for loop in self._loops)
+
+
+def _mentions(source: bytes, name: str) -> int:
+    """How many times the identifier `name` occurs in the source's bytes (in code, strings or comments)."""
+    return len(re.findall(rb"(?<!\w)" + re.escape(name.encode()) + rb"(?!\w)", source))
+
+
+def _literal_length(iterable: ast.expr, imported: set[str]) -> int | None:
+    """How many items a `for` iterates, when literals say: a list, tuple or set display, `range` of
+    integer literals, and `enumerate`, `tqdm`, `zip`... of those.  What LoopModel._length reads of
+    them, the same way (it reads more: names given literals, argparse defaults)."""
+    if isinstance(iterable, (ast.List, ast.Tuple, ast.Set)):
+        return None if any(isinstance(element, ast.Starred) for element in iterable.elts) else len(iterable.elts)
+    if not (isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name)):
+        return None
+    func = iterable.func.id
+    args = [arg for arg in iterable.args if not isinstance(arg, ast.Starred)]
+    if not args or (func in imported and func not in ("tqdm", "trange")):
+        return None
+    if func in RANGES and len(args) <= 3:
+        bounds = [arg.value if isinstance(arg, ast.Constant) and type(arg.value) is int else None for arg in args]
+        known = [bound for bound in bounds if bound is not None]
+        if len(known) != len(bounds) or (len(known) == 3 and known[2] == 0):
+            return None
+        return len(range(*known))
+    if func in PASS_THROUGH_ITERATORS:
+        return _literal_length(args[0], imported)
+    if func == "zip":
+        lengths = [n for n in (_literal_length(arg, imported) for arg in args) if n is not None]
+        return min(lengths) if lengths else None
+    return None
 
 
 def _host_chain_start(expr: ast.expr) -> ast.expr:

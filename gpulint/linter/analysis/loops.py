@@ -59,7 +59,14 @@ from gpulint.linter.analysis.code_shapes import OPTIMIZER_APPLY
 from gpulint.linter.analysis.imports import ImportTable
 from gpulint.linter.analysis.nodes import dotted_name, is_zero, last_name, method_name
 from gpulint.linter.analysis.values import ValueOrigins, target_key
-from gpulint.linter.analysis.vocabulary import CLOCKS, EXIT_CALLS, is_step_method
+from gpulint.linter.analysis.vocabulary import (
+    CLOCKS,
+    EXIT_CALLS,
+    PASS_THROUGH_ITERATORS,
+    RANGES,
+    SHORT_LOOP_STEPS,
+    is_step_method,
+)
 from gpulint.linter.analysis.walk import TreeIndex, names_under, nodes_under
 
 if TYPE_CHECKING:
@@ -81,11 +88,6 @@ _DRAWS_BATCH = re.compile(
 # Names of an epoch counter or count (`epoch`, `num_epochs`, `n_epoch`).
 _EPOCH_NAME = re.compile(r"(^|_)(epoch|epochs|ep)(_|$)", re.IGNORECASE)
 
-# A step loop known to run fewer steps than this in all is a demo or a smoke test (module docstring).
-SHORT_LOOP_STEPS = 20
-# Wrappers that iterate what they are given, as many times: `enumerate(xs)`, `tqdm(range(n))`.
-_PASS_THROUGH_ITERATORS = frozenset({"enumerate", "tqdm", "reversed", "sorted", "list", "tuple"})
-_RANGES = frozenset({"range", "trange"})
 # Methods a framework calls once per batch or sample.
 _PER_CALL_METHODS = frozenset(
     {"forward", "__call__", "call", "training_step", "validation_step", "test_step", "predict_step", "__getitem__"}
@@ -671,13 +673,13 @@ class LoopModel:
             args = [arg.value for arg in iterable.args if arg.keyword is None and not arg.star]
             if not args or (func in self.imports.bindings and func not in ("tqdm", "trange")):
                 return None
-            if func in _RANGES and len(args) <= 3:
+            if func in RANGES and len(args) <= 3:
                 bounds = [self._static_int(arg, iterable) for arg in args]
                 known = [bound for bound in bounds if bound is not None]
                 if len(known) != len(bounds) or (len(known) == 3 and known[2] == 0):
                     return None  # a bound not known, or a step of 0 (which raises)
                 return len(range(*known))
-            if func in _PASS_THROUGH_ITERATORS:
+            if func in PASS_THROUGH_ITERATORS:
                 return self._length(args[0], depth)
             if func == "zip":
                 known = [n for n in (self._length(arg, depth) for arg in args) if n is not None]
@@ -846,7 +848,7 @@ class LoopModel:
         if any(_EPOCH_NAME.search(name) for name in names):
             return True
         iterator = boundary.iter
-        if not (isinstance(iterator, cst.Call) and dotted_name(iterator.func) in _RANGES):
+        if not (isinstance(iterator, cst.Call) and dotted_name(iterator.func) in RANGES):
             return False
         body_names = names_under(boundary.body)
         if any(_DRAWS_BATCH.search(name) for name in body_names):

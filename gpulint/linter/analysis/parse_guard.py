@@ -118,7 +118,7 @@ def python_tree(
         if collecting:
             gc.enable()
     assert isinstance(tree, ast.Module)  # what "exec" mode builds
-    collector = ShapeCollector(shapes) if shapes else None
+    collector = ShapeCollector(shapes, source) if shapes else None
     if not measure:
         if collector is not None:
             walk_tree(tree, handlers=collector.handlers)

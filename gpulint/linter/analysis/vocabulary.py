@@ -193,6 +193,19 @@ CPU_COUNT_CALLS = frozenset(
 CPU_AFFINITY_CALL = "os.sched_getaffinity"
 
 
+# A step loop known to run fewer steps than this in all is a demo or a smoke test (loops.py).
+SHORT_LOOP_STEPS = 20
+# Wrappers that iterate what they are given, as many times: `enumerate(xs)`, `tqdm(range(n))`.
+PASS_THROUGH_ITERATORS = frozenset({"enumerate", "tqdm", "reversed", "sorted", "list", "tuple"})
+RANGES = frozenset({"range", "trange"})
+
+# The methods a step call is made with (`is_step_method`, loops.is_direct_step_call): a call of
+# any other name takes a step only as a call of a step function, which makes one of these.
+STEP_METHODS = frozenset(
+    {"backward", "manual_backward", "apply_gradients", "train_on_batch", "step", "gradient", "apply"}
+)
+
+
 def is_step_method(method: str, receiver: str | None) -> bool:
     """`receiver.method(...)` takes a training step, by the names alone (what the module's value
     origins cannot tell): `loss.backward()`, `optimizer.step()`, `scaler.step(opt)`,

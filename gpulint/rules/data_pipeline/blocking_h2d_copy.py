@@ -7,6 +7,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from gpulint.linter.analysis.code_shapes import STEP_LOOP
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.dali import iterator_outputs
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
@@ -101,7 +102,7 @@ class BlockingHostToDeviceCopy(Rule):
     message = "batch copied to the GPU without `non_blocking=True`: the host waits for every copy"
     requires = {TORCH, ACCELERATOR, STEPS}
     tokens = (".to(", ".cuda(")
-    triggers = ((".to(", ".cuda(", ".type("),)  # the copy it reports
+    triggers = ((".to(", ".cuda(", ".type("), (STEP_LOOP,))  # the copy it reports, run per step
     site_triggers = 1
     fix_applicability = Applicability.SAFE
 

@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from gpulint.linter.analysis.code_shapes import STEP_LOOP
 from gpulint.linter.analysis.facts import ONE_PROCESS_PER_GPU
 from gpulint.linter.analysis.intervals import ACCUMULATION_NAME
 from gpulint.linter.analysis.loops import is_direct_step_call
@@ -86,8 +87,12 @@ class DdpAccumulationSync(Rule):
     )
     requires = {ONE_PROCESS_PER_GPU}
     tokens = ("backward", "update_grad")
-    # a `.backward()` and an optimizer `.step()`, or a helper called with a step switch keyword
-    triggers = ((".step(", *sorted(_STEP_SWITCHES)), (".backward(", *sorted(_STEP_SWITCHES)))
+    # a `.backward()` and an optimizer `.step()` run per step, or a helper called with a step switch keyword
+    triggers = (
+        (".step(", *sorted(_STEP_SWITCHES)),
+        (".backward(", *sorted(_STEP_SWITCHES)),
+        (STEP_LOOP, *sorted(f"{switch}=" for switch in _STEP_SWITCHES)),
+    )
 
     VALID = [
         # no_sync()

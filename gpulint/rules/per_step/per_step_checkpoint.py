@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from gpulint.linter.analysis.code_shapes import STEP_LOOP
 from gpulint.linter.analysis.facts import STEPS
 from gpulint.linter.analysis.nodes import last_name
 from gpulint.linter.analysis.walk import names_under
@@ -82,8 +83,8 @@ class PerStepCheckpoint(Rule):
     message = "a checkpoint is written on every training step; save every N steps"
     requires = {STEPS}
     tokens = ("save",)
-    # what it reports ends in one: a save function or method
-    triggers = (tuple(sorted({name.rsplit(".", 1)[1] for name in _SAVE_FUNCTIONS} | _SAVE_METHODS)),)
+    # what it reports ends in one: a save function or method; run per step
+    triggers = (tuple(sorted({name.rsplit(".", 1)[1] for name in _SAVE_FUNCTIONS} | _SAVE_METHODS)), (STEP_LOOP,))
     fix_applicability = Applicability.UNSAFE
     fixes_test_files = False
     options = (CHECKPOINT_EVERY,)

@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from gpulint.linter.analysis.code_shapes import STEP_LOOP
 from gpulint.linter.analysis.facts import STEPS
 from gpulint.linter.analysis.nodes import last_name
 from gpulint.linter.findings import Applicability
@@ -82,6 +83,7 @@ class PerStepValidation(Rule):
     name = "per-step-validation"
     message = "validation runs on every training step; run it every N steps or once per epoch"
     requires = {STEPS}
+    triggers = ((STEP_LOOP,),)  # it reports per-step work only
     tokens = ("eval", "valid", "test")
     fix_applicability = Applicability.UNSAFE
     fixes_test_files = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from gpulint.linter.analysis.code_shapes import STEP_LOOP
 from gpulint.linter.analysis.facts import STEPS, TORCH
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import TIMED_CUDA_SCRIPT
@@ -74,7 +75,7 @@ class EmptyCacheInLoop(Rule):
     )
     requires = {TORCH, STEPS}
     tokens = ("empty_cache",)
-    triggers = (("empty_cache",),)  # every call it reports ends in it
+    triggers = (("empty_cache",), (STEP_LOOP,))  # every call it reports ends in it, run per step
     site_triggers = 1
 
     VALID = [

@@ -6,6 +6,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from gpulint.linter.analysis.code_shapes import STEP_LOOP
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
 from gpulint.linter.analysis.nodes import dotted_name, method_name
 from gpulint.linter.analysis.values import HOST_FACTORIES, target_key
@@ -115,6 +116,7 @@ class HostSyncInLoop(Rule):
     )
     # Its patterns (a method call, an f-string, `%`) are everywhere: the facts are the prefilter.
     requires = {TORCH, ACCELERATOR, STEPS}
+    triggers = ((STEP_LOOP,),)  # it reports per-step work only
     fix_applicability = Applicability.UNSAFE
     fixes_test_files = False
     options = (LOG_EVERY,)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from gpulint.linter.analysis.code_shapes import STEP_LOOP
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
 from gpulint.linter.analysis.nodes import last_name
 from gpulint.linter.analysis.pytorch import MODULE_NAME, is_device_target
@@ -56,7 +57,7 @@ class ModelTransferInLoop(Rule):
     message = "the model is moved to the device on every training step; move it once before the loop"
     requires = {TORCH, ACCELERATOR, STEPS}
     tokens = (".to(", ".cuda(")
-    triggers = ((".to(", ".cuda("),)  # the copy it reports
+    triggers = ((".to(", ".cuda("), (STEP_LOOP,))  # the copy it reports, run per step
     site_triggers = 1
 
     VALID = [

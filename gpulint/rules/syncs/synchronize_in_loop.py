@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from gpulint.linter.analysis.code_shapes import STEP_LOOP
 from gpulint.linter.analysis.facts import STEPS, TORCH
 from gpulint.linter.analysis.nodes import last_name
 from gpulint.linter.analysis.vocabulary import TIMER_NAME
@@ -63,7 +64,7 @@ class SynchronizeInLoop(Rule):
     message = "`synchronize()` in the training loop makes the CPU wait for the GPU every step"
     requires = {TORCH, STEPS}
     tokens = ("synchronize",)
-    triggers = (("synchronize",),)  # every call it reports ends in it
+    triggers = (("synchronize",), (STEP_LOOP,))  # every call it reports ends in it, run per step
     site_triggers = 1
 
     VALID = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from gpulint.linter.analysis.code_shapes import STEP_LOOP
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TENSORFLOW, TORCH
 from gpulint.linter.analysis.nodes import method_name
 from gpulint.linter.analysis.tensorflow import float_of_tensor
@@ -83,6 +84,7 @@ class TfHostSyncInLoop(Rule):
     # PyTorch steps on an accelerator are GL201's, which reports these reads there: one read is
     # never reported twice in a module that trains with both frameworks.
     requires = {TENSORFLOW, STEPS, ~(TORCH & ACCELERATOR)}
+    triggers = ((STEP_LOOP,),)  # it reports per-step work only
     # (and text in every name of _TF_PREDICATES)
     tokens = (".numpy(", "float(", "int(", "equal(", "greater", "less", "logical_", "reduce_a", "is_")
     fix_applicability = Applicability.UNSAFE

@@ -20,8 +20,9 @@ import libcst as cst
 import pytest
 
 from gpulint.linter import catalog
-from gpulint.linter.analysis.code_shapes import FACTORY_COPY, STEP_LOOP, code_shapes
+from gpulint.linter.analysis.code_shapes import FACTORY_COPY, LOADER_BUILT, STEP_LOOP, code_shapes
 from gpulint.linter.analysis.context import FileContext
+from gpulint.linter.analysis.pytorch import is_dataloader
 from gpulint.linter.analysis.project import CalleeFacts, ModuleView
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import IGNORE_TRIGGERS, Linter
@@ -428,3 +429,41 @@ def test_step_loop_is_code_that_may_run_per_step(code, steps):
 def test_step_loop_needs_the_source_to_call_a_loop_in_a_test_short():
     code = "def test_fit():\n    for _ in range(3):\n        loss.backward()\n"
     assert STEP_LOOP in code_shapes(ast.parse(code), frozenset({STEP_LOOP}))  # (no source: who calls it is unknown)
+
+
+# -- a DataLoader built (LOADER_BUILT) --------------------------------------------------------------
+def test_loader_built_holds_wherever_a_dataloader_is_built():
+    """What GL101-GL103 and GL605 report is a construction pytorch.is_dataloader recognises."""
+    ruled_out = 0
+    for name, source in _sources_with_loops():
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        built = LOADER_BUILT in code_shapes(tree, frozenset({LOADER_BUILT}), source)
+        ctx = FileContext(cst.parse_module(source), "t.py", {}, frozenset({"Call"}))
+        if any(is_dataloader(ctx, call) for call in ctx.index.nodes("Call")):
+            assert built, f"{name}: a DataLoader is built, LOADER_BUILT says not"
+        elif not built and "DataLoader" in source:
+            ruled_out += 1
+    assert ruled_out >= 3
+
+
+@pytest.mark.parametrize(
+    "code, built",
+    [
+        ("from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n", True),
+        ("import torch\nloader = torch.utils.data.DataLoader(ds)\n", True),
+        ("from torch.utils.data import DataLoader as DL\nloader = DL(ds)\n", True),
+        ("loader = DL(ds)\nfrom torch.utils.data import DataLoader as DL\n", True),  # (bound below its use)
+        # the name in an import and annotations only: the loaders are another class
+        (
+            "from torch.utils.data import DataLoader\ndef train_dataloader(self) -> DataLoader:\n"
+            "    return StreamingDataLoader(ds)\n",
+            False,
+        ),
+        ("from torch.utils.data import DataLoader\ndef f(loader: DataLoader):\n    pass\n", False),
+    ],
+)
+def test_loader_built_is_a_call_of_dataloader(code, built):
+    assert (LOADER_BUILT in code_shapes(ast.parse(code), frozenset({LOADER_BUILT}), code)) == built

@@ -204,7 +204,7 @@ RULES: tuple[RuleInfo, ...] = (
         facts=('imports torch',),
         tokens=('DataLoader',),
         triggers=(
-            ('DataLoader',),
+            ('DataLoader(...)',),
         ),
         implementation='gpulint.rules.data_pipeline.dataloader_serial:DataLoaderSerial',
     ),
@@ -226,7 +226,7 @@ RULES: tuple[RuleInfo, ...] = (
         facts=('imports torch', 'runs on an accelerator'),
         tokens=('DataLoader',),
         triggers=(
-            ('DataLoader',),
+            ('DataLoader(...)',),
         ),
         implementation='gpulint.rules.data_pipeline.dataloader_unpinned:DataLoaderUnpinned',
     ),
@@ -248,7 +248,7 @@ RULES: tuple[RuleInfo, ...] = (
         facts=('imports torch',),
         tokens=('DataLoader',),
         triggers=(
-            ('DataLoader',),
+            ('DataLoader(...)',),
         ),
         implementation='gpulint.rules.data_pipeline.dataloader_respawn:DataLoaderRespawn',
     ),
@@ -304,6 +304,8 @@ RULES: tuple[RuleInfo, ...] = (
         tokens=('DataLoader',),
         triggers=(
             ('DataLoader',),
+            ('len(', 'next('),
+            ('iter(', 'list(', 'tuple('),
         ),
         implementation='gpulint.rules.data_pipeline.loader_reiterated:LoaderReiterated',
     ),
@@ -798,7 +800,7 @@ RULES: tuple[RuleInfo, ...] = (
         facts=('imports torch', 'runs one process per GPU'),
         tokens=('cpu_count', 'sched_getaffinity'),
         triggers=(
-            ('DataLoader',),
+            ('DataLoader(...)',),
             ('num_workers',),
         ),
         implementation='gpulint.rules.distributed.workers_per_rank:WorkersPerRank',

@@ -36,6 +36,13 @@ and one for a tensor built on the host and copied to a device, where names alone
                    methods (`torch.arange(n)[None].float().cuda()`), or on a name some assignment of
                    the module gives such a value (`pos = torch.arange(n)` ... `pos.to(device)`).
 
+and one for a DataLoader built, where the name alone would take every annotation `-> DataLoader`
+of a module whose loaders are other classes:
+
+    "DataLoader(...)"   a call of `DataLoader` (`DataLoader(ds)`, `data.DataLoader(ds)`), or of a name
+                   an import binds to one (`from torch.utils.data import DataLoader as DL` ... `DL(ds)`):
+                   how pytorch.is_dataloader can tell a construction (through the module's imports)
+
 and one for code that may run on every training step by the loop model's reading (loops.py),
 whose shapes a module without a training loop holds too (a test's single `loss.backward()`):
 
@@ -76,6 +83,7 @@ from gpulint.linter.analysis.vocabulary import (
 OPTIMIZER_APPLY = "optimizer.apply("
 FACTORY_COPY = "torch.zeros(...).to("
 STEP_LOOP = "for ...: loss.backward()"
+LOADER_BUILT = "DataLoader(...)"
 # The identifiers a module's code holds wherever a value of it may be an optimizer: the last name
 # of each optimizer constructor (or module of them) the value analysis recognises -- its qualified
 # name is made of the code's own identifiers (`torch.optim.Adam`, `from torch import optim`).
@@ -119,6 +127,11 @@ class ShapeCollector:
         self._copied_names: set[str] = set()
         self._assigned_calls: dict[str, set[str]] = {}
         self._builder_aliases: set[str] = set()
+        # For LOADER_BUILT (decided at the end: an alias may be imported below its call): the plain
+        # names called, and those imports bind to a DataLoader.
+        self._looks_for_loaders = LOADER_BUILT in wanted
+        self._called_names: set[str] = set()
+        self._loader_aliases: set[str] = set()
         # For STEP_LOOP (decided at the end: a step function may be defined below its loop).
         self._steps = _StepPlaces(source) if STEP_LOOP in wanted else None
         # The shapes worth a look: those wanted, and what OPTIMIZER_APPLY is decided from.
@@ -168,6 +181,8 @@ class ShapeCollector:
                 self._copies(node)
 
             handlers[ast.ImportFrom] = import_from_and_aliases
+        if self._looks_for_loaders:
+            handlers[ast.alias] = _both(handlers[ast.alias], self._loader_alias)
         if self._steps is not None:
             steps = self._steps
             for node_type, place in steps.placers().items():
@@ -189,10 +204,19 @@ class ShapeCollector:
                 self._note(f".{func.attr}(", node)
             if self._steps is not None and func.attr in STEP_METHODS:
                 self._steps.step_shaped(node)
-        elif isinstance(func, ast.Name) and func.id in self._functions:
-            self._note(f"{func.id}(", node)
+            if self._looks_for_loaders and func.attr == "DataLoader":
+                self._found.add(LOADER_BUILT)
+        elif isinstance(func, ast.Name):
+            if func.id in self._functions:
+                self._note(f"{func.id}(", node)
+            if self._looks_for_loaders:
+                self._called_names.add(func.id)
         if self._looks_for_copies:
             self._copies(node)
+
+    def _loader_alias(self, node: ast.alias) -> None:
+        if node.asname and node.name.rpartition(".")[2] == "DataLoader":
+            self._loader_aliases.add(node.asname)
 
     def _apply(self, call: ast.AST) -> None:
         func = call.func if isinstance(call, ast.Call) else None
@@ -224,6 +248,8 @@ class ShapeCollector:
             self._builder_aliases.update(a.asname for a in node.names if a.asname and a.name in HOST_BUILDERS)
 
     def found(self) -> frozenset[str]:
+        if self._looks_for_loaders and not self._called_names.isdisjoint({"DataLoader", *self._loader_aliases}):
+            self._found.add(LOADER_BUILT)
         if self._steps is not None and self._steps.may_run_per_step(self._names_optimizer):
             self._found.add(STEP_LOOP)
         if self._other_apply and self._names_optimizer:

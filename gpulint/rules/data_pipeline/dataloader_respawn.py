@@ -6,6 +6,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from gpulint.linter.analysis.code_shapes import LOADER_BUILT
 from gpulint.linter.analysis.facts import TORCH
 from gpulint.linter.analysis.loops import qualname
 from gpulint.linter.analysis.nodes import dotted_name, is_false, is_zero, keyword_arg, positional_args
@@ -88,7 +89,7 @@ class DataLoaderRespawn(Rule):
     message = "DataLoader workers are started again every epoch; set `persistent_workers=True`"
     requires = {TORCH}
     tokens = ("DataLoader",)
-    triggers = (("DataLoader",),)  # the loader's qualified name ends in it (also through an alias)
+    triggers = ((LOADER_BUILT,),)  # what it reports: a DataLoader built
     fix_applicability = Applicability.SAFE
 
     VALID = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from gpulint.linter.analysis.code_shapes import LOADER_BUILT
 from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import ACCELERATOR, ONE_PROCESS_PER_GPU, TORCH
 from gpulint.linter.analysis.nodes import is_zero, keyword_arg, positional_args
@@ -117,7 +118,7 @@ class DataLoaderSerial(Rule):
     message = "DataLoader loads batches in the training process (no `num_workers`): the GPU waits for every batch"
     requires = {TORCH}
     tokens = ("DataLoader",)
-    triggers = (("DataLoader",),)  # the loader's qualified name ends in it (also through an alias)
+    triggers = ((LOADER_BUILT,),)  # what it reports: a DataLoader built
     fix_applicability = Applicability.UNSAFE
     options = (NUM_WORKERS,)
 

@@ -7,6 +7,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from gpulint.linter.analysis.code_shapes import LOADER_BUILT
 from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
 from gpulint.linter.analysis.nodes import is_false, keyword_arg, method_name, positional_args
@@ -80,7 +81,7 @@ class DataLoaderUnpinned(Rule):
     message = "DataLoader without `pin_memory=True`: host-to-GPU copies are slower and cannot overlap compute"
     requires = {TORCH, ACCELERATOR}
     tokens = ("DataLoader",)
-    triggers = (("DataLoader",),)  # the loader's qualified name ends in it (also through an alias)
+    triggers = ((LOADER_BUILT,),)  # what it reports: a DataLoader built
     fix_applicability = Applicability.SAFE
 
     VALID = [

@@ -61,7 +61,9 @@ class LoaderReiterated(Rule):
     title = "DataLoader iterated just to count or sample it: every call loads batches (and starts workers) again"
     requires = {TORCH}
     tokens = ("DataLoader",)
-    triggers = (("DataLoader",),)  # the loader's qualified name ends in it (also through an alias)
+    # the loader's qualified name ends in it (also through an alias, an annotation); what it reports:
+    # `len(list(loader))` (or `tuple`), `next(iter(loader))`
+    triggers = (("DataLoader",), ("len(", "next("), ("iter(", "list(", "tuple("))
 
     VALID = [
         # one peek before the loop, len(), not a loader

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from gpulint.linter.analysis.code_shapes import LOADER_BUILT
 from gpulint.linter.analysis.facts import ONE_PROCESS_PER_GPU, TORCH
 from gpulint.linter.analysis.loops import LOOP_TYPES
 from gpulint.linter.analysis.nodes import dotted_name, has_star_kwargs, keyword_arg
@@ -63,7 +64,7 @@ class WorkersPerRank(Rule):
     )
     requires = {TORCH, ONE_PROCESS_PER_GPU}
     tokens = ("cpu_count", "sched_getaffinity")
-    triggers = (("DataLoader",), ("num_workers",))  # a loader's `num_workers=` (its qualified name ends in it)
+    triggers = ((LOADER_BUILT,), ("num_workers",))  # what it reports: a DataLoader built with `num_workers=`
     fix_applicability = Applicability.UNSAFE
 
     REPLACEMENT = CORES_PER_RANK

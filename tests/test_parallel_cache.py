@@ -528,3 +528,28 @@ def test_runs_that_overlap_put_the_pace_back_when_the_last_one_ends():
     assert gc.get_threshold() == parallel.LINT_COLLECTOR_THRESHOLDS
     second.__exit__(None, None, None)
     assert gc.get_threshold() == before
+
+
+def _waits_for_the_last_chunk(items):
+    """A stand-in for the workers' `_work` (forked workers inherit it): the first file's chunk
+    waits until the last file's has run, and says whether it did."""
+    (path, _view), *_ = items
+    flag = path.parent / "last-done"
+    if path.name == "f0.py":
+        for _ in range(400):  # (20 s at most: only a scheduler that waits on this chunk gets there)
+            if flag.exists():
+                return ["first chunk saw the last one done"]
+            threading.Event().wait(0.05)
+        return ["first chunk timed out"]
+    if path.name == "f5.py":
+        flag.touch()
+    return [path.name]
+
+
+@pytest.mark.skipif(parallel._context().get_start_method() != "fork", reason="workers inherit the stand-in by fork")
+def test_a_slow_file_does_not_hold_back_the_files_after_it(tmp_path, monkeypatch):
+    # Outcomes come back in order, but the other worker goes on with the files after a slow one.
+    monkeypatch.setattr(parallel, "_work", _waits_for_the_last_chunk)
+    paths = [(tmp_path / f"f{i}.py", None) for i in range(6)]
+    outcomes = list(parallel.map_files(paths, Settings(), RunOptions(), None, jobs=2))
+    assert outcomes == ["first chunk saw the last one done", "f1.py", "f2.py", "f3.py", "f4.py", "f5.py"]

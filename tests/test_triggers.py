@@ -22,8 +22,8 @@ import pytest
 from gpulint.linter import catalog
 from gpulint.linter.analysis.code_shapes import FACTORY_COPY, LOADER_BUILT, STEP_LOOP, code_shapes
 from gpulint.linter.analysis.context import FileContext
-from gpulint.linter.analysis.pytorch import is_dataloader
 from gpulint.linter.analysis.project import CalleeFacts, ModuleView
+from gpulint.linter.analysis.pytorch import is_dataloader
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import IGNORE_TRIGGERS, Linter
 from gpulint.linter.rule import Rule

@@ -1,9 +1,10 @@
 """Worker processes for linting and fixing, and the progress bar of long runs.
 
-Files stream through a process pool in chunks, at most two chunks per worker in flight, and come
-back in the order the files were given whatever the scheduling; each worker builds its `Linter`
-once, and keeps no tree after the file it came from.  Each file is independent, so `--fix` goes
-through the same pool: a worker writes its own file atomically.
+Files stream through a process pool in chunks, at most two chunks per worker being worked on, and
+come back in the order the files were given whatever the scheduling (a slow file holds back the
+outcomes after it, not the work on them); each worker builds its `Linter` once, and keeps no tree
+after the file it came from.  Each file is independent, so `--fix` goes through the same pool: a
+worker writes its own file atomically.
 
 A worker can die (native code crashing on a hostile file): the pool then reports itself broken
 instead of waiting forever.  Only the chunks in flight can hold the culprit; each of their files is
@@ -158,6 +159,7 @@ def map_files(
 ) -> Generator[FileOutcome, None, None]:
     """Outcomes of `paths` -- (path, its project view) pairs -- in order, computed by `jobs` worker
     processes."""
+    from concurrent.futures import FIRST_COMPLETED, wait
     from concurrent.futures.process import BrokenProcessPool
 
     jobs = max(1, min(jobs, len(paths)))
@@ -168,6 +170,9 @@ def map_files(
     following = 0  # the next chunk to submit
     while following < len(chunks):
         pool = _pool(jobs, settings, options, cache)
+        # The chunks submitted and not yet handed out, in order.  Up to two per worker are being
+        # worked on at a time; the outcomes of those done after one still running wait here --
+        # waiting for the first before submitting more would leave a worker idle behind a big file.
         in_flight: deque[tuple[list, Future]] = deque()
         suspects: list[tuple[list, Future]] = []
         last: list = []
@@ -177,9 +182,15 @@ def map_files(
                 try:
                     # submit() too raises once a worker has died; the chunk it refused is sent
                     # again to the next pool (`following` has not moved past it).
-                    while following < len(chunks) and len(in_flight) < 2 * jobs:
-                        in_flight.append((chunks[following], pool.submit(_work, chunks[following])))
+                    running = [future for _, future in in_flight if not future.done()]
+                    while following < len(chunks) and len(running) < 2 * jobs:
+                        future = pool.submit(_work, chunks[following])
+                        in_flight.append((chunks[following], future))
+                        running.append(future)
                         following += 1
+                    if not in_flight[0][1].done():
+                        wait(running, return_when=FIRST_COMPLETED)
+                        continue
                     outcomes = in_flight[0][1].result()
                 except BrokenProcessPool:
                     suspects = list(in_flight)

@@ -20,7 +20,7 @@ import libcst as cst
 import pytest
 
 from gpulint.linter import catalog
-from gpulint.linter.analysis.code_shapes import FACTORY_COPY, LOADER_BUILT, STEP_LOOP, code_shapes
+from gpulint.linter.analysis.code_shapes import FACTORY_COPY, LOADER_BUILT, REPEATED_COPY, STEP_LOOP, code_shapes
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.project import CalleeFacts, ModuleView
 from gpulint.linter.analysis.pytorch import is_dataloader
@@ -467,3 +467,25 @@ def test_loader_built_holds_wherever_a_dataloader_is_built():
 )
 def test_loader_built_is_a_call_of_dataloader(code, built):
     assert (LOADER_BUILT in code_shapes(ast.parse(code), frozenset({LOADER_BUILT}), code)) == built
+
+
+# -- a factory's tensor copied where it may run again and again (REPEATED_COPY) -------------------
+@pytest.mark.parametrize(
+    "code, repeated",
+    [
+        ("x = torch.ones(6).to(device)\n", False),  # module code: once
+        ("def test_generate():\n    x = torch.ones(6).to(device)\n", False),  # a test: once
+        ("def test_generate():\n    for _ in range(2):\n        x = torch.ones(6).to(device)\n", True),
+        ("def embed(n):\n    return torch.arange(n).cuda()\n", True),  # a function: any loop may call it
+        ("def test_a():\n    x = torch.ones(6).to(device)\nfor _ in data:\n    test_a()\n", True),
+        # Lightning's `test_step` is called per batch: no test function
+        ("class M(L.LightningModule):\n    def test_step(self, batch):\n        return torch.ones(6).cuda()\n", True),
+        ("for _ in data:\n    x = torch.ones(6).to(device)\n", True),
+    ],
+)
+def test_repeated_copy_is_a_factory_copy_that_may_run_again_and_again(code, repeated):
+    assert (REPEATED_COPY in code_shapes(ast.parse(code), frozenset({REPEATED_COPY}), code)) == repeated
+    if not repeated:
+        ctx = FileContext(cst.parse_module(code), "t.py", {}, frozenset({"Call"}))
+        copies = [call for call in ctx.index.nodes("Call") if getattr(call.func, "attr", None) is not None]
+        assert not any(ctx.loops.runs_repeatedly(call) for call in copies)  # (what the model says too)

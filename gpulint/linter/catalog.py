@@ -398,6 +398,7 @@ RULES: tuple[RuleInfo, ...] = (
                 '.gradient(',
                 'optimizer.apply(',
             ),
+            ('for ...: torch.zeros(...).to(',),
         ),
         site_triggers=1,
         implementation='gpulint.rules.syncs.host_tensor_then_copy:HostTensorThenCopy',

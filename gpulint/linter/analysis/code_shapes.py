@@ -36,6 +36,11 @@ and one for a tensor built on the host and copied to a device, where names alone
                    methods (`torch.arange(n)[None].float().cuda()`), or on a name some assignment of
                    the module gives such a value (`pos = torch.arange(n)` ... `pos.to(device)`).
 
+and that copy where it may run again and again -- anywhere but straight-line code of the module,
+or of a test function nothing in the module names (what LoopModel.runs_repeatedly can tell apart):
+
+    "for ...: torch.zeros(...).to("
+
 and one for a DataLoader built, where the name alone would take every annotation `-> DataLoader`
 of a module whose loaders are other classes:
 
@@ -73,6 +78,7 @@ from gpulint.linter.analysis.vocabulary import (
     HOST_TENSOR_METHODS,
     KINDS,
     PASS_THROUGH_ITERATORS,
+    PER_CALL_METHODS,
     RANGES,
     SHORT_LOOP_STEPS,
     STEP_METHODS,
@@ -84,6 +90,7 @@ OPTIMIZER_APPLY = "optimizer.apply("
 FACTORY_COPY = "torch.zeros(...).to("
 STEP_LOOP = "for ...: loss.backward()"
 LOADER_BUILT = "DataLoader(...)"
+REPEATED_COPY = "for ...: torch.zeros(...).to("
 # The identifiers a module's code holds wherever a value of it may be an optimizer: the last name
 # of each optimizer constructor (or module of them) the value analysis recognises -- its qualified
 # name is made of the code's own identifiers (`torch.optim.Adam`, `from torch import optim`).
@@ -122,9 +129,9 @@ class ShapeCollector:
         # For FACTORY_COPY (decided at the end: an alias may be bound below its use): the callee
         # names of the host tensors copied, the names copied, what each name is assigned from,
         # and the names bound to a host builder.
-        self._looks_for_copies = FACTORY_COPY in wanted
-        self._copied_calls: set[str] = set()
-        self._copied_names: set[str] = set()
+        self._looks_for_copies = FACTORY_COPY in wanted or REPEATED_COPY in wanted
+        self._copied_calls: dict[str, list[Span]] = {}  # callee name -> where its result is copied
+        self._copied_names: dict[str, list[Span]] = {}  # name -> where it is copied
         self._assigned_calls: dict[str, set[str]] = {}
         self._builder_aliases: set[str] = set()
         # For LOADER_BUILT (decided at the end: an alias may be imported below its call): the plain
@@ -132,13 +139,14 @@ class ShapeCollector:
         self._looks_for_loaders = LOADER_BUILT in wanted
         self._called_names: set[str] = set()
         self._loader_aliases: set[str] = set()
-        # For STEP_LOOP (decided at the end: a step function may be defined below its loop).
-        self._steps = _StepPlaces(source) if STEP_LOOP in wanted else None
+        # For STEP_LOOP and REPEATED_COPY (decided at the end: a step function may be defined below
+        # its loop, a test function named below it).
+        self._places = _Places(source) if STEP_LOOP in wanted or REPEATED_COPY in wanted else None
         # The shapes worth a look: those wanted, and what OPTIMIZER_APPLY is decided from.
         watched = set(wanted)
         if self._looks_for_apply:
             watched.add(".apply(")
-        if self._looks_for_apply or self._steps is not None:
+        if self._looks_for_apply or self._places is not None:
             watched |= _OPTIMIZER_IDENTIFIERS
         self._watched = frozenset(watched)
         # Calls by the name called: `.item(` -> "item" among the methods, `float(` -> "float".
@@ -183,9 +191,8 @@ class ShapeCollector:
             handlers[ast.ImportFrom] = import_from_and_aliases
         if self._looks_for_loaders:
             handlers[ast.alias] = _both(handlers[ast.alias], self._loader_alias)
-        if self._steps is not None:
-            steps = self._steps
-            for node_type, place in steps.placers().items():
+        if self._places is not None:
+            for node_type, place in self._places.placers().items():
                 handlers[node_type] = _both(handlers[node_type], place) if node_type in handlers else place
         return handlers
 
@@ -202,8 +209,8 @@ class ShapeCollector:
         if isinstance(func, ast.Attribute):
             if func.attr in self._methods:
                 self._note(f".{func.attr}(", node)
-            if self._steps is not None and func.attr in STEP_METHODS:
-                self._steps.step_shaped(node)
+            if self._places is not None and func.attr in STEP_METHODS:
+                self._places.step_shaped(node)
             if self._looks_for_loaders and func.attr == "DataLoader":
                 self._found.add(LOADER_BUILT)
         elif isinstance(func, ast.Name):
@@ -233,9 +240,9 @@ class ShapeCollector:
             if isinstance(func, ast.Attribute) and func.attr in DEVICE_COPY_METHODS:
                 copied = _host_chain_start(func.value)
                 if isinstance(copied, ast.Call) and (name := last_name(copied.func)) is not None:
-                    self._copied_calls.add(name)
+                    self._copied_calls.setdefault(name, []).append(_span(node))
                 elif isinstance(copied, ast.Name):
-                    self._copied_names.add(copied.id)
+                    self._copied_names.setdefault(copied.id, []).append(_span(node))
         elif isinstance(node, ast.Assign):
             targets = [target.id for target in node.targets if isinstance(target, ast.Name)]
             value = _host_chain_start(node.value)
@@ -250,17 +257,28 @@ class ShapeCollector:
     def found(self) -> frozenset[str]:
         if self._looks_for_loaders and not self._called_names.isdisjoint({"DataLoader", *self._loader_aliases}):
             self._found.add(LOADER_BUILT)
-        if self._steps is not None and self._steps.may_run_per_step(self._names_optimizer):
+        if (
+            STEP_LOOP in self._wanted
+            and self._places is not None
+            and self._places.may_run_per_step(self._names_optimizer)
+        ):
             self._found.add(STEP_LOOP)
         if self._other_apply and self._names_optimizer:
             self._found.add(OPTIMIZER_APPLY)
         if self._looks_for_copies:
             builders = HOST_BUILDERS | self._builder_aliases
-            if not self._copied_calls.isdisjoint(builders) or any(
-                not self._assigned_calls.get(name, set()).isdisjoint(builders) for name in self._copied_names
-            ):
+            copies = [span for name in builders for span in self._copied_calls.get(name, ())]
+            copies += [
+                span
+                for name, spans in self._copied_names.items()
+                if not self._assigned_calls.get(name, set()).isdisjoint(builders)
+                for span in spans
+            ]
+            if copies:
                 self._found.add(FACTORY_COPY)
-        return frozenset(self._found)
+            if REPEATED_COPY in self._wanted and self._places is not None and any(map(self._places.may_repeat, copies)):
+                self._found.add(REPEATED_COPY)
+        return frozenset(self._found & self._wanted)
 
 
 Span = tuple[tuple[int, int], tuple[int, int]]  # (line, column) of a node's start, and of its end
@@ -289,10 +307,12 @@ def _both(first: Callable[[Any], None], second: Callable[[Any], None]) -> Callab
     return handle
 
 
-class _StepPlaces:
-    """STEP_LOOP, from where the step-shaped calls, the loops and the scopes of a module are (an
-    `ast` node has no parent: the walk records spans, and nodes nest).  It over-approximates the
-    loop model (loops.LoopModel), which decides with the values of the module what is a step:
+class _Places:
+    """Where the step-shaped calls, the loops and the scopes of a module are (an `ast` node has no
+    parent: the walk records spans, and nodes nest), for the shapes that over-approximate the loop
+    model (loops.LoopModel), which decides with the module's values.
+
+    STEP_LOOP (`may_run_per_step`):
 
     * a step call in a function that is no test function (pytest's `test*`), a lambda or a class
       body may make a step function, or a step loop there: the module may run code per step;
@@ -303,6 +323,10 @@ class _StepPlaces:
       step loop, which the model does not count -- unless the function also steps outside its
       loops (the model then takes it for a hook a framework calls per step);
     * `.apply(` is a step only where the module may hold an optimizer (OPTIMIZER_APPLY's reading).
+
+    REPEATED_COPY (`may_repeat`, LoopModel.runs_repeatedly): code runs once when it is straight-line
+    code of the module, or of a test function nothing in the module names (`test_step`, a method
+    Lightning calls per batch, is no test function here); anywhere else it may run again and again.
     """
 
     def __init__(self, source: bytes | str | None) -> None:
@@ -312,7 +336,7 @@ class _StepPlaces:
         # (loop, what runs each iteration, what a `for` iterates: counted at the end, when every
         # import is known)
         self._loops: list[tuple[Span, Span, ast.expr | None]] = []
-        self._scopes: list[tuple[Span, str | None]] = []  # (scope, the name of a test function)
+        self._scopes: list[tuple[Span, str | None]] = []  # (scope, a function's name; None: a lambda, a class)
         self._training_step = False
         self._imported: set[str] = set()  # names imports bind (`range` imported is not the builtin)
 
@@ -345,7 +369,7 @@ class _StepPlaces:
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         if node.name == "training_step":
             self._training_step = True
-        self._scopes.append((_scope_span(node), node.name if node.name.startswith("test") else None))
+        self._scopes.append((_scope_span(node), node.name))
 
     def _scope(self, node: ast.Lambda | ast.ClassDef) -> None:
         self._scopes.append((_scope_span(node), None))
@@ -353,6 +377,7 @@ class _StepPlaces:
     def _alias(self, node: ast.alias) -> None:
         self._imported.add(node.asname or node.name.partition(".")[0])
 
+    # -- STEP_LOOP ----------------------------------------------------------------------------------
     def may_run_per_step(self, names_optimizer: bool) -> bool:
         calls = self._calls + self._applies if names_optimizer else self._calls
         return self._training_step or any(self._may_step(call, calls) for call in calls)
@@ -361,15 +386,14 @@ class _StepPlaces:
         scope = self._innermost_scope(call)
         test_name = None  # (of the test function the call is in; None: the module's code)
         if scope is not None:
-            if scope[1] is None:
+            if scope[1] is None or not scope[1].startswith("test"):  # (loops.is_test_function)
                 return True  # a function that is no test, a lambda, a class body
             test_name = scope[1]
-        floor = scope[0][0] if scope is not None else (0, 0)  # (a loop around the scope runs its definition)
-        loops = [loop for loop in self._loops if floor < loop[0][0] and _within(call, loop[0])]
+        loops = self._loops_around(call, scope)
         if not loops:
             return False  # straight-line code of the module or of a test function: one step
         if scope is not None and test_name is not None:
-            if self._source is None or _mentions(self._source, test_name) != 1:
+            if not self._named_once(test_name):
                 return True  # a test function something here may call or pass on
             if any(self._innermost_scope(other) is scope and not self._runs_in_a_loop(other, scope) for other in calls):
                 return True  # a test that also steps outside its loops: a hook to the model
@@ -382,6 +406,22 @@ class _StepPlaces:
                 runs *= count
         return runs >= SHORT_LOOP_STEPS
 
+    def _runs_in_a_loop(self, span: Span, scope: tuple[Span, str | None]) -> bool:
+        """Whether a loop of `scope` runs `span` on each iteration (loops.loop_around)."""
+        return any(scope[0][0] < loop[0][0] and _within(span, loop[1]) for loop in self._loops)
+
+    # -- REPEATED_COPY ------------------------------------------------------------------------------
+    def may_repeat(self, span: Span) -> bool:
+        scope = self._innermost_scope(span)
+        if scope is not None:
+            name = scope[1]
+            if name is None or not name.startswith("test") or name in PER_CALL_METHODS:
+                return True  # a function that is no test, a lambda, a class body
+            if not self._named_once(name):
+                return True  # a test function something here may call
+        return bool(self._loops_around(span, scope))
+
+    # -- where ----------------------------------------------------------------------------------------
     def _innermost_scope(self, span: Span) -> tuple[Span, str | None] | None:
         innermost = None
         for scope in self._scopes:
@@ -389,9 +429,16 @@ class _StepPlaces:
                 innermost = scope
         return innermost
 
-    def _runs_in_a_loop(self, span: Span, scope: tuple[Span, str | None]) -> bool:
-        """Whether a loop of `scope` runs `span` on each iteration (loops.loop_around)."""
-        return any(scope[0][0] < loop[0][0] and _within(span, loop[1]) for loop in self._loops)
+    def _loops_around(self, span: Span, scope: tuple[Span, str | None] | None) -> list:
+        """The loops of `scope` (None: the module's code) that hold `span`: a loop around the
+        scope runs its definition, not its body."""
+        floor = scope[0][0] if scope is not None else (0, 0)
+        return [loop for loop in self._loops if floor < loop[0][0] and _within(span, loop[0])]
+
+    def _named_once(self, name: str) -> bool:
+        """Whether the module names `name` only where it defines it, as far as its bytes tell (not
+        at all without them)."""
+        return self._source is not None and _mentions(self._source, name) == 1
 
 
 def _mentions(source: bytes, name: str) -> int:

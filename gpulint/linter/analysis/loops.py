@@ -63,6 +63,7 @@ from gpulint.linter.analysis.vocabulary import (
     CLOCKS,
     EXIT_CALLS,
     PASS_THROUGH_ITERATORS,
+    PER_CALL_METHODS,
     RANGES,
     SHORT_LOOP_STEPS,
     is_step_method,
@@ -88,10 +89,6 @@ _DRAWS_BATCH = re.compile(
 # Names of an epoch counter or count (`epoch`, `num_epochs`, `n_epoch`).
 _EPOCH_NAME = re.compile(r"(^|_)(epoch|epochs|ep)(_|$)", re.IGNORECASE)
 
-# Methods a framework calls once per batch or sample.
-_PER_CALL_METHODS = frozenset(
-    {"forward", "__call__", "call", "training_step", "validation_step", "test_step", "predict_step", "__getitem__"}
-)
 # How far the loop-length and repetition questions follow a function's callers up the module.
 _CALLER_DEPTH = 4
 # `torch.*` / `tf.*` calls whose result is not the data: a process's rank, the device, the API.
@@ -130,7 +127,7 @@ STEP_SHAPES = (
 # unless another module says so: a loop, a method a framework calls per batch, or a step (a step
 # function or a per-step hook holds one) -- a trigger group of the rules that report only work
 # done again and again.
-REPEATS_SHAPES = tuple(dict.fromkeys(("for", "while", *sorted(_PER_CALL_METHODS), *STEP_SHAPES)))
+REPEATS_SHAPES = tuple(dict.fromkeys(("for", "while", *sorted(PER_CALL_METHODS), *STEP_SHAPES)))
 
 LIGHTNING_MODULES = (
     "lightning.pytorch.LightningModule",
@@ -509,7 +506,7 @@ class LoopModel:
             if isinstance(ancestor, (cst.Lambda, cst.ClassDef)):
                 return False
             if isinstance(ancestor, cst.FunctionDef):
-                if ancestor.name.value in _PER_CALL_METHODS and is_method(self.index, ancestor):
+                if ancestor.name.value in PER_CALL_METHODS and is_method(self.index, ancestor):
                     return True
                 return depth > 0 and any(
                     self.runs_repeatedly(site, depth - 1) for site in self._callers.get(id(ancestor), ())

@@ -199,6 +199,11 @@ SHORT_LOOP_STEPS = 20
 PASS_THROUGH_ITERATORS = frozenset({"enumerate", "tqdm", "reversed", "sorted", "list", "tuple"})
 RANGES = frozenset({"range", "trange"})
 
+# Methods a framework calls once per batch or sample.
+PER_CALL_METHODS = frozenset(
+    {"forward", "__call__", "call", "training_step", "validation_step", "test_step", "predict_step", "__getitem__"}
+)
+
 # The methods a step call is made with (`is_step_method`, loops.is_direct_step_call): a call of
 # any other name takes a step only as a call of a step function, which makes one of these.
 STEP_METHODS = frozenset(

@@ -6,7 +6,7 @@ import re
 
 import libcst as cst
 
-from gpulint.linter.analysis.code_shapes import FACTORY_COPY
+from gpulint.linter.analysis.code_shapes import FACTORY_COPY, REPEATED_COPY
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
 from gpulint.linter.analysis.loops import REPEATS_SHAPES
@@ -120,8 +120,9 @@ class HostTensorThenCopy(Rule):
     title = "a tensor built on the host and then copied to the device; pass `device=` to the factory instead"
     requires = {TORCH, ACCELERATOR}
     tokens = (".to(", ".cuda(")
-    # a factory's tensor copied (code_shapes.FACTORY_COPY), and what makes the copy run again and again
-    triggers = ((FACTORY_COPY,), REPEATS_SHAPES)
+    # a factory's tensor copied (code_shapes.FACTORY_COPY), what makes code run again and again, and
+    # the copy where it may
+    triggers = ((FACTORY_COPY,), REPEATS_SHAPES, (REPEATED_COPY,))
     site_triggers = 1
     fix_applicability = Applicability.SAFE
 

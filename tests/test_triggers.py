@@ -489,3 +489,16 @@ def test_repeated_copy_is_a_factory_copy_that_may_run_again_and_again(code, repe
         ctx = FileContext(cst.parse_module(code), "t.py", {}, frozenset({"Call"}))
         copies = [call for call in ctx.index.nodes("Call") if getattr(call.func, "attr", None) is not None]
         assert not any(ctx.loops.runs_repeatedly(call) for call in copies)  # (what the model says too)
+
+
+@pytest.mark.parametrize(
+    "code, found",
+    [
+        ("batch = next(iter(loader))\n", {"next(iter("}),
+        ("n = len(list(loader))\n", {"len(list("}),
+        ("it = iter(loader)\nbatch = next(it)\nn = len(items)\n", set()),  # apart: not what GL105 reports
+        ("batch = next(loader.iter())\n", set()),
+    ],
+)
+def test_a_call_of_a_call_is_its_own_shape(code, found):
+    assert code_shapes(ast.parse(code), frozenset({"next(iter(", "len(list("})) == found

@@ -304,8 +304,7 @@ RULES: tuple[RuleInfo, ...] = (
         tokens=('DataLoader',),
         triggers=(
             ('DataLoader',),
-            ('len(', 'next('),
-            ('iter(', 'list(', 'tuple('),
+            ('len(list(', 'len(tuple(', 'next(iter('),
         ),
         implementation='gpulint.rules.data_pipeline.loader_reiterated:LoaderReiterated',
     ),

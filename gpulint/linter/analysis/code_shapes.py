@@ -14,6 +14,7 @@ A shape is written as the code it stands for:
                    parameter name
     ".item("       a method of that name called (`loss.item()`, `torch.cuda.synchronize()`)
     "float("       a plain name called (`float(loss)`)
+    "next(iter("   a plain name called on a plain name's call (its first argument: `next(iter(loader))`)
     "sync="        a keyword argument of that name in a call (`f(loss, sync=...)`)
     "for"          a `for` statement (or `async for`; not a comprehension's `for`)
     "while"        a `while` statement
@@ -154,6 +155,10 @@ class ShapeCollector:
         self._functions = frozenset(
             shape[:-1] for shape in watched if shape.endswith("(") and shape[:-1].isidentifier()
         )
+        # `next(iter(` -> "next": the calls whose first argument's callee names the shape.
+        self._outer_functions = frozenset(
+            shape.partition("(")[0] for shape in watched if shape.endswith("(") and shape.count("(") == 2
+        )
         self.handlers: dict[type, Callable[[Any], None]] = self._handlers()
 
     def _handlers(self) -> dict[type, Callable[[Any], None]]:
@@ -216,6 +221,10 @@ class ShapeCollector:
         elif isinstance(func, ast.Name):
             if func.id in self._functions:
                 self._note(f"{func.id}(", node)
+            if func.id in self._outer_functions and node.args:
+                inner = node.args[0]
+                if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name):
+                    self._note(f"{func.id}({inner.func.id}(", node)
             if self._looks_for_loaders:
                 self._called_names.add(func.id)
         if self._looks_for_copies:

@@ -61,9 +61,8 @@ class LoaderReiterated(Rule):
     title = "DataLoader iterated just to count or sample it: every call loads batches (and starts workers) again"
     requires = {TORCH}
     tokens = ("DataLoader",)
-    # the loader's qualified name ends in it (also through an alias, an annotation); what it reports:
-    # `len(list(loader))` (or `tuple`), `next(iter(loader))`
-    triggers = (("DataLoader",), ("len(", "next("), ("iter(", "list(", "tuple("))
+    # the loader's qualified name ends in it (also through an alias, an annotation); what it reports
+    triggers = (("DataLoader",), ("len(list(", "len(tuple(", "next(iter("))
 
     VALID = [
         # one peek before the loop, len(), not a loader

@@ -413,6 +413,8 @@ def test_step_loop_holds_wherever_the_loop_model_finds_code_run_per_step():
         ("def test_fit():\n    loss.backward()\n    for _ in range(3):\n        loss.backward()\n", True),
         # an `else:` runs once after the loop, not on each iteration
         ("for _ in range(30):\n    for _ in ():\n        pass\n    else:\n        loss.backward()\n", True),
+        # a loop of the module after a test function is no loop of that test's
+        ("def test_h():\n    for _ in ():\n        pass\nfor _ in range(25):\n    loss.backward()\n", True),
         # a loop around a definition runs the definition, not the body
         ("for _ in range(99):\n    def test_once():\n        loss.backward()\n", False),
         # `.apply(` is a step only on what may be an optimizer

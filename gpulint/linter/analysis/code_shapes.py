@@ -69,7 +69,10 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_right
+from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from gpulint.linter.analysis.ast_names import last_name
@@ -336,18 +339,22 @@ class _Places:
     REPEATED_COPY (`may_repeat`, LoopModel.runs_repeatedly): code runs once when it is straight-line
     code of the module, or of a test function nothing in the module names (`test_step`, a method
     Lightning calls per batch, is no test function here); anywhere else it may run again and again.
+
+    The loops and scopes are *blocks*, nested as the code nests them; what holds a span is found by
+    bisecting their starts and climbing to the parents (a file with a thousand test functions and
+    as many steps is decided in milliseconds).
     """
 
     def __init__(self, source: bytes | str | None) -> None:
         self._source = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
         self._calls: list[Span] = []
         self._applies: list[Span] = []  # `.apply(` on a receiver not named like an optimizer
-        # (loop, what runs each iteration, what a `for` iterates: counted at the end, when every
-        # import is known)
-        self._loops: list[tuple[Span, Span, ast.expr | None]] = []
-        self._scopes: list[tuple[Span, str | None]] = []  # (scope, a function's name; None: a lambda, a class)
+        self._blocks: list[_Block] = []
         self._training_step = False
         self._imported: set[str] = set()  # names imports bind (`range` imported is not the builtin)
+        self._names: dict[bytes, int] | None = None  # how many times each identifier is written
+        self._starts: list[tuple[int, int]] = []  # (the blocks' starts, sorted, once decided)
+        self._parents: list[int] = []  # each sorted block's parent block (-1: the module)
 
     def placers(self) -> dict[type, Callable[[Any], None]]:
         """The walk's handlers that record where things are."""
@@ -373,86 +380,119 @@ class _Places:
     def _loop(self, node: ast.For | ast.AsyncFor | ast.While) -> None:
         first = node.test if isinstance(node, ast.While) else node.body[0]
         each_iteration = ((first.lineno, first.col_offset), _span(node.body[-1])[1])
-        self._loops.append((_span(node), each_iteration, None if isinstance(node, ast.While) else node.iter))
+        iterated = None if isinstance(node, ast.While) else node.iter  # (counted at the end: imports)
+        self._blocks.append(_Block(_span(node), True, None, each_iteration, iterated))
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         if node.name == "training_step":
             self._training_step = True
-        self._scopes.append((_scope_span(node), node.name))
+        self._blocks.append(_Block(_scope_span(node), False, node.name))
 
     def _scope(self, node: ast.Lambda | ast.ClassDef) -> None:
-        self._scopes.append((_scope_span(node), None))
+        self._blocks.append(_Block(_scope_span(node), False, None))
 
     def _alias(self, node: ast.alias) -> None:
         self._imported.add(node.asname or node.name.partition(".")[0])
 
     # -- STEP_LOOP ----------------------------------------------------------------------------------
     def may_run_per_step(self, names_optimizer: bool) -> bool:
+        if self._training_step:
+            return True
         calls = self._calls + self._applies if names_optimizer else self._calls
-        return self._training_step or any(self._may_step(call, calls) for call in calls)
+        placed = [(call, *self._where(call)) for call in calls]
+        # The scopes that step outside their loops (of a test function: a hook, to the model).
+        stepping = {
+            id(scope)
+            for call, scope, loops in placed
+            if scope is not None and not any(_within(call, loop.each_iteration) for loop in loops)
+        }
+        return any(self._may_step(call, scope, loops, stepping) for call, scope, loops in placed)
 
-    def _may_step(self, call: Span, calls: list[Span]) -> bool:
-        scope = self._innermost_scope(call)
-        test_name = None  # (of the test function the call is in; None: the module's code)
-        if scope is not None:
-            if scope[1] is None or not scope[1].startswith("test"):  # (loops.is_test_function)
-                return True  # a function that is no test, a lambda, a class body
-            test_name = scope[1]
-        loops = self._loops_around(call, scope)
+    def _may_step(self, call: Span, scope: _Block | None, loops: list[_Block], stepping: set[int]) -> bool:
+        """Whether a step-shaped call may run per step, given its innermost `scope` (None: the
+        module's code) and the `loops` of that scope that hold it."""
+        test_name = scope.name if scope is not None else None
+        if scope is not None and (test_name is None or not test_name.startswith("test")):  # loops.is_test_function
+            return True  # a function that is no test, a lambda, a class body
         if not loops:
             return False  # straight-line code of the module or of a test function: one step
-        if scope is not None and test_name is not None:
+        if test_name is not None:
             if not self._named_once(test_name):
                 return True  # a test function something here may call or pass on
-            if any(self._innermost_scope(other) is scope and not self._runs_in_a_loop(other, scope) for other in calls):
+            if id(scope) in stepping:
                 return True  # a test that also steps outside its loops: a hook to the model
         runs = 1
-        for _, each_iteration, iterated in loops:
-            if _within(call, each_iteration):
-                count = None if iterated is None else _literal_length(iterated, self._imported)
+        for loop in loops:
+            if _within(call, loop.each_iteration):
+                count = None if loop.iterated is None else _literal_length(loop.iterated, self._imported)
                 if count is None:
                     return True
                 runs *= count
         return runs >= SHORT_LOOP_STEPS
 
-    def _runs_in_a_loop(self, span: Span, scope: tuple[Span, str | None]) -> bool:
-        """Whether a loop of `scope` runs `span` on each iteration (loops.loop_around)."""
-        return any(scope[0][0] < loop[0][0] and _within(span, loop[1]) for loop in self._loops)
-
     # -- REPEATED_COPY ------------------------------------------------------------------------------
     def may_repeat(self, span: Span) -> bool:
-        scope = self._innermost_scope(span)
+        scope, loops = self._where(span)
         if scope is not None:
-            name = scope[1]
+            name = scope.name
             if name is None or not name.startswith("test") or name in PER_CALL_METHODS:
                 return True  # a function that is no test, a lambda, a class body
             if not self._named_once(name):
                 return True  # a test function something here may call
-        return bool(self._loops_around(span, scope))
+        return bool(loops)
 
     # -- where ----------------------------------------------------------------------------------------
-    def _innermost_scope(self, span: Span) -> tuple[Span, str | None] | None:
-        innermost = None
-        for scope in self._scopes:
-            if _within(span, scope[0]) and (innermost is None or scope[0][0] > innermost[0][0]):
-                innermost = scope
-        return innermost
+    def _where(self, span: Span) -> tuple[_Block | None, list[_Block]]:
+        """The innermost scope that holds `span` (None: the module's code), and the loops of that
+        scope that hold it, innermost first (a loop around the scope runs its definition)."""
+        if not self._starts and self._blocks:
+            self._nest()
+        blocks, parents = self._blocks, self._parents
+        index = bisect_right(self._starts, span[0]) - 1
+        while index >= 0 and not _within(span, blocks[index].span):
+            index = parents[index]
+        loops = []
+        while index >= 0 and blocks[index].loop:
+            loops.append(blocks[index])
+            index = parents[index]
+        return (blocks[index] if index >= 0 else None), loops
 
-    def _loops_around(self, span: Span, scope: tuple[Span, str | None] | None) -> list:
-        """The loops of `scope` (None: the module's code) that hold `span`: a loop around the
-        scope runs its definition, not its body."""
-        floor = scope[0][0] if scope is not None else (0, 0)
-        return [loop for loop in self._loops if floor < loop[0][0] and _within(span, loop[0])]
+    def _nest(self) -> None:
+        """Sort the blocks by their starts and find each one's parent (the nearest block before it
+        that holds it): blocks nest, and no two start at one place."""
+        self._blocks.sort(key=lambda block: block.span[0])
+        stack: list[int] = []
+        for index, block in enumerate(self._blocks):
+            while stack and not _within(block.span, self._blocks[stack[-1]].span):
+                stack.pop()
+            self._parents.append(stack[-1] if stack else -1)
+            stack.append(index)
+        self._starts = [block.span[0] for block in self._blocks]
 
     def _named_once(self, name: str) -> bool:
-        """Whether the module names `name` only where it defines it, as far as its bytes tell (not
-        at all without them)."""
-        return self._source is not None and _mentions(self._source, name) == 1
+        """Whether the module writes the identifier `name` only where it defines it, as far as its
+        bytes tell -- code, strings and comments (never, without them)."""
+        if self._source is None:
+            return False
+        if self._names is None:
+            self._names = Counter(_IDENTIFIER.findall(self._source))
+        return self._names.get(name.encode(), 0) == 1
 
 
-def _mentions(source: bytes, name: str) -> int:
-    """How many times the identifier `name` occurs in the source's bytes (in code, strings or comments)."""
-    return len(re.findall(rb"(?<!\w)" + re.escape(name.encode()) + rb"(?!\w)", source))
+@dataclass(frozen=True)
+class _Block:
+    """A loop or a scope (a function, a lambda, a class body) of `_Places`."""
+
+    span: Span
+    loop: bool
+    name: str | None = None  # a function's
+    each_iteration: Span = ((0, 0), (0, 0))  # a loop's: what runs on each iteration
+    iterated: ast.expr | None = None  # a `for`'s iterable
+
+
+# Identifiers in a source's bytes (ASCII ones whole; a name with other letters is counted in
+# pieces, which never makes a name seem written once when it is written twice).
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _literal_length(iterable: ast.expr, imported: set[str]) -> int | None:

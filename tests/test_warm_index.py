@@ -204,3 +204,25 @@ def test_each_edit_gives_what_a_run_without_the_cache_gives(project, capsys, tmp
         assert cached == findings(capsys, None, *linted), (number, call)
         seen.add(any(code == "GL201" and name == "helpers.py" for name, code, _, _ in cached))
     assert seen == {True, False}  # (the chain was created and removed)
+
+
+def test_a_file_written_after_the_index_read_it_is_read_again_next_time(project, capsys, tmp_path, monkeypatch):
+    """The index's cache entry records the stat data each file had just before the index read the
+    bytes it summarized: a write after that read differs from it, whenever in the run it lands."""
+    from gpulint.linter.run import project as run_project
+
+    cache = tmp_path / "cache"
+    real_index = run_project.RunIndex
+
+    class WrittenWhileRunning(real_index):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            time.sleep(0.01)  # (past the filesystem clock's tick)
+            (project / "train.py").write_text(TRAIN.format(call=""))  # the chain is gone
+
+    monkeypatch.setattr(run_project, "RunIndex", WrittenWhileRunning)
+    assert any(code == "GL201" for _, code, _, _ in findings(capsys, cache, "helpers.py"))
+    monkeypatch.setattr(run_project, "RunIndex", real_index)
+    after = findings(capsys, cache, "helpers.py")
+    assert after == findings(capsys, None, "helpers.py")
+    assert not any(code == "GL201" for _, code, _, _ in after)

@@ -387,6 +387,13 @@ class RunIndex:
                 return self._imports[key]
         return None
 
+    def read_stamp(self, resolved: Path) -> Stamp | None:
+        """The stat data a module file (by its resolved path) had just before this index read it
+        (UNKNOWN: changed too shortly before to tell); None for a file it did not stat (an
+        editor's unsaved text) or took from the last index without reading."""
+        read = self._read.get(resolved)
+        return read.stamp if read is not None else None
+
     def resolve(self, path: Path) -> Path:
         """`path.resolve()`, once per path for this index (the run's files are queued, looked up
         among the modules and asked for their view by the same paths)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,7 +30,7 @@ from gpulint.linter.run.safe_files import WriteScope, remove_stale_temporaries
 
 if TYPE_CHECKING:
     from gpulint.linter.analysis.project import ModuleView
-    from gpulint.linter.run.project import Summarized
+    from gpulint.linter.run.project import RunIndex, Summarized
 
 
 def _cached_outcome(
@@ -201,7 +201,7 @@ class _ProjectViews:
         views = [index.view(path) if path.suffix == ".py" else None for path in self.files]
         if self.cache is not None and self._index_key:
             own = {self._real(path): view for path, view in zip(self.files, views, strict=True) if view}
-            self.cache.put_index(self._index_key, own, self._rows(index.modules, summarized, now))
+            self.cache.put_index(self._index_key, own, self._rows(index, summarized, now))
         return views
 
     def _summarize_ahead(self) -> dict[tuple[Path, int | None], Summarized]:
@@ -225,16 +225,22 @@ class _ProjectViews:
             self._first_settings.rule_classes(self._first_settings.enabled_codes())
 
     @staticmethod
-    def _rows(modules: Iterable[Path], summarized: dict[str, tuple[str, str]], started_ns: int) -> dict[str, list]:
+    def _rows(index: RunIndex, summarized: dict[str, tuple[str, str]], started_ns: int) -> dict[str, list]:
         """The row of each file the index read: its stat data, the hash of its bytes and the key of
         the summary solved from them ("" for a file not summarized: it does not parse, or is a
-        second file of one module).  A file whose bytes differ from those summarized (written
-        during the run) is recorded with the summarized hash and no stat data: hashed next time."""
+        second file of one module).  A file the index summarized has the stat data it took just
+        before reading the bytes it hashed (a write after that changes them: hashed next time);
+        any other is stat'ed and read here, and if its bytes differ from those summarized (written
+        during the run) it is recorded with the summarized hash and no stat data."""
         from gpulint.linter.run.stamps import UNKNOWN, recordable, stamp_of
 
         rows: dict[str, list] = {}
-        for resolved in modules:
+        for resolved in index.modules:
             path = str(resolved)
+            read_stamp = index.read_stamp(resolved)
+            if read_stamp is not None and path in summarized:
+                rows[path] = [*read_stamp, *summarized[path]]
+                continue
             stamp = stamp_of(path)
             try:
                 source_hash = content_hash(read_source(resolved))

@@ -747,8 +747,8 @@ RULES: tuple[RuleInfo, ...] = (
         facts=('runs one process per GPU',),
         tokens=('backward', 'update_grad'),
         triggers=(
-            ('.step(', 'optimizer_step', 'step', 'sync', 'update', 'update_grad'),
-            ('.backward(', 'optimizer_step', 'step', 'sync', 'update', 'update_grad'),
+            ('.step(', 'optimizer_step=', 'step=', 'sync=', 'update=', 'update_grad='),
+            ('.backward(', 'optimizer_step=', 'step=', 'sync=', 'update=', 'update_grad='),
             (
                 'for ...: loss.backward()',
                 'optimizer_step=',

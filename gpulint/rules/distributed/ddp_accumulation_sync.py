@@ -17,6 +17,7 @@ from gpulint.linter.rule import Invalid, Rule, Valid
 # Handling of accumulation under DDP: the context manager, accelerate's wrapper, or the flag.
 # Keywords of a helper that runs backward on every call and the optimizer step only when true.
 _STEP_SWITCHES = frozenset({"update_grad", "optimizer_step", "update", "step", "sync"})
+_SWITCH_KEYWORDS = tuple(sorted(f"{switch}=" for switch in _STEP_SWITCHES))  # (as trigger shapes: code_shapes)
 # Skipping the all-reduce: DDP's `no_sync()`, its flag, FSDP's setter, Accelerate's `accumulate()`,
 # Fabric's `no_backward_sync()`, or setting Accelerate's `sync_gradients` (reading it, to act on the
 # last micro-batch, is not).
@@ -89,9 +90,9 @@ class DdpAccumulationSync(Rule):
     tokens = ("backward", "update_grad")
     # a `.backward()` and an optimizer `.step()` run per step, or a helper called with a step switch keyword
     triggers = (
-        (".step(", *sorted(_STEP_SWITCHES)),
-        (".backward(", *sorted(_STEP_SWITCHES)),
-        (STEP_LOOP, *sorted(f"{switch}=" for switch in _STEP_SWITCHES)),
+        (".step(", *_SWITCH_KEYWORDS),
+        (".backward(", *_SWITCH_KEYWORDS),
+        (STEP_LOOP, *_SWITCH_KEYWORDS),
     )
 
     VALID = [

@@ -66,6 +66,7 @@ from gpulint.linter.analysis.vocabulary import (
     PER_CALL_METHODS,
     RANGES,
     SHORT_LOOP_STEPS,
+    STEP_METHODS,
     is_step_method,
 )
 from gpulint.linter.analysis.walk import TreeIndex, names_under, nodes_under
@@ -112,15 +113,11 @@ STEP_TOKENS = (
     b".apply(",
 )
 # The same in code (analysis/code_shapes.py): a method call `is_direct_step_call` may take for a
-# step, or a `training_step` (a LightningModule's).
+# step (`.apply(` only on what may be an optimizer: Keras 3), or a `training_step` (a
+# LightningModule's).
 STEP_SHAPES = (
-    ".backward(",
-    ".manual_backward(",
-    ".apply_gradients(",
-    ".train_on_batch(",
-    ".step(",
-    ".gradient(",
-    OPTIMIZER_APPLY,  # `.apply(` on what may be an optimizer (Keras 3)
+    *(f".{method}(" for method in sorted(STEP_METHODS - {"apply"})),
+    OPTIMIZER_APPLY,
     "training_step",
 )
 # The shapes of code without one of which nothing in a module runs repeatedly (`runs_repeatedly`)

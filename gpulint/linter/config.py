@@ -38,6 +38,7 @@ the `[tool.gpulint]` table that would switch rules or fixes off).
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import json
 import os
@@ -194,9 +195,14 @@ class Settings:
         if self.test_files is not None:
             return matches_test_patterns(_relative(path, self.root), tuple(self.test_files))
         try:
-            return is_test_path(path.resolve().relative_to(self.root.resolve()).as_posix())
+            return is_test_path(path.resolve().relative_to(self._real_root).as_posix())
         except ValueError:
             return is_test_path(project_relative(path))
+
+    @functools.cached_property
+    def _real_root(self) -> Path:
+        """`root` resolved, once: the project index asks `is_test_file` of every module."""
+        return self.root.resolve()
 
     def fingerprint(self) -> str:
         """A stable digest of everything that changes results (for caches)."""

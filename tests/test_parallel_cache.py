@@ -390,6 +390,27 @@ def test_a_change_in_one_module_reaches_the_findings_that_depend_on_it(tmp_path,
     assert findings() == first
 
 
+def test_summarizing_workers_start_for_enough_source_however_many_modules_hold_it(tmp_path, monkeypatch):
+    """A pool summarizes the index's modules only when they hold MIN_BYTES_FOR_SUMMARY_WORKERS of
+    source: forty small modules are summarized by the process that builds the index (no pool is
+    started), one large module in a worker."""
+    import concurrent.futures
+
+    small = []
+    for n in range(40):
+        path = tmp_path / f"plain_{n:02d}.py"
+        path.write_text(PLAIN_TEMPLATE.format(n=n))
+        small.append((path, None))
+    large = tmp_path / "large.py"
+    large.write_text("".join(f"def add_{n}(a):\n    return a + {n}\n" for n in range(4_000)))
+    assert large.stat().st_size >= parallel.MIN_BYTES_FOR_SUMMARY_WORKERS
+    with monkeypatch.context() as patched:
+        patched.setattr(concurrent.futures, "ProcessPoolExecutor", lambda *a, **k: pytest.fail("a pool started"))
+        assert parallel.summarize_files(small, None, jobs=2) == {}
+    found = parallel.summarize_files([(large, None)], None, jobs=2)
+    assert found[(large, None)].summary is not None
+
+
 def test_with_workers_each_module_is_summarized_and_compiled_once_in_a_worker(corpus, tmp_path, monkeypatch):
     """With workers, the project index's summaries are computed in the pool (the process that
     solves the index summarizes none), each module's source is compiled once in all the processes

@@ -44,10 +44,13 @@ if TYPE_CHECKING:
 # Below this many files to process, starting workers costs more than it saves (a parse is tens of
 # milliseconds, a worker start about as much).
 MIN_FILES_FOR_WORKERS = 4
-# The project index's summaries are cheaper (a few milliseconds a module, CPython's parser only),
-# and a pool of summarizing workers costs about a tenth of a second of CPU in all (measured on 2
-# cores): below this many modules, the main process summarizes them faster.
-MIN_MODULES_FOR_SUMMARY_WORKERS = 32
+# The project index's summaries take about a third of a millisecond of CPU per kilobyte of source
+# (CPython's parser and two walks).  In a pool they run beside libcst's import (`summarize_files`)
+# instead of before it, which pays for starting the workers once they hold about 30 ms of work:
+# measured on 2 cores, wall time pooled against not, 52 KB of modules 3% slower, 85 KB (36
+# modules) even, 153-155 KB 4-5% faster, 305 KB 8-15% faster.  What decides is the bytes, not the
+# number of modules.
+MIN_BYTES_FOR_SUMMARY_WORKERS = 96 * 1024
 
 _worker: dict = {}
 
@@ -233,13 +236,17 @@ def summarize_files(
 ) -> dict[tuple[Path, int | None], Summarized]:
     """The project index's summaries of `items` -- (resolved path, node budget) pairs -- computed
     by `jobs` worker processes (run/project.py `summarize_file`), by pair; a file that could not be
-    read is left out.  Empty when the pool broke: the index then summarizes in this process (and
-    meets the same problem there, as it would have without workers).
+    read is left out.  Empty when the modules are too small for a pool to pay
+    (MIN_BYTES_FOR_SUMMARY_WORKERS), or when the pool broke: the index then summarizes in this
+    process (and meets the same problem there, as it would have without workers).
 
     `meanwhile()` runs in a thread of this process while the workers summarize, once they are
     started (forked before the thread exists): the lint's start-up work -- importing libcst and the
     rules, about a tenth of a second -- would otherwise leave a core idle after the pool ends.  It
     is done when this returns, so the lint's workers fork from a process with no thread of ours."""
+    sizes = {path: file_size(path) for path, _budget in items}
+    if sum(sizes.values()) < MIN_BYTES_FOR_SUMMARY_WORKERS:
+        return {}  # (before the imports a pool needs, which a run this small does without)
     import threading
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
@@ -248,7 +255,7 @@ def summarize_files(
     if context.get_start_method() == "fork":
         gc.freeze()  # (see _pool)
     # Largest first, in small chunks, for the reason map_files gives.
-    ordered = sorted(items, key=lambda item: -file_size(item[0]))
+    ordered = sorted(items, key=lambda item: -sizes[item[0]])
     chunksize = max(1, min(8, len(ordered) // (jobs * 32)))
     pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_summary_worker, initargs=(cache,))
     interrupted = True

@@ -208,12 +208,11 @@ class _ProjectViews:
         """With workers, the summaries of what the index reads first -- the run's files and their
         projects', with the lint's budget of nodes -- computed in a worker pool by (resolved path,
         budget); the index takes each for the same bytes.  The modules they import from elsewhere
-        are summarized here as the index follows them.  Without workers, nothing."""
+        are summarized here as the index follows them.  Without workers, or too few bytes of
+        modules for a pool to pay, nothing."""
         if self.jobs < 2:
             return {}
         paths = dict.fromkeys(Path(self._real(path)) for path in [*self.project, *self.files] if path.suffix == ".py")
-        if len(paths) < parallel.MIN_MODULES_FOR_SUMMARY_WORKERS:
-            return {}
         return parallel.summarize_files(
             [(path, self.max_nodes) for path in paths], self.cache, self.jobs, meanwhile=self.warm_up
         )

@@ -83,6 +83,10 @@ class Phase:
     name: str
     share: float  # of the sampled time
     lines: list[Line] = field(default_factory=list)
+    # How many looks saw it (None: a report recorded before the sampler counted them).  One look
+    # the system delayed carries all the time since the one before: a phase seen in a look or two
+    # is not evidence (verdict.MIN_PHASE_LOOKS).
+    looks: int | None = None
 
     @property
     def rule(self) -> str | None:
@@ -105,6 +109,10 @@ class Attribution:
     @property
     def host_shares(self) -> dict[str, float]:
         return {p.name: p.share for p in self.phases if p.name in HOST_PHASE_RULES}
+
+    @property
+    def host_looks(self) -> dict[str, int]:
+        return {p.name: p.looks for p in self.phases if p.name in HOST_PHASE_RULES and p.looks is not None}
 
 
 class _Sources:
@@ -198,16 +206,20 @@ def attribute(report: dict) -> Attribution | None:
     sources = _Sources()
     total = stacks["seconds"]
     seconds: dict[str, float] = {}
+    looks: dict[str, int] = {}
+    counted = all("looks" in stack for stack in stacks["stacks"])  # (older reports did not count)
     by_line: dict[str, dict[tuple, float]] = {}
     for stack in stacks["stacks"]:
         name, key = _classify(stack["fetch"], stack["frames"], anchors, sources)
         seconds[name] = seconds.get(name, 0.0) + stack["seconds"]
+        if counted:
+            looks[name] = looks.get(name, 0) + stack["looks"]
         if key is not None:
             of_phase = by_line.setdefault(name, {})
             of_phase[key] = of_phase.get(key, 0.0) + stack["seconds"]
     phases = []
     for name, t in sorted(seconds.items(), key=lambda kv: -kv[1]):
-        phase = Phase(name, t / total)
+        phase = Phase(name, t / total, looks=looks.get(name) if counted else None)
         for (where, inner), k in sorted(by_line.get(name, {}).items(), key=lambda kv: -kv[1]):
             if k / total < MIN_LINE_SHARE and phase.lines:
                 break

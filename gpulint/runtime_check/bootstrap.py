@@ -202,6 +202,7 @@ class StackSampler:
     def __init__(self, thread_id: int, interval: float = SAMPLE_INTERVAL, timeline: bool = False) -> None:
         self.thread_id, self.interval = thread_id, interval
         self.seconds: dict[tuple, float] = {}  # stack -> seconds of the looks that saw it
+        self.counts: dict[tuple, int] = {}  # stack -> how many looks saw it
         # With `timeline` (the profiled steps of OpsWindow): every look in order, as (time, stack),
         # so a trace can show which phase ran when.
         self.timeline: list[tuple[float, tuple]] | None = [] if timeline else None
@@ -261,8 +262,10 @@ class StackSampler:
         self.total += weight
         if key in self.seconds:
             self.seconds[key] += weight
+            self.counts[key] += 1
         elif len(self.seconds) < SAMPLE_KEYS_CAP:
             self.seconds[key] = weight
+            self.counts[key] = 1
         else:
             self.overflow += weight
         return key
@@ -288,7 +291,12 @@ class StackSampler:
             "seconds": self.total,
             "lost": self.overflow,
             "stacks": [
-                {"fetch": fetch, "frames": [list(e) if isinstance(e, tuple) else e for e in entries], "seconds": t}
+                {
+                    "fetch": fetch,
+                    "frames": [list(e) if isinstance(e, tuple) else e for e in entries],
+                    "seconds": t,
+                    "looks": self.counts[(fetch, entries)],
+                }
                 for (fetch, entries), t in self.seconds.items()
             ],
         }

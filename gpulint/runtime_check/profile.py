@@ -113,6 +113,7 @@ def measurements_of(
         other_cores=run.cpu.other_cores if run.cpu else None,
         host_shares=host_work(attribution, run),
         host_lines=host_lines,
+        host_looks=attribution.host_looks if attribution else {},
         straggler_rank=straggler.rank if straggler else None,
         straggler_share=_straggler_share(ranks) if straggler else None,
         straggler_note=straggler_note,

@@ -21,6 +21,11 @@ MIN_STEPS = 3  # fewer measured steps than this is no measurement
 # Share of the step taken by one kind of host work between the steps' device work (checkpoint
 # writes, logging, validation, host reads, ...; attribution.py): from this it names the bottleneck.
 HOST_WORK_HIGH = 0.10
+# Looks at the stack that must have seen a kind of host work before it names the bottleneck.  Each
+# look carries the time since the one before; on a loaded machine the system can hold the looking
+# thread back for tens of milliseconds, and one late look then puts a short run's 10% wherever the
+# training thread happened to be (a CPU step's own compute line, seen as "other host work").
+MIN_PHASE_LOOKS = 3
 # A rank doing this much more work per step than the others (median) makes them all wait for it.
 STRAGGLER_HIGH = 0.05
 NOISY_CV = 0.5  # step-time coefficient of variation above this: say the figures are noisy
@@ -88,6 +93,7 @@ class Measurements:
     # from the sampled stacks; empty when the stack was not sampled.
     host_shares: dict[str, float] = field(default_factory=dict)
     host_lines: dict[str, str] = field(default_factory=dict)  # phase -> "line N: text" that takes most of it
+    host_looks: dict[str, int] = field(default_factory=dict)  # phase -> looks that saw it, where counted
     straggler_rank: int | None = None
     straggler_share: float | None = None  # its extra own work per step, share of the step
     straggler_note: str = ""  # where its extra time goes
@@ -186,7 +192,7 @@ def _candidates(m: Measurements, data: float, collective: float) -> list[_Candid
             )
         )
     for phase, share in m.host_shares.items():
-        if share >= HOST_WORK_HIGH and phase in HOST_PHASE_RULES:
+        if share >= HOST_WORK_HIGH and phase in HOST_PHASE_RULES and not _too_few_looks(m, phase):
             where = m.host_lines.get(phase)
             found.append(
                 _Candidate(
@@ -198,6 +204,10 @@ def _candidates(m: Measurements, data: float, collective: float) -> list[_Candid
                 )
             )
     return sorted(found, key=lambda c: -c.share)
+
+
+def _too_few_looks(m: Measurements, phase: str) -> bool:
+    return m.host_looks.get(phase, MIN_PHASE_LOOKS) < MIN_PHASE_LOOKS
 
 
 def decide(m: Measurements) -> Verdict:
@@ -222,6 +232,15 @@ def decide(m: Measurements) -> Verdict:
         reasons.append("data wait not measured")
     gpu_measured = m.gpu_util is not None
     candidates = _candidates(m, data, collective)
+    # Host work over the threshold that too few looks saw to name (MIN_PHASE_LOOKS): said, not named.
+    unnamed = [
+        f"{pct(share)} of step time looked like {phase}"
+        f"{' at ' + m.host_lines[phase] if phase in m.host_lines else ''} in only {m.host_looks[phase]} "
+        f"look{'s' if m.host_looks[phase] != 1 else ''} at the stack: too few to name it "
+        f"(from {MIN_PHASE_LOOKS}; more steps give more looks)"
+        for phase, share in m.host_shares.items()
+        if share >= HOST_WORK_HIGH and phase in HOST_PHASE_RULES and _too_few_looks(m, phase)
+    ]
     recommendations: list[Recommendation]
     if candidates:
         top = candidates[0]
@@ -272,11 +291,12 @@ def decide(m: Measurements) -> Verdict:
         if m.host_shares:
             reasons.append(
                 f"host work between the steps' compute {pct(host)} of step time "
-                f"(no kind of it reaches {pct(HOST_WORK_HIGH)})"
+                f"(no kind of it reaches {pct(HOST_WORK_HIGH)}{f' in {MIN_PHASE_LOOKS} looks' if unnamed else ''})"
             )
         if gpu_measured:
             reasons.append(f"GPU utilization {m.gpu_util:.0f}%")
         recommendations = _compute_recommendations(m)
+    reasons += unnamed
 
     if kind == "straggler":
         advice = (

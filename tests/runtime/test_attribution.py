@@ -8,7 +8,7 @@ import textwrap
 from gpulint.runtime_check import attribution
 from gpulint.runtime_check.nvml import GpuSummary
 from gpulint.runtime_check.profile import host_work
-from gpulint.runtime_check.verdict import Measurements, decide
+from gpulint.runtime_check.verdict import MIN_PHASE_LOOKS, Measurements, decide
 from tests.runtime.helpers import measured_run
 
 TRAIN = textwrap.dedent(
@@ -144,6 +144,36 @@ def test_workers_are_not_suggested_when_every_core_has_one():
     assert [r.code for r in verdict.recommendations][:1] == ["GL103"]
 
 
+def test_each_phase_counts_the_looks_that_saw_it(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    path = str(script)
+    stacks = [("", [at(path, 12), "forward"], 20), ("", [at(path, 13), "backward"], 20), ("", [at(path, 18)], 12)]
+    counted = report(path, stacks)
+    for stack, looks in zip(counted["stacks"]["stacks"], (7, 5, 1), strict=True):
+        stack["looks"] = looks
+    result = attribution.attribute(counted)
+    assert result is not None
+    assert {p.name: p.looks for p in result.phases} == {"compute": 12, "logging": 1}
+    assert result.host_looks == {"logging": 1}
+    older = attribution.attribute(report(path, stacks))  # (a report from before the looks were counted)
+    assert older is not None and {p.looks for p in older.phases} == {None} and older.host_looks == {}
+
+
+def test_host_work_seen_in_too_few_looks_is_said_not_named():
+    """On a loaded machine one late look carries all the time since the one before: 11% of a short
+    CPU run's step put on its own compute line, seen once, made a healthy run "host-bound"."""
+    shares = {"other host work": 0.11}
+    lines = {"other host work": "train.py:50 `loss = nn.functional.mse_loss(model(x), y)`"}
+    once = decide(m(data_share=0.01, host_shares=shares, host_lines=lines, host_looks={"other host work": 1}))
+    assert once.kind == "compute-bound", (once.headline, once.reasons)
+    assert any("in only 1 look at the stack: too few to name it" in r and "train.py:50" in r for r in once.reasons)
+    often = decide(m(data_share=0.01, host_shares=shares, host_looks={"other host work": MIN_PHASE_LOOKS}))
+    assert often.headline == "host-bound (other host work)"
+    uncounted = decide(m(data_share=0.01, host_shares=shares))  # (looks not counted: the share decides)
+    assert uncounted.headline == "host-bound (other host work)"
+
+
 def test_small_host_work_leaves_the_step_compute_bound():
     verdict = decide(m(data_share=0.01, host_shares={"other host work": 0.04, "logging": 0.03}))
     assert verdict.kind == "compute-bound"
@@ -194,6 +224,7 @@ def test_the_sampler_keeps_the_user_frames_of_the_watched_thread(monkeypatch, tm
     worker.join()
     result = sampler.result()
     assert result["looks"] >= 10 and 0.15 < result["seconds"] < 1.0
+    assert sum(stack["looks"] for stack in result["stacks"]) == result["looks"]  # (nothing lost here)
     lines = {frame[1] for stack in result["stacks"] for frame in stack["frames"] if isinstance(frame, list)}
     files = {frame[0] for stack in result["stacks"] for frame in stack["frames"] if isinstance(frame, list)}
     assert files == {__file__} and len(lines) <= 3

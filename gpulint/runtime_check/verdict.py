@@ -191,8 +191,8 @@ def _candidates(m: Measurements, data: float, collective: float) -> list[_Candid
                 "a 1->2 scaling run falls under 90% efficiency)",
             )
         )
-    for phase, share in m.host_shares.items():
-        if share >= HOST_WORK_HIGH and phase in HOST_PHASE_RULES and not _too_few_looks(m, phase):
+    for phase, share in _host_work_over_threshold(m):
+        if not _too_few_looks(m, phase):
             where = m.host_lines.get(phase)
             found.append(
                 _Candidate(
@@ -206,7 +206,17 @@ def _candidates(m: Measurements, data: float, collective: float) -> list[_Candid
     return sorted(found, key=lambda c: -c.share)
 
 
+def _host_work_over_threshold(m: Measurements) -> list[tuple[str, float]]:
+    """The kinds of host work (HOST_PHASE_RULES) that take HOST_WORK_HIGH of the step or more."""
+    return [
+        (phase, share)
+        for phase, share in m.host_shares.items()
+        if share >= HOST_WORK_HIGH and phase in HOST_PHASE_RULES
+    ]
+
+
 def _too_few_looks(m: Measurements, phase: str) -> bool:
+    """Too few looks at the stack saw the phase to name it (no count: a report from before)."""
     return m.host_looks.get(phase, MIN_PHASE_LOOKS) < MIN_PHASE_LOOKS
 
 
@@ -238,8 +248,8 @@ def decide(m: Measurements) -> Verdict:
         f"{' at ' + m.host_lines[phase] if phase in m.host_lines else ''} in only {m.host_looks[phase]} "
         f"look{'s' if m.host_looks[phase] != 1 else ''} at the stack: too few to name it "
         f"(from {MIN_PHASE_LOOKS}; more steps give more looks)"
-        for phase, share in m.host_shares.items()
-        if share >= HOST_WORK_HIGH and phase in HOST_PHASE_RULES and _too_few_looks(m, phase)
+        for phase, share in _host_work_over_threshold(m)
+        if _too_few_looks(m, phase)
     ]
     recommendations: list[Recommendation]
     if candidates:

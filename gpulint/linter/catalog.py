@@ -58,6 +58,11 @@ def worker_expression(key: str, value: Any) -> None:
         raise ValueError(f"`{key}` = {str(value)!r} is not accepted: {exc}") from None
 
 
+# code_shapes.STEP_LOOP as a group of its own (spelled here: listings import no analysis module;
+# tests/test_step_region.py checks the two agree).
+_STEP_LOOP_GROUP = ("for ...: loss.backward()",)
+
+
 @dataclass(frozen=True)
 class RuleInfo:
     """A rule as selection, listings and the prefilter see it (named as the rule class's attributes)."""
@@ -87,23 +92,46 @@ class RuleInfo:
             not self.tokens or any(token.encode() in source for token in self.tokens)
         )
 
-    def may_fire(self, shapes: frozenset[str], view_may_make: Callable[[str], bool] | None = None) -> bool:
+    def may_fire(
+        self,
+        shapes: frozenset[str],
+        view_may_make: Callable[[str], bool] | None = None,
+        per_step_shapes: frozenset[str] | None = None,
+    ) -> bool:
         """The trigger filter: the module's code (its shapes, analysis/code_shapes.py) holds one
         shape of every trigger group, and one of the shapes of every required fact that has some.
 
         `view_may_make(fact)`, for a module the rest of the project says something about: whether
         its project view may make the fact hold.  There a rule may fire on code that holds none of
-        its triggers (a helper another module runs per step), so only the groups of the code it
-        reports itself (its first `site_triggers`) and its facts are checked, and a fact the view
-        may make hold needs no shape."""
+        its triggers (a helper another module runs per step), so only the groups of the code the
+        module must hold itself (its first `site_triggers`) and its facts are checked, and a fact
+        the view may make hold needs no shape.
+
+        `per_step_shapes`, for such a module whose only per-step code is what another module runs
+        (analysis/step_region.py): the shapes of that code.  A rule that reports per-step work only
+        (`reports_per_step_only`) may fire only there: its site groups must hold in that code, and
+        STEP_LOOP (there is some)."""
+        held = shapes
         groups = self.triggers if view_may_make is None else (self.triggers or ())[: self.site_triggers]
-        if groups is not None and not all(shapes.intersection(group) for group in groups):
+        if per_step_shapes is not None and self.reports_per_step_only:
+            held, groups = per_step_shapes, (*(groups or ()), _STEP_LOOP_GROUP)
+        if groups is not None and not all(held.intersection(group) for group in groups):
             return False
         return all(
             shapes.intersection(FACT_SHAPES[fact]) or (view_may_make is not None and view_may_make(fact))
             for fact in self.facts
             if fact in FACT_SHAPES
         )
+
+    @property
+    def reports_per_step_only(self) -> bool:
+        """A trigger group of STEP_LOOP alone: the rule reports only code the loop model runs per
+        step (loops.LoopModel.per_step_work; tests/test_step_region.py checks each such rule)."""
+        return _STEP_LOOP_GROUP in (self.triggers or ())
+
+    def site_shapes(self) -> frozenset[str]:
+        """The shapes of its site groups (the first `site_triggers`)."""
+        return frozenset(shape for group in (self.triggers or ())[: self.site_triggers] for shape in group)
 
     def shapes(self) -> frozenset[str]:
         """Every shape the trigger filter asks about for this rule."""
@@ -331,8 +359,10 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         triggers=(
+            ('loss.item()',),
             ('for ...: loss.backward()',),
         ),
+        site_triggers=1,
         implementation='gpulint.rules.syncs.host_sync_in_loop:HostSyncInLoop',
     ),
     RuleInfo(
@@ -467,8 +497,10 @@ RULES: tuple[RuleInfo, ...] = (
         facts=('takes training steps',),
         tokens=('eval', 'valid', 'test'),
         triggers=(
+            ('evaluate(...)',),
             ('for ...: loss.backward()',),
         ),
+        site_triggers=1,
         implementation='gpulint.rules.per_step.per_step_validation:PerStepValidation',
     ),
     RuleInfo(
@@ -490,8 +522,10 @@ RULES: tuple[RuleInfo, ...] = (
         facts=('takes training steps',),
         tokens=('print', 'log', 'add_', 'wandb', 'mlflow'),
         triggers=(
+            ('logger.info(...)',),
             ('for ...: loss.backward()',),
         ),
+        site_triggers=1,
         implementation='gpulint.rules.per_step.per_step_logging:PerStepLogging',
     ),
     RuleInfo(
@@ -521,6 +555,7 @@ RULES: tuple[RuleInfo, ...] = (
             ),
             ('for ...: loss.backward()',),
         ),
+        site_triggers=1,
         implementation='gpulint.rules.per_step.per_step_checkpoint:PerStepCheckpoint',
     ),
     RuleInfo(
@@ -758,6 +793,7 @@ RULES: tuple[RuleInfo, ...] = (
                 'update_grad=',
             ),
         ),
+        site_triggers=2,
         implementation='gpulint.rules.distributed.ddp_accumulation_sync:DdpAccumulationSync',
     ),
     RuleInfo(

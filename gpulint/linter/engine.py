@@ -14,7 +14,9 @@
    whose bytes spell a rule's tokens in docstrings and comments only is not parsed with libcst.
    In a module the rest of the project says something about, a rule may fire on code that holds
    none of its triggers: there only the facts it requires (ModuleView.may_make_hold) and its site
-   triggers (`Rule.site_triggers`, the shapes of the call it reports) are checked; IGNORE_TRIGGERS
+   triggers (`Rule.site_triggers`, the shapes of the call it reports) are checked -- and where
+   its only per-step code is the functions another module runs per step, a rule that reports
+   per-step work only is checked on those functions' code (analysis/step_region.py); IGNORE_TRIGGERS
    turns the filter off;
 3. analyse: one walk of the tree builds the FileContext; the shared analyses on it (the
    training-loop model, what PyTorch and TensorFlow code does) are computed when a rule first asks;
@@ -43,8 +45,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from gpulint.linter import catalog
+from gpulint.linter.analysis.code_shapes import STEP_LOOP
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, parse
-from gpulint.linter.analysis.parse_guard import UnanalysableSource, measure
+from gpulint.linter.analysis.parse_guard import Measured, UnanalysableSource, measure, python_tree
+from gpulint.linter.analysis.step_region import region_shapes
 from gpulint.linter.analysis.vocabulary import tensorflow_injects_prefetch
 from gpulint.linter.findings import (
     SYNTAX_ERROR_CODE,
@@ -214,8 +218,11 @@ class Linter:
                 measured = measure(source, self.settings.max_syntax_nodes, wanted)
                 if measured.shapes is not None:  # (no tree: CPython rejects it, libcst decides)
                     # (a module the project tells something about: facts and site triggers, see may_fire)
-                    view_may_make = project.may_make_hold if project is not None and told_anything(project) else None
-                    entries = [r for r in entries if r.may_fire(measured.shapes, view_may_make)]
+                    view_may_make, per_step = None, None
+                    if project is not None and told_anything(project):
+                        view_may_make = project.may_make_hold
+                        per_step = per_step_region_shapes(source, measured, project, entries)
+                    entries = [r for r in entries if r.may_fire(measured.shapes, view_may_make, per_step)]
                     if not entries:
                         return None
         candidates = frozenset(r.code for r in entries)
@@ -354,6 +361,24 @@ def told_anything(project: ModuleView | None) -> bool:
     return project is not None and bool(
         project or project.chains or project.torch_loop_elsewhere or project.accelerator_loop_elsewhere
     )
+
+
+def per_step_region_shapes(
+    source: bytes, measured: Measured, project: ModuleView, entries: list[catalog.RuleInfo]
+) -> frozenset[str] | None:
+    """For a module whose only per-step code is what other modules run per step -- its code holds
+    no STEP_LOOP and it calls no other module's function (one may take a step): the shapes of that
+    code (analysis/step_region.py) the per-step rules among `entries` ask about.  None for any other
+    module, or when no such rule is a candidate."""
+    if STEP_LOOP not in measured.looked_for or STEP_LOOP in (measured.shapes or ()) or project.calls:
+        return None
+    asked = [r.site_shapes() for r in entries if r.reports_per_step_only]
+    if not asked:
+        return None
+    if not project.per_step:
+        return frozenset()  # (no function of it runs per step: it has no per-step code)
+    tree, _ = python_tree(source, measure=False)  # (the tree is not kept between the index and the lint)
+    return None if tree is None else region_shapes(tree, project.per_step, frozenset().union(*asked))
 
 
 def run_rules(ctx: FileContext, rules: list[type[Rule]]) -> list[RawFinding]:

@@ -45,7 +45,11 @@ import, a value the module assigns -- holds one of them (tests/test_triggers.py 
 INVALID cases).  A rule without `triggers` may fire on any code the prefilter lets through.  In a
 module the rest of the project says something about, a rule may fire on code without its
 triggers (a helper another module runs per step); only the first `site_triggers` groups, the
-shapes of the code the rule reports itself, are checked there.
+shapes of the code the rule reports itself (or needs beside it in the module), are checked there.
+A group of STEP_LOOP alone says the rule reports per-step work only (what `ctx.loops` runs per
+step): in a module whose only per-step code is the functions another module runs per step, its
+site groups are checked on those functions' code (analysis/step_region.py;
+tests/test_step_region.py checks both claims on the rule's INVALID cases).
 `options` are the `[tool.gpulint]` settings the rule reads, each declared once as a RuleOption
 (shared ones in gpulint/rules/options.py) and read with `self.option(...)`.
 
@@ -162,8 +166,9 @@ class Rule:
     # module's code must hold one shape of every group.  None: the rule may fire on any code.
     triggers: ClassVar[tuple[tuple[str, ...], ...] | None] = None
     # How many of the trigger groups, from the first, are shapes of the code the rule reports
-    # itself (the call it reports): nothing another module says stands in for them, so they are
-    # checked in a module the rest of the project says something about too, where the others are not.
+    # itself (the call it reports), or of code it needs beside it in the same module: nothing another
+    # module says stands in for them, so they are checked in a module the rest of the project says
+    # something about too, where the others are not.
     site_triggers: ClassVar[int] = 0
     # Prefilter where the project's TensorFlow ends tf.data pipelines with a prefetch by itself
     # (2.13 and later, or a version not known: analysis/vocabulary.py `tensorflow_injects_prefetch`):

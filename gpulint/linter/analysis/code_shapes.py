@@ -60,6 +60,17 @@ whose shapes a module without a training loop holds too (a test's single `loss.b
                    Lightning step of its own (loops.LoopModel), so nothing in it runs per step unless
                    another module runs it (the project's view of it: see Rule.site_triggers).
 
+and three for what a per-step rule reports, its site triggers (Rule.site_triggers):
+
+    "logger.info(...)"   a call logging_calls.logging_call_kind may name: `print(...)`, a method
+                   `.info(`, `.log(` or `.add_*(` on any receiver, or a callee an import binds into a
+                   logging library (`from wandb import log`, `mlflow.log_metric`)
+    "evaluate(...)"  a call of a name that names an evaluation (vocabulary.EVALUATION_NAME:
+                   `evaluate(model)`, `self.validate()`, `model.eval()`; not the builtin `eval(`)
+    "loss.item()"  a value GL201 may read back to the host: decided only on the code another module
+                   runs per step (step_region.py), which reads the module's tensors first; the
+                   module-wide walk takes it to hold
+
 Strings and comments hold none (an f-string's expressions are code and do).  The walk keeps only
 the shapes some trigger names (`wanted`): a module's set stays small, so the project index can keep
 it for every module between its parse and the module's lint.
@@ -75,12 +86,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from gpulint.linter.analysis.ast_names import last_name
+from gpulint.linter.analysis.ast_names import dotted_name, last_name
 from gpulint.linter.analysis.vocabulary import (
     DEVICE_COPY_METHODS,
+    EVALUATION_NAME,
     HOST_BUILDERS,
     HOST_TENSOR_METHODS,
     KINDS,
+    LOG_METHODS,
+    LOGGING_LIBRARIES,
     PASS_THROUGH_ITERATORS,
     PER_CALL_METHODS,
     RANGES,
@@ -95,6 +109,9 @@ FACTORY_COPY = "torch.zeros(...).to("
 STEP_LOOP = "for ...: loss.backward()"
 LOADER_BUILT = "DataLoader(...)"
 REPEATED_COPY = "for ...: torch.zeros(...).to("
+LOGGED = "logger.info(...)"
+EVALUATED = "evaluate(...)"
+HOST_READ = "loss.item()"
 # The identifiers a module's code holds wherever a value of it may be an optimizer: the last name
 # of each optimizer constructor (or module of them) the value analysis recognises -- its qualified
 # name is made of the code's own identifiers (`torch.optim.Adam`, `from torch import optim`).
@@ -146,6 +163,12 @@ class ShapeCollector:
         # For STEP_LOOP and REPEATED_COPY (decided at the end: a step function may be defined below
         # its loop, a test function named below it).
         self._places = _Places(source) if STEP_LOOP in wanted or REPEATED_COPY in wanted else None
+        # For LOGGED (decided at the end: an import may bind below its call): the names called (a
+        # plain name, or the first of a dotted callee's), and those imports bind into a logging library.
+        self._looks_for_logging = LOGGED in wanted
+        self._called_heads: set[str] = set()
+        self._logging_names: set[str] = set()
+        self._looks_for_evaluation = EVALUATED in wanted
         # The shapes worth a look: those wanted, and what OPTIMIZER_APPLY is decided from.
         watched = set(wanted)
         if self._looks_for_apply:
@@ -199,6 +222,9 @@ class ShapeCollector:
             handlers[ast.ImportFrom] = import_from_and_aliases
         if self._looks_for_loaders:
             handlers[ast.alias] = _both(handlers[ast.alias], self._loader_alias)
+        if self._looks_for_logging:
+            handlers[ast.Import] = self.bind_import
+            handlers[ast.ImportFrom] = _both(handlers[ast.ImportFrom], self.bind_import)
         if self._places is not None:
             for node_type, place in self._places.placers().items():
                 handlers[node_type] = _both(handlers[node_type], place) if node_type in handlers else place
@@ -221,9 +247,23 @@ class ShapeCollector:
                 self._places.step_shaped(node)
             if self._looks_for_loaders and func.attr == "DataLoader":
                 self._found.add(LOADER_BUILT)
+            if self._looks_for_logging:
+                if func.attr in LOG_METHODS or func.attr == "log" or func.attr.startswith("add_"):
+                    self._found.add(LOGGED)
+                elif (dotted := dotted_name(func)) is not None:
+                    self._called_heads.add(dotted.partition(".")[0])
+            if self._looks_for_evaluation and EVALUATION_NAME.match(func.attr):
+                self._found.add(EVALUATED)
         elif isinstance(func, ast.Name):
             if func.id in self._functions:
                 self._note(f"{func.id}(", node)
+            if self._looks_for_logging:
+                if func.id == "print":
+                    self._found.add(LOGGED)
+                else:
+                    self._called_heads.add(func.id)
+            if self._looks_for_evaluation and func.id != "eval" and EVALUATION_NAME.match(func.id):
+                self._found.add(EVALUATED)
             if func.id in self._outer_functions and node.args:
                 inner = node.args[0]
                 if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name):
@@ -232,6 +272,17 @@ class ShapeCollector:
                 self._called_names.add(func.id)
         if self._looks_for_copies:
             self._copies(node)
+
+    def bind_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        """Read the names an import binds into a logging library (as imports.ImportTable binds
+        them), for LOGGED; also called on the imports of a module whose part alone is walked."""
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.partition(".")[0]
+                if top in LOGGING_LIBRARIES:
+                    self._logging_names.add(alias.asname or top)
+        elif node.level == 0 and node.module and node.module.partition(".")[0] in LOGGING_LIBRARIES:
+            self._logging_names.update(alias.asname or alias.name for alias in node.names)
 
     def _loader_alias(self, node: ast.alias) -> None:
         if node.asname and node.name.rpartition(".")[2] == "DataLoader":
@@ -269,6 +320,10 @@ class ShapeCollector:
     def found(self) -> frozenset[str]:
         if self._looks_for_loaders and not self._called_names.isdisjoint({"DataLoader", *self._loader_aliases}):
             self._found.add(LOADER_BUILT)
+        if self._looks_for_logging and not self._called_heads.isdisjoint(self._logging_names):
+            self._found.add(LOGGED)
+        if HOST_READ in self._wanted:
+            self._found.add(HOST_READ)  # (decided on a per-step region only: step_region.py)
         if (
             STEP_LOOP in self._wanted
             and self._places is not None

@@ -10,12 +10,10 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from gpulint.linter.analysis.nodes import last_name
+from gpulint.linter.analysis.vocabulary import LOG_METHODS
 
 if TYPE_CHECKING:
     from gpulint.linter.analysis.context import FileContext
-
-# Levels that log routinely; warnings and errors are events, not per-step logging.
-_LOG_METHODS = frozenset({"info"})
 
 
 def logging_call_kind(ctx: FileContext, call: cst.Call) -> str | None:
@@ -25,7 +23,7 @@ def logging_call_kind(ctx: FileContext, call: cst.Call) -> str | None:
         return "print"
     qualified = ctx.call_qualified_name(call)
     if qualified is not None:
-        if qualified.startswith("logging.") and qualified.rsplit(".", 1)[-1] in _LOG_METHODS:
+        if qualified.startswith("logging.") and qualified.rsplit(".", 1)[-1] in LOG_METHODS:
             return "logging"
         if qualified == "wandb.log":
             return "wandb"
@@ -37,7 +35,7 @@ def logging_call_kind(ctx: FileContext, call: cst.Call) -> str | None:
     if not isinstance(func, cst.Attribute):
         return None
     method, receiver = func.attr.value, func.value
-    if method in _LOG_METHODS and (
+    if method in LOG_METHODS and (
         ctx.values.is_kind(receiver, "logger") or re.search(r"(^|_)(log|logger)$", last_name(receiver) or "", re.I)
     ):
         return "logging"

@@ -12,6 +12,7 @@ import libcst as cst
 
 from gpulint.linter.analysis.nodes import keyword_arg, last_name, method_name, positional_args
 from gpulint.linter.analysis.values import target_key
+from gpulint.linter.analysis.vocabulary import LOSSY_NAME, MODULE_NAME, TENSOR_METHODS, TORCH_NOT_TENSOR
 
 if TYPE_CHECKING:
     from gpulint.linter.analysis.context import FileContext
@@ -24,12 +25,6 @@ FSDP = (
 )
 ACCELERATE_ACCELERATORS = ("accelerate.Accelerator", "accelerate.accelerator.Accelerator")
 
-# Names of models, not batches or tensors: `model`, `self.net`, `encoder`, `ema_model`.
-MODULE_NAME = re.compile(
-    r"(^|_)(model|net|network|module|encoder|decoder|backbone|head|teacher|student|ema|critic|actor|policy"
-    r"|generator|discriminator|classifier|transformer|unet|vae|lm)s?$",
-    re.I,
-)
 _HOST_DEVICES = re.compile(r"""^[rbuRBU]*['"](cpu|meta)\b""")
 
 # Frameworks whose configuration, not the script, sets precision; and those that can compile.
@@ -284,19 +279,6 @@ _TORCHVISION_CNN = re.compile(
 
 
 # -- which expressions are tensors ---------------------------------------------------------------
-# Methods whose result is a tensor when their receiver is one (reductions and element-wise ops).
-_TENSOR_METHODS = frozenset(
-    "sum mean max min norm std var prod argmax argmin amax amin count_nonzero any all abs sqrt exp log "
-    "float double half bfloat16 detach clone squeeze unsqueeze flatten view reshape eq ne gt lt ge le "
-    "isnan isinf isfinite sigmoid softmax log_softmax".split()
-)
-# `torch.<name>` functions that do not return a tensor (or whose tensor is on the host anyway).
-_TORCH_NOT_TENSOR = re.compile(
-    r"^(get_|is_|set_|manual_seed|device|dtype|Size|no_grad|compile|save|load|from_numpy|tensor|as_tensor)"
-)
-_LOSSY_NAME = re.compile(r"(^|_)(loss|losses|criterion|loss_fn|lossfn|loss_func|loss_function)$", re.I)
-
-
 class TensorNames:
     """Names in a module that hold tensors, by a small flow-insensitive analysis: the receiver of
     `.backward()` (the loss), names assigned from `torch.*` calls, from a criterion
@@ -349,9 +331,9 @@ class TensorNames:
                     return False
                 if rest.startswith("nn.functional."):
                     return True
-                return "." not in rest and not _TORCH_NOT_TENSOR.match(rest)
+                return "." not in rest and not TORCH_NOT_TENSOR.match(rest)
             func = expr.func
-            if isinstance(func, cst.Attribute) and func.attr.value in _TENSOR_METHODS:
+            if isinstance(func, cst.Attribute) and func.attr.value in TENSOR_METHODS:
                 receiver = func.value
                 if isinstance(receiver, cst.Comparison):
                     return self.is_tensor(receiver.left) or any(
@@ -360,7 +342,7 @@ class TensorNames:
                 return self.is_tensor(receiver)
             # `criterion(out, y)` returns the loss, `model(x)` / `self.net(x)` the outputs.
             callee = last_name(func) or ""
-            return bool(_LOSSY_NAME.search(callee) or MODULE_NAME.search(callee))
+            return bool(LOSSY_NAME.search(callee) or MODULE_NAME.search(callee))
         return False
 
 

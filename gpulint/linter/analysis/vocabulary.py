@@ -227,6 +227,49 @@ def is_step_method(method: str, receiver: str | None) -> bool:
     return False
 
 
+# -- what per-step rules report, by name (shared by the rules and the trigger filter's shapes) --------
+# Tensor methods that read the value back to the host (GL201).
+SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
+# NaN/Inf predicates, as `torch.*` functions and tensor methods.
+NAN_CHECKS = frozenset({"isnan", "isinf", "isfinite", "isneginf", "isposinf"})
+# Functions whose result's size depends on the values of their input.
+SELECTIONS = frozenset({"torch.nonzero", "torch.argwhere", "torch.masked_select", "torch.unique"})
+# Element-wise comparisons and predicates: their result is a boolean mask.
+MASK_METHODS = frozenset({"eq", "ne", "gt", "lt", "ge", "le", "greater", "less", "isin", "signbit"})
+# `torch.*` functions whose truth value is read: a bool computed on the device, or a reduction.
+TORCH_PREDICATES = frozenset({"torch.equal", "torch.allclose", "torch.any", "torch.all", "torch.is_nonzero"})
+# Names of functions that evaluate a model (GL301).  Kept narrow on purpose: `validate_args()` or
+# `test_inputs()` are not evaluation, and a false positive costs more than a miss.
+EVALUATION_NAME = re.compile(
+    r"^_?(run_|do_)?(evaluate|evaluation|validate|validation|eval|val|test)"
+    r"(_(model|models|epoch|loop|step|steps|one_epoch|net|network|fn|all|dataset|data|set|split|metrics|accuracy|loss))?$"
+)
+# Logging levels that log routinely (GL302); warnings and errors are events, not per-step logging.
+LOG_METHODS = frozenset({"info"})
+# The libraries whose functions log (logging_calls.py: `logging.info`, `wandb.log`, `mlflow.log_*`,
+# `dllogger.log`), by the first name of their modules.
+LOGGING_LIBRARIES = frozenset({"logging", "wandb", "mlflow", "dllogger"})
+
+# -- which expressions are tensors (pytorch.TensorNames, and its reading of CPython's tree) ----------
+# Names of models, not batches or tensors: `model`, `self.net`, `encoder`, `ema_model`.
+MODULE_NAME = re.compile(
+    r"(^|_)(model|net|network|module|encoder|decoder|backbone|head|teacher|student|ema|critic|actor|policy"
+    r"|generator|discriminator|classifier|transformer|unet|vae|lm)s?$",
+    re.I,
+)
+# Methods whose result is a tensor when their receiver is one (reductions and element-wise ops).
+TENSOR_METHODS = frozenset(
+    "sum mean max min norm std var prod argmax argmin amax amin count_nonzero any all abs sqrt exp log "
+    "float double half bfloat16 detach clone squeeze unsqueeze flatten view reshape eq ne gt lt ge le "
+    "isnan isinf isfinite sigmoid softmax log_softmax".split()
+)
+# `torch.<name>` functions that do not return a tensor (or whose tensor is on the host anyway).
+TORCH_NOT_TENSOR = re.compile(
+    r"^(get_|is_|set_|manual_seed|device|dtype|Size|no_grad|compile|save|load|from_numpy|tensor|as_tensor)"
+)
+# Names of what returns a loss: `criterion(out, y)`, `loss_fn(...)`.
+LOSSY_NAME = re.compile(r"(^|_)(loss|losses|criterion|loss_fn|lossfn|loss_func|loss_function)$", re.I)
+
 # The first TensorFlow whose tf.data ends every pipeline with a prefetch by itself
 # (`inject_prefetch`, on by default), and how code turns that off: itself, or the autotuning the
 # injected prefetch uses.  Every match of OPTS_OUT_OF_PREFETCH spells one of its tokens (what the

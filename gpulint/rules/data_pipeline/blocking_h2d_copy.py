@@ -21,7 +21,8 @@ from gpulint.linter.analysis.nodes import (
     method_name,
     positional_args,
 )
-from gpulint.linter.analysis.pytorch import ACCELERATE_ACCELERATORS, MODULE_NAME, is_device_target
+from gpulint.linter.analysis.pytorch import ACCELERATE_ACCELERATORS, is_device_target
+from gpulint.linter.analysis.vocabulary import MODULE_NAME
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid

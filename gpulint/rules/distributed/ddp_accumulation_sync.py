@@ -94,6 +94,9 @@ class DdpAccumulationSync(Rule):
         (".backward(", *_SWITCH_KEYWORDS),
         (STEP_LOOP, *_SWITCH_KEYWORDS),
     )
+    # The step and the backward are the module's own code whatever the project says (it finds the
+    # backward from the step: both in this module); only where they run per step may come from it.
+    site_triggers = 2
 
     VALID = [
         # no_sync()

@@ -85,6 +85,7 @@ class PerStepCheckpoint(Rule):
     tokens = ("save",)
     # what it reports ends in one: a save function or method; run per step
     triggers = (tuple(sorted({name.rsplit(".", 1)[1] for name in _SAVE_FUNCTIONS} | _SAVE_METHODS)), (STEP_LOOP,))
+    site_triggers = 1
     fix_applicability = Applicability.UNSAFE
     fixes_test_files = False
     options = (CHECKPOINT_EVERY,)

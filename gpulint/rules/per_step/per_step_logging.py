@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.linter.analysis.code_shapes import STEP_LOOP
+from gpulint.linter.analysis.code_shapes import LOGGED, STEP_LOOP
 from gpulint.linter.analysis.facts import STEPS
 from gpulint.linter.analysis.logging_calls import logging_call_kind
 from gpulint.linter.analysis.nodes import keyword_arg, positional_args
@@ -89,7 +89,8 @@ class PerStepLogging(Rule):
     name = "per-step-logging"
     message = "logging runs on every training step; log every N steps"
     requires = {STEPS}
-    triggers = ((STEP_LOOP,),)  # it reports per-step work only
+    triggers = ((LOGGED,), (STEP_LOOP,))  # a logging call, per step
+    site_triggers = 1
     tokens = ("print", "log", "add_", "wandb", "mlflow")
     fix_applicability = Applicability.UNSAFE
     fixes_test_files = False

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
-from gpulint.linter.analysis.code_shapes import STEP_LOOP
+from gpulint.linter.analysis.code_shapes import EVALUATED, STEP_LOOP
 from gpulint.linter.analysis.facts import STEPS
 from gpulint.linter.analysis.nodes import last_name
+from gpulint.linter.analysis.vocabulary import EVALUATION_NAME
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.guards import guard_fix
 from gpulint.linter.rule import Invalid, Rule, RuleOption, Valid, positive_int
@@ -21,13 +20,6 @@ EVAL_EVERY = RuleOption(
     " (at most: a loop of known length validates ten times a pass).",
     int,
     check=positive_int,
-)
-
-# Names of functions that evaluate a model.  Kept narrow on purpose: `validate_args()` or
-# `test_inputs()` are not evaluation, and a false positive costs more than a miss.
-_EVALUATION = re.compile(
-    r"^_?(run_|do_)?(evaluate|evaluation|validate|validation|eval|val|test)"
-    r"(_(model|models|epoch|loop|step|steps|one_epoch|net|network|fn|all|dataset|data|set|split|metrics|accuracy|loss))?$"
 )
 
 
@@ -83,7 +75,8 @@ class PerStepValidation(Rule):
     name = "per-step-validation"
     message = "validation runs on every training step; run it every N steps or once per epoch"
     requires = {STEPS}
-    triggers = ((STEP_LOOP,),)  # it reports per-step work only
+    triggers = ((EVALUATED,), (STEP_LOOP,))  # an evaluation call, per step
+    site_triggers = 1
     tokens = ("eval", "valid", "test")
     fix_applicability = Applicability.UNSAFE
     fixes_test_files = False
@@ -344,7 +337,7 @@ class PerStepValidation(Rule):
         name = last_name(func) or ""
         is_evaluation = (
             not is_mode_switch
-            and bool(_EVALUATION.match(name))
+            and bool(EVALUATION_NAME.match(name))
             and not (
                 isinstance(func, cst.Name) and name == "eval"  # the builtin eval()
             )

@@ -6,29 +6,22 @@ from functools import cached_property
 
 import libcst as cst
 
-from gpulint.linter.analysis.code_shapes import STEP_LOOP
+from gpulint.linter.analysis.code_shapes import HOST_READ, STEP_LOOP
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
 from gpulint.linter.analysis.nodes import dotted_name, method_name
 from gpulint.linter.analysis.values import HOST_FACTORIES, target_key
+from gpulint.linter.analysis.vocabulary import MASK_METHODS, NAN_CHECKS, SELECTIONS, SYNC_METHODS, TORCH_PREDICATES
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.guards import host_read_guard_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import TF_SCRIPT, TIMED_CUDA_SCRIPT
 from gpulint.rules.options import LOG_EVERY
 
-SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
-_NAN_CHECKS = frozenset({"isnan", "isinf", "isfinite", "isneginf", "isposinf"})
 _CONDITION = "a tensor used as a Python condition in the training loop makes the CPU wait for the GPU every step"
 _SELECTION_COUNT = (
     "counting what a mask or `nonzero` selects in the training loop makes the CPU wait for the GPU every step; "
     "count on the device (`mask.sum()`, `torch.count_nonzero`)"
 )
-# Functions whose result's size depends on the values of their input.
-_SELECTIONS = frozenset({"torch.nonzero", "torch.argwhere", "torch.masked_select", "torch.unique"})
-# Element-wise comparisons and predicates: their result is a boolean mask.
-_MASK_METHODS = frozenset({"eq", "ne", "gt", "lt", "ge", "le", "greater", "less", "isin", "signbit"})
-# `torch.*` functions whose truth value is read: a bool computed on the device, or a reduction.
-_TORCH_PREDICATES = frozenset({"torch.equal", "torch.allclose", "torch.any", "torch.all", "torch.is_nonzero"})
 _IDENTITY_OR_MEMBERSHIP = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
 # A device-wide wait the code asks for (GL204 reports it when it is per step).
 _SYNCHRONIZE_CALLS = frozenset({"torch.cuda.synchronize", "torch.mps.synchronize", "torch.xpu.synchronize"})
@@ -116,7 +109,8 @@ class HostSyncInLoop(Rule):
     )
     # Its patterns (a method call, an f-string, `%`) are everywhere: the facts are the prefilter.
     requires = {TORCH, ACCELERATOR, STEPS}
-    triggers = ((STEP_LOOP,),)  # it reports per-step work only
+    triggers = ((HOST_READ,), (STEP_LOOP,))  # a value read back, per step
+    site_triggers = 1
     fix_applicability = Applicability.UNSAFE
     fixes_test_files = False
     options = (LOG_EVERY,)
@@ -684,11 +678,11 @@ class HostSyncInLoop(Rule):
         name = func.attr.value if isinstance(func, cst.Attribute) else None
         qualified = self.ctx.call_qualified_name(node)
         is_check = (
-            qualified is not None and qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in _NAN_CHECKS
+            qualified is not None and qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] in NAN_CHECKS
         ) or (
             qualified is None
             and isinstance(func, cst.Attribute)
-            and name in _NAN_CHECKS
+            and name in NAN_CHECKS
             and self.ctx.torch.tensors.is_tensor(func.value)
         )
         if not is_check:
@@ -754,7 +748,7 @@ class HostSyncInLoop(Rule):
         if isinstance(expr, cst.Call):
             qualified = self.ctx.call_qualified_name(expr)
             if qualified is not None:
-                return qualified in _TORCH_PREDICATES and any(self._is_device_tensor(a.value) for a in expr.args)
+                return qualified in TORCH_PREDICATES and any(self._is_device_tensor(a.value) for a in expr.args)
             func = expr.func
             if not (isinstance(func, cst.Attribute) and func.attr.value in ("any", "all")):
                 return False
@@ -773,7 +767,7 @@ class HostSyncInLoop(Rule):
             return False
         qualified = self.ctx.call_qualified_name(expr)
         name = qualified.rsplit(".", 1)[-1] if qualified else method_name(expr)
-        return name in _NAN_CHECKS
+        return name in NAN_CHECKS
 
     # -- counting a data-dependent selection ------------------------------------------------------
     def visit_Attribute(self, node: cst.Attribute) -> None:
@@ -808,7 +802,7 @@ class HostSyncInLoop(Rule):
         qualified = self.ctx.call_qualified_name(expr)
         if qualified is not None:
             return (
-                qualified in _SELECTIONS
+                qualified in SELECTIONS
                 and bool(expr.args)
                 and not expr.args[0].star
                 and self._is_device_tensor(expr.args[0].value)
@@ -816,7 +810,7 @@ class HostSyncInLoop(Rule):
         func = expr.func
         return (
             isinstance(func, cst.Attribute)
-            and f"torch.{func.attr.value}" in _SELECTIONS
+            and f"torch.{func.attr.value}" in SELECTIONS
             and self._is_device_tensor(func.value)
         )
 
@@ -836,13 +830,13 @@ class HostSyncInLoop(Rule):
                 name = qualified.rsplit(".", 1)[-1]
                 return (
                     qualified.startswith("torch.")
-                    and (name in _NAN_CHECKS or name in _MASK_METHODS or name.startswith("logical_"))
+                    and (name in NAN_CHECKS or name in MASK_METHODS or name.startswith("logical_"))
                     and any(self._is_device_tensor(a.value) for a in expr.args)
                 )
             func = expr.func
             return (
                 isinstance(func, cst.Attribute)
-                and (func.attr.value in _MASK_METHODS or func.attr.value in _NAN_CHECKS or func.attr.value == "bool")
+                and (func.attr.value in MASK_METHODS or func.attr.value in NAN_CHECKS or func.attr.value == "bool")
                 and self._is_device_tensor(func.value)
             )
         key = target_key(expr)

@@ -7,7 +7,8 @@ import libcst as cst
 from gpulint.linter.analysis.code_shapes import STEP_LOOP
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
 from gpulint.linter.analysis.nodes import last_name
-from gpulint.linter.analysis.pytorch import MODULE_NAME, is_device_target
+from gpulint.linter.analysis.pytorch import is_device_target
+from gpulint.linter.analysis.vocabulary import MODULE_NAME
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import TIMED_CUDA_SCRIPT
 

@@ -41,8 +41,8 @@ def test_profile_under_torchrun_instruments_every_rank(tmp_path):
         *COMMUNICATION_BOUND,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "Per rank (2 of world size 2)" in run.stdout and "collective wait" in run.stdout
-    assert "Verdict: communication-bound" in run.stdout and "bucket_cap_mb" in run.stdout
+    assert "Per rank (2 of world size 2)" in run.stdout and "collective wait" in run.stdout, run.stdout
+    assert "Verdict: communication-bound" in run.stdout and "bucket_cap_mb" in run.stdout, run.stdout
     report = json.loads(out.read_text())
     ranks = report["ranks"]["ranks"]
     assert [r["rank"] for r in ranks] == [0, 1] and all(r["steps"] == 6 for r in ranks)

@@ -183,6 +183,6 @@ def test_keras_fit_data_wait(bottleneck, tmp_path, monkeypatch):
         assert abs(steps.data_share - own_share) < 0.2, (steps.data_share, own_share)
     else:
         assert bottleneck == "healthy", timers
-        assert verdict.kind == "compute-bound", (verdict.headline, verdict.reasons)
+        assert verdict.kind == "compute-bound", (verdict.headline, verdict.reasons, timers, steps.data_share)
         assert steps.data_share < 0.05
     assert not DATALOADER_FIXES & {r.code for r in verdict.recommendations}

@@ -14,17 +14,20 @@ from __future__ import annotations
 import ast
 import textwrap
 
+import libcst as cst
 import pytest
 
 from gpulint.linter import catalog
 from gpulint.linter.analysis.code_shapes import EVALUATED, HOST_READ, LOGGED, STEP_LOOP, code_shapes
+from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.loops import LoopModel
 from gpulint.linter.analysis.project import ModuleView
-from gpulint.linter.analysis.step_region import region_shapes
+from gpulint.linter.analysis.step_region import _ModuleCode, _TensorNames, region_shapes
 from gpulint.linter.case_runner import findings_of, linter_for
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
 from gpulint.rules import all_rules
+from tests.helpers import FIXTURES
 
 PER_STEP_RULES = [rule for rule in all_rules() if rule.catalog_entry().reports_per_step_only]
 
@@ -188,6 +191,50 @@ def test_a_module_with_step_code_of_its_own_is_filtered_as_before():
         source, "helpers.py", project=_helpers_view("chunked_cross_entropy")
     )
     assert result.parsed  # (its own loop may make any function a step function)
+
+
+# Every way a name becomes a tensor, in one module (most rule cases use a few).
+TENSOR_WAYS = textwrap.dedent(
+    """
+    import torch as T
+    from torch.nn import functional as F
+
+    total = 0
+    total += criterion(out, y)
+    self.acc = (pred == y).float()
+    hidden = F.relu(x)
+    scaled = hidden * 2
+    grads = -scaled
+    loss_value.backward()
+    zeros = T.zeros(3)
+    out = self.model(x)
+    name = T.get_default_dtype()
+    """
+)
+
+
+def _sources():
+    """Every rule case and fixture: code to compare the two readings of a module's tensors on."""
+    yield TENSOR_WAYS
+    for rule in all_rules():
+        for case in (*rule.VALID, *rule.INVALID):
+            yield case.source
+    for path in sorted(FIXTURES.rglob("*.py")):
+        yield path.read_text(encoding="utf-8", errors="replace")
+
+
+def test_the_tensor_names_read_from_cpythons_tree_are_pytorchs():
+    """step_region._TensorNames is pytorch.TensorNames on the other tree: the same names."""
+    compared = 0
+    for source in _sources():
+        try:
+            tree, module = ast.parse(source), cst.parse_module(source)
+        except (SyntaxError, cst.ParserSyntaxError):
+            continue
+        ctx = FileContext(module, "t.py", {}, frozenset({"Call"}), source.encode())
+        assert _TensorNames(_ModuleCode(tree)).names == ctx.torch.tensors.names, source
+        compared += bool(ctx.torch.tensors.names)
+    assert compared > 100
 
 
 # -- what the region holds ---------------------------------------------------------------------------

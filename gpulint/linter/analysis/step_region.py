@@ -43,6 +43,7 @@ from gpulint.linter.analysis.code_shapes import (
     STEP_LOOP,
     ShapeCollector,
 )
+from gpulint.linter.analysis.intervals import AST_READER
 from gpulint.linter.analysis.parse_guard import walk_tree
 from gpulint.linter.analysis.vocabulary import (
     LOSSY_NAME,
@@ -298,7 +299,7 @@ class _ReadBacks:
         if isinstance(func, ast.Name) and func.id in ("float", "int", "bool", "str") and len(values) == 1:
             if self.is_tensor(values[0]):  # `float(loss)`
                 return True
-        if isinstance(func, ast.Attribute) and func.attr == "format" and _is_string(func.value):
+        if isinstance(func, ast.Attribute) and func.attr == "format" and AST_READER.is_string(func.value):
             if any(map(self.is_tensor, values)):  # `"{}".format(loss)`
                 return True
         counted = None
@@ -381,20 +382,15 @@ def _unstarred(expr: ast.expr) -> ast.expr:
     return expr.value if isinstance(expr, ast.Starred) else expr
 
 
-def _values(call: ast.Call) -> list[ast.expr]:
+def _values(call: ast.Call) -> list[ast.AST]:
     """The values a call passes, positional (unstarred) and keyword: libcst's `Call.args`."""
-    return [_unstarred(arg) for arg in call.args] + [keyword.value for keyword in call.keywords]
-
-
-def _is_string(expr: ast.AST) -> bool:
-    """A string literal, f-strings and bytes included (libcst's SimpleString and the
-    concatenations CPython folds into one node)."""
-    return isinstance(expr, ast.JoinedStr) or (isinstance(expr, ast.Constant) and isinstance(expr.value, (str, bytes)))
+    _, arguments = AST_READER.call(call) or (None, [])
+    return [value for _starred, value in arguments]
 
 
 def _is_format_string(expr: ast.AST) -> bool:
     """host_sync_in_loop._is_format_string: `"%11.4g" * 5`, `("%11s" * 2 + "%11.4g" * 5)`."""
-    if _is_string(expr):
+    if AST_READER.is_string(expr):
         return True
     if isinstance(expr, ast.BinOp):
         if isinstance(expr.op, ast.Add):

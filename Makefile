@@ -18,8 +18,8 @@ demo:
 
 # Install the test environment (torch pinned to the CPU build; tensorflow-cpu; the HF and Lightning trainers),
 # run the self-checks (ruff format, ruff lint, mypy: each fails the target) and then the tests, one
-# worker process per core (at most four: each imports torch and TensorFlow), then alone the few that
-# compare the throughput of separate real runs (marked `timed`: tests beside them would move it).
+# worker process per core (at most four: each imports torch and TensorFlow), then alone the few whose
+# real runs tests beside them would disturb (marked `timed`: throughput across runs, two ranks' times).
 test:
 	test -x .venv/bin/python || $(PYTHON) -m venv .venv
 	.venv/bin/pip install -q torch==2.13.0

@@ -19,6 +19,7 @@ COMMUNICATION_BOUND = ["--gradient-mb", "128", "--compute-ms", "10"]
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.timed  # (two ranks on the cores: its verdict compares them)
 def test_profile_under_torchrun_instruments_every_rank(tmp_path):
     out = tmp_path / "profile.json"
     run = gpulint(

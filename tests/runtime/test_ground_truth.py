@@ -86,6 +86,7 @@ def launched_profile(tmp_path, monkeypatch, bottleneck: str, **env: str):
 
 
 @pytest.mark.slow
+@pytest.mark.timed  # (two ranks on the cores: a test beside them starves one, which reads as a straggler)
 def test_a_large_all_reduce_is_communication_bound(tmp_path, monkeypatch):
     """Every step all-reduces a 16 MB parameter and no rank works longer than the other."""
     result, _ = launched_profile(tmp_path, monkeypatch, "collective")
@@ -96,6 +97,7 @@ def test_a_large_all_reduce_is_communication_bound(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.timed  # (two ranks on the cores, against each other)
 def test_straggler_is_its_own_verdict(tmp_path, monkeypatch):
     """Rank 1 works GT_STRAGGLE_MS more each step; the all-reduce itself is short: the verdict is
     the straggler, not communication, and it names rank 1."""

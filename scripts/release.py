@@ -8,9 +8,9 @@ What it changes:
 - `__version__` in gpulint/__init__.py, the one place the version is written (pyproject.toml reads
   it: `dynamic = ["version"]`);
 - CHANGELOG.md: the Unreleased section becomes `## [X.Y.Z] - DATE` under a new, empty Unreleased,
-  and the compare links at the bottom follow;
-- the documented pins of the release, `rev: vX.Y.Z` (pre-commit) and `gpulint/gpulint@vX.Y.Z`
-  (the GitHub Action), in README.md, docs/ and .pre-commit-hooks.yaml.
+  and the compare links at the bottom follow.
+The docs pin gpulint by commit SHA, not by tag (a tag is only where it was pushed): nothing there
+names the version.
 
 It refuses a version that is not X.Y.Z, one not above the current version, and an empty
 Unreleased section (a release says what changed).  It never commits, tags or pushes: it prints
@@ -52,19 +52,6 @@ def current_version(root: Path) -> str:
     return match[1]
 
 
-def pinned_files(root: Path) -> list[Path]:
-    """The files that show users how to pin a release (pre-commit `rev:`, the Action's `@v`).
-    docs/releasing.md is not one: its versions are examples of the procedure."""
-    candidates = [root / "README.md", root / ".pre-commit-hooks.yaml", *sorted((root / "docs").rglob("*.md"))]
-    return [path for path in candidates if path.is_file() and path != root / "docs" / "releasing.md"]
-
-
-def pin_pattern(version: str) -> re.Pattern[str]:
-    """`rev: vX.Y.Z` and `gpulint/gpulint@vX.Y.Z` of one version."""
-    escaped = re.escape(version)
-    return re.compile(rf"(?<=rev: v){escaped}\b|(?<=gpulint/gpulint@v){escaped}\b")
-
-
 _LINK = re.compile(r"^\[[^\]]+\]: \S+$", re.MULTILINE)
 
 
@@ -100,11 +87,6 @@ def prepare(root: Path, new: str, date: str, dry_run: bool = False) -> list[Path
     changes[init] = _VERSION_LINE.sub(f'__version__ = "{new}"', init.read_text(encoding="utf-8"), count=1)
     changelog = root / "CHANGELOG.md"
     changes[changelog] = dated_changelog(changelog.read_text(encoding="utf-8"), old, new, date)
-    for path in pinned_files(root):
-        text = path.read_text(encoding="utf-8")
-        pinned = pin_pattern(old).sub(new, text)
-        if pinned != text:
-            changes[path] = pinned
     if not dry_run:
         for path, text in changes.items():
             path.write_text(text, encoding="utf-8")
@@ -131,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
             "\nRead `git diff`, then:\n"
             f'  git commit -am "Release {options.version}"\n'
             f'  git tag -a {tag} -m "gpulint {options.version}"\n'
-            f"  git push origin main {tag}"
+            f"  git push origin main {tag}\n"
+            f"  git ls-remote --tags origin {tag}   # the tag is where users fetch from"
         )
     return 0
 

@@ -107,7 +107,7 @@ def build_review(base: str | None, paths: list[str], settings) -> ReviewPlan:
         prints = fingerprints(readable, hash_path=_always(rel))
         pairs = [(_with_path(f, rel), fingerprint) for f, fingerprint in zip(readable, prints, strict=True)]
         fixed = _fixed_edits(linter, source, name)
-        plan.comments.extend(make_comments(rel, pairs, lines, diff.commentable, fixed))
+        plan.comments.extend(make_comments(rel, pairs, lines, diff.added, fixed))
     return plan
 
 

@@ -1,9 +1,10 @@
-"""Review comments for findings: the rule's explanation, a docs link, a ```suggestion block when the
-fix's lines can be shown as one, and a hidden marker that identifies the finding across runs.
+"""Review comments for findings: what each finding says, a docs link, a ```suggestion block when
+the fix's lines can be shown as one, and a hidden marker that identifies the finding across runs.
 
-Findings whose suggestions would replace the same lines share one comment: its suggestion is those
-lines with every fix applied together, as `gpulint --fix` writes them (two suggestions for one line
-would each undo the other when applied), and it names every rule it fixes.
+A line gets one comment, about every finding on it.  Its suggestion is that line with every fix
+applied together, as `gpulint --fix` writes it (two suggestions for one line would each undo the
+other when applied), and a suggestion replaces only rows the change adds: accepting it never
+changes code the pull request did not touch.
 """
 
 from __future__ import annotations
@@ -60,9 +61,9 @@ def _is_import_insertion(edit: Edit) -> bool:
     return edit.location.row == edit.end_location.row and bool(lines) and all(_IMPORT.match(line) for line in lines)
 
 
-def suggestion(finding: Finding, lines: tuple[str, ...], commentable: set[int]) -> Suggestion | None:
+def suggestion(finding: Finding, lines: tuple[str, ...], added: set[int]) -> Suggestion | None:
     """The fix as one block of replacement lines around the finding, or None when it cannot be one
-    (edits far apart, lines outside the diff, or no edits)."""
+    (edits far apart, rows the change does not add, or no edits)."""
     if finding.fix is None or not finding.fix.edits or not lines:
         return None
     row = finding.location.row
@@ -73,17 +74,18 @@ def suggestion(finding: Finding, lines: tuple[str, ...], commentable: set[int]) 
         if not _is_import_insertion(edit):
             return None
         extra_imports.extend(line.strip() for line in edit.content.splitlines() if line.strip())
-    if not _showable(local, start, end, lines, commentable):
+    if not _showable(local, start, end, lines, added):
         return None
     return Suggestion(start, end, _replaced(local, start, end, lines), tuple(extra_imports))
 
 
-def _showable(local: list[Edit], start: int, end: int, lines: tuple[str, ...], commentable: set[int]) -> bool:
+def _showable(local: list[Edit], start: int, end: int, lines: tuple[str, ...], added: set[int]) -> bool:
     """Whether rows start..end, changed by `local`, can be one suggestion: some edit, not too many
-    rows, every row in the file and in the diff (GitHub comments only on those)."""
+    rows, every row in the file and added by the change.  (GitHub would take a suggestion over the
+    diff's context rows too, but accepting it would change lines the pull request did not touch.)"""
     if not local or end - start + 1 > MAX_SUGGESTION_LINES or end > len(lines):
         return False
-    return all(r in commentable for r in range(start, end + 1))
+    return all(r in added for r in range(start, end + 1))
 
 
 def _replaced(local: list[Edit], start: int, end: int, lines: tuple[str, ...]) -> str:
@@ -111,18 +113,19 @@ def _combined_suggestion(
     proposals: Sequence[Suggestion],
     fixed_edits: Sequence[Edit] | None,
     lines: tuple[str, ...],
-    commentable: set[int],
+    added: set[int],
 ) -> Suggestion | None:
     """One suggestion in place of `proposals`, whose rows overlap: the rows they cover (grown over
     whatever else the fixer changed in them) as the whole file's fixes left them.  `fixed_edits`
     are the whole-line edits from the file to the file with every fix applied (`gpulint --fix`);
-    None when fixing the file failed, and then so does this."""
+    None when fixing the file failed, and then so does this.  None too when the rows grow over one
+    the change does not add (the fix of an untouched neighbour, in the same edit)."""
     if fixed_edits is None or not proposals:
         return None
     low = min(p.start for p in proposals)
     high = max(p.end for p in proposals)
     start, end, local, _elsewhere = grow_over(fixed_edits, low, high)
-    if not _showable(local, start, end, lines, commentable):
+    if not _showable(local, start, end, lines, added):
         return None
     imports = dict.fromkeys(i for p in proposals for i in p.extra_imports)
     return Suggestion(start, end, _replaced(local, start, end, lines), tuple(imports))
@@ -143,45 +146,53 @@ def comment_body(
 def _body_parts(
     findings: Sequence[tuple[Finding, str]], proposal: Suggestion | None, suggestion_too_long: bool
 ) -> tuple[str, str]:
-    """The comment's text (each finding's explanation, the fix) and its footer (docs links, one
-    marker per finding)."""
+    """The comment's text (what each finding says, the fix) and its footer (docs links, one
+    marker per finding).  The text is the findings' own messages, short: the rule's docs page,
+    linked, has the explanation and its edge cases."""
     from gpulint import docs_url
-    from gpulint.rules import rules_by_code
 
-    parts: list[str] = []
     codes: dict[str, str] = {}  # code -> docs address, in order
+    said: list[tuple[str, str]] = []  # each finding's code and what it says; the same problem twice, once
     for finding, _fingerprint in findings:
-        header = f"**gpulint {finding.code}** (`{finding.name}`): {finding.message}"
-        if header in parts:  # the same problem twice on these lines: said once
-            continue
-        parts.append(header)
+        statement = f"(`{finding.name}`): {finding.message}"
         if finding.related:  # another module's training loop is why it runs every step: say where
-            parts.append("Runs every step: " + "; ".join(related.message for related in finding.related) + ".")
-        rule = rules_by_code().get(finding.code)
-        summary = rule.summary() if rule is not None else ""
-        if summary and summary != finding.message and finding.code not in codes:
-            parts.append(summary)
+            statement += "\nRuns every step: " + "; ".join(related.message for related in finding.related) + "."
+        if (finding.code, statement) not in said:
+            said.append((finding.code, statement))
         codes.setdefault(finding.code, docs_url(finding.code, finding.name))
-    fixes = [f.fix for f, _ in findings if f.fix is not None]
-    if fixes:
-        unsafe = any(fix.applicability is Applicability.UNSAFE for fix in fixes)
+    if len(said) == 1:
+        ((code, statement),) = said
+        parts = [f"**gpulint {code}** {statement}"]
+    else:
+        where = "on this line" if len({f.location.row for f, _ in findings}) == 1 else "on these lines"
+        items = "\n".join(f"- **{code}** {statement}".replace("\n", "\n  ") for code, statement in said)
+        parts = [f"**gpulint** found {len(said)} problems {where}:\n{items}"]
+    fixed = [f for f, _ in findings if f.fix is not None]
+    if fixed:
+        unsafe = any(_is_unsafe(f) for f in fixed)
         caution = " (unsafe: it may change behaviour, review it)" if unsafe else ""
-        # one fix: its message; several: one line each (two findings with the same fix, one line)
-        listed = "\n".join(dict.fromkeys(f"- {f.code}: {f.fix.message}" for f, _ in findings if f.fix is not None))
+        # each fix once, with the rules it fixes (GL302 and GL201 both guard one print)
+        by_message: dict[str, list[str]] = {}
+        for finding in fixed:
+            assert finding.fix is not None
+            rules = by_message.setdefault(finding.fix.message, [])
+            if finding.code not in rules:
+                rules.append(finding.code)
+        listed = "\n".join(f"- {', '.join(rules)}: {message}" for message, rules in by_message.items())
         flag = "gpulint --fix --unsafe-fixes" if unsafe else "gpulint --fix"
-        together = f"every fix on these lines applied together as `{flag}` applies them"
+        only = next(iter(by_message)) if len(by_message) == 1 else None
         if proposal is not None:
-            what = f": {fixes[0].message}" if len(fixes) == 1 else f", {together}:\n\n{listed}"
+            what = f": {only}" if only else f", the fixes applied together as `{flag}` applies them:\n{listed}"
             fence = _fence(proposal.text)
             parts.append(f"Suggested fix{caution}{what}\n\n{fence}suggestion\n{proposal.text}\n{fence}")
             if proposal.extra_imports:
                 imports = ", ".join(f"`{i}`" for i in proposal.extra_imports)
                 parts.append(f"The fix also needs {imports} at the top of the file.")
         else:
-            if len(fixes) == 1:
-                parts.append(f"Fix{caution}: {fixes[0].message} (apply with `{flag}`).")
+            if only:
+                parts.append(f"Fix{caution}: {only} (apply with `{flag}`).")
             else:
-                parts.append(f"Fixes{caution} (apply them together with `{flag}`):\n\n{listed}")
+                parts.append(f"Fixes{caution} (apply them together with `{flag}`):\n{listed}")
             if suggestion_too_long:
                 parts.append(
                     f"(The fix's lines are too long to show as a suggestion: GitHub takes at most "
@@ -208,16 +219,28 @@ def make_comments(
     path: str,
     findings: Sequence[tuple[Finding, str]],
     lines: tuple[str, ...],
-    commentable: set[int],
+    added: set[int],
     fixed_edits: Callable[[bool], Sequence[Edit] | None],
 ) -> list[Comment]:
-    """The comments for one file's findings (with their fingerprints), in line order.  Findings
-    whose suggestions overlap share one comment, whose suggestion applies all their fixes at once:
+    """The comments for one file's findings (with their fingerprints), which are on rows the
+    change adds (`added`), in line order: one per line, about every finding on it, with one
+    suggestion for all their fixes (see `_shared_suggestion`).  Lines whose suggestions overlap
+    share a comment whose suggestion applies all their fixes at once, or, when there is none,
+    keep their comments without a suggestion (each would undo the other when applied).
     `fixed_edits(unsafe)` gives the whole-line edits `gpulint --fix` (with `--unsafe-fixes` when
     `unsafe`) makes to the file, or None when it cannot fix it."""
-    proposals = [suggestion(finding, lines, commentable) for finding, _ in findings]
-    # groups of indices into `findings`, each with the rows its suggestion replaces (None: no suggestion)
-    groups: list[tuple[list[int], Suggestion | None]] = [([i], p) for i, p in enumerate(proposals)]
+    proposals = [suggestion(finding, lines, added) for finding, _ in findings]
+
+    def shared(members: list[int]) -> Suggestion | None:
+        return _shared_suggestion(
+            [findings[i][0] for i in members], [proposals[i] for i in members], fixed_edits, lines, added
+        )
+
+    rows: dict[int, list[int]] = {}  # row -> indices into `findings`
+    for index, (finding, _fingerprint) in enumerate(findings):
+        rows.setdefault(finding.location.row, []).append(index)
+    # groups of indices into `findings`, each with its suggestion (None: no suggestion)
+    groups: list[tuple[list[int], Suggestion | None]] = [(members, shared(members)) for members in rows.values()]
     merged = True
     while merged:  # a combined suggestion may grow over rows another suggestion replaces: merge again
         merged = False
@@ -227,17 +250,44 @@ def make_comments(
                 if first is None or second is None or first.end < second.start or second.end < first.start:
                     continue
                 members = sorted(groups[a][0] + groups[b][0])
-                unsafe = any(_is_unsafe(findings[i][0]) for i in members)
-                own = [p for i in members if (p := proposals[i]) is not None]
-                combined = _combined_suggestion(own, fixed_edits(unsafe), lines, commentable)
-                groups[a] = (members, combined)
-                del groups[b]
+                combined = shared(members)
+                if combined is None:
+                    groups[a], groups[b] = (groups[a][0], None), (groups[b][0], None)
+                else:
+                    groups[a] = (members, combined)
+                    del groups[b]
                 merged = True
                 break
             if merged:
                 break
     comments = [_comment(path, [findings[i] for i in members], proposal) for members, proposal in groups]
     return sorted(comments, key=lambda c: (c.start_line or c.line, c.line, c.finding.location.column))
+
+
+def _shared_suggestion(
+    findings: Sequence[Finding],
+    proposals: Sequence[Suggestion | None],
+    fixed_edits: Callable[[bool], Sequence[Edit] | None],
+    lines: tuple[str, ...],
+    added: set[int],
+) -> Suggestion | None:
+    """One suggestion for the fixes of `findings` (each with its own suggestion, or None): the
+    one fix's own; for several, their rows as the whole file's fixes leave them, when those stay
+    on added rows; failing that, the fixes' own suggestions when they are one and the same (GL302
+    and GL201 guarding one print).  Otherwise none: a suggestion with some of the fixes would
+    leave the others to a fixer that then sees another line."""
+    own = [proposal for proposal in proposals if proposal is not None]
+    fixable = [finding for finding in findings if finding.fix is not None and finding.fix.edits]
+    if not own:
+        return None
+    if len(fixable) == 1:
+        return own[0]
+    combined = _combined_suggestion(own, fixed_edits(any(_is_unsafe(f) for f in fixable)), lines, added)
+    if combined is not None:
+        return combined
+    if len(own) == len(fixable) and all(proposal == own[0] for proposal in own):
+        return own[0]
+    return None
 
 
 def _is_unsafe(finding: Finding) -> bool:

@@ -1,16 +1,18 @@
 """The pre-commit hooks, run by the real `pre-commit` as a user's repository would run them: with
-`try-repo`, and with the configuration docs/integrations.md tells users to write.
+`try-repo`, and with the configuration and the commands docs/integrations.md gives users.
 
-`pre-commit` builds the hook's environment by pip-installing the repository (network to
-PyPI for the dependencies), so this is slow: each test builds it once, and both hooks share it.  The repository tried
-is a clone of this checkout's HEAD: `try-repo` on a working tree would also pick up uncommitted
-edits of tracked files, which are not what a user's `rev:` gets.
+`pre-commit` builds the hook's environment by pip-installing the repository (network to PyPI for
+the dependencies), so this is slow: each test builds it once, and both hooks share it.  The
+repository the hooks come from is a clone of this checkout made without tags, as a copy of a
+repository may be; its HEAD is the checkout as the next commit would hold it (see
+`_clone_of_the_checkout`), since a user's `rev:` names a commit.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -19,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from gpulint import __version__
 from tests.helpers import ROOT
 
 BAD_SCRIPT = textwrap.dedent(
@@ -63,13 +64,34 @@ _ENV = {
 }
 
 
+def _clone_of_the_checkout(clone: Path) -> None:
+    """A clone of this checkout without its tags, whose HEAD is the checkout's HEAD plus, when
+    tracked files have changes not committed yet, a commit of them: CI's clean clone tests HEAD,
+    and a working tree tests the hooks and the docs as they stand (untracked files are left out,
+    as `git commit -a` leaves them)."""
+    _git(clone.parent, "clone", "-q", "--no-tags", str(ROOT), str(clone))
+    changed = [name for name in _git(ROOT, "diff", "HEAD", "--name-only", "--no-renames", "-z").split("\0") if name]
+    if not changed:
+        return
+    for name in changed:
+        source, target = ROOT / name, clone / name
+        if source.is_file() or source.is_symlink():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.unlink(missing_ok=True)
+            shutil.copy2(source, target, follow_symlinks=False)
+        else:
+            target.unlink(missing_ok=True)
+    _git(clone, "add", "-A", "--", *changed)
+    _git(clone, "-c", "commit.gpgsign=false", "commit", "-q", "-m", "the checkout's uncommitted changes")
+
+
 def _hooks_repo_and_project(tmp_path: Path) -> tuple[Path, Path]:
-    """A clone of this checkout's HEAD (what a user's `rev:` gets), and a user's repository with
-    one training script that has a finding."""
+    """The hooks' repository (`_clone_of_the_checkout`: what a user's `rev:` gets), and a user's
+    repository with one training script that has a finding."""
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout: pre-commit needs one to clone")
     hooks_repo = tmp_path / "gpulint-hooks"
-    _git(tmp_path, "clone", "-q", str(ROOT), str(hooks_repo))
+    _clone_of_the_checkout(hooks_repo)
     if not (hooks_repo / ".pre-commit-hooks.yaml").exists():
         pytest.fail(".pre-commit-hooks.yaml is not committed at HEAD")
     project = tmp_path / "project"
@@ -130,42 +152,61 @@ def test_hooks_with_real_pre_commit(tmp_path):
     assert "pin_memory=True" in fixed and fixed != BAD_SCRIPT, output
 
 
+REPOSITORY = "https://github.com/gpulint/gpulint"
+
+
+def _documented_section() -> str:
+    """The pre-commit section of docs/integrations.md."""
+    text = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
+    return text.split("## pre-commit\n", 1)[1].split("\n## ", 1)[0]
+
+
 def _documented_config() -> str:
     """The `.pre-commit-config.yaml` that docs/integrations.md shows."""
-    section = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8").split("## pre-commit\n", 1)[1]
-    block = re.search(r"```yaml\n(.*?)```", section, re.DOTALL)
+    block = re.search(r"```yaml\n(.*?)```", _documented_section(), re.DOTALL)
     assert block is not None, "docs/integrations.md shows no pre-commit configuration"
     return block[1]
 
 
+def _documented_commands() -> list[list[str]]:
+    """The commands the section gives (the `$ ` lines of its console blocks), as argument lists."""
+    blocks = re.findall(r"```console\n(.*?)```", _documented_section(), re.DOTALL)
+    return [shlex.split(line[2:]) for block in blocks for line in block.splitlines() if line.startswith("$ ")]
+
+
 @pytest.mark.slow
-def test_the_documented_configuration_runs_the_tagged_release(tmp_path):
-    """The snippet users copy, with its `rev:` made by the release procedure (docs/releasing.md:
-    `git tag -a vX.Y.Z`), checks out, builds, and blocks a file with a finding; and
-    `pre-commit autoupdate --freeze`, which the docs give for pinning a commit, pins the SHA."""
+def test_the_documented_configuration_pins_a_commit_and_runs(tmp_path):
+    """The snippet users copy and the commands that pin it, run against a copy of gpulint's
+    repository that has no tags: `pre-commit autoupdate --freeze` and `git ls-remote ... HEAD`
+    both give HEAD's SHA, and pre-commit checks that out, builds it and blocks a file with a finding."""
     hooks_repo, project = _hooks_repo_and_project(tmp_path)
-    tag = f"v{__version__}"
-    # -f: a clone of a released checkout has the tag already, on the release's commit; the test
-    # tags the code under test.
-    _git(hooks_repo, "tag", "-f", "-a", tag, "-m", f"gpulint {__version__}")
+    assert not _git(hooks_repo, "tag", "--list").strip()
+    head = _git(hooks_repo, "rev-parse", "HEAD").strip()
     config = _documented_config()
-    assert f"rev: {tag}" in config, "the docs pin a release other than the current version"
-    assert "https://github.com/gpulint/gpulint" in config
+    assert f"repo: {REPOSITORY}\n" in config and re.search(r"^\s+rev: \S+", config, re.MULTILINE), config
     config_file = project / ".pre-commit-config.yaml"
-    config_file.write_text(config.replace("https://github.com/gpulint/gpulint", str(hooks_repo)))
-    _git(project, "add", ".pre-commit-config.yaml")
+    config_file.write_text(config.replace(REPOSITORY, str(hooks_repo)))
     env = _home(tmp_path)
 
+    commands = _documented_commands()
+    assert [command[:2] for command in commands] == [["pre-commit", "autoupdate"], ["git", "ls-remote"]], commands
+    printed = {}
+    for command in commands:
+        argv = [arg.replace(REPOSITORY, str(hooks_repo)) for arg in command]
+        if argv[0] == "pre-commit":
+            done = _run_pre_commit(project, env, *argv[1:])
+        else:
+            done = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        printed[argv[0]] = done.stdout
+    pinned = re.search(r"^\s+rev: ([0-9a-f]{40})\b", config_file.read_text(), re.MULTILINE)
+    assert pinned is not None and pinned[1] == head, config_file.read_text()
+    advertised = {ref: sha for sha, ref in (line.split("\t") for line in printed["git"].splitlines())}
+    assert advertised["HEAD"] == head, printed["git"]
+
+    _git(project, "add", ".pre-commit-config.yaml")
     run = _run_pre_commit(project, env, "run", "--all-files", "--verbose")
     output = run.stdout + run.stderr
     assert run.returncode == 1, output
     assert "Failed" in output and "train.py:6:14: GL102" in output, output
     assert (project / "train.py").read_text() == BAD_SCRIPT
-
-    frozen = _run_pre_commit(project, env, "autoupdate", "--freeze")
-    assert frozen.returncode == 0, frozen.stdout + frozen.stderr
-    pinned = re.search(rf"rev: ([0-9a-f]{{40}})\s+# frozen: {re.escape(tag)}", config_file.read_text())
-    assert pinned is not None, config_file.read_text()
-    # (the SHA of the annotated tag, as pre-commit writes it, or of its commit: either names the release)
-    released = _git(hooks_repo, "rev-parse", "HEAD").strip()
-    assert _git(hooks_repo, "rev-parse", f"{pinned[1]}^{{commit}}").strip() == released

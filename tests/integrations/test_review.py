@@ -17,6 +17,7 @@ import pytest
 
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
+from gpulint.linter.findings import Applicability, Edit, Finding, FixInfo, Location
 from gpulint.linter.printable import quote_diff_path
 from gpulint.review.comments import MAX_BODY_CHARS, comment_body
 from gpulint.review.diff import parse_diff, unquote_git_path
@@ -105,6 +106,139 @@ def test_two_rules_with_the_same_fix_are_one_suggestion(review_repo, capsys):
     rows = (review_repo / "train.py").read_text().splitlines()
     added = next(i for i, row in enumerate(rows, 1) if row == "        print(score.item())")
     assert guarded[0]["line"] == added
+
+
+def _paragraphs(body: str) -> list[str]:
+    return body.split("\n\n")
+
+
+def test_a_comment_is_the_findings_own_message_and_a_link_not_the_docs_section(review_repo, capsys):
+    """The comment says what the finding says; the rule's explanation (what it finds, its edge
+    cases) stays on the docs page the comment links to."""
+    from gpulint.rules import rules_by_code
+
+    code, out, err = run_cli(["review", "--base", "main", "--format", "json"], capsys)
+    assert code == 1, err
+    comments = json.loads(out)["comments"]
+    for comment in comments:
+        for rule_code in _codes(comment["body"]):
+            summary = rules_by_code()[rule_code].summary()
+            assert summary not in comment["body"], comment["body"]
+    (sync,) = [c for c in comments if _codes(c["body"]) == ["GL201"]]  # `total = loss.item() + ...`: no fix
+    message = "`.item()` in the training loop makes the CPU wait for the GPU every step"
+    assert _paragraphs(sync["body"]) == [
+        f"**gpulint GL201** (`host-sync-in-loop`): {message}",
+        "[GL201 documentation](https://github.com/gpulint/gpulint/blob/main/docs/rules/GL201.md)"
+        " · silence with `# gpulint: ignore[GL201]`",
+        _paragraphs(sync["body"])[-1],
+    ]
+    assert re.fullmatch(r"<!-- gpulint:GL201:[0-9a-f]+ -->", _paragraphs(sync["body"])[-1])
+
+
+def test_a_line_with_several_findings_gets_one_comment_naming_each(review_repo, capsys):
+    """GL302 and GL201 on one added `print(loss.item())`, in a loop that reads the loss back anyway
+    (so GL201 has no fix to suggest): one comment on the line, listing both."""
+    comments = _review_of(review_repo, "        print(loss.item())\n", capsys)
+    rows = (review_repo / "train.py").read_text().splitlines()
+    added = next(i for i, row in enumerate(rows, 1) if row == "        print(loss.item())")
+    on_line = [c for c in comments if c.get("start_line", c["line"]) <= added <= c["line"]]
+    assert len(on_line) == 1, on_line
+    body = on_line[0]["body"]
+    assert sorted(_codes(body)) == ["GL201", "GL302"]
+    assert "\n- **GL302** (`per-step-logging`): " in body and "\n- **GL201** (`host-sync-in-loop`): " in body
+    assert "docs/rules/GL201.md" in body and "docs/rules/GL302.md" in body
+    assert len({(c.get("start_line"), c["line"]) for c in comments}) == len(comments)  # one comment per line
+
+
+# A change that adds lines next to unchanged lines that have fixes of their own: the loader below the
+# old one, the print above the old copy.  `gpulint --fix` rewrites each pair of lines as one block.
+NEIGHBOURS_BASE = """\
+import torch
+from torch.utils.data import DataLoader
+
+
+def train(dataset, model, optimizer, device):
+    model.cuda()
+    loader = DataLoader(dataset, batch_size=32)
+    for step, (x, y) in enumerate(loader):
+        loss = model(x.cuda(non_blocking=True), y)
+        loss.backward()
+        optimizer.step()
+        y = y.to(device)
+    return evaluate(model)
+
+
+if __name__ == "__main__":
+    train(*build())
+"""
+NEIGHBOURS_CHANGED = (
+    NEIGHBOURS_BASE.replace(
+        "    loader = DataLoader(dataset, batch_size=32)\n",
+        "    loader = DataLoader(dataset, batch_size=32)\n    eval_loader = DataLoader(dataset, batch_size=64)\n",
+    )
+    .replace("        y = y.to(device)\n", "        print(loss.item())\n        y = y.to(device)\n")
+    .replace("evaluate(model)", "evaluate(model, eval_loader)")
+)
+
+
+def test_suggestions_replace_only_lines_the_change_adds(review_repo, capsys):
+    """Accepting a suggestion never changes a line the pull request did not touch: the new
+    loader's two fixes (which `--fix` writes as one block with the old loader's) get no suggestion,
+    the new print's guard (both rules' one fix) a suggestion over the print alone."""
+    (review_repo / "train.py").write_text(NEIGHBOURS_BASE)
+    git(review_repo, "commit", "-q", "-am", "base of the neighbours")
+    git(review_repo, "branch", "-f", "neighbours-base")
+    (review_repo / "train.py").write_text(NEIGHBOURS_CHANGED)
+    git(review_repo, "commit", "-q", "-am", "lines next to fixable ones")
+    code, out, err = run_cli(["review", "--base", "neighbours-base", "--format", "json"], capsys)
+    assert code == 1, err
+    comments = json.loads(out)["comments"]
+    rows = NEIGHBOURS_CHANGED.splitlines()
+    loader = rows.index("    eval_loader = DataLoader(dataset, batch_size=64)") + 1
+    printed = rows.index("        print(loss.item())") + 1
+    assert sorted((c.get("start_line", c["line"]), c["line"]) for c in comments) == [
+        (loader, loader),
+        (printed, printed),
+    ]
+    by_line = {c["line"]: c["body"] for c in comments}
+    assert sorted(_codes(by_line[loader])) == ["GL101", "GL102"] and not _suggestions(by_line[loader])
+    assert "- GL101: " in by_line[loader] and "- GL102: " in by_line[loader]
+    assert "apply them together with `gpulint --fix --unsafe-fixes`" in by_line[loader]
+    (guard,) = _suggestions(by_line[printed])
+    assert guard == "        if step % 100 == 0:\n            print(loss.item())"
+    _, fixed = _fixed_by_cli(review_repo, capsys)
+    assert guard in fixed  # what `--fix --unsafe-fixes` writes for the print
+
+
+def test_lines_whose_suggestions_overlap_share_one_only_when_their_fixes_combine():
+    """Two findings on two lines of one statement, each fix rewriting both lines: one comment with
+    one suggestion when the whole file's fixes give those lines, else a comment per line and no
+    suggestion (accepting one would leave the other's suggestion on lines that changed)."""
+    from gpulint.review.comments import make_comments
+
+    lines = ("total = f(", "    1)", "print(total)")
+
+    def finding(row: int, code: str, replacement: str) -> Finding:
+        edit = Edit(replacement, Location(1, 1), Location(3, 1))
+        fix = FixInfo(Applicability.SAFE, f"fix {code}", (edit,))
+        return Finding(code, "example", f"problem {code}", "x.py", Location(row, 1), Location(row, 2), fix=fix)
+
+    pairs = [
+        (finding(1, "GL104", "total = g(\n    1)\n"), "1" * 32),
+        (finding(2, "GL105", "total = f(\n    2)\n"), "2" * 32),
+    ]
+    apart = make_comments("x.py", pairs, lines, {1, 2}, lambda unsafe: None)
+    assert [(c.start_line, c.line, [f.code for f, _ in c.findings]) for c in apart] == [
+        (None, 1, ["GL104"]),
+        (None, 2, ["GL105"]),
+    ]
+    assert not any("```suggestion" in c.body for c in apart)
+    both = [Edit("total = g(\n    2)\n", Location(1, 1), Location(3, 1))]
+    (shared,) = make_comments("x.py", pairs, lines, {1, 2}, lambda unsafe: both)
+    assert (shared.start_line, shared.line) == (1, 2) and "```suggestion\ntotal = g(\n    2)\n```" in shared.body
+    # a row the change did not add is never replaced, even when every fix reaches it
+    (alone,) = make_comments("x.py", pairs[:1], lines, {1}, lambda unsafe: both)
+    assert "```suggestion" not in alone.body and "Fix: fix GL104 (apply with `gpulint --fix`)." in alone.body
 
 
 def _fixed_by_cli(repo: Path, capsys) -> tuple[str, str]:

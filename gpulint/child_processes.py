@@ -129,6 +129,8 @@ def spawned_without_working_directory(start_method: str) -> Iterator[None]:
 # `_filter_overrides`; submodules, whose own configurations git would read in a child git, are
 # only compared by commit (--ignore-submodules=dirty).
 # The system configuration (/etc/gitconfig) is the machine's administrator's and is left alone.
+# (core.quotePath=false is no safety setting: file names come out as their bytes, which the review
+# bot's diff reader expects.)
 _CONFIG = ("core.fsmonitor=false", f"core.hooksPath={os.devnull}", "core.quotePath=false")
 _SUBCOMMAND_OPTIONS = {
     "diff": ("--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"),

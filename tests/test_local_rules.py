@@ -177,7 +177,7 @@ def test_settings_pickle_as_the_loaded_sources(project):
 def test_no_local_rules_skips_them_and_tolerates_their_ids(project, capsys):
     _set_local_rules(project, RULE_FILE, extra='ignore = ["ACME001"]\nextend-select = ["ACME"]\n')
     code, out, err = run_cli(["check", str(project), "--no-cache", "--no-local-rules"], capsys)
-    assert code == 0 and "1 local rule module not loaded (--no-local-rules)" in err
+    assert code == 0 and "1 `local-rules` entry not loaded (--no-local-rules)" in err
     assert run_cli(["check", str(project), "--no-cache", "--no-local-rules", "--select", "GLX"], capsys)[0] == 2
 
 
@@ -307,6 +307,63 @@ def test_paths_are_relative_to_the_config_file(project, capsys, monkeypatch):
     assert code == 1 and _codes(out) == ["ACME001"]
 
 
+# -- an entry names project code, inside the configuration's folder ---------------------------------
+@pytest.mark.parametrize("load", [True, False])
+@pytest.mark.parametrize(
+    "entry", ["{outside}/rules/planted.py", "../outside/rules/planted.py", "lint_rules/../../x.py"]
+)
+def test_an_entry_out_of_the_configurations_folder_is_a_config_error(project, load, entry):
+    outside = project.parent / "outside"
+    outside.mkdir()
+    mark = _plant(outside)
+    _set_local_rules(project, entry.format(outside=outside))
+    with pytest.raises(ConfigError, match="must be a path relative to the configuration file's folder, inside it"):
+        _settings(project, load)
+    assert not mark.exists()
+
+
+@pytest.mark.parametrize(
+    "link, entry", [("shared", "shared/"), ("shared", "shared/planted.py"), ("lint_rules/x.py", "lint_rules/")]
+)
+def test_a_symbolic_link_out_of_the_configurations_folder_is_a_config_error(project, link, entry):
+    outside = project.parent / "outside"
+    outside.mkdir()
+    mark = _plant(outside)
+    target = outside / "rules" / ("planted.py" if link.endswith(".py") else "")
+    (project / link).symlink_to(target)
+    _set_local_rules(project, entry)
+    with pytest.raises(ConfigError, match="leads outside the configuration file's folder through a symbolic link"):
+        _settings(project)
+    assert not mark.exists()
+
+
+def test_entries_that_are_not_loaded_are_not_looked_up(project, capsys):
+    # Whether what an entry names exists, or where a link in it leads, must not show: a run that
+    # does not load local rules says the same of a link to a folder that is there and of one that
+    # is not.
+    (project / "home").symlink_to(project.parent / "home")
+    _set_local_rules(project, "home/.ssh/", "missing.py")
+    outputs = []
+    for exists in (False, True):
+        if exists:
+            (project.parent / "home" / ".ssh").mkdir(parents=True)
+        settings = _settings(project, load=False)
+        assert settings.local_rules_skipped and settings.local_rules is None
+        outputs.append(run_cli(["check", str(project), "--no-cache", "--no-local-rules"], capsys))
+    assert outputs[0] == outputs[1]
+    code, _, err = outputs[0]
+    assert code == 0 and "2 `local-rules` entries not loaded (--no-local-rules)" in err
+
+
+def test_review_and_the_language_server_do_not_look_up_entries_they_do_not_load(review_repo, capsys):  # noqa: F811
+    from gpulint.server.engine_adapter import Projects
+
+    (review_repo / "pyproject.toml").write_text('[tool.gpulint]\nlocal-rules = ["missing/"]\n')
+    code, _, err = run_cli(["review", "--base", "main", "--format", "json"], capsys)
+    assert code == 1 and "1 `local-rules` entry not loaded (no --allow-local-rules)" in err
+    assert Projects().for_path(review_repo / "train.py").settings.local_rules_skipped
+
+
 # -- project code runs only where the user trusts the configuration ---------------------------------
 def _plant(root: Path) -> Path:
     (root / "rules").mkdir()
@@ -322,7 +379,7 @@ def test_review_does_not_run_local_rules_unless_allowed(review_repo, capsys):  #
     code, out, err = run_cli(["review", "--base", "main", "--format", "json"], capsys)
     assert code == 1, err
     assert not mark.exists() and "EVIL1" not in out
-    assert "1 local rule module not loaded (no --allow-local-rules)" in err
+    assert "1 `local-rules` entry not loaded (no --allow-local-rules)" in err
     code, out, err = run_cli(["review", "--base", "main", "--format", "json", "--allow-local-rules"], capsys)
     assert mark.exists() and "<!-- gpulint:EVIL1:" in out, err
 

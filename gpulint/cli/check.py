@@ -238,8 +238,10 @@ def local_rules_not_loaded(settings: Settings, why: str) -> str:
     """The warning for a configuration whose local rules were not run (`why`: the option that says so)."""
     from gpulint.linter.printable import printable
 
+    # (The files or folders the configuration names: what a folder holds is not looked at.)
     count = len(settings.local_rule_files)
-    return printable(f"{settings.source}: {count} local rule module{'s' if count != 1 else ''} not loaded ({why})")
+    entries = "1 `local-rules` entry" if count == 1 else f"{count} `local-rules` entries"
+    return printable(f"{settings.source}: {entries} not loaded ({why})")
 
 
 def _add_suppressions(paths: list[Path], settings: Settings, reading_stdin: bool, fixing: bool) -> int:

@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -13,6 +15,27 @@ def rule_ids(value: str) -> list[str]:
     """argparse type for --select and friends: `--select GL1,GL2 --select GL7` (with
     action="extend") gives ["GL1", "GL2", "GL7"]."""
     return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _finite_number(zero_allowed: bool) -> Callable[[str], float]:
+    wording = "a number of 0 or more" if zero_allowed else "a number above 0"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        # float() also reads "nan" and "inf": a timeout of nan never fires, a duration of inf never ends
+        if not math.isfinite(value) or value < 0 or (value == 0 and not zero_allowed):
+            raise argparse.ArgumentTypeError(f"must be {wording}, not {text!r}")
+        return value
+
+    return parse
+
+
+# argparse types of every option that takes a number with a fraction: finite, and not negative.
+positive_number = _finite_number(zero_allowed=False)
+non_negative_number = _finite_number(zero_allowed=True)
 
 
 def add_selection_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:

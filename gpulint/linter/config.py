@@ -133,7 +133,8 @@ class Settings:
     history: str | bool | None = None  # the runtime checker's run history: a path, or False for none
     gpu_hour_price: float | None = None  # USD per GPU-hour: the runtime reports' cost estimates (costs.py)
     # The rule modules `local-rules` names (absolute), and the rules loaded from them: None when
-    # the caller did not trust the configuration enough to run them (or it names none).
+    # the caller did not trust the configuration enough to run them (or it names none); the files
+    # are then the entries' paths as written (a folder is not listed).
     local_rule_files: tuple[Path, ...] = ()
     local_rules: LocalRuleSet | None = None
 
@@ -487,14 +488,18 @@ def settings_from_table(table: dict[str, Any], config_file: Path, load_local_rul
 
 
 def _apply_local_rules(settings: Settings, entries: Any, config_file: Path, load: bool) -> None:
-    """The rule modules `local-rules` names (checked to exist either way), run when `load`."""
+    """The rule modules `local-rules` names, run when `load`.  Otherwise only the entries' text is
+    checked: what their paths lead to on disk is not looked at."""
     from gpulint.linter import local_rules
 
     if not isinstance(entries, list) or not all(isinstance(entry, str) and entry for entry in entries):
         raise ConfigError(f"{config_file}: `local-rules` must be a list of paths to rule modules or folders")
     try:
+        if not load:
+            settings.local_rule_files = local_rules.entry_paths(entries, config_file)
+            return
         settings.local_rule_files = local_rules.rule_files(entries, config_file)
-        if load and settings.local_rule_files:
+        if settings.local_rule_files:
             settings.local_rules = local_rules.load(settings.local_rule_files)
     except local_rules.LocalRuleError as exc:
         raise ConfigError(str(exc)) from None

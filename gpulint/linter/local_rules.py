@@ -4,7 +4,8 @@
     local-rules = ["tools/lint_rules/no_hardcoded_cuda_index.py", "tools/more_rules/"]
 
 Each entry is a Python file, or a folder whose `*.py` files (not those starting with `_`) are
-each a rule module, relative to the configuration file that names it.  A module defines `Rule`
+each a rule module, relative to the configuration file that names it and inside its folder (no
+absolute path, no `..` out of it, no symbolic link out of it).  A module defines `Rule`
 subclasses (gpulint/linter/rule.py) exactly as a built-in rule module does: docstring, `code`,
 `name`, `message`, `requires`, `tokens`, VALID and INVALID cases.  Loading one runs it, so only the
 callers that trust the configuration load them (docs/local-rules.md says which).
@@ -29,7 +30,7 @@ import sys
 import types
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
 from gpulint.linter import catalog
@@ -54,15 +55,37 @@ class LocalRuleError(Exception):
     ConfigError, exit 2)."""
 
 
+def entry_paths(entries: Sequence[str], config_file: Path) -> tuple[Path, ...]:
+    """The paths `local-rules` names, in the configuration file's folder, worked out from the text
+    alone: nothing on disk is looked at, so a run that does not load local rules learns nothing of
+    what their paths lead to.  LocalRuleError for an entry that is absolute or whose `..` leave the
+    folder: the configuration may name project code only, not any file the user can read."""
+    base = Path(os.path.abspath(config_file.parent))
+    paths = []
+    for entry in entries:
+        normal = os.path.normpath(entry)
+        if PurePath(entry).anchor or normal == os.pardir or normal.startswith(os.pardir + os.sep):
+            raise LocalRuleError(
+                f"{config_file}: `local-rules` entry {entry!r} must be a path relative to the configuration "
+                "file's folder, inside it"
+            )
+        paths.append(base / normal)
+    return tuple(paths)
+
+
 def rule_files(entries: Sequence[str], config_file: Path) -> tuple[Path, ...]:
     """The rule modules `local-rules` names, resolved relative to the configuration file's folder:
-    a file, or every `*.py` of a folder (not those starting with `_`), in order, each once."""
-    base = config_file.parent
+    a file, or every `*.py` of a folder (not those starting with `_`), in order, each once.  Each
+    must be inside that folder once symbolic links are followed (LocalRuleError otherwise)."""
+    folder = os.path.realpath(config_file.parent)
     found: list[Path] = []
-    for entry in entries:
-        path = (base / entry).resolve()
+    for entry, named in zip(entries, entry_paths(entries, config_file), strict=True):
+        path = Path(os.path.realpath(named))  # (not resolve(): a symbolic link loop must not raise)
+        _check_inside(path, folder, entry, config_file)
         if path.is_dir():
             modules = sorted(p for p in path.glob("*.py") if not p.name.startswith("_") and p.is_file())
+            for module in modules:
+                _check_inside(Path(os.path.realpath(module)), folder, entry, config_file)
             if not modules:
                 raise LocalRuleError(f"{config_file}: `local-rules` entry {entry!r}: no rule module (*.py) in {path}")
         elif path.is_file() and path.suffix == ".py":
@@ -73,6 +96,14 @@ def rule_files(entries: Sequence[str], config_file: Path) -> tuple[Path, ...]:
             raise LocalRuleError(f"{config_file}: `local-rules` entry {entry!r}: {path} does not exist")
         found.extend(module for module in modules if module not in found)
     return tuple(found)
+
+
+def _check_inside(path: Path, folder: str, entry: str, config_file: Path) -> None:
+    if not path.is_relative_to(folder):
+        raise LocalRuleError(
+            f"{config_file}: `local-rules` entry {entry!r} leads outside the configuration file's folder "
+            "through a symbolic link"
+        )
 
 
 @dataclass(frozen=True, eq=False)

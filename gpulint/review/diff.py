@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from gpulint.child_processes import GitRefused, run_git
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(?P<start>\d+)(?:,(?P<count>\d+))? @@")
 
@@ -23,18 +24,14 @@ class FileDiff:
 
 
 def git(args: list[str], cwd: Path | None = None) -> str:
+    """The output of `git ARGS` (run_git: the repository's settings that run commands are off);
+    GitError when it fails."""
     try:
-        completed = subprocess.run(
-            ["git", "-c", "core.quotePath=false", *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="surrogateescape",  # a file name that is not UTF-8 keeps its bytes
-            env={**os.environ, "GIT_PAGER": "cat", "LC_ALL": "C"},
-        )
+        completed = run_git(args, cwd)
     except FileNotFoundError:
         raise GitError("git is not installed or not on PATH") from None
+    except GitRefused as exc:
+        raise GitError(str(exc)) from None
     if completed.returncode != 0:
         detail = (completed.stderr.strip().splitlines() or ["failed"])[-1]
         raise GitError(f"git {args[0]}: {detail}")
@@ -149,7 +146,6 @@ def changed_lines(base: str, paths: list[str], cwd: Path | None = None) -> dict[
         [
             "diff",
             "--no-color",
-            "--no-ext-diff",
             "--unified=3",
             "-M",
             "--src-prefix=a/",

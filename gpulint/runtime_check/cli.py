@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error
-from gpulint.cli.options import rule_ids
+from gpulint.cli.options import non_negative_number, positive_number, rule_ids
 
 if TYPE_CHECKING:  # measuring loads psutil and NVML: only when a command runs
     from gpulint.runtime_check.measure import Command, RunConfig, RunResult
@@ -67,12 +67,8 @@ def _config(steps: int | None, warmup: int, seconds: float | None, timeout: floa
 
     if steps is not None and steps < 1:
         raise CommandError("--steps must be at least 1")
-    if seconds is not None and seconds <= 0:
-        raise CommandError("--seconds must be positive")
     if warmup < 1:
         raise CommandError("--warmup must be at least 1 (the first step's end is where timing starts)")
-    if timeout <= 0:
-        raise CommandError("--timeout must be positive")
     if seconds is not None and steps is None:
         return RunConfig(steps=None, warmup=warmup, seconds=seconds, timeout=timeout)
     return RunConfig(steps=steps or 50, warmup=warmup, seconds=seconds, timeout=timeout)
@@ -102,7 +98,7 @@ def _add_measure_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--sample-interval",
-        type=float,
+        type=positive_number,
         metavar="MS",
         help="Milliseconds between two looks at the training thread's stack (default 20; longer costs less "
         "and sees short phases less often).",
@@ -129,7 +125,7 @@ def _add_cost_options(parser: argparse.ArgumentParser, counts: bool = True) -> N
     """What the measured waste costs (costs.py); `counts`: also the job's GPUs and steps per epoch."""
     parser.add_argument(
         "--gpu-hour-price",
-        type=float,
+        type=positive_number,
         metavar="USD",
         help="Price of one GPU-hour: the report estimates what the measured waste (or a confirmed speed-up) is "
         "worth in GPU-hours and money per epoch and per month, and in GPUs (default: `gpu-hour-price` in "
@@ -220,11 +216,11 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, metavar="N", help="Optimizer steps to measure after warm-up (default 50).")
     parser.add_argument("--warmup", type=int, default=5, metavar="N", help="Steps to run before timing starts.")
     parser.add_argument(
-        "--seconds", type=float, metavar="S", help="Measure this long after warm-up instead of a step count."
+        "--seconds", type=positive_number, metavar="S", help="Measure this long after warm-up instead of a step count."
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=positive_number,
         default=600.0,
         metavar="S",
         help="Stop the run after this many seconds, whatever it is doing.",
@@ -237,13 +233,13 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--flops-per-step",
-        type=float,
+        type=positive_number,
         metavar="FLOPS",
         help="FLOPs of one training step from the model's own estimate (instead of counting them).",
     )
     parser.add_argument(
         "--peak-tflops",
-        type=float,
+        type=positive_number,
         metavar="TFLOPS",
         help="The device's peak TFLOP/s for the arithmetic in use, for MFU (instead of gpulint's table).",
     )
@@ -282,7 +278,7 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--fail-on-regression",
-        type=float,
+        type=non_negative_number,
         metavar="PCT",
         help="With --baseline: exit 1 when the step time grew by more than PCT percent and beyond the noise.",
     )
@@ -309,11 +305,8 @@ def profile_command(options: argparse.Namespace) -> int:
         parsed = parse_command(command)
         if parsed.launch is not None and options.seconds is not None:
             raise CommandError("ranks must stop at the same step: use --steps, not --seconds, with a launcher")
-        for name, value in (("--flops-per-step", options.flops_per_step), ("--peak-tflops", options.peak_tflops)):
-            if value is not None and value <= 0:
-                raise CommandError(f"{name} must be positive")
-        if options.fail_on_regression is not None and (options.baseline is None or options.fail_on_regression < 0):
-            raise CommandError("--fail-on-regression needs --baseline and a percentage of 0 or more")
+        if options.fail_on_regression is not None and options.baseline is None:
+            raise CommandError("--fail-on-regression needs --baseline")
         if options.ops_steps < 1:
             raise CommandError("--ops-steps must be at least 1")
         if options.trace_file is not None:
@@ -449,7 +442,9 @@ def add_verify(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--steps", type=int, default=20, metavar="N", help="Measured steps per run.")
     parser.add_argument("--warmup", type=int, default=3, metavar="N", help="Warm-up steps per run.")
-    parser.add_argument("--timeout", type=float, default=600.0, metavar="S", help="Limit for each run, in seconds.")
+    parser.add_argument(
+        "--timeout", type=positive_number, default=600.0, metavar="S", help="Limit for each run, in seconds."
+    )
     parser.add_argument(
         "--python", metavar="INTERPRETER", help="Interpreter to run the script with (default: the one running gpulint)."
     )
@@ -619,7 +614,9 @@ def add_scale(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", type=int, default=3, metavar="N", help="Runs at each size, in rotating order.")
     parser.add_argument("--steps", type=int, default=20, metavar="N", help="Measured steps per run.")
     parser.add_argument("--warmup", type=int, default=3, metavar="N", help="Warm-up steps per run.")
-    parser.add_argument("--timeout", type=float, default=600.0, metavar="S", help="Limit for each run, in seconds.")
+    parser.add_argument(
+        "--timeout", type=positive_number, default=600.0, metavar="S", help="Limit for each run, in seconds."
+    )
     parser.add_argument(
         "--strong",
         metavar="NAME=GLOBAL",

@@ -737,9 +737,11 @@ def _schema_columns() -> dict[str, set[str]]:
 
 # -- git and times ---------------------------------------------------------------------------
 def _git(folder: Path, *args: str) -> str | None:
+    from gpulint.child_processes import GitRefused, run_git
+
     try:
-        done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
+        done = run_git(args, folder, timeout=10)
+    except (OSError, subprocess.SubprocessError, GitRefused):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from gpulint.cli import EXIT_ERROR, error
+from gpulint.cli.options import positive_number
 from gpulint.server.limits import DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_LIMIT_S
 
 
@@ -23,7 +24,7 @@ def add_server(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--time-limit",
-        type=_positive(float),
+        type=positive_number,
         default=DEFAULT_TIME_LIMIT_S,
         metavar="SECONDS",
         help="Time a lint may take; past it the file is skipped with a message (default: %(default)g).",

@@ -4,7 +4,8 @@ server keeps on it.
 The server never lints in its own process.  A document from the workspace may be built to cost
 minutes and gigabytes (libcst's parser and the analyses grow much faster than the source), and an
 editor sends a new version on every keystroke.  So each lint, fix or suppression edit is a job for
-one child process (`python -m gpulint.server.worker`) that
+one child process (this module, run as `python -m gpulint.server.worker` would run it, but without
+the working directory -- the workspace -- on its import path: gpulint/child_processes.py) that
 
 - runs under an address-space limit (`RLIMIT_AS`, `memory_limit`): an allocation past it fails in
   the worker, never in the server, and the worker is replaced;
@@ -31,6 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from gpulint.child_processes import python_module_command
 from gpulint.linter.run.safe_files import format_size
 from gpulint.server.limits import DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_LIMIT_S
 
@@ -130,12 +132,12 @@ class LintWorker:
         does not count) if need be."""
         if self._process is None or self._process.returncode is not None:
             process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "gpulint.server.worker",
-                str(self.limits.memory_limit),
-                str(self.limits.time_limit),
-                "allow-local-rules" if self.allow_local_rules else "no-local-rules",
+                *python_module_command(
+                    "gpulint.server.worker",
+                    str(self.limits.memory_limit),
+                    str(self.limits.time_limit),
+                    "allow-local-rules" if self.allow_local_rules else "no-local-rules",
+                ),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
             )

@@ -149,12 +149,14 @@ def test_the_price_comes_from_the_configuration(tmp_path):
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        (["--gpu-hour-price", "-2"], "--gpu-hour-price must be a price in USD per GPU-hour above 0"),
-        (["--gpu-hour-price", "nan"], "--gpu-hour-price must be a price"),
+        (["--gpu-hour-price", "-2"], "argument --gpu-hour-price: must be a number above 0, not '-2'"),
+        (["--gpu-hour-price", "nan"], "argument --gpu-hour-price: must be a number above 0, not 'nan'"),
+        (["--gpu-hour-price", "2e6"], "--gpu-hour-price must be a price in USD per GPU-hour above 0"),
         (["--gpus", "0"], "--gpus must be at least 1"),
         (["--steps-per-epoch", "0"], "--steps-per-epoch must be at least 1"),
         (["--data-fn", "get batch"], "--data-fn 'get batch': give a function name"),
-        (["--sample-interval", "0"], "--sample-interval must be between 1 and 10000 milliseconds"),
+        (["--sample-interval", "0"], "argument --sample-interval: must be a number above 0, not '0'"),
+        (["--sample-interval", "20000"], "--sample-interval must be between 1 and 10000 milliseconds"),
     ],
 )
 def test_bad_values_are_refused_before_the_run(tmp_path, option, message):

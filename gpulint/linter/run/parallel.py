@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpulint.child_processes import SPAWN_CAN_LEAVE_OUT_WORKING_DIRECTORY, spawned_without_working_directory
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import FileResult, Linter
 from gpulint.linter.run.outcome import FileOutcome
@@ -53,6 +54,8 @@ MIN_FILES_FOR_WORKERS = 4
 MIN_BYTES_FOR_SUMMARY_WORKERS = 96 * 1024
 
 _worker: dict = {}
+# Where the pools fork (see _context).
+FORK_IS_SAFE = sys.platform.startswith("linux")
 
 # The cyclic collector's thresholds during a lint (gc.set_threshold; Python's are 700, 10, 10).
 # libcst's trees are hundreds of thousands of small objects and hold no cycle (a node refers only
@@ -101,13 +104,19 @@ def default_jobs() -> int:
 
 
 def _context():
+    """The multiprocessing context the pools use; None where workers cannot be started without
+    the working directory on their import path (the files are then processed in this process)."""
     # fork starts a worker in milliseconds with gpulint and libcst already imported; it is safe here
     # because the pool is created before this process starts any thread of its own (the progress
-    # bar redraws from the main thread).  Elsewhere, the platform's default (spawn).
+    # bar redraws from the main thread).  Elsewhere, the platform's default (spawn), which starts a
+    # fresh interpreter: the pools run inside child_processes.spawned_without_working_directory,
+    # which needs Python 3.11.
     import multiprocessing  # only runs with workers pay for its import
 
-    if sys.platform.startswith("linux"):
+    if FORK_IS_SAFE:
         return multiprocessing.get_context("fork")
+    if not SPAWN_CAN_LEAVE_OUT_WORKING_DIRECTORY:
+        return None
     return multiprocessing.get_context()
 
 
@@ -161,7 +170,19 @@ def map_files(
     paths: Sequence[tuple[Path, ModuleView | None]], settings: Settings, options, cache, jobs: int
 ) -> Generator[FileOutcome, None, None]:
     """Outcomes of `paths` -- (path, its project view) pairs -- in order, computed by `jobs` worker
-    processes."""
+    processes (in this process where workers cannot be started safely: `_context`)."""
+    context = _context()
+    if context is None:
+        linter = Linter(settings)
+        yield from (process_file_cached(path, linter, options, cache, view) for path, view in paths)
+        return
+    with spawned_without_working_directory(context.get_start_method()):
+        yield from _map_files(paths, settings, options, cache, jobs)
+
+
+def _map_files(
+    paths: Sequence[tuple[Path, ModuleView | None]], settings: Settings, options, cache, jobs: int
+) -> Generator[FileOutcome, None, None]:
     from concurrent.futures import FIRST_COMPLETED, wait
     from concurrent.futures.process import BrokenProcessPool
 
@@ -237,8 +258,9 @@ def summarize_files(
     """The project index's summaries of `items` -- (resolved path, node budget) pairs -- computed
     by `jobs` worker processes (run/project.py `summarize_file`), by pair; a file that could not be
     read is left out.  Empty when the modules are too small for a pool to pay
-    (MIN_BYTES_FOR_SUMMARY_WORKERS), or when the pool broke: the index then summarizes in this
-    process (and meets the same problem there, as it would have without workers).
+    (MIN_BYTES_FOR_SUMMARY_WORKERS), where workers cannot be started safely (`_context`), or when
+    the pool broke: the index then summarizes in this process (and meets the same problem there, as
+    it would have without workers).
 
     `meanwhile()` runs in a thread of this process while the workers summarize, once they are
     started (forked before the thread exists): the lint's start-up work -- importing libcst and the
@@ -252,28 +274,31 @@ def summarize_files(
     from concurrent.futures.process import BrokenProcessPool
 
     context = _context()
+    if context is None:
+        return {}
     if context.get_start_method() == "fork":
         gc.freeze()  # (see _pool)
     # Largest first, in small chunks, for the reason map_files gives.
     ordered = sorted(items, key=lambda item: -sizes[item[0]])
     chunksize = max(1, min(8, len(ordered) // (jobs * 32)))
-    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_summary_worker, initargs=(cache,))
-    interrupted = True
-    helper = None
-    try:
-        results = pool.map(_summarize, ordered, chunksize=chunksize)  # (submits all: the workers are forked)
-        if meanwhile is not None:
-            helper = threading.Thread(target=meanwhile, name="gpulint-warm-up", daemon=True)
-            helper.start()
-        found = dict(zip(ordered, results, strict=True))
-        interrupted = False
-    except BrokenProcessPool:
-        found = {}
-        interrupted = False
-    finally:
-        _close(pool, interrupted)
-        if helper is not None:
-            helper.join()
+    with spawned_without_working_directory(context.get_start_method()):
+        pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_summary_worker, initargs=(cache,))
+        interrupted = True
+        helper = None
+        try:
+            results = pool.map(_summarize, ordered, chunksize=chunksize)  # (submits all: the workers are forked)
+            if meanwhile is not None:
+                helper = threading.Thread(target=meanwhile, name="gpulint-warm-up", daemon=True)
+                helper.start()
+            found = dict(zip(ordered, results, strict=True))
+            interrupted = False
+        except BrokenProcessPool:
+            found = {}
+            interrupted = False
+        finally:
+            _close(pool, interrupted)
+            if helper is not None:
+                helper.join()
     return {item: summarized for item, summarized in found.items() if summarized is not None}
 
 

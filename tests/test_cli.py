@@ -358,3 +358,48 @@ def test_parsed_command_lines():
     ]
     verify = parse(["verify", "train.py", "--runs", "2", "--", "--epochs", "3"])
     assert (str(verify.script), verify.script_args, verify.runs) == ("train.py", ["--epochs", "3"], 2)
+
+
+def _summary_counts(text: str) -> dict[str, int]:
+    """The numbers of the summary lines: found (or remaining), fixable, more with --unsafe-fixes, fixed."""
+    import re
+
+    patterns = {
+        "found": r"Found (\d+) (?:remaining )?problems?",
+        "fixable": r"(\d+) fixable with --fix",
+        "unsafe": r"(\d+) more with --unsafe-fixes",
+        "fixed": r"Fixed (\d+) problems?",
+    }
+    counts = {}
+    for key, pattern in patterns.items():
+        match = re.search(pattern, text)
+        counts[key] = int(match.group(1)) if match else 0
+    return counts
+
+
+@pytest.mark.parametrize("unsafe", [False, True])
+def test_fix_counts_add_up_to_what_check_found(tmp_path, unsafe):
+    # In these scripts a fix removes two findings (the overlapping fix is never applied), or makes
+    # a finding that the next pass fixes (pinned memory, then `non_blocking=True`): the summary
+    # counts findings, so the hint, "Fixed" and what remains agree.
+    for source in (
+        "fixtures/keras_image_classification.py",
+        "fixtures/pytorch_image_classification.py",
+        "fixtures/runtime/torch_loader_any_device.py",
+        "tests/fixed_scripts/train_main.py",
+        "tests/fixed_scripts/tf_custom_loop.py",
+    ):
+        (tmp_path / source.rsplit("/", 1)[1]).write_bytes((ROOT / source).read_bytes())
+    before = gpulint("--no-cache", ".", cwd=tmp_path)
+    found = _summary_counts(before.stdout.decode())
+    assert found["found"] and found["unsafe"], before.stdout.decode()
+    fix_options = ["--fix", "--unsafe-fixes"] if unsafe else ["--fix"]
+    fixing = gpulint("--no-cache", *fix_options, "--show-fixes", ".", cwd=tmp_path)
+    after = _summary_counts(fixing.stdout.decode())
+    promised = found["fixable"] + (found["unsafe"] if unsafe else 0)
+    assert after["fixed"] == promised, fixing.stdout.decode()
+    assert after["fixed"] + after["found"] == found["found"], fixing.stdout.decode()
+    listed = sum(int(line.split("×")[0]) for line in fixing.stdout.decode().splitlines() if "×" in line)
+    assert listed == after["fixed"]  # --show-fixes lists the same problems, by rule
+    again = _summary_counts(gpulint("--no-cache", ".", cwd=tmp_path).stdout.decode())
+    assert again["found"] == after["found"]

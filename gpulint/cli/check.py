@@ -218,7 +218,7 @@ def check(options: argparse.Namespace) -> int:
         diffs = [o.diff for o in result.outcomes if o.diff]
         sys.stdout.buffer.write(diff_output(result))  # bytes: a latin-1 file's diff must apply
         sys.stdout.flush()
-        would_fix = sum(o.fixed for o in result.outcomes if o.diff)
+        would_fix = sum(len(o.fixed_codes) for o in result.outcomes if o.diff)
         listing = fixes_listing(result.outcomes, "Would fix") if options.show_fixes else ""
         print(listing or f"Would fix {would_fix} problem{'s' if would_fix != 1 else ''}.", file=sys.stderr)
         code = EXIT_FINDINGS if diffs and not options.exit_zero else EXIT_CLEAN

@@ -6,14 +6,14 @@
     gpulint test-rules --builtin       # gpulint's rules too
 
 One line per failed case (the rule, which case, the module it comes from, what went wrong), then a
-count.  Exit 0 when every case passed, 1 when one failed, 2 for a configuration or a local rule
-that cannot be loaded, or nothing to test.
+count, on standard output (what cannot be run at all goes to standard error).  Exit 0 when every
+case passed, 1 when one failed, 2 for a configuration or a local rule that cannot be loaded, or
+nothing to test.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error
@@ -71,5 +71,5 @@ def test_rules(options: argparse.Namespace) -> int:
                 print("    " + printable(line))
     count = len(rules)
     summary = f"Ran {ran} case{'s' if ran != 1 else ''} of {count} rule{'s' if count != 1 else ''}"
-    print(f"{summary}: {failed} failed." if failed else f"{summary}: all passed.", file=sys.stderr)
+    print(f"{summary}: {failed} failed." if failed else f"{summary}: all passed.")
     return EXIT_FINDINGS if failed else EXIT_CLEAN

@@ -362,6 +362,39 @@ def test_parsed_command_lines():
     assert (str(verify.script), verify.script_args, verify.runs) == ("train.py", ["--epochs", "3"], 2)
 
 
+def _usage_error(args: list[str], capsys) -> str:
+    """The last line of the usage error `gpulint ARGS` exits 2 with."""
+    from tests.helpers import run_cli
+
+    code, out, err = run_cli(args, capsys)
+    assert (code, out) == (2, ""), err
+    return err.splitlines()[-1]
+
+
+def test_a_mistyped_option_names_the_closest_one(capsys):
+    assert _usage_error(["a.py", "--fixx"], capsys) == (
+        "gpulint check: error: unrecognized arguments: --fixx (did you mean --fix?)"
+    )
+    assert _usage_error(["--unsafe-fix", "a.py"], capsys).endswith("(did you mean --unsafe-fixes?)")
+    assert _usage_error(["rules", "--selct=GL1"], capsys).endswith("--selct=GL1 (did you mean --select?)")
+    assert _usage_error(["check", "--fixx", "--statisticz"], capsys).endswith(
+        "(did you mean --fix for --fixx, --statistics for --statisticz?)"
+    )
+    assert _usage_error(["profile", "--timout", "5", "--", "python", "t.py"], capsys).endswith(
+        "(did you mean --timeout?)"
+    )
+    assert _usage_error(["a.py", "--nonsense-flag"], capsys).endswith("unrecognized arguments: --nonsense-flag")
+
+
+@pytest.mark.parametrize("command", [["check", "a.py"], ["rules"], ["test-rules"]])
+@pytest.mark.parametrize("empty", ["", " , "])
+def test_an_empty_selection_is_a_usage_error(capsys, command, empty):
+    # (it would select no rule: a check would say "All checks passed!" having checked nothing)
+    assert "argument --select: an empty selection selects no rule" in _usage_error(
+        [*command, "--select", empty], capsys
+    )
+
+
 def _summary_counts(text: str) -> dict[str, int]:
     """The numbers of the summary lines: found (or remaining), fixable, more with --unsafe-fixes, fixed."""
     import re

@@ -17,7 +17,7 @@ import argparse
 from pathlib import Path
 
 from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error
-from gpulint.cli.options import rule_ids
+from gpulint.cli.options import selected_rule_ids
 
 
 def add_test_rules(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +28,11 @@ def add_test_rules(parser: argparse.ArgumentParser) -> None:
         help="The configuration that names the local rules (default: found from here).",
     )
     parser.add_argument(
-        "--select", action="extend", type=rule_ids, metavar="IDS", help="Only these rules (ids, prefixes or names)."
+        "--select",
+        action="extend",
+        type=selected_rule_ids,
+        metavar="IDS",
+        help="Only these rules (ids, prefixes or names).",
     )
     parser.add_argument("--builtin", action="store_true", help="Run the cases of gpulint's own rules too.")
     parser.set_defaults(run=test_rules)

@@ -438,3 +438,20 @@ def test_fix_counts_add_up_to_what_check_found(tmp_path, unsafe):
     assert listed == after["fixed"]  # --show-fixes lists the same problems, by rule
     again = _summary_counts(gpulint("--no-cache", ".", cwd=tmp_path).stdout.decode())
     assert again["found"] == after["found"]
+
+
+def test_the_runtime_docs_open_with_a_quick_start_whose_commands_parse():
+    import re
+    import shlex
+
+    from gpulint.cli import parse
+
+    doc = (ROOT / "docs" / "runtime.md").read_text(encoding="utf-8")
+    sections = doc.split("\n## ")
+    assert sections[1].startswith("Quick start\n")  # the first section, before the reference
+    quick = sections[1]
+    commands = [shlex.split(line) for line in re.findall(r"^\s*\$ gpulint (.+)$", quick, re.M)]
+    assert [words[0] for words in commands] == ["profile", "verify"]
+    for words in commands:
+        parse(words)  # (exits 2 on a command line that does not parse)
+    assert len(quick.splitlines()) < 80  # a quick start, not a second reference

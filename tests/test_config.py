@@ -81,6 +81,17 @@ def test_bad_configuration_is_a_clear_error(tmp_path, body, message):
         load_settings(path)
 
 
+@pytest.mark.parametrize(
+    "body", ['select = ["GL1O1"]', 'ignore = ["GL99"]', 'per-file-ignores = {"a.py" = ["GL3O2"]}', "log-every = 0"]
+)
+def test_a_bad_rule_id_or_value_names_the_configuration_file(tmp_path, body):
+    # (the same id on the command line is the command line's: no file to name)
+    path = write(tmp_path, "[tool.gpulint]\n" + body + "\n")
+    with pytest.raises(ConfigError) as raised:
+        load_settings(path)
+    assert str(raised.value).startswith(f"{path}: ")
+
+
 def test_budgets_of_work_per_file_are_read_and_change_the_cache_key(tmp_path):
     settings = load_settings(write(tmp_path, "[tool.gpulint]\nmax-syntax-nodes = 800\nmax-findings-per-file = 20\n"))
     assert (settings.max_syntax_nodes, settings.max_findings_per_file) == (800, 20)

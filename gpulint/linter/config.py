@@ -483,7 +483,10 @@ def settings_from_table(table: dict[str, Any], config_file: Path, load_local_rul
             settings.options[key] = value
     if "local-rules" in table:
         _apply_local_rules(settings, table["local-rules"], config_file, load_local_rules)
-    validate(settings)
+    try:
+        validate(settings)
+    except ConfigError as exc:  # (an id or value of this file: name it, as the checks above do)
+        raise ConfigError(f"{config_file}: {exc}") from None
     return settings
 
 

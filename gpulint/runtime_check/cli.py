@@ -346,6 +346,7 @@ def profile_command(options: argparse.Namespace) -> int:
     if not run.ok:
         if run.status not in ("stopped", "finished"):
             report.print_failure(out, run)
+            report.print_interpreter_hint(out, run, parsed)
         elif run.steps is None:
             report.print_no_steps(out, run)
         else:

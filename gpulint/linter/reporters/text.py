@@ -149,8 +149,8 @@ def fixes_listing(outcomes: list[FileOutcome], heading: str) -> str:
     from gpulint.linter.catalog import by_code  # rule names, without the rule classes
 
     names = by_code()
-    per_file = sorted((o.result.path, Counter(o.fixed_codes)) for o in outcomes if o.fixed)
-    total = sum(o.fixed for o in outcomes)
+    per_file = sorted((o.result.path, Counter(o.fixed_codes)) for o in outcomes if o.fixed_codes)
+    total = sum(len(o.fixed_codes) for o in outcomes)
     if not total:
         return ""
     lines = [f"{heading} {total} problem{'s' if total != 1 else ''}:"]
@@ -175,7 +175,7 @@ def _render(result: RunResult, settings: ReportSettings, full: bool) -> str:
     else:
         for finding in findings:
             parts.append("\n".join([format_finding(finding, settings), *chain_notes(finding)]))
-    fixed = sum(o.fixed for o in result.outcomes) if settings.fix_mode else 0
+    fixed = sum(len(o.fixed_codes) for o in result.outcomes) if settings.fix_mode else 0
     closing = summary(findings, settings, fixed, len(result.errors))
     withheld = sum(o.result.withheld_in_tests for o in result.outcomes)
     if withheld:

@@ -398,3 +398,25 @@ def test_sql_planted_in_the_schema_is_refused_before_reading_or_recording(sandbo
     result = sandbox.run(*(READERS["history"] if command == "history" else PROFILE))
     _refused(result, f"{database} is not a gpulint run history ({said}")
     assert _digest(database) == before
+
+
+# -- what is printed of a stored run ---------------------------------------------------------
+WORKFLOW_COMMAND = "python train.py\n::error title=PWNED::x \x1b[2J \u202e"
+
+
+def test_stored_text_is_printed_escaped_and_cannot_start_a_workflow_command(sandbox):
+    _project(sandbox)
+    with History.open(sandbox.project / ".gpulint" / "history.db") as history:
+        for index, host in enumerate(("a\n::warning::host", "b\x1b]0;title\x07")):
+            run = _run(0.02 + index / 1000)
+            run.command, run.host, run.git_commit, run.verdict = WORKFLOW_COMMAND, host, "\n::error::", "ok\u202eevil"
+            run.figures.append(Figure("::error title=figure::x", 1.0, "count"))
+            history.record(run)
+    for args in (("history",), ("compare", "1", "2")):
+        result = sandbox.run(*args)
+        assert result.returncode == 0 and not result.stderr, result.stderr
+        assert "python train.py\\n::error title=PWNED::x \\x1b[2J \\u202e" in result.stdout
+        lines = result.stdout.split("\n")
+        assert not [line for line in lines if line.lstrip().startswith("::")], result.stdout
+        assert not any(char in result.stdout for char in "\x1b\x07\r\u202e"), result.stdout
+    assert "\\x3a:error title=figure::x" in result.stdout  # compare's table starts with the name

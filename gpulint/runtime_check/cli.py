@@ -35,7 +35,10 @@ EXIT_NOT_CONFIRMED = EXIT_FINDINGS
 EXIT_INCONCLUSIVE = 4  # scale: the efficiency is within the noise of the bar, or a size failed to decide
 
 # What each command's exit codes mean, shown by its --help.
-RUN_FAILED = "124 timeout; 3 the script never made a training step; otherwise the script's own exit code"
+RUN_FAILED = (
+    "124 timeout; 3 the script never made a training step; 128+N stopped by signal N (130 Ctrl-C, 143 SIGTERM: "
+    "the training processes end with gpulint); otherwise the script's own exit code"
+)
 EXIT_CODES = {
     "profile": f"Exit codes: 0 measured; 1 the regression gate failed; 2 usage error (a --baseline that names no "
     f"run, or a run history that refuses the run: both refused before the run); {RUN_FAILED}.",
@@ -48,6 +51,25 @@ EXIT_CODES = {
     "compare": "Exit codes: 0 compared (whatever the outcome); 2 usage error, or a run that is not recorded.",
     "report": "Exit codes: 0 written; 2 usage error, or a run that is not recorded.",
 }
+
+
+def _ending_its_runs(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """`command` stopped by SIGINT, SIGTERM, SIGHUP or SIGQUIT as by Ctrl-C (measure.stop_on_signals):
+    the training run under way ends with it, a line says so, and the exit code is 128 + the
+    signal's number, as a shell reports a command a signal ended."""
+
+    def run(options: argparse.Namespace) -> int:
+        from gpulint.runtime_check.measure import Stopped, stop_on_signals
+
+        try:
+            with stop_on_signals():
+                return command(options)
+        except Stopped as stop:
+            ended = f": ended {stop.ended} and every process it started" if stop.ended else ""
+            error(f"stopped by {stop.name}{ended}")
+            return 128 + stop.signum
+
+    return run
 
 
 def run_exit_code(run: RunResult) -> int:
@@ -286,7 +308,7 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
     _add_cost_options(parser)
     _add_history_options(parser, record=True)
     parser.epilog = EXIT_CODES["profile"]
-    parser.set_defaults(run=profile_command)
+    parser.set_defaults(run=_ending_its_runs(profile_command))
 
 
 def profile_command(options: argparse.Namespace) -> int:
@@ -479,7 +501,7 @@ def add_verify(parser: argparse.ArgumentParser) -> None:
     _add_cost_options(parser)
     _add_history_options(parser, record=True)
     parser.epilog = EXIT_CODES["verify"]
-    parser.set_defaults(run=verify_command)
+    parser.set_defaults(run=_ending_its_runs(verify_command))
 
 
 def verify_command(options: argparse.Namespace) -> int:
@@ -673,7 +695,7 @@ def add_scale(parser: argparse.ArgumentParser) -> None:
     )
     _add_history_options(parser, record=True)
     parser.epilog = EXIT_CODES["scale"]
-    parser.set_defaults(run=scale_command)
+    parser.set_defaults(run=_ending_its_runs(scale_command))
 
 
 def scale_command(options: argparse.Namespace) -> int:

@@ -1,17 +1,24 @@
-"""The runtime checker's output files: a file named with `--json`, `--html` or `--trace` is refused
-before the training script starts when gpulint will not write it (a link, dangling or not, a
-FIFO, a folder, a read-only file, a link on the way inside the project)."""
+"""The runtime checker's output files and processes: a file named with `--json`, `--html` or
+`--trace` is refused before the training script starts when gpulint will not write it (a link,
+dangling or not, a FIFO, a folder, a read-only file, a link on the way inside the project), and
+the training processes end with gpulint however gpulint is stopped (SIGTERM, SIGHUP, SIGINT,
+SIGQUIT, SIGKILL), ranks under a launcher included."""
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 
+import psutil
 import pytest
 
 from gpulint.runtime_check.figures import Figure
 from gpulint.runtime_check.history import History, RunRecord
-from tests.hostile.conftest import Sandbox
+from tests.helpers import ROOT
+from tests.hostile.conftest import BOUND_S, Sandbox
 
 # A training script with a fix verify would apply: when it runs at all it leaves `ran` beside it.
 TRAIN = """\
@@ -23,6 +30,23 @@ from torch.utils.data import DataLoader
 
 device = "cuda"
 loader = DataLoader(dataset, batch_size=32)
+"""
+# A script that never makes a step and never ends by itself; it says who it is first (each rank
+# under a launcher), and with IGNORE_TERM it ignores SIGTERM.
+SLEEPER = """\
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+if "IGNORE_TERM" in sys.argv:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+here = Path(__file__).parent
+(here / "pid.tmp").write_text(str(os.getpid()))
+os.replace(here / "pid.tmp", here / f"pid{os.environ.get('RANK', '')}")
+while True:
+    time.sleep(0.5)
 """
 OUT = "out.json"
 # Each command with an output file named OUT, on a script that would run if the file were not refused.
@@ -115,3 +139,110 @@ def test_profile_refuses_an_output_file_it_will_not_write_before_the_script_star
 def test_every_runtime_command_refuses_its_output_file_first(sandbox, command, hazard):
     _project(sandbox)
     _refused_before_the_run(sandbox, command, *HAZARDS[hazard](sandbox))
+
+
+# -- processes ---------------------------------------------------------------------------------
+def _start_profile(sandbox: Sandbox, *command: str, prefix: tuple[str, ...] = (), ranks: int = 0):
+    """`gpulint profile -- COMMAND` (default: the sleeper) started as a user starts it (after
+    `prefix`: `nohup`), and the training processes' pids once they run (`ranks` of them under a
+    launcher)."""
+    sandbox.write("sleeper.py", SLEEPER)
+    environment = {"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "PYTHONPATH": str(ROOT), "HOME": str(sandbox.home)}
+    gpulint = subprocess.Popen(
+        [*prefix, sys.executable, "-m", "gpulint", "profile", "--no-history", "--", *(command or ["sleeper.py"])],
+        cwd=sandbox.project,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    pid_files = [sandbox.project / f"pid{rank}" for rank in range(ranks)] if ranks else [sandbox.project / "pid"]
+    deadline = time.monotonic() + BOUND_S
+    while not all(path.exists() for path in pid_files):
+        assert gpulint.poll() is None, gpulint.communicate()
+        if time.monotonic() > deadline:
+            _end(gpulint, [])
+            raise AssertionError("the script never started")
+        time.sleep(0.1)
+    return gpulint, [int(path.read_text()) for path in pid_files]
+
+
+def _gone(pid: int) -> bool:
+    """Whether process `pid` has ended (an ended process nobody reaped yet counts as ended)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _wait_gone(pid: int) -> bool:
+    deadline = time.monotonic() + BOUND_S
+    while not _gone(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def _end(gpulint: subprocess.Popen, children: list[int]) -> None:
+    """End what a test started, whatever it found."""
+    if gpulint.poll() is None:
+        gpulint.kill()
+    gpulint.communicate()
+    for child in children:
+        if not _gone(child):
+            os.kill(child, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP", "SIGINT", "SIGQUIT"])
+def test_the_training_process_ends_with_gpulint(sandbox, name):
+    gpulint, children = _start_profile(sandbox)
+    try:
+        gpulint.send_signal(getattr(signal, name))
+        _, stderr = gpulint.communicate(timeout=BOUND_S)
+        assert _wait_gone(children[0]), f"the training process outlived gpulint stopped by {name}"
+        number = getattr(signal, name)
+        assert gpulint.returncode == 128 + number, stderr
+        assert stderr.decode().splitlines()[-1] == (
+            f"gpulint: error: stopped by {name}: ended python sleeper.py and every process it started"
+        )
+    finally:
+        _end(gpulint, children)
+
+
+def test_the_training_process_ends_when_gpulint_is_killed(sandbox):
+    gpulint, children = _start_profile(sandbox)
+    try:
+        gpulint.kill()
+        gpulint.communicate(timeout=BOUND_S)
+        assert _wait_gone(children[0]), "the training process outlived gpulint killed with SIGKILL"
+    finally:
+        _end(gpulint, children)
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGKILL"])
+def test_ranks_that_ignore_sigterm_end_with_gpulint(sandbox, name):
+    """torchrun starts each rank in a session of its own, out of reach of a signal to torchrun's
+    process group; ranks that ignore SIGTERM outlive a torchrun that is killed."""
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2"]
+    gpulint, ranks = _start_profile(sandbox, *launcher, "sleeper.py", "IGNORE_TERM", ranks=2)
+    try:
+        gpulint.send_signal(getattr(signal, name))
+        gpulint.communicate(timeout=BOUND_S)
+        assert all(_wait_gone(rank) for rank in ranks), f"a rank outlived gpulint stopped by {name}"
+    finally:
+        _end(gpulint, ranks)
+
+
+def test_a_hangup_that_nohup_ignores_stays_ignored(sandbox):
+    """Under `nohup` (SIGHUP ignored) a hangup stops neither gpulint nor its run: the SIGTERM sent
+    after it is what stops them (a gpulint that took the hangup would stop on it first: exit 129)."""
+    gpulint, children = _start_profile(sandbox, prefix=("nohup",))
+    try:
+        gpulint.send_signal(signal.SIGHUP)
+        gpulint.send_signal(signal.SIGTERM)
+        _, stderr = gpulint.communicate(timeout=BOUND_S)
+        assert gpulint.returncode == 128 + signal.SIGTERM, stderr
+        assert "stopped by SIGTERM" in stderr.decode()
+        assert _wait_gone(children[0])
+    finally:
+        _end(gpulint, children)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from gpulint.linter.printable import printable
+from gpulint.linter.run.safe_files import OutputFile
 from gpulint.runtime_check import stats
 from gpulint.runtime_check.attribution import Attribution, Line
 from gpulint.runtime_check.costs import CostBasis, cost_lines, money
@@ -842,5 +843,6 @@ def print_scale(out: Output, result: ScaleResult) -> None:
         )
 
 
-def write_json(path: Path, payload: dict) -> None:
-    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+def write_json(target: OutputFile, payload: dict) -> None:
+    """Write a --json document (WriteRefused, a sentence, when it cannot be written)."""
+    target.write((json.dumps(payload, indent=2, default=str) + "\n").encode())

@@ -47,3 +47,21 @@ def test_nothing_to_fix_is_an_error(tmp_path):
     script.write_bytes(b"import torch\nprint(1)\n")
     with pytest.raises(verify_mod.VerifyError, match="nothing to fix"):
         verify_mod.verify(script, [], ["GL101"], 2, RunConfig(), sys.executable)
+
+
+def test_write_refuses_a_linked_script_before_any_run(tmp_path, monkeypatch):
+    """As `--fix` does not write through a link named on the command line, `--write` does not
+    write the target of a linked script: refused before the first run, the target unchanged."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / "train.py"
+    target.write_bytes(SOURCE)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train.py").symlink_to(target)
+    runs: list[object] = []
+    monkeypatch.setattr(verify_mod, "run_once", lambda *args, **kwargs: runs.append(args))
+    with pytest.raises(verify_mod.VerifyError, match="symbolic link"):
+        verify_mod.verify(project / "train.py", [], ["GL101"], 3, RunConfig(), sys.executable, write=True)
+    assert runs == []
+    assert target.read_bytes() == SOURCE

@@ -731,7 +731,9 @@ def _handle_frame(server: GpulintServer, body: bytes) -> None:
         raw = load_json(body)
     except TooDeeplyNested as exc:
         method, request_id = top_level_scalar(body, "method"), top_level_scalar(body, "id")
-        log.warning("gpulint server: skipped a %s message: %s", method if isinstance(method, str) else "", exc)
+        log.warning(
+            "gpulint server: skipped a message (%s): %s", method if isinstance(method, str) else "no method", exc
+        )
         if isinstance(method, str) and _is_request_id(request_id):
             _refuse(server, request_id, types.ErrorCodes.InvalidRequest, f"gpulint: message refused: {exc}")
         return

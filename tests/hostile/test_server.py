@@ -262,7 +262,7 @@ def _hover_text(request_id: str, token: str = "", id_last: bool = False) -> str:
 def _still_serving(client: LspClient, root: Path, name: str) -> None:
     """The server answers a request and lints a document opened now."""
     assert client.process.poll() is None, client.stderr_so_far()
-    assert _hover(client, (root / "never-opened.py").as_uri()) is None
+    assert client.request("textDocument/hover", _at((root / "never-opened.py").as_uri(), 0), timeout=PATIENCE_S) is None
     uri = client.open(root / name, TRAIN)
     assert {"GL101", "GL102"} <= {d["code"] for d in client.diagnostics(uri, version=1, timeout=PATIENCE_S)}
 
@@ -389,7 +389,8 @@ def test_a_configuration_that_cannot_be_loaded_is_one_diagnostic_and_requests_ar
         assert diagnostic["message"].startswith(f"gpulint: not linted: {pyproject}: "), diagnostic
         assert diagnostic["range"] == NOWHERE and diagnostic["severity"] == 2
         assert client.request("textDocument/hover", _at(uri, 5), timeout=PATIENCE_S) is None
-        assert _code_actions(client, uri) == []
+        actions = {"textDocument": {"uri": uri}, "range": NOWHERE, "context": {"diagnostics": []}}
+        assert client.request("textDocument/codeAction", actions, timeout=PATIENCE_S) == []
         # Repaired, the next edit is linted with it.
         pyproject.write_text("[tool.gpulint]\n")
         client.replace_text(uri, TRAIN, version=2)

@@ -82,9 +82,8 @@ def list_rules(options: argparse.Namespace) -> int:
     code_width = max((len(r.code) for r in rules), default=0)
     name_width = max((len(r.name) for r in rules), default=0)
     for r in rules:
-        print(
-            f"{r.code:<{code_width}}  {r.name:<{name_width}}  {r.default:<5} fix:{r.fix or '-':<7} {printable(r.message)}"
-        )
+        message = printable(r.message)
+        print(f"{r.code:<{code_width}}  {r.name:<{name_width}}  {r.default:<5} fix:{r.fix or '-':<7} {message}")
     return EXIT_CLEAN
 
 

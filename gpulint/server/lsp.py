@@ -23,11 +23,11 @@ editor has open are linted or answered about, never a file read from disk; a doc
 `max-file-size` is one "not linted" diagnostic; every lint, fix and suppression edit runs in the
 worker process (worker.py), under memory and time limits, and only for the latest text of a
 document (a burst of edits is taken in whole first, and a result for a text edited meanwhile is
-dropped); frames are read by transport.py, which skips a malformed one, and their JSON by its
-`load_json`, which refuses one nested too deep to parse safely; no single message ends the server
-(a request that cannot be handled is answered with an error, without a traceback); a configuration
-that cannot be loaded, or a lint that fails, is one diagnostic on the document, and the requests
-about it are still answered.
+dropped); frames are read by transport.py, which skips a malformed one, and their JSON by
+`datajson.load_json`, which refuses one nested too deep to parse safely; no single message ends
+the server (a request that cannot be handled is answered with an error, without a traceback); a
+configuration that cannot be loaded, or a lint that fails, is one diagnostic on the document, and
+the requests about it are still answered.
 """
 
 from __future__ import annotations
@@ -53,9 +53,10 @@ from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
 from gpulint import __version__
+from gpulint.linter.run.datajson import ShapeError, load_json
 from gpulint.server import engine_adapter as engine
 from gpulint.server.engine_adapter import Problem, TextChange
-from gpulint.server.transport import TooDeeplyNested, load_json, read_frames, top_level_scalar
+from gpulint.server.transport import MAX_JSON_DEPTH, read_frames, top_level_scalar
 from gpulint.server.worker import START_TIME_LIMIT_S, JobAbandoned, JobFailed, Limits, LintWorker
 
 SOURCE = "gpulint"
@@ -728,8 +729,8 @@ def _handle_frame(server: GpulintServer, body: bytes) -> None:
     its id can be read, instead of none (pygls would leave it unanswered, or end)."""
     protocol = server.protocol
     try:
-        raw = load_json(body)
-    except TooDeeplyNested as exc:
+        raw = load_json(body, MAX_JSON_DEPTH)
+    except ShapeError as exc:  # nested too deep to parse (the only shape load_json checks)
         method, request_id = top_level_scalar(body, "method"), top_level_scalar(body, "id")
         log.warning(
             "gpulint server: skipped a message (%s): %s", method if isinstance(method, str) else "no method", exc

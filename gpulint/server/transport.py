@@ -9,9 +9,9 @@ looks for the next `Content-Length:` header (as tower-lsp's codec does) and goes
 
 `json.loads`, and the protocol library that turns its result into typed messages, recurse once or
 more per level of nesting: a 2.4 KB notification nesting arrays 1,000 deep raised RecursionError
-and ended the server.  `load_json` measures the nesting first, without recursion, and refuses
-a message deeper than MAX_JSON_DEPTH; `top_level_scalar` still reads such a request's `id`, so
-that it can be answered.
+and ended the server.  A message is read with `datajson.load_json`, which measures the nesting
+first, without recursion, and refuses one deeper than MAX_JSON_DEPTH; `top_level_scalar` still
+reads such a request's `id`, so that it can be answered.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ import json
 import logging
 import re
 from collections.abc import Iterator
-from itertools import accumulate
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 # Headers are short ("Content-Length: 123", "Content-Type: ..."); a longer "line" is a body being
 # skipped, which is read in pieces of this size, never as one line.
@@ -36,13 +35,11 @@ _LENGTH_VALUE = re.compile(rb"\s*(\d{1,15})\s*")
 # settings) a few dozen at most.  At 128 levels the protocol library still structures a message
 # with room to spare on Python's default recursion limit.
 MAX_JSON_DEPTH = 128
-# A string (its escapes included) or a bracket: what the nesting of a JSON text is read from.
+# A string (its escapes included) or a bracket: where a JSON text's members are, and how deep.
 # UTF-8 bytes of other characters never equal a quote, a backslash or a bracket.
 _STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'
-_STRINGS, _STRUCTURE = re.compile(_STRING), re.compile(_STRING + rb"|[][{}]")
+_STRUCTURE = re.compile(_STRING + rb"|[][{}]")
 _OPENING, _CLOSING = frozenset(b"[{"), frozenset(b"]}")
-_DEPTH_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
-_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in _DEPTH_STEP)
 
 log = logging.getLogger(__name__)
 
@@ -115,21 +112,6 @@ def _read_exactly(stream: BinaryIO, length: int) -> bytes | None:
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
-
-
-class TooDeeplyNested(ValueError):
-    """JSON nested deeper than the bound, refused before it was parsed."""
-
-
-def load_json(data: bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """`json.loads(data)`, refusing (TooDeeplyNested) a text that nests arrays and objects more than
-    `max_depth` levels deep before it is parsed; ValueError for one that is not JSON."""
-    if data.count(b"[") + data.count(b"{") > max_depth:  # (fewer brackets cannot nest deeper)
-        # The brackets outside strings, in order; the deepest point of their running count.
-        brackets = _STRINGS.sub(b"", data).translate(None, _NOT_BRACKETS)
-        if max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0) > max_depth:
-            raise TooDeeplyNested(f"nested more than {max_depth} levels deep")
-    return json.loads(data)
 
 
 def top_level_scalar(data: bytes, name: str) -> str | int | float | None:

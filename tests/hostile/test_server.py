@@ -286,9 +286,9 @@ def test_a_message_nested_too_deep_is_refused_and_the_server_lives_on(server, tm
     ]:
         answer = _answer_to(server, request_id, text)
         assert answer["error"]["code"] == -32600, answer
-        assert "nested more than 128 levels deep" in answer["error"]["message"]
+        assert "JSON nested deeper than 128 levels" in answer["error"]["message"]
     _still_serving(server, tmp_path, "after_requests.py")
-    assert server.stderr_so_far().count("nested more than 128 levels deep") == 3
+    assert server.stderr_so_far().count("JSON nested deeper than 128 levels") == 3
 
     # 120 levels of metadata are within the bound: the notebook is linted.
     cell = f"{notebook}#cell0"

@@ -248,6 +248,30 @@ def test_test_rules_reports_a_rule_that_crashes_as_a_failure(project, capsys, mo
     assert "FAIL ACME001 INVALID[1] (lint_rules/hardcoded_cuda_index.py): raised AttributeError:" in out
 
 
+def test_a_local_rules_text_cannot_print_a_workflow_command(project, capsys, monkeypatch):
+    """A rule's message, documentation and errors are the project's text: `rules`, `rule` and
+    `test-rules` print them as findings are printed, never as a line the GitHub Actions runner
+    takes for a command (past leading whitespace, `::`; anywhere, `##[`)."""
+    from tests.hostile.conftest import workflow_commands
+
+    monkeypatch.chdir(project)
+    rule = project / RULE_FILE
+    text = rule.read_text()
+    text = text.replace("    ## What it finds\n", "    ## What it finds\n    ::error::from the docs\n")
+    text = text.replace('message = "GPU index', 'message = "##[warning]GPU index')
+    text = text.replace("        args = positional_args(node)", '        raise ValueError("boom\\n  ::error::raised")')
+    rule.write_text(text)
+    outputs = []
+    for command in (["rules"], ["rule", "ACME001"], ["test-rules"]):
+        code, out, err = run_cli(command, capsys)
+        outputs.append(out)
+        assert workflow_commands(out + "\n" + err) == [], (command, out + err)
+    listing, docs, failures = outputs
+    assert "##\\x5bwarning]GPU index" in listing
+    assert "\n./::error::from the docs\n" in docs
+    assert "\n./      ::error::raised\n" in failures  # (its own indent, then the line's)
+
+
 def test_test_rules_without_local_rules_is_a_usage_error(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, _, err = run_cli(["test-rules"], capsys)

@@ -213,10 +213,12 @@ def check(options: argparse.Namespace) -> int:
         show_fixes=options.show_fixes,
     )
     if options.diff:
+        from gpulint.linter.printable import fenced_from_the_runner
         from gpulint.linter.reporters.text import fixes_listing
 
         diffs = [o.diff for o in result.outcomes if o.diff]
-        sys.stdout.buffer.write(diff_output(result))  # bytes: a latin-1 file's diff must apply
+        # bytes: a latin-1 file's diff must apply; they quote the file, so the runner must not read them
+        sys.stdout.buffer.write(fenced_from_the_runner(diff_output(result)))
         sys.stdout.flush()
         would_fix = sum(len(o.fixed_codes) for o in result.outcomes if o.diff)
         listing = fixes_listing(result.outcomes, "Would fix") if options.show_fixes else ""

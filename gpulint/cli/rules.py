@@ -61,7 +61,9 @@ def list_rules(options: argparse.Namespace) -> int:
             }
             for r in rules
         ]
-        print(json.dumps(rows, indent=2))
+        from gpulint.linter.printable import json_without_workflow_commands  # (local rules' text)
+
+        print(json_without_workflow_commands(json.dumps(rows, indent=2)))
         return EXIT_CLEAN
     if use_color():
         from rich.console import Console
@@ -74,11 +76,14 @@ def list_rules(options: argparse.Namespace) -> int:
             table.add_row(r.code, r.name, r.default, r.fix or "-", r.message)
         Console().print(table)
         return EXIT_CLEAN
+    from gpulint.linter.printable import printable  # a local rule's message is the project's text
+
     # Columns as wide as their longest entry: a local rule's code or name may be longer than ours.
     code_width = max((len(r.code) for r in rules), default=0)
     name_width = max((len(r.name) for r in rules), default=0)
     for r in rules:
-        print(f"{r.code:<{code_width}}  {r.name:<{name_width}}  {r.default:<5} fix:{r.fix or '-':<7} {r.message}")
+        message = printable(r.message)
+        print(f"{r.code:<{code_width}}  {r.name:<{name_width}}  {r.default:<5} fix:{r.fix or '-':<7} {message}")
     return EXIT_CLEAN
 
 
@@ -115,7 +120,11 @@ def show_rule(options: argparse.Namespace) -> int:
         return EXIT_ERROR
     text = rule_markdown(rule)
     if local is not None:
-        text += f"\nLocal rule, from {shown(path_of(rule))}.\n"
+        from gpulint.linter.printable import no_workflow_commands, printable
+
+        # A local rule's documentation is the project's text: escaped line by line, as findings are.
+        text = no_workflow_commands("\n".join(printable(line) for line in text.split("\n")))
+        text += f"\nLocal rule, from {printable(shown(path_of(rule)))}.\n"
     if use_color():
         from rich.console import Console
         from rich.markdown import Markdown

@@ -44,7 +44,7 @@ def test_rules(options: argparse.Namespace) -> int:
     from gpulint.linter.case_runner import run_cases
     from gpulint.linter.config import ConfigError
     from gpulint.linter.local_rules import path_of, shown
-    from gpulint.linter.printable import printable
+    from gpulint.linter.printable import no_workflow_commands, printable
     from gpulint.rules import all_rules
 
     no_selection = argparse.Namespace(config=options.config, select=None, extend_select=None, ignore=None)
@@ -72,7 +72,7 @@ def test_rules(options: argparse.Namespace) -> int:
             first, *more = failure.splitlines() or [""]
             print(printable(f"FAIL {result.rule.code} {result.label}{origin}: {first}"))
             for line in more:  # a diff of the fixed code
-                print("    " + printable(line))
+                print(no_workflow_commands("    " + printable(line)))
     count = len(rules)
     summary = f"Ran {ran} case{'s' if ran != 1 else ''} of {count} rule{'s' if count != 1 else ''}"
     print(f"{summary}: {failed} failed." if failed else f"{summary}: all passed.")

@@ -160,8 +160,9 @@ def review_payload(comments: list, commit_id: str | None) -> dict:
 
 def _summary(comments: list) -> str:
     """The text report: one line per comment and its suggestion, every line escaped (a file name or
-    a line of the change may hold a newline and a workflow command, or a terminal escape)."""
-    from gpulint.linter.printable import printable
+    a line of the change may hold a newline and a workflow command, or a terminal escape), and none
+    that the Actions runner would read as a command (a file named `::error::x.py` opens a line)."""
+    from gpulint.linter.printable import no_workflow_commands, printable
 
     lines = []
     for comment in comments:
@@ -183,7 +184,7 @@ def _summary(comments: list) -> str:
     lines.append(
         f"{count} comment{'s' if count != 1 else ''} on added lines." if count else "No findings on added lines."
     )
-    return "\n".join(printable(line) for line in lines)
+    return no_workflow_commands("\n".join(printable(line) for line in lines))
 
 
 def add_review(parser: argparse.ArgumentParser) -> None:
@@ -259,7 +260,9 @@ def review(options: argparse.Namespace) -> int:
 
     if not options.post:
         if options.format == "json":
-            print(json.dumps(review_payload(plan.comments, None), indent=2))
+            from gpulint.linter.printable import json_without_workflow_commands
+
+            print(json_without_workflow_commands(json.dumps(review_payload(plan.comments, None), indent=2)))
         else:
             print(_summary(plan.comments))
         return code

@@ -12,7 +12,8 @@ then a summary line.  With `--show-fixes`, what `--fix` changed is listed per fi
 
 Paths, messages and source lines are printed with control characters escaped (`printable`): a file
 name or a line of a file must not be able to start a line of its own (a GitHub Actions workflow
-command) or drive the terminal.
+command) or drive the terminal.  A line that would begin with `::` anyway (a file named
+`::error::x.py`) gets `./` in front where every reporter's output passes (`reporters.render`).
 """
 
 from __future__ import annotations

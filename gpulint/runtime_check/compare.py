@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpulint.linter.printable import printable
+from gpulint.linter.printable import no_workflow_commands, printable
 from gpulint.runtime_check import stats
 from gpulint.runtime_check.figures import Figure, format_value
 from gpulint.runtime_check.history import History, RunRecord, iso, when
@@ -188,16 +188,6 @@ def describe(run: RunRecord) -> str:
     return f"run {run.id} ({when(run.started_at)}{commit})"
 
 
-def _line_start(text: str) -> str:
-    """Stored text that starts a printed line: escaped, and a leading `::` written `\\x3a:` (GitHub
-    Actions reads an output line that starts with `::`, after blanks, as a workflow command)."""
-    shown = printable(text)
-    body = shown.lstrip()
-    if body.startswith("::"):
-        return shown[: len(shown) - len(body)] + "\\x3a" + body[1:]
-    return shown
-
-
 def print_compare(out, a: RunRecord, b: RunRecord, rows: list[Difference]) -> None:
     out.line(f"{out.style('gpulint compare', 'bold')} {describe(a)} -> {describe(b)}")
     if a.command_key == b.command_key:
@@ -216,7 +206,7 @@ def print_compare(out, a: RunRecord, b: RunRecord, rows: list[Difference]) -> No
         status = d.outcome
         table.append(
             [
-                _line_start(d.name),  # the first column starts the line
+                no_workflow_commands(printable(d.name)),  # the first column starts the line
                 printable(format_value(d.a, d.unit)),
                 printable(format_value(d.b, d.unit)),
                 format_change(d),

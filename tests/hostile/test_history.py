@@ -419,4 +419,4 @@ def test_stored_text_is_printed_escaped_and_cannot_start_a_workflow_command(sand
         lines = result.stdout.split("\n")
         assert not [line for line in lines if line.lstrip().startswith("::")], result.stdout
         assert not any(char in result.stdout for char in "\x1b\x07\r\u202e"), result.stdout
-    assert "\\x3a:error title=figure::x" in result.stdout  # compare's table starts with the name
+    assert "./::error title=figure::x" in result.stdout  # compare's table starts with the name

@@ -17,6 +17,7 @@
     max-file-size = "2MiB"           # larger files are skipped with a message (bytes, or KiB/MiB/GiB)
     max-syntax-nodes = 50000         # files with more Python syntax nodes are skipped with a message
     max-findings-per-file = 1000     # files with more findings are skipped with a message
+                                     # (these three: only lowered, unless the file is named with --config)
     history = ".gpulint/history.db"  # where profile/verify keep their runs (relative); false: nowhere
     local-rules = ["tools/lint_rules/"]   # the project's own rule modules (files or folders, relative)
 
@@ -32,7 +33,17 @@ ids are still accepted in the selection, as ids that are not gpulint's (no `GL` 
 An unknown key, or an id that matches no rule, is an error: a typo must not silently turn a rule off.
 So is a configuration file that cannot be read (with its line and the reason), a value of the wrong
 type, and a pyproject.toml on the search path that does not parse and mentions gpulint (it may hold
-the `[tool.gpulint]` table that would switch rules or fixes off).
+the `[tool.gpulint]` table that would switch rules or fixes off).  A file that nests arrays or
+inline tables more than TOML_MAX_NESTING deep is one that does not parse (measured before the
+parser, which recurses), as is a NUL character in our table or a pattern that cannot be read.
+
+A configuration arrives with the code it configures, so what it can ask for is bounded: the limits
+of work per file (SAFETY_LIMITS) may only be lowered by one found beside the code, and raised only
+by the user's own, named with `--config` (`load_settings(..., trusted=True)`; the language server's
+`--allow-local-rules` says the same of a workspace's); a raise that is refused is a note the
+commands show as a warning.  Its patterns are matched in bounded time (path_patterns.py).  The
+tables of other tools gpulint reads hints from (ruff's, black's, `[project]`) are not ours to
+check: a value of another shape there gives no hint and no error.
 """
 
 from __future__ import annotations
@@ -273,6 +284,8 @@ def _relative(path: Path, root: Path) -> str:
 
 
 def _glob_match(relative: str, pattern: str) -> bool:
+    # (fnmatch, unlike the gitignore-style patterns, is safe from a pattern of many stars: CPython
+    # translates each star so that it is never tried again, tests/hostile/test_config.py)
     pattern = pattern.rstrip("/")
     if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(relative, pattern + "/*"):
         return True

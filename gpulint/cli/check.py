@@ -23,7 +23,9 @@ if TYPE_CHECKING:  # the linter imports libcst: loaded when a command runs, not 
 def resolve_settings(paths: list[Path], options: argparse.Namespace, load_local_rules: bool = False) -> Settings:
     """Settings from the config file (--config, or the nearest pyproject.toml with [tool.gpulint]
     above the first path) with the selection options on top; the local rules it names are loaded
-    only with `load_local_rules` (they are project code).  Raises ConfigError."""
+    only with `load_local_rules` (they are project code).  A file named with --config is the
+    user's own: it may raise the safety limits, which one found beside the code may only lower
+    (the refusals are in `settings.notes`, for the caller to show).  Raises ConfigError."""
     from gpulint.linter.config import ConfigError, find_config, load_settings
 
     config = options.config
@@ -31,7 +33,7 @@ def resolve_settings(paths: list[Path], options: argparse.Namespace, load_local_
         raise ConfigError(f"config file {config} does not exist")
     start = paths[0] if paths else Path.cwd()
     config_file = config if config is not None else find_config(start)
-    settings = load_settings(config_file, start, load_local_rules)
+    settings = load_settings(config_file, start, load_local_rules, trusted=config is not None)
     _apply_selection(settings, options)
     return settings
 
@@ -88,6 +90,8 @@ class SettingsPerProject:
             if settings is None:
                 kind, file = origin
                 settings = load_settings(file if kind == "config" else None, Path(folder), self.load_local_rules)
+                for note in settings.notes:
+                    warning(note)
                 _apply_selection(settings, self.options)
                 _apply_check_options(settings, self.options)
                 self.by_origin[origin] = settings
@@ -173,6 +177,8 @@ def check(options: argparse.Namespace) -> int:
     except ConfigError as exc:
         error(str(exc))
         return EXIT_ERROR
+    for note in settings.notes:
+        warning(note)
     if settings.local_rules_skipped:
         warning(local_rules_not_loaded(settings, "--no-local-rules"))
     _apply_check_options(settings, options)

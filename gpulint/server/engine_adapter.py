@@ -139,9 +139,11 @@ class Project:
         """`facts_file`: with no configuration file, the pyproject.toml whose line length and
         PyTorch requirement apply (as on the command line)."""
         self.config_file = config_file
-        # A workspace's local rules are its code: loaded only when the server was told to trust it.
-        # (raises SettingsError)
-        self.settings = load_settings(config_file, facts_file, load_local_rules=allow_local_rules)
+        # A workspace's local rules are its code: loaded only when the server was told to trust it,
+        # and only then may its configuration raise the safety limits.  (raises SettingsError)
+        self.settings = load_settings(
+            config_file, facts_file, load_local_rules=allow_local_rules, trusted=allow_local_rules
+        )
         self._last_index: RunIndex | None = None  # the project index of the last lint (reused while it holds)
         self._walks: dict[Path, RememberedWalk] = {}  # the project roots' walks (project_files)
 

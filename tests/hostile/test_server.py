@@ -27,7 +27,7 @@ ANSWER_S = 10.0  # a request the server can answer without linting gets its answ
 # loaded), the whole lint 27 s and about 240 MB.
 BIG = TRAIN * 600
 # The worker's own limits are what some tests below reach, so the engine's budgets of work per file
-# (which turn BIG away first) are lifted for them.
+# (which turn BIG away first) are lifted for them, by a configuration the server is told to trust.
 NO_BUDGETS = "[tool.gpulint]\nmax-syntax-nodes = 100000000\nmax-findings-per-file = 100000000\n"
 NOWHERE = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
 
@@ -172,7 +172,7 @@ def test_a_request_with_parameters_that_do_not_fit_gets_an_error_not_silence(ser
 # -- the worker's limits ----------------------------------------------------------------------------
 def test_a_lint_past_the_time_limit_is_one_diagnostic_and_the_next_edit_is_linted(tmp_path):
     (tmp_path / "pyproject.toml").write_text(NO_BUDGETS)
-    client = _server(tmp_path, "--time-limit", "1")
+    client = _server(tmp_path, "--time-limit", "1", "--allow-local-rules")
     try:
         uri = client.open(tmp_path / "slow.py", BIG)
         [diagnostic] = client.diagnostics(uri, version=1, timeout=ANSWER_S)
@@ -185,7 +185,7 @@ def test_a_lint_past_the_time_limit_is_one_diagnostic_and_the_next_edit_is_linte
 
 def test_a_lint_past_the_memory_limit_is_one_diagnostic_and_the_server_lives_on(tmp_path):
     (tmp_path / "pyproject.toml").write_text(NO_BUDGETS)
-    client = _server(tmp_path, "--memory-limit", "120")
+    client = _server(tmp_path, "--memory-limit", "120", "--allow-local-rules")
     try:
         uri = client.open(tmp_path / "greedy.py", BIG)
         [diagnostic] = client.diagnostics(uri, version=1, timeout=60)
@@ -201,7 +201,7 @@ def test_a_lint_past_the_memory_limit_is_one_diagnostic_and_the_server_lives_on(
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds the worker process through /proc")
 def test_a_long_lint_of_an_old_text_is_abandoned_for_the_new_one(tmp_path):
     (tmp_path / "pyproject.toml").write_text(NO_BUDGETS)
-    server = _server(tmp_path)
+    server = _server(tmp_path, "--allow-local-rules")
     try:
         uri = server.open(tmp_path / "long.py", BIG * 2)
         time.sleep(2.5)  # the worker has been linting version 1 for longer than the server lets a stale lint run

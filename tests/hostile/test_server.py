@@ -374,12 +374,12 @@ def test_no_single_malformed_message_ends_the_server(server, tmp_path):
 # -- a configuration that cannot be loaded ----------------------------------------------------------
 @pytest.mark.parametrize(
     "configuration",
-    ["tool = 3\n", "[tool.gpulint]\nbogus-key = 1\n", "[tool]\ngpulint = 3\n", "[tool.gpulint]\nselect = 3\n"],
-    ids=["tool-not-a-table", "unknown-key", "gpulint-not-a-table", "select-not-a-list"],
+    ["[tool.gpulint]\nbogus-key = 1\n", "[tool]\ngpulint = 3\n", "[tool.gpulint]\nselect = 3\n"],
+    ids=["unknown-key", "gpulint-not-a-table", "select-not-a-list"],
 )
 def test_a_configuration_that_cannot_be_loaded_is_one_diagnostic_and_requests_are_answered(tmp_path, configuration):
-    """Before, `tool = 3` left the document without diagnostics and its hover unanswered, and an
-    unknown key left it silently unlinted."""
+    """Before, a broken `[tool.gpulint]` left the document without diagnostics (`gpulint = 3`: its
+    hover unanswered too), and an unknown key left it silently unlinted."""
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text(configuration)
     client = _server(tmp_path)
@@ -395,6 +395,20 @@ def test_a_configuration_that_cannot_be_loaded_is_one_diagnostic_and_requests_ar
         pyproject.write_text("[tool.gpulint]\n")
         client.replace_text(uri, TRAIN, version=2)
         assert {"GL101", "GL102"} <= {d["code"] for d in client.diagnostics(uri, version=2, timeout=PATIENCE_S)}
+        assert client.request("textDocument/hover", _at(uri, 5), timeout=PATIENCE_S) is not None
+    finally:
+        client.close()
+
+
+def test_a_pyproject_whose_tool_is_not_a_table_is_linted_with_the_defaults(tmp_path):
+    """`tool = 3` holds no `[tool.gpulint]` table, so, as with any pyproject.toml without one, the
+    defaults apply (another tool's broken table is not gpulint's to refuse).  Before, the document
+    got no diagnostics and its hover was never answered."""
+    (tmp_path / "pyproject.toml").write_text("tool = 3\n")
+    client = _server(tmp_path)
+    try:
+        uri = client.open(tmp_path / "train.py", TRAIN)
+        assert {"GL101", "GL102"} <= {d["code"] for d in client.diagnostics(uri, version=1, timeout=PATIENCE_S)}
         assert client.request("textDocument/hover", _at(uri, 5), timeout=PATIENCE_S) is not None
     finally:
         client.close()

@@ -103,6 +103,7 @@ def measurements_of(
         step_median=steps.median if steps and sample else None,
         step_cv=stats.variation(sample),
         data_share=steps.data_share if steps else None,
+        data_noise=data_noise(steps),
         syncs_per_step=syncs,
         gpu_util=run.gpu.util_mean if run.gpu else None,
         gpu_idle_fraction=run.gpu.idle_fraction if run.gpu else None,
@@ -123,6 +124,16 @@ def measurements_of(
         data_function=data_function_label(steps.data_function) if steps and steps.data_function else None,
         data_function_line=steps.data_function["where"] if steps and steps.data_function else None,
     )
+
+
+def data_noise(steps) -> float | None:
+    """Half-width of the data share's confidence interval: the noise of the mean wait per step
+    (batch means of the series) over the mean step time."""
+    waits = steps.data_waits if steps is not None and steps.count else None
+    if not waits:
+        return None
+    noise = stats.mean_noise(waits)
+    return None if noise is None else noise / steps.mean
 
 
 def data_function_label(function: dict) -> str:
@@ -250,6 +261,15 @@ def profile(
         result.verdict.recommendations = distributed.communication_advice(
             result.ranks.ddp_config, bool(steps.batches and steps.batches > steps.count), steps.data_share, run.cuda
         )
+        # bandwidth- or latency-bound, by the bytes in one all-reduce
+        result.verdict.severity = distributed.communication_kind(result.ranks.ddp_config)
+        size = distributed.message_bytes(result.ranks.ddp_config)
+        if size is not None:
+            result.verdict.reasons.append(
+                f"each all-reduce carries about {distributed.format_bytes(size)}: "
+                f"{'bandwidth' if size >= distributed.LATENCY_BOUND_BYTES else 'the fixed cost of a collective'} "
+                f"sets its time (the line is {distributed.format_bytes(distributed.LATENCY_BOUND_BYTES)})"
+            )
     result.syncs = sync_lines(run)
     if not run.cuda:  # what only a GPU can show is not suggested from a run without one
         result.verdict.recommendations = [

@@ -438,7 +438,7 @@ def add_verify(parser: argparse.ArgumentParser) -> None:
         "--max-runs",
         type=int,
         metavar="N",
-        help="Add A/B pairs while not confirmed, up to this many runs of each (default twice --runs).",
+        help="Add A/B pairs while not confirmed, up to this many runs of each (default three times --runs).",
     )
     parser.add_argument("--steps", type=int, default=20, metavar="N", help="Measured steps per run.")
     parser.add_argument("--warmup", type=int, default=3, metavar="N", help="Warm-up steps per run.")

@@ -677,8 +677,8 @@ def print_sweep(out: Output, result: SweepResult) -> None:
         return
     rows = []
     for c in result.candidates:
-        if c.out_of_memory:
-            rows.append([c.value, "out of memory", "-", "-", "-"])
+        if c.out_of_memory or not c.run_times:
+            rows.append([c.value, "out of memory" if c.out_of_memory else NOT_MEASURED, "-", "-", "-"])
             continue
         rates = c.throughputs(result.counts_samples)
         shares = [r.steps.data_share for r in c.runs if r.steps and r.steps.data_share is not None]
@@ -698,14 +698,19 @@ def print_sweep(out: Output, result: SweepResult) -> None:
         rows,
         right=(1, 2, 3, 4),
     )
-    if result.batch is not None:
+    if result.best is not None and result.same_run:
+        out.line(
+            f"no difference: {result.name}={result.best.value} runs the same script with the same arguments as "
+            "the runner-up; the spread of their runs is this machine's noise"
+        )
+    elif result.batch is not None:
         for line in result.batch.lines:
             out.line(f"  - {line}")
     elif result.best is not None:
         how = (
             "clearly best (faster than the runner-up beyond the noise between runs)"
             if result.clearly_best
-            else "best by median, within the noise of the runner-up"
+            else "no difference beyond the noise between runs: best by median only"
         )
         out.line(f"recommended: {result.name}={result.best.value} -- {how}")
     else:

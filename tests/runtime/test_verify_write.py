@@ -47,3 +47,16 @@ def test_nothing_to_fix_is_an_error(tmp_path):
     script.write_bytes(b"import torch\nprint(1)\n")
     with pytest.raises(verify_mod.VerifyError, match="nothing to fix"):
         verify_mod.verify(script, [], ["GL101"], 2, RunConfig(), sys.executable)
+
+
+def test_a_fix_that_changes_no_executed_line_is_no_difference(tmp_path, monkeypatch):
+    """An A/A by construction: nothing to time, and no run is made to find a change."""
+    script = tmp_path / "train.py"
+    script.write_bytes(SOURCE)
+    relaid = SOURCE.replace(b"opt.step()", b"opt.step()  # the same call")
+    monkeypatch.setattr(verify_mod, "fix_script", lambda script, codes: (SOURCE, relaid, 1, ["GL101"]))
+    monkeypatch.setattr(verify_mod, "run_once", lambda *args, **kwargs: pytest.fail("no run is needed"))
+    with pytest.raises(verify_mod.VerifyError, match="no difference to measure"):
+        verify_mod.verify(script, [], ["GL101"], 3, RunConfig(), sys.executable)
+    assert verify_mod.same_program(SOURCE, relaid)
+    assert not verify_mod.same_program(SOURCE, SOURCE.replace(b"opt.step()", b"pass"))

@@ -355,7 +355,14 @@ def profile_command(options: argparse.Namespace) -> int:
             )
         return run_exit_code(run)
     report.print_profile(out, result)
-    report.print_costs(out, result.cost, price, "the run's data wait, and so its waste, was not measured")
+    report.print_costs(
+        out,
+        result.cost,
+        price,
+        "the run's data wait, and so its waste, was not measured"
+        if costs.on_accelerator(result.run)
+        else costs.NO_ACCELERATOR,
+    )
     trace_failed = options.trace_file is not None and not _write_trace(out, result, options.trace_file)
     code = finish_profile(
         out,
@@ -548,7 +555,10 @@ def verify_command(options: argparse.Namespace) -> int:
         report.write_json(options.json_file, report.verify_json(result))
     report.print_verify(out, result, options.script_args, None if options.python is None else interpreter)
     if result.failed is None:
-        report.print_costs(out, result.cost, price, "no confirmed speed-up to price")
+        confirmed = result.comparison is not None and result.comparison.outcome == "confirmed"
+        report.print_costs(
+            out, result.cost, price, costs.NO_ACCELERATOR if confirmed else "no confirmed speed-up to price"
+        )
     recorded = finish_verify(out, result, command, started_at, time.time() - started_at, history)
     if result.failed is not None:
         return run_exit_code(result.failed)
@@ -696,7 +706,10 @@ def scale_command(options: argparse.Namespace) -> int:
     out = report.Output()
     report.print_scale(out, result)
     if result.failed is None:
-        report.print_costs(out, result.cost, price, "no efficiency measured at a larger size")
+        missing = "no efficiency measured at a larger size"
+        if result.efficiencies:
+            missing = costs.INCONCLUSIVE_SCALING if result.kind == "inconclusive" else costs.NO_ACCELERATOR
+        report.print_costs(out, result.cost, price, missing)
     scale_options = ["--nproc", options.nproc, *(["--strong", options.strong] if options.strong else [])]
     if rendezvous is not None:
         scale_options += ["--nnodes", str(rendezvous.nnodes), "--rdzv-endpoint", options.rdzv_endpoint]

@@ -154,7 +154,9 @@ def profile_basis(result, gpus: int | None = None, steps_per_epoch: int | None =
     """The share of the step not spent in compute, when the run measured it (data wait included)
     on an accelerator: a CPU-only run's time is not GPU time."""
     run, verdict = result.run, result.verdict
-    if not on_accelerator(run) or verdict is None or verdict.compute_share is None or run.steps is None or run.steps.data_share is None:
+    if not on_accelerator(run) or verdict is None or verdict.compute_share is None:
+        return None
+    if run.steps is None or run.steps.data_share is None:
         return None
     return CostBasis(
         "waste",

@@ -110,7 +110,7 @@ def test_scale_prices_the_loss_against_linear_at_the_largest_size():
 
 
 def test_an_inconclusive_or_cpu_scaling_result_is_not_priced():
-    """"inconclusive, run more repeats" and "$6,445/month lost to scaling" in one output: no more."""
+    """ "inconclusive, run more repeats" and "$6,445/month lost to scaling" in one output: no more."""
     assert costs.scale_basis(scale_result("inconclusive")) is None
     assert costs.scale_basis(scale_result("below linear", cuda=False)) is None
 

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from gpulint.runtime_check.verdict import micro_batches
+
 HOURS_PER_MONTH = 730.0  # 365 x 24 / 12: a month of continuous training
 
 # What the share is, by the command that measured it: (what is wasted or saved, how it was measured).
@@ -129,7 +131,7 @@ def epoch_steps(run, given: int | None) -> int | None:
     batches = loader.get("batches") if isinstance(loader, dict) else None
     if not isinstance(batches, int) or batches < 1 or steps is None or not steps.count:
         return None
-    per_step = steps.batches / steps.count if steps.batches else 1.0
+    per_step = micro_batches(steps.batches, steps.count) or 1
     return max(1, round(batches / per_step))
 
 

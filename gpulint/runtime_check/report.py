@@ -29,7 +29,7 @@ from gpulint.runtime_check.operators import KINDS, OpsReport, table_rows
 from gpulint.runtime_check.profile import Profile, data_function_label
 from gpulint.runtime_check.scale import ScaleResult
 from gpulint.runtime_check.sweep import SweepResult
-from gpulint.runtime_check.verdict import BUSY_CORES, NEEDS_DEVICE
+from gpulint.runtime_check.verdict import BUSY_CORES, NEEDS_DEVICE, micro_batches
 from gpulint.runtime_check.verify import CONFIDENCE, VerifyResult
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -232,7 +232,13 @@ def print_profile(out: Output, result: Profile) -> None:
         if steps.batches is not None:
             per = steps.batches / steps.count
             if abs(per - 1) > 0.01:
-                rows.append(["batches per step", f"{per:.2f}", "gradient accumulation"])
+                k = micro_batches(steps.batches, steps.count)
+                why = (
+                    f"gradient accumulation ({k} batches per optimizer step)"
+                    if k
+                    else "batches read outside the steps (a next(iter(loader)), a second loader): no accumulation"
+                )
+                rows.append(["batches per step", f"{per:.2f}", why])
     rows.append(
         [
             "data wait",

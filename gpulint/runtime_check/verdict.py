@@ -524,6 +524,23 @@ def _compute_recommendations(m: Measurements) -> list[Recommendation]:
     return [Recommendation(code, action, "model-dependent") for code, action in COMPUTE_RULES[m.framework]]
 
 
+# How far from a whole number the batches per optimizer step may be and still read as gradient
+# accumulation (a run's window can cut an accumulation cycle at either end).
+ACCUMULATION_SLACK = 0.1
+
+
+def micro_batches(batches: int | None, steps: int) -> int | None:
+    """Batches each optimizer step accumulates (2 or more), or None: k batches a step is
+    accumulation only when the ratio is close to a whole k >= 2.  A few extra batches -- a
+    `next(iter(loader))` once an epoch to peek at a batch, a validation loader counted in -- make
+    1.07, which is no accumulation."""
+    if not batches or not steps:
+        return None
+    per = batches / steps
+    k = round(per)
+    return k if k >= 2 and abs(per - k) <= ACCUMULATION_SLACK else None
+
+
 def busy_machine_warning(other_cores: float | None, during: str = "the run") -> str | None:
     """The warning for a machine that other processes kept busy (half a core or more)."""
     if other_cores is None or other_cores < BUSY_CORES:

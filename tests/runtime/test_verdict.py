@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpulint.runtime_check.verdict import Measurements, decide
+from gpulint.runtime_check.verdict import Measurements, decide, micro_batches
 
 
 def m(**overrides):
@@ -139,3 +139,10 @@ def test_no_serial_claim_for_a_loader_with_workers():
     serial = {"num_workers": 0, "persistent_workers": False}
     verdict = decide(m(data_share=0.6, main_cores=1.1, worker_cores=0.0, loader=serial))
     assert any("serial" in r for r in verdict.reasons)
+
+
+@pytest.mark.parametrize(
+    ("batches", "steps", "k"), [(214, 200, None), (400, 200, 2), (398, 200, 2), (800, 200, 4), (300, 200, None)]
+)
+def test_micro_batches_only_near_a_whole_number_of_two_or_more(batches, steps, k):
+    assert micro_batches(batches, steps) == k

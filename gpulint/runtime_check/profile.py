@@ -259,7 +259,10 @@ def profile(
         assert result.ranks is not None
         steps = run.steps
         result.verdict.recommendations = distributed.communication_advice(
-            result.ranks.ddp_config, verdict_mod.micro_batches(steps.batches, steps.count) is not None, steps.data_share, run.cuda
+            result.ranks.ddp_config,
+            verdict_mod.micro_batches(steps.batches, steps.count) is not None,
+            steps.data_share,
+            run.cuda,
         )
         # bandwidth- or latency-bound, by the bytes in one all-reduce
         result.verdict.severity = distributed.communication_kind(result.ranks.ddp_config)

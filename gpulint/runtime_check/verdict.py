@@ -254,15 +254,14 @@ def _named(candidates: list[_Candidate], compute: float) -> _Candidate | None:
     as the compute share: a 7% data wait beside 92% compute is a secondary finding, not what
     bounds the step.  A loss between ranks (BETWEEN_RANKS) is named whenever it is the largest
     candidate."""
-    for candidate in candidates:  # largest first
-        if candidate.kind in BETWEEN_RANKS or candidate.share >= compute:
-            return candidate
-        break
-    return None
+    if not candidates:
+        return None
+    largest = candidates[0]
+    return largest if largest.kind in BETWEEN_RANKS or largest.share >= compute else None
 
 
 def decide(m: Measurements) -> Verdict:
-    """The dominant phase of the step names the bottleneck (docs/runtime.md, "The verdict"): the
+    """The dominant phase of the step names the bottleneck (docs/runtime.md, "Verdict"): the
     largest phase over its threshold when it is at least the compute share (or a loss between
     ranks), else compute.  The other phases over their thresholds are listed as secondary."""
     warnings = _warnings(m)

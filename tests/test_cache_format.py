@@ -11,7 +11,7 @@ import pytest
 from gpulint.linter.engine import FileResult
 from gpulint.linter.findings import Applicability, Edit, Finding, FixInfo, Location
 from gpulint.linter.run.cache import LAYOUT, ResultCache
-from gpulint.linter.run.datajson import ShapeError, from_data, to_data
+from gpulint.linter.run.datajson import MAX_DEPTH, ShapeError, from_data, json_depth, load_json, to_data
 from gpulint.linter.run.outcome import FileOutcome, RunOptions
 from gpulint.linter.run.safe_files import WriteScope
 
@@ -58,6 +58,32 @@ def test_damaged_data_is_refused(damage):
     damage(data)
     with pytest.raises(ShapeError):
         from_data(FileOutcome, data)
+
+
+@pytest.mark.parametrize(
+    ("text", "depth"),
+    [
+        ("1", 0),
+        ('"[[[{"', 0),
+        ("{}", 1),
+        ('[[], [[]], {"a": {"b": []}}]', 4),
+        ('{"a": "]]]\\"[[[", "b": [["\\\\", ["x"]]]}', 4),  # brackets in strings, escaped quotes and backslashes
+    ],
+)
+def test_json_depth_counts_the_brackets_outside_strings(text, depth):
+    assert json_depth(text) == depth
+    assert load_json(text) == json.loads(text)
+
+
+def test_json_nested_deeper_than_the_bound_is_refused_without_recursing():
+    assert load_json("[" * MAX_DEPTH + "]" * MAX_DEPTH) is not None
+    for text in ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"):
+        with pytest.raises(ShapeError, match=f"nested deeper than {MAX_DEPTH} levels"):
+            load_json(text)
+    # A crafted string is scanned in one pass (no backtracking): an unterminated one of escaped
+    # quotes is refused by the parser, not measured for ever.
+    with pytest.raises(ValueError):
+        load_json('"' + '\\"' * 1_000_000)
 
 
 def _cache(tmp_path: Path) -> ResultCache:

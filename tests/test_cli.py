@@ -268,9 +268,11 @@ def test_rules_enabled_lists_what_check_would_run(project):
     assert default == [code for code in codes if code not in hints]
     (project / "pyproject.toml").write_text("[tool.gpulint]\nignore = ['GL102']\n")
     assert enabled("--enabled") == [code for code in default if code != "GL102"]
-    # (GL000, the file not parsing, stays on whatever is selected: only `ignore` turns it off)
-    selected = ["GL000", *(code for code in codes if code.startswith("GL1") and code != "GL102")]
+    # (check reports GL000, a file not parsing, whatever is selected; a listing of a selection
+    # lists it when the selection names it)
+    selected = [code for code in codes if code.startswith("GL1") and code != "GL102"]
     assert enabled("--select", "GL1") == selected
+    assert enabled("--select", "GL1,GL000") == ["GL000", *selected]
     assert enabled() == codes
     assert gpulint("rules", "--select", "GL999", cwd=project).returncode == 2
 
@@ -358,3 +360,98 @@ def test_parsed_command_lines():
     ]
     verify = parse(["verify", "train.py", "--runs", "2", "--", "--epochs", "3"])
     assert (str(verify.script), verify.script_args, verify.runs) == ("train.py", ["--epochs", "3"], 2)
+
+
+def _usage_error(args: list[str], capsys) -> str:
+    """The last line of the usage error `gpulint ARGS` exits 2 with."""
+    from tests.helpers import run_cli
+
+    code, out, err = run_cli(args, capsys)
+    assert (code, out) == (2, ""), err
+    return err.splitlines()[-1]
+
+
+def test_a_mistyped_option_names_the_closest_one(capsys):
+    assert _usage_error(["a.py", "--fixx"], capsys) == (
+        "gpulint check: error: unrecognized arguments: --fixx (did you mean --fix?)"
+    )
+    assert _usage_error(["--unsafe-fix", "a.py"], capsys).endswith("(did you mean --unsafe-fixes?)")
+    assert _usage_error(["rules", "--selct=GL1"], capsys).endswith("--selct=GL1 (did you mean --select?)")
+    assert _usage_error(["check", "--fixx", "--statisticz"], capsys).endswith(
+        "(did you mean --fix for --fixx, --statistics for --statisticz?)"
+    )
+    assert _usage_error(["profile", "--timout", "5", "--", "python", "t.py"], capsys).endswith(
+        "(did you mean --timeout?)"
+    )
+    assert _usage_error(["a.py", "--nonsense-flag"], capsys).endswith("unrecognized arguments: --nonsense-flag")
+
+
+@pytest.mark.parametrize("command", [["check", "a.py"], ["rules"], ["test-rules"]])
+@pytest.mark.parametrize("empty", ["", " , "])
+def test_an_empty_selection_is_a_usage_error(capsys, command, empty):
+    # (it would select no rule: a check would say "All checks passed!" having checked nothing)
+    assert "argument --select: an empty selection selects no rule" in _usage_error(
+        [*command, "--select", empty], capsys
+    )
+
+
+def _summary_counts(text: str) -> dict[str, int]:
+    """The numbers of the summary lines: found (or remaining), fixable, more with --unsafe-fixes, fixed."""
+    import re
+
+    patterns = {
+        "found": r"Found (\d+) (?:remaining )?problems?",
+        "fixable": r"(\d+) fixable with --fix",
+        "unsafe": r"(\d+) more with --unsafe-fixes",
+        "fixed": r"Fixed (\d+) problems?",
+    }
+    counts = {}
+    for key, pattern in patterns.items():
+        match = re.search(pattern, text)
+        counts[key] = int(match.group(1)) if match else 0
+    return counts
+
+
+@pytest.mark.parametrize("unsafe", [False, True])
+def test_fix_counts_add_up_to_what_check_found(tmp_path, unsafe):
+    # In these scripts a fix removes two findings (the overlapping fix is never applied), or makes
+    # a finding that the next pass fixes (pinned memory, then `non_blocking=True`): the summary
+    # counts findings, so the hint, "Fixed" and what remains agree.
+    for source in (
+        "fixtures/keras_image_classification.py",
+        "fixtures/pytorch_image_classification.py",
+        "fixtures/runtime/torch_loader_any_device.py",
+        "tests/fixed_scripts/train_main.py",
+        "tests/fixed_scripts/tf_custom_loop.py",
+    ):
+        (tmp_path / source.rsplit("/", 1)[1]).write_bytes((ROOT / source).read_bytes())
+    before = gpulint("--no-cache", ".", cwd=tmp_path)
+    found = _summary_counts(before.stdout.decode())
+    assert found["found"] and found["unsafe"], before.stdout.decode()
+    fix_options = ["--fix", "--unsafe-fixes"] if unsafe else ["--fix"]
+    fixing = gpulint("--no-cache", *fix_options, "--show-fixes", ".", cwd=tmp_path)
+    after = _summary_counts(fixing.stdout.decode())
+    promised = found["fixable"] + (found["unsafe"] if unsafe else 0)
+    assert after["fixed"] == promised, fixing.stdout.decode()
+    assert after["fixed"] + after["found"] == found["found"], fixing.stdout.decode()
+    listed = sum(int(line.split("×")[0]) for line in fixing.stdout.decode().splitlines() if "×" in line)
+    assert listed == after["fixed"]  # --show-fixes lists the same problems, by rule
+    again = _summary_counts(gpulint("--no-cache", ".", cwd=tmp_path).stdout.decode())
+    assert again["found"] == after["found"]
+
+
+def test_the_runtime_docs_open_with_a_quick_start_whose_commands_parse():
+    import re
+    import shlex
+
+    from gpulint.cli import parse
+
+    doc = (ROOT / "docs" / "runtime.md").read_text(encoding="utf-8")
+    sections = doc.split("\n## ")
+    assert sections[1].startswith("Quick start\n")  # the first section, before the reference
+    quick = sections[1]
+    commands = [shlex.split(line) for line in re.findall(r"^\s*\$ gpulint (.+)$", quick, re.M)]
+    assert [words[0] for words in commands] == ["profile", "verify"]
+    for words in commands:
+        parse(words)  # (exits 2 on a command line that does not parse)
+    assert len(quick.splitlines()) < 80  # a quick start, not a second reference

@@ -192,6 +192,28 @@ def test_the_language_server_gives_related_information(project):
     ]
 
 
+def test_the_language_server_lints_with_the_project_index_as_the_docs_say(project):
+    from gpulint.server.engine_adapter import Project
+
+    # utils.py as an editor holds it (a line added above the helpers, not saved): the loop in
+    # train.py, read from disk, still explains its host reads
+    (project / "pyproject.toml").write_text('[project]\nname = "trainer"\n')  # (where the project starts)
+    edited = "# edited\n" + UTILS
+    report = Project(None, facts_file=None).lint(edited, str(project / "utils.py"))
+    chains = {p.start[0]: [message for *_, message in p.related] for p in report.problems if p.code == "GL201"}
+    moved = [note.replace("utils.py:17", "utils.py:18") for note in LOG_LOSS_CHAIN]  # (the edited lines)
+    assert chains == {SCALAR_ROW + 1: SCALAR_CHAIN, LOG_LOSS_ROW + 1: moved}
+    # ... which both documents say
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    server_row = next(
+        line for line in (docs / "integrations.md").read_text().splitlines() if line.startswith("| language server |")
+    )
+    assert "with the project index" in server_row and "on its own" not in server_row
+    assert "linted with its view of its whole project (the project index" in " ".join(
+        (docs / "editors.md").read_text().split()
+    )
+
+
 def test_a_review_comment_says_where_it_is_called_from(project):
     from gpulint.review.comments import make_comments
 

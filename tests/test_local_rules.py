@@ -194,10 +194,27 @@ def test_rules_and_rule_list_and_explain_local_rules(project, capsys, monkeypatc
     assert run_cli(["rule", "ACME001", "--no-local-rules"], capsys)[0] == 2
 
 
+def test_rules_select_lists_what_it_selects_in_aligned_columns(project, capsys, monkeypatch):
+    monkeypatch.chdir(project)
+    code, out, err = run_cli(["rules", "--select", "ACME"], capsys)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        "ACME001  hardcoded-cuda-index  on    fix:-       "
+        "GPU index written into the code: every rank of a multi-GPU run uses the same GPU"
+    ]
+    code, out, _ = run_cli(["rules", "--select", "GL10,ACME"], capsys)
+    lines = out.splitlines()
+    assert code == 0 and [line.split()[0] for line in lines] == ["GL101", "GL102", "GL103", "GL104", "GL105", "ACME001"]
+    assert len({line.index(" on ") for line in lines}) == 1  # one column of defaults, whatever the code's length
+    # not loaded, the project's ids select nothing, and the listing says why
+    code, out, err = run_cli(["rules", "--select", "ACME", "--no-local-rules"], capsys)
+    assert (code, out) == (0, "") and "not loaded (--no-local-rules)" in err
+
+
 def test_test_rules_passes_on_good_cases(project, capsys, monkeypatch):
     monkeypatch.chdir(project)
     code, out, err = run_cli(["test-rules"], capsys)
-    assert (code, out) == (0, "") and "Ran 4 cases of 1 rule: all passed." in err
+    assert (code, out, err) == (0, "Ran 4 cases of 1 rule: all passed.\n", "")  # the result is output, not an error
 
 
 def test_test_rules_fails_on_a_broken_case_and_says_which(project, capsys, monkeypatch):
@@ -208,7 +225,7 @@ def test_test_rules_fails_on_a_broken_case_and_says_which(project, capsys, monke
     assert code == 1, err
     assert "FAIL ACME001 VALID[2] (lint_rules/hardcoded_cuda_index.py): reported at 2:10" in out
     assert "FAIL ACME001 INVALID[1] (lint_rules/hardcoded_cuda_index.py): expected findings at 2:10, 3:8, 4:9;" in out
-    assert "Ran 4 cases of 1 rule: 2 failed." in err
+    assert out.endswith("Ran 4 cases of 1 rule: 2 failed.\n") and err == ""
 
 
 def test_test_rules_checks_the_docs_example(project, capsys, monkeypatch):
@@ -217,7 +234,9 @@ def test_test_rules_checks_the_docs_example(project, capsys, monkeypatch):
     rule.write_text(rule.read_text().replace('model = Net().to("cuda:0")', 'model = Net().to("cuda")'))
     code, out, _ = run_cli(["test-rules"], capsys)
     assert code == 1
-    assert out == "FAIL ACME001 docs Example (lint_rules/hardcoded_cuda_index.py): the docs' Example is not reported\n"
+    assert out.splitlines()[0] == (
+        "FAIL ACME001 docs Example (lint_rules/hardcoded_cuda_index.py): the docs' Example is not reported"
+    )
 
 
 def test_test_rules_reports_a_rule_that_crashes_as_a_failure(project, capsys, monkeypatch):
@@ -229,12 +248,36 @@ def test_test_rules_reports_a_rule_that_crashes_as_a_failure(project, capsys, mo
     assert "FAIL ACME001 INVALID[1] (lint_rules/hardcoded_cuda_index.py): raised AttributeError:" in out
 
 
+def test_a_local_rules_text_cannot_print_a_workflow_command(project, capsys, monkeypatch):
+    """A rule's message, documentation and errors are the project's text: `rules`, `rule` and
+    `test-rules` print them as findings are printed, never as a line the GitHub Actions runner
+    takes for a command (past leading whitespace, `::`; anywhere, `##[`)."""
+    from tests.hostile.conftest import workflow_commands
+
+    monkeypatch.chdir(project)
+    rule = project / RULE_FILE
+    text = rule.read_text()
+    text = text.replace("    ## What it finds\n", "    ## What it finds\n    ::error::from the docs\n")
+    text = text.replace('message = "GPU index', 'message = "##[warning]GPU index')
+    text = text.replace("        args = positional_args(node)", '        raise ValueError("boom\\n  ::error::raised")')
+    rule.write_text(text)
+    outputs = []
+    for command in (["rules"], ["rule", "ACME001"], ["test-rules"]):
+        code, out, err = run_cli(command, capsys)
+        outputs.append(out)
+        assert workflow_commands(out + "\n" + err) == [], (command, out + err)
+    listing, docs, failures = outputs
+    assert "##\\x5bwarning]GPU index" in listing
+    assert "\n./::error::from the docs\n" in docs
+    assert "\n./      ::error::raised\n" in failures  # (its own indent, then the line's)
+
+
 def test_test_rules_without_local_rules_is_a_usage_error(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, _, err = run_cli(["test-rules"], capsys)
     assert code == 2 and "no rule to test" in err
-    code, _, err = run_cli(["test-rules", "--builtin", "--select", "GL102"], capsys)
-    assert code == 0 and "all passed" in err
+    code, out, _ = run_cli(["test-rules", "--builtin", "--select", "GL102"], capsys)
+    assert code == 0 and "all passed" in out
 
 
 def test_a_local_rule_that_fails_on_a_file_is_one_error_line_and_the_run_goes_on(project, capsys, monkeypatch):
@@ -456,10 +499,15 @@ def test_server_command_passes_the_opt_in(project):
 
 
 # -- the documentation shows the tested rule ---------------------------------------------------------
-def test_docs_show_the_example_rule_and_config_verbatim():
+def test_docs_show_the_example_rule_config_script_and_output_verbatim(project, capsys, monkeypatch):
     doc = (ROOT / "docs" / "local-rules.md").read_text(encoding="utf-8")
     assert (EXAMPLE / RULE_FILE).read_text(encoding="utf-8") in doc
     assert '[tool.gpulint]\nlocal-rules = ["lint_rules/hardcoded_cuda_index.py"]\n' in doc
+    assert "```python\n" + (EXAMPLE / "train.py").read_text(encoding="utf-8") + "```\n" in doc  # what is linted
+    monkeypatch.chdir(project)
+    for command in (["check", ".", "--no-cache"], ["rules", "--select", "ACME"], ["test-rules"]):
+        out = run_cli(command, capsys)[1]
+        assert f"$ gpulint {' '.join(c for c in command if c != '--no-cache')}\n{out}" in doc, out
 
 
 def test_a_local_rules_triggers_keep_files_whose_code_lacks_them_unparsed(project):

@@ -3,6 +3,8 @@ test files get trainer-config and per-step fixes."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -11,6 +13,7 @@ from gpulint.linter.config import ConfigError, Settings, load_settings
 from gpulint.linter.engine import Linter
 from gpulint.linter.fix.passes import fix_source
 from gpulint.linter.project import tensorflow_lower_bound, torch_lower_bound
+from tests.helpers import ROOT
 
 
 @pytest.mark.parametrize(
@@ -273,3 +276,28 @@ def test_a_run_reads_the_pyproject_as_often_whatever_the_number_of_folders(tmp_p
     once = _pyproject_reads(tmp_path / "one", ["a"], capsys, monkeypatch)
     many = _pyproject_reads(tmp_path / "many", ["a", "b", "c/d", "c/e", "c/f/g"], capsys, monkeypatch)
     assert many == once  # (not once per folder linted)
+
+
+def test_long_runs_in_the_projects_files_are_read_in_one_pass(tmp_path):
+    """A README, requirements file or setup.py comes with the repository: a line of a megabyte of
+    spaces between `torch` and what follows cost the patterns that read them one pass per way of
+    sharing the spaces out (5 s at 8,000 spaces, hours at 400,000).  In a child process with a
+    generous limit, so a regression fails instead of hanging the suite."""
+    run = " " * 400_000  # (the files stay under the megabyte past which they are not read)
+    (tmp_path / "README.md").write_text(f"Needs torch{run}x and torch version{run}x, PyTorch >= 1.8\n")
+    (tmp_path / "requirements.txt").write_text(f"tensorflow{run}x\ntensorflow>=2.12\n")
+    (tmp_path / "setup.py").write_text(
+        'install_requires=["tensorflow' + "-a" * 200_000 + '\ninstall_requires=["torch>=1.9"]\n'
+    )
+    script = textwrap.dedent(f"""\
+        from pathlib import Path
+        from gpulint.linter.project import facts_from
+
+        facts = facts_from({{}}, Path({str(tmp_path)!r}))
+        print(facts.target_torch, facts.target_tensorflow)
+    """)
+    completed = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == "(1, 9) (2, 12)\n"

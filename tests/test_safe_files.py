@@ -15,6 +15,7 @@ from gpulint.linter.run.outcome import RunOptions
 from gpulint.linter.run.runner import run
 from gpulint.linter.run.safe_files import (
     NotLintable,
+    OutputFile,
     WriteRefused,
     WriteScope,
     read_regular_file,
@@ -90,11 +91,60 @@ def test_write_refusals(tmp_path):
     assert target.read_bytes() == b"keep\n" and readonly.read_bytes() == b"keep\n"
 
 
+def test_an_output_file_follows_links_above_the_project_but_not_inside_it(tmp_path, monkeypatch):
+    project = tmp_path / "disk" / "project"
+    (project / "reports").mkdir(parents=True)
+    (tmp_path / "home").symlink_to(tmp_path / "disk")  # the machine's layout (a cluster's /home)
+    (project / "linked").symlink_to(project / "reports")  # the tree's own, even pointing inside it
+    monkeypatch.chdir(project)
+    OutputFile.checked(tmp_path / "home" / "project" / "reports" / "run.json").write(b"{}")
+    assert (project / "reports" / "run.json").read_bytes() == b"{}"
+    for name in ("linked/run.json", tmp_path / "home" / "project" / "linked" / "run.json"):
+        with pytest.raises(WriteRefused, match=f"{project / 'linked'} is a symbolic link"):
+            OutputFile.checked(name)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    with pytest.raises(WriteRefused, match="inside the project or the current folder"):
+        OutputFile.checked(project / "linked" / "run.json", within=[project])
+    OutputFile.checked(project / "linked" / "new.json").write(b"{}")  # the project was not named
+    assert (project / "reports" / "new.json").exists()
+
+
+def test_an_output_file_is_checked_again_when_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "victim").write_bytes(b"keep")
+    output = OutputFile.checked("run.json")
+    (tmp_path / "run.json").symlink_to(tmp_path / "victim")  # planted while the script ran
+    with pytest.raises(WriteRefused, match="run.json is a symbolic link"):
+        output.write(b"{}")
+    (tmp_path / "run.json").unlink()
+    (tmp_path / "run.json").mkdir()
+    with pytest.raises(WriteRefused, match="run.json is a directory"):
+        output.write(b"{}")
+    assert (tmp_path / "victim").read_bytes() == b"keep"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json", "victim"]
+
+
+def test_a_new_output_file_gets_the_umask_s_mode_and_an_old_one_keeps_its_own(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    old_mask = os.umask(0o027)
+    try:
+        OutputFile.checked("new.json").write(b"1")
+    finally:
+        os.umask(old_mask)
+    assert (tmp_path / "new.json").stat().st_mode & 0o777 == 0o640
+    (tmp_path / "old.json").write_bytes(b"")
+    (tmp_path / "old.json").chmod(0o600)
+    OutputFile.checked("old.json").write(b"2")
+    assert (tmp_path / "old.json").stat().st_mode & 0o777 == 0o600 and (tmp_path / "old.json").read_bytes() == b"2"
+
+
 def test_write_leaves_the_original_when_writing_fails(tmp_path, monkeypatch):
     path = tmp_path / "f.py"
     path.write_bytes(b"old\n")
 
-    def failing_replace(src, dst):
+    def failing_replace(src, dst, **dir_fds):
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", failing_replace)
@@ -108,7 +158,7 @@ def test_a_failed_write_reports_the_file_as_it_is(tmp_path, monkeypatch):
     path = tmp_path / "train.py"
     path.write_text(FIXABLE)
 
-    def failing_replace(src, dst):
+    def failing_replace(src, dst, **dir_fds):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", failing_replace)

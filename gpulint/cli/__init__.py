@@ -186,7 +186,31 @@ def parse(args: list[str]) -> argparse.Namespace:
     else:
         name, rest = "check", args
     parser = command_parser(name)
-    return parser.parse_args(rest) if COMMANDS[name].takes_rest else parser.parse_intermixed_args(rest)
+    parse_known = parser.parse_known_args if COMMANDS[name].takes_rest else parser.parse_known_intermixed_args
+    options, unknown = parse_known(rest)
+    if unknown:
+        parser.error(_unrecognized(parser, unknown))  # exits 2
+    return options
+
+
+def _unrecognized(parser: argparse.ArgumentParser, words: list[str]) -> str:
+    """argparse's message for arguments no option takes, naming the closest option of each
+    mistyped one (`--fixx`: did you mean --fix?).  Python 3.14's `suggest_on_error` does this for
+    choices only; with `allow_abbrev=False` a prefix is a mistyped option too."""
+    import difflib
+
+    known = [option for action in parser._actions for option in action.option_strings]
+    close = {}  # mistyped option -> the closest known one
+    for word in words:
+        option = word.partition("=")[0]
+        match = difflib.get_close_matches(option, known, n=1) if option.startswith("--") else []
+        if match:
+            close[option] = match[0]
+    if len(close) == 1 and len(words) == 1:
+        hint = f" (did you mean {next(iter(close.values()))}?)"
+    else:
+        hint = f" (did you mean {', '.join(f'{new} for {old}' for old, new in close.items())}?)" if close else ""
+    return f"unrecognized arguments: {' '.join(words)}{hint}"
 
 
 def _unknown_command(word: str) -> NoReturn:

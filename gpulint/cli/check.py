@@ -23,7 +23,9 @@ if TYPE_CHECKING:  # the linter imports libcst: loaded when a command runs, not 
 def resolve_settings(paths: list[Path], options: argparse.Namespace, load_local_rules: bool = False) -> Settings:
     """Settings from the config file (--config, or the nearest pyproject.toml with [tool.gpulint]
     above the first path) with the selection options on top; the local rules it names are loaded
-    only with `load_local_rules` (they are project code).  Raises ConfigError."""
+    only with `load_local_rules` (they are project code).  A file named with --config is the
+    user's own: it may raise the safety limits, which one found beside the code may only lower
+    (the refusals are in `settings.notes`, for the caller to show).  Raises ConfigError."""
     from gpulint.linter.config import ConfigError, find_config, load_settings
 
     config = options.config
@@ -31,7 +33,7 @@ def resolve_settings(paths: list[Path], options: argparse.Namespace, load_local_
         raise ConfigError(f"config file {config} does not exist")
     start = paths[0] if paths else Path.cwd()
     config_file = config if config is not None else find_config(start)
-    settings = load_settings(config_file, start, load_local_rules)
+    settings = load_settings(config_file, start, load_local_rules, trusted=config is not None)
     _apply_selection(settings, options)
     return settings
 
@@ -88,6 +90,8 @@ class SettingsPerProject:
             if settings is None:
                 kind, file = origin
                 settings = load_settings(file if kind == "config" else None, Path(folder), self.load_local_rules)
+                for note in settings.notes:
+                    warning(note)
                 _apply_selection(settings, self.options)
                 _apply_check_options(settings, self.options)
                 self.by_origin[origin] = settings
@@ -173,11 +177,13 @@ def check(options: argparse.Namespace) -> int:
     except ConfigError as exc:
         error(str(exc))
         return EXIT_ERROR
+    for note in settings.notes:
+        warning(note)
     if settings.local_rules_skipped:
         warning(local_rules_not_loaded(settings, "--no-local-rules"))
     _apply_check_options(settings, options)
     if options.add_suppressions:
-        return _add_suppressions(paths, settings, reading_stdin, options.fix or options.diff)
+        return _add_suppressions(paths, settings, options, reading_stdin)
     if reading_stdin and stdin_name.endswith(".ipynb") and options.fix and not options.diff:
         error("--fix on a notebook read from standard input is not supported; use --diff, or name the file")
         return EXIT_ERROR
@@ -213,12 +219,14 @@ def check(options: argparse.Namespace) -> int:
         show_fixes=options.show_fixes,
     )
     if options.diff:
+        from gpulint.linter.printable import fenced_from_the_runner
         from gpulint.linter.reporters.text import fixes_listing
 
         diffs = [o.diff for o in result.outcomes if o.diff]
-        sys.stdout.buffer.write(diff_output(result))  # bytes: a latin-1 file's diff must apply
+        # bytes: a latin-1 file's diff must apply; they quote the file, so the runner must not read them
+        sys.stdout.buffer.write(fenced_from_the_runner(diff_output(result)))
         sys.stdout.flush()
-        would_fix = sum(o.fixed for o in result.outcomes if o.diff)
+        would_fix = sum(len(o.fixed_codes) for o in result.outcomes if o.diff)
         listing = fixes_listing(result.outcomes, "Would fix") if options.show_fixes else ""
         print(listing or f"Would fix {would_fix} problem{'s' if would_fix != 1 else ''}.", file=sys.stderr)
         code = EXIT_FINDINGS if diffs and not options.exit_zero else EXIT_CLEAN
@@ -244,22 +252,38 @@ def local_rules_not_loaded(settings: Settings, why: str) -> str:
     return printable(f"{settings.source}: {entries} not loaded ({why})")
 
 
-def _add_suppressions(paths: list[Path], settings: Settings, reading_stdin: bool, fixing: bool) -> int:
-    from gpulint.linter.engine import Linter
+def _add_suppressions(paths: list[Path], settings: Settings, options: argparse.Namespace, reading_stdin: bool) -> int:
+    """Lint as `gpulint check` does (the project index, each file's project settings, the cache),
+    then write a comment for each finding, so the same check then reports nothing.  Exits 0 as
+    ruff's --add-noqa does when every file was read and written, even where findings stay (a
+    notebook): each of those is a warning."""
+    from gpulint.linter.config import ConfigError
     from gpulint.linter.run.add_suppressions import add_suppressions
+    from gpulint.linter.run.outcome import RunOptions
+    from gpulint.linter.run.safe_files import WriteScope
 
-    if reading_stdin or fixing:
+    if reading_stdin or options.fix or options.diff:
         error("--add-suppressions edits files in place; it cannot be combined with standard input, --fix or --diff")
         return EXIT_ERROR
-    outcome = add_suppressions(paths, Linter(settings))
-    for line in outcome.errors:
+    settings_for = SettingsPerProject(settings, paths[0], options, not options.no_local_rules)
+    cache_dir = None if options.no_cache else options.cache_dir or True
+    run_options = RunOptions(project_index=not options.no_project_index)
+    try:
+        result = _run_paths(paths, settings, run_options, options.jobs, cache_dir, settings_for)
+    except ConfigError as exc:
+        error(str(exc))
+        return EXIT_ERROR
+    outcome = add_suppressions(result, WriteScope.of(paths), lambda path: settings_for(path).size_limit(path))
+    for line in [*result.errors, *outcome.errors]:
         error(line)
+    for line in [*result.warnings, *outcome.left]:
+        warning(line)
     plural = "s" if outcome.added != 1 else ""
     print(
         f"Added {outcome.added} suppression{plural} in {outcome.files} file{'s' if outcome.files != 1 else ''}.",
         file=sys.stderr,
     )
-    return EXIT_ERROR if outcome.errors else EXIT_CLEAN
+    return EXIT_ERROR if result.errors or outcome.errors else EXIT_CLEAN
 
 
 def _run_paths(

@@ -38,12 +38,23 @@ positive_number = _finite_number(zero_allowed=False)
 non_negative_number = _finite_number(zero_allowed=True)
 
 
+def selected_rule_ids(value: str) -> list[str]:
+    """argparse type for --select: `rule_ids`, but an empty value is a usage error (it would
+    select no rule, and a run that checks nothing must not say "All checks passed!")."""
+    ids = rule_ids(value)
+    if not ids:
+        raise argparse.ArgumentTypeError(
+            "an empty selection selects no rule; name rule ids or prefixes (ALL: every rule)"
+        )
+    return ids
+
+
 def add_selection_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """The options resolve_settings reads."""
     parser.add_argument(
         "--select",
         action="extend",
-        type=rule_ids,
+        type=selected_rule_ids,
         metavar="IDS",
         help="Rule ids or prefixes to enable (comma-separated; ALL for every rule).",
     )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, error, use_color
-from gpulint.cli.check import resolve_settings
+from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, error, use_color, warning
+from gpulint.cli.check import local_rules_not_loaded, resolve_settings
 from gpulint.cli.options import add_no_local_rules, add_selection_options
 
 
@@ -28,6 +28,7 @@ def list_rules(options: argparse.Namespace) -> int:
     import json
 
     from gpulint.linter.config import ConfigError
+    from gpulint.linter.findings import SYNTAX_ERROR_CODE
 
     # The catalog entries, not the rule classes: a listing needs no libcst (unless the project
     # has local rules, which are loaded to be listed).
@@ -36,10 +37,18 @@ def list_rules(options: argparse.Namespace) -> int:
     except ConfigError as exc:
         error(str(exc))
         return EXIT_ERROR
+    if settings.local_rules_skipped:
+        warning(local_rules_not_loaded(settings, "--no-local-rules"))
     rules = settings.catalog()
     selecting = options.select is not None or options.extend_select or options.ignore or options.config is not None
     if options.enabled or selecting:
         enabled = settings.enabled_codes()
+        if settings.select is not None and SYNTAX_ERROR_CODE not in settings.expand(
+            [*settings.select, *settings.extend_select]
+        ):
+            # (check reports a file that does not parse whatever is selected, but a listing of what
+            # `--select ACME` selects is of those rules: GL000 is listed when it is selected)
+            enabled -= {SYNTAX_ERROR_CODE}
         rules = tuple(r for r in rules if r.code in enabled)
     if options.format == "json":
         rows = [
@@ -52,7 +61,9 @@ def list_rules(options: argparse.Namespace) -> int:
             }
             for r in rules
         ]
-        print(json.dumps(rows, indent=2))
+        from gpulint.linter.printable import json_without_workflow_commands  # (local rules' text)
+
+        print(json_without_workflow_commands(json.dumps(rows, indent=2)))
         return EXIT_CLEAN
     if use_color():
         from rich.console import Console
@@ -65,8 +76,14 @@ def list_rules(options: argparse.Namespace) -> int:
             table.add_row(r.code, r.name, r.default, r.fix or "-", r.message)
         Console().print(table)
         return EXIT_CLEAN
+    from gpulint.linter.printable import printable  # a local rule's message is the project's text
+
+    # Columns as wide as their longest entry: a local rule's code or name may be longer than ours.
+    code_width = max((len(r.code) for r in rules), default=0)
+    name_width = max((len(r.name) for r in rules), default=0)
     for r in rules:
-        print(f"{r.code}  {r.name:<28} {r.default:<5} fix:{r.fix or '-':<7} {r.message}")
+        message = printable(r.message)
+        print(f"{r.code:<{code_width}}  {r.name:<{name_width}}  {r.default:<5} fix:{r.fix or '-':<7} {message}")
     return EXIT_CLEAN
 
 
@@ -103,7 +120,11 @@ def show_rule(options: argparse.Namespace) -> int:
         return EXIT_ERROR
     text = rule_markdown(rule)
     if local is not None:
-        text += f"\nLocal rule, from {shown(path_of(rule))}.\n"
+        from gpulint.linter.printable import no_workflow_commands, printable
+
+        # A local rule's documentation is the project's text: escaped line by line, as findings are.
+        text = no_workflow_commands("\n".join(printable(line) for line in text.split("\n")))
+        text += f"\nLocal rule, from {printable(shown(path_of(rule)))}.\n"
     if use_color():
         from rich.console import Console
         from rich.markdown import Markdown

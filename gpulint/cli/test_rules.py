@@ -6,18 +6,18 @@
     gpulint test-rules --builtin       # gpulint's rules too
 
 One line per failed case (the rule, which case, the module it comes from, what went wrong), then a
-count.  Exit 0 when every case passed, 1 when one failed, 2 for a configuration or a local rule
-that cannot be loaded, or nothing to test.
+count, on standard output (what cannot be run at all goes to standard error).  Exit 0 when every
+case passed, 1 when one failed, 2 for a configuration or a local rule that cannot be loaded, or
+nothing to test.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error
-from gpulint.cli.options import rule_ids
+from gpulint.cli.options import selected_rule_ids
 
 
 def add_test_rules(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +28,11 @@ def add_test_rules(parser: argparse.ArgumentParser) -> None:
         help="The configuration that names the local rules (default: found from here).",
     )
     parser.add_argument(
-        "--select", action="extend", type=rule_ids, metavar="IDS", help="Only these rules (ids, prefixes or names)."
+        "--select",
+        action="extend",
+        type=selected_rule_ids,
+        metavar="IDS",
+        help="Only these rules (ids, prefixes or names).",
     )
     parser.add_argument("--builtin", action="store_true", help="Run the cases of gpulint's own rules too.")
     parser.set_defaults(run=test_rules)
@@ -40,7 +44,7 @@ def test_rules(options: argparse.Namespace) -> int:
     from gpulint.linter.case_runner import run_cases
     from gpulint.linter.config import ConfigError
     from gpulint.linter.local_rules import path_of, shown
-    from gpulint.linter.printable import printable
+    from gpulint.linter.printable import no_workflow_commands, printable
     from gpulint.rules import all_rules
 
     no_selection = argparse.Namespace(config=options.config, select=None, extend_select=None, ignore=None)
@@ -68,8 +72,8 @@ def test_rules(options: argparse.Namespace) -> int:
             first, *more = failure.splitlines() or [""]
             print(printable(f"FAIL {result.rule.code} {result.label}{origin}: {first}"))
             for line in more:  # a diff of the fixed code
-                print("    " + printable(line))
+                print(no_workflow_commands("    " + printable(line)))
     count = len(rules)
     summary = f"Ran {ran} case{'s' if ran != 1 else ''} of {count} rule{'s' if count != 1 else ''}"
-    print(f"{summary}: {failed} failed." if failed else f"{summary}: all passed.", file=sys.stderr)
+    print(f"{summary}: {failed} failed." if failed else f"{summary}: all passed.")
     return EXIT_FINDINGS if failed else EXIT_CLEAN

@@ -17,6 +17,7 @@
     max-file-size = "2MiB"           # larger files are skipped with a message (bytes, or KiB/MiB/GiB)
     max-syntax-nodes = 50000         # files with more Python syntax nodes are skipped with a message
     max-findings-per-file = 1000     # files with more findings are skipped with a message
+                                     # (these three: only lowered, unless the file is named with --config)
     history = ".gpulint/history.db"  # where profile/verify keep their runs (relative); false: nowhere
     local-rules = ["tools/lint_rules/"]   # the project's own rule modules (files or folders, relative)
 
@@ -32,7 +33,17 @@ ids are still accepted in the selection, as ids that are not gpulint's (no `GL` 
 An unknown key, or an id that matches no rule, is an error: a typo must not silently turn a rule off.
 So is a configuration file that cannot be read (with its line and the reason), a value of the wrong
 type, and a pyproject.toml on the search path that does not parse and mentions gpulint (it may hold
-the `[tool.gpulint]` table that would switch rules or fixes off).
+the `[tool.gpulint]` table that would switch rules or fixes off).  A file that nests arrays or
+inline tables more than TOML_MAX_NESTING deep is one that does not parse (measured before the
+parser, which recurses), as is a NUL character in our table or a pattern that cannot be read.
+
+A configuration arrives with the code it configures, so what it can ask for is bounded: the limits
+of work per file (SAFETY_LIMITS) may only be lowered by one found beside the code, and raised only
+by the user's own, named with `--config` (`load_settings(..., trusted=True)`; the language server's
+`--allow-local-rules` says the same of a workspace's); a raise that is refused is a note the
+commands show as a warning.  Its patterns are matched in bounded time (path_patterns.py).  The
+tables of other tools gpulint reads hints from (ruff's, black's, `[project]`) are not ours to
+check: a value of another shape there gives no hint and no error.
 """
 
 from __future__ import annotations
@@ -44,7 +55,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +66,7 @@ from gpulint.linter.analysis.test_files import is_test_path, matches_test_patter
 from gpulint.linter.catalog import OPTIONS, RULES, load_rule
 from gpulint.linter.findings import DEFAULT_MAX_FINDINGS_PER_FILE, SYNTAX_ERROR_CODE
 from gpulint.linter.project import DEFAULT_LINE_LENGTH, facts_from, parse_version, project_root
-from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES, read_regular_file
+from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES, format_size, read_regular_file
 from gpulint.linter.selection import unknown_selector
 
 # How much larger than `max-file-size` a notebook file may be (Settings.size_limit).
@@ -75,6 +86,14 @@ class ConfigError(Exception):
 CONFIG_MAX_BYTES = 2**20
 _CONFIG_LIMIT = "the size of a configuration file"
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+# Arrays and inline tables nested deeper than this are not a person's either.  Python's TOML
+# parser recurses once per level and dies of it (RecursionError) from about 330 levels of inline
+# tables, in any tool's table: the depth is measured on the text before the parser sees it.
+TOML_MAX_NESTING = 100
+# What opens or closes a level, a string or a comment in TOML text.
+_TOML_STRUCTURE = re.compile(r"""[\[\]{}"'#]""")
+_TOML_BASIC_STRING_END = re.compile(r'["\\\n]')  # (a backslash escapes the next character)
+_TOML_MULTILINE_BASIC_END = re.compile(r'"""|\\')
 
 STANDARD_KEYS = {
     "select",
@@ -137,6 +156,9 @@ class Settings:
     # are then the entries' paths as written (a folder is not listed).
     local_rule_files: tuple[Path, ...] = ()
     local_rules: LocalRuleSet | None = None
+    # What the configuration asked for and did not get (a limit it may not raise), one line each:
+    # the commands show them as warnings.
+    notes: list[str] = field(default_factory=list)
 
     def catalog(self) -> tuple[RuleInfo, ...]:
         """The catalog entry of every rule there is, selected or not: the generated ones
@@ -262,6 +284,8 @@ def _relative(path: Path, root: Path) -> str:
 
 
 def _glob_match(relative: str, pattern: str) -> bool:
+    # (fnmatch, unlike the gitignore-style patterns, is safe from a pattern of many stars: CPython
+    # translates each star so that it is never tried again, tests/hostile/test_config.py)
     pattern = pattern.rstrip("/")
     if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(relative, pattern + "/*"):
         return True
@@ -337,8 +361,17 @@ def read_toml(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise ConfigError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x}); TOML files are UTF-8") from exc
+    too_deep = _nested_past(text, TOML_MAX_NESTING)
+    if too_deep is not None:
+        line = text.count("\n", 0, too_deep) + 1
+        column = too_deep - (text.rfind("\n", 0, too_deep) + 1) + 1
+        raise ConfigError(
+            f"{path}:{line}:{column}: arrays or inline tables nested more than {TOML_MAX_NESTING} deep; not read"
+        )
     try:
         return tomllib.loads(text)
+    except RecursionError:  # (only a nesting the measure above misread could reach it)
+        raise ConfigError(f"{path}: nested too deeply to read") from None
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         position = _TOML_POSITION.search(message)
@@ -348,11 +381,79 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}:{position[1]}:{position[2]}: invalid TOML: {reason}") from exc
 
 
-def load_settings(config_file: Path | None, start: Path | None = None, load_local_rules: bool = False) -> Settings:
+def _nested_past(text: str, limit: int) -> int | None:
+    """Where TOML `text` opens its (limit + 1)th nested array or inline table, or None: brackets
+    counted outside strings and comments, in one pass without recursion.  Table headers count
+    (`[[a]]` is two levels): no file comes near the limit through them."""
+    depth = 0
+    position = 0
+    while True:
+        found = _TOML_STRUCTURE.search(text, position)
+        if found is None:
+            return None
+        char, start = found.group(), found.start()
+        if char in "[{":
+            depth += 1
+            if depth > limit:
+                return start
+            position = start + 1
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+            position = start + 1
+        elif char == "#":
+            end = text.find("\n", start)
+            position = len(text) if end < 0 else end + 1
+        else:
+            position = _toml_string_end(text, start, char)
+
+
+def _toml_string_end(text: str, start: int, quote: str) -> int:
+    """Where the TOML string that opens at `start` ends (past its closing quotes; at the end of
+    its line for a single-line string left open, where the parser stops with an error)."""
+    if text.startswith(quote * 3, start):
+        if quote == "'":  # a multi-line literal string: no escapes
+            end = text.find("'''", start + 3)
+        else:
+            position = start + 3
+            while True:
+                found = _TOML_MULTILINE_BASIC_END.search(text, position)
+                if found is None:
+                    return len(text)
+                if found.group() == '"""':
+                    end = found.start()
+                    break
+                position = found.start() + 2
+        if end < 0:
+            return len(text)
+        end += 3
+        # Up to two more quotes close it too: they are the string's last characters.
+        for _ in range(2):
+            if text.startswith(quote, end):
+                end += 1
+        return end
+    if quote == "'":
+        ends = [i for i in (text.find("'", start + 1), text.find("\n", start + 1)) if i >= 0]
+        return min(ends) + 1 if ends else len(text)
+    position = start + 1
+    while True:
+        found = _TOML_BASIC_STRING_END.search(text, position)
+        if found is None:
+            return len(text)
+        if found.group() == "\\":
+            position = found.start() + 2
+        else:
+            return found.start() + 1
+
+
+def load_settings(
+    config_file: Path | None, start: Path | None = None, load_local_rules: bool = False, trusted: bool = False
+) -> Settings:
     """Settings from a pyproject.toml ([tool.gpulint]) or a gpulint.toml (top level), with the
     project's facts (line length, PyTorch version) from that pyproject.toml -- or, with no config
     file, from the nearest pyproject.toml above `start`.  `load_local_rules`: run the rule modules
-    the configuration names (only for a configuration the user trusts: they are its code)."""
+    the configuration names (only for a configuration the user trusts: they are its code).
+    `trusted`: the configuration is the user's own (named with `--config`), so its safety limits
+    apply as written; one found beside the code may only lower them (SAFETY_LIMITS)."""
     if config_file is None:
         settings = Settings()
         project_file = nearest_pyproject(start) if start is not None else None
@@ -376,7 +477,7 @@ def load_settings(config_file: Path | None, start: Path | None = None, load_loca
         table = tool.get("gpulint", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{config_file}: `[tool] gpulint` must be a table ([tool.gpulint]), not {_toml_type(table)}")
-    settings = settings_from_table(table, config_file, load_local_rules)
+    settings = settings_from_table(table, config_file, load_local_rules, trusted)
     target, target_tf = settings.target_torch, settings.target_tensorflow
     _apply_project(settings, data if config_file.name == "pyproject.toml" else {}, config_file.parent)
     if target is not None:  # said outright: it wins over the requirements and the README
@@ -408,7 +509,9 @@ def _toml_type(value: Any) -> str:
     return next((name for kind, name in names.items() if isinstance(value, kind)), type(value).__name__)
 
 
-def settings_from_table(table: dict[str, Any], config_file: Path, load_local_rules: bool = False) -> Settings:
+def settings_from_table(
+    table: dict[str, Any], config_file: Path, load_local_rules: bool = False, trusted: bool = False
+) -> Settings:
     known_options = OPTIONS
     unknown = sorted(set(table) - STANDARD_KEYS - set(known_options))
     if unknown:
@@ -416,6 +519,7 @@ def settings_from_table(table: dict[str, Any], config_file: Path, load_local_rul
             f"{config_file}: unknown key(s) {', '.join(unknown)} in [tool.gpulint]; "
             f"known: {', '.join(sorted(STANDARD_KEYS | set(known_options)))}"
         )
+    _refuse_nul(table, config_file)
 
     def id_list(key: str) -> list[str]:
         value = table.get(key, [])
@@ -430,7 +534,7 @@ def settings_from_table(table: dict[str, Any], config_file: Path, load_local_rul
         settings.select = id_list("select")
     settings.extend_select = id_list("extend-select")
     settings.ignore = id_list("ignore")
-    settings.exclude = id_list("exclude") + id_list("extend-exclude")
+    settings.exclude = _patterns(table, "exclude", config_file) + _patterns(table, "extend-exclude", config_file)
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
         raise ConfigError(f"{config_file}: `per-file-ignores` must be a table of pattern = [ids]")
@@ -439,12 +543,18 @@ def settings_from_table(table: dict[str, Any], config_file: Path, load_local_rul
         if not isinstance(ids, list) or not all(isinstance(v, str) for v in ids):
             raise ConfigError(f"{config_file}: `per-file-ignores` entry {pattern!r} must be a list of rule ids")
         settings.per_file_ignores[str(pattern)] = ids
-    if "max-file-size" in table:
-        settings.max_file_size = parse_size(table["max-file-size"], config_file)
-    if "max-syntax-nodes" in table:
-        settings.max_syntax_nodes = _positive_int(table, "max-syntax-nodes", config_file)
-    if "max-findings-per-file" in table:
-        settings.max_findings_per_file = _positive_int(table, "max-findings-per-file", config_file)
+    for key, (attribute, read, shown) in SAFETY_LIMITS.items():
+        if key in table:
+            limit = read(table, key, config_file)
+            default = getattr(Settings, attribute)
+            if limit > default and not trusted:
+                settings.notes.append(
+                    f"{config_file}: `{key}` = {table[key]!r} is above the default limit ({shown(default)}); a "
+                    "configuration found beside the code may only lower it, so the default applies (name your "
+                    "own with --config to raise it)"
+                )
+                limit = default
+            setattr(settings, attribute, limit)
     unsafe = table.get("unsafe-fixes", False)
     if not isinstance(unsafe, bool):
         raise ConfigError(f"{config_file}: `unsafe-fixes` must be true or false")
@@ -458,7 +568,7 @@ def settings_from_table(table: dict[str, Any], config_file: Path, load_local_rul
         patterns = table["test-files"]
         if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
             raise ConfigError(f'{config_file}: `test-files` must be a list of patterns such as "tests/"')
-        settings.test_files = patterns
+        settings.test_files = _patterns(table, "test-files", config_file)
     for key, example in (("target-torch", "2.1"), ("target-tensorflow", "2.10")):
         if key in table:
             try:
@@ -483,7 +593,10 @@ def settings_from_table(table: dict[str, Any], config_file: Path, load_local_rul
             settings.options[key] = value
     if "local-rules" in table:
         _apply_local_rules(settings, table["local-rules"], config_file, load_local_rules)
-    validate(settings)
+    try:
+        validate(settings)
+    except ConfigError as exc:  # (an id or value of this file: name it, as the checks above do)
+        raise ConfigError(f"{config_file}: {exc}") from None
     return settings
 
 
@@ -517,6 +630,37 @@ def validate(settings: Settings) -> None:
                 raise ConfigError(str(exc)) from None
 
 
+def _refuse_nul(table: dict[str, Any], config_file: Path) -> None:
+    """ConfigError for a NUL character in any key or string of the table: no path, pattern or id
+    holds one (a path with one cannot even be asked about)."""
+    pending: list[tuple[str, str, Any]] = [(key, key, value) for key, value in table.items()]
+    while pending:
+        setting, name, value = pending.pop()
+        if "\0" in name or isinstance(value, str) and "\0" in value:
+            raise ConfigError(f"{config_file}: `{setting}` holds a NUL character")
+        if isinstance(value, dict):
+            pending.extend((setting, str(key), item) for key, item in value.items())
+        elif isinstance(value, list):
+            pending.extend((setting, "", item) for item in value)
+
+
+def _patterns(table: dict[str, Any], key: str, config_file: Path) -> list[str]:
+    """The gitignore-style patterns of `key` (a list, or one string for `exclude`), each checked."""
+    from gpulint.linter.path_patterns import PatternError, check_pattern
+
+    value = table.get(key, [])
+    if isinstance(value, str) and key in ("exclude", "extend-exclude"):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f'{config_file}: `{key}` must be a list of patterns such as "legacy/"')
+    for pattern in value:
+        try:
+            check_pattern(pattern)
+        except PatternError as exc:
+            raise ConfigError(f"{config_file}: `{key}` pattern {pattern!r} cannot be read: {exc}") from None
+    return value
+
+
 def _positive_int(table: dict, key: str, config_file: Path) -> int:
     value = table[key]
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -526,6 +670,10 @@ def _positive_int(table: dict, key: str, config_file: Path) -> int:
 
 _SIZE = re.compile(r"^\s*(\d+)\s*(|b|kib|kb|k|mib|mb|m|gib|gb|g)\s*$", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30}
+
+
+def _size(table: dict, key: str, config_file: Path) -> int:
+    return parse_size(table[key], config_file)
 
 
 def parse_size(value: Any, config_file: Path) -> int:
@@ -539,3 +687,14 @@ def parse_size(value: Any, config_file: Path) -> int:
             f'{config_file}: `max-file-size` must be a positive size such as 10485760 or "10MiB", not {value!r}'
         )
     return int(match[1]) * _SIZE_UNITS[match[2][:1].lower()]
+
+
+# The limits that bound the work on one file (docs/safety.md, "Work per file"): each key's Settings
+# attribute, how its value is read and how a limit is shown.  A configuration that arrived with the
+# code may lower them, never raise them: a fork's pull request could otherwise lift them in the CI
+# job that lints it, and one file could then hold the job for as long as it runs.
+SAFETY_LIMITS: dict[str, tuple[str, Callable[[dict, str, Path], int], Callable[[int], str]]] = {
+    "max-file-size": ("max_file_size", _size, format_size),
+    "max-syntax-nodes": ("max_syntax_nodes", _positive_int, "{:,}".format),
+    "max-findings-per-file": ("max_findings_per_file", _positive_int, "{:,}".format),
+}

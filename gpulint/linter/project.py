@@ -38,13 +38,17 @@ from gpulint.linter.run.safe_files import read_regular_file
 
 DEFAULT_LINE_LENGTH = 88
 _REQUIREMENTS_MAX_BYTES = 2**20
+# The patterns below read the project's own files, which may be built to hurt: no two repeats in
+# a row can take the same characters (`\s*\s*`), so a long run of them costs one pass, not one
+# pass per way of sharing it out (tests/test_project_settings.py, the long-line cases).
 _TORCH_REQUIREMENT = re.compile(r"^\s*torch\s*(\[[^\]]*\])?\s*(?P<specs>[^;#]*)", re.IGNORECASE)
 _TENSORFLOW_REQUIREMENT = re.compile(
-    r"^\s*tensorflow(-cpu|-gpu|-macos)?\s*(\[[^\]]*\])?\s*(?P<specs>([<>=!~][^;#]*)?)(;.*|#.*)?$", re.IGNORECASE
+    r"^\s*tensorflow(-cpu|-gpu|-macos)?\s*(?:\[[^\]]*\]\s*)?(?P<specs>(?:[<>=!~][^;#]*)?)(?:;.*|#.*)?$", re.IGNORECASE
 )
 _LOWER_BOUND = re.compile(r"(>=|==|~=|===|>)\s*v?(?P<major>\d+)\.(?P<minor>\d+)")
 # A requirement as a string in setup.py (`install_requires=["torch>=1.8", ...]`).
-_QUOTED_REQUIREMENT = re.compile(r"""["'](?P<requirement>(?:torch|tensorflow[\w-]*)\b[^"'\n]*)["']""", re.IGNORECASE)
+# (`tensorflow`, `tensorflow-cpu`, `tensorflow_macos`: any name that starts so, as before)
+_QUOTED_REQUIREMENT = re.compile(r"""["'](?P<requirement>(?:torch\b|tensorflow)[^"'\n]*)["']""", re.IGNORECASE)
 # A conda requirement (`- pytorch=1.8.1`, `- torch>=1.8` in environment.yml): one `=` pins a version.
 _CONDA_REQUIREMENT = re.compile(
     r"^\s*-\s*(?:py)?(?P<name>torch|tensorflow[\w-]*)\s*(?P<spec>[<>=!~].*)$", re.IGNORECASE
@@ -52,7 +56,7 @@ _CONDA_REQUIREMENT = re.compile(
 # A PyTorch version named in prose: "PyTorch 1.8.1", "pytorch >= 1.8", "pytorch1.6.0" (not torchvision,
 # not an upper bound "torch<2").
 _DOCUMENTED_TORCH = re.compile(
-    r"(?<![\w.-])(?:py)?torch(?![a-z_-])[\s(*`]*(?:version\s*)?(?:>=|≥|==|~=|=|v)?\s*(?P<major>[0-3])\.(?P<minor>\d+)",
+    r"(?<![\w.-])(?:py)?torch(?![a-z_-])[\s(*`]*(?:version\s*)?(?:(?:>=|≥|==|~=|=|v)\s*)?(?P<major>[0-3])\.(?P<minor>\d+)",
     re.IGNORECASE,
 )
 _READMES = ("README.md", "README.rst", "README.txt", "README", "readme.md")
@@ -114,17 +118,20 @@ def tensorflow_lower_bound(requirements: Iterable[str]) -> tuple[int, int] | Non
 
 
 def facts_from(pyproject: dict[str, Any], directory: Path | None) -> ProjectFacts:
-    """The facts of a project from its parsed pyproject.toml (and requirement files in `directory`)."""
-    tool = pyproject.get("tool", {})
+    """The facts of a project from its parsed pyproject.toml (and requirement files in `directory`).
+    The tables read here belong to other tools (ruff, black, the packaging metadata): a value of
+    another shape than theirs says nothing, and is passed over as if absent."""
+    tool = _table(pyproject, "tool")
     line_length = DEFAULT_LINE_LENGTH
     for formatter in ("ruff", "black"):
-        value = tool.get(formatter, {}).get("line-length")
+        value = _table(tool, formatter).get("line-length")
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             line_length = value
             break
-    requirements = list(pyproject.get("project", {}).get("dependencies", []))
-    for group in pyproject.get("project", {}).get("optional-dependencies", {}).values():
-        requirements.extend(group)
+    project = _table(pyproject, "project")
+    requirements = _strings(project.get("dependencies"))
+    for group in _table(project, "optional-dependencies").values():
+        requirements.extend(_strings(group))
     documented, documented_in = None, None
     if directory is not None:
         for path in sorted(directory.glob("requirements*.txt")):
@@ -139,12 +146,20 @@ def facts_from(pyproject: dict[str, Any], directory: Path | None) -> ProjectFact
             version = documented_torch(line for name in names for line in _lines(directory / name))
             if version is not None and (documented is None or version < documented):
                 documented, documented_in = version, source
-    lines = [r for r in requirements if isinstance(r, str)]
-    target = torch_lower_bound(lines)
+    target = torch_lower_bound(requirements)
     # A requirement says it outright: the README's versions matter only where none does.
     if target is not None:
         documented, documented_in = None, None
-    return ProjectFacts(line_length, target, tensorflow_lower_bound(lines), documented, documented_in)
+    return ProjectFacts(line_length, target, tensorflow_lower_bound(requirements), documented, documented_in)
+
+
+def _table(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    value = parent.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _strings(value: Any) -> list[str]:
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
 
 
 def _lines(path: Path) -> list[str]:

@@ -43,9 +43,8 @@ def build_review(base: str | None, paths: list[str], settings) -> ReviewPlan:
     the link, not its target, so a link a change adds may point at a secret anywhere on the
     runner), and only a regular file within `max-file-size` is read, once; the comments quote
     those bytes and nothing read again by name."""
-    import pathspec
-
     from gpulint.linter.engine import Linter
+    from gpulint.linter.path_patterns import GitIgnore
     from gpulint.linter.reporters.sarif import fingerprints
     from gpulint.linter.run.files import read_source
     from gpulint.linter.run.outcome import RunOptions, read_problem
@@ -64,7 +63,7 @@ def build_review(base: str | None, paths: list[str], settings) -> ReviewPlan:
         except ValueError:
             raise ReviewError(f"{p} is outside the repository {root}") from None
     diffs = changed_lines(base or default_base(), specs, cwd=root)
-    exclude = pathspec.GitIgnoreSpec.from_lines(settings.exclude) if settings.exclude else None
+    exclude = GitIgnore(settings.exclude) if settings.exclude else None
     linter = Linter(settings)
     options = RunOptions(with_edits=True)
     plan = ReviewPlan([], 0, [])
@@ -160,8 +159,9 @@ def review_payload(comments: list, commit_id: str | None) -> dict:
 
 def _summary(comments: list) -> str:
     """The text report: one line per comment and its suggestion, every line escaped (a file name or
-    a line of the change may hold a newline and a workflow command, or a terminal escape)."""
-    from gpulint.linter.printable import printable
+    a line of the change may hold a newline and a workflow command, or a terminal escape), and none
+    that the Actions runner would read as a command (a file named `::error::x.py` opens a line)."""
+    from gpulint.linter.printable import no_workflow_commands, printable
 
     lines = []
     for comment in comments:
@@ -183,7 +183,7 @@ def _summary(comments: list) -> str:
     lines.append(
         f"{count} comment{'s' if count != 1 else ''} on added lines." if count else "No findings on added lines."
     )
-    return "\n".join(printable(line) for line in lines)
+    return no_workflow_commands("\n".join(printable(line) for line in lines))
 
 
 def add_review(parser: argparse.ArgumentParser) -> None:
@@ -243,6 +243,8 @@ def review(options: argparse.Namespace) -> int:
     try:
         start = [Path(p) for p in path_args] or [Path(".")]
         settings = resolve_settings(start, options, load_local_rules=options.allow_local_rules)
+        for note in settings.notes:
+            warning(note)
         if settings.local_rules_skipped:
             warning(local_rules_not_loaded(settings, "no --allow-local-rules"))
         plan = build_review(options.base, path_args, settings)
@@ -259,7 +261,9 @@ def review(options: argparse.Namespace) -> int:
 
     if not options.post:
         if options.format == "json":
-            print(json.dumps(review_payload(plan.comments, None), indent=2))
+            from gpulint.linter.printable import json_without_workflow_commands
+
+            print(json_without_workflow_commands(json.dumps(review_payload(plan.comments, None), indent=2)))
         else:
             print(_summary(plan.comments))
         return code

@@ -28,6 +28,8 @@ Configuration comes in the environment variable GPULINT_RT_CONFIG (JSON):
              passes on, at the head of the loop or named like a batch source; default true)
   per_rank   started by a launcher (torchrun, accelerate launch): every rank writes `out` + ".rank<RANK>"
              and only local rank 0 writes progress
+  parent     gpulint's process id: once that process is gone, however it ended (SIGKILL too), the
+             training process ends its own process group (watch_parent)
 
 Under `torchrun --nnodes N` (N > 1) every rank also records its node (torchrun's GROUP_RANK), the
 host, and one id for the whole job that the ranks of every node agree on (JobAgreement), so the
@@ -55,6 +57,8 @@ import linecache
 import os
 import random
 import runpy
+import select
+import signal
 import socket
 import sys
 import threading
@@ -367,6 +371,51 @@ class JobAgreement:
             )
             return {"id": fallback, "note": self.note or "no id from rank 0 in time: named by the master address"}
         return {"id": self.id, "note": ""}
+
+
+# Once gpulint is gone, the training processes get this long to end on SIGTERM before SIGKILL.
+PARENT_GONE_GRACE_S = 10.0
+
+
+def watch_parent(pid) -> None:
+    """End this process's group once gpulint (process `pid`) has exited, however it ended: the
+    training run must not outlive the tool that started it, and a gpulint killed with SIGKILL had
+    no chance to end it.  The group is this process with its loader workers: gpulint starts the
+    child in a session of its own, and torchrun each rank.  In a thread that sleeps until then."""
+    if not isinstance(pid, int) or not hasattr(os, "killpg"):
+        return
+    threading.Thread(target=_end_with_parent, args=(pid,), name="gpulint-parent-watch", daemon=True).start()
+
+
+def _end_with_parent(pid: int) -> None:
+    _wait_for_exit(pid)
+    group = os.getpgrp()
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(group, sig)
+        except OSError:
+            return
+        time.sleep(PARENT_GONE_GRACE_S)  # (SIGTERM usually ends this process, and the thread with it)
+
+
+def _wait_for_exit(pid: int) -> None:
+    """Return once process `pid` has exited.  On Linux a pidfd becomes readable then (an exited
+    process not yet reaped included); elsewhere the process is looked at every second (where a
+    gpulint that was killed but not reaped still counts as running)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:  # already gone
+        return
+    except (AttributeError, OSError):  # no pidfd here: look every second
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            except OSError:  # (EPERM: alive)
+                pass
+            time.sleep(1.0)
+    select.select([fd], [], [])
 
 
 class StopProfiling(SystemExit):
@@ -1547,6 +1596,7 @@ def main(argv) -> int:
         print("gpulint bootstrap: usage: bootstrap.py (SCRIPT | -m MODULE) ARGS...", file=sys.stderr)
         return 2
     STATE = State(json.loads(os.environ.pop("GPULINT_RT_CONFIG")))
+    watch_parent(STATE.config.get("parent"))
     for name in HOOKS:
         if name in sys.modules:
             _run_hook(name, sys.modules[name])

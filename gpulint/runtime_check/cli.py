@@ -15,10 +15,9 @@ failed (run_exit_code).
 from __future__ import annotations
 
 import argparse
-import os
-import stat
 import sys
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +25,7 @@ from gpulint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, error
 from gpulint.cli.options import non_negative_number, positive_number, rule_ids
 
 if TYPE_CHECKING:  # measuring loads psutil and NVML: only when a command runs
+    from gpulint.linter.run.safe_files import OutputFile
     from gpulint.runtime_check.measure import Command, RunConfig, RunResult
     from gpulint.runtime_check.record import HistoryOptions
     from gpulint.runtime_check.report import Output
@@ -35,7 +35,10 @@ EXIT_NOT_CONFIRMED = EXIT_FINDINGS
 EXIT_INCONCLUSIVE = 4  # scale: the efficiency is within the noise of the bar, or a size failed to decide
 
 # What each command's exit codes mean, shown by its --help.
-RUN_FAILED = "124 timeout; 3 the script never made a training step; otherwise the script's own exit code"
+RUN_FAILED = (
+    "124 timeout; 3 the script never made a training step; 128+N stopped by signal N (130 Ctrl-C, 143 SIGTERM: "
+    "the training processes end with gpulint); otherwise the script's own exit code"
+)
 EXIT_CODES = {
     "profile": f"Exit codes: 0 measured; 1 the regression gate failed; 2 usage error (a --baseline that names no "
     f"run, or a run history that refuses the run: both refused before the run); {RUN_FAILED}.",
@@ -48,6 +51,25 @@ EXIT_CODES = {
     "compare": "Exit codes: 0 compared (whatever the outcome); 2 usage error, or a run that is not recorded.",
     "report": "Exit codes: 0 written; 2 usage error, or a run that is not recorded.",
 }
+
+
+def _ending_its_runs(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """`command` stopped by SIGINT, SIGTERM, SIGHUP or SIGQUIT as by Ctrl-C (measure.stop_on_signals):
+    the training run under way ends with it, a line says so, and the exit code is 128 + the
+    signal's number, as a shell reports a command a signal ended."""
+
+    def run(options: argparse.Namespace) -> int:
+        from gpulint.runtime_check.measure import Stopped, stop_on_signals
+
+        try:
+            with stop_on_signals():
+                return command(options)
+        except Stopped as stop:
+            ended = f": ended {stop.ended} and every process it started" if stop.ended else ""
+            error(f"stopped by {stop.name}{ended}")
+            return 128 + stop.signum
+
+    return run
 
 
 def run_exit_code(run: RunResult) -> int:
@@ -286,7 +308,7 @@ def add_profile(parser: argparse.ArgumentParser) -> None:
     _add_cost_options(parser)
     _add_history_options(parser, record=True)
     parser.epilog = EXIT_CODES["profile"]
-    parser.set_defaults(run=profile_command)
+    parser.set_defaults(run=_ending_its_runs(profile_command))
 
 
 def profile_command(options: argparse.Namespace) -> int:
@@ -309,8 +331,10 @@ def profile_command(options: argparse.Namespace) -> int:
             raise CommandError("--fail-on-regression needs --baseline")
         if options.ops_steps < 1:
             raise CommandError("--ops-steps must be at least 1")
-        if options.trace_file is not None:
-            _check_output_file(options.trace_file, "--trace")
+        within = [_start_of(parsed)]
+        json_file = _output(options.json_file, "--json", within)
+        html_file = _output(options.html_file, "--html", within)
+        trace_file = _output(options.trace_file, "--trace", within)
         if options.ops or options.trace_file is not None:
             config.ops = {"steps": options.ops_steps, "trace": options.trace_file is not None}
         price, gpus, steps_per_epoch = _cost_settings(options, _start_of(parsed))
@@ -340,12 +364,14 @@ def profile_command(options: argparse.Namespace) -> int:
     result.cost = costs.profile_basis(result, gpus, steps_per_epoch)
     if not options.ops:
         result.ops = None  # profiled for --trace alone: the table is printed on request
-    if options.json_file is not None:
-        report.write_json(options.json_file, report.profile_json(result))
+    json_failed = json_file is not None and not _wrote(
+        "--json", lambda: report.write_json(json_file, report.profile_json(result))
+    )
     run = result.run
     if not run.ok:
         if run.status not in ("stopped", "finished"):
             report.print_failure(out, run)
+            report.print_interpreter_hint(out, run, parsed)
         elif run.steps is None:
             report.print_no_steps(out, run)
         else:
@@ -363,7 +389,7 @@ def profile_command(options: argparse.Namespace) -> int:
         if costs.on_accelerator(result.run)
         else costs.NO_ACCELERATOR,
     )
-    trace_failed = options.trace_file is not None and not _write_trace(out, result, options.trace_file)
+    trace_failed = trace_file is not None and not _write_trace(out, result, trace_file)
     code = finish_profile(
         out,
         result,
@@ -372,50 +398,55 @@ def profile_command(options: argparse.Namespace) -> int:
         history,
         options.baseline,
         options.fail_on_regression,
-        options.html_file,
+        html_file,
         price,
     )
-    return EXIT_ERROR if trace_failed and code == 0 else code
+    return EXIT_ERROR if (trace_failed or json_failed) and code == 0 else code
 
 
-def _check_output_file(path: Path, option: str) -> None:
-    """Refuse, before anything runs, an output path that cannot be written: a symbolic link, a
-    folder or other non-regular file, or one in a folder that does not exist."""
+def _output(path: Path | None, option: str, within: Iterable[Path] = ()) -> OutputFile | None:
+    """The file named with `option` for gpulint's output, checked before anything runs (a link,
+    a FIFO, a folder, a read-only file, a link on the way inside the project ...: CommandError),
+    so a file gpulint will not write costs no training run."""
+    from gpulint.linter.run.safe_files import OutputFile, WriteRefused
     from gpulint.runtime_check.measure import CommandError
 
+    if path is None:
+        return None
     try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        if not path.parent.is_dir():
-            raise CommandError(f"{option} {path}: the folder {path.parent} does not exist") from None
-        return
-    except OSError as exc:
-        raise CommandError(f"{option} {path}: {exc.strerror or exc}") from None
-    if stat.S_ISLNK(info.st_mode):
-        raise CommandError(f"{option} {path} is a symbolic link: gpulint does not write through a link")
-    if not stat.S_ISREG(info.st_mode):
-        raise CommandError(f"{option} {path} is not a regular file")
+        return OutputFile.checked(path, within)
+    except WriteRefused as exc:
+        raise CommandError(f"{option}: {exc}") from None
 
 
-def _write_trace(out, result, path: Path) -> bool:
-    """Write the trace of the profiled steps; False (and a line saying why) when there is none."""
+def _wrote(option: str, write: Callable[[], None]) -> bool:
+    """Whether `write` wrote the output file named with `option`; when not, a line says why."""
     from gpulint.linter.run.safe_files import WriteRefused
+
+    try:
+        write()
+    except WriteRefused as exc:
+        error(f"{option}: {exc}; not written")
+        return False
+    return True
+
+
+def _write_trace(out, result, target: OutputFile) -> bool:
+    """Write the trace of the profiled steps; False (and a line saying why) when there is none."""
     from gpulint.runtime_check import operators
 
     document = operators.trace_document(result.run.processes[0].report) if result.run.processes else None
     if document is None:
-        error(f"no trace written to {path}: no step was profiled after the measured ones")
+        error(f"no trace written to {target}: no step was profiled after the measured ones")
         return False
-    try:
-        operators.write_trace(path, document)
-    except (WriteRefused, OSError) as exc:
-        error(f"no trace written to {path}: {exc}")
+    if not _wrote("--trace", lambda: operators.write_trace(target, document)):
         return False
     ops = result.run.processes[0].report["ops"]
     first, count = ops["first_step"], len(ops["steps"])
     which = f"step {first}" if count == 1 else f"steps {first}-{first + count - 1}"
     out.line(
-        f"wrote the trace of {which} to {path} (open it in Perfetto, TensorBoard or chrome DevTools' Performance panel)"
+        f"wrote the trace of {which} to {target} "
+        "(open it in Perfetto, TensorBoard or chrome DevTools' Performance panel)"
     )
     return True
 
@@ -477,7 +508,7 @@ def add_verify(parser: argparse.ArgumentParser) -> None:
     _add_cost_options(parser)
     _add_history_options(parser, record=True)
     parser.epilog = EXIT_CODES["verify"]
-    parser.set_defaults(run=verify_command)
+    parser.set_defaults(run=_ending_its_runs(verify_command))
 
 
 def verify_command(options: argparse.Namespace) -> int:
@@ -506,6 +537,7 @@ def verify_command(options: argparse.Namespace) -> int:
         config = _config(options.steps, options.warmup, None, options.timeout)
         _apply_measure_options(config, options)
         price, gpus, steps_per_epoch = _cost_settings(options, options.script.resolve().parent)
+        json_file = _output(options.json_file, "--json", [_start_of(Command(interpreter, [], [str(options.script)]))])
     except CommandError as exc:
         error(str(exc))
         return EXIT_ERROR
@@ -519,7 +551,7 @@ def verify_command(options: argparse.Namespace) -> int:
         if options.launcher is not None:
             error("--param runs one process per value; it does not combine with --launcher")
             return EXIT_ERROR
-        return _sweep(out, options, config, interpreter, progress)
+        return _sweep(out, options, config, interpreter, progress, json_file)
     history = _history_options(options)
     command = Command(interpreter, [], [str(options.script), *options.script_args])
     if history.record and _history_refused(history, command):
@@ -551,8 +583,9 @@ def verify_command(options: argparse.Namespace) -> int:
     if launch is not None and gpus is None:
         gpus = launch.nproc
     result.cost = costs.verify_basis(result, gpus, steps_per_epoch)
-    if options.json_file is not None:
-        report.write_json(options.json_file, report.verify_json(result))
+    json_failed = json_file is not None and not _wrote(
+        "--json", lambda: report.write_json(json_file, report.verify_json(result))
+    )
     report.print_verify(out, result, options.script_args, None if options.python is None else interpreter)
     if result.failed is None:
         confirmed = result.comparison is not None and result.comparison.outcome == "confirmed"
@@ -562,7 +595,7 @@ def verify_command(options: argparse.Namespace) -> int:
     recorded = finish_verify(out, result, command, started_at, time.time() - started_at, history)
     if result.failed is not None:
         return run_exit_code(result.failed)
-    if not recorded:
+    if not recorded or json_failed:
         return EXIT_ERROR
     assert result.comparison is not None  # verify() compares whenever no run failed
     return EXIT_CLEAN if result.comparison.outcome == "confirmed" else EXIT_NOT_CONFIRMED
@@ -587,7 +620,14 @@ def verify_launch(text: str, script: Path):
     return launched[0]
 
 
-def _sweep(out: Output, options: argparse.Namespace, config: RunConfig, interpreter: str, progress) -> int:
+def _sweep(
+    out: Output,
+    options: argparse.Namespace,
+    config: RunConfig,
+    interpreter: str,
+    progress,
+    json_file: OutputFile | None,
+) -> int:
     from gpulint.runtime_check import report
     from gpulint.runtime_check.measure import CommandError
     from gpulint.runtime_check.sweep import SweepError, sweep
@@ -600,12 +640,13 @@ def _sweep(out: Output, options: argparse.Namespace, config: RunConfig, interpre
     except (SweepError, CommandError) as exc:
         error(str(exc))
         return EXIT_ERROR
-    if options.json_file is not None:
-        report.write_json(options.json_file, report.sweep_json(result))
+    json_failed = json_file is not None and not _wrote(
+        "--json", lambda: report.write_json(json_file, report.sweep_json(result))
+    )
     report.print_sweep(out, result)
     if result.failed is not None:
         return run_exit_code(result.failed)
-    return EXIT_CLEAN
+    return EXIT_ERROR if json_failed else EXIT_CLEAN
 
 
 def add_scale(parser: argparse.ArgumentParser) -> None:
@@ -664,7 +705,7 @@ def add_scale(parser: argparse.ArgumentParser) -> None:
     )
     _add_history_options(parser, record=True)
     parser.epilog = EXIT_CODES["scale"]
-    parser.set_defaults(run=scale_command)
+    parser.set_defaults(run=_ending_its_runs(scale_command))
 
 
 def scale_command(options: argparse.Namespace) -> int:
@@ -694,6 +735,7 @@ def scale_command(options: argparse.Namespace) -> int:
         price, _, steps_per_epoch = _cost_settings(options, _start_of(parsed))
         sizes = parse_sizes(options.nproc)
         rendezvous = _rendezvous(options)
+        json_file = _output(options.json_file, "--json", [_start_of(parsed)])
         if history.record and _history_refused(history, parsed):
             return EXIT_ERROR
         result = scale(parsed, sizes, options.runs, config, options.strong, progress, rendezvous)
@@ -701,8 +743,9 @@ def scale_command(options: argparse.Namespace) -> int:
         error(str(exc))
         return EXIT_ERROR
     result.cost = costs.scale_basis(result, steps_per_epoch)
-    if options.json_file is not None:
-        report.write_json(options.json_file, scale_record(result))
+    json_failed = json_file is not None and not _wrote(
+        "--json", lambda: report.write_json(json_file, scale_record(result))
+    )
     out = report.Output()
     report.print_scale(out, result)
     if result.failed is None:
@@ -715,7 +758,7 @@ def scale_command(options: argparse.Namespace) -> int:
         scale_options += ["--nnodes", str(rendezvous.nnodes), "--rdzv-endpoint", options.rdzv_endpoint]
         scale_options += ["--rdzv-id", rendezvous.job]
     recorded = finish_scale(out, result, parsed, scale_options, started_at, time.time() - started_at, history)
-    if result.failed is None and not recorded:
+    if result.failed is None and (not recorded or json_failed):
         return EXIT_ERROR
     return scale_exit_code(result)
 
@@ -817,9 +860,9 @@ def report_command(options: argparse.Namespace) -> int:
 
     try:
         price, _, _ = _cost_settings(options, Path.cwd())
+        html_file = _output(options.html_file, "--html")
     except CommandError as exc:
         error(str(exc))
         return EXIT_ERROR
-    return run(
-        Output(), _history_options(options), options.run_ref, options.html_file, options.baseline, options.merge, price
-    )
+    assert html_file is not None  # (a required option)
+    return run(Output(), _history_options(options), options.run_ref, html_file, options.baseline, options.merge, price)

@@ -9,6 +9,11 @@ single runs, the larger of two measures (the output says which one it was):
   a rerun changes on this machine (t interval, 95%);
 - within the runs: each figure's own noise (batch means over its steps), combined; a run with
   stalls (the machine taken by another job for seconds) has a wide one.
+
+What the text output shows of a run (its command, host, commit, verdict, figure names and units)
+comes from the history, which may come from someone else: it is printed through `printable`, so a
+newline, a terminal escape or a bidi override in it is shown escaped, not obeyed, and no line
+starts with stored text that GitHub Actions would read as a workflow command.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gpulint.linter.printable import no_workflow_commands, printable
 from gpulint.runtime_check import stats
 from gpulint.runtime_check.figures import Figure, format_value
 from gpulint.runtime_check.history import History, RunRecord, iso, when
@@ -134,7 +140,7 @@ def regression_gate(history: History | None, run: RunRecord, baseline: RunRecord
     """Fails when the mean step time grew by more than `percent` AND by more than the noise;
     with `percent` None it only says how the step time compares."""
     d = difference(baseline.figure(STEP_TIME), run.figure(STEP_TIME), spread_between_runs(history, baseline, STEP_TIME))
-    where = f"run {baseline.id}" + (f" ({baseline.git_commit[:10]})" if baseline.git_commit else "")
+    where = f"run {baseline.id}" + (f" ({printable(baseline.git_commit[:10])})" if baseline.git_commit else "")
     if d.relative is None:
         return Gate(False, f"gpulint: no step time to compare with {where}", d)
     assert d.a is not None, "a relative change has a baseline value"
@@ -178,32 +184,31 @@ def format_noise(d: Difference) -> str:
 
 
 def describe(run: RunRecord) -> str:
-    commit = f", {run.git_commit[:10]}{'+dirty' if run.git_dirty else ''}" if run.git_commit else ""
+    commit = f", {printable(run.git_commit[:10])}{'+dirty' if run.git_dirty else ''}" if run.git_commit else ""
     return f"run {run.id} ({when(run.started_at)}{commit})"
 
 
 def print_compare(out, a: RunRecord, b: RunRecord, rows: list[Difference]) -> None:
     out.line(f"{out.style('gpulint compare', 'bold')} {describe(a)} -> {describe(b)}")
     if a.command_key == b.command_key:
-        out.line(f"  command: {b.command}")
+        out.line(f"  command: {printable(b.command)}")
     else:
-        out.line(f"  note: different commands: {a.command}  vs  {b.command}")
+        out.line(f"  note: different commands: {printable(a.command)}  vs  {printable(b.command)}")
     if a.script_sha256 and b.script_sha256 and a.script_sha256 != b.script_sha256:
         out.line("  the script changed between the runs")
     if a.host != b.host:
-        out.line(f"  note: different hosts: {a.host} vs {b.host}")
-    if a.environment.get("gpus") != b.environment.get("gpus"):
-        out.line(
-            f"  note: different GPUs: {a.environment.get('gpus') or 'none'} vs {b.environment.get('gpus') or 'none'}"
-        )
+        out.line(f"  note: different hosts: {printable(str(a.host))} vs {printable(str(b.host))}")
+    gpus_a, gpus_b = a.environment.get("gpus"), b.environment.get("gpus")
+    if gpus_a != gpus_b:
+        out.line(f"  note: different GPUs: {printable(str(gpus_a or 'none'))} vs {printable(str(gpus_b or 'none'))}")
     table = []
     for d in rows:
         status = d.outcome
         table.append(
             [
-                d.name,
-                format_value(d.a, d.unit),
-                format_value(d.b, d.unit),
+                no_workflow_commands(printable(d.name)),  # the first column starts the line
+                printable(format_value(d.a, d.unit)),
+                printable(format_value(d.b, d.unit)),
                 format_change(d),
                 format_noise(d),
                 out.style(status, "green" if status == "better" else "red")
@@ -214,7 +219,7 @@ def print_compare(out, a: RunRecord, b: RunRecord, rows: list[Difference]) -> No
     out.table(None, ["figure", f"run {a.id}", f"run {b.id}", "change", "noise", "outcome"], table, right=(1, 2, 3))
     out.line(NOISE_NOTE)
     if a.verdict or b.verdict:
-        out.line(f"verdict: {a.verdict or '-'} -> {b.verdict or '-'}")
+        out.line(f"verdict: {printable(a.verdict or '-')} -> {printable(b.verdict or '-')}")
 
 
 def compare_json(a: RunRecord, b: RunRecord, rows: list[Difference]) -> dict:
@@ -262,21 +267,20 @@ def run_json(run: RunRecord) -> dict:
 
 def print_history(out, runs: list[RunRecord], path) -> None:
     if not runs:
-        out.line(f"no runs recorded in {path}")
+        out.line(f"no runs recorded in {printable(str(path))}")
         return
     rows = []
     for run in runs:
         commit = f"{run.git_commit[:10]}{'+' if run.git_dirty else ''}" if run.git_commit else "-"
         headline = run.figure(STEP_TIME) or run.figure(SPEEDUP)  # a profile's step time, a verify's speedup
-        rows.append(
-            [
-                str(run.id),
-                when(run.started_at),
-                run.kind,
-                commit,
-                format_value(headline.value, headline.unit) if headline else "-",
-                run.verdict or run.status,
-                run.command,
-            ]
-        )
+        cells = [
+            str(run.id),
+            when(run.started_at),
+            run.kind,
+            commit,
+            format_value(headline.value, headline.unit) if headline else "-",
+            run.verdict or run.status,
+            run.command,
+        ]
+        rows.append([printable(cell) for cell in cells])
     out.table(None, ["id", "when", "kind", "commit", "result", "verdict", "command"], rows, right=(0, 4))

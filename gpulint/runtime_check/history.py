@@ -26,6 +26,15 @@ also refuses a database whose mode bits say read-only.  Reading (`open(create=Fa
 file read-only (SQLite's `mode=ro`): it never switches the journal mode or adds a table.  A
 database that is not gpulint's (another schema, another `user_version`) or is damaged is a
 HistoryError with one sentence, whichever query meets the damage.
+
+What such a file holds is data from strangers, and SQLite runs the SQL a database stores: a view
+can stand in for a table and compute an endless or gigabyte-sized answer, a trigger runs when a
+run is recorded, a generated column or a default computes whatever it says.  So before any table
+is queried `_check_schema` requires `sqlite_master` to hold exactly the tables and indexes SCHEMA
+(and MIGRATIONS) create, each with the SQL they create it with (`trusted_schema` is off besides).
+Every read is bounded too, for what a damaged file may still do: a deadline (QUERY_BUDGET_S,
+through SQLite's progress handler), a cap on the rows one query returns and on the size of one
+stored value, and a bound on how deeply stored JSON nests (datajson.load_json).
 """
 
 from __future__ import annotations
@@ -48,11 +57,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
+from gpulint.linter.printable import printable
+from gpulint.linter.run.datajson import ShapeError, load_json
 from gpulint.linter.run.safe_files import create_new_file, is_read_only, kind_of, make_real_dir
 from gpulint.runtime_check.figures import Figure
 
 SCHEMA_VERSION = 1
-# MIGRATIONS[v]: the SQL that upgrades a database of schema v to v + 1.
+# MIGRATIONS[v]: the SQL that upgrades a database of schema v to v + 1.  SCHEMA makes schema 1, and
+# a new database is made by SCHEMA and then every migration: so every history of one version holds
+# the same SQL in `sqlite_master`, which _check_schema compares with its own.
 MIGRATIONS: dict[int, str] = {}
 BUSY_TIMEOUT_S = 30.0
 DEFAULT_FOLDER = ".gpulint"
@@ -60,6 +73,13 @@ DEFAULT_NAME = "history.db"
 GITIGNORE = "# gpulint's local run history: not for version control\n*\n"
 # The files SQLite keeps beside a database (write-ahead log, its index, the rollback journal).
 SIDECARS = ("-wal", "-shm", "-journal")
+# What one read of a history may cost, whoever wrote the file.  gpulint's own history answers in
+# milliseconds; the bounds are for a crafted or damaged one.
+QUERY_BUDGET_S = 20.0  # one read: a listing, a run, a check of the schema
+PROGRESS_EVERY = 1000  # SQLite instructions between two looks at the clock
+MAX_RUNS = 10_000  # runs one query returns (`history --limit` included)
+MAX_PARTS = 10_000  # figures, or series, of one run (a profile stores tens; per-core series, hundreds)
+MAX_VALUE_BYTES = 64 * 2**20  # one stored text or blob (a verify run's diff is the largest)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -211,19 +231,23 @@ T = TypeVar("T")
 
 
 def _reading(method: Callable[P, T]) -> Callable[P, T]:
-    """A query of the history: whatever a damaged or foreign database makes it meet (SQLite's
-    errors, rows that do not decode) is one HistoryError naming the file, not a traceback."""
+    """A query of the history, held to QUERY_BUDGET_S: whatever a damaged or foreign database makes
+    it meet (SQLite's errors, rows that do not decode, the deadline) is one HistoryError naming
+    the file, not a traceback."""
 
     @functools.wraps(method)
     def read(*args: P.args, **kwargs: P.kwargs) -> T:
-        try:
-            return method(*args, **kwargs)
-        except (sqlite3.Error, ValueError, TypeError) as exc:
-            history = args[0]
-            assert isinstance(history, History)
-            raise HistoryError(
-                f"cannot read {history.path}: it is damaged or not a gpulint run history ({exc})"
-            ) from exc
+        history = args[0]
+        assert isinstance(history, History)
+        with history._bounded():
+            try:
+                return method(*args, **kwargs)
+            except (sqlite3.Error, ValueError, TypeError) as exc:
+                if history._overran:
+                    raise history._too_slow() from exc
+                raise HistoryError(
+                    f"cannot read {history.path}: it is damaged or not a gpulint run history ({exc})"
+                ) from exc
 
     return read
 
@@ -231,6 +255,8 @@ def _reading(method: Callable[P, T]) -> Callable[P, T]:
 class History:
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self.connection, self.path = connection, path
+        self._deadline: float | None = None  # of the read under way (None: no read is)
+        self._overran = False  # the progress handler stopped a read at its deadline
 
     @classmethod
     def open(cls, path: Path, create: bool = True, within: Path | None = None) -> History:
@@ -251,6 +277,9 @@ class History:
             history = cls._connect(real, read_only=not create)
             try:
                 if create:
+                    version = history._version()
+                    if version:  # a database already there: checked before anything is written to it
+                        history._check_schema(version)
                     _switch_to_wal(history.connection)
                     history.connection.execute("PRAGMA foreign_keys=ON")
                     history._migrate()
@@ -273,18 +302,72 @@ class History:
         if not os.path.lexists(real):
             return
         with _opening(real), cls._connect(real, read_only=True) as history:
-            if history._version() == SCHEMA_VERSION:
-                history._check_schema()
+            version = history._version()
+            if version:
+                history._check_schema(version)
 
     @classmethod
     def _connect(cls, real: Path, read_only: bool) -> History:
+        """A connection bounded for a file from anywhere.  Read-only is SQLite's `mode=ro`, not
+        `immutable=1`: an immutable database is read without its write-ahead log, which would hide
+        the latest runs (and a run recorded meanwhile would be read half-written), and the log's
+        pages pass the same checks as the file's."""
         if read_only:  # SQLite's read-only mode: no journal switch, no table, whatever is asked
             connection = sqlite3.connect(
                 real.as_uri() + "?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None
             )
         else:
             connection = sqlite3.connect(real, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        return cls(connection, real)
+        history = cls(connection, real)
+        try:
+            history._bound(read_only)
+        except BaseException:
+            connection.close()
+            raise
+        return history
+
+    def _bound(self, read_only: bool) -> None:
+        connection = self.connection
+        connection.set_progress_handler(self._past_deadline, PROGRESS_EVERY)
+        if sys.version_info >= (3, 11):  # a longer text or blob, stored or computed, is an error
+            connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        # SQL stored in the file may call only functions without side effects (_check_schema
+        # refuses any SQL but gpulint's; this still holds for whatever a check may miss).
+        connection.execute("PRAGMA trusted_schema = OFF")
+        connection.execute("PRAGMA cell_size_check = ON")  # a damaged page is an error, found early
+        if read_only:
+            connection.execute("PRAGMA query_only = ON")
+
+    def _past_deadline(self) -> bool:
+        """SQLite's progress handler: True stops the statement under way (`interrupted`)."""
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            self._overran = True
+            return True
+        return False
+
+    @contextlib.contextmanager
+    def _bounded(self) -> Iterator[None]:
+        """Hold the reads inside to QUERY_BUDGET_S together (a read within a read shares the outer
+        one's deadline); the deadline's stop is a HistoryError.  Writing is not bounded: a record
+        waits out another writer (BUSY_TIMEOUT_S), and runs only gpulint's SQL."""
+        if self._deadline is not None:
+            yield
+            return
+        self._deadline, self._overran = time.monotonic() + QUERY_BUDGET_S, False
+        try:
+            yield
+        except sqlite3.Error as exc:
+            if self._overran:
+                raise self._too_slow() from exc
+            raise
+        finally:
+            self._deadline = None
+
+    def _too_slow(self) -> HistoryError:
+        return HistoryError(
+            f"cannot read {self.path}: a query ran past {QUERY_BUDGET_S:g} s (gpulint's own history answers "
+            "in milliseconds)"
+        )
 
     def __enter__(self) -> History:
         return self
@@ -296,20 +379,21 @@ class History:
         self.connection.close()
 
     def _migrate(self) -> None:
-        version = self._version()
-        if version == SCHEMA_VERSION:
-            self._check_schema()
+        """Bring the database to SCHEMA_VERSION (`open` checked the schema of the version it held)."""
+        if self._version() == SCHEMA_VERSION:
             return
         with self._transaction():
             version = self._version()  # another writer may have won
             if version == 0:
                 self._execute_script(SCHEMA)
-                version = SCHEMA_VERSION
+                version = 1
+            else:
+                self._check_schema(version)  # as that writer left it
             while version < SCHEMA_VERSION:
                 self._execute_script(MIGRATIONS[version])
                 version += 1
             self.connection.execute(f"PRAGMA user_version = {version}")
-        self._check_schema()
+        self._check_schema(SCHEMA_VERSION)
 
     def _check_readable(self) -> None:
         """A database opened read-only: gpulint's current schema (it cannot be upgraded here)."""
@@ -320,32 +404,66 @@ class History:
             raise HistoryError(
                 f"{self.path} holds an older schema ({version}): record a run with this gpulint to upgrade it"
             )
-        self._check_schema()
+        self._check_schema(SCHEMA_VERSION)
 
     def _version(self) -> int:
         """The schema version; HistoryError for a newer one, or for a database of another program
         (version 0, the SQLite default, with tables in it)."""
-        version = self.connection.execute("PRAGMA user_version").fetchone()[0]
+        with self._bounded():
+            version = self.connection.execute("PRAGMA user_version").fetchone()[0]
+            anything = version == 0 and self.connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise HistoryError(
                 f"{self.path} was written by a newer gpulint (schema {version}, this one knows "
                 f"{SCHEMA_VERSION}): upgrade gpulint or use another --history file"
             )
-        if version == 0 and self.connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+        if anything:
             raise HistoryError(f"{self.path} is not a gpulint run history (it holds tables gpulint did not create)")
         if version < 0:
             raise HistoryError(f"{self.path} is not a gpulint run history (schema version {version})")
         return version
 
-    def _check_schema(self) -> None:
-        """Every table and column gpulint reads is there (a database of the right version but
-        another shape would fail at its first query)."""
-        for table, columns in _schema_columns().items():
-            present = {row[1] for row in self.connection.execute(f"PRAGMA table_info({table})")}
-            missing = sorted(columns - present)
+    def _check_schema(self, version: int) -> None:
+        """The schema is gpulint's, exactly: every table and index SCHEMA creates, with the SQL it
+        creates it with, and nothing else -- no view, trigger, other table or index (a database
+        of the right version but another shape would fail at its first query, or run SQL gpulint
+        did not write).  Read from `sqlite_master` before any table is queried.  `version`: the
+        schema version the database says it holds."""
+        expected = _schema(version)[0]
+        with self._bounded():
+            found = self.connection.execute(
+                "SELECT type, name, sql FROM sqlite_master LIMIT ?", (len(expected) + 1,)
+            ).fetchall()
+        stored = {}
+        for kind, name, sql in found:
+            if (kind, name) not in expected:
+                shown = printable(str(name))
+                article = "an" if kind == "index" else "a"
+                self._not_ours(
+                    f"it holds {article} {printable(str(kind))[:20]} {shown[:60]}, which gpulint does not create"
+                )
+            stored[kind, name] = sql
+        for (kind, name), sql in expected.items():  # in SCHEMA's order: a table before its indexes
+            if (kind, name) not in stored:
+                self._not_ours(f"no {kind} {name}")
+            if stored[kind, name] != sql:
+                self._not_ours(self._differs(kind, name, version))
+
+    def _differs(self, kind: str, name: str, version: int) -> str:
+        """How the table or index `name` differs from gpulint's, as far as a pragma tells it."""
+        if kind == "table":
+            with self._bounded():
+                columns = self.connection.execute(f"PRAGMA table_xinfo({name})").fetchall()
+            generated = [str(row[1]) for row in columns if row[6] in (2, 3)]  # hidden 2, 3: generated
+            if generated:
+                return f"table {name} has a generated column {printable(generated[0])[:60]}"
+            missing = sorted(_schema(version)[1][name] - {row[1] for row in columns})
             if missing:
-                what = f"no table {table}" if not present else f"table {table} lacks {', '.join(missing)}"
-                raise HistoryError(f"{self.path} is not a gpulint run history ({what})")
+                return f"table {name} lacks {', '.join(missing)}"
+        return f"{kind} {name} is not defined as gpulint defines it"
+
+    def _not_ours(self, what: str) -> None:
+        raise HistoryError(f"{self.path} is not a gpulint run history ({what})")
 
     def _execute_script(self, script: str) -> None:
         """Statement by statement: executescript would commit the transaction it runs in."""
@@ -425,9 +543,10 @@ class History:
         limit: int | None = None,
         before: int | None = None,
     ) -> list[RunRecord]:
-        """Runs newest first, with their figures but not their series; `before`: ids below it."""
+        """Runs newest first, with their figures but not their series; `before`: ids below it.
+        At most MAX_RUNS of them, whatever `limit` asks (None or negative: as many as that)."""
         where: list[str] = []
-        values: list[str | float] = []
+        values: list[str | float | int] = []
         for column, value in (("script", script), ("kind", kind), ("command_key", command_key)):
             if value is not None:
                 where.append(f"{column} = ?")
@@ -439,11 +558,12 @@ class History:
             where.append("id < ?")
             values.append(before)
         sql = (
-            f"SELECT {RUN_COLUMNS} FROM runs" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id DESC"
+            f"SELECT {RUN_COLUMNS} FROM runs"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + " ORDER BY id DESC LIMIT ?"
         )
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        rows = self.connection.execute(sql, values).fetchall()
+        count = MAX_RUNS if limit is None or limit < 0 else min(int(limit), MAX_RUNS)
+        rows = self.connection.execute(sql, [*values, count]).fetchall()
         runs = [self._run(row) for row in rows]
         self._attach_figures(runs)
         return runs
@@ -453,8 +573,11 @@ class History:
         """The profiles recorded for the nodes of the multi-node job `job_id` (meta's `job`, see
         nodes.py), oldest first, with their figures but not their series."""
         rows = self.connection.execute(
-            f"SELECT {RUN_COLUMNS} FROM runs WHERE kind = 'profile' AND instr(meta, ?) > 0 ORDER BY id", (job_id,)
+            f"SELECT {RUN_COLUMNS} FROM runs WHERE kind = 'profile' AND instr(meta, ?) > 0 ORDER BY id LIMIT ?",
+            (job_id, MAX_RUNS + 1),
         ).fetchall()
+        if len(rows) > MAX_RUNS:
+            raise ValueError(f"more than {MAX_RUNS} runs mention job {job_id}")
         runs = [
             run
             for run in map(self._run, rows)
@@ -470,9 +593,14 @@ class History:
             raise HistoryError(f"no run {run_id} in {self.path}")
         run = self._run(row)
         self._attach_figures([run])
-        for row in self.connection.execute(
-            "SELECT name, label, chart, unit, x_unit, x, y FROM series WHERE run_id = ? ORDER BY position", (run_id,)
+        for count, row in enumerate(
+            self.connection.execute(
+                "SELECT name, label, chart, unit, x_unit, x, y FROM series WHERE run_id = ? ORDER BY position LIMIT ?",
+                (run_id, MAX_PARTS + 1),
+            )
         ):
+            if count == MAX_PARTS:
+                raise ValueError(f"run {run_id} has more than {MAX_PARTS} series")
             name, label, chart, unit, x_unit, x, y = row
             for text in (name, label, chart, unit, x_unit):
                 _expect("series name, label or unit", text, str)
@@ -554,8 +682,8 @@ class History:
             commit,
             None if dirty is None else bool(dirty),
             host,
-            _expect("environment", json.loads(environment), dict),
-            meta=_expect("meta", json.loads(meta), dict),
+            _json_object("environment", environment),
+            meta=_json_object("meta", meta),
             id=run_id,
         )
 
@@ -574,7 +702,10 @@ class History:
             for number in (value, noise):
                 _expect("figure value or noise", number, (int, float), optional=True)
             _expect("figure better", better, str, optional=True)
-            by_id[run_id].figures.append(Figure(name, value, unit, note, better, noise))
+            figures = by_id[run_id].figures
+            if len(figures) == MAX_PARTS:
+                raise ValueError(f"run {run_id} has more than {MAX_PARTS} figures")
+            figures.append(Figure(name, value, unit, note, better, noise))
 
 
 def _expect(name: str, value: Any, kinds: type | tuple[type, ...], optional: bool = False) -> Any:
@@ -583,6 +714,16 @@ def _expect(name: str, value: Any, kinds: type | tuple[type, ...], optional: boo
     if not (isinstance(value, kinds) or optional and value is None):
         raise ValueError(f"{name} holds {type(value).__name__}")
     return value
+
+
+def _json_object(name: str, text: Any) -> dict[str, Any]:
+    """A stored JSON object (ValueError for anything else, JSON nested deeper than gpulint writes
+    included)."""
+    _expect(name, text, str)
+    try:
+        return _expect(name, load_json(text), dict)
+    except ShapeError as exc:
+        raise ValueError(f"{name} is {exc}") from None
 
 
 def _finite(value: float | None) -> float | None:
@@ -715,24 +856,32 @@ def _make_place(real: Path, within: Path | None) -> None:
         pass  # another process created it meanwhile (check_location found no link)
 
 
-_expected_columns: dict[str, set[str]] = {}
+def _schema(version: int) -> tuple[dict[tuple[str, str], str | None], dict[str, frozenset[str]]]:
+    """What a history of schema `version` must hold, as SQLite itself stores it: {(type, name):
+    sql} of every object, in the order they are made (SQLite's own table of AUTOINCREMENT counters
+    and the indexes of primary keys, which have no SQL, included), and {table: its columns}."""
+    return _made_by((SCHEMA, *(MIGRATIONS[v] for v in range(1, version))))
 
 
-def _schema_columns() -> dict[str, set[str]]:
-    """The columns of each table SCHEMA creates (read once from an in-memory database)."""
-    if not _expected_columns:
-        memory = sqlite3.connect(":memory:")
-        try:
-            for statement in SCHEMA.split(";"):
+@functools.cache
+def _made_by(scripts: tuple[str, ...]) -> tuple[dict[tuple[str, str], str | None], dict[str, frozenset[str]]]:
+    """The schema an in-memory database holds once `scripts` ran in it (see _schema)."""
+    memory = sqlite3.connect(":memory:")
+    try:
+        for script in scripts:
+            for statement in script.split(";"):
                 if statement.strip():
                     memory.execute(statement)
-            for (table,) in memory.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-            ):
-                _expected_columns[table] = {row[1] for row in memory.execute(f"PRAGMA table_info({table})")}
-        finally:
-            memory.close()
-    return _expected_columns
+        rows = memory.execute("SELECT type, name, sql FROM sqlite_master ORDER BY rowid").fetchall()
+        objects = {(kind, name): sql for kind, name, sql in rows}
+        columns = {
+            name: frozenset(row[1] for row in memory.execute(f"PRAGMA table_info({name})"))
+            for kind, name in objects
+            if kind == "table"
+        }
+    finally:
+        memory.close()
+    return objects, columns
 
 
 # -- git and times ---------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from gpulint.linter.run.safe_files import OutputFile
 from gpulint.runtime_check.compare import (
     NOISE_NOTE,
     SPEEDUP,
@@ -133,17 +134,18 @@ def render(
 
 
 def write(
-    path: Path,
+    path: OutputFile | Path,
     run: RunRecord,
     baseline: RunRecord | None = None,
     history: History | None = None,
     nodes: JobReport | None = None,
     price: float | None = None,
 ) -> None:
-    """Write the report (rendered first, so a failure leaves no half page), as --json files are written."""
+    """Write the report (rendered first, so a failure leaves no half page), as --json files are
+    written: WriteRefused (a sentence) when it cannot be."""
     page = render(run, baseline, history, nodes, price)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+    target = path if isinstance(path, OutputFile) else OutputFile.checked(path)
+    target.write(page.encode("utf-8"))
 
 
 # -- what a stored run must hold to be drawn -------------------------------------------------

@@ -3,6 +3,11 @@
 The parent starts the child in its own session (so a hang is ended with its loader workers), samples
 CPU and GPU in threads while it runs, and reads the child's JSON at the end.  Everything lives in a
 temporary folder that is removed whatever happens.
+
+The training processes never outlive gpulint: a run that ends early (a timeout, Ctrl-C, or SIGTERM,
+SIGHUP or SIGQUIT while a command runs under `stop_on_signals`) ends the child's whole tree
+(`_kill_tree`), and a gpulint killed outright (SIGKILL) is noticed by the child itself, which then
+ends its own process group (bootstrap.watch_parent).
 """
 
 from __future__ import annotations
@@ -16,10 +21,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import psutil
 
 from gpulint.runtime_check import cpu as cpu_mod
 from gpulint.runtime_check import nvml, stats
@@ -30,6 +39,10 @@ BOOTSTRAP = str(Path(__file__).with_name("bootstrap.py"))
 _OPTIONS_WITH_VALUE = {"-X", "-W", "--check-hash-based-pycs"}
 # After a stop, a script gets this long to unwind before it is killed.
 EXIT_GRACE_S = 15.0
+# Ending the tree: this long after SIGTERM before SIGKILL, and after SIGKILL before giving up.
+KILL_WAIT_S = 3.0
+# The signals that stop gpulint while a command runs (stop_on_signals); SIGINT is Ctrl-C.
+STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
 POLL_S = 0.2  # how often the parent looks at the child (exit, result file, progress)
 EXIT_TIMEOUT = 124  # as coreutils `timeout`
 EXIT_NO_STEPS = 3
@@ -37,6 +50,49 @@ EXIT_NO_STEPS = 3
 
 class CommandError(Exception):
     """The command cannot be profiled: one line for the user."""
+
+
+class Stopped(KeyboardInterrupt):
+    """A signal told gpulint to stop (stop_on_signals).  Raised in the main thread like Ctrl-C's
+    KeyboardInterrupt, so that every `finally` on the way out runs: run_once's ends the training
+    process tree and says so in `ended` (the command it was running)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+        self.name = signal.Signals(signum).name
+        self.ended: str | None = None
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """While inside, SIGINT, SIGTERM, SIGHUP and SIGQUIT raise Stopped in the main thread instead
+    of ending gpulint where it stands (SIGTERM's and SIGHUP's default), which would leave the
+    training processes running: they are in a session of their own, so neither a closed terminal
+    nor a signal to gpulint's process group reaches them.  A second signal while the first one's
+    cleanup runs is ignored, so the cleanup is not cut short.  A signal ignored when gpulint
+    started (`nohup` ignores SIGHUP) stays ignored.  Outside the main thread this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        if not received:
+            received.append(signum)
+            raise Stopped(signum)
+
+    previous = {}
+    for name in STOP_SIGNALS:
+        number = getattr(signal, name, None)
+        if number is None or signal.getsignal(number) is signal.SIG_IGN:
+            continue
+        previous[number] = signal.signal(number, stop)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 @dataclass
@@ -302,6 +358,7 @@ def run_once(command: Command, config: RunConfig, progress: ProgressCallback | N
                 "sample_interval": config.stack_interval,
                 "data_fns": config.data_fns,
                 "find_data_fn": config.find_data_fn,
+                "parent": os.getpid(),
             }
         )
         argv = command.argv(BOOTSTRAP)
@@ -327,6 +384,9 @@ def run_once(command: Command, config: RunConfig, progress: ProgressCallback | N
                 status = _wait(
                     process, config, started, lambda: _reported(out, command), progress_path, progress, last_progress
                 )
+            except Stopped as stop:
+                stop.ended = command.display()
+                raise
             finally:
                 if process.poll() is None:  # KeyboardInterrupt, or a timeout
                     _kill_tree(process)
@@ -368,16 +428,31 @@ def _wait(process, config: RunConfig, started: float, reported, progress_path: s
 
 
 def _kill_tree(process: subprocess.Popen) -> None:
-    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+    """End the child and everything it started: SIGTERM to its process group and to every
+    descendant that left the group (torchrun starts each rank in a session of its own), SIGKILL
+    to whatever is left KILL_WAIT_S later."""
+    try:
+        tree = psutil.Process(process.pid).children(recursive=True)
+    except psutil.Error:
+        tree = []
+    for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
+        except (ProcessLookupError, PermissionError):  # the group is empty (its leader gone)
+            pass
+        for descendant in tree:
+            try:
+                descendant.send_signal(sig)  # (psutil checks it is still the same process)
+            except psutil.Error:
+                pass
+        deadline = time.monotonic() + KILL_WAIT_S
         try:
-            process.wait(timeout=wait)
-            return
+            process.wait(timeout=KILL_WAIT_S)
         except subprocess.TimeoutExpired:
             continue
+        _, tree = psutil.wait_procs(tree, timeout=max(0.0, deadline - time.monotonic()))
+        if not tree:
+            return
 
 
 def _reports(out: str, command: Command) -> list[dict]:

@@ -18,10 +18,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from gpulint.linter.printable import printable
-from gpulint.linter.run.safe_files import write_output_file
+from gpulint.linter.run.safe_files import OutputFile
 from gpulint.runtime_check.attribution import stack_phases
 
 # Operator kinds by name (torch's `aten::addmm`, CUDA kernels' `ampere_sgemm_128x64_tn` or
@@ -314,6 +313,6 @@ def _runs(timeline: list, phases: list[tuple[str, str]], start: float):
         yield tuple(current)
 
 
-def write_trace(path: Path, document: dict) -> None:
+def write_trace(target: OutputFile, document: dict) -> None:
     """Write the trace in one rename; never through a symbolic link (WriteRefused)."""
-    write_output_file(path, json.dumps(document).encode())
+    target.write(json.dumps(document).encode())

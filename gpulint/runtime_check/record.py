@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpulint.cli import error
+from gpulint.linter.run.safe_files import OutputFile, WriteRefused
 from gpulint.runtime_check import compare as compare_mod
 from gpulint.runtime_check import html_report, nodes, records, report
 from gpulint.runtime_check.history import (
@@ -94,13 +95,13 @@ def finish_profile(
     options: HistoryOptions,
     baseline_ref: str | None = None,
     fail_percent: float | None = None,
-    html_file: Path | None = None,
+    html_file: OutputFile | None = None,
     price: float | None = None,
 ) -> int:
     """Record a measured profile, compare it with `baseline_ref`, gate it, write its report (with
     what it costs at the GPU-hour `price`, when given).
-    A history that refuses the run is an error line and exit 2 (as a file --fix may not write);
-    the report is still written."""
+    A history that refuses the run, or a report that cannot be written, is an error line and exit
+    2 (as a file --fix may not write); the rest is still done."""
     assert result.command is not None, "a profile that ran knows its command"
     record = records.profile_record(result, config, started_at)
     start = records.run_root(result.command)
@@ -137,13 +138,17 @@ def finish_profile(
         if job is not None:
             report.print_nodes(out, job, MISSING_HINT)
         if html_file is not None:
-            html_report.write(html_file, record, baseline, history, job, price)
-            out.line(f"wrote the report to {html_file}")
+            try:
+                html_report.write(html_file, record, baseline, history, job, price)
+                out.line(f"wrote the report to {html_file}")
+            except WriteRefused as exc:
+                error(f"--html: {exc}; not written")
+                refused = True
         if baseline is None:
             return EXIT_USAGE if refused else EXIT_OK
         gate = compare_mod.regression_gate(history, record, baseline, fail_percent)
         out.line(gate.line)
-        return EXIT_REGRESSION if gate.failed else EXIT_OK
+        return EXIT_REGRESSION if gate.failed else EXIT_USAGE if refused else EXIT_OK
     except HistoryError as exc:
         error(str(exc))
         return EXIT_USAGE
@@ -289,7 +294,7 @@ def report_command(
     out: Output,
     options: HistoryOptions,
     ref: str,
-    html_file: Path,
+    html_file: OutputFile,
     baseline_ref: str | None = None,
     merge: list[Path] | None = None,
     price: float | None = None,
@@ -312,6 +317,9 @@ def report_command(
             html_report.write(html_file, run, baseline, history, job, price)
     except HistoryError as exc:
         error(str(exc))
+        return EXIT_USAGE
+    except WriteRefused as exc:
+        error(f"--html: {exc}; not written")
         return EXIT_USAGE
     if job is not None:
         report.print_nodes(out, job, MISSING_HINT)

@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import TextIO
 
 from gpulint.linter.printable import printable
+from gpulint.linter.run.safe_files import OutputFile
 from gpulint.runtime_check import stats
 from gpulint.runtime_check.attribution import Attribution, Line
 from gpulint.runtime_check.costs import CostBasis, cost_lines, money
 from gpulint.runtime_check.distributed import RankReport
 from gpulint.runtime_check.figures import NOT_MEASURED, Figure, format_value
-from gpulint.runtime_check.measure import RunResult, StepStats
+from gpulint.runtime_check.measure import Command, RunResult, StepStats
 from gpulint.runtime_check.nodes import JobReport
 from gpulint.runtime_check.operators import KINDS, OpsReport, table_rows
 from gpulint.runtime_check.profile import Profile, data_function_label
@@ -166,6 +167,42 @@ def print_failure(out: Output, run: RunResult) -> None:
         out.line("  last lines of its output:")
         for line in run.output_tail.splitlines():
             out.line(f"    {line}")
+
+
+# What a training script imports from the environment it was written for: a script that cannot
+# import one of these was most likely run by another interpreter (`python` on PATH, outside the
+# virtual environment gpulint was installed in).
+_FRAMEWORKS = frozenset(
+    {"torch", "tensorflow", "keras", "jax", "lightning", "pytorch_lightning", "transformers", "accelerate", "deepspeed"}
+)
+
+
+def print_interpreter_hint(out: Output, run: RunResult, command: Command) -> None:
+    """After a run that failed importing a framework: which interpreter ran the script, and how
+    to run it with one that has the framework (gpulint's own, when that one has it)."""
+    import importlib.util
+    import re
+
+    error = run.error or {}
+    missing = re.fullmatch(r"No module named '([\w.]+)'", str(error.get("message", "")))
+    if error.get("type") != "ModuleNotFoundError" or missing is None or command.launch is not None:
+        return
+    module = missing[1].split(".")[0]
+    if module not in _FRAMEWORKS:
+        return
+    interpreter = command.interpreter
+    out.line(f"  hint: the script ran under {interpreter}, which cannot import {module}")
+    own = sys.executable
+    # (not by real path: a virtual environment's python is a link to the interpreter it was made from)
+    if os.path.abspath(own) != os.path.abspath(interpreter) and importlib.util.find_spec(module) is not None:
+        again = shlex.join(["gpulint", "profile", "--", own, *command.options, *command.target])
+        out.line(f"  gpulint's own interpreter has {module}: {again}")
+    else:
+        example = shlex.join(["gpulint", "profile", "--", "/path/to/env/bin/python", *command.options, *command.target])
+        out.line(
+            f"  activate the environment that has {module} before running gpulint (`python` is looked up on PATH), "
+            f"or name its interpreter: {example}"
+        )
 
 
 def print_no_steps(out: Output, run: RunResult) -> None:
@@ -817,5 +854,6 @@ def print_scale(out: Output, result: ScaleResult) -> None:
         )
 
 
-def write_json(path: Path, payload: dict) -> None:
-    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+def write_json(target: OutputFile, payload: dict) -> None:
+    """Write a --json document (WriteRefused, a sentence, when it cannot be written)."""
+    target.write((json.dumps(payload, indent=2, default=str) + "\n").encode())

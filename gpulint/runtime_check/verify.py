@@ -212,11 +212,15 @@ def verify(
     more when the last look awaits its repeat (`sequential`); under `launch` (torchrun,
     accelerate launch) when given, every rank running the arm's source."""
     from gpulint.linter.run.process import unified_diff
-    from gpulint.linter.run.safe_files import write_atomic
+    from gpulint.linter.run.safe_files import WriteScope, write_atomic
 
     max_runs = max(runs, max_runs or MAX_RUNS_FACTOR * runs)
     if not script.is_file():
         raise VerifyError(f"script {script} does not exist")
+    # As `--fix` does, `--write` writes the file named, never a link's target: refused before the runs.
+    scope = WriteScope.of([script])
+    if write and not scope.allows(script):
+        raise VerifyError(f"{script} is a symbolic link; --write writes only the file itself (name its target)")
     source, fixed, applied, fixable = fix_script(script, codes)
     if not applied:
         raise VerifyError(f"nothing to fix in {script} for {','.join(codes) if codes else 'the default rules'}")
@@ -265,7 +269,7 @@ def verify(
         if script.read_bytes() != source:
             raise VerifyError(f"{script} changed while it was being verified; not written")
         try:
-            write_atomic(script, fixed)
+            write_atomic(script, fixed, scope)
         except OSError as exc:  # a read-only script, a full disk: the result stands, the file does not change
             raise VerifyError(f"the fix was confirmed but {script} was left unchanged ({exc})") from None
         result.written = True

@@ -34,8 +34,8 @@ def add_server(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-local-rules",
         action="store_true",
-        help="Load the rule modules a workspace's configuration names in `local-rules` (project code: only "
-        "for workspaces you trust).",
+        help="Trust a workspace's configuration: load the rule modules it names in `local-rules` (project "
+        "code), and let it raise max-file-size and the other safety limits (only for workspaces you trust).",
     )
     parser.set_defaults(run=main)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ from gpulint.rules import find_rule
 from gpulint.rules.docs import rule_markdown, rule_url
 
 SettingsError = ConfigError  # a bad configuration file, said in one line
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -136,9 +139,11 @@ class Project:
         """`facts_file`: with no configuration file, the pyproject.toml whose line length and
         PyTorch requirement apply (as on the command line)."""
         self.config_file = config_file
-        # A workspace's local rules are its code: loaded only when the server was told to trust it.
-        # (raises SettingsError)
-        self.settings = load_settings(config_file, facts_file, load_local_rules=allow_local_rules)
+        # A workspace's local rules are its code: loaded only when the server was told to trust it,
+        # and only then may its configuration raise the safety limits.  (raises SettingsError)
+        self.settings = load_settings(
+            config_file, facts_file, load_local_rules=allow_local_rules, trusted=allow_local_rules
+        )
         self._last_index: RunIndex | None = None  # the project index of the last lint (reused while it holds)
         self._walks: dict[Path, RememberedWalk] = {}  # the project roots' walks (project_files)
 
@@ -316,11 +321,31 @@ class Projects:
 
     def for_path(self, path: Path) -> Project:
         """The project that lints `path` (a file that may not exist yet): its nearest
-        pyproject.toml with [tool.gpulint], as on the command line.  Raises SettingsError."""
-        config_file = find_config(path.parent)
-        # With no configuration file, the nearest pyproject.toml still says the line length and
-        # the PyTorch the fixes are written for.
-        facts_file = nearest_pyproject(path.parent) if config_file is None else None
+        pyproject.toml with [tool.gpulint], as on the command line.  Raises SettingsError, which
+        names the file, also for a configuration that could not be read for a reason the reader
+        did not foresee (a bug: its traceback goes to the log)."""
+        settings_file: Path | None = None  # the file read, once it is known
+        try:
+            config_file = find_config(path.parent)
+            # With no configuration file, the nearest pyproject.toml still says the line length and
+            # the PyTorch the fixes are written for.
+            facts_file = nearest_pyproject(path.parent) if config_file is None else None
+            settings_file = config_file or facts_file
+            return self._project(config_file, facts_file)
+        except MemoryError:
+            raise
+        except SettingsError as exc:
+            if settings_file is None or str(settings_file) in str(exc):
+                raise
+            raise SettingsError(f"{settings_file}: {exc}") from exc
+        except Exception as exc:
+            log.exception("gpulint: reading the configuration for %s failed", path)
+            where = settings_file or path.parent
+            raise SettingsError(
+                f"{where}: the configuration could not be read (internal error: {type(exc).__name__}: {exc})"
+            ) from exc
+
+    def _project(self, config_file: Path | None, facts_file: Path | None) -> Project:
         key = config_file or facts_file
         cached = self._cache.get(key)
         if cached is not None and cached[0] == _stamp(key, cached[1]):

@@ -23,14 +23,16 @@ editor has open are linted or answered about, never a file read from disk; a doc
 `max-file-size` is one "not linted" diagnostic; every lint, fix and suppression edit runs in the
 worker process (worker.py), under memory and time limits, and only for the latest text of a
 document (a burst of edits is taken in whole first, and a result for a text edited meanwhile is
-dropped); frames are read by transport.py, which skips a malformed one; an error response carries
-no traceback.
+dropped); frames are read by transport.py, which skips a malformed one, and their JSON by
+`datajson.load_json`, which refuses one nested too deep to parse safely; no single message ends
+the server (a request that cannot be handled is answered with an error, without a traceback); a
+configuration that cannot be loaded, or a lint that fails, is one diagnostic on the document, and
+the requests about it are still answered.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import re
@@ -38,7 +40,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeGuard
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -51,9 +53,10 @@ from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
 from gpulint import __version__
+from gpulint.linter.run.datajson import ShapeError, load_json
 from gpulint.server import engine_adapter as engine
 from gpulint.server.engine_adapter import Problem, TextChange
-from gpulint.server.transport import read_frames
+from gpulint.server.transport import MAX_JSON_DEPTH, read_frames, top_level_scalar
 from gpulint.server.worker import START_TIME_LIMIT_S, JobAbandoned, JobFailed, Limits, LintWorker
 
 SOURCE = "gpulint"
@@ -156,14 +159,19 @@ class GpulintServer(LanguageServer):
         return uri if self.open_document(uri) is not None else None
 
     def project_for(self, uri: str) -> engine.Project | None:
+        return self.settings_for(uri)[0]
+
+    def settings_for(self, uri: str) -> tuple[engine.Project | None, str | None]:
+        """The project that lints a document, or None and why its configuration cannot be used
+        (the file and the reason, which the document's diagnostics say; a message says it once)."""
         try:
-            return self.projects.for_path(self.path_of(uri))
+            return self.projects.for_path(self.path_of(uri)), None
         except engine.SettingsError as exc:
             message = f"gpulint: {exc}"
             if message not in self._reported_settings_errors:  # once, not on every keystroke
                 self._reported_settings_errors.add(message)
                 self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
-            return None
+            return None, str(exc)
 
     # -- scheduling ---------------------------------------------------------------------------
     def changed(self, owner: str) -> None:
@@ -206,42 +214,44 @@ class GpulintServer(LanguageServer):
                 continue
             owner = next(iter(self.queued))
             del self.queued[owner]
+            edit = self.edits.get(owner, 0)
             try:
                 await self._lint(owner)
-            except Exception:  # a bug: logged, and the loop goes on with the next document
+            except Exception:  # a bug: logged, said on the document, and the loop goes on
                 log.exception("gpulint server: linting %s failed", owner)
-                self._release_waiting(owner, everyone=True)
+                self._lint_failed(owner, edit)
+
+    def _documents(self, owner: str) -> tuple[bool, list[TextDocument]]:
+        """Whether `owner` is a notebook, and its open documents (its code cells, or itself)."""
+        notebook = self.workspace.get_notebook_document(notebook_uri=owner)
+        if notebook is None:
+            document = self.open_document(owner)
+            return False, [document] if document is not None else []
+        cells = (self.open_document(c.document) for c in notebook.cells if c.kind == types.NotebookCellKind.Code)
+        return True, [d for d in cells if d is not None]
 
     async def _lint(self, owner: str) -> None:
         """Lint one owner's current text in the worker and publish the result, unless it was
         edited or closed meanwhile (then a newer lint is queued, or nothing is wanted)."""
         edit = self.edits.get(owner, 0)
-        notebook = self.workspace.get_notebook_document(notebook_uri=owner)
-        if notebook is not None:
-            documents = [
-                d
-                for d in (
-                    self.open_document(c.document) for c in notebook.cells if c.kind == types.NotebookCellKind.Code
-                )
-                if d is not None
-            ]
-            job = "lint_cells"
-        else:
-            document = self.open_document(owner)
-            if document is None:
-                return
-            documents = [document]
-            job = "lint"
+        is_notebook, documents = self._documents(owner)
+        if not is_notebook and not documents:
+            return
+        job = "lint_cells" if is_notebook else "lint"
         problems: list[Problem] = []
         skipped: list[str] = []
-        project = self.project_for(owner) if notebook is not None or _is_python(documents[0]) else None
+        project, settings_problem = (
+            self.settings_for(owner) if is_notebook or _is_python(documents[0]) else (None, None)
+        )
+        if settings_problem is not None:
+            skipped.append(settings_problem)
         if project is not None:
             texts = [d.source for d in documents]
             size = sum(engine.source_size(t) for t in texts)
             if size > project.max_file_size:
                 skipped.append(engine.too_large(size, project.max_file_size))
             else:
-                argument = texts if notebook is not None else texts[0]
+                argument = texts if is_notebook else texts[0]
                 try:
                     report = await self.worker.run(owner, job, str(self.path_of(owner)), argument)
                 except JobAbandoned:
@@ -253,9 +263,23 @@ class GpulintServer(LanguageServer):
         if self.edits.get(owner, 0) != edit:
             return  # stale: the newer text is queued (or the document was closed)
         for number, document in enumerate(documents, start=1):
-            mine = [p for p in problems if p.cell == number] if notebook is not None else problems
+            mine = [p for p in problems if p.cell == number] if is_notebook else problems
             self._publish(document, mine, owner, skipped if number == 1 else [])
         self.linted[owner] = edit
+        self._release_waiting(owner)
+
+    def _lint_failed(self, owner: str, edit: int) -> None:
+        """After a lint that raised: its documents say so in one diagnostic, and the requests
+        waiting for it are answered (from that), unless a newer text is queued."""
+        if self.edits.get(owner, 0) == edit:
+            try:
+                for number, document in enumerate(self._documents(owner)[1], start=1):
+                    self._publish(
+                        document, [], owner, [INTERNAL_ERROR.removeprefix("gpulint: ")] if number == 1 else []
+                    )
+            except Exception:
+                log.exception("gpulint server: saying that linting %s failed failed too", owner)
+            self.linted[owner] = edit
         self._release_waiting(owner)
 
     def _publish(self, document: TextDocument, problems: list[Problem], owner: str, skipped: list[str]) -> None:
@@ -681,7 +705,12 @@ async def _serve_stdio(server: GpulintServer, stdin: BinaryIO, stdout: BinaryIO)
     threading.Thread(target=read, name="gpulint-lsp-reader", daemon=True).start()
     try:
         while (body := await frames.get()) is not None:
-            _handle_frame(server, body)
+            try:
+                _handle_frame(server, body)
+            except SystemExit:
+                raise
+            except Exception:  # no message may end the server: logged, and the next one is read
+                log.exception("gpulint server: a message could not be handled")
             if frames.empty():
                 server.caught_up.set()
             else:
@@ -695,29 +724,60 @@ async def _serve_stdio(server: GpulintServer, stdin: BinaryIO, stdout: BinaryIO)
 
 def _handle_frame(server: GpulintServer, body: bytes) -> None:
     """Handle one message; a body that is not a JSON-RPC message is one line in the log, and a
-    request whose parameters do not fit its method gets an error response (pygls would leave it
-    unanswered)."""
+    request that cannot be handled as sent (parameters that do not fit its method, an id that is
+    neither a string nor an integer, JSON nested too deep to read) gets an error response, where
+    its id can be read, instead of none (pygls would leave it unanswered, or end)."""
     protocol = server.protocol
     try:
-        raw = json.loads(body)
+        raw = load_json(body, MAX_JSON_DEPTH)
+    except ShapeError as exc:  # nested too deep to parse (the only shape load_json checks)
+        method, request_id = top_level_scalar(body, "method"), top_level_scalar(body, "id")
+        log.warning(
+            "gpulint server: skipped a message (%s): %s", method if isinstance(method, str) else "no method", exc
+        )
+        if isinstance(method, str) and _is_request_id(request_id):
+            _refuse(server, request_id, types.ErrorCodes.InvalidRequest, f"gpulint: message refused: {exc}")
+        return
     except ValueError as exc:
         log.warning("gpulint server: skipped a message that is not JSON (%s)", exc)
         return
     if not isinstance(raw, dict):
         log.warning("gpulint server: skipped a message that is not a JSON object")
         return
+    if "id" in raw and not _is_request_id(raw["id"]):
+        log.warning("gpulint server: skipped a message whose id is neither a string nor an integer")
+        if "method" in raw:  # a request: answered, with the null id JSON-RPC gives an id it cannot read
+            _refuse(server, None, types.ErrorCodes.InvalidRequest, "gpulint: the id must be a string or an integer")
+        return
+    is_request = "id" in raw and "method" in raw
     try:
         message = protocol.structure_message(raw)
     except JsonRpcException as exc:
-        if "id" in raw and "method" in raw:
-            protocol._send_response(raw["id"], error=types.ResponseError(code=exc.code, message=exc.message))
+        if is_request:
+            _refuse(server, raw["id"], exc.code, exc.message)
+        return
+    except Exception:  # a bug in reading it: logged, and a request still gets an answer
+        log.exception("gpulint server: reading a %s message failed", raw.get("method", "response"))
+        if is_request:
+            _refuse(server, raw["id"], types.ErrorCodes.InternalError, INTERNAL_ERROR)
         return
     try:
         protocol.handle_message(message)
     except SystemExit:
         raise
-    except Exception:
+    except Exception:  # (pygls answers a request whose handler fails: it may have answered this one)
         log.exception("gpulint server: handling a %s message failed", raw.get("method", "response"))
+
+
+def _is_request_id(value: object) -> TypeGuard[str | int]:
+    """Whether `value` can be a request's id: LSP's integer or string (not a float, a bool, null)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _refuse(server: GpulintServer, request_id: str | int | None, code: int, message: str) -> None:
+    """An error response, written out here: pygls leaves a null id out, and JSON-RPC answers a
+    request whose id cannot be read with `"id": null`."""
+    server.protocol._send_data({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
 
 
 def serve(limits: Limits | None = None, allow_local_rules: bool = False) -> int:

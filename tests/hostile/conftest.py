@@ -38,6 +38,27 @@ FIXABLE = textwrap.dedent("""\
 """)
 
 
+def workflow_commands(output: str) -> list[str]:
+    """The lines of `output` the GitHub Actions runner would act on, read as it reads them: lines
+    end at CR or LF; a line is a command when, past its leading whitespace, it begins with `::`, or
+    when it holds `##[` anywhere (the older syntax; that a command of that name exists is not
+    checked); after `::stop-commands::TOKEN`, nothing is one until the line `::TOKEN::`."""
+    commands: list[str] = []
+    resume = None
+    for line in output.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        trimmed = line.lstrip()
+        if resume is not None:
+            if trimmed == resume:
+                commands.append(trimmed)
+                resume = None
+            continue
+        if trimmed.startswith("::") or "##[" in line:
+            commands.append(trimmed)
+            if trimmed.startswith("::stop-commands::"):
+                resume = f"::{trimmed.removeprefix('::stop-commands::')}::"
+    return commands
+
+
 @dataclass
 class Result:
     returncode: int

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from tests.hostile.conftest import FIXABLE
 
 IGNORE_TABLE = '[tool.gpulint]\nignore = ["GL102", "GL104"]\n'
@@ -98,3 +100,120 @@ def test_num_workers_in_the_grammar_is_written(sandbox):
     result = sandbox.run(".", "--fix", "--unsafe-fixes")
     assert result.returncode == 0, result.stderr
     assert "num_workers=max(1, len(os.sched_getaffinity(0)) // 2)" in path.read_text()
+
+
+# -- patterns, limits and shapes a repository's configuration cannot use against the run ----------
+
+# Against a file named by sixty `a`s, the backtracking regular expression pathspec translated such a
+# pattern to took 0.9 s at 6 stars and 57 s at 8, on two busy cores; this one has 15.
+MANY_STARS = "*a" * 14 + "*b"
+SIXTY_AS = "a" * 60 + ".py"
+
+
+def test_a_pattern_with_many_stars_cannot_hold_the_walk(sandbox):
+    sandbox.write("pyproject.toml", f'[tool.gpulint]\nexclude = ["{MANY_STARS}"]\ntest-files = ["{MANY_STARS}"]\n')
+    sandbox.write(f"{SIXTY_AS[:-3]}/.gitignore", MANY_STARS + "\n" + MANY_STARS + "/\n")
+    sandbox.write(SIXTY_AS)
+    sandbox.write(f"{SIXTY_AS[:-3]}/{SIXTY_AS}")
+    result = sandbox.run(".", "--no-cache")
+    assert result.returncode == 1, result.stderr  # linted (the pattern matches neither), in time
+    assert f"{SIXTY_AS}:5:10: GL102" in result.stdout
+
+
+def test_a_per_file_ignores_pattern_with_many_stars_cannot_hold_the_run(sandbox):
+    sandbox.write("pyproject.toml", f'[tool.gpulint.per-file-ignores]\n"{MANY_STARS}" = ["GL102"]\n')
+    sandbox.write(SIXTY_AS)
+    result = sandbox.run(".", "--no-cache")
+    assert result.returncode == 1 and f"{SIXTY_AS}:5:10: GL102" in result.stdout
+
+
+def test_a_raised_size_limit_in_the_repository_is_refused_with_a_warning(sandbox):
+    sandbox.write("pyproject.toml", '[tool.gpulint]\nmax-file-size = "64MiB"\n')
+    sandbox.write("huge.py", "x = 1\n" * (3 * 2**20 // 6))
+    result = sandbox.run(".", "--no-cache")
+    assert result.returncode == 2
+    assert result.error_lines == ["gpulint: error: huge.py: larger than max-file-size (3.0 MiB > 2.0 MiB); skipped"]
+    warning = result.one_line("gpulint: warning: ")
+    assert f"{found(sandbox)}: `max-file-size` = '64MiB' is above the default limit (2.0 MiB)" in warning
+
+
+def test_a_raised_size_limit_in_a_configuration_named_on_the_command_line_applies(sandbox):
+    sandbox.write("pyproject.toml", '[tool.gpulint]\nmax-file-size = "64MiB"\n')
+    sandbox.write("huge.py", "x = 1\n" * (3 * 2**20 // 6))
+    result = sandbox.run(".", "--no-cache", "--config", "pyproject.toml")
+    assert result.returncode == 0 and not result.stderr
+
+
+@pytest.mark.parametrize("key", ["max-syntax-nodes", "max-findings-per-file"])
+def test_a_raised_work_budget_in_the_repository_is_refused_with_a_warning(sandbox, key):
+    sandbox.write("pyproject.toml", f"[tool.gpulint]\n{key} = 100000000\n")
+    sandbox.write("train.py")
+    result = sandbox.run(".", "--no-cache")
+    assert result.returncode == 1
+    assert f"`{key}` = 100000000 is above the default limit" in result.one_line("gpulint: warning: ")
+
+
+DEEP = "[" * 3000 + "]" * 3000
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (f'[tool.gpulint]\nselect = ["GL1"]\n[tool.other]\nx = {DEEP}\n', ":4:105: arrays or inline tables nested"),
+        ('[tool.gpulint]\nlocal-rules = ["rules\\u0000.py"]\n', ": `local-rules` holds a NUL character"),
+        ('[tool.gpulint]\nhistory = "runs\\u0000.db"\n', ": `history` holds a NUL character"),
+        ('[tool.gpulint]\nexclude = ["[z-a].py"]\n', ": `exclude` pattern '[z-a].py' cannot be read: a bracket range"),
+        ('[tool.gpulint]\ntest-files = ["tests\\\\"]\n', ": `test-files` pattern 'tests\\\\' cannot be read: it ends"),
+        ('[tool.gpulint]\nexclude = ["!"]\n', ": `exclude` pattern '!' cannot be read: it names nothing"),
+    ],
+)
+def test_a_configuration_that_cannot_be_used_is_one_error_line(sandbox, body, message):
+    sandbox.write("pyproject.toml", body)
+    path = sandbox.write("train.py")
+    result = sandbox.run(".", "--fix")
+    assert result.returncode == 2
+    assert result.error_lines == [result.one_line(f"gpulint: error: {found(sandbox)}{message}")]
+    assert path.read_text() == FIXABLE
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        f"[tool.other]\nx = {DEEP}\n",  # not ours, and it cannot hold our table: passed over
+        "tool = 3\n",
+        "[tool]\nruff = 3\n",
+        "[tool]\nblack = 3\n",
+        '[tool.ruff]\nline-length = "long"\n',
+        "[project]\ndependencies = 5\n",
+        "[project]\noptional-dependencies = 5\n",
+        "[project.optional-dependencies]\ncuda = 5\n",
+        "[project]\nrequires-python = 5\n",
+        "project = 3\n",
+    ],
+)
+def test_other_tools_tables_of_another_shape_are_passed_over(sandbox, body):
+    """gpulint reads hints from these (line length, the PyTorch required): a value of another shape
+    gives none, and stops nothing."""
+    sandbox.write("pyproject.toml", body)
+    sandbox.write("train.py")
+    result = sandbox.run(".", "--no-cache")
+    assert result.returncode == 1 and not result.stderr
+    assert "train.py:5:10: GL102" in result.stdout
+
+
+@pytest.mark.parametrize("table", ["[tool]\nruff = 3\n", "[project]\ndependencies = 5\n"])
+def test_other_tools_tables_of_another_shape_beside_ours_are_passed_over(sandbox, table):
+    sandbox.write("pyproject.toml", table + IGNORE_TABLE)
+    sandbox.write("train.py")
+    result = sandbox.run(".", "--no-cache")
+    assert result.returncode == 1 and not result.stderr
+    assert "GL101" in result.stdout and "GL102" not in result.stdout  # our table applies
+
+
+def test_a_gitignore_line_that_cannot_be_read_is_left_out_as_git_leaves_it(sandbox):
+    sandbox.write(".gitignore", "legacy\\\n[z-a].py\n!\nskipped.py\n")
+    sandbox.write("skipped.py")
+    sandbox.write("train.py")
+    result = sandbox.run(".", "--no-cache")
+    assert result.returncode == 1 and not result.stderr
+    assert "train.py:5:10" in result.stdout and "skipped.py" not in result.stdout

@@ -1,7 +1,9 @@
 """The runtime checker's run history arrives with the repository (git stores symbolic links) or
 from a CI cache another job wrote: `profile`, `history`, `compare`, `report` and the regression
 gate may use it only where it is a real file of the project, read it without changing it, and
-turn a database that is not gpulint's (or is damaged) into one sentence."""
+turn a database that is not gpulint's (or is damaged) into one sentence.  SQLite runs the SQL a
+database stores (views, triggers, generated columns, defaults): a history holding any SQL but
+gpulint's is refused before it is queried, and what it holds is printed escaped."""
 
 from __future__ import annotations
 
@@ -9,12 +11,13 @@ import hashlib
 import sqlite3
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from gpulint.runtime_check.figures import Figure
-from gpulint.runtime_check.history import History, RunRecord, Series
+from gpulint.runtime_check.history import RUN_COLUMNS, History, RunRecord, Series
 from tests.hostile.conftest import Sandbox
 
 # A training script that makes two optimizer steps: on a history it accepts, profile would run it
@@ -194,6 +197,11 @@ DAMAGE = {
     "a figure of the wrong type": (_set("UPDATE figures SET value = 'fast'"), "figure value or noise holds str"),
     "a series cut short": (_set("UPDATE series SET y = x'00'"), "it is damaged or not a gpulint run history"),
     "schema without tables": (_set("DROP TABLE series"), "is not a gpulint run history (no table series)"),
+    # Python's JSON parser recurses once per level: 100,000 levels were a RecursionError.
+    "metadata nested 100,000 deep": (
+        _set(f"UPDATE runs SET meta = '{{\"a\": {'[' * 100_000}{']' * 100_000}}}'"),
+        "it is damaged or not a gpulint run history (meta is JSON nested deeper than 32 levels)",
+    ),
 }
 
 
@@ -246,3 +254,169 @@ def test_a_history_file_named_on_the_command_line_must_not_be_a_link(sandbox):
     (sandbox.project / "runs.db").symlink_to(theirs)
     result = sandbox.run("history", "--history", "runs.db")
     _refused(result, f"{sandbox.project / 'runs.db'} is a symbolic link (to {theirs})")
+
+
+# -- SQL stored in the database --------------------------------------------------------------
+def _execute(path: Path, *statements: str) -> None:
+    connection = sqlite3.connect(path)
+    for statement in statements:
+        connection.execute(statement)
+    connection.commit()
+    connection.close()
+
+
+ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)"
+FIGURE_COLUMNS = "run_id, position, name, value, unit, note, better, noise"
+# A table of gpulint's replaced by a view of the same columns over a query that never ends: any
+# query of it (a listing sorts it, a run is looked up in it, the runs of a job are searched for in
+# its metadata, which changes row by row so that SQLite cannot skip the search) hung the command,
+# with no output.
+ENDLESS_VIEWS = {
+    "runs": f"CREATE VIEW runs ({RUN_COLUMNS}) AS {ENDLESS} SELECT x, 'profile', 'python train.py', '[]', NULL, NULL, "
+    "'stopped', NULL, 0.0, NULL, NULL, NULL, NULL, '{}', '{\"n\": ' || x || '}' FROM c",
+    "figures": f"CREATE VIEW figures ({FIGURE_COLUMNS}) AS {ENDLESS} SELECT 1 + x % 2, x, 'figure ' || x, 1.0, 's', "
+    "'', NULL, NULL FROM c",
+}
+
+
+def _endless(path: Path, table: str) -> Path:
+    _execute(path, f"DROP TABLE {table}", ENDLESS_VIEWS[table])
+    return path
+
+
+def _view_refused(table: str) -> str:
+    return f"is not a gpulint run history (it holds a view {table}, which gpulint does not create)"
+
+
+@pytest.mark.parametrize(("table", "command"), [(table, command) for table in ENDLESS_VIEWS for command in READERS])
+def test_a_table_replaced_by_an_endless_view_is_refused_before_it_is_queried(sandbox, table, command):
+    _project(sandbox)
+    database = _endless(_gpulint_history(sandbox.project / ".gpulint" / "history.db"), table)
+    before = _digest(database)
+    result = sandbox.run(*READERS[command])  # the sandbox's time bound fails a hang
+    _refused(result, f"{database} {_view_refused(table)}")
+    assert _digest(database) == before and not (sandbox.project / "run.html").exists()
+
+
+def _node_run(node: int) -> RunRecord:
+    """A node's profile of a two-node job (meta as records.profile_record writes it)."""
+    run = _run(0.1)
+    run.meta = {
+        "job": {"id": "job-1", "node": node, "nodes": 2, "host": f"host{node}", "note": ""},
+        "ranks": [{"rank": node, "node": node, "step_time": 0.1, "collective_wait": 0.01, "data_wait": 0.001}],
+    }
+    return run
+
+
+@pytest.mark.parametrize("table", sorted(ENDLESS_VIEWS))
+def test_report_refuses_an_endless_view_in_a_history_to_merge_and_writes_nothing(sandbox, table):
+    _project(sandbox)
+    ours = sandbox.project / ".gpulint" / "history.db"
+    theirs = sandbox.project / "node1.db"
+    for path, node in ((ours, 0), (theirs, 1)):
+        with History.open(path) as history:
+            history.record(_node_run(node))
+    _endless(theirs, table)
+    before = _digest(ours), _digest(theirs)
+    result = sandbox.run("report", "1", "--html", "run.html", "--merge", "node1.db")
+    _refused(result, f"{theirs} {_view_refused(table)}")
+    assert (_digest(ours), _digest(theirs)) == before and not (sandbox.project / "run.html").exists()
+
+
+@pytest.mark.parametrize("command", ["history", "compare", "report"])
+def test_a_view_that_computes_800_mb_a_row_is_refused_before_it_is_queried(sandbox, command):
+    _project(sandbox)
+    database = _gpulint_history(sandbox.project / ".gpulint" / "history.db")
+    _execute(
+        database,
+        "DROP TABLE runs",
+        f"CREATE VIEW runs ({RUN_COLUMNS}) AS SELECT x, 'profile', hex(zeroblob(400000000)), '[]', NULL, NULL, "
+        "'stopped', NULL, 0.0, NULL, NULL, NULL, NULL, '{}', '{}' FROM (SELECT 1 AS x UNION ALL SELECT 2)",
+    )
+    _refused(sandbox.run(*READERS[command]), f"{database} {_view_refused('runs')}")
+
+
+def _rebuild_runs(old: str, new: str, columns: str = RUN_COLUMNS) -> Callable[[Path], None]:
+    """A change that makes `runs` again with `old` in its SQL replaced by `new`, keeping its rows
+    (`columns` of them) and its index."""
+
+    def rebuild(path: Path) -> None:
+        connection = sqlite3.connect(path)
+        table, index = (
+            connection.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()[0]
+            for name in ("runs", "runs_by_command")
+        )
+        assert old in table
+        for statement in (
+            "PRAGMA legacy_alter_table = ON",  # the other tables' references to runs stay as they are
+            "ALTER TABLE runs RENAME TO stored",
+            table.replace(old, new),
+            f"INSERT INTO runs ({columns}) SELECT {columns} FROM stored",
+            "DROP TABLE stored",
+            index,
+        ):
+            connection.execute(statement)
+        connection.commit()
+        connection.close()
+
+    return rebuild
+
+
+# SQL that SQLite runs when gpulint reads or records: each in a history that is otherwise gpulint's.
+PLANTED = {
+    "a trigger": (
+        _set("CREATE TRIGGER planted AFTER INSERT ON runs BEGIN UPDATE runs SET command = 'x' WHERE id = new.id; END"),
+        "it holds a trigger planted, which gpulint does not create",
+    ),
+    "a generated column": (
+        _rebuild_runs(
+            "meta TEXT NOT NULL",
+            "meta TEXT GENERATED ALWAYS AS (hex(zeroblob(100000000))) VIRTUAL",
+            RUN_COLUMNS.removesuffix(", meta"),
+        ),
+        "table runs has a generated column meta",
+    ),
+    "a column default": (
+        # (computed for each run recorded: a small one here, as creating the table computes it too)
+        _rebuild_runs("meta TEXT NOT NULL", "meta TEXT NOT NULL, planted TEXT DEFAULT (hex(zeroblob(1000)))"),
+        "table runs is not defined as gpulint defines it",
+    ),
+    "an index": (_set("CREATE INDEX planted ON runs (hex(zeroblob(1000)))"), "it holds an index planted"),
+    "a table": (_set("CREATE TABLE planted (x)"), "it holds a table planted, which gpulint does not create"),
+}
+
+
+@pytest.mark.parametrize(
+    ("plant", "command"), [(plant, command) for plant in PLANTED for command in ("history", "profile")]
+)
+def test_sql_planted_in_the_schema_is_refused_before_reading_or_recording(sandbox, plant, command):
+    _project(sandbox)
+    database = _gpulint_history(sandbox.project / ".gpulint" / "history.db")
+    change, said = PLANTED[plant]
+    change(database)
+    before = _digest(database)
+    result = sandbox.run(*(READERS["history"] if command == "history" else PROFILE))
+    _refused(result, f"{database} is not a gpulint run history ({said}")
+    assert _digest(database) == before
+
+
+# -- what is printed of a stored run ---------------------------------------------------------
+WORKFLOW_COMMAND = "python train.py\n::error title=PWNED::x \x1b[2J \u202e"
+
+
+def test_stored_text_is_printed_escaped_and_cannot_start_a_workflow_command(sandbox):
+    _project(sandbox)
+    with History.open(sandbox.project / ".gpulint" / "history.db") as history:
+        for index, host in enumerate(("a\n::warning::host", "b\x1b]0;title\x07")):
+            run = _run(0.02 + index / 1000)
+            run.command, run.host, run.git_commit, run.verdict = WORKFLOW_COMMAND, host, "\n::error::", "ok\u202eevil"
+            run.figures.append(Figure("::error title=figure::x", 1.0, "count"))
+            history.record(run)
+    for args in (("history",), ("compare", "1", "2")):
+        result = sandbox.run(*args)
+        assert result.returncode == 0 and not result.stderr, result.stderr
+        assert "python train.py\\n::error title=PWNED::x \\x1b[2J \\u202e" in result.stdout
+        lines = result.stdout.split("\n")
+        assert not [line for line in lines if line.lstrip().startswith("::")], result.stdout
+        assert not any(char in result.stdout for char in "\x1b\x07\r\u202e"), result.stdout
+    assert "./::error title=figure::x" in result.stdout  # compare's table starts with the name

@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from tests.hostile.conftest import workflow_commands
 from tests.integrations.conftest import BASE_SCRIPT, CHANGED_SCRIPT
 
 TOKEN = "ghs_hostileSuiteTOKEN0123456789abcdef"
@@ -301,6 +302,29 @@ def test_file_name_cannot_put_a_workflow_command_in_the_summary(repo):
     assert result.returncode == 1, result.stderr
     assert not [line for line in result.stdout.splitlines() if line.startswith("::")], result.stdout
     assert "\nevil\\n::error title=pwned::gotcha.py:" in result.stdout
+
+
+def test_file_names_and_the_change_cannot_print_a_workflow_command(repo):
+    """No newline needed: before, a file named `::error::start.py` opened its summary lines, and a
+    comment in a suggested line could hold the older `##[warning]` syntax."""
+    names = ["::error::start.py", "  ::notice::indented.py", "##[warning]old.py", "esc\x1b]0;x\x07\u202e.py"]
+    quoting = CHANGED_SCRIPT.replace("batch_size=64)", "batch_size=64)  # ##[error]in the change")
+    for name in names:
+        (repo.project / name).write_text(quoting)
+    _git(repo.project, "add", ".")
+    _git(repo.project, "commit", "-q", "-m", "names")
+    result = repo.run("review", "--base", "main")
+    assert result.returncode == 1, result.stderr
+    output = result.stdout + "\n" + result.stderr
+    assert workflow_commands(output) == [], output
+    assert "\x1b" not in output and "\x07" not in output and "\u202e" not in output
+    assert "\n./::error::start.py:" in result.stdout and "\n./  ::notice::indented.py:" in result.stdout
+    assert "# ##\\x5berror]in the change" in result.stdout  # a suggested line
+    payload = repo.run("review", "--base", "main", "--format", "json")
+    assert workflow_commands(payload.stdout) == [], payload.stdout
+    comments = json.loads(payload.stdout)["comments"]
+    assert {c["path"] for c in comments} >= set(names)  # the JSON names each file as it is
+    assert any("##[error]in the change" in c["body"] for c in comments)
 
 
 def test_comment_longer_than_githubs_limit_drops_the_suggestion_and_says_so(repo):

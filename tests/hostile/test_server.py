@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import sys
 import time
 from pathlib import Path
@@ -26,7 +27,7 @@ ANSWER_S = 10.0  # a request the server can answer without linting gets its answ
 # loaded), the whole lint 27 s and about 240 MB.
 BIG = TRAIN * 600
 # The worker's own limits are what some tests below reach, so the engine's budgets of work per file
-# (which turn BIG away first) are lifted for them.
+# (which turn BIG away first) are lifted for them, by a configuration the server is told to trust.
 NO_BUDGETS = "[tool.gpulint]\nmax-syntax-nodes = 100000000\nmax-findings-per-file = 100000000\n"
 NOWHERE = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
 
@@ -171,7 +172,7 @@ def test_a_request_with_parameters_that_do_not_fit_gets_an_error_not_silence(ser
 # -- the worker's limits ----------------------------------------------------------------------------
 def test_a_lint_past_the_time_limit_is_one_diagnostic_and_the_next_edit_is_linted(tmp_path):
     (tmp_path / "pyproject.toml").write_text(NO_BUDGETS)
-    client = _server(tmp_path, "--time-limit", "1")
+    client = _server(tmp_path, "--time-limit", "1", "--allow-local-rules")
     try:
         uri = client.open(tmp_path / "slow.py", BIG)
         [diagnostic] = client.diagnostics(uri, version=1, timeout=ANSWER_S)
@@ -184,7 +185,7 @@ def test_a_lint_past_the_time_limit_is_one_diagnostic_and_the_next_edit_is_linte
 
 def test_a_lint_past_the_memory_limit_is_one_diagnostic_and_the_server_lives_on(tmp_path):
     (tmp_path / "pyproject.toml").write_text(NO_BUDGETS)
-    client = _server(tmp_path, "--memory-limit", "120")
+    client = _server(tmp_path, "--memory-limit", "120", "--allow-local-rules")
     try:
         uri = client.open(tmp_path / "greedy.py", BIG)
         [diagnostic] = client.diagnostics(uri, version=1, timeout=60)
@@ -200,7 +201,7 @@ def test_a_lint_past_the_memory_limit_is_one_diagnostic_and_the_server_lives_on(
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds the worker process through /proc")
 def test_a_long_lint_of_an_old_text_is_abandoned_for_the_new_one(tmp_path):
     (tmp_path / "pyproject.toml").write_text(NO_BUDGETS)
-    server = _server(tmp_path)
+    server = _server(tmp_path, "--allow-local-rules")
     try:
         uri = server.open(tmp_path / "long.py", BIG * 2)
         time.sleep(2.5)  # the worker has been linting version 1 for longer than the server lets a stale lint run
@@ -214,3 +215,208 @@ def test_a_long_lint_of_an_old_text_is_abandoned_for_the_new_one(tmp_path):
             os.kill(worker, 0)  # killed in the middle of its lint, not left to finish it
     finally:
         server.close()
+
+
+# -- messages built to end the server ---------------------------------------------------------------
+# Waits on a condition (an answer, a notification) give up only after this long: only a server that
+# will never answer takes it.
+PATIENCE_S = 60.0
+
+
+def _deep(levels: int) -> str:
+    """JSON arrays nested `levels` deep (as notebook metadata an editor forwards may be)."""
+    return "[" * levels + "]" * levels
+
+
+def _frame(text: str) -> bytes:
+    body = text.encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _answer_to(client: LspClient, request_id, text: str) -> dict:
+    """Send a request written out by hand, with an id of its own; the response to that id (the
+    client's reader files responses by id, and JSON-RPC answers an unreadable id as null)."""
+    box: queue.Queue = queue.Queue()
+    with client._lock:
+        client._responses[request_id] = box
+    client.send_raw(_frame(text))
+    try:
+        return box.get(timeout=PATIENCE_S)
+    except queue.Empty:
+        raise LspError(f"no answer to {text[:80]!r}; stderr: {client.stderr_so_far()}") from None
+    finally:
+        with client._lock:
+            client._responses.pop(request_id, None)
+
+
+def _hover_text(request_id: str, token: str = "", id_last: bool = False) -> str:
+    """A hover request written out by hand: its id and a progress token to nest in its parameters
+    as JSON text, the id before or after the parameters."""
+    params = {"textDocument": {"uri": "file:///x.py"}, "position": {"line": 0, "character": 0}}
+    written = json.dumps(params)[:-1] + (f', "workDoneToken": {token}' if token else "") + "}"
+    members = ['"jsonrpc": "2.0"', f'"method": "textDocument/hover", "params": {written}']
+    members.insert(len(members) if id_last else 1, f'"id": {request_id}')
+    return "{" + ", ".join(members) + "}"
+
+
+def _still_serving(client: LspClient, root: Path, name: str) -> None:
+    """The server answers a request and lints a document opened now."""
+    assert client.process.poll() is None, client.stderr_so_far()
+    assert client.request("textDocument/hover", _at((root / "never-opened.py").as_uri(), 0), timeout=PATIENCE_S) is None
+    uri = client.open(root / name, TRAIN)
+    assert {"GL101", "GL102"} <= {d["code"] for d in client.diagnostics(uri, version=1, timeout=PATIENCE_S)}
+
+
+def test_a_message_nested_too_deep_is_refused_and_the_server_lives_on(server, tmp_path):
+    """One 2.4 KB notification nesting arrays 1,000 deep (notebook metadata) ended the server with
+    a RecursionError.  Past 128 levels a message is refused before it is parsed: a notification is
+    dropped, a request answered with an error under its id, wherever the id is in it."""
+    notebook = (tmp_path / "deep.ipynb").as_uri()
+    deep_notification = (
+        '{"jsonrpc": "2.0", "method": "notebookDocument/didChange", "params": {"notebookDocument": '
+        f'{{"uri": "{notebook}", "version": 2}}, "change": {{"metadata": {{"custom": {_deep(1000)}}}}}}}}}'
+    )
+    assert 2000 < len(deep_notification) < 2600
+    server.send_raw(_frame(deep_notification))
+    _still_serving(server, tmp_path, "after_notification.py")
+
+    for request_id, text in [
+        (9001, _hover_text("9001", token=_deep(1000))),
+        ("last", _hover_text('"last"', token=_deep(5000), id_last=True)),  # the id after the depths
+    ]:
+        answer = _answer_to(server, request_id, text)
+        assert answer["error"]["code"] == -32600, answer
+        assert "JSON nested deeper than 128 levels" in answer["error"]["message"]
+    _still_serving(server, tmp_path, "after_requests.py")
+    assert server.stderr_so_far().count("JSON nested deeper than 128 levels") == 3
+
+    # 120 levels of metadata are within the bound: the notebook is linted.
+    cell = f"{notebook}#cell0"
+    server.notify(
+        "notebookDocument/didOpen",
+        {
+            "notebookDocument": {
+                "uri": notebook,
+                "notebookType": "jupyter-notebook",
+                "version": 1,
+                "metadata": {"custom": json.loads(_deep(120))},
+                "cells": [{"kind": 2, "document": cell}],
+            },
+            "cellTextDocuments": [{"uri": cell, "languageId": "python", "version": 1, "text": TRAIN}],
+        },
+    )
+    assert {"GL101", "GL102"} <= {d["code"] for d in server.diagnostics(cell, timeout=PATIENCE_S)}
+
+
+def test_no_single_malformed_message_ends_the_server(server, tmp_path):
+    """Parameters of the wrong type, positions and ranges out of the document, ids that are not
+    ids, actions that name nothing: each is answered (a request) or dropped (a notification)."""
+    uri = server.open(tmp_path / "open.py", TRAIN)
+    assert server.diagnostics(uri, version=1, timeout=PATIENCE_S)
+    position = {"textDocument": {"uri": uri}, "position": {"line": 10**6, "character": 10**6}}
+    assert server.request("textDocument/hover", position, timeout=PATIENCE_S) is None
+    far = {"start": {"line": 10**6, "character": 0}, "end": {"line": 10**7, "character": 5}}
+    actions = {"textDocument": {"uri": uri}, "range": far, "context": {"diagnostics": []}}
+    assert server.request("textDocument/codeAction", actions, timeout=PATIENCE_S) == []
+    for params in (
+        {"textDocument": {"uri": uri}, "position": {"line": -1, "character": 0}},
+        {"textDocument": {"uri": uri}, "position": {"line": 2**40, "character": 0}},
+        [1, 2],
+    ):
+        with pytest.raises(LspError, match="-32602"):
+            server.request("textDocument/hover", params, timeout=PATIENCE_S)
+    resolve = {"title": "x", "data": {"uri": uri, "version": 1, "index": 10**30, "what": "fix"}}
+    assert server.request("codeAction/resolve", resolve, timeout=PATIENCE_S)["title"] == "x"
+
+    for method, params in [
+        (
+            "textDocument/didOpen",
+            {"textDocument": {"uri": (tmp_path / "n.py").as_uri(), "languageId": "python", "version": 1, "text": 5}},
+        ),
+        (
+            "textDocument/didChange",
+            {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"range": far, "text": "x"}]},
+        ),
+        ("textDocument/didChange", {"textDocument": {"uri": uri, "version": 3}, "contentChanges": "all of it"}),
+        ("textDocument/didSave", {"textDocument": {"uri": 3}}),
+    ]:
+        server.notify(method, params)
+    unknown_cells = {"structure": {"array": {"start": 5, "deleteCount": 3}, "didClose": [{"uri": "x"}]}}
+    for message in [
+        {"jsonrpc": "2.0", "method": 7, "params": {}},
+        {"jsonrpc": "1.0", "method": "textDocument/didClose", "params": {}},
+        {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": [1]}},
+        {"jsonrpc": "2.0", "id": 123456, "result": {"unasked": True}},
+        {"jsonrpc": "2.0", "id": [1], "result": None},
+        {
+            "jsonrpc": "2.0",
+            "method": "notebookDocument/didChange",
+            "params": {
+                "notebookDocument": {"uri": "file:///none.ipynb", "version": 2},
+                "change": {"cells": unknown_cells},
+            },
+        },
+        [],
+        3,
+    ]:
+        server.send_raw(_frame(json.dumps(message)))
+    huge = 10**1000
+    assert _answer_to(server, huge, _hover_text(str(huge)))["result"] is None
+    for bad_id in ("1e400", "1.5", "true", "null", "[1]", '{"a": 1}'):
+        answer = _answer_to(server, None, _hover_text(bad_id))
+        assert answer["id"] is None and answer["error"]["code"] == -32600, (bad_id, answer)
+    server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    _still_serving(server, tmp_path, "after.py")
+    assert "Traceback" not in json.dumps(_published(server, uri))
+
+
+# -- a configuration that cannot be loaded ----------------------------------------------------------
+@pytest.mark.parametrize(
+    "configuration",
+    ["tool = 3\n", "[tool.gpulint]\nbogus-key = 1\n", "[tool]\ngpulint = 3\n", "[tool.gpulint]\nselect = 3\n"],
+    ids=["tool-not-a-table", "unknown-key", "gpulint-not-a-table", "select-not-a-list"],
+)
+def test_a_configuration_that_cannot_be_loaded_is_one_diagnostic_and_requests_are_answered(tmp_path, configuration):
+    """Before, `tool = 3` left the document without diagnostics and its hover unanswered, and an
+    unknown key left it silently unlinted."""
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(configuration)
+    client = _server(tmp_path)
+    try:
+        uri = client.open(tmp_path / "train.py", TRAIN)
+        [diagnostic] = client.diagnostics(uri, version=1, timeout=PATIENCE_S)
+        assert diagnostic["message"].startswith(f"gpulint: not linted: {pyproject}: "), diagnostic
+        assert diagnostic["range"] == NOWHERE and diagnostic["severity"] == 2
+        assert client.request("textDocument/hover", _at(uri, 5), timeout=PATIENCE_S) is None
+        actions = {"textDocument": {"uri": uri}, "range": NOWHERE, "context": {"diagnostics": []}}
+        assert client.request("textDocument/codeAction", actions, timeout=PATIENCE_S) == []
+        # Repaired, the next edit is linted with it.
+        pyproject.write_text("[tool.gpulint]\n")
+        client.replace_text(uri, TRAIN, version=2)
+        assert {"GL101", "GL102"} <= {d["code"] for d in client.diagnostics(uri, version=2, timeout=PATIENCE_S)}
+        assert client.request("textDocument/hover", _at(uri, 5), timeout=PATIENCE_S) is not None
+    finally:
+        client.close()
+
+
+def test_a_configuration_that_fails_unforeseen_is_one_diagnostic_naming_the_folder(server, tmp_path):
+    """A document in a folder whose name holds a NUL (`%00` in its uri) makes the configuration
+    lookup itself fail (ValueError, not a ConfigError): before, no diagnostics and a hover left
+    waiting; now one diagnostic says where and why, and the traceback is in the log."""
+    uri = tmp_path.as_uri() + "/dir%00/train.py"
+    server.notify(
+        "textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": TRAIN}}
+    )
+    [diagnostic] = server.diagnostics(uri, version=1, timeout=PATIENCE_S)
+    assert diagnostic["message"] == (
+        f"gpulint: not linted: {tmp_path}/dir\x00: the configuration could not be read "
+        "(internal error: ValueError: embedded null byte)"
+    )
+    assert server.request("textDocument/hover", _at(uri, 5), timeout=PATIENCE_S) is None
+    assert "Traceback" in server.stderr_so_far()
+    _still_serving(server, tmp_path, "elsewhere.py")
+
+
+def _at(uri: str, line: int) -> dict:
+    return {"textDocument": {"uri": uri}, "position": {"line": line, "character": 20}}

@@ -108,9 +108,44 @@ def test_a_newer_schema_is_refused_and_an_older_one_migrated(tmp_path, monkeypat
     with History.open(path) as history:
         assert history.connection.execute("PRAGMA user_version").fetchone()[0] == 2
         assert "tag" in [row[1] for row in history.connection.execute("PRAGMA table_info(runs)")]
+    # A new database is made by SCHEMA and the migrations, so it holds the SQL a migrated one does:
+    # both pass the schema check, for reading and recording.
+    with History.open(tmp_path / "new.db") as history:
+        history.record(run_record())
+    for database in (path, tmp_path / "new.db"):
+        with History.open(database, create=False) as history:
+            assert len(history.runs()) == 1
     monkeypatch.setattr(history_mod, "SCHEMA_VERSION", 1)
     with pytest.raises(HistoryError, match="newer gpulint"):
         History.open(path)
+
+
+def test_reads_are_bounded_in_rows_value_size_and_time(tmp_path, monkeypatch):
+    path = tmp_path / "h.db"
+    with History.open(path) as history:
+        for _ in range(3):
+            history.record(run_record(command="x" * 1000))  # two figures each
+    monkeypatch.setattr(history_mod, "MAX_RUNS", 2)
+    with History.open(path, create=False) as history:
+        assert [len(history.runs(limit=limit)) for limit in (None, -1, 5, 1)] == [2, 2, 2, 1]
+    monkeypatch.setattr(history_mod, "MAX_PARTS", 1)
+    with History.open(path, create=False) as history, pytest.raises(HistoryError, match="more than 1 figures"):
+        history.runs()
+    monkeypatch.setattr(history_mod, "MAX_PARTS", 2)
+    if sys.version_info >= (3, 11):  # Connection.setlimit
+        monkeypatch.setattr(history_mod, "MAX_VALUE_BYTES", 500)
+        with History.open(path, create=False) as history, pytest.raises(HistoryError, match="string or blob too big"):
+            history.runs()
+        monkeypatch.setattr(history_mod, "MAX_VALUE_BYTES", 2**20)
+    # Every read past its deadline, the clock looked at after each SQLite instruction: the check
+    # of the schema when the file is opened, and any query of an open history.
+    monkeypatch.setattr(history_mod, "PROGRESS_EVERY", 1)
+    with History.open(path, create=False) as history:
+        monkeypatch.setattr(history_mod, "QUERY_BUDGET_S", -1.0)
+        with pytest.raises(HistoryError, match=f"cannot read {path}: a query ran past -1 s"):
+            history.runs()
+        with pytest.raises(HistoryError, match="a query ran past"):
+            History.open(path, create=False)
 
 
 def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.linter.run.safe_files import WriteRefused, write_output_file
+from gpulint.linter.run.safe_files import OutputFile, WriteRefused, write_output_file
 from gpulint.runtime_check import bootstrap
 from gpulint.runtime_check import operators as ops_mod
 from gpulint.runtime_check.measure import analyze_steps
@@ -277,7 +277,7 @@ def test_the_phases_alone_load_when_torch_did_not_profile(monkeypatch, tmp_path)
             child.tf_fetch(start, start + 0.25)
     document = ops_mod.trace_document(child.state.result("stopped", 0, None))
     path = tmp_path / "trace.json"
-    ops_mod.write_trace(path, document)
+    ops_mod.write_trace(OutputFile.checked(path), document)
     loaded = load_trace(CHROMIUM, Path(path).read_text())
     assert loaded["errors"] == [] and loaded["generic"]
     tracks = {t["name"]: t for t in loaded["threads"] if t["pid"] == ops_mod.GPULINT_PID}

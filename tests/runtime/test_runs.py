@@ -105,6 +105,28 @@ def test_crashing_script_shows_its_error_and_passes_the_exit_code_on(tmp_path):
     assert leftovers(tmp_path) == []
 
 
+def test_a_script_run_by_an_interpreter_without_its_framework_gets_a_hint(tmp_path):
+    # `python` on PATH outside the virtual environment gpulint is installed in: a fresh environment
+    # without torch stands for it, and so does this interpreter without its site-packages (-S)
+    import importlib.util
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "env")], check=True, timeout=120)
+    other = str(tmp_path / "env" / "bin" / "python")
+    script = tmp_path / "train.py"
+    script.write_text("import torch\n")
+    run = gpulint(tmp_path, "profile", "--no-history", "--", other, str(script), "--lr", "3")
+    assert run.returncode == 1 and "ModuleNotFoundError: No module named 'torch'" in run.stdout
+    assert f"hint: the script ran under {other}, which cannot import torch" in run.stdout
+    if importlib.util.find_spec("torch") is not None:
+        assert f"gpulint's own interpreter has torch: gpulint profile -- {sys.executable} {script} --lr 3" in run.stdout
+    bare = gpulint(tmp_path, "profile", "--no-history", "--", sys.executable, "-S", str(script))
+    assert f"hint: the script ran under {sys.executable}, which cannot import torch" in bare.stdout
+    assert f"or name its interpreter: gpulint profile -- /path/to/env/bin/python -S {script}" in bare.stdout
+    # a module of the project's own is not the interpreter's fault: no hint
+    script.write_text("import acme_helpers\n")
+    assert "hint:" not in gpulint(tmp_path, "profile", "--no-history", "--", other, str(script)).stdout
+
+
 def test_hanging_script_is_stopped_by_the_timeout(tmp_path):
     run = gpulint(tmp_path, "profile", "--timeout", "3", "--", sys.executable, str(SCRIPTS / "hang.py"))
     assert run.returncode == 124

@@ -60,3 +60,21 @@ def test_a_fix_that_changes_no_executed_line_is_no_difference(tmp_path, monkeypa
         verify_mod.verify(script, [], ["GL101"], 3, RunConfig(), sys.executable)
     assert verify_mod.same_program(SOURCE, relaid)
     assert not verify_mod.same_program(SOURCE, SOURCE.replace(b"opt.step()", b"pass"))
+
+
+def test_write_refuses_a_linked_script_before_any_run(tmp_path, monkeypatch):
+    """As `--fix` does not write through a link named on the command line, `--write` does not
+    write the target of a linked script: refused before the first run, the target unchanged."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / "train.py"
+    target.write_bytes(SOURCE)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train.py").symlink_to(target)
+    runs: list[object] = []
+    monkeypatch.setattr(verify_mod, "run_once", lambda *args, **kwargs: runs.append(args))
+    with pytest.raises(verify_mod.VerifyError, match="symbolic link"):
+        verify_mod.verify(project / "train.py", [], ["GL101"], 3, RunConfig(), sys.executable, write=True)
+    assert runs == []
+    assert target.read_bytes() == SOURCE

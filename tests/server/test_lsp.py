@@ -370,14 +370,16 @@ def test_notebook_cells_get_their_own_diagnostics_and_fixes(server, project):
     assert fixed.startswith("loader = DataLoader(dataset, batch_size=8, pin_memory=True)\n")
 
 
-def test_bad_configuration_is_shown_once_and_nothing_is_reported(tmp_path):
+def test_bad_configuration_is_shown_once_and_said_on_the_document_instead_of_findings(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.gpulint]\nselect = ["GL9999"]\n')
     client, _ = _start(tmp_path)
     try:
         uri = client.open(tmp_path / "train.py", TRAIN)
         message = client.wait_for("window/showMessage")
         assert message["type"] == 1 and "GL9999" in message["message"]
-        assert client.diagnostics(uri, version=1) == []
+        [diagnostic] = client.diagnostics(uri, version=1)
+        reason = f"{tmp_path / 'pyproject.toml'}: unknown rule selector 'GL9999' (see `gpulint rules`)"
+        assert diagnostic["message"] == f"gpulint: not linted: {reason}"
     finally:
         client.close()
 
@@ -471,6 +473,72 @@ def test_an_internal_error_is_answered_without_a_traceback(monkeypatch):
     assert response["id"] == 1 and response["error"]["code"] == -32603
     assert "data" not in response["error"] or response["error"]["data"] is None
     assert "secret_project" not in frame.decode() and "Traceback" not in frame.decode()
+
+
+def test_a_lint_that_fails_is_one_diagnostic_and_the_requests_waiting_for_it_are_answered(monkeypatch, tmp_path):
+    """A bug while linting one document (here: one planted in `_lint`) used to leave it without
+    diagnostics, and its hover waiting for the time limit: now the document says so and the
+    requests get their (empty) answers at once."""
+    import asyncio
+
+    from gpulint.server import lsp
+
+    async def broken(self, owner):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(lsp.GpulintServer, "_lint", broken)
+    server = lsp.create_server()
+    sent: list[dict] = []
+
+    class Writer:
+        def write(self, data: bytes) -> None:
+            sent.append(json.loads(data.split(b"\r\n\r\n", 1)[1]))
+
+        def close(self) -> None:
+            pass
+
+    server.protocol.set_writer(Writer())
+    uri = (tmp_path / "train.py").as_uri()
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "method": "textDocument/didOpen",
+            "params": {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": TRAIN}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "textDocument/hover",
+            "params": {"textDocument": {"uri": uri}, "position": {"line": 5, "character": 20}},
+        },
+    ]
+
+    async def answer(request_id: int) -> None:
+        for _ in range(6000):  # a condition, checked every 10 ms for up to a minute
+            if any(m.get("id") == request_id for m in sent):
+                return
+            await asyncio.sleep(0.01)
+
+    async def drive() -> None:
+        for message in messages:
+            server.protocol.handle_message(server.protocol.structure_message(message))
+        await answer(1)
+        # A request that comes after the failure is answered too, not kept waiting for a lint.
+        server.protocol.handle_message(server.protocol.structure_message({**messages[2], "id": 2}))
+        await answer(2)
+
+    asyncio.run(drive())
+    [published] = [m["params"] for m in sent if m.get("method") == "textDocument/publishDiagnostics"]
+    assert published["uri"] == uri
+    assert [d["message"] for d in published["diagnostics"]] == [f"gpulint: not linted: {lsp.INTERNAL_ERROR[9:]}"]
+    answers = [m for m in sent if m.get("id") in (1, 2)]
+    assert [(m["id"], m["result"]) for m in answers] == [(1, None), (2, None)]
 
 
 def test_a_helper_opened_alone_gets_the_finding_its_projects_loop_gives_it(tmp_path):

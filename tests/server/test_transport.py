@@ -1,11 +1,12 @@
-"""The language server's frame reader (gpulint/server/transport.py), on byte streams."""
+"""The language server's frame reader (gpulint/server/transport.py), on byte streams, and its
+reading of the JSON in a frame."""
 
 from __future__ import annotations
 
 import io
 import logging
 
-from gpulint.server.transport import read_frames
+from gpulint.server.transport import read_frames, top_level_scalar
 
 
 def frame(body: bytes, headers: bytes | None = None) -> bytes:
@@ -55,3 +56,19 @@ def test_an_endless_run_of_header_lines_is_not_kept():
     lines = b"X-Junk: 1\r\n" * 10_000
     stream = io.BytesIO(lines + frame(b"{}"))
     assert list(read_frames(stream)) == [b"{}"]
+
+
+# -- the JSON in a frame ------------------------------------------------------------------------------
+def _nested(levels: int) -> bytes:
+    return b"[" * levels + b"]" * levels
+
+
+def test_a_too_deep_requests_id_and_method_are_found_wherever_they_are():
+    deep = _nested(10_000).decode()
+    data = f'{{"params": {{"id": 1, "x": {deep}, "method": "inner"}}, "id": "the \\"id\\"", "method": "m/x"}}'
+    assert top_level_scalar(data.encode(), "id") == 'the "id"'
+    assert top_level_scalar(data.encode(), "method") == "m/x"
+    assert top_level_scalar(b'{"jsonrpc": "2.0", "id": 42, "params": ' + _nested(500) + b"}", "id") == 42
+    assert top_level_scalar(b'{"params": {"id": 7}}', "id") is None  # not at the top level
+    assert top_level_scalar(b'{"id": [1], "method": "x"}', "id") is None
+    assert top_level_scalar(b'{"id": 0012}', "id") is None  # not a JSON number

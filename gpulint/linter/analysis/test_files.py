@@ -7,9 +7,9 @@ never makes library code run per step (the project index, analysis/project.py).
 
 The default patterns are gitignore-style, as `exclude` is: `tests/` is a folder of that name at
 any depth, `test_*.py` a file name anywhere.  They are matched by a regular expression compiled
-from them once, so the default costs no pathspec import; a project's own `test-files` patterns
-are matched by pathspec, as the `exclude` patterns are.  Standard library only otherwise: the
-configuration imports this before anything is parsed.
+from them once; a project's own `test-files` patterns are matched as the `exclude` patterns are
+(gpulint/linter/path_patterns.py, in time no pattern can make grow out of bounds).  Standard
+library only otherwise: the configuration imports this before anything is parsed.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import os
 import re
 from functools import lru_cache
 from pathlib import Path
+
+from gpulint.linter.path_patterns import GitIgnore
 
 # pytest's file names, and the folders projects keep tests and their helpers in (accelerate's
 # `test_utils/` builds the DataLoaders its tests run).
@@ -50,11 +52,9 @@ def _project_of(folder: Path) -> Path | None:
 
 def matches_test_patterns(relative: str, patterns: tuple[str, ...]) -> bool:
     """Whether the project-relative `relative` path matches gitignore-style `patterns`."""
-    return _spec(patterns).match_file(relative.replace("\\", "/"))
+    return _compiled(patterns).match_file(relative.replace("\\", "/"))
 
 
 @lru_cache(maxsize=8)
-def _spec(patterns: tuple[str, ...]):  # -> pathspec.PathSpec (imported only when a project sets patterns)
-    import pathspec
-
-    return pathspec.GitIgnoreSpec.from_lines(patterns)
+def _compiled(patterns: tuple[str, ...]) -> GitIgnore:
+    return GitIgnore(patterns)

@@ -1,12 +1,20 @@
 """Fix a source pass after pass: lint, apply the allowed fixes that do not overlap, check that the
 result parses, and lint again, until nothing fixable is left.
 
+What a run reports as fixed is counted in findings, not fixes: of the findings the source had, how
+many of each rule the fixed source no longer has.  The fixes applied can be more (a fix makes a
+finding that the next pass fixes: pinning a loader's memory makes its copies want
+`non_blocking=True`) or fewer (one fix removes two findings, or a finding whose fix overlapped
+another's is gone once that one is applied), and a user compares "Fixed N" with what the lint
+found, not with what the fixer did.
+
 The loop is bounded; a fix that never settles, or one that breaks the syntax, is reported and the
 source is left as it was.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -27,8 +35,10 @@ MAX_PASSES = 10
 @dataclass
 class FixOutcome:
     source: bytes  # the fixed source (the input when nothing was applied)
-    applied: int = 0
+    applied: int = 0  # fixes applied, over all passes
     applied_codes: list[str] = field(default_factory=list)  # the rule code of each applied fix
+    # The findings the fixes removed: the rule code of each (what `Fixed N problems` counts).
+    fixed_codes: list[str] = field(default_factory=list)
     # What went wrong, as one line: a fix that broke parsing or never settled.  Nothing is written then.
     errors: list[str] = field(default_factory=list)
 
@@ -42,14 +52,17 @@ def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool, project: 
     about it).  Raises SyntaxErrorInSource if the input does not parse (the caller reports it as a
     finding)."""
     outcome = FixOutcome(source)
+    found: Counter[str] | None = None  # the rule of each finding the input has
     for _ in range(MAX_PASSES):
         analysis = linter.analyze(outcome.source, path, project)
         if analysis is None:
             return outcome
+        if found is None:
+            found = Counter(f.code for f in analysis.findings)
         fixable = [f for f in analysis.findings if f.fix is not None and allowed(f.fix, unsafe)]
         fixes = [f.fix for f in _in_source_order(analysis.ctx, fixable) if f.fix is not None]
         if not fixes:
-            return outcome
+            return _count_fixed(outcome, found, analysis.findings)
         chosen = non_overlapping(analysis.ctx, fixes)
         new_module = apply_fixes(analysis.ctx, chosen, linter.settings.line_length)
         new_source = new_module.bytes
@@ -64,7 +77,7 @@ def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool, project: 
             return outcome
         if new_source == outcome.source:
             outcome.errors.append(f"{path}: a fix made no change; stopping")
-            return outcome
+            return _count_fixed(outcome, found, analysis.findings)
         outcome.source = new_source
         outcome.applied += len(chosen)
         applied = {id(fix) for fix in chosen}
@@ -73,6 +86,15 @@ def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool, project: 
     if analysis is not None and any(f.fix and allowed(f.fix, unsafe) for f in analysis.findings):
         outcome.errors.append(f"{path}: fixes did not settle after {MAX_PASSES} passes; file left unchanged")
         outcome.source, outcome.applied, outcome.applied_codes = source, 0, []
+        return outcome
+    return _count_fixed(outcome, found, analysis.findings if analysis is not None else [])
+
+
+def _count_fixed(outcome: FixOutcome, found: Counter[str] | None, now: list[RawFinding]) -> FixOutcome:
+    """`outcome` with the findings its fixes removed: of those `found` in the input, the ones of
+    each rule the fixed source (whose findings are `now`) no longer has."""
+    if outcome.changed and found is not None:
+        outcome.fixed_codes = sorted((found - Counter(f.code for f in now)).elements())
     return outcome
 
 

@@ -1,7 +1,10 @@
 """Output formats.  Each reporter turns a RunResult into text for standard output.
 
 A reporter is `render(result: RunResult, settings: ReportSettings) -> str`; add a module here and
-an entry in FORMATS to make it available as `--output-format NAME`.
+an entry in FORMATS to make it available as `--output-format NAME`.  Whatever a reporter returns,
+no line of it reads as a GitHub Actions workflow command (a finding line that starts with a file
+named `::error::x.py` is printed `./::error::x.py:...`), except in `github`, whose lines are
+the commands it means.
 """
 
 from __future__ import annotations
@@ -48,6 +51,15 @@ FORMATS: dict[str, str] = {
 # Formats whose output carries fix edits (computing edits costs a code generation per fix).
 NEEDS_EDITS = {"json", "sarif", "rdjson"}
 
+# Formats whose lines are workflow commands on purpose (each escapes the text it carries).
+WORKFLOW_COMMANDS = {"github"}
+JSON_FORMATS = {"json", "sarif", "rdjson", "gitlab"}
+
 
 def render(name: str, result: RunResult, settings: ReportSettings) -> str:
-    return _load(name)(result, settings)
+    from gpulint.linter.printable import json_without_workflow_commands, no_workflow_commands
+
+    text = _load(name)(result, settings)
+    if name in WORKFLOW_COMMANDS:
+        return text
+    return json_without_workflow_commands(text) if name in JSON_FORMATS else no_workflow_commands(text)

@@ -12,7 +12,8 @@ then a summary line.  With `--show-fixes`, what `--fix` changed is listed per fi
 
 Paths, messages and source lines are printed with control characters escaped (`printable`): a file
 name or a line of a file must not be able to start a line of its own (a GitHub Actions workflow
-command) or drive the terminal.
+command) or drive the terminal.  A line that would begin with `::` anyway (a file named
+`::error::x.py`) gets `./` in front where every reporter's output passes (`reporters.render`).
 """
 
 from __future__ import annotations
@@ -149,8 +150,8 @@ def fixes_listing(outcomes: list[FileOutcome], heading: str) -> str:
     from gpulint.linter.catalog import by_code  # rule names, without the rule classes
 
     names = by_code()
-    per_file = sorted((o.result.path, Counter(o.fixed_codes)) for o in outcomes if o.fixed)
-    total = sum(o.fixed for o in outcomes)
+    per_file = sorted((o.result.path, Counter(o.fixed_codes)) for o in outcomes if o.fixed_codes)
+    total = sum(len(o.fixed_codes) for o in outcomes)
     if not total:
         return ""
     lines = [f"{heading} {total} problem{'s' if total != 1 else ''}:"]
@@ -175,7 +176,7 @@ def _render(result: RunResult, settings: ReportSettings, full: bool) -> str:
     else:
         for finding in findings:
             parts.append("\n".join([format_finding(finding, settings), *chain_notes(finding)]))
-    fixed = sum(o.fixed for o in result.outcomes) if settings.fix_mode else 0
+    fixed = sum(len(o.fixed_codes) for o in result.outcomes) if settings.fix_mode else 0
     closing = summary(findings, settings, fixed, len(result.errors))
     withheld = sum(o.result.withheld_in_tests for o in result.outcomes)
     if withheld:

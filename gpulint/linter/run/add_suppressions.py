@@ -14,18 +14,17 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpulint.linter.analysis.parse import SyntaxErrorInSource, UndecodableSource, parse
 from gpulint.linter.analysis.parse_guard import UnanalysableSource
-from gpulint.linter.engine import Linter
 from gpulint.linter.findings import SYNTAX_ERROR_CODE, Finding
-from gpulint.linter.run.files import discover, read_source
-from gpulint.linter.run.outcome import read_problem, write_problem
-from gpulint.linter.run.process import display_path
+from gpulint.linter.run.files import read_source
+from gpulint.linter.run.outcome import RunResult, read_problem, write_problem
 from gpulint.linter.run.safe_files import WriteScope, write_atomic
-from gpulint.linter.suppressions import normalized_entry
+from gpulint.linter.suppressions import UNUSED_SUPPRESSION, normalized_entry
 
 _EXISTING = re.compile(r"#\s*gpulint\s*:\s*ignore\[(?P<codes>[^\]]*)\]", re.IGNORECASE)
 _CODE_SORT = re.compile(r"(\D*)(\d*)")
@@ -43,7 +42,8 @@ def split_lines(text: str) -> list[str]:
 class AddResult:
     added: int = 0  # codes written
     files: int = 0  # files changed
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # files that could not be read or written
+    left: list[str] = field(default_factory=list)  # findings that could not be silenced, and why
 
 
 def comment_rows(text: str) -> set[int] | None:
@@ -120,40 +120,53 @@ def _encoding(source: bytes) -> str:
         return "utf-8"
 
 
-def add_suppressions(paths: list[Path], linter: Linter) -> AddResult:
-    """Silence the current findings of `linter` in the files under `paths`, writing in place."""
-    settings = linter.settings
-    files, path_errors = discover(paths, settings.exclude, settings.root)
-    scope = WriteScope.of(paths)
-    outcome = AddResult(errors=[f"{e.path}: {e.reason}" for e in path_errors])
-    for path in files:
-        name = display_path(path)
-        if path.suffix == ".ipynb":
-            outcome.errors.append(f"{name}: --add-suppressions does not edit notebooks; skipped")
+def add_suppressions(result: RunResult, scope: WriteScope, size_limit: Callable[[Path], int]) -> AddResult:
+    """Silence the findings of a lint run in the files they are reported in, writing in place.
+    `result` is the run `gpulint check` makes over the same paths (with the project index, so a
+    finding that another module's training loop explains is silenced in the helper it is reported
+    in), which is why a second `gpulint check` then reports nothing.  A file whose findings stay
+    (a notebook, one that does not parse, a statement no line of which takes a comment) is named
+    in `left`; files with nothing to silence are not mentioned.  `size_limit(path)`: the most
+    bytes read of a file, as the run read it."""
+    outcome = AddResult()
+    for file in result.outcomes:
+        findings = [f for f in file.result.findings if f.code != UNUSED_SUPPRESSION]
+        if not findings:
             continue
+        name = file.result.path
+        count = f"{len(findings)} finding{'s' if len(findings) != 1 else ''}"
+        if name.endswith(".ipynb"):
+            outcome.left.append(
+                f"{name}: {count} not suppressed: --add-suppressions does not edit notebooks "
+                "(add `# gpulint: ignore[ID]` to the line in its cell)"
+            )
+            continue
+        if any(f.code == SYNTAX_ERROR_CODE for f in findings):
+            outcome.left.append(f"{name}: {count} not suppressed: the file does not parse")
+            continue
+        path = Path(name)  # (the run names each file by its path from the working folder)
         try:
-            source = read_source(path, settings.size_limit(path))
-            findings = linter.lint_source(source, name).findings
+            source = read_source(path, size_limit(path))
         except OSError as exc:
             outcome.errors.append(read_problem(name, exc))
             continue
-        except (UndecodableSource, SyntaxErrorInSource, RecursionError, UnanalysableSource) as exc:
-            outcome.errors.append(f"{name}: {exc}")
-            continue
-        findings = [f for f in findings if f.code not in (SYNTAX_ERROR_CODE, "GL900")]
-        if not findings:
-            continue
         encoding = _encoding(source)
-        text = source.decode(encoding)
+        try:
+            text = source.decode(encoding)
+        except (UnicodeDecodeError, LookupError):
+            text = None
+        if text is None or not _lines_match(text, findings):
+            outcome.errors.append(f"{name}: changed while it was linted; left unchanged")
+            continue
         new_text, added, skipped = suppress_source(text, findings)
         for row in skipped:
-            outcome.errors.append(f"{name}:{row}: no line of this statement can take a comment; not suppressed")
+            outcome.left.append(f"{name}:{row}: no line of this statement can take a comment; not suppressed")
         if not added:
             continue
         new_source = new_text.encode(encoding)
         try:
             parse(new_source)  # never write a file that does not parse
-        except (SyntaxErrorInSource, UndecodableSource, UnanalysableSource) as exc:
+        except (SyntaxErrorInSource, UndecodableSource, UnanalysableSource, RecursionError) as exc:
             outcome.errors.append(f"{name}: adding suppressions would break the file ({exc}); left unchanged")
             continue
         try:
@@ -164,3 +177,18 @@ def add_suppressions(paths: list[Path], linter: Linter) -> AddResult:
         outcome.added += added
         outcome.files += 1
     return outcome
+
+
+def _lines_match(text: str, findings: list[Finding]) -> bool:
+    """Whether the lines the findings were located on still read as they did when linted (the
+    file was read again to be edited: a comment must not land on a line that moved)."""
+    lines = split_lines(text)
+    for finding in findings:
+        row, shown = finding.location.row, finding.source_line
+        if row > len(lines):
+            return False
+        if shown is None or "…" in shown.text:
+            continue
+        if lines[row - 1].rstrip("\r\n") != shown.text:
+            return False
+    return True

@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 
 from gpulint import __version__
-from gpulint.linter.run.datajson import from_data, to_data
+from gpulint.linter.run.datajson import from_data, load_json, to_data
 from gpulint.linter.run.outcome import FileOutcome
 from gpulint.linter.run.safe_files import O_NOFOLLOW, create_new_file, make_real_dir
 
@@ -281,7 +281,7 @@ class ResultCache:
 
     def _load(self, key: str) -> dict:
         """An entry's document (raises on anything that is not one of ours for `key`)."""
-        document = json.loads(_read_entry(self._entry(key)))
+        document = load_json(_read_entry(self._entry(key)))
         if document.get("schema") != SCHEMA or document.get("key") != key:
             raise ValueError("another entry")
         return document

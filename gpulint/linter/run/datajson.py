@@ -7,6 +7,10 @@ field declares (a dataclass's fields, exactly; `list[X]`, `tuple[X, ...]`, `set[
 Anything else raises ShapeError, so a damaged or crafted entry is refused, never half-built and
 never executed.  Following the hints means a field added to a dataclass is stored with no change
 here.
+
+`load_json` parses JSON that someone else may have written (a cache entry, a run history's
+metadata): Python's parser recurses once per level of nesting, so the depth is measured first,
+without recursing, and deeper text is refused with a ShapeError instead of a RecursionError.
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import itertools
+import json
+import re
 import types
 import typing
 from typing import Any
@@ -24,6 +31,33 @@ MAX_DEPTH = 32
 
 class ShapeError(ValueError):
     """Data that does not have the declared shape."""
+
+
+# A backslash and the character it escapes (inside a string; outside one it is invalid JSON, which
+# the parser refuses after the depth is measured), then a string without escapes, then what is not
+# a bracket: each pattern a single pass, with no backtracking a crafted text could make quadratic.
+_ESCAPED = re.compile(r"\\.", re.DOTALL)
+_STRING = re.compile(r'"[^"]*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_NESTING = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def json_depth(text: str) -> int:
+    """How deeply the arrays and objects of JSON `text` nest (0 for a scalar), counted on the
+    brackets outside strings, without parsing and without recursion."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", _ESCAPED.sub("", text)))
+    return max(itertools.accumulate(map(_NESTING.__getitem__, brackets)), default=0)
+
+
+def load_json(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
+    """`json.loads(text)`, for text nested at most `max_depth` deep; ShapeError (a ValueError, as
+    json's own errors are) for deeper text."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    # (fewer opening brackets than the bound, in strings or not, cannot nest deeper: no scan)
+    if text.count("[") + text.count("{") > max_depth and json_depth(text) > max_depth:
+        raise ShapeError(f"JSON nested deeper than {max_depth} levels")
+    return json.loads(text)
 
 
 def to_data(value: Any) -> Any:

@@ -1,8 +1,10 @@
 """Which files to lint, and reading them without losing a byte.
 
 Directories are walked for `*.py` and `*.ipynb`, skipping version-control folders, virtual
-environments, build output, caches, whatever `.gitignore` files ignore (via `pathspec`, which
-implements git's own matching rules) and the `exclude` patterns of the configuration.  A file named
+environments, build output, caches, whatever `.gitignore` files ignore (git's matching rules, in
+gpulint/linter/path_patterns.py, which no pattern can make slow) and the `exclude` patterns of the
+configuration.  A `.gitignore` line that cannot be read (a lone trailing backslash) is left out, as
+git leaves it.  A file named
 explicitly on the command line is always linted.
 
 Symbolic links inside a folder are not followed, as git stores a link and not its target (and ruff
@@ -21,11 +23,9 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-if TYPE_CHECKING:
-    import pathspec
-
+from gpulint.linter.path_patterns import GitIgnore
 from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES, kind_of, read_regular_file
 from gpulint.linter.run.stamps import Stamp, recordable, stamp_of, unchanged
 
@@ -103,10 +103,10 @@ class _IgnoreRules:
     """Stacked .gitignore specs: each applies to paths below the folder that holds it."""
 
     def __init__(self, exclude: list[str], root: Path, noted: WalkStamps | None = None) -> None:
-        self.specs: list[tuple[Path, pathspec.PathSpec]] = []
+        self.specs: list[tuple[Path, GitIgnore]] = []
         self.noted = noted
         if exclude:
-            self.specs.append((root.resolve(), _gitignore_spec(exclude)))
+            self.specs.append((root.resolve(), GitIgnore(exclude)))
 
     def load(self, directory: Path, resolved: Path) -> int:
         """Push the folder's .gitignore, if it has one (`resolved`: the folder's real path)."""
@@ -120,7 +120,7 @@ class _IgnoreRules:
         except OSError:
             return 0
         lines = text.decode("utf-8", errors="replace").splitlines()
-        self.specs.append((resolved, _gitignore_spec(lines)))
+        self.specs.append((resolved, GitIgnore(lines)))
         return 1
 
     def ignored(self, resolved: Path, is_dir: bool) -> bool:
@@ -133,12 +133,6 @@ class _IgnoreRules:
             if spec.match_file(relative + ("/" if is_dir else "")):
                 return True
         return False
-
-
-def _gitignore_spec(lines: list[str]) -> pathspec.PathSpec:
-    import pathspec  # only directory walks match patterns: a run over named files (pre-commit) skips its import
-
-    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def discover(

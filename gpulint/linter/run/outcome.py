@@ -31,7 +31,9 @@ class FileOutcome:
     result: FileResult
     diff: str | None = None  # unified diff (with --diff), or None
     fixed: int = 0  # fixes applied (written with --fix, or shown with --diff)
-    fixed_codes: list[str] = field(default_factory=list)  # the rule of each fix applied (--show-fixes)
+    # The rule of each finding those fixes removed: the problems `Fixed N` and --show-fixes count
+    # (fix/passes.py: a fix may remove two findings, or make one the next pass fixes).
+    fixed_codes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # one-line problems with this file
 
 

@@ -66,7 +66,7 @@ def process_source(
             outcome.errors.extend(fixed.errors)
             if fixed.changed:
                 final = fixed.source
-                outcome.fixed, outcome.fixed_codes = fixed.applied, fixed.applied_codes
+                outcome.fixed, outcome.fixed_codes = fixed.applied, fixed.fixed_codes
                 if options.diff:
                     outcome.diff = unified_diff(source, final, name)
         outcome.result = linter.lint_source(final, name, with_edits=options.with_edits, project=project)

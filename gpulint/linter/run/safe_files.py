@@ -14,6 +14,14 @@ temporaries a killed run left behind without touching those of a run still going
 Folders and files of gpulint's own (the result cache, the run history) are created without
 following a link (`make_real_dir`, `create_new_file`), so a link planted in their place is an error,
 not a way out of the project.
+
+A file the user names for gpulint's output (`profile --json/--html/--trace`, `report --html`, ...)
+is an `OutputFile`: checked when the command starts, so a path gpulint will not write costs no
+training run, and checked again when written.  Refused: a symbolic link (dangling or not) or
+anything but a regular file at that name, a read-only file or folder, a missing folder, and a
+symbolic link on the way to it inside the current folder or the project (where a tree someone else
+wrote may have planted one); links above those folders (a system's /tmp, a cluster's /home) are
+followed.  The write is the same rename as a fix's, into the folder that was checked.
 """
 
 from __future__ import annotations
@@ -37,6 +45,12 @@ _TEMPORARY = re.compile(r"^\.(?P<target>.+)\.(?P<pid>\d+)\.[A-Za-z0-9_]+" + re.e
 # once it is this old: a write takes milliseconds.
 _STALE_AFTER_S = 3600.0
 O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+# A temporary file: a new name, never through a link left at it.
+_CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_BINARY", 0)
+# Where a folder can be opened and files created and renamed relative to it (not Windows).
+_AT_FUNCTIONS = {os.open, os.replace, os.unlink} <= os.supports_dir_fd and bool(_O_DIRECTORY)
 
 _FILE_KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -161,9 +175,48 @@ def write_atomic(path: Path | str, data: bytes, scope: WriteScope | None = None)
     _replace(target, data, stat.S_IMODE(info.st_mode))
 
 
-def _replace(target: Path, data: bytes, mode: int) -> None:
+def _replace(target: Path, data: bytes, mode: int, folder: os.stat_result | None = None) -> None:
     """Write `data` to a temporary file beside `target` and rename it over `target` (created with
-    `mode`): a reader sees the old content or the new, never half a file."""
+    `mode`): a reader sees the old content or the new, never half a file.
+
+    Both go through one descriptor of the folder, so the file lands in the folder that was opened
+    even if a link replaces it meanwhile; `folder`: the folder's stat as checked, refused
+    (WriteRefused) when the folder opened is another one."""
+    if not _AT_FUNCTIONS:  # (Windows) by path
+        _replace_by_path(target, data, mode)
+        return
+    folder_fd = os.open(target.parent, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+    try:
+        if folder is not None and not _same_file(os.fstat(folder_fd), folder):
+            raise WriteRefused(f"not written: the folder {target.parent} was replaced since it was checked")
+        temporary = ""
+        for _ in range(100):
+            temporary = f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}{TEMPORARY_SUFFIX}"
+            try:
+                fd = os.open(temporary, _CREATE_NEW, 0o600, dir_fd=folder_fd)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise FileExistsError(f"no free temporary name in {target.parent}")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fchmod(handle.fileno(), mode)
+                os.fsync(handle.fileno())
+            os.replace(temporary, target.name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+        except BaseException:
+            try:
+                os.unlink(temporary, dir_fd=folder_fd)
+            except FileNotFoundError:
+                pass
+            raise
+    finally:
+        os.close(folder_fd)
+
+
+def _replace_by_path(target: Path, data: bytes, mode: int) -> None:
     import tempfile  # (only a run that writes pays for it)
 
     prefix = f".{target.name}.{os.getpid()}."
@@ -181,6 +234,10 @@ def _replace(target: Path, data: bytes, mode: int) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def is_read_only(path: Path | str, info: os.stat_result) -> bool:
@@ -208,22 +265,115 @@ def create_new_file(path: Path | str, data: bytes, mode: int = 0o644) -> None:
         handle.write(data)
 
 
-def write_output_file(path: Path | str, data: bytes) -> None:
-    """Create or replace a file the user named for gpulint's output (a trace), in one rename, so a
-    killed run never leaves half a file.  A symbolic link or anything but a regular file at that
-    name is refused (WriteRefused) and left as it is: the rename would replace a link planted
-    there, and the user named this path, not the link's target."""
+@dataclass(frozen=True)
+class OutputFile:
+    """A file the user named for gpulint's output, checked (`checked`) before anything runs, so a
+    path gpulint will not write is refused before a training run is spent; `write` checks it
+    again and writes it in one rename.  `within`: the real paths of the folders a tree someone
+    else wrote may hold links in (the current folder, the script's project), always with the
+    current folder."""
+
+    path: Path
+    within: tuple[str, ...] = ()
+
+    @classmethod
+    def checked(cls, path: Path | str, within: Iterable[Path | str] = ()) -> OutputFile:
+        """The output file at `path`; WriteRefused (a sentence naming what is wrong) for a path
+        gpulint will not write."""
+        folders = dict.fromkeys(os.path.realpath(folder) for folder in (os.getcwd(), *within))
+        output = cls(Path(path), tuple(folders))
+        output._place()
+        return output
+
+    def write(self, data: bytes) -> None:
+        """Create or replace the file with `data`; WriteRefused (a sentence) when the path became
+        one gpulint will not write since it was checked, or the write failed (the file is then as
+        it was)."""
+        place, info = self._place()
+        mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask()
+        try:
+            _replace(place.path, data, mode, place.folder)
+        except WriteRefused:
+            raise
+        except OSError as exc:  # a full disk, a folder removed meanwhile
+            raise WriteRefused(f"cannot write {self.path}: {exc.strerror or exc}") from exc
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def _place(self) -> tuple[_Place, os.stat_result | None]:
+        """Where the file is (its real folder) and its lstat (None: a new file)."""
+        place = _real_place(self.path, self.within)
+        try:
+            info = os.lstat(place.path)
+        except FileNotFoundError:
+            info = None
+        except OSError as exc:
+            raise WriteRefused(f"cannot write {self.path}: {exc.strerror or exc}") from None
+        if info is not None and stat.S_ISLNK(info.st_mode):
+            raise WriteRefused(
+                f"{self.path} is a symbolic link (to {os.path.realpath(place.path)}): gpulint does not write "
+                "through a link"
+            )
+        if info is not None and not stat.S_ISREG(info.st_mode):
+            raise WriteRefused(f"{self.path} is {kind_of(info.st_mode)}, not a regular file")
+        if info is not None and is_read_only(place.path, info):
+            raise WriteRefused(f"{self.path} is read-only")
+        if is_read_only(place.path.parent, place.folder):
+            raise WriteRefused(f"the folder {place.path.parent} is read-only: {self.path} cannot be written")
+        return place, info
+
+
+@dataclass(frozen=True)
+class _Place:
+    path: Path  # the file, in its real folder
+    folder: os.stat_result  # that folder's stat
+
+
+def _real_place(path: Path, within: tuple[str, ...]) -> _Place:
+    """`path` in its real folder, found one folder at a time from the root without following a
+    link inside a folder of `within` (WriteRefused, as for a missing folder or a file on the way)."""
+    absolute = Path(os.path.normpath(os.path.join(os.getcwd(), path)))
+    if not absolute.name:
+        raise WriteRefused(f"{path} is a directory, not a regular file")
+    real = Path(absolute.anchor)
+    info = os.stat(real)
+    for name in absolute.parts[1:-1]:
+        here = real / name
+        info = _lstat_folder(here)
+        if stat.S_ISLNK(info.st_mode):
+            if _inside(real, within):
+                raise WriteRefused(
+                    f"{here} is a symbolic link (to {os.path.realpath(here)}): gpulint does not write through a "
+                    "link inside the project or the current folder"
+                )
+            here = Path(os.path.realpath(here))
+            info = _lstat_folder(here)
+        if not stat.S_ISDIR(info.st_mode):
+            kind = "a file" if stat.S_ISREG(info.st_mode) else kind_of(info.st_mode)
+            raise WriteRefused(f"{here} is {kind}, not a folder")
+        real = here
+    return _Place(real / absolute.name, info)
+
+
+def _lstat_folder(path: Path) -> os.stat_result:
     try:
-        info = os.lstat(path)
+        return os.lstat(path)
     except FileNotFoundError:
-        info = None
-    if info is not None and stat.S_ISLNK(info.st_mode):
-        raise WriteRefused("not written: it is a symbolic link")
-    if info is not None and not stat.S_ISREG(info.st_mode):
-        raise WriteRefused(f"not written: {kind_of(info.st_mode)}")
-    if info is not None and is_read_only(path, info):
-        raise WriteRefused("not written: the file is read-only")
-    _replace(Path(path), data, stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask())
+        raise WriteRefused(f"the folder {path} does not exist") from None
+    except OSError as exc:
+        raise WriteRefused(f"cannot use the folder {path}: {exc.strerror or exc}") from None
+
+
+def _inside(folder: Path, within: tuple[str, ...]) -> bool:
+    text = str(folder)
+    return any(text == top or text.startswith(top.rstrip(os.sep) + os.sep) for top in within)
+
+
+def write_output_file(path: Path | str, data: bytes) -> None:
+    """Create or replace a file the user named for gpulint's output, as OutputFile checks and
+    writes it (relative to the current folder)."""
+    OutputFile.checked(path).write(data)
 
 
 def _umask() -> int:

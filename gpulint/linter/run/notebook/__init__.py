@@ -243,7 +243,7 @@ def process_notebook(path: Path, name: str, source: bytes, linter: Linter, optio
             if fixed is not None:
                 outcome.errors.extend(fixed.errors)
                 if fixed.changed:
-                    outcome.fixed, outcome.fixed_codes = fixed.applied, fixed.applied_codes
+                    outcome.fixed, outcome.fixed_codes = fixed.applied, fixed.fixed_codes
                     if options.diff:
                         outcome.diff = cell_diff(notebook, final, name)
                     else:

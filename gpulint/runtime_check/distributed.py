@@ -158,6 +158,12 @@ def rank_report(run: RunResult) -> RankReport | None:
     return report
 
 
+def clear_straggler(report: RankReport, note: str) -> None:
+    """No rank is called out after all (its excess is not work of the measured steps): `note` says why."""
+    report.slowest, report.slowest_excess, report.slowest_note = None, None, note
+    report.figures = _figures(report)
+
+
 def _job_part(report: dict) -> JobPart | None:
     """The node's part of a multi-node job, from a rank's report; None on one node."""
     job, node, nodes = report.get("job"), report.get("node"), report.get("nodes")

@@ -166,9 +166,17 @@ def _short(where: str) -> str:
     return f"{Path(path).name}:{row}"
 
 
+# The share of a straggler's excess (by the timers) that one phase of its measured steps must
+# show grown (by the sampled stacks) for the excess to be work of those steps.
+STRAGGLER_ATTRIBUTED = 0.5
+
+
 def straggler_note(ranks: distributed.RankReport | None, by_rank: dict[int, attribution_mod.Attribution]) -> str:
     """Where the slowest rank's extra time goes: the phase (and its line) whose time per step grew
-    most against the median of the other ranks."""
+    most against the median of the other ranks.  When every rank's stack was sampled and no phase
+    of the slowest rank's measured steps grew by STRAGGLER_ATTRIBUTED of its excess, the excess is
+    not work of those steps (a wait outside them, noise): no straggler is called
+    (distributed.clear_straggler), and the note says why."""
     if ranks is None or ranks.slowest is None or ranks.slowest not in by_rank:
         return ""
     step = {r.rank: r.step_time for r in ranks.ranks if r.step_time}
@@ -182,6 +190,14 @@ def straggler_note(ranks: distributed.RankReport | None, by_rank: dict[int, attr
         grew = phase.share * mine_step - theirs
         if best is None or grew > best[0]:
             best = (grew, phase)
+    excess = ranks.slowest_excess or 0.0
+    if len(others) + 1 == len(ranks.ranks) and (best is None or best[0] < STRAGGLER_ATTRIBUTED * excess):
+        distributed.clear_straggler(
+            ranks,
+            f"none: rank {ranks.slowest} works {1000 * excess:.1f} ms per step longer by the timers, but no phase "
+            f"of its measured steps grew by {100 * STRAGGLER_ATTRIBUTED:.0f}% of that (sampled stacks)",
+        )
+        return ""
     if best is None or best[0] <= 0:
         return ""
     grew, phase = best

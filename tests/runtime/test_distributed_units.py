@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.runtime_check import distributed, html_report, launchers, records, scale, sweep, verdict
+from gpulint.runtime_check import distributed, html_report, launchers, profile, records, scale, sweep, verdict
+from gpulint.runtime_check.attribution import Attribution, Phase
 from gpulint.runtime_check.cli import EXIT_INCONCLUSIVE, scale_exit_code
 from gpulint.runtime_check.history import History
 from gpulint.runtime_check.measure import Command, CommandError, ProcessRun, RunConfig, RunResult, parse_command
@@ -199,6 +200,34 @@ def test_an_excess_within_the_noise_of_the_step_times_is_no_straggler():
         )
     )
     assert short.slowest is None and "too few measured steps" in short.slowest_note
+
+
+def test_a_straggler_is_called_only_for_work_seen_in_its_measured_steps():
+    """The timers' excess must show as a phase of the slow rank's measured steps (sampled stacks)
+    that grew against the others': else it is no straggler, and the note says why."""
+    rng = random.Random(7)
+    steady = [0.05 + rng.gauss(0, 0.001) for _ in range(20)]
+
+    def ranks():
+        return distributed.rank_report(
+            launched(rank_process(0, 0, (0.0052, 0.01), times=steady), rank_process(1, 0, (0.001, 0.01), times=steady))
+        )
+
+    def sampled(other: float) -> Attribution:
+        return Attribution(
+            100, 0.02, [Phase("compute", 1 - other, looks=90), Phase("other host work", other, looks=10)]
+        )
+
+    seen = ranks()
+    note = profile.straggler_note(seen, {0: sampled(0.0), 1: sampled(0.08)})
+    assert seen.slowest == 1 and note.startswith("its other host work takes 4.0 ms a step more")
+    unseen = ranks()
+    assert profile.straggler_note(unseen, {0: sampled(0.0), 1: sampled(0.0)}) == ""
+    assert unseen.slowest is None and unseen.slowest_excess is None
+    assert "no phase of its measured steps grew" in unseen.slowest_note
+    # a rank whose stack was not sampled: the timers alone decide
+    untold = ranks()
+    assert profile.straggler_note(untold, {1: sampled(0.0)}) == "" and untold.slowest == 1
 
 
 def test_collectives_outside_ddp_are_not_measured():

@@ -76,6 +76,14 @@ SYNC_MESSAGE = "synchronizing CUDA operation"
 SERIES_CAP = 4096  # per-step points (and step times for quantiles) kept before down-sampling
 
 
+# The key of the step clock of backward() calls, beside the optimizers' (keyed by id, never 0).
+BACKWARD_CLOCK = 0
+# backward() passes with no optimizer step before they become the step clock: a loop that
+# accumulates gradients makes a few before its optimizer's first step, and none of them may start
+# the measurement (warm-up, the stack sampler) of a run an optimizer paces.
+BACKWARD_ADOPTED = 8
+
+
 class StepClock:
     """The steps of one source (an optimizer, Keras fit batches, tf.data batches), reduced as each
     one ends: totals over the measured window, the per-step series as (steps, seconds, seconds
@@ -591,7 +599,10 @@ class State:
         self.seconds = config.get("seconds")
         self.pid = os.getpid()
         self.t_start = clock()
-        self.optimizers: dict[int, StepClock] = {}  # id(optimizer) -> its steps
+        self.optimizers: dict[int, StepClock] = {}  # id(optimizer) -> its steps (BACKWARD_CLOCK: see backward_done)
+        self.optimizer_stepped = False
+        self.backward_calls = 0
+        self.data_functions_timed = False
         self.keras = StepClock("Keras batches", "fit", self.warmup)
         # A custom TF loop: the step of batch k ends when batch k+1 is asked for; the call that
         # ends an epoch (StopIteration) ends a step but starts none.
@@ -683,27 +694,44 @@ class State:
             raise StopProfiling()
 
     def optimizer_step(self, optimizer) -> None:
+        if not self.optimizer_stepped:
+            # an optimizer paces the steps: the backward() clock of a loop without one goes
+            self.optimizer_stepped = True
+            self.optimizers.pop(BACKWARD_CLOCK, None)
+        self._step_end(id(optimizer), type(optimizer).__name__, optimizer)
+
+    def backward_done(self) -> None:
+        """A backward pass ended.  In a loop that updates its weights by hand (no torch.optim
+        optimizer, `p -= lr * p.grad`) each backward() is a training step; once an optimizer
+        steps, its steps are the clock and backward() is not counted."""
+        self.backward_calls += 1
+        if not self.optimizer_stepped and self.backward_calls > BACKWARD_ADOPTED:
+            self._step_end(BACKWARD_CLOCK, "backward() (no optimizer)", None)
+
+    def _step_end(self, key: int, name: str, optimizer) -> None:
         if self.stopping:
             if self.ops_window is not None and not self.ops_window.done:
                 if self.cuda:
                     _cuda_sync()
-                self._ops_step(id(optimizer), clock())
+                self._ops_step(key, clock())
             return
         if self.cuda:
             _cuda_sync()  # CUDA runs asynchronously: a host timer alone would lie about step time
         now = clock()
-        steps = self.optimizers.get(id(optimizer))
+        steps = self.optimizers.get(key)
         if steps is None:
-            steps = self.optimizers[id(optimizer)] = StepClock("optimizer steps", type(optimizer).__name__, self.warmup)
+            steps = self.optimizers[key] = StepClock("optimizer steps", name, self.warmup)
         steps.end(now, self.fetched)
         count = steps.ends
         if count > self.warmup:
             for where, syncs in self.syncs_pending.items():
                 self.syncs[where] = self.syncs.get(where, 0) + syncs
         self.syncs_pending.clear()
-        if self.flops is None and count <= 2:
+        if self.flops is None and count <= 2 and optimizer is not None:
             self.count_flops(optimizer, count)
-        if count == 1:  # in warm-up: the first measured step already has its batches timed
+        if count == 1 and not self.data_functions_timed:
+            # in warm-up: the first measured step already has its batches timed
+            self.data_functions_timed = True
             _time_data_functions(sys._getframe(1))
         if count >= self.warmup:
             if count == self.warmup and self.cuda:
@@ -716,7 +744,7 @@ class State:
                     interval = self.config.get("sample_interval") or SAMPLE_INTERVAL
                     self.sampler = StackSampler(threading.get_ident(), interval).start()
             self.read_ddp_timers(now)
-        self._check_stop(count, now, id(optimizer))
+        self._check_stop(count, now, key)
 
     def fetch(self, start: float, end: float, samples=None, source: str = "DataLoader") -> None:
         seconds, calls, counted = self.fetched
@@ -1157,10 +1185,21 @@ def instrument_torch(torch) -> None:
     iterator_class = dataloader._BaseDataLoaderIter
     original = iterator_class.__next__
     iterator_class.__next__ = _timed_loader_next(original, torch)  # type: ignore[method-assign]  # the hook
+    # Tensor.backward calls torch.autograd.backward: its end is a step end in a loop without an
+    # optimizer (State.backward_done)
+    original_backward = torch.autograd.backward
+
+    def backward(*args, **kwargs):
+        result = original_backward(*args, **kwargs)
+        STATE.backward_done()
+        return result
+
+    torch.autograd.backward = backward
 
     def uninstall():
         handle.remove()
         iterator_class.__next__ = original
+        torch.autograd.backward = original_backward
 
     STATE.uninstall.append(uninstall)
     STATE.instrumented.append(f"torch {torch.__version__}")

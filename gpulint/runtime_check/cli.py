@@ -381,7 +381,14 @@ def profile_command(options: argparse.Namespace) -> int:
             )
         return run_exit_code(run)
     report.print_profile(out, result)
-    report.print_costs(out, result.cost, price, "the run's data wait, and so its waste, was not measured")
+    report.print_costs(
+        out,
+        result.cost,
+        price,
+        "the run's data wait, and so its waste, was not measured"
+        if costs.on_accelerator(result.run)
+        else costs.NO_ACCELERATOR,
+    )
     trace_failed = trace_file is not None and not _write_trace(out, result, trace_file)
     code = finish_profile(
         out,
@@ -469,7 +476,7 @@ def add_verify(parser: argparse.ArgumentParser) -> None:
         "--max-runs",
         type=int,
         metavar="N",
-        help="Add A/B pairs while not confirmed, up to this many runs of each (default twice --runs).",
+        help="Add A/B pairs while not confirmed, up to this many runs of each (default three times --runs).",
     )
     parser.add_argument("--steps", type=int, default=20, metavar="N", help="Measured steps per run.")
     parser.add_argument("--warmup", type=int, default=3, metavar="N", help="Warm-up steps per run.")
@@ -581,7 +588,10 @@ def verify_command(options: argparse.Namespace) -> int:
     )
     report.print_verify(out, result, options.script_args, None if options.python is None else interpreter)
     if result.failed is None:
-        report.print_costs(out, result.cost, price, "no confirmed speed-up to price")
+        confirmed = result.comparison is not None and result.comparison.outcome == "confirmed"
+        report.print_costs(
+            out, result.cost, price, costs.NO_ACCELERATOR if confirmed else "no confirmed speed-up to price"
+        )
     recorded = finish_verify(out, result, command, started_at, time.time() - started_at, history)
     if result.failed is not None:
         return run_exit_code(result.failed)
@@ -739,7 +749,10 @@ def scale_command(options: argparse.Namespace) -> int:
     out = report.Output()
     report.print_scale(out, result)
     if result.failed is None:
-        report.print_costs(out, result.cost, price, "no efficiency measured at a larger size")
+        missing = "no efficiency measured at a larger size"
+        if result.efficiencies:
+            missing = costs.INCONCLUSIVE_SCALING if result.kind == "inconclusive" else costs.NO_ACCELERATOR
+        report.print_costs(out, result.cost, price, missing)
     scale_options = ["--nproc", options.nproc, *(["--strong", options.strong] if options.strong else [])]
     if rendezvous is not None:
         scale_options += ["--nnodes", str(rendezvous.nnodes), "--rdzv-endpoint", options.rdzv_endpoint]

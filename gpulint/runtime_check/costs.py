@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from gpulint.runtime_check.verdict import micro_batches
+
 HOURS_PER_MONTH = 730.0  # 365 x 24 / 12: a month of continuous training
 
 # What the share is, by the command that measured it: (what is wasted or saved, how it was measured).
@@ -129,7 +131,7 @@ def epoch_steps(run, given: int | None) -> int | None:
     batches = loader.get("batches") if isinstance(loader, dict) else None
     if not isinstance(batches, int) or batches < 1 or steps is None or not steps.count:
         return None
-    per_step = steps.batches / steps.count if steps.batches else 1.0
+    per_step = micro_batches(steps.batches, steps.count) or 1
     return max(1, round(batches / per_step))
 
 
@@ -141,10 +143,22 @@ def run_gpus(run, given: int | None) -> int:
     return world if isinstance(world, int) and world >= 1 else 1
 
 
+NO_ACCELERATOR = "no accelerator was measured: the run's time is CPU time, not GPU time"
+INCONCLUSIVE_SCALING = "the scaling result is inconclusive: no loss measured to price"
+
+
+def on_accelerator(run) -> bool:
+    """The run trained on an accelerator: torch used CUDA, or the GPU was measured busy."""
+    return bool(run.cuda or (run.gpu is not None and run.gpu.util_mean > 0))
+
+
 def profile_basis(result, gpus: int | None = None, steps_per_epoch: int | None = None) -> CostBasis | None:
-    """The share of the step not spent in compute, when the run measured it (data wait included)."""
+    """The share of the step not spent in compute, when the run measured it (data wait included)
+    on an accelerator: a CPU-only run's time is not GPU time."""
     run, verdict = result.run, result.verdict
-    if verdict is None or verdict.compute_share is None or run.steps is None or run.steps.data_share is None:
+    if not on_accelerator(run) or verdict is None or verdict.compute_share is None:
+        return None
+    if run.steps is None or run.steps.data_share is None:
         return None
     return CostBasis(
         "waste",
@@ -161,7 +175,7 @@ def verify_basis(result, gpus: int | None = None, steps_per_epoch: int | None = 
     if comparison is None or comparison.outcome != "confirmed" or not result.original.run_times:
         return None
     first = next((r for r in result.original.runs if r.ok), None)
-    if first is None:
+    if first is None or not on_accelerator(first):
         return None
     return CostBasis(
         "saving",
@@ -173,8 +187,11 @@ def verify_basis(result, gpus: int | None = None, steps_per_epoch: int | None = 
 
 
 def scale_basis(result, steps_per_epoch: int | None = None) -> CostBasis | None:
-    """What the largest size loses against linear scaling, on its own GPUs."""
-    if result.failed is not None or not result.efficiencies:
+    """What the largest size loses against linear scaling, on its own GPUs: only for a decided
+    result on accelerators (an inconclusive one has measured no loss)."""
+    if result.failed is not None or not result.efficiencies or result.kind == "inconclusive":
+        return None
+    if not any(on_accelerator(run) for size in result.sizes for run in size.runs if run.ok):
         return None
     top = max(result.efficiencies, key=lambda e: e.nproc)
     size = next((s for s in result.sizes if s.nproc == top.nproc), None)

@@ -35,6 +35,9 @@ class RankFigures:
     samples_per_step: float | None
     cores: float | None  # CPU cores the rank's process kept busy
     node: int | None = None  # the node's rank in a multi-node job (torchrun's GROUP_RANK)
+    # Half-width of the confidence interval of its mean step time (stats.mean_noise of the step
+    # series); None when the series is too short to tell.
+    step_noise: float | None = None
 
     @property
     def own_time(self) -> float | None:
@@ -142,6 +145,7 @@ def rank_report(run: RunResult) -> RankReport | None:
                 samples_per_step=measured.samples / measured.count if measured and measured.samples else None,
                 cores=busy,
                 node=process.report.get("node"),
+                step_noise=stats.mean_noise(measured.times) if measured else None,
             )
         )
     first = run.processes[0].report
@@ -152,6 +156,12 @@ def rank_report(run: RunResult) -> RankReport | None:
     report.job = _job_part(first)
     report.figures = _figures(report)
     return report
+
+
+def clear_straggler(report: RankReport, note: str) -> None:
+    """No rank is called out after all (its excess is not work of the measured steps): `note` says why."""
+    report.slowest, report.slowest_excess, report.slowest_note = None, None, note
+    report.figures = _figures(report)
 
 
 def _job_part(report: dict) -> JobPart | None:
@@ -178,6 +188,20 @@ def _straggler(ranks: list[RankFigures]) -> tuple[int | None, float | None, str]
     excess = slowest_own - others
     if excess < STRAGGLER_HIGH * step:
         return None, None, f"none: no rank's own work exceeds the others' by {100 * STRAGGLER_HIGH:.0f}% of a step"
+    # The excess is a difference of two ranks' means: it counts only beyond the noise of both.
+    noises = [r.step_noise for r in ranks]
+    if any(noise is None for noise in noises):
+        return None, None, "none: too few measured steps to tell a rank's extra work from the noise of its step times"
+    slowest_noise = slowest.step_noise or 0.0
+    others_noise = max((r.step_noise or 0.0) for r in ranks if r is not slowest)
+    noise = (slowest_noise**2 + others_noise**2) ** 0.5
+    if excess <= noise:
+        return (
+            None,
+            None,
+            f"none: rank {slowest.rank}'s {1000 * excess:.1f} ms per step over the others is within the noise "
+            f"of the per-rank step times (+-{1000 * noise:.1f} ms)",
+        )
     return (
         slowest.rank,
         excess,
@@ -207,61 +231,129 @@ def _figures(report: RankReport) -> list[Figure]:
 
 
 # -- what to change when communication limits scaling ---------------------------------------
+# Bytes in one all-reduce from which its time is mostly bandwidth rather than the fixed cost of a
+# collective: about where the two meet (latency x bandwidth) for NCCL within a node (~20 us at
+# tens of GB/s) and for gloo over TCP (~100 us at a few GB/s) -- a rough line, so messages far
+# from it on either side are what it classifies.
+LATENCY_BOUND_BYTES = 1 << 20
+
+
+def message_bytes(ddp_config: dict | None) -> int | None:
+    """Bytes in one of DDP's all-reduces: a gradient bucket (bucket_cap_bytes), or all the
+    gradients when they fit in one; None when DDP did not log its sizes."""
+    config = ddp_config or {}
+    total, cap = config.get("total_parameter_size_bytes"), config.get("bucket_cap_bytes")
+    if not total:
+        return None
+    return min(total, cap) if cap else total
+
+
+def communication_kind(ddp_config: dict | None) -> str | None:
+    """What bounds the time of one all-reduce, by its size: "bandwidth" or "latency" (None:
+    unknown)."""
+    size = message_bytes(ddp_config)
+    if size is None:
+        return None
+    return "bandwidth" if size >= LATENCY_BOUND_BYTES else "latency"
+
+
 def communication_advice(
     ddp_config: dict | None, accumulation: bool, data_share: float | None, cuda: bool
 ) -> list[Recommendation]:
-    """Changes that cut the time ranks wait for each other, the ones this run's settings point at
-    first.  The codes are gpulint's rules, so the report can show the script's lines."""
+    """Changes that cut the time ranks wait for each other, ordered by what acts on this run's
+    all-reduces: fewer bytes when they are large (bandwidth-bound), fewer messages when they are
+    small (latency-bound: the bytes are not what costs).  The codes are gpulint's rules, so the
+    report can show the script's lines."""
     config = ddp_config or {}
-    first: list[Recommendation] = []
-    if cuda and config.get("backend_name") == "gloo":
-        first.append(
+    kind = communication_kind(config)
+    nccl = (
+        [
             Recommendation(
                 "GL602", "use the nccl backend: gloo copies CUDA gradients through host memory", "large on GPUs"
             )
-        )
-    if accumulation:
-        first.append(
+        ]
+        if cuda and config.get("backend_name") == "gloo"
+        else []
+    )
+    no_sync = (
+        [
             Recommendation(
                 "GL603",
                 "wrap the non-final micro-batches of an accumulation in model.no_sync()",
                 "up to one all-reduce per optimizer step instead of one per micro-batch",
             )
-        )
-    if config.get("find_unused_parameters"):
-        first.append(
+        ]
+        if accumulation
+        else []
+    )
+    compress = Recommendation(
+        "",
+        "compress gradients: model.register_comm_hook(None, default_hooks.bf16_compress_hook) "
+        "halves the bytes sent (PowerSGD cuts more)",
+        "up to 2x less all-reduce time",
+    )
+    bucket_view = (
+        [
+            Recommendation(
+                "", "gradient_as_bucket_view=True: gradients live in the buckets, one copy less per step", "small"
+            )
+        ]
+        if config.get("gradient_as_bucket_view") == 0
+        else []
+    )
+    unused = (
+        [
             Recommendation(
                 "GL604",
-                "drop find_unused_parameters=True unless parameters are really unused",
+                "drop find_unused_parameters=True unless parameters are really unused: it walks the autograd "
+                "graph every step (compute, not bytes sent)",
                 "one autograd-graph traversal per step",
             )
+        ]
+        if config.get("find_unused_parameters")
+        else []
+    )
+    if kind == "latency":
+        size = message_bytes(config) or 0
+        fewer = Recommendation(
+            "",
+            f"send fewer, larger all-reduces: each carries only {format_bytes(size)}, so its fixed cost dominates; "
+            "all-reduce once per optimizer step (accumulate micro-batches under no_sync) or take larger "
+            "batches per rank; a larger bucket_cap_mb merges buckets where there are several",
+            "the fixed cost of the all-reduces not made",
         )
-    rest = [
-        Recommendation(
+        advice = nccl + no_sync + [fewer] + unused
+    elif kind == "bandwidth":
+        size = message_bytes(config) or 0
+        compress.action += f" (each all-reduce carries {format_bytes(size)}: the bytes are the cost)"
+        bucket = Recommendation(
+            "",
+            "tune bucket_cap_mb (default 25) for overlap: smaller buckets start sending earlier in the backward pass",
+            "model-dependent",
+        )
+        advice = nccl + [compress] + no_sync + bucket_view + [bucket] + unused
+    else:
+        bucket = Recommendation(
             "",
             "tune bucket_cap_mb (default 25): bigger buckets mean fewer all-reduces, smaller ones "
             "start earlier and overlap more of the backward pass",
             "model-dependent",
-        ),
-        Recommendation(
-            "",
-            "compress gradients: model.register_comm_hook(None, default_hooks.bf16_compress_hook) "
-            "halves the bytes sent (PowerSGD cuts more)",
-            "up to 2x less all-reduce time",
-        ),
-    ]
-    if config.get("gradient_as_bucket_view") == 0:
-        rest.append(
-            Recommendation(
-                "", "gradient_as_bucket_view=True: gradients live in the buckets, one copy less per step", "small"
-            )
         )
+        advice = nccl + no_sync + [bucket, compress] + bucket_view + unused
     if data_share is not None and data_share >= 0.05:
-        rest.append(
+        advice.append(
             Recommendation(
                 "GL605",
                 "overlap the input pipeline: loader workers per rank (cores divided by ranks), pin_memory, prefetch",
                 "the data wait",
             )
         )
-    return first + rest
+    return advice
+
+
+def format_bytes(size: int) -> str:
+    if size >= 1 << 20:
+        return f"{size / (1 << 20):.1f} MiB"
+    if size >= 1 << 10:
+        return f"{size / (1 << 10):.1f} KiB"
+    return f"{size} bytes"

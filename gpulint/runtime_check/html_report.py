@@ -165,7 +165,7 @@ META_SHAPE = {
             "advice": TEXT,
             "reasons": _Maybe([TEXT]),
             "warnings": _Maybe([TEXT]),
-            "recommendations": _Maybe([{"code": TEXT, "action": TEXT, "expected_gain": TEXT}]),
+            "recommendations": _Maybe([{"code": TEXT, "action": TEXT, "expected_gain": TEXT, "line": _Maybe(TEXT)}]),
         }
     ),
     "next_command": _Maybe({"why": TEXT, "command": TEXT}),
@@ -424,8 +424,10 @@ def _fixes(run: RunRecord) -> str:
     for r in recommendations:
         rule = find_rule(r["code"])
         code = f'<a href="{escape(rule_url(rule))}">{escape(r["code"])}</a>' if rule else escape(r["code"])
-        hits = [h for h in lint if h["code"] == r["code"]]
-        found = "<br>".join(f"line {h['row']:.0f}: {escape(h['message'])}" for h in hits)
+        hits = [h for h in lint if h["code"] == r["code"]] if r["code"] else []
+        # as the text report: the line this run spends the fix's time on, then the linter's lines
+        measured = [f"{escape(Path(r['line']).name)} (measured)"] if r.get("line") else []
+        found = "<br>".join(measured + [f"line {h['row']:.0f}: {escape(h['message'])}" for h in hits])
         rows.append(
             f"<tr><td>{code}</td><td>{escape(r['action'])}</td><td>{escape(r['expected_gain'])}</td>"
             f"<td>{found or '<span class=muted>-</span>'}</td></tr>"

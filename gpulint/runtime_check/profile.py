@@ -103,6 +103,7 @@ def measurements_of(
         step_median=steps.median if steps and sample else None,
         step_cv=stats.variation(sample),
         data_share=steps.data_share if steps else None,
+        data_noise=data_noise(steps),
         syncs_per_step=syncs,
         gpu_util=run.gpu.util_mean if run.gpu else None,
         gpu_idle_fraction=run.gpu.idle_fraction if run.gpu else None,
@@ -123,6 +124,16 @@ def measurements_of(
         data_function=data_function_label(steps.data_function) if steps and steps.data_function else None,
         data_function_line=steps.data_function["where"] if steps and steps.data_function else None,
     )
+
+
+def data_noise(steps) -> float | None:
+    """Half-width of the data share's confidence interval: the noise of the mean wait per step
+    (batch means of the series) over the mean step time."""
+    waits = steps.data_waits if steps is not None and steps.count else None
+    if not waits:
+        return None
+    noise = stats.mean_noise(waits)
+    return None if noise is None else noise / steps.mean
 
 
 def data_function_label(function: dict) -> str:
@@ -155,9 +166,17 @@ def _short(where: str) -> str:
     return f"{Path(path).name}:{row}"
 
 
+# The share of a straggler's excess (by the timers) that one phase of its measured steps must
+# show grown (by the sampled stacks) for the excess to be work of those steps.
+STRAGGLER_ATTRIBUTED = 0.5
+
+
 def straggler_note(ranks: distributed.RankReport | None, by_rank: dict[int, attribution_mod.Attribution]) -> str:
     """Where the slowest rank's extra time goes: the phase (and its line) whose time per step grew
-    most against the median of the other ranks."""
+    most against the median of the other ranks.  When every rank's stack was sampled and no phase
+    of the slowest rank's measured steps grew by STRAGGLER_ATTRIBUTED of its excess, the excess is
+    not work of those steps (a wait outside them, noise): no straggler is called
+    (distributed.clear_straggler), and the note says why."""
     if ranks is None or ranks.slowest is None or ranks.slowest not in by_rank:
         return ""
     step = {r.rank: r.step_time for r in ranks.ranks if r.step_time}
@@ -171,6 +190,14 @@ def straggler_note(ranks: distributed.RankReport | None, by_rank: dict[int, attr
         grew = phase.share * mine_step - theirs
         if best is None or grew > best[0]:
             best = (grew, phase)
+    excess = ranks.slowest_excess or 0.0
+    if len(others) + 1 == len(ranks.ranks) and (best is None or best[0] < STRAGGLER_ATTRIBUTED * excess):
+        distributed.clear_straggler(
+            ranks,
+            f"none: rank {ranks.slowest} works {1000 * excess:.1f} ms per step longer by the timers, but no phase "
+            f"of its measured steps grew by {100 * STRAGGLER_ATTRIBUTED:.0f}% of that (sampled stacks)",
+        )
+        return ""
     if best is None or best[0] <= 0:
         return ""
     grew, phase = best
@@ -248,8 +275,20 @@ def profile(
         assert result.ranks is not None
         steps = run.steps
         result.verdict.recommendations = distributed.communication_advice(
-            result.ranks.ddp_config, bool(steps.batches and steps.batches > steps.count), steps.data_share, run.cuda
+            result.ranks.ddp_config,
+            verdict_mod.micro_batches(steps.batches, steps.count) is not None,
+            steps.data_share,
+            run.cuda,
         )
+        # bandwidth- or latency-bound, by the bytes in one all-reduce
+        result.verdict.severity = distributed.communication_kind(result.ranks.ddp_config)
+        size = distributed.message_bytes(result.ranks.ddp_config)
+        if size is not None:
+            result.verdict.reasons.append(
+                f"each all-reduce carries about {distributed.format_bytes(size)}: "
+                f"{'bandwidth' if size >= distributed.LATENCY_BOUND_BYTES else 'the fixed cost of a collective'} "
+                f"sets its time (the line is {distributed.format_bytes(distributed.LATENCY_BOUND_BYTES)})"
+            )
     result.syncs = sync_lines(run)
     if not run.cuda:  # what only a GPU can show is not suggested from a run without one
         result.verdict.recommendations = [

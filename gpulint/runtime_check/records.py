@@ -143,7 +143,7 @@ def profile_record(result: Profile, config: RunConfig, started_at: float) -> Run
             "reasons": result.verdict.reasons,
             "warnings": result.verdict.warnings,
             "recommendations": [
-                {"code": r.code, "action": r.action, "expected_gain": r.expected_gain}
+                {"code": r.code, "action": r.action, "expected_gain": r.expected_gain, "line": r.line}
                 for r in result.verdict.recommendations
             ],
         },

@@ -30,7 +30,7 @@ from gpulint.runtime_check.operators import KINDS, OpsReport, table_rows
 from gpulint.runtime_check.profile import Profile, data_function_label
 from gpulint.runtime_check.scale import ScaleResult
 from gpulint.runtime_check.sweep import SweepResult
-from gpulint.runtime_check.verdict import BUSY_CORES, NEEDS_DEVICE
+from gpulint.runtime_check.verdict import BUSY_CORES, NEEDS_DEVICE, micro_batches
 from gpulint.runtime_check.verify import CONFIDENCE, VerifyResult
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -269,7 +269,13 @@ def print_profile(out: Output, result: Profile) -> None:
         if steps.batches is not None:
             per = steps.batches / steps.count
             if abs(per - 1) > 0.01:
-                rows.append(["batches per step", f"{per:.2f}", "gradient accumulation"])
+                k = micro_batches(steps.batches, steps.count)
+                why = (
+                    f"gradient accumulation ({k} batches per optimizer step)"
+                    if k
+                    else "batches read outside the steps (a next(iter(loader)), a second loader): no accumulation"
+                )
+                rows.append(["batches per step", f"{per:.2f}", why])
     rows.append(
         [
             "data wait",
@@ -714,8 +720,8 @@ def print_sweep(out: Output, result: SweepResult) -> None:
         return
     rows = []
     for c in result.candidates:
-        if c.out_of_memory:
-            rows.append([c.value, "out of memory", "-", "-", "-"])
+        if c.out_of_memory or not c.run_times:
+            rows.append([c.value, "out of memory" if c.out_of_memory else NOT_MEASURED, "-", "-", "-"])
             continue
         rates = c.throughputs(result.counts_samples)
         shares = [r.steps.data_share for r in c.runs if r.steps and r.steps.data_share is not None]
@@ -735,14 +741,19 @@ def print_sweep(out: Output, result: SweepResult) -> None:
         rows,
         right=(1, 2, 3, 4),
     )
-    if result.batch is not None:
+    if result.best is not None and result.same_run:
+        out.line(
+            f"no difference: {result.name}={result.best.value} runs the same script with the same arguments as "
+            "the runner-up; the spread of their runs is this machine's noise"
+        )
+    elif result.batch is not None:
         for line in result.batch.lines:
             out.line(f"  - {line}")
     elif result.best is not None:
         how = (
             "clearly best (faster than the runner-up beyond the noise between runs)"
             if result.clearly_best
-            else "best by median, within the noise of the runner-up"
+            else "no difference beyond the noise between runs: best by median only"
         )
         out.line(f"recommended: {result.name}={result.best.value} -- {how}")
     else:

@@ -36,7 +36,7 @@ from gpulint.runtime_check.launchers import Launch, Rendezvous, torchrun_prefix
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, run_once
 from gpulint.runtime_check.script_params import ParamError, ParamSite, set_param
 from gpulint.runtime_check.sweep import rotation
-from gpulint.runtime_check.verdict import FIX_CODE_FIRST, HOST_PHASE_RULES, Recommendation, pct
+from gpulint.runtime_check.verdict import FIX_CODE_FIRST, HOST_PHASE_RULES, Recommendation, micro_batches, pct
 
 CONFIDENCE = 0.95
 _INPUT_PER_RANK = Recommendation(
@@ -374,7 +374,7 @@ def _starved(result: ScaleResult, top: Efficiency) -> bool:
         report = distributed.rank_report(run)
         assert run.steps is not None and report is not None, "a launched run that is ok"
         advice = distributed.communication_advice(
-            report.ddp_config, bool(run.steps.batches and run.steps.batches > run.steps.count), shares["data"], run.cuda
+            report.ddp_config, micro_batches(run.steps.batches, run.steps.count) is not None, shares["data"], run.cuda
         )
         if result.kind == "input-bound":
             result.recommendations = [r for r in advice if r.code == "GL605"] or [_INPUT_PER_RANK]
@@ -423,7 +423,7 @@ def _explain(result: ScaleResult, size: SizeRuns, efficiency: Efficiency) -> Non
     report = distributed.rank_report(run)
     assert steps is not None and report is not None, "a launched run that is ok"
     advice = distributed.communication_advice(
-        report.ddp_config, bool(steps.batches and steps.batches > steps.count), steps.data_share, run.cuda
+        report.ddp_config, micro_batches(steps.batches, steps.count) is not None, steps.data_share, run.cuda
     )
     if cause == "collective wait" or cause is None:
         result.kind = "communication-bound" if cause else "below linear"

@@ -93,6 +93,9 @@ class SweepResult:
     failed_value: str | None = None
     site: ParamSite | None = None  # where the script takes the value from
     batch: memory.BatchAdvice | None = None  # for a batch size
+    # The best and the runner-up run the same source with the same arguments (the same value
+    # twice, or values the script does not tell apart): no difference, whatever the runs say.
+    same_run: bool = False
 
     @property
     def counts_samples(self) -> bool:
@@ -123,40 +126,47 @@ def sweep(
     except ParamError as exc:
         raise SweepError(f"{script}: {exc}") from None
     site = copies[values[0]].site
-    result = SweepResult(str(script), name, [Candidate(v) for v in values], rotation(values, runs), site=site)
-    by_value = {c.value: c for c in result.candidates}
+    # By position: a value given twice (an A/A sweep) is two candidates, each with its own runs.
+    schedule = rotation(list(range(len(values))), runs)
+    result = SweepResult(str(script), name, [Candidate(v) for v in values], [values[i] for i in schedule], site=site)
     with tempfile.TemporaryDirectory(prefix="gpulint-sweep-") as folder:
-        sources = {}
+        sources = []
         for index, value in enumerate(values):
-            sources[value] = Path(folder) / f"v{index}.py"
-            sources[value].write_bytes(copies[value].source)
-        for index, value in enumerate(result.order):
-            candidate = by_value[value]
+            sources.append(Path(folder) / f"v{index}.py")
+            sources[index].write_bytes(copies[value].source)
+        for step, index in enumerate(schedule):
+            candidate, value = result.candidates[index], values[index]
             if candidate.out_of_memory:
                 continue  # it would run out again: the size is measured
             if progress is not None:
-                progress(index, len(result.order), f"{name}={value}")
+                progress(step, len(schedule), f"{name}={value}")
             command = Command(interpreter, [], [str(script), *copies[value].args])
-            run = run_once(command, replace(config, source=str(sources[value])))
+            run = run_once(command, replace(config, source=str(sources[index])))
             candidate.runs.append(run)
             if not run.ok and memory.is_out_of_memory(run):
                 candidate.out_of_memory = True
             elif not run.ok:
                 result.failed, result.failed_value = run, value
                 return result
-    ranked = sorted((c for c in result.candidates if not c.out_of_memory), key=lambda c: -result.throughput(c))
+    measured = [c for c in result.candidates if not c.out_of_memory and c.run_times]
+    ranked = sorted(measured, key=lambda c: -result.throughput(c))
     if memory.is_batch_param(name):
         sizes = [
-            memory.SizeResult(c.value, None if c.out_of_memory else result.throughput(c), c.out_of_memory)
+            memory.SizeResult(c.value, result.throughput(c) if c in measured else None, c.out_of_memory)
             for c in result.candidates
         ]
         result.batch = memory.batch_advice(sizes, site.current, result.unit)
     if ranked:
         samples = result.counts_samples
         result.best = ranked[0]
+        if len(ranked) > 1:
+            best, second = (copies[c.value] for c in ranked[:2])
+            result.same_run = (best.source, best.args) == (second.source, second.args)
         # Faster by verify's test, on the time per sample (or step): 1 / throughput.
         result.clearly_best = (
             len(ranked) > 1
+            and not result.same_run
+            and min(len(c.run_times) for c in ranked[:2]) >= 2
             and compare(
                 [1 / t for t in ranked[1].throughputs(samples)], [1 / t for t in ranked[0].throughputs(samples)]
             ).outcome

@@ -80,6 +80,9 @@ class Measurements:
     step_median: float | None
     step_cv: float | None = None  # spread of step times (stdev / mean)
     data_share: float | None = None
+    # Half-width of the data share's confidence interval (stats.mean_noise of the per-step waits
+    # over the mean step): a wait within it could be chance; None when the series is too short.
+    data_noise: float | None = None
     sync_share: float | None = None  # time in host-device syncs (not measurable by host timers)
     syncs_per_step: float | None = None
     gpu_util: float | None = None  # mean percent
@@ -124,10 +127,15 @@ class Verdict:
     reasons: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     recommendations: list[Recommendation] = field(default_factory=list)
+    # The phases over their own threshold that the verdict does not name: (label, share of the step)
+    secondary: list[tuple[str, float]] = field(default_factory=list)
 
     @property
     def headline(self) -> str:
-        return f"{self.kind} ({self.severity})" if self.severity else self.kind
+        named = f"{self.kind} ({self.severity})" if self.severity else self.kind
+        if not self.secondary:
+            return named
+        return f"{named}; secondary: {', '.join(f'{label} {pct(share)}' for label, share in self.secondary)}"
 
 
 def pct(value: float) -> str:
@@ -147,6 +155,12 @@ HOST_PHASE_RULES = {
 }
 
 
+# The verdicts about time ranks lose to each other.  They are named over a larger compute share:
+# their thresholds are set against scaling efficiency (COLLECTIVE_HIGH, STRAGGLER_HIGH), and that
+# loss grows with every rank added, where compute per rank does not.
+BETWEEN_RANKS = ("straggler", "communication-bound")
+
+
 @dataclass
 class _Candidate:
     share: float
@@ -154,11 +168,25 @@ class _Candidate:
     severity: str | None
     reason: str
 
+    @property
+    def label(self) -> str:
+        """How the headline lists it as secondary: "input 7%", "checkpoint writes 12%"."""
+        if self.kind == "input-bound":
+            return "input"
+        if self.kind == "communication-bound":
+            return "communication"
+        if self.kind == "sync-bound":
+            return "host sync"
+        if self.kind == "straggler":
+            return f"straggler {self.severity}"
+        return self.severity or self.kind
+
 
 def _candidates(m: Measurements, data: float, collective: float) -> list[_Candidate]:
-    """Every cause whose share of the step passes its threshold, with the reason it is there."""
+    """Every cause whose share of the step passes its threshold, with the reason it is there.  A
+    data wait must also be larger than its own noise: a share that chance could make is no cause."""
     found = []
-    if data >= INPUT_MODERATE:
+    if data >= INPUT_MODERATE and (m.data_noise is None or data > m.data_noise):
         found.append(
             _Candidate(
                 data,
@@ -220,8 +248,22 @@ def _too_few_looks(m: Measurements, phase: str) -> bool:
     return m.host_looks.get(phase, MIN_PHASE_LOOKS) < MIN_PHASE_LOOKS
 
 
+def _named(candidates: list[_Candidate], compute: float) -> _Candidate | None:
+    """The candidate the verdict names: the largest one, if it dominates the step.  A phase of
+    the process's own step (input, host work, syncs) is named only when it is at least as large
+    as the compute share: a 7% data wait beside 92% compute is a secondary finding, not what
+    bounds the step.  A loss between ranks (BETWEEN_RANKS) is named whenever it is the largest
+    candidate."""
+    if not candidates:
+        return None
+    largest = candidates[0]
+    return largest if largest.kind in BETWEEN_RANKS or largest.share >= compute else None
+
+
 def decide(m: Measurements) -> Verdict:
-    """The largest attributable share of the step names the bottleneck; the others are listed."""
+    """The dominant phase of the step names the bottleneck (docs/runtime.md, "Verdict"): the
+    largest phase over its threshold when it is at least the compute share (or a loss between
+    ranks), else compute.  The other phases over their thresholds are listed as secondary."""
     warnings = _warnings(m)
     if m.steps < MIN_STEPS or m.step_median is None:
         return Verdict(
@@ -242,6 +284,8 @@ def decide(m: Measurements) -> Verdict:
         reasons.append("data wait not measured")
     gpu_measured = m.gpu_util is not None
     candidates = _candidates(m, data, collective)
+    top_candidate = _named(candidates, compute)
+    secondary = [c for c in candidates if c is not top_candidate]
     # Host work over the threshold that too few looks saw to name (MIN_PHASE_LOOKS): said, not named.
     unnamed = [
         f"{pct(share)} of step time looked like {phase}"
@@ -252,11 +296,11 @@ def decide(m: Measurements) -> Verdict:
         if _too_few_looks(m, phase)
     ]
     recommendations: list[Recommendation]
-    if candidates:
-        top = candidates[0]
+    if top_candidate is not None:
+        top = top_candidate
         kind, severity = top.kind, top.severity
         reasons.append(top.reason)
-        reasons += [f"also: {c.reason}" for c in candidates[1:]]
+        reasons += [f"also: {c.reason}" for c in secondary]
         recommendations = _recommendations_for(top, m, data)
         if kind == "input-bound":
             # Workers a loader starts again every epoch can live between two looks of the CPU
@@ -279,7 +323,7 @@ def decide(m: Measurements) -> Verdict:
         if gpu_measured:
             reasons.append(f"GPU utilization {m.gpu_util:.0f}% (< {GPU_STARVED:.0f}%)")
         recommendations = _sync_recommendations(m)
-    elif m.gpu_util is not None and m.gpu_util < GPU_STARVED:
+    elif m.gpu_util is not None and m.gpu_util < GPU_STARVED and not secondary:
         severity = None
         kind = "inconclusive"
         reasons.append(
@@ -297,7 +341,15 @@ def decide(m: Measurements) -> Verdict:
     else:
         severity = None
         kind = "compute-bound"
-        reasons.append(f"data wait {pct(data)} of step time (< {pct(INPUT_MODERATE)})")
+        if secondary:
+            reasons.append(
+                f"compute is the largest part of the step ({pct(compute)}); "
+                f"smaller, over their own thresholds: {', '.join(f'{c.label} {pct(c.share)}' for c in secondary)}"
+            )
+        elif data >= INPUT_MODERATE:
+            reasons.append(f"data wait {pct(data)} of step time is within its noise (+-{pct(m.data_noise or 0.0)})")
+        else:
+            reasons.append(f"data wait {pct(data)} of step time (< {pct(INPUT_MODERATE)})")
         if m.host_shares:
             reasons.append(
                 f"host work between the steps' compute {pct(host)} of step time "
@@ -306,6 +358,11 @@ def decide(m: Measurements) -> Verdict:
         if gpu_measured:
             reasons.append(f"GPU utilization {m.gpu_util:.0f}%")
         recommendations = _compute_recommendations(m)
+        reasons += [f"also: {c.reason}" for c in secondary]
+    if secondary and kind != "communication-bound":
+        # the fixes of the largest secondary phase follow the named one's (communication's come
+        # from the DDP settings: distributed.communication_advice)
+        recommendations += [r for r in _recommendations_for(secondary[0], m, data) if r not in recommendations]
     reasons += unnamed
 
     if kind == "straggler":
@@ -315,12 +372,13 @@ def decide(m: Measurements) -> Verdict:
         )
     elif kind == "host-bound":
         advice = (
-            f"fix the code first: {pct(candidates[0].share)} of each step is {severity}, host work that more "
+            f"fix the code first: {pct(top_candidate.share if top_candidate else 0.0)} of each step is {severity}, "
+            "host work that more "
             "GPUs would not shorten"
         )
-    elif kind == "sync-bound" and candidates:
+    elif kind == "sync-bound" and top_candidate is not None:
         advice = (
-            f"fix the code first: {pct(candidates[0].share)} of each step reads tensors on the host; "
+            f"fix the code first: {pct(top_candidate.share)} of each step reads tensors on the host; "
             "more GPUs would not shorten it"
         )
     elif compute < FIX_CODE_FIRST:
@@ -334,6 +392,11 @@ def decide(m: Measurements) -> Verdict:
         advice = (
             f"fix communication first: {pct(collective)} of each step waits for other ranks; "
             "more GPUs would wait longer"
+        )
+    elif kind == "compute-bound" and secondary:
+        advice = (
+            f"compute bounds the step ({pct(compute)}); next is {secondary[0].label} "
+            f"({pct(secondary[0].share)}): removing all of it gives at most {ceiling(secondary[0].share).split()[1]}"
         )
     elif kind == "compute-bound" and m.gpu_util is not None and m.gpu_util >= GPU_SCALES:
         advice = (
@@ -353,7 +416,9 @@ def decide(m: Measurements) -> Verdict:
         )
     else:
         advice = "fix the code first: the GPU is not kept busy"
-    return Verdict(kind, severity, advice, compute, reasons, warnings, recommendations)
+    return Verdict(
+        kind, severity, advice, compute, reasons, warnings, recommendations, [(c.label, c.share) for c in secondary]
+    )
 
 
 def _per_step(share: float, m: Measurements) -> str:
@@ -456,6 +521,23 @@ def _sync_recommendations(m: Measurements) -> list[Recommendation]:
 
 def _compute_recommendations(m: Measurements) -> list[Recommendation]:
     return [Recommendation(code, action, "model-dependent") for code, action in COMPUTE_RULES[m.framework]]
+
+
+# How far from a whole number the batches per optimizer step may be and still read as gradient
+# accumulation (a run's window can cut an accumulation cycle at either end).
+ACCUMULATION_SLACK = 0.1
+
+
+def micro_batches(batches: int | None, steps: int) -> int | None:
+    """Batches each optimizer step accumulates (2 or more), or None: k batches a step is
+    accumulation only when the ratio is close to a whole k >= 2.  A few extra batches -- a
+    `next(iter(loader))` once an epoch to peek at a batch, a validation loader counted in -- make
+    1.07, which is no accumulation."""
+    if not batches or not steps:
+        return None
+    per = batches / steps
+    k = round(per)
+    return k if k >= 2 and abs(per - k) <= ACCUMULATION_SLACK else None
 
 
 def busy_machine_warning(other_cores: float | None, during: str = "the run") -> str | None:

@@ -9,6 +9,8 @@ with `--write`, only after a confirmed speedup, and atomically.
 
 from __future__ import annotations
 
+import ast
+import itertools
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,11 +21,16 @@ from gpulint.runtime_check.launchers import Launch
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, StepStats, run_once
 from gpulint.runtime_check.verdict import NEEDS_DEVICE, busy_machine_warning
 
-# The confidence a speedup or slowdown must reach at each look (two-sided).  verify looks after
-# R runs of each arm and after every pair it adds up to the maximum: over those looks an unchanged
-# script is called faster or slower in about 2% of calls (simulated in tests/runtime/test_aa.py);
-# a single look at 95% would do it in one call of twenty.
-CONFIDENCE = 0.995
+# The confidence a speedup or slowdown must reach at each look (two-sided), and the same side must
+# come out at two consecutive looks (the second with a fresh A/B pair): a change is reported only
+# when a new pair repeats it, whichever way it goes.  verify looks after R runs of each arm and
+# after every pair it adds up to the maximum (3R), one pair more when the last look still awaits
+# its repeat.  Over those looks, runs drawn from one distribution are called faster or slower in
+# about 1 call of 2000 (normal noise between runs; 1 of 600 for uniform noise, simulated in
+# tests/runtime/test_aa.py), where a single look at 99.5% a look did it in 1 call of 60; a 1.2x
+# speedup under 8% noise is still confirmed in 2 calls of 3.
+CONFIDENCE = 0.9995
+MAX_RUNS_FACTOR = 3  # default --max-runs: this many times --runs
 
 
 class VerifyError(Exception):
@@ -63,6 +70,9 @@ class Comparison:
     noise: float  # typical factor between two runs of the same script here, now (the A/A spread)
     outcome: str  # confirmed | not confirmed | slowdown
     reason: str  # why, in one sentence
+    # The interval cleared 1 at this look but the look before did not say the same: one more pair
+    # decides (see CONFIDENCE).
+    pending: bool = False
 
 
 @dataclass
@@ -110,6 +120,14 @@ def fix_script(script: Path, codes: list[str] | None) -> tuple[bytes, bytes, int
     return source, outcome.source, outcome.applied, fixable
 
 
+def same_program(original: bytes, fixed: bytes) -> bool:
+    """The two sources compile to the same syntax tree: nothing that runs differs."""
+    try:
+        return ast.dump(ast.parse(original)) == ast.dump(ast.parse(fixed))
+    except (SyntaxError, ValueError):
+        return False
+
+
 def device_refusal(codes: list[str], where: str) -> str | None:
     """The sentence refusing to A/B fixes that need a CUDA device on a run without one (`where`
     says why there is none); None when no fix among `codes` needs one."""
@@ -136,11 +154,12 @@ def interleaved(pairs: int) -> list[str]:
 
 
 def compare(a: list[float], b: list[float]) -> Comparison:
-    """Is B faster than A, given per-run step times of each?  Calibrated on the runs themselves:
-    the runs of one arm repeat the same script, so their spread is the noise of this machine in
-    this call (an A/A comparison), and the speedup counts only when its CONFIDENCE interval,
-    which that noise and the number of runs set, is clear of 1.  "Every fixed run faster than
-    every original run" is no evidence alone: with 3 runs each it happens by chance 1 time in 10."""
+    """One look: is B faster than A, given per-run step times of each?  Calibrated on the runs
+    themselves: the runs of one arm repeat the same script, so their spread is the noise of this
+    machine in this call (an A/A comparison), and a change counts only when its CONFIDENCE
+    interval, which that noise and the number of runs set, is clear of 1 -- on either side, the
+    same test for a slowdown as for a speedup.  "Every fixed run faster than every original run"
+    is no evidence alone: with 3 runs each it happens by chance 1 time in 10."""
     speedup, low, high, noise = stats.ratio_interval(a, b, CONFIDENCE)
     if low > 1:
         outcome, reason = "confirmed", "the interval is above 1"
@@ -148,8 +167,32 @@ def compare(a: list[float], b: list[float]) -> Comparison:
         outcome, reason = "slowdown", "the interval is below 1"
     else:
         outcome = "not confirmed"
-        reason = "the interval includes 1: the difference is within the noise between runs of the same script"
+        reason = "the interval includes 1: no difference beyond the noise between runs of the same script"
     return Comparison(speedup, (low, high), noise, outcome, reason)
+
+
+def sequential(a: list[float], b: list[float], first: int) -> Comparison:
+    """The verdict over looks at the first `first`, `first + 1`, ... runs of each arm (run in A/B
+    pairs, in that order): a speedup or slowdown stands only when two consecutive looks find it
+    (the later with one more pair); the comparison of the look that repeats it, else of the last
+    look -- not confirmed, and pending when that look found a change the one before did not."""
+    if len(a) != len(b) or len(a) < max(2, first):
+        raise ValueError("sequential needs the same number of runs in each arm, `first` at least (2 at least)")
+    looks = [(count, compare(a[:count], b[:count])) for count in range(max(2, first), len(a) + 1)]
+    for (_, earlier), (count, look) in itertools.pairwise(looks):
+        if look.outcome != "not confirmed" and look.outcome == earlier.outcome:
+            look.reason += f" at {count - 1} and at {count} runs of each"
+            return look
+    look = looks[-1][1]
+    if look.outcome == "not confirmed":
+        return look
+    side = "above" if look.outcome == "confirmed" else "below"
+    return replace(
+        look,
+        outcome="not confirmed",
+        reason=f"the interval is {side} 1 at the last look only: a change counts when the next pair repeats it",
+        pending=True,
+    )
 
 
 def verify(
@@ -165,12 +208,13 @@ def verify(
     launch: Launch | None = None,
 ) -> VerifyResult:
     """Runs of each arm: `runs` interleaved pairs, then one pair more at a time while the verdict
-    is "not confirmed", up to `max_runs` (default twice `runs`) of each; under `launch` (torchrun,
+    is "not confirmed", up to `max_runs` (default MAX_RUNS_FACTOR times `runs`) of each, and one
+    more when the last look awaits its repeat (`sequential`); under `launch` (torchrun,
     accelerate launch) when given, every rank running the arm's source."""
     from gpulint.linter.run.process import unified_diff
     from gpulint.linter.run.safe_files import WriteScope, write_atomic
 
-    max_runs = max(runs, max_runs or 2 * runs)
+    max_runs = max(runs, max_runs or MAX_RUNS_FACTOR * runs)
     if not script.is_file():
         raise VerifyError(f"script {script} does not exist")
     # As `--fix` does, `--write` writes the file named, never a link's target: refused before the runs.
@@ -180,6 +224,10 @@ def verify(
     source, fixed, applied, fixable = fix_script(script, codes)
     if not applied:
         raise VerifyError(f"nothing to fix in {script} for {','.join(codes) if codes else 'the default rules'}")
+    if same_program(source, fixed):
+        raise VerifyError(
+            f"no difference to measure: the fixes change no executed line of {script} (comments or layout only)"
+        )
     if any(code in NEEDS_DEVICE for code in fixable):
         devices, unavailable = nvml.visible_devices()
         if not devices:
@@ -188,7 +236,7 @@ def verify(
         str(script), codes or [], applied, unified_diff(source, fixed, str(script)), Arm("original"), Arm("fixed"), []
     )
     command = Command(interpreter, [], [str(script), *args], launch)
-    schedule = interleaved(max_runs)
+    schedule = interleaved(max_runs + 1)  # the last pair only to repeat a change found at max_runs
     with tempfile.TemporaryDirectory(prefix="gpulint-verify-") as folder:
         fixed_source = Path(folder) / script.name
         fixed_source.write_bytes(fixed)
@@ -208,9 +256,11 @@ def verify(
                 if refusal:
                     raise VerifyError(refusal)
             pairs = len(result.order) // 2
-            if len(result.order) % 2 == 0 and pairs >= runs:
-                result.comparison = compare(result.original.run_times, result.fixed.run_times)
+            if len(result.order) % 2 == 0 and pairs >= max(2, runs):
+                result.comparison = sequential(result.original.run_times, result.fixed.run_times, runs)
                 if result.comparison.outcome != "not confirmed":
+                    break
+                if pairs >= max_runs and not result.comparison.pending:
                     break
     # No run failed, so every pair ran and the last one was compared (runs >= 1).
     assert result.comparison is not None

@@ -169,8 +169,11 @@ def test_host_work_seen_in_too_few_looks_is_said_not_named():
     assert once.kind == "compute-bound", (once.headline, once.reasons)
     assert any("in only 1 look at the stack: too few to name it" in r and "train.py:50" in r for r in once.reasons)
     often = decide(m(data_share=0.01, host_shares=shares, host_looks={"other host work": MIN_PHASE_LOOKS}))
+    assert often.headline == "compute-bound; secondary: other host work 11%"  # seen enough, smaller than compute
+    most = {"other host work": 0.6}
+    often = decide(m(data_share=0.01, host_shares=most, host_looks={"other host work": MIN_PHASE_LOOKS}))
     assert often.headline == "host-bound (other host work)"
-    uncounted = decide(m(data_share=0.01, host_shares=shares))  # (looks not counted: the share decides)
+    uncounted = decide(m(data_share=0.01, host_shares=most))  # (looks not counted: the share decides)
     assert uncounted.headline == "host-bound (other host work)"
 
 

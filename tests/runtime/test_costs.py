@@ -41,8 +41,8 @@ def test_without_steps_per_epoch_the_month_stands_alone_and_says_why():
     assert "give --steps-per-epoch N" in lines[-1]
 
 
-def profile_with(waits: list[float] | None, loader_batches: int | None = None) -> Profile:
-    run = measured_run([0.1] * 20)
+def profile_with(waits: list[float] | None, loader_batches: int | None = None, cuda: bool = True) -> Profile:
+    run = measured_run([0.1] * 20, cuda=cuda)
     run.steps = step_stats([0.1] * 20, waits)
     run.processes = [ProcessRun(None, 1, run.steps, {"loader": {"batches": loader_batches}, "world_size": None})]
     result = Profile(run, "torch", command=Command(sys.executable, [], ["train.py"]))
@@ -64,11 +64,22 @@ def test_no_waste_is_priced_when_data_wait_was_not_measured():
     assert costs.profile_basis(profile_with(None)) is None
 
 
-def test_verify_prices_only_a_confirmed_speedup():
+def test_a_cpu_only_run_is_not_priced_as_gpu_time():
+    """A CPU run's 40% data wait is no share of GPU time: no "worth 0.4 of your 1 GPU"."""
+    cpu = profile_with([0.04] * 20, loader_batches=500, cuda=False)
+    assert not costs.on_accelerator(cpu.run) and costs.profile_basis(cpu) is None
+    stream = io.StringIO()
+    report.print_costs(report.Output(stream, color=False), None, 2.0, costs.NO_ACCELERATOR)
+    assert "not estimated (no accelerator was measured" in stream.getvalue()
+
+
+def test_verify_prices_only_a_confirmed_speedup_on_an_accelerator():
+    cuda = True
+
     def arm(name: str, times: list[float]) -> Arm:
         runs = []
         for t in times:
-            run = measured_run([t] * 10)
+            run = measured_run([t] * 10, cuda=cuda)
             run.processes = [ProcessRun(None, 1, run.steps, {})]
             runs.append(run)
         return Arm(name, runs)
@@ -81,14 +92,27 @@ def test_verify_prices_only_a_confirmed_speedup():
     same = VerifyResult("train.py", ["GL101"], 1, "", arm("original", original), arm("fixed", original), [])
     same.comparison = compare(original, original)
     assert costs.verify_basis(same) is None
+    cuda = False
+    on_cpu = VerifyResult("train.py", ["GL101"], 1, "", arm("original", original), arm("fixed", fixed), [])
+    on_cpu.comparison = compare(original, fixed)
+    assert on_cpu.comparison.outcome == "confirmed" and costs.verify_basis(on_cpu) is None
+
+
+def scale_result(kind: str, cuda: bool = True) -> SimpleNamespace:
+    size = SimpleNamespace(nproc=4, breakdown=lambda: {"step_time": 0.2}, runs=[measured_run([0.2] * 5, cuda=cuda)])
+    return SimpleNamespace(failed=None, efficiencies=[SimpleNamespace(nproc=4, value=0.7)], sizes=[size], kind=kind)
 
 
 def test_scale_prices_the_loss_against_linear_at_the_largest_size():
-    size = SimpleNamespace(nproc=4, breakdown=lambda: {"step_time": 0.2})
-    result = SimpleNamespace(failed=None, efficiencies=[SimpleNamespace(nproc=4, value=0.7)], sizes=[size])
-    basis = costs.scale_basis(result)
+    basis = costs.scale_basis(scale_result("below linear"))
     assert basis is not None and (basis.kind, basis.gpus) == ("scaling loss", 4)
     assert basis.share == pytest.approx(0.3)
+
+
+def test_an_inconclusive_or_cpu_scaling_result_is_not_priced():
+    """ "inconclusive, run more repeats" and "$6,445/month lost to scaling" in one output: no more."""
+    assert costs.scale_basis(scale_result("inconclusive")) is None
+    assert costs.scale_basis(scale_result("below linear", cuda=False)) is None
 
 
 def test_the_text_report_prints_the_estimate_only_with_a_price():

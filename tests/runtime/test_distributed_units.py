@@ -2,6 +2,7 @@
 inputs (no child processes)."""
 
 import os
+import random
 import stat
 import statistics
 import sys
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.runtime_check import distributed, html_report, launchers, records, scale, sweep, verdict
+from gpulint.runtime_check import distributed, html_report, launchers, profile, records, scale, sweep, verdict
+from gpulint.runtime_check.attribution import Attribution, Phase
 from gpulint.runtime_check.cli import EXIT_INCONCLUSIVE, scale_exit_code
 from gpulint.runtime_check.history import History
 from gpulint.runtime_check.measure import Command, CommandError, ProcessRun, RunConfig, RunResult, parse_command
@@ -108,12 +110,20 @@ def test_torchrun_flags_are_in_step_with_torchs_parser():
 
 # -- per-rank figures ----------------------------------------------------------------------
 def rank_process(
-    rank: int, step: float, waits: tuple[float, float], steps: int = 10, start: float = 1.0, data: float = 0.001
+    rank: int,
+    step: float,
+    waits: tuple[float, float],
+    steps: int = 10,
+    start: float = 1.0,
+    data: float = 0.001,
+    times: list[float] | None = None,
 ) -> ProcessRun:
     """A rank whose DDP timers say it waited `waits[0]` s per step (of `waits[1]` s all-reduce),
-    and that waited `data` s per step for its batches."""
+    and that waited `data` s per step for its batches; its steps take `step` s each, or `times`."""
+    if times is not None:
+        steps, step = len(times), sum(times) / len(times)
     stats = step_stats(
-        [step] * steps,
+        times or [step] * steps,
         [data] * steps,
         warmup=3,
         samples=8 * steps,
@@ -161,6 +171,65 @@ def test_rank_report_calls_out_the_straggler():
     assert even.slowest is None and even.slowest_note.startswith("none")
 
 
+def test_an_excess_within_the_noise_of_the_step_times_is_no_straggler():
+    """Two healthy ranks, 50 ms steps, one snapshot in the window that every rank waits for: rank 1
+    works 4.2 ms a step more on average -- over 5% of a step, but one step's spike, well within the
+    noise of the per-rank step times."""
+    times = [0.05] * 19 + [0.134]
+    quiet = distributed.rank_report(
+        launched(
+            rank_process(0, 0, (0.0052, 0.01), times=times),
+            rank_process(1, 0, (0.001, 0.01), times=times),
+        )
+    )
+    assert quiet.slowest is None and "within the noise" in quiet.slowest_note, quiet.slowest_note
+    # The same average excess on every step is beyond the noise: a straggler.
+    rng = random.Random(7)
+    steady = [0.05 + rng.gauss(0, 0.001) for _ in range(20)]
+    loud = distributed.rank_report(
+        launched(
+            rank_process(0, 0, (0.0052, 0.01), times=steady),
+            rank_process(1, 0, (0.001, 0.01), times=steady),
+        )
+    )
+    assert loud.slowest == 1 and loud.slowest_excess == pytest.approx(0.0042)
+    # Too few steps to know the noise: no straggler is called.
+    short = distributed.rank_report(
+        launched(
+            rank_process(0, 0, (0.0052, 0.01), times=steady[:8]), rank_process(1, 0, (0.001, 0.01), times=steady[:8])
+        )
+    )
+    assert short.slowest is None and "too few measured steps" in short.slowest_note
+
+
+def test_a_straggler_is_called_only_for_work_seen_in_its_measured_steps():
+    """The timers' excess must show as a phase of the slow rank's measured steps (sampled stacks)
+    that grew against the others': else it is no straggler, and the note says why."""
+    rng = random.Random(7)
+    steady = [0.05 + rng.gauss(0, 0.001) for _ in range(20)]
+
+    def ranks():
+        return distributed.rank_report(
+            launched(rank_process(0, 0, (0.0052, 0.01), times=steady), rank_process(1, 0, (0.001, 0.01), times=steady))
+        )
+
+    def sampled(other: float) -> Attribution:
+        return Attribution(
+            100, 0.02, [Phase("compute", 1 - other, looks=90), Phase("other host work", other, looks=10)]
+        )
+
+    seen = ranks()
+    note = profile.straggler_note(seen, {0: sampled(0.0), 1: sampled(0.08)})
+    assert seen.slowest == 1 and note.startswith("its other host work takes 4.0 ms a step more")
+    unseen = ranks()
+    assert profile.straggler_note(unseen, {0: sampled(0.0), 1: sampled(0.0)}) == ""
+    assert unseen.slowest is None and unseen.slowest_excess is None
+    assert "no phase of its measured steps grew" in unseen.slowest_note
+    # a rank whose stack was not sampled: the timers alone decide
+    untold = ranks()
+    assert profile.straggler_note(untold, {1: sampled(0.0)}) == "" and untold.slowest == 1
+
+
 def test_collectives_outside_ddp_are_not_measured():
     process = rank_process(0, 0.1, (0.0, 0.0))
     process.report["ddp"] = []
@@ -178,9 +247,32 @@ def test_single_process_has_no_rank_report():
 def test_communication_advice_follows_the_ddp_settings():
     advice = distributed.communication_advice({"backend_name": "gloo", "find_unused_parameters": 1}, True, 0.2, True)
     codes = [a.code for a in advice]
-    assert codes[:3] == ["GL602", "GL603", "GL604"] and "GL605" in codes
+    assert codes[:2] == ["GL602", "GL603"] and "GL604" in codes and "GL605" in codes
     assert any("bucket_cap_mb" in a.action for a in advice) and any("comm_hook" in a.action for a in advice)
     assert [a.code for a in distributed.communication_advice(None, False, 0.0, False)] == ["", ""]
+
+
+def test_communication_advice_acts_on_bytes_when_the_all_reduce_is_large():
+    """A 16 MB gradient is bandwidth-bound: what cuts the bytes comes first, and
+    find_unused_parameters (graph traversal, not bytes) comes after every fix that does."""
+    large = {"backend_name": "gloo", "find_unused_parameters": 1, "total_parameter_size_bytes": 16 << 20}
+    large["bucket_cap_bytes"] = 25 << 20
+    assert distributed.communication_kind(large) == "bandwidth"
+    advice = distributed.communication_advice(large, False, 0.0, False)
+    assert "compress gradients" in advice[0].action and "16.0 MiB" in advice[0].action
+    assert [a.code for a in advice][-1] == "GL604"
+
+
+def test_communication_advice_sends_fewer_messages_when_the_all_reduce_is_small():
+    """84 bytes a step: the collective's fixed cost, not its bytes: nothing that cuts bytes."""
+    tiny = {"backend_name": "gloo", "find_unused_parameters": 0, "total_parameter_size_bytes": 84}
+    tiny["bucket_cap_bytes"] = 25 << 20
+    assert distributed.communication_kind(tiny) == "latency"
+    advice = distributed.communication_advice(tiny, True, 0.0, False)
+    assert [a.code for a in advice][0] == "GL603"
+    assert "fewer, larger all-reduces" in advice[1].action and "84 bytes" in advice[1].action
+    assert not any("compress" in a.action or "GL604" == a.code for a in advice)
+    assert distributed.communication_kind({"backend_name": "gloo"}) is None
 
 
 def test_verdict_is_communication_bound_from_ten_percent_collective_wait():
@@ -244,7 +336,8 @@ def test_collective_wait_growth_is_communication_bound():
     assert efficiency.outcome == "below" and efficiency.interval[1] < 0.9
     assert result.kind == "communication-bound"
     assert any(r.startswith("collective wait: +79.0 ms") for r in result.reasons)
-    assert result.recommendations[0].code == "GL604"  # find_unused_parameters=True in the DDP settings
+    # find_unused_parameters=True in the DDP settings: offered, after what acts on the all-reduce
+    assert [r.code for r in result.recommendations][-1] == "GL604"
 
 
 def test_strong_scaling_measures_against_the_ideal_step():

@@ -613,3 +613,14 @@ def test_every_verdict_that_says_fix_the_code_is_drawn_as_one(headline):
     assert '<div class="verdict bad">' in html_report.render(run)
     run.meta["verdict"]["headline"] = "compute-bound"
     assert '<div class="verdict bad">' not in html_report.render(run)
+
+
+def test_the_page_shows_the_measured_line_of_a_fix_as_the_text_does():
+    """The text said "train.py:42 (measured)" where the page said "-"."""
+    profile = profile_of(Command(sys.executable, [], ["train.py"]), codes=())
+    profile.verdict.recommendations[0].line = str(Path("project", "train.py")) + ":42"
+    assert any("train.py:42 (measured)" in line for line in terminal_lines(report.print_profile, profile))
+    page = html_report.render(records.profile_record(profile, RunConfig(), time.time()))
+    fixes = page[page.index("<h2>Fixes to try") :]
+    first = fixes[: fixes.index("</tr>", fixes.index("</tr>") + 5)]
+    assert "train.py:42 (measured)" in first and "project" not in first

@@ -108,3 +108,18 @@ def test_progress_is_redrawn_at_a_terminal_and_logged_every_30_seconds_elsewhere
         clock[0] += 1
         progress({"steps": 50, "warmup": 5, "steps_wanted": 100, "measure_start": 100.0})
     assert log.getvalue().count("\n") == 3 and "measuring: step 45 of 100" in log.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("batches", "says"),
+    [(1500, "gradient accumulation (2 batches per optimizer step)"), (214, "no accumulation")],
+)
+def test_batches_per_step_is_accumulation_only_near_a_whole_number(batches, says):
+    """A `next(iter(loader))` once an epoch makes 1.07 batches a step: read as no accumulation."""
+    result = profile_of(Command(sys.executable, [], ["train.py"]))
+    result.run.steps.count, result.run.steps.batches = 200 if batches == 214 else 750, batches
+    out = io.StringIO()
+    report.print_profile(report.Output(out, color=False), result)
+    row = next(line for line in out.getvalue().splitlines() if line.startswith("batches per step"))
+    assert says in row, row
+    assert ("gradient accumulation" in row) == (batches == 1500)

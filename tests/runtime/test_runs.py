@@ -283,3 +283,21 @@ def test_gpulint_registers_profile_and_verify():
             [sys.executable, "-m", "gpulint", command, "--help"], capture_output=True, text=True, cwd=ROOT
         )
         assert run.returncode == 0 and "--steps" in run.stdout, run.stderr
+
+
+def test_a_loop_without_an_optimizer_counts_its_backward_passes_as_steps():
+    """Manual SGD (`w -= lr * w.grad`): it timed out with "it had made no training step"."""
+    result = run_once(
+        Command(sys.executable, [], [str(SCRIPTS / "manual_sgd.py")]), RunConfig(steps=10, warmup=2, timeout=120)
+    )
+    assert result.status == "stopped", result.output_tail
+    steps = result.steps
+    assert steps.source == "optimizer steps" and steps.count == 10
+    assert steps.optimizers == {"backward() (no optimizer)": 12}
+
+
+def test_an_optimizers_steps_stay_the_clock_beside_its_backward_passes():
+    script = str(SCRIPTS / "multi_optimizer.py")
+    result = run_once(Command(sys.executable, [], [script, "--accumulate", "4"]), RunConfig(steps=6, warmup=2))
+    assert result.status == "stopped", result.output_tail
+    assert "backward() (no optimizer)" not in result.steps.optimizers and result.steps.count == 6

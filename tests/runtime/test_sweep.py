@@ -1,9 +1,11 @@
 """`verify --param`: the source transform, the run order, and the choice (runs stubbed)."""
 
+import io
 import sys
 
 import pytest
 
+from gpulint.runtime_check import report
 from gpulint.runtime_check import sweep as sweep_mod
 from gpulint.runtime_check.measure import RunConfig
 from gpulint.runtime_check.script_params import set_param
@@ -50,7 +52,7 @@ def test_best_value_is_measured_not_assumed(tmp_path, monkeypatch):
         assert command.target[0] == str(script)  # run from its own folder
         text = open(config.source).read()
         value = text.split("a = DataLoader(ds, batch_size=8, num_workers=")[1].split(")")[0]
-        jitter = 1 + 0.01 * len(calls)  # runs of one value differ a little, as real runs do
+        jitter = 1 + 0.003 * len(calls)  # runs of one value differ a little, as real runs do
         calls.append(value)
         return measured_run([step_for[value] * jitter] * 4)
 
@@ -80,3 +82,34 @@ def test_script_without_dataloader(tmp_path):
     script.write_text("import torch\n")
     with pytest.raises(sweep_mod.SweepError, match="no DataLoader"):
         sweep_mod.sweep(script, [], "num_workers=0,2", 2, RunConfig(), sys.executable)
+
+
+BATCH_SOURCE = b"""import torch
+from torch.utils.data import DataLoader
+loader = DataLoader(ds, batch_size=16)
+"""
+
+
+@pytest.mark.parametrize("param", ["batch_size=32,32", "num_workers=2,2,4"])
+def test_a_value_given_twice_is_measured_twice_and_reads_no_difference(param, tmp_path, monkeypatch):
+    """An A/A sweep: each copy of the value gets its own runs (it ended in a traceback, no median
+    of an empty list), and the same source run twice is no difference, whatever the runs say."""
+    script = tmp_path / "train.py"
+    script.write_bytes(BATCH_SOURCE if param.startswith("batch_size") else SOURCE)
+    times = iter([0.100, 0.080, 0.101, 0.079, 0.102, 0.081, 0.099, 0.080, 0.100])  # the first copy always slower
+
+    def run_once(command, config, progress=None):
+        return measured_run([next(times)] * 4)
+
+    monkeypatch.setattr(sweep_mod, "run_once", run_once)
+    name, values = sweep_mod.parse_param(param)
+    result = sweep_mod.sweep(script, [], param, 3, RunConfig(), sys.executable)
+    assert [len(c.run_times) for c in result.candidates] == [3] * len(values)
+    out = io.StringIO()
+    report.print_sweep(report.Output(out, color=False), result)
+    text = out.getvalue()
+    if len(set(values)) == 1:
+        assert result.same_run and not result.clearly_best
+        assert "no difference" in text and "recommended" not in text, text
+    else:
+        assert "Traceback" not in text and f"{name}=" in text

@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpulint.runtime_check.verdict import Measurements, decide
+from gpulint.runtime_check.verdict import Measurements, decide, micro_batches
 
 
 def m(**overrides):
@@ -12,19 +12,68 @@ def m(**overrides):
 
 
 @pytest.mark.parametrize(
-    "share, kind, severity",
+    "share, kind, severity, secondary",
     [
-        (0.0, "compute-bound", None),
-        (0.049, "compute-bound", None),
-        (0.05, "input-bound", "moderate"),
-        (0.199, "input-bound", "moderate"),
-        (0.20, "input-bound", "high"),
-        (0.9, "input-bound", "high"),
+        (0.0, "compute-bound", None, []),
+        (0.049, "compute-bound", None, []),
+        # over the input threshold but under the compute share: secondary, not the verdict
+        (0.05, "compute-bound", None, [("input", 0.05)]),
+        (0.199, "compute-bound", None, [("input", 0.199)]),
+        (0.49, "compute-bound", None, [("input", 0.49)]),
+        (0.5, "input-bound", "high", []),
+        (0.9, "input-bound", "high", []),
     ],
 )
-def test_input_bound_thresholds(share, kind, severity):
+def test_input_bound_only_when_the_wait_dominates(share, kind, severity, secondary):
     verdict = decide(m(data_share=share))
-    assert (verdict.kind, verdict.severity) == (kind, severity)
+    assert (verdict.kind, verdict.severity, verdict.secondary) == (kind, severity, secondary)
+
+
+def test_moderate_input_when_another_wait_shrinks_compute():
+    verdict = decide(m(data_share=0.19, host_shares={"checkpoint writes": 0.11, "logging": 0.1}, host_looks={}))
+    assert verdict.compute_share == pytest.approx(0.6)
+    assert verdict.kind == "compute-bound"  # 19% input beside 60% compute
+    assert decide(m(data_share=0.19, collective_share=0.05, sync_share=0.6)).headline == "input-bound (moderate)"
+
+
+# The tester's healthy runs: (compute share by their own timers, data wait) -> compute-bound with
+# the data wait listed as secondary, and the wait's fixes still offered after compute's.
+@pytest.mark.parametrize("data", [0.07, 0.05, 0.17])
+def test_healthy_runs_with_some_data_wait_are_compute_bound(data):
+    verdict = decide(m(data_share=data))
+    assert verdict.kind == "compute-bound", verdict.headline
+    assert verdict.headline == f"compute-bound; secondary: input {round(100 * data)}%"
+    assert verdict.recommendations[0].code == "GL401"
+    assert "GL101" in [r.code for r in verdict.recommendations]
+    assert "compute bounds the step" in verdict.advice
+
+
+def test_ddp_rank_with_backward_and_all_reduce_over_its_data_wait_is_compute_bound():
+    # 46% backward with its overlapped all-reduce, 34% data wait, 5% exposed all-reduce wait
+    verdict = decide(m(data_share=0.34, collective_share=0.05))
+    assert verdict.kind == "compute-bound", verdict.headline
+    assert verdict.secondary == [("input", 0.34)]
+    assert verdict.advice.startswith("compute bounds the step (61%); next is input (34%)")
+
+
+def test_a_data_wait_within_its_noise_is_not_a_cause():
+    assert decide(m(data_share=0.06, data_noise=0.08)).secondary == []
+    assert decide(m(data_share=0.6, data_noise=0.7)).kind == "compute-bound"
+    assert decide(m(data_share=0.6, data_noise=0.05)).kind == "input-bound"
+
+
+def test_injected_bottlenecks_keep_their_verdicts():
+    assert decide(m(data_share=0.8)).headline == "input-bound (high)"
+    host = decide(m(data_share=0.02, host_shares={"checkpoint writes": 0.55}, host_looks={"checkpoint writes": 40}))
+    assert host.headline == "host-bound (checkpoint writes)"
+    assert host.recommendations[0].code == "GL303"
+    straggler = decide(m(collective_share=0.2, straggler_rank=1, straggler_share=0.25))
+    assert straggler.kind == "straggler" and straggler.severity == "rank 1"
+    communication = decide(m(data_share=0.02, collective_share=0.25))
+    assert communication.kind == "communication-bound"
+    # a loss between ranks is named over a larger compute share, with the data wait secondary
+    both = decide(m(data_share=0.08, collective_share=0.15))
+    assert both.kind == "communication-bound" and both.secondary == [("input", 0.08)]
 
 
 def test_input_bound_recommends_loader_rules_first_with_gain_bound():
@@ -77,7 +126,7 @@ def test_busy_machine_and_noisy_steps_warn():
 
 
 def test_serial_pipeline_reason_when_main_process_pegged():
-    verdict = decide(m(data_share=0.3, main_cores=0.98, worker_cores=0.0))
+    verdict = decide(m(data_share=0.6, main_cores=0.98, worker_cores=0.0))
     assert any("serial" in r for r in verdict.reasons)
 
 
@@ -85,8 +134,15 @@ def test_no_serial_claim_for_a_loader_with_workers():
     """Workers started again every few batches can die between two looks of the CPU sampler and
     read as 0 cores; the loader's settings say it has 4: its pipeline is not serial."""
     respawned = {"num_workers": 4, "persistent_workers": False}
-    verdict = decide(m(data_share=0.3, main_cores=1.1, worker_cores=0.0, loader=respawned))
+    verdict = decide(m(data_share=0.6, main_cores=1.1, worker_cores=0.0, loader=respawned))
     assert verdict.kind == "input-bound" and not any("serial" in r for r in verdict.reasons)
     serial = {"num_workers": 0, "persistent_workers": False}
-    verdict = decide(m(data_share=0.3, main_cores=1.1, worker_cores=0.0, loader=serial))
+    verdict = decide(m(data_share=0.6, main_cores=1.1, worker_cores=0.0, loader=serial))
     assert any("serial" in r for r in verdict.reasons)
+
+
+@pytest.mark.parametrize(
+    ("batches", "steps", "k"), [(214, 200, None), (400, 200, 2), (398, 200, 2), (800, 200, 4), (300, 200, None)]
+)
+def test_micro_batches_only_near_a_whole_number_of_two_or_more(batches, steps, k):
+    assert micro_batches(batches, steps) == k

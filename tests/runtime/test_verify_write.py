@@ -49,6 +49,19 @@ def test_nothing_to_fix_is_an_error(tmp_path):
         verify_mod.verify(script, [], ["GL101"], 2, RunConfig(), sys.executable)
 
 
+def test_a_fix_that_changes_no_executed_line_is_no_difference(tmp_path, monkeypatch):
+    """An A/A by construction: nothing to time, and no run is made to find a change."""
+    script = tmp_path / "train.py"
+    script.write_bytes(SOURCE)
+    relaid = SOURCE.replace(b"opt.step()", b"opt.step()  # the same call")
+    monkeypatch.setattr(verify_mod, "fix_script", lambda script, codes: (SOURCE, relaid, 1, ["GL101"]))
+    monkeypatch.setattr(verify_mod, "run_once", lambda *args, **kwargs: pytest.fail("no run is needed"))
+    with pytest.raises(verify_mod.VerifyError, match="no difference to measure"):
+        verify_mod.verify(script, [], ["GL101"], 3, RunConfig(), sys.executable)
+    assert verify_mod.same_program(SOURCE, relaid)
+    assert not verify_mod.same_program(SOURCE, SOURCE.replace(b"opt.step()", b"pass"))
+
+
 def test_write_refuses_a_linked_script_before_any_run(tmp_path, monkeypatch):
     """As `--fix` does not write through a link named on the command line, `--write` does not
     write the target of a linked script: refused before the first run, the target unchanged."""

@@ -126,11 +126,17 @@ def measurements_of(
     )
 
 
+# Blocks of the wait series at least, for the data share's noise to decide the verdict: with fewer,
+# Student's t is so wide (12.7 for two blocks at 95%) that a 95% wait of a 10-step run read "within
+# its noise"; the threshold alone decides such a run, as it did before the noise test.
+MIN_NOISE_BLOCKS = 4
+
+
 def data_noise(steps) -> float | None:
     """Half-width of the data share's confidence interval: the noise of the mean wait per step
-    (batch means of the series) over the mean step time."""
+    (batch means of the series) over the mean step time; None for a series too short to tell."""
     waits = steps.data_waits if steps is not None and steps.count else None
-    if not waits:
+    if not waits or len(stats.block_means(waits)) < MIN_NOISE_BLOCKS:
         return None
     noise = stats.mean_noise(waits)
     return None if noise is None else noise / steps.mean

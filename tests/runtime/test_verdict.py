@@ -146,3 +146,21 @@ def test_no_serial_claim_for_a_loader_with_workers():
 )
 def test_micro_batches_only_near_a_whole_number_of_two_or_more(batches, steps, k):
     assert micro_batches(batches, steps) == k
+
+
+def test_a_wait_series_too_short_to_tell_its_noise_leaves_the_threshold_to_decide():
+    """Ten steps make two blocks, whose Student's t (12.7 at 95%) put a 95% data wait "within its
+    noise" and called a run that waits for its input 95% of the time compute-bound."""
+    from types import SimpleNamespace
+
+    from gpulint.runtime_check.profile import data_noise
+
+    waits = [0.060, 0.066] * 5
+    assert data_noise(SimpleNamespace(data_waits=waits, count=10, mean=0.066)) is None
+    long_run = SimpleNamespace(data_waits=waits * 3, count=30, mean=0.066)
+    noise = data_noise(long_run)
+    assert noise is not None and noise < 0.05
+    assert (
+        decide(m(data_share=0.95, data_noise=data_noise(SimpleNamespace(data_waits=waits, count=10, mean=0.066)))).kind
+        == "input-bound"
+    )

@@ -54,7 +54,11 @@ def project(tmp_path_factory) -> Path:
 
 def _start(project: Path, capabilities: dict | None = None):
     client = LspClient(cwd=project)
-    result = client.initialize(project, capabilities)
+    try:
+        result = client.initialize(project, capabilities)
+    except BaseException:
+        client.close()
+        raise
     return client, result
 
 

@@ -19,9 +19,9 @@ demo:
 # Install the test environment, then run the self-checks and the tests:
 # - torch 2.13.0, the CPU build where pip finds one: a `2.13.0+cpu` wheel on pip's find-links or
 #   extra indexes, or on TORCH_INDEX (`make test TORCH_INDEX=https://download.pytorch.org/whl/cpu`),
-#   which pip takes over the plain 2.13.0.  PyPI alone has only the plain one, which on Linux x86_64
-#   is the CUDA build (its CUDA libraries, a few GB, come with it; the tests run on the CPU with it
-#   all the same); on macOS and Windows it is the CPU build.
+#   which pip takes over the plain 2.13.0.  PyPI alone has only the plain one, and on Linux x86_64
+#   that is the CUDA build: NVIDIA's CUDA libraries come with it from PyPI, and the tests run on
+#   the CPU with it all the same.
 # - tensorflow-cpu, the HF and Lightning trainers, the dev tools (the `tf`, `trainers`, `dev` extras).
 # - Chromium, for the tests that load the HTML report and the trace in a real browser (target
 #   `chromium`).
@@ -43,7 +43,7 @@ test: chromium
 	if [ -n "$$failed" ]; then echo "make test: FAILED: $${failed#, }"; exit 1; fi
 
 # Chromium from the system's packages where none is on PATH (the names tests/runtime/browser.py
-# looks for, or $$CHROMIUM) and apt-get can install it: as root, or through sudo without a password.
+# looks for, or $CHROMIUM) and apt-get can install it: as root, or through sudo without a password.
 # Otherwise one line says so, and the browser tests skip, each saying why.
 CHROMIUM_NAMES = chromium chromium-browser google-chrome google-chrome-stable
 chromium:

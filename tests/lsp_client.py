@@ -188,6 +188,19 @@ class LspClient:
     def stderr_so_far(self) -> str:
         return b"".join(self._stderr).decode("utf-8", "replace")[-2000:]
 
+    def worker_pid(self) -> int:
+        """The server's lint worker, its one child process (Linux: read from /proc)."""
+        pid = self.process.pid
+        [worker] = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        return worker
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time a process has used so far, user and system (Linux: read from /proc).  It never
+    exceeds the time the process has been running, however loaded the machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
 
 def apply_edits(text: str, edits: list[dict]) -> str:
     """Apply LSP TextEdits (UTF-16 positions, as the client advertised by default) to `text`."""

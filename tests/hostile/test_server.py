@@ -20,7 +20,7 @@ pytest.importorskip("pygls", reason="the language server needs the `lsp` extra (
 
 from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES  # noqa: E402
 from gpulint.server.lsp import ABANDON_AFTER_S  # noqa: E402
-from tests.lsp_client import LspClient, LspError  # noqa: E402
+from tests.lsp_client import LspClient, LspError, cpu_seconds  # noqa: E402
 from tests.server.test_lsp import TRAIN  # noqa: E402
 
 # An answer, or the lint of a small text (its worker's start included), takes about a second on a
@@ -206,12 +206,6 @@ def test_a_lint_past_the_memory_limit_is_one_diagnostic_and_the_server_lives_on(
         client.close()
 
 
-def _cpu_seconds(pid: int) -> float:
-    """The CPU time a process has used so far (user and system)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds the worker process through /proc")
 def test_a_long_lint_of_an_old_text_is_abandoned_for_the_new_one(tmp_path):
@@ -220,14 +214,13 @@ def test_a_long_lint_of_an_old_text_is_abandoned_for_the_new_one(tmp_path):
     try:
         uri = server.open(tmp_path / "long.py", TRAIN)
         assert server.diagnostics(uri, version=1, timeout=ANSWER_S)  # the worker is started, and idle
-        pid = server.process.pid
-        [worker] = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-        idle = _cpu_seconds(worker)
+        worker = server.worker_pid()
+        idle = cpu_seconds(worker)
         server.replace_text(uri, BIG * 2, version=2)
         # The worker's CPU time on version 2 is at most the time that lint has run, on any machine:
         # past twice the age at which the server abandons a stale lint, the next edit abandons it.
         deadline = time.monotonic() + ANSWER_S
-        while _cpu_seconds(worker) - idle < 2 * ABANDON_AFTER_S:
+        while cpu_seconds(worker) - idle < 2 * ABANDON_AFTER_S:
             assert time.monotonic() < deadline, "the worker never got to linting version 2"
             time.sleep(0.05)
         server.replace_text(uri, TRAIN, version=3)

@@ -1,10 +1,17 @@
 """A small Language Server Protocol client for tests and benchmarks: it starts the real server
-process and speaks JSON-RPC to it over its stdin and stdout, as an editor does."""
+process and speaks JSON-RPC to it over its stdin and stdout, as an editor does.
+
+The server runs in a process group of its own, which its lint worker joins: `close` (or leaving
+a `with` block) kills the whole group, so a test that fails midway leaves no worker linting on.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -21,7 +28,12 @@ class LspError(Exception):
 class LspClient:
     def __init__(self, command: list[str] | None = None, cwd: Path | None = None) -> None:
         self.process = subprocess.Popen(
-            command or SERVER_COMMAND, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            command or SERVER_COMMAND,
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=hasattr(os, "killpg"),
         )
         self._next_id = 0
         self._responses: dict[int, queue.Queue] = {}
@@ -35,6 +47,12 @@ class LspClient:
         threading.Thread(
             target=lambda: self._stderr.extend(iter(self.process.stderr.readline, b"")), daemon=True
         ).start()
+
+    def __enter__(self) -> LspClient:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
 
     # -- framing ----------------------------------------------------------------------------
     def _send(self, message: dict) -> None:
@@ -154,9 +172,14 @@ class LspClient:
             self.close()
 
     def close(self) -> None:
-        if self.process.poll() is None:
+        """Kill the server and every process it started (its lint worker, which a killed server
+        would otherwise leave linting until its own limits end it)."""
+        if hasattr(os, "killpg"):
+            with contextlib.suppress(ProcessLookupError, PermissionError):  # (nothing of the group is left)
+                os.killpg(self.process.pid, signal.SIGKILL)
+        elif self.process.poll() is None:
             self.process.kill()
-            self.process.wait()
+        self.process.wait()
         try:
             self.process.stdin.close()
         except OSError:
@@ -164,6 +187,19 @@ class LspClient:
 
     def stderr_so_far(self) -> str:
         return b"".join(self._stderr).decode("utf-8", "replace")[-2000:]
+
+    def worker_pid(self) -> int:
+        """The server's lint worker, its one child process (Linux: read from /proc)."""
+        pid = self.process.pid
+        [worker] = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        return worker
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time a process has used so far, user and system (Linux: read from /proc).  It never
+    exceeds the time the process has been running, however loaded the machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def apply_edits(text: str, edits: list[dict]) -> str:

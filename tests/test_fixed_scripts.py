@@ -32,7 +32,7 @@ from gpulint.rules import all_rules
 
 SCRIPTS = Path(__file__).resolve().parent / "fixed_scripts"
 LAUNCHER = "launch.py"
-TIMEOUT_S = 300
+TIMEOUT_S = 600  # a hang's limit: the slowest script (Lightning's) takes 40 s on a loaded two-core machine
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,13 @@
-"""A Hugging Face Trainer run that logs, evaluates and saves every couple of steps."""
+"""A Hugging Face Trainer run that logs, evaluates and saves every couple of steps.
+
+transformers is imported in main(): the loader workers that the fix adds start by importing this
+module (under spawn), and need only torch for the dataset -- not seconds of transformers each."""
 
 import tempfile
 
 import torch
 from torch import nn
 from torch.utils.data import Dataset
-from transformers import Trainer, TrainingArguments
 
 
 class Points(Dataset):
@@ -27,6 +29,8 @@ class Regressor(nn.Module):
 
 
 def main():
+    from transformers import Trainer, TrainingArguments
+
     args = TrainingArguments(
         tempfile.mkdtemp(),
         max_steps=4,

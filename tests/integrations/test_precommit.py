@@ -1,8 +1,9 @@
-"""The pre-commit hooks, run by the real `pre-commit` as a user's repository would run them: with
-`try-repo`, and with the configuration and the commands docs/integrations.md gives users.
+"""The pre-commit hooks, run by the real `pre-commit` as a user's repository would run them: both
+hooks in one configuration, and the configuration and the commands docs/integrations.md gives users.
 
 `pre-commit` builds the hook's environment by pip-installing the repository (network to PyPI for
-the dependencies), so this is slow: each test builds it once, and both hooks share it.  The
+the dependencies), so this is slow: both tests name the same repository and commit and share
+pre-commit's store, so it is built once, and both hooks use it.  The
 repository the hooks come from is a clone of this checkout made without tags, as a copy of a
 repository may be; its HEAD is the checkout as the next commit would hold it (see
 `_clone_of_the_checkout`), since a user's `rev:` names a commit.
@@ -85,27 +86,30 @@ def _clone_of_the_checkout(clone: Path) -> None:
     _git(clone, "-c", "commit.gpgsign=false", "commit", "-q", "-m", "the checkout's uncommitted changes")
 
 
-def _hooks_repo_and_project(tmp_path: Path) -> tuple[Path, Path]:
-    """The hooks' repository (`_clone_of_the_checkout`: what a user's `rev:` gets), and a user's
-    repository with one training script that has a finding."""
+@pytest.fixture(scope="module")
+def hooks(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """The hooks' repository (`_clone_of_the_checkout`: what a user's `rev:` gets), and the
+    environment of pre-commit runs that share one store: the first test to run builds the hook
+    environment of HEAD's commit there, the other finds it."""
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout: pre-commit needs one to clone")
-    hooks_repo = tmp_path / "gpulint-hooks"
+    root = tmp_path_factory.mktemp("hooks")
+    hooks_repo = root / "gpulint-hooks"
     _clone_of_the_checkout(hooks_repo)
     if not (hooks_repo / ".pre-commit-hooks.yaml").exists():
         pytest.fail(".pre-commit-hooks.yaml is not committed at HEAD")
+    return hooks_repo, {**_ENV, "PRE_COMMIT_HOME": str(root / "pre-commit-home")}
+
+
+def _project(tmp_path: Path) -> Path:
+    """A user's repository with one training script that has a finding."""
     project = tmp_path / "project"
     project.mkdir()
     _git(project, "init", "-q")
     (project / "train.py").write_text(BAD_SCRIPT)
     (project / "README.md").write_text("not python: the hook must not see it\n")
     _git(project, "add", ".")
-    return hooks_repo, project
-
-
-def _home(tmp_path: Path) -> dict[str, str]:
-    """The environment of a pre-commit run whose hook environments are built under `tmp_path`."""
-    return {**_ENV, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+    return project
 
 
 def _run_pre_commit(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
@@ -128,12 +132,18 @@ def _hook_reports(output: str) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_hooks_with_real_pre_commit(tmp_path):
-    """Both hooks in one `try-repo` run (try-repo builds the environment in a temporary store of
-    its own every time it runs, so one run per hook would build it twice).  pre-commit compares the
-    working tree before and after each hook, so each hook's own report says whether it wrote."""
-    hooks_repo, project = _hooks_repo_and_project(tmp_path)
-    run = _run_pre_commit(project, _home(tmp_path), "try-repo", str(hooks_repo), "--all-files", "--verbose")
+def test_hooks_with_real_pre_commit(tmp_path, hooks):
+    """Both hooks in one run (of the commit that the documented configuration pins below, so the
+    hook environment is built once).  pre-commit compares the working tree before and after each
+    hook, so each hook's own report says whether it wrote."""
+    hooks_repo, env = hooks
+    project = _project(tmp_path)
+    head = _git(hooks_repo, "rev-parse", "HEAD").strip()
+    (project / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {hooks_repo}\n    rev: {head}\n    hooks:\n      - id: gpulint\n      - id: gpulint-fix\n"
+    )
+    _git(project, "add", ".pre-commit-config.yaml")
+    run = _run_pre_commit(project, env, "run", "--all-files", "--verbose")
     output = run.stdout + run.stderr
     assert run.returncode == 1, output
     reports = _hook_reports(output)
@@ -175,18 +185,18 @@ def _documented_commands() -> list[list[str]]:
 
 
 @pytest.mark.slow
-def test_the_documented_configuration_pins_a_commit_and_runs(tmp_path):
+def test_the_documented_configuration_pins_a_commit_and_runs(tmp_path, hooks):
     """The snippet users copy and the commands that pin it, run against a copy of gpulint's
     repository that has no tags: `pre-commit autoupdate --freeze` and `git ls-remote ... HEAD`
     both give HEAD's SHA, and pre-commit checks that out, builds it and blocks a file with a finding."""
-    hooks_repo, project = _hooks_repo_and_project(tmp_path)
+    hooks_repo, env = hooks
+    project = _project(tmp_path)
     assert not _git(hooks_repo, "tag", "--list").strip()
     head = _git(hooks_repo, "rev-parse", "HEAD").strip()
     config = _documented_config()
     assert f"repo: {REPOSITORY}\n" in config and re.search(r"^\s+rev: \S+", config, re.MULTILINE), config
     config_file = project / ".pre-commit-config.yaml"
     config_file.write_text(config.replace(REPOSITORY, str(hooks_repo)))
-    env = _home(tmp_path)
 
     commands = _documented_commands()
     assert [command[:2] for command in commands] == [["pre-commit", "autoupdate"], ["git", "ls-remote"]], commands

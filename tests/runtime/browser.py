@@ -11,6 +11,7 @@ import base64
 import fcntl
 import json
 import os
+import select
 import shutil
 import signal
 import struct
@@ -70,6 +71,13 @@ class Page:
         self._buffer = b""
         self._next_id = 0
         self.events: list[dict] = []
+        try:
+            self._open_page(width, height)
+        except BaseException:
+            self.__exit__()  # (a browser that did not answer is not left running)
+            raise
+
+    def _open_page(self, width: int, height: int) -> None:
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
         self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         for domain in ("Page", "Runtime", "Log"):
@@ -110,7 +118,8 @@ class Page:
 
     def _receive(self, deadline: float) -> dict:
         while b"\0" not in self._buffer:
-            if time.monotonic() > deadline:
+            readable, _, _ = select.select([self._read], [], [], max(0.0, deadline - time.monotonic()))
+            if not readable:  # (a browser that hangs fails the test at the deadline)
                 raise TimeoutError("no answer from Chromium")
             chunk = os.read(self._read, 1 << 16)
             if not chunk:

@@ -248,7 +248,8 @@ def test_the_trace_of_a_checkpointing_loop_loads_with_its_phases_and_operators(t
     for fetch in tracks[(ours, "data wait")]["slices"]:
         assert any(s["ts"] <= fetch["ts"] and fetch["ts"] + fetch["dur"] <= s["ts"] + s["dur"] for s in steps)
     # torch's operators, on the training thread, on the same time axis as the phases: each of
-    # torch's ProfilerStep#k ends within 2 ms of the checker's step (the hook runs right before it)
+    # torch's ProfilerStep#k ends right after the checker's step (the hook runs right before it:
+    # about 0.1 ms, more where the machine is busy and takes the core away in between)
     python = next(t for t in loaded["threads"] if t["pid"] != ours and "python" in (t["name"] or ""))
     names = {s["name"] for s in python["slices"]}
     assert {"aten::addmm", "aten::mm"} <= names
@@ -257,7 +258,7 @@ def test_the_trace_of_a_checkpointing_loop_loads_with_its_phases_and_operators(t
     )
     assert len(profiler_steps) == len(steps)
     for ours, torchs in zip(steps, profiler_steps, strict=True):
-        assert abs((ours["ts"] + ours["dur"]) - (torchs["ts"] + torchs["dur"])) < 2000
+        assert -1 <= (torchs["ts"] + torchs["dur"]) - (ours["ts"] + ours["dur"]) < ours["dur"] / 4
     assert loaded["min"] <= first and last <= loaded["max"]
     # the file is torch's trace with the phases added: its own keys are kept
     document = json.loads(trace.read_text())

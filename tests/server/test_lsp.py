@@ -9,13 +9,14 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("pygls", reason="the language server needs the `lsp` extra (pygls)")
 
-from tests.lsp_client import LspClient, apply_edits  # noqa: E402
+from tests.lsp_client import LspClient, apply_edits, cpu_seconds  # noqa: E402
 
 TRAIN = textwrap.dedent(
     """\
@@ -54,7 +55,11 @@ def project(tmp_path_factory) -> Path:
 
 def _start(project: Path, capabilities: dict | None = None):
     client = LspClient(cwd=project)
-    result = client.initialize(project, capabilities)
+    try:
+        result = client.initialize(project, capabilities)
+    except BaseException:
+        client.close()
+        raise
     return client, result
 
 
@@ -392,6 +397,37 @@ def test_close_clears_and_shutdown_exits_cleanly(project):
     client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
     assert client.diagnostics(uri) == []
     assert client.shutdown() == 0
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="finds the worker process through /proc")
+def test_closing_the_client_ends_the_worker_in_the_middle_of_a_lint(tmp_path):
+    """What a test that fails in the middle of a lint leaves behind: closing the client kills the
+    server's worker with it, which would otherwise lint on, orphaned, to the end of its text."""
+    (tmp_path / "pyproject.toml").write_text("[tool.gpulint]\nmax-syntax-nodes = 100000000\n")
+    client, _ = _start(tmp_path)
+    try:
+        uri = client.open(tmp_path / "train.py", TRAIN)
+        assert client.diagnostics(uri, version=1)
+        worker = client.worker_pid()
+        idle = cpu_seconds(worker)
+        client.replace_text(uri, TRAIN * 1200, version=2)  # a lint of about a minute on a quiet machine
+        deadline = time.monotonic() + 60
+        while cpu_seconds(worker) - idle < 1.0:  # it is linting version 2
+            assert time.monotonic() < deadline, "the worker never got to linting version 2"
+            time.sleep(0.05)
+    finally:
+        client.close()
+    deadline = time.monotonic() + 30
+    while _running(worker):
+        assert time.monotonic() < deadline, "the worker outlived its server"
+        time.sleep(0.05)
 
 
 def test_without_pygls_the_command_says_which_extra_to_install(monkeypatch, capsys):

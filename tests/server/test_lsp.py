@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("pygls", reason="the language server needs the `lsp` extra (pygls)")
 
-from tests.lsp_client import LspClient, apply_edits, cpu_seconds  # noqa: E402
+from tests.lsp_client import SERVER_COMMAND, LspClient, apply_edits, cpu_seconds  # noqa: E402
 
 TRAIN = textwrap.dedent(
     """\
@@ -53,8 +53,8 @@ def project(tmp_path_factory) -> Path:
     return root
 
 
-def _start(project: Path, capabilities: dict | None = None):
-    client = LspClient(cwd=project)
+def _start(project: Path, capabilities: dict | None = None, *options: str):
+    client = LspClient(command=[*SERVER_COMMAND, *options] if options else None, cwd=project)
     try:
         result = client.initialize(project, capabilities)
     except BaseException:
@@ -411,7 +411,7 @@ def test_closing_the_client_ends_the_worker_in_the_middle_of_a_lint(tmp_path):
     """What a test that fails in the middle of a lint leaves behind: closing the client kills the
     server's worker with it, which would otherwise lint on, orphaned, to the end of its text."""
     (tmp_path / "pyproject.toml").write_text("[tool.gpulint]\nmax-syntax-nodes = 100000000\n")
-    client, _ = _start(tmp_path)
+    client, _ = _start(tmp_path, None, "--allow-local-rules")  # trusted: the project may raise its budget
     try:
         uri = client.open(tmp_path / "train.py", TRAIN)
         assert client.diagnostics(uri, version=1)

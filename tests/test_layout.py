@@ -14,7 +14,8 @@ from tests.helpers import ROOT
 PACKAGE = ROOT / "gpulint"
 # The engine: what one file goes through.  It never reaches the rules, the run around it, the
 # reporters or the configuration (the settings object it is handed selects the rules; the catalog is
-# data generated from the rules, and the grammar its `num-workers` check reads).
+# data generated from the rules, the grammar its `num-workers` check reads, and the gitignore-style
+# matcher that tells a test file, which imports nothing but the standard library).
 ENGINE = (
     "gpulint.linter.analysis",
     "gpulint.linter.fix",
@@ -24,6 +25,7 @@ ENGINE = (
     "gpulint.linter.suppressions",
     "gpulint.linter.catalog",
     "gpulint.linter.option_expression",
+    "gpulint.linter.path_patterns",
 )
 # What a rule module may import: the engine's API, the options rules share and the headers of their cases.
 RULE_IMPORTS = (

@@ -8,7 +8,7 @@ import pytest
 from gpulint.runtime_check import report
 from gpulint.runtime_check import sweep as sweep_mod
 from gpulint.runtime_check.measure import RunConfig
-from gpulint.runtime_check.script_params import set_param
+from gpulint.runtime_check.script_params import ParamError, set_param
 from tests.runtime.helpers import measured_run
 
 SOURCE = b"""import torch
@@ -113,3 +113,37 @@ def test_a_value_given_twice_is_measured_twice_and_reads_no_difference(param, tm
         assert "no difference" in text and "recommended" not in text, text
     else:
         assert "Traceback" not in text and f"{name}=" in text
+
+
+KWARGS = b"""from torch.utils.data import DataLoader
+loader_kwargs = {"batch_size": 8, "shuffle": True}
+loader = DataLoader(ds, **loader_kwargs)
+"""
+KWARGS_ZERO = b"""from torch.utils.data import DataLoader
+loader_kwargs = dict(batch_size=8, num_workers=0)
+loader = DataLoader(ds, **loader_kwargs)
+"""
+
+
+def test_kwargs_dictionaries_take_the_setting():
+    """`DataLoader(ds, **loader_kwargs)` had no call to set `num_workers` on: the dictionary
+    literal the script builds takes it (or the call, when the dictionary does not have it)."""
+    copy = set_param(KWARGS, [], "num_workers", "2")
+    assert b"loader = DataLoader(ds, **loader_kwargs, num_workers=2)" in copy.source
+    assert copy.site.current is None
+    copy = set_param(KWARGS_ZERO, [], "num_workers", "2")
+    assert b"loader_kwargs = dict(batch_size=8, num_workers=2)" in copy.source and copy.site.current == "0"
+    held = (
+        b'k = {"batch_size": 8, "num_workers": 0}\na = DataLoader(ds, **k)\nb = DataLoader(ds, **{"num_workers": 1})\n'
+    )
+    copy = set_param(held, [], "num_workers", "4")
+    assert copy.source == b'k = {"batch_size": 8, "num_workers": 4}\na = DataLoader(ds, **k)\n' + (
+        b'b = DataLoader(ds, **{"num_workers": 4})\n'
+    )
+    for source in (KWARGS, KWARGS_ZERO):
+        compile(set_param(source, [], "num_workers", "2").source, "x.py", "exec")
+    # keywords from something the script does not spell out: not guessed
+    with pytest.raises(ParamError):
+        set_param(b"k = make()\na = DataLoader(ds, **k)\n", [], "num_workers", "2")
+    with pytest.raises(ParamError):
+        set_param(b"a = DataLoader(*args)\n", [], "num_workers", "2")

@@ -19,7 +19,7 @@ from gpulint.runtime_check import nvml, stats
 from gpulint.runtime_check.costs import CostBasis
 from gpulint.runtime_check.launchers import Launch
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, StepStats, run_once
-from gpulint.runtime_check.verdict import NEEDS_DEVICE, busy_machine_warning
+from gpulint.runtime_check.verdict import NEEDS_DEVICE, busy_machine_warning, thread_contention
 
 # The confidence a speedup or slowdown must reach at each look (two-sided), and the same side must
 # come out at two consecutive looks (the second with a fresh A/B pair): a change is reported only
@@ -277,8 +277,14 @@ def verify(
 
 
 def run_warnings(runs: list[RunResult]) -> list[str]:
-    """What the runs' own notes say (each once), and a loaded machine over the runs."""
+    """What the runs' own notes say (each once), a loaded machine over the runs, and torch's
+    intra-op threads competing with a run's loader workers for the cores."""
     notes = list(dict.fromkeys(note for run in runs for note in run.notes))
     loads = [run.cpu.other_cores for run in runs if run.cpu]
     busy = busy_machine_warning(stats.mean(loads), "the runs") if loads else None
-    return notes + ([busy] if busy else [])
+    contention = [
+        thread_contention(loader.get("intra_op_threads"), loader.get("num_workers") or 0, run.cpu.cores)
+        for run in runs
+        if run.cpu and run.processes and (loader := run.processes[0].report.get("loader"))
+    ]
+    return list(dict.fromkeys([*notes, *([busy] if busy else []), *filter(None, contention)]))

@@ -24,7 +24,7 @@ from gpulint.runtime_check.figures import Figure
 from gpulint.runtime_check.history import RunRecord, Series, git_state, project_root
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult
 from gpulint.runtime_check.profile import Profile
-from gpulint.runtime_check.report import NextCommand, profile_next, verify_command, verify_next
+from gpulint.runtime_check.report import NextCommand, next_for, profile_next, verify_command, verify_next
 from gpulint.runtime_check.scale import ScaleResult, scale_record
 from gpulint.runtime_check.verify import CONFIDENCE, VerifyResult
 
@@ -143,7 +143,13 @@ def profile_record(result: Profile, config: RunConfig, started_at: float) -> Run
             "reasons": result.verdict.reasons,
             "warnings": result.verdict.warnings,
             "recommendations": [
-                {"code": r.code, "action": r.action, "expected_gain": r.expected_gain, "line": r.line}
+                {
+                    "code": r.code,
+                    "action": r.action,
+                    "expected_gain": r.expected_gain,
+                    "line": r.line,
+                    "next": _next(next_for(result, r)),
+                }
                 for r in result.verdict.recommendations
             ],
         },

@@ -31,7 +31,7 @@ from gpulint.runtime_check.nodes import JobReport
 from gpulint.runtime_check.operators import KINDS, OpsReport, table_rows
 from gpulint.runtime_check.profile import Profile, data_function_label
 from gpulint.runtime_check.scale import ScaleResult
-from gpulint.runtime_check.script_params import ParamError, set_param
+from gpulint.runtime_check.script_params import RULE_SETTINGS, ParamError, set_param
 from gpulint.runtime_check.sweep import SweepResult
 from gpulint.runtime_check.verdict import BUSY_CORES, NEEDS_DEVICE, Recommendation, idle_cores, micro_batches
 from gpulint.runtime_check.verify import CONFIDENCE, VerifyResult
@@ -549,11 +549,6 @@ def _verify_select(result: Profile, code: str) -> str | None:
     return verify_command(str(command.script), [code], command.target[1:], command.interpreter)
 
 
-# The DataLoader setting that answers a loader fix where the fixer cannot apply it (a loader built
-# from a dictionary of keywords, an explicit `num_workers=0`): `verify --param` measures it.
-PARAM_FIXES = {"GL101": "num_workers", "GL103": "persistent_workers", "GL102": "pin_memory"}
-
-
 def param_values(result: Profile, name: str) -> list[str]:
     """The values to sweep for a loader setting: what the loader has against what the fix sets;
     for workers, up to the cores the profile saw idle (verdict.idle_cores)."""
@@ -569,7 +564,7 @@ def param_values(result: Profile, name: str) -> list[str]:
 def _verify_param(result: Profile, code: str) -> str | None:
     """`gpulint verify SCRIPT --param NAME=V1,V2` for a loader fix, when the script takes the
     setting where script_params can set it (sweeps run one process: no launched runs)."""
-    command, name = result.command, PARAM_FIXES.get(code)
+    command, name = result.command, RULE_SETTINGS.get(code)
     if command is None or command.script is None or command.launch is not None or name is None:
         return None
     if not result.run.cuda and code in NEEDS_DEVICE:
@@ -603,7 +598,7 @@ def next_for(result: Profile, recommendation: Recommendation) -> NextCommand | N
         return NextCommand("Measure the fix before keeping it", select)
     param = _verify_param(result, code)
     if param is not None:
-        return NextCommand(f"Measure the setting {PARAM_FIXES[code]} it changes", param)
+        return NextCommand(f"Measure the setting {RULE_SETTINGS[code]} it changes", param)
     rows = [h.row for h in result.lint if h.code == code]
     where = Path(command.script).name + (f":{rows[0]}" if rows else "")
     if recommendation.line:

@@ -15,6 +15,8 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import libcst as cst
+
 from gpulint.runtime_check import nvml, stats
 from gpulint.runtime_check.costs import CostBasis
 from gpulint.runtime_check.launchers import Launch
@@ -120,6 +122,24 @@ def fix_script(script: Path, codes: list[str] | None) -> tuple[bytes, bytes, int
     return source, outcome.source, outcome.applied, fixable
 
 
+def _setting_hint(source: bytes, args: list[str], codes: list[str]) -> str:
+    """Where the linter's fix does not apply but the script takes the loader setting the rule
+    changes (script_params.RULE_SETTINGS), the sweep that measures it instead."""
+    from gpulint.runtime_check.script_params import RULE_SETTINGS, ParamError, set_param
+
+    for code in codes:
+        name = RULE_SETTINGS.get(code)
+        if name is None:
+            continue
+        values = "0,2" if name == "num_workers" else "False,True"
+        try:
+            set_param(source, args, name, values.split(",")[-1])
+        except (ParamError, ValueError, cst.ParserSyntaxError):
+            continue
+        return f"; the script sets {name} where the fix cannot: measure it with --param {name}={values}"
+    return ""
+
+
 def same_program(original: bytes, fixed: bytes) -> bool:
     """The two sources compile to the same syntax tree: nothing that runs differs."""
     try:
@@ -223,7 +243,10 @@ def verify(
         raise VerifyError(f"{script} is a symbolic link; --write writes only the file itself (name its target)")
     source, fixed, applied, fixable = fix_script(script, codes)
     if not applied:
-        raise VerifyError(f"nothing to fix in {script} for {','.join(codes) if codes else 'the default rules'}")
+        raise VerifyError(
+            f"nothing to fix in {script} for {','.join(codes) if codes else 'the default rules'}"
+            + _setting_hint(source, args, codes or [])
+        )
     if same_program(source, fixed):
         raise VerifyError(
             f"no difference to measure: the fixes change no executed line of {script} (comments or layout only)"

@@ -179,3 +179,14 @@ def test_host_work_fixes_need_the_measured_line_or_the_finding(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(CHECKPOINT)
     assert checkpoint_bound(script, None).verdict.recommendations == []
+
+
+def test_verify_of_the_workers_fix_on_such_a_loader_points_at_the_sweep(tmp_path):
+    """`verify --select GL101` said only "nothing to fix" where the loader takes its keywords from
+    a dictionary: the sweep of the setting measures what the fix would."""
+    from gpulint.runtime_check.verify import VerifyError, verify
+
+    script = tmp_path / "train.py"
+    script.write_text(KWARGS)
+    with pytest.raises(VerifyError, match="nothing to fix .* measure it with --param num_workers=0,2$"):
+        verify(script, [], ["GL101"], 2, RunConfig(), sys.executable)

@@ -810,23 +810,29 @@ def print_sweep(out: Output, result: SweepResult) -> None:
         rows,
         right=(1, 2, 3, 4),
     )
+    if result.batch is not None and not result.same_run:
+        for line in result.batch.lines:
+            out.line(f"  - {line}")
+    else:
+        out.line(sweep_conclusion(result))
+
+
+def sweep_conclusion(result: SweepResult) -> str:
+    """What a sweep that ran found, in one line (a batch size's advice aside): printed, and
+    recorded as the run's verdict (records.sweep_record)."""
     if result.best is not None and result.same_run:
-        out.line(
+        return (
             f"no difference: {result.name}={result.best.value} runs the same script with the same arguments as "
             "the runner-up; the spread of their runs is this machine's noise"
         )
-    elif result.batch is not None:
-        for line in result.batch.lines:
-            out.line(f"  - {line}")
-    elif result.best is not None:
+    if result.best is not None:
         how = (
             "clearly best (faster than the runner-up beyond the noise between runs)"
             if result.clearly_best
             else "no difference beyond the noise between runs: best by median only"
         )
-        out.line(f"recommended: {result.name}={result.best.value} -- {how}")
-    else:
-        out.line("no value ran: every one ran out of memory")
+        return f"recommended: {result.name}={result.best.value} -- {how}"
+    return "no value ran: every one ran out of memory"
 
 
 def sweep_json(result: SweepResult) -> dict:

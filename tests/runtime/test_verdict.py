@@ -170,7 +170,7 @@ LOADER = {"num_workers": 0, "persistent_workers": False}
 
 
 def test_the_workers_gain_is_bounded_by_the_cores_the_profile_saw_idle():
-    """"At most 2.4x" from workers on 2 cores that other processes kept busy; verify then measured
+    """ "At most 2.4x" from workers on 2 cores that other processes kept busy; verify then measured
     0.97x: the workers took the cores the step used."""
     idle = decide(m(data_share=0.6, loader=LOADER, cores=4, other_cores=0.0, main_cores=1.0))
     assert idle.recommendations[0].expected_gain.startswith("at most 2.5x (0 workers now; 3.6 of 4 cores idle")

@@ -493,12 +493,14 @@ def _input_recommendations(m: Measurements, data: float) -> list[Recommendation]
 
 
 def _workers_gain(data: float, m: Measurements) -> str | None:
-    """At most what loading in worker processes can give: W workers share the cores the step
+    """At most what loading in worker processes can give: the workers share the cores the step
     leaves idle -- the machine's cores less those other processes kept busy and those the step's
-    own compute takes in the main process (its loading moves to the workers) -- so the wait
-    shrinks at best to wait x (workers now, at least 1) / min(W, idle cores), and never below the
-    rest of the step.  Where the profile saw no such idle core the workers would take the cores the
-    step uses, and no gain is expected.  None when the loader already has a worker per core."""
+    own compute takes in the main process (idle_cores) -- each taking the cores the loading took
+    in the main process (its load, at most one core: loading that waits on files or sleeps takes
+    less), so the wait shrinks at best to wait x (workers now, at least 1) / (workers that fit,
+    at most one a core), and never below the rest of the step.  Where the profile saw too few idle
+    cores the workers would take the cores the step uses, and no gain is expected.  Without a CPU
+    sample the machine's cores bound it.  None when the loader already has a worker per core."""
     loader, cores = m.loader, m.cores
     if loader is None or cores is None or loader.get("num_workers") is None:
         return ceiling(data)
@@ -510,13 +512,22 @@ def _workers_gain(data: float, m: Measurements) -> str | None:
     if idle is None:
         bound = 1.0 / max(rest, data * now / cores, 1e-9)
         return f"at most {bound:.1f}x ({loader['num_workers']} workers now; {cores} cores split the {pct(data)} wait)"
-    bound = 1.0 / max(rest, data * now / max(idle, 1e-9), 1e-9)
-    seen = f"{idle:.1f} of {cores} cores idle in this run ({_busy_cores(m)})"
+    each = min(1.0, max(m.main_cores or 0.0, MIN_LOADING_CORES))
+    fit = min(float(cores), idle / each)
+    bound = 1.0 / max(rest, data * now / max(fit, 1e-9), 1e-9)
+    seen = f"{idle:.1f} of {cores} cores idle"
+    if (m.other_cores or 0.0) >= BUSY_CORES:
+        seen += f", {m.other_cores:.1f} kept busy by other processes"
+    if each < 1.0:
+        seen += f"; loading took {each:.1f} core"
     if bound < 1.0 + MIN_WORKERS_GAIN:
-        return f"none expected here: {seen}; workers would take the cores the step uses"
-    return f"at most {bound:.1f}x ({loader['num_workers']} workers now; {seen} split the {pct(data)} wait)"
+        return f"none expected here ({seen}): workers would take the cores the step uses"
+    return f"at most {bound:.1f}x ({loader['num_workers']} workers now; {seen}: they split the {pct(data)} wait)"
 
 
+# The least a worker is taken to load with, in cores: a main process seen nearly idle still does
+# some of the loading's work, and the bound must not divide by nothing.
+MIN_LOADING_CORES = 0.1
 # A workers gain under this (10%) is within the noise of a loaded machine: said as none.
 MIN_WORKERS_GAIN = 0.1
 
@@ -529,11 +540,6 @@ def idle_cores(m: Measurements) -> float | None:
         return None
     compute = m.main_cores * (1.0 - (m.data_share or 0.0))
     return max(0.0, min(float(m.cores), m.cores - m.other_cores - compute))
-
-
-def _busy_cores(m: Measurements) -> str:
-    compute = (m.main_cores or 0.0) * (1.0 - (m.data_share or 0.0))
-    return f"other processes kept {m.other_cores or 0.0:.1f} busy, the step's compute {compute:.1f}"
 
 
 def ceiling(share: float) -> str:

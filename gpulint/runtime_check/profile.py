@@ -313,7 +313,8 @@ def settle_fixes(result: Profile) -> None:
     result.lint = lint_hits(result.command.script, codes)
     confirm_fixes(result.command.script, result.lint)
     found = {h.code for h in result.lint}
-    result.verdict.recommendations = [r for r in result.verdict.recommendations if in_script(r, found)]
+    measured = found | {s.rule for s in result.syncs if s.rule}
+    result.verdict.recommendations = [r for r in result.verdict.recommendations if in_script(r, measured)]
     # A fix measured on this run's own lines comes first; then what the script has, in the
     # expected-gain order.
     result.verdict.recommendations.sort(key=lambda r: (r.line is None, r.code not in found))
@@ -322,18 +323,23 @@ def settle_fixes(result: Profile) -> None:
 # Fixes whose runtime evidence does not show the script has what they change: recommended only
 # where the static rule finds it (GL105: a loader read again to count it).
 STATIC_ONLY = {"GL105"}
-# The fixes of measured host work (HOST_PHASE_RULES): recommended at the line this run spends the
-# time on, or where the static rule finds the code.
-HOST_WORK_CODES = {code for code, _action in verdict_mod.HOST_PHASE_RULES.values() if code}
+# The fixes of measured host work (HOST_PHASE_RULES; the loader's own fixes aside, which the
+# loader's measured settings place) and of host-device syncs: recommended at the line this run
+# spends the time on, at a sync line this run counted, or where the static rule finds the code.
+PLACED_CODES = (
+    {code for code, _action in verdict_mod.HOST_PHASE_RULES.values() if code}
+    - {code for rules in verdict_mod.INPUT_RULES.values() for code, _action in rules}
+) | {code for code, _action in verdict_mod.SYNC_RULES}
 
 
 def in_script(recommendation: verdict_mod.Recommendation, found: set[str]) -> bool:
-    """Whether the script has what the fix changes: a fix that only the static rule can place
-    needs its finding; a fix of host work needs the line this run measured, or the finding."""
+    """Whether the script has what the fix changes (`found`: the rules with a finding in the script
+    or a sync line this run counted): a fix that only the static rule can place needs its finding;
+    a fix of host work or syncs needs the line this run measured, or one found."""
     code = recommendation.code
     if code in STATIC_ONLY:
         return code in found
-    if code in HOST_WORK_CODES:
+    if code in PLACED_CODES:
         return recommendation.line is not None or code in found
     return True
 

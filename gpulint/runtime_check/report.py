@@ -599,10 +599,11 @@ def next_for(result: Profile, recommendation: Recommendation) -> NextCommand | N
     param = _verify_param(result, code)
     if param is not None:
         return NextCommand(f"Measure the setting {RULE_SETTINGS[code]} it changes", param)
-    rows = [h.row for h in result.lint if h.code == code]
-    where = Path(command.script).name + (f":{rows[0]}" if rows else "")
-    if recommendation.line:
-        where = Path(recommendation.line).name
+    # the line this run measured, else a sync line it counted, else the linter's line
+    lines = [recommendation.line] if recommendation.line else []
+    lines += [s.where for s in result.syncs if s.rule == code]
+    lines += [f"{command.script}:{h.row}" for h in result.lint if h.code == code]
+    where = Path(lines[0]).name if lines else Path(command.script).name
     return NextCommand(f"Change {where} by hand, then measure it against this run", profile_again(command))
 
 

@@ -190,3 +190,25 @@ def test_verify_of_the_workers_fix_on_such_a_loader_points_at_the_sweep(tmp_path
     script.write_text(KWARGS)
     with pytest.raises(VerifyError, match="nothing to fix .* measure it with --param num_workers=0,2$"):
         verify(script, [], ["GL101"], 2, RunConfig(), sys.executable)
+
+
+def test_sync_fixes_need_a_sync_line_this_run_counted_or_a_finding(tmp_path):
+    """A sync-bound CUDA run suggested every sync rule (synchronize(), TF reads, logging) whatever
+    the script does; now only those at a line the run counted, or that the linter finds."""
+    from gpulint.runtime_check.profile import SyncLine
+
+    script = tmp_path / "train.py"
+    script.write_text(HEAD + "\ndef read(t):\n    return t.detach().cpu()\n")
+    run = measured_run([0.1] * 20, cuda=True)
+    run.steps.syncs = {f"{script}:18": 40}
+    result = Profile(run, "torch", command=Command(sys.executable, [], [str(script)]))
+    result.measurements = measurements_of(run, "torch")
+    result.verdict = decide(result.measurements)
+    assert result.verdict.kind == "sync-bound"
+    assert [r.code for r in result.verdict.recommendations] == ["GL201", "GL204", "GL706", "GL302"]
+    result.syncs = [SyncLine(f"{script}:18", 40, 2.0, "return t.detach().cpu()", "GL201")]
+    settle_fixes(result)
+    assert [r.code for r in result.verdict.recommendations] == ["GL201"]
+    then = report.next_for(result, result.verdict.recommendations[0])
+    assert then is not None and then.why == "Change train.py:18 by hand, then measure it against this run"
+    assert then.command.startswith("gpulint profile --baseline last -- ")

@@ -972,7 +972,17 @@ def _loader_settings(iterator) -> dict:
         "prefetch_factor": getattr(iterator, "_prefetch_factor", None),
         "dataset": type(dataset).__name__ if dataset is not None else None,
         "batches": _length(iterator),  # batches per epoch (None for an iterable dataset without one)
+        # the step's own threads, which loader workers compete with for the cores
+        "intra_op_threads": _intra_op_threads(),
     }
+
+
+def _intra_op_threads():
+    torch = sys.modules.get("torch")
+    try:
+        return torch.get_num_threads() if torch is not None else None
+    except Exception:  # a torch without the call, or one that fails: not measured
+        return None
 
 
 def _length(iterator):

@@ -629,12 +629,18 @@ def _sweep(
     json_file: OutputFile | None,
 ) -> int:
     from gpulint.runtime_check import report
-    from gpulint.runtime_check.measure import CommandError
+    from gpulint.runtime_check.measure import Command, CommandError
+    from gpulint.runtime_check.record import finish_sweep
     from gpulint.runtime_check.sweep import SweepError, sweep
 
     if options.select or options.write:
         error("--param measures values; it does not combine with --select or --write")
         return EXIT_ERROR
+    history = _history_options(options)
+    command = Command(interpreter, [], [str(options.script), *options.script_args])
+    if history.record and _history_refused(history, command):
+        return EXIT_ERROR
+    started_at = time.time()
     try:
         result = sweep(options.script, options.script_args, options.param, options.runs, config, interpreter, progress)
     except (SweepError, CommandError) as exc:
@@ -644,9 +650,10 @@ def _sweep(
         "--json", lambda: report.write_json(json_file, report.sweep_json(result))
     )
     report.print_sweep(out, result)
+    recorded = finish_sweep(out, result, command, started_at, time.time() - started_at, history)
     if result.failed is not None:
         return run_exit_code(result.failed)
-    return EXIT_ERROR if json_failed else EXIT_CLEAN
+    return EXIT_ERROR if json_failed or not recorded else EXIT_CLEAN
 
 
 def add_scale(parser: argparse.ArgumentParser) -> None:

@@ -165,7 +165,17 @@ META_SHAPE = {
             "advice": TEXT,
             "reasons": _Maybe([TEXT]),
             "warnings": _Maybe([TEXT]),
-            "recommendations": _Maybe([{"code": TEXT, "action": TEXT, "expected_gain": TEXT, "line": _Maybe(TEXT)}]),
+            "recommendations": _Maybe(
+                [
+                    {
+                        "code": TEXT,
+                        "action": TEXT,
+                        "expected_gain": TEXT,
+                        "line": _Maybe(TEXT),
+                        "next": _Maybe({"why": TEXT, "command": TEXT}),
+                    }
+                ]
+            ),
         }
     ),
     "next_command": _Maybe({"why": TEXT, "command": TEXT}),
@@ -428,13 +438,20 @@ def _fixes(run: RunRecord) -> str:
         # as the text report: the line this run spends the fix's time on, then the linter's lines
         measured = [f"{escape(Path(r['line']).name)} (measured)"] if r.get("line") else []
         found = "<br>".join(measured + [f"line {h['row']:.0f}: {escape(h['message'])}" for h in hits])
+        # the command that answers this fix on the script (report.next_for), as the terminal says it
+        then = r.get("next")
+        command = (
+            f"{escape(then['why'])}:<br><code>{escape(then['command'])}</code>"
+            if then
+            else "<span class=muted>-</span>"
+        )
         rows.append(
             f"<tr><td>{code}</td><td>{escape(r['action'])}</td><td>{escape(r['expected_gain'])}</td>"
-            f"<td>{found or '<span class=muted>-</span>'}</td></tr>"
+            f"<td>{found or '<span class=muted>-</span>'}</td><td>{command}</td></tr>"
         )
     return (
         "<h2>Fixes to try, in order of expected gain</h2><table><tr><th>rule</th><th>fix</th><th>expected gain</th>"
-        f"<th>in this script</th></tr>{''.join(rows)}</table>"
+        f"<th>in this script</th><th>next</th></tr>{''.join(rows)}</table>"
     )
 
 

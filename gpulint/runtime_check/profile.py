@@ -296,19 +296,72 @@ def profile(
                 f"sets its time (the line is {distributed.format_bytes(distributed.LATENCY_BOUND_BYTES)})"
             )
     result.syncs = sync_lines(run)
-    if not run.cuda:  # what only a GPU can show is not suggested from a run without one
+    settle_fixes(result)
+    return result
+
+
+def settle_fixes(result: Profile) -> None:
+    """The verdict's fixes that can act on this run and this script, in the order to try them,
+    with the script's findings of their rules (fixable where the fixer applies them)."""
+    assert result.verdict is not None and result.command is not None
+    if not result.run.cuda:  # what only a GPU can show is not suggested from a run without one
         result.verdict.recommendations = [
             r for r in result.verdict.recommendations if r.code not in verdict_mod.NEEDS_DEVICE
         ]
     codes = [r.code for r in result.verdict.recommendations if r.code]
     codes += [s.rule for s in result.syncs if s.rule and s.rule not in codes]
-    result.lint = lint_hits(command.script, codes)
-    # What the script actually has comes first; the order among them is the expected-gain order.
+    result.lint = lint_hits(result.command.script, codes)
+    confirm_fixes(result.command.script, result.lint)
+    found = {h.code for h in result.lint}
+    measured = found | {s.rule for s in result.syncs if s.rule}
+    result.verdict.recommendations = [r for r in result.verdict.recommendations if in_script(r, measured)]
     # A fix measured on this run's own lines comes first; then what the script has, in the
     # expected-gain order.
-    in_script = {h.code for h in result.lint}
-    result.verdict.recommendations.sort(key=lambda r: (r.line is None, r.code not in in_script))
-    return result
+    result.verdict.recommendations.sort(key=lambda r: (r.line is None, r.code not in found))
+
+
+# Fixes whose runtime evidence does not show the script has what they change: recommended only
+# where the static rule finds it (GL105: a loader read again to count it).
+STATIC_ONLY = {"GL105"}
+# The fixes of measured host work (HOST_PHASE_RULES; the loader's own fixes aside, which the
+# loader's measured settings place) and of host-device syncs: recommended at the line this run
+# spends the time on, at a sync line this run counted, or where the static rule finds the code.
+PLACED_CODES = (
+    {code for code, _action in verdict_mod.HOST_PHASE_RULES.values() if code}
+    - {code for rules in verdict_mod.INPUT_RULES.values() for code, _action in rules}
+) | {code for code, _action in verdict_mod.SYNC_RULES}
+
+
+def in_script(recommendation: verdict_mod.Recommendation, found: set[str]) -> bool:
+    """Whether the script has what the fix changes (`found`: the rules with a finding in the script
+    or a sync line this run counted): a fix that only the static rule can place needs its finding;
+    a fix of host work or syncs needs the line this run measured, or one found."""
+    code = recommendation.code
+    if code in STATIC_ONLY:
+        return code in found
+    if code in PLACED_CODES:
+        return recommendation.line is not None or code in found
+    return True
+
+
+def confirm_fixes(script: Path | None, hits: list[LintHit]) -> None:
+    """A finding counts as fixable only when the linter's fixer, run on the script as `verify
+    --select` runs it, changes what the script executes: a fix it cannot apply here (overlapping
+    another, refused as unsafe) would leave verify nothing to measure."""
+    if script is None:
+        return
+    from gpulint.runtime_check.verify import VerifyError, fix_script, same_program
+
+    for code in dict.fromkeys(h.code for h in hits if h.fixable):
+        try:
+            source, fixed, applied, _fixable = fix_script(script, [code])
+            applies = applied > 0 and not same_program(source, fixed)
+        except (VerifyError, OSError):
+            applies = False
+        if not applies:
+            for hit in hits:
+                if hit.code == code:
+                    hit.fixable = False
 
 
 def _place(recommendations: list[verdict_mod.Recommendation], attribution) -> None:

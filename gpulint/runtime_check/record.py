@@ -30,6 +30,7 @@ from gpulint.runtime_check.measure import Command, RunConfig
 from gpulint.runtime_check.profile import Profile
 from gpulint.runtime_check.report import Output
 from gpulint.runtime_check.scale import ScaleResult
+from gpulint.runtime_check.sweep import SweepResult
 from gpulint.runtime_check.verify import VerifyResult
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
@@ -165,6 +166,16 @@ def finish_verify(
     if not options.record or result.comparison is None:
         return True
     return _record(out, records.verify_record(result, command, started_at, wall), records.run_root(command), options)
+
+
+def finish_sweep(
+    out: Output, result: SweepResult, command: Command, started_at: float, wall: float, options: HistoryOptions
+) -> bool:
+    """Record a sweep whose values ran (a failed run is reported, not recorded), as verify's
+    comparisons are.  False: the history refused it (said in an error line)."""
+    if not options.record or result.failed is not None:
+        return True
+    return _record(out, records.sweep_record(result, command, started_at, wall), records.run_root(command), options)
 
 
 def finish_scale(

@@ -24,9 +24,18 @@ from gpulint.runtime_check.figures import Figure
 from gpulint.runtime_check.history import RunRecord, Series, git_state, project_root
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult
 from gpulint.runtime_check.profile import Profile
-from gpulint.runtime_check.report import NextCommand, profile_next, verify_command, verify_next
+from gpulint.runtime_check.report import (
+    NextCommand,
+    next_for,
+    profile_next,
+    sweep_conclusion,
+    sweep_json,
+    verify_command,
+    verify_next,
+)
 from gpulint.runtime_check.scale import ScaleResult, scale_record
-from gpulint.runtime_check.verify import CONFIDENCE, VerifyResult
+from gpulint.runtime_check.sweep import SweepResult
+from gpulint.runtime_check.verify import CONFIDENCE, VerifyResult, run_warnings
 
 STORED_POINTS = 1000
 CORE_POINTS_TOTAL = 20000  # points for all per-core series of a run together
@@ -143,7 +152,13 @@ def profile_record(result: Profile, config: RunConfig, started_at: float) -> Run
             "reasons": result.verdict.reasons,
             "warnings": result.verdict.warnings,
             "recommendations": [
-                {"code": r.code, "action": r.action, "expected_gain": r.expected_gain, "line": r.line}
+                {
+                    "code": r.code,
+                    "action": r.action,
+                    "expected_gain": r.expected_gain,
+                    "line": r.line,
+                    "next": _next(next_for(result, r)),
+                }
                 for r in result.verdict.recommendations
             ],
         },
@@ -330,6 +345,54 @@ def verify_record(result: VerifyResult, command: Command, started_at: float, wal
         "written": result.written,
         "next_command": _next(verify_next(result, command.target[1:], command.interpreter)),
         "cost": result.cost.as_meta() if result.cost else None,
+    }
+    return record
+
+
+# -- verify --param ----------------------------------------------------------------------------
+def sweep_record(result: SweepResult, command: Command, started_at: float, wall: float) -> RunRecord:
+    """A sweep whose values ran: each value's throughput (median of runs) as a figure, the
+    throughput of its runs as a series, the `--json` document in meta.  `command` is the script and
+    its arguments as given."""
+    param = f"{result.name}={','.join(c.value for c in result.candidates)}"
+    text = verify_command(command.target[0], [], command.target[1:], None, "--param", param)
+    key = [*_target(command, run_root(command)), "--param", param]
+    runs = [run for c in result.candidates for run in c.runs]
+    record = _base("sweep", text, key, command, runs[0] if runs else None, started_at, wall)
+    conclusion = sweep_conclusion(result)
+    best = f"{result.name}={result.best.value}" if result.best is not None else None
+    record.status = "clearly best" if result.clearly_best else "measured"
+    record.verdict = f"{best} clearly best" if result.clearly_best else best
+    measured = [c for c in result.candidates if c.run_times]
+    record.figures = [
+        Figure(
+            f"throughput, {result.name}={c.value} (median of runs)", result.throughput(c), result.unit, better="higher"
+        )
+        for c in measured
+    ]
+    record.series = [
+        Series(
+            f"throughput_{index}",
+            f"{result.name}={c.value}",
+            "throughput per run",
+            result.unit,
+            "run",
+            [float(i + 1) for i in range(len(c.run_times))],
+            c.throughputs(result.counts_samples),
+        )
+        for index, c in enumerate(result.candidates)
+        if c.run_times
+    ]
+    lines = list(result.batch.lines) if result.batch is not None and not result.same_run else [conclusion]
+    out_of_memory = [f"{result.name}={c.value} ran out of memory" for c in result.candidates if c.out_of_memory]
+    record.meta = {
+        **sweep_json(result),
+        "verdict": {
+            "headline": record.verdict or "no value ran",
+            "advice": lines[0],
+            "reasons": lines[1:] + out_of_memory,
+            "warnings": run_warnings(runs),
+        },
     }
     return record
 

@@ -17,8 +17,10 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+import libcst as cst
+
 from gpulint.linter.printable import printable
-from gpulint.linter.run.safe_files import OutputFile
+from gpulint.linter.run.safe_files import OutputFile, read_regular_file
 from gpulint.runtime_check import stats
 from gpulint.runtime_check.attribution import Attribution, Line
 from gpulint.runtime_check.costs import CostBasis, cost_lines, money
@@ -29,8 +31,9 @@ from gpulint.runtime_check.nodes import JobReport
 from gpulint.runtime_check.operators import KINDS, OpsReport, table_rows
 from gpulint.runtime_check.profile import Profile, data_function_label
 from gpulint.runtime_check.scale import ScaleResult
+from gpulint.runtime_check.script_params import RULE_SETTINGS, ParamError, set_param
 from gpulint.runtime_check.sweep import SweepResult
-from gpulint.runtime_check.verdict import BUSY_CORES, NEEDS_DEVICE, micro_batches
+from gpulint.runtime_check.verdict import BUSY_CORES, NEEDS_DEVICE, Recommendation, idle_cores, micro_batches
 from gpulint.runtime_check.verify import CONFIDENCE, VerifyResult
 
 SPARK = "▁▂▃▄▅▆▇█"
@@ -378,6 +381,10 @@ def print_profile(out: Output, result: Profile) -> None:
     suggestion = profile_next(result)
     if suggestion:
         out.line(suggestion.line)
+    others = [(r, next_for(result, r)) for r in v.recommendations[1:]]
+    for r, then in others:
+        if then is not None:
+            out.line(f"  then {r.code or r.action}: {then.why[0].lower()}{then.why[1:]}: {then.command}")
 
 
 def print_attribution(out: Output, attribution: Attribution, step: float) -> None:
@@ -522,21 +529,82 @@ def ranks_json(ranks: RankReport | None) -> dict | None:
 def suggested_verify(result: Profile) -> str | None:
     """The verify command for the first fixable finding that can show an effect on this run
     (none needing a device on a run without one; none for `-m` runs, which verify cannot take)."""
+    acting = [r.code for r in result.verdict.recommendations] if result.verdict else []
+    return next(filter(None, (_verify_select(result, code) for code in acting)), None)
+
+
+def _verify_select(result: Profile, code: str) -> str | None:
+    """`gpulint verify SCRIPT --select CODE ...` when the fixer applies CODE to the script (a
+    fixable finding, profile.confirm_fixes) and its effect can show on this run."""
+    command = result.command
+    if command is None or command.script is None or not code:
+        return None
+    if not any(h.code == code and h.fixable for h in result.lint):
+        return None
+    if not result.run.cuda and code in NEEDS_DEVICE:
+        return None
+    if command.launch is not None:  # the launcher and its options, so every rank is measured as it ran
+        extra = ["--launcher", shlex.join([Path(command.launch.prefix[0]).name, *command.launch.prefix[1:]])]
+        return verify_command(str(command.script), [code], command.target[1:], None, *extra)
+    return verify_command(str(command.script), [code], command.target[1:], command.interpreter)
+
+
+def param_values(result: Profile, name: str) -> list[str]:
+    """The values to sweep for a loader setting: what the loader has against what the fix sets;
+    for workers, up to the cores the profile saw idle (verdict.idle_cores)."""
+    if name != "num_workers":
+        return ["False", "True"]
+    m = result.measurements
+    now = ((m.loader if m else None) or {}).get("num_workers") or 0
+    idle = idle_cores(m) if m is not None else None
+    room = int(idle) if idle is not None else (m.cores if m and m.cores else 4)
+    return [str(v) for v in sorted({now, max(now + 1, min(room, 2)), max(now + 1, min(room, 4))})]
+
+
+def _verify_param(result: Profile, code: str) -> str | None:
+    """`gpulint verify SCRIPT --param NAME=V1,V2` for a loader fix, when the script takes the
+    setting where script_params can set it (sweeps run one process: no launched runs)."""
+    command, name = result.command, RULE_SETTINGS.get(code)
+    if command is None or command.script is None or command.launch is not None or name is None:
+        return None
+    if not result.run.cuda and code in NEEDS_DEVICE:
+        return None
+    values = param_values(result, name)
+    try:
+        set_param(read_regular_file(command.script), command.target[1:], name, values[-1])
+    except (ParamError, cst.ParserSyntaxError, OSError, ValueError):
+        return None
+    param = f"{name}={','.join(values)}"
+    return verify_command(str(command.script), [], command.target[1:], command.interpreter, "--param", param)
+
+
+def profile_again(command: Command) -> str:
+    """The profile of the same command, compared with this run once recorded."""
+    words = [*command.launch.prefix, *command.target] if command.launch else [command.interpreter, *command.target]
+    words[0] = Path(words[0]).name if os.path.realpath(words[0]) == os.path.realpath(sys.executable) else words[0]
+    return shlex.join(["gpulint", "profile", "--baseline", "last", "--", *words])
+
+
+def next_for(result: Profile, recommendation: Recommendation) -> NextCommand | None:
+    """The command that answers one fix to try on this script: verify the linter's fix where the
+    fixer applies it; else measure the loader setting the fix changes; else, after the change by
+    hand, profile again against this run.  None for a `-m` run, which verify cannot take."""
     command = result.command
     if command is None or command.script is None:
         return None
-    acting = [r.code for r in result.verdict.recommendations] if result.verdict else []
-    fixable = [
-        h for h in result.lint if h.fixable and (result.run.cuda or h.code not in NEEDS_DEVICE) and h.code in acting
-    ]
-    if not fixable:
-        return None
-    fixable.sort(key=lambda h: acting.index(h.code))  # the first fix of the verdict's order
-    extra: list[str] = []
-    if command.launch is not None:  # the launcher and its options, so every rank is measured as it ran
-        extra = ["--launcher", shlex.join([Path(command.launch.prefix[0]).name, *command.launch.prefix[1:]])]
-        return verify_command(str(command.script), [fixable[0].code], command.target[1:], None, *extra)
-    return verify_command(str(command.script), [fixable[0].code], command.target[1:], command.interpreter)
+    code = recommendation.code
+    select = _verify_select(result, code)
+    if select is not None:
+        return NextCommand("Measure the fix before keeping it", select)
+    param = _verify_param(result, code)
+    if param is not None:
+        return NextCommand(f"Measure the setting {RULE_SETTINGS[code]} it changes", param)
+    # the line this run measured, else a sync line it counted, else the linter's line
+    lines = [recommendation.line] if recommendation.line else []
+    lines += [s.where for s in result.syncs if s.rule == code]
+    lines += [f"{command.script}:{h.row}" for h in result.lint if h.code == code]
+    where = Path(lines[0]).name if lines else Path(command.script).name
+    return NextCommand(f"Change {where} by hand, then measure it against this run", profile_again(command))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -553,11 +621,13 @@ class NextCommand:
 
 
 def profile_next(result: Profile) -> NextCommand | None:
-    """After a profile with fixes to try: the verify of the first one (see suggested_verify)."""
+    """After a profile with fixes to try: the command that answers the first one (next_for)."""
     if result.verdict is None or not result.verdict.recommendations:
         return None
-    suggestion = suggested_verify(result)
-    return None if suggestion is None else NextCommand("Measure the first fix before keeping it", suggestion)
+    suggestion = next_for(result, result.verdict.recommendations[0])
+    if suggestion is None:
+        return None
+    return dataclasses.replace(suggestion, why=suggestion.why.replace("the fix", "the first fix", 1))
 
 
 def verify_next(result: VerifyResult, args: list[str], interpreter: str | None = None) -> NextCommand | None:
@@ -741,23 +811,29 @@ def print_sweep(out: Output, result: SweepResult) -> None:
         rows,
         right=(1, 2, 3, 4),
     )
+    if result.batch is not None and not result.same_run:
+        for line in result.batch.lines:
+            out.line(f"  - {line}")
+    else:
+        out.line(sweep_conclusion(result))
+
+
+def sweep_conclusion(result: SweepResult) -> str:
+    """What a sweep that ran found, in one line (a batch size's advice aside): printed, and
+    recorded as the run's verdict (records.sweep_record)."""
     if result.best is not None and result.same_run:
-        out.line(
+        return (
             f"no difference: {result.name}={result.best.value} runs the same script with the same arguments as "
             "the runner-up; the spread of their runs is this machine's noise"
         )
-    elif result.batch is not None:
-        for line in result.batch.lines:
-            out.line(f"  - {line}")
-    elif result.best is not None:
+    if result.best is not None:
         how = (
             "clearly best (faster than the runner-up beyond the noise between runs)"
             if result.clearly_best
             else "no difference beyond the noise between runs: best by median only"
         )
-        out.line(f"recommended: {result.name}={result.best.value} -- {how}")
-    else:
-        out.line("no value ran: every one ran out of memory")
+        return f"recommended: {result.name}={result.best.value} -- {how}"
+    return "no value ran: every one ran out of memory"
 
 
 def sweep_json(result: SweepResult) -> dict:

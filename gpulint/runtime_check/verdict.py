@@ -466,7 +466,7 @@ def _input_recommendations(m: Measurements, data: float) -> list[Recommendation]
     workers when the training loader has fewer than the machine's cores; persistent workers only
     where there are workers to keep.  Batches made by the user's own function with no DataLoader
     in play get the fix for that function, at its line, not DataLoader settings."""
-    loader, cores = m.loader, m.cores
+    loader = m.loader
     if m.data_function and m.framework == "torch" and loader is None:
         return [
             Recommendation(
@@ -482,7 +482,7 @@ def _input_recommendations(m: Measurements, data: float) -> list[Recommendation]
     for code, action in INPUT_RULES[m.framework]:
         gain: str | None = "a share of the same wait"
         if code == "GL101":
-            gain = _workers_gain(data, loader, cores)
+            gain = _workers_gain(data, m)
         elif code == "GL103" and loader is not None and not loader.get("num_workers"):
             continue  # no workers to keep alive: it cannot act on this loader
         elif code == "GL103" and loader is not None and loader.get("persistent_workers"):
@@ -492,18 +492,54 @@ def _input_recommendations(m: Measurements, data: float) -> list[Recommendation]
     return out
 
 
-def _workers_gain(data: float, loader: dict | None, cores: int | None) -> str | None:
-    """At most what loading in worker processes can give: with W workers on a machine of `cores`
-    cores, the wait shrinks at best to wait x (workers now, at least 1) / min(W, cores), and never
-    below the rest of the step.  None when the loader already has a worker per core."""
+def _workers_gain(data: float, m: Measurements) -> str | None:
+    """At most what loading in worker processes can give: the workers share the cores the step
+    leaves idle -- the machine's cores less those other processes kept busy and those the step's
+    own compute takes in the main process (idle_cores) -- each taking the cores the loading took
+    in the main process (its load, at most one core: loading that waits on files or sleeps takes
+    less), so the wait shrinks at best to wait x (workers now, at least 1) / (workers that fit,
+    at most one a core), and never below the rest of the step.  Where the profile saw too few idle
+    cores the workers would take the cores the step uses, and no gain is expected.  Without a CPU
+    sample the machine's cores bound it.  None when the loader already has a worker per core."""
+    loader, cores = m.loader, m.cores
     if loader is None or cores is None or loader.get("num_workers") is None:
         return ceiling(data)
     now = max(1, loader["num_workers"])
     if loader["num_workers"] >= cores:
         return None
-    rest, wait = 1.0 - data, data * now / cores
-    bound = 1.0 / max(rest, wait, 1e-9)
-    return f"at most {bound:.1f}x ({loader['num_workers']} workers now; {cores} cores split the {pct(data)} wait)"
+    idle = idle_cores(m)
+    rest = 1.0 - data
+    if idle is None:
+        bound = 1.0 / max(rest, data * now / cores, 1e-9)
+        return f"at most {bound:.1f}x ({loader['num_workers']} workers now; {cores} cores split the {pct(data)} wait)"
+    each = min(1.0, max(m.main_cores or 0.0, MIN_LOADING_CORES))
+    fit = min(float(cores), idle / each)
+    bound = 1.0 / max(rest, data * now / max(fit, 1e-9), 1e-9)
+    seen = f"{idle:.1f} of {cores} cores idle"
+    if (m.other_cores or 0.0) >= BUSY_CORES:
+        seen += f", {m.other_cores:.1f} kept busy by other processes"
+    if each < 1.0:
+        seen += f"; loading took {each:.1f} core"
+    if bound < 1.0 + MIN_WORKERS_GAIN:
+        return f"none expected here ({seen}): workers would take the cores the step uses"
+    return f"at most {bound:.1f}x ({loader['num_workers']} workers now; {seen}: they split the {pct(data)} wait)"
+
+
+# The least a worker is taken to load with, in cores: a main process seen nearly idle still does
+# some of the loading's work, and the bound must not divide by nothing.
+MIN_LOADING_CORES = 0.1
+# A workers gain under this (10%) is within the noise of a loaded machine: said as none.
+MIN_WORKERS_GAIN = 0.1
+
+
+def idle_cores(m: Measurements) -> float | None:
+    """Cores loader workers could use without taking the step's or other processes': the
+    machine's, less other processes' load, less the main process's compute (its share of the step
+    that is not the data wait) and the workers it has; None when the CPU was not sampled."""
+    if m.cores is None or m.other_cores is None or m.main_cores is None:
+        return None
+    compute = m.main_cores * (1.0 - (m.data_share or 0.0))
+    return max(0.0, min(float(m.cores), m.cores - m.other_cores - compute))
 
 
 def ceiling(share: float) -> str:
@@ -550,11 +586,32 @@ def busy_machine_warning(other_cores: float | None, during: str = "the run") -> 
     )
 
 
+def thread_contention(threads: int | None, workers: int, cores: int | None) -> str | None:
+    """The warning for torch's intra-op threads and `workers` loader workers wanting more cores
+    than the machine has: they take turns on the same cores, so workers added can slow the step."""
+    if threads is None or cores is None or workers < 1 or threads + workers <= cores:
+        return None
+    fit = max(1, cores - workers)
+    return (
+        f"torch runs {threads} intra-op thread{'s' if threads != 1 else ''} on {cores} cores beside "
+        f"{workers} loader worker{'s' if workers != 1 else ''}: they compete for the same cores; "
+        f"leave the workers theirs with torch.set_num_threads({fit}) in the script or OMP_NUM_THREADS={fit} "
+        "in the environment"
+    )
+
+
 def _warnings(m: Measurements) -> list[str]:
     out = []
     busy = busy_machine_warning(m.other_cores)
     if busy:
         out.append(busy)
+    if m.loader is not None:
+        workers = m.loader.get("num_workers") or 0
+        if not workers and (m.data_share or 0.0) >= INPUT_MODERATE:
+            workers = 1  # the workers fix adds one at least
+        contention = thread_contention(m.loader.get("intra_op_threads"), workers, m.cores)
+        if contention:
+            out.append(contention)
     if m.step_cv is not None and m.step_cv > NOISY_CV:
         out.append(
             f"step times vary a lot (coefficient of variation {m.step_cv:.2f}): use more steps or a quieter machine"

@@ -15,11 +15,13 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import libcst as cst
+
 from gpulint.runtime_check import nvml, stats
 from gpulint.runtime_check.costs import CostBasis
 from gpulint.runtime_check.launchers import Launch
 from gpulint.runtime_check.measure import Command, RunConfig, RunResult, StepStats, run_once
-from gpulint.runtime_check.verdict import NEEDS_DEVICE, busy_machine_warning
+from gpulint.runtime_check.verdict import NEEDS_DEVICE, busy_machine_warning, thread_contention
 
 # The confidence a speedup or slowdown must reach at each look (two-sided), and the same side must
 # come out at two consecutive looks (the second with a fresh A/B pair): a change is reported only
@@ -118,6 +120,24 @@ def fix_script(script: Path, codes: list[str] | None) -> tuple[bytes, bytes, int
     if outcome.errors:
         raise VerifyError("; ".join(outcome.errors))
     return source, outcome.source, outcome.applied, fixable
+
+
+def _setting_hint(source: bytes, args: list[str], codes: list[str]) -> str:
+    """Where the linter's fix does not apply but the script takes the loader setting the rule
+    changes (script_params.RULE_SETTINGS), the sweep that measures it instead."""
+    from gpulint.runtime_check.script_params import RULE_SETTINGS, ParamError, set_param
+
+    for code in codes:
+        name = RULE_SETTINGS.get(code)
+        if name is None:
+            continue
+        values = "0,2" if name == "num_workers" else "False,True"
+        try:
+            set_param(source, args, name, values.split(",")[-1])
+        except (ParamError, ValueError, cst.ParserSyntaxError):
+            continue
+        return f"; the script sets {name} where the fix cannot: measure it with --param {name}={values}"
+    return ""
 
 
 def same_program(original: bytes, fixed: bytes) -> bool:
@@ -223,7 +243,10 @@ def verify(
         raise VerifyError(f"{script} is a symbolic link; --write writes only the file itself (name its target)")
     source, fixed, applied, fixable = fix_script(script, codes)
     if not applied:
-        raise VerifyError(f"nothing to fix in {script} for {','.join(codes) if codes else 'the default rules'}")
+        raise VerifyError(
+            f"nothing to fix in {script} for {','.join(codes) if codes else 'the default rules'}"
+            + _setting_hint(source, args, codes or [])
+        )
     if same_program(source, fixed):
         raise VerifyError(
             f"no difference to measure: the fixes change no executed line of {script} (comments or layout only)"
@@ -277,8 +300,14 @@ def verify(
 
 
 def run_warnings(runs: list[RunResult]) -> list[str]:
-    """What the runs' own notes say (each once), and a loaded machine over the runs."""
+    """What the runs' own notes say (each once), a loaded machine over the runs, and torch's
+    intra-op threads competing with a run's loader workers for the cores."""
     notes = list(dict.fromkeys(note for run in runs for note in run.notes))
     loads = [run.cpu.other_cores for run in runs if run.cpu]
     busy = busy_machine_warning(stats.mean(loads), "the runs") if loads else None
-    return notes + ([busy] if busy else [])
+    contention = [
+        thread_contention(loader.get("intra_op_threads"), loader.get("num_workers") or 0, run.cpu.cores)
+        for run in runs
+        if run.cpu and run.processes and (loader := run.processes[0].report.get("loader"))
+    ]
+    return list(dict.fromkeys([*notes, *([busy] if busy else []), *filter(None, contention)]))

@@ -8,7 +8,7 @@ import pytest
 from gpulint.runtime_check import report
 from gpulint.runtime_check import sweep as sweep_mod
 from gpulint.runtime_check.measure import RunConfig
-from gpulint.runtime_check.script_params import set_param
+from gpulint.runtime_check.script_params import ParamError, set_param
 from tests.runtime.helpers import measured_run
 
 SOURCE = b"""import torch
@@ -113,3 +113,76 @@ def test_a_value_given_twice_is_measured_twice_and_reads_no_difference(param, tm
         assert "no difference" in text and "recommended" not in text, text
     else:
         assert "Traceback" not in text and f"{name}=" in text
+
+
+KWARGS = b"""from torch.utils.data import DataLoader
+loader_kwargs = {"batch_size": 8, "shuffle": True}
+loader = DataLoader(ds, **loader_kwargs)
+"""
+KWARGS_ZERO = b"""from torch.utils.data import DataLoader
+loader_kwargs = dict(batch_size=8, num_workers=0)
+loader = DataLoader(ds, **loader_kwargs)
+"""
+
+
+def test_kwargs_dictionaries_take_the_setting():
+    """`DataLoader(ds, **loader_kwargs)` had no call to set `num_workers` on: the dictionary
+    literal the script builds takes it (or the call, when the dictionary does not have it)."""
+    copy = set_param(KWARGS, [], "num_workers", "2")
+    assert b"loader = DataLoader(ds, **loader_kwargs, num_workers=2)" in copy.source
+    assert copy.site.current is None
+    copy = set_param(KWARGS_ZERO, [], "num_workers", "2")
+    assert b"loader_kwargs = dict(batch_size=8, num_workers=2)" in copy.source and copy.site.current == "0"
+    held = (
+        b'k = {"batch_size": 8, "num_workers": 0}\na = DataLoader(ds, **k)\nb = DataLoader(ds, **{"num_workers": 1})\n'
+    )
+    copy = set_param(held, [], "num_workers", "4")
+    assert copy.source == b'k = {"batch_size": 8, "num_workers": 4}\na = DataLoader(ds, **k)\n' + (
+        b'b = DataLoader(ds, **{"num_workers": 4})\n'
+    )
+    for source in (KWARGS, KWARGS_ZERO):
+        compile(set_param(source, [], "num_workers", "2").source, "x.py", "exec")
+    # keywords from something the script does not spell out: not guessed
+    with pytest.raises(ParamError):
+        set_param(b"k = make()\na = DataLoader(ds, **k)\n", [], "num_workers", "2")
+    with pytest.raises(ParamError):
+        set_param(b"a = DataLoader(*args)\n", [], "num_workers", "2")
+
+
+def test_a_sweep_is_recorded_in_the_history_as_verify_records(tmp_path, monkeypatch):
+    """`verify --param` measured and said its result, and the history had no trace of it."""
+    from gpulint.cli import parse
+    from gpulint.runtime_check import cli, html_report
+    from gpulint.runtime_check.history import History
+
+    script = tmp_path / "train.py"
+    script.write_bytes(SOURCE)
+    step_for = {"0": 0.30, "2": 0.10}
+    calls = []
+
+    def run_once(command, config, progress=None):
+        text = open(config.source).read()
+        value = text.split("a = DataLoader(ds, batch_size=8, num_workers=")[1].split(")")[0]
+        calls.append(value)
+        return measured_run([step_for[value] * (1 + 0.003 * len(calls))] * 4)  # runs differ a little
+
+    monkeypatch.setattr(sweep_mod, "run_once", run_once)
+    db = tmp_path / "history.db"
+    argv = ["verify", str(script), "--param", "num_workers=0,2", "--runs", "3", "--history", str(db), "--", "--lr", "1"]
+    assert cli.verify_command(parse(argv)) == 0
+    with History.open(db, create=False) as history:
+        (run,) = history.runs()
+        run = history.load(run.id)
+    assert run.kind == "sweep" and run.verdict == "num_workers=2 clearly best"
+    assert run.command == f"gpulint verify {script} --param num_workers=0,2 -- --lr 1"
+    assert [f.name for f in run.figures] == [
+        "throughput, num_workers=0 (median of runs)",
+        "throughput, num_workers=2 (median of runs)",
+    ]
+    assert run.figures[1].value == pytest.approx(10, rel=0.01) and run.figures[1].unit == "steps/s"
+    page = html_report.render(run)
+    assert "recommended: num_workers=2 -- clearly best" in page
+    no_history = argv[:-3] + ["--no-history"] + argv[-3:]
+    assert cli.verify_command(parse(no_history)) == 0
+    with History.open(db, create=False) as history:
+        assert len(history.runs()) == 1

@@ -164,3 +164,73 @@ def test_a_wait_series_too_short_to_tell_its_noise_leaves_the_threshold_to_decid
         decide(m(data_share=0.95, data_noise=data_noise(SimpleNamespace(data_waits=waits, count=10, mean=0.066)))).kind
         == "input-bound"
     )
+
+
+LOADER = {"num_workers": 0, "persistent_workers": False}
+
+
+def test_the_workers_gain_is_bounded_by_the_cores_the_profile_saw_idle():
+    """ "At most 2.4x" from workers on 2 cores that other processes kept busy; verify then measured
+    0.97x: the workers took the cores the step used."""
+    idle = decide(m(data_share=0.6, loader=LOADER, cores=4, other_cores=0.0, main_cores=1.0))
+    assert (
+        idle.recommendations[0].expected_gain
+        == "at most 2.5x (0 workers now; 3.6 of 4 cores idle: they split the 60% wait)"
+    )
+    busy = decide(m(data_share=0.6, loader=LOADER, cores=4, other_cores=2.5, main_cores=1.0))
+    gain = busy.recommendations[0].expected_gain
+    # 4 cores less 2.5 kept busy, less the step's compute (a core, 40% of the time): 0.6 / 1.1 of the step
+    assert (
+        gain == "at most 1.8x (0 workers now; 1.1 of 4 cores idle, 2.5 kept busy by other processes: "
+        "they split the 60% wait)"
+    )
+    full = decide(m(data_share=0.6, loader=LOADER, cores=2, other_cores=1.5, main_cores=1.0))
+    gain = full.recommendations[0].expected_gain
+    assert full.recommendations[0].code == "GL101" and gain.startswith("none expected here (0.1 of 2 cores idle"), gain
+    # loading that sleeps or waits on files took a third of a core: three such workers fit a core
+    waiting = decide(m(data_share=0.9, loader=LOADER, cores=2, other_cores=1.5, main_cores=0.3))
+    gain = waiting.recommendations[0].expected_gain
+    assert gain.startswith(
+        "at most 1.7x (0 workers now; 0.5 of 2 cores idle, 1.5 kept busy by other processes; loading took 0.3 core"
+    )
+    # the CPU not sampled: the machine's cores bound it, as before
+    unknown = decide(m(data_share=0.6, loader=LOADER, cores=4))
+    assert unknown.recommendations[0].expected_gain.startswith("at most 2.5x (0 workers now; 4 cores split")
+
+
+def test_intra_op_threads_competing_with_loader_workers_are_named_with_the_setting():
+    threads = {**LOADER, "num_workers": 2, "intra_op_threads": 4}
+    verdict = decide(m(data_share=0.6, loader=threads, cores=4, other_cores=0.0, main_cores=1.0))
+    said = [w for w in verdict.warnings if "intra-op" in w]
+    assert said == [
+        "torch runs 4 intra-op threads on 4 cores beside 2 loader workers: they compete for the same cores; "
+        "leave the workers theirs with torch.set_num_threads(2) in the script or OMP_NUM_THREADS=2 in the environment"
+    ]
+    # no workers yet, but the workers fix is what the verdict recommends: one worker at least
+    serial = decide(m(data_share=0.6, loader={**LOADER, "intra_op_threads": 2}, cores=2))
+    assert any("beside 1 loader worker:" in w and "set_num_threads(1)" in w for w in serial.warnings)
+    fits = decide(m(data_share=0.6, loader={**threads, "intra_op_threads": 2}, cores=4))
+    assert not [w for w in fits.warnings if "intra-op" in w]
+    quiet = decide(m(data_share=0.0, loader={**LOADER, "intra_op_threads": 8}, cores=8))  # no workers, none wanted
+    assert not [w for w in quiet.warnings if "intra-op" in w]
+
+
+def test_verify_warns_when_the_fixed_runs_workers_compete_with_intra_op_threads():
+    from gpulint.runtime_check.cpu import CpuSummary
+    from gpulint.runtime_check.measure import ProcessRun
+    from gpulint.runtime_check.verify import run_warnings
+    from tests.runtime.helpers import measured_run
+
+    def run(workers: int):
+        result = measured_run([0.1] * 5)
+        result.cpu = CpuSummary(1.0, float(workers), workers, 1.0 + workers, 0.0, [50.0, 50.0], 2, 10)
+        loader = {**LOADER, "num_workers": workers, "intra_op_threads": 2}
+        result.processes = [ProcessRun(None, 1, result.steps, {"loader": loader})]
+        return result
+
+    warnings = run_warnings([run(0), run(2), run(0), run(2)])
+    assert warnings == [
+        "torch runs 2 intra-op threads on 2 cores beside 2 loader workers: they compete for the same cores; "
+        "leave the workers theirs with torch.set_num_threads(1) in the script or OMP_NUM_THREADS=1 in the environment"
+    ]
+    assert run_warnings([run(0), run(0)]) == []

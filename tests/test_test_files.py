@@ -69,13 +69,13 @@ def test_performance_findings_in_test_files_are_counted_not_reported(project, ca
     code, out = _lint(capsys, ".")
     assert code == 1
     assert "train.py:" in out and "tests/test_train.py" not in out
-    assert "4 findings in test files not reported (test code is not training code; --lint-tests shows them)." in out
+    assert "1 test file not linted for performance (test code is not training code; --lint-tests lints them)." in out
     # Only test findings: nothing to fail on, and the summary still says what was left out.
     code, out = _lint(capsys, "tests")
     assert code == 0
     assert out.splitlines() == [
         "All checks passed!",
-        "4 findings in test files not reported (test code is not training code; --lint-tests shows them).",
+        "1 test file not linted for performance (test code is not training code; --lint-tests lints them).",
     ]
 
 
@@ -83,14 +83,14 @@ def test_a_warm_run_says_the_same(project, capsys):
     cold = run_cli(["--output-format", "concise", "."], capsys)
     warm = run_cli(["--output-format", "concise", "."], capsys)
     assert (project / ".gpulint_cache").is_dir()
-    assert warm == cold and "4 findings in test files not reported" in warm[1]
+    assert warm == cold and "1 test file not linted for performance" in warm[1]
 
 
 def test_lint_tests_reports_them(project, capsys):
     _, out = _lint(capsys, "--lint-tests", "tests")
     codes = sorted(line.split()[1] for line in out.splitlines() if line.startswith("tests/test_train.py"))
     assert codes == ["GL101", "GL102", "GL201", "GL302"]
-    assert "not reported" not in out
+    assert "not linted" not in out
     (project / "pyproject.toml").write_text("[tool.gpulint]\nlint-tests = true\n")
     _, out = _lint(capsys, "tests")
     assert out.count("tests/test_train.py:") == 4
@@ -122,7 +122,7 @@ def test_test_files_patterns_say_what_is_test_code(project, capsys):
     _, out = _lint(capsys, ".")
     assert "checks/smoke.py" not in out
     assert "tests/test_train.py:" in out  # no longer test code: the patterns replace the default
-    assert "4 findings in test files not reported" in out
+    assert "1 test file not linted for performance" in out
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
     git worktree add /tmp/baseline <commit>
     .venv/bin/python benchmarks/test_files_cost.py --baseline /tmp/baseline path/to/tree [another] --runs 5
     .venv/bin/python benchmarks/test_files_cost.py --baseline /tmp/baseline path/to/tree --select ALL --runs 1
+    .venv/bin/python benchmarks/test_files_cost.py --baseline /tmp/baseline path/to/tree --path tests
 
 Each timed run is a fresh process (`python -P`: the tree's modules shadow none) linting the
 tree (`--no-cache --output-format json`, default jobs, the project index on), the two checkouts
@@ -65,7 +66,7 @@ def run(checkout: Path, tree: Path, args: list[str]) -> tuple[bytes, int, float,
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-P", "-c", PROBE, ".", "--no-cache", *args], capture_output=True, env=env, cwd=tree
+        [sys.executable, "-P", "-c", PROBE, "--no-cache", *args], capture_output=True, env=env, cwd=tree
     )
     wall = time.perf_counter() - started
     parses, cpu = json.loads(done.stderr.decode().rsplit("PROBE ", 1)[1])
@@ -131,8 +132,13 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--select", help="rules to select (default: gpulint's default set)")
     parser.add_argument("--jobs", help="worker processes (default: gpulint's)")
+    parser.add_argument("--path", default=".", help="what to lint in each tree (default: all of it)")
     args = parser.parse_args()
-    extra = [*(["--select", args.select] if args.select else []), *(["--jobs", args.jobs] if args.jobs else [])]
+    extra = [
+        args.path,
+        *(["--select", args.select] if args.select else []),
+        *(["--jobs", args.jobs] if args.jobs else []),
+    ]
     checkouts = {"baseline": args.baseline.resolve(), "this checkout": REPO}
     same = all([measure(tree.resolve(), checkouts, args.runs, extra) for tree in args.trees])
     return 0 if same else 1

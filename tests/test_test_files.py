@@ -313,8 +313,14 @@ def test_a_test_file_is_not_read_as_a_whole_but_a_helper_training_code_imports_i
         "3 test files not linted for performance (test code is not training code; --lint-tests lints them)."
     )
 
-    # `lint-tests = true`: the test files are read and reported, and train.py's findings are the same.
     train_lines = [line for line in out.splitlines() if line.startswith("train.py:")]
+
+    # A run over the tests alone reads no module for the index: no view is given to a test file.
+    out, summarized, parsed = _lint_counting(monkeypatch, capsys, "tests")
+    assert summarized == [] and parsed == []
+    assert out.splitlines()[0] == "All checks passed!"
+
+    # `lint-tests = true`: the test files are read and reported, and train.py's findings are the same.
     (helped_project / "pyproject.toml").write_text("[tool.gpulint]\nlint-tests = true\n")
     out, summarized, parsed = _lint_counting(monkeypatch, capsys, ".")
     assert "tests.test_train" in summarized and test_source in parsed

@@ -198,16 +198,16 @@ class Settings:
         it, and in a test file, unless `lint-tests` is set, only the rules reported in test code
         (a deprecated API, a stale comment): the others are not run there at all."""
         codes = self.configured_codes_for(path)
-        if self.lint_tests or not self.is_test_file(path):
-            return codes
-        return codes & self._reported_in_tests
+        return codes & self._reported_in_tests if self.skips_tests(path) else codes
+
+    def skips_tests(self, path: str | Path) -> bool:
+        """Whether `path` is a test file and `lint-tests` is off: the performance rules skip it."""
+        return not self.lint_tests and self.is_test_file(path)
 
     def skips_as_test(self, path: str | Path) -> bool:
-        """Whether `path` is a test file whose performance rules are not run (`lint-tests` off,
-        and one of them enabled for it): what the summary counts."""
-        if self.lint_tests or not self.is_test_file(path):
-            return False
-        return bool(self.configured_codes_for(path) - self._reported_in_tests)
+        """Whether the performance rules skip `path` as a test file, one of them enabled for it:
+        what the summary counts."""
+        return self.skips_tests(path) and bool(self.configured_codes_for(path) - self._reported_in_tests)
 
     @property
     def _reported_in_tests(self) -> frozenset[str]:

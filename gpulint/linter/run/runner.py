@@ -96,7 +96,7 @@ class _ProjectViews:
         # Which modules are test code, by the settings of the project each belongs to.
         self.is_test = lambda path: settings_for(path).is_test_file(path)
         # The test files no rule reads as a whole (`lint-tests` off): indexed only when imported.
-        self.read_if_imported = lambda path: not settings_for(path).lint_tests and self.is_test(path)
+        self.read_if_imported = lambda path: settings_for(path).skips_tests(path)
         self._first_settings = settings_for(files[0]) if files else None
         # What else a view depends on: the test-file settings (in the fingerprint) and the folder
         # the chains' paths are shown from.
@@ -333,9 +333,12 @@ def _run(
     if cache is not None and (reason := cache.unusable_reason()) is not None:
         result.warnings.append(printable(f"{reason}; running without a cache"))
         cache = None
+    # A run over test files alone (`gpulint tests`, lint-tests off) needs no index: only the rules
+    # reported in test code run there, and the index would only give them the views the test files
+    # of any other run get, none -- but where library code imports one (a test helper).
     project = (
         _ProjectViews(files, cache, settings_for, result.warnings, walks, jobs, real_paths)
-        if options.project_index
+        if options.project_index and any(p.suffix == ".py" and not settings_for(p).skips_tests(p) for p in files)
         else None
     )
     digests = project.digests() if project is not None else [""] * len(files)

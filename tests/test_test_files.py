@@ -69,13 +69,13 @@ def test_performance_findings_in_test_files_are_counted_not_reported(project, ca
     code, out = _lint(capsys, ".")
     assert code == 1
     assert "train.py:" in out and "tests/test_train.py" not in out
-    assert "4 findings in test files not reported (test code is not training code; --lint-tests shows them)." in out
+    assert "1 test file not linted for performance (test code is not training code; --lint-tests lints them)." in out
     # Only test findings: nothing to fail on, and the summary still says what was left out.
     code, out = _lint(capsys, "tests")
     assert code == 0
     assert out.splitlines() == [
         "All checks passed!",
-        "4 findings in test files not reported (test code is not training code; --lint-tests shows them).",
+        "1 test file not linted for performance (test code is not training code; --lint-tests lints them).",
     ]
 
 
@@ -83,14 +83,14 @@ def test_a_warm_run_says_the_same(project, capsys):
     cold = run_cli(["--output-format", "concise", "."], capsys)
     warm = run_cli(["--output-format", "concise", "."], capsys)
     assert (project / ".gpulint_cache").is_dir()
-    assert warm == cold and "4 findings in test files not reported" in warm[1]
+    assert warm == cold and "1 test file not linted for performance" in warm[1]
 
 
 def test_lint_tests_reports_them(project, capsys):
     _, out = _lint(capsys, "--lint-tests", "tests")
     codes = sorted(line.split()[1] for line in out.splitlines() if line.startswith("tests/test_train.py"))
     assert codes == ["GL101", "GL102", "GL201", "GL302"]
-    assert "not reported" not in out
+    assert "not linted" not in out
     (project / "pyproject.toml").write_text("[tool.gpulint]\nlint-tests = true\n")
     _, out = _lint(capsys, "tests")
     assert out.count("tests/test_train.py:") == 4
@@ -122,7 +122,7 @@ def test_test_files_patterns_say_what_is_test_code(project, capsys):
     _, out = _lint(capsys, ".")
     assert "checks/smoke.py" not in out
     assert "tests/test_train.py:" in out  # no longer test code: the patterns replace the default
-    assert "4 findings in test files not reported" in out
+    assert "1 test file not linted for performance" in out
 
 
 @pytest.mark.parametrize(
@@ -244,3 +244,106 @@ def test_a_training_loop_still_does(library, capsys):
     write(library, {"train.py": SCRIPT_CALLING_THE_LIBRARY})
     _, out = _lint(capsys, ".")
     assert "mylib/helpers.py:5:44: GL201" in out
+
+
+# A training script whose step is a helper the tests folder holds: its `.item()` is per step only
+# because the project index knows `train_step` steps.
+HELPED_TRAIN = """
+import torch
+from tests.steps import train_step
+
+model = Net().cuda()
+for batch in loader:
+    loss = train_step(model, batch, optimizer)
+    print(loss.item())
+"""
+
+STEP_HELPER = """
+import torch
+
+
+def train_step(model, batch, optimizer):
+    loss = model(batch).mean()
+    loss.backward()
+    optimizer.step()
+    return loss
+"""
+
+
+@pytest.fixture
+def helped_project(tmp_path, monkeypatch):
+    files = {"tests/__init__.py": "", "tests/steps.py": STEP_HELPER, "tests/test_train.py": UNIT_TEST}
+    write(tmp_path, {"train.py": HELPED_TRAIN, **files})
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _lint_counting(monkeypatch, capsys, *args: str) -> tuple[str, list[str], list[str]]:
+    """A run in this process: (its output, the modules the index summarized, the sources libcst
+    parsed for the lint)."""
+    from gpulint.linter import engine
+    from gpulint.linter.run import project as run_project
+
+    summarized: list[str] = []
+    parsed: list[str] = []
+    summarize, parse = run_project.summarize, engine.parse
+
+    def counting_summarize(source, dotted, *rest):
+        summarized.append(dotted)
+        return summarize(source, dotted, *rest)
+
+    def counting_parse(source, *rest):
+        parsed.append(source.decode() if isinstance(source, bytes) else source)
+        return parse(source, *rest)
+
+    monkeypatch.setattr(run_project, "summarize", counting_summarize)
+    monkeypatch.setattr(engine, "parse", counting_parse)
+    _, out = _lint(capsys, "--jobs", "1", *args)
+    return out, summarized, parsed
+
+
+def test_a_test_file_is_not_read_as_a_whole_but_a_helper_training_code_imports_is(helped_project, monkeypatch, capsys):
+    test_source = (helped_project / "tests" / "test_train.py").read_text()
+    out, summarized, parsed = _lint_counting(monkeypatch, capsys, ".")
+    assert "train.py:7:11: GL201" in out  # per step through the helper's step: the helper was indexed
+    assert "tests.steps" in summarized and "tests.test_train" not in summarized
+    assert test_source not in parsed and (helped_project / "train.py").read_text() in parsed
+    assert "tests/" not in out.replace("tests.steps", "")
+    assert out.splitlines()[-1] == (
+        "3 test files not linted for performance (test code is not training code; --lint-tests lints them)."
+    )
+
+    train_lines = [line for line in out.splitlines() if line.startswith("train.py:")]
+
+    # A run over the tests alone reads no module for the index: no view is given to a test file.
+    out, summarized, parsed = _lint_counting(monkeypatch, capsys, "tests")
+    assert summarized == [] and parsed == []
+    assert out.splitlines()[0] == "All checks passed!"
+
+    # `lint-tests = true`: the test files are read and reported, and train.py's findings are the same.
+    (helped_project / "pyproject.toml").write_text("[tool.gpulint]\nlint-tests = true\n")
+    out, summarized, parsed = _lint_counting(monkeypatch, capsys, ".")
+    assert "tests.test_train" in summarized and test_source in parsed
+    assert [line for line in out.splitlines() if line.startswith("train.py:")] == train_lines
+    assert out.count("tests/test_train.py:") == 4 and "not linted" not in out
+
+
+def test_the_editor_reads_test_files_as_the_command_line_does(helped_project):
+    from gpulint.server.engine_adapter import Projects
+
+    (helped_project / "pyproject.toml").write_text("[tool.gpulint]\n")
+    train = helped_project / "train.py"
+    project = Projects().for_path(train)
+    summarized: list[str] = []
+    summary = project._summary
+
+    def counting_summary(path, source, dotted, *rest):
+        summarized.append(dotted)
+        return summary(path, source, dotted, *rest)
+
+    project._summary = counting_summary  # type: ignore[method-assign]
+    report = project.lint(train.read_text(), str(train))
+    assert ("GL201", 7) in [(p.code, p.start[0]) for p in report.problems]
+    assert "tests.steps" in summarized and "tests.test_train" not in summarized
+    test_file = helped_project / "tests" / "test_train.py"
+    assert project.lint(test_file.read_text(), str(test_file)).problems == []

@@ -145,7 +145,7 @@ def add_check(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--lint-tests",
         action="store_true",
-        help="Report the performance rules in test files too (the `lint-tests` setting; off: they are counted).",
+        help="Run the performance rules on test files too (the `lint-tests` setting; off: they skip test files).",
     )
     parser.add_argument(
         "--report-unused-suppressions",

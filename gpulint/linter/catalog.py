@@ -82,6 +82,9 @@ class RuleInfo:
     # The prefilter's tokens where the project's TensorFlow injects tf.data's final prefetch
     # (Rule.tokens_if_prefetch_injected); (): `tokens` whatever the version.
     tokens_if_prefetch_injected: tuple[str, ...] = ()
+    # Whether its findings are reported in test files when `lint-tests` is off (Rule.reported_in_tests):
+    # the other rules are not run there at all.
+    reported_in_tests: bool = False
     # Where the rule class is: "module:Class" (`load_rule`); "" for a local rule (loaded from its file).
     implementation: str = ""
     # The rule's explanation (its docstring, Markdown) is in rule_help.py, generated beside this.
@@ -212,6 +215,7 @@ RULES: tuple[RuleInfo, ...] = (
             'lines, a one-line cell calling an automagic without its `%` (`ls ./data`), and a '
             'cell indented as a whole (IPython dedents it; gpulint leaves it out).'
         ),
+        reported_in_tests=True,
         implementation='gpulint.rules.meta.syntax_error:SyntaxErrorRule',
     ),
     RuleInfo(
@@ -598,6 +602,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('amp',),
         ),
+        reported_in_tests=True,
         implementation='gpulint.rules.precision.deprecated_amp_api:DeprecatedAmpApi',
     ),
     RuleInfo(
@@ -1105,6 +1110,7 @@ RULES: tuple[RuleInfo, ...] = (
             'ignore` that suppresses nothing is reported too; a bare `# noqa` is not (other '
             'tools read it).'
         ),
+        reported_in_tests=True,
         implementation='gpulint.rules.meta.unused_suppression:UnusedSuppression',
     ),
 )

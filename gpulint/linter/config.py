@@ -125,8 +125,8 @@ class Settings:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     exclude: list[str] = field(default_factory=list)
     unsafe_fixes: bool = False
-    # Findings of the performance rules in test files (`is_test_file`): off by default, as test
-    # code is not training code; the engine counts what it leaves out.
+    # The performance rules in test files (`is_test_file`): off by default, as test code is not
+    # training code; they are not run there (`codes_for`), and the summary counts those files.
     lint_tests: bool = False
     # What is test code: gitignore-style patterns relative to `root`; None for the default
     # conventions (test_files.DEFAULT_TEST_FILES).
@@ -194,6 +194,26 @@ class Settings:
         return frozenset(chosen)
 
     def codes_for(self, path: str | Path) -> frozenset[str]:
+        """The codes checked in this path: the enabled codes minus the per-file ignores that match
+        it, and in a test file, unless `lint-tests` is set, only the rules reported in test code
+        (a deprecated API, a stale comment): the others are not run there at all."""
+        codes = self.configured_codes_for(path)
+        return codes & self._reported_in_tests if self.skips_tests(path) else codes
+
+    def skips_tests(self, path: str | Path) -> bool:
+        """Whether `path` is a test file and `lint-tests` is off: the performance rules skip it."""
+        return not self.lint_tests and self.is_test_file(path)
+
+    def skips_as_test(self, path: str | Path) -> bool:
+        """Whether the performance rules skip `path` as a test file, one of them enabled for it:
+        what the summary counts."""
+        return self.skips_tests(path) and bool(self.configured_codes_for(path) - self._reported_in_tests)
+
+    @property
+    def _reported_in_tests(self) -> frozenset[str]:
+        return frozenset(rule.code for rule in self.catalog() if rule.reported_in_tests)
+
+    def configured_codes_for(self, path: str | Path) -> frozenset[str]:
         """Enabled codes minus the per-file ignores that match this path."""
         codes = self.enabled_codes()
         if not self.per_file_ignores:

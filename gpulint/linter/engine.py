@@ -3,7 +3,9 @@
     prefilter -> parse -> analyse -> rules -> suppress -> locate
 
 1. prefilter: the rules whose declared facts and tokens the file's bytes can hold (for most files
-   of a real repository: none, and they are never parsed).  It reads the generated rule catalog
+   of a real repository: none, and they are never parsed).  In a test file only the rules reported
+   in test code are candidates unless `lint-tests` is set (config.py `codes_for`,
+   analysis/test_files.py): most test files are never parsed.  It reads the generated rule catalog
    (catalog.py), so a run that parses nothing never imports libcst or a rule class.  Where the
    project's TensorFlow prefetches by itself, a rule that fires there only on code turning that
    off asks for its words instead (`Rule.tokens_if_prefetch_injected`);
@@ -23,8 +25,7 @@
 4. rules: each candidate rule whose required facts hold visits the nodes it subscribes to, in
    source order, then finishes;
 5. suppress: findings a comment silences are dropped; the comments that silenced nothing are
-   GL900's findings (suppressions.py); in a test file, the performance rules' findings are left
-   out and counted unless `lint-tests` is set (analysis/test_files.py).  A file with more findings
+   GL900's findings (suppressions.py).  A file with more findings
    than `max-findings-per-file` (counted before suppression) is skipped with a message instead;
 6. locate: line and column of each finding, and the text edits of its fix when asked
    (fix/fixer.py) -- plain, picklable Findings for reporters, the cache and worker processes.
@@ -99,8 +100,6 @@ class Analysis:
     # The file's suppression comments, with the codes each silenced (empty when there was no
     # finding to match: the comments were not looked for).
     suppressions: dict[int, list[Suppression]] = field(default_factory=dict)
-    # Findings of the performance rules left out because the file is test code (`lint-tests`).
-    withheld_in_tests: int = 0
     _positions: Mapping[cst.CSTNode, CodeRange] | None = field(default=None, repr=False)
 
     def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
@@ -119,8 +118,8 @@ class FileResult:
     path: str
     findings: list[Finding] = field(default_factory=list)
     parsed: bool = False
-    # Findings not reported because the file is test code (`lint-tests = false`): the summary says so.
-    withheld_in_tests: int = 0
+    # A test file whose performance rules were not run (`lint-tests = false`): the summary counts them.
+    skipped_as_test: bool = False
 
 
 class Linter:
@@ -181,21 +180,21 @@ class Linter:
         is what the rest of the project says about this module (analysis/project.py).  A source
         that does not parse has one GL000 finding, when GL000 is enabled for it (or
         `keep_syntax_error`: the notebook reader needs to know where joined cells fail)."""
+        skipped_as_test = self.settings.skips_as_test(path)
         try:
             analysis = self.analyze(source, path, project)
         except SyntaxErrorInSource as exc:
             if not (keep_syntax_error or self.reports_syntax_errors(path)):
-                return FileResult(path)
+                return FileResult(path, skipped_as_test=skipped_as_test)
             failure = syntax_error_finding(path, str(exc), exc.row, exc.column)
-            return FileResult(path, with_source_lines([failure], _text_of(source)))
+            return FileResult(path, with_source_lines([failure], _text_of(source)), skipped_as_test=skipped_as_test)
         findings = self.locate(analysis, path, with_edits) if analysis is not None else []
         if UNUSED_SUPPRESSION in self.settings.codes_for(path):
             findings += self._unused_suppressions(source, analysis, path)
         if findings:
             text = analysis.ctx.source_text if analysis is not None else _text_of(source)
             findings = with_source_lines(findings, text)
-        withheld = analysis.withheld_in_tests if analysis is not None else 0
-        return FileResult(path, sorted(findings, key=Finding.sort_key), analysis is not None, withheld)
+        return FileResult(path, sorted(findings, key=Finding.sort_key), analysis is not None, skipped_as_test)
 
     def reports_syntax_errors(self, path: str) -> bool:
         """Whether GL000 is enabled for `path`: it is unless ignored (for the file or the run)."""
@@ -247,20 +246,7 @@ class Linter:
             analysis.findings = [
                 f for f in findings if not silenced(suppressions, f.code, f.name, rows_of(ctx, positions, f.node))
             ]
-        withheld = self._withheld_in_tests(rules, path) if analysis.findings else frozenset()
-        if withheld:
-            kept = [f for f in analysis.findings if f.code not in withheld]
-            analysis.withheld_in_tests = len(analysis.findings) - len(kept)
-            analysis.findings = kept
         return analysis
-
-    def _withheld_in_tests(self, rules: list[type[Rule]], path: str) -> frozenset[str]:
-        """The codes not reported in `path`: in a test file (unless `lint-tests`), those of the
-        rules that are not reported in tests (the performance rules).  Left out after suppression,
-        so a comment that silences one of them still counts as used."""
-        if self.settings.lint_tests or not self.settings.is_test_file(path):
-            return frozenset()
-        return frozenset(rule.code for rule in rules if not rule.reported_in_tests)
 
     def _withhold_fixes(self, rules: list[type[Rule]], findings: list[RawFinding], path: str) -> None:
         """Drop the fixes the project rules out (the findings stay): those that need a newer

@@ -238,6 +238,7 @@ class Rule:
             triggers=None if cls.triggers is None else tuple(tuple(group) for group in cls.triggers),
             site_triggers=cls.site_triggers,
             tokens_if_prefetch_injected=tuple(cls.tokens_if_prefetch_injected),
+            reported_in_tests=cls.reported_in_tests,
             implementation=f"{cls.__module__}:{cls.__qualname__}",
         )
 

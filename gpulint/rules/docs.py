@@ -135,11 +135,13 @@ def catalog_source(current: str) -> str:
     facts: dict[str, Fact] = {}
     for rule in all_rules():
         entry = rule.catalog_entry()
-        # Every field, but facts, tokens and triggers only when there are some (their default is empty).
+        # Every field, but facts, tokens, triggers and flags only when they are set (their default is empty).
         fields = {
             key: value
             for key, value in vars(entry).items()
-            if value or key not in ("facts", "tokens", "triggers", "site_triggers", "tokens_if_prefetch_injected")
+            if value
+            or key
+            not in ("facts", "tokens", "triggers", "site_triggers", "tokens_if_prefetch_injected", "reported_in_tests")
         }
         for fact in rule.requires:
             facts.update((spelled.name, spelled) for spelled in fact.spelled())

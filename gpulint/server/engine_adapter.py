@@ -252,6 +252,7 @@ class Project:
             sources={path: source},
             previous=self._last_index,
             real_paths=others,
+            read_if_imported=None if settings.lint_tests else self._is_test_file,
         )
         self._last_index = index
         return index.view(path)

@@ -84,10 +84,10 @@ def summary(findings: list[Finding], settings: ReportSettings, fixed: int, error
     return "\n".join(lines)
 
 
-def withheld_in_tests_note(count: int) -> str:
-    """The line that says how many findings test files had that were not reported, and why."""
-    findings = "finding" if count == 1 else "findings"
-    return f"{count} {findings} in test files not reported (test code is not training code; --lint-tests shows them)."
+def skipped_tests_note(count: int) -> str:
+    """The line that says how many test files the performance rules were not run on, and why."""
+    files = "test file" if count == 1 else "test files"
+    return f"{count} {files} not linted for performance (test code is not training code; --lint-tests lints them)."
 
 
 def statistics(findings: list[Finding], settings: ReportSettings) -> str:
@@ -178,9 +178,9 @@ def _render(result: RunResult, settings: ReportSettings, full: bool) -> str:
             parts.append("\n".join([format_finding(finding, settings), *chain_notes(finding)]))
     fixed = sum(len(o.fixed_codes) for o in result.outcomes) if settings.fix_mode else 0
     closing = summary(findings, settings, fixed, len(result.errors))
-    withheld = sum(o.result.withheld_in_tests for o in result.outcomes)
-    if withheld:
-        closing += "\n" + withheld_in_tests_note(withheld)
+    skipped_tests = sum(o.result.skipped_as_test for o in result.outcomes)
+    if skipped_tests:
+        closing += "\n" + skipped_tests_note(skipped_tests)
     if fixed and settings.show_fixes:
         parts.append(fixes_listing(result.outcomes, "Fixed") + ("\n" if closing else ""))
     parts.append(closing)

@@ -265,7 +265,11 @@ class RunIndex:
     modules and paths as `previous` (an edit that changed no call, loop or import), its solved
     index is reused; with summaries that differ only in where calls and loops are (an edit that
     added or removed lines), its solution is (ProjectIndex.moved).  `real_paths`: the real paths
-    of files a walk found (`project_files`), which are not resolved again."""
+    of files a walk found (`project_files`), which are not resolved again.  `read_if_imported(path)`
+    says which of the run's and its projects' files are read only when a module that is read
+    imports them: the test files that are not linted (`lint-tests` off).  Leaving the others out
+    changes no other module's view, as what a test does makes no library code per step
+    (analysis/project.py `ProjectIndex._reaches`); a test helper that library code imports is read."""
 
     def __init__(
         self,
@@ -277,6 +281,7 @@ class RunIndex:
         sources: dict[Path, bytes] | None = None,
         previous: RunIndex | None = None,
         real_paths: Mapping[Path, str] | None = None,
+        read_if_imported: Callable[[Path], bool] | None = None,
     ) -> None:
         self._summary_of = cached_summary or (
             lambda path, source, dotted, package, budget: summarize(source, dotted, package, budget)
@@ -288,6 +293,8 @@ class RunIndex:
         # Queued last, popped first: the run's own files, then their projects'.
         queue = [*project, *own]
         budgeted = {self.resolve(path) for path in queue}
+        if read_if_imported is not None:
+            queue = [path for path in queue if not read_if_imported(path)]
         self.modules: dict[Path, str] = {}  # resolved path -> module id
         # Every folder the last index listed is as it was (an editor's next edit): what the imports
         # named and where each module sits are as it found them.

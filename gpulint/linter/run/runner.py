@@ -95,6 +95,8 @@ class _ProjectViews:
         self.max_nodes = settings_for(files[0]).max_syntax_nodes if files else None
         # Which modules are test code, by the settings of the project each belongs to.
         self.is_test = lambda path: settings_for(path).is_test_file(path)
+        # The test files no rule reads as a whole (`lint-tests` off): indexed only when imported.
+        self.read_if_imported = lambda path: settings_for(path).skips_tests(path)
         self._first_settings = settings_for(files[0]) if files else None
         # What else a view depends on: the test-file settings (in the fingerprint) and the folder
         # the chains' paths are shown from.
@@ -197,7 +199,15 @@ class _ProjectViews:
             summarized[str(path)] = (source_hash, key)
             return summary
 
-        index = RunIndex(self.files, summary_of, self.max_nodes, self.is_test, self.project, real_paths=self.real_paths)
+        index = RunIndex(
+            self.files,
+            summary_of,
+            self.max_nodes,
+            self.is_test,
+            self.project,
+            real_paths=self.real_paths,
+            read_if_imported=self.read_if_imported,
+        )
         views = [index.view(path) if path.suffix == ".py" else None for path in self.files]
         if self.cache is not None and self._index_key:
             own = {self._real(path): view for path, view in zip(self.files, views, strict=True) if view}
@@ -208,11 +218,16 @@ class _ProjectViews:
         """With workers, the summaries of what the index reads first -- the run's files and their
         projects', with the lint's budget of nodes -- computed in a worker pool by (resolved path,
         budget); the index takes each for the same bytes.  The modules they import from elsewhere
-        are summarized here as the index follows them.  Without workers, or too few bytes of
+        are summarized here as the index follows them, as are the test files it reads only where
+        imported (`read_if_imported`).  Without workers, or too few bytes of
         modules for a pool to pay, nothing."""
         if self.jobs < 2:
             return {}
-        paths = dict.fromkeys(Path(self._real(path)) for path in [*self.project, *self.files] if path.suffix == ".py")
+        paths = dict.fromkeys(
+            Path(self._real(path))
+            for path in [*self.project, *self.files]
+            if path.suffix == ".py" and not self.read_if_imported(path)
+        )
         return parallel.summarize_files(
             [(path, self.max_nodes) for path in paths], self.cache, self.jobs, meanwhile=self.warm_up
         )
@@ -318,9 +333,12 @@ def _run(
     if cache is not None and (reason := cache.unusable_reason()) is not None:
         result.warnings.append(printable(f"{reason}; running without a cache"))
         cache = None
+    # A run over test files alone (`gpulint tests`, lint-tests off) needs no index: only the rules
+    # reported in test code run there, and the index would only give them the views the test files
+    # of any other run get, none -- but where library code imports one (a test helper).
     project = (
         _ProjectViews(files, cache, settings_for, result.warnings, walks, jobs, real_paths)
-        if options.project_index
+        if options.project_index and any(p.suffix == ".py" and not settings_for(p).skips_tests(p) for p in files)
         else None
     )
     digests = project.digests() if project is not None else [""] * len(files)

@@ -409,9 +409,13 @@ class History:
     def _version(self) -> int:
         """The schema version; HistoryError for a newer one, or for a database of another program
         (version 0, the SQLite default, with tables in it)."""
+        # One statement, so one snapshot: read apart, a writer creating the schema (tables and
+        # version in one transaction) could commit between them -- version 0 with tables in it.
         with self._bounded():
-            version = self.connection.execute("PRAGMA user_version").fetchone()[0]
-            anything = version == 0 and self.connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            version, objects = self.connection.execute(
+                "SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)"
+            ).fetchone()
+        anything = version == 0 and objects
         if version > SCHEMA_VERSION:
             raise HistoryError(
                 f"{self.path} was written by a newer gpulint (schema {version}, this one knows "

@@ -32,31 +32,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from parse_probe import PROBE  # noqa: E402  (beside this script, first on its path)
+
 from gpulint.linter.analysis.test_files import is_test_path  # noqa: E402
-
-# Runs gpulint in this process, counting libcst's parses; prints the count and the CPU time used.
-PROBE = """
-import json, resource, sys
-import libcst
-from gpulint.cli import main
-
-parses = 0
-parse_module = libcst.parse_module
-
-def counting(*args, **kwargs):
-    global parses
-    parses += 1
-    return parse_module(*args, **kwargs)
-
-libcst.parse_module = counting
-try:
-    main(["check", *sys.argv[1:]])
-except SystemExit:
-    pass
-sys.stdout.flush()
-usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
-sys.stderr.write("\\nPROBE " + json.dumps([parses, sum(u.ru_utime + u.ru_stime for u in usage)]) + "\\n")
-"""
 
 # The summary lines about test files, before and after they stopped being linted.
 TEST_FILES_NOTE = re.compile(r"^\d+ (findings? in test files not reported|test files? not linted for performance)")

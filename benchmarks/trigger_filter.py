@@ -22,31 +22,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from parse_probe import PROBE  # beside this script, first on its path
+
 REPO = Path(__file__).resolve().parent.parent
 
-# Runs gpulint in this process, counting libcst's parses; prints the count and the CPU time used.
-PROBE = """
-import json, resource, sys
-import libcst
-from gpulint.cli import main
-
-parses = 0
-parse_module = libcst.parse_module
-
-def counting(*args, **kwargs):
-    global parses
-    parses += 1
-    return parse_module(*args, **kwargs)
-
-libcst.parse_module = counting
-try:
-    main(["check", sys.argv[1], "--no-cache", "--format", "json", "--jobs", "1", *sys.argv[2:]])
-except SystemExit:
-    pass
-sys.stdout.flush()
-usage = resource.getrusage(resource.RUSAGE_SELF)
-sys.stderr.write("\\nPROBE " + json.dumps([parses, usage.ru_utime + usage.ru_stime]) + "\\n")
-"""
 
 MODES = {"filter on": "", "filter off": "1"}
 
@@ -55,7 +34,11 @@ def run_once(tree: Path, ignore: str, output: Path, extra: list[str]) -> tuple[i
     env = {**os.environ, "PYTHONPATH": str(REPO), "GPULINT_IGNORE_TRIGGERS": ignore}
     with output.open("wb") as out:
         done = subprocess.run(
-            [sys.executable, "-c", PROBE, str(tree), *extra], stdout=out, stderr=subprocess.PIPE, env=env, cwd=tree
+            [sys.executable, "-c", PROBE, str(tree), "--no-cache", "--format", "json", "--jobs", "1", *extra],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=tree,
         )
     parses, cpu = json.loads(done.stderr.decode().rsplit("PROBE ", 1)[1])
     return parses, cpu

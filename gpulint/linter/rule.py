@@ -62,7 +62,10 @@ analyses on FileContext are.
 VALID and INVALID are the rule's cases, run by one parametrized test with only this rule selected:
 a Valid must produce no finding; an Invalid must produce findings at exactly the given
 "row:column" positions, and -- with `fixed` -- its fixes (unsafe ones included) must turn it into
-exactly `fixed`, which must parse and have nothing left to fix.
+exactly `fixed`, which must parse and have nothing left to fix.  A finding reported with
+`hint=` (no evidence of a real cost: held back unless hints are shown) counts in a case, which
+selects its rule by id and so shows them: `Invalid(..., hint=True)` says the findings are hints,
+a plain Invalid that none is, and a Valid has neither.
 """
 
 from __future__ import annotations
@@ -125,7 +128,9 @@ class Invalid(Case):
 
     `fixed` is the code after the rule's fixes (unsafe ones included; None: no finding offers a
     fix), `applicability` the safety every offered fix must have (default: the rule's), `messages`
-    the findings' messages when the case is about them."""
+    the findings' messages when the case is about them.  `hint`: True when every finding is a hint
+    (reported with `hint=`, held back unless hints are shown), False (the default) when none is --
+    a case runs with its rule selected by id, so its hints are shown and it can say which they are."""
 
     def __init__(
         self,
@@ -134,9 +139,11 @@ class Invalid(Case):
         fixed: str | None = None,
         applicability: Applicability | None = None,
         messages: tuple[str, ...] | None = None,
+        hint: bool = False,
         **case: Any,
     ) -> None:
         super().__init__(code, **case)
+        self.hint = hint
         if not findings:
             raise ValueError("an Invalid case names where its findings are")
         self.findings = findings
@@ -194,7 +201,12 @@ class Rule:
         self.ctx = ctx
         self.findings: list[RawFinding] = []
 
-    def report(self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None) -> None:
+    def report(
+        self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None, hint: str | None = None
+    ) -> None:
+        """Report a finding at `node`.  `hint`: the rule found no evidence that what it reports
+        costs anything here (a dataset built where it cannot see, a run of ten batches), and says
+        why in a few words: the finding is held back unless hints are shown (findings.py)."""
         self.findings.append(
             RawFinding(
                 code=self.code,
@@ -203,6 +215,7 @@ class Rule:
                 node=node,
                 fix=fix,
                 severity=self.severity,
+                hint=hint,
             )
         )
 

@@ -8,7 +8,7 @@ import libcst as cst
 
 from gpulint.linter.analysis.code_shapes import LOADER_BUILT
 from gpulint.linter.analysis.facts import TORCH
-from gpulint.linter.analysis.loops import qualname
+from gpulint.linter.analysis.loops import is_method, qualname
 from gpulint.linter.analysis.nodes import dotted_name, is_false, is_zero, keyword_arg, positional_args
 from gpulint.linter.analysis.pytorch import dataloader_dataset, is_dataloader
 from gpulint.linter.analysis.values import ValueOrigins, target_key
@@ -532,6 +532,8 @@ class DataLoaderRespawn(Rule):
         self.fors.append(node)
 
     def finish(self) -> None:
+        if self.loaders and self.ctx.loaders.single_epoch:
+            return  # one epoch (`max_epochs=1`, `for epoch in range(1)`): the workers start once
         for call, key, workers, keywords in self.loaders:
             if self._reiterated(call, key):
                 self.report(call, fix=self._fix(call, workers, keywords))
@@ -550,9 +552,40 @@ class DataLoaderRespawn(Rule):
         if key is None:
             parent = self.ctx.parent(call)
             function = self.ctx.enclosing_function(call)
-            return (
-                isinstance(parent, cst.Return) and function is not None and function.name.value in _EPOCH_LOADER_HOOKS
-            )
+            if isinstance(parent, cst.Return) and function is not None and function.name.value in _EPOCH_LOADER_HOOKS:
+                return True
+        elif self._key_reiterated(call, key):
+            return True
+        # A loader a function of the module returns (`def make_loader(ds): return DataLoader(...)`):
+        # what its callers here do with it.
+        return any(self._key_reiterated(call, received) for received in self._factory_results(call, key))
+
+    def _factory_results(self, call: cst.Call, key: str | None) -> list[str]:
+        """The names the module's calls of the function around `call` store its result in, when
+        the function returns the loader (`loader = make_loader(ds)`, `self.train_loader =
+        self.loader(ds)`)."""
+        function = self.ctx.enclosing_function(call)
+        if function is None:
+            return []
+        returns_loader = any(
+            node.value is not None
+            and (node.value is call or (key is not None and target_key(node.value) == key))
+            and self.ctx.enclosing_function(node) is function
+            for node in self.ctx.index.nodes("Return")
+        )
+        if not returns_loader:
+            return []
+        name = f"self.{function.name.value}" if is_method(self.ctx.index, function) else function.name.value
+        received = []
+        for assign in self.ctx.index.nodes("Assign"):
+            value = assign.value
+            if isinstance(value, cst.Call) and self.ctx.values.function_key(value) == name:
+                received += [k for t in assign.targets if (k := target_key(t.target)) is not None and k != key]
+        return received
+
+    def _key_reiterated(self, call: cst.Call, key: str) -> bool:
+        """Whether the loader under `key` is iterated again and again: in a loop inside a loop, in
+        a function a loop calls, or handed to a call inside a loop."""
         for loop in self.fors:
             if not _mentions(loop.iter, key):
                 continue

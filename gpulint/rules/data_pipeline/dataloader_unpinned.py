@@ -10,8 +10,9 @@ import libcst as cst
 from gpulint.linter.analysis.code_shapes import LOADER_BUILT
 from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
+from gpulint.linter.analysis.item_cost import TOKENIZES
 from gpulint.linter.analysis.nodes import is_false, keyword_arg, method_name, positional_args
-from gpulint.linter.analysis.pytorch import dataloader_dataset, in_memory_dataset, is_dataloader
+from gpulint.linter.analysis.pytorch import is_dataloader
 from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.analysis.workers import is_main_guard
 from gpulint.linter.findings import Applicability
@@ -22,6 +23,9 @@ from gpulint.rules.case_headers import CUDA_SCRIPT
 # Calls that ask whether the GPU is there; and, with the other accelerators', whether any is.
 _GPU_TESTS = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
 _AVAILABILITY_TESTS = _GPU_TESTS | {"torch.backends.mps.is_available", "torch.xpu.is_available"}
+# Batches that travel by RPC are pickled into messages: where they start in host memory does not
+# decide how they reach a device.
+_RPC_MODULES = ("torch.distributed.rpc",)
 # A device string that names the GPU: "cuda", "cuda:0".
 _CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 
@@ -30,19 +34,34 @@ class DataLoaderUnpinned(Rule):
     """
     ## What it finds
     A `DataLoader` without `pin_memory=True` (absent or `False`) in a module that trains on an
-    accelerator.  Not over data already in memory (a `TensorDataset`, a tensor, a list, Lightning's
-    `RandomDataset`: see GL101), nor for a loader never consumed, or only peeked at once.
+    accelerator, whose batches are decoded data: its dataset's items open or decode files
+    (`PIL.Image.open`, `cv2.imread`, `torchaudio.load`, `np.load`, ...), or go through image
+    transforms, or the dataset is one that decodes (`ImageFolder`, a torchvision dataset given a
+    `transform=`).  The message names what an item does and where.
+
+    Not over data already in memory (a `TensorDataset`, a tensor, a list of token ids or prompt
+    strings, Lightning's `RandomDataset`, a pre-tokenized Hugging Face dataset: see GL101), nor
+    for a loader never consumed, or only peeked at once; not in a module that runs on the CPU
+    alone (`Trainer(accelerator="cpu")`, `device = torch.device("cpu")` and nothing naming an
+    accelerator: pinning needs one), nor where batches travel by `torch.distributed.rpc`.  Where
+    the code shows no evidence of large batches -- a dataset built elsewhere, items tokenized into
+    token ids, a run of a handful of batches -- the finding is a hint: held back unless hints are
+    shown (`--show-hints`, or the rule selected by its id).
 
     ## Why it is slow
     Copies from pageable host memory to the GPU go through a staging buffer and block the host;
     from pinned (page-locked) memory they run by DMA and can overlap compute when issued with
-    `non_blocking=True` (GL104).  Host-to-device copy time typically drops by a third or more.
+    `non_blocking=True` (GL104).  Host-to-device copy time typically drops by a third or more --
+    which matters for batches of decoded images or audio (megabytes each), not for a batch of
+    token ids (a few kilobytes: a millisecond at most).
 
     ## Example
     ```python
     import torch
     from torch.utils.data import DataLoader
+    from torchvision import datasets, transforms
 
+    train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
     loader = DataLoader(train_set, batch_size=64, num_workers=4)
     model = Net().cuda()
     ```
@@ -50,7 +69,9 @@ class DataLoaderUnpinned(Rule):
     ```python
     import torch
     from torch.utils.data import DataLoader
+    from torchvision import datasets, transforms
 
+    train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
     loader = DataLoader(train_set, batch_size=64, num_workers=4, pin_memory=True)
     model = Net().cuda()
     ```
@@ -130,6 +151,7 @@ class DataLoaderUnpinned(Rule):
             """,
             "4:5",
             "5:5",
+            hint=True,
             header=CUDA_SCRIPT,
             fixed="""
             a = DataLoader(ds, num_workers=4, pin_memory=True)
@@ -151,6 +173,7 @@ class DataLoaderUnpinned(Rule):
                     model(x.to(device))
             """,
             "6:17",
+            hint=True,
             fixed="""
             import torch
             from torch.utils.data import DataLoader
@@ -183,6 +206,7 @@ class DataLoaderUnpinned(Rule):
             """,
             "10:12",
             "13:17",
+            hint=True,
             fixed="""
             import torch
             from torch.utils.data import DataLoader
@@ -236,6 +260,7 @@ class DataLoaderUnpinned(Rule):
             "11:14",
             "15:12",
             "18:12",
+            hint=True,
             fixed="""
             import torch
             from torch.utils.data import DataLoader
@@ -267,6 +292,7 @@ class DataLoaderUnpinned(Rule):
             )
             """,
             "4:10",
+            hint=True,
             header=CUDA_SCRIPT,
             fixed="""
             loader = DataLoader(  # comment kept
@@ -288,13 +314,16 @@ class DataLoaderUnpinned(Rule):
         pin = keywords.get("pin_memory")
         if pin is not None and not is_false(pin):
             return
-        dataset = dataloader_dataset(node)
-        if dataset is not None and in_memory_dataset(self.ctx, dataset):
-            return  # batches indexed from memory: no workers, little to gain from pinning
         if len(positional_args(node)) >= 8:
             return  # pin_memory given positionally (8th parameter)
+        if self.ctx.loaders.cpu_only or self.ctx.uses(*_RPC_MODULES):
+            return  # nothing to copy to: pinning needs an accelerator (and RPC sends batches as messages)
+        verdict = self.ctx.loaders.verdict(node)
+        if verdict.no_cost:
+            return  # batches indexed from memory: no workers, little to gain from pinning
         fix = None
-        if pin is None or keyword_arg(node, "pin_memory") is not None:  # (not inside a `**` dictionary)
+        in_a_dictionary = "pin_memory" in (self.ctx.values.keywords_of(node, every_branch=True) or {})
+        if keyword_arg(node, "pin_memory") is not None or not in_a_dictionary:  # (a second one would clash)
             value, imports = self._pin_value(node)
             fix = set_keyword(
                 self.ctx,
@@ -305,7 +334,13 @@ class DataLoaderUnpinned(Rule):
                 f"Pin host memory: `pin_memory={value}`",
                 imports,
             )
-        self.report(node, fix=fix)
+        hint = verdict.hint
+        if verdict.kind == TOKENIZES and hint is None:
+            hint = "its batches are token ids, small to copy"
+        message = self.message
+        if verdict.evidence and verdict.kind != TOKENIZES:
+            message += f"; {verdict.evidence}, so its batches are decoded data, large to copy"
+        self.report(node, message=message, fix=fix, hint=hint)
 
     def _pin_value(self, call: cst.Call) -> tuple[str, tuple[str, ...]]:
         """What the fix writes as `pin_memory=` (see the docs), and the imports it needs."""

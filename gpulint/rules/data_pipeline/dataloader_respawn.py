@@ -32,9 +32,14 @@ class DataLoaderRespawn(Rule):
     A `DataLoader` with worker processes (`num_workers` set and not 0) and without
     `persistent_workers=True`, whose batches are iterated again and again: in a loop inside an
     epoch loop, by a function called from a loop, passed to a call inside a loop, or returned by
-    `train_dataloader()` / `val_dataloader()` (Lightning iterates those every epoch).  Keywords
-    may come through a `**kwargs` dictionary built in the module.  The rule is about the host: it
-    applies whether or not the module names an accelerator.
+    `train_dataloader()` / `val_dataloader()` (Lightning iterates those every epoch) -- also a
+    loader a function or method of the module builds and returns (`def make_loader(ds): return
+    DataLoader(...)`), followed to the name its caller keeps it in.  The workers may be any value
+    that is not 0: a literal, a command line's, a configuration's attribute
+    (`num_workers=self.config.workers`).  Keywords may come through a `**kwargs` dictionary built
+    in the module.  The rule is about the host: it applies whether or not the module names an
+    accelerator.  A run of a single epoch (Lightning's `max_epochs=1`, an epoch loop over
+    `range(1)`) starts its workers once, and is not reported.
 
     ## Why it is slow
     Without persistent workers, every `for batch in loader` starts `num_workers` new processes,
@@ -93,6 +98,30 @@ class DataLoaderRespawn(Rule):
     fix_applicability = Applicability.SAFE
 
     VALID = [
+        # a single epoch: Lightning's `max_epochs=1`, an epoch loop that runs once
+        Valid(
+            """
+            import lightning as L
+
+            loader = DataLoader(ds, num_workers=4, pin_memory=True)
+            trainer = L.Trainer(max_epochs=1)
+            trainer.fit(model, loader)
+            for epoch in range(1):
+                for x, y in loader:
+                    trainer.validate(model, loader)
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        Valid(
+            """
+            epochs = 1
+            loader = DataLoader(ds, num_workers=4, pin_memory=True)
+            for epoch in range(epochs):
+                for x, y in loader:
+                    model(x.to(device)).sum().backward()
+            """,
+            header=CUDA_SCRIPT,
+        ),
         Valid(
             """
             loader = DataLoader(ds, num_workers=4, pin_memory=True, persistent_workers=True)
@@ -176,6 +205,62 @@ class DataLoaderRespawn(Rule):
         ),
     ]
     INVALID = [
+        # a loader a factory function (or method) of the module returns, iterated every epoch by
+        # its caller; workers read from a configuration's attribute
+        Invalid(
+            """
+            def make_loader(ds):
+                return DataLoader(ds, batch_size=32, num_workers=4, pin_memory=True)
+
+            class Trainer:
+                def __init__(self, config):
+                    self.config = config
+                def loader(self, ds):
+                    return DataLoader(ds, batch_size=32, num_workers=self.config.workers)
+                def fit(self, ds, epochs):
+                    self.train_loader = self.loader(ds)
+                    for epoch in range(epochs):
+                        for x, y in self.train_loader:
+                            step(x.to(device), y.to(device))
+
+            def main():
+                loader = make_loader(train_set)
+                for epoch in range(10):
+                    for x, y in loader:
+                        step(x.to(device), y.to(device))
+            """,
+            "5:12",
+            "11:16",
+            header=CUDA_SCRIPT,
+            fixed="""
+            def make_loader(ds):
+                return DataLoader(
+                    ds, batch_size=32, num_workers=4, pin_memory=True, persistent_workers=True
+                )
+
+            class Trainer:
+                def __init__(self, config):
+                    self.config = config
+                def loader(self, ds):
+                    return DataLoader(
+                        ds,
+                        batch_size=32,
+                        num_workers=self.config.workers,
+                        persistent_workers=self.config.workers > 0,
+                    )
+                def fit(self, ds, epochs):
+                    self.train_loader = self.loader(ds)
+                    for epoch in range(epochs):
+                        for x, y in self.train_loader:
+                            step(x.to(device), y.to(device))
+
+            def main():
+                loader = make_loader(train_set)
+                for epoch in range(10):
+                    for x, y in loader:
+                        step(x.to(device), y.to(device))
+            """,
+        ),
         # iterated every epoch
         Invalid(
             """

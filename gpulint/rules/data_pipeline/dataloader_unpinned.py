@@ -106,6 +106,46 @@ class DataLoaderUnpinned(Rule):
     fix_applicability = Applicability.SAFE
 
     VALID = [
+        # nothing to pin for: a CPU-only trainer, batches sent by RPC, token ids
+        Valid(
+            """
+            import lightning as L
+            from torch.utils.data import DataLoader
+            from torchvision import datasets, transforms
+
+            class Model(L.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    return self.net(batch[0]).sum()
+
+            train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+            loader = DataLoader(train_set, batch_size=64, num_workers=4)
+            L.Trainer(accelerator="cpu").fit(Model(), loader)
+            """,
+        ),
+        Valid(
+            """
+            import torch.distributed.rpc as rpc
+            from torchvision import datasets, transforms
+
+            train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+            for x, y in DataLoader(train_set, batch_size=64, num_workers=4):
+                rpc.rpc_sync("trainer", train_on_batch, args=(x, y))
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # pinned in the branch a conditional expression takes on the GPU
+        Valid(
+            """
+            from torchvision import datasets, transforms
+
+            use_cuda = torch.cuda.is_available()
+            kwargs = {"num_workers": 1, "pin_memory": True} if use_cuda else {}
+            train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+            for x, y in DataLoader(train_set, batch_size=64, **kwargs):
+                step(x.to(device), y.to(device))
+            """,
+            header=CUDA_SCRIPT,
+        ),
         # data in memory; a loader only peeked at once, one never used
         Valid(
             """
@@ -141,6 +181,82 @@ class DataLoaderUnpinned(Rule):
         ),
     ]
     INVALID = [
+        # decoded images, named in the message; items tokenized into token ids are a hint
+        Invalid(
+            """
+            import cv2
+            from torch.utils.data import Dataset
+
+            class Frames(Dataset):
+                def __init__(self, files):
+                    self.files = files
+                def __getitem__(self, index):
+                    return cv2.imread(self.files[index])
+
+            for x in DataLoader(Frames(files), batch_size=32, num_workers=4):
+                step(x.to(device))
+            """,
+            "13:10",
+            header=CUDA_SCRIPT,
+            messages=(
+                "DataLoader without `pin_memory=True`: host-to-GPU copies are slower and cannot overlap compute; "
+                "`__getitem__` decodes an image with `cv2.imread` (line 11), so its batches are decoded data, "
+                "large to copy",
+            ),
+            fixed="""
+            import cv2
+            from torch.utils.data import Dataset
+
+            class Frames(Dataset):
+                def __init__(self, files):
+                    self.files = files
+                def __getitem__(self, index):
+                    return cv2.imread(self.files[index])
+
+            for x in DataLoader(Frames(files), batch_size=32, num_workers=4, pin_memory=True):
+                step(x.to(device))
+            """,
+        ),
+        Invalid(
+            """
+            from torch.utils.data import Dataset
+
+            class Texts(Dataset):
+                def __getitem__(self, index):
+                    return self.tokenizer(self.texts[index])
+
+            for x in DataLoader(Texts(), batch_size=32, num_workers=4):
+                step(x.to(device))
+            """,
+            "10:10",
+            header=CUDA_SCRIPT,
+            hint=True,
+            fixed="""
+            from torch.utils.data import Dataset
+
+            class Texts(Dataset):
+                def __getitem__(self, index):
+                    return self.tokenizer(self.texts[index])
+
+            for x in DataLoader(Texts(), batch_size=32, num_workers=4, pin_memory=True):
+                step(x.to(device))
+            """,
+        ),
+        # the dictionary a conditional expression picks on the GPU has no pin (the other branch's
+        # would clash with a second one: no fix)
+        Invalid(
+            """
+            from torchvision import datasets, transforms
+
+            use_cuda = torch.cuda.is_available()
+            kwargs = {"num_workers": 1} if use_cuda else {"pin_memory": False}
+            train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+            for x, y in DataLoader(train_set, batch_size=64, **kwargs):
+                step(x.to(device), y.to(device))
+            """,
+            "9:13",
+            header=CUDA_SCRIPT,
+        ),
         # absent or False; a variable is the user's choice
         Invalid(
             """

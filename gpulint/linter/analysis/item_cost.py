@@ -37,8 +37,10 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from gpulint.linter.analysis.item_work import is_tokenizer_call, is_transform, reader_phrase
 from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, last_name, positional_args
-from gpulint.linter.analysis.pytorch import dataloader_dataset, in_memory_dataset
+from gpulint.linter.analysis.project import WORKING_DATASET
+from gpulint.linter.analysis.pytorch import DATASET_BASES, dataloader_dataset, in_memory_dataset
 from gpulint.linter.analysis.trainers import LIGHTNING_TRAINERS
 from gpulint.linter.analysis.values import target_key
 from gpulint.linter.analysis.walk import nodes_under
@@ -52,47 +54,9 @@ READS, AUGMENTS, TOKENIZES, MEMORY, UNKNOWN = "reads", "augments", "tokenizes", 
 # what its loader costs is not what a training run pays.
 TINY_RUN_BATCHES = 100
 
-# Calls that read or decode a file, by qualified name, and what the message says they do.
-_READERS = {
-    "open": "opens a file with `open`",
-    "io.open": "opens a file with `io.open`",
-    "PIL.Image.open": "decodes an image with `PIL.Image.open`",
-    "cv2.imread": "decodes an image with `cv2.imread`",
-    "cv2.imdecode": "decodes an image with `cv2.imdecode`",
-    "cv2.VideoCapture": "decodes video with `cv2.VideoCapture`",
-    "skimage.io.imread": "decodes an image with `skimage.io.imread`",
-    "imageio.imread": "decodes an image with `imageio.imread`",
-    "imageio.v2.imread": "decodes an image with `imageio.v2.imread`",
-    "imageio.v3.imread": "decodes an image with `imageio.v3.imread`",
-    "tifffile.imread": "decodes an image with `tifffile.imread`",
-    "torchaudio.load": "decodes audio with `torchaudio.load`",
-    "soundfile.read": "decodes audio with `soundfile.read`",
-    "librosa.load": "decodes audio with `librosa.load`",
-    "scipy.io.wavfile.read": "decodes audio with `scipy.io.wavfile.read`",
-    "numpy.load": "reads a file with `np.load`",
-    "numpy.fromfile": "reads a file with `np.fromfile`",
-    "numpy.memmap": "reads a file with `np.memmap`",
-    "h5py.File": "reads an HDF5 file with `h5py.File`",
-    "json.load": "reads a file with `json.load`",
-    "pickle.load": "reads a file with `pickle.load`",
-    "torch.load": "reads a file with `torch.load`",
-    "pandas.read_csv": "reads a file with `pd.read_csv`",
-    "pandas.read_parquet": "reads a file with `pd.read_parquet`",
-    "nibabel.load": "reads a volume with `nibabel.load`",
-    "pydicom.dcmread": "decodes an image with `pydicom.dcmread`",
-    "decord.VideoReader": "decodes video with `decord.VideoReader`",
-    "av.open": "decodes video with `av.open`",
-}
-# torchvision.io's readers and decoders: read_image, read_file, read_video, decode_jpeg, ...
-_TORCHVISION_IO = re.compile(r"^torchvision\.io\.(?:image\.|video\.)?(read_\w+|decode_\w+)$")
 # Dataset classes that decode a file for every item whatever they are given.
 _DECODING_DATASETS = re.compile(r"^torchvision\.datasets\.(?:folder\.)?(ImageFolder|DatasetFolder|VideoClips)$")
 _TORCHVISION_DATASET = re.compile(r"^torchvision\.datasets\.")
-# Libraries whose calls transform an image (decoded pixels in, new pixels out).
-_TRANSFORMS = re.compile(r"^(torchvision\.transforms|albumentations|imgaug|monai\.transforms)(\.|$)")
-# A tokenizer, by the name it is held under or the method called on it.
-_TOKENIZER_NAME = re.compile(r"tokeni[sz]er|(^|_)tok$|processor", re.IGNORECASE)
-_TOKENIZER_METHODS = frozenset({"encode", "encode_plus", "batch_encode_plus", "tokenize", "__call__"})
 # Hugging Face datasets: loaded as Arrow tables (memory-mapped); a per-item transform is work.
 _HF_DATASETS = re.compile(r"^datasets\.(load_dataset|load_from_disk|Dataset|DatasetDict|IterableDataset)\b")
 _HF_ITEM_TRANSFORMS = frozenset({"with_transform", "set_transform"})
@@ -204,14 +168,19 @@ class LoaderCosts:
             return _MEMORY
         if depth <= 0:
             return _UNKNOWN
-        if isinstance(dataset, cst.Subscript):  # `splits[0]` of `random_split(...)`, `ds["train"]`
-            inner = self.dataset_cost(dataset.value, depth - 1)
-            if inner.kind != UNKNOWN:
-                return inner
+        if isinstance(dataset, cst.Subscript) and isinstance(dataset.value, cst.Call):
+            # `random_split(...)[0]`, `load_dataset(...)["train"]`: an item of what the call builds
+            found = self._call_cost(dataset.value, depth - 1)
+            if found is not None:
+                return found
         origins = ctx.values.origins(dataset)
         if not origins:
             return _UNKNOWN
-        costs = [self.dataset_cost(origin, depth - 1) for origin in origins if origin is not dataset]
+        costs = [
+            self.dataset_cost(origin, depth - 1)
+            for origin in origins
+            if origin is not dataset and ctx.qualified_name(origin) not in DATASET_BASES  # (an annotation)
+        ]
         return next((c for c in costs if c.costly), None) or (
             _MEMORY if costs and all(c.kind == MEMORY for c in costs) else _UNKNOWN
         )
@@ -242,6 +211,12 @@ class LoaderCosts:
             cls = self._class(call.func.value)
             if cls is not None:
                 return self._class_cost(cls, call)
+        facts = ctx.project.callee(dotted_name(call.func))
+        if facts is not None and WORKING_DATASET in facts.returns:
+            return ItemCost(
+                READS,
+                f"an item of `{name}` (another module) reads, decodes, transforms or tokenizes ({self._at(call)})",
+            )
         return None
 
     def _hugging_face(self, call: cst.Call) -> bool:
@@ -315,12 +290,10 @@ class LoaderCosts:
             qualified = ""
         if not qualified and isinstance(call.func, cst.Name) and call.func.value == "open":
             qualified = "open"
-        reader = _READERS.get(qualified)
-        if reader is None and _TORCHVISION_IO.match(qualified):
-            reader = f"decodes a file with `{qualified.rsplit('.', 1)[-1]}`"
+        reader = reader_phrase(qualified)
         if reader is not None:
             return ItemCost(READS, f"{where} {reader} ({self._at(call)})")
-        if _TRANSFORMS.match(qualified):
+        if is_transform(qualified):
             return ItemCost(AUGMENTS, f"{where} applies `{last_name(call.func)}` to every item ({self._at(call)})")
         if _tokenizer_call(call):
             return ItemCost(TOKENIZES, f"{where} tokenizes with `{dotted_name(call.func)}` ({self._at(call)})")
@@ -448,9 +421,9 @@ def _is_none(expr: cst.BaseExpression) -> bool:
 def _tokenizer_call(call: cst.Call) -> bool:
     """`tokenizer(text)`, `self.tokenizer.encode(text)`, `tok(text, ...)`."""
     func = call.func
-    if isinstance(func, cst.Attribute) and func.attr.value in _TOKENIZER_METHODS:
-        return bool(_TOKENIZER_NAME.search(last_name(func.value) or ""))
-    return bool(_TOKENIZER_NAME.search(last_name(func) or ""))
+    if isinstance(func, cst.Attribute):
+        return is_tokenizer_call(func.attr.value, func.attr.value, last_name(func.value))
+    return is_tokenizer_call(last_name(func), None, None)
 
 
 def _indexes_only(method: cst.FunctionDef) -> bool:

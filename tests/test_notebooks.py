@@ -506,7 +506,7 @@ def test_a_notebook_whose_outputs_pass_max_file_size_is_still_linted(tmp_path):
     image = "A" * (3 * 2**20)
     nb["cells"][0]["outputs"] = [{"output_type": "display_data", "data": {"image/png": image}, "metadata": {}}]
     path.write_text(json.dumps(nb))
-    settings = Settings(max_file_size=2**20)
+    settings = Settings(max_file_size=2**20, show_hints=True)  # (the loader's dataset is not visible: a hint)
     assert path.stat().st_size > settings.max_file_size
     outcome = process_file(path, Linter(settings), RunOptions())
     assert not outcome.errors and {f.code for f in outcome.result.findings} >= {"GL101"}

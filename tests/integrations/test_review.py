@@ -155,7 +155,7 @@ def test_a_line_with_several_findings_gets_one_comment_naming_each(review_repo, 
 NEIGHBOURS_BASE = """\
 import torch
 from torch.utils.data import DataLoader
-
+from torchvision.datasets import ImageFolder
 
 def train(dataset, model, optimizer, device):
     model.cuda()
@@ -169,7 +169,7 @@ def train(dataset, model, optimizer, device):
 
 
 if __name__ == "__main__":
-    train(*build())
+    train(ImageFolder("data"), *build())
 """
 NEIGHBOURS_CHANGED = (
     NEIGHBOURS_BASE.replace(

@@ -37,6 +37,10 @@ READERS = {
     "pydicom.dcmread": "decodes an image with `pydicom.dcmread`",
     "decord.VideoReader": "decodes video with `decord.VideoReader`",
     "av.open": "decodes video with `av.open`",
+    # An item that waits: for the network, or (a stand-in for a slow read) for the clock.
+    "requests.get": "fetches over the network with `requests.get`",
+    "urllib.request.urlopen": "fetches over the network with `urlopen`",
+    "time.sleep": "waits in `time.sleep`",
 }
 # torchvision.io's readers and decoders: read_image, read_file, read_video, decode_jpeg, ...
 _TORCHVISION_IO = re.compile(r"^torchvision\.io\.(?:image\.|video\.)?(read_\w+|decode_\w+)$")

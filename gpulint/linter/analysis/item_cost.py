@@ -168,11 +168,15 @@ class LoaderCosts:
             return _MEMORY
         if depth <= 0:
             return _UNKNOWN
-        if isinstance(dataset, cst.Subscript) and isinstance(dataset.value, cst.Call):
-            # `random_split(...)[0]`, `load_dataset(...)["train"]`: an item of what the call builds
-            found = self._call_cost(dataset.value, depth - 1)
-            if found is not None:
-                return found
+        if isinstance(dataset, cst.Subscript):
+            # `random_split(...)[0]`, `load_dataset(...)["train"]`, `processed["train"]`: a split of
+            # what a call builds
+            if isinstance(dataset.value, cst.Call):
+                found = self._call_cost(dataset.value, depth - 1)
+                if found is not None:
+                    return found
+            elif self._hugging_face(dataset.value):
+                return _MEMORY
         origins = ctx.values.origins(dataset)
         if not origins:
             return _UNKNOWN
@@ -219,9 +223,9 @@ class LoaderCosts:
             )
         return None
 
-    def _hugging_face(self, call: cst.Call) -> bool:
-        """A chain of calls on a Hugging Face dataset (`load_dataset(...)["train"].map(f)`)."""
-        expr: cst.BaseExpression = call
+    def _hugging_face(self, expr: cst.BaseExpression, depth: int = 3) -> bool:
+        """A chain of calls and subscripts on a Hugging Face dataset (`load_dataset(...)["train"]
+        .map(f)`), also through names it was given (`processed = raw.map(f)`)."""
         for _ in range(8):
             if isinstance(expr, cst.Call):
                 if _HF_DATASETS.match(self.ctx.call_qualified_name(expr) or ""):
@@ -232,7 +236,8 @@ class LoaderCosts:
             elif isinstance(expr, cst.Subscript):
                 expr = expr.value
             else:
-                return False
+                origins = self.ctx.values.origins(expr) if depth > 0 and target_key(expr) is not None else None
+                return bool(origins) and all(self._hugging_face(o, depth - 1) for o in origins or ())
         return False
 
     # -- dataset classes of the module -------------------------------------------------------
@@ -389,11 +394,45 @@ class LoaderCosts:
     def _range_of_one(self, expr: cst.BaseExpression) -> bool:
         if not (isinstance(expr, cst.Call) and dotted_name(expr.func) == "range" and len(expr.args) == 1):
             return False
-        count = expr.args[0].value
-        if isinstance(count, cst.Integer):
-            return count.evaluated_value == 1
-        values = self.ctx.values.origins(count) if target_key(count) is not None else None
-        return bool(values) and all(isinstance(v, cst.Integer) and v.evaluated_value == 1 for v in values or ())
+        return self.literal_value(expr.args[0].value) == 1
+
+    def literal_value(self, expr: cst.BaseExpression) -> int | None:
+        """The integer `expr` holds when the module says so: a literal, a name only ever given
+        one literal, or a command-line option whose `add_argument(..., default=N)` the module
+        declares (`args.epochs` with `--epochs` defaulting to 1).  None when not known."""
+        if isinstance(expr, cst.Integer):
+            return int(expr.evaluated_value)
+        if isinstance(expr, cst.Attribute):
+            default = self._option_defaults.get(expr.attr.value)
+            return int(default.evaluated_value) if isinstance(default, cst.Integer) else None
+        values = self.ctx.values.origins(expr) if target_key(expr) is not None else None
+        literals = {int(v.evaluated_value) for v in values or () if isinstance(v, cst.Integer)}
+        return literals.pop() if values and len(literals) == 1 and len(values) == 1 else None
+
+    @cached_property
+    def _option_defaults(self) -> dict[str, cst.BaseExpression]:
+        """The defaults of the module's command-line options, by the attribute that holds them
+        (`parser.add_argument("--num-workers", default=0)` -> `num_workers`); an option declared
+        twice with different defaults is left out."""
+        defaults: dict[str, cst.BaseExpression] = {}
+        conflicting: set[str] = set()
+        for call in self.ctx.index.nodes("Call"):
+            if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument"):
+                continue
+            default = keyword_arg(call, "default")
+            if default is None:
+                continue
+            dest = keyword_arg(call, "dest")
+            names = [_string(arg.value) for arg in positional_args(call)]
+            flags = [n for n in names if n and n.startswith("--")]
+            name = _string(dest.value) if dest is not None else (flags[0][2:] if flags else names[0] if names else None)
+            if not name:
+                continue
+            name = name.replace("-", "_")
+            if name in defaults and self.ctx.code(defaults[name]) != self.ctx.code(default.value):
+                conflicting.add(name)
+            defaults[name] = default.value
+        return {name: value for name, value in defaults.items() if name not in conflicting}
 
     @cached_property
     def _fors(self) -> list[cst.For]:

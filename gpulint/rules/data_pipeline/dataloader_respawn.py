@@ -39,7 +39,10 @@ class DataLoaderRespawn(Rule):
     (`num_workers=self.config.workers`).  Keywords may come through a `**kwargs` dictionary built
     in the module.  The rule is about the host: it applies whether or not the module names an
     accelerator.  A run of a single epoch (Lightning's `max_epochs=1`, an epoch loop over
-    `range(1)`) starts its workers once, and is not reported.
+    `range(1)`, or over `range(args.epochs)` where `--epochs` defaults to 1) starts its workers
+    once, and is not reported.  Where the workers come from a command-line option that defaults to
+    0 (`num_workers=args.dataloader_num_workers`), none start unless the run asks for them: the
+    finding is a hint, held back unless hints are shown.
 
     ## Why it is slow
     Without persistent workers, every `for batch in loader` starts `num_workers` new processes,
@@ -98,6 +101,20 @@ class DataLoaderRespawn(Rule):
     fix_applicability = Applicability.SAFE
 
     VALID = [
+        # one epoch unless the command line asks for more
+        Valid(
+            """
+            import argparse
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--epochs", type=int, default=1)
+            args = parser.parse_args()
+            loader = DataLoader(ds, num_workers=4, pin_memory=True)
+            for epoch in range(args.epochs):
+                for x, y in loader:
+                    model(x.to(device)).sum().backward()
+            """,
+            header=CUDA_SCRIPT,
+        ),
         # a single epoch: Lightning's `max_epochs=1`, an epoch loop that runs once
         Valid(
             """
@@ -205,6 +222,37 @@ class DataLoaderRespawn(Rule):
         ),
     ]
     INVALID = [
+        # workers from an option that defaults to 0: a hint (no workers start unless asked for)
+        Invalid(
+            """
+            import argparse
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--dataloader-num-workers", type=int, default=0)
+            args = parser.parse_args()
+            loader = DataLoader(ds, num_workers=args.dataloader_num_workers, pin_memory=True)
+            for epoch in range(10):
+                for x, y in loader:
+                    model(x.to(device)).sum().backward()
+            """,
+            "8:10",
+            header=CUDA_SCRIPT,
+            hint=True,
+            fixed="""
+            import argparse
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--dataloader-num-workers", type=int, default=0)
+            args = parser.parse_args()
+            loader = DataLoader(
+                ds,
+                num_workers=args.dataloader_num_workers,
+                pin_memory=True,
+                persistent_workers=args.dataloader_num_workers > 0,
+            )
+            for epoch in range(10):
+                for x, y in loader:
+                    model(x.to(device)).sum().backward()
+            """,
+        ),
         # a loader a factory function (or method) of the module returns, iterated every epoch by
         # its caller; workers read from a configuration's attribute
         Invalid(
@@ -621,7 +669,11 @@ class DataLoaderRespawn(Rule):
             return  # one epoch (`max_epochs=1`, `for epoch in range(1)`): the workers start once
         for call, key, workers, keywords in self.loaders:
             if self._reiterated(call, key):
-                self.report(call, fix=self._fix(call, workers, keywords))
+                hint = None
+                if self.ctx.loaders.literal_value(workers) == 0:
+                    # `num_workers=args.workers` whose option defaults to 0: no workers unless asked for
+                    hint = f"`{self.ctx.code(workers)}` defaults to 0: no workers start unless the run asks for them"
+                self.report(call, fix=self._fix(call, workers, keywords), hint=hint)
 
     def _binding_key(self, node: cst.CSTNode) -> str | None:
         """`loader` or `self.loader` when the call is the whole right side of an assignment."""

@@ -140,6 +140,37 @@ class DataLoaderSerial(Rule):
     options = (NUM_WORKERS,)
 
     VALID = [
+        # a dataset whose items are what it holds (a prompt string and the index); Hugging Face
+        # splits tokenized by `.map()` before training, followed through the names that hold them
+        Valid(
+            """
+            from datasets import load_dataset
+            from transformers import default_data_collator
+            from torch.utils.data import Dataset
+
+            class PromptDataset(Dataset):
+                def __init__(self, prompt, count):
+                    self.prompt = prompt
+                    self.count = count
+                def __len__(self):
+                    return self.count
+                def __getitem__(self, index):
+                    return {"prompt": self.prompt, "index": index}
+
+            def main():
+                prompts = DataLoader(PromptDataset("a photo of a dog", 200), batch_size=4)
+                raw = load_dataset("glue", "mrpc")
+                processed = raw.map(tokenize, batched=True)
+                train = DataLoader(processed["train"], batch_size=8, collate_fn=default_data_collator)
+                for loader in (prompts, train):
+                    for batch in loader:
+                        step(batch)
+
+            if __name__ == "__main__":
+                main()
+            """,
+            header=CUDA_SCRIPT,
+        ),
         # items indexed from memory: token ids collated by the tokenizer, prompt strings, a
         # pre-tokenized Hugging Face dataset with a padding collator
         Valid(

@@ -23,9 +23,10 @@ from gpulint.rules.case_headers import CUDA_SCRIPT
 # Calls that ask whether the GPU is there; and, with the other accelerators', whether any is.
 _GPU_TESTS = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
 _AVAILABILITY_TESTS = _GPU_TESTS | {"torch.backends.mps.is_available", "torch.xpu.is_available"}
-# Batches that travel by RPC are pickled into messages: where they start in host memory does not
-# decide how they reach a device.
-_RPC_MODULES = ("torch.distributed.rpc",)
+# Batches that travel by RPC are pickled into messages, and PyTorch/XLA's loaders (`MpDeviceLoader`)
+# copy to a TPU their own way: where a batch starts in host memory does not decide how it reaches
+# the device.
+_NOT_PINNED_COPIES = ("torch.distributed.rpc", "torch_xla")
 # A device string that names the GPU: "cuda", "cuda:0".
 _CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 
@@ -43,7 +44,8 @@ class DataLoaderUnpinned(Rule):
     strings, Lightning's `RandomDataset`, a pre-tokenized Hugging Face dataset: see GL101), nor
     for a loader never consumed, or only peeked at once; not in a module that runs on the CPU
     alone (`Trainer(accelerator="cpu")`, `device = torch.device("cpu")` and nothing naming an
-    accelerator: pinning needs one), nor where batches travel by `torch.distributed.rpc`.  Where
+    accelerator: pinning needs one), nor where batches travel by `torch.distributed.rpc` or to a TPU
+    through PyTorch/XLA.  Where
     the code shows no evidence of large batches -- a dataset built elsewhere, items tokenized into
     token ids, a run of a handful of batches -- the finding is a hint: held back unless hints are
     shown (`--show-hints`, or the rule selected by its id).
@@ -432,8 +434,8 @@ class DataLoaderUnpinned(Rule):
             return
         if len(positional_args(node)) >= 8:
             return  # pin_memory given positionally (8th parameter)
-        if self.ctx.loaders.cpu_only or self.ctx.uses(*_RPC_MODULES):
-            return  # nothing to copy to: pinning needs an accelerator (and RPC sends batches as messages)
+        if self.ctx.loaders.cpu_only or self.ctx.uses(*_NOT_PINNED_COPIES):
+            return  # nothing to copy to: pinning needs a CUDA device (RPC and XLA copy batches their own way)
         verdict = self.ctx.loaders.verdict(node)
         if verdict.no_cost:
             return  # batches indexed from memory: no workers, little to gain from pinning

@@ -125,7 +125,8 @@ class Invalid(Case):
 
     `fixed` is the code after the rule's fixes (unsafe ones included; None: no finding offers a
     fix), `applicability` the safety every offered fix must have (default: the rule's), `messages`
-    the findings' messages when the case is about them."""
+    the findings' messages when the case is about them, `hints` their hints (RawFinding.hint: the
+    reason a finding is held back, None for one that is not) when the case is about those."""
 
     def __init__(
         self,
@@ -134,6 +135,7 @@ class Invalid(Case):
         fixed: str | None = None,
         applicability: Applicability | None = None,
         messages: tuple[str, ...] | None = None,
+        hints: tuple[str | None, ...] | None = None,
         **case: Any,
     ) -> None:
         super().__init__(code, **case)
@@ -143,6 +145,7 @@ class Invalid(Case):
         self._fixed = fixed
         self.applicability = applicability
         self.messages = messages
+        self.hints = hints
 
     @property
     def fixed(self) -> str | None:
@@ -194,7 +197,9 @@ class Rule:
         self.ctx = ctx
         self.findings: list[RawFinding] = []
 
-    def report(self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None) -> None:
+    def report(
+        self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None, hint: str | None = None
+    ) -> None:
         self.findings.append(
             RawFinding(
                 code=self.code,
@@ -203,6 +208,7 @@ class Rule:
                 node=node,
                 fix=fix,
                 severity=self.severity,
+                hint=hint,
             )
         )
 

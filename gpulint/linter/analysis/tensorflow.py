@@ -35,6 +35,7 @@ _TENSORISH_NAME = re.compile(r"loss|acc|metric|logit|pred|grad|norm|result|outpu
 
 
 _OPTS_OUT_OF_MAP_PARALLELIZATION = re.compile(r"(map_parallelization|autotune\s*\.\s*enabled)\s*=\s*False")
+_OPTS_INTO_MAP_PARALLELIZATION = re.compile(r"map_parallelization\s*=\s*True")
 # TensorFlow ops with state: random numbers (other than the stateless ones), Python, variables.
 _STATEFUL_OPS = re.compile(
     r"^tensorflow\.(random\.(?!stateless_)|py_function|numpy_function|compat\.v1\.py_func|Variable|keras|"
@@ -125,11 +126,32 @@ class TfAnalysis:
     @cached_property
     def parallelises_stateless_maps(self) -> bool:
         """Whether tf.data runs this module's stateless `map` functions in parallel by itself
-        (`map_parallelization`, on by default in the TensorFlow versions that inject a prefetch),
-        unless the module turns it off (or autotuning)."""
-        if not tensorflow_injects_prefetch(self.ctx.target_tensorflow):
+        (`map_parallelization`, on by default in the TensorFlow versions that inject a prefetch, or
+        turned on by the module's options on any version), unless the module turns it off (or
+        autotuning)."""
+        if _OPTS_OUT_OF_MAP_PARALLELIZATION.search(self.ctx.code_without_comments):
             return False
-        return not _OPTS_OUT_OF_MAP_PARALLELIZATION.search(self.ctx.code_without_comments)
+        return self.asks_for_map_parallelization or tensorflow_injects_prefetch(self.ctx.target_tensorflow)
+
+    @cached_property
+    def asks_for_map_parallelization(self) -> bool:
+        """Whether the module's pipeline options turn `map_parallelization` on by name
+        (`options.experimental_optimization.map_parallelization = True`): the author asked tf.data
+        to run its maps in parallel."""
+        return bool(_OPTS_INTO_MAP_PARALLELIZATION.search(self.ctx.code_without_comments))
+
+    def known_stateful(self, function: cst.BaseExpression) -> bool:
+        """Whether a function given to `map` is known to draw random numbers, run Python or hold
+        state (a stateful TensorFlow op itself, or a lambda or function of this module that calls
+        one): tf.data's `map_parallelization` leaves such a map serial."""
+        qualified = self.ctx.qualified_name(function) or ""
+        if qualified.startswith("tensorflow."):
+            return bool(_STATEFUL_OPS.search(qualified))
+        body = self._function_body(function)
+        return body is not None and any(
+            isinstance(node, cst.Call) and _STATEFUL_OPS.search(self.ctx.call_qualified_name(node) or "")
+            for node in nodes_under(body)
+        )
 
     def stateless(self, function: cst.BaseExpression, depth: int = 2) -> bool:
         """Whether a function given to `map` is known to be stateless: a TensorFlow op itself

@@ -36,7 +36,11 @@ class TfDataSerialMap(Rule):
     requirements, `target-tensorflow`) or turns `map_parallelization` off.  A function whose name
     the module binds to two different things (a notebook with `resize = keras.Sequential([...])`
     in one cell and `def resize(...)` in another) is not guessed at: which one runs depends on the
-    order the cells ran, so it is not reported on recent TensorFlow.
+    order the cells ran, so it is not reported on recent TensorFlow.  A module whose pipeline
+    options turn `map_parallelization` on (`options.experimental_optimization.map_parallelization
+    = True`, then `ds.with_options(options)`) asked tf.data to parallelise its maps, on any
+    TensorFlow version: there only a `map` whose function is known to be stateful (it calls
+    `tf.random.*` or `tf.py_function` itself) is reported, since tf.data leaves that one serial.
 
     ## Why it is slow
     Without `num_parallel_calls`, tf.data runs the mapped function on one element at a time, on one
@@ -139,6 +143,19 @@ class TfDataSerialMap(Rule):
             """,
             header=TF_SCRIPT,
         ),
+        # the pipeline's options ask tf.data to parallelise its maps (any TensorFlow version)
+        Valid(
+            """
+            from data_utils import decode
+            options = tf.data.Options()
+            options.experimental_optimization.map_parallelization = True
+            ds = tf.data.Dataset.from_tensor_slices(files).map(decode)
+            ds = ds.with_options(options).batch(32)
+            model.fit(ds, epochs=5)
+            """,
+            header=TF_SCRIPT,
+            target_tensorflow=(2, 10),
+        ),
         Valid(
             """
             ds = tf.data.Dataset.range(10).map(f, num_parallel_calls=tf.data.AUTOTUNE)
@@ -204,6 +221,25 @@ class TfDataSerialMap(Rule):
             fixed="""
             ds = tf.data.Dataset.from_tensor_slices((x, y))
             ds = ds.map(lambda a, b: (a / 255, b), num_parallel_calls=tf.data.AUTOTUNE)
+            """,
+        ),
+        # map_parallelization asked for: a map known to be stateful stays serial all the same
+        Invalid(
+            """
+            options = tf.data.Options()
+            options.experimental_optimization.map_parallelization = True
+            ds = tf.data.Dataset.from_tensor_slices(files).map(decode).with_options(options)
+            ds = ds.map(lambda x: x + tf.random.uniform([]))
+            model.fit(ds, epochs=5)
+            """,
+            "5:6",
+            header=TF_SCRIPT,
+            fixed="""
+            options = tf.data.Options()
+            options.experimental_optimization.map_parallelization = True
+            ds = tf.data.Dataset.from_tensor_slices(files).map(decode).with_options(options)
+            ds = ds.map(lambda x: x + tf.random.uniform([]), num_parallel_calls=tf.data.AUTOTUNE)
+            model.fit(ds, epochs=5)
             """,
         ),
         # cached right after: the whole first epoch still waits for the map, one element at a time
@@ -408,6 +444,10 @@ class TfDataSerialMap(Rule):
                 return  # TensorFlow runs it in parallel by itself
             if function is not None and self.ctx.tf.bound_ambiguously(function):
                 return  # stateless or not depends on which binding runs: not guessed
+            if self.ctx.tf.asks_for_map_parallelization and not (
+                function is not None and self.ctx.tf.known_stateful(function)
+            ):
+                return  # the options ask tf.data to parallelise it; only a stateful one stays serial
         message = self.message.format(method=method)
         deliberate = self._serial_on_purpose(node, method)
         if deliberate is not None:

@@ -6,6 +6,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import TENSORFLOW
 from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, method_name
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -29,7 +30,9 @@ class TfDataPyFunction(Rule):
     ## What it finds
     `tf.py_function(...)` or `tf.numpy_function(...)` inside a function that a tf.data pipeline maps
     (`.map`, `.flat_map`, `.interleave`, `.filter`) -- a function or a lambda -- directly or through
-    functions it calls.
+    functions it calls.  A pipeline that is never consumed, or only peeked at once (`for x in
+    ds.take(1):` to show a sample, and nothing trains on it), runs its Python a few times: not
+    reported.
 
     ## Why it is slow
     A Python function inside a tf.data graph runs in the Python interpreter and holds the GIL:
@@ -74,6 +77,23 @@ class TfDataPyFunction(Rule):
 
             ds = tf.data.Dataset.range(3).map(lambda x: x * 2)
             # ds.map(lambda x: tf.py_function(f, [x], tf.int64)) in a comment
+            """,
+            header=TF_SCRIPT,
+        ),
+        # a pipeline only peeked at once, to show a sample; nothing trains on it
+        Valid(
+            """
+            def load(path):
+                return tf.py_function(read, [path], tf.float32)
+
+            def show(paths):
+                ds = tf.data.Dataset.from_tensor_slices(paths).map(lambda p: load(p)).batch(4)
+                for images in ds.take(1):
+                    plot(images)
+
+            preview = tf.data.Dataset.from_tensor_slices(paths).map(load)
+            for image in preview.take(1):
+                print(image.shape)
             """,
             header=TF_SCRIPT,
         ),
@@ -130,8 +150,8 @@ class TfDataPyFunction(Rule):
             argument = keyword_arg(call, keyword)
             if argument is None and call.args and call.args[0].keyword is None:
                 argument = call.args[0]
-            if argument is None:
-                continue
+            if argument is None or not pipeline_consumed(self.ctx, call):
+                continue  # (a pipeline only peeked at, `for x in ds.take(1):`, runs a few elements once)
             function = argument.value
             if (
                 isinstance(function, cst.Call)

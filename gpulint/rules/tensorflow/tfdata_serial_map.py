@@ -24,8 +24,9 @@ class TfDataSerialMap(Rule):
     """
     ## What it finds
     `Dataset.map(...)` and `Dataset.interleave(...)` on a tf.data pipeline without
-    `num_parallel_calls`, unless the pipeline is never consumed or only peeked at once (`for x in
-    ds.take(1)`, `next(iter(ds))` to show a sample).  A `map` cached right after is still
+    `num_parallel_calls`, unless the pipeline is never consumed, only peeked at once (`for x in
+    ds.take(1)`, `next(iter(ds))` to show a sample) or only browsed by a loop that shows images
+    (matplotlib, `cv2.imshow`) and trains nothing.  A `map` cached right after is still
     reported: the whole first epoch waits for it, one element at a time (decoding audio, running
     an embedding model), and that is usually the epoch that costs most.  TensorFlow 2.13 and later run a
     stateless `map` in parallel by themselves (`map_parallelization`, on by default): there a
@@ -92,6 +93,19 @@ class TfDataSerialMap(Rule):
                 ds = tf.data.Dataset.from_tensor_slices(files).map(load_and_augment).batch(9)
                 for images in ds.take(1):
                     plot(images)
+            """,
+            header=TF_SCRIPT,
+        ),
+        # a pipeline only browsed by a loop that shows images and trains nothing
+        Valid(
+            """
+            import time
+            import matplotlib.pyplot as plt
+            ds = tf.data.Dataset.from_tensor_slices((x, y)).map(augment).batch(8)
+            for images, labels in ds:
+                plt.imshow(images[0])
+                plt.show()
+                time.sleep(0.5)
             """,
             header=TF_SCRIPT,
         ),
@@ -240,6 +254,29 @@ class TfDataSerialMap(Rule):
             ds = tf.data.Dataset.from_tensor_slices(files).map(decode).with_options(options)
             ds = ds.map(lambda x: x + tf.random.uniform([]), num_parallel_calls=tf.data.AUTOTUNE)
             model.fit(ds, epochs=5)
+            """,
+        ),
+        # a loop that shows images and also trains consumes the pipeline
+        Invalid(
+            """
+            import matplotlib.pyplot as plt
+            ds = tf.data.Dataset.from_tensor_slices((x, y)).map(augment).batch(8)
+            for images, labels in ds:
+                plt.imshow(images[0])
+                model.train_on_batch(images, labels)
+            """,
+            "3:49",
+            header=TF_SCRIPT,
+            fixed="""
+            import matplotlib.pyplot as plt
+            ds = (
+                tf.data.Dataset.from_tensor_slices((x, y))
+                .map(augment, num_parallel_calls=tf.data.AUTOTUNE)
+                .batch(8)
+            )
+            for images, labels in ds:
+                plt.imshow(images[0])
+                model.train_on_batch(images, labels)
             """,
         ),
         # cached right after: the whole first epoch still waits for the map, one element at a time

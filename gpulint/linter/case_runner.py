@@ -36,6 +36,7 @@ class CaseResult:
 def linter_for(rule: type[Rule], case: Case, local_rules: LocalRuleSet | None = None) -> Linter:
     settings = Settings(select=[rule.code, *case.select], options=dict(case.options), local_rules=local_rules)
     settings.target_tensorflow = case.target_tensorflow
+    settings.target_torch = case.target_torch
     return Linter(settings)
 
 

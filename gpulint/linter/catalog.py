@@ -854,14 +854,15 @@ RULES: tuple[RuleInfo, ...] = (
         message='tf.data `.map()` or `.interleave()` without `num_parallel_calls` runs on one core',
         summary=(
             '`Dataset.map(...)` and `Dataset.interleave(...)` on a tf.data pipeline without '
-            '`num_parallel_calls`, unless the pipeline is never consumed or only peeked at '
-            'once (`for x in ds.take(1)`, `next(iter(ds))` to show a sample). A `map` cached '
-            'right after is still reported: the whole first epoch waits for it, one element '
-            'at a time (decoding audio, running an embedding model), and that is usually the '
-            'epoch that costs most. TensorFlow 2.13 and later run a stateless `map` in '
-            'parallel by themselves (`map_parallelization`, on by default): there a `map` is '
-            'reported only when its function is not known to be stateless -- it draws random '
-            'numbers (`tf.random.*`, a Keras augmentation layer), runs Python '
+            '`num_parallel_calls`, unless the pipeline is never consumed, only peeked at once '
+            '(`for x in ds.take(1)`, `next(iter(ds))` to show a sample) or only browsed by a '
+            'loop that shows images (matplotlib, `cv2.imshow`) and trains nothing. A `map` '
+            'cached right after is still reported: the whole first epoch waits for it, one '
+            'element at a time (decoding audio, running an embedding model), and that is '
+            'usually the epoch that costs most. TensorFlow 2.13 and later run a stateless '
+            '`map` in parallel by themselves (`map_parallelization`, on by default): there a '
+            '`map` is reported only when its function is not known to be stateless -- it '
+            'draws random numbers (`tf.random.*`, a Keras augmentation layer), runs Python '
             '(`tf.py_function`), or is not a TensorFlow op, a lambda or a function of the '
             'module (a stateless Keras preprocessing layer, `Rescaling`, counts as an op) -- '
             'or when the project targets an older TensorFlow (its requirements, '
@@ -869,7 +870,12 @@ RULES: tuple[RuleInfo, ...] = (
             'the module binds to two different things (a notebook with `resize = '
             'keras.Sequential([...])` in one cell and `def resize(...)` in another) is not '
             'guessed at: which one runs depends on the order the cells ran, so it is not '
-            'reported on recent TensorFlow.'
+            'reported on recent TensorFlow. A module whose pipeline options turn '
+            '`map_parallelization` on (`options.experimental_optimization.map_parallelization '
+            '= True`, then `ds.with_options(options)`) asked tf.data to parallelise its maps, '
+            'on any TensorFlow version: there only a `map` whose function is known to be '
+            'stateful (it calls `tf.random.*` or `tf.py_function` itself) is reported, since '
+            'tf.data leaves that one serial.'
         ),
         facts=('imports tensorflow or keras',),
         tokens=('.map(', '.interleave('),
@@ -886,9 +892,11 @@ RULES: tuple[RuleInfo, ...] = (
             'a training loop (a `for` that makes a training step), or handed to `iter(...)` '
             '-- when no definition of it has a `.prefetch(...)`. Loops that only look at '
             'outputs (`for out in ds.take(1)`, evaluation) and `next(iter(ds))` are not '
-            'reported: there is no step to overlap with. Nor is a pipeline that only slices '
-            'data in memory (`from_tensor_slices(...)` with `shuffle`/`batch`/`repeat` and no '
-            '`map` or other per-element function): there is no input work to overlap.'
+            'reported: there is no step to overlap with; nor is an iterator (`batches = '
+            'iter(ds)`) read only by a loop that shows images (matplotlib, `cv2.imshow`) and '
+            'trains nothing. Nor is a pipeline that only slices data in memory '
+            '(`from_tensor_slices(...)` with `shuffle`/`batch`/`repeat` and no `map` or other '
+            'per-element function): there is no input work to overlap.'
         ),
         facts=('imports tensorflow or keras',),
         tokens=('tf.data', 'tensorflow', 'tfds', 'dataset_from_directory'),
@@ -937,7 +945,9 @@ RULES: tuple[RuleInfo, ...] = (
         summary=(
             '`tf.py_function(...)` or `tf.numpy_function(...)` inside a function that a '
             'tf.data pipeline maps (`.map`, `.flat_map`, `.interleave`, `.filter`) -- a '
-            'function or a lambda -- directly or through functions it calls.'
+            'function or a lambda -- directly or through functions it calls. A pipeline that '
+            'is never consumed, or only peeked at once (`for x in ds.take(1):` to show a '
+            'sample, and nothing trains on it), runs its Python a few times: not reported.'
         ),
         facts=('imports tensorflow or keras',),
         tokens=('py_function', 'numpy_function', 'py_func'),

@@ -230,7 +230,16 @@ class Linter:
 
         rules = list(self.rules_for(path, candidates))
         wanted = frozenset().union(*(r.visited_types() for r in rules))
-        ctx = FileContext(module, path, self.settings.options, wanted, source, project, self.settings.target_tensorflow)
+        ctx = FileContext(
+            module,
+            path,
+            self.settings.options,
+            wanted,
+            source,
+            project,
+            self.settings.target_tensorflow,
+            self._torch_floor(),
+        )
         findings = run_rules(ctx, [r for r in rules if r.applies(ctx)])
         budget = self.settings.max_findings_per_file
         if len(findings) > budget:
@@ -248,6 +257,15 @@ class Linter:
             ]
         return analysis
 
+    def _torch_floor(self) -> tuple[tuple[int, int], str] | None:
+        """The oldest PyTorch the project says it runs on, and where: its requirements (or
+        `target-torch`) when they bound it, else the prose that names a version."""
+        if self.settings.target_torch is not None:
+            return self.settings.target_torch, "its requirements or `target-torch`"
+        if self.settings.documented_torch is not None:
+            return self.settings.documented_torch, f"its {self.settings.documented_torch_in or 'README'}"
+        return None
+
     def _withhold_fixes(self, rules: list[type[Rule]], findings: list[RawFinding], path: str) -> None:
         """Drop the fixes the project rules out (the findings stay): those that need a newer
         PyTorch than it targets or than its prose names as supported (its README, INSTALL.md, a
@@ -263,8 +281,14 @@ class Linter:
             if fix is None:
                 continue
             too_new = target is not None and fix.min_torch is not None and fix.min_torch > target
-            if too_new or finding.code in not_in_tests:
+            if finding.code in not_in_tests:
                 finding.fix = None
+                finding.message += " (no fix: a test file; `fix-tests = true` fixes it)"
+            elif too_new:
+                assert target is not None and fix.min_torch is not None  # (too_new says so; for the type checker)
+                needs, allowed = ".".join(map(str, fix.min_torch)), ".".join(map(str, target))
+                finding.fix = None
+                finding.message += f" (no fix: it needs PyTorch {needs}; the project supports PyTorch {allowed})"
             elif documented is not None and fix.min_torch is not None and fix.min_torch > documented:
                 needs, named = ".".join(map(str, fix.min_torch)), ".".join(map(str, documented))
                 where = self.settings.documented_torch_in or "README"

@@ -99,6 +99,7 @@ class Case:
         path: str = "case.py",
         select: tuple[str, ...] = (),
         target_tensorflow: tuple[int, int] | None = None,
+        target_torch: tuple[int, int] | None = None,
     ) -> None:
         self.code = code
         self.header = header
@@ -107,6 +108,7 @@ class Case:
         self.select = select  # other rules to enable too (GL900 needs the rules its comments name)
         # The project's TensorFlow, as its requirements or `target-tensorflow` would say.
         self.target_tensorflow = target_tensorflow
+        self.target_torch = target_torch  # the project's PyTorch, as its requirements or `target-torch` would say
 
     @property
     def source(self) -> str:

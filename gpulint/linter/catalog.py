@@ -945,12 +945,14 @@ RULES: tuple[RuleInfo, ...] = (
         summary=(
             '`tf.py_function(...)` or `tf.numpy_function(...)` inside a function that a '
             'tf.data pipeline maps (`.map`, `.flat_map`, `.interleave`, `.filter`) -- a '
-            'function or a lambda -- directly or through functions it calls. A pipeline that '
-            'is never consumed, or only peeked at once (`for x in ds.take(1):` to show a '
-            'sample, and nothing trains on it), runs its Python a few times: not reported.'
+            'function or a lambda -- directly or through functions it calls, or a function of '
+            'another module of the project that does (reported at its call in the mapped '
+            'lambda or function: `ds.map(lambda x: load(x))`). A pipeline that is never '
+            'consumed, or only peeked at once (`for x in ds.take(1):` to show a sample, and '
+            'nothing trains on it), runs its Python a few times: not reported.'
         ),
         facts=('imports tensorflow or keras',),
-        tokens=('py_function', 'numpy_function', 'py_func'),
+        tokens=('.map(', '.flat_map(', '.interleave(', '.filter('),
         implementation='gpulint.rules.tensorflow.tfdata_py_function:TfDataPyFunction',
     ),
     RuleInfo(

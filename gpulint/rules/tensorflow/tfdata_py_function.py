@@ -9,19 +9,10 @@ import libcst as cst
 from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import TENSORFLOW
 from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, method_name
+from gpulint.linter.analysis.project import TF_PYTHON_CALLS as _PY_FUNCTIONS
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import TF_SCRIPT
 
-_PY_FUNCTIONS = frozenset(
-    {
-        "tensorflow.py_function",
-        "tensorflow.numpy_function",
-        "tensorflow.py_func",
-        "tensorflow.compat.v1.py_func",
-        "tensorflow.compat.v1.py_function",
-        "tensorflow.compat.v1.numpy_function",
-    }
-)
 _MAPPING_METHODS = {"map": "map_func", "flat_map": "map_func", "interleave": "map_func", "filter": "predicate"}
 
 
@@ -30,9 +21,10 @@ class TfDataPyFunction(Rule):
     ## What it finds
     `tf.py_function(...)` or `tf.numpy_function(...)` inside a function that a tf.data pipeline maps
     (`.map`, `.flat_map`, `.interleave`, `.filter`) -- a function or a lambda -- directly or through
-    functions it calls.  A pipeline that is never consumed, or only peeked at once (`for x in
-    ds.take(1):` to show a sample, and nothing trains on it), runs its Python a few times: not
-    reported.
+    functions it calls, or a function of another module of the project that does (reported at its
+    call in the mapped lambda or function: `ds.map(lambda x: load(x))`).  A pipeline that is never
+    consumed, or only peeked at once (`for x in ds.take(1):` to show a sample, and nothing trains
+    on it), runs its Python a few times: not reported.
 
     ## Why it is slow
     A Python function inside a tf.data graph runs in the Python interpreter and holds the GIL:
@@ -61,9 +53,14 @@ class TfDataPyFunction(Rule):
     code = "GL703"
     name = "tfdata-py-function"
     message = "`{name}` in a tf.data mapped function runs in Python under the GIL, one element at a time"
+    _elsewhere = (
+        "`{name}()` runs `tf.py_function` or `tf.numpy_function` (another module of the project) in a tf.data "
+        "mapped function: Python under the GIL, one element at a time"
+    )
     title = "Python code in a tf.data mapped function runs under the GIL, one element at a time"
     requires = {TENSORFLOW}
-    tokens = ("py_function", "numpy_function", "py_func")
+    # the mapping call (the Python call itself may be in another module of the project)
+    tokens = (".map(", ".flat_map(", ".interleave(", ".filter(")
 
     VALID = [
         Valid(
@@ -124,6 +121,21 @@ class TfDataPyFunction(Rule):
             "6:12",
             "13:23",
             "16:12",
+            header=TF_SCRIPT,
+        ),
+        # a lambda calling a function of the module, mapped serially, the pipeline trained on
+        Invalid(
+            """
+            def load(x):
+                return tf.py_function(read_image, [x], tf.float32)
+
+            def make_dataset(paths):
+                ds = tf.data.Dataset.from_tensor_slices(paths)
+                return ds.map(lambda x: load(x)).batch(32)
+
+            model.fit(make_dataset(paths), epochs=3)
+            """,
+            "3:12",
             header=TF_SCRIPT,
         ),
         # aliased
@@ -192,9 +204,16 @@ class TfDataPyFunction(Rule):
                     changed = True
         return lambdas, names
 
+    def _runs_python_elsewhere(self, function: cst.BaseExpression) -> bool:
+        """A function of another module of the project that calls `tf.py_function` (or the like),
+        itself or through project functions it calls."""
+        facts = self.ctx.project.callee(dotted_name(function))
+        return facts is not None and facts.runs_python
+
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.ctx.call_qualified_name(node)
-        if qualified not in _PY_FUNCTIONS:
+        elsewhere = qualified not in _PY_FUNCTIONS
+        if elsewhere and not self._runs_python_elsewhere(node.func):
             return
         lambdas, names = self._mapped_functions
         for ancestor in self.ctx.ancestors(node):
@@ -210,4 +229,7 @@ class TfDataPyFunction(Rule):
                 break
         else:
             return
-        self.report(node, message=self.message.format(name=dotted_name(node.func) or qualified))
+        if elsewhere:
+            self.report(node, message=self._elsewhere.format(name=dotted_name(node.func)))
+        else:
+            self.report(node, message=self.message.format(name=dotted_name(node.func) or qualified))

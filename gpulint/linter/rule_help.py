@@ -1635,7 +1635,11 @@ EXPLANATIONS: dict[str, str] = {
         'user wrote it, with its comment.  Unsafe: it changes what is logged, evaluated and saved, and\n'
         'how data is loaded.  An interval with a comment on its line (`logging_steps=1,  # per-step loss\n'
         'curves for the paper`) is a deliberate choice: it is reported and left as written, without a\n'
-        'fix.  Values that come from a parser (`args.logging_steps`) are never reported.'
+        'fix.  Values that come from a parser (`args.logging_steps`) are never reported.\n'
+        '\n'
+        'In a short run -- `max_steps` under 20, as the code gives it (a literal, an argparse default)\n'
+        '-- every finding is a hint: a demo or smoke test spends its time starting up.  It is held back\n'
+        'unless hints are shown.'
     ),
     'GL802': (
         '## What it finds\n'
@@ -1667,7 +1671,11 @@ EXPLANATIONS: dict[str, str] = {
         'it, with its comment.  Unsafe: the program logs and validates less often.  An argument with a\n'
         'comment on its line (`log_every_n_steps=1,  # per-step curves for the paper`) is a deliberate\n'
         'choice: it is reported and left as written, without a fix.  Values from `LightningCLI` or\n'
-        '`args` are never reported.'
+        '`args` are never reported.\n'
+        '\n'
+        'In a short run -- `max_steps` under 20 (as the code gives it), `fast_dev_run`, or\n'
+        '`limit_train_batches` times `max_epochs` under 20 -- the finding is a hint: a demo or smoke\n'
+        'test spends its time starting up, not logging.  It is held back unless hints are shown.'
     ),
     'GL803': (
         '## What it finds\n'

@@ -997,7 +997,10 @@ RULES: tuple[RuleInfo, ...] = (
             'decide), inside a TensorFlow training step loop -- one that calls '
             '`tape.gradient`, `apply_gradients` or `train_on_batch`, directly or through a '
             'step function -- not under an interval guard, in a loop that does not time its '
-            'steps (a benchmark loop needs the read for its clock to measure the step).'
+            'steps (a benchmark loop needs the read for its clock to measure the step), and '
+            'not in a loop the code bounds to fewer than 20 steps (`range(10)`, a tf.data '
+            "pipeline's `take(10)`: a demo, where the reads cost milliseconds next to seconds "
+            'of start-up).'
         ),
         facts=('imports tensorflow or keras', 'takes training steps'),
         tokens=('.numpy(', 'float(', 'int(', 'equal(', 'greater', 'less', 'logical_', 'reduce_a', 'is_'),

@@ -1479,7 +1479,9 @@ EXPLANATIONS: dict[str, str] = {
         'condition reads the tensor back to decide), inside a TensorFlow training\n'
         'step loop -- one that calls `tape.gradient`, `apply_gradients` or `train_on_batch`, directly or\n'
         'through a step function -- not under an interval guard, in a loop that does not time its steps\n'
-        '(a benchmark loop needs the read for its clock to measure the step).\n'
+        '(a benchmark loop needs the read for its clock to measure the step), and not in a loop the code\n'
+        "bounds to fewer than 20 steps (`range(10)`, a tf.data pipeline's `take(10)`: a demo, where the\n"
+        'reads cost milliseconds next to seconds of start-up).\n'
         '\n'
         '## Why it is slow\n'
         'TensorFlow dispatches GPU work asynchronously, and `tf.function` steps run ahead of the host.\n'
@@ -1563,7 +1565,10 @@ EXPLANATIONS: dict[str, str] = {
         'change between calls retrace the function.  Not offered when the function reads values back\n'
         '(`.numpy()`, `float(...)`), which fails inside `tf.function`, nor for inline loop steps (the\n'
         'step must first become a function).  Test functions (`test*`, as pytest collects'
-        ' them) are not reported.'
+        ' them) are not reported,\n'
+        'nor a step that runs only in loops the code bounds to fewer than 20 steps (`rang'
+        'e(10)`, a tf.data\n'
+        "pipeline's `take(10)`: a demo, where tracing would cost more than it saves)."
     ),
     'GL708': (
         '## What it finds\n'

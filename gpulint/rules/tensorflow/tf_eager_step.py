@@ -61,7 +61,9 @@ class TfEagerStep(Rule):
     effects (`print`, appending to lists) then run only while tracing, and Python values that
     change between calls retrace the function.  Not offered when the function reads values back
     (`.numpy()`, `float(...)`), which fails inside `tf.function`, nor for inline loop steps (the
-    step must first become a function).  Test functions (`test*`, as pytest collects them) are not reported.
+    step must first become a function).  Test functions (`test*`, as pytest collects them) are not reported,
+    nor a step that runs only in loops the code bounds to fewer than 20 steps (`range(10)`, a tf.data
+    pipeline's `take(10)`: a demo, where tracing would cost more than it saves).
     """
 
     code = "GL707"
@@ -72,6 +74,25 @@ class TfEagerStep(Rule):
     fix_applicability = Applicability.UNSAFE
 
     VALID = [
+        # steps over a handful of a pipeline's batches (a demo): not per step
+        Valid(
+            """
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            for x, y in train_ds.take(10):
+                train_step(x, y)
+            for step, (x, y) in enumerate(ds.take(5)):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+            """,
+            header=TF_SCRIPT,
+        ),
         # an Estimator's model_fn: the Estimator builds it as a graph
         Valid(
             """

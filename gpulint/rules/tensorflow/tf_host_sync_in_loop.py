@@ -33,7 +33,9 @@ class TfHostSyncInLoop(Rule):
     condition reads the tensor back to decide), inside a TensorFlow training
     step loop -- one that calls `tape.gradient`, `apply_gradients` or `train_on_batch`, directly or
     through a step function -- not under an interval guard, in a loop that does not time its steps
-    (a benchmark loop needs the read for its clock to measure the step).
+    (a benchmark loop needs the read for its clock to measure the step), and not in a loop the code
+    bounds to fewer than 20 steps (`range(10)`, a tf.data pipeline's `take(10)`: a demo, where the
+    reads cost milliseconds next to seconds of start-up).
 
     ## Why it is slow
     TensorFlow dispatches GPU work asynchronously, and `tf.function` steps run ahead of the host.
@@ -92,6 +94,22 @@ class TfHostSyncInLoop(Rule):
     options = (LOG_EVERY,)
 
     VALID = [
+        # a loop over a handful of a pipeline's batches (a demo): not per step
+        Valid(
+            """
+            @tf.function
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+                return loss
+
+            for x, y in train_ds.take(10):
+                loss = train_step(x, y)
+                print(loss.numpy())
+            """,
+            header=TF_SCRIPT,
+        ),
         # a predicate condition in a compiled step (autograph makes it graph control flow), once per
         # epoch, on literals only, and in an evaluation loop
         Valid(

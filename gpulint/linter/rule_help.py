@@ -1161,7 +1161,8 @@ EXPLANATIONS: dict[str, str] = {
         '\n'
         "Where the accumulation count is 1 with every default the file gives it (an argparse option's\n"
         "`default=1`, a parameter's default, `accum = batch_size // MAX_GPU_BATCH_SIZE` of constants\n"
-        'that divide to 1), a run as written accumulates nothing: the finding is a hint, held back\n'
+        'that divide to 1, or `accum = 1` raised only under a condition), a run as written accumulates\n'
+        'nothing: the finding is a hint, held back\n'
         'unless hints are shown.\n'
         '\n'
         '## Why it is slow\n'

@@ -54,7 +54,8 @@ class DdpAccumulationSync(Rule):
 
     Where the accumulation count is 1 with every default the file gives it (an argparse option's
     `default=1`, a parameter's default, `accum = batch_size // MAX_GPU_BATCH_SIZE` of constants
-    that divide to 1), a run as written accumulates nothing: the finding is a hint, held back
+    that divide to 1, or `accum = 1` raised only under a condition), a run as written accumulates
+    nothing: the finding is a hint, held back
     unless hints are shown.
 
     ## Why it is slow
@@ -420,6 +421,27 @@ class DdpAccumulationSync(Rule):
                 None,
             ),
         ),
+        # set to 1, raised only under a condition (Accelerate's examples): a hint
+        Invalid(
+            """
+            from accelerate import Accelerator
+            def training_function(config):
+                accelerator = Accelerator()
+                batch_size = int(config["batch_size"])
+                gradient_accumulation_steps = 1
+                if batch_size > MAX_GPU_BATCH_SIZE:
+                    gradient_accumulation_steps = batch_size // MAX_GPU_BATCH_SIZE
+                for step, batch in enumerate(loader):
+                    accelerator.backward(model(**batch).loss / gradient_accumulation_steps)
+                    if step % gradient_accumulation_steps == 0:
+                        optimizer.step()
+            """,
+            "9:9",
+            hints=(
+                "the accumulation count `gradient_accumulation_steps` is 1 with the defaults this file gives it: "
+                "no all-reduce is repeated unless a run raises it",
+            ),
+        ),
         # no_sync in a comment does not count
         Invalid(
             """
@@ -483,13 +505,39 @@ class DdpAccumulationSync(Rule):
         count = _accumulation_count(test)
         if count is None:
             return None
-        value = self.ctx.loops.static_int(count, where)
+        value = self._default_value(count, where)
         if value is None or value > 1:
             return None
         return (
             f"the accumulation count `{self.ctx.code(count)}` is {value} with the defaults this file gives it: "
             "no all-reduce is repeated unless a run raises it"
         )
+
+    def _default_value(self, count: cst.BaseExpression, where: cst.CSTNode) -> int | None:
+        """The most `count` may be as the file says (loops.static_int), or else -- for a name set
+        to a value first and raised under a condition (`accum = 1`, then `if batch_size > MAX:
+        accum = batch_size // MAX`) -- the most its unconditional assignments give it."""
+        value = self.ctx.loops.static_int(count, where)
+        if value is not None or not isinstance(count, cst.Name):
+            return value
+        unconditional = [
+            self.ctx.loops.static_int(assigned, assigned)
+            for assigned in self.ctx.values.assigned.get(count.value, ())
+            if not self._conditional(assigned)
+        ]
+        if not unconditional or None in unconditional:
+            return None
+        return max(v for v in unconditional if v is not None)
+
+    def _conditional(self, node: cst.CSTNode) -> bool:
+        """Whether `node` runs only under a condition of its function (or module): in an `if`,
+        a loop, a `try`, a `with`."""
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, (cst.If, cst.For, cst.While, cst.Try, cst.With)):
+                return True
+            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+        return False
 
     def _program_wraps_model(self) -> bool:
         """Whether the program wraps a model for data parallel training (the docs' list): here,

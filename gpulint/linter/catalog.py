@@ -781,8 +781,9 @@ RULES: tuple[RuleInfo, ...] = (
             'optimizer step is counted (`if self.since_update == self.grad_acc_steps:`) while '
             'the backward runs in another step function on every call -- without skipping the '
             'gradient all-reduce on the micro-batches in between: no `model.no_sync()`, no '
-            '`accelerator.accumulate(model)`, no `require_backward_grad_sync` toggle anywhere '
-            "in the module. Reported at the `.backward()` call (or the helper's call)."
+            '`accelerator.accumulate(model)`, no `require_backward_grad_sync` toggle, no apex '
+            '`disable_allreduce()` anywhere in the module. Reported at the `.backward()` call '
+            "(or the helper's call)."
         ),
         facts=('runs one process per GPU',),
         tokens=('backward', 'update_grad'),

@@ -20,17 +20,17 @@ from gpulint.linter.rule import Invalid, Rule, Valid
 _STEP_SWITCHES = frozenset({"update_grad", "optimizer_step", "update", "step", "sync"})
 _SWITCH_KEYWORDS = tuple(sorted(f"{switch}=" for switch in _STEP_SWITCHES))  # (as trigger shapes: code_shapes)
 # Skipping the all-reduce: DDP's `no_sync()`, its flag, FSDP's setter, Accelerate's `accumulate()`,
-# Fabric's `no_backward_sync()`, or setting Accelerate's `sync_gradients` (reading it, to act on the
-# last micro-batch, is not).
+# Fabric's `no_backward_sync()`, apex DDP's `disable_allreduce()`, or setting Accelerate's
+# `sync_gradients` (reading it, to act on the last micro-batch, is not).
+_SYNC_HANDLED = re.compile(
+    r"no_sync|no_backward_sync|require_backward_grad_sync|set_requires_gradient_sync|\baccumulate\s*\(|"
+    r"disable_allreduce\s*\(|sync_gradients\s*=(?!=)"
+)
 # A call that wraps a model for data parallel training by its name: `DDP(...)`, `smart_DDP(...)`,
 # `MMDistributedDataParallel(...)`, `FSDP(...)`, `fully_shard(...)` (a project's or a library's).
 _WRAPPER_NAME = re.compile(r"DDP|DistributedDataParallel|FullyShardedDataParallel|FSDP|fully_shard")
 # Frameworks that wrap the model in DDP themselves when run on several GPUs.
 _WRAPPING_FRAMEWORKS = ("accelerate", "lightning", "pytorch_lightning")
-_SYNC_HANDLED = re.compile(
-    r"no_sync|no_backward_sync|require_backward_grad_sync|set_requires_gradient_sync|\baccumulate\s*\(|"
-    r"sync_gradients\s*=(?!=)"
-)
 
 
 class DdpAccumulationSync(Rule):
@@ -43,7 +43,8 @@ class DdpAccumulationSync(Rule):
     whose optimizer step is counted (`if self.since_update == self.grad_acc_steps:`) while the
     backward runs in another step function on every call -- without skipping
     the gradient all-reduce on the micro-batches in between: no `model.no_sync()`, no
-    `accelerator.accumulate(model)`, no `require_backward_grad_sync` toggle anywhere in the module.
+    `accelerator.accumulate(model)`, no `require_backward_grad_sync` toggle, no apex
+    `disable_allreduce()` anywhere in the module.
     Reported at the `.backward()` call (or the helper's call).
 
     Only where the program wraps a model for data parallel training: the module calls
@@ -199,6 +200,23 @@ class DdpAccumulationSync(Rule):
                 if (step + 1) % accum_steps == 0:
                     optimizer.step()
                     optimizer.zero_grad()
+            """,
+        ),
+        # apex DDP's own toggle: the all-reduce is off until the last micro-batch
+        Valid(
+            """
+            import torch.distributed as dist
+            from apex.parallel import DistributedDataParallel as DDP
+            dist.init_process_group("nccl")
+            model = DDP(net.cuda())
+            for step, batch in enumerate(loader):
+                model.disable_allreduce()
+                if (step + 1) % accum_steps == 0:
+                    model.enable_allreduce()
+                loss = model(batch) / accum_steps
+                loss.backward()
+                if (step + 1) % accum_steps == 0:
+                    optimizer.step()
             """,
         ),
         # no accumulation, a logging interval only

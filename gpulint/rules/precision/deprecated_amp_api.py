@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from functools import cached_property
 
 import libcst as cst
 
@@ -31,7 +32,10 @@ class DeprecatedAmpApi(Rule):
 
     So in a project whose stated floor (its requirements, `target-torch`, or the version its
     README names) is older than the PyTorch that has the new form, which cannot switch yet, the
-    finding is a hint: held back unless hints are shown, with that reason.
+    finding is a hint: held back unless hints are shown, with that reason.  A module that already
+    calls a `torch.amp` form needing as new a PyTorch (`torch.amp.autocast("cuda")` beside an old
+    `torch.cpu.amp.autocast()`) runs on one that has it, whatever the floor says: there the
+    finding is no hint, and the fix is offered.
 
     ## Example
     ```python
@@ -318,6 +322,26 @@ class DeprecatedAmpApi(Rule):
                 "`torch.amp.autocast` (PyTorch 2.0); the deprecated API is as fast",
             ),
         ),
+        # the module already calls the new autocast: it runs on a PyTorch that has it
+        Invalid(
+            """
+            import torch
+            with torch.amp.autocast("cuda"):
+                loss = model(x)
+            with torch.cpu.amp.autocast():
+                loss = model(x)
+            """,
+            "4:6",
+            target_torch=(1, 10),
+            hints=(None,),
+            fixed="""
+            import torch
+            with torch.amp.autocast("cuda"):
+                loss = model(x)
+            with torch.amp.autocast("cpu"):
+                loss = model(x)
+            """,
+        ),
         Invalid(
             """
             import torch
@@ -377,19 +401,37 @@ class DeprecatedAmpApi(Rule):
             f'Use `{new}(device_type="{device}")`',
             {node.decorator: replacement},
             imports,
-            min_torch=self._MIN_TORCH["custom"],
+            min_torch=self._needs("custom"),
         )
         fix = self._with_import_cleanup(fix, node.decorator)
         self.report(
             node, message=self._specific.format(old=old, new=new), fix=fix, hint=self._old_torch_hint(new, "custom")
         )
 
+    def _needs(self, shape: str) -> tuple[int, int] | None:
+        """The PyTorch the new form of `shape` needs beyond what the module already runs: None
+        where the module calls a `torch.amp` form that needs as much (it cannot run on an older
+        PyTorch today, so the fix breaks no version the project still has)."""
+        needs = self._MIN_TORCH[shape]
+        return None if self._proven_torch >= needs else needs
+
+    @cached_property
+    def _proven_torch(self) -> tuple[int, int]:
+        """The newest PyTorch the module's own calls of the `torch.amp` forms need ((0, 0): none)."""
+        shapes = {new: shape for new, _, shape in self.DEPRECATED.values()}
+        needed = [
+            self._MIN_TORCH[shapes[qualified]]
+            for call in self.ctx.index.nodes("Call")
+            if (qualified := self.ctx.call_qualified_name(call)) in shapes
+        ]
+        return max(needed, default=(0, 0))
+
     def _old_torch_hint(self, new: str, shape: str) -> str | None:
         """Why the finding is a hint where the project supports a PyTorch older than the one
         that has `new`: it cannot move yet, and the old API runs exactly as fast."""
         floor = self.ctx.torch_floor
-        needs = self._MIN_TORCH[shape]
-        if floor is None or floor[0] >= needs:
+        needs = self._needs(shape)
+        if floor is None or needs is None or floor[0] >= needs:
             return None
         version, where = floor
         return (
@@ -454,7 +496,7 @@ class DeprecatedAmpApi(Rule):
             f'Use `{new}("{device}", ...)`',
             {call: replacement},
             imports,
-            min_torch=self._MIN_TORCH[shape],
+            min_torch=self._needs(shape),
         )
         return self._with_import_cleanup(fix, call.func)
 

@@ -26,6 +26,10 @@ _WARNINGS = frozenset({"warn", "warning", "warn_once", "warning_once"})
 _RECOMMENDS_DDP = re.compile(r"DistributedDataParallel|\bDDP\b|distributed|torchrun", re.IGNORECASE)
 # A call that wraps a model in DDP by its name (`DDP(...)`, `smart_DDP(...)`).
 _DDP_NAME = re.compile(r"DDP|DistributedDataParallel|FullyShardedDataParallel|FSDP")
+# A flag that asks for DataParallel by name (`if args.data_parallel:`, `if self.use_dp:`).
+_DATA_PARALLEL_FLAG = re.compile(r"data_?parallel|(^|_)dp($|_)|multi_?gpu", re.IGNORECASE)
+# Code that runs a model for inference: no gradients, nothing for DDP to all-reduce.
+_INFERENCE = re.compile(r"\bno_grad\b|\binference_mode\b|\.eval\(\)")
 
 
 class DataParallel(Rule):
@@ -62,7 +66,10 @@ class DataParallel(Rule):
     A `DataParallel` the code offers as a fallback -- in the `else` of a branch that wraps the
     model in DistributedDataParallel, or next to a warning that recommends DDP (`warnings.warn`,
     `logger.warning` in the same block or an enclosing one) -- is a hint: the author knows, and the
-    distributed path is the one their runs take.  It is held back unless hints are shown.
+    distributed path is the one their runs take.  So is one under a flag that asks for it by name
+    (`if args.data_parallel:`: an opt-in), and one in a module that takes no training step and
+    runs its model under `no_grad`/`inference_mode`/`.eval()` (inference: there are no gradients
+    for DistributedDataParallel to all-reduce).  Hints are held back unless hints are shown.
 
     ## Fix
     None: DDP changes how the program is launched (one process per GPU), how data is split
@@ -139,6 +146,30 @@ class DataParallel(Rule):
                 None,
             ),
         ),
+        # an opt-in flag that names it; inference only (no training step, the model under no_grad)
+        Invalid(
+            """
+            import torch
+            if args.data_parallel:
+                model = torch.nn.DataParallel(model)
+            if args.gpus > 1:
+                model = torch.nn.DataParallel(model)
+            """,
+            "3:13",
+            "5:13",
+            hints=("an opt-in: the code wraps only when `args.data_parallel` asks for it", None),
+        ),
+        Invalid(
+            """
+            import torch
+            featurizer = torch.nn.DataParallel(encoder.cuda()).eval()
+            with torch.no_grad():
+                for images in loader:
+                    features.append(featurizer(images).cpu())
+            """,
+            "2:14",
+            hints=("inference: the module takes no training step, so there are no gradients for DDP to all-reduce",),
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -146,9 +177,15 @@ class DataParallel(Rule):
             self.report(node, hint=self._fallback(node))
 
     def _fallback(self, call: cst.Call) -> str | None:
-        """Why the `DataParallel` is a fallback the code knows about, or None (the docs)."""
+        """Why the `DataParallel` is a fallback the code knows about, an opt-in or inference, or
+        None (the docs)."""
+        if not self.ctx.loops.step_calls and not self.ctx.project.steps_elsewhere:
+            if _INFERENCE.search(self.ctx.code_without_comments):
+                return "inference: the module takes no training step, so there are no gradients for DDP to all-reduce"
         child: cst.CSTNode = call
         for ancestor in self.ctx.ancestors(call):
+            if isinstance(ancestor, cst.If) and child is ancestor.body and self._asks_for_it(ancestor.test):
+                return f"an opt-in: the code wraps only when `{self.ctx.code(ancestor.test)}` asks for it"
             if isinstance(ancestor, cst.If) and child is not ancestor.body and child is not ancestor.test:
                 if self._wraps_in_ddp(ancestor.body):
                     return "a fallback: the other branch of its `if` wraps the model in DistributedDataParallel"
@@ -158,6 +195,11 @@ class DataParallel(Rule):
                 return None
             child = ancestor
         return None
+
+    @staticmethod
+    def _asks_for_it(test: cst.BaseExpression) -> bool:
+        """A plain flag (`args.data_parallel`, `self.use_dp`) that names DataParallel."""
+        return isinstance(test, (cst.Name, cst.Attribute)) and bool(_DATA_PARALLEL_FLAG.search(last_name(test) or ""))
 
     def _wraps_in_ddp(self, block: cst.CSTNode) -> bool:
         return any(

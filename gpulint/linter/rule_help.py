@@ -1099,7 +1099,10 @@ EXPLANATIONS: dict[str, str] = {
         'A `DataParallel` the code offers as a fallback -- in the `else` of a branch that wraps the\n'
         'model in DistributedDataParallel, or next to a warning that recommends DDP (`warnings.warn`,\n'
         '`logger.warning` in the same block or an enclosing one) -- is a hint: the author knows, and the\n'
-        'distributed path is the one their runs take.  It is held back unless hints are shown.\n'
+        'distributed path is the one their runs take.  So is one under a flag that asks for it by name\n'
+        '(`if args.data_parallel:`: an opt-in), and one in a module that takes no training step and\n'
+        'runs its model under `no_grad`/`inference_mode`/`.eval()` (inference: there are no gradients\n'
+        'for DistributedDataParallel to all-reduce).  Hints are held back unless hints are shown.\n'
         '\n'
         '## Fix\n'
         'None: DDP changes how the program is launched (one process per GPU), how data is split\n'
@@ -1488,6 +1491,10 @@ EXPLANATIONS: dict[str, str] = {
         "bounds to fewer than 20 steps (`range(10)`, a tf.data pipeline's `take(10)`: a demo, where the\n"
         'reads cost milliseconds next to seconds of start-up).\n'
         '\n'
+        'A read in a loop that takes an eager step whose file also runs the same step compiled (a guide\n'
+        'that shows the eager loop first, then compiles it: TfAnalysis.compiled_twin) is a hint, held\n'
+        'back unless hints are shown.\n'
+        '\n'
         '## Why it is slow\n'
         'TensorFlow dispatches GPU work asynchronously, and `tf.function` steps run ahead of the host.\n'
         'Reading a value back (`.numpy()`, `float(...)`) makes Python wait until the GPU has finished\n'
@@ -1573,7 +1580,12 @@ EXPLANATIONS: dict[str, str] = {
         ' them) are not reported,\n'
         'nor a step that runs only in loops the code bounds to fewer than 20 steps (`rang'
         'e(10)`, a tf.data\n'
-        "pipeline's `take(10)`: a demo, where tracing would cost more than it saves)."
+        "pipeline's `take(10)`: a demo, where tracing would cost more than it saves).\n"
+        '\n'
+        'An eager step whose file also runs the same step compiled -- a function of the same name\n'
+        'under `tf.function` (a notebook redefines it), or the same body or `tf.GradientTape()` block\n'
+        '-- is a hint: a guide that shows the eager loop first and then compiles it.  It is held back\n'
+        'unless hints are shown.'
     ),
     'GL708': (
         '## What it finds\n'

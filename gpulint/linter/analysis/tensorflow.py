@@ -282,6 +282,39 @@ class TfAnalysis:
                             changed = True
         return compiled
 
+    def compiled_twin(self, step: cst.FunctionDef | cst.For | cst.While) -> str | None:
+        """The name of a compiled function of this module that is the same training step as an
+        eager one (`step`: a step function, or a loop with the tape written inline): a function
+        of the same name (a notebook that redefines `train_step` with `@tf.function`), with the
+        same body, or with the same `tf.GradientTape()` block.  A guide shows the eager step, then
+        compiles it: the eager one is there to compare.  None when there is none."""
+        code = self.ctx.module.code_for_node
+
+        def flat(node: cst.CSTNode) -> str:
+            return "".join(code(node).split())
+
+        tapes = {flat(block) for block in self.tape_blocks(step)}
+        body = flat(step.body) if isinstance(step, cst.FunctionDef) else None
+        for function in self.ctx.index.nodes("FunctionDef"):
+            if function is step or id(function) not in self.compiled:
+                continue
+            if isinstance(step, cst.FunctionDef) and function.name.value == step.name.value:
+                return function.name.value
+            if flat(function.body) == body or tapes & {flat(block) for block in self.tape_blocks(function)}:
+                return function.name.value
+        return None
+
+    def tape_blocks(self, node: cst.CSTNode) -> list[cst.With]:
+        """The `with tf.GradientTape() as tape:` blocks under `node`."""
+        return [
+            block
+            for block in nodes_under(node)
+            if isinstance(block, cst.With)
+            and any(
+                isinstance(item.item, cst.Call) and last_name(item.item.func) == "GradientTape" for item in block.items
+            )
+        ]
+
     def in_compiled(self, node: cst.CSTNode) -> bool:
         """Whether `node` is (in) a function that runs under tf.function."""
         return self._in(node, self.compiled)

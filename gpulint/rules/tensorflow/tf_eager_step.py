@@ -64,6 +64,11 @@ class TfEagerStep(Rule):
     step must first become a function).  Test functions (`test*`, as pytest collects them) are not reported,
     nor a step that runs only in loops the code bounds to fewer than 20 steps (`range(10)`, a tf.data
     pipeline's `take(10)`: a demo, where tracing would cost more than it saves).
+
+    An eager step whose file also runs the same step compiled -- a function of the same name
+    under `tf.function` (a notebook redefines it), or the same body or `tf.GradientTape()` block
+    -- is a hint: a guide that shows the eager loop first and then compiles it.  It is held back
+    unless hints are shown.
     """
 
     code = "GL707"
@@ -182,6 +187,69 @@ class TfEagerStep(Rule):
         ),
     ]
     INVALID = [
+        # a guide: the eager step, then the same step compiled (redefined; the same tape block inline)
+        Invalid(
+            """
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+            for x, y in ds:
+                train_step(x, y)
+            for x, y in ds:
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+            @tf.function
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+            for x, y in ds:
+                train_step(x, y)
+            """,
+            "2:5",
+            "13:13",
+            header=TF_SCRIPT,
+            hints=(
+                "the file also runs this step compiled (`train_step` under `tf.function`): the eager one is there "
+                "to compare",
+                "the file also runs this step compiled (`train_step` under `tf.function`): the eager one is there "
+                "to compare",
+            ),
+            fixed="""
+            @tf.function
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+            for x, y in ds:
+                train_step(x, y)
+            for x, y in ds:
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+            @tf.function
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+            for x, y in ds:
+                train_step(x, y)
+            """,
+        ),
         # the fix decorates the step with the module's alias
         Invalid(
             """
@@ -271,7 +339,7 @@ class TfEagerStep(Rule):
                 decorators=[*node.decorators, cst.Decorator(decorator=cst.parse_expression(decorator))]
             )
             fix = Fix(Applicability.UNSAFE, f"Compile the step: `@{decorator}`", {node: new}, imports)
-        self.report(node.name, fix=fix)
+        self.report(node.name, fix=fix, hint=self._twin_hint(node))
 
     def visit_Call(self, node: cst.Call) -> None:
         """A tape step written inline in a training loop (no step function to decorate)."""
@@ -291,7 +359,15 @@ class TfEagerStep(Rule):
         )
         if not applies or tf.in_compiled(node):
             return  # gradients without an optimizer step (a test of gradients) are no training step
-        self.report(node)
+        self.report(node, hint=self._twin_hint(boundary))
+
+    def _twin_hint(self, step: cst.FunctionDef | cst.For | cst.While) -> str | None:
+        twin = self.ctx.tf.compiled_twin(step)
+        if twin is None:
+            return None
+        return (
+            f"the file also runs this step compiled (`{twin}` under `tf.function`): the eager one is there to compare"
+        )
 
     def _split_step(self, apply: cst.Call) -> None:
         """`grads = grad(model, x, y)` (a helper of this module runs the tape) then

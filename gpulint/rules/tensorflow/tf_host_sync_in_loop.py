@@ -37,6 +37,10 @@ class TfHostSyncInLoop(Rule):
     bounds to fewer than 20 steps (`range(10)`, a tf.data pipeline's `take(10)`: a demo, where the
     reads cost milliseconds next to seconds of start-up).
 
+    A read in a loop that takes an eager step whose file also runs the same step compiled (a guide
+    that shows the eager loop first, then compiles it: TfAnalysis.compiled_twin) is a hint, held
+    back unless hints are shown.
+
     ## Why it is slow
     TensorFlow dispatches GPU work asynchronously, and `tf.function` steps run ahead of the host.
     Reading a value back (`.numpy()`, `float(...)`) makes Python wait until the GPU has finished
@@ -210,6 +214,41 @@ class TfHostSyncInLoop(Rule):
         ),
     ]
     INVALID = [
+        # a guide: the eager loop first (a hint), then the same step compiled (reported)
+        Invalid(
+            """
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            for x, y in ds:
+                loss = train_step(x, y)
+                print(float(loss))
+
+            @tf.function
+            def fast_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            for x, y in ds:
+                loss = fast_step(x, y)
+                print(float(loss))
+            """,
+            "11:11",
+            "23:11",
+            header=TF_SCRIPT,
+            hints=(
+                "the loop takes the eager step of a file that also runs it compiled (`fast_step` under "
+                "`tf.function`): a guide's loop, there to compare",
+                None,
+            ),
+        ),
         # a predicate as a Python condition: the condition reads the tensor back (an interval
         # written with `tf.equal(... % n, 0)` still throttles what it guards)
         Invalid(
@@ -343,7 +382,7 @@ class TfHostSyncInLoop(Rule):
             return
         if not self.ctx.tf.is_tf_step(test) or self.ctx.tf.in_compiled(test):
             return
-        self.report(test, message=_CONDITION)
+        self.report(test, message=_CONDITION, hint=self._guide_hint(test))
 
     def _is_tf_predicate(self, call: cst.Call) -> bool:
         qualified = self.ctx.call_qualified_name(call) or ""
@@ -366,4 +405,29 @@ class TfHostSyncInLoop(Rule):
         if not self.ctx.tf.is_tf_step(node) or self.ctx.tf.in_compiled(node):
             return
         fix = host_read_guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY))
-        self.report(node, message=self.message.format(what=what), fix=fix)
+        self.report(node, message=self.message.format(what=what), fix=fix, hint=self._guide_hint(node))
+
+    def _guide_hint(self, node: cst.CSTNode) -> str | None:
+        """Why the read is a hint when its loop takes an eager step that the file also runs
+        compiled (TfAnalysis.compiled_twin): a guide's first, eager loop, there to compare."""
+        loop = self.ctx.loops.step_boundary(node)
+        if not isinstance(loop, (cst.For, cst.While)):
+            return None
+        tf = self.ctx.tf
+        steps: list[cst.FunctionDef | cst.For | cst.While] = [loop] if tf.tape_blocks(loop) else []
+        called = {
+            c.func.value for c in tf.calls if isinstance(c.func, cst.Name) and self.ctx.loops.step_boundary(c) is loop
+        }
+        steps += [
+            f
+            for f in self.ctx.index.nodes("FunctionDef")
+            if f.name.value in called and not tf.in_compiled(f) and tf.tape_blocks(f)
+        ]
+        for step in steps:
+            twin = tf.compiled_twin(step)
+            if twin is not None:
+                return (
+                    f"the loop takes the eager step of a file that also runs it compiled (`{twin}` under "
+                    "`tf.function`): a guide's loop, there to compare"
+                )
+        return None

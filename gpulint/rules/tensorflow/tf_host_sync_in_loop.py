@@ -38,8 +38,8 @@ class TfHostSyncInLoop(Rule):
     reads cost milliseconds next to seconds of start-up).
 
     A read in a loop that takes an eager step whose file also runs the same step compiled (a guide
-    that shows the eager loop first, then compiles it: TfAnalysis.compiled_twin) is a hint, held
-    back unless hints are shown.
+    that shows the eager loop first, then compiles it: a function of the same name, body or
+    `tf.GradientTape()` block under `tf.function`) is a hint, held back unless hints are shown.
 
     ## Why it is slow
     TensorFlow dispatches GPU work asynchronously, and `tf.function` steps run ahead of the host.

@@ -16,6 +16,17 @@ from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import TF_SCRIPT
 
+# Writers of TFRecord files: a module that writes them and trains nothing converts a dataset once.
+_RECORD_WRITERS = frozenset(
+    {
+        "tensorflow.io.TFRecordWriter",
+        "tensorflow.python_io.TFRecordWriter",
+        "tensorflow.compat.v1.io.TFRecordWriter",
+        "tensorflow.compat.v1.python_io.TFRecordWriter",
+    }
+)
+# Keras calls that train or run a model on a pipeline.
+_MODEL_RUNS = frozenset({"fit", "evaluate", "predict", "train_on_batch", "fit_generator"})
 # Positional index of `num_parallel_calls` in each tf.data method.
 _PARALLEL_POSITION = {"map": 1, "interleave": 3}
 
@@ -26,7 +37,8 @@ class TfDataSerialMap(Rule):
     `Dataset.map(...)` and `Dataset.interleave(...)` on a tf.data pipeline without
     `num_parallel_calls`, unless the pipeline is never consumed, only peeked at once (`for x in
     ds.take(1)`, `next(iter(ds))` to show a sample) or only browsed by a loop that shows images
-    (matplotlib, `cv2.imshow`) and trains nothing.  A `map` cached right after is still
+    (matplotlib, `cv2.imshow`) and trains nothing, and not in a module that writes TFRecord files
+    and trains nothing (a one-off conversion of a dataset).  A `map` cached right after is still
     reported: the whole first epoch waits for it, one element at a time (decoding audio, running
     an embedding model), and that is usually the epoch that costs most.  TensorFlow 2.13 and later run a
     stateless `map` in parallel by themselves (`map_parallelization`, on by default): there a
@@ -93,6 +105,22 @@ class TfDataSerialMap(Rule):
                 ds = tf.data.Dataset.from_tensor_slices(files).map(load_and_augment).batch(9)
                 for images in ds.take(1):
                     plot(images)
+            """,
+            header=TF_SCRIPT,
+        ),
+        # a one-off conversion: the pipeline is read once to write TFRecords, nothing is trained
+        Valid(
+            """
+            def generate_samples(files):
+                ds = tf.data.TFRecordDataset(files).map(parse_example)
+                next_element = tf.compat.v1.data.make_one_shot_iterator(ds).get_next()
+                with tf.compat.v1.Session() as sess:
+                    while True:
+                        yield sess.run(next_element)
+
+            with tf.io.TFRecordWriter("train.tfrecord") as writer:
+                for sample in generate_samples(files):
+                    writer.write(serialize(sample))
             """,
             header=TF_SCRIPT,
         ),
@@ -474,6 +502,8 @@ class TfDataSerialMap(Rule):
         assert isinstance(node.func, cst.Attribute)  # a method call: `method` is one of _PARALLEL_POSITION
         if not self.ctx.values.is_kind(node.func.value, "tfdata") or not pipeline_consumed(self.ctx, node):
             return
+        if self._converts_once:
+            return  # a one-off conversion to TFRecords: nothing waits for the pipeline
         if method == "map" and self.ctx.tf.parallelises_stateless_maps:
             mapped = keyword_arg(node, "map_func")
             function = mapped.value if mapped is not None else (node.args[0].value if node.args else None)
@@ -503,6 +533,20 @@ class TfDataSerialMap(Rule):
                 f"Run `{method}` in parallel: `num_parallel_calls={autotune}`",
                 imports,
             ),
+        )
+
+    @cached_property
+    def _converts_once(self) -> bool:
+        """Whether the module writes TFRecord files and trains nothing (no training step, no Keras
+        `fit`/`evaluate`/`predict`, no step function of another module): a script that converts a
+        dataset once, where no accelerator waits for its pipelines."""
+        calls = self.ctx.index.nodes("Call")
+        if not any(self.ctx.call_qualified_name(call) in _RECORD_WRITERS for call in calls):
+            return False
+        return not (
+            self.ctx.loops.step_calls
+            or self.ctx.project.steps_elsewhere
+            or any(method_name(call) in _MODEL_RUNS for call in calls)
         )
 
     def _serial_on_purpose(self, call: cst.Call, method: str) -> str | None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from functools import cached_property
+
 import libcst as cst
 
 from gpulint.linter.analysis.nodes import int_literal, keyword_arg, string_literal
@@ -19,6 +22,12 @@ from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import HF_SCRIPT
 from gpulint.rules.options import NUM_WORKERS
 
+# Collators that pad token ids: what a text Trainer's loader does per batch, a millisecond's work.
+_TOKEN_COLLATORS = re.compile(
+    r"^transformers\.(data\.data_collator\.)?DataCollator(WithPadding|ForSeq2Seq|ForLanguageModeling|"
+    r"ForTokenClassification|ForWholeWordMask)$"
+)
+_TRAINERS = re.compile(r"^(transformers|trl)\.(trainer\.|trainer_seq2seq\.)?\w*Trainer$")
 # What the fix writes for a tiny `logging_steps`, `eval_steps` or `save_steps`: the Trainer's
 # default interval for each (`eval_steps` follows `logging_steps`, itself 500 by default).
 _DEFAULT_INTERVAL = "500"
@@ -67,8 +76,10 @@ class HfTrainerArgs(Rule):
     curves for the paper`) is a deliberate choice: it is reported and left as written, without a
     fix.  Values that come from a parser (`args.logging_steps`) are never reported.
 
-    In a short run -- `max_steps` under 20, as the code gives it (a literal, an argparse default)
-    -- every finding is a hint: a demo or smoke test spends its time starting up.  It is held back
+    Missing workers are a hint where the module's Trainer collates with a collator that pads
+    token ids (`DataCollatorWithPadding`, `DataCollatorForSeq2Seq`, `DataCollatorForLanguageModeling`):
+    the batches are pre-tokenized text, cheap to collate.  In a short run -- `max_steps` under 20,
+    as the code gives it (a literal, an argparse default) -- every finding is a hint: a demo or smoke test spends its time starting up.  It is held back
     unless hints are shown.
     """
 
@@ -156,6 +167,20 @@ class HfTrainerArgs(Rule):
             messages=(
                 "logging_steps=1: the loss is read back and logged every step",
                 "`eval_steps` defaults to `logging_steps=1`: the model is evaluated every step",
+            ),
+        ),
+        # the Trainer pads token ids: missing workers are a hint
+        Invalid(
+            """
+            from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainer
+            collator = DataCollatorForSeq2Seq(tokenizer, model=model)
+            args = TrainingArguments("out")
+            trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=tokenized, data_collator=collator)
+            """,
+            "4:8",
+            header=HF_SCRIPT,
+            hints=(
+                "the Trainer pads token ids (`DataCollatorForSeq2Seq`): a loader worker saves about a millisecond a batch",
             ),
         ),
         # a short run (`max_steps` under 20, here an argparse default): hints
@@ -274,7 +299,7 @@ class HfTrainerArgs(Rule):
                     imports,
                 )
             message = "TrainingArguments without `dataloader_num_workers`: batches load in the training process"
-            self.report(node, message=message, fix=fix, hint=hint)
+            self.report(node, message=message, fix=fix, hint=hint or self._token_collator_hint)
         logging = keyword_arg(node, "logging_steps")
         logging_strategy = _strategy(keyword_arg(node, "logging_strategy"), "steps")
         logs_every_step = int_literal(logging) == 1 and logging_strategy == "steps"
@@ -297,6 +322,29 @@ class HfTrainerArgs(Rule):
             save_steps = keyword_arg(node, "save_steps")
             if save_steps is not None and (int_literal(save_steps) or TINY_INTERVAL + 1) <= TINY_INTERVAL:
                 self._interval(node, "save_steps", "a checkpoint is written every few steps (`save_steps`)", hint)
+
+    @cached_property
+    def _token_collator_hint(self) -> str | None:
+        """Why missing loader workers are a hint where the module's Trainer collates with a
+        collator that pads token ids (`DataCollatorForSeq2Seq(tokenizer)`): its batches are
+        pre-tokenized text, and a worker would save about a millisecond a batch."""
+        for call in self.ctx.index.nodes("Call"):
+            if not _TRAINERS.match(self.ctx.call_qualified_name(call) or ""):
+                continue
+            collator = keyword_arg(call, "data_collator")
+            value = collator.value if collator is not None else None
+            origins = (
+                [value] if isinstance(value, cst.Call) else (self.ctx.values.origins(value) or []) if value else []
+            )
+            for origin in origins:
+                if isinstance(origin, cst.Call):
+                    qualified = self.ctx.call_qualified_name(origin) or ""
+                    if _TOKEN_COLLATORS.match(qualified):
+                        name = qualified.rsplit(".", 1)[1]
+                        return (
+                            f"the Trainer pads token ids (`{name}`): a loader worker saves about a millisecond a batch"
+                        )
+        return None
 
     def _interval(self, node: cst.Call, keyword: str, message: str, hint: str | None) -> None:
         arg = keyword_arg(node, keyword)

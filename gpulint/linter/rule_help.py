@@ -1661,12 +1661,11 @@ EXPLANATIONS: dict[str, str] = {
         'fix.  Values that come from a parser (`args.logging_steps`) are never reported.\n'
         '\n'
         "Missing workers are a hint where the module's Trainer collates with a collator that pads\n"
-        'token ids (`DataCollatorWithPadding`, `DataCollatorForSeq2Seq`, `DataCollatorFor'
-        'LanguageModeling`):\n'
-        'the batches are pre-tokenized text, cheap to collate.  In a short run -- `max_steps` under 20,\n'
-        'as the code gives it (a literal, an argparse default) -- every finding is a hint'
-        ': a demo or smoke test spends its time starting up.  It is held back\n'
-        'unless hints are shown.'
+        'token ids (`DataCollatorWithPadding`, `DataCollatorForSeq2Seq`,\n'
+        '`DataCollatorForLanguageModeling`): the batches are pre-tokenized text, cheap to collate.  In\n'
+        'a short run -- `max_steps` under 20, as the code gives it (a literal, an argparse default) --\n'
+        'every finding is a hint: a demo or smoke test spends its time starting up.  Hints are held\n'
+        'back unless hints are shown.'
     ),
     'GL802': (
         '## What it finds\n'

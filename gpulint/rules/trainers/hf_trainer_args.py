@@ -77,10 +77,11 @@ class HfTrainerArgs(Rule):
     fix.  Values that come from a parser (`args.logging_steps`) are never reported.
 
     Missing workers are a hint where the module's Trainer collates with a collator that pads
-    token ids (`DataCollatorWithPadding`, `DataCollatorForSeq2Seq`, `DataCollatorForLanguageModeling`):
-    the batches are pre-tokenized text, cheap to collate.  In a short run -- `max_steps` under 20,
-    as the code gives it (a literal, an argparse default) -- every finding is a hint: a demo or smoke test spends its time starting up.  It is held back
-    unless hints are shown.
+    token ids (`DataCollatorWithPadding`, `DataCollatorForSeq2Seq`,
+    `DataCollatorForLanguageModeling`): the batches are pre-tokenized text, cheap to collate.  In
+    a short run -- `max_steps` under 20, as the code gives it (a literal, an argparse default) --
+    every finding is a hint: a demo or smoke test spends its time starting up.  Hints are held
+    back unless hints are shown.
     """
 
     code = "GL801"
@@ -180,7 +181,8 @@ class HfTrainerArgs(Rule):
             "4:8",
             header=HF_SCRIPT,
             hints=(
-                "the Trainer pads token ids (`DataCollatorForSeq2Seq`): a loader worker saves about a millisecond a batch",
+                "the Trainer pads token ids (`DataCollatorForSeq2Seq`): a loader worker saves about a millisecond "
+                "a batch",
             ),
         ),
         # a short run (`max_steps` under 20, here an argparse default): hints

@@ -248,6 +248,7 @@ class Linter:
                 f"{budget:,}); skipped"
             )
         self._withhold_fixes(rules, findings, path)
+        self._hint_in_tests(rules, findings, path)
         suppressions = find_suppressions(ctx.source_text) if findings else {}
         analysis = Analysis(ctx, findings, suppressions)
         if suppressions:  # (matching needs positions: files without such comments do without)
@@ -265,6 +266,16 @@ class Linter:
         if self.settings.documented_torch is not None:
             return self.settings.documented_torch, f"its {self.settings.documented_torch_in or 'README'}"
         return None
+
+    def _hint_in_tests(self, rules: list[type[Rule]], findings: list[RawFinding], path: str) -> None:
+        """In a test file, the findings of the rules that say why a test shows no real cost there
+        (`Rule.hint_in_tests`) are hints with that reason."""
+        reasons = {rule.code: rule.hint_in_tests for rule in rules if rule.hint_in_tests is not None}
+        if not reasons or not self.settings.is_test_file(path):
+            return
+        for finding in findings:
+            if finding.hint is None and finding.code in reasons:
+                finding.hint = reasons[finding.code]
 
     def _withhold_fixes(self, rules: list[type[Rule]], findings: list[RawFinding], path: str) -> None:
         """Drop the fixes the project rules out (the findings stay): those that need a newer

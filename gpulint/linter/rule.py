@@ -188,6 +188,9 @@ class Rule:
     # files are not reported unless the `lint-tests` setting says so (the summary counts them).
     # True for what holds in any code (a deprecated API, a stale suppression comment).
     reported_in_tests: ClassVar[bool] = False
+    # For a rule reported in tests: why its findings there show no real cost (a test exercising a
+    # deprecated API on purpose), which makes them hints (RawFinding.hint); None: they are findings.
+    hint_in_tests: ClassVar[str | None] = None
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 

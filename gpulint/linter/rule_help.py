@@ -824,7 +824,8 @@ EXPLANATIONS: dict[str, str] = {
         'finding says where that version is named.\n'
         '\n'
         'In test files the finding is reported without a fix unless `fix-tests = true`: a test may\n'
-        'exercise the deprecated API on purpose.  A finding without a fix always says why.'
+        'exercise the deprecated API on purpose, so there the finding is a hint.  A finding without a\n'
+        'fix always says why.'
     ),
     'GL403': (
         '## What it finds\n'
@@ -1102,7 +1103,9 @@ EXPLANATIONS: dict[str, str] = {
         'distributed path is the one their runs take.  So is one under a flag that asks for it by name\n'
         '(`if args.data_parallel:`: an opt-in), and one in a module that takes no training step and\n'
         'runs its model under `no_grad`/`inference_mode`/`.eval()` (inference: there are no gradients\n'
-        'for DistributedDataParallel to all-reduce).  Hints are held back unless hints are shown.\n'
+        'for DistributedDataParallel to all-reduce), and one in a module that hands its model to\n'
+        'DeepSpeed (`deepspeed.initialize`: its launcher runs one process per GPU, and DataParallel is\n'
+        'a single-GPU pass-through or a leftover path).  Hints are held back unless hints are shown.\n'
         '\n'
         '## Fix\n'
         'None: DDP changes how the program is launched (one process per GPU), how data is split\n'

@@ -28,6 +28,8 @@ _RECOMMENDS_DDP = re.compile(r"DistributedDataParallel|\bDDP\b|distributed|torch
 _DDP_NAME = re.compile(r"DDP|DistributedDataParallel|FullyShardedDataParallel|FSDP")
 # A flag that asks for DataParallel by name (`if args.data_parallel:`, `if self.use_dp:`).
 _DATA_PARALLEL_FLAG = re.compile(r"data_?parallel|(^|_)dp($|_)|multi_?gpu", re.IGNORECASE)
+# DeepSpeed's entry points: the model they take is trained one process per GPU.
+_DEEPSPEED = frozenset({"deepspeed.initialize", "deepspeed.init_inference"})
 # Code that runs a model for inference: no gradients, nothing for DDP to all-reduce.
 _INFERENCE = re.compile(r"\bno_grad\b|\binference_mode\b|\.eval\(\)")
 
@@ -69,7 +71,9 @@ class DataParallel(Rule):
     distributed path is the one their runs take.  So is one under a flag that asks for it by name
     (`if args.data_parallel:`: an opt-in), and one in a module that takes no training step and
     runs its model under `no_grad`/`inference_mode`/`.eval()` (inference: there are no gradients
-    for DistributedDataParallel to all-reduce).  Hints are held back unless hints are shown.
+    for DistributedDataParallel to all-reduce), and one in a module that hands its model to
+    DeepSpeed (`deepspeed.initialize`: its launcher runs one process per GPU, and DataParallel is
+    a single-GPU pass-through or a leftover path).  Hints are held back unless hints are shown.
 
     ## Fix
     None: DDP changes how the program is launched (one process per GPU), how data is split
@@ -161,6 +165,20 @@ class DataParallel(Rule):
         ),
         Invalid(
             """
+            import deepspeed
+            import torch
+            def get_model(args):
+                return torch.nn.DataParallel(build(args))
+            engine, optimizer, _, _ = deepspeed.initialize(args=args, model=get_model(args))
+            for batch in loader:
+                engine.backward(engine(batch))
+                engine.step()
+            """,
+            "4:12",
+            hints=("the module hands its model to DeepSpeed, whose launcher runs one process per GPU",),
+        ),
+        Invalid(
+            """
             import torch
             featurizer = torch.nn.DataParallel(encoder.cuda()).eval()
             with torch.no_grad():
@@ -182,6 +200,8 @@ class DataParallel(Rule):
         if not self.ctx.loops.step_calls and not self.ctx.project.steps_elsewhere:
             if _INFERENCE.search(self.ctx.code_without_comments):
                 return "inference: the module takes no training step, so there are no gradients for DDP to all-reduce"
+        if any(self.ctx.call_qualified_name(c) in _DEEPSPEED for c in self.ctx.index.nodes("Call")):
+            return "the module hands its model to DeepSpeed, whose launcher runs one process per GPU"
         child: cst.CSTNode = call
         for ancestor in self.ctx.ancestors(call):
             if isinstance(ancestor, cst.If) and child is ancestor.body and self._asks_for_it(ancestor.test):

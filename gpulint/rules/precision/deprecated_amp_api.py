@@ -73,7 +73,8 @@ class DeprecatedAmpApi(Rule):
     finding says where that version is named.
 
     In test files the finding is reported without a fix unless `fix-tests = true`: a test may
-    exercise the deprecated API on purpose.  A finding without a fix always says why.
+    exercise the deprecated API on purpose, so there the finding is a hint.  A finding without a
+    fix always says why.
     """
 
     code = "GL402"
@@ -86,6 +87,7 @@ class DeprecatedAmpApi(Rule):
     fix_applicability = Applicability.SAFE
     reported_in_tests = True  # a deprecated API is one in test code too
     fixes_test_files = False  # a test may exercise the old API on purpose (`fix-tests = true` fixes it)
+    hint_in_tests = "a test file: a test may exercise the deprecated API on purpose, and it runs as fast"
 
     # qualified name -> (new qualified name, device, how arguments move)
     DEPRECATED = {
@@ -296,6 +298,21 @@ class DeprecatedAmpApi(Rule):
                 "`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast` (no fix: the name is referenced, "
                 "not called here: its calls take another signature)",
             ),
+        ),
+        # in a test file: a hint, and no fix unless `fix-tests = true`
+        Invalid(
+            """
+            import torch
+            def test_scaler_state():
+                scaler = torch.cuda.amp.GradScaler()
+            """,
+            "3:14",
+            path="tests/test_amp.py",
+            messages=(
+                "`torch.cuda.amp.GradScaler` is deprecated; use `torch.amp.GradScaler` (no fix: a test file; "
+                "`fix-tests = true` fixes it)",
+            ),
+            hints=("a test file: a test may exercise the deprecated API on purpose, and it runs as fast",),
         ),
         # a project that supports PyTorch 1.10 cannot move to the new forms: hints, and no fix;
         # the new autocast is in PyTorch 2.0, so a project on 2.1 can move: no hint

@@ -951,7 +951,9 @@ RULES: tuple[RuleInfo, ...] = (
             'another module of the project that does (reported at its call in the mapped '
             'lambda or function: `ds.map(lambda x: load(x))`). A pipeline that is never '
             'consumed, or only peeked at once (`for x in ds.take(1):` to show a sample, and '
-            'nothing trains on it), runs its Python a few times: not reported.'
+            'nothing trains on it), runs its Python a few times: not reported; nor is a '
+            'module that writes TFRecord files and trains nothing (a one-off conversion of a '
+            'dataset, where nothing waits for the pipeline).'
         ),
         facts=('imports tensorflow or keras',),
         tokens=('.map(', '.flat_map(', '.interleave(', '.filter('),

@@ -49,6 +49,18 @@ _PURE_BUILTINS = frozenset({"len", "int", "float", "tuple", "list", "dict", "str
 _STATELESS_KERAS_LAYER = re.compile(
     r"^(tensorflow\.)?keras\.layers\.(experimental\.preprocessing\.)?(Rescaling|Resizing|CenterCrop|Normalization)$"
 )
+# Writers of TFRecord files: a module that writes them and trains nothing converts a dataset once.
+_RECORD_WRITERS = frozenset(
+    {
+        "tensorflow.io.TFRecordWriter",
+        "tensorflow.python_io.TFRecordWriter",
+        "tensorflow.compat.v1.io.TFRecordWriter",
+        "tensorflow.compat.v1.python_io.TFRecordWriter",
+        "tensorflow.data.experimental.TFRecordWriter",
+    }
+)
+# Keras calls that train or run a model on a pipeline.
+_MODEL_RUNS = frozenset({"fit", "evaluate", "predict", "train_on_batch", "fit_generator"})
 # Tensor methods that only read or set static shape information.
 _SHAPE_METHODS = frozenset({"set_shape", "get_shape"})
 
@@ -112,6 +124,20 @@ class TfAnalysis:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self.calls: list[cst.Call] = ctx.index.nodes("Call")
+
+    @cached_property
+    def converts_once(self) -> bool:
+        """Whether the module writes TFRecord files and trains nothing (no training step, no Keras
+        `fit`/`evaluate`/`predict`, no step function of another module): a script that converts a
+        dataset once, where no accelerator waits for its pipelines."""
+        calls = self.calls
+        if not any(self.ctx.call_qualified_name(call) in _RECORD_WRITERS for call in calls):
+            return False
+        return not (
+            self.ctx.loops.step_calls
+            or self.ctx.project.steps_elsewhere
+            or any(method_name(call) in _MODEL_RUNS for call in calls)
+        )
 
     @cached_property
     def injects_prefetch(self) -> bool:

@@ -24,7 +24,8 @@ class TfDataPyFunction(Rule):
     functions it calls, or a function of another module of the project that does (reported at its
     call in the mapped lambda or function: `ds.map(lambda x: load(x))`).  A pipeline that is never
     consumed, or only peeked at once (`for x in ds.take(1):` to show a sample, and nothing trains
-    on it), runs its Python a few times: not reported.
+    on it), runs its Python a few times: not reported; nor is a module that writes TFRecord files
+    and trains nothing (a one-off conversion of a dataset, where nothing waits for the pipeline).
 
     ## Why it is slow
     A Python function inside a tf.data graph runs in the Python interpreter and holds the GIL:
@@ -91,6 +92,20 @@ class TfDataPyFunction(Rule):
             preview = tf.data.Dataset.from_tensor_slices(paths).map(load)
             for image in preview.take(1):
                 print(image.shape)
+            """,
+            header=TF_SCRIPT,
+        ),
+        # a one-off conversion to TFRecords: nothing is trained
+        Valid(
+            """
+            def serialize(feature, label):
+                return tf.py_function(to_example_bytes, (feature, label), tf.string)
+
+            serialized = tf.data.Dataset.from_tensor_slices((features, labels)).map(serialize)
+            writer = tf.data.experimental.TFRecordWriter("out.tfrecord")
+            with tf.io.TFRecordWriter("copy.tfrecord") as copy:
+                for record in serialized:
+                    copy.write(record.numpy())
             """,
             header=TF_SCRIPT,
         ),
@@ -211,6 +226,8 @@ class TfDataPyFunction(Rule):
         return facts is not None and facts.runs_python
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.tf.converts_once:
+            return  # a one-off conversion to TFRecords: nothing waits for the pipeline
         qualified = self.ctx.call_qualified_name(node)
         elsewhere = qualified not in _PY_FUNCTIONS
         if elsewhere and not self._runs_python_elsewhere(node.func):

@@ -16,17 +16,6 @@ from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import TF_SCRIPT
 
-# Writers of TFRecord files: a module that writes them and trains nothing converts a dataset once.
-_RECORD_WRITERS = frozenset(
-    {
-        "tensorflow.io.TFRecordWriter",
-        "tensorflow.python_io.TFRecordWriter",
-        "tensorflow.compat.v1.io.TFRecordWriter",
-        "tensorflow.compat.v1.python_io.TFRecordWriter",
-    }
-)
-# Keras calls that train or run a model on a pipeline.
-_MODEL_RUNS = frozenset({"fit", "evaluate", "predict", "train_on_batch", "fit_generator"})
 # Positional index of `num_parallel_calls` in each tf.data method.
 _PARALLEL_POSITION = {"map": 1, "interleave": 3}
 
@@ -502,7 +491,7 @@ class TfDataSerialMap(Rule):
         assert isinstance(node.func, cst.Attribute)  # a method call: `method` is one of _PARALLEL_POSITION
         if not self.ctx.values.is_kind(node.func.value, "tfdata") or not pipeline_consumed(self.ctx, node):
             return
-        if self._converts_once:
+        if self.ctx.tf.converts_once:
             return  # a one-off conversion to TFRecords: nothing waits for the pipeline
         if method == "map" and self.ctx.tf.parallelises_stateless_maps:
             mapped = keyword_arg(node, "map_func")
@@ -533,20 +522,6 @@ class TfDataSerialMap(Rule):
                 f"Run `{method}` in parallel: `num_parallel_calls={autotune}`",
                 imports,
             ),
-        )
-
-    @cached_property
-    def _converts_once(self) -> bool:
-        """Whether the module writes TFRecord files and trains nothing (no training step, no Keras
-        `fit`/`evaluate`/`predict`, no step function of another module): a script that converts a
-        dataset once, where no accelerator waits for its pipelines."""
-        calls = self.ctx.index.nodes("Call")
-        if not any(self.ctx.call_qualified_name(call) in _RECORD_WRITERS for call in calls):
-            return False
-        return not (
-            self.ctx.loops.step_calls
-            or self.ctx.project.steps_elsewhere
-            or any(method_name(call) in _MODEL_RUNS for call in calls)
         )
 
     def _serial_on_purpose(self, call: cst.Call, method: str) -> str | None:

@@ -754,7 +754,10 @@ RULES: tuple[RuleInfo, ...] = (
             '"gloo"`, inside `if sys.platform == "win32":`, after `dist.is_nccl_available()`, '
             'or a mixed `"cpu:gloo,cuda:nccl"` string. Nor is a group that only serves RPC '
             '(`torch.distributed.rpc` in the module, and no DDP, FSDP or collective there): '
-            'no gradient crosses it.'
+            'no gradient crosses it; nor a module that computes no gradient and wraps no '
+            'model (no `.backward()`, no training step, no DDP or FSDP: an evaluation or '
+            'sampling script whose group carries barriers, gathered results and a final '
+            'metric).'
         ),
         facts=('imports torch', 'runs on an accelerator'),
         tokens=('gloo',),

@@ -8,7 +8,7 @@ import libcst as cst
 
 from gpulint.linter.analysis.facts import TORCH
 from gpulint.linter.analysis.nodes import last_name
-from gpulint.linter.analysis.project import RANK_WRAPPERS
+from gpulint.linter.analysis.pytorch import wraps_for_ranks
 from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.rule import Invalid, Rule, Valid
 
@@ -24,8 +24,6 @@ DATA_PARALLEL = (
 _WARNINGS = frozenset({"warn", "warning", "warn_once", "warning_once"})
 # What a warning says when it points to the distributed alternative.
 _RECOMMENDS_DDP = re.compile(r"DistributedDataParallel|\bDDP\b|distributed|torchrun", re.IGNORECASE)
-# A call that wraps a model in DDP by its name (`DDP(...)`, `smart_DDP(...)`).
-_DDP_NAME = re.compile(r"DDP|DistributedDataParallel|FullyShardedDataParallel|FSDP")
 # A flag that asks for DataParallel by name (`if args.data_parallel:`, `if self.use_dp:`).
 _DATA_PARALLEL_FLAG = re.compile(r"data_?parallel|(^|_)dp($|_)|multi_?gpu", re.IGNORECASE)
 # DeepSpeed's entry points: the model they take is trained one process per GPU.
@@ -222,14 +220,7 @@ class DataParallel(Rule):
         return isinstance(test, (cst.Name, cst.Attribute)) and bool(_DATA_PARALLEL_FLAG.search(last_name(test) or ""))
 
     def _wraps_in_ddp(self, block: cst.CSTNode) -> bool:
-        return any(
-            isinstance(node, cst.Call)
-            and (
-                self.ctx.call_qualified_name(node) in RANK_WRAPPERS
-                or bool(_DDP_NAME.search(last_name(node.func) or ""))
-            )
-            for node in nodes_under(block)
-        )
+        return any(isinstance(node, cst.Call) and wraps_for_ranks(self.ctx, node) for node in nodes_under(block))
 
     def _warns_for_ddp(self, block: cst.IndentedBlock | cst.Module) -> bool:
         """A warning among the block's own statements (not in a nested block) that recommends DDP."""

@@ -11,7 +11,7 @@ from gpulint.linter.analysis.facts import ONE_PROCESS_PER_GPU
 from gpulint.linter.analysis.intervals import ACCUMULATION_NAME
 from gpulint.linter.analysis.loops import is_direct_step_call
 from gpulint.linter.analysis.nodes import last_name, method_name
-from gpulint.linter.analysis.project import RANK_WRAPPERS
+from gpulint.linter.analysis.pytorch import wraps_for_ranks
 from gpulint.linter.analysis.walk import words_under
 from gpulint.linter.rule import Invalid, Rule, Valid
 
@@ -26,9 +26,6 @@ _SYNC_HANDLED = re.compile(
     r"no_sync|no_backward_sync|require_backward_grad_sync|set_requires_gradient_sync|\baccumulate\s*\(|"
     r"disable_allreduce\s*\(|sync_gradients\s*=(?!=)"
 )
-# A call that wraps a model for data parallel training by its name: `DDP(...)`, `smart_DDP(...)`,
-# `MMDistributedDataParallel(...)`, `FSDP(...)`, `fully_shard(...)` (a project's or a library's).
-_WRAPPER_NAME = re.compile(r"DDP|DistributedDataParallel|FullyShardedDataParallel|FSDP|fully_shard")
 # Frameworks that wrap the model in DDP themselves when run on several GPUs.
 _WRAPPING_FRAMEWORKS = ("accelerate", "lightning", "pytorch_lightning")
 
@@ -562,10 +559,7 @@ class DdpAccumulationSync(Rule):
         through a framework, or in another module of the project."""
         if self.ctx.project.ranks_wrapped_elsewhere or self.ctx.uses(*_WRAPPING_FRAMEWORKS):
             return True
-        return any(
-            self.ctx.call_qualified_name(call) in RANK_WRAPPERS or _WRAPPER_NAME.search(last_name(call.func) or "")
-            for call in self.ctx.index.nodes("Call")
-        )
+        return any(wraps_for_ranks(self.ctx, call) for call in self.ctx.index.nodes("Call"))
 
     def _is_optimizer_step(self, call: cst.Call) -> bool:
         func = call.func

@@ -1500,7 +1500,10 @@ EXPLANATIONS: dict[str, str] = {
         '\n'
         'A read in a loop that takes an eager step whose file also runs the same step compiled (a guide\n'
         'that shows the eager loop first, then compiles it: a function of the same name, body or\n'
-        '`tf.GradientTape()` block under `tf.function`) is a hint, held back unless hints are shown.\n'
+        '`tf.GradientTape()` block under `tf.function`) is a hint, and so is one in a file that turns\n'
+        "eager execution on itself (TensorFlow 1's `tf.enable_eager_execution()`) and one that records\n"
+        "each step's value for a plot (`losses.append(loss.numpy())` in a module that plots with\n"
+        "matplotlib: a tutorial's curve).  Hints are held back unless hints are shown.\n"
         '\n'
         '## Why it is slow\n'
         'TensorFlow dispatches GPU work asynchronously, and `tf.function` steps run ahead of the host.\n'
@@ -1591,8 +1594,9 @@ EXPLANATIONS: dict[str, str] = {
         '\n'
         'An eager step whose file also runs the same step compiled -- a function of the same name\n'
         'under `tf.function` (a notebook redefines it), or the same body or `tf.GradientTape()` block\n'
-        '-- is a hint: a guide that shows the eager loop first and then compiles it.  It is held back\n'
-        'unless hints are shown.'
+        '-- is a hint: a guide that shows the eager loop first and then compiles it.  So is an eager\n'
+        "step in a file that turns eager execution on itself (TensorFlow 1's\n"
+        '`tf.enable_eager_execution()`).  Hints are held back unless hints are shown.'
     ),
     'GL708': (
         '## What it finds\n'

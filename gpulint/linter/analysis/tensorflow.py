@@ -61,6 +61,8 @@ _RECORD_WRITERS = frozenset(
 )
 # Keras calls that train or run a model on a pipeline.
 _MODEL_RUNS = frozenset({"fit", "evaluate", "predict", "train_on_batch", "fit_generator"})
+# TensorFlow 1's switch to eager execution: a file that calls it runs eagerly on purpose.
+_ENABLE_EAGER = frozenset({"tensorflow.enable_eager_execution", "tensorflow.compat.v1.enable_eager_execution"})
 # Tensor methods that only read or set static shape information.
 _SHAPE_METHODS = frozenset({"set_shape", "get_shape"})
 
@@ -307,6 +309,16 @@ class TfAnalysis:
                             compiled.add(id(function))
                             changed = True
         return compiled
+
+    @cached_property
+    def eager_on_purpose(self) -> str | None:
+        """Why the module runs eagerly on purpose, or None: it turns eager execution on itself
+        (TensorFlow 1's `tf.enable_eager_execution()`: an eager guide or archive)."""
+        for call in self.calls:
+            qualified = self.ctx.call_qualified_name(call)
+            if qualified in _ENABLE_EAGER:
+                return f"the file turns eager execution on itself (`{dotted_name(call.func)}()`, TensorFlow 1)"
+        return None
 
     def compiled_twin(self, step: cst.FunctionDef | cst.For | cst.While) -> str | None:
         """The name of a compiled function of this module that is the same training step as an

@@ -67,8 +67,9 @@ class TfEagerStep(Rule):
 
     An eager step whose file also runs the same step compiled -- a function of the same name
     under `tf.function` (a notebook redefines it), or the same body or `tf.GradientTape()` block
-    -- is a hint: a guide that shows the eager loop first and then compiles it.  It is held back
-    unless hints are shown.
+    -- is a hint: a guide that shows the eager loop first and then compiles it.  So is an eager
+    step in a file that turns eager execution on itself (TensorFlow 1's
+    `tf.enable_eager_execution()`).  Hints are held back unless hints are shown.
     """
 
     code = "GL707"
@@ -187,6 +188,20 @@ class TfEagerStep(Rule):
         ),
     ]
     INVALID = [
+        # TensorFlow 1 with eager execution turned on: eager on purpose (a hint)
+        Invalid(
+            """
+            tf.compat.v1.enable_eager_execution()
+            for x, y in ds:
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            """,
+            "6:13",
+            header=TF_SCRIPT,
+            hints=("the file turns eager execution on itself (`tf.compat.v1.enable_eager_execution()`, TensorFlow 1)",),
+        ),
         # a guide: the eager step, then the same step compiled (redefined; the same tape block inline)
         Invalid(
             """
@@ -364,7 +379,7 @@ class TfEagerStep(Rule):
     def _twin_hint(self, step: cst.FunctionDef | cst.For | cst.While) -> str | None:
         twin = self.ctx.tf.compiled_twin(step)
         if twin is None:
-            return None
+            return self.ctx.tf.eager_on_purpose
         return (
             f"the file also runs this step compiled (`{twin}` under `tf.function`): the eager one is there to compare"
         )

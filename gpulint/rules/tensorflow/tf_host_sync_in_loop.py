@@ -39,7 +39,10 @@ class TfHostSyncInLoop(Rule):
 
     A read in a loop that takes an eager step whose file also runs the same step compiled (a guide
     that shows the eager loop first, then compiles it: a function of the same name, body or
-    `tf.GradientTape()` block under `tf.function`) is a hint, held back unless hints are shown.
+    `tf.GradientTape()` block under `tf.function`) is a hint, and so is one in a file that turns
+    eager execution on itself (TensorFlow 1's `tf.enable_eager_execution()`) and one that records
+    each step's value for a plot (`losses.append(loss.numpy())` in a module that plots with
+    matplotlib: a tutorial's curve).  Hints are held back unless hints are shown.
 
     ## Why it is slow
     TensorFlow dispatches GPU work asynchronously, and `tf.function` steps run ahead of the host.
@@ -214,6 +217,27 @@ class TfHostSyncInLoop(Rule):
         ),
     ]
     INVALID = [
+        # each step's loss recorded for a plot: a hint
+        Invalid(
+            """
+            import matplotlib.pyplot as plt
+
+            @tf.function
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+                return loss
+
+            losses = []
+            for x, y in ds:
+                losses.append(train_step(x, y).numpy())
+            plt.plot(losses)
+            """,
+            "13:36",
+            header=TF_SCRIPT,
+            hints=("the loop records each step's value for a plot (matplotlib): a curve read on purpose",),
+        ),
         # a guide: the eager loop first (a hint), then the same step compiled (reported)
         Invalid(
             """
@@ -405,7 +429,9 @@ class TfHostSyncInLoop(Rule):
         if not self.ctx.tf.is_tf_step(node) or self.ctx.tf.in_compiled(node):
             return
         fix = host_read_guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY))
-        self.report(node, message=self.message.format(what=what), fix=fix, hint=self._guide_hint(node))
+        self.report(
+            node, message=self.message.format(what=what), fix=fix, hint=self._guide_hint(node) or self._plotted(node)
+        )
 
     def _guide_hint(self, node: cst.CSTNode) -> str | None:
         """Why the read is a hint when its loop takes an eager step that the file also runs
@@ -430,4 +456,19 @@ class TfHostSyncInLoop(Rule):
                     f"the loop takes the eager step of a file that also runs it compiled (`{twin}` under "
                     "`tf.function`): a guide's loop, there to compare"
                 )
-        return None
+        return tf.eager_on_purpose if steps else None
+
+    def _plotted(self, node: cst.CSTNode) -> str | None:
+        """Why the read is a hint when it records each step's value for a plot: it is (in) the
+        argument of `values.append(...)` in a module that plots with matplotlib (a tutorial's loss
+        curve, read on purpose)."""
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, cst.Call) and method_name(ancestor) == "append":
+                break
+            if isinstance(ancestor, (cst.BaseStatement, cst.BaseSmallStatement)):
+                return None
+        else:
+            return None
+        if not any((self.ctx.call_qualified_name(call) or "").startswith("matplotlib.") for call in self.ctx.tf.calls):
+            return None
+        return "the loop records each step's value for a plot (matplotlib): a curve read on purpose"

@@ -10,8 +10,11 @@ loader)`, `enumerate(loader)`), returned, stored -- and *not consumed* when ever
 * a display loop: `for images, labels in ds:` (or over `ds.take(n)`, `enumerate(ds)`, or `next(it)`
   of an `it = iter(ds)` in the loop) whose body shows what it reads -- matplotlib, `cv2.imshow`,
   IPython's display -- and takes no training step (a viewer that browses the data, often with a
-  `time.sleep` between images: nothing waits for the pipeline);
+  `time.sleep` between images: nothing waits for the pipeline), or only prints it (`for x in ds:
+  print(x.numpy())`, a guide's demo of a transformation);
 * `len(loader)`;
+* `layer.adapt(ds)` outside any loop: one pass to fit a Keras preprocessing layer (a vocabulary, a
+  mean);
 * building the pipeline further under the same name (`ds = ds.map(f)`);
 
 or when it is never read at all -- for a local variable of a function.  A module-level name may
@@ -37,6 +40,9 @@ if TYPE_CHECKING:
 _SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 # Calls that show data to a person: a loop making them looks at the pipeline, it trains nothing.
 _DISPLAY_CALLS = re.compile(r"^(matplotlib\.|cv2\.imshow$|IPython\.display\.)")
+# What a loop that only prints its elements may call besides `print` (conversions for the text).
+_PRINTABLE_METHODS = frozenset({"numpy", "tolist", "decode", "format", "item", "get_shape"})
+_PRINTABLE_BUILTINS = frozenset({"len", "str", "repr", "list", "tuple", "type", "round", "int", "float", "enumerate"})
 # Calls that train or run a model over a pipeline (Keras); other training steps are the loop model's.
 _MODEL_RUNS = frozenset({"fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"})
 # What a loop may iterate to go over a pipeline `ds`: `ds.take(n)`, `ds.as_numpy_iterator()`, `enumerate(ds)`.
@@ -96,7 +102,7 @@ def _is_read(ctx: FileContext, name: cst.Name) -> bool:
 
 
 def _harmless_read(ctx: FileContext, name: cst.Name, variable: str) -> bool:
-    if _displayed(ctx, name):
+    if _displayed(ctx, name) or _adapted(ctx, name):
         return True
     parent = ctx.parent(name)
     # `len(loader)`
@@ -124,8 +130,9 @@ def _harmless_read(ctx: FileContext, name: cst.Name, variable: str) -> bool:
 
 
 def _is_peek(ctx: FileContext, name: cst.Name) -> bool:
-    """`next(iter(name))` or `name.take(n)` outside a loop, or a display loop over `name`."""
-    if _displayed(ctx, name):
+    """`next(iter(name))` or `name.take(n)` outside a loop, a display loop over `name`, or a
+    preprocessing layer adapted to it."""
+    if _displayed(ctx, name) or _adapted(ctx, name):
         return True
     parent = ctx.parent(name)
     if isinstance(parent, cst.Attribute) and parent.value is name and parent.attr.value == "take":
@@ -150,6 +157,19 @@ def _in_loop(ctx: FileContext, node: cst.CSTNode) -> bool:
             return False
         child = ancestor
     return False
+
+
+def _adapted(ctx: FileContext, name: cst.Name) -> bool:
+    """`layer.adapt(name)` outside a loop: one pass that fits a Keras preprocessing layer's state
+    (a vocabulary, a mean), not a training input."""
+    arg = ctx.parent(name)
+    call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+    return (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value == "adapt"
+        and not _in_loop(ctx, call)
+    )
 
 
 def _displayed(ctx: FileContext, name: cst.Name) -> bool:
@@ -196,12 +216,30 @@ def iterator_only_displayed(ctx: FileContext, iter_call: cst.Call) -> bool:
 
 def is_display_loop(ctx: FileContext, loop: cst.For | cst.While) -> bool:
     """Whether a loop shows what it reads to a person and trains nothing: its body calls
-    matplotlib, `cv2.imshow` or IPython's display, and makes no training step and no Keras
-    `fit`/`evaluate`/`predict`."""
+    matplotlib, `cv2.imshow` or IPython's display and makes no training step and no Keras
+    `fit`/`evaluate`/`predict`, or it only prints what it reads (every call it makes is a print or
+    a conversion for one: `print(x.numpy())`, `print(len(batch), x.shape)`)."""
     calls = [node for node in nodes_under(loop.body) if isinstance(node, cst.Call)]
     if ctx.loops.is_step_loop(loop) or any(
         ctx.loops.is_step_call(call) or (isinstance(call.func, cst.Attribute) and call.func.attr.value in _MODEL_RUNS)
         for call in calls
     ):
         return False
-    return any(_DISPLAY_CALLS.match(ctx.call_qualified_name(call) or "") for call in calls)
+    if any(_DISPLAY_CALLS.match(ctx.call_qualified_name(call) or "") for call in calls):
+        return True
+    printed = [call for call in calls if _prints(ctx, call)]
+    return bool(printed) and all(call in printed or _converts_for_print(ctx, call) for call in calls)
+
+
+def _prints(ctx: FileContext, call: cst.Call) -> bool:
+    return (isinstance(call.func, cst.Name) and call.func.value == "print" and "print" not in ctx.imports.bindings) or (
+        ctx.call_qualified_name(call) == "tensorflow.print"
+    )
+
+
+def _converts_for_print(ctx: FileContext, call: cst.Call) -> bool:
+    """A call that only turns a value into something to print: `x.numpy()`, `len(x)`, `str(x)`."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value in _PRINTABLE_METHODS
+    return isinstance(func, cst.Name) and func.value in _PRINTABLE_BUILTINS and func.value not in ctx.imports.bindings

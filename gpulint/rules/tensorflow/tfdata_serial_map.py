@@ -25,8 +25,9 @@ class TfDataSerialMap(Rule):
     ## What it finds
     `Dataset.map(...)` and `Dataset.interleave(...)` on a tf.data pipeline without
     `num_parallel_calls`, unless the pipeline is never consumed, only peeked at once (`for x in
-    ds.take(1)`, `next(iter(ds))` to show a sample) or only browsed by a loop that shows images
-    (matplotlib, `cv2.imshow`) and trains nothing, and not in a module that writes TFRecord files
+    ds.take(1)`, `next(iter(ds))` to show a sample), only browsed by a loop that shows images
+    (matplotlib, `cv2.imshow`) or prints its elements and trains nothing, or only used to adapt a
+    Keras preprocessing layer once (`vectorizer.adapt(ds)`), and not in a module that writes TFRecord files
     and trains nothing (a one-off conversion of a dataset).  A `map` cached right after is still
     reported: the whole first epoch waits for it, one element at a time (decoding audio, running
     an embedding model), and that is usually the epoch that costs most.  TensorFlow 2.13 and later run a
@@ -123,6 +124,17 @@ class TfDataSerialMap(Rule):
                 plt.imshow(images[0])
                 plt.show()
                 time.sleep(0.5)
+            """,
+            header=TF_SCRIPT,
+        ),
+        # a pipeline whose loop only prints its elements; one only adapted to, once
+        Valid(
+            """
+            ds = tf.data.Dataset.from_tensor_slices(sentences).map(lambda s: tf.py_function(clean, [s], tf.string))
+            for element in ds:
+                print(element.numpy().decode())
+            text_only = raw_train.map(lambda text, label: tokenize(text))
+            vectorizer.adapt(text_only)
             """,
             header=TF_SCRIPT,
         ),

@@ -133,6 +133,7 @@ class TfDataSerialMap(Rule):
             ds = tf.data.Dataset.from_tensor_slices(sentences).map(lambda s: tf.py_function(clean, [s], tf.string))
             for element in ds:
                 print(element.numpy().decode())
+            raw_train = tf.data.TFRecordDataset(files)
             text_only = raw_train.map(lambda text, label: tokenize(text))
             vectorizer.adapt(text_only)
             """,

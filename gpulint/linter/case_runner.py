@@ -36,6 +36,7 @@ class CaseResult:
 def linter_for(rule: type[Rule], case: Case, local_rules: LocalRuleSet | None = None) -> Linter:
     settings = Settings(select=[rule.code, *case.select], options=dict(case.options), local_rules=local_rules)
     settings.target_tensorflow = case.target_tensorflow
+    settings.target_torch = case.target_torch
     return Linter(settings)
 
 
@@ -59,6 +60,8 @@ def invalid_failures(rule: type[Rule], case: Invalid, local_rules: LocalRuleSet 
         return [f"expected findings at {', '.join(case.findings)}; found {', '.join(where) or 'none'}"]
     if case.messages is not None and [f.message for f in found] != list(case.messages):
         return [f"expected messages {list(case.messages)}; found {[f.message for f in found]}"]
+    if case.hints is not None and [f.hint for f in found] != list(case.hints):
+        return [f"expected hints {list(case.hints)}; found {[f.hint for f in found]}"]
     offered = [f.fix for f in found if f.fix is not None]
     if case.fixed is None:
         return ["a fix is offered: say what it makes of the code (`fixed=`)"] if offered else []

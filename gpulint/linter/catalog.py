@@ -754,7 +754,10 @@ RULES: tuple[RuleInfo, ...] = (
             '"gloo"`, inside `if sys.platform == "win32":`, after `dist.is_nccl_available()`, '
             'or a mixed `"cpu:gloo,cuda:nccl"` string. Nor is a group that only serves RPC '
             '(`torch.distributed.rpc` in the module, and no DDP, FSDP or collective there): '
-            'no gradient crosses it.'
+            'no gradient crosses it; nor a module that computes no gradient and wraps no '
+            'model (no `.backward()`, no training step, no DDP or FSDP: an evaluation or '
+            'sampling script whose group carries barriers, gathered results and a final '
+            'metric).'
         ),
         facts=('imports torch', 'runs on an accelerator'),
         tokens=('gloo',),
@@ -781,8 +784,9 @@ RULES: tuple[RuleInfo, ...] = (
             'optimizer step is counted (`if self.since_update == self.grad_acc_steps:`) while '
             'the backward runs in another step function on every call -- without skipping the '
             'gradient all-reduce on the micro-batches in between: no `model.no_sync()`, no '
-            '`accelerator.accumulate(model)`, no `require_backward_grad_sync` toggle anywhere '
-            "in the module. Reported at the `.backward()` call (or the helper's call)."
+            '`accelerator.accumulate(model)`, no `require_backward_grad_sync` toggle, no apex '
+            '`disable_allreduce()` anywhere in the module. Reported at the `.backward()` call '
+            "(or the helper's call)."
         ),
         facts=('runs one process per GPU',),
         tokens=('backward', 'update_grad'),
@@ -854,22 +858,31 @@ RULES: tuple[RuleInfo, ...] = (
         message='tf.data `.map()` or `.interleave()` without `num_parallel_calls` runs on one core',
         summary=(
             '`Dataset.map(...)` and `Dataset.interleave(...)` on a tf.data pipeline without '
-            '`num_parallel_calls`, unless the pipeline is never consumed or only peeked at '
-            'once (`for x in ds.take(1)`, `next(iter(ds))` to show a sample). A `map` cached '
-            'right after is still reported: the whole first epoch waits for it, one element '
-            'at a time (decoding audio, running an embedding model), and that is usually the '
-            'epoch that costs most. TensorFlow 2.13 and later run a stateless `map` in '
-            'parallel by themselves (`map_parallelization`, on by default): there a `map` is '
-            'reported only when its function is not known to be stateless -- it draws random '
-            'numbers (`tf.random.*`, a Keras augmentation layer), runs Python '
-            '(`tf.py_function`), or is not a TensorFlow op, a lambda or a function of the '
-            'module (a stateless Keras preprocessing layer, `Rescaling`, counts as an op) -- '
-            'or when the project targets an older TensorFlow (its requirements, '
-            '`target-tensorflow`) or turns `map_parallelization` off. A function whose name '
-            'the module binds to two different things (a notebook with `resize = '
-            'keras.Sequential([...])` in one cell and `def resize(...)` in another) is not '
-            'guessed at: which one runs depends on the order the cells ran, so it is not '
-            'reported on recent TensorFlow.'
+            '`num_parallel_calls`, unless the pipeline is never consumed, only peeked at once '
+            '(`for x in ds.take(1)`, `next(iter(ds))` to show a sample), only browsed by a '
+            'loop that shows images (matplotlib, `cv2.imshow`) or prints its elements and '
+            'trains nothing, or only used to adapt a Keras preprocessing layer once '
+            '(`vectorizer.adapt(ds)`), and not in a module that writes TFRecord files and '
+            'trains nothing (a one-off conversion of a dataset). A `map` cached right after '
+            'is still reported: the whole first epoch waits for it, one element at a time '
+            '(decoding audio, running an embedding model), and that is usually the epoch that '
+            'costs most. TensorFlow 2.13 and later run a stateless `map` in parallel by '
+            'themselves (`map_parallelization`, on by default): there a `map` is reported '
+            'only when its function is not known to be stateless -- it draws random numbers '
+            '(`tf.random.*`, a Keras augmentation layer), runs Python (`tf.py_function`), or '
+            'is not a TensorFlow op, a lambda or a function of the module (a stateless Keras '
+            'preprocessing layer, `Rescaling`, counts as an op) -- or when the project '
+            'targets an older TensorFlow (its requirements, `target-tensorflow`) or turns '
+            '`map_parallelization` off. A function whose name the module binds to two '
+            'different things (a notebook with `resize = keras.Sequential([...])` in one cell '
+            'and `def resize(...)` in another) is not guessed at: which one runs depends on '
+            'the order the cells ran, so it is not reported on recent TensorFlow. A module '
+            'whose pipeline options turn `map_parallelization` on '
+            '(`options.experimental_optimization.map_parallelization = True`, then '
+            '`ds.with_options(options)`) asked tf.data to parallelise its maps, on any '
+            'TensorFlow version: there only a `map` whose function is known to be stateful '
+            '(it calls `tf.random.*` or `tf.py_function` itself) is reported, since tf.data '
+            'leaves that one serial.'
         ),
         facts=('imports tensorflow or keras',),
         tokens=('.map(', '.interleave('),
@@ -886,9 +899,11 @@ RULES: tuple[RuleInfo, ...] = (
             'a training loop (a `for` that makes a training step), or handed to `iter(...)` '
             '-- when no definition of it has a `.prefetch(...)`. Loops that only look at '
             'outputs (`for out in ds.take(1)`, evaluation) and `next(iter(ds))` are not '
-            'reported: there is no step to overlap with. Nor is a pipeline that only slices '
-            'data in memory (`from_tensor_slices(...)` with `shuffle`/`batch`/`repeat` and no '
-            '`map` or other per-element function): there is no input work to overlap.'
+            'reported: there is no step to overlap with; nor is an iterator (`batches = '
+            'iter(ds)`) read only by a loop that shows images (matplotlib, `cv2.imshow`) and '
+            'trains nothing. Nor is a pipeline that only slices data in memory '
+            '(`from_tensor_slices(...)` with `shuffle`/`batch`/`repeat` and no `map` or other '
+            'per-element function): there is no input work to overlap.'
         ),
         facts=('imports tensorflow or keras',),
         tokens=('tf.data', 'tensorflow', 'tfds', 'dataset_from_directory'),
@@ -937,10 +952,16 @@ RULES: tuple[RuleInfo, ...] = (
         summary=(
             '`tf.py_function(...)` or `tf.numpy_function(...)` inside a function that a '
             'tf.data pipeline maps (`.map`, `.flat_map`, `.interleave`, `.filter`) -- a '
-            'function or a lambda -- directly or through functions it calls.'
+            'function or a lambda -- directly or through functions it calls, or a function of '
+            'another module of the project that does (reported at its call in the mapped '
+            'lambda or function: `ds.map(lambda x: load(x))`). A pipeline that is never '
+            'consumed, or only peeked at once (`for x in ds.take(1):` to show a sample, and '
+            'nothing trains on it), runs its Python a few times: not reported; nor is a '
+            'module that writes TFRecord files and trains nothing (a one-off conversion of a '
+            'dataset, where nothing waits for the pipeline).'
         ),
         facts=('imports tensorflow or keras',),
-        tokens=('py_function', 'numpy_function', 'py_func'),
+        tokens=('.map(', '.flat_map(', '.interleave(', '.filter('),
         implementation='gpulint.rules.tensorflow.tfdata_py_function:TfDataPyFunction',
     ),
     RuleInfo(
@@ -985,7 +1006,10 @@ RULES: tuple[RuleInfo, ...] = (
             'decide), inside a TensorFlow training step loop -- one that calls '
             '`tape.gradient`, `apply_gradients` or `train_on_batch`, directly or through a '
             'step function -- not under an interval guard, in a loop that does not time its '
-            'steps (a benchmark loop needs the read for its clock to measure the step).'
+            'steps (a benchmark loop needs the read for its clock to measure the step), and '
+            'not in a loop the code bounds to fewer than 20 steps (`range(10)`, a tf.data '
+            "pipeline's `take(10)`: a demo, where the reads cost milliseconds next to seconds "
+            'of start-up).'
         ),
         facts=('imports tensorflow or keras', 'takes training steps'),
         tokens=('.numpy(', 'float(', 'int(', 'equal(', 'greater', 'less', 'logical_', 'reduce_a', 'is_'),

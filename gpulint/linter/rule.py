@@ -99,6 +99,7 @@ class Case:
         path: str = "case.py",
         select: tuple[str, ...] = (),
         target_tensorflow: tuple[int, int] | None = None,
+        target_torch: tuple[int, int] | None = None,
     ) -> None:
         self.code = code
         self.header = header
@@ -107,6 +108,7 @@ class Case:
         self.select = select  # other rules to enable too (GL900 needs the rules its comments name)
         # The project's TensorFlow, as its requirements or `target-tensorflow` would say.
         self.target_tensorflow = target_tensorflow
+        self.target_torch = target_torch  # the project's PyTorch, as its requirements or `target-torch` would say
 
     @property
     def source(self) -> str:
@@ -125,7 +127,8 @@ class Invalid(Case):
 
     `fixed` is the code after the rule's fixes (unsafe ones included; None: no finding offers a
     fix), `applicability` the safety every offered fix must have (default: the rule's), `messages`
-    the findings' messages when the case is about them."""
+    the findings' messages when the case is about them, `hints` their hints (RawFinding.hint: the
+    reason a finding is held back, None for one that is not) when the case is about those."""
 
     def __init__(
         self,
@@ -134,6 +137,7 @@ class Invalid(Case):
         fixed: str | None = None,
         applicability: Applicability | None = None,
         messages: tuple[str, ...] | None = None,
+        hints: tuple[str | None, ...] | None = None,
         **case: Any,
     ) -> None:
         super().__init__(code, **case)
@@ -143,6 +147,7 @@ class Invalid(Case):
         self._fixed = fixed
         self.applicability = applicability
         self.messages = messages
+        self.hints = hints
 
     @property
     def fixed(self) -> str | None:
@@ -183,6 +188,9 @@ class Rule:
     # files are not reported unless the `lint-tests` setting says so (the summary counts them).
     # True for what holds in any code (a deprecated API, a stale suppression comment).
     reported_in_tests: ClassVar[bool] = False
+    # For a rule reported in tests: why its findings there show no real cost (a test exercising a
+    # deprecated API on purpose), which makes them hints (RawFinding.hint); None: they are findings.
+    hint_in_tests: ClassVar[str | None] = None
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 
@@ -194,7 +202,9 @@ class Rule:
         self.ctx = ctx
         self.findings: list[RawFinding] = []
 
-    def report(self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None) -> None:
+    def report(
+        self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None, hint: str | None = None
+    ) -> None:
         self.findings.append(
             RawFinding(
                 code=self.code,
@@ -203,6 +213,7 @@ class Rule:
                 node=node,
                 fix=fix,
                 severity=self.severity,
+                hint=hint,
             )
         )
 

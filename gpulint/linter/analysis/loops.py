@@ -26,16 +26,16 @@ below the loop that calls it):
   the body is not known to run every step (whether the *condition* reads a device tensor back
   is a sync rule's question);
 * a *short* step loop runs fewer than `SHORT_LOOP_STEPS` (20) steps in all, as the code says
-  statically: `range(N)` of a literal, of a name only ever given literals (`num_batches = 3`), of a
-  parameter's default (`def train(steps=15)`), of an argparse default (`range(args.steps)` with
-  `add_argument("--steps", default=15)`), a literal list or an argparse list default (`for k in
-  args.nb_knn`), `enumerate`/`zip`/`tqdm` of those, or fewer where a counter ends the loop first
-  (`if i >= 10: break` among the body's own statements, `i` from `enumerate` or raised by 1 every
-  iteration from 0; `while step < 10:`) -- times every loop around it in its function and, for a
-  function of this module, around its calls.  A demo or a smoke test: what a step costs there is
-  fixed start-up noise (CUDA context, model load take seconds; 20 syncs or prints take
-  milliseconds), so code in a short step loop, and a step function called only from short loops,
-  is not per step;
+  statically: `range(N)` or a tf.data pipeline's `take(N)` of a literal, of a name only ever
+  given literals (`num_batches = 3`), of a parameter's default (`def train(steps=15)`), of an
+  argparse default (`range(args.steps)` with `add_argument("--steps", default=15)`), a literal
+  list or an argparse list default (`for k in args.nb_knn`), `enumerate`/`zip`/`tqdm` of those,
+  or fewer where a counter ends the loop first (`if i >= 10: break` among the body's own
+  statements, `i` from `enumerate` or raised by 1 every iteration from 0; `while step < 10:`) --
+  times every loop around it in its function and, for a function of this module, around its
+  calls.  A demo or a smoke test: what a step costs there is fixed start-up noise (CUDA context,
+  model load take seconds; 20 syncs or prints take milliseconds), so code in a short step loop,
+  and a step function called only from short loops, is not per step;
 * code runs *repeatedly* when it runs per step, in a loop not known to be short, in a method a
   framework calls per batch or sample (`forward`, `__call__`, Keras' `call`, Lightning's
   `*_step`, `__getitem__`), or in a function of this module called from such code: where a
@@ -662,6 +662,15 @@ class LoopModel:
             if any(isinstance(el, cst.StarredElement) for el in iterable.elements):
                 return None
             return len(iterable.elements)
+        if (
+            isinstance(iterable, cst.Call)
+            and isinstance(iterable.func, cst.Attribute)
+            and iterable.func.attr.value == "take"
+            and len(iterable.args) == 1
+            and iterable.args[0].keyword in (None, "count")
+            and (self.values.is_kind(iterable.func.value, "tfdata") or self._imports_tensorflow)
+        ):
+            return self._static_int(iterable.args[0].value, iterable)  # `ds.take(10)`: at most 10 elements
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
             func = iterable.func.value
             args = [arg.value for arg in iterable.args if arg.keyword is None and not arg.star]
@@ -692,6 +701,14 @@ class LoopModel:
         lengths = [self._length(value, depth - 1) for value in self.values.assigned.get(key, ())]
         known = [n for n in lengths if n is not None]
         return max(known) if known and len(known) == len(lengths) else None
+
+    @cached_property
+    def _imports_tensorflow(self) -> bool:
+        """In a TensorFlow module, `x.take(n)` iterated by a loop is a tf.data pipeline's (a
+        pipeline built elsewhere is not known to be one by its origin)."""
+        return any(
+            target == "tensorflow" or target.startswith("tensorflow.") for target in self.imports.bindings.values()
+        )
 
     def static_int(self, expr: cst.BaseExpression, where: cst.CSTNode) -> int | None:
         """The largest value an integer expression at `where` may have, when the module says (a

@@ -319,6 +319,7 @@ class Linter:
                     fix=fix,
                     statement_row=rows_of(ctx, positions, raw.node)[-1],
                     related=chain_to(ctx, raw.node),
+                    hint=raw.hint,
                 )
             )
         located.sort(key=Finding.sort_key)

@@ -70,6 +70,7 @@ class RawFinding:
     node: cst.CSTNode
     fix: Fix | None = None
     severity: str = "warning"
+    hint: str | None = None  # no evidence of a real cost: why (the finding is held back unless hints are shown)
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,8 @@ class Finding:
     # outermost first (analysis/project.py `ProjectIndex.chain`).  Empty for a finding its own
     # module explains.
     related: tuple[RelatedLocation, ...] = ()
+    # Why the finding shows no evidence of a real cost (the raw finding's `hint`), or None.
+    hint: str | None = None
 
     def sort_key(self) -> tuple:
         # Notebook findings are cell-relative: the cell orders them first.

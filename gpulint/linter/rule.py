@@ -194,7 +194,11 @@ class Rule:
         self.ctx = ctx
         self.findings: list[RawFinding] = []
 
-    def report(self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None) -> None:
+    def report(
+        self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None, hint: str | None = None
+    ) -> None:
+        """Report `node`; `hint` says why the finding shows no evidence of a real cost (a loop of a
+        handful of steps), which holds it back unless hints are shown."""
         self.findings.append(
             RawFinding(
                 code=self.code,
@@ -203,6 +207,7 @@ class Rule:
                 node=node,
                 fix=fix,
                 severity=self.severity,
+                hint=hint,
             )
         )
 

@@ -36,6 +36,10 @@ below the loop that calls it):
   fixed start-up noise (CUDA context, model load take seconds; 20 syncs or prints take
   milliseconds), so code in a short step loop, and a step function called only from short loops,
   is not per step;
+* a *few-step* step loop runs fewer than `FEW_LOOP_STEPS` (50) steps in all, as the same reading
+  of the code says (and at least `SHORT_LOOP_STEPS`): its code runs per step, but a per-step cost
+  paid a few dozen times is no evidence of a real one, so the per-step rules report it with a hint
+  (`few_steps_hint`) that holds the finding back unless hints are shown;
 * code runs *repeatedly* when it runs per step, in a loop not known to be short, in a method a
   framework calls per batch or sample (`forward`, `__call__`, Keras' `call`, Lightning's
   `*_step`, `__getitem__`), or in a function of this module called from such code: where a
@@ -62,6 +66,7 @@ from gpulint.linter.analysis.values import ValueOrigins, target_key
 from gpulint.linter.analysis.vocabulary import (
     CLOCKS,
     EXIT_CALLS,
+    FEW_LOOP_STEPS,
     PASS_THROUGH_ITERATORS,
     PER_CALL_METHODS,
     RANGES,
@@ -512,6 +517,22 @@ class LoopModel:
         return False
 
     # -- loop length ------------------------------------------------------------------------
+    def steps_in_all(self, node: cst.CSTNode) -> int | None:
+        """How many steps the step loop or step function around `node` runs in all, when the code
+        bounds it statically (`_runs_at_most` of its body); None when not known or not per step."""
+        boundary = self.step_boundary(node)
+        if not isinstance(boundary, (*LOOP_TYPES, cst.FunctionDef)):
+            return None
+        return self._runs_at_most(boundary.body, _CALLER_DEPTH)
+
+    def few_steps_hint(self, node: cst.CSTNode) -> str | None:
+        """The hint of a per-step finding in a few-step loop ("the loop runs at most 30 steps"), or
+        None where the loop is not known to be one (module docstring)."""
+        steps = self.steps_in_all(node)
+        if steps is None or steps >= FEW_LOOP_STEPS:
+            return None
+        return f"the training loop runs at most {steps} steps"
+
     def _short(self, node: cst.CSTNode) -> bool:
         """Whether `node` is known to run fewer than `SHORT_LOOP_STEPS` times in all."""
         runs = self._runs_at_most(node, _CALLER_DEPTH)
@@ -567,9 +588,11 @@ class LoopModel:
 
     def _counted_bound(self, loop: cst.For | cst.While) -> int | None:
         """The most iterations a counter of the loop allows: a counter is `enumerate`'s index (from
-        0) or a name the loop's own body raises by 1 (and by positive steps only) that the module
-        only ever sets to 0; it ends the loop by `while counter < N` or by `if counter >= N: break`
-        (also `>`, `==`) among the body's own statements, N known statically."""
+        its literal start) or a name the loop's own body raises by 1 (and by positive steps only)
+        that the module only ever sets to 0; it ends the loop by `while counter < N` or by `if
+        counter >= N: break` (also `>`, `==`, and `counter + 1 >= N`) among the body's own
+        statements -- a branch that ends in the `break` (`prof.stop()` first) -- N known
+        statically."""
         counters = self._loop_counters(loop)
         if not counters:
             return None
@@ -581,20 +604,22 @@ class LoopModel:
                 isinstance(statement, cst.If)
                 and statement.orelse is None
                 and isinstance(statement.body, cst.IndentedBlock)
-                and len(statement.body.body) == 1
-                and isinstance(statement.body.body[0], cst.SimpleStatementLine)
-                and any(isinstance(small, cst.Break) for small in statement.body.body[0].body)
+                and isinstance(statement.body.body[-1], cst.SimpleStatementLine)
+                and any(isinstance(small, cst.Break) for small in statement.body.body[-1].body)
             ):
                 tests.append(statement.test)
         bounds = []
         for test in tests:
             if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
                 continue
-            if not (isinstance(test.left, cst.Name) and test.left.value in counters):
-                continue
+            counted = self._counter_offset(test.left, counters, loop)
             limit = self._static_int(test.comparisons[0].comparator, loop)
+            if counted is None or limit is None:
+                continue
+            start, offset = counted
+            limit -= offset + start  # `i + 1 >= N` from `enumerate(xs, 1)`: N - 2 iterations before it
             operator = test.comparisons[0].operator
-            if limit is None or limit < 0:
+            if limit < 0:
                 continue
             is_while = test is getattr(loop, "test", None)
             if is_while and isinstance(operator, (cst.LessThan, cst.LessThanEqual, cst.NotEqual)):
@@ -603,19 +628,47 @@ class LoopModel:
                 bounds.append(limit + (2 if isinstance(operator, cst.GreaterThan) else 1))
         return min(bounds) if bounds else None
 
-    def _loop_counters(self, loop: cst.For | cst.While) -> set[str]:
-        counters = set()
+    def _counter_offset(
+        self, expr: cst.BaseExpression, counters: dict[str, int], loop: cst.CSTNode
+    ) -> tuple[int, int] | None:
+        """(the counter's start, what is added to it) for `counter`, `counter + k`, `counter - k`
+        with `k` a literal; None for any other expression."""
+        if isinstance(expr, cst.Name) and expr.value in counters:
+            return counters[expr.value], 0
+        if (
+            isinstance(expr, cst.BinaryOperation)
+            and isinstance(expr.operator, (cst.Add, cst.Subtract))
+            and isinstance(expr.left, cst.Name)
+            and expr.left.value in counters
+        ):
+            if not isinstance(expr.right, cst.Integer):  # a value only known at most would not bound it
+                return None
+            added = int(expr.right.evaluated_value)
+            return counters[expr.left.value], added if isinstance(expr.operator, cst.Add) else -added
+        return None
+
+    def _loop_counters(self, loop: cst.For | cst.While) -> dict[str, int]:
+        """The loop's counters (`_counted_bound`), each with the value it has on the first iteration."""
+        counters: dict[str, int] = {}
         if isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and dotted_name(loop.iter.func) == "enumerate":
-            start = [arg.value for arg in loop.iter.args[1:]]
+            start_args = [
+                arg.value for arg in loop.iter.args[1:] if arg.keyword is None or arg.keyword.value == "start"
+            ]
+            start = (
+                (int(start_args[0].evaluated_value) if isinstance(start_args[0], cst.Integer) else None)
+                if start_args
+                else 0
+            )
             target = loop.target
             if (
                 len(loop.iter.args) >= 1
-                and all(is_zero(value) for value in start)
+                and start is not None
+                and start >= 0
                 and isinstance(target, cst.Tuple)
                 and target.elements
                 and isinstance(target.elements[0].value, cst.Name)
             ):
-                counters.add(target.elements[0].value.value)
+                counters[target.elements[0].value.value] = start
         # A name raised on every iteration: `n += 1` as a statement of the body itself (not under an
         # `if`), in a body no `continue` skips the rest of.
         if id(loop) in self._continued_loops():
@@ -638,7 +691,7 @@ class LoopModel:
                 is_zero(value) and not any(a is loop for a in self.index.ancestors(value)) for value in set_to
             )
             if every_iteration and only_up and from_zero_before:
-                counters.add(name)
+                counters[name] = 0
         return counters
 
     def _continued_loops(self) -> set[int]:
@@ -662,6 +715,11 @@ class LoopModel:
             if any(isinstance(el, cst.StarredElement) for el in iterable.elements):
                 return None
             return len(iterable.elements)
+        if isinstance(iterable, cst.Call) and self.imports.qualified_name(iterable.func) == "itertools.islice":
+            # `islice(loader, n)`, `islice(loader, start, n)`: at most `n` items, whatever it slices
+            stops = [arg.value for arg in iterable.args if arg.keyword is None and not arg.star][1:3]
+            stop = stops[-1] if stops else None
+            return None if stop is None else self._static_int(stop, iterable)
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
             func = iterable.func.value
             args = [arg.value for arg in iterable.args if arg.keyword is None and not arg.star]
@@ -829,13 +887,18 @@ class LoopModel:
             child = ancestor
         return False
 
-    def one_step_per_epoch(self, node: cst.CSTNode) -> bool:
+    def one_step_per_epoch(self, node: cst.CSTNode, depth: int = _CALLER_DEPTH) -> bool:
         """Whether the step loop around `node` iterates epochs: full-batch training, where per step
         is per epoch.  Either the loop says so (`for epoch in range(epochs)` that takes its step on
         the whole data set), or it counts with `range` and its body draws no batch: nothing named
         for a batch, a loader, a sample or an index (`get_batch()`, `next(it)`, `idx = randint(...)`)
-        and no subscript by the counter (`data[i]`): every step sees the same, whole data."""
+        and no subscript by the counter (`data[i]`): every step sees the same, whole data.  A step
+        function (`def train(): ... optimizer.step()`) is one when every call of it in this module
+        is in such a loop (`for epoch in range(200): train()`)."""
         boundary = self.step_boundary(node)
+        if isinstance(boundary, cst.FunctionDef) and depth > 0 and id(boundary) not in self.lightning_steps:
+            sites = self._callers.get(id(boundary), ())
+            return bool(sites) and all(self.one_step_per_epoch(site, depth - 1) for site in sites)
         if not isinstance(boundary, cst.For):
             return False
         names = names_under(boundary.target) | names_under(boundary.iter)

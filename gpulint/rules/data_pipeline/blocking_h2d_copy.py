@@ -457,6 +457,7 @@ class BlockingHostToDeviceCopy(Rule):
             fix=set_keyword(
                 self.ctx, node, "non_blocking", "True", Applicability.SAFE, "Copy asynchronously: `non_blocking=True`"
             ),
+            hint=self.ctx.loops.few_steps_hint(node),
         )
 
     def _moved_before(self, node: cst.Call, root: str) -> bool:

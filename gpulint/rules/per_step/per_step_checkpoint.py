@@ -260,7 +260,11 @@ class PerStepCheckpoint(Rule):
         if self.ctx.loops.one_step_per_epoch(node):
             return  # full-batch training: a step per epoch, and this saves once per epoch
         interval = self.option(CHECKPOINT_EVERY)
-        self.report(node, fix=guard_fix(self.ctx, node, CHECKPOINT_EVERY.key, interval, "checkpointing"))
+        self.report(
+            node,
+            fix=guard_fix(self.ctx, node, CHECKPOINT_EVERY.key, interval, "checkpointing"),
+            hint=self.ctx.loops.few_steps_hint(node),
+        )
 
     def _is_checkpoint(self, node: cst.Call) -> bool:
         qualified = self.ctx.call_qualified_name(node)

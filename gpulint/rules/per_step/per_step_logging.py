@@ -685,6 +685,7 @@ class PerStepLogging(Rule):
             node,
             message=f"{_LOGGING_LABELS[kind]} runs on every training step; log every N steps",
             fix=guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY), "logging"),
+            hint=self.ctx.loops.few_steps_hint(node),
         )
 
 

@@ -83,6 +83,22 @@ class PerStepValidation(Rule):
     options = (EVAL_EVERY,)
 
     VALID = [
+        # a full-batch step function called once per epoch: it validates once per epoch
+        Valid(
+            """
+            def train(model, data, optimizer):
+                optimizer.zero_grad()
+                out = model(data.x, data.edge_index)
+                loss = criterion(out[data.train_mask], data.y[data.train_mask])
+                loss.backward()
+                optimizer.step()
+                return loss, evaluate(model, data)
+
+            for epoch in range(1, 201):
+                loss, val_acc = train(model, data, optimizer)
+            """,
+            header=LOGGING_SCRIPT,
+        ),
         # full-batch training: one step per epoch, so this runs once per epoch
         Valid(
             """
@@ -349,4 +365,4 @@ class PerStepValidation(Rule):
         fix = None
         if is_evaluation:
             fix = guard_fix(self.ctx, node, EVAL_EVERY.key, self.option(EVAL_EVERY), "validation")
-        self.report(node, fix=fix)
+        self.report(node, fix=fix, hint=self.ctx.loops.few_steps_hint(node))

@@ -165,7 +165,7 @@ class EmptyCacheInLoop(Rule):
         if self.ctx.call_qualified_name(node) not in _EMPTY_CACHE:
             return
         if self.ctx.loops.per_step_work(node) and not self._conditional(node):
-            self.report(node)
+            self.report(node, hint=self.ctx.loops.few_steps_hint(node))
 
     def _conditional(self, node: cst.Call) -> bool:
         """Under an `if` in its step loop or step function: a deliberate memory policy (`if

@@ -11,7 +11,7 @@ from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
 from gpulint.linter.analysis.nodes import dotted_name, method_name
 from gpulint.linter.analysis.values import HOST_FACTORIES, target_key
 from gpulint.linter.analysis.vocabulary import MASK_METHODS, NAN_CHECKS, SELECTIONS, SYNC_METHODS, TORCH_PREDICATES
-from gpulint.linter.findings import Applicability
+from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.fix.guards import host_read_guard_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import TF_SCRIPT, TIMED_CUDA_SCRIPT
@@ -616,6 +616,11 @@ class HostSyncInLoop(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._reported_tests: set[int] = set()
+
+    def report(
+        self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None, hint: str | None = None
+    ) -> None:
+        super().report(node, message, fix, hint or self.ctx.loops.few_steps_hint(node))
 
     def _applies(self, node: cst.CSTNode) -> bool:
         return self.ctx.loops.per_step_work(node)

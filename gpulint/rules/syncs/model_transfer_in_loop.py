@@ -123,4 +123,4 @@ class ModelTransferInLoop(Rule):
             return
         if not is_device_target(self.ctx, node) or not self.ctx.loops.per_step_work(node):
             return
-        self.report(node)
+        self.report(node, hint=self.ctx.loops.few_steps_hint(node))

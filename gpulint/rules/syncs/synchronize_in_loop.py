@@ -214,7 +214,7 @@ class SynchronizeInLoop(Rule):
             return
         if self._timer_reads_next(node):
             return
-        self.report(node)
+        self.report(node, hint=self.ctx.loops.few_steps_hint(node))
 
     def _timer_reads_next(self, node: cst.Call) -> bool:
         """Whether the statement right after the synchronize calls a timer, by its name (`ips =

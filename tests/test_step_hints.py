@@ -1,0 +1,64 @@
+"""Per-step findings that show no evidence of a real cost carry a hint (RawFinding.hint): a step
+loop the code bounds to a few dozen steps, a loop that times its own steps on purpose."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from gpulint.linter.config import Settings
+from gpulint.linter.engine import Linter
+
+PER_STEP_RULES = ("GL104", "GL201", "GL202", "GL204", "GL205", "GL301", "GL302", "GL303")
+
+# Every per-step rule's pattern once in the step loop `{loop}`.
+STEP_LOOP = """
+import torch
+device = torch.device("cuda")
+model = torch.nn.Linear(4, 4).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+{loop}
+    x = x.to(device)
+    loss = model(x).sum()
+    loss.backward()
+    opt.step()
+    print(loss.item())
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    model.to(device)
+    torch.save(model.state_dict(), "model.pt")
+    evaluate(model, val_loader)
+"""
+
+
+def findings(source: str, codes: tuple[str, ...] = PER_STEP_RULES) -> list:
+    linter = Linter(Settings(select=list(codes)))
+    return linter.lint_source(textwrap.dedent(source).encode(), "train.py").findings
+
+
+@pytest.mark.parametrize(
+    "loop, steps",
+    [
+        ("for step, (x, y) in zip(range(30), loader):", 30),
+        ("for i, (x, y) in enumerate(loader):\n    if i + 1 == 40:\n        prof.stop()\n        break", 40),
+        ("num_steps = 25\nfor i, (x, y) in enumerate(loader, 1):\n    if i > num_steps:\n        break", 26),
+    ],
+    ids=["zip-range", "break-after-other-work", "enumerate-from-one"],
+)
+def test_every_per_step_rule_holds_back_a_finding_in_a_loop_of_a_few_dozen_steps(loop, steps):
+    found = findings(STEP_LOOP.format(loop=loop))
+    assert sorted({f.code for f in found}) == sorted(PER_STEP_RULES)
+    for finding in found:
+        assert finding.hint == f"the training loop runs at most {steps} steps", finding
+
+
+@pytest.mark.parametrize(
+    "loop",
+    ["for x, y in loader:", "for step, (x, y) in zip(range(50), loader):"],
+    ids=["loader", "fifty-steps"],
+)
+def test_a_loop_not_known_to_be_short_reports_without_a_hint(loop):
+    found = findings(STEP_LOOP.format(loop=loop))
+    assert sorted({f.code for f in found}) == sorted(PER_STEP_RULES)
+    assert all(f.hint is None for f in found)

@@ -62,3 +62,59 @@ def test_a_loop_not_known_to_be_short_reports_without_a_hint(loop):
     found = findings(STEP_LOOP.format(loop=loop))
     assert sorted({f.code for f in found}) == sorted(PER_STEP_RULES)
     assert all(f.hint is None for f in found)
+
+
+# A loop that times its steps, with `{timing}` after the step; `.item()` read back every step.
+TIMED_LOOP = """
+import time
+import torch
+device = torch.device("cuda")
+def {function}(model, loader, optimizer):
+    times, losses = [], []
+    for x, y in loader:
+        start = time.perf_counter()
+        loss = model(x.to(device, non_blocking=True)).sum()
+        loss.backward()
+        optimizer.step()
+        {timing}
+        losses.append(loss.item())
+    return times, losses
+"""
+
+
+def read_back_row(source: str) -> int:
+    return 1 + textwrap.dedent(source).splitlines().index("        losses.append(loss.item())")
+
+
+@pytest.mark.parametrize(
+    "function, timing",
+    [
+        ("train", "torch.cuda.synchronize()\n        elapsed = time.perf_counter() - start"),
+        ("train", "times.append(time.perf_counter() - start)"),
+        ("benchmark_training", "elapsed = time.perf_counter() - start"),
+    ],
+    ids=["synchronized", "per-step-times-kept", "named-benchmark"],
+)
+def test_a_loop_that_times_its_steps_on_purpose_reads_back_with_a_hint(function, timing):
+    source = TIMED_LOOP.format(function=function, timing=timing)
+    found = findings(source, ("GL201",))
+    assert [f.location.row for f in found] == [read_back_row(source)]
+    assert found[0].hint is not None and "times its steps" in found[0].hint
+
+
+@pytest.mark.parametrize(
+    "function, timing",
+    [
+        # a clock read for a throughput log is no benchmark; nor is a name without a clock
+        ("train", "elapsed = time.perf_counter() - start"),
+        ("benchmark_training", "pass"),
+    ],
+    ids=["throughput-log", "name-alone"],
+)
+def test_a_loop_that_does_not_measure_its_steps_reads_back_without_a_hint(function, timing):
+    source = TIMED_LOOP.format(function=function, timing=timing)
+    if timing == "pass":
+        source = source.replace("start = time.perf_counter()", "start = None")
+    found = findings(source, ("GL201",))
+    assert [f.location.row for f in found] == [read_back_row(source)]
+    assert found[0].hint is None

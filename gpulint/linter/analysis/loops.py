@@ -103,6 +103,10 @@ _NOT_DATA_CALL = re.compile(
     r"tensorflow\.(distribute|config|executing_eagerly|test|is_|get_))"
 )
 _ORDERING = (cst.GreaterThan, cst.GreaterThanEqual, cst.LessThan, cst.LessThanEqual, cst.Equal, cst.NotEqual)
+# A device-wide wait: `torch.cuda.synchronize()`, `torch.accelerator.synchronize()`.
+_SYNCHRONIZE = re.compile(r"^torch\.(cuda|accelerator|xpu|mps)\.synchronize$")
+# Names of a function that measures code on purpose.
+_BENCHMARK_NAME = re.compile(r"bench|profil|(^|_)(timing|speed_test|throughput)(_|$)", re.IGNORECASE)
 # Reads of a tensor into a Python value: `acc = metric.item()` holds data.
 _READ_METHODS = frozenset({"item", "numpy", "tolist", "cpu"})
 
@@ -950,6 +954,33 @@ class LoopModel:
                         break
                     child = ancestor
         return timed
+
+    def benchmarks_steps(self, node: cst.CSTNode) -> bool:
+        """Whether the step loop around `node` measures its steps on purpose: it times them
+        (`times_steps`) and either waits for the device every step (an unguarded
+        `torch.cuda.synchronize()`: what makes the timing measure the GPU, and a wait every other
+        read-back then shares), or keeps each step's time (`times.append(time.perf_counter() -
+        start)`), or the function holding it says it is a benchmark or a profile (`def benchmark()`)
+        -- a name counts only beside the timing."""
+        if not self.times_steps(node):
+            return False
+        boundary = self.step_boundary(node)
+        if boundary is None:
+            return False
+        for call in nodes_under(boundary.body):
+            if not isinstance(call, cst.Call):
+                continue
+            qualified = self.imports.qualified_name(call.func) or ""
+            if _SYNCHRONIZE.match(qualified) and self.per_step_work(call):
+                return True
+            if method_name(call) == "append" and any(
+                isinstance(inner, cst.Call) and self._reads_clock(inner)
+                for arg in call.args
+                for inner in nodes_under(arg.value)
+            ):
+                return True
+        functions = [a for a in (boundary, *self.index.ancestors(boundary)) if isinstance(a, cst.FunctionDef)]
+        return any(_BENCHMARK_NAME.search(function.name.value) for function in functions)
 
     def _reads_clock(self, call: cst.Call) -> bool:
         qualified = self.imports.qualified_name(call.func) or ""

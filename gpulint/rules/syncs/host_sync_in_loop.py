@@ -9,8 +9,16 @@ import libcst as cst
 from gpulint.linter.analysis.code_shapes import HOST_READ, STEP_LOOP
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
 from gpulint.linter.analysis.nodes import dotted_name, method_name
+from gpulint.linter.analysis.pytorch import is_device_target
 from gpulint.linter.analysis.values import HOST_FACTORIES, target_key
-from gpulint.linter.analysis.vocabulary import MASK_METHODS, NAN_CHECKS, SELECTIONS, SYNC_METHODS, TORCH_PREDICATES
+from gpulint.linter.analysis.vocabulary import (
+    MASK_METHODS,
+    MODULE_NAME,
+    NAN_CHECKS,
+    SELECTIONS,
+    SYNC_METHODS,
+    TORCH_PREDICATES,
+)
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.fix.guards import host_read_guard_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -611,6 +619,28 @@ class HostSyncInLoop(Rule):
             "13:23",
             header=TIMED_CUDA_SCRIPT,
         ),
+        # a tensor moved to the device by an unpacking assignment; a module that only moves work
+        # to a device it is handed (which may be the host) says "the host waits for the device"
+        Invalid(
+            """
+            def train(model, loader, optimizer, dev):
+                for x, t in loader:
+                    x, t = x.to(dev), t.to(dev)
+                    n = torch.nonzero(t).shape[0]
+                    loss = model(x, t).sum() / n
+                    loss.backward()
+                    optimizer.step()
+                    print(f"{loss.item():.3f}")
+            """,
+            "5:13",
+            "9:18",
+            header="import torch\n",
+            messages=(
+                "counting what a mask or `nonzero` selects in the training loop makes the host wait for the device "
+                "every step; count on the device (`mask.sum()`, `torch.count_nonzero`)",
+                "`.item()` in the training loop makes the host wait for the device every step",
+            ),
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -620,7 +650,17 @@ class HostSyncInLoop(Rule):
     def report(
         self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None, hint: str | None = None
     ) -> None:
+        if message is not None and not self._names_gpu:
+            message = message.replace("the CPU wait for the GPU", "the host wait for the device")
+        if hint is None and self.ctx.loops.benchmarks_steps(node):
+            hint = "the loop times its steps on purpose (a benchmark): its per-step waits are part of what it measures"
         super().report(node, message, fix, hint or self.ctx.loops.few_steps_hint(node))
+
+    @cached_property
+    def _names_gpu(self) -> bool:
+        """Whether the module (or the loop that runs it) says it runs on a GPU, not only on a
+        device it is handed (which may be the host): what the messages may call "the GPU"."""
+        return self.ctx.names_accelerator or self.ctx.project.accelerator_loop_elsewhere
 
     def _applies(self, node: cst.CSTNode) -> bool:
         return self.ctx.loops.per_step_work(node)
@@ -856,7 +896,23 @@ class HostSyncInLoop(Rule):
         """A tensor (`TensorNames`) with no sign of living on the host: not a name also assigned a
         value read back (`loss = loss.item()`), nor one that only ever holds a tensor built on the
         host (`torch.zeros(3)` without `device=`, never moved) and host arithmetic on it."""
-        return self.ctx.torch.tensors.is_tensor(expr) and not self._may_be_host(expr, set())
+        return (self.ctx.torch.tensors.is_tensor(expr) or self._moved_to_device(expr)) and not self._may_be_host(
+            expr, set()
+        )
+
+    def _moved_to_device(self, expr: cst.BaseExpression) -> bool:
+        """A name (not a model's) assigned a copy to the device: `t = t.to(dev)`, also unpacked
+        (`x, t = x.to(dev), t.cuda()`) -- a tensor whatever it held before."""
+        key = target_key(expr)
+        if key is None or MODULE_NAME.search(key.rsplit(".", 1)[-1]):
+            return False
+        return any(
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in ("to", "cuda")
+            and is_device_target(self.ctx, value)
+            for value in self.ctx.values.assigned.get(key, ())
+        )
 
     def _may_be_host(self, expr: cst.BaseExpression, seen: set[str]) -> bool:
         """Whether `expr` may hold a host value: a tensor provably on the host (`values.on_host`:

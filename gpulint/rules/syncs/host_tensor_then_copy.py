@@ -12,6 +12,7 @@ from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
 from gpulint.linter.analysis.loops import REPEATS_SHAPES
 from gpulint.linter.analysis.nodes import has_star_kwargs, is_zero, keyword_arg, last_name
 from gpulint.linter.analysis.pytorch import is_device_target
+from gpulint.linter.analysis.values import target_key
 from gpulint.linter.analysis.vocabulary import (
     DEVICE_COPY_METHODS,
     FROM_DATA_FACTORIES,
@@ -34,6 +35,8 @@ RANDOM_STREAM_WARNING = (
     "(a `randperm` split of the data, an initialization)"
 )
 _DEVICE_NAME = re.compile(r"device|^dev$|gpu|cuda|rank", re.I)
+# A device string that names the host.
+_HOST_DEVICE = re.compile(r"""^[rbuRBU]*['"](cpu|meta)\b""")
 
 
 # Factories whose positional arguments are the tensor's size.
@@ -62,14 +65,17 @@ class HostTensorThenCopy(Rule):
     `torch.zeros(n).to(device)`, `torch.arange(n).cuda()`, also through host-side methods or a
     subscript (`torch.arange(n)[None].to(device)`, `torch.randn(n).contiguous().cuda()`), from a
     legacy constructor (`torch.LongTensor(x)`), from a name every assignment of which is such a
-    factory, and with `.type_as(t)`.
+    factory (its own copy, `z = z.type_as(x)`, aside), and with `.type_as(t)`.
 
     Not reported: a tensor built once, outside any loop (start-up, an export or generation script),
     or in a loop of a handful of iterations (fewer than 20 known statically, also over an argparse
     option's list default or up to a counter's `break`): a one-off copy costs microseconds.  Nor an empty tensor
     (`torch.empty(0).to(device)`, a size with a literal 0): there is no data to copy.  Nor
     `torch.tensor(data)` / `torch.as_tensor(data)`: they read Python or NumPy data on the host
-    whatever the device, so `device=` still builds on the host and copies.
+    whatever the device, so `device=` still builds on the host and copies.  Nor a random factory
+    that draws from a generator not known to be on the device (`generator=g` with `g =
+    torch.Generator()`): the numbers must come from that host stream, and `device=` beside a host
+    generator raises.
 
     ## Why it is slow
     The factory allocates and fills host memory, then `.to(device)` makes a second, blocking copy
@@ -127,6 +133,19 @@ class HostTensorThenCopy(Rule):
     fix_applicability = Applicability.SAFE
 
     VALID = [
+        # a random factory that draws from a host generator: the fix would pair it with a CUDA device
+        Valid(
+            """
+            g = torch.Generator()
+            g.manual_seed(0)
+            for x, y in loader:
+                noise = torch.randn(x.shape, generator=g).to(device)
+                loss = model(x + noise).sum()
+                loss.backward()
+                optimizer.step()
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
         # an empty tensor (nothing to copy); a buffer per call of a function a loop over an
         # argparse option's short list default calls
         Valid(
@@ -210,6 +229,42 @@ class HostTensorThenCopy(Rule):
         ),
     ]
     INVALID = [
+        # a factory's result turned into a device tensor by the next statement, in a Lightning
+        # step; a generator made on the device does not keep a random factory on the host
+        Invalid(
+            """
+            import lightning as L
+
+            class GAN(L.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    x, _ = batch
+                    z = torch.randn(x.shape[0], 100)
+                    z = z.type_as(x)
+                    noise = torch.rand(x.shape, generator=self.cuda_generator).to(self.device)
+                    return self.loss(self.generator(z), x + noise)
+
+                def setup(self, stage):
+                    self.cuda_generator = torch.Generator(device="cuda")
+            """,
+            "10:13",
+            "11:68",
+            header=TIMED_CUDA_SCRIPT,
+            applicability=Applicability.UNSAFE,
+            fixed="""
+            import lightning as L
+
+            class GAN(L.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    x, _ = batch
+                    z = torch.randn(x.shape[0], 100)
+                    z = z.type_as(x)
+                    noise = torch.rand(x.shape, generator=self.cuda_generator, device=self.device)
+                    return self.loss(self.generator(z), x + noise)
+
+                def setup(self, stage):
+                    self.cuda_generator = torch.Generator(device="cuda")
+            """,
+        ),
         # a tensor with elements, per forward; a buffer per call from a loop over a long list
         Invalid(
             """
@@ -366,7 +421,7 @@ class HostTensorThenCopy(Rule):
                     or has_star_kwargs(expr)
                 ):
                     return None
-                if keyword_arg(expr, "device") is not None:
+                if keyword_arg(expr, "device") is not None or self._host_generator(expr):
                     return None
                 return expr, name, not through
             inner = expr.func
@@ -379,6 +434,23 @@ class HostTensorThenCopy(Rule):
             if found and len(found) == len(origins) and all(found):
                 return found[0]
         return None
+
+    def _host_generator(self, factory: cst.Call) -> bool:
+        """Whether a random factory draws from a generator not known to be on the device
+        (`generator=g` with `g = torch.Generator()`): the host is where its numbers must come from
+        (a seeded, reproducible stream), and `device=` beside a host generator raises."""
+        generator = keyword_arg(factory, "generator")
+        if generator is None or (isinstance(generator.value, cst.Name) and generator.value.value == "None"):
+            return False
+        key = target_key(generator.value)
+        origins = self.ctx.values.assigned.get(key, ()) if key is not None else ()
+        return not origins or not all(
+            isinstance(origin, cst.Call)
+            and self.ctx.call_qualified_name(origin) == "torch.Generator"
+            and (device := keyword_arg(origin, "device") or (origin.args[0] if origin.args else None)) is not None
+            and (not isinstance(device.value, cst.SimpleString) or not _HOST_DEVICE.match(device.value.value))
+            for origin in origins
+        )
 
     def _local_values(self, name: cst.Name) -> list[cst.BaseExpression]:
         """What the function around `name` assigns to it (moves of itself left out); nothing when
@@ -447,7 +519,9 @@ def _device_like(ctx: FileContext, expr: cst.BaseExpression) -> bool:
 
 
 def _moved(expr: cst.BaseExpression) -> bool:
-    """`x.cuda()`, `x.to(...)`: the name's later, device-side value."""
+    """`x.cuda()`, `x.to(...)`, `x.type_as(t)`: the name's later, device-side value."""
     return (
-        isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("to", "cuda")
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in DEVICE_COPY_METHODS
     )

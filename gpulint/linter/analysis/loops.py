@@ -45,8 +45,9 @@ below the loop that calls it):
   `*_step`, `__getitem__`), or in a function of this module called from such code: where a
   one-off cost (building a tensor) becomes a per-step or per-epoch one;
 * *per-step work* runs per step, under no interval guard or data guard, and not as the handling of
-  a rare event (in an `except` handler, or in a branch that leaves the iteration: `break`,
-  `continue`, `return`, `raise`, `sys.exit()`).
+  a rare event (in an `except` handler, in a branch that leaves the iteration: `break`,
+  `continue`, `return`, `raise`, `sys.exit()`, or in the `else` of a data-dependent `if` whose body
+  takes the step: the handling of a batch skipped for its values).
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ _RUNNERS = frozenset({"run", "experimental_run_v2", "call_for_each_replica"})
 _DRAWS_BATCH = re.compile(
     r"batch|loader|sample|shuffle|perm|chunk|(^|_)(next|iter|iterator|idx|indices|split|gen|data_?gen)($|_)", re.I
 )
+# Names of a reinforcement-learning environment (`env`, `envs`, `train_env`, `environment`).
+_ENVIRONMENT_NAME = re.compile(r"(^|_)(env|envs|environment|environments)($|_)", re.IGNORECASE)
 # Names of an epoch counter or count (`epoch`, `num_epochs`, `n_epoch`).
 _EPOCH_NAME = re.compile(r"(^|_)(epoch|epochs|ep)(_|$)", re.IGNORECASE)
 
@@ -875,14 +878,24 @@ class LoopModel:
         return found
 
     def in_event_branch(self, node: cst.CSTNode) -> bool:
-        """Whether `node` sits in an `except` handler or in an `if` branch that ends the iteration
-        (break/continue/return/raise), between it and its step loop."""
+        """Whether `node` sits in an `except` handler, in an `if` branch that ends the iteration
+        (break/continue/return/raise), or in the `else` of an `if` that reads the data and takes the
+        step in its body (a bad batch skipped), between it and its step loop."""
         boundary = self.step_boundary(node)
         child = node
         for ancestor in self.index.ancestors(node):
             if ancestor is boundary:
                 return False
             if isinstance(ancestor, cst.ExceptHandler):
+                return True
+            if (  # `if loss < limit: loss.backward(); opt.step()  else: skipped += 1`
+                isinstance(ancestor, cst.If)
+                and child is ancestor.orelse
+                and self._reads_data(ancestor.test)
+                and any(
+                    id(call) in self.step_calls for call in nodes_under(ancestor.body) if isinstance(call, cst.Call)
+                )
+            ):
                 return True
             if isinstance(ancestor, (cst.If, cst.Else)) and isinstance(child, cst.IndentedBlock):
                 for statement in child.body:
@@ -895,8 +908,10 @@ class LoopModel:
         """Whether the step loop around `node` iterates epochs: full-batch training, where per step
         is per epoch.  Either the loop says so (`for epoch in range(epochs)` that takes its step on
         the whole data set), or it counts with `range` and its body draws no batch: nothing named
-        for a batch, a loader, a sample or an index (`get_batch()`, `next(it)`, `idx = randint(...)`)
-        and no subscript by the counter (`data[i]`): every step sees the same, whole data.  A step
+        for a batch, a loader, a sample or an index (`get_batch()`, `next(it)`, `idx = randint(...)`),
+        in it or in the step functions it calls, and no subscript by the counter (`data[i]`): every
+        step sees the same, whole data -- unless another loop runs it (an epoch loop: then it counts
+        steps).  A step
         function (`def train(): ... optimizer.step()`) is one when every call of it in this module
         is in such a loop (`for epoch in range(200): train()`)."""
         boundary = self.step_boundary(node)
@@ -909,9 +924,24 @@ class LoopModel:
         if any(_EPOCH_NAME.search(name) for name in names):
             return True
         iterator = boundary.iter
+        while (  # `tqdm(range(n))`
+            isinstance(iterator, cst.Call)
+            and dotted_name(iterator.func) in PASS_THROUGH_ITERATORS
+            and iterator.args
+            and not iterator.args[0].star
+        ):
+            iterator = iterator.args[0].value
         if not (isinstance(iterator, cst.Call) and dotted_name(iterator.func) in RANGES):
             return False
+        if loop_around(self.index, boundary)[0] is not None or _environment_loops(boundary):
+            return False  # a counted loop inside another (epochs) counts steps; one of rollouts, updates
         body_names = names_under(boundary.body)
+        # The step functions the loop calls draw the batch as well as the loop could (`x, y =
+        # next(it)` in `train_step()`).
+        called = {last_name(call.func) for call in nodes_under(boundary.body) if isinstance(call, cst.Call)}
+        for function in self.index.nodes("FunctionDef"):
+            if id(function) in self.step_functions and function.name.value in called:
+                body_names |= names_under(function.body)
         if any(_DRAWS_BATCH.search(name) for name in body_names):
             return False
         counters = names_under(boundary.target)
@@ -920,6 +950,18 @@ class LoopModel:
             for sub in nodes_under(boundary.body)
             if isinstance(sub, cst.Subscript) and sub.slice
         )
+
+    def one_step_per_episode(self, node: cst.CSTNode) -> bool:
+        """Whether `node` runs once per episode: its step loop's body holds a loop, not around
+        `node`, that steps an environment (`while not done: ... obs, reward, done, _ =
+        env.step(action)`), so each iteration is a whole rollout -- whether the optimizer steps
+        once after it (REINFORCE) or inside it as well (a step per environment step, and `node`
+        after the rollout runs once per many of them)."""
+        boundary = self.step_boundary(node)
+        if not isinstance(boundary, LOOP_TYPES) or loop_around(self.index, node)[0] is not boundary:
+            return False  # (in a loop of its own inside the step loop: many times an episode)
+        around = {id(ancestor) for ancestor in self.index.ancestors(node)}
+        return any(id(loop) not in around for loop in _environment_loops(boundary))
 
     def times_steps(self, node: cst.CSTNode) -> bool:
         """Whether the step loop around `node` reads a clock (`time.perf_counter()`, a CUDA event's
@@ -1017,6 +1059,22 @@ class LoopModel:
             ):
                 return dotted_name(aug.target)
         return None
+
+
+def _environment_loops(boundary: cst.For | cst.While) -> list[cst.For | cst.While]:
+    """The loops in a step loop's body that step an environment (`env.step(action)`): rollouts."""
+    return [
+        inner
+        for inner in nodes_under(boundary.body)
+        if isinstance(inner, LOOP_TYPES)
+        and any(
+            isinstance(call, cst.Call)
+            and method_name(call) == "step"
+            and isinstance(call.func, cst.Attribute)
+            and _ENVIRONMENT_NAME.search(last_name(call.func.value) or "")
+            for call in nodes_under(inner.body)
+        )
+    ]
 
 
 def _is_read(expr: cst.BaseExpression, is_tensor: Callable[[cst.BaseExpression], bool]) -> bool:

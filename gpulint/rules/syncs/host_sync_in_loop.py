@@ -8,6 +8,7 @@ import libcst as cst
 
 from gpulint.linter.analysis.code_shapes import HOST_READ, STEP_LOOP
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
+from gpulint.linter.analysis.loops import is_method
 from gpulint.linter.analysis.nodes import dotted_name, method_name
 from gpulint.linter.analysis.pytorch import is_device_target
 from gpulint.linter.analysis.values import HOST_FACTORIES, target_key
@@ -51,17 +52,25 @@ class HostSyncInLoop(Rule):
     * counting what a mask or `nonzero` selects: `len(t[mask])`, `t[t > 0].shape[0]`,
       `torch.nonzero(t).size(0)` -- the size of the result is only known on the GPU.
 
-    A tensor that provably lives on the host is none of these: a `torch.zeros(3)` (no `device=`,
-    never moved or added to a device tensor), a `.cpu()` result, an optimizer's `state["step"]`, a
-    name that is also assigned a value read back (`loss = loss.item()`), NumPy arrays and Python
-    numbers.
+    A tensor that provably lives on the host is none of these: a `torch.zeros(3)` (no `device=`, or
+    `device="cpu"` / `torch.device("cpu")`; never moved or added to a device tensor), a `.cpu()`
+    result, an optimizer's `state["step"]`, a name that is also assigned a value read back (`loss =
+    loss.item()`, or `loss = train()` where every `return` of the module's `train` reads back:
+    `return float(loss)`), NumPy arrays and Python numbers.
 
     A tensor is the loss (the receiver of `.backward()`), `outputs.loss`, the result of a
-    criterion, of a `torch.*` function or of a reduction on another tensor.  Not reported either: a
+    criterion, of a `torch.*` function or of a reduction on another tensor, or a name assigned a
+    copy to the device (`x, t = x.to(dev), t.to(dev)`).  Where the module only moves work to a
+    device it is handed (which may be the host) and names no GPU, the message says the host waits
+    for "the device".  Not reported either: a
     read in a loop of a handful of steps (`range(15)`, `num_batches = 3`: fewer than 20
     known statically), under a condition that reads the data (`if loss > 10:`), whose body does
     not run every step, or in the statement right after `torch.cuda.synchronize()` (a step
     timer's: the host already waited there; GL204 reports the synchronize when it is per step).
+    Held back unless hints are shown (a hint on the finding says why): a read in a loop the code
+    bounds to fewer than 50 steps, and one in a loop that times its steps on purpose -- it reads a
+    clock and also synchronizes every step, or keeps each step's time (`times.append(...)`), or
+    sits in a function named for a benchmark or a profile.
 
     ## Why it is slow
     CUDA runs asynchronously: the host queues kernels and moves on.  Reading a value back to the
@@ -124,6 +133,17 @@ class HostSyncInLoop(Rule):
     options = (LOG_EVERY,)
 
     VALID = [
+        # a factory on the CPU device reads back nothing
+        Valid(
+            """
+            for x in loader:
+                t = torch.randint(0, n, (1,), device=torch.device("cpu"))
+                step = t.item()
+                model(x.to(device), step).sum().backward()
+                optimizer.step()
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
         # read right after a deliberate synchronize (a step timer): the host already waited
         Valid(
             """
@@ -328,6 +348,25 @@ class HostSyncInLoop(Rule):
         ),
     ]
     INVALID = [
+        # the step function's own read is reported; the number it returns is a host number, which
+        # the loop formats without waiting
+        Invalid(
+            """
+            def train():
+                optimizer.zero_grad()
+                loss = criterion(model(data.x, data.edge_index), data.y)
+                loss.backward()
+                optimizer.step()
+                return loss.item(), 0.0
+
+            for epoch in range(1, 201):
+                loss, _ = train()
+                loss = train()[0]
+                print(f"Loss: {loss:.4f}")
+            """,
+            "9:12",
+            header=TIMED_CUDA_SCRIPT,
+        ),
         # a tensor built on the host but moved, or built on the device
         Invalid(
             """
@@ -948,7 +987,7 @@ class HostSyncInLoop(Rule):
         if key in seen:
             return True  # `total = total * 0.9`: the other assignments decide
         values = [*self.ctx.values.assigned.get(key, ()), *self._augmented.get(key, ())]
-        if any(_is_host_read(self.ctx, value) for value in values):
+        if any(_is_host_read(self.ctx, value) or self._returns_host_number(value) for value in values):
             return True  # a name that also holds a number read back: which one is tested is not known
         seen.add(key)
         try:
@@ -970,6 +1009,42 @@ class HostSyncInLoop(Rule):
         if target_key(expr) is not None:
             return not self.ctx.torch.tensors.is_tensor(expr) or self._may_be_host(expr, seen)
         return False
+
+    def _returns_host_number(self, value: cst.BaseExpression) -> bool:
+        """`loss = train()` where every `return` of the module's function `train` gives a value read
+        back (`return float(loss)`, `return loss.item(), acc`): the name holds a host number (also
+        one of them: `loss, acc = train()`, `train()[0]`)."""
+        if isinstance(value, cst.Subscript):
+            value = value.value
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
+            return False
+        return self._host_number_functions.get(value.func.value, False)
+
+    @cached_property
+    def _host_number_functions(self) -> dict[str, bool]:
+        """Module-level functions by name: whether each `return` of every one so named gives host
+        numbers."""
+        returns: dict[int, list[cst.BaseExpression | None]] = {}
+        for node in self.ctx.index.nodes("Return"):
+            function = self.ctx.enclosing_function(node)
+            if function is not None:
+                returns.setdefault(id(function), []).append(node.value)
+        found: dict[str, bool] = {}
+        for function in self.ctx.index.nodes("FunctionDef"):
+            if self.ctx.enclosing_function(function) is not None or is_method(self.ctx.index, function):
+                continue
+            values = returns.get(id(function), [])
+            host = bool(values) and all(value is not None and self._host_number(value) for value in values)
+            found[function.name.value] = found.get(function.name.value, True) and host
+        return found
+
+    def _host_number(self, expr: cst.BaseExpression) -> bool:
+        """A number read back, a literal, or a tuple or arithmetic of those."""
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            return bool(expr.elements) and all(self._host_number(element.value) for element in expr.elements)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._host_number(expr.left) and self._host_number(expr.right)
+        return isinstance(expr, (cst.Integer, cst.Float)) or _is_host_read(self.ctx, expr)
 
     @cached_property
     def _augmented(self) -> dict[str, list[cst.BaseExpression]]:

@@ -61,7 +61,34 @@ def test_every_per_step_rule_holds_back_a_finding_in_a_loop_of_a_few_dozen_steps
 def test_a_loop_not_known_to_be_short_reports_without_a_hint(loop):
     found = findings(STEP_LOOP.format(loop=loop))
     assert sorted({f.code for f in found}) == sorted(PER_STEP_RULES)
-    assert all(f.hint is None for f in found)
+    # (the copy's own hint: the step reads `loss.item()` back, see below)
+    assert all(f.hint is None for f in found if f.code != "GL104")
+
+
+@pytest.mark.parametrize(
+    "read_back, hinted",
+    [
+        ("total += loss.item()", True),
+        ("total += float(loss)", True),
+        ("total += loss.detach()", False),
+        ("if step % 100 == 0:\n            print(loss.item())", False),
+    ],
+    ids=["item", "float", "kept-on-device", "every-100-steps"],
+)
+def test_a_copy_in_a_step_that_reads_back_every_step_has_a_hint(read_back, hinted):
+    source = f"""
+    import torch
+    device = torch.device("cuda")
+    for step, (x, y) in enumerate(loader):
+        x = x.to(device)
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        {read_back}
+    """
+    found = findings(source, ("GL104",))
+    assert [f.location.row for f in found] == [5]
+    assert (found[0].hint is not None and "reads a value back" in found[0].hint) is hinted
 
 
 # A loop that times its steps, with `{timing}` after the step; `.item()` read back every step.
@@ -118,3 +145,24 @@ def test_a_loop_that_does_not_measure_its_steps_reads_back_without_a_hint(functi
     found = findings(source, ("GL201",))
     assert [f.location.row for f in found] == [read_back_row(source)]
     assert found[0].hint is None
+
+
+@pytest.mark.parametrize("offload", ["vae.cpu()", 'vae.to("cpu")', "pass"], ids=["cpu", "to-cpu", "none"])
+def test_a_model_moved_to_the_device_and_offloaded_in_the_same_step_has_a_hint(offload):
+    source = f"""
+    import torch
+    device = torch.device("cuda")
+    for batch in loader:
+        latents = vae.to(device).encode(batch)
+        loss = unet(latents).sum()
+        loss.backward()
+        optimizer.step()
+        if args.offload:
+            {offload}
+    """
+    found = findings(source, ("GL202",))
+    assert [f.location.row for f in found] == [5]
+    if offload == "pass":
+        assert found[0].hint is None
+    else:
+        assert found[0].hint is not None and "offload" in found[0].hint

@@ -23,7 +23,8 @@ from gpulint.linter.analysis.nodes import (
     positional_args,
 )
 from gpulint.linter.analysis.pytorch import ACCELERATE_ACCELERATORS, is_device_target
-from gpulint.linter.analysis.vocabulary import MODULE_NAME
+from gpulint.linter.analysis.vocabulary import MODULE_NAME, SYNC_METHODS
+from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.findings import Applicability, Fix, RawFinding
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -58,8 +59,15 @@ class BlockingHostToDeviceCopy(Rule):
     labels) are reported.
     A batch is what the step loop iterates
     (`for x, y in loader`), what is unpacked or indexed from it (`x, y = batch`, `batch["input_ids"]`,
-    the values of a `{k: v.to(device) for k, v in batch.items()}`), or a batch parameter of a step
-    function.
+    `batch.pop("input_ids")`, the values of a `{k: v.to(device) for k, v in batch.items()}`), or a
+    batch parameter of a step function.  Copies in one statement (`x, y = x.to(d), y.to(d)`) are one
+    finding that counts them, with one fix for all.  Where the module names no GPU (it moves the
+    batch to a device it is handed, which may be the host) the message says "the device".
+
+    Held back unless hints are shown (a hint on the finding says why): a copy in a loop the code
+    bounds to fewer than 50 steps, and one in a step that reads a tensor back every step
+    (`loss.item()`, `float(loss)`): the host then waits for the device to drain anyway, so the next
+    copy starts with nothing queued for it to overlap.
 
     ## Why it is slow
     A blocking copy makes the host wait until the copy has finished before it can queue the
@@ -519,8 +527,33 @@ class BlockingHostToDeviceCopy(Rule):
         if earlier is not None:
             self._add_copy(earlier, fix)
             return
-        self.report(node, message=self._message(1), fix=fix, hint=self.ctx.loops.few_steps_hint(node))
+        hint = self.ctx.loops.few_steps_hint(node)
+        if hint is None and self._step_reads_back(node):
+            hint = "the step reads a value back every step: the device is idle when the next copy starts"
+        self.report(node, message=self._message(1), fix=fix, hint=hint)
         self._statement_findings[id(statement)] = self.findings[-1]
+
+    def _step_reads_back(self, node: cst.Call) -> bool:
+        """Whether the step around the copy reads a tensor back on every step (`loss.item()`,
+        `float(loss)`, `out.cpu()`): the host then waits for the device to drain each step, so the
+        next step's copy starts with nothing queued for it to overlap, blocking or not."""
+        boundary = self.ctx.loops.step_boundary(node)
+        if boundary is None:
+            return False
+        tensors = self.ctx.torch.tensors
+        for call in nodes_under(boundary.body):
+            if not isinstance(call, cst.Call):
+                continue
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in SYNC_METHODS:
+                read = tensors.is_tensor(func.value) and not self.ctx.values.on_host(func.value)
+            elif isinstance(func, cst.Name) and func.value in ("float", "int") and len(call.args) == 1:
+                read = func.value not in self.ctx.imports.bindings and tensors.is_tensor(call.args[0].value)
+            else:
+                continue
+            if read and self.ctx.loops.per_step_work(call):
+                return True
+        return False
 
     def _add_copy(self, finding: RawFinding, fix: Fix | None) -> None:
         """Copies of one statement (`x, y = x.to(d), y.to(d)`) have one cause and one fix: the

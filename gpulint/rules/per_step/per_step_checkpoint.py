@@ -39,7 +39,9 @@ class PerStepCheckpoint(Rule):
     A checkpoint written inside a training step loop, not under an interval guard:
     `torch.save(...)`, `model.save_pretrained(...)`, `accelerator.save_state(...)`,
     `trainer.save_checkpoint(...)`, Keras `model.save(...)` / `save_weights(...)`.  In full-batch
-    training (the step loop iterates epochs) a save runs once per epoch and is not reported.
+    training (the step loop iterates epochs) a save runs once per epoch and is not reported.  In a
+    loop the code bounds to fewer than 50 steps the finding carries a hint and is held back unless
+    hints are shown.
 
     ## Why it is slow
     A checkpoint copies every weight (and the optimizer state, often twice the weights) from the

@@ -32,7 +32,9 @@ class PerStepValidation(Rule):
     training (the step loop iterates epochs: one optimizer step per epoch, also through a step
     function called once per epoch, or a `tqdm(range(n))` loop that trains on the same data every
     step) it runs once per epoch, and is not reported.  Nor is `model.eval()` followed in its block
-    by a training step: one network is put in eval mode for another's step (a GAN's phases).
+    by a training step: one network is put in eval mode for another's step (a GAN's phases).  In
+    a loop the code bounds to fewer than 50 steps the finding carries a hint and is held back unless
+    hints are shown.
 
     ## Why it is slow
     Validation runs a whole pass over the validation set.  Doing it after every optimizer step

@@ -25,7 +25,8 @@ class EmptyCacheInLoop(Rule):
     `torch.cuda.empty_cache()` (or its `xpu`/`mps` form) on every training step: in a step loop or
     a step function, unconditionally -- not under an `if` (an interval, a memory threshold, a mode
     setting: a deliberate policy) and not in the handling of a rare event (an `except` for an
-    out-of-memory error).
+    out-of-memory error).  In a loop the code bounds to fewer than 50 steps the finding carries a
+    hint and is held back unless hints are shown.
 
     ## Why it is slow
     PyTorch's caching allocator keeps the memory a step freed so the next step can reuse it without

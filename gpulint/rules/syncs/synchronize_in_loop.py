@@ -35,6 +35,8 @@ class SynchronizeInLoop(Rule):
     Where the timer's code is not in sight (a class of a module not linted), the statement right
     after the synchronize says it: a call of a timer, by its name (`ips = perf_meter.update(n)`,
     `timer.lap()`), reads the time the synchronize waited for, and the synchronize is not reported.
+    In a loop the code bounds to fewer than 50 steps the finding carries a hint and is held back
+    unless hints are shown.
 
     ## Why it is slow
     A synchronize makes the host wait until the GPU has finished every queued kernel.  The host can

@@ -538,13 +538,14 @@ RULES: tuple[RuleInfo, ...] = (
             'writes a byte: it is not reported. Nor is logging in a loop of a handful of '
             'steps (fewer than 20 known statically: `range(15)`, a default argument, '
             '`num_batches = 3`), or under a condition that reads the data (`if loss > 10:`), '
-            'which does not run every step, or in the `else` of one whose body takes the step '
-            '(a skipped bad batch). Nor logging that runs once per epoch or episode however '
-            'often the optimizer steps: full-batch training (one step per epoch, as GL301 '
-            'tells it), or a log after a loop that steps an environment (`while not done: ... '
-            'env.step(action)`), where each iteration of the step loop is a whole episode. In '
-            'a loop the code bounds to fewer than 50 steps the finding carries a hint and is '
-            'held back unless hints are shown: a few dozen prints cost milliseconds.'
+            'which does not run every step, or in the `else` of a condition (not an interval) '
+            'whose body takes the step: a skipped bad batch. Nor logging that runs once per '
+            'epoch or episode however often the optimizer steps: full-batch training (one '
+            'step per epoch, as GL301 tells it), or a log after a loop that steps an '
+            'environment (`while not done: ... env.step(action)`), where each iteration of '
+            'the step loop is a whole episode. In a loop the code bounds to fewer than 50 '
+            'steps the finding carries a hint and is held back unless hints are shown: a few '
+            'dozen prints cost milliseconds.'
         ),
         facts=('takes training steps',),
         tokens=('print', 'log', 'add_', 'wandb', 'mlflow'),

@@ -46,8 +46,8 @@ below the loop that calls it):
   one-off cost (building a tensor) becomes a per-step or per-epoch one;
 * *per-step work* runs per step, under no interval guard or data guard, and not as the handling of
   a rare event (in an `except` handler, in a branch that leaves the iteration: `break`,
-  `continue`, `return`, `raise`, `sys.exit()`, or in the `else` of a data-dependent `if` whose body
-  takes the step: the handling of a batch skipped for its values).
+  `continue`, `return`, `raise`, `sys.exit()`, or in the `else` of an `if`, not an interval, whose
+  body takes the step and whose `else` does not: the handling of a batch skipped).
 """
 
 from __future__ import annotations
@@ -879,8 +879,9 @@ class LoopModel:
 
     def in_event_branch(self, node: cst.CSTNode) -> bool:
         """Whether `node` sits in an `except` handler, in an `if` branch that ends the iteration
-        (break/continue/return/raise), or in the `else` of an `if` that reads the data and takes the
-        step in its body (a bad batch skipped), between it and its step loop."""
+        (break/continue/return/raise), or in the `else` of an `if` that takes the step in its body
+        and not in its `else` (a bad batch skipped: `_skips_the_step`), between it and its step
+        loop."""
         boundary = self.step_boundary(node)
         child = node
         for ancestor in self.index.ancestors(node):
@@ -889,12 +890,7 @@ class LoopModel:
             if isinstance(ancestor, cst.ExceptHandler):
                 return True
             if (  # `if loss < limit: loss.backward(); opt.step()  else: skipped += 1`
-                isinstance(ancestor, cst.If)
-                and child is ancestor.orelse
-                and self._reads_data(ancestor.test)
-                and any(
-                    id(call) in self.step_calls for call in nodes_under(ancestor.body) if isinstance(call, cst.Call)
-                )
+                isinstance(ancestor, cst.If) and child is ancestor.orelse and self._skips_the_step(ancestor)
             ):
                 return True
             if isinstance(ancestor, (cst.If, cst.Else)) and isinstance(child, cst.IndentedBlock):
@@ -903,6 +899,19 @@ class LoopModel:
                         return True
             child = ancestor
         return False
+
+    def _skips_the_step(self, branch: cst.If) -> bool:
+        """Whether the `else` of `branch` is the step skipped: its body takes the step, its `else`
+        takes none, and its condition is no interval (`(i + 1) % accum == 0` makes the `else` the
+        common case: a micro-batch that accumulates)."""
+        orelse = branch.orelse
+        if orelse is None or self._throttles(branch):
+            return False
+
+        def steps(node: cst.CSTNode) -> bool:
+            return any(id(call) in self.step_calls for call in nodes_under(node) if isinstance(call, cst.Call))
+
+        return steps(branch.body) and not steps(orelse)
 
     def one_step_per_epoch(self, node: cst.CSTNode, depth: int = _CALLER_DEPTH) -> bool:
         """Whether the step loop around `node` iterates epochs: full-batch training, where per step
@@ -924,6 +933,8 @@ class LoopModel:
         if any(_EPOCH_NAME.search(name) for name in names):
             return True
         iterator = boundary.iter
+        if isinstance(iterator, cst.Name) and len(self.values.assigned.get(iterator.value, ())) == 1:
+            iterator = self.values.assigned[iterator.value][0]  # `pbar = tqdm(range(n))` ... `for _ in pbar:`
         while (  # `tqdm(range(n))`
             isinstance(iterator, cst.Call)
             and dotted_name(iterator.func) in PASS_THROUGH_ITERATORS
@@ -941,7 +952,7 @@ class LoopModel:
         called = {last_name(call.func) for call in nodes_under(boundary.body) if isinstance(call, cst.Call)}
         for function in self.index.nodes("FunctionDef"):
             if id(function) in self.step_functions and function.name.value in called:
-                body_names |= names_under(function.body)
+                body_names |= _variable_names(function.body)
         if any(_DRAWS_BATCH.search(name) for name in body_names):
             return False
         counters = names_under(boundary.target)
@@ -1059,6 +1070,14 @@ class LoopModel:
             ):
                 return dotted_name(aug.target)
         return None
+
+
+def _variable_names(node: cst.CSTNode) -> set[str]:
+    """The names of variables and functions under `node` (`batch`, `next`), not of attributes
+    (`dataset.split` gives `dataset`)."""
+    nodes = list(nodes_under(node))
+    attributes = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}
+    return {n.value for n in nodes if isinstance(n, cst.Name) and id(n) not in attributes}
 
 
 def _environment_loops(boundary: cst.For | cst.While) -> list[cst.For | cst.While]:

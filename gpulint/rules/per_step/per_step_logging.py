@@ -33,11 +33,11 @@ class PerStepLogging(Rule):
     nothing back and writes a byte: it is not reported.  Nor is logging in a loop of a handful of
     steps (fewer than 20 known statically: `range(15)`, a default argument, `num_batches = 3`), or
     under a condition that reads the data (`if loss > 10:`), which does not run every step, or in
-    the `else` of one whose body takes the step (a skipped bad batch).  Nor logging that runs once
-    per epoch or episode however often the optimizer steps: full-batch training (one step per
-    epoch, as GL301 tells it), or a log after a loop that steps an environment
-    (`while not done: ... env.step(action)`), where each iteration of the step loop is a whole
-    episode.  In a loop the code bounds to fewer than 50 steps the finding carries a hint and is
+    the `else` of a condition (not an interval) whose body takes the step: a skipped bad batch.
+    Nor logging that runs once per epoch or episode however often the optimizer steps: full-batch
+    training (one step per epoch, as GL301 tells it), or a log after a loop that steps an
+    environment (`while not done: ... env.step(action)`), where each iteration of the step loop is
+    a whole episode.  In a loop the code bounds to fewer than 50 steps the finding carries a hint and is
     held back unless hints are shown: a few dozen prints cost milliseconds.
 
     ## Why it is slow
@@ -146,7 +146,7 @@ class PerStepLogging(Rule):
             """,
             header=LOGGING_SCRIPT,
         ),
-        # the `else` of a data-dependent condition that takes the step: a bad batch skipped
+        # the `else` of a condition whose body takes the step: a bad batch skipped
         Valid(
             """
             for batch in loader:
@@ -157,6 +157,16 @@ class PerStepLogging(Rule):
                 else:
                     skipped += 1
                     logger.info(f"skipping a batch with loss {loss}, {skipped} so far")
+
+            class Separation:
+                def fit_batch(self, batch):
+                    loss = self.compute_objectives(self.compute_forward(batch), batch)
+                    if loss.nelement() > 0 and loss < self.hparams.loss_upper_lim:
+                        self.scaler.scale(loss).backward()
+                        self.scaler.step(self.optimizer)
+                    else:
+                        self.nonfinite_count += 1
+                        logger.info(f"infinite or empty loss, {self.nonfinite_count} so far: skipping the batch")
             """,
             header=LOGGING_SCRIPT,
         ),

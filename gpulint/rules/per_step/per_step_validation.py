@@ -93,6 +93,7 @@ class PerStepValidation(Rule):
             """
             def _train_step(model, dataset, opt):
                 data = dataset[0]
+                mask = data.train_mask if dataset.split != "THI" else data.mask
                 out = model(data.x, data.edge_index)
                 loss = criterion(out[data.train_mask], data.y[data.train_mask])
                 loss.backward()
@@ -100,6 +101,11 @@ class PerStepValidation(Rule):
                 return loss
 
             for _ in tqdm(range(n_steps)):
+                loss = _train_step(model, dataset, opt)
+                metrics = _eval_step(model, dataset)
+
+            pbar = tqdm(range(n_steps))
+            for _ in pbar:
                 loss = _train_step(model, dataset, opt)
                 metrics = _eval_step(model, dataset)
             """,

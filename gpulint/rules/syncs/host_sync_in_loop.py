@@ -9,7 +9,7 @@ import libcst as cst
 from gpulint.linter.analysis.code_shapes import HOST_READ, STEP_LOOP
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
 from gpulint.linter.analysis.loops import is_method
-from gpulint.linter.analysis.nodes import dotted_name, method_name
+from gpulint.linter.analysis.nodes import dotted_name, last_name, method_name
 from gpulint.linter.analysis.pytorch import is_device_target
 from gpulint.linter.analysis.values import HOST_FACTORIES, target_key
 from gpulint.linter.analysis.vocabulary import (
@@ -133,14 +133,22 @@ class HostSyncInLoop(Rule):
     options = (LOG_EVERY,)
 
     VALID = [
-        # a factory on the CPU device reads back nothing
+        # a factory on the CPU device reads back nothing (also where the name is given a device
+        # tensor elsewhere: the statement right before the read decides); a model offloaded
         Valid(
             """
             for x in loader:
                 t = torch.randint(0, n, (1,), device=torch.device("cpu"))
                 step = t.item()
-                model(x.to(device), step).sum().backward()
+                if args.huber:
+                    timesteps = torch.randint(0, 1000, (1,), device="cpu")
+                    timestep = timesteps.item()
+                else:
+                    timesteps = torch.randint(0, 1000, (x.shape[0],), device=x.device)
+                model(x.to(device), step, timesteps).sum().backward()
                 optimizer.step()
+                if args.offload:
+                    vae.cpu()
             """,
             header=TIMED_CUDA_SCRIPT,
         ),
@@ -711,8 +719,10 @@ class HostSyncInLoop(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in SYNC_METHODS:
-            if self.ctx.values.on_host(func.value):
+            if self.ctx.values.on_host(func.value) or self._host_just_before(func.value, node):
                 return  # a host tensor: reading it waits for nothing
+            if func.attr.value == "cpu" and MODULE_NAME.search(last_name(func.value) or ""):
+                return  # `vae.cpu()`: a model offloaded (its move is GL202's question), no value read
             if _earlier_sync_in_chain(node) or self._right_after_synchronize(node):
                 return
             if self._applies(node) and not self._converts_a_tensor_argument(node):
@@ -738,6 +748,28 @@ class HostSyncInLoop(Rule):
         if self._counts_a_selection(node):
             return
         self._nan_check(node)
+
+    def _host_just_before(self, receiver: cst.BaseExpression, node: cst.Call) -> bool:
+        """Whether the statement right before the read gives `receiver` a host tensor (`t =
+        torch.randint(0, n, (1,), device="cpu")` then `t.item()`): whatever the name holds
+        elsewhere, here it holds that."""
+        if not isinstance(receiver, cst.Name):
+            return False
+        statement = self.ctx.statement_of(node)
+        body = list(getattr(self.ctx.parent(statement), "body", ()))
+        if statement not in body or body.index(statement) == 0:
+            return False
+        before = body[body.index(statement) - 1]
+        if not (isinstance(before, cst.SimpleStatementLine) and len(before.body) == 1):
+            return False
+        assign = before.body[0]
+        return (
+            isinstance(assign, cst.Assign)
+            and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Name)
+            and assign.targets[0].target.value == receiver.value
+            and self.ctx.values.on_host(assign.value)
+        )
 
     def _right_after_synchronize(self, node: cst.Call) -> bool:
         """A read in the statement right after `torch.cuda.synchronize()` (a step timer's): the

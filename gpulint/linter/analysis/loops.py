@@ -1018,7 +1018,7 @@ class LoopModel:
         if not self.times_steps(node):
             return False
         boundary = self.step_boundary(node)
-        if boundary is None:
+        if not isinstance(boundary, (*LOOP_TYPES, cst.FunctionDef)):
             return False
         for call in nodes_under(boundary.body):
             if not isinstance(call, cst.Call):

@@ -538,7 +538,7 @@ class BlockingHostToDeviceCopy(Rule):
         `float(loss)`, `out.cpu()`): the host then waits for the device to drain each step, so the
         next step's copy starts with nothing queued for it to overlap, blocking or not."""
         boundary = self.ctx.loops.step_boundary(node)
-        if boundary is None:
+        if not isinstance(boundary, (cst.For, cst.While, cst.FunctionDef)):
             return False
         tensors = self.ctx.torch.tensors
         for call in nodes_under(boundary.body):

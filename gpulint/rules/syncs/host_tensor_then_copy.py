@@ -527,7 +527,8 @@ class HostTensorThenCopy(Rule):
         function = self.ctx.enclosing_function(name)
         around_copy = {id(a) for a in self.ctx.ancestors(name)}
         filled = False
-        for node in (*self.ctx.index.nodes("Assign"), *self.ctx.index.nodes("AugAssign")):
+        writes: list[cst.Assign | cst.AugAssign] = [*self.ctx.index.nodes("Assign"), *self.ctx.index.nodes("AugAssign")]
+        for node in writes:
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             if not any(
                 isinstance(target, cst.Subscript)

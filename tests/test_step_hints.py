@@ -166,3 +166,22 @@ def test_a_model_moved_to_the_device_and_offloaded_in_the_same_step_has_a_hint(o
         assert found[0].hint is None
     else:
         assert found[0].hint is not None and "offload" in found[0].hint
+
+
+def test_the_reads_after_the_first_of_one_statement_have_a_hint():
+    source = """
+    import torch
+    device = torch.device("cuda")
+    for real in loader:
+        err_d = criterion(net_d(real.to(device, non_blocking=True)), ones)
+        err_d.backward()
+        optimizer_d.step()
+        err_g = criterion(net_d(net_g(noise)), ones)
+        err_g.backward()
+        optimizer_g.step()
+        d_x = err_d.item()
+        print("%.4f %.4f" % (err_d.item(), err_g.item()))
+    """
+    found = findings(source, ("GL201",))
+    assert [(f.location.row, f.hint is None) for f in found] == [(11, True), (12, True), (12, False)]
+    assert "earlier read of the same statement" in found[2].hint

@@ -370,8 +370,8 @@ EXPLANATIONS: dict[str, str] = {
         'bounds to fewer than 50 steps, and one in a loop that times its steps on purpose -- it reads a\n'
         "clock and also synchronizes every step, or keeps each step's time (`times.append(...)`), or\n"
         'sits in a function named for a benchmark or a profile; and a read after the first of one\n'
-        'statement (`print(err_d.item(), err_g.item())`: the first drains the queue, the others wait for\n'
-        'nothing).\n'
+        'statement (`print(err_d.item(), err_g.item())`: the first drains the queue, the others wait at\n'
+        "most for the statement's own small kernels, and the first finding's fix guards them all).\n"
         '\n'
         '## Why it is slow\n'
         'CUDA runs asynchronously: the host queues kernels and moves on.  Reading a value back to the\n'

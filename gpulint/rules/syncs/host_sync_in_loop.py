@@ -71,8 +71,8 @@ class HostSyncInLoop(Rule):
     bounds to fewer than 50 steps, and one in a loop that times its steps on purpose -- it reads a
     clock and also synchronizes every step, or keeps each step's time (`times.append(...)`), or
     sits in a function named for a benchmark or a profile; and a read after the first of one
-    statement (`print(err_d.item(), err_g.item())`: the first drains the queue, the others wait for
-    nothing).
+    statement (`print(err_d.item(), err_g.item())`: the first drains the queue, the others wait at
+    most for the statement's own small kernels, and the first finding's fix guards them all).
 
     ## Why it is slow
     CUDA runs asynchronously: the host queues kernels and moves on.  Reading a value back to the
@@ -704,14 +704,14 @@ class HostSyncInLoop(Rule):
         if hint is None and self.ctx.loops.benchmarks_steps(node):
             hint = "the loop times its steps on purpose (a benchmark): its per-step waits are part of what it measures"
         if hint is None and self._after_a_read_of_its_statement(node):
-            hint = "an earlier read of the same statement already waited for the device: this one adds no wait"
+            hint = "an earlier read of the same statement already waits for the device: that finding stands for both"
         super().report(node, message, fix, hint or self.ctx.loops.few_steps_hint(node))
 
     def _after_a_read_of_its_statement(self, node: cst.CSTNode) -> bool:
         """Whether a finding of this rule already stands in the statement holding `node` (the rule
         visits in source order: `print(err_d.item(), err_g.item())`): the first read drains the
-        queue, and the tensors the statement reads were all computed before it, so the later reads
-        wait for nothing."""
+        queue, so the later ones wait at most for the statement's own small kernels (`.mean()`),
+        and one guard of the statement removes them all."""
         statement = self.ctx.statement_of(node)
         return any(self.ctx.statement_of(earlier.node) is statement for earlier in self.findings)
 

@@ -305,8 +305,12 @@ RULES: tuple[RuleInfo, ...] = (
             'not show: DALI hands GPU outputs over as CUDA tensors. Outputs the pipeline '
             "makes on the host (the reader's labels) are reported. A batch is what the step "
             'loop iterates (`for x, y in loader`), what is unpacked or indexed from it (`x, y '
-            '= batch`, `batch["input_ids"]`, the values of a `{k: v.to(device) for k, v in '
-            'batch.items()}`), or a batch parameter of a step function.'
+            '= batch`, `batch["input_ids"]`, `batch.pop("input_ids")`, the values of a `{k: '
+            'v.to(device) for k, v in batch.items()}`), or a batch parameter of a step '
+            'function. Copies in one statement (`x, y = x.to(d), y.to(d)`) are one finding '
+            'that counts them, with one fix for all. Where the module names no GPU (it moves '
+            'the batch to a device it is handed, which may be the host) the message says "the '
+            'device".'
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('.to(', '.cuda('),
@@ -378,7 +382,10 @@ RULES: tuple[RuleInfo, ...] = (
         summary=(
             '`model.to(device)` or `model.cuda()` on a model (a name such as `model`, `net`, '
             '`encoder`, `self.model`) inside a training step loop, not under an interval '
-            'guard.'
+            'guard. Held back unless hints are shown (a hint on the finding says why): a move '
+            'in a loop the code bounds to fewer than 50 steps, and one the same step undoes '
+            'on purpose (`vae.cpu()` or `vae.to("cpu")` there too, often under an offload '
+            'flag): where the flag is off the move only walks the parameters.'
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('.to(', '.cuda('),
@@ -406,7 +413,8 @@ RULES: tuple[RuleInfo, ...] = (
             'also through host-side methods or a subscript '
             '(`torch.arange(n)[None].to(device)`, `torch.randn(n).contiguous().cuda()`), from '
             'a legacy constructor (`torch.LongTensor(x)`), from a name every assignment of '
-            'which is such a factory, and with `.type_as(t)`.'
+            'which is such a factory (its own copy, `z = z.type_as(x)`, aside), and with '
+            '`.type_as(t)`.'
         ),
         facts=('imports torch', 'runs on an accelerator'),
         tokens=('.to(', '.cuda('),
@@ -451,7 +459,9 @@ RULES: tuple[RuleInfo, ...] = (
             'code is not in sight (a class of a module not linted), the statement right after '
             'the synchronize says it: a call of a timer, by its name (`ips = '
             'perf_meter.update(n)`, `timer.lap()`), reads the time the synchronize waited '
-            'for, and the synchronize is not reported.'
+            'for, and the synchronize is not reported. In a loop the code bounds to fewer '
+            'than 50 steps the finding carries a hint and is held back unless hints are '
+            'shown.'
         ),
         facts=('imports torch', 'takes training steps'),
         tokens=('synchronize',),
@@ -475,7 +485,9 @@ RULES: tuple[RuleInfo, ...] = (
             '`torch.cuda.empty_cache()` (or its `xpu`/`mps` form) on every training step: in '
             'a step loop or a step function, unconditionally -- not under an `if` (an '
             'interval, a memory threshold, a mode setting: a deliberate policy) and not in '
-            'the handling of a rare event (an `except` for an out-of-memory error).'
+            'the handling of a rare event (an `except` for an out-of-memory error). In a loop '
+            'the code bounds to fewer than 50 steps the finding carries a hint and is held '
+            'back unless hints are shown.'
         ),
         facts=('imports torch', 'takes training steps'),
         tokens=('empty_cache',),
@@ -496,7 +508,12 @@ RULES: tuple[RuleInfo, ...] = (
             'A call that evaluates the model -- `evaluate(...)`, `validate(...)`, '
             '`run_validation(...)`, `model.eval()` -- inside a training step loop, not under '
             'an interval guard. In full-batch training (the step loop iterates epochs: one '
-            'optimizer step per epoch) it runs once per epoch, and is not reported.'
+            'optimizer step per epoch, also through a step function called once per epoch, or '
+            'a `tqdm(range(n))` loop that trains on the same data every step) it runs once '
+            'per epoch, and is not reported. Nor is `model.eval()` followed in its block by a '
+            "training step: one network is put in eval mode for another's step (a GAN's "
+            'phases). In a loop the code bounds to fewer than 50 steps the finding carries a '
+            'hint and is held back unless hints are shown.'
         ),
         facts=('takes training steps',),
         tokens=('eval', 'valid', 'test'),
@@ -521,7 +538,14 @@ RULES: tuple[RuleInfo, ...] = (
             'writes a byte: it is not reported. Nor is logging in a loop of a handful of '
             'steps (fewer than 20 known statically: `range(15)`, a default argument, '
             '`num_batches = 3`), or under a condition that reads the data (`if loss > 10:`), '
-            'which does not run every step.'
+            'which does not run every step, or in the `else` of a condition (not an interval) '
+            'whose body takes the step: a skipped bad batch. Nor logging that runs once per '
+            'epoch or episode however often the optimizer steps: full-batch training (one '
+            'step per epoch, as GL301 tells it), or a log after a loop that steps an '
+            'environment (`while not done: ... env.step(action)`), where each iteration of '
+            'the step loop is a whole episode. In a loop the code bounds to fewer than 50 '
+            'steps the finding carries a hint and is held back unless hints are shown: a few '
+            'dozen prints cost milliseconds.'
         ),
         facts=('takes training steps',),
         tokens=('print', 'log', 'add_', 'wandb', 'mlflow'),
@@ -543,7 +567,8 @@ RULES: tuple[RuleInfo, ...] = (
             '`torch.save(...)`, `model.save_pretrained(...)`, `accelerator.save_state(...)`, '
             '`trainer.save_checkpoint(...)`, Keras `model.save(...)` / `save_weights(...)`. '
             'In full-batch training (the step loop iterates epochs) a save runs once per '
-            'epoch and is not reported.'
+            'epoch and is not reported. In a loop the code bounds to fewer than 50 steps the '
+            'finding carries a hint and is held back unless hints are shown.'
         ),
         facts=('takes training steps',),
         tokens=('save',),

@@ -146,7 +146,7 @@ class Finding:
     # outermost first (analysis/project.py `ProjectIndex.chain`).  Empty for a finding its own
     # module explains.
     related: tuple[RelatedLocation, ...] = ()
-    # RawFinding.hint: why the finding shows no evidence of a real cost (None: it does).
+    # Why the finding shows no evidence of a real cost (the raw finding's `hint`), or None.
     hint: str | None = None
 
     def sort_key(self) -> tuple:

@@ -205,6 +205,8 @@ class Rule:
     def report(
         self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None, hint: str | None = None
     ) -> None:
+        """Report `node`; `hint` says why the finding shows no evidence of a real cost (a loop of a
+        handful of steps), which holds it back unless hints are shown."""
         self.findings.append(
             RawFinding(
                 code=self.code,

@@ -168,6 +168,8 @@ def is_device_target(ctx: FileContext, call: cst.Call) -> bool:
     qualified = ctx.qualified_name(target)
     if qualified and qualified.startswith("torch.") and qualified != "torch.device":
         return False  # a dtype: torch.float16
+    if isinstance(target, cst.Attribute) and target.attr.value == "dtype":
+        return False  # another tensor's dtype: `m.to(x.dtype)`
     if isinstance(target, cst.Call):
         name = ctx.call_qualified_name(target)
         if name == "torch.device" and target.args and isinstance(target.args[0].value, cst.SimpleString):

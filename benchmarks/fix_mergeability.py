@@ -13,6 +13,9 @@ tests/wholerepo/README.md for how to build them).  On each tree in turn, gpulint
   maintainer reads in the PR (notebooks per cell, as gpulint prints them); nothing is written;
 - `gpulint check TREE --format json --unsafe-fixes`: which rule's fix edits which lines.
 
+`--safe-only` leaves out `--unsafe-fixes` (what `--fix` and the pre-commit fix hook write unattended);
+`--select ALL` applies every rule's fixes, opt-in rules included (`--fix --unsafe-fixes --select ALL`).
+
 The diff is split into hunks.  A hunk belongs to the rules whose fix edits touch the lines it
 changes (two rules' fixes on one line make one hunk of both).  Its KIND is those rules and their
 fix messages with digits written as N (`GL102: Pin host memory: `pin_memory=True``): the builder's
@@ -309,9 +312,10 @@ def render_text(summary: dict, show_hunks: bool) -> str:
 # -- running gpulint -----------------------------------------------------------------------------
 
 
-def run_gpulint(checkout: Path, tree: Path, jobs: int, *extra: str) -> str:
-    """gpulint's output on a whole tree, run in the tree (paths relative to it) from `checkout`."""
-    command = [sys.executable, "-m", "gpulint", "check", ".", "--unsafe-fixes", "--no-cache", "--exit-zero"]
+def run_gpulint(checkout: Path, tree: Path, jobs: int, fixes: tuple[str, ...], *extra: str) -> str:
+    """gpulint's output on a whole tree, run in the tree (paths relative to it) from `checkout`; `fixes`
+    are the options that say which fixes a user applies (`--unsafe-fixes`, `--select ALL`)."""
+    command = [sys.executable, "-m", "gpulint", "check", ".", *fixes, "--no-cache", "--exit-zero"]
     command += ["--jobs", str(jobs), *extra]
     environment = {**os.environ, "PYTHONPATH": str(checkout)}
     completed = subprocess.run(command, capture_output=True, text=True, cwd=tree, env=environment, check=False)
@@ -330,6 +334,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkout", type=Path, default=REPO, help="the gpulint checkout to run (default: this one)")
     parser.add_argument("--save-diffs", type=Path, help="also keep gpulint's diff and JSON per tree in this folder")
     parser.add_argument("--diffs", type=Path, help="read the diffs and JSON kept by --save-diffs (no gpulint run)")
+    parser.add_argument(
+        "--select", help="the rules whose fixes are applied, as gpulint's --select (default: the default rules)"
+    )
+    parser.add_argument(
+        "--safe-only", action="store_true", help="only the safe fixes (what `--fix` writes), not `--unsafe-fixes`"
+    )
     parser.add_argument("--show-hunks", action="store_true", help="print the text of unread and not-mergeable hunks")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args(argv)
@@ -340,6 +350,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"not in the manifest: {', '.join(sorted(unknown))}")
     checkout = args.checkout.resolve()
+    fixes = () if args.safe_only else ("--unsafe-fixes",)
+    if args.select:
+        fixes += ("--select", args.select)
     labels = [label for label in load_labels(args.labels) if label.repo in wanted]
 
     hunks: list[Hunk] = []
@@ -353,8 +366,8 @@ def main(argv: list[str] | None = None) -> int:
             diff = (args.diffs / f"{repo_folder(repo)}.diff").read_text(encoding="utf-8")
             records = json.loads((args.diffs / f"{repo_folder(repo)}.json").read_text(encoding="utf-8"))
         else:
-            diff = run_gpulint(checkout, tree, args.jobs, "--diff")
-            records = json.loads(run_gpulint(checkout, tree, args.jobs, "--format", "json"))
+            diff = run_gpulint(checkout, tree, args.jobs, fixes, "--diff")
+            records = json.loads(run_gpulint(checkout, tree, args.jobs, fixes, "--format", "json"))
         if args.save_diffs:
             args.save_diffs.mkdir(parents=True, exist_ok=True)
             (args.save_diffs / f"{repo_folder(repo)}.diff").write_text(diff, encoding="utf-8")

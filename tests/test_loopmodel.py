@@ -428,6 +428,16 @@ def test_keyword_dictionaries_resolve_or_say_they_cannot():
         # an argparse option's list default
         "parser.add_argument('--lrs', default=[0.1, 0.01], nargs='+')\nargs = parser.parse_args()\n"
         "for lr in args.lrs:\n    loss.backward()\n    optimizer.step()\n    work()\n",
+        # a branch that ends in the `break` after other work; an offset counter; `enumerate` from 1
+        "for i, batch in enumerate(loader):\n    if i == 15:\n        prof.stop()\n        break\n"
+        "    loss.backward()\n    optimizer.step()\n    work()\n",
+        "max_steps = 10\nfor i, batch in enumerate(loader):\n    loss.backward()\n    optimizer.step()\n"
+        "    work()\n    if (i + 1) >= max_steps:\n        break\n",
+        "for i, batch in enumerate(loader, 1):\n    loss.backward()\n    optimizer.step()\n    work()\n"
+        "    if i > 15:\n        break\n",
+        # a slice of the loader
+        "import itertools\nfor batch in itertools.islice(loader, 10):\n    loss.backward()\n"
+        "    optimizer.step()\n    work()\n",
     ],
     ids=[
         "literal-range",
@@ -443,6 +453,10 @@ def test_keyword_dictionaries_resolve_or_say_they_cannot():
         "inner-loop-continue",
         "nested-function-continue",
         "argparse-list",
+        "break-after-other-work",
+        "offset-counter",
+        "enumerate-from-one",
+        "islice",
     ],
 )
 def test_a_loop_of_a_handful_of_steps_is_not_per_step(source):
@@ -497,6 +511,37 @@ def test_a_loop_of_a_handful_of_steps_is_not_per_step(source):
 def test_a_loop_whose_length_is_not_known_short_stays_per_step(source):
     ctx = context("import torch\n" + source)
     assert ctx.loops.per_step_work(call_named(ctx, "work"))
+
+
+@pytest.mark.parametrize(
+    "source, steps",
+    [
+        ("for i in range(30):\n    loss.backward()\n    optimizer.step()\n    work()\n", 30),
+        (
+            "for i, batch in enumerate(loader):\n    if i - 1 >= 40:\n        break\n    loss.backward()\n"
+            "    optimizer.step()\n    work()\n",
+            42,
+        ),
+        ("for i in range(50):\n    loss.backward()\n    optimizer.step()\n    work()\n", None),
+        ("for batch in loader:\n    loss.backward()\n    optimizer.step()\n    work()\n", None),
+        # a counter's offset or start given by a name is only known at most: no bound
+        (
+            "k = 5\nfor i, batch in enumerate(loader, k):\n    if i >= 30:\n        break\n    loss.backward()\n"
+            "    optimizer.step()\n    work()\n",
+            None,
+        ),
+    ],
+    ids=["thirty", "offset-counter", "fifty", "loader", "start-by-a-name"],
+)
+def test_a_loop_of_a_few_dozen_steps_is_per_step_with_a_hint(source, steps):
+    ctx = context("import torch\n" + source)
+    work = call_named(ctx, "work")
+    assert ctx.loops.per_step_work(work)
+    hint = ctx.loops.few_steps_hint(work)
+    if steps is None:
+        assert hint is None
+    else:
+        assert hint is not None and f"at most {steps} steps" in hint
 
 
 @pytest.mark.parametrize(

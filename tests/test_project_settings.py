@@ -141,6 +141,8 @@ def test_the_torch_floor_comes_from_every_requirements_file_even_without_a_pypro
         ("Install `pytorch==1.13` first; torch.compile needs PyTorch 2.0 or later.", (1, 13)),
         ("- pytorch1.6.0+cu101\n- tensorboard 2.2.2", (1, 6)),
         ("Works with torchvision 0.9 (torch<3).", None),
+        # a list of older releases' binaries is not what the project runs on
+        ("Requires PyTorch 2.1.\nBinaries of older versions are also provided for PyTorch 1.4.0, 1.5.0.", (2, 1)),
     ],
 )
 def test_the_readme_names_the_torch_it_runs_on(tmp_path, readme, documented):

@@ -4,7 +4,7 @@ Example of its docs) and say what failed.  The one implementation behind tests/t
 
 A case runs with only its rule selected (plus the rules it names in `select`), by id, so its
 findings held back as hints are shown.  A Valid case has no finding of the rule, hint or not; an
-Invalid case has findings exactly at its "row:column" positions, hints exactly when it says `hint=True`, and,
+Invalid case has findings exactly at its "row:column" positions (with `hints`, exactly those hints), and,
 with `fixed`, fixes (unsafe ones included) that turn it into exactly `fixed` -- code that parses,
 that a second run leaves alone, and where nothing fixable is left.  The docs' Example is reported,
 their "Use instead" code is not.
@@ -37,6 +37,7 @@ class CaseResult:
 def linter_for(rule: type[Rule], case: Case, local_rules: LocalRuleSet | None = None) -> Linter:
     settings = Settings(select=[rule.code, *case.select], options=dict(case.options), local_rules=local_rules)
     settings.target_tensorflow = case.target_tensorflow
+    settings.target_torch = case.target_torch
     return Linter(settings)
 
 
@@ -60,11 +61,8 @@ def invalid_failures(rule: type[Rule], case: Invalid, local_rules: LocalRuleSet 
         return [f"expected findings at {', '.join(case.findings)}; found {', '.join(where) or 'none'}"]
     if case.messages is not None and [f.message for f in found] != list(case.messages):
         return [f"expected messages {list(case.messages)}; found {[f.message for f in found]}"]
-    hints = [f.hint for f in found]
-    if case.hint and None in hints:
-        return ["expected every finding to be a hint; found one with evidence of a real cost"]
-    if not case.hint and any(hint is not None for hint in hints):
-        return [f"a finding is a hint ({next(h for h in hints if h is not None)}): say so with `hint=True`"]
+    if case.hints is not None and [f.hint for f in found] != list(case.hints):
+        return [f"expected hints {list(case.hints)}; found {[f.hint for f in found]}"]
     offered = [f.fix for f in found if f.fix is not None]
     if case.fixed is None:
         return ["a fix is offered: say what it makes of the code (`fixed=`)"] if offered else []

@@ -289,8 +289,11 @@ RULES: tuple[RuleInfo, ...] = (
             '(`num_workers=self.config.workers`). Keywords may come through a `**kwargs` '
             'dictionary built in the module. The rule is about the host: it applies whether '
             "or not the module names an accelerator. A run of a single epoch (Lightning's "
-            '`max_epochs=1`, an epoch loop over `range(1)`) starts its workers once, and is '
-            'not reported.'
+            '`max_epochs=1`, an epoch loop over `range(1)`, or over `range(args.epochs)` '
+            'where `--epochs` defaults to 1) starts its workers once, and is not reported. '
+            'Where the workers come from a command-line option that defaults to 0 '
+            '(`num_workers=args.dataloader_num_workers`), none start unless the run asks for '
+            'them: the finding is a hint, held back unless hints are shown.'
         ),
         facts=('imports torch',),
         tokens=('DataLoader',),
@@ -320,8 +323,12 @@ RULES: tuple[RuleInfo, ...] = (
             'not show: DALI hands GPU outputs over as CUDA tensors. Outputs the pipeline '
             "makes on the host (the reader's labels) are reported. A batch is what the step "
             'loop iterates (`for x, y in loader`), what is unpacked or indexed from it (`x, y '
-            '= batch`, `batch["input_ids"]`, the values of a `{k: v.to(device) for k, v in '
-            'batch.items()}`), or a batch parameter of a step function.'
+            '= batch`, `batch["input_ids"]`, `batch.pop("input_ids")`, the values of a `{k: '
+            'v.to(device) for k, v in batch.items()}`), or a batch parameter of a step '
+            'function. Copies in one statement (`x, y = x.to(d), y.to(d)`) are one finding '
+            'that counts them, with one fix for all. Where the module names no GPU (it moves '
+            'the batch to a device it is handed, which may be the host) the message says "the '
+            'device".'
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('.to(', '.cuda('),
@@ -393,7 +400,10 @@ RULES: tuple[RuleInfo, ...] = (
         summary=(
             '`model.to(device)` or `model.cuda()` on a model (a name such as `model`, `net`, '
             '`encoder`, `self.model`) inside a training step loop, not under an interval '
-            'guard.'
+            'guard. Held back unless hints are shown (a hint on the finding says why): a move '
+            'in a loop the code bounds to fewer than 50 steps, and one the same step undoes '
+            'on purpose (`vae.cpu()` or `vae.to("cpu")` there too, often under an offload '
+            'flag): where the flag is off the move only walks the parameters.'
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('.to(', '.cuda('),
@@ -421,7 +431,8 @@ RULES: tuple[RuleInfo, ...] = (
             'also through host-side methods or a subscript '
             '(`torch.arange(n)[None].to(device)`, `torch.randn(n).contiguous().cuda()`), from '
             'a legacy constructor (`torch.LongTensor(x)`), from a name every assignment of '
-            'which is such a factory, and with `.type_as(t)`.'
+            'which is such a factory (its own copy, `z = z.type_as(x)`, aside), and with '
+            '`.type_as(t)`.'
         ),
         facts=('imports torch', 'runs on an accelerator'),
         tokens=('.to(', '.cuda('),
@@ -466,7 +477,9 @@ RULES: tuple[RuleInfo, ...] = (
             'code is not in sight (a class of a module not linted), the statement right after '
             'the synchronize says it: a call of a timer, by its name (`ips = '
             'perf_meter.update(n)`, `timer.lap()`), reads the time the synchronize waited '
-            'for, and the synchronize is not reported.'
+            'for, and the synchronize is not reported. In a loop the code bounds to fewer '
+            'than 50 steps the finding carries a hint and is held back unless hints are '
+            'shown.'
         ),
         facts=('imports torch', 'takes training steps'),
         tokens=('synchronize',),
@@ -490,7 +503,9 @@ RULES: tuple[RuleInfo, ...] = (
             '`torch.cuda.empty_cache()` (or its `xpu`/`mps` form) on every training step: in '
             'a step loop or a step function, unconditionally -- not under an `if` (an '
             'interval, a memory threshold, a mode setting: a deliberate policy) and not in '
-            'the handling of a rare event (an `except` for an out-of-memory error).'
+            'the handling of a rare event (an `except` for an out-of-memory error). In a loop '
+            'the code bounds to fewer than 50 steps the finding carries a hint and is held '
+            'back unless hints are shown.'
         ),
         facts=('imports torch', 'takes training steps'),
         tokens=('empty_cache',),
@@ -511,7 +526,12 @@ RULES: tuple[RuleInfo, ...] = (
             'A call that evaluates the model -- `evaluate(...)`, `validate(...)`, '
             '`run_validation(...)`, `model.eval()` -- inside a training step loop, not under '
             'an interval guard. In full-batch training (the step loop iterates epochs: one '
-            'optimizer step per epoch) it runs once per epoch, and is not reported.'
+            'optimizer step per epoch, also through a step function called once per epoch, or '
+            'a `tqdm(range(n))` loop that trains on the same data every step) it runs once '
+            'per epoch, and is not reported. Nor is `model.eval()` followed in its block by a '
+            "training step: one network is put in eval mode for another's step (a GAN's "
+            'phases). In a loop the code bounds to fewer than 50 steps the finding carries a '
+            'hint and is held back unless hints are shown.'
         ),
         facts=('takes training steps',),
         tokens=('eval', 'valid', 'test'),
@@ -536,7 +556,14 @@ RULES: tuple[RuleInfo, ...] = (
             'writes a byte: it is not reported. Nor is logging in a loop of a handful of '
             'steps (fewer than 20 known statically: `range(15)`, a default argument, '
             '`num_batches = 3`), or under a condition that reads the data (`if loss > 10:`), '
-            'which does not run every step.'
+            'which does not run every step, or in the `else` of a condition (not an interval) '
+            'whose body takes the step: a skipped bad batch. Nor logging that runs once per '
+            'epoch or episode however often the optimizer steps: full-batch training (one '
+            'step per epoch, as GL301 tells it), or a log after a loop that steps an '
+            'environment (`while not done: ... env.step(action)`), where each iteration of '
+            'the step loop is a whole episode. In a loop the code bounds to fewer than 50 '
+            'steps the finding carries a hint and is held back unless hints are shown: a few '
+            'dozen prints cost milliseconds.'
         ),
         facts=('takes training steps',),
         tokens=('print', 'log', 'add_', 'wandb', 'mlflow'),
@@ -558,7 +585,8 @@ RULES: tuple[RuleInfo, ...] = (
             '`torch.save(...)`, `model.save_pretrained(...)`, `accelerator.save_state(...)`, '
             '`trainer.save_checkpoint(...)`, Keras `model.save(...)` / `save_weights(...)`. '
             'In full-batch training (the step loop iterates epochs) a save runs once per '
-            'epoch and is not reported.'
+            'epoch and is not reported. In a loop the code bounds to fewer than 50 steps the '
+            'finding carries a hint and is held back unless hints are shown.'
         ),
         facts=('takes training steps',),
         tokens=('save',),
@@ -769,7 +797,10 @@ RULES: tuple[RuleInfo, ...] = (
             '"gloo"`, inside `if sys.platform == "win32":`, after `dist.is_nccl_available()`, '
             'or a mixed `"cpu:gloo,cuda:nccl"` string. Nor is a group that only serves RPC '
             '(`torch.distributed.rpc` in the module, and no DDP, FSDP or collective there): '
-            'no gradient crosses it.'
+            'no gradient crosses it; nor a module that computes no gradient and wraps no '
+            'model (no `.backward()`, no training step, no DDP or FSDP: an evaluation or '
+            'sampling script whose group carries barriers, gathered results and a final '
+            'metric).'
         ),
         facts=('imports torch', 'runs on an accelerator'),
         tokens=('gloo',),
@@ -796,8 +827,9 @@ RULES: tuple[RuleInfo, ...] = (
             'optimizer step is counted (`if self.since_update == self.grad_acc_steps:`) while '
             'the backward runs in another step function on every call -- without skipping the '
             'gradient all-reduce on the micro-batches in between: no `model.no_sync()`, no '
-            '`accelerator.accumulate(model)`, no `require_backward_grad_sync` toggle anywhere '
-            "in the module. Reported at the `.backward()` call (or the helper's call)."
+            '`accelerator.accumulate(model)`, no `require_backward_grad_sync` toggle, no apex '
+            '`disable_allreduce()` anywhere in the module. Reported at the `.backward()` call '
+            "(or the helper's call)."
         ),
         facts=('runs one process per GPU',),
         tokens=('backward', 'update_grad'),
@@ -869,22 +901,31 @@ RULES: tuple[RuleInfo, ...] = (
         message='tf.data `.map()` or `.interleave()` without `num_parallel_calls` runs on one core',
         summary=(
             '`Dataset.map(...)` and `Dataset.interleave(...)` on a tf.data pipeline without '
-            '`num_parallel_calls`, unless the pipeline is never consumed or only peeked at '
-            'once (`for x in ds.take(1)`, `next(iter(ds))` to show a sample). A `map` cached '
-            'right after is still reported: the whole first epoch waits for it, one element '
-            'at a time (decoding audio, running an embedding model), and that is usually the '
-            'epoch that costs most. TensorFlow 2.13 and later run a stateless `map` in '
-            'parallel by themselves (`map_parallelization`, on by default): there a `map` is '
-            'reported only when its function is not known to be stateless -- it draws random '
-            'numbers (`tf.random.*`, a Keras augmentation layer), runs Python '
-            '(`tf.py_function`), or is not a TensorFlow op, a lambda or a function of the '
-            'module (a stateless Keras preprocessing layer, `Rescaling`, counts as an op) -- '
-            'or when the project targets an older TensorFlow (its requirements, '
-            '`target-tensorflow`) or turns `map_parallelization` off. A function whose name '
-            'the module binds to two different things (a notebook with `resize = '
-            'keras.Sequential([...])` in one cell and `def resize(...)` in another) is not '
-            'guessed at: which one runs depends on the order the cells ran, so it is not '
-            'reported on recent TensorFlow.'
+            '`num_parallel_calls`, unless the pipeline is never consumed, only peeked at once '
+            '(`for x in ds.take(1)`, `next(iter(ds))` to show a sample), only browsed by a '
+            'loop that shows images (matplotlib, `cv2.imshow`) or prints its elements and '
+            'trains nothing, or only used to adapt a Keras preprocessing layer once '
+            '(`vectorizer.adapt(ds)`), and not in a module that writes TFRecord files and '
+            'trains nothing (a one-off conversion of a dataset). A `map` cached right after '
+            'is still reported: the whole first epoch waits for it, one element at a time '
+            '(decoding audio, running an embedding model), and that is usually the epoch that '
+            'costs most. TensorFlow 2.13 and later run a stateless `map` in parallel by '
+            'themselves (`map_parallelization`, on by default): there a `map` is reported '
+            'only when its function is not known to be stateless -- it draws random numbers '
+            '(`tf.random.*`, a Keras augmentation layer), runs Python (`tf.py_function`), or '
+            'is not a TensorFlow op, a lambda or a function of the module (a stateless Keras '
+            'preprocessing layer, `Rescaling`, counts as an op) -- or when the project '
+            'targets an older TensorFlow (its requirements, `target-tensorflow`) or turns '
+            '`map_parallelization` off. A function whose name the module binds to two '
+            'different things (a notebook with `resize = keras.Sequential([...])` in one cell '
+            'and `def resize(...)` in another) is not guessed at: which one runs depends on '
+            'the order the cells ran, so it is not reported on recent TensorFlow. A module '
+            'whose pipeline options turn `map_parallelization` on '
+            '(`options.experimental_optimization.map_parallelization = True`, then '
+            '`ds.with_options(options)`) asked tf.data to parallelise its maps, on any '
+            'TensorFlow version: there only a `map` whose function is known to be stateful '
+            '(it calls `tf.random.*` or `tf.py_function` itself) is reported, since tf.data '
+            'leaves that one serial.'
         ),
         facts=('imports tensorflow or keras',),
         tokens=('.map(', '.interleave('),
@@ -901,9 +942,11 @@ RULES: tuple[RuleInfo, ...] = (
             'a training loop (a `for` that makes a training step), or handed to `iter(...)` '
             '-- when no definition of it has a `.prefetch(...)`. Loops that only look at '
             'outputs (`for out in ds.take(1)`, evaluation) and `next(iter(ds))` are not '
-            'reported: there is no step to overlap with. Nor is a pipeline that only slices '
-            'data in memory (`from_tensor_slices(...)` with `shuffle`/`batch`/`repeat` and no '
-            '`map` or other per-element function): there is no input work to overlap.'
+            'reported: there is no step to overlap with; nor is an iterator (`batches = '
+            'iter(ds)`) read only by a loop that shows images (matplotlib, `cv2.imshow`) and '
+            'trains nothing. Nor is a pipeline that only slices data in memory '
+            '(`from_tensor_slices(...)` with `shuffle`/`batch`/`repeat` and no `map` or other '
+            'per-element function): there is no input work to overlap.'
         ),
         facts=('imports tensorflow or keras',),
         tokens=('tf.data', 'tensorflow', 'tfds', 'dataset_from_directory'),
@@ -952,10 +995,16 @@ RULES: tuple[RuleInfo, ...] = (
         summary=(
             '`tf.py_function(...)` or `tf.numpy_function(...)` inside a function that a '
             'tf.data pipeline maps (`.map`, `.flat_map`, `.interleave`, `.filter`) -- a '
-            'function or a lambda -- directly or through functions it calls.'
+            'function or a lambda -- directly or through functions it calls, or a function of '
+            'another module of the project that does (reported at its call in the mapped '
+            'lambda or function: `ds.map(lambda x: load(x))`). A pipeline that is never '
+            'consumed, or only peeked at once (`for x in ds.take(1):` to show a sample, and '
+            'nothing trains on it), runs its Python a few times: not reported; nor is a '
+            'module that writes TFRecord files and trains nothing (a one-off conversion of a '
+            'dataset, where nothing waits for the pipeline).'
         ),
         facts=('imports tensorflow or keras',),
-        tokens=('py_function', 'numpy_function', 'py_func'),
+        tokens=('.map(', '.flat_map(', '.interleave(', '.filter('),
         implementation='gpulint.rules.tensorflow.tfdata_py_function:TfDataPyFunction',
     ),
     RuleInfo(
@@ -1000,7 +1049,10 @@ RULES: tuple[RuleInfo, ...] = (
             'decide), inside a TensorFlow training step loop -- one that calls '
             '`tape.gradient`, `apply_gradients` or `train_on_batch`, directly or through a '
             'step function -- not under an interval guard, in a loop that does not time its '
-            'steps (a benchmark loop needs the read for its clock to measure the step).'
+            'steps (a benchmark loop needs the read for its clock to measure the step), and '
+            'not in a loop the code bounds to fewer than 20 steps (`range(10)`, a tf.data '
+            "pipeline's `take(10)`: a demo, where the reads cost milliseconds next to seconds "
+            'of start-up).'
         ),
         facts=('imports tensorflow or keras', 'takes training steps'),
         tokens=('.numpy(', 'float(', 'int(', 'equal(', 'greater', 'less', 'logical_', 'reduce_a', 'is_'),

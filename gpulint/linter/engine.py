@@ -241,7 +241,16 @@ class Linter:
 
         rules = list(self.rules_for(path, candidates))
         wanted = frozenset().union(*(r.visited_types() for r in rules))
-        ctx = FileContext(module, path, self.settings.options, wanted, source, project, self.settings.target_tensorflow)
+        ctx = FileContext(
+            module,
+            path,
+            self.settings.options,
+            wanted,
+            source,
+            project,
+            self.settings.target_tensorflow,
+            self._torch_floor(),
+        )
         findings = run_rules(ctx, [r for r in rules if r.applies(ctx)])
         budget = self.settings.max_findings_per_file
         if len(findings) > budget:
@@ -250,6 +259,7 @@ class Linter:
                 f"{budget:,}); skipped"
             )
         self._withhold_fixes(rules, findings, path)
+        self._hint_in_tests(rules, findings, path)
         suppressions = find_suppressions(ctx.source_text) if findings else {}
         analysis = Analysis(ctx, findings, suppressions)
         if suppressions:  # (matching needs positions: files without such comments do without)
@@ -261,6 +271,25 @@ class Linter:
         analysis.held_back = len(analysis.findings) - len(shown)
         analysis.findings = shown
         return analysis
+
+    def _torch_floor(self) -> tuple[tuple[int, int], str] | None:
+        """The oldest PyTorch the project says it runs on, and where: its requirements (or
+        `target-torch`) when they bound it, else the prose that names a version."""
+        if self.settings.target_torch is not None:
+            return self.settings.target_torch, "its requirements or `target-torch`"
+        if self.settings.documented_torch is not None:
+            return self.settings.documented_torch, f"its {self.settings.documented_torch_in or 'README'}"
+        return None
+
+    def _hint_in_tests(self, rules: list[type[Rule]], findings: list[RawFinding], path: str) -> None:
+        """In a test file, the findings of the rules that say why a test shows no real cost there
+        (`Rule.hint_in_tests`) are hints with that reason."""
+        reasons = {rule.code: rule.hint_in_tests for rule in rules if rule.hint_in_tests is not None}
+        if not reasons or not self.settings.is_test_file(path):
+            return
+        for finding in findings:
+            if finding.hint is None and finding.code in reasons:
+                finding.hint = reasons[finding.code]
 
     def _withhold_fixes(self, rules: list[type[Rule]], findings: list[RawFinding], path: str) -> None:
         """Drop the fixes the project rules out (the findings stay): those that need a newer
@@ -277,8 +306,14 @@ class Linter:
             if fix is None:
                 continue
             too_new = target is not None and fix.min_torch is not None and fix.min_torch > target
-            if too_new or finding.code in not_in_tests:
+            if finding.code in not_in_tests:
                 finding.fix = None
+                finding.message += " (no fix: a test file; `fix-tests = true` fixes it)"
+            elif too_new:
+                assert target is not None and fix.min_torch is not None  # (too_new says so; for the type checker)
+                needs, allowed = ".".join(map(str, fix.min_torch)), ".".join(map(str, target))
+                finding.fix = None
+                finding.message += f" (no fix: it needs PyTorch {needs}; the project supports PyTorch {allowed})"
             elif documented is not None and fix.min_torch is not None and fix.min_torch > documented:
                 needs, named = ".".join(map(str, fix.min_torch)), ".".join(map(str, documented))
                 where = self.settings.documented_torch_in or "README"

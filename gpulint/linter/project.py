@@ -59,6 +59,9 @@ _DOCUMENTED_TORCH = re.compile(
     r"(?<![\w.-])(?:py)?torch(?![a-z_-])[\s(*`]*(?:version\s*)?(?:(?:>=|≥|==|~=|=|v)\s*)?(?P<major>[0-3])\.(?P<minor>\d+)",
     re.IGNORECASE,
 )
+_OLDER_RELEASES = re.compile(
+    r"\b(older|previous|earlier|legacy)\s+(versions?|releases?|binaries|builds)\b", re.IGNORECASE
+)
 _READMES = ("README.md", "README.rst", "README.txt", "README", "readme.md")
 # Where a project's prose names the PyTorch it runs on, as a fix's message calls it.
 _TORCH_DOCUMENTS = (("README", _READMES), ("INSTALL.md", ("INSTALL.md",)), ("setup.py", ("setup.py",)))
@@ -186,6 +189,13 @@ def _conda_requirements(lines: Iterable[str]) -> list[str]:
 
 
 def documented_torch(lines: Iterable[str]) -> tuple[int, int] | None:
-    """The lowest PyTorch version the lines of a README (or INSTALL.md, setup.py) name (None: they name none)."""
-    versions = [(int(m["major"]), int(m["minor"])) for line in lines for m in _DOCUMENTED_TORCH.finditer(line)]
+    """The lowest PyTorch version the lines of a README (or INSTALL.md, setup.py) name (None: they
+    name none).  A line about older releases ("Binaries of older versions are also provided for
+    PyTorch 1.4.0") names what the project once shipped, not what it runs on."""
+    versions = [
+        (int(m["major"]), int(m["minor"]))
+        for line in lines
+        if not _OLDER_RELEASES.search(line)
+        for m in _DOCUMENTED_TORCH.finditer(line)
+    ]
     return min(versions) if versions else None

@@ -64,8 +64,8 @@ a Valid must produce no finding; an Invalid must produce findings at exactly the
 "row:column" positions, and -- with `fixed` -- its fixes (unsafe ones included) must turn it into
 exactly `fixed`, which must parse and have nothing left to fix.  A finding reported with
 `hint=` (no evidence of a real cost: held back unless hints are shown) counts in a case, which
-selects its rule by id and so shows them: `Invalid(..., hint=True)` says the findings are hints,
-a plain Invalid that none is, and a Valid has neither.
+selects its rule by id and so shows them: a Valid has neither kind, and `Invalid(..., hints=(...))`
+says which of the findings are hints and why (None for one with evidence of a real cost).
 """
 
 from __future__ import annotations
@@ -102,6 +102,7 @@ class Case:
         path: str = "case.py",
         select: tuple[str, ...] = (),
         target_tensorflow: tuple[int, int] | None = None,
+        target_torch: tuple[int, int] | None = None,
     ) -> None:
         self.code = code
         self.header = header
@@ -110,6 +111,7 @@ class Case:
         self.select = select  # other rules to enable too (GL900 needs the rules its comments name)
         # The project's TensorFlow, as its requirements or `target-tensorflow` would say.
         self.target_tensorflow = target_tensorflow
+        self.target_torch = target_torch  # the project's PyTorch, as its requirements or `target-torch` would say
 
     @property
     def source(self) -> str:
@@ -128,9 +130,8 @@ class Invalid(Case):
 
     `fixed` is the code after the rule's fixes (unsafe ones included; None: no finding offers a
     fix), `applicability` the safety every offered fix must have (default: the rule's), `messages`
-    the findings' messages when the case is about them.  `hint`: True when every finding is a hint
-    (reported with `hint=`, held back unless hints are shown), False (the default) when none is --
-    a case runs with its rule selected by id, so its hints are shown and it can say which they are."""
+    the findings' messages when the case is about them, `hints` their hints (RawFinding.hint: the
+    reason a finding is held back, None for one that is not) when the case is about those."""
 
     def __init__(
         self,
@@ -139,17 +140,17 @@ class Invalid(Case):
         fixed: str | None = None,
         applicability: Applicability | None = None,
         messages: tuple[str, ...] | None = None,
-        hint: bool = False,
+        hints: tuple[str | None, ...] | None = None,
         **case: Any,
     ) -> None:
         super().__init__(code, **case)
-        self.hint = hint
         if not findings:
             raise ValueError("an Invalid case names where its findings are")
         self.findings = findings
         self._fixed = fixed
         self.applicability = applicability
         self.messages = messages
+        self.hints = hints
 
     @property
     def fixed(self) -> str | None:
@@ -190,6 +191,9 @@ class Rule:
     # files are not reported unless the `lint-tests` setting says so (the summary counts them).
     # True for what holds in any code (a deprecated API, a stale suppression comment).
     reported_in_tests: ClassVar[bool] = False
+    # For a rule reported in tests: why its findings there show no real cost (a test exercising a
+    # deprecated API on purpose), which makes them hints (RawFinding.hint); None: they are findings.
+    hint_in_tests: ClassVar[str | None] = None
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 
@@ -205,8 +209,8 @@ class Rule:
         self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None, hint: str | None = None
     ) -> None:
         """Report a finding at `node`.  `hint`: the rule found no evidence that what it reports
-        costs anything here (a dataset built where it cannot see, a run of ten batches), and says
-        why in a few words: the finding is held back unless hints are shown (findings.py)."""
+        costs anything here (a loop of a handful of steps, a dataset built where it cannot see),
+        and says why in a few words: the finding is held back unless hints are shown (findings.py)."""
         self.findings.append(
             RawFinding(
                 code=self.code,

@@ -79,6 +79,7 @@ class FileContext:
         source: bytes | None = None,
         project: ModuleView | None = None,
         target_tensorflow: tuple[int, int] | None = None,
+        torch_floor: tuple[tuple[int, int], str] | None = None,
     ) -> None:
         self.module = module
         self.path = path
@@ -86,6 +87,9 @@ class FileContext:
         self.options = options
         # The oldest TensorFlow the project runs on (its requirements, `target-tensorflow`); None: not known.
         self.target_tensorflow = target_tensorflow
+        # The oldest PyTorch the project says it runs on, and where it says so ("its requirements",
+        # "its README"); None: not known.
+        self.torch_floor = torch_floor
         # What the rest of the project says about this module (empty when linted alone).
         self.project = project if project is not None else EMPTY_VIEW
         self.index = TreeIndex(module, wanted_types | ANALYSIS_TYPES)

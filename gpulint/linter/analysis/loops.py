@@ -26,23 +26,28 @@ below the loop that calls it):
   the body is not known to run every step (whether the *condition* reads a device tensor back
   is a sync rule's question);
 * a *short* step loop runs fewer than `SHORT_LOOP_STEPS` (20) steps in all, as the code says
-  statically: `range(N)` of a literal, of a name only ever given literals (`num_batches = 3`), of a
-  parameter's default (`def train(steps=15)`), of an argparse default (`range(args.steps)` with
-  `add_argument("--steps", default=15)`), a literal list or an argparse list default (`for k in
-  args.nb_knn`), `enumerate`/`zip`/`tqdm` of those, or fewer where a counter ends the loop first
-  (`if i >= 10: break` among the body's own statements, `i` from `enumerate` or raised by 1 every
-  iteration from 0; `while step < 10:`) -- times every loop around it in its function and, for a
-  function of this module, around its calls.  A demo or a smoke test: what a step costs there is
-  fixed start-up noise (CUDA context, model load take seconds; 20 syncs or prints take
-  milliseconds), so code in a short step loop, and a step function called only from short loops,
-  is not per step;
+  statically: `range(N)` or a tf.data pipeline's `take(N)` of a literal, of a name only ever
+  given literals (`num_batches = 3`), of a parameter's default (`def train(steps=15)`), of an
+  argparse default (`range(args.steps)` with `add_argument("--steps", default=15)`), a literal
+  list or an argparse list default (`for k in args.nb_knn`), `enumerate`/`zip`/`tqdm` of those,
+  or fewer where a counter ends the loop first (`if i >= 10: break` among the body's own
+  statements, `i` from `enumerate` or raised by 1 every iteration from 0; `while step < 10:`) --
+  times every loop around it in its function and, for a function of this module, around its
+  calls.  A demo or a smoke test: what a step costs there is fixed start-up noise (CUDA context,
+  model load take seconds; 20 syncs or prints take milliseconds), so code in a short step loop,
+  and a step function called only from short loops, is not per step;
+* a *few-step* step loop runs fewer than `FEW_LOOP_STEPS` (50) steps in all, as the same reading
+  of the code says (and at least `SHORT_LOOP_STEPS`): its code runs per step, but a per-step cost
+  paid a few dozen times is no evidence of a real one, so the per-step rules report it with a hint
+  (`few_steps_hint`) that holds the finding back unless hints are shown;
 * code runs *repeatedly* when it runs per step, in a loop not known to be short, in a method a
   framework calls per batch or sample (`forward`, `__call__`, Keras' `call`, Lightning's
   `*_step`, `__getitem__`), or in a function of this module called from such code: where a
   one-off cost (building a tensor) becomes a per-step or per-epoch one;
 * *per-step work* runs per step, under no interval guard or data guard, and not as the handling of
-  a rare event (in an `except` handler, or in a branch that leaves the iteration: `break`,
-  `continue`, `return`, `raise`, `sys.exit()`).
+  a rare event (in an `except` handler, in a branch that leaves the iteration: `break`,
+  `continue`, `return`, `raise`, `sys.exit()`, or in the `else` of an `if`, not an interval, whose
+  body takes the step and whose `else` does not: the handling of a batch skipped).
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ from gpulint.linter.analysis.values import ValueOrigins, target_key
 from gpulint.linter.analysis.vocabulary import (
     CLOCKS,
     EXIT_CALLS,
+    FEW_LOOP_STEPS,
     PASS_THROUGH_ITERATORS,
     PER_CALL_METHODS,
     RANGES,
@@ -87,6 +93,8 @@ _RUNNERS = frozenset({"run", "experimental_run_v2", "call_for_each_replica"})
 _DRAWS_BATCH = re.compile(
     r"batch|loader|sample|shuffle|perm|chunk|(^|_)(next|iter|iterator|idx|indices|split|gen|data_?gen)($|_)", re.I
 )
+# Names of a reinforcement-learning environment (`env`, `envs`, `train_env`, `environment`).
+_ENVIRONMENT_NAME = re.compile(r"(^|_)(env|envs|environment|environments)($|_)", re.IGNORECASE)
 # Names of an epoch counter or count (`epoch`, `num_epochs`, `n_epoch`).
 _EPOCH_NAME = re.compile(r"(^|_)(epoch|epochs|ep)(_|$)", re.IGNORECASE)
 
@@ -98,6 +106,10 @@ _NOT_DATA_CALL = re.compile(
     r"tensorflow\.(distribute|config|executing_eagerly|test|is_|get_))"
 )
 _ORDERING = (cst.GreaterThan, cst.GreaterThanEqual, cst.LessThan, cst.LessThanEqual, cst.Equal, cst.NotEqual)
+# A device-wide wait: `torch.cuda.synchronize()`, `torch.accelerator.synchronize()`.
+_SYNCHRONIZE = re.compile(r"^torch\.(cuda|accelerator|xpu|mps)\.synchronize$")
+# Names of a function that measures code on purpose.
+_BENCHMARK_NAME = re.compile(r"bench|profil|(^|_)(timing|speed_test|throughput)(_|$)", re.IGNORECASE)
 # Reads of a tensor into a Python value: `acc = metric.item()` holds data.
 _READ_METHODS = frozenset({"item", "numpy", "tolist", "cpu"})
 
@@ -512,6 +524,22 @@ class LoopModel:
         return False
 
     # -- loop length ------------------------------------------------------------------------
+    def steps_in_all(self, node: cst.CSTNode) -> int | None:
+        """How many steps the step loop or step function around `node` runs in all, when the code
+        bounds it statically (`_runs_at_most` of its body); None when not known or not per step."""
+        boundary = self.step_boundary(node)
+        if not isinstance(boundary, (*LOOP_TYPES, cst.FunctionDef)):
+            return None
+        return self._runs_at_most(boundary.body, _CALLER_DEPTH)
+
+    def few_steps_hint(self, node: cst.CSTNode) -> str | None:
+        """The hint of a per-step finding in a few-step loop ("the loop runs at most 30 steps"), or
+        None where the loop is not known to be one (module docstring)."""
+        steps = self.steps_in_all(node)
+        if steps is None or steps >= FEW_LOOP_STEPS:
+            return None
+        return f"the training loop runs at most {steps} steps"
+
     def _short(self, node: cst.CSTNode) -> bool:
         """Whether `node` is known to run fewer than `SHORT_LOOP_STEPS` times in all."""
         runs = self._runs_at_most(node, _CALLER_DEPTH)
@@ -567,9 +595,11 @@ class LoopModel:
 
     def _counted_bound(self, loop: cst.For | cst.While) -> int | None:
         """The most iterations a counter of the loop allows: a counter is `enumerate`'s index (from
-        0) or a name the loop's own body raises by 1 (and by positive steps only) that the module
-        only ever sets to 0; it ends the loop by `while counter < N` or by `if counter >= N: break`
-        (also `>`, `==`) among the body's own statements, N known statically."""
+        its literal start) or a name the loop's own body raises by 1 (and by positive steps only)
+        that the module only ever sets to 0; it ends the loop by `while counter < N` or by `if
+        counter >= N: break` (also `>`, `==`, and `counter + 1 >= N`) among the body's own
+        statements -- a branch that ends in the `break` (`prof.stop()` first) -- N known
+        statically."""
         counters = self._loop_counters(loop)
         if not counters:
             return None
@@ -581,20 +611,22 @@ class LoopModel:
                 isinstance(statement, cst.If)
                 and statement.orelse is None
                 and isinstance(statement.body, cst.IndentedBlock)
-                and len(statement.body.body) == 1
-                and isinstance(statement.body.body[0], cst.SimpleStatementLine)
-                and any(isinstance(small, cst.Break) for small in statement.body.body[0].body)
+                and isinstance(statement.body.body[-1], cst.SimpleStatementLine)
+                and any(isinstance(small, cst.Break) for small in statement.body.body[-1].body)
             ):
                 tests.append(statement.test)
         bounds = []
         for test in tests:
             if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
                 continue
-            if not (isinstance(test.left, cst.Name) and test.left.value in counters):
-                continue
+            counted = self._counter_offset(test.left, counters, loop)
             limit = self._static_int(test.comparisons[0].comparator, loop)
+            if counted is None or limit is None:
+                continue
+            start, offset = counted
+            limit -= offset + start  # `i + 1 >= N` from `enumerate(xs, 1)`: N - 2 iterations before it
             operator = test.comparisons[0].operator
-            if limit is None or limit < 0:
+            if limit < 0:
                 continue
             is_while = test is getattr(loop, "test", None)
             if is_while and isinstance(operator, (cst.LessThan, cst.LessThanEqual, cst.NotEqual)):
@@ -603,19 +635,47 @@ class LoopModel:
                 bounds.append(limit + (2 if isinstance(operator, cst.GreaterThan) else 1))
         return min(bounds) if bounds else None
 
-    def _loop_counters(self, loop: cst.For | cst.While) -> set[str]:
-        counters = set()
+    def _counter_offset(
+        self, expr: cst.BaseExpression, counters: dict[str, int], loop: cst.CSTNode
+    ) -> tuple[int, int] | None:
+        """(the counter's start, what is added to it) for `counter`, `counter + k`, `counter - k`
+        with `k` a literal; None for any other expression."""
+        if isinstance(expr, cst.Name) and expr.value in counters:
+            return counters[expr.value], 0
+        if (
+            isinstance(expr, cst.BinaryOperation)
+            and isinstance(expr.operator, (cst.Add, cst.Subtract))
+            and isinstance(expr.left, cst.Name)
+            and expr.left.value in counters
+        ):
+            if not isinstance(expr.right, cst.Integer):  # a value only known at most would not bound it
+                return None
+            added = int(expr.right.evaluated_value)
+            return counters[expr.left.value], added if isinstance(expr.operator, cst.Add) else -added
+        return None
+
+    def _loop_counters(self, loop: cst.For | cst.While) -> dict[str, int]:
+        """The loop's counters (`_counted_bound`), each with the value it has on the first iteration."""
+        counters: dict[str, int] = {}
         if isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and dotted_name(loop.iter.func) == "enumerate":
-            start = [arg.value for arg in loop.iter.args[1:]]
+            start_args = [
+                arg.value for arg in loop.iter.args[1:] if arg.keyword is None or arg.keyword.value == "start"
+            ]
+            start = (
+                (int(start_args[0].evaluated_value) if isinstance(start_args[0], cst.Integer) else None)
+                if start_args
+                else 0
+            )
             target = loop.target
             if (
                 len(loop.iter.args) >= 1
-                and all(is_zero(value) for value in start)
+                and start is not None
+                and start >= 0
                 and isinstance(target, cst.Tuple)
                 and target.elements
                 and isinstance(target.elements[0].value, cst.Name)
             ):
-                counters.add(target.elements[0].value.value)
+                counters[target.elements[0].value.value] = start
         # A name raised on every iteration: `n += 1` as a statement of the body itself (not under an
         # `if`), in a body no `continue` skips the rest of.
         if id(loop) in self._continued_loops():
@@ -638,7 +698,7 @@ class LoopModel:
                 is_zero(value) and not any(a is loop for a in self.index.ancestors(value)) for value in set_to
             )
             if every_iteration and only_up and from_zero_before:
-                counters.add(name)
+                counters[name] = 0
         return counters
 
     def _continued_loops(self) -> set[int]:
@@ -662,6 +722,20 @@ class LoopModel:
             if any(isinstance(el, cst.StarredElement) for el in iterable.elements):
                 return None
             return len(iterable.elements)
+        if (
+            isinstance(iterable, cst.Call)
+            and isinstance(iterable.func, cst.Attribute)
+            and iterable.func.attr.value == "take"
+            and len(iterable.args) == 1
+            and iterable.args[0].keyword in (None, "count")
+            and (self.values.is_kind(iterable.func.value, "tfdata") or self._imports_tensorflow)
+        ):
+            return self._static_int(iterable.args[0].value, iterable)  # `ds.take(10)`: at most 10 elements
+        if isinstance(iterable, cst.Call) and self.imports.qualified_name(iterable.func) == "itertools.islice":
+            # `islice(loader, n)`, `islice(loader, start, n)`: at most `n` items, whatever it slices
+            stops = [arg.value for arg in iterable.args if arg.keyword is None and not arg.star][1:3]
+            stop = stops[-1] if stops else None
+            return None if stop is None else self._static_int(stop, iterable)
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
             func = iterable.func.value
             args = [arg.value for arg in iterable.args if arg.keyword is None and not arg.star]
@@ -692,6 +766,14 @@ class LoopModel:
         lengths = [self._length(value, depth - 1) for value in self.values.assigned.get(key, ())]
         known = [n for n in lengths if n is not None]
         return max(known) if known and len(known) == len(lengths) else None
+
+    @cached_property
+    def _imports_tensorflow(self) -> bool:
+        """In a TensorFlow module, `x.take(n)` iterated by a loop is a tf.data pipeline's (a
+        pipeline built elsewhere is not known to be one by its origin)."""
+        return any(
+            target == "tensorflow" or target.startswith("tensorflow.") for target in self.imports.bindings.values()
+        )
 
     def static_int(self, expr: cst.BaseExpression, where: cst.CSTNode) -> int | None:
         """The largest value an integer expression at `where` may have, when the module says (a
@@ -813,14 +895,20 @@ class LoopModel:
         return found
 
     def in_event_branch(self, node: cst.CSTNode) -> bool:
-        """Whether `node` sits in an `except` handler or in an `if` branch that ends the iteration
-        (break/continue/return/raise), between it and its step loop."""
+        """Whether `node` sits in an `except` handler, in an `if` branch that ends the iteration
+        (break/continue/return/raise), or in the `else` of an `if` that takes the step in its body
+        and not in its `else` (a bad batch skipped: `_skips_the_step`), between it and its step
+        loop."""
         boundary = self.step_boundary(node)
         child = node
         for ancestor in self.index.ancestors(node):
             if ancestor is boundary:
                 return False
             if isinstance(ancestor, cst.ExceptHandler):
+                return True
+            if (  # `if loss < limit: loss.backward(); opt.step()  else: skipped += 1`
+                isinstance(ancestor, cst.If) and child is ancestor.orelse and self._skips_the_step(ancestor)
+            ):
                 return True
             if isinstance(ancestor, (cst.If, cst.Else)) and isinstance(child, cst.IndentedBlock):
                 for statement in child.body:
@@ -829,22 +917,59 @@ class LoopModel:
             child = ancestor
         return False
 
-    def one_step_per_epoch(self, node: cst.CSTNode) -> bool:
+    def _skips_the_step(self, branch: cst.If) -> bool:
+        """Whether the `else` of `branch` is the step skipped: its body takes the step, its `else`
+        takes none, and its condition is no interval (`(i + 1) % accum == 0` makes the `else` the
+        common case: a micro-batch that accumulates)."""
+        orelse = branch.orelse
+        if orelse is None or self._throttles(branch):
+            return False
+
+        def steps(node: cst.CSTNode) -> bool:
+            return any(id(call) in self.step_calls for call in nodes_under(node) if isinstance(call, cst.Call))
+
+        return steps(branch.body) and not steps(orelse)
+
+    def one_step_per_epoch(self, node: cst.CSTNode, depth: int = _CALLER_DEPTH) -> bool:
         """Whether the step loop around `node` iterates epochs: full-batch training, where per step
         is per epoch.  Either the loop says so (`for epoch in range(epochs)` that takes its step on
         the whole data set), or it counts with `range` and its body draws no batch: nothing named
-        for a batch, a loader, a sample or an index (`get_batch()`, `next(it)`, `idx = randint(...)`)
-        and no subscript by the counter (`data[i]`): every step sees the same, whole data."""
+        for a batch, a loader, a sample or an index (`get_batch()`, `next(it)`, `idx = randint(...)`),
+        in it or in the step functions it calls, and no subscript by the counter (`data[i]`): every
+        step sees the same, whole data -- unless another loop runs it (an epoch loop: then it counts
+        steps).  A step
+        function (`def train(): ... optimizer.step()`) is one when every call of it in this module
+        is in such a loop (`for epoch in range(200): train()`)."""
         boundary = self.step_boundary(node)
+        if isinstance(boundary, cst.FunctionDef) and depth > 0 and id(boundary) not in self.lightning_steps:
+            sites = self._callers.get(id(boundary), ())
+            return bool(sites) and all(self.one_step_per_epoch(site, depth - 1) for site in sites)
         if not isinstance(boundary, cst.For):
             return False
         names = names_under(boundary.target) | names_under(boundary.iter)
         if any(_EPOCH_NAME.search(name) for name in names):
             return True
         iterator = boundary.iter
+        if isinstance(iterator, cst.Name) and len(self.values.assigned.get(iterator.value, ())) == 1:
+            iterator = self.values.assigned[iterator.value][0]  # `pbar = tqdm(range(n))` ... `for _ in pbar:`
+        while (  # `tqdm(range(n))`
+            isinstance(iterator, cst.Call)
+            and dotted_name(iterator.func) in PASS_THROUGH_ITERATORS
+            and iterator.args
+            and not iterator.args[0].star
+        ):
+            iterator = iterator.args[0].value
         if not (isinstance(iterator, cst.Call) and dotted_name(iterator.func) in RANGES):
             return False
+        if loop_around(self.index, boundary)[0] is not None or _environment_loops(boundary):
+            return False  # a counted loop inside another (epochs) counts steps; one of rollouts, updates
         body_names = names_under(boundary.body)
+        # The step functions the loop calls draw the batch as well as the loop could (`x, y =
+        # next(it)` in `train_step()`).
+        called = {last_name(call.func) for call in nodes_under(boundary.body) if isinstance(call, cst.Call)}
+        for function in self.index.nodes("FunctionDef"):
+            if id(function) in self.step_functions and function.name.value in called:
+                body_names |= _variable_names(function.body)
         if any(_DRAWS_BATCH.search(name) for name in body_names):
             return False
         counters = names_under(boundary.target)
@@ -853,6 +978,18 @@ class LoopModel:
             for sub in nodes_under(boundary.body)
             if isinstance(sub, cst.Subscript) and sub.slice
         )
+
+    def one_step_per_episode(self, node: cst.CSTNode) -> bool:
+        """Whether `node` runs once per episode: its step loop's body holds a loop, not around
+        `node`, that steps an environment (`while not done: ... obs, reward, done, _ =
+        env.step(action)`), so each iteration is a whole rollout -- whether the optimizer steps
+        once after it (REINFORCE) or inside it as well (a step per environment step, and `node`
+        after the rollout runs once per many of them)."""
+        boundary = self.step_boundary(node)
+        if not isinstance(boundary, LOOP_TYPES) or loop_around(self.index, node)[0] is not boundary:
+            return False  # (in a loop of its own inside the step loop: many times an episode)
+        around = {id(ancestor) for ancestor in self.index.ancestors(node)}
+        return any(id(loop) not in around for loop in _environment_loops(boundary))
 
     def times_steps(self, node: cst.CSTNode) -> bool:
         """Whether the step loop around `node` reads a clock (`time.perf_counter()`, a CUDA event's
@@ -887,6 +1024,33 @@ class LoopModel:
                         break
                     child = ancestor
         return timed
+
+    def benchmarks_steps(self, node: cst.CSTNode) -> bool:
+        """Whether the step loop around `node` measures its steps on purpose: it times them
+        (`times_steps`) and either waits for the device every step (an unguarded
+        `torch.cuda.synchronize()`: what makes the timing measure the GPU, and a wait every other
+        read-back then shares), or keeps each step's time (`times.append(time.perf_counter() -
+        start)`), or the function holding it says it is a benchmark or a profile (`def benchmark()`)
+        -- a name counts only beside the timing."""
+        if not self.times_steps(node):
+            return False
+        boundary = self.step_boundary(node)
+        if not isinstance(boundary, (*LOOP_TYPES, cst.FunctionDef)):
+            return False
+        for call in nodes_under(boundary.body):
+            if not isinstance(call, cst.Call):
+                continue
+            qualified = self.imports.qualified_name(call.func) or ""
+            if _SYNCHRONIZE.match(qualified) and self.per_step_work(call):
+                return True
+            if method_name(call) == "append" and any(
+                isinstance(inner, cst.Call) and self._reads_clock(inner)
+                for arg in call.args
+                for inner in nodes_under(arg.value)
+            ):
+                return True
+        functions = [a for a in (boundary, *self.index.ancestors(boundary)) if isinstance(a, cst.FunctionDef)]
+        return any(_BENCHMARK_NAME.search(function.name.value) for function in functions)
 
     def _reads_clock(self, call: cst.Call) -> bool:
         qualified = self.imports.qualified_name(call.func) or ""
@@ -923,6 +1087,30 @@ class LoopModel:
             ):
                 return dotted_name(aug.target)
         return None
+
+
+def _variable_names(node: cst.CSTNode) -> set[str]:
+    """The names of variables and functions under `node` (`batch`, `next`), not of attributes
+    (`dataset.split` gives `dataset`)."""
+    nodes = list(nodes_under(node))
+    attributes = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}
+    return {n.value for n in nodes if isinstance(n, cst.Name) and id(n) not in attributes}
+
+
+def _environment_loops(boundary: cst.For | cst.While) -> list[cst.For | cst.While]:
+    """The loops in a step loop's body that step an environment (`env.step(action)`): rollouts."""
+    return [
+        inner
+        for inner in nodes_under(boundary.body)
+        if isinstance(inner, LOOP_TYPES)
+        and any(
+            isinstance(call, cst.Call)
+            and method_name(call) == "step"
+            and isinstance(call.func, cst.Attribute)
+            and _ENVIRONMENT_NAME.search(last_name(call.func.value) or "")
+            for call in nodes_under(inner.body)
+        )
+    ]
 
 
 def _is_read(expr: cst.BaseExpression, is_tensor: Callable[[cst.BaseExpression], bool]) -> bool:

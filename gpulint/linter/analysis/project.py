@@ -65,7 +65,32 @@ WORKING_DATASET = "working dataset"
 # Kinds of return values the index tracks (values.KINDS).
 RETURN_KINDS = ("dataloader", "tfdata")
 # The version of a summary's shape: a cached summary of another version is not used.
-SUMMARY_VERSION = 6
+SUMMARY_VERSION = 7
+# Constructors that give each rank's model its gradient all-reduce: a module calling one runs data
+# parallel with one process per GPU (GL603 needs such a wrapper somewhere in the program).
+RANK_WRAPPERS = frozenset(
+    {
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_shard",
+        "torch.distributed._composable.fsdp.fully_shard",
+        "accelerate.Accelerator",
+        "accelerate.accelerator.Accelerator",
+    }
+)
+# TensorFlow calls that run Python inside a graph (GL703 follows them into other modules).
+TF_PYTHON_CALLS = frozenset(
+    {
+        "tensorflow.py_function",
+        "tensorflow.numpy_function",
+        "tensorflow.py_func",
+        "tensorflow.compat.v1.py_func",
+        "tensorflow.compat.v1.py_function",
+        "tensorflow.compat.v1.numpy_function",
+    }
+)
 # `torch.<factory>(...)`: a tensor built in memory (what an in-memory dataset class holds).
 _TENSOR_FACTORIES = frozenset(
     "tensor as_tensor zeros ones full empty arange linspace eye rand randn randint randperm from_numpy stack "
@@ -107,6 +132,8 @@ class FunctionSummary:
     reads_clock: bool = False
     # What it returns: (position in a returned tuple or None, callee text of a call that built it).
     returns: list[tuple[int | None, str]] = field(default_factory=list)
+    wraps_ranks: bool = False  # it calls a RANK_WRAPPERS constructor
+    runs_python: bool = False  # it calls one of TF_PYTHON_CALLS
 
 
 @dataclass
@@ -143,6 +170,8 @@ class ModuleSummary:
                     ],
                     "clock": f.reads_clock,
                     "returns": [[i, t] for i, t in f.returns],
+                    "wraps": f.wraps_ranks,
+                    "python": f.runs_python,
                 }
                 for name, f in self.functions.items()
             },
@@ -185,6 +214,8 @@ class ModuleSummary:
                     ],
                     reads_clock=bool(f["clock"]),
                     returns=[(None if i is None else int(i), str(t)) for i, t in f["returns"]],
+                    wraps_ranks=bool(f["wraps"]),
+                    runs_python=bool(f["python"]),
                 )
                 for name, f in data["functions"].items()
             }
@@ -492,8 +523,13 @@ class _Summarizer(ast.NodeVisitor):
         function.calls.append(CallSite(text, path, steps, self.classes[-1], node.lineno, self._column(node)))
         head, _, rest = text.partition(".")
         target = self.summary.bindings.get(head)
-        if target is not None and CLOCKS.match(canonical(f"{target}.{rest}" if rest else target)):
+        qualified = canonical(f"{target}.{rest}" if rest else target) if target is not None else None
+        if qualified is not None and CLOCKS.match(qualified):
             function.reads_clock = True
+        if qualified in RANK_WRAPPERS:
+            function.wraps_ranks = True
+        if qualified in TF_PYTHON_CALLS:
+            function.runs_python = True
         if (isinstance(func, ast.Attribute) and func.attr == "cuda") or (
             target is not None and f"{target}.{rest}".startswith(ACCELERATOR_CALL_PREFIXES)
         ):
@@ -654,6 +690,7 @@ class CalleeFacts:
     steps: bool = False  # takes a training step (a step function)
     reads_clock: bool = False
     returns: tuple[str, ...] = ()  # kinds of what it returns (values.KINDS names)
+    runs_python: bool = False  # calls `tf.py_function` or the like, itself or through project functions
 
 
 @dataclass(frozen=True)
@@ -672,6 +709,9 @@ class ModuleView:
     # works on that loop's tensors (facts.TORCH, facts.ACCELERATOR).
     torch_loop_elsewhere: bool = False
     accelerator_loop_elsewhere: bool = False
+    # Another module of the project wraps a model for data parallel training (RANK_WRAPPERS): the
+    # program has a gradient all-reduce for this module's accumulation to repeat (GL603).
+    ranks_wrapped_elsewhere: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.per_step or self.calls or self.reiterated)
@@ -715,7 +755,7 @@ class ModuleView:
 
     def digest(self) -> str:
         """A stable digest of the view (part of the module's cache key; "" when empty)."""
-        if not self:
+        if not self and not self.ranks_wrapped_elsewhere:
             return ""
         return hashlib.sha256(json.dumps(self.to_data(), sort_keys=True).encode()).hexdigest()[:32]
 
@@ -723,13 +763,17 @@ class ModuleView:
         """The view as JSON-ready data (a run's cache entry keeps its files' views: run/runner.py)."""
         return {
             "per_step": sorted(self.per_step),
-            "calls": [[text, facts.steps, facts.reads_clock, list(facts.returns)] for text, facts in self.calls],
+            "calls": [
+                [text, facts.steps, facts.reads_clock, list(facts.returns), facts.runs_python]
+                for text, facts in self.calls
+            ],
             "reiterated": sorted([q, -1 if i is None else i] for q, i in self.reiterated),
             # (the findings carry the chain: a caller's lines moving must re-lint this module)
             "chains": [
                 [q, [[r.path, r.location.row, r.location.column, r.message] for r in c]] for q, c in self.chains
             ],
             "loop_elsewhere": [self.torch_loop_elsewhere, self.accelerator_loop_elsewhere],
+            "ranks_wrapped_elsewhere": self.ranks_wrapped_elsewhere,
         }
 
     @classmethod
@@ -740,8 +784,11 @@ class ModuleView:
             view = cls(
                 frozenset(_text(q) for q in data["per_step"]),
                 tuple(
-                    (_text(text), CalleeFacts(_flag(steps), _flag(clock), tuple(_text(k) for k in kinds)))
-                    for text, steps, clock, kinds in data["calls"]
+                    (
+                        _text(text),
+                        CalleeFacts(_flag(steps), _flag(clock), tuple(_text(k) for k in kinds), _flag(python)),
+                    )
+                    for text, steps, clock, kinds, python in data["calls"]
                 ),
                 frozenset((_text(q), None if _number(i) == -1 else _number(i)) for q, i in data["reiterated"]),
                 tuple(
@@ -756,6 +803,7 @@ class ModuleView:
                 ),
                 _flag(torch_elsewhere),
                 _flag(accelerator_elsewhere),
+                _flag(data["ranks_wrapped_elsewhere"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a project view: {exc}") from None
@@ -816,6 +864,8 @@ class ProjectIndex:
         self.per_step: set[Function] = set()
         self.per_step_elsewhere: set[Function] = set()  # per step because of another module
         self.clock_functions: set[Function] = set()
+        self.python_functions: set[Function] = set()  # run Python in a TensorFlow graph (TF_PYTHON_CALLS)
+        self.wrapping_modules: set[str] = set()  # ids of the modules that wrap a model (RANK_WRAPPERS)
         self.returns: dict[Function, set[str]] = {}
         self.reiterated: dict[str, set[tuple[str, int | None]]] = {}  # module id -> (qualname, position)
         self._solve()
@@ -981,12 +1031,23 @@ class ProjectIndex:
             for qualname, function in summary.functions.items():
                 if function.reads_clock:
                     self.clock_functions.add((module_id, qualname))
+                if function.runs_python:
+                    self.python_functions.add((module_id, qualname))
+                if function.wraps_ranks and module_id not in self.test_modules:
+                    self.wrapping_modules.add(module_id)
         changed = True
         while changed:
             changed = False
             for caller, _site, callee in sites:
                 if callee in self.clock_functions and caller not in self.clock_functions and caller[1] != _MODULE_LEVEL:
                     self.clock_functions.add(caller)
+                    changed = True
+                if (
+                    callee in self.python_functions
+                    and caller not in self.python_functions
+                    and caller[1] != _MODULE_LEVEL
+                ):
+                    self.python_functions.add(caller)
                     changed = True
             for module_id, summary in self.summaries.items():
                 for qualname, function in summary.functions.items():
@@ -1098,6 +1159,7 @@ class ProjectIndex:
                     callee in self.step_functions,
                     callee in self.clock_functions,
                     tuple(sorted(self.returns.get(callee, ()))),
+                    callee in self.python_functions,
                 )
                 if facts != CalleeFacts():
                     calls[site.text] = facts
@@ -1115,4 +1177,8 @@ class ProjectIndex:
             chains,
             torch_loop_elsewhere=any(m.imports_torch for m in loop_modules),
             accelerator_loop_elsewhere=any(m.names_accelerator for m in loop_modules),
+            ranks_wrapped_elsewhere=any(
+                other != module_id and other.partition("|")[0] == module_id.partition("|")[0]
+                for other in self.wrapping_modules
+            ),
         )

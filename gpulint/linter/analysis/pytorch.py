@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from gpulint.linter.analysis.nodes import keyword_arg, last_name, method_name, positional_args
+from gpulint.linter.analysis.project import RANK_WRAPPERS
 from gpulint.linter.analysis.values import target_key
 from gpulint.linter.analysis.vocabulary import LOSSY_NAME, MODULE_NAME, TENSOR_METHODS, TORCH_NOT_TENSOR
 
@@ -24,6 +25,9 @@ FSDP = (
     "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
 )
 ACCELERATE_ACCELERATORS = ("accelerate.Accelerator", "accelerate.accelerator.Accelerator")
+# A call that wraps a model for data parallel training by its name: `DDP(...)`, `smart_DDP(...)`,
+# `MMDistributedDataParallel(...)`, `FSDP(...)`, `fully_shard(...)` (a project's or a library's).
+_RANK_WRAPPER_NAME = re.compile(r"DDP|DistributedDataParallel|FullyShardedDataParallel|FSDP|fully_shard")
 
 _HOST_DEVICES = re.compile(r"""^[rbuRBU]*['"](cpu|meta)\b""")
 
@@ -164,6 +168,8 @@ def is_device_target(ctx: FileContext, call: cst.Call) -> bool:
     qualified = ctx.qualified_name(target)
     if qualified and qualified.startswith("torch.") and qualified != "torch.device":
         return False  # a dtype: torch.float16
+    if isinstance(target, cst.Attribute) and target.attr.value == "dtype":
+        return False  # another tensor's dtype: `m.to(x.dtype)`
     if isinstance(target, cst.Call):
         name = ctx.call_qualified_name(target)
         if name == "torch.device" and target.args and isinstance(target.args[0].value, cst.SimpleString):
@@ -276,6 +282,12 @@ _TORCHVISION_CNN = re.compile(
     r"^torchvision\.models\.(?:[a-z_0-9]+\.)?(resnet|resnext|wide_resnet|vgg|densenet|mobilenet|efficientnet|regnet"
     r"|convnext|alexnet|googlenet|inception|squeezenet|shufflenet|mnasnet)"
 )
+
+
+def wraps_for_ranks(ctx: FileContext, call: cst.Call) -> bool:
+    """Whether `call` wraps a model for data parallel training, one process per GPU: a DDP, FSDP or
+    Accelerate constructor (project.RANK_WRAPPERS), or a function named for one."""
+    return ctx.call_qualified_name(call) in RANK_WRAPPERS or bool(_RANK_WRAPPER_NAME.search(last_name(call.func) or ""))
 
 
 # -- which expressions are tensors ---------------------------------------------------------------

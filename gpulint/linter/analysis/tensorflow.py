@@ -35,6 +35,7 @@ _TENSORISH_NAME = re.compile(r"loss|acc|metric|logit|pred|grad|norm|result|outpu
 
 
 _OPTS_OUT_OF_MAP_PARALLELIZATION = re.compile(r"(map_parallelization|autotune\s*\.\s*enabled)\s*=\s*False")
+_OPTS_INTO_MAP_PARALLELIZATION = re.compile(r"map_parallelization\s*=\s*True")
 # TensorFlow ops with state: random numbers (other than the stateless ones), Python, variables.
 _STATEFUL_OPS = re.compile(
     r"^tensorflow\.(random\.(?!stateless_)|py_function|numpy_function|compat\.v1\.py_func|Variable|keras|"
@@ -48,6 +49,20 @@ _PURE_BUILTINS = frozenset({"len", "int", "float", "tuple", "list", "dict", "str
 _STATELESS_KERAS_LAYER = re.compile(
     r"^(tensorflow\.)?keras\.layers\.(experimental\.preprocessing\.)?(Rescaling|Resizing|CenterCrop|Normalization)$"
 )
+# Writers of TFRecord files: a module that writes them and trains nothing converts a dataset once.
+_RECORD_WRITERS = frozenset(
+    {
+        "tensorflow.io.TFRecordWriter",
+        "tensorflow.python_io.TFRecordWriter",
+        "tensorflow.compat.v1.io.TFRecordWriter",
+        "tensorflow.compat.v1.python_io.TFRecordWriter",
+        "tensorflow.data.experimental.TFRecordWriter",
+    }
+)
+# Keras calls that train or run a model on a pipeline.
+_MODEL_RUNS = frozenset({"fit", "evaluate", "predict", "train_on_batch", "fit_generator"})
+# TensorFlow 1's switch to eager execution: a file that calls it runs eagerly on purpose.
+_ENABLE_EAGER = frozenset({"tensorflow.enable_eager_execution", "tensorflow.compat.v1.enable_eager_execution"})
 # Tensor methods that only read or set static shape information.
 _SHAPE_METHODS = frozenset({"set_shape", "get_shape"})
 
@@ -113,6 +128,20 @@ class TfAnalysis:
         self.calls: list[cst.Call] = ctx.index.nodes("Call")
 
     @cached_property
+    def converts_once(self) -> bool:
+        """Whether the module writes TFRecord files and trains nothing (no training step, no Keras
+        `fit`/`evaluate`/`predict`, no step function of another module): a script that converts a
+        dataset once, where no accelerator waits for its pipelines."""
+        calls = self.calls
+        if not any(self.ctx.call_qualified_name(call) in _RECORD_WRITERS for call in calls):
+            return False
+        return not (
+            self.ctx.loops.step_calls
+            or self.ctx.project.steps_elsewhere
+            or any(method_name(call) in _MODEL_RUNS for call in calls)
+        )
+
+    @cached_property
     def injects_prefetch(self) -> bool:
         """Whether tf.data ends this module's pipelines with a prefetch by itself: TensorFlow 2.13
         and later do (`inject_prefetch`, on by default), unless the module turns it off (or
@@ -125,11 +154,32 @@ class TfAnalysis:
     @cached_property
     def parallelises_stateless_maps(self) -> bool:
         """Whether tf.data runs this module's stateless `map` functions in parallel by itself
-        (`map_parallelization`, on by default in the TensorFlow versions that inject a prefetch),
-        unless the module turns it off (or autotuning)."""
-        if not tensorflow_injects_prefetch(self.ctx.target_tensorflow):
+        (`map_parallelization`, on by default in the TensorFlow versions that inject a prefetch, or
+        turned on by the module's options on any version), unless the module turns it off (or
+        autotuning)."""
+        if _OPTS_OUT_OF_MAP_PARALLELIZATION.search(self.ctx.code_without_comments):
             return False
-        return not _OPTS_OUT_OF_MAP_PARALLELIZATION.search(self.ctx.code_without_comments)
+        return self.asks_for_map_parallelization or tensorflow_injects_prefetch(self.ctx.target_tensorflow)
+
+    @cached_property
+    def asks_for_map_parallelization(self) -> bool:
+        """Whether the module's pipeline options turn `map_parallelization` on by name
+        (`options.experimental_optimization.map_parallelization = True`): the author asked tf.data
+        to run its maps in parallel."""
+        return bool(_OPTS_INTO_MAP_PARALLELIZATION.search(self.ctx.code_without_comments))
+
+    def known_stateful(self, function: cst.BaseExpression) -> bool:
+        """Whether a function given to `map` is known to draw random numbers, run Python or hold
+        state (a stateful TensorFlow op itself, or a lambda or function of this module that calls
+        one): tf.data's `map_parallelization` leaves such a map serial."""
+        qualified = self.ctx.qualified_name(function) or ""
+        if qualified.startswith("tensorflow."):
+            return bool(_STATEFUL_OPS.search(qualified))
+        body = self._function_body(function)
+        return body is not None and any(
+            isinstance(node, cst.Call) and _STATEFUL_OPS.search(self.ctx.call_qualified_name(node) or "")
+            for node in nodes_under(body)
+        )
 
     def stateless(self, function: cst.BaseExpression, depth: int = 2) -> bool:
         """Whether a function given to `map` is known to be stateless: a TensorFlow op itself
@@ -259,6 +309,49 @@ class TfAnalysis:
                             compiled.add(id(function))
                             changed = True
         return compiled
+
+    @cached_property
+    def eager_on_purpose(self) -> str | None:
+        """Why the module runs eagerly on purpose, or None: it turns eager execution on itself
+        (TensorFlow 1's `tf.enable_eager_execution()`: an eager guide or archive)."""
+        for call in self.calls:
+            qualified = self.ctx.call_qualified_name(call)
+            if qualified in _ENABLE_EAGER:
+                return f"the file turns eager execution on itself (`{dotted_name(call.func)}()`, TensorFlow 1)"
+        return None
+
+    def compiled_twin(self, step: cst.FunctionDef | cst.For | cst.While) -> str | None:
+        """The name of a compiled function of this module that is the same training step as an
+        eager one (`step`: a step function, or a loop with the tape written inline): a function
+        of the same name (a notebook that redefines `train_step` with `@tf.function`), with the
+        same body, or with the same `tf.GradientTape()` block.  A guide shows the eager step, then
+        compiles it: the eager one is there to compare.  None when there is none."""
+        code = self.ctx.module.code_for_node
+
+        def flat(node: cst.CSTNode) -> str:
+            return "".join(code(node).split())
+
+        tapes = {flat(block) for block in self.tape_blocks(step)}
+        body = flat(step.body) if isinstance(step, cst.FunctionDef) else None
+        for function in self.ctx.index.nodes("FunctionDef"):
+            if function is step or id(function) not in self.compiled:
+                continue
+            if isinstance(step, cst.FunctionDef) and function.name.value == step.name.value:
+                return function.name.value
+            if flat(function.body) == body or tapes & {flat(block) for block in self.tape_blocks(function)}:
+                return function.name.value
+        return None
+
+    def tape_blocks(self, node: cst.CSTNode) -> list[cst.With]:
+        """The `with tf.GradientTape() as tape:` blocks under `node`."""
+        return [
+            block
+            for block in nodes_under(node)
+            if isinstance(block, cst.With)
+            and any(
+                isinstance(item.item, cst.Call) and last_name(item.item.func) == "GradientTape" for item in block.items
+            )
+        ]
 
     def in_compiled(self, node: cst.CSTNode) -> bool:
         """Whether `node` is (in) a function that runs under tf.function."""

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from gpulint.linter.analysis.nodes import has_star_kwargs
+from gpulint.linter.analysis.nodes import has_star_kwargs, keyword_arg
+from gpulint.linter.analysis.vocabulary import SHORT_LOOP_STEPS
 
 if TYPE_CHECKING:
     from gpulint.linter.analysis.context import FileContext
@@ -46,6 +47,38 @@ def is_lightning_trainer(ctx: FileContext, call: cst.Call) -> bool:
 # Intervals this small run the work every step or nearly: HF `eval_steps`/`save_steps`, Lightning
 # `val_check_interval` (an int counts training batches).
 TINY_INTERVAL = 10
+
+
+def short_run(ctx: FileContext, call: cst.Call) -> str | None:
+    """Why a trainer configured by `call` runs fewer than SHORT_LOOP_STEPS training steps, as the
+    code says (a demo, a smoke test: start-up costs more than per-step settings there), or None:
+    `max_steps` of a value the module gives (a literal, a name given literals, an argparse
+    default), Lightning's `fast_dev_run`, or `limit_train_batches` times `max_epochs` as literals."""
+    steps = keyword_arg(call, "max_steps")
+    value = ctx.loops.static_int(steps.value, call) if steps is not None else None
+    if value is not None and 0 < value < SHORT_LOOP_STEPS:
+        return f"`max_steps={value}`"
+    dev_run = keyword_arg(call, "fast_dev_run")
+    if dev_run is not None and (
+        (isinstance(dev_run.value, cst.Name) and dev_run.value.value == "True")
+        or (isinstance(dev_run.value, cst.Integer) and int(dev_run.value.evaluated_value) > 0)
+    ):
+        return f"`fast_dev_run={ctx.code(dev_run.value)}`"
+    batches, epochs = keyword_arg(call, "limit_train_batches"), keyword_arg(call, "max_epochs")
+    if (
+        batches is not None
+        and epochs is not None
+        and isinstance(batches.value, cst.Integer)
+        and isinstance(epochs.value, cst.Integer)
+        and 0 < int(batches.value.evaluated_value) * int(epochs.value.evaluated_value) < SHORT_LOOP_STEPS
+    ):
+        return f"`limit_train_batches={batches.value.value}` for `max_epochs={epochs.value.value}`"
+    return None
+
+
+def short_run_hint(what: str) -> str:
+    """The hint of a trainer setting in a short run (`short_run`)."""
+    return f"a short run ({what}, fewer than {SHORT_LOOP_STEPS} steps): start-up costs more than this setting there"
 
 
 def commented_arguments(ctx: FileContext, call: cst.Call) -> set[str]:

@@ -306,6 +306,12 @@ class ValueOrigins:
             qualified = self.imports.qualified_name(func) or ""
             if qualified.startswith("torch.") and qualified[len("torch.") :] in HOST_FACTORIES:
                 device = next((arg.value for arg in expr.args if arg.keyword and arg.keyword.value == "device"), None)
+                if (  # `torch.device("cpu")`
+                    isinstance(device, cst.Call)
+                    and self.imports.qualified_name(device.func) == "torch.device"
+                    and device.args
+                ):
+                    device = device.args[0].value
                 return device is None or (
                     isinstance(device, cst.SimpleString) and bool(_HOST_DEVICE.match(device.value))
                 )

@@ -195,6 +195,10 @@ CPU_AFFINITY_CALL = "os.sched_getaffinity"
 
 # A step loop known to run fewer steps than this in all is a demo or a smoke test (loops.py).
 SHORT_LOOP_STEPS = 20
+# A step loop known to run fewer steps than this in all (and at least SHORT_LOOP_STEPS) is reported
+# by the per-step rules with a hint: a few dozen syncs or prints cost milliseconds in a run whose
+# start-up takes seconds, so the finding shows no evidence of a real cost (loops.py).
+FEW_LOOP_STEPS = 50
 # Wrappers that iterate what they are given, as many times: `enumerate(xs)`, `tqdm(range(n))`.
 PASS_THROUGH_ITERATORS = frozenset({"enumerate", "tqdm", "reversed", "sorted", "list", "tuple"})
 RANGES = frozenset({"range", "trange"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import cached_property
 
 import libcst as cst
@@ -22,8 +23,9 @@ from gpulint.linter.analysis.nodes import (
     positional_args,
 )
 from gpulint.linter.analysis.pytorch import ACCELERATE_ACCELERATORS, is_device_target
-from gpulint.linter.analysis.vocabulary import MODULE_NAME
-from gpulint.linter.findings import Applicability
+from gpulint.linter.analysis.vocabulary import MODULE_NAME, SYNC_METHODS
+from gpulint.linter.analysis.walk import nodes_under
+from gpulint.linter.findings import Applicability, Fix, RawFinding
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import CUDA_SCRIPT
@@ -33,6 +35,8 @@ _VIEW_METHODS = frozenset(
     "reshape view flatten squeeze unsqueeze permute transpose contiguous float double half long int bool "
     "bfloat16 clone".split()
 )
+# Methods that take one item out of a batch dictionary (`batch.pop("input_ids")`): still the batch.
+_ITEM_METHODS = frozenset({"pop", "get"})
 # Parameters of a step function that hold a batch (`def train_step(model, batch, optimizer)`).
 _BATCH_PARAM = re.compile(
     r"batch|^(inputs?|targets?|labels?|images?|imgs?|samples?|data|x|y|xb|yb|features|tokens|input_ids|masks?)$", re.I
@@ -55,8 +59,15 @@ class BlockingHostToDeviceCopy(Rule):
     labels) are reported.
     A batch is what the step loop iterates
     (`for x, y in loader`), what is unpacked or indexed from it (`x, y = batch`, `batch["input_ids"]`,
-    the values of a `{k: v.to(device) for k, v in batch.items()}`), or a batch parameter of a step
-    function.
+    `batch.pop("input_ids")`, the values of a `{k: v.to(device) for k, v in batch.items()}`), or a
+    batch parameter of a step function.  Copies in one statement (`x, y = x.to(d), y.to(d)`) are one
+    finding that counts them, with one fix for all.  Where the module names no GPU (it moves the
+    batch to a device it is handed, which may be the host) the message says "the device".
+
+    Held back unless hints are shown (a hint on the finding says why): a copy in a loop the code
+    bounds to fewer than 50 steps, and one in a step that reads a tensor back every step
+    (`loss.item()`, `float(loss)`): the host then waits for the device to drain anyway, so the next
+    copy starts with nothing queued for it to overlap.
 
     ## Why it is slow
     A blocking copy makes the host wait until the copy has finished before it can queue the
@@ -379,6 +390,60 @@ class BlockingHostToDeviceCopy(Rule):
                 optimizer.step()
             """,
         ),
+        # items taken out of a batch dictionary
+        Invalid(
+            """
+            for batch in loader:
+                input_ids = batch.pop("input_ids").to(device)
+                mask = batch.pop("attention_mask")
+                mask = mask.to(device)
+                loss = model(input_ids, mask, **batch).loss
+                loss.backward()
+                optimizer.step()
+            """,
+            "5:40",
+            "7:12",
+            header=CUDA_SCRIPT,
+            fixed="""
+            for batch in loader:
+                input_ids = batch.pop("input_ids").to(device, non_blocking=True)
+                mask = batch.pop("attention_mask")
+                mask = mask.to(device, non_blocking=True)
+                loss = model(input_ids, mask, **batch).loss
+                loss.backward()
+                optimizer.step()
+            """,
+        ),
+        # three copies in one statement: one finding that counts them, one fix for all; a module
+        # that names no GPU (it moves the batch to a device it is handed) says "the device"
+        Invalid(
+            """
+            def train(model, loader, optimizer, device):
+                for x, y, w in loader:
+                    x, y, w = x.to(device), y.to(device), w.to(device)
+                    loss = (model(x, w) - y).pow(2).mean()
+                    loss.backward()
+                    optimizer.step()
+            """,
+            "4:19",
+            header="import torch\n",
+            messages=(
+                "3 batch tensors copied in one statement to the device without `non_blocking=True`: the host waits "
+                "for every copy",
+            ),
+            fixed="""
+            def train(model, loader, optimizer, device):
+                for x, y, w in loader:
+                    x, y, w = (
+                        x.to(device, non_blocking=True),
+                        y.to(device, non_blocking=True),
+                        w.to(device, non_blocking=True),
+                    )
+                    loss = (model(x, w) - y).pow(2).mean()
+                    loss.backward()
+                    optimizer.step()
+            """,
+        ),
         # a batch parameter of a step function
         Invalid(
             """
@@ -428,6 +493,8 @@ class BlockingHostToDeviceCopy(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._batch_names: dict[int, set[str]] = {}  # per step boundary (by id)
+        self._statement_findings: dict[int, RawFinding] = {}  # id() of a statement -> its finding
+        self._copies: dict[int, int] = {}  # id() of a finding -> the copies it stands for
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -452,12 +519,58 @@ class BlockingHostToDeviceCopy(Rule):
             return
         if self._from_dali_gpu_output(node, receiver):
             return  # a DALI pipeline made it on the GPU: the copy copies nothing
-        self.report(
-            node,
-            fix=set_keyword(
-                self.ctx, node, "non_blocking", "True", Applicability.SAFE, "Copy asynchronously: `non_blocking=True`"
-            ),
+        fix = set_keyword(
+            self.ctx, node, "non_blocking", "True", Applicability.SAFE, "Copy asynchronously: `non_blocking=True`"
         )
+        statement = self.ctx.statement_of(node)
+        earlier = self._statement_findings.get(id(statement))
+        if earlier is not None:
+            self._add_copy(earlier, fix)
+            return
+        hint = self.ctx.loops.few_steps_hint(node)
+        if hint is None and self._step_reads_back(node):
+            hint = "the step reads a value back every step: the device is idle when the next copy starts"
+        self.report(node, message=self._message(1), fix=fix, hint=hint)
+        self._statement_findings[id(statement)] = self.findings[-1]
+
+    def _step_reads_back(self, node: cst.Call) -> bool:
+        """Whether the step around the copy reads a tensor back on every step (`loss.item()`,
+        `float(loss)`, `out.cpu()`): the host then waits for the device to drain each step, so the
+        next step's copy starts with nothing queued for it to overlap, blocking or not."""
+        boundary = self.ctx.loops.step_boundary(node)
+        if not isinstance(boundary, (cst.For, cst.While, cst.FunctionDef)):
+            return False
+        tensors = self.ctx.torch.tensors
+        for call in nodes_under(boundary.body):
+            if not isinstance(call, cst.Call):
+                continue
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in SYNC_METHODS:
+                read = tensors.is_tensor(func.value) and not self.ctx.values.on_host(func.value)
+            elif isinstance(func, cst.Name) and func.value in ("float", "int") and len(call.args) == 1:
+                read = func.value not in self.ctx.imports.bindings and tensors.is_tensor(call.args[0].value)
+            else:
+                continue
+            if read and self.ctx.loops.per_step_work(call):
+                return True
+        return False
+
+    def _add_copy(self, finding: RawFinding, fix: Fix | None) -> None:
+        """Copies of one statement (`x, y = x.to(d), y.to(d)`) have one cause and one fix: the
+        statement's finding counts them, and its fix makes every one of them asynchronous."""
+        self._copies[id(finding)] = count = self._copies.get(id(finding), 1) + 1
+        finding.message = self._message(count)
+        if finding.fix is not None and fix is not None:
+            finding.fix = replace(finding.fix, replacements={**finding.fix.replacements, **fix.replacements})
+
+    def _message(self, copies: int) -> str:
+        """The message for `copies` blocking copies in one statement; "the device" where the module
+        does not say it runs on a GPU (it only moves work to a device it is handed)."""
+        target = (
+            "the GPU" if self.ctx.names_accelerator or self.ctx.project.accelerator_loop_elsewhere else "the device"
+        )
+        what = "batch copied" if copies == 1 else f"{copies} batch tensors copied in one statement"
+        return f"{what} to {target} without `non_blocking=True`: the host waits for every copy"
 
     def _moved_before(self, node: cst.Call, root: str) -> bool:
         """Whether `root` already holds a device tensor here: an earlier statement of the same step
@@ -608,15 +721,19 @@ class BlockingHostToDeviceCopy(Rule):
 
 
 def _root_name(expr: cst.BaseExpression) -> str | None:
-    """`batch` for `batch`, `batch["x"]`, `batch.x`, `batch[0].x`, `ids[:, i:i + n]`, and through
-    methods that keep a tensor where it is (`x.reshape(n, -1)`, `x.long()`)."""
+    """`batch` for `batch`, `batch["x"]`, `batch.x`, `batch[0].x`, `ids[:, i:i + n]`, through
+    methods that keep a tensor where it is (`x.reshape(n, -1)`, `x.long()`), and through an item
+    taken out of a batch dictionary (`batch.pop("input_ids")`, `batch.get("labels")`)."""
     while True:
         if isinstance(expr, (cst.Attribute, cst.Subscript)):
             expr = expr.value
         elif (
             isinstance(expr, cst.Call)
             and isinstance(expr.func, cst.Attribute)
-            and expr.func.attr.value in _VIEW_METHODS
+            and (
+                expr.func.attr.value in _VIEW_METHODS
+                or (expr.func.attr.value in _ITEM_METHODS and positional_args(expr))
+            )
         ):
             expr = expr.func.value
         else:
@@ -625,8 +742,8 @@ def _root_name(expr: cst.BaseExpression) -> str | None:
 
 def _copies_to_device(ctx: FileContext, call: cst.Call) -> bool:
     """`.to(device)`, `.cuda()`, or `.type(torch.cuda.LongTensor)`: a copy to the accelerator."""
-    if not isinstance(call.func, cst.Attribute):
-        return False  # `y = prep(y)`: a call of a plain name copies nothing
+    if not isinstance(call.func, cst.Attribute) or call.func.attr.value not in ("to", "cuda", "type"):
+        return False  # `y = prep(y)`, `m = batch.pop("mask")`: copies nothing
     if call.func.attr.value != "type":
         return is_device_target(ctx, call)
     positional = positional_args(call)
@@ -651,7 +768,14 @@ def _target_names(target: cst.BaseExpression) -> set[str]:
 
 
 def _is_plain_view(expr: cst.BaseExpression, names: set[str]) -> bool:
-    """`batch`, `batch["x"]`, `batch.x`, `(batch[0], batch[1])`: the batch itself, not a result."""
+    """`batch`, `batch["x"]`, `batch.x`, `(batch[0], batch[1])`, `batch.pop("x")`: the batch
+    itself, not a result."""
     if isinstance(expr, (cst.Tuple, cst.List)):
         return bool(expr.elements) and all(_is_plain_view(el.value, names) for el in expr.elements)
-    return isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)) and _root_name(expr) in names
+    item = (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in _ITEM_METHODS
+        and bool(positional_args(expr))
+    )
+    return (item or isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript))) and _root_name(expr) in names

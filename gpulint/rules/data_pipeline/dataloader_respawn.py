@@ -236,7 +236,7 @@ class DataLoaderRespawn(Rule):
             """,
             "8:10",
             header=CUDA_SCRIPT,
-            hint=True,
+            hints=("`args.dataloader_num_workers` defaults to 0: no workers start unless the run asks for them",),
             fixed="""
             import argparse
             parser = argparse.ArgumentParser()

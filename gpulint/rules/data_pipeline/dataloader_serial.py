@@ -7,6 +7,7 @@ import libcst as cst
 from gpulint.linter.analysis.code_shapes import LOADER_BUILT
 from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import ACCELERATOR, ONE_PROCESS_PER_GPU, TORCH
+from gpulint.linter.analysis.item_cost import UNKNOWN_COST_HINT
 from gpulint.linter.analysis.nodes import is_zero, keyword_arg, positional_args
 from gpulint.linter.analysis.pytorch import dataloader_dataset, is_dataloader
 from gpulint.linter.findings import Applicability
@@ -463,7 +464,7 @@ class DataLoaderSerial(Rule):
             "8:14",
             header=CUDA_SCRIPT,
             options={"num-workers": "4"},
-            hint=True,
+            hints=("the run loads only 16 batches",),
             fixed="""
             from torchvision import datasets, transforms
 
@@ -498,7 +499,7 @@ class DataLoaderSerial(Rule):
             """,
             "5:9",
             "6:9",
-            hint=True,
+            hints=(UNKNOWN_COST_HINT,) * 2,
             messages=(
                 "DataLoader loads batches in the training process (no `num_workers`): the GPU waits for every batch",
                 "DataLoader loads batches in the training process (no `num_workers`): the GPU waits for every batch"
@@ -537,7 +538,7 @@ class DataLoaderSerial(Rule):
             """,
             "5:12",
             "8:16",
-            hint=True,
+            hints=(UNKNOWN_COST_HINT,) * 2,
             fixed="""
             import os
 
@@ -570,7 +571,7 @@ class DataLoaderSerial(Rule):
                 main()
             """,
             "7:14",
-            hint=True,
+            hints=(UNKNOWN_COST_HINT,),
             fixed="""
             import os
             import sys
@@ -600,7 +601,7 @@ class DataLoaderSerial(Rule):
             """,
             "5:13",
             "6:12",
-            hint=True,
+            hints=(UNKNOWN_COST_HINT,) * 2,
             messages=(_HOST_MESSAGE, _HOST_MESSAGE + EXPLICIT_ZERO_NOTE),
             fixed="""
             import os
@@ -622,7 +623,7 @@ class DataLoaderSerial(Rule):
                 loader = DataLoader(ds, **kwargs)
             """,
             "4:14",
-            hint=True,
+            hints=(UNKNOWN_COST_HINT,),
         ),
         # one process per GPU (torchrun, DDP): the default divides the node's cores among its
         # ranks; a configured expression is written as it is
@@ -640,7 +641,7 @@ class DataLoaderSerial(Rule):
                 main()
             """,
             "7:14",
-            hint=True,
+            hints=(UNKNOWN_COST_HINT,),
             fixed="""
             import os
 
@@ -674,7 +675,7 @@ class DataLoaderSerial(Rule):
                 loader = DataLoader(ds, batch_size=32)
             """,
             "8:14",
-            hint=True,
+            hints=(UNKNOWN_COST_HINT,),
             header=CUDA_SCRIPT,
             fixed="""
             import torch.distributed as dist
@@ -692,7 +693,7 @@ class DataLoaderSerial(Rule):
                 loader = DataLoader(ds)
             """,
             "5:14",
-            hint=True,
+            hints=(UNKNOWN_COST_HINT,),
             header=CUDA_SCRIPT,
             fixed="""
             if __name__ == "__main__":
@@ -719,7 +720,7 @@ class DataLoaderSerial(Rule):
             "6:12",
             "10:9",
             "11:9",
-            hint=True,
+            hints=(UNKNOWN_COST_HINT,) * 4,
             header=CUDA_SCRIPT,
         ),
         # a dataset whose transforms hold a lambda: it cannot be pickled into a worker under `spawn`
@@ -756,7 +757,7 @@ class DataLoaderSerial(Rule):
             """,
             "14:9",
             "15:9",
-            hint=True,
+            hints=(UNKNOWN_COST_HINT,) * 2,
             header=CUDA_SCRIPT,
             fixed="""
             from torch.utils.data import IterableDataset, get_worker_info

@@ -10,7 +10,7 @@ import libcst as cst
 from gpulint.linter.analysis.code_shapes import LOADER_BUILT
 from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
-from gpulint.linter.analysis.item_cost import TOKENIZES
+from gpulint.linter.analysis.item_cost import TOKENIZES, UNKNOWN_COST_HINT
 from gpulint.linter.analysis.nodes import is_false, keyword_arg, method_name, positional_args
 from gpulint.linter.analysis.pytorch import is_dataloader
 from gpulint.linter.analysis.walk import nodes_under
@@ -232,7 +232,7 @@ class DataLoaderUnpinned(Rule):
             """,
             "10:10",
             header=CUDA_SCRIPT,
-            hint=True,
+            hints=("its batches are token ids, small to copy",),
             fixed="""
             from torch.utils.data import Dataset
 
@@ -269,7 +269,7 @@ class DataLoaderUnpinned(Rule):
             """,
             "4:5",
             "5:5",
-            hint=True,
+            hints=(UNKNOWN_COST_HINT,) * 2,
             header=CUDA_SCRIPT,
             fixed="""
             a = DataLoader(ds, num_workers=4, pin_memory=True)
@@ -291,7 +291,7 @@ class DataLoaderUnpinned(Rule):
                     model(x.to(device))
             """,
             "6:17",
-            hint=True,
+            hints=(UNKNOWN_COST_HINT,),
             fixed="""
             import torch
             from torch.utils.data import DataLoader
@@ -324,7 +324,7 @@ class DataLoaderUnpinned(Rule):
             """,
             "10:12",
             "13:17",
-            hint=True,
+            hints=(UNKNOWN_COST_HINT,) * 2,
             fixed="""
             import torch
             from torch.utils.data import DataLoader
@@ -378,7 +378,7 @@ class DataLoaderUnpinned(Rule):
             "11:14",
             "15:12",
             "18:12",
-            hint=True,
+            hints=(UNKNOWN_COST_HINT,) * 4,
             fixed="""
             import torch
             from torch.utils.data import DataLoader
@@ -410,7 +410,7 @@ class DataLoaderUnpinned(Rule):
             )
             """,
             "4:10",
-            hint=True,
+            hints=(UNKNOWN_COST_HINT,),
             header=CUDA_SCRIPT,
             fixed="""
             loader = DataLoader(  # comment kept

@@ -11,7 +11,8 @@ import libcst as cst
 from gpulint.linter.analysis.context import is_test_path
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
 from gpulint.linter.analysis.loops import SCOPE_TYPES
-from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, positional_args
+from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, method_name, positional_args
+from gpulint.linter.analysis.pytorch import wraps_for_ranks
 from gpulint.linter.analysis.walk import words_under
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -37,7 +38,9 @@ class GlooOnCuda(Rule):
     reported: `"nccl" if torch.cuda.is_available() else "gloo"`, inside `if sys.platform ==
     "win32":`, after `dist.is_nccl_available()`, or a mixed `"cpu:gloo,cuda:nccl"` string.  Nor
     is a group that only serves RPC (`torch.distributed.rpc` in the module, and no DDP, FSDP or
-    collective there): no gradient crosses it.
+    collective there): no gradient crosses it; nor a module that computes no gradient and wraps no
+    model (no `.backward()`, no training step, no DDP or FSDP: an evaluation or sampling script
+    whose group carries barriers, gathered results and a final metric).
 
     ## Why it is slow
     Gloo all-reduces CUDA tensors by copying them through host memory and the CPU network stack;
@@ -117,6 +120,21 @@ class GlooOnCuda(Rule):
             x = torch.zeros(1).cuda()
             """,
         ),
+        # an evaluation script: no gradient, no wrapped model; the group gathers results
+        Valid(
+            """
+            import torch
+            import torch.distributed as dist
+            if world_size > 1:
+                dist.init_process_group("gloo", rank=rank, world_size=world_size)
+            model = load_model().cuda().eval()
+            with torch.no_grad():
+                results = [model(batch.cuda()).argmax(-1).tolist() for batch in loader]
+            gathered = [None] * world_size
+            dist.all_gather_object(gathered, results)
+            dist.barrier()
+            """,
+        ),
         # CPU training: gloo is right
         Valid(
             """
@@ -175,7 +193,7 @@ class GlooOnCuda(Rule):
             dist.init_process_group("gloo", rank=0)
             backend = "gloo"
             dist.init_process_group(backend=backend)
-            x = torch.zeros(1).cuda()
+            model(torch.zeros(1).cuda()).backward()
             """,
             "3:1",
             "4:1",
@@ -187,7 +205,7 @@ class GlooOnCuda(Rule):
             dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo", rank=0)
             backend = "gloo"
             dist.init_process_group(backend=backend)
-            x = torch.zeros(1).cuda()
+            model(torch.zeros(1).cuda()).backward()
             """,
         ),
         # the else of a platform check is the ordinary path
@@ -200,7 +218,7 @@ class GlooOnCuda(Rule):
                 dist.init_process_group("gloo")
             else:
                 dist.init_process_group("gloo")
-            x = torch.zeros(1).cuda()
+            model(torch.zeros(1).cuda()).backward()
             """,
             "7:5",
             fixed="""
@@ -211,7 +229,7 @@ class GlooOnCuda(Rule):
                 dist.init_process_group("gloo")
             else:
                 dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-            x = torch.zeros(1).cuda()
+            model(torch.zeros(1).cuda()).backward()
             """,
         ),
         # the fix swaps the literal only
@@ -220,7 +238,7 @@ class GlooOnCuda(Rule):
             import torch
             import torch.distributed as dist
             dist.init_process_group(backend='gloo', world_size=2)  # one node
-            x = torch.zeros(1).cuda()
+            model(torch.zeros(1).cuda()).backward()
             """,
             "3:1",
             fixed="""
@@ -229,7 +247,7 @@ class GlooOnCuda(Rule):
             dist.init_process_group(
                 backend='nccl' if torch.cuda.is_available() else 'gloo', world_size=2
             )  # one node
-            x = torch.zeros(1).cuda()
+            model(torch.zeros(1).cuda()).backward()
             """,
         ),
     ]
@@ -241,6 +259,8 @@ class GlooOnCuda(Rule):
             return  # tests pick gloo on purpose: it runs on CI machines without GPUs
         if self._rpc_only:
             return  # a rendezvous for RPC: no gradient crosses the group
+        if self._trains_nothing:
+            return  # an evaluation or sampling script: barriers and a few metrics cross the group
         backend = keyword_arg(node, "backend")
         if backend is None:
             positional = positional_args(node)
@@ -271,6 +291,18 @@ class GlooOnCuda(Rule):
             return False
         return not any(
             _GRADIENTS_CROSS.match(self.ctx.call_qualified_name(call) or "") for call in self.ctx.index.nodes("Call")
+        )
+
+    @cached_property
+    def _trains_nothing(self) -> bool:
+        """The module computes no gradient (no `.backward()`, no training step) and wraps no model
+        for data parallel training: its group carries barriers, gathered results and a final
+        metric, not gradients."""
+        calls = self.ctx.index.nodes("Call")
+        return not (
+            self.ctx.loops.step_calls
+            or self.ctx.project.steps_elsewhere
+            or any(method_name(call) == "backward" or wraps_for_ranks(self.ctx, call) for call in calls)
         )
 
     def _is_fallback(self, node: cst.CSTNode) -> bool:

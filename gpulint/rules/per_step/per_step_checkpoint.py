@@ -39,7 +39,9 @@ class PerStepCheckpoint(Rule):
     A checkpoint written inside a training step loop, not under an interval guard:
     `torch.save(...)`, `model.save_pretrained(...)`, `accelerator.save_state(...)`,
     `trainer.save_checkpoint(...)`, Keras `model.save(...)` / `save_weights(...)`.  In full-batch
-    training (the step loop iterates epochs) a save runs once per epoch and is not reported.
+    training (the step loop iterates epochs) a save runs once per epoch and is not reported.  In a
+    loop the code bounds to fewer than 50 steps the finding carries a hint and is held back unless
+    hints are shown.
 
     ## Why it is slow
     A checkpoint copies every weight (and the optimizer state, often twice the weights) from the
@@ -260,7 +262,11 @@ class PerStepCheckpoint(Rule):
         if self.ctx.loops.one_step_per_epoch(node):
             return  # full-batch training: a step per epoch, and this saves once per epoch
         interval = self.option(CHECKPOINT_EVERY)
-        self.report(node, fix=guard_fix(self.ctx, node, CHECKPOINT_EVERY.key, interval, "checkpointing"))
+        self.report(
+            node,
+            fix=guard_fix(self.ctx, node, CHECKPOINT_EVERY.key, interval, "checkpointing"),
+            hint=self.ctx.loops.few_steps_hint(node),
+        )
 
     def _is_checkpoint(self, node: cst.Call) -> bool:
         qualified = self.ctx.call_qualified_name(node)

@@ -32,7 +32,13 @@ class PerStepLogging(Rule):
     guard.  A progress mark -- `print(".", end="")`, constant text that does not end the line -- reads
     nothing back and writes a byte: it is not reported.  Nor is logging in a loop of a handful of
     steps (fewer than 20 known statically: `range(15)`, a default argument, `num_batches = 3`), or
-    under a condition that reads the data (`if loss > 10:`), which does not run every step.
+    under a condition that reads the data (`if loss > 10:`), which does not run every step, or in
+    the `else` of a condition (not an interval) whose body takes the step: a skipped bad batch.
+    Nor logging that runs once per epoch or episode however often the optimizer steps: full-batch
+    training (one step per epoch, as GL301 tells it), or a log after a loop that steps an
+    environment (`while not done: ... env.step(action)`), where each iteration of the step loop is
+    a whole episode.  In a loop the code bounds to fewer than 50 steps the finding carries a hint and is
+    held back unless hints are shown: a few dozen prints cost milliseconds.
 
     ## Why it is slow
     Each call formats strings, writes to a terminal, file or socket, and usually reads the loss back
@@ -97,6 +103,73 @@ class PerStepLogging(Rule):
     options = (LOG_EVERY,)
 
     VALID = [
+        # full-batch training: a step function on the whole graph, one step (and one print) per epoch
+        Valid(
+            """
+            def train():
+                optimizer.zero_grad()
+                out = model(data.x, data.edge_index)
+                loss = criterion(out[data.train_mask], data.y[data.train_mask])
+                loss.backward()
+                optimizer.step()
+                return float(loss)
+
+            for epoch in range(1, 201):
+                loss = train()
+                print(f"Epoch: {epoch:03d}, Loss: {loss:.4f}")
+            """,
+            header=LOGGING_SCRIPT,
+        ),
+        # an optimizer step per episode after a rollout, and one inside the rollout: the log after
+        # the rollout runs once per episode
+        Valid(
+            """
+            for episode in range(num_episodes):
+                state, done, rewards = env.reset(), False, []
+                while not done:
+                    action, log_prob = policy.act(state)
+                    state, reward, done, _ = env.step(action)
+                    rewards.append(reward)
+                loss = policy.loss(rewards)
+                loss.backward()
+                optimizer.step()
+                writer.add_scalar("reward", sum(rewards), episode)
+
+            for episode in range(num_episodes):
+                state, done = env.reset(), False
+                while not done:
+                    state, reward, done, _ = env.step(agent.act(state))
+                    agent.loss(state, reward).backward()
+                    optimizer.step()
+                critic_optimizer.step()
+                logger.info("episode %d done", episode)
+            """,
+            header=LOGGING_SCRIPT,
+        ),
+        # the `else` of a condition whose body takes the step: a bad batch skipped
+        Valid(
+            """
+            for batch in loader:
+                loss = compute_loss(model, batch)
+                if loss < loss_upper_limit:
+                    loss.backward()
+                    optimizer.step()
+                else:
+                    skipped += 1
+                    logger.info(f"skipping a batch with loss {loss}, {skipped} so far")
+
+            class Separation:
+                def fit_batch(self, batch):
+                    loss = self.compute_objectives(self.compute_forward(batch), batch)
+                    if loss.nelement() > 0 and loss < self.hparams.loss_upper_lim:
+                        self.scaler.scale(loss).backward()
+                        self.scaler.step(self.optimizer)
+                    else:
+                        self.nonfinite_count += 1
+                        logger.info(f"infinite or empty loss, {self.nonfinite_count} so far: skipping the batch")
+            """,
+            header=LOGGING_SCRIPT,
+        ),
         # a warning, throttled, the first step only, events, text
         Valid(
             """
@@ -681,10 +754,13 @@ class PerStepLogging(Rule):
         kind = logging_call_kind(self.ctx, node)
         if kind is None or (kind == "print" and _progress_mark(node)) or not self.ctx.loops.per_step_work(node):
             return
+        if self.ctx.loops.one_step_per_epoch(node) or self.ctx.loops.one_step_per_episode(node):
+            return  # once per epoch or per episode, however often the optimizer steps
         self.report(
             node,
             message=f"{_LOGGING_LABELS[kind]} runs on every training step; log every N steps",
             fix=guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY), "logging"),
+            hint=self.ctx.loops.few_steps_hint(node),
         )
 
 

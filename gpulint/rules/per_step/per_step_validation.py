@@ -8,6 +8,7 @@ from gpulint.linter.analysis.code_shapes import EVALUATED, STEP_LOOP
 from gpulint.linter.analysis.facts import STEPS
 from gpulint.linter.analysis.nodes import last_name
 from gpulint.linter.analysis.vocabulary import EVALUATION_NAME
+from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.guards import guard_fix
 from gpulint.linter.rule import Invalid, Rule, RuleOption, Valid, positive_int
@@ -28,8 +29,12 @@ class PerStepValidation(Rule):
     ## What it finds
     A call that evaluates the model -- `evaluate(...)`, `validate(...)`, `run_validation(...)`,
     `model.eval()` -- inside a training step loop, not under an interval guard.  In full-batch
-    training (the step loop iterates epochs: one optimizer step per epoch) it runs once per epoch,
-    and is not reported.
+    training (the step loop iterates epochs: one optimizer step per epoch, also through a step
+    function called once per epoch, or a `tqdm(range(n))` loop that trains on the same data every
+    step) it runs once per epoch, and is not reported.  Nor is `model.eval()` followed in its block
+    by a training step: one network is put in eval mode for another's step (a GAN's phases).  In
+    a loop the code bounds to fewer than 50 steps the finding carries a hint and is held back unless
+    hints are shown.
 
     ## Why it is slow
     Validation runs a whole pass over the validation set.  Doing it after every optimizer step
@@ -83,6 +88,62 @@ class PerStepValidation(Rule):
     options = (EVAL_EVERY,)
 
     VALID = [
+        # a step helper on the whole graph in a tqdm loop: one step per epoch
+        Valid(
+            """
+            def _train_step(model, dataset, opt):
+                data = dataset[0]
+                mask = data.train_mask if dataset.split != "THI" else data.mask
+                out = model(data.x, data.edge_index)
+                loss = criterion(out[data.train_mask], data.y[data.train_mask])
+                loss.backward()
+                opt.step()
+                return loss
+
+            for _ in tqdm(range(n_steps)):
+                loss = _train_step(model, dataset, opt)
+                metrics = _eval_step(model, dataset)
+
+            pbar = tqdm(range(n_steps))
+            for _ in pbar:
+                loss = _train_step(model, dataset, opt)
+                metrics = _eval_step(model, dataset)
+            """,
+            header=LOGGING_SCRIPT,
+        ),
+        # the other network in eval mode for this one's step: no validation
+        Valid(
+            """
+            for real in loader:
+                gen.train()
+                disc.eval()
+                loss_g = criterion(disc(gen(noise())), ones)
+                loss_g.backward()
+                opt_g.step()
+                gen.eval()
+                disc.train()
+                loss_d = criterion(disc(real), ones) + criterion(disc(gen(noise()).detach()), zeros)
+                loss_d.backward()
+                opt_d.step()
+            """,
+            header=LOGGING_SCRIPT,
+        ),
+        # a full-batch step function called once per epoch: it validates once per epoch
+        Valid(
+            """
+            def train(model, data, optimizer):
+                optimizer.zero_grad()
+                out = model(data.x, data.edge_index)
+                loss = criterion(out[data.train_mask], data.y[data.train_mask])
+                loss.backward()
+                optimizer.step()
+                return loss, evaluate(model, data)
+
+            for epoch in range(1, 201):
+                loss, val_acc = train(model, data, optimizer)
+            """,
+            header=LOGGING_SCRIPT,
+        ),
         # full-batch training: one step per epoch, so this runs once per epoch
         Valid(
             """
@@ -331,6 +392,20 @@ class PerStepValidation(Rule):
         ),
     ]
 
+    def _steps_after(self, node: cst.Call) -> bool:
+        """Whether a training step follows `node` in its own block (`disc.eval()` ...
+        `loss_g.backward(); opt_g.step()`): the mode switch serves that step, no validation."""
+        statement = self.ctx.statement_of(node)
+        body = getattr(self.ctx.parent(statement), "body", None)
+        if not isinstance(body, (list, tuple)) or statement not in body:
+            return False
+        following = body[body.index(statement) + 1 :]
+        return any(
+            isinstance(call, cst.Call) and self.ctx.loops.is_step_call(call)
+            for later in following
+            for call in nodes_under(later)
+        )
+
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         is_mode_switch = isinstance(func, cst.Attribute) and func.attr.value == "eval" and not node.args
@@ -344,9 +419,11 @@ class PerStepValidation(Rule):
         )
         if not (is_mode_switch or is_evaluation):
             return
+        if is_mode_switch and self._steps_after(node):
+            return  # one network switched to eval mode for another's training step (a GAN phase)
         if not self.ctx.loops.per_step_work(node) or self.ctx.loops.one_step_per_epoch(node):
             return  # (full-batch training: a step per epoch, and this runs once per epoch)
         fix = None
         if is_evaluation:
             fix = guard_fix(self.ctx, node, EVAL_EVERY.key, self.option(EVAL_EVERY), "validation")
-        self.report(node, fix=fix)
+        self.report(node, fix=fix, hint=self.ctx.loops.few_steps_hint(node))

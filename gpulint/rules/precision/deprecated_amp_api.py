@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from functools import cached_property
 
 import libcst as cst
 
@@ -28,6 +29,13 @@ class DeprecatedAmpApi(Rule):
     It is not slower today: these are thin wrappers that emit a `FutureWarning` (deprecated since
     PyTorch 2.4) and will be removed.  The device-generic `torch.amp` API is the one that keeps
     working, and the one other tools (and other accelerators) understand.
+
+    So in a project whose stated floor (its requirements, `target-torch`, or the version its
+    README names) is older than the PyTorch that has the new form, which cannot switch yet, the
+    finding is a hint: held back unless hints are shown, with that reason.  A module that already
+    calls a `torch.amp` form needing as new a PyTorch (`torch.amp.autocast("cuda")` beside an old
+    `torch.cpu.amp.autocast()`) runs on one that has it, whatever the floor says: there the
+    finding is no hint, and the fix is offered.
 
     ## Example
     ```python
@@ -65,7 +73,8 @@ class DeprecatedAmpApi(Rule):
     finding says where that version is named.
 
     In test files the finding is reported without a fix unless `fix-tests = true`: a test may
-    exercise the deprecated API on purpose.
+    exercise the deprecated API on purpose, so there the finding is a hint.  A finding without a
+    fix always says why.
     """
 
     code = "GL402"
@@ -78,6 +87,7 @@ class DeprecatedAmpApi(Rule):
     fix_applicability = Applicability.SAFE
     reported_in_tests = True  # a deprecated API is one in test code too
     fixes_test_files = False  # a test may exercise the old API on purpose (`fix-tests = true` fixes it)
+    hint_in_tests = "a test file: a test may exercise the deprecated API on purpose, and it runs as fast"
 
     # qualified name -> (new qualified name, device, how arguments move)
     DEPRECATED = {
@@ -268,6 +278,10 @@ class DeprecatedAmpApi(Rule):
                 pass
             """,
             "2:6",
+            messages=(
+                "`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast` (no fix: `*args` cannot be mapped "
+                "to the new signature's positions)",
+            ),
         ),
         # referenced, to be called later: no fix
         Invalid(
@@ -280,6 +294,85 @@ class DeprecatedAmpApi(Rule):
                 pass
             """,
             "2:16",
+            messages=(
+                "`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast` (no fix: the name is referenced, "
+                "not called here: its calls take another signature)",
+            ),
+        ),
+        # in a test file: a hint, and no fix unless `fix-tests = true`
+        Invalid(
+            """
+            import torch
+            def test_scaler_state():
+                scaler = torch.cuda.amp.GradScaler()
+            """,
+            "3:14",
+            path="tests/test_amp.py",
+            messages=(
+                "`torch.cuda.amp.GradScaler` is deprecated; use `torch.amp.GradScaler` (no fix: a test file; "
+                "`fix-tests = true` fixes it)",
+            ),
+            hints=("a test file: a test may exercise the deprecated API on purpose, and it runs as fast",),
+        ),
+        # a project that supports PyTorch 1.10 cannot move to the new forms: hints, and no fix;
+        # the new autocast is in PyTorch 2.0, so a project on 2.1 can move: no hint
+        Invalid(
+            """
+            import torch
+            scaler = torch.cuda.amp.GradScaler()
+            with torch.cuda.amp.autocast():
+                loss = model(x)
+            """,
+            "2:10",
+            "3:6",
+            target_torch=(1, 10),
+            messages=(
+                "`torch.cuda.amp.GradScaler` is deprecated; use `torch.amp.GradScaler` (no fix: it needs PyTorch "
+                "2.3; the project supports PyTorch 1.10)",
+                "`torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast` (no fix: it needs PyTorch 2.0; "
+                "the project supports PyTorch 1.10)",
+            ),
+            hints=(
+                "the project supports PyTorch 1.10 (its requirements or `target-torch`), which lacks "
+                "`torch.amp.GradScaler` (PyTorch 2.3); the deprecated API is as fast",
+                "the project supports PyTorch 1.10 (its requirements or `target-torch`), which lacks "
+                "`torch.amp.autocast` (PyTorch 2.0); the deprecated API is as fast",
+            ),
+        ),
+        # the module already calls the new autocast: it runs on a PyTorch that has it
+        Invalid(
+            """
+            import torch
+            with torch.amp.autocast("cuda"):
+                loss = model(x)
+            with torch.cpu.amp.autocast():
+                loss = model(x)
+            """,
+            "4:6",
+            target_torch=(1, 10),
+            hints=(None,),
+            fixed="""
+            import torch
+            with torch.amp.autocast("cuda"):
+                loss = model(x)
+            with torch.amp.autocast("cpu"):
+                loss = model(x)
+            """,
+        ),
+        Invalid(
+            """
+            import torch
+            with torch.cuda.amp.autocast():
+                loss = model(x)
+            """,
+            "2:6",
+            target_torch=(2, 1),
+            hints=(None,),
+            fixed="""
+            import torch
+            with torch.amp.autocast("cuda"):
+                loss = model(x)
+            """,
         ),
     ]
 
@@ -288,7 +381,11 @@ class DeprecatedAmpApi(Rule):
         if old not in self.DEPRECATED or self._is_compatibility_fallback(node):
             return
         new, device, shape = self.DEPRECATED[old]
-        self.report(node, message=self._specific.format(old=old, new=new), fix=self._call_fix(node, new, device, shape))
+        message = self._specific.format(old=old, new=new)
+        fix = self._call_fix(node, new, device, shape)
+        if fix is None:
+            message += f" (no fix: {self._why_no_call_fix(node)})"
+        self.report(node, message=message, fix=fix, hint=self._old_torch_hint(new, shape))
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         """`amp_autocast = torch.cuda.amp.autocast`: the old API referenced, to be called later."""
@@ -301,7 +398,10 @@ class DeprecatedAmpApi(Rule):
             return  # `scaler: Optional[torch.cuda.amp.GradScaler]` names the type, which stays
         old = self.ctx.qualified_name(node)
         if old in self.DEPRECATED and not self._is_compatibility_fallback(node):
-            self.report(node, message=self._specific.format(old=old, new=self.DEPRECATED[old][0]))
+            new, _, shape = self.DEPRECATED[old]
+            message = self._specific.format(old=old, new=new)
+            message += " (no fix: the name is referenced, not called here: its calls take another signature)"
+            self.report(node, message=message, hint=self._old_torch_hint(new, shape))
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         # `@torch.cuda.amp.custom_fwd` without parentheses (the called form is a Call).
@@ -318,10 +418,49 @@ class DeprecatedAmpApi(Rule):
             f'Use `{new}(device_type="{device}")`',
             {node.decorator: replacement},
             imports,
-            min_torch=self._MIN_TORCH["custom"],
+            min_torch=self._needs("custom"),
         )
         fix = self._with_import_cleanup(fix, node.decorator)
-        self.report(node, message=self._specific.format(old=old, new=new), fix=fix)
+        self.report(
+            node, message=self._specific.format(old=old, new=new), fix=fix, hint=self._old_torch_hint(new, "custom")
+        )
+
+    def _needs(self, shape: str) -> tuple[int, int] | None:
+        """The PyTorch the new form of `shape` needs beyond what the module already runs: None
+        where the module calls a `torch.amp` form that needs as much (it cannot run on an older
+        PyTorch today, so the fix breaks no version the project still has)."""
+        needs = self._MIN_TORCH[shape]
+        return None if self._proven_torch >= needs else needs
+
+    @cached_property
+    def _proven_torch(self) -> tuple[int, int]:
+        """The newest PyTorch the module's own calls of the `torch.amp` forms need ((0, 0): none)."""
+        shapes = {new: shape for new, _, shape in self.DEPRECATED.values()}
+        needed = [
+            self._MIN_TORCH[shapes[qualified]]
+            for call in self.ctx.index.nodes("Call")
+            if (qualified := self.ctx.call_qualified_name(call)) in shapes
+        ]
+        return max(needed, default=(0, 0))
+
+    def _old_torch_hint(self, new: str, shape: str) -> str | None:
+        """Why the finding is a hint where the project supports a PyTorch older than the one
+        that has `new`: it cannot move yet, and the old API runs exactly as fast."""
+        floor = self.ctx.torch_floor
+        needs = self._needs(shape)
+        if floor is None or needs is None or floor[0] >= needs:
+            return None
+        version, where = floor
+        return (
+            f"the project supports PyTorch {'.'.join(map(str, version))} ({where}), which lacks `{new}` "
+            f"(PyTorch {'.'.join(map(str, needs))}); the deprecated API is as fast"
+        )
+
+    def _why_no_call_fix(self, call: cst.Call) -> str:
+        """Why `_call_fix` offers nothing for `call`."""
+        if any(arg.star == "*" for arg in call.args):
+            return "`*args` cannot be mapped to the new signature's positions"
+        return f"more positional arguments than the old `autocast` takes ({len(self._AUTOCAST_POSITIONAL)})"
 
     def _is_compatibility_fallback(self, node: cst.CSTNode) -> bool:
         """The old API kept for old PyTorch versions: in an `except` handler (the new API failed),
@@ -374,7 +513,7 @@ class DeprecatedAmpApi(Rule):
             f'Use `{new}("{device}", ...)`',
             {call: replacement},
             imports,
-            min_torch=self._MIN_TORCH[shape],
+            min_torch=self._needs(shape),
         )
         return self._with_import_cleanup(fix, call.func)
 

@@ -25,7 +25,8 @@ class EmptyCacheInLoop(Rule):
     `torch.cuda.empty_cache()` (or its `xpu`/`mps` form) on every training step: in a step loop or
     a step function, unconditionally -- not under an `if` (an interval, a memory threshold, a mode
     setting: a deliberate policy) and not in the handling of a rare event (an `except` for an
-    out-of-memory error).
+    out-of-memory error).  In a loop the code bounds to fewer than 50 steps the finding carries a
+    hint and is held back unless hints are shown.
 
     ## Why it is slow
     PyTorch's caching allocator keeps the memory a step freed so the next step can reuse it without
@@ -165,7 +166,7 @@ class EmptyCacheInLoop(Rule):
         if self.ctx.call_qualified_name(node) not in _EMPTY_CACHE:
             return
         if self.ctx.loops.per_step_work(node) and not self._conditional(node):
-            self.report(node)
+            self.report(node, hint=self.ctx.loops.few_steps_hint(node))
 
     def _conditional(self, node: cst.Call) -> bool:
         """Under an `if` in its step loop or step function: a deliberate memory policy (`if

@@ -8,10 +8,19 @@ import libcst as cst
 
 from gpulint.linter.analysis.code_shapes import HOST_READ, STEP_LOOP
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
-from gpulint.linter.analysis.nodes import dotted_name, method_name
+from gpulint.linter.analysis.loops import is_method
+from gpulint.linter.analysis.nodes import dotted_name, last_name, method_name
+from gpulint.linter.analysis.pytorch import is_device_target
 from gpulint.linter.analysis.values import HOST_FACTORIES, target_key
-from gpulint.linter.analysis.vocabulary import MASK_METHODS, NAN_CHECKS, SELECTIONS, SYNC_METHODS, TORCH_PREDICATES
-from gpulint.linter.findings import Applicability
+from gpulint.linter.analysis.vocabulary import (
+    MASK_METHODS,
+    MODULE_NAME,
+    NAN_CHECKS,
+    SELECTIONS,
+    SYNC_METHODS,
+    TORCH_PREDICATES,
+)
+from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.fix.guards import host_read_guard_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import TF_SCRIPT, TIMED_CUDA_SCRIPT
@@ -43,17 +52,27 @@ class HostSyncInLoop(Rule):
     * counting what a mask or `nonzero` selects: `len(t[mask])`, `t[t > 0].shape[0]`,
       `torch.nonzero(t).size(0)` -- the size of the result is only known on the GPU.
 
-    A tensor that provably lives on the host is none of these: a `torch.zeros(3)` (no `device=`,
-    never moved or added to a device tensor), a `.cpu()` result, an optimizer's `state["step"]`, a
-    name that is also assigned a value read back (`loss = loss.item()`), NumPy arrays and Python
-    numbers.
+    A tensor that provably lives on the host is none of these: a `torch.zeros(3)` (no `device=`, or
+    `device="cpu"` / `torch.device("cpu")`; never moved or added to a device tensor), a `.cpu()`
+    result, an optimizer's `state["step"]`, a name that is also assigned a value read back (`loss =
+    loss.item()`, or `loss = train()` where every `return` of the module's `train` reads back:
+    `return float(loss)`), NumPy arrays and Python numbers.
 
     A tensor is the loss (the receiver of `.backward()`), `outputs.loss`, the result of a
-    criterion, of a `torch.*` function or of a reduction on another tensor.  Not reported either: a
+    criterion, of a `torch.*` function or of a reduction on another tensor, or a name assigned a
+    copy to the device (`x, t = x.to(dev), t.to(dev)`).  Where the module only moves work to a
+    device it is handed (which may be the host) and names no GPU, the message says the host waits
+    for "the device".  Not reported either: a
     read in a loop of a handful of steps (`range(15)`, `num_batches = 3`: fewer than 20
     known statically), under a condition that reads the data (`if loss > 10:`), whose body does
     not run every step, or in the statement right after `torch.cuda.synchronize()` (a step
     timer's: the host already waited there; GL204 reports the synchronize when it is per step).
+    Held back unless hints are shown (a hint on the finding says why): a read in a loop the code
+    bounds to fewer than 50 steps, and one in a loop that times its steps on purpose -- it reads a
+    clock and also synchronizes every step, or keeps each step's time (`times.append(...)`), or
+    sits in a function named for a benchmark or a profile; and a read after the first of one
+    statement (`print(err_d.item(), err_g.item())`: the first drains the queue, the others wait at
+    most for the statement's own small kernels, and the first finding's fix guards them all).
 
     ## Why it is slow
     CUDA runs asynchronously: the host queues kernels and moves on.  Reading a value back to the
@@ -116,6 +135,25 @@ class HostSyncInLoop(Rule):
     options = (LOG_EVERY,)
 
     VALID = [
+        # a factory on the CPU device reads back nothing (also where the name is given a device
+        # tensor elsewhere: the statement right before the read decides); a model offloaded
+        Valid(
+            """
+            for x in loader:
+                t = torch.randint(0, n, (1,), device=torch.device("cpu"))
+                step = t.item()
+                if args.huber:
+                    timesteps = torch.randint(0, 1000, (1,), device="cpu")
+                    timestep = timesteps.item()
+                else:
+                    timesteps = torch.randint(0, 1000, (x.shape[0],), device=x.device)
+                model(x.to(device), step, timesteps).sum().backward()
+                optimizer.step()
+                if args.offload:
+                    vae.cpu()
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
         # read right after a deliberate synchronize (a step timer): the host already waited
         Valid(
             """
@@ -320,6 +358,25 @@ class HostSyncInLoop(Rule):
         ),
     ]
     INVALID = [
+        # the step function's own read is reported; the number it returns is a host number, which
+        # the loop formats without waiting
+        Invalid(
+            """
+            def train():
+                optimizer.zero_grad()
+                loss = criterion(model(data.x, data.edge_index), data.y)
+                loss.backward()
+                optimizer.step()
+                return loss.item(), 0.0
+
+            for epoch in range(1, 201):
+                loss, _ = train()
+                loss = train()[0]
+                print(f"Loss: {loss:.4f}")
+            """,
+            "9:12",
+            header=TIMED_CUDA_SCRIPT,
+        ),
         # a tensor built on the host but moved, or built on the device
         Invalid(
             """
@@ -611,11 +668,58 @@ class HostSyncInLoop(Rule):
             "13:23",
             header=TIMED_CUDA_SCRIPT,
         ),
+        # a tensor moved to the device by an unpacking assignment; a module that only moves work
+        # to a device it is handed (which may be the host) says "the host waits for the device"
+        Invalid(
+            """
+            def train(model, loader, optimizer, dev):
+                for x, t in loader:
+                    x, t = x.to(dev), t.to(dev)
+                    n = torch.nonzero(t).shape[0]
+                    loss = model(x, t).sum() / n
+                    loss.backward()
+                    optimizer.step()
+                    print(f"{loss.item():.3f}")
+            """,
+            "5:13",
+            "9:18",
+            header="import torch\n",
+            messages=(
+                "counting what a mask or `nonzero` selects in the training loop makes the host wait for the device "
+                "every step; count on the device (`mask.sum()`, `torch.count_nonzero`)",
+                "`.item()` in the training loop makes the host wait for the device every step",
+            ),
+        ),
     ]
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._reported_tests: set[int] = set()
+
+    def report(
+        self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None, hint: str | None = None
+    ) -> None:
+        if message is not None and not self._names_gpu:
+            message = message.replace("the CPU wait for the GPU", "the host wait for the device")
+        if hint is None and self.ctx.loops.benchmarks_steps(node):
+            hint = "the loop times its steps on purpose (a benchmark): its per-step waits are part of what it measures"
+        if hint is None and self._after_a_read_of_its_statement(node):
+            hint = "an earlier read of the same statement already waits for the device: that finding stands for both"
+        super().report(node, message, fix, hint or self.ctx.loops.few_steps_hint(node))
+
+    def _after_a_read_of_its_statement(self, node: cst.CSTNode) -> bool:
+        """Whether a finding of this rule already stands in the statement holding `node` (the rule
+        visits in source order: `print(err_d.item(), err_g.item())`): the first read drains the
+        queue, so the later ones wait at most for the statement's own small kernels (`.mean()`),
+        and one guard of the statement removes them all."""
+        statement = self.ctx.statement_of(node)
+        return any(self.ctx.statement_of(earlier.node) is statement for earlier in self.findings)
+
+    @cached_property
+    def _names_gpu(self) -> bool:
+        """Whether the module (or the loop that runs it) says it runs on a GPU, not only on a
+        device it is handed (which may be the host): what the messages may call "the GPU"."""
+        return self.ctx.names_accelerator or self.ctx.project.accelerator_loop_elsewhere
 
     def _applies(self, node: cst.CSTNode) -> bool:
         return self.ctx.loops.per_step_work(node)
@@ -627,8 +731,10 @@ class HostSyncInLoop(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in SYNC_METHODS:
-            if self.ctx.values.on_host(func.value):
+            if self.ctx.values.on_host(func.value) or self._host_just_before(func.value, node):
                 return  # a host tensor: reading it waits for nothing
+            if func.attr.value == "cpu" and MODULE_NAME.search(last_name(func.value) or ""):
+                return  # `vae.cpu()`: a model offloaded (its move is GL202's question), no value read
             if _earlier_sync_in_chain(node) or self._right_after_synchronize(node):
                 return
             if self._applies(node) and not self._converts_a_tensor_argument(node):
@@ -654,6 +760,28 @@ class HostSyncInLoop(Rule):
         if self._counts_a_selection(node):
             return
         self._nan_check(node)
+
+    def _host_just_before(self, receiver: cst.BaseExpression, node: cst.Call) -> bool:
+        """Whether the statement right before the read gives `receiver` a host tensor (`t =
+        torch.randint(0, n, (1,), device="cpu")` then `t.item()`): whatever the name holds
+        elsewhere, here it holds that."""
+        if not isinstance(receiver, cst.Name):
+            return False
+        statement = self.ctx.statement_of(node)
+        body = list(getattr(self.ctx.parent(statement), "body", ()))
+        if statement not in body or body.index(statement) == 0:
+            return False
+        before = body[body.index(statement) - 1]
+        if not (isinstance(before, cst.SimpleStatementLine) and len(before.body) == 1):
+            return False
+        assign = before.body[0]
+        return (
+            isinstance(assign, cst.Assign)
+            and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Name)
+            and assign.targets[0].target.value == receiver.value
+            and self.ctx.values.on_host(assign.value)
+        )
 
     def _right_after_synchronize(self, node: cst.Call) -> bool:
         """A read in the statement right after `torch.cuda.synchronize()` (a step timer's): the
@@ -851,7 +979,23 @@ class HostSyncInLoop(Rule):
         """A tensor (`TensorNames`) with no sign of living on the host: not a name also assigned a
         value read back (`loss = loss.item()`), nor one that only ever holds a tensor built on the
         host (`torch.zeros(3)` without `device=`, never moved) and host arithmetic on it."""
-        return self.ctx.torch.tensors.is_tensor(expr) and not self._may_be_host(expr, set())
+        return (self.ctx.torch.tensors.is_tensor(expr) or self._moved_to_device(expr)) and not self._may_be_host(
+            expr, set()
+        )
+
+    def _moved_to_device(self, expr: cst.BaseExpression) -> bool:
+        """A name (not a model's) assigned a copy to the device: `t = t.to(dev)`, also unpacked
+        (`x, t = x.to(dev), t.cuda()`) -- a tensor whatever it held before."""
+        key = target_key(expr)
+        if key is None or MODULE_NAME.search(key.rsplit(".", 1)[-1]):
+            return False
+        return any(
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in ("to", "cuda")
+            and is_device_target(self.ctx, value)
+            for value in self.ctx.values.assigned.get(key, ())
+        )
 
     def _may_be_host(self, expr: cst.BaseExpression, seen: set[str]) -> bool:
         """Whether `expr` may hold a host value: a tensor provably on the host (`values.on_host`:
@@ -887,7 +1031,7 @@ class HostSyncInLoop(Rule):
         if key in seen:
             return True  # `total = total * 0.9`: the other assignments decide
         values = [*self.ctx.values.assigned.get(key, ()), *self._augmented.get(key, ())]
-        if any(_is_host_read(self.ctx, value) for value in values):
+        if any(_is_host_read(self.ctx, value) or self._returns_host_number(value) for value in values):
             return True  # a name that also holds a number read back: which one is tested is not known
         seen.add(key)
         try:
@@ -909,6 +1053,42 @@ class HostSyncInLoop(Rule):
         if target_key(expr) is not None:
             return not self.ctx.torch.tensors.is_tensor(expr) or self._may_be_host(expr, seen)
         return False
+
+    def _returns_host_number(self, value: cst.BaseExpression) -> bool:
+        """`loss = train()` where every `return` of the module's function `train` gives a value read
+        back (`return float(loss)`, `return loss.item(), acc`): the name holds a host number (also
+        one of them: `loss, acc = train()`, `train()[0]`)."""
+        if isinstance(value, cst.Subscript):
+            value = value.value
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
+            return False
+        return self._host_number_functions.get(value.func.value, False)
+
+    @cached_property
+    def _host_number_functions(self) -> dict[str, bool]:
+        """Module-level functions by name: whether each `return` of every one so named gives host
+        numbers."""
+        returns: dict[int, list[cst.BaseExpression | None]] = {}
+        for node in self.ctx.index.nodes("Return"):
+            function = self.ctx.enclosing_function(node)
+            if function is not None:
+                returns.setdefault(id(function), []).append(node.value)
+        found: dict[str, bool] = {}
+        for function in self.ctx.index.nodes("FunctionDef"):
+            if self.ctx.enclosing_function(function) is not None or is_method(self.ctx.index, function):
+                continue
+            values = returns.get(id(function), [])
+            host = bool(values) and all(value is not None and self._host_number(value) for value in values)
+            found[function.name.value] = found.get(function.name.value, True) and host
+        return found
+
+    def _host_number(self, expr: cst.BaseExpression) -> bool:
+        """A number read back, a literal, or a tuple or arithmetic of those."""
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            return bool(expr.elements) and all(self._host_number(element.value) for element in expr.elements)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._host_number(expr.left) and self._host_number(expr.right)
+        return isinstance(expr, (cst.Integer, cst.Float)) or _is_host_read(self.ctx, expr)
 
     @cached_property
     def _augmented(self) -> dict[str, list[cst.BaseExpression]]:

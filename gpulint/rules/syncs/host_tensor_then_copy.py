@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import re
+from functools import cached_property
 
 import libcst as cst
 
 from gpulint.linter.analysis.code_shapes import FACTORY_COPY, REPEATED_COPY
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
-from gpulint.linter.analysis.loops import REPEATS_SHAPES
+from gpulint.linter.analysis.loops import REPEATS_SHAPES, is_interval_condition, loop_around
 from gpulint.linter.analysis.nodes import has_star_kwargs, is_zero, keyword_arg, last_name
 from gpulint.linter.analysis.pytorch import is_device_target
+from gpulint.linter.analysis.values import target_key
 from gpulint.linter.analysis.vocabulary import (
     DEVICE_COPY_METHODS,
     FROM_DATA_FACTORIES,
@@ -34,6 +36,8 @@ RANDOM_STREAM_WARNING = (
     "(a `randperm` split of the data, an initialization)"
 )
 _DEVICE_NAME = re.compile(r"device|^dev$|gpu|cuda|rank", re.I)
+# A device string that names the host.
+_HOST_DEVICE = re.compile(r"""^[rbuRBU]*['"](cpu|meta)\b""")
 
 
 # Factories whose positional arguments are the tensor's size.
@@ -62,14 +66,23 @@ class HostTensorThenCopy(Rule):
     `torch.zeros(n).to(device)`, `torch.arange(n).cuda()`, also through host-side methods or a
     subscript (`torch.arange(n)[None].to(device)`, `torch.randn(n).contiguous().cuda()`), from a
     legacy constructor (`torch.LongTensor(x)`), from a name every assignment of which is such a
-    factory, and with `.type_as(t)`.
+    factory (its own copy, `z = z.type_as(x)`, aside), and with `.type_as(t)`.
 
     Not reported: a tensor built once, outside any loop (start-up, an export or generation script),
     or in a loop of a handful of iterations (fewer than 20 known statically, also over an argparse
     option's list default or up to a counter's `break`): a one-off copy costs microseconds.  Nor an empty tensor
     (`torch.empty(0).to(device)`, a size with a literal 0): there is no data to copy.  Nor
     `torch.tensor(data)` / `torch.as_tensor(data)`: they read Python or NumPy data on the host
-    whatever the device, so `device=` still builds on the host and copies.
+    whatever the device, so `device=` still builds on the host and copies -- nor a legacy
+    constructor given Python data (`torch.LongTensor([cls, sep])`).  Nor a copy under an `if` that
+    picks one iteration of its loop or throttles it (`if i == 0:`), nor the copy of a host buffer
+    that a loop before it fills with host values (`for i, t in enumerate(toks): mask[i, :len(t)] =
+    1`: on the device every write would be a copy of its own; rows written from device tensors
+    are reported), nor a `.to()` of a name an earlier statement already moved (`m = m.to(device)`
+    ... `m.to(x.dtype)`).  Nor a random factory
+    that draws from a generator not known to be on the device (`generator=g` with `g =
+    torch.Generator()`): the numbers must come from that host stream, and `device=` beside a host
+    generator raises.
 
     ## Why it is slow
     The factory allocates and fills host memory, then `.to(device)` makes a second, blocking copy
@@ -127,6 +140,39 @@ class HostTensorThenCopy(Rule):
     fix_applicability = Applicability.SAFE
 
     VALID = [
+        # Python data in a legacy constructor (read on the host whatever the device); a host
+        # buffer filled in a loop, copied once; a copy on the first iteration only
+        Valid(
+            """
+            class Fusion(torch.nn.Module):
+                def forward(self, x, tokenized):
+                    special = torch.LongTensor([cls_id, sep_id, pad_id]).to(x.device)
+                    rows = [[0, 1, 0, 1]]
+                    pattern = torch.BoolTensor(rows).to(x.device)
+                    mask = torch.zeros(len(tokenized), 77, dtype=torch.long)
+                    for i, toks in enumerate(tokenized):
+                        mask[i, -len(toks):] = 1
+                    mask = mask.to(x.device)
+                    for i in range(x.shape[0]):
+                        if i == 0:
+                            first = torch.arange(x.shape[1]).to(x.device)
+                    return x, special, pattern, mask, first
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # a random factory that draws from a host generator: the fix would pair it with a CUDA device
+        Valid(
+            """
+            g = torch.Generator()
+            g.manual_seed(0)
+            for x, y in loader:
+                noise = torch.randn(x.shape, generator=g).to(device)
+                loss = model(x + noise).sum()
+                loss.backward()
+                optimizer.step()
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
         # an empty tensor (nothing to copy); a buffer per call of a function a loop over an
         # argparse option's short list default calls
         Valid(
@@ -210,6 +256,73 @@ class HostTensorThenCopy(Rule):
         ),
     ]
     INVALID = [
+        # a host buffer whose rows are written from device tensors: each row crosses to the host
+        # and back, which `device=` avoids
+        Invalid(
+            """
+            class Task:
+                def train_step(self, generated, model, optimizer):
+                    rows = torch.empty(len(generated), 128, dtype=torch.long)
+                    for i, tokens in enumerate(generated):
+                        rows[i] = torch.cat([tokens.new([bos]), tokens])
+                    loss = model(rows.to(device)).sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
+            "9:22",
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # the first copy is reported; what follows starts from the device (another's dtype, a
+        # second move of the moved name)
+        Invalid(
+            """
+            class Scale(torch.nn.Module):
+                def forward(self, x):
+                    m = torch.ones(x.shape[0], 1)
+                    m = m.to(x.device)
+                    m = m.to(x.dtype)
+                    n = m.cuda()
+                    return x * m * n
+            """,
+            "7:13",
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # a factory's result turned into a device tensor by the next statement, in a Lightning
+        # step; a generator made on the device does not keep a random factory on the host
+        Invalid(
+            """
+            import lightning as L
+
+            class GAN(L.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    x, _ = batch
+                    z = torch.randn(x.shape[0], 100)
+                    z = z.type_as(x)
+                    noise = torch.rand(x.shape, generator=self.cuda_generator).to(self.device)
+                    return self.loss(self.generator(z), x + noise)
+
+                def setup(self, stage):
+                    self.cuda_generator = torch.Generator(device="cuda")
+            """,
+            "10:13",
+            "11:68",
+            header=TIMED_CUDA_SCRIPT,
+            applicability=Applicability.UNSAFE,
+            fixed="""
+            import lightning as L
+
+            class GAN(L.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    x, _ = batch
+                    z = torch.randn(x.shape[0], 100)
+                    z = z.type_as(x)
+                    noise = torch.rand(x.shape, generator=self.cuda_generator, device=self.device)
+                    return self.loss(self.generator(z), x + noise)
+
+                def setup(self, stage):
+                    self.cuda_generator = torch.Generator(device="cuda")
+            """,
+        ),
         # a tensor with elements, per forward; a buffer per call from a loop over a long list
         Invalid(
             """
@@ -339,8 +452,12 @@ class HostTensorThenCopy(Rule):
         if func.attr.value != "type_as" and not is_device_target(self.ctx, node):
             return
         found = self._host_factory(func.value)
-        if found is None or not self.ctx.loops.runs_repeatedly(node):
+        if found is None or not self.ctx.loops.runs_repeatedly(node) or self._once_in_its_loop(node):
             return  # (built once: the copy is a one-off start-up cost)
+        if isinstance(func.value, cst.Name) and (
+            self._filled_in_place(func.value) or self._moved_before(func.value, node)
+        ):
+            return  # a buffer written piece by piece on the host, or already on the device here
         factory, name, direct = found
         if _empty(factory, name):
             return  # an empty tensor: no data to copy
@@ -358,7 +475,7 @@ class HostTensorThenCopy(Rule):
             if qualified is not None:
                 name = qualified[len("torch.") :] if qualified.startswith("torch.") else ""
                 if name in LEGACY_TENSOR_CONSTRUCTORS:
-                    return expr, name, False
+                    return None if self._holds_data(expr) else (expr, name, False)
                 if (
                     name not in TENSOR_FACTORIES
                     or name in LIKE_FACTORIES
@@ -366,7 +483,7 @@ class HostTensorThenCopy(Rule):
                     or has_star_kwargs(expr)
                 ):
                     return None
-                if keyword_arg(expr, "device") is not None:
+                if keyword_arg(expr, "device") is not None or self._host_generator(expr):
                     return None
                 return expr, name, not through
             inner = expr.func
@@ -379,6 +496,91 @@ class HostTensorThenCopy(Rule):
             if found and len(found) == len(origins) and all(found):
                 return found[0]
         return None
+
+    def _holds_data(self, constructor: cst.Call) -> bool:
+        """`torch.LongTensor([cls, sep, pad])`, `torch.BoolTensor(mask_rows)` with `mask_rows = [...]`:
+        a legacy constructor given Python data, not sizes -- like `torch.tensor(data)` it reads the
+        data on the host whatever the device."""
+        first = constructor.args[0].value if constructor.args and constructor.args[0].keyword is None else None
+        data = (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp)
+        if isinstance(first, data):
+            return True
+        key = target_key(first) if first is not None else None
+        values = self.ctx.values.assigned.get(key, ()) if key is not None else ()
+        return bool(values) and all(isinstance(value, data) for value in values)
+
+    def _once_in_its_loop(self, node: cst.Call) -> bool:
+        """Whether an `if` between the copy and the loop that repeats it picks one iteration or
+        throttles (`if i == 0:`, `if step % 100 == 0:`): the copy is a one-off there."""
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False
+            if isinstance(ancestor, cst.If) and is_interval_condition(ancestor.test):
+                return True
+        return False
+
+    def _filled_in_place(self, name: cst.Name) -> bool:
+        """Whether the function writes host values into `name` by subscript in a loop of its own
+        (`for i, toks in enumerate(batch): mask[i, -len(toks):] = 1`, the copy after the loop): a
+        host buffer filled piece by piece and copied once, where `device=` would make every write
+        a copy.  (Rows written from device tensors are copied to the host first: reported.)"""
+        function = self.ctx.enclosing_function(name)
+        around_copy = {id(a) for a in self.ctx.ancestors(name)}
+        filled = False
+        writes: list[cst.Assign | cst.AugAssign] = [*self.ctx.index.nodes("Assign"), *self.ctx.index.nodes("AugAssign")]
+        for node in writes:
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if not any(
+                isinstance(target, cst.Subscript)
+                and isinstance(target.value, cst.Name)
+                and target.value.value == name.value
+                for target in targets
+            ):
+                continue
+            if self.ctx.enclosing_function(node) is not function:
+                continue
+            if self.ctx.torch.tensors.is_tensor(node.value) and not self.ctx.values.on_host(node.value):
+                return False  # a device tensor's values written in: they cross to the host and back
+            loop, _ = loop_around(self.ctx.index, node)
+            filled = filled or (loop is not None and id(loop) not in around_copy)
+        return filled
+
+    def _moved_before(self, name: cst.Name, node: cst.Call) -> bool:
+        """Whether a statement of the function above the copy already moved `name` to the device
+        (`m = m.to(device)` ... `m.to(x.dtype)`): the copy starts from the device."""
+        function = self.ctx.enclosing_function(name)
+        statement = self.ctx.statement_of(node)
+        order = self._order
+        for assign in self.ctx.index.nodes("Assign"):
+            if self.ctx.enclosing_function(assign) is not function or not _moved(assign.value):
+                continue
+            if not any(isinstance(t.target, cst.Name) and t.target.value == name.value for t in assign.targets):
+                continue
+            if self.ctx.statement_of(assign) is not statement and order[id(assign)] < order.get(id(node), -1):
+                return True
+        return False
+
+    @cached_property
+    def _order(self) -> dict[int, int]:
+        """Source order of the walked nodes (by id)."""
+        return {id(n): i for i, n in enumerate(self.ctx.index.ordered)}
+
+    def _host_generator(self, factory: cst.Call) -> bool:
+        """Whether a random factory draws from a generator not known to be on the device
+        (`generator=g` with `g = torch.Generator()`): the host is where its numbers must come from
+        (a seeded, reproducible stream), and `device=` beside a host generator raises."""
+        generator = keyword_arg(factory, "generator")
+        if generator is None or (isinstance(generator.value, cst.Name) and generator.value.value == "None"):
+            return False
+        key = target_key(generator.value)
+        origins = self.ctx.values.assigned.get(key, ()) if key is not None else ()
+        return not origins or not all(
+            isinstance(origin, cst.Call)
+            and self.ctx.call_qualified_name(origin) == "torch.Generator"
+            and (device := keyword_arg(origin, "device") or (origin.args[0] if origin.args else None)) is not None
+            and (not isinstance(device.value, cst.SimpleString) or not _HOST_DEVICE.match(device.value.value))
+            for origin in origins
+        )
 
     def _local_values(self, name: cst.Name) -> list[cst.BaseExpression]:
         """What the function around `name` assigns to it (moves of itself left out); nothing when
@@ -447,7 +649,9 @@ def _device_like(ctx: FileContext, expr: cst.BaseExpression) -> bool:
 
 
 def _moved(expr: cst.BaseExpression) -> bool:
-    """`x.cuda()`, `x.to(...)`: the name's later, device-side value."""
+    """`x.cuda()`, `x.to(...)`, `x.type_as(t)`: the name's later, device-side value."""
     return (
-        isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ("to", "cuda")
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in DEVICE_COPY_METHODS
     )

@@ -6,9 +6,10 @@ import libcst as cst
 
 from gpulint.linter.analysis.code_shapes import STEP_LOOP
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
-from gpulint.linter.analysis.nodes import last_name
+from gpulint.linter.analysis.nodes import dotted_name, last_name
 from gpulint.linter.analysis.pytorch import is_device_target
 from gpulint.linter.analysis.vocabulary import MODULE_NAME
+from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import TIMED_CUDA_SCRIPT
 
@@ -17,7 +18,10 @@ class ModelTransferInLoop(Rule):
     """
     ## What it finds
     `model.to(device)` or `model.cuda()` on a model (a name such as `model`, `net`, `encoder`,
-    `self.model`) inside a training step loop, not under an interval guard.
+    `self.model`) inside a training step loop, not under an interval guard.  Held back unless hints
+    are shown (a hint on the finding says why): a move in a loop the code bounds to fewer than 50
+    steps, and one the same step undoes on purpose (`vae.cpu()` or `vae.to("cpu")` there too, often
+    under an offload flag): where the flag is off the move only walks the parameters.
 
     ## Why it is slow
     Moving a module walks every parameter and buffer.  Even when they are already on the device
@@ -123,4 +127,29 @@ class ModelTransferInLoop(Rule):
             return
         if not is_device_target(self.ctx, node) or not self.ctx.loops.per_step_work(node):
             return
-        self.report(node)
+        hint = self.ctx.loops.few_steps_hint(node)
+        if hint is None and self._offloaded_in_step(node, dotted_name(receiver)):
+            hint = "the step also moves the model back to the host (an offload round trip it chose)"
+        self.report(node, hint=hint)
+
+    def _offloaded_in_step(self, node: cst.Call, model: str | None) -> bool:
+        """Whether the same step moves `model` to the host too (`vae.cpu()`, `vae.to("cpu")`, under
+        a flag or not): the move to the device is one half of a deliberate offload."""
+        boundary = self.ctx.loops.step_boundary(node)
+        if boundary is None or model is None:
+            return False
+        for call in nodes_under(boundary):
+            if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)):
+                continue
+            if dotted_name(call.func.value) != model:
+                continue
+            method = call.func.attr.value
+            to_host_string = (
+                method == "to"
+                and bool(call.args)
+                and isinstance(call.args[0].value, cst.SimpleString)
+                and not is_device_target(self.ctx, call)
+            )
+            if method == "cpu" or to_host_string:
+                return True
+        return False

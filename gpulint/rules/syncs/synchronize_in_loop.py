@@ -35,6 +35,8 @@ class SynchronizeInLoop(Rule):
     Where the timer's code is not in sight (a class of a module not linted), the statement right
     after the synchronize says it: a call of a timer, by its name (`ips = perf_meter.update(n)`,
     `timer.lap()`), reads the time the synchronize waited for, and the synchronize is not reported.
+    In a loop the code bounds to fewer than 50 steps the finding carries a hint and is held back
+    unless hints are shown.
 
     ## Why it is slow
     A synchronize makes the host wait until the GPU has finished every queued kernel.  The host can
@@ -214,7 +216,7 @@ class SynchronizeInLoop(Rule):
             return
         if self._timer_reads_next(node):
             return
-        self.report(node)
+        self.report(node, hint=self.ctx.loops.few_steps_hint(node))
 
     def _timer_reads_next(self, node: cst.Call) -> bool:
         """Whether the statement right after the synchronize calls a timer, by its name (`ips =

@@ -61,7 +61,15 @@ class TfEagerStep(Rule):
     effects (`print`, appending to lists) then run only while tracing, and Python values that
     change between calls retrace the function.  Not offered when the function reads values back
     (`.numpy()`, `float(...)`), which fails inside `tf.function`, nor for inline loop steps (the
-    step must first become a function).  Test functions (`test*`, as pytest collects them) are not reported.
+    step must first become a function).  Test functions (`test*`, as pytest collects them) are not reported,
+    nor a step that runs only in loops the code bounds to fewer than 20 steps (`range(10)`, a tf.data
+    pipeline's `take(10)`: a demo, where tracing would cost more than it saves).
+
+    An eager step whose file also runs the same step compiled -- a function of the same name
+    under `tf.function` (a notebook redefines it), or the same body or `tf.GradientTape()` block
+    -- is a hint: a guide that shows the eager loop first and then compiles it.  So is an eager
+    step in a file that turns eager execution on itself (TensorFlow 1's
+    `tf.enable_eager_execution()`).  Hints are held back unless hints are shown.
     """
 
     code = "GL707"
@@ -72,6 +80,25 @@ class TfEagerStep(Rule):
     fix_applicability = Applicability.UNSAFE
 
     VALID = [
+        # steps over a handful of a pipeline's batches (a demo): not per step
+        Valid(
+            """
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            for x, y in train_ds.take(10):
+                train_step(x, y)
+            for step, (x, y) in enumerate(ds.take(5)):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+            """,
+            header=TF_SCRIPT,
+        ),
         # an Estimator's model_fn: the Estimator builds it as a graph
         Valid(
             """
@@ -161,6 +188,83 @@ class TfEagerStep(Rule):
         ),
     ]
     INVALID = [
+        # TensorFlow 1 with eager execution turned on: eager on purpose (a hint)
+        Invalid(
+            """
+            tf.compat.v1.enable_eager_execution()
+            for x, y in ds:
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            """,
+            "6:13",
+            header=TF_SCRIPT,
+            hints=("the file turns eager execution on itself (`tf.compat.v1.enable_eager_execution()`, TensorFlow 1)",),
+        ),
+        # a guide: the eager step, then the same step compiled (redefined; the same tape block inline)
+        Invalid(
+            """
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+            for x, y in ds:
+                train_step(x, y)
+            for x, y in ds:
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+            @tf.function
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+            for x, y in ds:
+                train_step(x, y)
+            """,
+            "2:5",
+            "13:13",
+            header=TF_SCRIPT,
+            hints=(
+                "the file also runs this step compiled (`train_step` under `tf.function`): the eager one is there "
+                "to compare",
+                "the file also runs this step compiled (`train_step` under `tf.function`): the eager one is there "
+                "to compare",
+            ),
+            fixed="""
+            @tf.function
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+            for x, y in ds:
+                train_step(x, y)
+            for x, y in ds:
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+            @tf.function
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+            for x, y in ds:
+                train_step(x, y)
+            """,
+        ),
         # the fix decorates the step with the module's alias
         Invalid(
             """
@@ -250,7 +354,7 @@ class TfEagerStep(Rule):
                 decorators=[*node.decorators, cst.Decorator(decorator=cst.parse_expression(decorator))]
             )
             fix = Fix(Applicability.UNSAFE, f"Compile the step: `@{decorator}`", {node: new}, imports)
-        self.report(node.name, fix=fix)
+        self.report(node.name, fix=fix, hint=self._twin_hint(node))
 
     def visit_Call(self, node: cst.Call) -> None:
         """A tape step written inline in a training loop (no step function to decorate)."""
@@ -270,7 +374,15 @@ class TfEagerStep(Rule):
         )
         if not applies or tf.in_compiled(node):
             return  # gradients without an optimizer step (a test of gradients) are no training step
-        self.report(node)
+        self.report(node, hint=self._twin_hint(boundary))
+
+    def _twin_hint(self, step: cst.FunctionDef | cst.For | cst.While) -> str | None:
+        twin = self.ctx.tf.compiled_twin(step)
+        if twin is None:
+            return self.ctx.tf.eager_on_purpose
+        return (
+            f"the file also runs this step compiled (`{twin}` under `tf.function`): the eager one is there to compare"
+        )
 
     def _split_step(self, apply: cst.Call) -> None:
         """`grads = grad(model, x, y)` (a helper of this module runs the tape) then

@@ -33,7 +33,16 @@ class TfHostSyncInLoop(Rule):
     condition reads the tensor back to decide), inside a TensorFlow training
     step loop -- one that calls `tape.gradient`, `apply_gradients` or `train_on_batch`, directly or
     through a step function -- not under an interval guard, in a loop that does not time its steps
-    (a benchmark loop needs the read for its clock to measure the step).
+    (a benchmark loop needs the read for its clock to measure the step), and not in a loop the code
+    bounds to fewer than 20 steps (`range(10)`, a tf.data pipeline's `take(10)`: a demo, where the
+    reads cost milliseconds next to seconds of start-up).
+
+    A read in a loop that takes an eager step whose file also runs the same step compiled (a guide
+    that shows the eager loop first, then compiles it: a function of the same name, body or
+    `tf.GradientTape()` block under `tf.function`) is a hint, and so is one in a file that turns
+    eager execution on itself (TensorFlow 1's `tf.enable_eager_execution()`) and one that records
+    each step's value for a plot (`losses.append(loss.numpy())` in a module that plots with
+    matplotlib: a tutorial's curve).  Hints are held back unless hints are shown.
 
     ## Why it is slow
     TensorFlow dispatches GPU work asynchronously, and `tf.function` steps run ahead of the host.
@@ -92,6 +101,22 @@ class TfHostSyncInLoop(Rule):
     options = (LOG_EVERY,)
 
     VALID = [
+        # a loop over a handful of a pipeline's batches (a demo): not per step
+        Valid(
+            """
+            @tf.function
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+                return loss
+
+            for x, y in train_ds.take(10):
+                loss = train_step(x, y)
+                print(loss.numpy())
+            """,
+            header=TF_SCRIPT,
+        ),
         # a predicate condition in a compiled step (autograph makes it graph control flow), once per
         # epoch, on literals only, and in an evaluation loop
         Valid(
@@ -192,6 +217,62 @@ class TfHostSyncInLoop(Rule):
         ),
     ]
     INVALID = [
+        # each step's loss recorded for a plot: a hint
+        Invalid(
+            """
+            import matplotlib.pyplot as plt
+
+            @tf.function
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+                return loss
+
+            losses = []
+            for x, y in ds:
+                losses.append(train_step(x, y).numpy())
+            plt.plot(losses)
+            """,
+            "13:36",
+            header=TF_SCRIPT,
+            hints=("the loop records each step's value for a plot (matplotlib): a curve read on purpose",),
+        ),
+        # a guide: the eager loop first (a hint), then the same step compiled (reported)
+        Invalid(
+            """
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            for x, y in ds:
+                loss = train_step(x, y)
+                print(float(loss))
+
+            @tf.function
+            def fast_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            for x, y in ds:
+                loss = fast_step(x, y)
+                print(float(loss))
+            """,
+            "11:11",
+            "23:11",
+            header=TF_SCRIPT,
+            hints=(
+                "the loop takes the eager step of a file that also runs it compiled (`fast_step` under "
+                "`tf.function`): a guide's loop, there to compare",
+                None,
+            ),
+        ),
         # a predicate as a Python condition: the condition reads the tensor back (an interval
         # written with `tf.equal(... % n, 0)` still throttles what it guards)
         Invalid(
@@ -325,7 +406,7 @@ class TfHostSyncInLoop(Rule):
             return
         if not self.ctx.tf.is_tf_step(test) or self.ctx.tf.in_compiled(test):
             return
-        self.report(test, message=_CONDITION)
+        self.report(test, message=_CONDITION, hint=self._guide_hint(test))
 
     def _is_tf_predicate(self, call: cst.Call) -> bool:
         qualified = self.ctx.call_qualified_name(call) or ""
@@ -348,4 +429,46 @@ class TfHostSyncInLoop(Rule):
         if not self.ctx.tf.is_tf_step(node) or self.ctx.tf.in_compiled(node):
             return
         fix = host_read_guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY))
-        self.report(node, message=self.message.format(what=what), fix=fix)
+        self.report(
+            node, message=self.message.format(what=what), fix=fix, hint=self._guide_hint(node) or self._plotted(node)
+        )
+
+    def _guide_hint(self, node: cst.CSTNode) -> str | None:
+        """Why the read is a hint when its loop takes an eager step that the file also runs
+        compiled (TfAnalysis.compiled_twin): a guide's first, eager loop, there to compare."""
+        loop = self.ctx.loops.step_boundary(node)
+        if not isinstance(loop, (cst.For, cst.While)):
+            return None
+        tf = self.ctx.tf
+        steps: list[cst.FunctionDef | cst.For | cst.While] = [loop] if tf.tape_blocks(loop) else []
+        called = {
+            c.func.value for c in tf.calls if isinstance(c.func, cst.Name) and self.ctx.loops.step_boundary(c) is loop
+        }
+        steps += [
+            f
+            for f in self.ctx.index.nodes("FunctionDef")
+            if f.name.value in called and not tf.in_compiled(f) and tf.tape_blocks(f)
+        ]
+        for step in steps:
+            twin = tf.compiled_twin(step)
+            if twin is not None:
+                return (
+                    f"the loop takes the eager step of a file that also runs it compiled (`{twin}` under "
+                    "`tf.function`): a guide's loop, there to compare"
+                )
+        return tf.eager_on_purpose if steps else None
+
+    def _plotted(self, node: cst.CSTNode) -> str | None:
+        """Why the read is a hint when it records each step's value for a plot: it is (in) the
+        argument of `values.append(...)` in a module that plots with matplotlib (a tutorial's loss
+        curve, read on purpose)."""
+        for ancestor in self.ctx.ancestors(node):
+            if isinstance(ancestor, cst.Call) and method_name(ancestor) == "append":
+                break
+            if isinstance(ancestor, (cst.BaseStatement, cst.BaseSmallStatement)):
+                return None
+        else:
+            return None
+        if not any((self.ctx.call_qualified_name(call) or "").startswith("matplotlib.") for call in self.ctx.tf.calls):
+            return None
+        return "the loop records each step's value for a plot (matplotlib): a curve read on purpose"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from gpulint.linter.analysis.consumption import iterator_only_displayed
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import TENSORFLOW
 from gpulint.linter.analysis.loops import STEP_SHAPES
@@ -54,7 +55,9 @@ class TfDataNoPrefetch(Rule):
     A tf.data pipeline consumed -- passed to `fit`/`evaluate`/`predict`, iterated by a training
     loop (a `for` that makes a training step), or handed to `iter(...)` -- when no definition of it
     has a `.prefetch(...)`.  Loops that only look at outputs (`for out in ds.take(1)`, evaluation)
-    and `next(iter(ds))` are not reported: there is no step to overlap with.  Nor is a pipeline
+    and `next(iter(ds))` are not reported: there is no step to overlap with; nor is an iterator
+    (`batches = iter(ds)`) read only by a loop that shows images (matplotlib, `cv2.imshow`) and
+    trains nothing.  Nor is a pipeline
     that only slices data in memory (`from_tensor_slices(...)` with `shuffle`/`batch`/`repeat`
     and no `map` or other per-element function): there is no input work to overlap.
 
@@ -114,6 +117,23 @@ class TfDataNoPrefetch(Rule):
     fix_applicability = Applicability.SAFE
 
     VALID = [
+        # an iterator read only by a loop that shows images and trains nothing
+        Valid(
+            """
+            import time
+            import matplotlib.pyplot as plt
+            options = tf.data.Options()
+            options.experimental_optimization.inject_prefetch = False
+            ds = tf.data.Dataset.from_tensor_slices((x, y)).map(augment).batch(8).with_options(options)
+            batches = iter(ds)
+            while True:
+                images, labels = next(batches)
+                plt.imshow(images[0])
+                plt.show()
+                time.sleep(0.5)
+            """,
+            header=TF_SCRIPT,
+        ),
         # TensorFlow 2.13 and later (or not known: today's) inject the final prefetch
         Valid(
             """
@@ -290,6 +310,8 @@ class TfDataNoPrefetch(Rule):
             parent = self.ctx.parent(arg) if arg is not None else None  # Call -> Arg -> Call
             if isinstance(parent, cst.Call) and dotted_name(parent.func) == "next":
                 return  # `next(iter(ds))` looks at one element: nothing to overlap
+            if iterator_only_displayed(self.ctx, node):
+                return  # `batches = iter(ds)` read only by a loop that shows images: nothing trains
             if len(node.args) == 1 and not node.args[0].star:
                 self._check(node.args[0].value)
 

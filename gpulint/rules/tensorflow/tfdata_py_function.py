@@ -6,21 +6,13 @@ from functools import cached_property
 
 import libcst as cst
 
+from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import TENSORFLOW
 from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, method_name
+from gpulint.linter.analysis.project import TF_PYTHON_CALLS as _PY_FUNCTIONS
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import TF_SCRIPT
 
-_PY_FUNCTIONS = frozenset(
-    {
-        "tensorflow.py_function",
-        "tensorflow.numpy_function",
-        "tensorflow.py_func",
-        "tensorflow.compat.v1.py_func",
-        "tensorflow.compat.v1.py_function",
-        "tensorflow.compat.v1.numpy_function",
-    }
-)
 _MAPPING_METHODS = {"map": "map_func", "flat_map": "map_func", "interleave": "map_func", "filter": "predicate"}
 
 
@@ -29,7 +21,11 @@ class TfDataPyFunction(Rule):
     ## What it finds
     `tf.py_function(...)` or `tf.numpy_function(...)` inside a function that a tf.data pipeline maps
     (`.map`, `.flat_map`, `.interleave`, `.filter`) -- a function or a lambda -- directly or through
-    functions it calls.
+    functions it calls, or a function of another module of the project that does (reported at its
+    call in the mapped lambda or function: `ds.map(lambda x: load(x))`).  A pipeline that is never
+    consumed, or only peeked at once (`for x in ds.take(1):` to show a sample, and nothing trains
+    on it), runs its Python a few times: not reported; nor is a module that writes TFRecord files
+    and trains nothing (a one-off conversion of a dataset, where nothing waits for the pipeline).
 
     ## Why it is slow
     A Python function inside a tf.data graph runs in the Python interpreter and holds the GIL:
@@ -58,9 +54,14 @@ class TfDataPyFunction(Rule):
     code = "GL703"
     name = "tfdata-py-function"
     message = "`{name}` in a tf.data mapped function runs in Python under the GIL, one element at a time"
+    _elsewhere = (
+        "`{name}()` runs `tf.py_function` or `tf.numpy_function` (another module of the project) in a tf.data "
+        "mapped function: Python under the GIL, one element at a time"
+    )
     title = "Python code in a tf.data mapped function runs under the GIL, one element at a time"
     requires = {TENSORFLOW}
-    tokens = ("py_function", "numpy_function", "py_func")
+    # the mapping call (the Python call itself may be in another module of the project)
+    tokens = (".map(", ".flat_map(", ".interleave(", ".filter(")
 
     VALID = [
         Valid(
@@ -74,6 +75,37 @@ class TfDataPyFunction(Rule):
 
             ds = tf.data.Dataset.range(3).map(lambda x: x * 2)
             # ds.map(lambda x: tf.py_function(f, [x], tf.int64)) in a comment
+            """,
+            header=TF_SCRIPT,
+        ),
+        # a pipeline only peeked at once, to show a sample; nothing trains on it
+        Valid(
+            """
+            def load(path):
+                return tf.py_function(read, [path], tf.float32)
+
+            def show(paths):
+                ds = tf.data.Dataset.from_tensor_slices(paths).map(lambda p: load(p)).batch(4)
+                for images in ds.take(1):
+                    plot(images)
+
+            preview = tf.data.Dataset.from_tensor_slices(paths).map(load)
+            for image in preview.take(1):
+                print(image.shape)
+            """,
+            header=TF_SCRIPT,
+        ),
+        # a one-off conversion to TFRecords: nothing is trained
+        Valid(
+            """
+            def serialize(feature, label):
+                return tf.py_function(to_example_bytes, (feature, label), tf.string)
+
+            serialized = tf.data.Dataset.from_tensor_slices((features, labels)).map(serialize)
+            writer = tf.data.experimental.TFRecordWriter("out.tfrecord")
+            with tf.io.TFRecordWriter("copy.tfrecord") as copy:
+                for record in serialized:
+                    copy.write(record.numpy())
             """,
             header=TF_SCRIPT,
         ),
@@ -106,6 +138,21 @@ class TfDataPyFunction(Rule):
             "16:12",
             header=TF_SCRIPT,
         ),
+        # a lambda calling a function of the module, mapped serially, the pipeline trained on
+        Invalid(
+            """
+            def load(x):
+                return tf.py_function(read_image, [x], tf.float32)
+
+            def make_dataset(paths):
+                ds = tf.data.Dataset.from_tensor_slices(paths)
+                return ds.map(lambda x: load(x)).batch(32)
+
+            model.fit(make_dataset(paths), epochs=3)
+            """,
+            "3:12",
+            header=TF_SCRIPT,
+        ),
         # aliased
         Invalid(
             """
@@ -130,8 +177,8 @@ class TfDataPyFunction(Rule):
             argument = keyword_arg(call, keyword)
             if argument is None and call.args and call.args[0].keyword is None:
                 argument = call.args[0]
-            if argument is None:
-                continue
+            if argument is None or not pipeline_consumed(self.ctx, call):
+                continue  # (a pipeline only peeked at, `for x in ds.take(1):`, runs a few elements once)
             function = argument.value
             if (
                 isinstance(function, cst.Call)
@@ -172,9 +219,18 @@ class TfDataPyFunction(Rule):
                     changed = True
         return lambdas, names
 
+    def _runs_python_elsewhere(self, function: cst.BaseExpression) -> bool:
+        """A function of another module of the project that calls `tf.py_function` (or the like),
+        itself or through project functions it calls."""
+        facts = self.ctx.project.callee(dotted_name(function))
+        return facts is not None and facts.runs_python
+
     def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.tf.converts_once:
+            return  # a one-off conversion to TFRecords: nothing waits for the pipeline
         qualified = self.ctx.call_qualified_name(node)
-        if qualified not in _PY_FUNCTIONS:
+        elsewhere = qualified not in _PY_FUNCTIONS
+        if elsewhere and not self._runs_python_elsewhere(node.func):
             return
         lambdas, names = self._mapped_functions
         for ancestor in self.ctx.ancestors(node):
@@ -190,4 +246,7 @@ class TfDataPyFunction(Rule):
                 break
         else:
             return
-        self.report(node, message=self.message.format(name=dotted_name(node.func) or qualified))
+        if elsewhere:
+            self.report(node, message=self._elsewhere.format(name=dotted_name(node.func)))
+        else:
+            self.report(node, message=self.message.format(name=dotted_name(node.func) or qualified))

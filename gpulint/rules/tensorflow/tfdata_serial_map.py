@@ -24,8 +24,11 @@ class TfDataSerialMap(Rule):
     """
     ## What it finds
     `Dataset.map(...)` and `Dataset.interleave(...)` on a tf.data pipeline without
-    `num_parallel_calls`, unless the pipeline is never consumed or only peeked at once (`for x in
-    ds.take(1)`, `next(iter(ds))` to show a sample).  A `map` cached right after is still
+    `num_parallel_calls`, unless the pipeline is never consumed, only peeked at once (`for x in
+    ds.take(1)`, `next(iter(ds))` to show a sample), only browsed by a loop that shows images
+    (matplotlib, `cv2.imshow`) or prints its elements and trains nothing, or only used to adapt a
+    Keras preprocessing layer once (`vectorizer.adapt(ds)`), and not in a module that writes TFRecord files
+    and trains nothing (a one-off conversion of a dataset).  A `map` cached right after is still
     reported: the whole first epoch waits for it, one element at a time (decoding audio, running
     an embedding model), and that is usually the epoch that costs most.  TensorFlow 2.13 and later run a
     stateless `map` in parallel by themselves (`map_parallelization`, on by default): there a
@@ -36,7 +39,11 @@ class TfDataSerialMap(Rule):
     requirements, `target-tensorflow`) or turns `map_parallelization` off.  A function whose name
     the module binds to two different things (a notebook with `resize = keras.Sequential([...])`
     in one cell and `def resize(...)` in another) is not guessed at: which one runs depends on the
-    order the cells ran, so it is not reported on recent TensorFlow.
+    order the cells ran, so it is not reported on recent TensorFlow.  A module whose pipeline
+    options turn `map_parallelization` on (`options.experimental_optimization.map_parallelization
+    = True`, then `ds.with_options(options)`) asked tf.data to parallelise its maps, on any
+    TensorFlow version: there only a `map` whose function is known to be stateful (it calls
+    `tf.random.*` or `tf.py_function` itself) is reported, since tf.data leaves that one serial.
 
     ## Why it is slow
     Without `num_parallel_calls`, tf.data runs the mapped function on one element at a time, on one
@@ -91,6 +98,47 @@ class TfDataSerialMap(Rule):
             """,
             header=TF_SCRIPT,
         ),
+        # a one-off conversion: the pipeline is read once to write TFRecords, nothing is trained
+        Valid(
+            """
+            def generate_samples(files):
+                ds = tf.data.TFRecordDataset(files).map(parse_example)
+                next_element = tf.compat.v1.data.make_one_shot_iterator(ds).get_next()
+                with tf.compat.v1.Session() as sess:
+                    while True:
+                        yield sess.run(next_element)
+
+            with tf.io.TFRecordWriter("train.tfrecord") as writer:
+                for sample in generate_samples(files):
+                    writer.write(serialize(sample))
+            """,
+            header=TF_SCRIPT,
+        ),
+        # a pipeline only browsed by a loop that shows images and trains nothing
+        Valid(
+            """
+            import time
+            import matplotlib.pyplot as plt
+            ds = tf.data.Dataset.from_tensor_slices((x, y)).map(augment).batch(8)
+            for images, labels in ds:
+                plt.imshow(images[0])
+                plt.show()
+                time.sleep(0.5)
+            """,
+            header=TF_SCRIPT,
+        ),
+        # a pipeline whose loop only prints its elements; one only adapted to, once
+        Valid(
+            """
+            ds = tf.data.Dataset.from_tensor_slices(sentences).map(lambda s: tf.py_function(clean, [s], tf.string))
+            for element in ds:
+                print(element.numpy().decode())
+            raw_train = tf.data.TFRecordDataset(files)
+            text_only = raw_train.map(lambda text, label: tokenize(text))
+            vectorizer.adapt(text_only)
+            """,
+            header=TF_SCRIPT,
+        ),
         # stateless functions: TensorFlow 2.13 and later (or not known: today's) parallelise them
         Valid(
             """
@@ -138,6 +186,19 @@ class TfDataSerialMap(Rule):
             model.fit(aug_ds, validation_data=val_ds)
             """,
             header=TF_SCRIPT,
+        ),
+        # the pipeline's options ask tf.data to parallelise its maps (any TensorFlow version)
+        Valid(
+            """
+            from data_utils import decode
+            options = tf.data.Options()
+            options.experimental_optimization.map_parallelization = True
+            ds = tf.data.Dataset.from_tensor_slices(files).map(decode)
+            ds = ds.with_options(options).batch(32)
+            model.fit(ds, epochs=5)
+            """,
+            header=TF_SCRIPT,
+            target_tensorflow=(2, 10),
         ),
         Valid(
             """
@@ -204,6 +265,48 @@ class TfDataSerialMap(Rule):
             fixed="""
             ds = tf.data.Dataset.from_tensor_slices((x, y))
             ds = ds.map(lambda a, b: (a / 255, b), num_parallel_calls=tf.data.AUTOTUNE)
+            """,
+        ),
+        # map_parallelization asked for: a map known to be stateful stays serial all the same
+        Invalid(
+            """
+            options = tf.data.Options()
+            options.experimental_optimization.map_parallelization = True
+            ds = tf.data.Dataset.from_tensor_slices(files).map(decode).with_options(options)
+            ds = ds.map(lambda x: x + tf.random.uniform([]))
+            model.fit(ds, epochs=5)
+            """,
+            "5:6",
+            header=TF_SCRIPT,
+            fixed="""
+            options = tf.data.Options()
+            options.experimental_optimization.map_parallelization = True
+            ds = tf.data.Dataset.from_tensor_slices(files).map(decode).with_options(options)
+            ds = ds.map(lambda x: x + tf.random.uniform([]), num_parallel_calls=tf.data.AUTOTUNE)
+            model.fit(ds, epochs=5)
+            """,
+        ),
+        # a loop that shows images and also trains consumes the pipeline
+        Invalid(
+            """
+            import matplotlib.pyplot as plt
+            ds = tf.data.Dataset.from_tensor_slices((x, y)).map(augment).batch(8)
+            for images, labels in ds:
+                plt.imshow(images[0])
+                model.train_on_batch(images, labels)
+            """,
+            "3:49",
+            header=TF_SCRIPT,
+            fixed="""
+            import matplotlib.pyplot as plt
+            ds = (
+                tf.data.Dataset.from_tensor_slices((x, y))
+                .map(augment, num_parallel_calls=tf.data.AUTOTUNE)
+                .batch(8)
+            )
+            for images, labels in ds:
+                plt.imshow(images[0])
+                model.train_on_batch(images, labels)
             """,
         ),
         # cached right after: the whole first epoch still waits for the map, one element at a time
@@ -401,6 +504,8 @@ class TfDataSerialMap(Rule):
         assert isinstance(node.func, cst.Attribute)  # a method call: `method` is one of _PARALLEL_POSITION
         if not self.ctx.values.is_kind(node.func.value, "tfdata") or not pipeline_consumed(self.ctx, node):
             return
+        if self.ctx.tf.converts_once:
+            return  # a one-off conversion to TFRecords: nothing waits for the pipeline
         if method == "map" and self.ctx.tf.parallelises_stateless_maps:
             mapped = keyword_arg(node, "map_func")
             function = mapped.value if mapped is not None else (node.args[0].value if node.args else None)
@@ -408,6 +513,10 @@ class TfDataSerialMap(Rule):
                 return  # TensorFlow runs it in parallel by itself
             if function is not None and self.ctx.tf.bound_ambiguously(function):
                 return  # stateless or not depends on which binding runs: not guessed
+            if self.ctx.tf.asks_for_map_parallelization and not (
+                function is not None and self.ctx.tf.known_stateful(function)
+            ):
+                return  # the options ask tf.data to parallelise it; only a stateful one stays serial
         message = self.message.format(method=method)
         deliberate = self._serial_on_purpose(node, method)
         if deliberate is not None:

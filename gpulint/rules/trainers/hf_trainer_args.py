@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
+import re
+from functools import cached_property
+
 import libcst as cst
 
 from gpulint.linter.analysis.nodes import int_literal, keyword_arg, string_literal
-from gpulint.linter.analysis.trainers import HF_ARGUMENTS, TINY_INTERVAL, commented_arguments, is_hf_training_arguments
+from gpulint.linter.analysis.trainers import (
+    HF_ARGUMENTS,
+    TINY_INTERVAL,
+    commented_arguments,
+    is_hf_training_arguments,
+    short_run,
+    short_run_hint,
+)
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import HF_SCRIPT
 from gpulint.rules.options import NUM_WORKERS
 
+# Collators that pad token ids: what a text Trainer's loader does per batch, a millisecond's work.
+_TOKEN_COLLATORS = re.compile(
+    r"^transformers\.(data\.data_collator\.)?DataCollator(WithPadding|ForSeq2Seq|ForLanguageModeling|"
+    r"ForTokenClassification|ForWholeWordMask)$"
+)
+_TRAINERS = re.compile(r"^(transformers|trl)\.(trainer\.|trainer_seq2seq\.)?\w*Trainer$")
 # What the fix writes for a tiny `logging_steps`, `eval_steps` or `save_steps`: the Trainer's
 # default interval for each (`eval_steps` follows `logging_steps`, itself 500 by default).
 _DEFAULT_INTERVAL = "500"
@@ -59,6 +75,13 @@ class HfTrainerArgs(Rule):
     how data is loaded.  An interval with a comment on its line (`logging_steps=1,  # per-step loss
     curves for the paper`) is a deliberate choice: it is reported and left as written, without a
     fix.  Values that come from a parser (`args.logging_steps`) are never reported.
+
+    Missing workers are a hint where the module's Trainer collates with a collator that pads
+    token ids (`DataCollatorWithPadding`, `DataCollatorForSeq2Seq`,
+    `DataCollatorForLanguageModeling`): the batches are pre-tokenized text, cheap to collate.  In
+    a short run -- `max_steps` under 20, as the code gives it (a literal, an argparse default) --
+    every finding is a hint: a demo or smoke test spends its time starting up.  Hints are held
+    back unless hints are shown.
     """
 
     code = "GL801"
@@ -147,6 +170,57 @@ class HfTrainerArgs(Rule):
                 "`eval_steps` defaults to `logging_steps=1`: the model is evaluated every step",
             ),
         ),
+        # the Trainer pads token ids: missing workers are a hint
+        Invalid(
+            """
+            from transformers import DataCollatorForSeq2Seq, Seq2SeqTrainer
+            collator = DataCollatorForSeq2Seq(tokenizer, model=model)
+            args = TrainingArguments("out")
+            trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=tokenized, data_collator=collator)
+            """,
+            "4:8",
+            header=HF_SCRIPT,
+            hints=(
+                "the Trainer pads token ids (`DataCollatorForSeq2Seq`): a loader worker saves about a millisecond "
+                "a batch",
+            ),
+        ),
+        # a short run (`max_steps` under 20, here an argparse default): hints
+        Invalid(
+            """
+            import argparse
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--max_steps", type=int, default=10)
+            args = parser.parse_args()
+            demo = TrainingArguments("o", logging_steps=1, max_steps=args.max_steps)
+            smoke = TrainingArguments("o", logging_steps=1, max_steps=5)
+            full = TrainingArguments("o", logging_steps=1, max_steps=5000)
+            """,
+            "6:8",
+            "6:31",
+            "7:9",
+            "7:32",
+            "8:8",
+            "8:31",
+            header=HF_SCRIPT,
+            hints=(
+                "a short run (`max_steps=10`, fewer than 20 steps): start-up costs more than this setting there",
+                "a short run (`max_steps=10`, fewer than 20 steps): start-up costs more than this setting there",
+                "a short run (`max_steps=5`, fewer than 20 steps): start-up costs more than this setting there",
+                "a short run (`max_steps=5`, fewer than 20 steps): start-up costs more than this setting there",
+                None,
+                None,
+            ),
+            fixed="""
+            import argparse
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--max_steps", type=int, default=10)
+            args = parser.parse_args()
+            demo = TrainingArguments("o", logging_steps=500, max_steps=args.max_steps)
+            smoke = TrainingArguments("o", logging_steps=500, max_steps=5)
+            full = TrainingArguments("o", logging_steps=500, max_steps=5000)
+            """,
+        ),
         # aliases and Seq2SeqTrainingArguments; workers only where they can start (see GL101)
         Invalid(
             """
@@ -209,6 +283,8 @@ class HfTrainerArgs(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if not is_hf_training_arguments(self.ctx, node):
             return
+        short = short_run(self.ctx, node)
+        hint = short_run_hint(short) if short is not None else None  # (every finding of a short run)
         workers = keyword_arg(node, "dataloader_num_workers")
         if workers is None or int_literal(workers) == 0:
             expression = str(self.option(NUM_WORKERS))
@@ -225,12 +301,12 @@ class HfTrainerArgs(Rule):
                     imports,
                 )
             message = "TrainingArguments without `dataloader_num_workers`: batches load in the training process"
-            self.report(node, message=message, fix=fix)
+            self.report(node, message=message, fix=fix, hint=hint or self._token_collator_hint)
         logging = keyword_arg(node, "logging_steps")
         logging_strategy = _strategy(keyword_arg(node, "logging_strategy"), "steps")
         logs_every_step = int_literal(logging) == 1 and logging_strategy == "steps"
         if logs_every_step:
-            self._interval(node, "logging_steps", "logging_steps=1: the loss is read back and logged every step")
+            self._interval(node, "logging_steps", "logging_steps=1: the loss is read back and logged every step", hint)
         eval_strategy = _strategy(keyword_arg(node, "eval_strategy") or keyword_arg(node, "evaluation_strategy"), "no")
         if eval_strategy == "steps":
             eval_steps = keyword_arg(node, "eval_steps")
@@ -240,19 +316,43 @@ class HfTrainerArgs(Rule):
                 self.report(
                     strategy,
                     message="`eval_steps` defaults to `logging_steps=1`: the model is evaluated every step",
+                    hint=hint,
                 )
             elif eval_steps is not None and (int_literal(eval_steps) or TINY_INTERVAL + 1) <= TINY_INTERVAL:
-                self._interval(node, "eval_steps", "the model is evaluated every few steps (`eval_steps`)")
+                self._interval(node, "eval_steps", "the model is evaluated every few steps (`eval_steps`)", hint)
         if _strategy(keyword_arg(node, "save_strategy"), "steps") == "steps":
             save_steps = keyword_arg(node, "save_steps")
             if save_steps is not None and (int_literal(save_steps) or TINY_INTERVAL + 1) <= TINY_INTERVAL:
-                self._interval(node, "save_steps", "a checkpoint is written every few steps (`save_steps`)")
+                self._interval(node, "save_steps", "a checkpoint is written every few steps (`save_steps`)", hint)
 
-    def _interval(self, node: cst.Call, keyword: str, message: str) -> None:
+    @cached_property
+    def _token_collator_hint(self) -> str | None:
+        """Why missing loader workers are a hint where the module's Trainer collates with a
+        collator that pads token ids (`DataCollatorForSeq2Seq(tokenizer)`): its batches are
+        pre-tokenized text, and a worker would save about a millisecond a batch."""
+        for call in self.ctx.index.nodes("Call"):
+            if not _TRAINERS.match(self.ctx.call_qualified_name(call) or ""):
+                continue
+            collator = keyword_arg(call, "data_collator")
+            value = collator.value if collator is not None else None
+            origins = (
+                [value] if isinstance(value, cst.Call) else (self.ctx.values.origins(value) or []) if value else []
+            )
+            for origin in origins:
+                if isinstance(origin, cst.Call):
+                    qualified = self.ctx.call_qualified_name(origin) or ""
+                    if _TOKEN_COLLATORS.match(qualified):
+                        name = qualified.rsplit(".", 1)[1]
+                        return (
+                            f"the Trainer pads token ids (`{name}`): a loader worker saves about a millisecond a batch"
+                        )
+        return None
+
+    def _interval(self, node: cst.Call, keyword: str, message: str, hint: str | None) -> None:
         arg = keyword_arg(node, keyword)
         assert arg is not None  # called for a keyword the call has
         if keyword in commented_arguments(self.ctx, node):
-            self.report(arg, message=f"{message} (no fix: the comment on its line may explain this value)")
+            self.report(arg, message=f"{message} (no fix: the comment on its line may explain this value)", hint=hint)
             return
         fix = set_keyword(
             self.ctx,
@@ -262,7 +362,7 @@ class HfTrainerArgs(Rule):
             Applicability.UNSAFE,
             f"`{keyword}={_DEFAULT_INTERVAL}` (the Trainer's default)",
         )
-        self.report(arg, message=message, fix=fix)
+        self.report(arg, message=message, fix=fix, hint=hint)
 
 
 def _strategy(arg: cst.Arg | None, default: str) -> str | None:

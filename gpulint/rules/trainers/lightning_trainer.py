@@ -10,6 +10,8 @@ from gpulint.linter.analysis.trainers import (
     TINY_INTERVAL,
     commented_arguments,
     is_lightning_trainer,
+    short_run,
+    short_run_hint,
 )
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
@@ -52,6 +54,10 @@ class LightningTrainerArgs(Rule):
     comment on its line (`log_every_n_steps=1,  # per-step curves for the paper`) is a deliberate
     choice: it is reported and left as written, without a fix.  Values from `LightningCLI` or
     `args` are never reported.
+
+    In a short run -- `max_steps` under 20 (as the code gives it), `fast_dev_run`, or
+    `limit_train_batches` times `max_epochs` under 20 -- the finding is a hint: a demo or smoke
+    test spends its time starting up, not logging.  It is held back unless hints are shown.
     """
 
     code = "GL802"
@@ -97,6 +103,29 @@ class LightningTrainerArgs(Rule):
                 log_every_n_steps=50,
                 val_check_interval=1.0,
             )
+            """,
+        ),
+        # short runs (`max_steps=10`, `fast_dev_run`, 5 batches for 2 epochs): hints
+        Invalid(
+            """
+            demo = L.Trainer(max_steps=10, log_every_n_steps=1)
+            check = L.Trainer(fast_dev_run=True, log_every_n_steps=1)
+            tiny = L.Trainer(limit_train_batches=5, max_epochs=2, val_check_interval=2)
+            """,
+            "2:32",
+            "3:38",
+            "4:55",
+            header=LIGHTNING_SCRIPT,
+            hints=(
+                "a short run (`max_steps=10`, fewer than 20 steps): start-up costs more than this setting there",
+                "a short run (`fast_dev_run=True`, fewer than 20 steps): start-up costs more than this setting there",
+                "a short run (`limit_train_batches=5` for `max_epochs=2`, fewer than 20 steps): start-up costs more "
+                "than this setting there",
+            ),
+            fixed="""
+            demo = L.Trainer(max_steps=10, log_every_n_steps=50)
+            check = L.Trainer(fast_dev_run=True, log_every_n_steps=50)
+            tiny = L.Trainer(limit_train_batches=5, max_epochs=2, val_check_interval=1.0)
             """,
         ),
         # both package names
@@ -167,15 +196,17 @@ class LightningTrainerArgs(Rule):
         if interval is not None and interval <= TINY_INTERVAL:
             reports.append(("val_check_interval", f"validates every {interval} training batches"))
         commented = commented_arguments(self.ctx, node) if reports else set()
+        short = short_run(self.ctx, node) if reports else None
+        hint = short_run_hint(short) if short is not None else None
         for keyword, what in reports:
-            self._report(node, keyword, what, keyword in commented)
+            self._report(node, keyword, what, keyword in commented, hint)
 
-    def _report(self, node: cst.Call, keyword: str, what: str, commented: bool) -> None:
+    def _report(self, node: cst.Call, keyword: str, what: str, commented: bool, hint: str | None) -> None:
         arg = keyword_arg(node, keyword)
         assert arg is not None  # called for a keyword the call has
         message = self.message.format(what=what)
         if commented:
-            self.report(arg, message=f"{message} (no fix: the comment on its line may explain this value)")
+            self.report(arg, message=f"{message} (no fix: the comment on its line may explain this value)", hint=hint)
             return
         default = _DEFAULTS[keyword]
         fix = set_keyword(
@@ -186,4 +217,4 @@ class LightningTrainerArgs(Rule):
             Applicability.UNSAFE,
             f"`{keyword}={default}` (Lightning's default)",
         )
-        self.report(arg, message=message, fix=fix)
+        self.report(arg, message=message, fix=fix, hint=hint)

@@ -40,7 +40,12 @@ import libcst as cst
 from gpulint.linter.analysis.item_work import is_tokenizer_call, is_transform, reader_phrase
 from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, last_name, positional_args
 from gpulint.linter.analysis.project import WORKING_DATASET
-from gpulint.linter.analysis.pytorch import DATASET_BASES, dataloader_dataset, in_memory_dataset
+from gpulint.linter.analysis.pytorch import (
+    ACCELERATE_ACCELERATORS,
+    DATASET_BASES,
+    dataloader_dataset,
+    in_memory_dataset,
+)
 from gpulint.linter.analysis.trainers import LIGHTNING_TRAINERS
 from gpulint.linter.analysis.values import target_key
 from gpulint.linter.analysis.walk import nodes_under
@@ -433,6 +438,24 @@ class LoaderCosts:
                 conflicting.add(name)
             defaults[name] = default.value
         return {name: value for name, value in defaults.items() if name not in conflicting}
+
+    def prepared_by_accelerate(self, loader: cst.Call) -> bool:
+        """Whether the loader goes through an Accelerate `Accelerator`'s `prepare(...)`, whose
+        loader copies each batch to the device itself (without `non_blocking` unless configured)."""
+        key = self._binding(loader)
+        for call in self.ctx.index.nodes("Call"):
+            func = call.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value == "prepare"):
+                continue
+            if not any(arg.value is loader or (key is not None and target_key(arg.value) == key) for arg in call.args):
+                continue
+            receiver = func.value
+            origins = [receiver, *(self.ctx.values.origins(receiver) or ())]
+            if any(
+                isinstance(o, cst.Call) and self.ctx.call_qualified_name(o) in ACCELERATE_ACCELERATORS for o in origins
+            ):
+                return True
+        return False
 
     @cached_property
     def _fors(self) -> list[cst.For]:

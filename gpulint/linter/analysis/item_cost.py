@@ -15,6 +15,8 @@ module that builds it, `Subset`/`ConcatDataset`/`random_split` -- to what builds
   `set_transform`;
 * `TOKENIZES`: `__getitem__` (or the loader's `collate_fn`, a function of the module) calls a
   tokenizer;
+* `LIGHT`: small images held in memory (MNIST, CIFAR) only converted to tensors (`ToTensor`,
+  `Normalize`): a little work per item, known to be small -- a hint, not evidence;
 * `MEMORY`: the items are in memory and an item is an index into them (tensors, lists of token
   ids or prompt strings, `TensorDataset`, a dataset class whose `__getitem__` only indexes what it
   holds, a Hugging Face dataset without a per-item transform);
@@ -54,6 +56,8 @@ if TYPE_CHECKING:
     from gpulint.linter.analysis.context import FileContext
 
 READS, AUGMENTS, TOKENIZES, MEMORY, UNKNOWN = "reads", "augments", "tokenizes", "memory", "unknown"
+# Items that do a little work, known to be small: not a cost worth a finding, not nothing either.
+LIGHT = "light"
 
 # A run that loads this many batches or fewer is a smoke test, a demo or a benchmark of the model:
 # what its loader costs is not what a training run pays.
@@ -62,6 +66,12 @@ TINY_RUN_BATCHES = 100
 # Dataset classes that decode a file for every item whatever they are given.
 _DECODING_DATASETS = re.compile(r"^torchvision\.datasets\.(?:folder\.)?(ImageFolder|DatasetFolder|VideoClips)$")
 _TORCHVISION_DATASET = re.compile(r"^torchvision\.datasets\.")
+# torchvision datasets that hold their (small) images in memory as arrays, and the transforms that
+# only turn such an image into a normalized tensor.
+_IN_MEMORY_TORCHVISION = re.compile(
+    r"^torchvision\.datasets\.(?:mnist\.|cifar\.|svhn\.)?(MNIST|FashionMNIST|KMNIST|EMNIST|QMNIST|CIFAR10|CIFAR100|SVHN)$"
+)
+_CONVERSIONS = frozenset({"ToTensor", "Normalize", "PILToTensor", "ConvertImageDtype", "ToImage", "ToDtype"})
 # Hugging Face datasets: loaded as Arrow tables (memory-mapped); a per-item transform is work.
 _HF_DATASETS = re.compile(r"^datasets\.(load_dataset|load_from_disk|Dataset|DatasetDict|IterableDataset)\b")
 _HF_ITEM_TRANSFORMS = frozenset({"with_transform", "set_transform"})
@@ -104,6 +114,7 @@ class ItemCost:
 
 _UNKNOWN = ItemCost(UNKNOWN)
 _MEMORY = ItemCost(MEMORY)
+_SMALL_IMAGES = ItemCost(LIGHT, "its items are small images held in memory, only converted to tensors")
 
 # The hint of a loader whose items' cost is not known (findings.py `RawFinding.hint`).
 UNKNOWN_COST_HINT = "what loading an item costs is not visible here"
@@ -140,6 +151,8 @@ class LoaderCosts:
             return LoaderVerdict(evidence=cost.evidence, hint=f"the run loads only {batches} {plural}", kind=cost.kind)
         if cost.costly:
             return LoaderVerdict(evidence=cost.evidence, kind=cost.kind)
+        if cost.kind == LIGHT:
+            return LoaderVerdict(hint=cost.evidence, kind=LIGHT)
         return LoaderVerdict(hint=UNKNOWN_COST_HINT)
 
     # -- items -------------------------------------------------------------------------------
@@ -202,6 +215,10 @@ class LoaderCosts:
         if _DECODING_DATASETS.match(qualified):
             return ItemCost(READS, f"`{name}` decodes a file for every item ({self._at(call)})")
         if _TORCHVISION_DATASET.match(qualified) and _transform_argument(call) is not None:
+            transform = _transform_argument(call)
+            assert transform is not None  # (just checked)
+            if _IN_MEMORY_TORCHVISION.match(qualified) and self._only_converts(transform):
+                return _SMALL_IMAGES  # small images held in memory, only turned into tensors
             return ItemCost(AUGMENTS, f"`{name}` applies its `transform=` to every item ({self._at(call)})")
         if qualified in _WRAPPERS:
             costs = [self.dataset_cost(arg.value, depth - 1) for arg in positional_args(call)[:1]]
@@ -227,6 +244,20 @@ class LoaderCosts:
                 f"an item of `{name}` (another module) reads, decodes, transforms or tokenizes ({self._at(call)})",
             )
         return None
+
+    def _only_converts(self, transform: cst.BaseExpression, depth: int = 2) -> bool:
+        """Whether a torchvision transform only turns an image into a normalized tensor
+        (`Compose([ToTensor(), Normalize(...)])`): no augmentation, no resizing."""
+        if isinstance(transform, cst.Call):
+            qualified = self.ctx.call_qualified_name(transform) or ""
+            if qualified.rsplit(".", 1)[-1] == "Compose" and is_transform(qualified) and transform.args:
+                steps = transform.args[0].value
+                return isinstance(steps, (cst.List, cst.Tuple)) and all(
+                    self._only_converts(element.value, depth) for element in steps.elements
+                )
+            return is_transform(qualified) and qualified.rsplit(".", 1)[-1] in _CONVERSIONS
+        origins = self.ctx.values.origins(transform) if depth > 0 and target_key(transform) is not None else None
+        return bool(origins) and all(self._only_converts(origin, depth - 1) for origin in origins or ())
 
     def _hugging_face(self, expr: cst.BaseExpression, depth: int = 3) -> bool:
         """A chain of calls and subscripts on a Hugging Face dataset (`load_dataset(...)["train"]
@@ -254,7 +285,7 @@ class LoaderCosts:
         methods = {
             f.name.value: f for f in cls.body.body if isinstance(f, cst.FunctionDef)
         }  # (a class's own methods: a base class of the module is not followed)
-        entry = methods.get("__getitem__") or methods.get("__iter__")
+        entry = methods.get("__getitem__") or methods.get("__getitems__") or methods.get("__iter__")
         if entry is None:
             return _UNKNOWN
         seen: set[str] = set()

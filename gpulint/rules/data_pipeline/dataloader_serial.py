@@ -445,6 +445,28 @@ class DataLoaderSerial(Rule):
             "10:14",
             header=CUDA_SCRIPT,
         ),
+        # small images held in memory, only converted to tensors: a hint (augmenting them is work)
+        Invalid(
+            """
+            from torchvision import datasets, transforms
+
+            def main():
+                convert = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.5,), (0.5,))])
+                plain = DataLoader(datasets.CIFAR100("data", transform=convert), batch_size=64, num_workers=0)
+                crop = transforms.Compose([transforms.RandomCrop(32, padding=4), transforms.ToTensor()])
+                augmented = DataLoader(datasets.CIFAR100("data", transform=crop), batch_size=64, num_workers=0)
+                for loader in (plain, augmented):
+                    for x, y in loader:
+                        step(x.to(device), y.to(device))
+
+            if __name__ == "__main__":
+                main()
+            """,
+            "8:13",
+            "10:17",
+            header=CUDA_SCRIPT,
+            hints=("its items are small images held in memory, only converted to tensors", None),
+        ),
         # a run of a handful of batches: a hint, whatever an item costs
         Invalid(
             """

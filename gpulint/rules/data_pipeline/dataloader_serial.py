@@ -58,9 +58,11 @@ class DataLoaderSerial(Rule):
     there: each step waits for its batch.
 
     Where the code shows no evidence of a cost -- the dataset is built in another module or handed
-    in as a parameter, or the run loads a handful of batches (`max_steps=10`,
-    `limit_train_batches=15`, `if i == 15: break` in the loop over the loader) -- the finding is a
-    hint: held back unless hints are shown (`--show-hints`, or the rule selected by its id).
+    in as a parameter, its items are small images held in memory only converted to tensors (MNIST
+    or CIFAR with `ToTensor()` and `Normalize()`), or the run loads a handful of batches
+    (`max_steps=10`, `limit_train_batches=15`, `if i == 15: break` in the loop over the loader) --
+    the finding is a hint: held back unless hints are shown (`--show-hints`, or the rule selected
+    by its id).
 
     ## Example
     ```python

@@ -14,7 +14,7 @@ from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
 from gpulint.linter.fix.passes import fix_source
 from gpulint.server.engine_adapter import _problem
-from tests.helpers import run_cli
+from tests.helpers import SCHEMAS, run_cli
 
 # A loader over a dataset the module does not build: GL102 has no evidence its batches are large.
 HINTED = textwrap.dedent("""\
@@ -129,6 +129,7 @@ def test_machine_formats_carry_the_hint_and_the_held_back_count(project, capsys)
     code, out, _ = run_cli(["hinted.py", "--no-cache", "--output-format", "sarif"], capsys)
     assert json.loads(out)["runs"][0]["properties"] == {"heldBackHints": 1}
     code, out, _ = run_cli(["hinted.py", "--no-cache", "--output-format", "sarif", "--show-hints"], capsys)
+    assert not _schema_errors("sarif-schema-2.1.0.json", json.loads(out))
     run = json.loads(out)["runs"][0]
     (result,) = run["results"]
     assert result["level"] == "note" and result["message"]["text"].endswith(
@@ -141,6 +142,13 @@ def test_machine_formats_carry_the_hint_and_the_held_back_count(project, capsys)
     assert json.loads(out)[0]["severity"] == "info"
     code, out, _ = run_cli(["hinted.py", "--no-cache", "--output-format", "rdjson", "--show-hints"], capsys)
     assert json.loads(out)["diagnostics"][0]["severity"] == "INFO"
+    assert not _schema_errors("rdjson-DiagnosticResult.json", json.loads(out))
+
+
+def _schema_errors(name: str, document: dict) -> list:
+    jsonschema = pytest.importorskip("jsonschema")
+    validator = jsonschema.Draft4Validator(json.loads((SCHEMAS / name).read_text(encoding="utf-8")))
+    return list(validator.iter_errors(document))
 
 
 def test_the_cache_keeps_hints_and_the_held_back_count(project, capsys):

@@ -90,7 +90,8 @@ def test_add_suppressions_names_a_notebook_it_leaves_findings_in(tmp_path, monke
     # as ruff's --add-noqa: what could be written was, so the run succeeded; what it left is a warning
     assert code == 0, err
     warnings = [line for line in err.splitlines() if line.startswith("gpulint: warning:")]
-    assert len(warnings) == 1 and "nb.ipynb: 8 findings not suppressed" in warnings[0]
+    # (8 findings, less the 2 held back as hints: its validation loader's small in-memory images)
+    assert len(warnings) == 1 and "nb.ipynb: 6 findings not suppressed" in warnings[0]
     assert "does not edit notebooks" in warnings[0]
     code, out, _ = run_cli(["--no-cache", "."], capsys)
     assert code == 1 and {line.split(":")[0] for line in out.splitlines() if ": GL" in line} == {"nb.ipynb"}

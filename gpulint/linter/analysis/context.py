@@ -19,6 +19,7 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from gpulint.linter.analysis.imports import ImportTable
+from gpulint.linter.analysis.item_cost import LoaderCosts
 from gpulint.linter.analysis.loops import (
     LIGHTNING_MODULES,
     LoopModel,
@@ -172,6 +173,11 @@ class FileContext:
     @cached_property
     def workers(self) -> WorkerStart:
         return WorkerStart(self)
+
+    @cached_property
+    def loaders(self) -> LoaderCosts:
+        """What an item of each DataLoader costs, and what the run looks like (item_cost.py)."""
+        return LoaderCosts(self)
 
     # -- module-level facts ------------------------------------------------------------------
     def uses(self, *modules: str) -> bool:

@@ -7,11 +7,13 @@ import libcst as cst
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import TENSORFLOW
 from gpulint.linter.analysis.nodes import has_star_kwargs, keyword_arg, method_name
+from gpulint.linter.analysis.workers import is_main_guard
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, RuleOption, Valid, positive_int
 from gpulint.rules.case_headers import TF_SCRIPT
 
+_STEPS_PER_EXECUTION_SINCE = (2, 4)  # TensorFlow 2.3 spelled it `experimental_steps_per_execution`
 STEPS_PER_EXECUTION = RuleOption(
     "steps-per-execution", 32, "Value GL705's fix writes as `steps_per_execution=`.", int, check=positive_int
 )
@@ -45,6 +47,16 @@ class KerasStepsPerExecution(Rule):
     Adds `steps_per_execution=<steps-per-execution>` (option, default 32).  Unsafe: callbacks'
     `on_batch_begin`/`on_batch_end` then run every N batches, progress and logs update less often,
     and the PyTorch backend of Keras does not support it.  A hint: opt in with `--select GL705`.
+
+    No fix (the finding says why):
+    - where the project runs on a TensorFlow older than 2.4, which has no `steps_per_execution`
+      (2.3 called it `experimental_steps_per_execution`): as its requirements or
+      `target-tensorflow` say, or, where none bounds it, as its README, INSTALL.md or docs name;
+    - in library code that compiles a model it was given: a function whose parameter is the
+      model (`def compile_model(model, lr): model.compile(...)`) in a module that is not a
+      script -- one that, run, does nothing but define (no `if __name__ == "__main__":`, no
+      top-level call or loop).  The library's users choose how often their callbacks run; a
+      script's author is the one who reads the fix.
     """
 
     code = "GL705"
@@ -108,12 +120,93 @@ class KerasStepsPerExecution(Rule):
             """,
             options={"steps-per-execution": 64},
         ),
+        # a project on a TensorFlow without `steps_per_execution`, by its requirements or its README
+        Invalid(
+            """
+            model.compile(optimizer="adam", loss="mse")
+            """,
+            "2:1",
+            header=TF_SCRIPT,
+            target_tensorflow=(2, 1),
+            messages=(
+                "`model.compile()` without `steps_per_execution`: `fit` returns to Python after every batch "
+                "(no fix: `steps_per_execution` needs TensorFlow 2.4; the project runs on TensorFlow 2.1, per its "
+                "requirements or `target-tensorflow`)",
+            ),
+        ),
+        Invalid(
+            """
+            model.compile(optimizer="adam", loss="mse")
+            """,
+            "2:1",
+            header=TF_SCRIPT,
+            documented_tensorflow=(1, 14),
+            messages=(
+                "`model.compile()` without `steps_per_execution`: `fit` returns to Python after every batch "
+                "(no fix: `steps_per_execution` needs TensorFlow 2.4; the project runs on TensorFlow 1.14, per its "
+                "README)",
+            ),
+        ),
+        # a library's helper that compiles its caller's model: reported, left to the caller
+        Invalid(
+            """
+            def compile_model(model, learning_rate=1e-3):
+                model.compile(optimizer=tf.keras.optimizers.Adam(learning_rate), loss="mse")
+                return model
+            """,
+            "3:5",
+            header=TF_SCRIPT,
+            messages=(
+                "`model.compile()` without `steps_per_execution`: `fit` returns to Python after every batch "
+                "(no fix: library code that compiles its caller's model; the caller chooses how often callbacks "
+                "run)",
+            ),
+        ),
+        # the same function in a script: its author runs it
+        Invalid(
+            """
+            def train(model, data):
+                model.compile(optimizer="adam", loss="mse")
+                model.fit(data, epochs=3)
+
+
+            if __name__ == "__main__":
+                train(build_model(), load_data())
+            """,
+            "3:5",
+            header=TF_SCRIPT,
+            fixed="""
+            def train(model, data):
+                model.compile(optimizer="adam", loss="mse", steps_per_execution=32)
+                model.fit(data, epochs=3)
+
+
+            if __name__ == "__main__":
+                train(build_model(), load_data())
+            """,
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
         if not _keras_compile_call(self.ctx, node) or has_star_kwargs(node):
             return
         if keyword_arg(node, "steps_per_execution") is not None:
+            return
+        floor = self.ctx.tensorflow_floor
+        if floor is not None and floor[0] < _STEPS_PER_EXECUTION_SINCE:
+            version, where = floor
+            self.report(
+                node,
+                message=f"{self.message} (no fix: `steps_per_execution` needs TensorFlow 2.4; the project runs on "
+                f"TensorFlow {version[0]}.{version[1]}, per {where})",
+            )
+            return
+        if _compiles_a_given_model(self.ctx, node):
+            self.report(
+                node,
+                message=f"{self.message} (no fix: library code that compiles its caller's model; the caller "
+                "chooses how often callbacks run)",
+            )
             return
         value = str(self.option(STEPS_PER_EXECUTION))
         self.report(
@@ -140,3 +233,30 @@ def _keras_compile_call(ctx: FileContext, node: cst.Call) -> bool:
     return first is not None and (
         isinstance(first.value, cst.SimpleString) or ctx.values.is_kind(first.value, "optimizer")
     )
+
+
+def _compiles_a_given_model(ctx: FileContext, node: cst.Call) -> bool:
+    """`model.compile(...)` on a parameter of the function around it, in a module that is not a
+    script: a library's helper that compiles the model its caller built."""
+    function = ctx.enclosing_function(node)
+    receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
+    while isinstance(receiver, (cst.Attribute, cst.Subscript)):
+        receiver = receiver.value
+    if function is None or not isinstance(receiver, cst.Name) or receiver.value in ("self", "cls"):
+        return False
+    parameters = function.params
+    names = {p.name.value for p in (*parameters.posonly_params, *parameters.params, *parameters.kwonly_params)}
+    return receiver.value in names and not _is_script(ctx.module)
+
+
+def _is_script(module: cst.Module) -> bool:
+    """Whether running the module does more than define things: a main guard, or a call, loop or
+    `with` at its top level (`main()`, `model.fit(...)`)."""
+    for statement in module.body:
+        if is_main_guard(statement) or isinstance(statement, (cst.For, cst.While, cst.With)):
+            return True
+        if isinstance(statement, cst.SimpleStatementLine) and any(
+            isinstance(small, cst.Expr) and isinstance(small.value, (cst.Call, cst.Await)) for small in statement.body
+        ):
+            return True
+    return False

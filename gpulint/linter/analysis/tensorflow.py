@@ -34,6 +34,8 @@ _TF_STEP_METHODS = frozenset({"gradient", "apply_gradients", "train_on_batch", "
 _TENSORISH_NAME = re.compile(r"loss|acc|metric|logit|pred|grad|norm|result|output", re.IGNORECASE)
 
 
+# `tf.data.AUTOTUNE` exists from TensorFlow 2.4; `tf.data.experimental.AUTOTUNE` from 1.x on.
+AUTOTUNE_SINCE = (2, 4)
 _OPTS_OUT_OF_MAP_PARALLELIZATION = re.compile(r"(map_parallelization|autotune\s*\.\s*enabled)\s*=\s*False")
 _OPTS_INTO_MAP_PARALLELIZATION = re.compile(r"map_parallelization\s*=\s*True")
 # TensorFlow ops with state: random numbers (other than the stateless ones), Python, variables.
@@ -126,6 +128,20 @@ class TfAnalysis:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self.calls: list[cst.Call] = ctx.index.nodes("Call")
+
+    @cached_property
+    def autotune(self) -> tuple[str, tuple[str, ...]]:
+        """`tf.data.AUTOTUNE` in the module's spelling, and the imports it needs, for the
+        TensorFlow the module runs on: `tf.data.experimental.AUTOTUNE` where the project's
+        TensorFlow (its requirements, else its prose) is older than 2.4, and through
+        `tf.compat.v1` where the module imports TensorFlow so (code kept running on 1.x).  A
+        project that says nothing runs on a TensorFlow of today."""
+        floor = self.ctx.tensorflow_floor
+        if "tensorflow.compat.v1" in self.ctx.imports.bindings.values():
+            return self.ctx.reference("tensorflow.compat.v1.data.experimental.AUTOTUNE")
+        if floor is not None and floor[0] < AUTOTUNE_SINCE:
+            return self.ctx.reference("tensorflow.data.experimental.AUTOTUNE")
+        return self.ctx.reference("tensorflow.data.AUTOTUNE")
 
     @cached_property
     def converts_once(self) -> bool:

@@ -181,8 +181,8 @@ def _refit_arguments(
     value: cst.BaseExpression | None, block_indent: int, step: str, line_length: int
 ) -> cst.BaseExpression | None:
     """The call closing the line, already one argument per line (black's layout), with each
-    argument that is a call and too long for its line split too; None when there is nothing to
-    split or the call is laid out otherwise."""
+    argument that is a call or a conditional and too long for its line split too; None when there
+    is nothing to split or the call is laid out otherwise."""
     chain = _calls_closing_the_line(value)
     if value is None or not chain or not _one_argument_per_line(chain[0], step):
         return None
@@ -190,14 +190,11 @@ def _refit_arguments(
     args = []
     for arg in call.args:
         inner = arg.value
-        if (
-            block_indent + len(step) + len(_arg_code(arg)) + 1 > line_length
-            and isinstance(inner, cst.Call)
-            and inner.args
-            and not inner.lpar
-            and "\n" not in _code(inner)
-        ):
+        too_long = block_indent + len(step) + len(_arg_code(arg)) + 1 > line_length
+        if too_long and isinstance(inner, cst.Call) and inner.args and not inner.lpar and "\n" not in _code(inner):
             arg = arg.with_changes(value=_fit(inner, block_indent, step, 1, line_length))
+        elif too_long and isinstance(inner, cst.IfExp) and not inner.lpar and "\n" not in _code(inner):
+            arg = arg.with_changes(value=_split_conditional(inner, step, 1))
         args.append(arg)
     if all(new is old for new, old in zip(args, call.args, strict=True)):
         return None

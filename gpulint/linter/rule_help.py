@@ -1545,7 +1545,12 @@ EXPLANATIONS: dict[str, str] = {
         '  model (`def compile_model(model, lr): model.compile(...)`) in a module that is not a\n'
         '  script -- one that, run, does nothing but define (no `if __name__ == "__main__":`, no\n'
         "  top-level call or loop).  The library's users choose how often their callbacks run; a\n"
-        "  script's author is the one who reads the fix."
+        "  script's author is the one who reads the fix;\n"
+        '- where a callback of the same file acts per batch (a method `on_train_batch_end`,\n'
+        '  `on_batch_begin`, ...): with N batches a call it is called for every Nth batch only, and a\n'
+        '  callback that waits for batch 1 or counts batches never sees what it waits for;\n'
+        '- where the file picks Keras\' PyTorch backend (`os.environ["KERAS_BACKEND"] = "torch"`),\n'
+        '  which does not support `steps_per_execution`.'
     ),
     'GL706': (
         '## What it finds\n'

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from functools import cached_property
+
 import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
@@ -13,6 +16,9 @@ from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, RuleOption, Valid, positive_int
 from gpulint.rules.case_headers import TF_SCRIPT
 
+# Keras callback hooks called once per batch.
+_PER_BATCH_HOOK = re.compile(r"on_(train_|test_|predict_)?batch_(begin|end)")
+_TORCH_BACKEND = re.compile(r"""KERAS_BACKEND["']\s*\]?\s*[=,]\s*["']torch["']""")
 _STEPS_PER_EXECUTION_SINCE = (2, 4)  # TensorFlow 2.3 spelled it `experimental_steps_per_execution`
 STEPS_PER_EXECUTION = RuleOption(
     "steps-per-execution", 32, "Value GL705's fix writes as `steps_per_execution=`.", int, check=positive_int
@@ -56,7 +62,12 @@ class KerasStepsPerExecution(Rule):
       model (`def compile_model(model, lr): model.compile(...)`) in a module that is not a
       script -- one that, run, does nothing but define (no `if __name__ == "__main__":`, no
       top-level call or loop).  The library's users choose how often their callbacks run; a
-      script's author is the one who reads the fix.
+      script's author is the one who reads the fix;
+    - where a callback of the same file acts per batch (a method `on_train_batch_end`,
+      `on_batch_begin`, ...): with N batches a call it is called for every Nth batch only, and a
+      callback that waits for batch 1 or counts batches never sees what it waits for;
+    - where the file picks Keras' PyTorch backend (`os.environ["KERAS_BACKEND"] = "torch"`),
+      which does not support `steps_per_execution`.
     """
 
     code = "GL705"
@@ -147,6 +158,38 @@ class KerasStepsPerExecution(Rule):
                 "README)",
             ),
         ),
+        # a callback of the file counts batches; the file runs Keras on PyTorch
+        Invalid(
+            """
+            class ThroughputCallback(keras.callbacks.Callback):
+                def on_train_batch_begin(self, batch, logs=None):
+                    if batch == 1:
+                        self.start = time.time()
+
+            model.compile(optimizer="adam", loss="mse")
+            model.fit(x, y, callbacks=[ThroughputCallback()])
+            """,
+            "7:1",
+            header=TF_SCRIPT,
+            messages=(
+                "`model.compile()` without `steps_per_execution`: `fit` returns to Python after every batch "
+                "(no fix: a callback of this file acts per batch (`on_train_batch_begin`): it would see every Nth "
+                "batch only)",
+            ),
+        ),
+        Invalid(
+            """
+            import os
+            os.environ["KERAS_BACKEND"] = "torch"
+            import keras
+            model.compile(optimizer="adam", loss="mse")
+            """,
+            "4:1",
+            messages=(
+                "`model.compile()` without `steps_per_execution`: `fit` returns to Python after every batch "
+                "(no fix: the file runs Keras on its PyTorch backend, which does not support `steps_per_execution`)",
+            ),
+        ),
         # a library's helper that compiles its caller's model: reported, left to the caller
         Invalid(
             """
@@ -187,6 +230,22 @@ class KerasStepsPerExecution(Rule):
         ),
     ]
 
+    @cached_property
+    def _file_unfit(self) -> str | None:
+        """Why nothing in this file may run N batches a call, or None: a callback of the file
+        acts per batch, or the file runs Keras on PyTorch."""
+        for function in self.ctx.index.nodes("FunctionDef"):
+            if _PER_BATCH_HOOK.fullmatch(function.name.value) and any(
+                isinstance(a, cst.ClassDef) for a in self.ctx.ancestors(function)
+            ):
+                return (
+                    f"a callback of this file acts per batch (`{function.name.value}`): it would see every Nth "
+                    "batch only"
+                )
+        if _TORCH_BACKEND.search(self.ctx.source_text):
+            return "the file runs Keras on its PyTorch backend, which does not support `steps_per_execution`"
+        return None
+
     def visit_Call(self, node: cst.Call) -> None:
         if not _keras_compile_call(self.ctx, node) or has_star_kwargs(node):
             return
@@ -200,6 +259,10 @@ class KerasStepsPerExecution(Rule):
                 message=f"{self.message} (no fix: `steps_per_execution` needs TensorFlow 2.4; the project runs on "
                 f"TensorFlow {version[0]}.{version[1]}, per {where})",
             )
+            return
+        unfit = self._file_unfit
+        if unfit is not None:
+            self.report(node, message=f"{self.message} (no fix: {unfit})")
             return
         if _compiles_a_given_model(self.ctx, node):
             self.report(

@@ -357,7 +357,7 @@ class TfDataNoPrefetch(Rule):
             return
         fix = None
         if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
-            autotune, imports = self.ctx.tf.autotune
+            autotune, imports = self.ctx.tf.autotune(expr)
             prefetched = cst.Call(
                 func=cst.Attribute(value=expr, attr=cst.Name("prefetch")),
                 args=[cst.Arg(cst.parse_expression(autotune))],

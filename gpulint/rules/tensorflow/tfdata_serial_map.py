@@ -553,6 +553,25 @@ class TfDataSerialMap(Rule):
                 step(batch)
             """,
         ),
+        # the module imports `tf_data` only further down (a guide's next cell): not bound at the map yet
+        Invalid(
+            """
+            from tensorflow.data import TFRecordDataset
+            from data_utils import decode
+            ds = TFRecordDataset(files).map(decode)
+            model.fit(ds.batch(32), epochs=3)
+            from tensorflow import data as tf_data
+            """,
+            "3:29",
+            fixed="""
+            import tensorflow
+            from tensorflow.data import TFRecordDataset
+            from data_utils import decode
+            ds = TFRecordDataset(files).map(decode, num_parallel_calls=tensorflow.data.AUTOTUNE)
+            model.fit(ds.batch(32), epochs=3)
+            from tensorflow import data as tf_data
+            """,
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -584,7 +603,7 @@ class TfDataSerialMap(Rule):
         if deliberate is not None:
             self.report(node, message=f"{message} (no fix: {deliberate})")
             return
-        autotune, imports = self.ctx.tf.autotune
+        autotune, imports = self.ctx.tf.autotune(node)
         self.report(
             node,
             message=message,

@@ -121,9 +121,9 @@ def names_referenced(call: cst.Call) -> set[str]:
     return names
 
 
-def _names_bound(statement: cst.Import | cst.ImportFrom) -> set[str]:
+def _names_bound(statement: cst.CSTNode) -> set[str]:
     """The local names an import statement binds (`import a.b` binds `a`)."""
-    if isinstance(statement.names, cst.ImportStar):
+    if not isinstance(statement, (cst.Import, cst.ImportFrom)) or isinstance(statement.names, cst.ImportStar):
         return set()
     names = set()
     for alias in statement.names:

@@ -357,3 +357,25 @@ def test_long_runs_in_the_projects_files_are_read_in_one_pass(tmp_path):
     )
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == "(1, 9) (2, 12)\n"
+
+
+def test_long_runs_in_the_lightning_and_tensorflow_prose_patterns_are_read_in_one_pass(tmp_path):
+    """The same for the patterns that read the Lightning requirement and the TensorFlow a README
+    or a page of docs/ names: runs of spaces after `lightning`, `tensorflow` and `TF`."""
+    run = " " * 300_000  # (three to a file: under the megabyte past which it is not read)
+    (tmp_path / "README.md").write_text(f"Needs tensorflow{run}x, TF{run}x and TF{run}9; TensorFlow 2.3\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "install.md").write_text(f"TF{run}>x tensorflow version{run}x\n")
+    (tmp_path / "requirements.txt").write_text(f"pytorch-lightning{run}x\nlightning{run}\nlightning>=2.1\n")
+    script = textwrap.dedent(f"""\
+        from pathlib import Path
+        from gpulint.linter.project import facts_from
+
+        facts = facts_from({{}}, Path({str(tmp_path)!r}))
+        print(facts.documented_tensorflow, facts.target_lightning)
+    """)
+    completed = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == "(2, 3) (2, 1)\n"

@@ -38,6 +38,8 @@ def linter_for(rule: type[Rule], case: Case, local_rules: LocalRuleSet | None = 
     settings = Settings(select=[rule.code, *case.select], options=dict(case.options), local_rules=local_rules)
     settings.target_tensorflow = case.target_tensorflow
     settings.target_torch = case.target_torch
+    settings.target_lightning = case.target_lightning
+    settings.documented_tensorflow = case.documented_tensorflow
     return Linter(settings)
 
 

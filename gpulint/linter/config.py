@@ -146,6 +146,11 @@ class Settings:
     documented_torch: tuple[int, int] | None = None
     documented_torch_in: str | None = None
     target_tensorflow: tuple[int, int] | None = None  # the oldest TensorFlow the project runs on, if known
+    # The oldest TensorFlow the project's prose names where no requirement says (README, INSTALL.md,
+    # a page of docs/; which one in documented_tensorflow_in).
+    documented_tensorflow: tuple[int, int] | None = None
+    documented_tensorflow_in: str | None = None
+    target_lightning: tuple[int, int] | None = None  # the oldest Lightning its requirements allow, if known
     max_file_size: int = DEFAULT_MAX_FILE_BYTES  # bytes; larger files are skipped with a message
     # Work per file (docs/safety.md, "Work per file"): files with more syntax nodes, or more
     # findings, are skipped with a message.
@@ -291,6 +296,9 @@ class Settings:
             "documented_torch": self.documented_torch,
             "documented_torch_in": self.documented_torch_in,
             "target_tensorflow": self.target_tensorflow,
+            "documented_tensorflow": self.documented_tensorflow,
+            "documented_tensorflow_in": self.documented_tensorflow_in,
+            "target_lightning": self.target_lightning,
             "options": self.options,
             # The local rules' code: editing one re-lints every file.
             "local_rules": self.local_rules.digest() if self.local_rules is not None else None,
@@ -533,6 +541,7 @@ def load_settings(
         settings.documented_torch = settings.documented_torch_in = None
     if target_tf is not None:
         settings.target_tensorflow = target_tf
+        settings.documented_tensorflow = settings.documented_tensorflow_in = None
     return settings
 
 
@@ -543,6 +552,9 @@ def _apply_project(settings: Settings, pyproject: dict[str, Any], directory: Pat
     settings.documented_torch = facts.documented_torch
     settings.documented_torch_in = facts.documented_torch_in
     settings.target_tensorflow = facts.target_tensorflow
+    settings.documented_tensorflow = facts.documented_tensorflow
+    settings.documented_tensorflow_in = facts.documented_tensorflow_in
+    settings.target_lightning = facts.target_lightning
 
 
 def _toml_type(value: Any) -> str:

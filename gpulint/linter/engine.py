@@ -250,6 +250,8 @@ class Linter:
             project,
             self.settings.target_tensorflow,
             self._torch_floor(),
+            self._tensorflow_floor(),
+            self.settings.target_lightning,
         )
         findings = run_rules(ctx, [r for r in rules if r.applies(ctx)])
         budget = self.settings.max_findings_per_file
@@ -279,6 +281,15 @@ class Linter:
             return self.settings.target_torch, "its requirements or `target-torch`"
         if self.settings.documented_torch is not None:
             return self.settings.documented_torch, f"its {self.settings.documented_torch_in or 'README'}"
+        return None
+
+    def _tensorflow_floor(self) -> tuple[tuple[int, int], str] | None:
+        """The oldest TensorFlow the project says it runs on, and where: its requirements (or
+        `target-tensorflow`) when they bound it, else the prose that names a version."""
+        if self.settings.target_tensorflow is not None:
+            return self.settings.target_tensorflow, "its requirements or `target-tensorflow`"
+        if self.settings.documented_tensorflow is not None:
+            return self.settings.documented_tensorflow, f"its {self.settings.documented_tensorflow_in or 'README'}"
         return None
 
     def _hint_in_tests(self, rules: list[type[Rule]], findings: list[RawFinding], path: str) -> None:

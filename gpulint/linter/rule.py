@@ -103,6 +103,8 @@ class Case:
         select: tuple[str, ...] = (),
         target_tensorflow: tuple[int, int] | None = None,
         target_torch: tuple[int, int] | None = None,
+        target_lightning: tuple[int, int] | None = None,
+        documented_tensorflow: tuple[int, int] | None = None,
     ) -> None:
         self.code = code
         self.header = header
@@ -112,6 +114,8 @@ class Case:
         # The project's TensorFlow, as its requirements or `target-tensorflow` would say.
         self.target_tensorflow = target_tensorflow
         self.target_torch = target_torch  # the project's PyTorch, as its requirements or `target-torch` would say
+        self.target_lightning = target_lightning  # the project's Lightning, as its requirements would say
+        self.documented_tensorflow = documented_tensorflow  # the TensorFlow its README names
 
     @property
     def source(self) -> str:

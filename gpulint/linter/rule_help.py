@@ -1425,7 +1425,10 @@ EXPLANATIONS: dict[str, str] = {
         '```\n'
         '\n'
         '## Fix (safe)\n'
-        "Adds `num_parallel_calls=tf.data.AUTOTUNE` (spelled with the module's own `tensorflow` alias).\n"
+        "Adds `num_parallel_calls=tf.data.AUTOTUNE` (spelled with the module's own `tensorflow` alias;\n"
+        "`tf.data.experimental.AUTOTUNE`, which TensorFlow 1.x has too, where the project's requirements\n"
+        'or its README name a TensorFlow older than 2.4, or the module imports `tensorflow.compat.v1`;\n'
+        'a project that names no version gets `tf.data.AUTOTUNE`).\n'
         'Safe: parallel `map` keeps the order of elements (`deterministic` defaults to true), so the\n'
         'pipeline yields the same elements in the same order.  Only receivers known to be tf.data\n'
         'datasets are reported: `.map` on anything else is never touched.\n'
@@ -1484,7 +1487,8 @@ EXPLANATIONS: dict[str, str] = {
         '\n'
         '## Fix (safe)\n'
         "Appends `.prefetch(tf.data.AUTOTUNE)` to the pipeline where it is consumed (with the module's\n"
-        'own `tensorflow` alias).  Safe: prefetching yields the same elements in the same order; it only\n'
+        'own `tensorflow` alias; `tf.data.experimental.AUTOTUNE` for a TensorFlow older than 2.4, as\n'
+        'GL701 writes it).  Safe: prefetching yields the same elements in the same order; it only\n'
         'overlaps producing them with consuming them (at the cost of a few batches of host memory).\n'
         "Pipelines that keras' `*_dataset_from_directory` or `tfds.load` built (they prefetch already),\n"
         'or that arrive as parameters, are not reported.'
@@ -1579,7 +1583,22 @@ EXPLANATIONS: dict[str, str] = {
         '## Fix (unsafe)\n'
         "Adds `steps_per_execution=<steps-per-execution>` (option, default 32).  Unsafe: callbacks'\n"
         '`on_batch_begin`/`on_batch_end` then run every N batches, progress and logs update less often,\n'
-        'and the PyTorch backend of Keras does not support it.  A hint: opt in with `--select GL705`.'
+        'and the PyTorch backend of Keras does not support it.  A hint: opt in with `--select GL705`.\n'
+        '\n'
+        'No fix (the finding says why):\n'
+        '- where the project runs on a TensorFlow older than 2.4, which has no `steps_per_execution`\n'
+        '  (2.3 called it `experimental_steps_per_execution`): as its requirements or\n'
+        '  `target-tensorflow` say, or, where none bounds it, as its README, INSTALL.md or docs name;\n'
+        '- in library code that compiles a model it was given: a function whose parameter is the\n'
+        '  model (`def compile_model(model, lr): model.compile(...)`) in a module that is not a\n'
+        '  script -- one that, run, does nothing but define (no `if __name__ == "__main__":`, no\n'
+        "  top-level call or loop).  The library's users choose how often their callbacks run; a\n"
+        "  script's author is the one who reads the fix;\n"
+        '- where a callback of the same file acts per batch (a method `on_train_batch_end`,\n'
+        '  `on_batch_begin`, ...): with N batches a call it is called for every Nth batch only, and a\n'
+        '  callback that waits for batch 1 or counts batches never sees what it waits for;\n'
+        '- where the file picks Keras\' PyTorch backend (`os.environ["KERAS_BACKEND"] = "torch"`),\n'
+        '  which does not support `steps_per_execution`.'
     ),
     'GL706': (
         '## What it finds\n'
@@ -1763,7 +1782,11 @@ EXPLANATIONS: dict[str, str] = {
         'user wrote it, with its comment.  Unsafe: it changes what is logged, evaluated and saved, and\n'
         'how data is loaded.  An interval with a comment on its line (`logging_steps=1,  # per-step loss\n'
         'curves for the paper`) is a deliberate choice: it is reported and left as written, without a\n'
-        'fix.  Values that come from a parser (`args.logging_steps`) are never reported.\n'
+        'fix.  Values that come from a parser (`args.logging_steps`) are never reported.  No fix either\n'
+        'where 500 would not do what the run needs (the finding says why): a run whose `max_steps` (as\n'
+        'the code gives it) is under 500 would then never log, evaluate or save at that interval; and\n'
+        'with `load_best_model_at_end=True` the Trainer requires `save_steps` to be a multiple of\n'
+        "`eval_steps`, so one of them is changed only where the other one's value still divides.\n"
         '\n'
         "Missing workers are a hint where the module's Trainer collates with a collator that pads\n"
         'token ids (`DataCollatorWithPadding`, `DataCollatorForSeq2Seq`,\n'
@@ -1804,6 +1827,14 @@ EXPLANATIONS: dict[str, str] = {
         'choice: it is reported and left as written, without a fix.  Values from `LightningCLI` or\n'
         '`args` are never reported.\n'
         '\n'
+        'No fix either where the default would not do what the run needs (the finding says why):\n'
+        '- `val_check_interval` where a `ModelCheckpoint` or `EarlyStopping` acts on the validation\n'
+        "  runs: one in the Trainer's `callbacks`, or one in the module that monitors a validation\n"
+        '  metric (`monitor="val_loss"`).  Which checkpoint is kept, and when training stops (patience\n'
+        '  counts validation runs), follow how often the run validates;\n'
+        '- `log_every_n_steps` in a run shorter than 50 steps (`max_steps`, or `limit_train_batches`\n'
+        '  times `max_epochs`, as the code gives them): every 50 steps, it would never log.\n'
+        '\n'
         'In a short run -- `max_steps` under 20 (as the code gives it), `fast_dev_run`, or\n'
         '`limit_train_batches` times `max_epochs` under 20 -- the finding is a hint: a demo or smoke\n'
         'test spends its time starting up, not logging.  It is held back unless hints are shown.'
@@ -1832,12 +1863,30 @@ EXPLANATIONS: dict[str, str] = {
         '```\n'
         '\n'
         '## Fix (unsafe)\n'
-        'Sets `bf16=torch.cuda.is_bf16_supported()` (HF) or `precision="bf16-mixed" if\n'
-        'torch.cuda.is_bf16_supported() else <the precision it had>` (Lightning), importing `torch` if\n'
-        'needed.  The condition is the check both trainers make before they accept bf16: a literal\n'
-        '`bf16=True` makes the Trainer raise on a GPU older than Ampere and on a machine without a GPU\n'
-        '("Your setup doesn\'t support bf16/gpu").  Unsafe: numerics change slightly.  A hint: opt in\n'
-        'with `--select GL803`.'
+        'Sets `bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported()` (HF) or\n'
+        '`precision=<bf16> if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else <the\n'
+        'precision it had>` (Lightning), importing `torch` if needed.  The condition is the check both\n'
+        'trainers make before they accept bf16: a literal `bf16=True` makes the Trainer raise on a GPU\n'
+        'older than Ampere and on a machine without a GPU ("Your setup doesn\'t support bf16/gpu").\n'
+        '`torch.cuda.is_bf16_supported()` itself raises on a machine without a GPU before PyTorch 2.5,\n'
+        "hence `torch.cuda.is_available() and` in front of it, left out only where the project's PyTorch\n"
+        'is 2.5 or later; it exists from PyTorch 1.10 (no fix for a project on an older one).\n'
+        '\n'
+        "Lightning spells bf16 by its version, which the fix reads from the project's requirements\n"
+        "(`lightning`, `pytorch-lightning`), else from the code's own trainer arguments, else from the\n"
+        'package it imports:\n'
+        '- Lightning 2.0 or later, arguments of 2.x (`precision="16-mixed"`, `"32-true"`,\n'
+        '  `accelerator="gpu"` with `devices=`), or `import lightning`: `"bf16-mixed"`, else\n'
+        '  `"32-true"`;\n'
+        '- Lightning 1.5 to 1.9, or arguments only 1.x accepts (`gpus=`, `precision=16`,\n'
+        '  `progress_bar_refresh_rate=`, `tpu_cores=`, `resume_from_checkpoint=`): `"bf16"`, else `32`\n'
+        '  (1.x rejects `"bf16-mixed"` and `"32-true"`; 2.x warns on `"bf16"`);\n'
+        '- older than 1.5 (no bf16 at all), or `pytorch_lightning` with nothing that says which\n'
+        '  version: no fix, the finding says why.\n'
+        '\n'
+        "Unsafe, and the fix's message says so: the run's numbers change (matrix products and\n"
+        "activations round to bf16's 8-bit mantissa), which a reproduction or a test tolerance may\n"
+        'notice.  A hint: opt in with `--select GL803`.'
     ),
     'GL900': (
         '## What it finds\n'

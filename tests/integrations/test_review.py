@@ -75,9 +75,10 @@ def _review_of(repo: Path, new_lines: str, capsys) -> list[dict]:
     return json.loads(out)["comments"]
 
 
-def test_two_fixes_in_one_line_are_one_suggestion_with_both(review_repo, capsys):
-    """`x, y = x.to(device), y.to(device)`: two GL104 findings, each fixing half the line.  Two
-    suggestions would each undo the other; the one suggestion is the line as `--fix` writes it.
+def test_copies_in_one_line_are_one_suggestion(review_repo, capsys):
+    """`x, y = x.to(device), y.to(device)`: one GL104 finding for the statement's two copies, with one
+    fix for both (two suggestions would each undo the other); the one suggestion is the line as `--fix`
+    writes it.
     (The step reads the loss back every step, so GL104's findings are hints: the review posts them
     only where the configuration shows hints.)"""
     held = _review_of(review_repo, "        x, y = x.to(device), y.to(device)\n", capsys)
@@ -89,7 +90,7 @@ def test_two_fixes_in_one_line_are_one_suggestion_with_both(review_repo, capsys)
     assert len(on_line) == 1
     (suggested,) = _suggestions(on_line[0]["body"])
     assert suggested == "        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)"
-    assert _codes(on_line[0]["body"]) == ["GL104", "GL104"]  # both findings marked: neither posted again
+    assert _codes(on_line[0]["body"]) == ["GL104"]  # the finding marked: not posted again
     fixed, _ = _fixed_by_cli(review_repo, capsys)
     assert suggested in fixed.splitlines()
 

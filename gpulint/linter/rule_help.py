@@ -954,7 +954,9 @@ EXPLANATIONS: dict[str, str] = {
         '```python\n'
         'import torch\n'
         '\n'
+        '# TF32 matmuls on Ampere+: faster, ~1e-3 relative precision\n'
         'torch.set_float32_matmul_precision("high")\n'
+        '\n'
         'model = Net().cuda()\n'
         'optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n'
         'for x, y in loader:\n'
@@ -964,8 +966,13 @@ EXPLANATIONS: dict[str, str] = {
         '```\n'
         '\n'
         '## Fix (unsafe)\n'
-        'Inserts `torch.set_float32_matmul_precision("high")` before the reported statement.  Unsafe:\n'
-        'results change in the last bits (a 10-bit mantissa for matmul inputs).  Needs PyTorch 1.12: not\n'
+        'Writes `torch.set_float32_matmul_precision("high")` once, at start-up, under a comment that says\n'
+        "what it does: after the module's other process-wide settings (seeds, `torch.backends.*`) where\n"
+        "it has any, else at the top of `main()` (or of the main guard's block), else after a script's\n"
+        "imports; never in a loop, a class or a per-step function.  Under the script's own option\n"
+        '(`if args.tf32:`) where it defines one.  Library code with no entry point gets no fix: where the\n'
+        "program starts is its caller's.  Unsafe: results change in the last bits (a 10-bit mantissa for\n"
+        "matmul inputs), which a paper's reference numbers may not tolerate.  Needs PyTorch 1.12: not\n"
         'offered to a project whose requirements allow an older one.  A hint: off by default.'
     ),
     'GL405': (
@@ -1006,9 +1013,11 @@ EXPLANATIONS: dict[str, str] = {
         'import torch.nn as nn\n'
         'from torchvision import datasets\n'
         '\n'
+        '# cuDNN times its conv algorithms per input shape and keeps the fastest: not bit-reproducible\n'
+        'torch.backends.cudnn.benchmark = True\n'
+        '\n'
         'train_set = datasets.CIFAR10("data", train=True, download=True)\n'
         'model = nn.Sequential(nn.Conv2d(3, 32, 3), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10)).cuda()\n'
-        'torch.backends.cudnn.benchmark = True\n'
         'optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n'
         'for x, y in loader:\n'
         '    loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())\n'
@@ -1017,8 +1026,12 @@ EXPLANATIONS: dict[str, str] = {
         '```\n'
         '\n'
         '## Fix (unsafe)\n'
-        'Inserts `torch.backends.cudnn.benchmark = True` before the reported statement.  Unsafe: the\n'
-        'chosen algorithms may differ from run to run, so results are no longer bit-for-bit\n'
+        'Writes `torch.backends.cudnn.benchmark = True` once, at start-up, under a comment that says what\n'
+        "it does -- where GL404's fix writes TF32: after the module's other process-wide settings, else\n"
+        "at the top of `main()` or the main guard's block, else after a script's imports; never in a\n"
+        'loop, a class or a per-step function, and not at all in library code with no entry point.\n'
+        "Under the script's own option (`if args.benchmark:`) where it defines `--benchmark`.  Unsafe:\n"
+        'the chosen algorithms may differ from run to run, so results are no longer bit-for-bit\n'
         'reproducible, and the first steps of each input shape are slower.  A hint: off by default.'
     ),
     'GL406': (

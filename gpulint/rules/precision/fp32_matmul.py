@@ -6,10 +6,20 @@ import re
 
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
 from gpulint.linter.findings import Applicability
-from gpulint.linter.fix.builders import setting_before_training
+from gpulint.linter.fix.startup import StartupSetting, startup_setting_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
 
 _TF32_TEXT = re.compile(r"tf32|float32_matmul_precision|fp32_precision", re.IGNORECASE)
+
+
+TF32_SETTING = StartupSetting(
+    target="torch.set_float32_matmul_precision",
+    line='{target}("high")',
+    comment="TF32 matmuls on Ampere+: faster, ~1e-3 relative precision",
+    description='Enable TF32 matmuls: `torch.set_float32_matmul_precision("high")` (changes results in the last bits)',
+    options=("--tf32", "--allow_tf32", "--allow-tf32"),
+    min_torch=(1, 12),
+)
 
 
 class Fp32Matmul(Rule):
@@ -41,7 +51,9 @@ class Fp32Matmul(Rule):
     ```python
     import torch
 
+    # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision
     torch.set_float32_matmul_precision("high")
+
     model = Net().cuda()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for x, y in loader:
@@ -51,8 +63,13 @@ class Fp32Matmul(Rule):
     ```
 
     ## Fix (unsafe)
-    Inserts `torch.set_float32_matmul_precision("high")` before the reported statement.  Unsafe:
-    results change in the last bits (a 10-bit mantissa for matmul inputs).  Needs PyTorch 1.12: not
+    Writes `torch.set_float32_matmul_precision("high")` once, at start-up, under a comment that says
+    what it does: after the module's other process-wide settings (seeds, `torch.backends.*`) where
+    it has any, else at the top of `main()` (or of the main guard's block), else after a script's
+    imports; never in a loop, a class or a per-step function.  Under the script's own option
+    (`if args.tf32:`) where it defines one.  Library code with no entry point gets no fix: where the
+    program starts is its caller's.  Unsafe: results change in the last bits (a 10-bit mantissa for
+    matmul inputs), which a paper's reference numbers may not tolerate.  Needs PyTorch 1.12: not
     offered to a project whose requirements allow an older one.  A hint: off by default.
     """
 
@@ -200,8 +217,10 @@ class Fp32Matmul(Rule):
             import torch
             import torch.nn as nn
 
-            model = nn.Linear(8, 2).cuda()
+            # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision
             torch.set_float32_matmul_precision("high")
+
+            model = nn.Linear(8, 2).cuda()
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             for epoch in range(3):
                 for x, y in loader:
@@ -226,8 +245,10 @@ class Fp32Matmul(Rule):
             "3:7",
             fixed="""
             import torch
-            model = torch.nn.Linear(2, 2).cuda()
+
+            # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision
             torch.set_float32_matmul_precision("high")
+            model = torch.nn.Linear(2, 2).cuda()
             opt = torch.optim.AdamW(model.parameters())
             def train_step(batch):
                 loss = model(batch).sum()
@@ -258,8 +279,10 @@ class Fp32Matmul(Rule):
             import torch
             import torch.nn as nn
 
-            model = nn.Linear(8, 2).cuda()
+            # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision
             torch.set_float32_matmul_precision("high")
+
+            model = nn.Linear(8, 2).cuda()
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             for epoch in range(3):
                 for x, y in loader:
@@ -270,13 +293,14 @@ class Fp32Matmul(Rule):
             # TODO: try autocast and torch.compile and tf32
             """,
         ),
-        # the fix goes before the optimizer and keeps the rest
+        # the setting goes after the imports: the comment that labels the optimizer stays with it
         Invalid(
             """
             import torch
             import torch.nn as nn
 
             model = nn.Linear(8, 2).cuda()
+            # optimizer
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             # three epochs are enough
             for epoch in range(3):
@@ -285,13 +309,16 @@ class Fp32Matmul(Rule):
                     loss.backward()
                     optimizer.step()
             """,
-            "5:13",
+            "6:13",
             fixed="""
             import torch
             import torch.nn as nn
 
-            model = nn.Linear(8, 2).cuda()
+            # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision
             torch.set_float32_matmul_precision("high")
+
+            model = nn.Linear(8, 2).cuda()
+            # optimizer
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             # three epochs are enough
             for epoch in range(3):
@@ -300,6 +327,117 @@ class Fp32Matmul(Rule):
                     loss.backward()
                     optimizer.step()
             """,
+        ),
+        # next to the settings the script already makes, once, in main(): not before the reported
+        # `.backward()` in the per-batch function, which would set it again every step
+        Invalid(
+            """
+            import argparse
+            import torch
+
+            def train_step(model, optimizer, batch):
+                loss = model(batch.cuda()).sum()
+                loss.backward()
+                optimizer.step()
+
+            def main():
+                args = argparse.ArgumentParser().parse_args()
+                torch.manual_seed(args.seed)
+                torch.backends.cudnn.deterministic = True
+                # the model
+                model, optimizer = build(args)
+                for batch in loader:
+                    train_step(model, optimizer, batch)
+
+            if __name__ == "__main__":
+                main()
+            """,
+            "6:5",
+            fixed="""
+            import argparse
+            import torch
+
+            def train_step(model, optimizer, batch):
+                loss = model(batch.cuda()).sum()
+                loss.backward()
+                optimizer.step()
+
+            def main():
+                args = argparse.ArgumentParser().parse_args()
+                torch.manual_seed(args.seed)
+                torch.backends.cudnn.deterministic = True
+                # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision
+                torch.set_float32_matmul_precision("high")
+                # the model
+                model, optimizer = build(args)
+                for batch in loader:
+                    train_step(model, optimizer, batch)
+
+            if __name__ == "__main__":
+                main()
+            """,
+        ),
+        # no settings yet: at the top of the main() the main guard calls (after its docstring)
+        Invalid(
+            """
+            import torch
+
+            def train(model, loader):
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for x, y in loader:
+                    loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
+                    loss.backward()
+                    optimizer.step()
+
+            def main():
+                \"\"\"Train the net.\"\"\"
+                model = Net().cuda()
+                train(model, loader)
+
+            if __name__ == "__main__":
+                main()
+            """,
+            "4:17",
+            fixed="""
+            import torch
+
+            def train(model, loader):
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for x, y in loader:
+                    loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
+                    loss.backward()
+                    optimizer.step()
+
+            def main():
+                \"\"\"Train the net.\"\"\"
+                # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision
+                torch.set_float32_matmul_precision("high")
+                model = Net().cuda()
+                train(model, loader)
+
+            if __name__ == "__main__":
+                main()
+            """,
+        ),
+        # library code with no entry point: where the process starts is the caller's, no fix
+        Invalid(
+            """
+            import torch
+
+            def fit(model, loader, epochs):
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for epoch in range(epochs):
+                    for x, y in loader:
+                        loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
+                        loss.backward()
+                        optimizer.step()
+            """,
+            "4:17",
+            messages=(
+                'fp32 training without TF32: `torch.set_float32_matmul_precision("high")` makes matmuls up to 8x '
+                "faster on Ampere+ (no fix: library code without an entry point: set it once where the program "
+                "starts)",
+            ),
         ),
     ]
 
@@ -310,12 +448,7 @@ class Fp32Matmul(Rule):
             return
         if _TF32_TEXT.search(self.ctx.code_without_comments):
             return
-        node, fix = setting_before_training(
-            self.ctx,
-            backward_calls,
-            "torch.set_float32_matmul_precision",
-            '{target}("high")',
-            'Enable TF32 matmuls: `torch.set_float32_matmul_precision("high")`',
-            min_torch=(1, 12),
-        )
-        self.report(node, fix=fix)
+        optimizer = torch.optimizer_construction
+        node = optimizer if optimizer is not None else backward_calls[0]
+        fix, why_not = startup_setting_fix(self.ctx, node, TF32_SETTING)
+        self.report(node, message=f"{self.message} (no fix: {why_not})" if fix is None else None, fix=fix)

@@ -924,7 +924,17 @@ EXPLANATIONS: dict[str, str] = {
         'scaler, or `torch.save` of the model itself.  Compiling a second name for the forward pass\n'
         'instead would keep the keys, but it means rewriting every call of the model, often across\n'
         'functions, and a missed one silently runs uncompiled: compile by hand there (for example\n'
-        '`compiled = torch.compile(model)` for the training step, saving `model`).'
+        '`compiled = torch.compile(model)` for the training step, saving `model`).\n'
+        '\n'
+        'Nor is it offered, with the reason in the message, where compiling changes more than speed or\n'
+        'is not where the documentation puts it: in a seeded script (`torch.manual_seed`,\n'
+        '`seed_everything`, `set_seed`), compiled dropout and other random operations draw other\n'
+        'numbers than eager ones, so losses differ from the first step\n'
+        "(`torch._inductor.config.fallback_random = True` keeps eager's numbers, at some speed: a choice\n"
+        'for the author, not a fix); where the model is wrapped (`DistributedDataParallel`,\n'
+        "`DataParallel`, FSDP, `fabric.setup`), PyTorch's guidance is to compile the inner module\n"
+        "before wrapping it, which moves the author's code; and where the model is copied\n"
+        '(`copy.deepcopy`, `.clone()`), the copy may be what runs.'
     ),
     'GL404': (
         '## What it finds\n'

@@ -33,6 +33,8 @@ _SETTING_CALL_NAMES = frozenset(
 )
 _SETTING_CALLS = frozenset({"random.seed", "numpy.random.seed", "torch.set_float32_matmul_precision"})
 _SETTING_ASSIGNED = "torch.backends."
+# The calls that seed the random generators, by their last name.
+_SEED_CALL_NAMES = frozenset({"manual_seed", "manual_seed_all", "seed_everything", "set_seed"})
 
 _Block = cst.Module | cst.IndentedBlock
 
@@ -79,6 +81,15 @@ def startup_setting_fix(ctx: FileContext, training: cst.CSTNode, setting: Startu
         replacement = cst.FlattenSentinel([anchor, new])
     fix = Fix(Applicability.UNSAFE, setting.description, {anchor: replacement}, imports, min_torch=setting.min_torch)
     return fix, ""
+
+
+def seeds_random_numbers(ctx: FileContext) -> bool:
+    """Whether the module seeds the random generators (`torch.manual_seed`, `seed_everything`,
+    `set_seed`): it expects the same numbers from run to run."""
+    return any(
+        (ctx.call_qualified_name(call) or dotted_name(call.func) or "").rsplit(".", 1)[-1] in _SEED_CALL_NAMES
+        for call in ctx.index.nodes("Call")
+    )
 
 
 def _is_setting(ctx: FileContext, statement: cst.CSTNode) -> bool:

@@ -55,11 +55,12 @@ class StartupSetting:
 
 def startup_setting_fix(ctx: FileContext, training: cst.CSTNode, setting: StartupSetting) -> tuple[Fix | None, str]:
     """The unsafe fix that writes `setting` once at start-up, or (None, why there is no sound place)."""
-    place = _after_settings(ctx, training) or _entry_point(ctx, training)
+    text, imports = ctx.reference(setting.target)
+    place = _after_settings(ctx, training) or _entry_point(ctx, training, text.split(".", 1)[0])
     if place is None:
         return None, "library code without an entry point: set it once where the program starts"
     block, index = place
-    code = setting.line.format(target=ctx.reference(setting.target)[0])
+    code = setting.line.format(target=text)
     flag = _option(ctx, setting.options)
     if flag is not None:
         namespace = _namespace_at(ctx, block, index)
@@ -67,7 +68,6 @@ def startup_setting_fix(ctx: FileContext, training: cst.CSTNode, setting: Startu
             return None, f"the script's `{flag[0]}` option decides it, and is not read here"
         index = max(index, namespace[1])
         code = f"if {namespace[0]}.{flag[1]}:\n{ctx.module.default_indent}{code}\n"
-    _, imports = ctx.reference(setting.target)
     new = cst.parse_statement(code, config=ctx.module.config_for_parsing)
     comment = cst.EmptyLine(comment=cst.Comment(f"# {setting.comment}"))
     after_imports = index > 0 and _is_import(block.body[index - 1])
@@ -133,7 +133,7 @@ def _after_settings(ctx: FileContext, training: cst.CSTNode) -> tuple[_Block, in
     return None
 
 
-def _entry_point(ctx: FileContext, training: cst.CSTNode) -> tuple[_Block, int] | None:
+def _entry_point(ctx: FileContext, training: cst.CSTNode, needs: str) -> tuple[_Block, int] | None:
     """The top of `main()` (or the training function the main guard calls), the main guard's
     block, or the line after a script's imports; None for library code."""
     module = ctx.module
@@ -161,9 +161,16 @@ def _entry_point(ctx: FileContext, training: cst.CSTNode) -> tuple[_Block, int] 
     training_top = next((s for s in module.body if _holds(s, training) or s is outermost), None)
     if training_top is None:
         return None
-    before = module.body[: list(module.body).index(training_top)]
-    imports = [i for i, s in enumerate(before) if _is_import(s)]
-    return module, (imports[-1] + 1 if imports else _after_docstring(module.body))
+    # After the imports at the top (a notebook's first cell), or after the later import that binds
+    # the name the setting is written with, not after whatever import comes last before training.
+    body = list(module.body)
+    index = _after_docstring(body)
+    while index < len(body) and _is_import(body[index]):
+        index += 1
+    for i, statement in enumerate(body[: body.index(training_top)]):
+        if _is_import(statement) and needs in _bound_by(statement):
+            index = max(index, i + 1)
+    return module, index
 
 
 def _option(ctx: FileContext, flags: Sequence[str]) -> tuple[str, str] | None:
@@ -245,6 +252,21 @@ def _is_import(statement: cst.CSTNode) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and all(
         isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
     )
+
+
+def _bound_by(statement: cst.CSTNode) -> set[str]:
+    """The names an import line binds (`torch` for `import torch.nn`, `cudnn` for `... as cudnn`)."""
+    bound: set[str] = set()
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return bound
+    for small in statement.body:
+        if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+            for alias in small.names:
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    bound.add(alias.asname.name.value)
+                else:
+                    bound.add((dotted_name(alias.name) or "").split(".", 1)[0])
+    return bound
 
 
 def _after_docstring(body: Sequence[cst.BaseStatement]) -> int:

@@ -419,6 +419,40 @@ class Fp32Matmul(Rule):
                 main()
             """,
         ),
+        # a notebook's flow: the setting joins the imports at the top (the set-up cell), not the
+        # import written where the optimizer is built
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(8, 2).cuda()
+            from torch.optim import AdamW
+            # optimizer
+            optimizer = AdamW(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+            """,
+            "7:13",
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision
+            torch.set_float32_matmul_precision("high")
+
+            model = nn.Linear(8, 2).cuda()
+            from torch.optim import AdamW
+            # optimizer
+            optimizer = AdamW(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+            """,
+        ),
         # library code with no entry point: where the process starts is the caller's, no fix
         Invalid(
             """

@@ -116,7 +116,7 @@ def _after_settings(ctx: FileContext, training: cst.CSTNode) -> tuple[_Block, in
         if not isinstance(node, (cst.Call, cst.Assign)):
             continue
         line = ctx.statement_of(node)
-        if id(line) in seen or not _is_setting(ctx, line) or ctx.in_loop(line) or _in_class(ctx, line):
+        if id(line) in seen or not _is_setting(ctx, line) or _runs_repeatedly(ctx, line):
             continue
         seen.add(id(line))
         block, top = _top_statement(ctx, line)
@@ -235,8 +235,20 @@ def _top_statement(ctx: FileContext, line: cst.CSTNode) -> tuple[_Block | None, 
     return None, line
 
 
-def _in_class(ctx: FileContext, node: cst.CSTNode) -> bool:
-    return any(isinstance(ancestor, cst.ClassDef) for ancestor in ctx.ancestors(node))
+def _runs_repeatedly(ctx: FileContext, line: cst.CSTNode) -> bool:
+    """Whether `line` may run more than once at start-up: in a loop, in a class (a constructor, a
+    per-batch method), or in a function called from a loop (a per-step function that seeds)."""
+    if ctx.in_loop(line) or any(isinstance(ancestor, cst.ClassDef) for ancestor in ctx.ancestors(line)):
+        return True
+    function = ctx.enclosing_function(line)
+    if function is None:
+        return False
+    name = function.name.value
+    return any(
+        ctx.in_loop(call)
+        for call in ctx.index.nodes("Call")
+        if (dotted_name(call.func) or "").rsplit(".", 1)[-1] == name
+    )
 
 
 def _outermost_function(ctx: FileContext, node: cst.CSTNode) -> cst.FunctionDef | None:

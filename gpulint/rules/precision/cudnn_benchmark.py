@@ -323,6 +323,55 @@ class CudnnBenchmark(Rule):
                 optimizer.step()
             """,
         ),
+        # a seed set in the per-step function is not a start-up setting to join: the switch goes
+        # at the top of main()
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            from torchvision import datasets
+
+            def train_step(model, optimizer, x, step):
+                torch.manual_seed(step)
+                loss = model(x.cuda()).sum()
+                loss.backward()
+                optimizer.step()
+
+            def main():
+                train_set = datasets.MNIST("data")
+                model = nn.Conv2d(1, 8, 3).cuda()
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for step, (x, y) in enumerate(loader):
+                    train_step(model, optimizer, x, step)
+
+            if __name__ == "__main__":
+                main()
+            """,
+            "14:17",
+            fixed="""
+            import torch
+            import torch.nn as nn
+            from torchvision import datasets
+
+            def train_step(model, optimizer, x, step):
+                torch.manual_seed(step)
+                loss = model(x.cuda()).sum()
+                loss.backward()
+                optimizer.step()
+
+            def main():
+                # cuDNN times its conv algorithms per input shape and keeps the fastest: not bit-reproducible
+                torch.backends.cudnn.benchmark = True
+                train_set = datasets.MNIST("data")
+                model = nn.Conv2d(1, 8, 3).cuda()
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for step, (x, y) in enumerate(loader):
+                    train_step(model, optimizer, x, step)
+
+            if __name__ == "__main__":
+                main()
+            """,
+        ),
     ]
 
     def finish(self) -> None:

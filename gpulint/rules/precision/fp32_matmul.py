@@ -453,6 +453,48 @@ class Fp32Matmul(Rule):
                 optimizer.step()
             """,
         ),
+        # the optimizer is built in a constructor: the switch goes to the main guard, not there
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Trainer:
+                def __init__(self, model):
+                    self.model = model.cuda()
+                    self.optimizer = torch.optim.Adam(self.model.parameters())
+
+                def fit(self, loader):
+                    for x, y in loader:
+                        loss = nn.functional.mse_loss(self.model(x.cuda()), y.cuda())
+                        loss.backward()
+                        self.optimizer.step()
+
+            if __name__ == "__main__":
+                Trainer(Net()).fit(loader)
+            """,
+            "7:26",
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            class Trainer:
+                def __init__(self, model):
+                    self.model = model.cuda()
+                    self.optimizer = torch.optim.Adam(self.model.parameters())
+
+                def fit(self, loader):
+                    for x, y in loader:
+                        loss = nn.functional.mse_loss(self.model(x.cuda()), y.cuda())
+                        loss.backward()
+                        self.optimizer.step()
+
+            if __name__ == "__main__":
+                # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision
+                torch.set_float32_matmul_precision("high")
+                Trainer(Net()).fit(loader)
+            """,
+        ),
         # library code with no entry point: where the process starts is the caller's, no fix
         Invalid(
             """

@@ -295,7 +295,8 @@ def test_start_up_settings_of_two_rules_land_together_once_after_the_seed():
         def main():
             torch.manual_seed(0)
             train_set = datasets.CIFAR10("data")
-            model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.Flatten(), nn.LazyLinear(10)).cuda()
+            # patches of 8 channels, then attention over them
+            model = nn.Sequential(nn.Conv2d(3, 8, 4, stride=4), nn.Flatten(2), nn.TransformerEncoderLayer(8, 2)).cuda()
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             for x, y in loader:
                 step(model, optimizer, x)

@@ -981,9 +981,11 @@ EXPLANATIONS: dict[str, str] = {
         "it has any, else at the top of `main()` (or of the main guard's block), else after a script's\n"
         "imports; never in a loop, a class or a per-step function.  Under the script's own option\n"
         '(`if args.tf32:`) where it defines one.  Library code with no entry point gets no fix: where the\n'
-        "program starts is its caller's.  Unsafe: results change in the last bits (a 10-bit mantissa for\n"
-        "matmul inputs), which a paper's reference numbers may not tolerate.  Needs PyTorch 1.12: not\n"
-        'offered to a project whose requirements allow an older one.  A hint: off by default.'
+        "program starts is its caller's.  Nor for a network of 2-D/3-D convolutions without attention (a\n"
+        'CNN, a GAN): cuDNN already runs the convolutions in TF32 by default, so the change would be in\n'
+        'the numbers more than in the speed.  Unsafe: results change in the last bits (a 10-bit mantissa\n'
+        "for matmul inputs), which a paper's reference numbers may not tolerate.  Needs PyTorch 1.12:\n"
+        'not offered to a project whose requirements allow an older one.  A hint: off by default.'
     ),
     'GL405': (
         '## What it finds\n'

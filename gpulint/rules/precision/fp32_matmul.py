@@ -10,6 +10,12 @@ from gpulint.linter.fix.startup import StartupSetting, startup_setting_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
 
 _TF32_TEXT = re.compile(r"tf32|float32_matmul_precision|fp32_precision", re.IGNORECASE)
+# A convolutional network whose matmuls are more than a classifier head: attention, transformers.
+_ATTENTION_TEXT = re.compile(r"attention|transformer", re.IGNORECASE)
+_CONVOLUTIONAL = (
+    "a convolutional network: cuDNN already runs its convolutions in TF32 by default "
+    "(`torch.backends.cudnn.allow_tf32`), so TF32 matmuls would change results for little"
+)
 
 
 TF32_SETTING = StartupSetting(
@@ -68,9 +74,11 @@ class Fp32Matmul(Rule):
     it has any, else at the top of `main()` (or of the main guard's block), else after a script's
     imports; never in a loop, a class or a per-step function.  Under the script's own option
     (`if args.tf32:`) where it defines one.  Library code with no entry point gets no fix: where the
-    program starts is its caller's.  Unsafe: results change in the last bits (a 10-bit mantissa for
-    matmul inputs), which a paper's reference numbers may not tolerate.  Needs PyTorch 1.12: not
-    offered to a project whose requirements allow an older one.  A hint: off by default.
+    program starts is its caller's.  Nor for a network of 2-D/3-D convolutions without attention (a
+    CNN, a GAN): cuDNN already runs the convolutions in TF32 by default, so the change would be in
+    the numbers more than in the speed.  Unsafe: results change in the last bits (a 10-bit mantissa
+    for matmul inputs), which a paper's reference numbers may not tolerate.  Needs PyTorch 1.12:
+    not offered to a project whose requirements allow an older one.  A hint: off by default.
     """
 
     code = "GL404"
@@ -495,6 +503,27 @@ class Fp32Matmul(Rule):
                 Trainer(Net()).fit(loader)
             """,
         ),
+        # a convolutional network: its convolutions are TF32 already (cuDNN's default), the
+        # matmuls are a classifier head: no fix, and the message says why
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Sequential(nn.Conv2d(3, 16, 5), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10)).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+            """,
+            "5:13",
+            messages=(
+                'fp32 training without TF32: `torch.set_float32_matmul_precision("high")` makes matmuls up to 8x '
+                "faster on Ampere+ (no fix: a convolutional network: cuDNN already runs its convolutions in TF32 "
+                "by default (`torch.backends.cudnn.allow_tf32`), so TF32 matmuls would change results for little)",
+            ),
+        ),
         # library code with no entry point: where the process starts is the caller's, no fix
         Invalid(
             """
@@ -526,5 +555,8 @@ class Fp32Matmul(Rule):
             return
         optimizer = torch.optimizer_construction
         node = optimizer if optimizer is not None else backward_calls[0]
-        fix, why_not = startup_setting_fix(self.ctx, node, TF32_SETTING)
+        if {2, 3} & torch.convolution_dims and not _ATTENTION_TEXT.search(self.ctx.code_without_comments):
+            fix, why_not = None, _CONVOLUTIONAL
+        else:
+            fix, why_not = startup_setting_fix(self.ctx, node, TF32_SETTING)
         self.report(node, message=f"{self.message} (no fix: {why_not})" if fix is None else None, fix=fix)

@@ -934,7 +934,8 @@ EXPLANATIONS: dict[str, str] = {
         'for the author, not a fix); where the model is wrapped (`DistributedDataParallel`,\n'
         "`DataParallel`, FSDP, `fabric.setup`), PyTorch's guidance is to compile the inner module\n"
         "before wrapping it, which moves the author's code; and where the model is copied\n"
-        '(`copy.deepcopy`, `.clone()`), the copy may be what runs.'
+        '(`copy.deepcopy`, `.clone()`), the copy may be what runs.  A Keras script (a Keras model trained\n'
+        "by a PyTorch loop on the torch backend) is left to Keras's own `jit_compile=`."
     ),
     'GL404': (
         '## What it finds\n'

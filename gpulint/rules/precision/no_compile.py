@@ -83,7 +83,8 @@ class NoCompile(Rule):
     for the author, not a fix); where the model is wrapped (`DistributedDataParallel`,
     `DataParallel`, FSDP, `fabric.setup`), PyTorch's guidance is to compile the inner module
     before wrapping it, which moves the author's code; and where the model is copied
-    (`copy.deepcopy`, `.clone()`), the copy may be what runs.
+    (`copy.deepcopy`, `.clone()`), the copy may be what runs.  A Keras script (a Keras model trained
+    by a PyTorch loop on the torch backend) is left to Keras's own `jit_compile=`.
     """
 
     code = "GL403"
@@ -536,6 +537,25 @@ class NoCompile(Rule):
                 "the model is used through `.clone()`: compile the copy that runs, by hand)",
             ),
         ),
+        # a Keras model in a plain PyTorch loop (the torch backend): Keras compiles it itself
+        Invalid(
+            """
+            import keras
+            import torch
+
+            model = keras.Sequential([keras.layers.Dense(10)])
+            optimizer = torch.optim.Adam(model.parameters())
+            for x, y in loader:
+                loss = torch.nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+            """,
+            "4:9",
+            messages=(
+                "the model is trained without `torch.compile`: fused kernels are typically 1.3-2x faster "
+                "(no fix: a Keras script: Keras compiles its models itself (`jit_compile=`))",
+            ),
+        ),
     ]
 
     def finish(self) -> None:
@@ -582,7 +602,9 @@ _WRAPPING_METHODS = {"setup": "fabric", "setup_module": "fabric", "prepare": "ac
 def _why_not_compiled_here(ctx: FileContext, model: str) -> str | None:
     """Why `model = torch.compile(model)` after the model's line would not be a change to merge, or None:
     a seeded script (compiled random operations draw other numbers), a model that a wrapper takes
-    (the documented order compiles the inner module first), or a model that is copied."""
+    (the documented order compiles the inner module first), a model that is copied, or a Keras model."""
+    if ctx.uses("keras", "tf_keras"):
+        return "a Keras script: Keras compiles its models itself (`jit_compile=`)"
     if seeds_random_numbers(ctx):
         return (
             "a seeded script: compiled dropout and other random operations draw other numbers than eager "

@@ -31,7 +31,16 @@ from gpulint.linter.findings import Applicability, Fix
 _SETTING_CALL_NAMES = frozenset(
     {"manual_seed", "manual_seed_all", "seed_everything", "set_seed", "use_deterministic_algorithms"}
 )
-_SETTING_CALLS = frozenset({"random.seed", "numpy.random.seed", "torch.set_float32_matmul_precision"})
+_SETTING_CALLS = frozenset(
+    {
+        "random.seed",
+        "numpy.random.seed",
+        "torch.set_float32_matmul_precision",
+        "torch.set_num_threads",
+        "torch.set_default_dtype",
+        "torch.set_flush_denormal",
+    }
+)
 _SETTING_ASSIGNED = "torch.backends."
 # The calls that seed the random generators, by their last name.
 _SEED_CALL_NAMES = frozenset({"manual_seed", "manual_seed_all", "seed_everything", "set_seed"})

@@ -22,7 +22,7 @@ import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, string_literal
-from gpulint.linter.analysis.walk import names_under, nodes_under
+from gpulint.linter.analysis.walk import names_under
 from gpulint.linter.analysis.workers import is_main_guard
 from gpulint.linter.findings import Applicability, Fix
 
@@ -135,7 +135,7 @@ def _after_settings(ctx: FileContext, training: cst.CSTNode) -> tuple[_Block, in
         index = next(i for i, statement in enumerate(body) if statement is top) + 1
         while index < len(body) and _is_setting(ctx, body[index]):
             index += 1
-        training_top = next((s for s in body if _holds(s, training)), None)
+        training_top = next((s for s in body if _holds(ctx, s, training)), None)
         if training_top is not None and body.index(training_top) < index:
             continue  # set after training started: not a start-up setting
         return block, index
@@ -167,7 +167,7 @@ def _entry_point(ctx: FileContext, training: cst.CSTNode, needs: str) -> tuple[_
             run_at_module_level |= names_under(statement)
     if outermost is not None and outermost.name.value not in run_at_module_level:
         return None
-    training_top = next((s for s in module.body if _holds(s, training) or s is outermost), None)
+    training_top = next((s for s in module.body if _holds(ctx, s, training) or s is outermost), None)
     if training_top is None:
         return None
     # After the imports at the top (a notebook's first cell), or after the later import that binds
@@ -265,8 +265,8 @@ def _outermost_function(ctx: FileContext, node: cst.CSTNode) -> cst.FunctionDef 
     return functions[-1] if functions else None
 
 
-def _holds(statement: cst.CSTNode, node: cst.CSTNode) -> bool:
-    return statement is node or any(n is node for n in nodes_under(statement))
+def _holds(ctx: FileContext, statement: cst.CSTNode, node: cst.CSTNode) -> bool:
+    return statement is node or any(ancestor is statement for ancestor in ctx.ancestors(node))
 
 
 def _is_import(statement: cst.CSTNode) -> bool:

@@ -972,7 +972,18 @@ EXPLANATIONS: dict[str, str] = {
         'scaler, or `torch.save` of the model itself.  Compiling a second name for the forward pass\n'
         'instead would keep the keys, but it means rewriting every call of the model, often across\n'
         'functions, and a missed one silently runs uncompiled: compile by hand there (for example\n'
-        '`compiled = torch.compile(model)` for the training step, saving `model`).'
+        '`compiled = torch.compile(model)` for the training step, saving `model`).\n'
+        '\n'
+        'Nor is it offered, with the reason in the message, where compiling changes more than speed or\n'
+        'is not where the documentation puts it: in a seeded script (`torch.manual_seed`,\n'
+        '`seed_everything`, `set_seed`), compiled dropout and other random operations draw other\n'
+        'numbers than eager ones, so losses differ from the first step\n'
+        "(`torch._inductor.config.fallback_random = True` keeps eager's numbers, at some speed: a choice\n"
+        'for the author, not a fix); where the model is wrapped (`DistributedDataParallel`,\n'
+        "`DataParallel`, FSDP, `fabric.setup`), PyTorch's guidance is to compile the inner module\n"
+        "before wrapping it, which moves the author's code; and where the model is copied\n"
+        '(`copy.deepcopy`, `.clone()`), the copy may be what runs.  A Keras script (a Keras model trained\n'
+        "by a PyTorch loop on the torch backend) is left to Keras's own `jit_compile=`."
     ),
     'GL404': (
         '## What it finds\n'
@@ -1002,7 +1013,9 @@ EXPLANATIONS: dict[str, str] = {
         '```python\n'
         'import torch\n'
         '\n'
+        '# TF32 matmuls on Ampere+: faster, ~1e-3 relative precision\n'
         'torch.set_float32_matmul_precision("high")\n'
+        '\n'
         'model = Net().cuda()\n'
         'optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n'
         'for x, y in loader:\n'
@@ -1012,9 +1025,16 @@ EXPLANATIONS: dict[str, str] = {
         '```\n'
         '\n'
         '## Fix (unsafe)\n'
-        'Inserts `torch.set_float32_matmul_precision("high")` before the reported statement.  Unsafe:\n'
-        'results change in the last bits (a 10-bit mantissa for matmul inputs).  Needs PyTorch 1.12: not\n'
-        'offered to a project whose requirements allow an older one.  A hint: off by default.'
+        'Writes `torch.set_float32_matmul_precision("high")` once, at start-up, under a comment that says\n'
+        "what it does: after the module's other process-wide settings (seeds, `torch.backends.*`) where\n"
+        "it has any, else at the top of `main()` (or of the main guard's block), else after a script's\n"
+        "imports; never in a loop, a class or a per-step function.  Under the script's own option\n"
+        '(`if args.tf32:`) where it defines one.  Library code with no entry point gets no fix: where the\n'
+        "program starts is its caller's.  Nor for a network of 2-D/3-D convolutions without attention (a\n"
+        'CNN, a GAN): cuDNN already runs the convolutions in TF32 by default, so the change would be in\n'
+        'the numbers more than in the speed.  Unsafe: results change in the last bits (a 10-bit mantissa\n'
+        "for matmul inputs), which a paper's reference numbers may not tolerate.  Needs PyTorch 1.12:\n"
+        'not offered to a project whose requirements allow an older one.  A hint: off by default.'
     ),
     'GL405': (
         '## What it finds\n'
@@ -1054,9 +1074,11 @@ EXPLANATIONS: dict[str, str] = {
         'import torch.nn as nn\n'
         'from torchvision import datasets\n'
         '\n'
+        '# cuDNN times its conv algorithms per input shape and keeps the fastest: not bit-reproducible\n'
+        'torch.backends.cudnn.benchmark = True\n'
+        '\n'
         'train_set = datasets.CIFAR10("data", train=True, download=True)\n'
         'model = nn.Sequential(nn.Conv2d(3, 32, 3), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10)).cuda()\n'
-        'torch.backends.cudnn.benchmark = True\n'
         'optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n'
         'for x, y in loader:\n'
         '    loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())\n'
@@ -1065,8 +1087,12 @@ EXPLANATIONS: dict[str, str] = {
         '```\n'
         '\n'
         '## Fix (unsafe)\n'
-        'Inserts `torch.backends.cudnn.benchmark = True` before the reported statement.  Unsafe: the\n'
-        'chosen algorithms may differ from run to run, so results are no longer bit-for-bit\n'
+        'Writes `torch.backends.cudnn.benchmark = True` once, at start-up, under a comment that says what\n'
+        "it does -- where GL404's fix writes TF32: after the module's other process-wide settings, else\n"
+        "at the top of `main()` or the main guard's block, else after a script's imports; never in a\n"
+        'loop, a class or a per-step function, and not at all in library code with no entry point.\n'
+        "Under the script's own option (`if args.benchmark:`) where it defines `--benchmark`.  Unsafe:\n"
+        'the chosen algorithms may differ from run to run, so results are no longer bit-for-bit\n'
         'reproducible, and the first steps of each input shape are slower.  A hint: off by default.'
     ),
     'GL406': (

@@ -55,7 +55,7 @@ def list_rules(options: argparse.Namespace) -> int:
             {
                 "code": r.code,
                 "name": r.name,
-                "default": r.default,
+                "default": r.listed_default,
                 "fix": r.fix,
                 "summary": r.summary,
             }
@@ -73,7 +73,7 @@ def list_rules(options: argparse.Namespace) -> int:
         for column in ("id", "name", "default", "fix", "what it finds"):
             table.add_column(column)
         for r in rules:
-            table.add_row(r.code, r.name, r.default, r.fix or "-", r.message)
+            table.add_row(r.code, r.name, r.listed_default, r.fix or "-", r.message)
         Console().print(table)
         return EXIT_CLEAN
     from gpulint.linter.printable import printable  # a local rule's message is the project's text
@@ -83,7 +83,7 @@ def list_rules(options: argparse.Namespace) -> int:
     name_width = max((len(r.name) for r in rules), default=0)
     for r in rules:
         message = printable(r.message)
-        print(f"{r.code:<{code_width}}  {r.name:<{name_width}}  {r.default:<5} fix:{r.fix or '-':<7} {message}")
+        print(f"{r.code:<{code_width}}  {r.name:<{name_width}}  {r.listed_default:<5} fix:{r.fix or '-':<7} {message}")
     return EXIT_CLEAN
 
 

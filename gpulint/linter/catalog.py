@@ -85,9 +85,17 @@ class RuleInfo:
     # Whether its findings are reported in test files when `lint-tests` is off (Rule.reported_in_tests):
     # the other rules are not run there at all.
     reported_in_tests: bool = False
+    # Whether its findings are hints by default (Rule.hint_by_default): held back unless shown.
+    hint_by_default: bool = False
     # Where the rule class is: "module:Class" (`load_rule`); "" for a local rule (loaded from its file).
     implementation: str = ""
     # The rule's explanation (its docstring, Markdown) is in rule_help.py, generated beside this.
+
+    @property
+    def listed_default(self) -> str:
+        """The default as listings show it: "on", "hint" (opt-in), or "held" (on, its findings held
+        back as hints unless shown)."""
+        return "held" if self.hint_by_default else self.default
 
     def may_apply(self, source: bytes, fact_may_hold: Callable[[str], bool]) -> bool:
         """The prefilter: the source's bytes can hold every required fact, and one of the tokens."""
@@ -245,6 +253,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('DataLoader(...)',),
         ),
+        hint_by_default=True,
         implementation='gpulint.rules.data_pipeline.dataloader_serial:DataLoaderSerial',
     ),
     RuleInfo(
@@ -269,6 +278,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('DataLoader(...)',),
         ),
+        hint_by_default=True,
         implementation='gpulint.rules.data_pipeline.dataloader_unpinned:DataLoaderUnpinned',
     ),
     RuleInfo(
@@ -412,6 +422,7 @@ RULES: tuple[RuleInfo, ...] = (
             ('for ...: loss.backward()',),
         ),
         site_triggers=1,
+        hint_by_default=True,
         implementation='gpulint.rules.syncs.model_transfer_in_loop:ModelTransferInLoop',
     ),
     RuleInfo(
@@ -460,6 +471,7 @@ RULES: tuple[RuleInfo, ...] = (
             ('for ...: torch.zeros(...).to(',),
         ),
         site_triggers=1,
+        hint_by_default=True,
         implementation='gpulint.rules.syncs.host_tensor_then_copy:HostTensorThenCopy',
     ),
     RuleInfo(
@@ -488,6 +500,7 @@ RULES: tuple[RuleInfo, ...] = (
             ('for ...: loss.backward()',),
         ),
         site_triggers=1,
+        hint_by_default=True,
         implementation='gpulint.rules.syncs.synchronize_in_loop:SynchronizeInLoop',
     ),
     RuleInfo(
@@ -514,6 +527,7 @@ RULES: tuple[RuleInfo, ...] = (
             ('for ...: loss.backward()',),
         ),
         site_triggers=1,
+        hint_by_default=True,
         implementation='gpulint.rules.syncs.empty_cache_in_loop:EmptyCacheInLoop',
     ),
     RuleInfo(
@@ -540,6 +554,7 @@ RULES: tuple[RuleInfo, ...] = (
             ('for ...: loss.backward()',),
         ),
         site_triggers=1,
+        hint_by_default=True,
         implementation='gpulint.rules.per_step.per_step_validation:PerStepValidation',
     ),
     RuleInfo(
@@ -572,6 +587,7 @@ RULES: tuple[RuleInfo, ...] = (
             ('for ...: loss.backward()',),
         ),
         site_triggers=1,
+        hint_by_default=True,
         implementation='gpulint.rules.per_step.per_step_logging:PerStepLogging',
     ),
     RuleInfo(
@@ -782,6 +798,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('DataParallel', 'data_parallel'),
         ),
+        hint_by_default=True,
         implementation='gpulint.rules.distributed.data_parallel:DataParallel',
     ),
     RuleInfo(
@@ -867,6 +884,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('ddp_find_unused_parameters', 'find_unused_parameters', 'strategy'),
         ),
+        hint_by_default=True,
         implementation='gpulint.rules.distributed.ddp_find_unused:DdpFindUnused',
     ),
     RuleInfo(
@@ -929,6 +947,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports tensorflow or keras',),
         tokens=('.map(', '.interleave('),
+        hint_by_default=True,
         implementation='gpulint.rules.tensorflow.tfdata_serial_map:TfDataSerialMap',
     ),
     RuleInfo(
@@ -1005,6 +1024,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports tensorflow or keras',),
         tokens=('.map(', '.flat_map(', '.interleave(', '.filter('),
+        hint_by_default=True,
         implementation='gpulint.rules.tensorflow.tfdata_py_function:TfDataPyFunction',
     ),
     RuleInfo(
@@ -1059,6 +1079,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('for ...: loss.backward()',),
         ),
+        hint_by_default=True,
         implementation='gpulint.rules.tensorflow.tf_host_sync_in_loop:TfHostSyncInLoop',
     ),
     RuleInfo(
@@ -1077,6 +1098,7 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         facts=('imports tensorflow or keras', 'takes training steps'),
         tokens=('.gradient(',),
+        hint_by_default=True,
         implementation='gpulint.rules.tensorflow.tf_eager_step:TfEagerStep',
     ),
     RuleInfo(

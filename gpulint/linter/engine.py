@@ -262,6 +262,7 @@ class Linter:
             )
         self._withhold_fixes(rules, findings, path)
         self._hint_in_tests(rules, findings, path)
+        self._hint_by_default(rules, findings)
         suppressions = find_suppressions(ctx.source_text) if findings else {}
         analysis = Analysis(ctx, findings, suppressions)
         if suppressions:  # (matching needs positions: files without such comments do without)
@@ -298,6 +299,15 @@ class Linter:
         reasons = {rule.code: rule.hint_in_tests for rule in rules if rule.hint_in_tests is not None}
         if not reasons or not self.settings.is_test_file(path):
             return
+        for finding in findings:
+            if finding.hint is None and finding.code in reasons:
+                finding.hint = reasons[finding.code]
+
+    @staticmethod
+    def _hint_by_default(rules: list[type[Rule]], findings: list[RawFinding]) -> None:
+        """The findings of the rules that are hints by default (`Rule.hint_by_default`) are hints with
+        that reason, unless the rule gave a reason of its own."""
+        reasons = {rule.code: rule.hint_by_default for rule in rules if rule.hint_by_default is not None}
         for finding in findings:
             if finding.hint is None and finding.code in reasons:
                 finding.hint = reasons[finding.code]

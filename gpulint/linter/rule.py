@@ -161,6 +161,12 @@ class Invalid(Case):
         return None if self._fixed is None else self.header + textwrap.dedent(self._fixed).lstrip("\n")
 
 
+# The reason a rule that is a hint by default gives its findings (Rule.hint_by_default).
+MOSTLY_NOT_WANTED = (
+    "a hint by default: on whole repositories most of this rule's findings were right but not worth acting on"
+)
+
+
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
@@ -198,6 +204,10 @@ class Rule:
     # For a rule reported in tests: why its findings there show no real cost (a test exercising a
     # deprecated API on purpose), which makes them hints (RawFinding.hint); None: they are findings.
     hint_in_tests: ClassVar[str | None] = None
+    # Why every finding of the rule is a hint by default (RawFinding.hint: held back unless hints are
+    # shown for it), where reading whole repositories found fewer than half its findings wanted and no
+    # evidence in the code tells the wanted ones apart (docs/precision.md); None: reported as found.
+    hint_by_default: ClassVar[str | None] = None
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 
@@ -260,6 +270,7 @@ class Rule:
             site_triggers=cls.site_triggers,
             tokens_if_prefetch_injected=tuple(cls.tokens_if_prefetch_injected),
             reported_in_tests=cls.reported_in_tests,
+            hint_by_default=cls.hint_by_default is not None,
             implementation=f"{cls.__module__}:{cls.__qualname__}",
         )
 

@@ -19,11 +19,25 @@ def fix_label(rule: type[Rule]) -> str:
     return rule.fix_applicability.value if rule.fix_applicability else "none"
 
 
+# What a listed default means, after it on a rule's page.
+_DEFAULT_NOTES = {
+    "hint": " (opt-in: select it, or ALL)",
+    "held": (
+        " (the rule runs, and its findings are hints: held back unless `--select` names the rule, or"
+        " `--show-hints` / `show-hints = true`; the summary counts them)"
+    ),
+}
+
+
+def _listed_default(rule: type[Rule]) -> str:
+    return "held" if rule.hint_by_default is not None else rule.default
+
+
 def rule_markdown(rule: type[Rule]) -> str:
     lines = [
         f"# {rule.code} {rule.name}",
         "",
-        f"Default: **{rule.default}**{' (opt-in: select it, or ALL)' if rule.default == 'hint' else ''}  ",
+        f"Default: **{_listed_default(rule)}**{_DEFAULT_NOTES.get(_listed_default(rule), '')}  ",
         f"Fix: **{fix_label(rule)}**{' (applied only with --unsafe-fixes)' if fix_label(rule) == 'unsafe' else ''}  ",
         f"Message: {rule.message_template()}",
     ]
@@ -57,7 +71,9 @@ def rules_table() -> str:
     ]
     for rule in all_rules():
         link = f"[{rule.code}](docs/rules/{rule.code}.md)"
-        rows.append(f"| {link} | `{rule.name}` | {rule.default} | {fix_label(rule)} | {rule.short_description()} |")
+        rows.append(
+            f"| {link} | `{rule.name}` | {_listed_default(rule)} | {fix_label(rule)} | {rule.short_description()} |"
+        )
     return "\n".join(rows)
 
 
@@ -141,7 +157,15 @@ def catalog_source(current: str) -> str:
             for key, value in vars(entry).items()
             if value
             or key
-            not in ("facts", "tokens", "triggers", "site_triggers", "tokens_if_prefetch_injected", "reported_in_tests")
+            not in (
+                "facts",
+                "tokens",
+                "triggers",
+                "site_triggers",
+                "tokens_if_prefetch_injected",
+                "reported_in_tests",
+                "hint_by_default",
+            )
         }
         for fact in rule.requires:
             facts.update((spelled.name, spelled) for spelled in fact.spelled())

@@ -12,7 +12,7 @@ from gpulint.linter.analysis.nodes import is_zero, keyword_arg, positional_args
 from gpulint.linter.analysis.pytorch import dataloader_dataset, is_dataloader
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
-from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.linter.rule import MOSTLY_NOT_WANTED, Invalid, Rule, Valid
 from gpulint.rules.case_headers import CUDA_SCRIPT
 from gpulint.rules.options import NUM_WORKERS, NUM_WORKERS_PER_RANK
 
@@ -135,6 +135,7 @@ class DataLoaderSerial(Rule):
 
     code = "GL101"
     name = "dataloader-serial"
+    hint_by_default = MOSTLY_NOT_WANTED
     message = "DataLoader loads batches in the training process (no `num_workers`): the GPU waits for every batch"
     requires = {TORCH}
     tokens = ("DataLoader",)

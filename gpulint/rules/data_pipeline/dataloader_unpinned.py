@@ -17,7 +17,7 @@ from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.analysis.workers import is_main_guard
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
-from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.linter.rule import MOSTLY_NOT_WANTED, Invalid, Rule, Valid
 from gpulint.rules.case_headers import CUDA_SCRIPT
 
 # Calls that ask whether the GPU is there; and, with the other accelerators', whether any is.
@@ -103,6 +103,7 @@ class DataLoaderUnpinned(Rule):
 
     code = "GL102"
     name = "dataloader-unpinned"
+    hint_by_default = MOSTLY_NOT_WANTED
     message = "DataLoader without `pin_memory=True`: host-to-GPU copies are slower and cannot overlap compute"
     requires = {TORCH, ACCELERATOR}
     tokens = ("DataLoader",)

@@ -10,7 +10,7 @@ from gpulint.linter.analysis.facts import TORCH
 from gpulint.linter.analysis.nodes import last_name
 from gpulint.linter.analysis.pytorch import wraps_for_ranks
 from gpulint.linter.analysis.walk import nodes_under
-from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.linter.rule import MOSTLY_NOT_WANTED, Invalid, Rule, Valid
 
 DATA_PARALLEL = (
     "torch.nn.DataParallel",
@@ -80,6 +80,7 @@ class DataParallel(Rule):
 
     code = "GL601"
     name = "data-parallel"
+    hint_by_default = MOSTLY_NOT_WANTED
     message = "`DataParallel` drives all GPUs from one process; use DistributedDataParallel (one process per GPU)"
     requires = {TORCH}
     tokens = ("DataParallel", "data_parallel")

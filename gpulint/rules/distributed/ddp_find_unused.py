@@ -7,7 +7,7 @@ import re
 import libcst as cst
 
 from gpulint.linter.analysis.nodes import is_true, keyword_arg, last_name
-from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.linter.rule import MOSTLY_NOT_WANTED, Invalid, Rule, Valid
 
 
 class DdpFindUnused(Rule):
@@ -44,6 +44,7 @@ class DdpFindUnused(Rule):
 
     code = "GL604"
     name = "ddp-find-unused"
+    hint_by_default = MOSTLY_NOT_WANTED
     message = (
         "`find_unused_parameters=True` makes DDP traverse the autograd graph every step; "
         "drop it unless parameters are really unused"

@@ -10,7 +10,7 @@ from gpulint.linter.analysis.logging_calls import logging_call_kind
 from gpulint.linter.analysis.nodes import keyword_arg, positional_args
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.guards import guard_fix
-from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.linter.rule import MOSTLY_NOT_WANTED, Invalid, Rule, Valid
 from gpulint.rules.case_headers import LOGGING_SCRIPT
 from gpulint.rules.options import LOG_EVERY
 
@@ -93,6 +93,7 @@ class PerStepLogging(Rule):
 
     code = "GL302"
     name = "per-step-logging"
+    hint_by_default = MOSTLY_NOT_WANTED
     message = "logging runs on every training step; log every N steps"
     requires = {STEPS}
     triggers = ((LOGGED,), (STEP_LOOP,))  # a logging call, per step

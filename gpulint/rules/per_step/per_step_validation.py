@@ -11,7 +11,7 @@ from gpulint.linter.analysis.vocabulary import EVALUATION_NAME
 from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.guards import guard_fix
-from gpulint.linter.rule import Invalid, Rule, RuleOption, Valid, positive_int
+from gpulint.linter.rule import MOSTLY_NOT_WANTED, Invalid, Rule, RuleOption, Valid, positive_int
 from gpulint.rules.case_headers import LOGGING_SCRIPT
 
 EVAL_EVERY = RuleOption(
@@ -78,6 +78,7 @@ class PerStepValidation(Rule):
 
     code = "GL301"
     name = "per-step-validation"
+    hint_by_default = MOSTLY_NOT_WANTED
     message = "validation runs on every training step; run it every N steps or once per epoch"
     requires = {STEPS}
     triggers = ((EVALUATED,), (STEP_LOOP,))  # an evaluation call, per step

@@ -6,7 +6,7 @@ import libcst as cst
 
 from gpulint.linter.analysis.code_shapes import STEP_LOOP
 from gpulint.linter.analysis.facts import STEPS, TORCH
-from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.linter.rule import MOSTLY_NOT_WANTED, Invalid, Rule, Valid
 from gpulint.rules.case_headers import TIMED_CUDA_SCRIPT
 
 _EMPTY_CACHE = frozenset(
@@ -70,6 +70,7 @@ class EmptyCacheInLoop(Rule):
 
     code = "GL205"
     name = "empty-cache-in-loop"
+    hint_by_default = MOSTLY_NOT_WANTED
     message = (
         "`empty_cache()` on every training step: the allocator's cache is freed (a device-wide sync) "
         "and allocated again each step"

@@ -25,7 +25,7 @@ from gpulint.linter.analysis.vocabulary import (
 from gpulint.linter.analysis.walk import names_under
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.fix.builders import append_keyword
-from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.linter.rule import MOSTLY_NOT_WANTED, Invalid, Rule, Valid
 from gpulint.rules.case_headers import TIMED_CUDA_SCRIPT
 
 # Random factories draw from another generator on the device: values differ (the fix is unsafe).
@@ -129,6 +129,7 @@ class HostTensorThenCopy(Rule):
 
     code = "GL203"
     name = "host-tensor-then-copy"
+    hint_by_default = MOSTLY_NOT_WANTED
     message = "`torch.{factory}(...)` is built on the host and then copied to the device; pass `device=` instead"
     title = "a tensor built on the host and then copied to the device; pass `device=` to the factory instead"
     requires = {TORCH, ACCELERATOR}

@@ -10,7 +10,7 @@ from gpulint.linter.analysis.nodes import dotted_name, last_name
 from gpulint.linter.analysis.pytorch import is_device_target
 from gpulint.linter.analysis.vocabulary import MODULE_NAME
 from gpulint.linter.analysis.walk import nodes_under
-from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.linter.rule import MOSTLY_NOT_WANTED, Invalid, Rule, Valid
 from gpulint.rules.case_headers import TIMED_CUDA_SCRIPT
 
 
@@ -59,6 +59,7 @@ class ModelTransferInLoop(Rule):
 
     code = "GL202"
     name = "model-transfer-in-loop"
+    hint_by_default = MOSTLY_NOT_WANTED
     message = "the model is moved to the device on every training step; move it once before the loop"
     requires = {TORCH, ACCELERATOR, STEPS}
     tokens = (".to(", ".cuda(")

@@ -9,7 +9,7 @@ from gpulint.linter.analysis.facts import STEPS, TORCH
 from gpulint.linter.analysis.nodes import last_name
 from gpulint.linter.analysis.vocabulary import TIMER_NAME
 from gpulint.linter.analysis.walk import nodes_under
-from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.linter.rule import MOSTLY_NOT_WANTED, Invalid, Rule, Valid
 from gpulint.rules.case_headers import TIMED_CUDA_SCRIPT
 
 _SYNCHRONIZE = frozenset(
@@ -63,6 +63,7 @@ class SynchronizeInLoop(Rule):
 
     code = "GL204"
     name = "synchronize-in-loop"
+    hint_by_default = MOSTLY_NOT_WANTED
     message = "`synchronize()` in the training loop makes the CPU wait for the GPU every step"
     requires = {TORCH, STEPS}
     tokens = ("synchronize",)

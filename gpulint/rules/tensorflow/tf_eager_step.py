@@ -11,7 +11,7 @@ from gpulint.linter.analysis.loops import is_test_function
 from gpulint.linter.analysis.nodes import method_name
 from gpulint.linter.analysis.tensorflow import float_of_tensor
 from gpulint.linter.findings import Applicability, Fix
-from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.linter.rule import MOSTLY_NOT_WANTED, Invalid, Rule, Valid
 from gpulint.rules.case_headers import TF_SCRIPT
 
 _APPLY_METHODS = frozenset({"apply_gradients", "apply", "minimize"})
@@ -74,6 +74,7 @@ class TfEagerStep(Rule):
 
     code = "GL707"
     name = "tf-eager-step"
+    hint_by_default = MOSTLY_NOT_WANTED
     message = "GradientTape training step runs eagerly (not in `tf.function`): Python dispatches every op"
     requires = {TENSORFLOW, STEPS}
     tokens = (".gradient(",)

@@ -10,7 +10,7 @@ from gpulint.linter.analysis.nodes import method_name
 from gpulint.linter.analysis.tensorflow import float_of_tensor
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.guards import host_read_guard_fix
-from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.linter.rule import MOSTLY_NOT_WANTED, Invalid, Rule, Valid
 from gpulint.rules.case_headers import TF_SCRIPT
 from gpulint.rules.options import LOG_EVERY
 
@@ -85,6 +85,7 @@ class TfHostSyncInLoop(Rule):
 
     code = "GL706"
     name = "tf-host-sync-in-loop"
+    hint_by_default = MOSTLY_NOT_WANTED
     message = "`{what}` in the TensorFlow training loop makes the host wait for the GPU every step"
     title = (
         "a value read back to the host (`.numpy()`, `float()`) in the TensorFlow training loop makes the host wait "

@@ -10,7 +10,7 @@ from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import TENSORFLOW
 from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, method_name
 from gpulint.linter.analysis.project import TF_PYTHON_CALLS as _PY_FUNCTIONS
-from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.linter.rule import MOSTLY_NOT_WANTED, Invalid, Rule, Valid
 from gpulint.rules.case_headers import TF_SCRIPT
 
 _MAPPING_METHODS = {"map": "map_func", "flat_map": "map_func", "interleave": "map_func", "filter": "predicate"}
@@ -53,6 +53,7 @@ class TfDataPyFunction(Rule):
 
     code = "GL703"
     name = "tfdata-py-function"
+    hint_by_default = MOSTLY_NOT_WANTED
     message = "`{name}` in a tf.data mapped function runs in Python under the GIL, one element at a time"
     _elsewhere = (
         "`{name}()` runs `tf.py_function` or `tf.numpy_function` (another module of the project) in a tf.data "

@@ -13,7 +13,7 @@ from gpulint.linter.analysis.vocabulary import CLOCKS
 from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
-from gpulint.linter.rule import Invalid, Rule, Valid
+from gpulint.linter.rule import MOSTLY_NOT_WANTED, Invalid, Rule, Valid
 from gpulint.rules.case_headers import TF_SCRIPT
 
 # Positional index of `num_parallel_calls` in each tf.data method.
@@ -84,6 +84,7 @@ class TfDataSerialMap(Rule):
 
     code = "GL701"
     name = "tfdata-serial-map"
+    hint_by_default = MOSTLY_NOT_WANTED
     message = "tf.data `.{method}()` without `num_parallel_calls` runs on one core"
     title = "tf.data `.map()` or `.interleave()` without `num_parallel_calls` runs on one core"
     requires = {TENSORFLOW}

@@ -69,6 +69,9 @@ class Profile:
     # The operator table of the steps profiled after the measured ones (--ops, --trace), first process.
     ops: operators_mod.OpsReport | None = None
     cost: CostBasis | None = None  # what the waste is made of (costs.py), when measured
+    # Whether this run goes into the run history, so that a later `profile --baseline last` finds it
+    # (not with --no-history): the next command compares with it only then.
+    recorded: bool = True
 
 
 def framework_of(run: RunResult) -> str:

@@ -175,6 +175,18 @@ def test_a_save_in_a_helper_is_measured_and_answered_by_a_profile_against_this_r
     assert "Change train.py:28 by hand, then measure it against this run:<br><code>gpulint profile" in page
 
 
+def test_a_run_not_recorded_is_not_named_as_the_baseline(tmp_path):
+    """With --no-history the next command was `profile --baseline last`, which then compared with
+    an older run of the command, or failed with none recorded: it profiles again without one."""
+    script = tmp_path / "train.py"
+    script.write_text(CHECKPOINT)
+    result = checkpoint_bound(script, f"{script}:28")
+    result.recorded = False
+    suggestion = report.profile_next(result)
+    assert suggestion.command == shlex.join(["gpulint", "profile", "--", Path(sys.executable).name, str(script)])
+    assert "--baseline" not in suggestion.line and "not recorded" in suggestion.why
+
+
 def test_host_work_fixes_need_the_measured_line_or_the_finding(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(CHECKPOINT)

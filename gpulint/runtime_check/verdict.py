@@ -592,12 +592,18 @@ def thread_contention(threads: int | None, workers: int, cores: int | None) -> s
     if threads is None or cores is None or workers < 1 or threads + workers <= cores:
         return None
     fit = max(1, cores - workers)
-    return (
+    said = (
         f"torch runs {threads} intra-op thread{'s' if threads != 1 else ''} on {cores} cores beside "
         f"{workers} loader worker{'s' if workers != 1 else ''}: they compete for the same cores; "
-        f"leave the workers theirs with torch.set_num_threads({fit}) in the script or OMP_NUM_THREADS={fit} "
-        "in the environment"
     )
+    if threads > fit:
+        return (
+            said + f"leave the workers theirs with torch.set_num_threads({fit}) in the script or "
+            f"OMP_NUM_THREADS={fit} in the environment"
+        )
+    # One thread, and workers on every core (fit was held at 1): a thread setting changes nothing,
+    # fewer workers leave the step its core.
+    return said + f"one thread is the fewest torch runs: leave it a core with num_workers={cores - 1} at most"
 
 
 def _warnings(m: Measurements) -> list[str]:

@@ -213,6 +213,13 @@ def test_intra_op_threads_competing_with_loader_workers_are_named_with_the_setti
     assert not [w for w in fits.warnings if "intra-op" in w]
     quiet = decide(m(data_share=0.0, loader={**LOADER, "intra_op_threads": 8}, cores=8))  # no workers, none wanted
     assert not [w for w in quiet.warnings if "intra-op" in w]
+    # One thread already (pytorch-cifar's two workers on two cores): set_num_threads(1) would change
+    # nothing; fewer workers is what leaves the step its core.
+    one = decide(m(data_share=0.6, loader={**threads, "intra_op_threads": 1}, cores=2))
+    assert [w for w in one.warnings if "intra-op" in w] == [
+        "torch runs 1 intra-op thread on 2 cores beside 2 loader workers: they compete for the same cores; "
+        "one thread is the fewest torch runs: leave it a core with num_workers=1 at most"
+    ]
 
 
 def test_verify_warns_when_the_fixed_runs_workers_compete_with_intra_op_threads():

@@ -122,11 +122,21 @@ def measurements_of(
         straggler_share=_straggler_share(ranks) if straggler else None,
         straggler_note=straggler_note,
         loader=run.processes[0].report.get("loader") if run.processes else None,
+        epoch_turned=epoch_turned(steps, run.processes[0].report.get("loader") if run.processes else None),
         cores=run.cpu.cores if run.cpu else None,
         data_source=steps.data_source if steps else None,
         data_function=data_function_label(steps.data_function) if steps and steps.data_function else None,
         data_function_line=steps.data_function["where"] if steps and steps.data_function else None,
     )
+
+
+def epoch_turned(steps, loader: dict | None) -> bool | None:
+    """Whether the run read more training batches, warm-up included, than one epoch of its loader
+    holds (at the measured window's batches per step); None when either is not known."""
+    per_epoch = loader.get("batches") if isinstance(loader, dict) else None
+    if not isinstance(per_epoch, int) or steps is None or not steps.count or not steps.batches:
+        return None
+    return steps.batches / steps.count * steps.total > per_epoch
 
 
 # Blocks of the wait series at least, for the data share's noise to decide the verdict: with fewer,

@@ -101,6 +101,9 @@ class Measurements:
     straggler_share: float | None = None  # its extra own work per step, share of the step
     straggler_note: str = ""  # where its extra time goes
     loader: dict | None = None  # the training DataLoader's settings (num_workers, persistent_workers, ...)
+    # Whether the run read more training batches than an epoch of that loader holds (None: not
+    # known): only then did a new epoch start its workers again, which persistent workers save.
+    epoch_turned: bool | None = None
     # What the steps waited on for batches (measure.StepStats.data_source): a DataLoader, tf.data,
     # Keras fit's input, or the user's batch function, named with its line ("get_batch at train.py:40")
     data_source: str | None = None
@@ -487,8 +490,23 @@ def _input_recommendations(m: Measurements, data: float) -> list[Recommendation]
             continue  # no workers to keep alive: it cannot act on this loader
         elif code == "GL103" and loader is not None and loader.get("persistent_workers"):
             continue
+        elif code == "GL103" and m.epoch_turned is False:
+            continue  # no epoch began again in the run: the wait is not the workers' start-up
         if gain is not None:  # None: the loader already has a worker per core
             out.append(Recommendation(code, action, gain))
+    workers_fixes = {r.code for r in out} & {"GL101", "GL103"}
+    if not workers_fixes and m.framework == "torch" and loader is not None and loader.get("num_workers"):
+        # A worker on every core already, and no epoch start to save: each batch costs what it
+        # costs (pinned memory and non-blocking copies act on the copy to the device, not on this).
+        out.insert(
+            0,
+            Recommendation(
+                "",
+                "make each sample cheaper to load: the workers already have every core (decode once and "
+                "cache, or store the data nearer the form the model takes)",
+                ceiling(data),
+            ),
+        )
     return out
 
 

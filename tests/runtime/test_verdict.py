@@ -241,3 +241,31 @@ def test_verify_warns_when_the_fixed_runs_workers_compete_with_intra_op_threads(
         "leave the workers theirs with torch.set_num_threads(1) in the script or OMP_NUM_THREADS=1 in the environment"
     ]
     assert run_warnings([run(0), run(0)]) == []
+
+
+def test_persistent_workers_only_where_an_epoch_began_again_in_the_run():
+    """pytorch-cifar's loader, two workers on two cores, decoding each image: the run read 33 of the
+    epoch's 391 batches, so no worker started again, yet "keep workers alive between epochs" was
+    the first fix -- for a wait persistent workers cannot shorten."""
+    workers = {**LOADER, "num_workers": 2, "batches": 391}
+    mid_epoch = decide(m(data_share=0.78, loader=workers, epoch_turned=False, cores=2))
+    assert mid_epoch.kind == "input-bound"
+    assert "GL103" not in [r.code for r in mid_epoch.recommendations]
+    first = mid_epoch.recommendations[0]
+    assert first.code == "" and first.action.startswith("make each sample cheaper to load")
+    across = decide(m(data_share=0.78, loader=workers, epoch_turned=True, cores=2))
+    assert across.recommendations[0].code == "GL103"
+    unknown = decide(m(data_share=0.78, loader=workers, cores=2))
+    assert unknown.recommendations[0].code == "GL103"
+
+
+def test_an_epoch_turns_when_the_run_reads_more_batches_than_it_holds():
+    from gpulint.runtime_check.profile import epoch_turned
+    from tests.runtime.helpers import step_stats
+
+    steps = step_stats([0.1] * 20, [0.05] * 20)
+    steps.batches, steps.total = 20, 23
+    assert epoch_turned(steps, {"batches": 391}) is False
+    assert epoch_turned(steps, {"batches": 10}) is True
+    assert epoch_turned(steps, {"batches": None}) is None
+    assert epoch_turned(steps, None) is None

@@ -19,7 +19,8 @@
 # - one bottleneck chosen by GT_BOTTLENECK (default none, "healthy"):
 #     checkpoint  save_checkpoint every iteration instead of every epoch (the queue of K keys is
 #                 in the model's state: 32 MB at K = 65536)
-#     straggler   rank 1 works GT_STRAGGLE_MS (default 40) more in every step, before backward
+#     straggler   rank 1 is slower: before backward it waits GT_STRAGGLE (default 0.5) times the time
+#                 its forward took, every step (a device that much slower, whatever the load)
 # - the script's own phase timers (moco/timers.py: data, compute, collectives -- the all_gather
 #   and broadcast of the batch shuffle and the queue --, logging, checkpoint, straggle), written as
 #   JSON to GT_TIMERS.rank<RANK> at exit, and GT_THREADS (default 1) intra-op threads.
@@ -48,7 +49,7 @@ import torch.utils.data.distributed
 from moco.timers import new_step, timed
 
 BOTTLENECK = os.environ.get("GT_BOTTLENECK", "healthy")
-STRAGGLE_S = float(os.environ.get("GT_STRAGGLE_MS", "40")) / 1000
+STRAGGLE = float(os.environ.get("GT_STRAGGLE", "0.5"))
 torch.set_num_threads(int(os.environ.get("GT_THREADS", "1")))
 
 
@@ -481,6 +482,7 @@ def train(train_loader, model, criterion, optimizer, epoch, args) -> None:
             images[1] = images[1].cuda(args.gpu, non_blocking=True)
 
         with timed("compute"):
+            forward_started = time.perf_counter()
             # compute output
             output, target = model(im_q=images[0], im_k=images[1])
             loss = criterion(output, target)
@@ -493,8 +495,9 @@ def train(train_loader, model, criterion, optimizer, epoch, args) -> None:
             top5.update(acc5[0], images[0].size(0))
 
             if BOTTLENECK == "straggler" and args.rank == 1:
+                forward = time.perf_counter() - forward_started
                 with timed("straggle"):
-                    time.sleep(STRAGGLE_S)
+                    time.sleep(STRAGGLE * forward)
 
             # compute gradient and do SGD step
             optimizer.zero_grad()

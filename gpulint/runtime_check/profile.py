@@ -328,9 +328,9 @@ def settle_fixes(result: Profile) -> None:
     found = {h.code for h in result.lint}
     measured = found | {s.rule for s in result.syncs if s.rule}
     result.verdict.recommendations = [r for r in result.verdict.recommendations if in_script(r, measured)]
-    # A fix measured on this run's own lines comes first; then what the script has, in the
-    # expected-gain order.
-    result.verdict.recommendations.sort(key=lambda r: (r.line is None, r.code not in found))
+    # The named phase's fixes before a secondary phase's; within each, a fix measured on this run's
+    # own lines comes first, then what the script has, in the expected-gain order.
+    result.verdict.recommendations.sort(key=lambda r: (r.secondary, r.line is None, r.code not in found))
 
 
 # Fixes whose runtime evidence does not show the script has what they change: recommended only

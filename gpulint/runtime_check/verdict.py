@@ -5,6 +5,7 @@ Pure functions on plain numbers, so every threshold is tested on synthetic measu
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 # The thresholds of docs/method.md (anchored on the TF Profiler and the PyTorch TensorBoard plugin).
@@ -118,6 +119,7 @@ class Recommendation:
     action: str
     expected_gain: str
     line: str | None = None  # where this run spends the time the fix removes ("path:row"), when measured
+    secondary: bool = False  # a fix of a secondary phase: tried after the named phase's own
 
 
 @dataclass
@@ -365,7 +367,11 @@ def decide(m: Measurements) -> Verdict:
     if secondary and kind != "communication-bound":
         # the fixes of the largest secondary phase follow the named one's (communication's come
         # from the DDP settings: distributed.communication_advice)
-        recommendations += [r for r in _recommendations_for(secondary[0], m, data) if r not in recommendations]
+        recommendations += [
+            dataclasses.replace(r, secondary=True)
+            for r in _recommendations_for(secondary[0], m, data)
+            if r not in recommendations
+        ]
     reasons += unnamed
 
     if kind == "straggler":

@@ -44,8 +44,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = Path(__file__).resolve().parent / "ground_truth"
 RIGHT_SHARE = 0.95
-# A rank whose own extra work per step is this share of a step is the straggler (the verdict's
-# threshold, verdict.STRAGGLER_HIGH).
+# A rank whose own extra work is this share of its step is the straggler (the verdict's threshold,
+# verdict.STRAGGLER_HIGH).
 STRAGGLER_SHARE = 0.05
 
 # The script's phase -> (the verdict's kind, its detail, the rules whose fix changes that phase; ""
@@ -135,18 +135,13 @@ class Truth:
 def ground_truth(timers_by_rank: dict[int, dict], warmup: int) -> Truth:
     """What the script's own timers say bounds its steps."""
     phases = {rank: measured_phases(timers, warmup) for rank, timers in timers_by_rank.items()}
-    if len(phases) > 1:
-        # Synchronised ranks wait for the slowest in their collectives; a rank's own work is the
-        # rest of its step.  The straggler is the rank whose own work exceeds the others' median.
-        steps = {rank: max(1, len(timers_by_rank[rank]["per_step"][warmup + 1 : -1])) for rank in phases}
-        own = {rank: sum(s for p, s in phases[rank].items() if p != "collectives") / steps[rank] for rank in phases}
-        step = max(sum(phases[rank].values()) / steps[rank] for rank in phases)
-        slowest = max(own, key=lambda rank: own[rank])
-        others = sorted(own[rank] for rank in own if rank != slowest)
-        median = others[len(others) // 2]
-        if step and (own[slowest] - median) / step >= STRAGGLER_SHARE and phases[slowest].get("straggle"):
-            total = sum(phases[slowest].values())
-            return Truth("straggler", slowest, {p: s / total for p, s in phases[slowest].items()})
+    # The extra work one rank does ("straggle", timed by the script) makes the others wait for it
+    # in DDP's all-reduce, inside their backward, where the script's timers cannot tell waiting
+    # from computing: the straggler is the rank whose own extra work is a share of its step.
+    for rank, own in sorted(phases.items()):
+        total = sum(own.values())
+        if len(phases) > 1 and total and own.get("straggle", 0.0) / total >= STRAGGLER_SHARE:
+            return Truth("straggler", rank, {p: s / total for p, s in own.items()})
     first = phases[min(phases)]
     total = sum(first.values()) or 1.0
     shares = {p: s / total for p, s in first.items() if p in PHASES}

@@ -100,14 +100,15 @@ class VerifyCheck:
 
 
 VERIFY_CHECKS = [
-    # The test loader's workers: the test loop never runs in the measured steps.
+    # The test loader's workers kept alive: the test loop never runs in the measured steps.  (The
+    # script's other fixes -- pinned memory, non-blocking copies, TF32 -- need a GPU: verify
+    # refuses them on a CPU run.)
     VerifyCheck("null GL103", CIFAR, "main.py", ["--select", "GL103"], "persistent workers of a loader not read"),
-    # .item() on CPU tensors waits for no device.
-    VerifyCheck("null GL201", CIFAR, "main.py", ["--select", "GL201"], "host reads of CPU tensors"),
+    # Two spellings of one value: the copies differ in source, so both are measured.
     VerifyCheck("A/A lr", CIFAR, "main.py", ["--param", "lr=0.1,0.10"], "one learning rate spelled twice"),
     VerifyCheck("A/A workers", CIFAR, "main.py", ["--param", "num_workers=2,1+1"], "two workers spelled twice"),
 ]
-VERIFY_ORDER = ["null GL103", "A/A lr", "null GL201", "A/A workers"]
+VERIFY_ORDER = ["null GL103", "A/A lr", "A/A workers"]
 
 
 # --- scoring (no processes: tests/runtime/test_ground_truth_harness.py checks it) ---

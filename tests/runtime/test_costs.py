@@ -100,7 +100,9 @@ def test_verify_prices_only_a_confirmed_speedup_on_an_accelerator():
 
 def scale_result(kind: str, cuda: bool = True) -> SimpleNamespace:
     size = SimpleNamespace(nproc=4, breakdown=lambda: {"step_time": 0.2}, runs=[measured_run([0.2] * 5, cuda=cuda)])
-    return SimpleNamespace(failed=None, efficiencies=[SimpleNamespace(nproc=4, value=0.7, outcome="below")], sizes=[size], kind=kind)
+    return SimpleNamespace(
+        failed=None, efficiencies=[SimpleNamespace(nproc=4, value=0.7, outcome="below")], sizes=[size], kind=kind
+    )
 
 
 def test_scale_prices_the_loss_against_linear_at_the_largest_size():

@@ -11,7 +11,8 @@ the user's code beside it (`torch.save(state, path)`).  In order, a sample is
 - data wait: the thread was inside a training DataLoader's `__next__`;
 - validation: it was fetching a batch with gradients off, or a line of the user's code from the
   anchor inward lies in a `with torch.no_grad()` / `torch.inference_mode()` block or a function
-  decorated with one (the source is read with `ast`);
+  decorated with one (the source is read with `ast`), outside any `torch.nn` module's forward:
+  such a block inside the model (MoCo's key encoder) is training compute;
 - loader start-up: the first library code under the innermost line of the user's code is
   `torch.utils.data` (a new iterator starting its workers), whatever that code runs in turn:
   starting a worker by fork runs `logging`'s fork hooks, by spawn it pickles the dataset, and
@@ -255,6 +256,19 @@ def stack_phases(stacks: list[dict], step_functions: list | None) -> list[tuple[
     return phases
 
 
+def _outside_forward(below: list) -> list:
+    """The user frames of `below` (the anchor, then inward) above the first `torch.nn` module call:
+    a `no_grad` block inside a module's forward is part of the training step (MoCo's key encoder,
+    a momentum update), not validation."""
+    frames = []
+    for frame in below:
+        if frame == "forward":
+            break
+        if isinstance(frame, list):
+            frames.append(frame)
+    return frames
+
+
 def _classify(fetch: str, frames: list, anchors: set, sources: _Sources) -> tuple[str, tuple | None]:
     """(phase, (anchor file:line, innermost user file:line)) of one sampled stack."""
     users = [i for i, f in enumerate(frames) if isinstance(f, list)]
@@ -275,7 +289,7 @@ def _classify(fetch: str, frames: list, anchors: set, sources: _Sources) -> tupl
     text = sources.text(innermost[0], innermost[1])
     if fetch == "train":
         return DATA, key
-    if fetch == "eval" or any(sources.in_no_grad(path, row) for path, row, _ in user_below):
+    if fetch == "eval" or any(sources.in_no_grad(path, row) for path, row, _ in _outside_forward(below)):
         return VALIDATION, key
     if under_innermost[:1] == ["data"]:  # the loader's own work, whatever it calls (see the module docstring)
         return LOADER_START, key

@@ -786,7 +786,9 @@ class State:
     def read_ddp_timers(self, now: float) -> None:
         """DDP keeps running means of its own per-iteration timers; reading them at two step ends
         gives the all-reduce time of the iterations in between (see distributed.py in the parent).
-        The first read (the end of warm-up) and the latest are kept."""
+        The first read (the end of warm-up) and the latest are kept, and the all-reduce wait so far
+        at every step end up to SERIES_CAP steps (per step, it tells a rank's steady extra work from
+        one slow step)."""
         for model_ref, record in self.ddp_models:
             model = model_ref()
             if model is None:
@@ -809,6 +811,12 @@ class State:
                 record["reads"].append(read)
             else:
                 record["reads"][-1] = read
+            waits = record.setdefault("waits", [])
+            if waits is not None and len(waits) <= SERIES_CAP:
+                iterations, comm, overlap = read[1] or 0, read[2] or 0, read[3] or 0
+                waits.append([now, max(0, comm - overlap) * iterations])
+            else:
+                record["waits"] = None  # past the cap: the first and latest reads alone
 
     def keras_batch_end(self) -> None:
         if self.stopping:

@@ -224,6 +224,17 @@ def _history_refused(history: HistoryOptions, command: Command, writing: bool = 
     return False
 
 
+def _will_record(history: HistoryOptions, command: Command) -> bool:
+    """Whether a run of this command goes into the history: not with --no-history, nor where the
+    configuration turns the history off."""
+    from gpulint.runtime_check.history import HistoryError
+
+    try:
+        return history.record and history.location(_start_of(command)) is not None
+    except HistoryError:
+        return False
+
+
 def add_profile(parser: argparse.ArgumentParser) -> None:
     # REMAINDER: from the first word that is not one of these options, the line is the training
     # command, its own options included (`gpulint profile python train.py --lr 3`).
@@ -362,6 +373,7 @@ def profile_command(options: argparse.Namespace) -> int:
         if progress is not None:
             progress.close()
     result.cost = costs.profile_basis(result, gpus, steps_per_epoch)
+    result.recorded = _will_record(history, parsed)
     if not options.ops:
         result.ops = None  # profiled for --trace alone: the table is printed on request
     json_failed = json_file is not None and not _wrote(

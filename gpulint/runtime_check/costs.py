@@ -188,12 +188,17 @@ def verify_basis(result, gpus: int | None = None, steps_per_epoch: int | None = 
 
 def scale_basis(result, steps_per_epoch: int | None = None) -> CostBasis | None:
     """What the largest size loses against linear scaling, on its own GPUs: only for a decided
-    result on accelerators (an inconclusive one has measured no loss)."""
+    result on accelerators (an inconclusive one has measured no loss), and only at a size whose
+    own efficiency was decided -- with 2 processes below the bar and 4 within its noise, the loss
+    at 4 is not measured, and the loss at 2 is what is priced."""
     if result.failed is not None or not result.efficiencies or result.kind == "inconclusive":
         return None
     if not any(on_accelerator(run) for size in result.sizes for run in size.runs if run.ok):
         return None
-    top = max(result.efficiencies, key=lambda e: e.nproc)
+    decided = [e for e in result.efficiencies if e.outcome != "within noise"]
+    if not decided:
+        return None
+    top = max(decided, key=lambda e: e.nproc)
     size = next((s for s in result.sizes if s.nproc == top.nproc), None)
     step = size.breakdown()["step_time"] if size is not None else None
     if step is None or step <= 0:

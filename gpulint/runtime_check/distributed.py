@@ -38,6 +38,9 @@ class RankFigures:
     # Half-width of the confidence interval of its mean step time (stats.mean_noise of the step
     # series); None when the series is too short to tell.
     step_noise: float | None = None
+    # Its own work in each measured step (step time less that step's all-reduce wait), when DDP's
+    # timers were read at every step end; None otherwise.
+    own_times: list[float] | None = None
 
     @property
     def own_time(self) -> float | None:
@@ -111,6 +114,23 @@ def collective_times(process: ProcessRun) -> tuple[float | None, float | None, s
     return wait / steps.count, total / steps.count, "DDP's all-reduce timers, every iteration"
 
 
+def own_times(process: ProcessRun) -> list[float] | None:
+    """The rank's own work in each measured step: its step time less the all-reduce wait DDP's
+    timers grew by over that step; None unless they were read at every step end of the window."""
+    models, steps = process.report.get("ddp") or [], process.steps
+    if not models or steps is None or steps.window is None or not steps.count or steps.width != 1:
+        return None
+    start, end = steps.window
+    waits = [0.0] * steps.count
+    for model in models:
+        reads = [w for w in model.get("waits") or [] if start <= w[0] <= end]
+        if len(reads) != steps.count + 1:
+            return None
+        for i in range(steps.count):
+            waits[i] += (reads[i + 1][1] - reads[i][1]) * NS
+    return [step - wait for step, wait in zip(steps.times, waits, strict=True)]
+
+
 def _comm(read: list) -> float:
     _, iterations, comm, _ = read
     return (comm or 0) * (iterations or 0)
@@ -146,6 +166,7 @@ def rank_report(run: RunResult) -> RankReport | None:
                 cores=busy,
                 node=process.report.get("node"),
                 step_noise=stats.mean_noise(measured.times) if measured else None,
+                own_times=own_times(process) if measured else None,
             )
         )
     first = run.processes[0].report
@@ -188,19 +209,15 @@ def _straggler(ranks: list[RankFigures]) -> tuple[int | None, float | None, str]
     excess = slowest_own - others
     if excess < STRAGGLER_HIGH * step:
         return None, None, f"none: no rank's own work exceeds the others' by {100 * STRAGGLER_HIGH:.0f}% of a step"
-    # The excess is a difference of two ranks' means: it counts only beyond the noise of both.
-    noises = [r.step_noise for r in ranks]
-    if any(noise is None for noise in noises):
+    noise, of_what = _excess_noise(slowest, ranks)
+    if noise is None:
         return None, None, "none: too few measured steps to tell a rank's extra work from the noise of its step times"
-    slowest_noise = slowest.step_noise or 0.0
-    others_noise = max((r.step_noise or 0.0) for r in ranks if r is not slowest)
-    noise = (slowest_noise**2 + others_noise**2) ** 0.5
     if excess <= noise:
         return (
             None,
             None,
             f"none: rank {slowest.rank}'s {1000 * excess:.1f} ms per step over the others is within the noise "
-            f"of the per-rank step times (+-{1000 * noise:.1f} ms)",
+            f"of {of_what} (+-{1000 * noise:.1f} ms)",
         )
     return (
         slowest.rank,
@@ -208,6 +225,26 @@ def _straggler(ranks: list[RankFigures]) -> tuple[int | None, float | None, str]
         f"rank {slowest.rank} works {1000 * excess:.1f} ms per step longer than the other ranks "
         "(median); they wait for it in all-reduce",
     )
+
+
+def _excess_noise(slowest: RankFigures, ranks: list[RankFigures]) -> tuple[float | None, str]:
+    """The noise the slowest rank's excess must pass, and what it is the noise of; None when too
+    few steps tell it.  Step by step where every rank's own work per step is known: synchronised
+    ranks share each step's time, so what a busy machine adds to every rank cancels, while one slow
+    step (a checkpoint once an epoch) stays one step.  Otherwise the excess is a difference of two
+    ranks' means, and counts only beyond the noise of both."""
+    others = [r.own_times for r in ranks if r is not slowest]
+    if slowest.own_times is not None and all(o is not None and len(o) == len(slowest.own_times) for o in others):
+        differences = [
+            own - stats.median(o[i] for o in others if o is not None) for i, own in enumerate(slowest.own_times)
+        ]
+        return stats.mean_noise(differences), "its step-by-step difference from the other ranks"
+    noises = [r.step_noise for r in ranks]
+    if any(noise is None for noise in noises):
+        return None, ""
+    slowest_noise = slowest.step_noise or 0.0
+    others_noise = max((r.step_noise or 0.0) for r in ranks if r is not slowest)
+    return (slowest_noise**2 + others_noise**2) ** 0.5, "the per-rank step times"
 
 
 def _figures(report: RankReport) -> list[Figure]:

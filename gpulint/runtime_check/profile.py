@@ -69,6 +69,9 @@ class Profile:
     # The operator table of the steps profiled after the measured ones (--ops, --trace), first process.
     ops: operators_mod.OpsReport | None = None
     cost: CostBasis | None = None  # what the waste is made of (costs.py), when measured
+    # Whether this run goes into the run history, so that a later `profile --baseline last` finds it
+    # (not with --no-history): the next command compares with it only then.
+    recorded: bool = True
 
 
 def framework_of(run: RunResult) -> str:
@@ -119,11 +122,21 @@ def measurements_of(
         straggler_share=_straggler_share(ranks) if straggler else None,
         straggler_note=straggler_note,
         loader=run.processes[0].report.get("loader") if run.processes else None,
+        epoch_turned=epoch_turned(steps, run.processes[0].report.get("loader") if run.processes else None),
         cores=run.cpu.cores if run.cpu else None,
         data_source=steps.data_source if steps else None,
         data_function=data_function_label(steps.data_function) if steps and steps.data_function else None,
         data_function_line=steps.data_function["where"] if steps and steps.data_function else None,
     )
+
+
+def epoch_turned(steps, loader: dict | None) -> bool | None:
+    """Whether the run read more training batches, warm-up included, than one epoch of its loader
+    holds (at the measured window's batches per step); None when either is not known."""
+    per_epoch = loader.get("batches") if isinstance(loader, dict) else None
+    if not isinstance(per_epoch, int) or steps is None or not steps.count or not steps.batches:
+        return None
+    return steps.batches / steps.count * steps.total > per_epoch
 
 
 # Blocks of the wait series at least, for the data share's noise to decide the verdict: with fewer,
@@ -315,9 +328,9 @@ def settle_fixes(result: Profile) -> None:
     found = {h.code for h in result.lint}
     measured = found | {s.rule for s in result.syncs if s.rule}
     result.verdict.recommendations = [r for r in result.verdict.recommendations if in_script(r, measured)]
-    # A fix measured on this run's own lines comes first; then what the script has, in the
-    # expected-gain order.
-    result.verdict.recommendations.sort(key=lambda r: (r.line is None, r.code not in found))
+    # The named phase's fixes before a secondary phase's; within each, a fix measured on this run's
+    # own lines comes first, then what the script has, in the expected-gain order.
+    result.verdict.recommendations.sort(key=lambda r: (r.secondary, r.line is None, r.code not in found))
 
 
 # Fixes whose runtime evidence does not show the script has what they change: recommended only

@@ -578,11 +578,12 @@ def _verify_param(result: Profile, code: str) -> str | None:
     return verify_command(str(command.script), [], command.target[1:], command.interpreter, "--param", param)
 
 
-def profile_again(command: Command) -> str:
-    """The profile of the same command, compared with this run once recorded."""
+def profile_again(command: Command, recorded: bool = True) -> str:
+    """The profile of the same command, compared with this run when it is recorded (a run not in
+    the history cannot be a baseline: `--baseline last` would name an older run, or none)."""
     words = [*command.launch.prefix, *command.target] if command.launch else [command.interpreter, *command.target]
     words[0] = Path(words[0]).name if os.path.realpath(words[0]) == os.path.realpath(sys.executable) else words[0]
-    return shlex.join(["gpulint", "profile", "--baseline", "last", "--", *words])
+    return shlex.join(["gpulint", "profile", *(["--baseline", "last"] if recorded else []), "--", *words])
 
 
 def next_for(result: Profile, recommendation: Recommendation) -> NextCommand | None:
@@ -604,6 +605,9 @@ def next_for(result: Profile, recommendation: Recommendation) -> NextCommand | N
     lines += [s.where for s in result.syncs if s.rule == code]
     lines += [f"{command.script}:{h.row}" for h in result.lint if h.code == code]
     where = Path(lines[0]).name if lines else Path(command.script).name
+    if not result.recorded:
+        why = f"Change {where} by hand, then profile it again and compare the step time with this run's (not recorded)"
+        return NextCommand(why, profile_again(command, recorded=False))
     return NextCommand(f"Change {where} by hand, then measure it against this run", profile_again(command))
 
 

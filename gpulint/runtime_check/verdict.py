@@ -5,6 +5,7 @@ Pure functions on plain numbers, so every threshold is tested on synthetic measu
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 # The thresholds of docs/method.md (anchored on the TF Profiler and the PyTorch TensorBoard plugin).
@@ -101,6 +102,9 @@ class Measurements:
     straggler_share: float | None = None  # its extra own work per step, share of the step
     straggler_note: str = ""  # where its extra time goes
     loader: dict | None = None  # the training DataLoader's settings (num_workers, persistent_workers, ...)
+    # Whether the run read more training batches than an epoch of that loader holds (None: not
+    # known): only then did a new epoch start its workers again, which persistent workers save.
+    epoch_turned: bool | None = None
     # What the steps waited on for batches (measure.StepStats.data_source): a DataLoader, tf.data,
     # Keras fit's input, or the user's batch function, named with its line ("get_batch at train.py:40")
     data_source: str | None = None
@@ -115,6 +119,7 @@ class Recommendation:
     action: str
     expected_gain: str
     line: str | None = None  # where this run spends the time the fix removes ("path:row"), when measured
+    secondary: bool = False  # a fix of a secondary phase: tried after the named phase's own
 
 
 @dataclass
@@ -362,7 +367,11 @@ def decide(m: Measurements) -> Verdict:
     if secondary and kind != "communication-bound":
         # the fixes of the largest secondary phase follow the named one's (communication's come
         # from the DDP settings: distributed.communication_advice)
-        recommendations += [r for r in _recommendations_for(secondary[0], m, data) if r not in recommendations]
+        recommendations += [
+            dataclasses.replace(r, secondary=True)
+            for r in _recommendations_for(secondary[0], m, data)
+            if r not in recommendations
+        ]
     reasons += unnamed
 
     if kind == "straggler":
@@ -487,8 +496,23 @@ def _input_recommendations(m: Measurements, data: float) -> list[Recommendation]
             continue  # no workers to keep alive: it cannot act on this loader
         elif code == "GL103" and loader is not None and loader.get("persistent_workers"):
             continue
+        elif code == "GL103" and m.epoch_turned is False:
+            continue  # no epoch began again in the run: the wait is not the workers' start-up
         if gain is not None:  # None: the loader already has a worker per core
             out.append(Recommendation(code, action, gain))
+    workers_fixes = {r.code for r in out} & {"GL101", "GL103"}
+    if not workers_fixes and m.framework == "torch" and loader is not None and loader.get("num_workers"):
+        # A worker on every core already, and no epoch start to save: each batch costs what it
+        # costs (pinned memory and non-blocking copies act on the copy to the device, not on this).
+        out.insert(
+            0,
+            Recommendation(
+                "",
+                "make each sample cheaper to load: the workers already have every core (decode once and "
+                "cache, or store the data nearer the form the model takes)",
+                ceiling(data),
+            ),
+        )
     return out
 
 
@@ -592,12 +616,18 @@ def thread_contention(threads: int | None, workers: int, cores: int | None) -> s
     if threads is None or cores is None or workers < 1 or threads + workers <= cores:
         return None
     fit = max(1, cores - workers)
-    return (
+    said = (
         f"torch runs {threads} intra-op thread{'s' if threads != 1 else ''} on {cores} cores beside "
         f"{workers} loader worker{'s' if workers != 1 else ''}: they compete for the same cores; "
-        f"leave the workers theirs with torch.set_num_threads({fit}) in the script or OMP_NUM_THREADS={fit} "
-        "in the environment"
     )
+    if threads > fit:
+        return (
+            said + f"leave the workers theirs with torch.set_num_threads({fit}) in the script or "
+            f"OMP_NUM_THREADS={fit} in the environment"
+        )
+    # One thread, and workers on every core (fit was held at 1): a thread setting changes nothing,
+    # fewer workers leave the step its core.
+    return said + f"one thread is the fewest torch runs: leave it a core with num_workers={cores - 1} at most"
 
 
 def _warnings(m: Measurements) -> list[str]:

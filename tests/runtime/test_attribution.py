@@ -92,6 +92,45 @@ def test_each_phase_is_found_with_its_line(tmp_path):
     assert result.host_shares == {"validation": 0.15, "checkpoint writes": 0.15, "logging": 0.12, "host sync": 0.08}
 
 
+MOCO = textwrap.dedent(
+    """\
+    class MoCo(nn.Module):
+        def forward(self, im_q, im_k):
+            q = self.encoder_q(im_q)
+            with torch.no_grad():
+                k = self.encoder_k(im_k)
+            return q @ k.T
+
+    def main():
+        for x, y in loader:
+            logits = model(x, y)
+            logits.sum().backward()
+            optimizer.step()
+    """
+)
+
+
+def test_no_grad_inside_the_model_is_compute_not_validation(tmp_path):
+    """MoCo's key encoder runs under no_grad inside the model's forward, in every training step:
+    it read as 19-22% validation, with "validate at intervals" as a fix, in the real script."""
+    script = tmp_path / "moco.py"
+    script.write_text(MOCO)
+    path = str(script)
+    result = attribution.attribute(
+        report(
+            path,
+            [
+                ("", [at(path, 11, 9), "forward", at(path, 3, 2), "forward"], 20),
+                ("", [at(path, 11, 9), "forward", at(path, 5, 2), "forward"], 20),
+                ("", [at(path, 12, 9), "backward"], 40),
+            ],
+        )
+        | {"step_functions": [[path, 9, "main"]]}
+    )
+    assert result is not None
+    assert {p.name: round(p.share, 2) for p in result.phases} == {"compute": 1.0}
+
+
 def test_no_samples_is_no_attribution():
     assert attribution.attribute({"stacks": None}) is None
     assert attribution.attribute({"stacks": {"seconds": 0, "looks": 0, "stacks": [], "interval": 0.005}}) is None

@@ -100,7 +100,9 @@ def test_verify_prices_only_a_confirmed_speedup_on_an_accelerator():
 
 def scale_result(kind: str, cuda: bool = True) -> SimpleNamespace:
     size = SimpleNamespace(nproc=4, breakdown=lambda: {"step_time": 0.2}, runs=[measured_run([0.2] * 5, cuda=cuda)])
-    return SimpleNamespace(failed=None, efficiencies=[SimpleNamespace(nproc=4, value=0.7)], sizes=[size], kind=kind)
+    return SimpleNamespace(
+        failed=None, efficiencies=[SimpleNamespace(nproc=4, value=0.7, outcome="below")], sizes=[size], kind=kind
+    )
 
 
 def test_scale_prices_the_loss_against_linear_at_the_largest_size():
@@ -113,6 +115,22 @@ def test_an_inconclusive_or_cpu_scaling_result_is_not_priced():
     """ "inconclusive, run more repeats" and "$6,445/month lost to scaling" in one output: no more."""
     assert costs.scale_basis(scale_result("inconclusive")) is None
     assert costs.scale_basis(scale_result("below linear", cuda=False)) is None
+
+
+def test_a_size_within_the_noise_of_the_bar_is_not_priced():
+    """2 processes below the bar, 4 within its noise: the result is "below linear", but the loss at
+    4 processes was not measured; the loss at 2 is what is priced."""
+    result = scale_result("below linear")
+    two = SimpleNamespace(nproc=2, breakdown=lambda: {"step_time": 0.15}, runs=result.sizes[0].runs)
+    result.sizes.insert(0, two)
+    result.efficiencies = [
+        SimpleNamespace(nproc=2, value=0.8, outcome="below"),
+        SimpleNamespace(nproc=4, value=0.6, outcome="within noise"),
+    ]
+    basis = costs.scale_basis(result)
+    assert basis is not None and basis.gpus == 2 and basis.share == pytest.approx(0.2)
+    result.efficiencies = [SimpleNamespace(nproc=4, value=0.6, outcome="within noise")]
+    assert costs.scale_basis(result) is None
 
 
 def test_the_text_report_prints_the_estimate_only_with_a_price():

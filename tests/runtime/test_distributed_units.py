@@ -202,6 +202,46 @@ def test_an_excess_within_the_noise_of_the_step_times_is_no_straggler():
     assert short.slowest is None and "too few measured steps" in short.slowest_note
 
 
+def stepped_rank(rank: int, times: list[float], waits: list[float], start: float = 1.0) -> ProcessRun:
+    """A rank whose DDP timers were read at every step end: it waited waits[i] s at the all-reduce
+    of step i (of times[i] s); 100 iterations ran before the window, waiting 1 ms each."""
+    stats = step_stats(times, [0.001] * len(times), warmup=3, window=(start, start + sum(times)))
+    ends, exposed = [start], [100 * 1_000_000.0]
+    for step, wait in zip(times, waits, strict=True):
+        ends.append(ends[-1] + step)
+        exposed.append(exposed[-1] + wait * 1e9)
+    iterations = [100 + i for i in range(len(ends))]
+    # the running means DDP logs: all-reduce time, and the part of it that overlapped (none)
+    reads = [[t, n, e / n, 0.0] for t, n, e in zip(ends, iterations, exposed, strict=True)]
+    waits_read = [[t, e] for t, e in zip(ends, exposed, strict=True)]
+    report = {
+        "rank": rank,
+        "world_size": 2,
+        "ddp": [{"config": {}, "reads": [reads[0], reads[-1]], "waits": waits_read}],
+    }
+    return ProcessRun(rank, 1000 + rank, stats, report)
+
+
+def test_a_steady_straggler_on_a_busy_machine_is_told_step_by_step():
+    """MoCo on two ranks beside busy neighbours: the steps took 0.2 to 0.6 s, the same for both
+    ranks, and rank 1 worked 40 ms more in every one.  Against the noise of each rank's mean step
+    time (+-157 ms) that read as no straggler; step by step the busy machine cancels."""
+    rng = random.Random(3)
+    times = [rng.uniform(0.2, 0.6) for _ in range(30)]
+    report = distributed.rank_report(
+        launched(
+            stepped_rank(0, times, [0.04 + rng.gauss(0, 0.003) for _ in times]), stepped_rank(1, times, [0.0] * 30)
+        )
+    )
+    assert report.ranks[0].own_times is not None and len(report.ranks[0].own_times) == 30
+    assert report.slowest == 1, report.slowest_note
+    assert report.slowest_excess == pytest.approx(0.04, abs=0.003)
+    # One slow step of rank 0's (a checkpoint every rank waits for) is still no straggler.
+    spike = [0.0] * 29 + [1.2]
+    once = distributed.rank_report(launched(stepped_rank(0, times, [0.0] * 30), stepped_rank(1, times, spike)))
+    assert once.slowest is None and "step-by-step difference" in once.slowest_note, once.slowest_note
+
+
 def test_a_straggler_is_called_only_for_work_seen_in_its_measured_steps():
     """The timers' excess must show as a phase of the slow rank's measured steps (sampled stacks)
     that grew against the others': else it is no straggler, and the note says why."""

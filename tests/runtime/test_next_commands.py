@@ -175,6 +175,40 @@ def test_a_save_in_a_helper_is_measured_and_answered_by_a_profile_against_this_r
     assert "Change train.py:28 by hand, then measure it against this run:<br><code>gpulint profile" in page
 
 
+def test_a_secondary_phase_measured_at_its_line_does_not_go_before_the_named_phases_fixes(tmp_path):
+    """MoCo saving a checkpoint every step: compute-bound (69%), checkpoint writes secondary (26%).
+    The checkpoint's fix, measured at its line, was sorted first: the verdict named compute and
+    its first fix acted on something else."""
+    script = tmp_path / "train.py"
+    script.write_text(CHECKPOINT)
+    run = measured_run([0.1] * 20)
+    lines = [Line(f"{script}:28", "save_checkpoint(model)", 0.26)]
+    attribution = Attribution(400, 0.01, [Phase("compute", 0.74), Phase("checkpoint writes", 0.26, lines, looks=100)])
+    result = Profile(run, "torch", command=Command(sys.executable, [], [str(script)]), attribution=attribution)
+    result.measurements = measurements_of(run, "torch", attribution=attribution)
+    result.verdict = decide(result.measurements)
+    from gpulint.runtime_check.profile import _place
+
+    _place(result.verdict.recommendations, attribution)
+    settle_fixes(result)
+    assert result.verdict.headline == "compute-bound; secondary: checkpoint writes 26%"
+    codes = [r.code for r in result.verdict.recommendations]
+    assert codes[-1] == "GL303" and codes[0] in {"GL401", "GL403", "GL404"}, codes
+    assert result.verdict.recommendations[-1].line == f"{script}:28"
+
+
+def test_a_run_not_recorded_is_not_named_as_the_baseline(tmp_path):
+    """With --no-history the next command was `profile --baseline last`, which then compared with
+    an older run of the command, or failed with none recorded: it profiles again without one."""
+    script = tmp_path / "train.py"
+    script.write_text(CHECKPOINT)
+    result = checkpoint_bound(script, f"{script}:28")
+    result.recorded = False
+    suggestion = report.profile_next(result)
+    assert suggestion.command == shlex.join(["gpulint", "profile", "--", Path(sys.executable).name, str(script)])
+    assert "--baseline" not in suggestion.line and "not recorded" in suggestion.why
+
+
 def test_host_work_fixes_need_the_measured_line_or_the_finding(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(CHECKPOINT)

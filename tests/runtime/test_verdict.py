@@ -213,6 +213,13 @@ def test_intra_op_threads_competing_with_loader_workers_are_named_with_the_setti
     assert not [w for w in fits.warnings if "intra-op" in w]
     quiet = decide(m(data_share=0.0, loader={**LOADER, "intra_op_threads": 8}, cores=8))  # no workers, none wanted
     assert not [w for w in quiet.warnings if "intra-op" in w]
+    # One thread already (pytorch-cifar's two workers on two cores): set_num_threads(1) would change
+    # nothing; fewer workers is what leaves the step its core.
+    one = decide(m(data_share=0.6, loader={**threads, "intra_op_threads": 1}, cores=2))
+    assert [w for w in one.warnings if "intra-op" in w] == [
+        "torch runs 1 intra-op thread on 2 cores beside 2 loader workers: they compete for the same cores; "
+        "one thread is the fewest torch runs: leave it a core with num_workers=1 at most"
+    ]
 
 
 def test_verify_warns_when_the_fixed_runs_workers_compete_with_intra_op_threads():
@@ -234,3 +241,31 @@ def test_verify_warns_when_the_fixed_runs_workers_compete_with_intra_op_threads(
         "leave the workers theirs with torch.set_num_threads(1) in the script or OMP_NUM_THREADS=1 in the environment"
     ]
     assert run_warnings([run(0), run(0)]) == []
+
+
+def test_persistent_workers_only_where_an_epoch_began_again_in_the_run():
+    """pytorch-cifar's loader, two workers on two cores, decoding each image: the run read 33 of the
+    epoch's 391 batches, so no worker started again, yet "keep workers alive between epochs" was
+    the first fix -- for a wait persistent workers cannot shorten."""
+    workers = {**LOADER, "num_workers": 2, "batches": 391}
+    mid_epoch = decide(m(data_share=0.78, loader=workers, epoch_turned=False, cores=2))
+    assert mid_epoch.kind == "input-bound"
+    assert "GL103" not in [r.code for r in mid_epoch.recommendations]
+    first = mid_epoch.recommendations[0]
+    assert first.code == "" and first.action.startswith("make each sample cheaper to load")
+    across = decide(m(data_share=0.78, loader=workers, epoch_turned=True, cores=2))
+    assert across.recommendations[0].code == "GL103"
+    unknown = decide(m(data_share=0.78, loader=workers, cores=2))
+    assert unknown.recommendations[0].code == "GL103"
+
+
+def test_an_epoch_turns_when_the_run_reads_more_batches_than_it_holds():
+    from gpulint.runtime_check.profile import epoch_turned
+    from tests.runtime.helpers import step_stats
+
+    steps = step_stats([0.1] * 20, [0.05] * 20)
+    steps.batches, steps.total = 20, 23
+    assert epoch_turned(steps, {"batches": 391}) is False
+    assert epoch_turned(steps, {"batches": 10}) is True
+    assert epoch_turned(steps, {"batches": None}) is None
+    assert epoch_turned(steps, None) is None

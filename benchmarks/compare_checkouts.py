@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", help="worker processes (default: gpulint's)")
     parser.add_argument("--path", default=".", help="what to lint in each tree (default: all of it)")
     parser.add_argument("--outside-tests", action="store_true", help="compare only what is about non-test files")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # (trees before and after --trees)
     trees = trees_of(args.trees, args.trees_folder)
     missing = [str(tree) for tree in trees if not tree.is_dir()]
     if missing or not trees:

@@ -13,8 +13,9 @@ For each tree, each checkout lints it (`--no-cache`, from the tree's root, in a 
 `python -P`, so the tree's modules shadow none) once per output, and the outputs are compared byte
 for byte: the findings as JSON (the default rules, and `--select ALL`), the fixes
 (`--diff --unsafe-fixes --select ALL`) and the text a user reads (`--output-format full
---show-fixes`: findings, notes and the summary).  Any difference is printed (the first lines of a
-unified diff) and the exit status is 1.  `--outside-tests` compares only what is about files that
+--show-fixes`: findings, notes and the summary), and what each run writes on standard error
+(warnings, notes).  Any difference is printed (the first lines of a unified diff) and the exit
+status is 1.  `--outside-tests` compares only what is about files that
 are not test code (by the default test-file patterns, relative to the tree), the summary line about
 test files left out: for a change to what test files cost.
 
@@ -57,24 +58,27 @@ OUTPUTS = [
 # The summary lines about test files, before and after they stopped being linted.
 TEST_FILES_NOTE = re.compile(r"^\d+ (findings? in test files not reported|test files? not linted for performance)")
 
-Runner = Callable[[Path, Path, list[str]], bytes]
+Runner = Callable[[Path, Path, list[str]], tuple[bytes, bytes]]
 
 
-def run(checkout: Path, tree: Path, args: list[str]) -> tuple[bytes, int, float, float]:
-    """(standard output, libcst parses, CPU seconds, wall seconds) of `gpulint check --no-cache
-    ARGS` run by `checkout`'s code in `tree`."""
+def run(checkout: Path, tree: Path, args: list[str]) -> tuple[bytes, bytes, int, float, float]:
+    """(standard output, standard error less the probe's line, libcst parses, CPU seconds, wall
+    seconds) of `gpulint check --no-cache ARGS` run by `checkout`'s code in `tree`."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-P", "-c", PROBE, "--no-cache", *args], capture_output=True, env=env, cwd=tree
     )
     wall = time.perf_counter() - started
-    parses, cpu = json.loads(done.stderr.decode().rsplit("PROBE ", 1)[1])
-    return done.stdout, parses, cpu, wall
+    errors, _, probe = done.stderr.rpartition(b"\nPROBE ")
+    parses, cpu = json.loads(probe)
+    return done.stdout, errors, parses, cpu, wall
 
 
-def output_of(checkout: Path, tree: Path, args: list[str]) -> bytes:
-    return run(checkout, tree, args)[0]
+def output_of(checkout: Path, tree: Path, args: list[str]) -> tuple[bytes, bytes]:
+    """(standard output, standard error: its warnings and notes) of a run (`run`)."""
+    out, errors, *_ = run(checkout, tree, args)
+    return out, errors
 
 
 def outside_tests(output: bytes, kind: str) -> bytes:
@@ -130,11 +134,14 @@ def compare(
     compared and printed; the differences by output, [] where it is byte-identical."""
     found = {}
     for kind, args in outputs:
-        got = [runner(checkout, tree, [*args, *extra]) for checkout in checkouts.values()]
+        runs = [runner(checkout, tree, [*args, *extra]) for checkout in checkouts.values()]
+        got, errors = [out for out, _ in runs], [error for _, error in runs]
         if outside_test_files:
             got = [outside_tests(output, kind) for output in got]
+            errors = [outside_tests(error, "text") for error in errors]
         first, second = checkouts
         lines = difference(got[0], got[1], (first, second))
+        lines += difference(errors[0], errors[1], (f"{first}, standard error", f"{second}, standard error"))
         print(f"  {kind:<14} {'DIFFERENT' if lines else 'identical'} ({len(got[0]):,} and {len(got[1]):,} bytes)")
         print("".join(f"    {line}\n" for line in lines), end="")
         found[kind] = lines
@@ -147,7 +154,7 @@ def measure(tree: Path, checkouts: dict[str, Path], runs: int, extra: list[str])
     parses: dict[str, int] = {}
     for round_ in range(runs):
         for name in list(checkouts) if round_ % 2 == 0 else list(reversed(checkouts)):
-            _, parses[name], seconds, elapsed = run(checkouts[name], tree, ["--output-format", "json", *extra])
+            _, _, parses[name], seconds, elapsed = run(checkouts[name], tree, ["--output-format", "json", *extra])
             cpu[name].append(seconds)
             wall[name].append(elapsed)
     for name in checkouts:

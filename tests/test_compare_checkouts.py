@@ -64,6 +64,17 @@ def test_difference_shows_the_lines_that_differ() -> None:
     assert compare_checkouts.difference(b"a\n", b"a", ("one", "two"))  # (bytes, not lines)
 
 
+def test_a_difference_on_standard_error_alone_is_reported(tmp_path) -> None:
+    # (a warning or note one checkout writes and the other does not; the outputs themselves agree)
+    def runner(checkout: Path, tree: Path, args: list[str]) -> tuple[bytes, bytes]:
+        return b"[]", b"warning: planted\n" if checkout.name == "two" else b""
+
+    checkouts = {"one": tmp_path / "one", "two": tmp_path / "two"}
+    outputs = compare_checkouts.OUTPUTS[:1]
+    found = compare_checkouts.compare(tmp_path, checkouts, ["."], outputs=outputs, runner=runner)
+    assert "+warning: planted" in found["findings"]
+
+
 def test_same_code_is_identical_and_a_planted_difference_is_reported(tmp_path, capsys) -> None:
     tree = tiny_tree(tmp_path)
     checkout = copy_of_gpulint(tmp_path)
@@ -72,7 +83,7 @@ def test_same_code_is_identical_and_a_planted_difference_is_reported(tmp_path, c
 
     same = compare_checkouts.compare(tree, checkouts, ["."], outputs=outputs)
     assert same == {"findings": [], "fixes": []}
-    assert "GL102" in compare_checkouts.output_of(REPO, tree, ["--output-format", "json", "."]).decode()
+    assert "GL102" in compare_checkouts.output_of(REPO, tree, ["--output-format", "json", "."])[0].decode()
 
     message = plant_message(checkout, "GL102")
     found = compare_checkouts.compare(tree, checkouts, ["."], outputs=outputs)

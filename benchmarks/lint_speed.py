@@ -81,29 +81,35 @@ def parsed_by_gpulint(files: list[Path], select: str | None) -> list[Path]:
     return chosen
 
 
-def measure(command: list[str], cwd: Path) -> tuple[float, float, int, float]:
+def measure(command: list[str], cwd: Path) -> tuple[float, float, int, float, float]:
     """(wall seconds, peak MB of the process tree's summed RSS, exit code, peak MB of its largest
-    single process)."""
+    single process, peak MB of the tree's summed PSS).  RSS counts a page shared by forked workers
+    once per process; PSS (the proportional set size) splits it among them, so the summed PSS is
+    what the tree holds in all."""
     start = time.perf_counter()
     process = psutil.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     peak = 0
     single = 0
+    proportional = 0
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak, single
+        nonlocal peak, single, proportional
         while not done.is_set():
             try:
                 tree = [process, *process.children(recursive=True)]
                 total = 0
+                total_pss = 0
                 for proc in tree:
                     try:
-                        rss = proc.memory_info().rss
+                        memory = proc.memory_full_info()
                     except psutil.Error:
                         continue
-                    total += rss
-                    single = max(single, rss)
+                    total += memory.rss
+                    total_pss += getattr(memory, "pss", memory.rss)  # (PSS where the system has it: Linux)
+                    single = max(single, memory.rss)
                 peak = max(peak, total)
+                proportional = max(proportional, total_pss)
             except psutil.Error:
                 pass
             done.wait(0.02)
@@ -114,7 +120,7 @@ def measure(command: list[str], cwd: Path) -> tuple[float, float, int, float]:
     wall = time.perf_counter() - start
     done.set()
     sampler.join()
-    return wall, peak / 2**20, code, single / 2**20
+    return wall, peak / 2**20, code, single / 2**20, proportional / 2**20
 
 
 def main() -> int:
@@ -228,7 +234,7 @@ def main() -> int:
                     # not changed since the last run -- and gpulint's own code counts, which other
                     # people editing the checkout during a benchmark would change.
                     subprocess.run(command, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-                wall, peak, code, _single = measure(command, work)
+                wall, peak, code, _single, _proportional = measure(command, work)
                 if code not in (0, 1):
                     notes.append(f"{name}: exit code {code} in round {round_index + 1}")
                 samples[name].append((wall * factor, peak))

@@ -175,6 +175,22 @@ def test_per_file_ignores(tmp_path):
     assert [f.code for f in linter.lint_source(source, str(tmp_path / "src" / "a.py")).findings] == ["GL102"]
 
 
+def test_nothing_that_cannot_be_reported_is_parsed(tmp_path, monkeypatch):
+    # A file every rule is ignored in, or one no selected rule's triggers can meet, would report
+    # nothing: it is not parsed at all (the same source elsewhere is, and reports).
+    parsed = []
+    real_parse = engine.parse
+    monkeypatch.setattr(engine, "parse", lambda src, *budget: parsed.append(src) or real_parse(src, *budget))
+    source = SUPPRESSIBLE.format(comment="").encode()
+    ignoring = Linter(Settings(select=["ALL"], per_file_ignores={"vendored/*.py": ["GL"]}, root=tmp_path))
+    assert ignoring.lint_source(source, str(tmp_path / "vendored" / "a.py")).findings == []
+    assert parsed == []
+    assert [f.code for f in Linter(Settings(select=["GL70"])).lint_source(source, "a.py").findings] == []
+    assert parsed == []
+    assert [f.code for f in ignoring.lint_source(source, str(tmp_path / "src" / "a.py")).findings] == ["GL102"]
+    assert parsed == [source]
+
+
 def test_method_on_a_chain_is_reported_at_its_name():
     source = textwrap.dedent("""
         import tensorflow as tf

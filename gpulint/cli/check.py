@@ -63,6 +63,7 @@ class SettingsPerProject:
         self.load_local_rules = load_local_rules
         self.by_origin: dict[tuple[str, Path | None], Settings] = {}
         self.by_folder: dict[str, Settings] = {}
+        self.by_path: dict[Path, Settings] = {}
         self.holds_table: dict[Path, bool] = {}  # (find_config's `known`: each file read once)
         if options.config is None:
             self.by_origin[self._origin(start)] = base
@@ -76,10 +77,18 @@ class SettingsPerProject:
         return ("config", config_file) if config_file is not None else ("facts", nearest_pyproject(path))
 
     def __call__(self, path: Path) -> Settings:
-        from gpulint.linter.config import load_settings
-
         if self.options.config is not None:
             return self.base
+        # (a run asks again for the same files: which the index reads, which are test code)
+        known = self.by_path.get(path)
+        if known is not None:
+            return known
+        known = self.by_path[path] = self._settings_of(path)
+        return known
+
+    def _settings_of(self, path: Path) -> Settings:
+        from gpulint.linter.config import load_settings
+
         folder = os.path.realpath(path)
         if not os.path.isdir(folder):
             folder = os.path.dirname(folder)

@@ -265,14 +265,26 @@ class Settings:
     def is_test_file(self, path: str | Path) -> bool:
         """Whether `path` is test code: it matches `test-files` (relative to the configuration's
         folder), or by default pytest's conventions (relative to `root`, or for a file outside it
-        to its own project)."""
-        path = Path(path)
+        to its own project).  Answered once per path: a run asks it of each file several times
+        (which rules run, what the summary counts, which modules the index reads), and the answer
+        resolves the path, a system call per folder in it."""
+        known = self._test_file_answers.get(path)
+        if known is None:
+            known = self._test_file_answers[path] = self._is_test_file(Path(path))
+        return known
+
+    def _is_test_file(self, path: Path) -> bool:
         if self.test_files is not None:
             return matches_test_patterns(_relative(path, self.root), tuple(self.test_files))
         try:
             return is_test_path(path.resolve().relative_to(self._real_root).as_posix())
         except ValueError:
             return is_test_path(project_relative(path))
+
+    @functools.cached_property
+    def _test_file_answers(self) -> dict[str | Path, bool]:
+        """`is_test_file`'s answers by the path asked about."""
+        return {}
 
     @functools.cached_property
     def _real_root(self) -> Path:

@@ -9,7 +9,7 @@ from gpulint.linter.analysis.facts import STEPS
 from gpulint.linter.analysis.logging_calls import logging_call_kind
 from gpulint.linter.analysis.nodes import keyword_arg, positional_args
 from gpulint.linter.findings import Applicability
-from gpulint.linter.fix.guards import guard_fix
+from gpulint.linter.fix.guards import logging_guard_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import LOGGING_SCRIPT
 from gpulint.rules.options import LOG_EVERY
@@ -249,11 +249,11 @@ class PerStepLogging(Rule):
                     loss = criterion(model(x), y)
                     loss.backward()
                     optimizer.step()
-                    print(step)
-                    logger.info("step %d", step)
-                    logging.info("step")
-                    wandb.log({"step": step})
-                    writer.add_scalar("loss", 1.0, step)
+                    print(step, loss)
+                    logger.info("step %d loss %s", step, loss)
+                    logging.info("loss %.4f", loss.item())
+                    wandb.log({"loss": loss})
+                    writer.add_scalar("loss", loss, step)
             """,
             "10:9",
             "11:9",
@@ -268,11 +268,11 @@ class PerStepLogging(Rule):
                     loss.backward()
                     optimizer.step()
                     if step % 100 == 0:
-                        print(step)
-                        logger.info("step %d", step)
-                        logging.info("step")
-                        wandb.log({"step": step})
-                        writer.add_scalar("loss", 1.0, step)
+                        print(step, loss)
+                        logger.info("step %d loss %s", step, loss)
+                        logging.info("loss %.4f", loss.item())
+                        wandb.log({"loss": loss})
+                        writer.add_scalar("loss", loss, step)
             """,
         ),
         # a guard next to one of the same interval joins it, above or below; another interval stays apart
@@ -284,9 +284,9 @@ class PerStepLogging(Rule):
                 optimizer.step()
                 if step % 100 == 0:
                     print(step)
-                logger.info("step %d", step)
+                logger.info("step %d loss %s", step, loss)
                 # to the dashboard
-                wandb.log({"step": step})
+                wandb.log({"loss": loss})
                 if step % 100 == 0:
                     writer.add_scalar("loss", 1.0, step)
                 print("done")
@@ -304,11 +304,11 @@ class PerStepLogging(Rule):
                 optimizer.step()
                 if step % 100 == 0:
                     print(step)
-                    logger.info("step %d", step)
+                    logger.info("step %d loss %s", step, loss)
                     # to the dashboard
-                    wandb.log({"step": step})
+                    wandb.log({"loss": loss})
                     writer.add_scalar("loss", 1.0, step)
-                    print("done")
+                print("done")
                 if step % 50 == 0:
                     save()
             """,
@@ -341,8 +341,7 @@ class PerStepLogging(Rule):
                     print(f"step {step} loss {lossf:.4f} acc {acc:.2f}")
                 kept = loss.item()
                 losses.append(kept)
-                if step % 100 == 0:
-                    print(kept)
+                print(kept)
             """,
         ),
         # NVIDIA's dllogger, under any alias; a print that ends its line
@@ -367,7 +366,7 @@ class PerStepLogging(Rule):
                 optimizer.step()
                 if step % 100 == 0:
                     DLLogger.log(step=step, data={"loss": loss})
-                    print(".", end="\\n")
+                print(".", end="\\n")
             """,
         ),
         # an accumulation modulo and a rank check are not interval guards
@@ -379,9 +378,9 @@ class PerStepLogging(Rule):
                     loss.backward()
                     optimizer.step()
                     if step % accum_steps == 0:
-                        print(step)
+                        print(step, loss)
                     if rank == 0:
-                        print(step)
+                        print(step, loss)
             """,
             "11:13",
             "13:13",
@@ -394,10 +393,10 @@ class PerStepLogging(Rule):
                     optimizer.step()
                     if step % accum_steps == 0:
                         if step % 100 == 0:
-                            print(step)
+                            print(step, loss)
                     if rank == 0:
                         if step % 100 == 0:
-                            print(step)
+                            print(step, loss)
             """,
         ),
         # an aliased logger
@@ -411,7 +410,7 @@ class PerStepLogging(Rule):
                     loss = criterion(model(x), y)
                     loss.backward()
                     optimizer.step()
-                    log.info("x")
+                    log.info("loss %s", loss)
             """,
             "9:9",
             fixed="""
@@ -424,7 +423,7 @@ class PerStepLogging(Rule):
                     loss.backward()
                     optimizer.step()
                     if step % 100 == 0:
-                        log.info("x")
+                        log.info("loss %s", loss)
             """,
         ),
         # the guard uses log-every and keeps comments
@@ -435,7 +434,7 @@ class PerStepLogging(Rule):
                     loss = criterion(model(x), y)
                     loss.backward()
                     optimizer.step()
-                    print(step)  # progress
+                    print(step, loss)  # progress
             """,
             "10:9",
             header=LOGGING_SCRIPT,
@@ -446,7 +445,7 @@ class PerStepLogging(Rule):
                     loss.backward()
                     optimizer.step()
                     if step % 25 == 0:
-                        print(step)  # progress
+                        print(step, loss)  # progress
             """,
             options={"log-every": 25},
         ),
@@ -731,6 +730,36 @@ class PerStepLogging(Rule):
                         writer.add_scalar("loss", loss.item(), batch_idx)
             """,
         ),
+        # a guard fixes nothing where the logged values are not on the device -- the epoch and
+        # allocator counters, a mean read back above for other uses -- or overrides the script's
+        # own switch that asks for every step's loss: no fix, and the message says why
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, batch in enumerate(loader):
+                    loss = model(batch).loss
+                    accelerator.backward(loss)
+                    optimizer.step()
+                    avg_loss = accelerator.gather(loss.repeat(8)).mean().item()
+                    print("epoch {}, step {}, loss {}".format(epoch, step, avg_loss))
+                    logger.info(f"epoch {epoch} memory {torch.cuda.max_memory_allocated() / 2**30} GiB")
+                    if args.print_loss:
+                        print(f"epoch {epoch} step {step} loss {loss}")
+                    total += avg_loss
+            """,
+            "11:9",
+            "12:9",
+            "14:13",
+            header=LOGGING_SCRIPT,
+            messages=(
+                "print() runs on every training step; log every N steps (no fix: the guarded lines read no device "
+                "value (numbers already read back, counters): no wait to save)",
+                "logging runs on every training step; log every N steps (no fix: the guarded lines read no device "
+                "value (numbers already read back, counters): no wait to save)",
+                "print() runs on every training step; log every N steps (no fix: it runs under `args.print_loss`, "
+                "the script's own option for it)",
+            ),
+        ),
         # a pytest test that takes one step is not a step function; train_step is one
         Invalid(
             """
@@ -756,12 +785,11 @@ class PerStepLogging(Rule):
             return
         if self.ctx.loops.one_step_per_epoch(node) or self.ctx.loops.one_step_per_episode(node):
             return  # once per epoch or per episode, however often the optimizer steps
-        self.report(
-            node,
-            message=f"{_LOGGING_LABELS[kind]} runs on every training step; log every N steps",
-            fix=guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY), "logging"),
-            hint=self.ctx.loops.few_steps_hint(node),
-        )
+        message = f"{_LOGGING_LABELS[kind]} runs on every training step; log every N steps"
+        fix, why_not = logging_guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY))
+        if why_not is not None:
+            message += f" (no fix: {why_not})"
+        self.report(node, message=message, fix=fix, hint=self.ctx.loops.few_steps_hint(node))
 
 
 def _progress_mark(call: cst.Call) -> bool:

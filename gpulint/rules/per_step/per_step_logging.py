@@ -68,7 +68,13 @@ class PerStepLogging(Rule):
     ```
 
     ## Fix (unsafe)
-    Wraps the statement in `if <step counter> % <N> == <first value>:` -- or, where it sits in a
+    Offered only where the guard removes a read of the device that the step makes every step: the
+    guarded lines (with the read-backs that move under the guard with them) read a tensor back
+    (`.item()`, a tensor formatted or handed to the logger).  No fix, and the message says why, for
+    a log of numbers already read back (`avg_loss = ....item()` kept above for other uses, a
+    `train()` that returns `float(loss)`) or of counters (`max_memory_allocated()`, the epoch), for
+    one under the script's own switch for it (`if args.print_loss:`), or once per epoch of
+    full-batch training.  Wraps the statement in `if <step counter> % <N> == <first value>:` -- or, where it sits in a
     loop inside the step that only logs (gradient norms over `model.named_parameters()`), that
     loop, so one guard does what one per line would.  N fits the loop: the
     interval of the loop's own logging guard when it has one (`if batch_idx % args.log_interval ==

@@ -133,8 +133,41 @@ def logging_guard_fix(
     if plan is None:
         return None, None
     if not node_reads and not _reads_device(ctx, ctx.loops.step_boundary(node), plan.statements):
-        return None, "the guarded lines read no device value (numbers already read back, counters): no wait to save"
+        span = _span_from_read_back(ctx, plan)
+        if span is None:
+            return None, "the logged values are not read from the device here (numbers already read back, counters)"
+        plan = span
     return _guard(plan, _message("logging", plan.interval, interval_option)), None
+
+
+def _span_from_read_back(ctx: FileContext, plan: _Plan) -> _Plan | None:
+    """The guard that takes in the read-back a log line prints (`lossf = loss.item()` some lines
+    above `print(lossf)`) with every line from it to the last one that uses its value, where those
+    lines only log or read back (`logger.info("lr %s", lr)` in between, `wandb.log({"loss":
+    lossf})` after) and nothing else reads the value: the read then runs every N steps too.  None
+    where there is no such read-back."""
+    block = ctx.parent(plan.anchor)
+    if not isinstance(block, cst.IndentedBlock) or len(plan.statements) != 1:
+        return None
+    body = list(block.body)
+    at = body.index(plan.statements[0])
+    logged = names_under(plan.statements[0])
+    for start in range(at - 1, -1, -1):
+        candidate = body[start]
+        names = _bound_names(candidate) & logged
+        if not names or not (is_read_back(candidate) and _reads_host(candidate)):
+            continue
+        users = [i for i in range(start + 1, len(body)) if names_under(body[i]) & names]
+        span = body[start : users[-1] + 1]
+        if not all(s is candidate or is_read_back(s) or _is_logging_statement(ctx, s) for s in span):
+            return None
+        if _used_elsewhere(ctx, candidate, names, span) or _read_after(ctx, block, names):
+            return None
+        loop = ctx.loops.step_boundary(plan.anchor)
+        if loop is None or _read_back_kept(ctx, loop, span):  # type: ignore[arg-type]
+            return None
+        return _Plan(plan.interval, span, span[0])
+    return None
 
 
 def host_read_guard_fix(

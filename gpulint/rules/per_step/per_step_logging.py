@@ -736,6 +736,35 @@ class PerStepLogging(Rule):
                         writer.add_scalar("loss", loss.item(), batch_idx)
             """,
         ),
+        # the read-back the log lines print moves under their guard, with the lines between it and
+        # the last one that uses its value (a log of the learning rate): the read runs every N steps
+        Invalid(
+            """
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                lossf = loss.item()
+                print(f"step {step} loss {lossf:.4f}")
+                logger.info("lr %s", scheduler.get_last_lr())
+                wandb.log({"loss": lossf, "step": step})
+            """,
+            "10:5",
+            "11:5",
+            "12:5",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if step % 100 == 0:
+                    lossf = loss.item()
+                    print(f"step {step} loss {lossf:.4f}")
+                    logger.info("lr %s", scheduler.get_last_lr())
+                    wandb.log({"loss": lossf, "step": step})
+            """,
+        ),
         # a guard fixes nothing where the logged values are not on the device -- the epoch and
         # allocator counters, a mean read back above for other uses -- or overrides the script's
         # own switch that asks for every step's loss: no fix, and the message says why
@@ -758,10 +787,10 @@ class PerStepLogging(Rule):
             "14:13",
             header=LOGGING_SCRIPT,
             messages=(
-                "print() runs on every training step; log every N steps (no fix: the guarded lines read no device "
-                "value (numbers already read back, counters): no wait to save)",
-                "logging runs on every training step; log every N steps (no fix: the guarded lines read no device "
-                "value (numbers already read back, counters): no wait to save)",
+                "print() runs on every training step; log every N steps (no fix: the logged values are not read "
+                "from the device here (numbers already read back, counters))",
+                "logging runs on every training step; log every N steps (no fix: the logged values are not read "
+                "from the device here (numbers already read back, counters))",
                 "print() runs on every training step; log every N steps (no fix: it runs under `args.print_loss`, "
                 "the script's own option for it)",
             ),

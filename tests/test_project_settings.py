@@ -215,7 +215,7 @@ LOGGING_TEST = """
             loss = model(x).sum()
             loss.backward()
             optimizer.step()
-            print(step)
+            print(step, loss)
 """
 
 
@@ -303,3 +303,36 @@ def test_long_runs_in_the_projects_files_are_read_in_one_pass(tmp_path):
     )
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == "(1, 9) (2, 12)\n"
+
+
+def test_a_sub_projects_readme_that_builds_an_older_torch_withholds_the_newer_api(tmp_path):
+    # A repository of examples whose sub-project builds PyTorch from a release tag: the custom_fwd
+    # spelling of torch 2.4 would break the build its README documents, even under --unsafe-fixes.
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "README.md").write_text("# Examples\n")
+    project = tmp_path / "training" / "Domino"
+    (project / "model").mkdir(parents=True)
+    (project / "README.md").write_text(
+        "### Compile PyTorch from Source\n```\ngit clone -b v2.1.0 https://github.com/pytorch/pytorch.git\n```\n"
+    )
+    source = textwrap.dedent("""
+        import torch
+        from torch.cuda.amp import custom_fwd
+
+        class Scatter(torch.autograd.Function):
+            @staticmethod
+            @custom_fwd
+            def forward(ctx, x):
+                return x
+    """).lstrip()
+    script = project / "model" / "layers.py"
+    script.write_text(source)
+    settings = load_settings(None, script)
+    settings.select = ["GL402"]
+    findings = Linter(settings).lint_source(source.encode(), str(script)).findings
+    assert findings and all(f.fix is None for f in findings)
+    assert all(
+        "(no fix: it needs PyTorch 2.4; the project's `Domino/` README names PyTorch 2.1)" in f.message
+        for f in findings
+    )
+    assert fix_source(Linter(settings), source.encode(), str(script), unsafe=True).source == source.encode()

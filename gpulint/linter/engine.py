@@ -62,6 +62,7 @@ from gpulint.linter.findings import (
     RelatedLocation,
     SourceLine,
 )
+from gpulint.linter.project import folder_documented_torch
 from gpulint.linter.suppressions import (
     UNUSED_SUPPRESSION,
     Suppression,
@@ -297,6 +298,11 @@ class Linter:
                     finding.fix = None
                     finding.message += f" (no fix: {kept})"
         target, documented = self.settings.target_torch, self.settings.documented_torch
+        where = self.settings.documented_torch_in or "README"
+        if target is None and any(f.fix is not None and f.fix.min_torch is not None for f in findings):
+            nearer = folder_documented_torch(path)
+            if nearer is not None and (documented is None or nearer[0] < documented):
+                documented, where = nearer[0], nearer[1]
         in_tests = not self.settings.fix_tests and self.settings.is_test_file(path)
         not_in_tests = {rule.code for rule in rules if not rule.fixes_test_files} if in_tests else set()
         for finding in findings:
@@ -314,7 +320,6 @@ class Linter:
                 finding.message += f" (no fix: it needs PyTorch {needs}; the project supports PyTorch {allowed})"
             elif documented is not None and fix.min_torch is not None and fix.min_torch > documented:
                 needs, named = ".".join(map(str, fix.min_torch)), ".".join(map(str, documented))
-                where = self.settings.documented_torch_in or "README"
                 finding.fix = None
                 finding.message += f" (no fix: it needs PyTorch {needs}; the project's {where} names PyTorch {named})"
 

@@ -462,6 +462,16 @@ def _read_back_kept(ctx: FileContext, loop: cst.For | cst.While, statements: Seq
     one, which their own fixes guard), do not count."""
     guarded = {_host_read_receiver(node) for statement in statements for node in nodes_under(statement)}
     guarded.discard(None)
+    # A tensor a log line formats is read back as surely as one it calls `.item()` on.
+    guarded |= {
+        name.value
+        for statement in statements
+        for call in nodes_under(statement)
+        if isinstance(call, cst.Call) and logging_call_kind(ctx, call) is not None
+        for arg in call.args
+        for name in nodes_under(arg.value)
+        if isinstance(name, cst.Name) and ctx.torch.tensors.is_tensor(name)
+    }
     if not guarded:
         return False
     skipped = {id(statement) for statement in statements}

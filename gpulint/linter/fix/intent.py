@@ -23,6 +23,7 @@ from pathlib import Path
 import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
+from gpulint.linter.project import is_project_top
 from gpulint.linter.run.safe_files import read_regular_file
 
 # What an author writes over code kept slow on purpose.
@@ -104,16 +105,12 @@ def frozen_folder(path: str) -> str | None:
     """Why the file at `path` takes no changes (its folder's README says so), or None."""
     folder = Path(path).resolve().parent
     for _ in range(_FOLDERS_UP):
-        if _is_project_top(folder) or folder.parent == folder:
+        if is_project_top(folder) or folder.parent == folder:
             return None
         if _says_frozen(str(folder)):
             return f"the README of `{folder.name}/` says it takes no changes"
         folder = folder.parent
     return None
-
-
-def _is_project_top(folder: Path) -> bool:
-    return (folder / "pyproject.toml").is_file() or (folder / ".git").exists() or (folder / "setup.py").is_file()
 
 
 @lru_cache(maxsize=256)

@@ -582,8 +582,9 @@ class PerStepLogging(Rule):
             """,
         ),
         # the loss is read back every step below the log line anyway (`losses.append(loss.item())`,
-        # the curve an LR finder plots): a guard would save no wait and only silence the progress;
-        # another log line that reads it does not count (its own fix guards it)
+        # the curve an LR finder plots), also where the log formats the tensor itself: a guard would
+        # save no wait and only silence the progress; another log line that reads it does not count
+        # (its own fix guards it)
         Invalid(
             """
             losses = []
@@ -593,6 +594,7 @@ class PerStepLogging(Rule):
                     loss.backward()
                     optimizer.step()
                     print("loss {:0.4f}".format(loss.item()))
+                    print(f"raw loss {loss}")
                     losses.append(loss.item())
                 for step, (x, y) in enumerate(loader):
                     loss = criterion(model(x), y)
@@ -602,8 +604,9 @@ class PerStepLogging(Rule):
                     writer.add_scalar("loss", loss.item(), step)
             """,
             "11:9",
-            "17:9",
+            "12:9",
             "18:9",
+            "19:9",
             header=LOGGING_SCRIPT,
             fixed="""
             losses = []
@@ -613,6 +616,7 @@ class PerStepLogging(Rule):
                     loss.backward()
                     optimizer.step()
                     print("loss {:0.4f}".format(loss.item()))
+                    print(f"raw loss {loss}")
                     losses.append(loss.item())
                 for step, (x, y) in enumerate(loader):
                     loss = criterion(model(x), y)

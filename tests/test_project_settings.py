@@ -286,7 +286,8 @@ def test_long_runs_in_the_projects_files_are_read_in_one_pass(tmp_path):
     sharing the spaces out (5 s at 8,000 spaces, hours at 400,000).  In a child process with a
     generous limit, so a regression fails instead of hanging the suite."""
     run = " " * 400_000  # (the files stay under the megabyte past which they are not read)
-    (tmp_path / "README.md").write_text(f"Needs torch{run}x and torch version{run}x, PyTorch >= 1.8\n")
+    clones = "git clone -b v2.1.0 " * 20_000  # (a build from source's tag, never the URL)
+    (tmp_path / "README.md").write_text(f"Needs torch{run}x and torch version{run}x, PyTorch >= 1.8\n{clones}\n")
     (tmp_path / "requirements.txt").write_text(f"tensorflow{run}x\ntensorflow>=2.12\n")
     (tmp_path / "setup.py").write_text(
         'install_requires=["tensorflow' + "-a" * 200_000 + '\ninstall_requires=["torch>=1.9"]\n'

@@ -62,7 +62,9 @@ _DOCUMENTED_TORCH = re.compile(
     re.IGNORECASE,
 )
 # A PyTorch built from source at a release tag: `git clone -b v2.1.0 https://github.com/pytorch/pytorch.git`.
-_CLONED_TORCH = re.compile(r"\bclone\b[^\n]*?\s-b\s+v?(?P<major>[0-3])\.(?P<minor>\d+)[^\s]*\s+\S*pytorch/pytorch\b")
+_CLONED_TORCH = re.compile(
+    r"\bclone\s+(?:-b|--branch)\s+v?(?P<major>[0-3])\.(?P<minor>\d+)(?:\.\d+)?\s+https?://github\.com/pytorch/pytorch\b"
+)
 _OLDER_RELEASES = re.compile(
     r"\b(older|previous|earlier|legacy)\s+(versions?|releases?|binaries|builds)\b", re.IGNORECASE
 )

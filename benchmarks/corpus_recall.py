@@ -9,14 +9,14 @@ The corpus itself is not in the repository (other projects' code, other licences
 holds the manifest (repositories, commits, files) and the labels (see tests/corpus/README.md).
 CORPUS_ROOT holds one folder per repository, `<owner>__<name>/`, checked out at the manifest's commit.
 
-gpulint (its CLI: `--select ALL --format json --no-cache`) runs once over the listed files, and every
-finding is matched to a label of the same file and rule: on the same line, or in the same statement
-(a label may anchor on any line of a multi-line call), or -- for the rules reported once per module
-(GL401, GL403, GL404) -- anywhere in the file.  A finding is a true positive when it matches a
-positive label, a false positive when it matches a tricky-negative label *or no label at all*
-(an unlabelled finding counts against precision until someone labels it), and a positive label
-that no finding matches is a miss.  Several findings of one rule on one line, or on one positive
-label's statement, count once.
+gpulint (its CLI: `--select ALL --show-hints --format json --no-cache`: findings held back as hints
+included, each with its `hint`) runs once over the listed files, and every finding is matched to a
+label of the same file and rule: on the same line, or in the same statement (a label may anchor on
+any line of a multi-line call), or -- for the rules reported once per module (GL401, GL403, GL404)
+-- anywhere in the file.  A finding is a true positive when it matches a positive label, a false
+positive when it matches a tricky-negative label *or no label at all* (an unlabelled finding counts
+against precision until someone labels it), and a positive label that no finding matches is a
+miss.  Several findings of one rule on one line, or on one positive label's statement, count once.
 
 Each label carries the sha1 of its line's stripped text: when the file has drifted, the label moves
 to the nearest line with that text, or is reported as stale and left out.
@@ -201,6 +201,7 @@ def run_gpulint(paths: list[Path], jobs: int | None) -> list[dict]:
         "check",
         "--select",
         "ALL",
+        "--show-hints",
         "--format",
         "json",
         "--no-cache",

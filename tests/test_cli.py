@@ -14,7 +14,9 @@ from tests.helpers import ROOT
 BAD = textwrap.dedent("""
     import torch
     from torch.utils.data import DataLoader
+    from torchvision.datasets import ImageFolder
     device = "cuda"
+    ds = ImageFolder("data")
     loader = DataLoader(ds, num_workers=4)
 """)
 CLEAN = BAD.replace("num_workers=4)", "num_workers=4, pin_memory=True)")
@@ -42,7 +44,7 @@ def test_exit_codes_and_text_format(project):
     result = gpulint("bad.py", "clean.py", cwd=project)
     assert result.returncode == 1
     out = result.stdout.decode()
-    assert "bad.py:5:10: GL102 [*] DataLoader without `pin_memory=True`" in out
+    assert "bad.py:7:10: GL102 [*] DataLoader without `pin_memory=True`" in out
     assert "Found 1 problem (1 fixable with --fix)." in out
     clean = gpulint("clean.py", cwd=project)
     assert clean.returncode == 0 and "All checks passed!" in clean.stdout.decode()
@@ -119,11 +121,11 @@ def test_json_format_is_ruff_shaped(project):
         "cell",
     } <= set(finding)
     assert finding["code"] == "GL102" and finding["name"] == "dataloader-unpinned"
-    assert finding["location"] == {"row": 5, "column": 10}
+    assert finding["location"] == {"row": 7, "column": 10}
     assert finding["fix"]["applicability"] == "safe"
     edit = finding["fix"]["edits"][0]
     assert edit["content"] == "loader = DataLoader(ds, num_workers=4, pin_memory=True)\n"
-    assert edit["location"] == {"row": 5, "column": 1} and edit["end_location"] == {"row": 6, "column": 1}
+    assert edit["location"] == {"row": 7, "column": 1} and edit["end_location"] == {"row": 8, "column": 1}
 
 
 def test_fix_rewrites_and_reports_what_is_left(project):
@@ -161,7 +163,7 @@ def test_config_from_pyproject_and_bad_config(project):
 
 def test_stdin(project):
     result = gpulint("-", "--stdin-filename", "train.py", stdin=BAD.encode(), cwd=project)
-    assert result.returncode == 1 and "train.py:5:10: GL102" in result.stdout.decode()
+    assert result.returncode == 1 and "train.py:7:10: GL102" in result.stdout.decode()
     fixed = gpulint("-", "--stdin-filename", "train.py", "--fix", stdin=BAD.encode(), cwd=project)
     assert fixed.stdout.decode() == CLEAN
 
@@ -171,7 +173,7 @@ def test_syntax_error_file_among_good_ones(project):
     result = gpulint(".", cwd=project)
     out = result.stdout.decode()
     assert result.returncode == 1
-    assert "broken.py:2:24: GL000 SyntaxError" in out and "bad.py:5:10: GL102" in out
+    assert "broken.py:2:24: GL000 SyntaxError" in out and "bad.py:7:10: GL102" in out
     assert "Traceback" not in result.stderr.decode()
 
 
@@ -188,7 +190,7 @@ def test_bad_inputs_get_one_line_each(project):
     assert "named.py: symbolic link loop; skipped" in err
     assert len(err.splitlines()) == 3
     assert "Traceback" not in err
-    assert "bad.py:5:10: GL102" in result.stdout.decode()  # the run went on
+    assert "bad.py:7:10: GL102" in result.stdout.decode()  # the run went on
 
 
 def test_usage_error_exit_code(project):
@@ -225,7 +227,7 @@ def test_a_mistyped_command_names_the_closest_one(project):
     # a missing file is a path, not a command: reported, and the others are still linted
     missing = gpulint("missing.py", "bad.py", cwd=project)
     assert missing.returncode == 2 and "missing.py: no such file or directory" in missing.stderr.decode()
-    assert "bad.py:5:10: GL102" in missing.stdout.decode()
+    assert "bad.py:7:10: GL102" in missing.stdout.decode()
 
 
 def test_did_you_mean_covers_commands_added_later(monkeypatch, capsys):

@@ -167,7 +167,8 @@ def test_positions_are_one_based():
 
 
 def test_per_file_ignores(tmp_path):
-    settings = Settings(select=["ALL"], per_file_ignores={"scripts/*.py": ["GL102"]}, root=tmp_path)
+    # (GL102 named in full: the loader's dataset is not visible, so its finding is a hint)
+    settings = Settings(select=["GL102"], per_file_ignores={"scripts/*.py": ["GL102"]}, root=tmp_path)
     linter = Linter(settings)
     source = SUPPRESSIBLE.format(comment="").encode()
     assert [f.code for f in linter.lint_source(source, str(tmp_path / "scripts" / "a.py")).findings] == []

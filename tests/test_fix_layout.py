@@ -52,6 +52,26 @@ INPUTS = {
             main()
         """,
     ),
+    # GL803's conditional precision, too long for its line: in a call on one line and in one
+    # already an argument a line
+    "lightning-precision": (
+        ["GL803"],
+        """
+        import lightning as L
+        import torch
+
+
+        def main():
+            trainer = L.Trainer(max_epochs=10, accelerator="gpu", devices=1)
+            tuned = L.Trainer(
+                max_epochs=10,
+                accelerator="gpu",
+                devices=1,
+            )
+            trainer.fit(model)
+            tuned.fit(model)
+        """,
+    ),
     "tf-pipeline": (
         ["GL701", "GL702"],
         """

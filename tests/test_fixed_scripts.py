@@ -1,7 +1,9 @@
 """Fixed scripts still run: the training scripts in tests/fixed_scripts/ are run, fixed with
-`gpulint --fix --unsafe-fixes --select ALL`, and run again; a script that ran before must run
-after.  The scripts check their own results (each item once, the last checkpoint written, one log
-line per step in the test file), so a fix that silently changes what a script does fails here too.
+`gpulint --fix --unsafe-fixes --select ALL --show-hints`, and run again; a script that ran before
+must run after (a hint, shown, offers its fix like any finding: these small synthetic datasets give
+the loader rules no evidence of a cost).  The scripts check their own results (each item once, the
+last checkpoint written, one log line per step in the test file), so a fix that silently changes
+what a script does fails here too.
 
 Every rule that offers a fix must have it applied to at least one of these scripts
 (`test_every_fix_is_applied_to_a_script`): a new fix comes with a script that runs it.
@@ -95,7 +97,7 @@ def script_names() -> list[str]:
 
 
 def fix_settings() -> Settings:
-    return Settings(select=["ALL"], unsafe_fixes=True)
+    return Settings(select=["ALL"], unsafe_fixes=True, show_hints=True)
 
 
 def test_every_script_is_run():
@@ -154,7 +156,7 @@ def fixed_runs(tmp_path_factory) -> FixedRuns:
         for path in SCRIPTS.glob("*.py"):
             shutil.copy(path, directory / path.name)
     fixed = subprocess.run(
-        [sys.executable, "-m", "gpulint", ".", "--select", "ALL", "--fix", "--unsafe-fixes"],
+        [sys.executable, "-m", "gpulint", ".", "--select", "ALL", "--show-hints", "--fix", "--unsafe-fixes"],
         cwd=after,
         capture_output=True,
         text=True,

@@ -309,3 +309,44 @@ def test_a_folder_whose_readme_takes_no_changes_gets_no_fix(tmp_path):
     assert "pin_memory" not in (frozen / "old.py").read_text()
     assert "pin_memory=True" in (tmp_path / "pipelines" / "new.py").read_text()
     assert any("(no fix: the README of `deprecated/` says it takes no changes)" in f.message for f in result.findings)
+
+
+def test_start_up_settings_of_two_rules_land_together_once_after_the_seed():
+    # GL404 and GL405 both add a process-wide switch: each goes after the script's own settings,
+    # in main(), not before the optimizer or the backward of the per-batch function.
+    source = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+        from torchvision import datasets
+
+
+        def step(model, optimizer, x):
+            loss = model(x.cuda()).sum()
+            loss.backward()
+            optimizer.step()
+
+
+        def main():
+            torch.manual_seed(0)
+            train_set = datasets.CIFAR10("data")
+            # patches of 8 channels, then attention over them
+            model = nn.Sequential(nn.Conv2d(3, 8, 4, stride=4), nn.Flatten(2), nn.TransformerEncoderLayer(8, 2)).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                step(model, optimizer, x)
+
+
+        if __name__ == "__main__":
+            main()
+        """)
+    fixed = assert_fix_ok(source, ["GL404", "GL405"])
+    settings = (
+        "    torch.manual_seed(0)\n"
+        "    # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision\n"
+        '    torch.set_float32_matmul_precision("high")\n'
+        "    # cuDNN times its conv algorithms per input shape and keeps the fastest: not bit-reproducible\n"
+        "    torch.backends.cudnn.benchmark = True\n"
+        '    train_set = datasets.CIFAR10("data")\n'
+    )
+    assert settings in fixed
+    assert fixed.count("set_float32_matmul_precision") == 1 and fixed.count("cudnn.benchmark") == 1

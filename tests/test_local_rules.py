@@ -74,14 +74,14 @@ def _set_local_rules(project: Path, *entries: str, extra: str = "") -> None:
 # -- the rule runs like a built-in one --------------------------------------------------------------
 def test_local_rule_fires_beside_the_built_in_ones(project, capsys):
     (project / "train.py").write_text(
-        "import torch\nfrom torch.utils.data import DataLoader\n"
+        "import torch\nimport torchvision\nfrom torch.utils.data import DataLoader\n"
         'model = torch.nn.Linear(4, 2).to("cuda:0")\n'
-        "loader = DataLoader(dataset)\n"
+        'loader = DataLoader(torchvision.datasets.ImageFolder("data"))\n'
     )
     code, out, err = run_cli(["check", str(project), "--no-cache"], capsys)
     assert code == 1, err
     assert sorted(_codes(out)) == ["ACME001", "GL101", "GL102"]
-    assert "train.py:3:31: ACME001 GPU index written into the code" in out
+    assert "train.py:4:31: ACME001 GPU index written into the code" in out
 
 
 def test_local_rule_is_selected_ignored_and_suppressed_by_its_id(project, capsys):
@@ -286,7 +286,8 @@ def test_a_local_rule_that_fails_on_a_file_is_one_error_line_and_the_run_goes_on
     rule.write_text(rule.read_text().replace("        args = positional_args(node)", "        args = node.nope"))
     for number in range(4):  # enough files for worker processes
         (project / f"other_{number}.py").write_text(
-            "import torch\nfrom torch.utils.data import DataLoader\nl = DataLoader(dataset)\n"
+            "import torch\nimport torchvision\nfrom torch.utils.data import DataLoader\n"
+            'l = DataLoader(torchvision.datasets.ImageFolder("data"))\n'
         )
     for jobs in ("1", "2"):
         code, out, err = run_cli(["check", ".", "--no-cache", "--jobs", jobs], capsys)

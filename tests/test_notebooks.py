@@ -42,7 +42,9 @@ def expected_cell_markers(path: Path) -> set[tuple[int, int, str]]:
 
 
 def outcome_for(path: Path, select="ALL", unsafe_fixes=False, **options):
-    settings = Settings(select=[select] if isinstance(select, str) else select, unsafe_fixes=unsafe_fixes)
+    # (hints shown: these tests are about notebooks, whatever evidence of a cost a finding has)
+    selected = [select] if isinstance(select, str) else select
+    settings = Settings(select=selected, unsafe_fixes=unsafe_fixes, show_hints=True)
     return process_file(path, Linter(settings), RunOptions(**options))
 
 
@@ -76,7 +78,10 @@ def without_sources(nb: dict) -> dict:
 
 
 def test_planted_findings_reported_exactly_once_in_cell_coordinates():
-    findings = findings_of(BAD)
+    # (hints shown: a marker is a finding, whether or not it shows evidence of a real cost)
+    outcome = process_file(BAD, Linter(Settings(select=["ALL"], show_hints=True)), RunOptions())
+    assert not outcome.errors, outcome.errors
+    findings = outcome.result.findings
     triples = [(f.extra["cell"], f.location.row, f.code) for f in findings]
     assert len(triples) == len(set(triples)), "a finding is reported twice"
     assert set(triples) == expected_cell_markers(BAD)
@@ -88,9 +93,13 @@ def test_planted_findings_reported_exactly_once_in_cell_coordinates():
 
 
 def test_default_selection_reports_the_non_hint_markers():
+    """The default rules' markers, except the findings that are hints: held back, and counted."""
+    everything = process_file(BAD, Linter(Settings(show_hints=True)), RunOptions()).result.findings
+    hints = {(f.extra["cell"], f.location.row, f.code) for f in everything if f.hint is not None}
     expected = {t for t in expected_cell_markers(BAD) if rules_by_code()[t[2]].default == "on"}
     outcome = process_file(BAD, Linter(Settings()), RunOptions())
-    assert {(f.extra["cell"], f.location.row, f.code) for f in outcome.result.findings} == expected
+    assert {(f.extra["cell"], f.location.row, f.code) for f in outcome.result.findings} == expected - hints
+    assert hints & expected and outcome.result.held_back == len(hints & expected)
 
 
 def test_clean_twin_has_no_findings():
@@ -506,7 +515,7 @@ def test_a_notebook_whose_outputs_pass_max_file_size_is_still_linted(tmp_path):
     image = "A" * (3 * 2**20)
     nb["cells"][0]["outputs"] = [{"output_type": "display_data", "data": {"image/png": image}, "metadata": {}}]
     path.write_text(json.dumps(nb))
-    settings = Settings(max_file_size=2**20)
+    settings = Settings(max_file_size=2**20, show_hints=True)  # (the loader's dataset is not visible: a hint)
     assert path.stat().st_size > settings.max_file_size
     outcome = process_file(path, Linter(settings), RunOptions())
     assert not outcome.errors and {f.code for f in outcome.result.findings} >= {"GL101"}

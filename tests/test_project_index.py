@@ -552,8 +552,22 @@ def test_a_dataset_class_of_another_module_that_holds_its_tensors_is_in_memory(t
     paths = write_project(tmp_path, datasets=DATASETS, train=TORCHRUN)
     index = RunIndex([paths["train"]])
     assert index.view(paths["train"]).callee("PairsInMemory").returns == ("tensordataset",)
-    assert index.view(paths["train"]).callee("FilesOnDisk") is None
+    # (an item of FilesOnDisk reads a file: evidence of a real cost, named in the finding)
+    assert index.view(paths["train"]).callee("FilesOnDisk").returns == ("working dataset",)
     with_index = findings(paths["train"], index.view(paths["train"]), select=("GL101", "GL102"))
     assert with_index == [("GL101", 23), ("GL102", 23)]  # the FilesOnDisk loader only
-    without = findings(paths["train"], select=("GL101", "GL102"))
-    assert ("GL101", 16) in without and ("GL102", 16) in without
+    linter = Linter(Settings(extend_select=["GL1"], ignore=["GL104"]))  # (no rule named in full: hints held back)
+    result = linter.lint_source(paths["train"].read_bytes(), "train.py", project=index.view(paths["train"]))
+    assert [(f.code, f.location.row, f.hint) for f in result.findings] == [("GL101", 23, None), ("GL102", 23, None)]
+    assert (
+        "an item of `FilesOnDisk` (another module) reads, decodes, transforms or tokenizes"
+        in result.findings[0].message
+    )
+    # Linted alone, neither dataset is visible: both loaders' findings are hints.
+    without = Linter(Settings(select=["GL101", "GL102"])).lint_source(paths["train"].read_bytes(), "train.py")
+    assert sorted((f.code, f.location.row) for f in without.findings if f.hint) == [
+        ("GL101", 16),
+        ("GL101", 23),
+        ("GL102", 16),
+        ("GL102", 23),
+    ]

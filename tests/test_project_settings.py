@@ -12,7 +12,7 @@ import pytest
 from gpulint.linter.config import ConfigError, Settings, load_settings
 from gpulint.linter.engine import Linter
 from gpulint.linter.fix.passes import fix_source
-from gpulint.linter.project import tensorflow_lower_bound, torch_lower_bound
+from gpulint.linter.project import lightning_lower_bound, tensorflow_lower_bound, torch_lower_bound
 from tests.helpers import ROOT
 
 
@@ -58,6 +58,60 @@ def test_target_tensorflow_from_the_requirements_or_said_outright(tmp_path):
     config.write_text('[tool.gpulint]\ntarget-tensorflow = "new"\n')
     with pytest.raises(ConfigError, match="target-tensorflow"):
         load_settings(config)
+
+
+@pytest.mark.parametrize(
+    "requirements, bound",
+    [
+        (["pytorch-lightning>=1.6,<2"], (1, 6)),
+        (["lightning==2.1.0"], (2, 1)),
+        (["pytorch_lightning[extra]~=1.9.0"], (1, 9)),
+        (["lightning-bolts>=0.7", "lightning-utilities>=0.9"], None),  # other packages
+        (["pytorch-lightning"], None),
+    ],
+)
+def test_lightning_lower_bound(requirements, bound):
+    assert lightning_lower_bound(requirements) == bound
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("requirements.txt", "torch>=1.10\npytorch-lightning>=1.5.0\n"),
+        ("setup.py", 'setup(install_requires=["torch>=1.10", "pytorch_lightning>=1.5", "lightning-bolts"])\n'),
+        ("environment.yml", "dependencies:\n  - pytorch=1.10\n  - pytorch-lightning=1.5.10\n"),
+    ],
+)
+def test_the_lightning_floor_comes_from_the_projects_requirements(tmp_path, name, text):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / name).write_text(text)
+    assert load_settings(None, tmp_path).target_lightning == (1, 5)
+
+
+@pytest.mark.parametrize(
+    "name, text, documented, where",
+    [
+        ("README.md", "## Requirements\n- Python 3.6\n- TensorFlow 2.0 or later\n", (2, 0), "README"),
+        ("INSTALL.md", "pip install tensorflow-gpu>=1.14 tensorflow-datasets==4.0\n", (1, 14), "INSTALL.md"),
+        ("docs/install.rst", "Tested with TF 2.1 and Keras 2.3.\n", (2, 1), "docs/install.rst"),
+        ("README.md", "Uses tensorflow-datasets 4.9 and TFX 1.2 (tensorflow<3).\n", None, None),
+    ],
+)
+def test_the_prose_names_the_tensorflow_it_runs_on(tmp_path, name, text, documented, where):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / name).parent.mkdir(exist_ok=True)
+    (tmp_path / name).write_text(text)
+    settings = load_settings(None, tmp_path)
+    assert (settings.documented_tensorflow, settings.documented_tensorflow_in) == (documented, where)
+    assert settings.target_tensorflow is None  # prose is not a requirement
+
+
+def test_a_tensorflow_requirement_wins_over_the_prose(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "README.md").write_text("Runs on TensorFlow 1.15 and 2.x.\n")
+    (tmp_path / "requirements.txt").write_text("tensorflow>=2.8\n")
+    settings = load_settings(None, tmp_path)
+    assert (settings.target_tensorflow, settings.documented_tensorflow) == ((2, 8), None)
 
 
 def test_line_length_and_torch_come_from_the_pyproject_with_our_table(tmp_path):
@@ -337,3 +391,25 @@ def test_a_sub_projects_readme_that_builds_an_older_torch_withholds_the_newer_ap
         for f in findings
     )
     assert fix_source(Linter(settings), source.encode(), str(script), unsafe=True).source == source.encode()
+
+
+def test_long_runs_in_the_lightning_and_tensorflow_prose_patterns_are_read_in_one_pass(tmp_path):
+    """The same for the patterns that read the Lightning requirement and the TensorFlow a README
+    or a page of docs/ names: runs of spaces after `lightning`, `tensorflow` and `TF`."""
+    run = " " * 300_000  # (three to a file: under the megabyte past which it is not read)
+    (tmp_path / "README.md").write_text(f"Needs tensorflow{run}x, TF{run}x and TF{run}9; TensorFlow 2.3\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "install.md").write_text(f"TF{run}>x tensorflow version{run}x\n")
+    (tmp_path / "requirements.txt").write_text(f"pytorch-lightning{run}x\nlightning{run}\nlightning>=2.1\n")
+    script = textwrap.dedent(f"""\
+        from pathlib import Path
+        from gpulint.linter.project import facts_from
+
+        facts = facts_from({{}}, Path({str(tmp_path)!r}))
+        print(facts.documented_tensorflow, facts.target_lightning)
+    """)
+    completed = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == "(2, 3) (2, 1)\n"

@@ -19,12 +19,14 @@ model = torch.nn.Linear(1, 1).cuda()
 loader = DataLoader(ds,
 """
 
-# One finding of another rule (GL102), so a selection has something else to show.
+# One finding of another rule (GL102, over a dataset that decodes its files), so a selection has
+# something else to show.
 UNPINNED = """\
 import torch
+import torchvision
 from torch.utils.data import DataLoader
 model = torch.nn.Linear(1, 1).cuda()
-loader = DataLoader(ds, num_workers=4)
+loader = DataLoader(torchvision.datasets.ImageFolder("data"), num_workers=4)
 """
 
 LOOP = """\

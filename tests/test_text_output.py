@@ -20,9 +20,9 @@ SCRIPT = textwrap.dedent(
     """\
     import torch
     from torch.utils.data import DataLoader
-
-
-    def train(dataset, model, optimizer):
+    from torchvision.datasets import ImageFolder
+    dataset = ImageFolder("data")
+    def train(model, optimizer):
         loader = DataLoader(dataset, batch_size=32, num_workers=4)
         model.cuda()
         for x, y in loader:
@@ -65,7 +65,8 @@ def test_concise_is_one_line_per_finding_and_the_default_in_a_pipe(project, caps
     code, out, _ = run_cli(["train.py", "--no-cache", *spelling], capsys)  # captured: not a terminal
     assert code == 1
     assert out.splitlines() == [
-        HEADER + ": host-to-GPU copies are slower and cannot overlap compute",
+        HEADER + ": host-to-GPU copies are slower and cannot overlap compute; `ImageFolder` decodes a file for "
+        "every item (line 4), so its batches are decoded data, large to copy",
         "Found 1 problem (1 fixable with --fix).",
     ]
 

@@ -105,6 +105,8 @@ def _apply_check_options(settings: Settings, options: argparse.Namespace) -> Non
         settings.unsafe_fixes = options.unsafe_fixes
     if options.lint_tests:
         settings.lint_tests = True
+    if options.show_hints:
+        settings.show_hints = True
     if options.report_unused_suppressions:
         settings.extend_select.append("GL900")  # the flag is a shorthand for selecting the rule
 
@@ -146,6 +148,12 @@ def add_check(parser: argparse.ArgumentParser) -> None:
         "--lint-tests",
         action="store_true",
         help="Run the performance rules on test files too (the `lint-tests` setting; off: they skip test files).",
+    )
+    parser.add_argument(
+        "--show-hints",
+        action="store_true",
+        help="Also report the findings held back as hints: no evidence of a real cost was found (the `show-hints` "
+        "setting; naming a rule by its id in --select or --extend-select shows its hints too).",
     )
     parser.add_argument(
         "--report-unused-suppressions",
@@ -232,6 +240,11 @@ def check(options: argparse.Namespace) -> int:
         code = EXIT_FINDINGS if diffs and not options.exit_zero else EXIT_CLEAN
     else:
         report = reporters.render(output_format, result, report_settings)
+        if result.held_back and output_format not in TEXT_FORMATS:
+            from gpulint.linter.reporters.text import held_back_note
+
+            # (the text formats end their summary with it; a machine format's output stays its own)
+            print(held_back_note(result.held_back), file=sys.stderr)
         if fixed_source is not None:
             sys.stdout.buffer.write(fixed_source)
             sys.stdout.flush()

@@ -2,8 +2,9 @@
 Example of its docs) and say what failed.  The one implementation behind tests/test_rule_cases.py
 (the built-in rules) and `gpulint test-rules` (a project's local rules).
 
-A case runs with only its rule selected (plus the rules it names in `select`).  A Valid case has
-no finding of the rule; an Invalid case has findings exactly at its "row:column" positions and,
+A case runs with only its rule selected (plus the rules it names in `select`), by id, so its
+findings held back as hints are shown.  A Valid case has no finding of the rule, hint or not; an
+Invalid case has findings exactly at its "row:column" positions (with `hints`, exactly those hints), and,
 with `fixed`, fixes (unsafe ones included) that turn it into exactly `fixed` -- code that parses,
 that a second run leaves alone, and where nothing fixable is left.  The docs' Example is reported,
 their "Use instead" code is not.
@@ -37,6 +38,8 @@ def linter_for(rule: type[Rule], case: Case, local_rules: LocalRuleSet | None = 
     settings = Settings(select=[rule.code, *case.select], options=dict(case.options), local_rules=local_rules)
     settings.target_tensorflow = case.target_tensorflow
     settings.target_torch = case.target_torch
+    settings.target_lightning = case.target_lightning
+    settings.documented_tensorflow = case.documented_tensorflow
     return Linter(settings)
 
 

@@ -229,9 +229,16 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         summary=(
             'A `torch.utils.data.DataLoader` created without `num_workers`, or with '
-            '`num_workers=0` (also through a `**kwargs` dictionary built in the module). The '
-            'rule is about the host: it applies whether or not the module names an '
-            'accelerator.'
+            '`num_workers=0` (also through a `**kwargs` dictionary built in the module, or '
+            'one a conditional expression picks: `{"num_workers": 1} if use_cuda else {}`), '
+            "whose items cost real work to load: its dataset's `__getitem__` (or `__iter__`) "
+            'opens or decodes a file (`open`, `PIL.Image.open`, `cv2.imread`, '
+            '`torchvision.io.read_image`, `torchaudio.load`, `np.load`, `h5py.File`, ...), '
+            'applies image transforms or tokenizes each item, or the dataset is one that '
+            'decodes its files (`ImageFolder`, a torchvision dataset given a `transform=`, a '
+            'Hugging Face dataset with `with_transform`). The message names what an item does '
+            'and where. The rule is about the host: it applies whether or not the module '
+            'names an accelerator.'
         ),
         facts=('imports torch',),
         tokens=('DataLoader',),
@@ -251,9 +258,11 @@ RULES: tuple[RuleInfo, ...] = (
         ),
         summary=(
             'A `DataLoader` without `pin_memory=True` (absent or `False`) in a module that '
-            'trains on an accelerator. Not over data already in memory (a `TensorDataset`, a '
-            "tensor, a list, Lightning's `RandomDataset`: see GL101), nor for a loader never "
-            'consumed, or only peeked at once.'
+            "trains on an accelerator, whose batches are decoded data: its dataset's items "
+            'open or decode files (`PIL.Image.open`, `cv2.imread`, `torchaudio.load`, '
+            '`np.load`, ...), or go through image transforms, or the dataset is one that '
+            'decodes (`ImageFolder`, a torchvision dataset given a `transform=`). The message '
+            'names what an item does and where.'
         ),
         facts=('imports torch', 'runs on an accelerator'),
         tokens=('DataLoader',),
@@ -273,9 +282,18 @@ RULES: tuple[RuleInfo, ...] = (
             '`persistent_workers=True`, whose batches are iterated again and again: in a loop '
             'inside an epoch loop, by a function called from a loop, passed to a call inside '
             'a loop, or returned by `train_dataloader()` / `val_dataloader()` (Lightning '
-            'iterates those every epoch). Keywords may come through a `**kwargs` dictionary '
-            'built in the module. The rule is about the host: it applies whether or not the '
-            'module names an accelerator.'
+            'iterates those every epoch) -- also a loader a function or method of the module '
+            'builds and returns (`def make_loader(ds): return DataLoader(...)`), followed to '
+            'the name its caller keeps it in. The workers may be any value that is not 0: a '
+            "literal, a command line's, a configuration's attribute "
+            '(`num_workers=self.config.workers`). Keywords may come through a `**kwargs` '
+            'dictionary built in the module. The rule is about the host: it applies whether '
+            "or not the module names an accelerator. A run of a single epoch (Lightning's "
+            '`max_epochs=1`, an epoch loop over `range(1)`, or over `range(args.epochs)` '
+            'where `--epochs` defaults to 1) starts its workers once, and is not reported. '
+            'Where the workers come from a command-line option that defaults to 0 '
+            '(`num_workers=args.dataloader_num_workers`), none start unless the run asks for '
+            'them: the finding is a hint, held back unless hints are shown.'
         ),
         facts=('imports torch',),
         tokens=('DataLoader',),

@@ -10,6 +10,7 @@
     num-workers = "min(8, os.cpu_count() or 1)"   # rule options: see `gpulint rule ID`
     log-every = 100
     lint-tests = false               # performance rules report in test files too
+    show-hints = false               # report findings held back as hints (no evidence of a real cost)
     test-files = ["tests/", "test_*.py"]   # what is test code (gitignore-style; default: pytest's conventions)
     fix-tests = false                # trainer-config and per-step fixes in test files too
     target-torch = "2.1"             # the oldest PyTorch to write fixes for (default: from the requirements)
@@ -110,6 +111,7 @@ STANDARD_KEYS = {
     "gpu-hour-price",
     "fix-tests",
     "lint-tests",
+    "show-hints",
     "test-files",
     "target-torch",
     "target-tensorflow",
@@ -134,6 +136,9 @@ class Settings:
     # Trainer-config and per-step fixes in test files: off by default, as tests check exactly what
     # those fixes change (per-step logs, precision).
     fix_tests: bool = False
+    # Findings a rule reports as hints (findings.py `RawFinding.hint`: no evidence of a real cost)
+    # for every rule: off by default, as they are held back unless their rule is named in full.
+    show_hints: bool = False
     line_length: int = DEFAULT_LINE_LENGTH  # where fixed lines are wrapped
     target_torch: tuple[int, int] | None = None  # fixes that need a newer PyTorch are not offered
     # The oldest PyTorch the project's prose names (README, INSTALL.md, a setup.py message; which
@@ -141,6 +146,11 @@ class Settings:
     documented_torch: tuple[int, int] | None = None
     documented_torch_in: str | None = None
     target_tensorflow: tuple[int, int] | None = None  # the oldest TensorFlow the project runs on, if known
+    # The oldest TensorFlow the project's prose names where no requirement says (README, INSTALL.md,
+    # a page of docs/; which one in documented_tensorflow_in).
+    documented_tensorflow: tuple[int, int] | None = None
+    documented_tensorflow_in: str | None = None
+    target_lightning: tuple[int, int] | None = None  # the oldest Lightning its requirements allow, if known
     max_file_size: int = DEFAULT_MAX_FILE_BYTES  # bytes; larger files are skipped with a message
     # Work per file (docs/safety.md, "Work per file"): files with more syntax nodes, or more
     # findings, are skipped with a message.
@@ -209,6 +219,28 @@ class Settings:
         what the summary counts."""
         return self.skips_tests(path) and bool(self.configured_codes_for(path) - self._reported_in_tests)
 
+    def shows_hints_of(self, code: str) -> bool:
+        """Whether findings of rule `code` reported as hints are shown (reported, counted, fixed)
+        rather than held back: with `show-hints`, or where the selection names the rule itself --
+        its full id or its name in `select` or `extend-select`.  A prefix or ALL selects a family
+        of rules, not their hints (as with the opt-in rules' findings a person asks for by name)."""
+        return self.show_hints or code in self.named_in_full()
+
+    def named_in_full(self) -> frozenset[str]:
+        """The codes of the rules the selection names by full id or name (not by prefix or ALL).
+        (Worked out when asked: the command line's options are added to a configuration after
+        it is read.)"""
+        by_name = {rule.name: rule.code for rule in self.catalog()}
+        codes = {rule.code for rule in self.catalog()}
+        named = set()
+        for selector in [*(self.select or []), *self.extend_select]:
+            selector = selector.strip()
+            if selector.upper() in codes:
+                named.add(selector.upper())
+            elif selector in by_name:
+                named.add(by_name[selector])
+        return frozenset(named)
+
     @property
     def _reported_in_tests(self) -> frozenset[str]:
         return frozenset(rule.code for rule in self.catalog() if rule.reported_in_tests)
@@ -257,12 +289,16 @@ class Settings:
             "unsafe_fixes": self.unsafe_fixes,
             "fix_tests": self.fix_tests,
             "lint_tests": self.lint_tests,
+            "show_hints": self.show_hints,
             "test_files": self.test_files,
             "line_length": self.line_length,
             "target_torch": self.target_torch,
             "documented_torch": self.documented_torch,
             "documented_torch_in": self.documented_torch_in,
             "target_tensorflow": self.target_tensorflow,
+            "documented_tensorflow": self.documented_tensorflow,
+            "documented_tensorflow_in": self.documented_tensorflow_in,
+            "target_lightning": self.target_lightning,
             "options": self.options,
             # The local rules' code: editing one re-lints every file.
             "local_rules": self.local_rules.digest() if self.local_rules is not None else None,
@@ -505,6 +541,7 @@ def load_settings(
         settings.documented_torch = settings.documented_torch_in = None
     if target_tf is not None:
         settings.target_tensorflow = target_tf
+        settings.documented_tensorflow = settings.documented_tensorflow_in = None
     return settings
 
 
@@ -515,6 +552,9 @@ def _apply_project(settings: Settings, pyproject: dict[str, Any], directory: Pat
     settings.documented_torch = facts.documented_torch
     settings.documented_torch_in = facts.documented_torch_in
     settings.target_tensorflow = facts.target_tensorflow
+    settings.documented_tensorflow = facts.documented_tensorflow
+    settings.documented_tensorflow_in = facts.documented_tensorflow_in
+    settings.target_lightning = facts.target_lightning
 
 
 def _toml_type(value: Any) -> str:
@@ -579,7 +619,7 @@ def settings_from_table(
     if not isinstance(unsafe, bool):
         raise ConfigError(f"{config_file}: `unsafe-fixes` must be true or false")
     settings.unsafe_fixes = unsafe
-    for key in ("fix-tests", "lint-tests"):
+    for key in ("fix-tests", "lint-tests", "show-hints"):
         value = table.get(key, False)
         if not isinstance(value, bool):
             raise ConfigError(f"{config_file}: `{key}` must be true or false")

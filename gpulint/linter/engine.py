@@ -26,7 +26,11 @@
    source order, then finishes;
 5. suppress: findings a comment silences are dropped; the comments that silenced nothing are
    GL900's findings (suppressions.py).  A file with more findings
-   than `max-findings-per-file` (counted before suppression) is skipped with a message instead;
+   than `max-findings-per-file` (counted before suppression) is skipped with a message instead.
+   Then findings reported as hints (findings.py: no evidence of a real cost) are held back,
+   unless hints are shown for their rule (config.py `Settings.shows_hints_of`), and counted: a
+   held-back finding is not reported, counted in the exit status or fixed (fixing runs these
+   stages too), but a comment that silences one is not unused;
 6. locate: line and column of each finding, and the text edits of its fix when asked
    (fix/fixer.py) -- plain, picklable Findings for reporters, the cache and worker processes.
 
@@ -101,6 +105,8 @@ class Analysis:
     # The file's suppression comments, with the codes each silenced (empty when there was no
     # finding to match: the comments were not looked for).
     suppressions: dict[int, list[Suppression]] = field(default_factory=dict)
+    # The findings held back as hints (not in `findings`): how many, for the summary.
+    held_back: int = 0
     _positions: Mapping[cst.CSTNode, CodeRange] | None = field(default=None, repr=False)
 
     def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
@@ -121,6 +127,8 @@ class FileResult:
     parsed: bool = False
     # A test file whose performance rules were not run (`lint-tests = false`): the summary counts them.
     skipped_as_test: bool = False
+    # Findings held back as hints (no evidence of a real cost; not in `findings`): the summary counts them.
+    held_back: int = 0
 
 
 class Linter:
@@ -190,12 +198,15 @@ class Linter:
             failure = syntax_error_finding(path, str(exc), exc.row, exc.column)
             return FileResult(path, with_source_lines([failure], _text_of(source)), skipped_as_test=skipped_as_test)
         findings = self.locate(analysis, path, with_edits) if analysis is not None else []
+        held_back = analysis.held_back if analysis is not None else 0
         if UNUSED_SUPPRESSION in self.settings.codes_for(path):
             findings += self._unused_suppressions(source, analysis, path)
         if findings:
             text = analysis.ctx.source_text if analysis is not None else _text_of(source)
             findings = with_source_lines(findings, text)
-        return FileResult(path, sorted(findings, key=Finding.sort_key), analysis is not None, skipped_as_test)
+        return FileResult(
+            path, sorted(findings, key=Finding.sort_key), analysis is not None, skipped_as_test, held_back
+        )
 
     def reports_syntax_errors(self, path: str) -> bool:
         """Whether GL000 is enabled for `path`: it is unless ignored (for the file or the run)."""
@@ -240,6 +251,8 @@ class Linter:
             project,
             self.settings.target_tensorflow,
             self._torch_floor(),
+            self._tensorflow_floor(),
+            self.settings.target_lightning,
         )
         findings = run_rules(ctx, [r for r in rules if r.applies(ctx)])
         budget = self.settings.max_findings_per_file
@@ -257,6 +270,9 @@ class Linter:
             analysis.findings = [
                 f for f in findings if not silenced(suppressions, f.code, f.name, rows_of(ctx, positions, f.node))
             ]
+        shown = [f for f in analysis.findings if f.hint is None or self.settings.shows_hints_of(f.code)]
+        analysis.held_back = len(analysis.findings) - len(shown)
+        analysis.findings = shown
         return analysis
 
     def _torch_floor(self) -> tuple[tuple[int, int], str] | None:
@@ -266,6 +282,15 @@ class Linter:
             return self.settings.target_torch, "its requirements or `target-torch`"
         if self.settings.documented_torch is not None:
             return self.settings.documented_torch, f"its {self.settings.documented_torch_in or 'README'}"
+        return None
+
+    def _tensorflow_floor(self) -> tuple[tuple[int, int], str] | None:
+        """The oldest TensorFlow the project says it runs on, and where: its requirements (or
+        `target-tensorflow`) when they bound it, else the prose that names a version."""
+        if self.settings.target_tensorflow is not None:
+            return self.settings.target_tensorflow, "its requirements or `target-tensorflow`"
+        if self.settings.documented_tensorflow is not None:
+            return self.settings.documented_tensorflow, f"its {self.settings.documented_tensorflow_in or 'README'}"
         return None
 
     def _hint_in_tests(self, rules: list[type[Rule]], findings: list[RawFinding], path: str) -> None:

@@ -1,5 +1,11 @@
 """What a lint run produces: findings, their locations, and the fixes attached to them.
 
+A finding a rule reports with a `hint` is one it found no evidence of a real cost for (a
+DataLoader over a dataset built elsewhere, a run of ten batches): the engine holds it back --
+not reported, not counted, not fixed -- unless hints are shown for its rule (`--show-hints`, the
+`show-hints` setting, or the rule named by its full code in `select` / `extend-select`), and counts
+what it held back for the summary.
+
 A finding is born holding the libcst node it points at (positions are expensive, so they are
 computed once per file and only for files that have findings); `locate()` turns it into the plain,
 picklable record that reporters, the cache and worker processes exchange.
@@ -146,8 +152,14 @@ class Finding:
     # outermost first (analysis/project.py `ProjectIndex.chain`).  Empty for a finding its own
     # module explains.
     related: tuple[RelatedLocation, ...] = ()
-    # Why the finding shows no evidence of a real cost (the raw finding's `hint`), or None.
+    # Why the finding is only a hint (RawFinding.hint): held back unless hints are shown for its
+    # rule (config.py `Settings.shows_hints_of`); None for a finding with evidence of a real cost.
     hint: str | None = None
+
+    @property
+    def shown_message(self) -> str:
+        """The message as the formats that carry one text show it: a shown hint says why it is one."""
+        return self.message if self.hint is None else f"{self.message} (hint: {self.hint})"
 
     def sort_key(self) -> tuple:
         # Notebook findings are cell-relative: the cell orders them first.

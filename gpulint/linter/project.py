@@ -1,5 +1,5 @@
 """What the project around the linted files says that shapes the fixes: the line length its
-formatter keeps, and the oldest PyTorch it declares it runs on.
+formatter keeps, and the oldest PyTorch, TensorFlow and Lightning it declares it runs on.
 
 * line length: `[tool.ruff] line-length`, else `[tool.black] line-length`, else 88 (both tools'
   default) -- fixed lines are wrapped to it;
@@ -20,7 +20,14 @@ formatter keeps, and the oldest PyTorch it declares it runs on.
   change that breaks the version the project documents;
 * TensorFlow: the lowest version the same requirements allow for `tensorflow` (also
   `tensorflow-cpu`, `tensorflow-gpu`, `tensorflow-macos`), or `target-tensorflow = "2.10"`.  Rules
-  about tf.data defaults read it: TensorFlow 2.13 and later inject a final prefetch by themselves.
+  about tf.data defaults read it: TensorFlow 2.13 and later inject a final prefetch by themselves;
+* the TensorFlow the project documents (`documented_tensorflow`, and `documented_tensorflow_in`),
+  where no requirement bounds `tensorflow`: the lowest version a README, an INSTALL.md or a page
+  at the top of `docs/` names ("TensorFlow 2.0", "tensorflow>=1.14", "TF 2.1").  Fixes that need
+  a newer TensorFlow (`tf.data.AUTOTUNE` needs 2.4) write the older spelling or none;
+* Lightning: the lowest version the same requirements allow for `lightning`,
+  `pytorch-lightning` or `pytorch_lightning` (`target_lightning`).  The trainer values a fix
+  writes depend on it (`precision="bf16-mixed"` is Lightning 2.0's spelling, `"bf16"` 1.5's).
 
 Also where a file's project starts (`project_root`): the project index reads the whole project a
 linted file belongs to, whatever paths the run names.
@@ -50,10 +57,15 @@ _TENSORFLOW_REQUIREMENT = re.compile(
 _LOWER_BOUND = re.compile(r"(>=|==|~=|===|>)\s*v?(?P<major>\d+)\.(?P<minor>\d+)")
 # A requirement as a string in setup.py (`install_requires=["torch>=1.8", ...]`).
 # (`tensorflow`, `tensorflow-cpu`, `tensorflow_macos`: any name that starts so, as before)
-_QUOTED_REQUIREMENT = re.compile(r"""["'](?P<requirement>(?:torch\b|tensorflow)[^"'\n]*)["']""", re.IGNORECASE)
+_QUOTED_REQUIREMENT = re.compile(
+    r"""["'](?P<requirement>(?:torch\b|tensorflow|(?:pytorch[-_])?lightning\b)[^"'\n]*)["']""", re.IGNORECASE
+)
+_LIGHTNING_REQUIREMENT = re.compile(
+    r"^\s*(?:pytorch[-_])?lightning\s*(?:\[[^\]]*\]\s*)?(?P<specs>(?:[<>=!~][^;#]*)?)(?:;.*|#.*)?$", re.IGNORECASE
+)
 # A conda requirement (`- pytorch=1.8.1`, `- torch>=1.8` in environment.yml): one `=` pins a version.
 _CONDA_REQUIREMENT = re.compile(
-    r"^\s*-\s*(?:py)?(?P<name>torch|tensorflow[\w-]*)\s*(?P<spec>[<>=!~].*)$", re.IGNORECASE
+    r"^\s*-\s*(?:py)?(?P<name>torch|tensorflow[\w-]*|(?:pytorch[-_])?lightning)\s*(?P<spec>[<>=!~].*)$", re.IGNORECASE
 )
 # A PyTorch version named in prose: "PyTorch 1.8.1", "pytorch >= 1.8", "pytorch1.6.0" (not torchvision,
 # not an upper bound "torch<2").
@@ -65,6 +77,12 @@ _DOCUMENTED_TORCH = re.compile(
 _CLONED_TORCH = re.compile(
     r"\bclone\s+(?:-b|--branch)\s+v?(?P<major>[0-3])\.(?P<minor>\d+)(?:\.\d+)?\s+https?://github\.com/pytorch/pytorch\b"
 )
+# A TensorFlow version named in prose: "TensorFlow 2.0", "tensorflow-gpu>=1.14", "TF 2.1" (not
+# tensorflow-datasets, not an upper bound "tensorflow<2").
+_DOCUMENTED_TENSORFLOW = re.compile(
+    r"(?:(?<![\w.-])(?i:tensorflow)(?:-gpu|-cpu)?(?![a-z_-])|\bTF(?:\s+(?=\d)|(?=\s*[>=≥])))[\s(*`]*"
+    r"(?:(?i:version)\s*)?(?:(?:>=|≥|==|~=|=|v)\s*)?(?P<major>[0-2])\.(?P<minor>\d+)"
+)
 _OLDER_RELEASES = re.compile(
     r"\b(older|previous|earlier|legacy)\s+(versions?|releases?|binaries|builds)\b", re.IGNORECASE
 )
@@ -73,6 +91,9 @@ _FOLDERS_UP = 4
 _READMES = ("README.md", "README.rst", "README.txt", "README", "readme.md")
 # Where a project's prose names the PyTorch it runs on, as a fix's message calls it.
 _TORCH_DOCUMENTS = (("README", _READMES), ("INSTALL.md", ("INSTALL.md",)), ("setup.py", ("setup.py",)))
+# Where it names the TensorFlow it runs on (also the pages at the top of `docs/`, read by `_docs_pages`).
+_TENSORFLOW_DOCUMENTS = (("README", _READMES), ("INSTALL.md", ("INSTALL.md",)))
+_DOCS_PAGES_READ = 20  # the first pages of `docs/` by name: an installation page is among them, not deep
 
 
 @dataclass(frozen=True)
@@ -82,6 +103,9 @@ class ProjectFacts:
     target_tensorflow: tuple[int, int] | None = None  # None: no version known
     documented_torch: tuple[int, int] | None = None  # the lowest PyTorch the project's prose names
     documented_torch_in: str | None = None  # where: "README", "INSTALL.md" or "setup.py"
+    documented_tensorflow: tuple[int, int] | None = None  # the lowest TensorFlow the project's prose names
+    documented_tensorflow_in: str | None = None  # where: "README", "INSTALL.md" or "docs/<page>"
+    target_lightning: tuple[int, int] | None = None  # the lowest Lightning its requirements allow
 
 
 def project_root(path: Path) -> Path | None:
@@ -128,6 +152,19 @@ def tensorflow_lower_bound(requirements: Iterable[str]) -> tuple[int, int] | Non
     return max(bounds) if bounds else None
 
 
+def lightning_lower_bound(requirements: Iterable[str]) -> tuple[int, int] | None:
+    """The lowest Lightning version (`lightning`, `pytorch-lightning`, `pytorch_lightning`: one
+    numbering) the requirement lines allow (None: no lower bound among them)."""
+    bounds = []
+    for line in requirements:
+        match = _LIGHTNING_REQUIREMENT.match(line.strip())
+        if match is None:
+            continue  # (lightning-bolts, lightning-utilities: other packages)
+        for bound in _LOWER_BOUND.finditer(match.group("specs")):
+            bounds.append((int(bound.group("major")), int(bound.group("minor"))))
+    return max(bounds) if bounds else None
+
+
 def facts_from(pyproject: dict[str, Any], directory: Path | None) -> ProjectFacts:
     """The facts of a project from its parsed pyproject.toml (and requirement files in `directory`).
     The tables read here belong to other tools (ruff, black, the packaging metadata): a value of
@@ -144,6 +181,7 @@ def facts_from(pyproject: dict[str, Any], directory: Path | None) -> ProjectFact
     for group in _table(project, "optional-dependencies").values():
         requirements.extend(_strings(group))
     documented, documented_in = None, None
+    documented_tf, documented_tf_in = None, None
     if directory is not None:
         for path in sorted(directory.glob("requirements*.txt")):
             requirements.extend(_lines(path))
@@ -157,11 +195,42 @@ def facts_from(pyproject: dict[str, Any], directory: Path | None) -> ProjectFact
             version = documented_torch(line for name in names for line in _lines(directory / name))
             if version is not None and (documented is None or version < documented):
                 documented, documented_in = version, source
+        pages = [(source, [directory / name for name in names]) for source, names in _TENSORFLOW_DOCUMENTS]
+        for source, lines in [
+            *((s, [line for p in paths for line in _lines(p)]) for s, paths in pages),
+            *_docs_pages(directory),
+        ]:
+            version = documented_version(_DOCUMENTED_TENSORFLOW, lines)
+            if version is not None and (documented_tf is None or version < documented_tf):
+                documented_tf, documented_tf_in = version, source
     target = torch_lower_bound(requirements)
     # A requirement says it outright: the README's versions matter only where none does.
     if target is not None:
         documented, documented_in = None, None
-    return ProjectFacts(line_length, target, tensorflow_lower_bound(requirements), documented, documented_in)
+    target_tf = tensorflow_lower_bound(requirements)
+    if target_tf is not None:
+        documented_tf, documented_tf_in = None, None
+    return ProjectFacts(
+        line_length,
+        target,
+        target_tf,
+        documented,
+        documented_in,
+        documented_tf,
+        documented_tf_in,
+        lightning_lower_bound(requirements),
+    )
+
+
+def _docs_pages(directory: Path) -> list[tuple[str, list[str]]]:
+    """The lines of the pages at the top of the project's `docs/` folder (`docs/install.md`), each
+    with its name; none when there is no such folder."""
+    docs = directory / "docs"
+    try:
+        names = sorted(p.name for p in docs.iterdir() if p.suffix in (".md", ".rst", ".txt"))
+    except OSError:
+        return []
+    return [(f"docs/{name}", _lines(docs / name)) for name in names[:_DOCS_PAGES_READ]]
 
 
 def _table(parent: dict[str, Any], key: str) -> dict[str, Any]:
@@ -199,12 +268,20 @@ def _conda_requirements(lines: Iterable[str]) -> list[str]:
 def documented_torch(lines: Iterable[str]) -> tuple[int, int] | None:
     """The lowest PyTorch version the lines of a README (or INSTALL.md, setup.py) name (None: they
     name none).  A line about older releases ("Binaries of older versions are also provided for
-    PyTorch 1.4.0") names what the project once shipped, not what it runs on."""
+    PyTorch 1.4.0") names what the project once shipped, not what it runs on.  A build from source
+    at a release tag (`git clone -b v2.1.0 https://github.com/pytorch/pytorch.git`) names one too."""
+    lines = list(lines)
+    named = [documented_version(pattern, lines) for pattern in (_DOCUMENTED_TORCH, _CLONED_TORCH)]
+    found = [version for version in named if version is not None]
+    return min(found) if found else None
+
+
+def documented_version(pattern: re.Pattern[str], lines: Iterable[str]) -> tuple[int, int] | None:
+    """The lowest version `pattern` finds in prose lines, passing over lines about older releases."""
     versions = [
         (int(m["major"]), int(m["minor"]))
         for line in lines
         if not _OLDER_RELEASES.search(line)
-        for pattern in (_DOCUMENTED_TORCH, _CLONED_TORCH)
         for m in pattern.finditer(line)
     ]
     return min(versions) if versions else None

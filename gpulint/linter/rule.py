@@ -62,7 +62,10 @@ analyses on FileContext are.
 VALID and INVALID are the rule's cases, run by one parametrized test with only this rule selected:
 a Valid must produce no finding; an Invalid must produce findings at exactly the given
 "row:column" positions, and -- with `fixed` -- its fixes (unsafe ones included) must turn it into
-exactly `fixed`, which must parse and have nothing left to fix.
+exactly `fixed`, which must parse and have nothing left to fix.  A finding reported with
+`hint=` (no evidence of a real cost: held back unless hints are shown) counts in a case, which
+selects its rule by id and so shows them: a Valid has neither kind, and `Invalid(..., hints=(...))`
+says which of the findings are hints and why (None for one with evidence of a real cost).
 """
 
 from __future__ import annotations
@@ -100,6 +103,8 @@ class Case:
         select: tuple[str, ...] = (),
         target_tensorflow: tuple[int, int] | None = None,
         target_torch: tuple[int, int] | None = None,
+        target_lightning: tuple[int, int] | None = None,
+        documented_tensorflow: tuple[int, int] | None = None,
     ) -> None:
         self.code = code
         self.header = header
@@ -109,6 +114,8 @@ class Case:
         # The project's TensorFlow, as its requirements or `target-tensorflow` would say.
         self.target_tensorflow = target_tensorflow
         self.target_torch = target_torch  # the project's PyTorch, as its requirements or `target-torch` would say
+        self.target_lightning = target_lightning  # the project's Lightning, as its requirements would say
+        self.documented_tensorflow = documented_tensorflow  # the TensorFlow its README names
 
     @property
     def source(self) -> str:
@@ -205,8 +212,9 @@ class Rule:
     def report(
         self, node: cst.CSTNode, message: str | None = None, fix: Fix | None = None, hint: str | None = None
     ) -> None:
-        """Report `node`; `hint` says why the finding shows no evidence of a real cost (a loop of a
-        handful of steps), which holds it back unless hints are shown."""
+        """Report a finding at `node`.  `hint`: the rule found no evidence that what it reports
+        costs anything here (a loop of a handful of steps, a dataset built where it cannot see),
+        and says why in a few words: the finding is held back unless hints are shown (findings.py)."""
         self.findings.append(
             RawFinding(
                 code=self.code,

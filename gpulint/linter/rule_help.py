@@ -41,8 +41,14 @@ EXPLANATIONS: dict[str, str] = {
     'GL101': (
         '## What it finds\n'
         'A `torch.utils.data.DataLoader` created without `num_workers`, or with `num_workers=0` (also\n'
-        'through a `**kwargs` dictionary built in the module).  The rule is about the host: it applies\n'
-        'whether or not the module names an accelerator.\n'
+        'through a `**kwargs` dictionary built in the module, or one a conditional expression picks:\n'
+        '`{"num_workers": 1} if use_cuda else {}`), whose items cost real work to load: its dataset\'s\n'
+        '`__getitem__` (or `__iter__`) opens or decodes a file (`open`, `PIL.Image.open`, `cv2.imread`,\n'
+        '`torchvision.io.read_image`, `torchaudio.load`, `np.load`, `h5py.File`, ...), applies image\n'
+        'transforms or tokenizes each item, or the dataset is one that decodes its files\n'
+        '(`ImageFolder`, a torchvision dataset given a `transform=`, a Hugging Face dataset with\n'
+        '`with_transform`).  The message names what an item does and where.  The rule is about the\n'
+        'host: it applies whether or not the module names an accelerator.\n'
         '\n'
         '## Why it is slow\n'
         'With no workers, every batch is read, decoded and collated in the training process, between\n'
@@ -50,20 +56,31 @@ EXPLANATIONS: dict[str, str] = {
         "throughput; the PyTorch profiler's TensorBoard plugin flags DataLoader time above 5% of a step.\n"
         'Workers prepare the next batches in parallel with compute.\n'
         '\n'
-        'A loader over data already in memory -- a `TensorDataset`, a tensor, a list or `range`,\n'
-        "Lightning's `RandomDataset` / `WikiText2`, a dataset class (of the module, or of another\n"
-        'module of the project) whose `__getitem__` indexes tensors it holds, or a list of them -- is\n'
-        'not reported: indexing a tensor is cheaper than handing batches between processes.  Nor is a\n'
-        'loader never consumed, or only peeked at once\n'
-        '(`next(iter(loader))` in a demo), in the function that builds it.  In a module that names no\n'
-        'accelerator the message says what is true there: each step waits for its batch.\n'
+        'A loader over data already in memory -- a `TensorDataset`, a tensor, a list or `range` (of\n'
+        "token ids, of prompt strings), Lightning's `RandomDataset` / `WikiText2`, a dataset class (of\n"
+        'the module, or of another module of the project) whose `__getitem__` only indexes what it\n'
+        'holds, a Hugging Face dataset without a per-item transform (its `.map()` tokenized it before\n'
+        'training) -- is not reported: indexing memory is cheaper than handing batches between\n'
+        'processes.  Nor is a loader never consumed, or only peeked at once (`next(iter(loader))` in a\n'
+        'demo), in the function that builds it.  In a module that names no accelerator, or runs on the\n'
+        'CPU alone (`Trainer(accelerator="cpu")`, `device = "cpu"`), the message says what is true\n'
+        'there: each step waits for its batch.\n'
+        '\n'
+        'Where the code shows no evidence of a cost -- the dataset is built in another module or handed\n'
+        'in as a parameter, its items are small images held in memory only converted to tensors (MNIST\n'
+        'or CIFAR with `ToTensor()` and `Normalize()`), or the run loads a handful of batches\n'
+        '(`max_steps=10`, `limit_train_batches=15`, `if i == 15: break` in the loop over the loader) --\n'
+        'the finding is a hint: held back unless hints are shown (`--show-hints`, or the rule selected\n'
+        'by its id).\n'
         '\n'
         '## Example\n'
         '```python\n'
         'import torch\n'
         'from torch.utils.data import DataLoader\n'
+        'from torchvision import datasets, transforms\n'
         '\n'
         'def main():\n'
+        '    train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())\n'
         '    loader = DataLoader(train_set, batch_size=64, shuffle=True)\n'
         '    model = Net().cuda()\n'
         '    train(model, loader)\n'
@@ -77,8 +94,10 @@ EXPLANATIONS: dict[str, str] = {
         '\n'
         'import torch\n'
         'from torch.utils.data import DataLoader\n'
+        'from torchvision import datasets, transforms\n'
         '\n'
         'def main():\n'
+        '    train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())\n'
         '    loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=min('
         '8, os.cpu_count() or 1))\n'
         '    model = Net().cuda()\n'
@@ -126,19 +145,37 @@ EXPLANATIONS: dict[str, str] = {
     'GL102': (
         '## What it finds\n'
         'A `DataLoader` without `pin_memory=True` (absent or `False`) in a module that trains on an\n'
-        "accelerator.  Not over data already in memory (a `TensorDataset`, a tensor, a list, Lightning's\n"
-        '`RandomDataset`: see GL101), nor for a loader never consumed, or only peeked at once.\n'
+        "accelerator, whose batches are decoded data: its dataset's items open or decode files\n"
+        '(`PIL.Image.open`, `cv2.imread`, `torchaudio.load`, `np.load`, ...), or go through image\n'
+        'transforms, or the dataset is one that decodes (`ImageFolder`, a torchvision dataset given a\n'
+        '`transform=`).  The message names what an item does and where.\n'
+        '\n'
+        'Not over data already in memory (a `TensorDataset`, a tensor, a list of token ids or prompt\n'
+        "strings, Lightning's `RandomDataset`, a pre-tokenized Hugging Face dataset: see GL101), nor\n"
+        'for a loader never consumed, or only peeked at once; not in a module that runs on the CPU\n'
+        'alone (`Trainer(accelerator="cpu")`, `device = torch.device("cpu")` and nothing naming an\n'
+        'accelerator: pinning needs one), nor where batches travel by `torch.distributed.rpc` or to a TPU\n'
+        'through PyTorch/XLA.  Where\n'
+        'the code shows no evidence of large batches -- a dataset built elsewhere, items tokenized into\n'
+        "token ids, a run of a handful of batches, a loader Accelerate's `prepare()` wraps (it copies\n"
+        'each batch without `non_blocking`, so pinning saves a millisecond against a step of hundreds)\n'
+        '-- the finding is a hint: held back unless hints are shown (`--show-hints`, or the rule\n'
+        'selected by its id).\n'
         '\n'
         '## Why it is slow\n'
         'Copies from pageable host memory to the GPU go through a staging buffer and block the host;\n'
         'from pinned (page-locked) memory they run by DMA and can overlap compute when issued with\n'
-        '`non_blocking=True` (GL104).  Host-to-device copy time typically drops by a third or more.\n'
+        '`non_blocking=True` (GL104).  Host-to-device copy time typically drops by a third or more --\n'
+        'which matters for batches of decoded images or audio (megabytes each), not for a batch of\n'
+        'token ids (a few kilobytes: a millisecond at most).\n'
         '\n'
         '## Example\n'
         '```python\n'
         'import torch\n'
         'from torch.utils.data import DataLoader\n'
+        'from torchvision import datasets, transforms\n'
         '\n'
+        'train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())\n'
         'loader = DataLoader(train_set, batch_size=64, num_workers=4)\n'
         'model = Net().cuda()\n'
         '```\n'
@@ -146,7 +183,9 @@ EXPLANATIONS: dict[str, str] = {
         '```python\n'
         'import torch\n'
         'from torch.utils.data import DataLoader\n'
+        'from torchvision import datasets, transforms\n'
         '\n'
+        'train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())\n'
         'loader = DataLoader(train_set, batch_size=64, num_workers=4, pin_memory=True)\n'
         'model = Net().cuda()\n'
         '```\n'
@@ -176,9 +215,17 @@ EXPLANATIONS: dict[str, str] = {
         'A `DataLoader` with worker processes (`num_workers` set and not 0) and without\n'
         '`persistent_workers=True`, whose batches are iterated again and again: in a loop inside an\n'
         'epoch loop, by a function called from a loop, passed to a call inside a loop, or returned by\n'
-        '`train_dataloader()` / `val_dataloader()` (Lightning iterates those every epoch).  Keywords\n'
-        'may come through a `**kwargs` dictionary built in the module.  The rule is about the host: it\n'
-        'applies whether or not the module names an accelerator.\n'
+        '`train_dataloader()` / `val_dataloader()` (Lightning iterates those every epoch) -- also a\n'
+        'loader a function or method of the module builds and returns (`def make_loader(ds): return\n'
+        'DataLoader(...)`), followed to the name its caller keeps it in.  The workers may be any value\n'
+        "that is not 0: a literal, a command line's, a configuration's attribute\n"
+        '(`num_workers=self.config.workers`).  Keywords may come through a `**kwargs` dictionary built\n'
+        'in the module.  The rule is about the host: it applies whether or not the module names an\n'
+        "accelerator.  A run of a single epoch (Lightning's `max_epochs=1`, an epoch loop over\n"
+        '`range(1)`, or over `range(args.epochs)` where `--epochs` defaults to 1) starts its workers\n'
+        'once, and is not reported.  Where the workers come from a command-line option that defaults to\n'
+        '0 (`num_workers=args.dataloader_num_workers`), none start unless the run asks for them: the\n'
+        'finding is a hint, held back unless hints are shown.\n'
         '\n'
         '## Why it is slow\n'
         'Without persistent workers, every `for batch in loader` starts `num_workers` new processes,\n'
@@ -306,7 +353,8 @@ EXPLANATIONS: dict[str, str] = {
         '`list(loader)` loads, decodes and collates the whole dataset to count batches that\n'
         '`len(loader)` knows for free.  `next(iter(loader))` starts a fresh iterator: with workers, that\n'
         'spawns `num_workers` processes, which each prefetch `prefetch_factor` batches, to use one batch\n'
-        'and throw the rest away -- every time round the loop.\n'
+        'and throw the rest away -- every time round the loop.  The message says that workers start\n'
+        'again only where they may: not for a loader built here without `num_workers` (or with 0).\n'
         '\n'
         '## Example\n'
         '```python\n'
@@ -933,7 +981,18 @@ EXPLANATIONS: dict[str, str] = {
         'scaler, or `torch.save` of the model itself.  Compiling a second name for the forward pass\n'
         'instead would keep the keys, but it means rewriting every call of the model, often across\n'
         'functions, and a missed one silently runs uncompiled: compile by hand there (for example\n'
-        '`compiled = torch.compile(model)` for the training step, saving `model`).'
+        '`compiled = torch.compile(model)` for the training step, saving `model`).\n'
+        '\n'
+        'Nor is it offered, with the reason in the message, where compiling changes more than speed or\n'
+        'is not where the documentation puts it: in a seeded script (`torch.manual_seed`,\n'
+        '`seed_everything`, `set_seed`), compiled dropout and other random operations draw other\n'
+        'numbers than eager ones, so losses differ from the first step\n'
+        "(`torch._inductor.config.fallback_random = True` keeps eager's numbers, at some speed: a choice\n"
+        'for the author, not a fix); where the model is wrapped (`DistributedDataParallel`,\n'
+        "`DataParallel`, FSDP, `fabric.setup`), PyTorch's guidance is to compile the inner module\n"
+        "before wrapping it, which moves the author's code; and where the model is copied\n"
+        '(`copy.deepcopy`, `.clone()`), the copy may be what runs.  A Keras script (a Keras model trained\n'
+        "by a PyTorch loop on the torch backend) is left to Keras's own `jit_compile=`."
     ),
     'GL404': (
         '## What it finds\n'
@@ -963,7 +1022,9 @@ EXPLANATIONS: dict[str, str] = {
         '```python\n'
         'import torch\n'
         '\n'
+        '# TF32 matmuls on Ampere+: faster, ~1e-3 relative precision\n'
         'torch.set_float32_matmul_precision("high")\n'
+        '\n'
         'model = Net().cuda()\n'
         'optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n'
         'for x, y in loader:\n'
@@ -973,9 +1034,16 @@ EXPLANATIONS: dict[str, str] = {
         '```\n'
         '\n'
         '## Fix (unsafe)\n'
-        'Inserts `torch.set_float32_matmul_precision("high")` before the reported statement.  Unsafe:\n'
-        'results change in the last bits (a 10-bit mantissa for matmul inputs).  Needs PyTorch 1.12: not\n'
-        'offered to a project whose requirements allow an older one.  A hint: off by default.'
+        'Writes `torch.set_float32_matmul_precision("high")` once, at start-up, under a comment that says\n'
+        "what it does: after the module's other process-wide settings (seeds, `torch.backends.*`) where\n"
+        "it has any, else at the top of `main()` (or of the main guard's block), else after a script's\n"
+        "imports; never in a loop, a class or a per-step function.  Under the script's own option\n"
+        '(`if args.tf32:`) where it defines one.  Library code with no entry point gets no fix: where the\n'
+        "program starts is its caller's.  Nor for a network of 2-D/3-D convolutions without attention (a\n"
+        'CNN, a GAN): cuDNN already runs the convolutions in TF32 by default, so the change would be in\n'
+        'the numbers more than in the speed.  Unsafe: results change in the last bits (a 10-bit mantissa\n'
+        "for matmul inputs), which a paper's reference numbers may not tolerate.  Needs PyTorch 1.12:\n"
+        'not offered to a project whose requirements allow an older one.  A hint: off by default.'
     ),
     'GL405': (
         '## What it finds\n'
@@ -1015,9 +1083,11 @@ EXPLANATIONS: dict[str, str] = {
         'import torch.nn as nn\n'
         'from torchvision import datasets\n'
         '\n'
+        '# cuDNN times its conv algorithms per input shape and keeps the fastest: not bit-reproducible\n'
+        'torch.backends.cudnn.benchmark = True\n'
+        '\n'
         'train_set = datasets.CIFAR10("data", train=True, download=True)\n'
         'model = nn.Sequential(nn.Conv2d(3, 32, 3), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10)).cuda()\n'
-        'torch.backends.cudnn.benchmark = True\n'
         'optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n'
         'for x, y in loader:\n'
         '    loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())\n'
@@ -1026,8 +1096,12 @@ EXPLANATIONS: dict[str, str] = {
         '```\n'
         '\n'
         '## Fix (unsafe)\n'
-        'Inserts `torch.backends.cudnn.benchmark = True` before the reported statement.  Unsafe: the\n'
-        'chosen algorithms may differ from run to run, so results are no longer bit-for-bit\n'
+        'Writes `torch.backends.cudnn.benchmark = True` once, at start-up, under a comment that says what\n'
+        "it does -- where GL404's fix writes TF32: after the module's other process-wide settings, else\n"
+        "at the top of `main()` or the main guard's block, else after a script's imports; never in a\n"
+        'loop, a class or a per-step function, and not at all in library code with no entry point.\n'
+        "Under the script's own option (`if args.benchmark:`) where it defines `--benchmark`.  Unsafe:\n"
+        'the chosen algorithms may differ from run to run, so results are no longer bit-for-bit\n'
         'reproducible, and the first steps of each input shape are slower.  A hint: off by default.'
     ),
     'GL406': (
@@ -1388,7 +1462,10 @@ EXPLANATIONS: dict[str, str] = {
         '```\n'
         '\n'
         '## Fix (safe)\n'
-        "Adds `num_parallel_calls=tf.data.AUTOTUNE` (spelled with the module's own `tensorflow` alias).\n"
+        "Adds `num_parallel_calls=tf.data.AUTOTUNE` (spelled with the module's own `tensorflow` alias;\n"
+        "`tf.data.experimental.AUTOTUNE`, which TensorFlow 1.x has too, where the project's requirements\n"
+        'or its README name a TensorFlow older than 2.4, or the module imports `tensorflow.compat.v1`;\n'
+        'a project that names no version gets `tf.data.AUTOTUNE`).\n'
         'Safe: parallel `map` keeps the order of elements (`deterministic` defaults to true), so the\n'
         'pipeline yields the same elements in the same order.  Only receivers known to be tf.data\n'
         'datasets are reported: `.map` on anything else is never touched.\n'
@@ -1447,7 +1524,8 @@ EXPLANATIONS: dict[str, str] = {
         '\n'
         '## Fix (safe)\n'
         "Appends `.prefetch(tf.data.AUTOTUNE)` to the pipeline where it is consumed (with the module's\n"
-        'own `tensorflow` alias).  Safe: prefetching yields the same elements in the same order; it only\n'
+        'own `tensorflow` alias; `tf.data.experimental.AUTOTUNE` for a TensorFlow older than 2.4, as\n'
+        'GL701 writes it).  Safe: prefetching yields the same elements in the same order; it only\n'
         'overlaps producing them with consuming them (at the cost of a few batches of host memory).\n'
         "Pipelines that keras' `*_dataset_from_directory` or `tfds.load` built (they prefetch already),\n"
         'or that arrive as parameters, are not reported.'
@@ -1542,7 +1620,22 @@ EXPLANATIONS: dict[str, str] = {
         '## Fix (unsafe)\n'
         "Adds `steps_per_execution=<steps-per-execution>` (option, default 32).  Unsafe: callbacks'\n"
         '`on_batch_begin`/`on_batch_end` then run every N batches, progress and logs update less often,\n'
-        'and the PyTorch backend of Keras does not support it.  A hint: opt in with `--select GL705`.'
+        'and the PyTorch backend of Keras does not support it.  A hint: opt in with `--select GL705`.\n'
+        '\n'
+        'No fix (the finding says why):\n'
+        '- where the project runs on a TensorFlow older than 2.4, which has no `steps_per_execution`\n'
+        '  (2.3 called it `experimental_steps_per_execution`): as its requirements or\n'
+        '  `target-tensorflow` say, or, where none bounds it, as its README, INSTALL.md or docs name;\n'
+        '- in library code that compiles a model it was given: a function whose parameter is the\n'
+        '  model (`def compile_model(model, lr): model.compile(...)`) in a module that is not a\n'
+        '  script -- one that, run, does nothing but define (no `if __name__ == "__main__":`, no\n'
+        "  top-level call or loop).  The library's users choose how often their callbacks run; a\n"
+        "  script's author is the one who reads the fix;\n"
+        '- where a callback of the same file acts per batch (a method `on_train_batch_end`,\n'
+        '  `on_batch_begin`, ...): with N batches a call it is called for every Nth batch only, and a\n'
+        '  callback that waits for batch 1 or counts batches never sees what it waits for;\n'
+        '- where the file picks Keras\' PyTorch backend (`os.environ["KERAS_BACKEND"] = "torch"`),\n'
+        '  which does not support `steps_per_execution`.'
     ),
     'GL706': (
         '## What it finds\n'
@@ -1726,7 +1819,11 @@ EXPLANATIONS: dict[str, str] = {
         'user wrote it, with its comment.  Unsafe: it changes what is logged, evaluated and saved, and\n'
         'how data is loaded.  An interval with a comment on its line (`logging_steps=1,  # per-step loss\n'
         'curves for the paper`) is a deliberate choice: it is reported and left as written, without a\n'
-        'fix.  Values that come from a parser (`args.logging_steps`) are never reported.\n'
+        'fix.  Values that come from a parser (`args.logging_steps`) are never reported.  No fix either\n'
+        'where 500 would not do what the run needs (the finding says why): a run whose `max_steps` (as\n'
+        'the code gives it) is under 500 would then never log, evaluate or save at that interval; and\n'
+        'with `load_best_model_at_end=True` the Trainer requires `save_steps` to be a multiple of\n'
+        "`eval_steps`, so one of them is changed only where the other one's value still divides.\n"
         '\n'
         "Missing workers are a hint where the module's Trainer collates with a collator that pads\n"
         'token ids (`DataCollatorWithPadding`, `DataCollatorForSeq2Seq`,\n'
@@ -1767,6 +1864,14 @@ EXPLANATIONS: dict[str, str] = {
         'choice: it is reported and left as written, without a fix.  Values from `LightningCLI` or\n'
         '`args` are never reported.\n'
         '\n'
+        'No fix either where the default would not do what the run needs (the finding says why):\n'
+        '- `val_check_interval` where a `ModelCheckpoint` or `EarlyStopping` acts on the validation\n'
+        "  runs: one in the Trainer's `callbacks`, or one in the module that monitors a validation\n"
+        '  metric (`monitor="val_loss"`).  Which checkpoint is kept, and when training stops (patience\n'
+        '  counts validation runs), follow how often the run validates;\n'
+        '- `log_every_n_steps` in a run shorter than 50 steps (`max_steps`, or `limit_train_batches`\n'
+        '  times `max_epochs`, as the code gives them): every 50 steps, it would never log.\n'
+        '\n'
         'In a short run -- `max_steps` under 20 (as the code gives it), `fast_dev_run`, or\n'
         '`limit_train_batches` times `max_epochs` under 20 -- the finding is a hint: a demo or smoke\n'
         'test spends its time starting up, not logging.  It is held back unless hints are shown.'
@@ -1795,12 +1900,30 @@ EXPLANATIONS: dict[str, str] = {
         '```\n'
         '\n'
         '## Fix (unsafe)\n'
-        'Sets `bf16=torch.cuda.is_bf16_supported()` (HF) or `precision="bf16-mixed" if\n'
-        'torch.cuda.is_bf16_supported() else <the precision it had>` (Lightning), importing `torch` if\n'
-        'needed.  The condition is the check both trainers make before they accept bf16: a literal\n'
-        '`bf16=True` makes the Trainer raise on a GPU older than Ampere and on a machine without a GPU\n'
-        '("Your setup doesn\'t support bf16/gpu").  Unsafe: numerics change slightly.  A hint: opt in\n'
-        'with `--select GL803`.'
+        'Sets `bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported()` (HF) or\n'
+        '`precision=<bf16> if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else <the\n'
+        'precision it had>` (Lightning), importing `torch` if needed.  The condition is the check both\n'
+        'trainers make before they accept bf16: a literal `bf16=True` makes the Trainer raise on a GPU\n'
+        'older than Ampere and on a machine without a GPU ("Your setup doesn\'t support bf16/gpu").\n'
+        '`torch.cuda.is_bf16_supported()` itself raises on a machine without a GPU before PyTorch 2.5,\n'
+        "hence `torch.cuda.is_available() and` in front of it, left out only where the project's PyTorch\n"
+        'is 2.5 or later; it exists from PyTorch 1.10 (no fix for a project on an older one).\n'
+        '\n'
+        "Lightning spells bf16 by its version, which the fix reads from the project's requirements\n"
+        "(`lightning`, `pytorch-lightning`), else from the code's own trainer arguments, else from the\n"
+        'package it imports:\n'
+        '- Lightning 2.0 or later, arguments of 2.x (`precision="16-mixed"`, `"32-true"`,\n'
+        '  `accelerator="gpu"` with `devices=`), or `import lightning`: `"bf16-mixed"`, else\n'
+        '  `"32-true"`;\n'
+        '- Lightning 1.5 to 1.9, or arguments only 1.x accepts (`gpus=`, `precision=16`,\n'
+        '  `progress_bar_refresh_rate=`, `tpu_cores=`, `resume_from_checkpoint=`): `"bf16"`, else `32`\n'
+        '  (1.x rejects `"bf16-mixed"` and `"32-true"`; 2.x warns on `"bf16"`);\n'
+        '- older than 1.5 (no bf16 at all), or `pytorch_lightning` with nothing that says which\n'
+        '  version: no fix, the finding says why.\n'
+        '\n'
+        "Unsafe, and the fix's message says so: the run's numbers change (matrix products and\n"
+        "activations round to bf16's 8-bit mantissa), which a reproduction or a test tolerance may\n"
+        'notice.  A hint: opt in with `--select GL803`.'
     ),
     'GL900': (
         '## What it finds\n'

@@ -64,7 +64,9 @@ class Problem:
     message: str
     start: tuple[int, int]  # (row, column), 1-based, column in code points
     end: tuple[int, int]
-    level: str  # "error" (the text does not parse), "warning", or "hint" (an opt-in rule)
+    # "error" (the text does not parse), "warning", or "hint" (an opt-in rule, or a finding held back
+    # as a hint that the settings show: `show-hints`, or its rule selected by id)
+    level: str
     fix_title: str | None = None  # what the fix does, when the rule offers one here
     unsafe_fix: bool = False  # the fix may change behaviour (applied only on request)
     cell: int | None = None  # notebooks: the cell's 1-based number among the linted cells
@@ -101,12 +103,13 @@ def _problem(finding: Finding) -> Problem:
     if finding.code == SYNTAX_ERROR_CODE or finding.severity == "error":
         level = "error"
     else:
-        level = "hint" if rule is not None and rule.default == "hint" else "warning"
+        opt_in = rule is not None and rule.default == "hint"
+        level = "hint" if opt_in or finding.hint is not None else "warning"
     fix = finding.fix
     return Problem(
         code=finding.code,
         name=finding.name,
-        message=finding.message,
+        message=finding.shown_message,
         start=(finding.location.row, finding.location.column),
         end=(finding.end_location.row, finding.end_location.column),
         level=level,

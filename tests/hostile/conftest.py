@@ -28,12 +28,13 @@ from tests.helpers import ROOT
 # loaded two-core machine); a regression that hangs fails here.
 BOUND_S = 90
 
-# A training script with a safe fix (GL102) and an unsafe one (GL101).
+# A training script with a safe fix (GL102) and an unsafe one (GL101), over a dataset whose items
+# decode files (so both are findings, not hints).
 FIXABLE = textwrap.dedent("""\
     import torch
     from torch.utils.data import DataLoader
-
-    device = "cuda"
+    from torchvision.datasets import ImageFolder
+    device, dataset = "cuda", ImageFolder("data")
     loader = DataLoader(dataset, batch_size=32)
 """)
 

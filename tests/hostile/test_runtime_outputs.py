@@ -27,8 +27,8 @@ from pathlib import Path
 Path(__file__).with_name("ran").touch()
 import torch
 from torch.utils.data import DataLoader
-
-device = "cuda"
+from torchvision.datasets import ImageFolder
+device, dataset = "cuda", ImageFolder("data")
 loader = DataLoader(dataset, batch_size=32)
 """
 # A script that never makes a step and never ends by itself; it says who it is first (each rank

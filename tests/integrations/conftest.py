@@ -14,7 +14,7 @@ BASE_SCRIPT = textwrap.dedent(
     """\
     import torch
     from torch.utils.data import DataLoader
-
+    from torchvision.datasets import ImageFolder  # (its items decode files: the loaders' cost)
 
     def train(dataset, model, optimizer):
         loader = DataLoader(dataset, batch_size=32, num_workers=4, pin_memory=True)
@@ -27,7 +27,7 @@ BASE_SCRIPT = textwrap.dedent(
 
 
     if __name__ == "__main__":
-        train(*build())
+        train(ImageFolder("data"), *build())
     """
 )
 

@@ -28,9 +28,12 @@ BAD_SCRIPT = textwrap.dedent(
     """\
     import torch
     from torch.utils.data import DataLoader
+    from torchvision.datasets import ImageFolder
+
+    dataset = ImageFolder("data")  # (its items decode files: the loader's cost)
 
 
-    def train(dataset, model, optimizer):
+    def train(model, optimizer):
         loader = DataLoader(dataset, batch_size=32, num_workers=4)
         model.cuda()
         for x, y in loader:

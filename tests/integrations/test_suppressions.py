@@ -90,7 +90,8 @@ def test_add_suppressions_names_a_notebook_it_leaves_findings_in(tmp_path, monke
     # as ruff's --add-noqa: what could be written was, so the run succeeded; what it left is a warning
     assert code == 0, err
     warnings = [line for line in err.splitlines() if line.startswith("gpulint: warning:")]
-    assert len(warnings) == 1 and "nb.ipynb: 8 findings not suppressed" in warnings[0]
+    # (8 findings, less the 2 held back as hints: its validation loader's small in-memory images)
+    assert len(warnings) == 1 and "nb.ipynb: 6 findings not suppressed" in warnings[0]
     assert "does not edit notebooks" in warnings[0]
     code, out, _ = run_cli(["--no-cache", "."], capsys)
     assert code == 1 and {line.split(":")[0] for line in out.splitlines() if ": GL" in line} == {"nb.ipynb"}
@@ -115,7 +116,8 @@ def test_add_suppressions_leaves_a_file_edited_since_it_was_linted(tmp_path, mon
 
 
 def test_add_suppressions_merges_and_avoids_string_lines():
-    findings = lint(LOOP, "ALL")
+    every = ["ALL", "GL101", "GL102"]  # (the loader's findings are hints: its dataset is not visible)
+    findings = lint(LOOP, every)
     new_text, added, skipped = suppress_source(LOOP, findings)
     assert not skipped and added == len({(f.location.row, f.code) for f in findings})
     lines = new_text.splitlines()
@@ -126,7 +128,7 @@ def test_add_suppressions_merges_and_avoids_string_lines():
     # the multi-line string's first line is untouched: a comment there would land inside the string
     assert lines[11].endswith('text = """loss')
     cst.parse_module(new_text)
-    assert lint(new_text, "ALL") == []
+    assert lint(new_text, every) == []
 
 
 def test_comment_rows_exclude_string_interiors_and_continuations():

@@ -106,21 +106,22 @@ import torch
 from torch.utils.data import DataLoader
 
 
-class LabelledImages(torch.utils.data.Dataset):  # decoded per item: not a tensor in memory
-    def __init__(self, labels):
-        self.labels = labels * 13
+class LabelledImages(torch.utils.data.Dataset):  # read per item: not a tensor in memory
+    def __init__(self, path):
+        self.path = path
 
     def __len__(self):
         return 40
 
     def __getitem__(self, index):
-        return torch.tensor(float(self.labels[index]))
+        with open(self.path) as handle:
+            labels = handle.read().split()
+        return torch.tensor(float(labels[index % len(labels)]))
 
 
 def main():
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    with open(os.path.join(os.path.dirname(__file__), "labels.txt")) as handle:  # next to the script
-        labels = [int(x) for x in handle.read().split()]
+    labels = os.path.join(os.path.dirname(__file__), "labels.txt")  # next to the script
     model = torch.nn.Linear(1, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for epoch in range(3):

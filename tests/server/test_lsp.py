@@ -22,7 +22,7 @@ TRAIN = textwrap.dedent(
     """\
     import torch
     from torch.utils.data import DataLoader
-
+    from torchvision.datasets import ImageFolder  # (its items decode files: the loader's cost)
 
     def train(model, dataset, optimizer, device="cuda"):
         loader = DataLoader(dataset, batch_size=32, shuffle=True)
@@ -38,7 +38,8 @@ TRAIN = textwrap.dedent(
 
 
     if __name__ == "__main__":
-        train(*build())
+        model, optimizer = build()
+        train(model, ImageFolder("data"), optimizer)
     """
 )
 NOTEBOOKS = {"notebookDocument": {"synchronization": {}}}  # notebook sync is only advertised to clients that have it
@@ -334,7 +335,11 @@ def test_resolving_client_gets_edits_on_resolve(resolving_server, project):
 def test_notebook_cells_get_their_own_diagnostics_and_fixes(server, project):
     notebook_uri = (project / "train.ipynb").as_uri()
     cells = [
-        ("import torch\nfrom torch.utils.data import DataLoader\n", 2),
+        (
+            "import torch\nfrom torch.utils.data import DataLoader\nfrom torchvision.datasets import ImageFolder\n"
+            'dataset = ImageFolder("data")\n',
+            2,
+        ),
         ("# Training\n", 1),  # markdown
         (
             "loader = DataLoader(dataset, batch_size=8)\nmodel.cuda()\nfor x, y in loader:\n"

@@ -19,6 +19,7 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from gpulint.linter.analysis.imports import ImportTable
+from gpulint.linter.analysis.item_cost import LoaderCosts
 from gpulint.linter.analysis.loops import (
     LIGHTNING_MODULES,
     LoopModel,
@@ -79,6 +80,8 @@ class FileContext:
         project: ModuleView | None = None,
         target_tensorflow: tuple[int, int] | None = None,
         torch_floor: tuple[tuple[int, int], str] | None = None,
+        tensorflow_floor: tuple[tuple[int, int], str] | None = None,
+        target_lightning: tuple[int, int] | None = None,
     ) -> None:
         self.module = module
         self.path = path
@@ -89,6 +92,11 @@ class FileContext:
         # The oldest PyTorch the project says it runs on, and where it says so ("its requirements",
         # "its README"); None: not known.
         self.torch_floor = torch_floor
+        # The oldest TensorFlow the project says it runs on (its requirements, else its prose), and
+        # where it says so; None: not known.  Fixes pick the spelling that version has.
+        self.tensorflow_floor = tensorflow_floor
+        # The oldest Lightning its requirements allow; None: not known.
+        self.target_lightning = target_lightning
         # What the rest of the project says about this module (empty when linted alone).
         self.project = project if project is not None else EMPTY_VIEW
         self.index = TreeIndex(module, wanted_types | ANALYSIS_TYPES)
@@ -172,6 +180,11 @@ class FileContext:
     @cached_property
     def workers(self) -> WorkerStart:
         return WorkerStart(self)
+
+    @cached_property
+    def loaders(self) -> LoaderCosts:
+        """What an item of each DataLoader costs, and what the run looks like (item_cost.py)."""
+        return LoaderCosts(self)
 
     # -- module-level facts ------------------------------------------------------------------
     def uses(self, *modules: str) -> bool:

@@ -44,6 +44,7 @@ from typing import Any
 
 from gpulint.linter.analysis.ast_names import dotted_name, last_name
 from gpulint.linter.analysis.intervals import AST_READER, is_interval_condition
+from gpulint.linter.analysis.item_work import is_tokenizer_call, is_transform, reader_phrase
 from gpulint.linter.analysis.parse_guard import index_tree
 from gpulint.linter.analysis.vocabulary import (
     ACCELERATOR_CALL_PREFIXES,
@@ -59,10 +60,12 @@ from gpulint.linter.findings import Location, RelatedLocation
 
 # Builtins that take an iterable without iterating it again and again.
 _NOT_ITERATING = frozenset({"print", "len", "isinstance", "type", "id", "repr", "str", "getattr", "hasattr", "setattr"})
+# What a dataset class whose items cost real work "returns" to a module that builds one (item_cost.py).
+WORKING_DATASET = "working dataset"
 # Kinds of return values the index tracks (values.KINDS).
 RETURN_KINDS = ("dataloader", "tfdata")
 # The version of a summary's shape: a cached summary of another version is not used.
-SUMMARY_VERSION = 6
+SUMMARY_VERSION = 7
 # Constructors that give each rank's model its gradient all-reduce: a module calling one runs data
 # parallel with one process per GPU (GL603 needs such a wrapper somewhere in the program).
 RANK_WRAPPERS = frozenset(
@@ -152,6 +155,9 @@ class ModuleSummary:
     # Dataset classes whose `__getitem__` indexes tensors they hold (`self.data = [(torch.rand(20),
     # torch.rand(1)) for _ in range(n)]`): a DataLoader over one, in any module, loads from memory.
     in_memory_datasets: set[str] = field(default_factory=set)
+    # Dataset classes whose items cost real work: `__getitem__` (or `__iter__`, or a method of the
+    # class they call) reads or decodes a file, transforms an image or tokenizes (item_work.py).
+    working_datasets: set[str] = field(default_factory=set)
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -176,6 +182,7 @@ class ModuleSummary:
             "torch": self.imports_torch,
             "accelerator": self.names_accelerator,
             "in_memory_datasets": sorted(self.in_memory_datasets),
+            "working_datasets": sorted(self.working_datasets),
         }
 
     def moved_from(self, other: ModuleSummary) -> bool:
@@ -225,6 +232,7 @@ class ModuleSummary:
                 imports_torch=bool(data["torch"]),
                 names_accelerator=bool(data["accelerator"]),
                 in_memory_datasets={str(q) for q in data["in_memory_datasets"]},
+                working_datasets={str(q) for q in data["working_datasets"]},
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
@@ -557,6 +565,7 @@ class _Summarizer(ast.NodeVisitor):
             if nested or function.rpartition(".")[2] in self.in_loop_calls:
                 self.summary.reiterated.add(name)
         self.summary.in_memory_datasets = {q for q, node in self.class_nodes if self._in_memory_dataset(node)}
+        self.summary.working_datasets = {q for q, node in self.class_nodes if self._items_work(node)}
         return self.summary
 
     def _mark_interval_guards(self) -> None:
@@ -600,6 +609,41 @@ class _Summarizer(ast.NodeVisitor):
         return bool(attributes) and all(
             values and all(self._holds_tensors(value) for value in values) for values in assigned.values()
         )
+
+    def _items_work(self, cls: ast.ClassDef) -> bool:
+        """Whether an item of the dataset class costs real work: its `__getitem__` or `__iter__`,
+        or a method of the class they call, reads or decodes a file, transforms an image or calls
+        a tokenizer (item_cost.py's evidence, for a class of another module)."""
+        methods = {f.name: f for f in cls.body if isinstance(f, ast.FunctionDef)}
+        pending = [m for name in ("__getitem__", "__iter__") if (m := methods.get(name)) is not None]
+        seen: set[str] = set()
+        while pending:
+            method = pending.pop()
+            if method.name in seen:
+                continue
+            seen.add(method.name)
+            for node in ast.walk(method):
+                if not isinstance(node, ast.Call):
+                    continue
+                func = node.func
+                callee = dotted_name(func) or ""
+                head, _, rest = callee.partition(".")
+                target = self.summary.bindings.get(head)
+                if target is not None:
+                    qualified = canonical(f"{target}.{rest}" if rest else target)
+                elif callee == "open":
+                    qualified = "open"
+                else:
+                    qualified = ""
+                if reader_phrase(qualified) is not None or is_transform(qualified):
+                    return True
+                receiver = last_name(func.value) if isinstance(func, ast.Attribute) else None
+                method_name = func.attr if isinstance(func, ast.Attribute) else None
+                if is_tokenizer_call(last_name(func), method_name, receiver):
+                    return True
+                if head == "self" and rest in methods:
+                    pending.append(methods[rest])
+        return False
 
     def _holds_tensors(self, value: ast.AST) -> bool:
         """A `torch` tensor factory's result, or a list or tuple (or list comprehension) of them."""
@@ -981,6 +1025,8 @@ class ProjectIndex:
         for module_id, summary in self.summaries.items():
             for qualname in summary.in_memory_datasets:
                 self.returns.setdefault((module_id, qualname), set()).add("tensordataset")
+            for qualname in summary.working_datasets:
+                self.returns.setdefault((module_id, qualname), set()).add(WORKING_DATASET)
         for module_id, summary in self.summaries.items():
             for qualname, function in summary.functions.items():
                 if function.reads_clock:

@@ -62,7 +62,7 @@ _IN_MEMORY_DATASETS = re.compile(
 _IN_MEMORY_DATASET_NAME = re.compile(r"^Random\w*Dataset$")
 _IN_MEMORY_BUILTINS = frozenset({"range", "list", "tuple", "dict"})
 # The abstract dataset class, as a parameter's annotation names it (an origin of the parameter).
-_DATASET_BASES = frozenset({"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"})
+DATASET_BASES = frozenset({"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"})
 
 
 def in_memory_dataset(
@@ -76,7 +76,7 @@ def in_memory_dataset(
     if isinstance(expr, (cst.List, cst.Tuple, cst.ListComp, cst.Dict)):
         return True
     values = ctx.values
-    if ctx.qualified_name(expr) in _DATASET_BASES:
+    if ctx.qualified_name(expr) in DATASET_BASES:
         return True  # `dataset: Dataset`, a parameter's annotation: says nothing either way
     if values.is_kind(expr, "tensordataset") or ctx.torch.tensors.is_tensor(expr) or values.on_host(expr):
         return True

@@ -34,6 +34,8 @@ _TF_STEP_METHODS = frozenset({"gradient", "apply_gradients", "train_on_batch", "
 _TENSORISH_NAME = re.compile(r"loss|acc|metric|logit|pred|grad|norm|result|output", re.IGNORECASE)
 
 
+# `tf.data.AUTOTUNE` exists from TensorFlow 2.4; `tf.data.experimental.AUTOTUNE` from 1.x on.
+AUTOTUNE_SINCE = (2, 4)
 _OPTS_OUT_OF_MAP_PARALLELIZATION = re.compile(r"(map_parallelization|autotune\s*\.\s*enabled)\s*=\s*False")
 _OPTS_INTO_MAP_PARALLELIZATION = re.compile(r"map_parallelization\s*=\s*True")
 # TensorFlow ops with state: random numbers (other than the stateless ones), Python, variables.
@@ -119,6 +121,21 @@ def names_referenced(call: cst.Call) -> set[str]:
     return names
 
 
+def _names_bound(statement: cst.CSTNode) -> set[str]:
+    """The local names an import statement binds (`import a.b` binds `a`)."""
+    if not isinstance(statement, (cst.Import, cst.ImportFrom)) or isinstance(statement.names, cst.ImportStar):
+        return set()
+    names = set()
+    for alias in statement.names:
+        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            names.add(alias.asname.name.value)
+        elif isinstance(statement, cst.Import):
+            names.add((dotted_name(alias.name) or "").split(".", 1)[0])
+        elif isinstance(alias.name, cst.Name):
+            names.add(alias.name.value)
+    return names
+
+
 class TfAnalysis:
     """The TensorFlow analyses of one module (`ctx.tf`): which functions run compiled, and which
     step boundaries of the loop model are TensorFlow steps."""
@@ -126,6 +143,39 @@ class TfAnalysis:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self.calls: list[cst.Call] = ctx.index.nodes("Call")
+
+    def autotune(self, at: cst.CSTNode) -> tuple[str, tuple[str, ...]]:
+        """`tf.data.AUTOTUNE` in the module's spelling at `at`, and the imports it needs, for the
+        TensorFlow the module runs on: `tf.data.experimental.AUTOTUNE` where the project's
+        TensorFlow (its requirements, else its prose) is older than 2.4, and through
+        `tf.compat.v1` where the module imports TensorFlow so (code kept running on 1.x).  A
+        project that says nothing runs on a TensorFlow of today.  An alias the module binds only
+        below `at` (a guide that imports `tf_data` further down) is not there yet: the full name
+        and its import then."""
+        floor = self.ctx.tensorflow_floor
+        if "tensorflow.compat.v1" in self.ctx.imports.bindings.values():
+            qualified = "tensorflow.compat.v1.data.experimental.AUTOTUNE"
+        elif floor is not None and floor[0] < AUTOTUNE_SINCE:
+            qualified = "tensorflow.data.experimental.AUTOTUNE"
+        else:
+            qualified = "tensorflow.data.AUTOTUNE"
+        text, imports = self.ctx.reference(qualified)
+        if not imports and not self._bound_above(text.split(".", 1)[0], at):
+            return qualified, (f"import {qualified.split('.', 1)[0]}",)
+        return text, imports
+
+    def _bound_above(self, name: str, at: cst.CSTNode) -> bool:
+        """Whether an import on a line above `at` binds `name`."""
+        statements = [
+            statement
+            for kind in ("Import", "ImportFrom")
+            for statement in self.ctx.index.nodes(kind)
+            if name in _names_bound(statement)
+        ]
+        if not statements:
+            return False
+        positions = self.ctx.positions([*statements, at])
+        return any(positions[statement].start.line < positions[at].start.line for statement in statements)
 
     @cached_property
     def converts_once(self) -> bool:

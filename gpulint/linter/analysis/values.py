@@ -350,14 +350,17 @@ class ValueOrigins:
             seen.discard(key)
 
     # -- keyword dictionaries -----------------------------------------------------------------
-    def keywords_of(self, call: cst.Call) -> dict[str, cst.BaseExpression] | None:
+    def keywords_of(self, call: cst.Call, every_branch: bool = False) -> dict[str, cst.BaseExpression] | None:
         """The keywords a call passes, its `**` dictionaries resolved (`DataLoader(ds, **kwargs)`
         after `kwargs = {...}` and `kwargs.update(cuda_kwargs)`, in any branch: flow-insensitive, a
-        keyword any definition sets counts); None when a `**` holds what this module does not show."""
+        keyword any definition sets counts); None when a `**` holds what this module does not show.
+        Of a dictionary a conditional expression picks on whether there is an accelerator, only
+        the accelerator's branch counts -- unless `every_branch` (what a fix that adds a keyword
+        must ask: a keyword any branch passes would then be passed twice)."""
         found: dict[str, cst.BaseExpression] = {}
         for arg in call.args:
             if arg.star == "**":
-                items = self._dict_items(arg.value, set())
+                items = self._dict_items(arg.value, set(), every_branch)
                 if items is None:
                     return None
                 for name, value in items:
@@ -366,12 +369,24 @@ class ValueOrigins:
                 found[arg.keyword.value] = arg.value
         return found
 
-    def _dict_items(self, expr: cst.BaseExpression, seen: set[str]) -> list[tuple[str, cst.BaseExpression]] | None:
+    def _dict_items(
+        self, expr: cst.BaseExpression, seen: set[str], every_branch: bool = False
+    ) -> list[tuple[str, cst.BaseExpression]] | None:
+        if isinstance(expr, cst.IfExp):
+            # `{"num_workers": 1, "pin_memory": True} if use_cuda else {}`: the branch taken on an
+            # accelerator is the one that matters for loading batches; with no accelerator in the
+            # test, a keyword either branch sets counts (flow-insensitive, as everywhere here).
+            branch = None if every_branch else _accelerator_branch(expr)
+            if branch is not None:
+                return self._dict_items(branch, seen)
+            body = self._dict_items(expr.body, seen, every_branch)
+            orelse = self._dict_items(expr.orelse, seen, every_branch)
+            return None if body is None or orelse is None else body + orelse
         if isinstance(expr, cst.Dict):
             items: list[tuple[str, cst.BaseExpression]] = []
             for element in expr.elements:
                 if isinstance(element, cst.StarredDictElement):
-                    inner = self._dict_items(element.value, seen)
+                    inner = self._dict_items(element.value, seen, every_branch)
                     if inner is None:
                         return None
                     items += inner
@@ -390,7 +405,7 @@ class ValueOrigins:
                 if arg.keyword is not None:
                     items.append((arg.keyword.value, arg.value))
                 else:
-                    inner = None if arg.star == "*" else self._dict_items(arg.value, seen)
+                    inner = None if arg.star == "*" else self._dict_items(arg.value, seen, every_branch)
                     if inner is None:
                         return None
                     items += inner
@@ -403,12 +418,47 @@ class ValueOrigins:
         seen.add(key)
         items = []
         for value in [*self.assigned[key], *self.merged.get(key, ())]:
-            inner = self._dict_items(value, seen)
+            inner = self._dict_items(value, seen, every_branch)
             if inner is None:
                 return None
             items += inner
         items += [(name, value) for name, value in self.stored.get(key, ()) if isinstance(name, str)]
         return items
+
+
+# A condition that asks whether the run has an accelerator: `use_cuda`, `torch.cuda.is_available()`,
+# `args.gpu`, `device.type == "cuda"`.
+_ACCELERATOR_TEST = re.compile(r"cuda|gpu|accelerat|mps", re.IGNORECASE)
+
+
+def _accelerator_branch(expr: cst.IfExp) -> cst.BaseExpression | None:
+    """The branch of `a if test else b` taken on an accelerator, when the test asks about one
+    (`not use_cuda` flips it); None when it does not."""
+    test, negated = expr.test, False
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negated = test.expression, not negated
+    names = [n.value for n in _names_in(test)]
+    if not any(_ACCELERATOR_TEST.search(name) for name in names) and not (
+        isinstance(test, cst.Comparison)
+        and any(
+            isinstance(c.comparator, cst.SimpleString) and _ACCELERATOR_TEST.search(c.comparator.value)
+            for c in test.comparisons
+        )
+    ):
+        return None
+    return expr.orelse if negated else expr.body
+
+
+def _names_in(expr: cst.BaseExpression) -> list[cst.Name]:
+    """The names an expression reads (attributes' too: `args.cuda` gives `args` and `cuda`)."""
+    found: list[cst.Name] = []
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            found.append(node)
+        stack.extend(node.children)
+    return found
 
 
 def _to_host(call: cst.Call) -> bool:

@@ -12,7 +12,9 @@ Only a statement a fix changed (or moved), and only at a call that closes the li
        )  # the comment stays after the closing bracket
 
 2. when the arguments do not fit on that line either, one argument per line, each with a trailing
-   comma; an argument that is still too long and is a call itself is split the same way;
+   comma; an argument that is still too long and is a call itself is split the same way, and a
+   conditional (`precision="bf16-mixed" if ... else "32-true"`) goes in parentheses, one part a
+   line;
 
 3. a method chain assigned or returned, with two or more methods called on results of calls
    (`tf.data.Dataset.from_tensor_slices(x).map(f).batch(32)`), goes in parentheses, one method
@@ -179,8 +181,8 @@ def _refit_arguments(
     value: cst.BaseExpression | None, block_indent: int, step: str, line_length: int
 ) -> cst.BaseExpression | None:
     """The call closing the line, already one argument per line (black's layout), with each
-    argument that is a call and too long for its line split too; None when there is nothing to
-    split or the call is laid out otherwise."""
+    argument that is a call or a conditional and too long for its line split too; None when there
+    is nothing to split or the call is laid out otherwise."""
     chain = _calls_closing_the_line(value)
     if value is None or not chain or not _one_argument_per_line(chain[0], step):
         return None
@@ -188,14 +190,11 @@ def _refit_arguments(
     args = []
     for arg in call.args:
         inner = arg.value
-        if (
-            block_indent + len(step) + len(_arg_code(arg)) + 1 > line_length
-            and isinstance(inner, cst.Call)
-            and inner.args
-            and not inner.lpar
-            and "\n" not in _code(inner)
-        ):
+        too_long = block_indent + len(step) + len(_arg_code(arg)) + 1 > line_length
+        if too_long and isinstance(inner, cst.Call) and inner.args and not inner.lpar and "\n" not in _code(inner):
             arg = arg.with_changes(value=_fit(inner, block_indent, step, 1, line_length))
+        elif too_long and isinstance(inner, cst.IfExp) and not inner.lpar and "\n" not in _code(inner):
+            arg = arg.with_changes(value=_split_conditional(inner, step, 1))
         args.append(arg)
     if all(new is old for new, old in zip(args, call.args, strict=True)):
         return None
@@ -410,8 +409,22 @@ def _fit(call: cst.Call, block_indent: int, step: str, depth: int, line_length: 
                 arg = arg.with_changes(value=_fit(inner, block_indent, step, depth + 1, line_length))
             elif _splittable_operation(inner):
                 arg = arg.with_changes(value=_split_operation(inner, block_indent, step, depth + 1, line_length))
+            elif isinstance(inner, cst.IfExp) and not inner.lpar:
+                arg = arg.with_changes(value=_split_conditional(inner, step, depth + 1))
         args.append(arg)
     return _split(call.with_changes(args=args), step, depth, one_line=False)
+
+
+def _split_conditional(expression: cst.IfExp, step: str, depth: int) -> cst.IfExp:
+    """`a if test else b`, too long for its line at `depth`, in parentheses of its own, one part a
+    line: the layout black gives it, which ruff format keeps."""
+    inner = _break(depth + 1, step)
+    return expression.with_changes(
+        lpar=[cst.LeftParen(whitespace_after=inner)],
+        rpar=[cst.RightParen(whitespace_before=_break(depth, step))],
+        whitespace_before_if=inner,
+        whitespace_before_else=inner,
+    )
 
 
 def _splittable_operation(expression: cst.BaseExpression) -> bool:

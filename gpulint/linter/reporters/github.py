@@ -3,8 +3,8 @@
     ::warning file=train.py,line=57,endLine=57,col=20,endColumn=71,title=GL101 dataloader-serial::message
 
 Printed in a workflow step, each line becomes an annotation on the pull request's diff.  Opt-in
-("hint") rules are `notice`s, syntax errors `error`s.  Values are escaped as the Actions runner
-expects (`%`, CR and LF everywhere; `:` and `,` too inside properties), and other control
+("hint") rules and shown hints (findings.py) are `notice`s, syntax errors `error`s.  Values are
+escaped as the Actions runner expects (`%`, CR and LF everywhere; `:` and `,` too inside properties), and other control
 characters as everywhere gpulint prints (`printable`).
 """
 
@@ -30,7 +30,7 @@ def _command(finding: Finding) -> str:
     rule = by_code().get(finding.code)
     if finding.severity == "error":
         command = "error"
-    elif rule is not None and rule.default == "hint":
+    elif rule is not None and rule.default == "hint" or finding.hint is not None:
         command = "notice"
     else:
         command = "warning"
@@ -50,7 +50,7 @@ def format_finding(finding: Finding) -> str:
     # An annotation is one message: the chain from another module's loop goes on lines of its own.
     chain = "".join(f"\n{related.message}" for related in finding.related)
     body = ",".join(f"{key}={escape_property(value)}" for key, value in properties)
-    return f"::{_command(finding)} {body}::{escape_data(f'{finding.code} {finding.message}{where}{fix}{chain}')}"
+    return f"::{_command(finding)} {body}::{escape_data(f'{finding.code} {finding.shown_message}{where}{fix}{chain}')}"
 
 
 def render(result: RunResult, settings: ReportSettings) -> str:

@@ -20,7 +20,7 @@ def _severity(finding: Finding) -> str:
     if finding.severity == "error":
         return "critical"
     rule = by_code().get(finding.code)
-    return "info" if rule is not None and rule.default == "hint" else "major"
+    return "info" if rule is not None and rule.default == "hint" or finding.hint is not None else "major"
 
 
 def to_gitlab(result: RunResult) -> list[dict]:
@@ -28,7 +28,7 @@ def to_gitlab(result: RunResult) -> list[dict]:
     return [
         {
             "type": "issue",
-            "description": f"{finding.code} {finding.message}",
+            "description": f"{finding.code} {finding.shown_message}",
             "check_name": finding.code,
             "categories": ["Performance"],
             "fingerprint": fingerprint,

@@ -4,7 +4,8 @@ Tools that read ruff's JSON (editors, CI annotators) read ours: `code`, `message
 `location` / `end_location` ({`row`, `column`}, 1-based), `fix` ({`applicability`, `message`,
 `edits`} or null), `noqa_row`, `url`, `cell`.  `related` lists, for a finding that another
 module's training loop makes run every step, each call on the way from that loop: {`filename`,
-`location`, `message`} (empty otherwise).
+`location`, `message`} (empty otherwise).  `hint` is why a finding is only a hint (no evidence of
+a real cost; shown only with `--show-hints` or its rule selected by id), null for the others.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ def finding_to_dict(finding: Finding) -> dict:
         "fix": fix,
         "noqa_row": finding.statement_row or finding.location.row,
         "url": docs_url(finding.code, finding.name),
+        "hint": finding.hint,
         "related": [
             {
                 "filename": os.path.abspath(related.path),

@@ -55,9 +55,9 @@ def diagnostic(finding: Finding) -> dict:
         "column": byte_column(finding.path, finding.end_location.row, finding.end_location.column),
     }
     entry: dict[str, Any] = {
-        "message": finding.message,
+        "message": finding.shown_message,
         "location": {"path": finding.path.replace("\\", "/"), "range": {"start": start, "end": end}},
-        "severity": "ERROR" if finding.severity == "error" else "WARNING",
+        "severity": "ERROR" if finding.severity == "error" else "INFO" if finding.hint is not None else "WARNING",
         "code": {"value": finding.code, "url": docs_url(finding.code, finding.name)},
     }
     suggestions = _suggestions(finding)

@@ -86,7 +86,9 @@ def uri(path: str) -> str:
 
 # -- SARIF ----------------------------------------------------------------------------------------
 def _level(finding: Finding) -> str:
-    return "error" if finding.severity == "error" else "warning"
+    if finding.severity == "error":
+        return "error"
+    return "note" if finding.hint is not None else "warning"
 
 
 def _rule_descriptor(code: str, name: str, fallback_message: str) -> dict:
@@ -192,7 +194,7 @@ def to_sarif(result: RunResult) -> dict:
             "ruleId": finding.code,
             "ruleIndex": rule_ids[finding.code],
             "level": _level(finding),
-            "message": {"text": finding.message},
+            "message": {"text": finding.shown_message},
             "locations": [
                 {
                     "physicalLocation": {
@@ -240,6 +242,8 @@ def to_sarif(result: RunResult) -> dict:
                 # libcst columns count code points, not UTF-16 units (SARIF's default).
                 "columnKind": "unicodeCodePoints",
                 "results": results,
+                # The findings held back as hints (no evidence of a real cost; --show-hints shows them).
+                "properties": {"heldBackHints": result.held_back},
             }
         ],
     }

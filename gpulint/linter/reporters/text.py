@@ -8,7 +8,8 @@ in both, a finding that runs every step because another module calls it there is
 indented notes, one per call on the way from that training loop (`= note: called from train.py:42
 in the training loop at train.py:40`, `= note: via utils.py:10 in `step()``);
 
-then a summary line.  With `--show-fixes`, what `--fix` changed is listed per file and rule.
+then a summary line (and one that counts the findings held back as hints, when there are any).  With
+`--show-fixes`, what `--fix` changed is listed per file and rule.
 
 Paths, messages and source lines are printed with control characters escaped (`printable`): a file
 name or a line of a file must not be able to start a line of its own (a GitHub Actions workflow
@@ -36,7 +37,7 @@ def fix_available(finding: Finding, unsafe_fixes: bool) -> bool:
 def format_finding(finding: Finding, settings: ReportSettings) -> str:
     where = printable(finding.display_location or f"{finding.location.row}:{finding.location.column}")
     marker = " [*]" if fix_available(finding, settings.unsafe_fixes) else ""
-    path, message = printable(finding.path), printable(finding.message)
+    path, message = printable(finding.path), printable(finding.shown_message)
     if settings.color:
         return (
             f"{_BOLD}{path}{_RESET}{_DIM}:{where}:{_RESET} "
@@ -88,6 +89,12 @@ def skipped_tests_note(count: int) -> str:
     """The line that says how many test files the performance rules were not run on, and why."""
     files = "test file" if count == 1 else "test files"
     return f"{count} {files} not linted for performance (test code is not training code; --lint-tests lints them)."
+
+
+def held_back_note(count: int) -> str:
+    """The line that says how many findings were held back as hints, and how to see them."""
+    findings = "finding" if count == 1 else "findings"
+    return f"{count} {findings} held back as hints (no evidence of a real cost); --show-hints shows them."
 
 
 def statistics(findings: list[Finding], settings: ReportSettings) -> str:
@@ -181,6 +188,8 @@ def _render(result: RunResult, settings: ReportSettings, full: bool) -> str:
     skipped_tests = sum(o.result.skipped_as_test for o in result.outcomes)
     if skipped_tests:
         closing += "\n" + skipped_tests_note(skipped_tests)
+    if result.held_back:
+        closing += "\n" + held_back_note(result.held_back)
     if fixed and settings.show_fixes:
         parts.append(fixes_listing(result.outcomes, "Fixed") + ("\n" if closing else ""))
     parts.append(closing)

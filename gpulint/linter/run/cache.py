@@ -50,7 +50,7 @@ from gpulint.linter.run.safe_files import O_NOFOLLOW, create_new_file, make_real
 CACHE_DIR_NAME = ".gpulint_cache"
 LAYOUT = "v1"
 # The version of an entry's JSON; an entry of another version is a miss.
-SCHEMA = 2
+SCHEMA = 3
 DEFAULT_MAX_BYTES = 64 * 2**20
 # An entry larger than this was not written by gpulint (a finding is a few hundred bytes); it is a
 # miss and is not read.

@@ -49,6 +49,11 @@ class RunResult:
         return [f for o in self.outcomes for f in o.result.findings]
 
     @property
+    def held_back(self) -> int:
+        """How many findings were held back as hints (no evidence of a real cost; engine.py)."""
+        return sum(o.result.held_back for o in self.outcomes)
+
+    @property
     def errors(self) -> list[str]:
         """One line per problem, safe to print (control characters in file names escaped)."""
         lines = [f"{e.path}: {e.reason}" for e in self.path_errors]

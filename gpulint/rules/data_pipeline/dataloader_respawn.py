@@ -9,7 +9,7 @@ import libcst as cst
 
 from gpulint.linter.analysis.code_shapes import LOADER_BUILT
 from gpulint.linter.analysis.facts import TORCH
-from gpulint.linter.analysis.loops import qualname
+from gpulint.linter.analysis.loops import is_method, qualname
 from gpulint.linter.analysis.nodes import dotted_name, is_false, is_zero, keyword_arg, positional_args
 from gpulint.linter.analysis.pytorch import dataloader_dataset, is_dataloader
 from gpulint.linter.analysis.values import ValueOrigins, target_key
@@ -37,9 +37,17 @@ class DataLoaderRespawn(Rule):
     A `DataLoader` with worker processes (`num_workers` set and not 0) and without
     `persistent_workers=True`, whose batches are iterated again and again: in a loop inside an
     epoch loop, by a function called from a loop, passed to a call inside a loop, or returned by
-    `train_dataloader()` / `val_dataloader()` (Lightning iterates those every epoch).  Keywords
-    may come through a `**kwargs` dictionary built in the module.  The rule is about the host: it
-    applies whether or not the module names an accelerator.
+    `train_dataloader()` / `val_dataloader()` (Lightning iterates those every epoch) -- also a
+    loader a function or method of the module builds and returns (`def make_loader(ds): return
+    DataLoader(...)`), followed to the name its caller keeps it in.  The workers may be any value
+    that is not 0: a literal, a command line's, a configuration's attribute
+    (`num_workers=self.config.workers`).  Keywords may come through a `**kwargs` dictionary built
+    in the module.  The rule is about the host: it applies whether or not the module names an
+    accelerator.  A run of a single epoch (Lightning's `max_epochs=1`, an epoch loop over
+    `range(1)`, or over `range(args.epochs)` where `--epochs` defaults to 1) starts its workers
+    once, and is not reported.  Where the workers come from a command-line option that defaults to
+    0 (`num_workers=args.dataloader_num_workers`), none start unless the run asks for them: the
+    finding is a hint, held back unless hints are shown.
 
     ## Why it is slow
     Without persistent workers, every `for batch in loader` starts `num_workers` new processes,
@@ -100,6 +108,44 @@ class DataLoaderRespawn(Rule):
     fix_applicability = Applicability.SAFE
 
     VALID = [
+        # one epoch unless the command line asks for more
+        Valid(
+            """
+            import argparse
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--epochs", type=int, default=1)
+            args = parser.parse_args()
+            loader = DataLoader(ds, num_workers=4, pin_memory=True)
+            for epoch in range(args.epochs):
+                for x, y in loader:
+                    model(x.to(device)).sum().backward()
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # a single epoch: Lightning's `max_epochs=1`, an epoch loop that runs once
+        Valid(
+            """
+            import lightning as L
+
+            loader = DataLoader(ds, num_workers=4, pin_memory=True)
+            trainer = L.Trainer(max_epochs=1)
+            trainer.fit(model, loader)
+            for epoch in range(1):
+                for x, y in loader:
+                    trainer.validate(model, loader)
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        Valid(
+            """
+            epochs = 1
+            loader = DataLoader(ds, num_workers=4, pin_memory=True)
+            for epoch in range(epochs):
+                for x, y in loader:
+                    model(x.to(device)).sum().backward()
+            """,
+            header=CUDA_SCRIPT,
+        ),
         Valid(
             """
             loader = DataLoader(ds, num_workers=4, pin_memory=True, persistent_workers=True)
@@ -183,6 +229,93 @@ class DataLoaderRespawn(Rule):
         ),
     ]
     INVALID = [
+        # workers from an option that defaults to 0: a hint (no workers start unless asked for)
+        Invalid(
+            """
+            import argparse
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--dataloader-num-workers", type=int, default=0)
+            args = parser.parse_args()
+            loader = DataLoader(ds, num_workers=args.dataloader_num_workers, pin_memory=True)
+            for epoch in range(10):
+                for x, y in loader:
+                    model(x.to(device)).sum().backward()
+            """,
+            "8:10",
+            header=CUDA_SCRIPT,
+            hints=("`args.dataloader_num_workers` defaults to 0: no workers start unless the run asks for them",),
+            fixed="""
+            import argparse
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--dataloader-num-workers", type=int, default=0)
+            args = parser.parse_args()
+            loader = DataLoader(
+                ds,
+                num_workers=args.dataloader_num_workers,
+                pin_memory=True,
+                persistent_workers=args.dataloader_num_workers > 0,
+            )
+            for epoch in range(10):
+                for x, y in loader:
+                    model(x.to(device)).sum().backward()
+            """,
+        ),
+        # a loader a factory function (or method) of the module returns, iterated every epoch by
+        # its caller; workers read from a configuration's attribute
+        Invalid(
+            """
+            def make_loader(ds):
+                return DataLoader(ds, batch_size=32, num_workers=4, pin_memory=True)
+
+            class Trainer:
+                def __init__(self, config):
+                    self.config = config
+                def loader(self, ds):
+                    return DataLoader(ds, batch_size=32, num_workers=self.config.workers)
+                def fit(self, ds, epochs):
+                    self.train_loader = self.loader(ds)
+                    for epoch in range(epochs):
+                        for x, y in self.train_loader:
+                            step(x.to(device), y.to(device))
+
+            def main():
+                loader = make_loader(train_set)
+                for epoch in range(10):
+                    for x, y in loader:
+                        step(x.to(device), y.to(device))
+            """,
+            "5:12",
+            "11:16",
+            header=CUDA_SCRIPT,
+            fixed="""
+            def make_loader(ds):
+                return DataLoader(
+                    ds, batch_size=32, num_workers=4, pin_memory=True, persistent_workers=True
+                )
+
+            class Trainer:
+                def __init__(self, config):
+                    self.config = config
+                def loader(self, ds):
+                    return DataLoader(
+                        ds,
+                        batch_size=32,
+                        num_workers=self.config.workers,
+                        persistent_workers=self.config.workers > 0,
+                    )
+                def fit(self, ds, epochs):
+                    self.train_loader = self.loader(ds)
+                    for epoch in range(epochs):
+                        for x, y in self.train_loader:
+                            step(x.to(device), y.to(device))
+
+            def main():
+                loader = make_loader(train_set)
+                for epoch in range(10):
+                    for x, y in loader:
+                        step(x.to(device), y.to(device))
+            """,
+        ),
         # iterated every epoch
         Invalid(
             """
@@ -543,6 +676,8 @@ class DataLoaderRespawn(Rule):
         self.fors.append(node)
 
     def finish(self) -> None:
+        if self.loaders and self.ctx.loaders.single_epoch:
+            return  # one epoch (`max_epochs=1`, `for epoch in range(1)`): the workers start once
         for call, key, workers, keywords in self.loaders:
             if not self._reiterated(call, key):
                 continue
@@ -551,8 +686,12 @@ class DataLoaderRespawn(Rule):
                 # the loop makes between epochs would never reach them.
                 message = f"{self.message} (no fix: the code changes the loader's dataset between epochs)"
                 self.report(call, message=message)
-            else:
-                self.report(call, fix=self._fix(call, workers, keywords))
+                continue
+            hint = None
+            if self.ctx.loaders.literal_value(workers) == 0:
+                # `num_workers=args.workers` whose option defaults to 0: no workers unless asked for
+                hint = f"`{self.ctx.code(workers)}` defaults to 0: no workers start unless the run asks for them"
+            self.report(call, fix=self._fix(call, workers, keywords), hint=hint)
 
     def _binding_key(self, node: cst.CSTNode) -> str | None:
         """`loader` or `self.loader` when the call is the whole right side of an assignment."""
@@ -568,9 +707,40 @@ class DataLoaderRespawn(Rule):
         if key is None:
             parent = self.ctx.parent(call)
             function = self.ctx.enclosing_function(call)
-            return (
-                isinstance(parent, cst.Return) and function is not None and function.name.value in _EPOCH_LOADER_HOOKS
-            )
+            if isinstance(parent, cst.Return) and function is not None and function.name.value in _EPOCH_LOADER_HOOKS:
+                return True
+        elif self._key_reiterated(call, key):
+            return True
+        # A loader a function of the module returns (`def make_loader(ds): return DataLoader(...)`):
+        # what its callers here do with it.
+        return any(self._key_reiterated(call, received) for received in self._factory_results(call, key))
+
+    def _factory_results(self, call: cst.Call, key: str | None) -> list[str]:
+        """The names the module's calls of the function around `call` store its result in, when
+        the function returns the loader (`loader = make_loader(ds)`, `self.train_loader =
+        self.loader(ds)`)."""
+        function = self.ctx.enclosing_function(call)
+        if function is None:
+            return []
+        returns_loader = any(
+            node.value is not None
+            and (node.value is call or (key is not None and target_key(node.value) == key))
+            and self.ctx.enclosing_function(node) is function
+            for node in self.ctx.index.nodes("Return")
+        )
+        if not returns_loader:
+            return []
+        name = f"self.{function.name.value}" if is_method(self.ctx.index, function) else function.name.value
+        received = []
+        for assign in self.ctx.index.nodes("Assign"):
+            value = assign.value
+            if isinstance(value, cst.Call) and self.ctx.values.function_key(value) == name:
+                received += [k for t in assign.targets if (k := target_key(t.target)) is not None and k != key]
+        return received
+
+    def _key_reiterated(self, call: cst.Call, key: str) -> bool:
+        """Whether the loader under `key` is iterated again and again: in a loop inside a loop, in
+        a function a loop calls, or handed to a call inside a loop."""
         for loop in self.fors:
             if not _mentions(loop.iter, key):
                 continue

@@ -7,8 +7,9 @@ import libcst as cst
 from gpulint.linter.analysis.code_shapes import LOADER_BUILT
 from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import ACCELERATOR, ONE_PROCESS_PER_GPU, TORCH
+from gpulint.linter.analysis.item_cost import UNKNOWN_COST_HINT
 from gpulint.linter.analysis.nodes import is_zero, keyword_arg, positional_args
-from gpulint.linter.analysis.pytorch import dataloader_dataset, in_memory_dataset, is_dataloader
+from gpulint.linter.analysis.pytorch import dataloader_dataset, is_dataloader
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -31,8 +32,14 @@ class DataLoaderSerial(Rule):
     """
     ## What it finds
     A `torch.utils.data.DataLoader` created without `num_workers`, or with `num_workers=0` (also
-    through a `**kwargs` dictionary built in the module).  The rule is about the host: it applies
-    whether or not the module names an accelerator.
+    through a `**kwargs` dictionary built in the module, or one a conditional expression picks:
+    `{"num_workers": 1} if use_cuda else {}`), whose items cost real work to load: its dataset's
+    `__getitem__` (or `__iter__`) opens or decodes a file (`open`, `PIL.Image.open`, `cv2.imread`,
+    `torchvision.io.read_image`, `torchaudio.load`, `np.load`, `h5py.File`, ...), applies image
+    transforms or tokenizes each item, or the dataset is one that decodes its files
+    (`ImageFolder`, a torchvision dataset given a `transform=`, a Hugging Face dataset with
+    `with_transform`).  The message names what an item does and where.  The rule is about the
+    host: it applies whether or not the module names an accelerator.
 
     ## Why it is slow
     With no workers, every batch is read, decoded and collated in the training process, between
@@ -40,20 +47,31 @@ class DataLoaderSerial(Rule):
     throughput; the PyTorch profiler's TensorBoard plugin flags DataLoader time above 5% of a step.
     Workers prepare the next batches in parallel with compute.
 
-    A loader over data already in memory -- a `TensorDataset`, a tensor, a list or `range`,
-    Lightning's `RandomDataset` / `WikiText2`, a dataset class (of the module, or of another
-    module of the project) whose `__getitem__` indexes tensors it holds, or a list of them -- is
-    not reported: indexing a tensor is cheaper than handing batches between processes.  Nor is a
-    loader never consumed, or only peeked at once
-    (`next(iter(loader))` in a demo), in the function that builds it.  In a module that names no
-    accelerator the message says what is true there: each step waits for its batch.
+    A loader over data already in memory -- a `TensorDataset`, a tensor, a list or `range` (of
+    token ids, of prompt strings), Lightning's `RandomDataset` / `WikiText2`, a dataset class (of
+    the module, or of another module of the project) whose `__getitem__` only indexes what it
+    holds, a Hugging Face dataset without a per-item transform (its `.map()` tokenized it before
+    training) -- is not reported: indexing memory is cheaper than handing batches between
+    processes.  Nor is a loader never consumed, or only peeked at once (`next(iter(loader))` in a
+    demo), in the function that builds it.  In a module that names no accelerator, or runs on the
+    CPU alone (`Trainer(accelerator="cpu")`, `device = "cpu"`), the message says what is true
+    there: each step waits for its batch.
+
+    Where the code shows no evidence of a cost -- the dataset is built in another module or handed
+    in as a parameter, its items are small images held in memory only converted to tensors (MNIST
+    or CIFAR with `ToTensor()` and `Normalize()`), or the run loads a handful of batches
+    (`max_steps=10`, `limit_train_batches=15`, `if i == 15: break` in the loop over the loader) --
+    the finding is a hint: held back unless hints are shown (`--show-hints`, or the rule selected
+    by its id).
 
     ## Example
     ```python
     import torch
     from torch.utils.data import DataLoader
+    from torchvision import datasets, transforms
 
     def main():
+        train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
         loader = DataLoader(train_set, batch_size=64, shuffle=True)
         model = Net().cuda()
         train(model, loader)
@@ -67,8 +85,10 @@ class DataLoaderSerial(Rule):
 
     import torch
     from torch.utils.data import DataLoader
+    from torchvision import datasets, transforms
 
     def main():
+        train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
         loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=min(8, os.cpu_count() or 1))
         model = Net().cuda()
         train(model, loader)
@@ -123,6 +143,85 @@ class DataLoaderSerial(Rule):
     options = (NUM_WORKERS,)
 
     VALID = [
+        # a dataset whose items are what it holds (a prompt string and the index); Hugging Face
+        # splits tokenized by `.map()` before training, followed through the names that hold them
+        Valid(
+            """
+            from datasets import load_dataset
+            from transformers import default_data_collator
+            from torch.utils.data import Dataset
+
+            class PromptDataset(Dataset):
+                def __init__(self, prompt, count):
+                    self.prompt = prompt
+                    self.count = count
+                def __len__(self):
+                    return self.count
+                def __getitem__(self, index):
+                    return {"prompt": self.prompt, "index": index}
+
+            def main():
+                prompts = DataLoader(PromptDataset("a photo of a dog", 200), batch_size=4)
+                raw = load_dataset("glue", "mrpc")
+                processed = raw.map(tokenize, batched=True)
+                train = DataLoader(processed["train"], batch_size=8, collate_fn=default_data_collator)
+                for loader in (prompts, train):
+                    for batch in loader:
+                        step(batch)
+
+            if __name__ == "__main__":
+                main()
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # items indexed from memory: token ids collated by the tokenizer, prompt strings, a
+        # pre-tokenized Hugging Face dataset with a padding collator
+        Valid(
+            """
+            from datasets import load_dataset
+            from transformers import DataCollatorWithPadding
+            from torch.utils.data import Dataset
+
+            class TokenIds(Dataset):
+                def __init__(self, ids):
+                    self.ids = ids
+                def __len__(self):
+                    return len(self.ids)
+                def __getitem__(self, index):
+                    return {"input_ids": torch.tensor(self.ids[index])}
+
+            def main():
+                ids = DataLoader(TokenIds(encoded), batch_size=8, collate_fn=tokenizer.pad)
+                prompts = DataLoader(["Tell me a joke", "Summarize this"], batch_size=2)
+                data = load_dataset("imdb")["train"].map(tokenize, batched=True)
+                hf = DataLoader(data, batch_size=8, collate_fn=DataCollatorWithPadding(tokenizer))
+                for loader in (ids, prompts, hf):
+                    for batch in loader:
+                        step(batch)
+
+            if __name__ == "__main__":
+                main()
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # workers set in the branch a conditional expression takes on the GPU
+        Valid(
+            """
+            from torchvision import datasets, transforms
+
+            def main():
+                use_cuda = torch.cuda.is_available()
+                kwargs = {"num_workers": 1, "pin_memory": True} if use_cuda else {}
+                train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+                loader = DataLoader(train_set, batch_size=64, **kwargs)
+                for x, y in loader:
+                    step(x.to(device), y.to(device))
+
+            if __name__ == "__main__":
+                main()
+            """,
+            header=CUDA_SCRIPT,
+        ),
         # workers set through a keyword dictionary built in the module
         Valid(
             """
@@ -216,6 +315,195 @@ class DataLoaderSerial(Rule):
         ),
     ]
     INVALID = [
+        # evidence of a cost, named in the message: an image decoded per item (in a method
+        # `__getitem__` calls), a tokenizer called per item, a `collate_fn` that tokenizes
+        Invalid(
+            """
+            from PIL import Image
+            from torch.utils.data import Dataset
+
+            class Images(Dataset):
+                def __init__(self, files):
+                    self.files = files
+                def __getitem__(self, index):
+                    return self.load(self.files[index])
+                def load(self, path):
+                    return Image.open(path).convert("RGB")
+
+            class Texts(Dataset):
+                def __getitem__(self, index):
+                    return self.tokenizer(self.texts[index], truncation=True)
+
+            def collate(batch):
+                return tokenizer(batch, padding=True, return_tensors="pt")
+
+            def main():
+                images = DataLoader(Images(files), batch_size=32)
+                texts = DataLoader(Texts(), batch_size=32)
+                raw = DataLoader(["a b", "c d"], batch_size=2, collate_fn=collate)
+                for loader in (images, texts, raw):
+                    for batch in loader:
+                        step(batch)
+
+            if __name__ == "__main__":
+                main()
+            """,
+            "23:14",
+            "24:13",
+            "25:11",
+            header=CUDA_SCRIPT,
+            options={"num-workers": "4"},
+            messages=(
+                "DataLoader loads batches in the training process: `__getitem__` decodes an image with "
+                "`PIL.Image.open` (line 13); the GPU waits for every batch (set `num_workers`)",
+                "DataLoader loads batches in the training process: `__getitem__` tokenizes with `self.tokenizer` "
+                "(line 17); the GPU waits for every batch (set `num_workers`)",
+                "DataLoader loads batches in the training process: `collate_fn` tokenizes with `tokenizer` "
+                "(line 20); the GPU waits for every batch (set `num_workers`)",
+            ),
+            fixed="""
+            from PIL import Image
+            from torch.utils.data import Dataset
+
+            class Images(Dataset):
+                def __init__(self, files):
+                    self.files = files
+                def __getitem__(self, index):
+                    return self.load(self.files[index])
+                def load(self, path):
+                    return Image.open(path).convert("RGB")
+
+            class Texts(Dataset):
+                def __getitem__(self, index):
+                    return self.tokenizer(self.texts[index], truncation=True)
+
+            def collate(batch):
+                return tokenizer(batch, padding=True, return_tensors="pt")
+
+            def main():
+                images = DataLoader(Images(files), batch_size=32, num_workers=4)
+                texts = DataLoader(Texts(), batch_size=32, num_workers=4)
+                raw = DataLoader(["a b", "c d"], batch_size=2, collate_fn=collate, num_workers=4)
+                for loader in (images, texts, raw):
+                    for batch in loader:
+                        step(batch)
+
+            if __name__ == "__main__":
+                main()
+            """,
+        ),
+        # a trainer on the CPU alone: no GPU is said to wait; a keyword dictionary whose GPU branch
+        # has no workers
+        Invalid(
+            """
+            import lightning as L
+            from torch.utils.data import DataLoader
+            from torchvision import datasets, transforms
+
+            def main():
+                train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+                loader = DataLoader(train_set, batch_size=64)
+                L.Trainer(accelerator="cpu", max_epochs=3).fit(Model(), loader)
+
+            if __name__ == "__main__":
+                main()
+            """,
+            "7:14",
+            options={"num-workers": "4"},
+            messages=(
+                "DataLoader loads batches in the training process: `ImageFolder` decodes a file for every item "
+                "(line 6); each step waits for its batch (set `num_workers`)",
+            ),
+            fixed="""
+            import lightning as L
+            from torch.utils.data import DataLoader
+            from torchvision import datasets, transforms
+
+            def main():
+                train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+                loader = DataLoader(train_set, batch_size=64, num_workers=4)
+                L.Trainer(accelerator="cpu", max_epochs=3).fit(Model(), loader)
+
+            if __name__ == "__main__":
+                main()
+            """,
+        ),
+        # (no fix: the other branch passes `num_workers`, which a second one would clash with)
+        Invalid(
+            """
+            from torchvision import datasets, transforms
+
+            def main():
+                use_cuda = torch.cuda.is_available()
+                kwargs = {"pin_memory": True} if use_cuda else {"num_workers": 2}
+                train_set = datasets.MNIST("data", transform=transforms.ToTensor())
+                loader = DataLoader(train_set, batch_size=64, **kwargs)
+                for x, y in loader:
+                    step(x.to(device), y.to(device))
+
+            if __name__ == "__main__":
+                main()
+            """,
+            "10:14",
+            header=CUDA_SCRIPT,
+        ),
+        # small images held in memory, only converted to tensors: a hint (augmenting them is work)
+        Invalid(
+            """
+            from torchvision import datasets, transforms
+
+            def main():
+                convert = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.5,), (0.5,))])
+                plain = DataLoader(datasets.CIFAR100("data", transform=convert), batch_size=64, num_workers=0)
+                crop = transforms.Compose([transforms.RandomCrop(32, padding=4), transforms.ToTensor()])
+                augmented = DataLoader(datasets.CIFAR100("data", transform=crop), batch_size=64, num_workers=0)
+                for loader in (plain, augmented):
+                    for x, y in loader:
+                        step(x.to(device), y.to(device))
+
+            if __name__ == "__main__":
+                main()
+            """,
+            "8:13",
+            "10:17",
+            header=CUDA_SCRIPT,
+            hints=("its items are small images held in memory, only converted to tensors", None),
+        ),
+        # a run of a handful of batches: a hint, whatever an item costs
+        Invalid(
+            """
+            from torchvision import datasets, transforms
+
+            def main():
+                train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+                loader = DataLoader(train_set, batch_size=64)
+                for i, (x, y) in enumerate(loader):
+                    if i == 15:
+                        break
+                    step(x.to(device), y.to(device))
+
+            if __name__ == "__main__":
+                main()
+            """,
+            "8:14",
+            header=CUDA_SCRIPT,
+            options={"num-workers": "4"},
+            hints=("the run loads only 16 batches",),
+            fixed="""
+            from torchvision import datasets, transforms
+
+            def main():
+                train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+                loader = DataLoader(train_set, batch_size=64, num_workers=4)
+                for i, (x, y) in enumerate(loader):
+                    if i == 15:
+                        break
+                    step(x.to(device), y.to(device))
+
+            if __name__ == "__main__":
+                main()
+            """,
+        ),
         # absent or zero workers; set ones (a variable, positionally) and **kwargs are the user's
         # choice; a `num_workers=0` written in the call is reported with no fix: a deliberate value
         # (an evaluation loader over cheap synthetic data, a debugging run), as an explicit trainer
@@ -235,6 +523,7 @@ class DataLoaderSerial(Rule):
             """,
             "5:9",
             "6:9",
+            hints=(UNKNOWN_COST_HINT,) * 2,
             messages=(
                 "DataLoader loads batches in the training process (no `num_workers`): the GPU waits for every batch",
                 "DataLoader loads batches in the training process (no `num_workers`): the GPU waits for every batch"
@@ -273,6 +562,7 @@ class DataLoaderSerial(Rule):
             """,
             "5:12",
             "8:16",
+            hints=(UNKNOWN_COST_HINT,) * 2,
             fixed="""
             import os
 
@@ -305,6 +595,7 @@ class DataLoaderSerial(Rule):
                 main()
             """,
             "7:14",
+            hints=(UNKNOWN_COST_HINT,),
             fixed="""
             import os
             import sys
@@ -334,6 +625,7 @@ class DataLoaderSerial(Rule):
             """,
             "5:13",
             "6:12",
+            hints=(UNKNOWN_COST_HINT,) * 2,
             messages=(_HOST_MESSAGE, _HOST_MESSAGE + EXPLICIT_ZERO_NOTE),
             fixed="""
             import os
@@ -355,6 +647,7 @@ class DataLoaderSerial(Rule):
                 loader = DataLoader(ds, **kwargs)
             """,
             "4:14",
+            hints=(UNKNOWN_COST_HINT,),
         ),
         # one process per GPU (torchrun, DDP): the default divides the node's cores among its
         # ranks; a configured expression is written as it is
@@ -372,6 +665,7 @@ class DataLoaderSerial(Rule):
                 main()
             """,
             "7:14",
+            hints=(UNKNOWN_COST_HINT,),
             fixed="""
             import os
 
@@ -405,6 +699,7 @@ class DataLoaderSerial(Rule):
                 loader = DataLoader(ds, batch_size=32)
             """,
             "8:14",
+            hints=(UNKNOWN_COST_HINT,),
             header=CUDA_SCRIPT,
             fixed="""
             import torch.distributed as dist
@@ -422,6 +717,7 @@ class DataLoaderSerial(Rule):
                 loader = DataLoader(ds)
             """,
             "5:14",
+            hints=(UNKNOWN_COST_HINT,),
             header=CUDA_SCRIPT,
             fixed="""
             if __name__ == "__main__":
@@ -448,6 +744,7 @@ class DataLoaderSerial(Rule):
             "6:12",
             "10:9",
             "11:9",
+            hints=(UNKNOWN_COST_HINT,) * 4,
             header=CUDA_SCRIPT,
         ),
         # a dataset whose transforms hold a lambda: it cannot be pickled into a worker under `spawn`
@@ -484,6 +781,7 @@ class DataLoaderSerial(Rule):
             """,
             "14:9",
             "15:9",
+            hints=(UNKNOWN_COST_HINT,) * 2,
             header=CUDA_SCRIPT,
             fixed="""
             from torch.utils.data import IterableDataset, get_worker_info
@@ -519,27 +817,38 @@ class DataLoaderSerial(Rule):
         if len(positional_args(node)) >= 6:
             return  # num_workers given positionally (6th parameter)
         dataset = dataloader_dataset(node)
-        if dataset is not None and in_memory_dataset(self.ctx, dataset):
-            return
+        verdict = self.ctx.loaders.verdict(node)
+        if verdict.no_cost:
+            return  # items indexed from memory: workers would only add the cost of handing batches over
+        hint = verdict.hint
         start = self.ctx.workers
         if start.unsharded_iterable(node, dataset):
-            self.report(node, message=ITERABLE_MESSAGE)
+            self.report(node, message=ITERABLE_MESSAGE, hint=hint)
             return
+        message = self._message(verdict.evidence)
         if not start.runs_as_main_program(node) or start.unpicklable(node):
-            self.report(node)  # workers could not start here (see the docs): no fix
+            self.report(node, message=message, hint=hint)  # workers could not start here (see the docs): no fix
             return
-        message = self.message if ACCELERATOR.holds(self.ctx) else _HOST_MESSAGE
-        if workers is not None:
+        if workers is not None or "num_workers" in (self.ctx.values.keywords_of(node, every_branch=True) or {}):
             # `num_workers=0` written in the call (a deliberate value: no fix), or inside a `**`
-            # dictionary (where a second `num_workers=` would not run)
+            # dictionary, on some branch (where a second `num_workers=` would not run)
             if keyword_arg(node, "num_workers") is not None:
                 message += EXPLICIT_ZERO_NOTE
-            self.report(node, message=message)
+            self.report(node, message=message, hint=hint)
             return
         expression, description = self._workers_expression()
         imports = ("import os",) if "os." in expression else ()
         fix = set_keyword(self.ctx, node, "num_workers", expression, Applicability.UNSAFE, description, imports)
-        self.report(node, message=message, fix=fix)
+        self.report(node, message=message, fix=fix, hint=hint)
+
+    def _message(self, evidence: str) -> str:
+        """The message: what loading an item costs where the code shows it, and who waits -- the
+        GPU only where the module runs on one (not a CPU-only trainer or device)."""
+        on_accelerator = ACCELERATOR.holds(self.ctx) and not self.ctx.loaders.cpu_only
+        if not evidence:
+            return self.message if on_accelerator else _HOST_MESSAGE
+        waits = "the GPU waits for every batch" if on_accelerator else "each step waits for its batch"
+        return f"DataLoader loads batches in the training process: {evidence}; {waits} (set `num_workers`)"
 
     def _workers_expression(self) -> tuple[str, str]:
         """The `num_workers=` value the fix writes, and its description: the `num-workers` option

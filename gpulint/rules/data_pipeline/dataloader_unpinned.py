@@ -10,8 +10,9 @@ import libcst as cst
 from gpulint.linter.analysis.code_shapes import LOADER_BUILT
 from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
+from gpulint.linter.analysis.item_cost import TOKENIZES, UNKNOWN_COST_HINT
 from gpulint.linter.analysis.nodes import is_false, keyword_arg, method_name, positional_args
-from gpulint.linter.analysis.pytorch import dataloader_dataset, in_memory_dataset, is_dataloader
+from gpulint.linter.analysis.pytorch import is_dataloader
 from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.analysis.workers import is_main_guard
 from gpulint.linter.findings import Applicability
@@ -22,6 +23,10 @@ from gpulint.rules.case_headers import CUDA_SCRIPT
 # Calls that ask whether the GPU is there; and, with the other accelerators', whether any is.
 _GPU_TESTS = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
 _AVAILABILITY_TESTS = _GPU_TESTS | {"torch.backends.mps.is_available", "torch.xpu.is_available"}
+# Batches that travel by RPC are pickled into messages, and PyTorch/XLA's loaders (`MpDeviceLoader`)
+# copy to a TPU their own way: where a batch starts in host memory does not decide how it reaches
+# the device.
+_NOT_PINNED_COPIES = ("torch.distributed.rpc", "torch_xla")
 # A device string that names the GPU: "cuda", "cuda:0".
 _CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 
@@ -30,19 +35,37 @@ class DataLoaderUnpinned(Rule):
     """
     ## What it finds
     A `DataLoader` without `pin_memory=True` (absent or `False`) in a module that trains on an
-    accelerator.  Not over data already in memory (a `TensorDataset`, a tensor, a list, Lightning's
-    `RandomDataset`: see GL101), nor for a loader never consumed, or only peeked at once.
+    accelerator, whose batches are decoded data: its dataset's items open or decode files
+    (`PIL.Image.open`, `cv2.imread`, `torchaudio.load`, `np.load`, ...), or go through image
+    transforms, or the dataset is one that decodes (`ImageFolder`, a torchvision dataset given a
+    `transform=`).  The message names what an item does and where.
+
+    Not over data already in memory (a `TensorDataset`, a tensor, a list of token ids or prompt
+    strings, Lightning's `RandomDataset`, a pre-tokenized Hugging Face dataset: see GL101), nor
+    for a loader never consumed, or only peeked at once; not in a module that runs on the CPU
+    alone (`Trainer(accelerator="cpu")`, `device = torch.device("cpu")` and nothing naming an
+    accelerator: pinning needs one), nor where batches travel by `torch.distributed.rpc` or to a TPU
+    through PyTorch/XLA.  Where
+    the code shows no evidence of large batches -- a dataset built elsewhere, items tokenized into
+    token ids, a run of a handful of batches, a loader Accelerate's `prepare()` wraps (it copies
+    each batch without `non_blocking`, so pinning saves a millisecond against a step of hundreds)
+    -- the finding is a hint: held back unless hints are shown (`--show-hints`, or the rule
+    selected by its id).
 
     ## Why it is slow
     Copies from pageable host memory to the GPU go through a staging buffer and block the host;
     from pinned (page-locked) memory they run by DMA and can overlap compute when issued with
-    `non_blocking=True` (GL104).  Host-to-device copy time typically drops by a third or more.
+    `non_blocking=True` (GL104).  Host-to-device copy time typically drops by a third or more --
+    which matters for batches of decoded images or audio (megabytes each), not for a batch of
+    token ids (a few kilobytes: a millisecond at most).
 
     ## Example
     ```python
     import torch
     from torch.utils.data import DataLoader
+    from torchvision import datasets, transforms
 
+    train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
     loader = DataLoader(train_set, batch_size=64, num_workers=4)
     model = Net().cuda()
     ```
@@ -50,7 +73,9 @@ class DataLoaderUnpinned(Rule):
     ```python
     import torch
     from torch.utils.data import DataLoader
+    from torchvision import datasets, transforms
 
+    train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
     loader = DataLoader(train_set, batch_size=64, num_workers=4, pin_memory=True)
     model = Net().cuda()
     ```
@@ -85,6 +110,46 @@ class DataLoaderUnpinned(Rule):
     fix_applicability = Applicability.SAFE
 
     VALID = [
+        # nothing to pin for: a CPU-only trainer, batches sent by RPC, token ids
+        Valid(
+            """
+            import lightning as L
+            from torch.utils.data import DataLoader
+            from torchvision import datasets, transforms
+
+            class Model(L.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    return self.net(batch[0]).sum()
+
+            train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+            loader = DataLoader(train_set, batch_size=64, num_workers=4)
+            L.Trainer(accelerator="cpu").fit(Model(), loader)
+            """,
+        ),
+        Valid(
+            """
+            import torch.distributed.rpc as rpc
+            from torchvision import datasets, transforms
+
+            train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+            for x, y in DataLoader(train_set, batch_size=64, num_workers=4):
+                rpc.rpc_sync("trainer", train_on_batch, args=(x, y))
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # pinned in the branch a conditional expression takes on the GPU
+        Valid(
+            """
+            from torchvision import datasets, transforms
+
+            use_cuda = torch.cuda.is_available()
+            kwargs = {"num_workers": 1, "pin_memory": True} if use_cuda else {}
+            train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+            for x, y in DataLoader(train_set, batch_size=64, **kwargs):
+                step(x.to(device), y.to(device))
+            """,
+            header=CUDA_SCRIPT,
+        ),
         # data in memory; a loader only peeked at once, one never used
         Valid(
             """
@@ -120,6 +185,110 @@ class DataLoaderUnpinned(Rule):
         ),
     ]
     INVALID = [
+        # a loader Accelerate prepares: it copies without `non_blocking`, so pinning is a hint
+        Invalid(
+            """
+            from accelerate import Accelerator
+            from torchvision import datasets, transforms
+
+            accelerator = Accelerator()
+            train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+            loader = DataLoader(train_set, batch_size=4, num_workers=4)
+            model, loader = accelerator.prepare(model, loader)
+            for x, y in loader:
+                accelerator.backward(model(x, y))
+            """,
+            "9:10",
+            header=CUDA_SCRIPT,
+            hints=("Accelerate's prepared loader copies each batch without `non_blocking`: pinning saves little",),
+            fixed="""
+            from accelerate import Accelerator
+            from torchvision import datasets, transforms
+
+            accelerator = Accelerator()
+            train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+            loader = DataLoader(train_set, batch_size=4, num_workers=4, pin_memory=True)
+            model, loader = accelerator.prepare(model, loader)
+            for x, y in loader:
+                accelerator.backward(model(x, y))
+            """,
+        ),
+        # decoded images, named in the message; items tokenized into token ids are a hint
+        Invalid(
+            """
+            import cv2
+            from torch.utils.data import Dataset
+
+            class Frames(Dataset):
+                def __init__(self, files):
+                    self.files = files
+                def __getitem__(self, index):
+                    return cv2.imread(self.files[index])
+
+            for x in DataLoader(Frames(files), batch_size=32, num_workers=4):
+                step(x.to(device))
+            """,
+            "13:10",
+            header=CUDA_SCRIPT,
+            messages=(
+                "DataLoader without `pin_memory=True`: host-to-GPU copies are slower and cannot overlap compute; "
+                "`__getitem__` decodes an image with `cv2.imread` (line 11), so its batches are decoded data, "
+                "large to copy",
+            ),
+            fixed="""
+            import cv2
+            from torch.utils.data import Dataset
+
+            class Frames(Dataset):
+                def __init__(self, files):
+                    self.files = files
+                def __getitem__(self, index):
+                    return cv2.imread(self.files[index])
+
+            for x in DataLoader(Frames(files), batch_size=32, num_workers=4, pin_memory=True):
+                step(x.to(device))
+            """,
+        ),
+        Invalid(
+            """
+            from torch.utils.data import Dataset
+
+            class Texts(Dataset):
+                def __getitem__(self, index):
+                    return self.tokenizer(self.texts[index])
+
+            for x in DataLoader(Texts(), batch_size=32, num_workers=4):
+                step(x.to(device))
+            """,
+            "10:10",
+            header=CUDA_SCRIPT,
+            hints=("its batches are token ids, small to copy",),
+            fixed="""
+            from torch.utils.data import Dataset
+
+            class Texts(Dataset):
+                def __getitem__(self, index):
+                    return self.tokenizer(self.texts[index])
+
+            for x in DataLoader(Texts(), batch_size=32, num_workers=4, pin_memory=True):
+                step(x.to(device))
+            """,
+        ),
+        # the dictionary a conditional expression picks on the GPU has no pin (the other branch's
+        # would clash with a second one: no fix)
+        Invalid(
+            """
+            from torchvision import datasets, transforms
+
+            use_cuda = torch.cuda.is_available()
+            kwargs = {"num_workers": 1} if use_cuda else {"pin_memory": False}
+            train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+            for x, y in DataLoader(train_set, batch_size=64, **kwargs):
+                step(x.to(device), y.to(device))
+            """,
+            "9:13",
+            header=CUDA_SCRIPT,
+        ),
         # absent or False; a variable is the user's choice
         Invalid(
             """
@@ -130,6 +299,7 @@ class DataLoaderUnpinned(Rule):
             """,
             "4:5",
             "5:5",
+            hints=(UNKNOWN_COST_HINT,) * 2,
             header=CUDA_SCRIPT,
             fixed="""
             a = DataLoader(ds, num_workers=4, pin_memory=True)
@@ -151,6 +321,7 @@ class DataLoaderUnpinned(Rule):
                     model(x.to(device))
             """,
             "6:17",
+            hints=(UNKNOWN_COST_HINT,),
             fixed="""
             import torch
             from torch.utils.data import DataLoader
@@ -183,6 +354,7 @@ class DataLoaderUnpinned(Rule):
             """,
             "10:12",
             "13:17",
+            hints=(UNKNOWN_COST_HINT,) * 2,
             fixed="""
             import torch
             from torch.utils.data import DataLoader
@@ -236,6 +408,7 @@ class DataLoaderUnpinned(Rule):
             "11:14",
             "15:12",
             "18:12",
+            hints=(UNKNOWN_COST_HINT,) * 4,
             fixed="""
             import torch
             from torch.utils.data import DataLoader
@@ -267,6 +440,7 @@ class DataLoaderUnpinned(Rule):
             )
             """,
             "4:10",
+            hints=(UNKNOWN_COST_HINT,),
             header=CUDA_SCRIPT,
             fixed="""
             loader = DataLoader(  # comment kept
@@ -288,13 +462,16 @@ class DataLoaderUnpinned(Rule):
         pin = keywords.get("pin_memory")
         if pin is not None and not is_false(pin):
             return
-        dataset = dataloader_dataset(node)
-        if dataset is not None and in_memory_dataset(self.ctx, dataset):
-            return  # batches indexed from memory: no workers, little to gain from pinning
         if len(positional_args(node)) >= 8:
             return  # pin_memory given positionally (8th parameter)
+        if self.ctx.loaders.cpu_only or self.ctx.uses(*_NOT_PINNED_COPIES):
+            return  # nothing to copy to: pinning needs a CUDA device (RPC and XLA copy batches their own way)
+        verdict = self.ctx.loaders.verdict(node)
+        if verdict.no_cost:
+            return  # batches indexed from memory: no workers, little to gain from pinning
         fix = None
-        if pin is None or keyword_arg(node, "pin_memory") is not None:  # (not inside a `**` dictionary)
+        in_a_dictionary = "pin_memory" in (self.ctx.values.keywords_of(node, every_branch=True) or {})
+        if keyword_arg(node, "pin_memory") is not None or not in_a_dictionary:  # (a second one would clash)
             value, imports = self._pin_value(node)
             fix = set_keyword(
                 self.ctx,
@@ -305,7 +482,15 @@ class DataLoaderUnpinned(Rule):
                 f"Pin host memory: `pin_memory={value}`",
                 imports,
             )
-        self.report(node, fix=fix)
+        hint = verdict.hint
+        if verdict.kind == TOKENIZES and hint is None:
+            hint = "its batches are token ids, small to copy"
+        elif hint is None and self.ctx.loaders.prepared_by_accelerate(node):
+            hint = "Accelerate's prepared loader copies each batch without `non_blocking`: pinning saves little"
+        message = self.message
+        if verdict.evidence and verdict.kind != TOKENIZES:
+            message += f"; {verdict.evidence}, so its batches are decoded data, large to copy"
+        self.report(node, message=message, fix=fix, hint=hint)
 
     def _pin_value(self, call: cst.Call) -> tuple[str, tuple[str, ...]]:
         """What the fix writes as `pin_memory=` (see the docs), and the imports it needs."""

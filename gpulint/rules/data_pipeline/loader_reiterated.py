@@ -5,10 +5,14 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.linter.analysis.facts import TORCH
-from gpulint.linter.analysis.nodes import dotted_name
+from gpulint.linter.analysis.nodes import dotted_name, is_zero, positional_args
+from gpulint.linter.analysis.pytorch import is_dataloader
 from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.rule import Invalid, Rule, Valid
 from gpulint.rules.case_headers import CUDA_SCRIPT
+
+# The message for a loader built here without workers: each call loads batches, starts no process.
+_WITHOUT_WORKERS = "DataLoader iterated just to {what}: every call loads its batches again"
 
 
 class LoaderReiterated(Rule):
@@ -23,7 +27,8 @@ class LoaderReiterated(Rule):
     `list(loader)` loads, decodes and collates the whole dataset to count batches that
     `len(loader)` knows for free.  `next(iter(loader))` starts a fresh iterator: with workers, that
     spawns `num_workers` processes, which each prefetch `prefetch_factor` batches, to use one batch
-    and throw the rest away -- every time round the loop.
+    and throw the rest away -- every time round the loop.  The message says that workers start
+    again only where they may: not for a loader built here without `num_workers` (or with 0).
 
     ## Example
     ```python
@@ -57,7 +62,7 @@ class LoaderReiterated(Rule):
 
     code = "GL105"
     name = "loader-reiterated"
-    message = "DataLoader iterated just to {what}: every call loads batches (and starts workers) again"
+    message = "DataLoader iterated just to {what}: every call loads batches and starts its workers again"
     title = "DataLoader iterated just to count or sample it: every call loads batches (and starts workers) again"
     requires = {TORCH}
     tokens = ("DataLoader",)
@@ -131,14 +136,23 @@ class LoaderReiterated(Rule):
             "9:20",
             header=CUDA_SCRIPT,
         ),
-        # host-side: no accelerator needs to be named
+        # host-side: no accelerator needs to be named; a loader without workers starts none
         Invalid(
             """
             from torch.utils.data import DataLoader
             l = DataLoader(d)
             n = len(list(l))
+            w = DataLoader(d, num_workers=8)
+            for epoch in range(3):
+                first = next(iter(w))
             """,
             "3:5",
+            "6:13",
+            messages=(
+                "DataLoader iterated just to count its batches (use `len(loader)`): every call loads its batches again",
+                "DataLoader iterated just to take one batch, inside a loop: every call loads batches and starts its "
+                "workers again",
+            ),
         ),
     ]
 
@@ -155,12 +169,47 @@ class LoaderReiterated(Rule):
             return
         if not self.ctx.values.is_kind(inner.args[0].value, "dataloader"):
             return
+        loader = inner.args[0].value
         if outer == "len":
-            self.report(node, message=self.message.format(what="count its batches (use `len(loader)`)"))
+            what = "count its batches (use `len(loader)`)"
         elif self.ctx.in_loop(node):
-            self.report(node, message=self.message.format(what="take one batch, inside a loop"))
-        elif self._in_epoch_function(node, inner.args[0].value):
-            self.report(node, message=self.message.format(what="take one batch, every epoch"))
+            what = "take one batch, inside a loop"
+        elif self._in_epoch_function(node, loader):
+            what = "take one batch, every epoch"
+        else:
+            return
+        message = self.message.format(what=what)
+        if not self._has_workers(loader):
+            message = _WITHOUT_WORKERS.format(what=what)
+        self.report(node, message=message)
+
+    def _has_workers(self, loader: cst.BaseExpression) -> bool:
+        """Whether the loader may start worker processes: a `DataLoader(...)` it comes from sets
+        `num_workers` to something other than 0, or where it comes from is not seen here."""
+        calls = self._loader_calls(loader, 3)
+        if calls is None:
+            return True
+        for call in calls:
+            keywords = self.ctx.values.keywords_of(call)
+            workers = keywords.get("num_workers") if keywords is not None else None
+            if keywords is None or (workers is not None and not is_zero(workers)) or len(positional_args(call)) >= 6:
+                return True
+        return False
+
+    def _loader_calls(self, expr: cst.BaseExpression, depth: int) -> list[cst.Call] | None:
+        """The `DataLoader(...)` calls `expr` holds; None when one of its origins is something else."""
+        if isinstance(expr, cst.Call) and is_dataloader(self.ctx, expr):
+            return [expr]
+        origins = self.ctx.values.origins(expr) if depth > 0 else None
+        if not origins:
+            return None
+        found: list[cst.Call] = []
+        for origin in origins:
+            calls = self._loader_calls(origin, depth - 1)
+            if calls is None:
+                return None
+            found += calls
+        return found
 
     def _in_epoch_function(self, node: cst.Call, loader: cst.BaseExpression) -> bool:
         """`node` is in a function that iterates `loader` (`for x, y in loader:`) and that a loop of

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
 from gpulint.linter.findings import Applicability
-from gpulint.linter.fix.builders import setting_before_training
+from gpulint.linter.fix.startup import StartupSetting, startup_setting_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
 
 if TYPE_CHECKING:
@@ -23,6 +23,17 @@ _FIXED_SIZE_DATASETS = frozenset(
 )
 # Transforms whose output has one size whatever the input.
 _FIXED_SIZE_TRANSFORMS = re.compile(r"^torchvision\.transforms\.(?:v2\.)?(RandomResizedCrop|CenterCrop|RandomCrop)$")
+
+BENCHMARK_SETTING = StartupSetting(
+    target="torch.backends.cudnn.benchmark",
+    line="{target} = True",
+    comment="cuDNN times its conv algorithms per input shape and keeps the fastest: not bit-reproducible",
+    description=(
+        "Let cuDNN pick the fastest algorithm: `torch.backends.cudnn.benchmark = True` "
+        "(results may differ from run to run)"
+    ),
+    options=("--benchmark", "--cudnn_benchmark", "--cudnn-benchmark"),
+)
 
 
 def feeds_fixed_size_images(ctx: FileContext) -> bool:
@@ -73,9 +84,11 @@ class CudnnBenchmark(Rule):
     import torch.nn as nn
     from torchvision import datasets
 
+    # cuDNN times its conv algorithms per input shape and keeps the fastest: not bit-reproducible
+    torch.backends.cudnn.benchmark = True
+
     train_set = datasets.CIFAR10("data", train=True, download=True)
     model = nn.Sequential(nn.Conv2d(3, 32, 3), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10)).cuda()
-    torch.backends.cudnn.benchmark = True
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for x, y in loader:
         loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
@@ -84,8 +97,12 @@ class CudnnBenchmark(Rule):
     ```
 
     ## Fix (unsafe)
-    Inserts `torch.backends.cudnn.benchmark = True` before the reported statement.  Unsafe: the
-    chosen algorithms may differ from run to run, so results are no longer bit-for-bit
+    Writes `torch.backends.cudnn.benchmark = True` once, at start-up, under a comment that says what
+    it does -- where GL404's fix writes TF32: after the module's other process-wide settings, else
+    at the top of `main()` or the main guard's block, else after a script's imports; never in a
+    loop, a class or a per-step function, and not at all in library code with no entry point.
+    Under the script's own option (`if args.benchmark:`) where it defines `--benchmark`.  Unsafe:
+    the chosen algorithms may differ from run to run, so results are no longer bit-for-bit
     reproducible, and the first steps of each input shape are slower.  A hint: off by default.
     """
 
@@ -205,9 +222,11 @@ class CudnnBenchmark(Rule):
             import torchvision
             from torchvision import transforms
 
+            # cuDNN times its conv algorithms per input shape and keeps the fastest: not bit-reproducible
+            torch.backends.cudnn.benchmark = True
+
             train_tf = transforms.Compose([transforms.RandomResizedCrop(224), transforms.ToTensor()])
             model = torchvision.models.resnet50().cuda()
-            torch.backends.cudnn.benchmark = True
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             # train
             for x, y in loader:
@@ -244,6 +263,9 @@ class CudnnBenchmark(Rule):
             import torch.backends.cudnn as cudnn
             from torchvision import datasets
 
+            # cuDNN times its conv algorithms per input shape and keeps the fastest: not bit-reproducible
+            cudnn.benchmark = True
+
             class Net(nn.Module):
                 def __init__(self):
                     super().__init__()
@@ -251,12 +273,103 @@ class CudnnBenchmark(Rule):
 
             train_set = datasets.MNIST("data")
             model = Net().to("cuda")
-            cudnn.benchmark = True
             optimizer = torch.optim.Adam(model.parameters())
             for x, y in loader:
                 loss = model(x.to("cuda")).sum()
                 loss.backward()
                 optimizer.step()
+            """,
+        ),
+        # the script's own option decides: the setting goes under it, after the arguments are parsed
+        Invalid(
+            """
+            import argparse
+            import torch
+            import torch.nn as nn
+            from torchvision import datasets
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--benchmark", action="store_true", help="autotune convolutions")
+            args = parser.parse_args()
+
+            train_set = datasets.CIFAR10("data")
+            model = nn.Conv2d(3, 8, 3).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = model(x.cuda()).sum()
+                loss.backward()
+                optimizer.step()
+            """,
+            "12:13",
+            fixed="""
+            import argparse
+            import torch
+            import torch.nn as nn
+            from torchvision import datasets
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--benchmark", action="store_true", help="autotune convolutions")
+            args = parser.parse_args()
+            # cuDNN times its conv algorithms per input shape and keeps the fastest: not bit-reproducible
+            if args.benchmark:
+                torch.backends.cudnn.benchmark = True
+
+            train_set = datasets.CIFAR10("data")
+            model = nn.Conv2d(3, 8, 3).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = model(x.cuda()).sum()
+                loss.backward()
+                optimizer.step()
+            """,
+        ),
+        # a seed set in the per-step function is not a start-up setting to join: the switch goes
+        # at the top of main()
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            from torchvision import datasets
+
+            def train_step(model, optimizer, x, step):
+                torch.manual_seed(step)
+                loss = model(x.cuda()).sum()
+                loss.backward()
+                optimizer.step()
+
+            def main():
+                train_set = datasets.MNIST("data")
+                model = nn.Conv2d(1, 8, 3).cuda()
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for step, (x, y) in enumerate(loader):
+                    train_step(model, optimizer, x, step)
+
+            if __name__ == "__main__":
+                main()
+            """,
+            "14:17",
+            fixed="""
+            import torch
+            import torch.nn as nn
+            from torchvision import datasets
+
+            def train_step(model, optimizer, x, step):
+                torch.manual_seed(step)
+                loss = model(x.cuda()).sum()
+                loss.backward()
+                optimizer.step()
+
+            def main():
+                # cuDNN times its conv algorithms per input shape and keeps the fastest: not bit-reproducible
+                torch.backends.cudnn.benchmark = True
+                train_set = datasets.MNIST("data")
+                model = nn.Conv2d(1, 8, 3).cuda()
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for step, (x, y) in enumerate(loader):
+                    train_step(model, optimizer, x, step)
+
+            if __name__ == "__main__":
+                main()
             """,
         ),
     ]
@@ -273,11 +386,7 @@ class CudnnBenchmark(Rule):
             return
         if _DECIDED_TEXT.search(self.ctx.code_without_comments):
             return
-        node, fix = setting_before_training(
-            self.ctx,
-            backward_calls,
-            "torch.backends.cudnn.benchmark",
-            "{target} = True",
-            "Let cuDNN pick the fastest algorithm: `torch.backends.cudnn.benchmark = True`",
-        )
-        self.report(node, fix=fix)
+        optimizer = torch.optimizer_construction
+        node = optimizer if optimizer is not None else backward_calls[0]
+        fix, why_not = startup_setting_fix(self.ctx, node, BENCHMARK_SETTING)
+        self.report(node, message=f"{self.message} (no fix: {why_not})" if fix is None else None, fix=fix)

@@ -6,10 +6,26 @@ import re
 
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
 from gpulint.linter.findings import Applicability
-from gpulint.linter.fix.builders import setting_before_training
+from gpulint.linter.fix.startup import StartupSetting, startup_setting_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
 
 _TF32_TEXT = re.compile(r"tf32|float32_matmul_precision|fp32_precision", re.IGNORECASE)
+# A convolutional network whose matmuls are more than a classifier head: attention, transformers.
+_ATTENTION_TEXT = re.compile(r"attention|transformer", re.IGNORECASE)
+_CONVOLUTIONAL = (
+    "a convolutional network: cuDNN already runs its convolutions in TF32 by default "
+    "(`torch.backends.cudnn.allow_tf32`), so TF32 matmuls would change results for little"
+)
+
+
+TF32_SETTING = StartupSetting(
+    target="torch.set_float32_matmul_precision",
+    line='{target}("high")',
+    comment="TF32 matmuls on Ampere+: faster, ~1e-3 relative precision",
+    description='Enable TF32 matmuls: `torch.set_float32_matmul_precision("high")` (changes results in the last bits)',
+    options=("--tf32", "--allow_tf32", "--allow-tf32"),
+    min_torch=(1, 12),
+)
 
 
 class Fp32Matmul(Rule):
@@ -41,7 +57,9 @@ class Fp32Matmul(Rule):
     ```python
     import torch
 
+    # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision
     torch.set_float32_matmul_precision("high")
+
     model = Net().cuda()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for x, y in loader:
@@ -51,9 +69,16 @@ class Fp32Matmul(Rule):
     ```
 
     ## Fix (unsafe)
-    Inserts `torch.set_float32_matmul_precision("high")` before the reported statement.  Unsafe:
-    results change in the last bits (a 10-bit mantissa for matmul inputs).  Needs PyTorch 1.12: not
-    offered to a project whose requirements allow an older one.  A hint: off by default.
+    Writes `torch.set_float32_matmul_precision("high")` once, at start-up, under a comment that says
+    what it does: after the module's other process-wide settings (seeds, `torch.backends.*`) where
+    it has any, else at the top of `main()` (or of the main guard's block), else after a script's
+    imports; never in a loop, a class or a per-step function.  Under the script's own option
+    (`if args.tf32:`) where it defines one.  Library code with no entry point gets no fix: where the
+    program starts is its caller's.  Nor for a network of 2-D/3-D convolutions without attention (a
+    CNN, a GAN): cuDNN already runs the convolutions in TF32 by default, so the change would be in
+    the numbers more than in the speed.  Unsafe: results change in the last bits (a 10-bit mantissa
+    for matmul inputs), which a paper's reference numbers may not tolerate.  Needs PyTorch 1.12:
+    not offered to a project whose requirements allow an older one.  A hint: off by default.
     """
 
     code = "GL404"
@@ -200,8 +225,10 @@ class Fp32Matmul(Rule):
             import torch
             import torch.nn as nn
 
-            model = nn.Linear(8, 2).cuda()
+            # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision
             torch.set_float32_matmul_precision("high")
+
+            model = nn.Linear(8, 2).cuda()
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             for epoch in range(3):
                 for x, y in loader:
@@ -226,8 +253,10 @@ class Fp32Matmul(Rule):
             "3:7",
             fixed="""
             import torch
-            model = torch.nn.Linear(2, 2).cuda()
+
+            # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision
             torch.set_float32_matmul_precision("high")
+            model = torch.nn.Linear(2, 2).cuda()
             opt = torch.optim.AdamW(model.parameters())
             def train_step(batch):
                 loss = model(batch).sum()
@@ -258,8 +287,10 @@ class Fp32Matmul(Rule):
             import torch
             import torch.nn as nn
 
-            model = nn.Linear(8, 2).cuda()
+            # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision
             torch.set_float32_matmul_precision("high")
+
+            model = nn.Linear(8, 2).cuda()
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             for epoch in range(3):
                 for x, y in loader:
@@ -270,13 +301,14 @@ class Fp32Matmul(Rule):
             # TODO: try autocast and torch.compile and tf32
             """,
         ),
-        # the fix goes before the optimizer and keeps the rest
+        # the setting goes after the imports: the comment that labels the optimizer stays with it
         Invalid(
             """
             import torch
             import torch.nn as nn
 
             model = nn.Linear(8, 2).cuda()
+            # optimizer
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             # three epochs are enough
             for epoch in range(3):
@@ -285,13 +317,16 @@ class Fp32Matmul(Rule):
                     loss.backward()
                     optimizer.step()
             """,
-            "5:13",
+            "6:13",
             fixed="""
             import torch
             import torch.nn as nn
 
-            model = nn.Linear(8, 2).cuda()
+            # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision
             torch.set_float32_matmul_precision("high")
+
+            model = nn.Linear(8, 2).cuda()
+            # optimizer
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             # three epochs are enough
             for epoch in range(3):
@@ -300,6 +335,214 @@ class Fp32Matmul(Rule):
                     loss.backward()
                     optimizer.step()
             """,
+        ),
+        # next to the settings the script already makes, once, in main(): not before the reported
+        # `.backward()` in the per-batch function, which would set it again every step
+        Invalid(
+            """
+            import argparse
+            import torch
+
+            def train_step(model, optimizer, batch):
+                loss = model(batch.cuda()).sum()
+                loss.backward()
+                optimizer.step()
+
+            def main():
+                args = argparse.ArgumentParser().parse_args()
+                torch.manual_seed(args.seed)
+                torch.backends.cudnn.deterministic = True
+                # the model
+                model, optimizer = build(args)
+                for batch in loader:
+                    train_step(model, optimizer, batch)
+
+            if __name__ == "__main__":
+                main()
+            """,
+            "6:5",
+            fixed="""
+            import argparse
+            import torch
+
+            def train_step(model, optimizer, batch):
+                loss = model(batch.cuda()).sum()
+                loss.backward()
+                optimizer.step()
+
+            def main():
+                args = argparse.ArgumentParser().parse_args()
+                torch.manual_seed(args.seed)
+                torch.backends.cudnn.deterministic = True
+                # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision
+                torch.set_float32_matmul_precision("high")
+                # the model
+                model, optimizer = build(args)
+                for batch in loader:
+                    train_step(model, optimizer, batch)
+
+            if __name__ == "__main__":
+                main()
+            """,
+        ),
+        # no settings yet: at the top of the main() the main guard calls (after its docstring)
+        Invalid(
+            """
+            import torch
+
+            def train(model, loader):
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for x, y in loader:
+                    loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
+                    loss.backward()
+                    optimizer.step()
+
+            def main():
+                \"\"\"Train the net.\"\"\"
+                model = Net().cuda()
+                train(model, loader)
+
+            if __name__ == "__main__":
+                main()
+            """,
+            "4:17",
+            fixed="""
+            import torch
+
+            def train(model, loader):
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for x, y in loader:
+                    loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
+                    loss.backward()
+                    optimizer.step()
+
+            def main():
+                \"\"\"Train the net.\"\"\"
+                # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision
+                torch.set_float32_matmul_precision("high")
+                model = Net().cuda()
+                train(model, loader)
+
+            if __name__ == "__main__":
+                main()
+            """,
+        ),
+        # a notebook's flow: the setting joins the imports at the top (the set-up cell), not the
+        # import written where the optimizer is built
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Linear(8, 2).cuda()
+            from torch.optim import AdamW
+            # optimizer
+            optimizer = AdamW(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+            """,
+            "7:13",
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision
+            torch.set_float32_matmul_precision("high")
+
+            model = nn.Linear(8, 2).cuda()
+            from torch.optim import AdamW
+            # optimizer
+            optimizer = AdamW(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+            """,
+        ),
+        # the optimizer is built in a constructor: the switch goes to the main guard, not there
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Trainer:
+                def __init__(self, model):
+                    self.model = model.cuda()
+                    self.optimizer = torch.optim.Adam(self.model.parameters())
+
+                def fit(self, loader):
+                    for x, y in loader:
+                        loss = nn.functional.mse_loss(self.model(x.cuda()), y.cuda())
+                        loss.backward()
+                        self.optimizer.step()
+
+            if __name__ == "__main__":
+                Trainer(Net()).fit(loader)
+            """,
+            "7:26",
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            class Trainer:
+                def __init__(self, model):
+                    self.model = model.cuda()
+                    self.optimizer = torch.optim.Adam(self.model.parameters())
+
+                def fit(self, loader):
+                    for x, y in loader:
+                        loss = nn.functional.mse_loss(self.model(x.cuda()), y.cuda())
+                        loss.backward()
+                        self.optimizer.step()
+
+            if __name__ == "__main__":
+                # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision
+                torch.set_float32_matmul_precision("high")
+                Trainer(Net()).fit(loader)
+            """,
+        ),
+        # a convolutional network: its convolutions are TF32 already (cuDNN's default), the
+        # matmuls are a classifier head: no fix, and the message says why
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            model = nn.Sequential(nn.Conv2d(3, 16, 5), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10)).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+            """,
+            "5:13",
+            messages=(
+                'fp32 training without TF32: `torch.set_float32_matmul_precision("high")` makes matmuls up to 8x '
+                "faster on Ampere+ (no fix: a convolutional network: cuDNN already runs its convolutions in TF32 "
+                "by default (`torch.backends.cudnn.allow_tf32`), so TF32 matmuls would change results for little)",
+            ),
+        ),
+        # library code with no entry point: where the process starts is the caller's, no fix
+        Invalid(
+            """
+            import torch
+
+            def fit(model, loader, epochs):
+                optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+                for epoch in range(epochs):
+                    for x, y in loader:
+                        loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
+                        loss.backward()
+                        optimizer.step()
+            """,
+            "4:17",
+            messages=(
+                'fp32 training without TF32: `torch.set_float32_matmul_precision("high")` makes matmuls up to 8x '
+                "faster on Ampere+ (no fix: library code without an entry point: set it once where the program "
+                "starts)",
+            ),
         ),
     ]
 
@@ -310,12 +553,10 @@ class Fp32Matmul(Rule):
             return
         if _TF32_TEXT.search(self.ctx.code_without_comments):
             return
-        node, fix = setting_before_training(
-            self.ctx,
-            backward_calls,
-            "torch.set_float32_matmul_precision",
-            '{target}("high")',
-            'Enable TF32 matmuls: `torch.set_float32_matmul_precision("high")`',
-            min_torch=(1, 12),
-        )
-        self.report(node, fix=fix)
+        optimizer = torch.optimizer_construction
+        node = optimizer if optimizer is not None else backward_calls[0]
+        if {2, 3} & torch.convolution_dims and not _ATTENTION_TEXT.search(self.ctx.code_without_comments):
+            fix, why_not = None, _CONVOLUTIONAL
+        else:
+            fix, why_not = startup_setting_fix(self.ctx, node, TF32_SETTING)
+        self.report(node, message=f"{self.message} (no fix: {why_not})" if fix is None else None, fix=fix)

@@ -12,6 +12,7 @@ from gpulint.linter.analysis.nodes import dotted_name
 from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import insert_after
+from gpulint.linter.fix.startup import seeds_random_numbers
 from gpulint.linter.rule import Invalid, Rule, Valid
 
 _COMPILE_TEXT = re.compile(
@@ -73,6 +74,17 @@ class NoCompile(Rule):
     instead would keep the keys, but it means rewriting every call of the model, often across
     functions, and a missed one silently runs uncompiled: compile by hand there (for example
     `compiled = torch.compile(model)` for the training step, saving `model`).
+
+    Nor is it offered, with the reason in the message, where compiling changes more than speed or
+    is not where the documentation puts it: in a seeded script (`torch.manual_seed`,
+    `seed_everything`, `set_seed`), compiled dropout and other random operations draw other
+    numbers than eager ones, so losses differ from the first step
+    (`torch._inductor.config.fallback_random = True` keeps eager's numbers, at some speed: a choice
+    for the author, not a fix); where the model is wrapped (`DistributedDataParallel`,
+    `DataParallel`, FSDP, `fabric.setup`), PyTorch's guidance is to compile the inner module
+    before wrapping it, which moves the author's code; and where the model is copied
+    (`copy.deepcopy`, `.clone()`), the copy may be what runs.  A Keras script (a Keras model trained
+    by a PyTorch loop on the torch backend) is left to Keras's own `jit_compile=`.
     """
 
     code = "GL403"
@@ -422,6 +434,128 @@ class NoCompile(Rule):
             """,
             "5:13",
         ),
+        # a seeded script: compiled dropout draws other random numbers, the losses change from the
+        # first step: no fix, and the message says how to keep them
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            torch.manual_seed(0)
+            model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.1), nn.Linear(8, 2)).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+            """,
+            "5:74",
+            messages=(
+                "the model is trained without `torch.compile`: fused kernels are typically 1.3-2x faster (no fix: "
+                "a seeded script: compiled dropout and other random operations draw other numbers than eager ones, "
+                "so losses differ from the first step; compile by hand, with "
+                "`torch._inductor.config.fallback_random = True` where runs must match)",
+            ),
+        ),
+        # the model is wrapped by DistributedDataParallel: compiling the wrapper is not what the
+        # PyTorch documentation advises (compile the inner module): no fix
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            model = nn.Linear(8, 2).cuda()
+            model = DDP(model, device_ids=[rank])
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+            """,
+            "6:9",
+            messages=(
+                "the model is trained without `torch.compile`: fused kernels are typically 1.3-2x faster (no fix: "
+                "the model is wrapped by `DistributedDataParallel`: compile the module before it is wrapped, by hand)",
+            ),
+        ),
+        # Fabric wraps the model it sets up: no fix
+        Invalid(
+            """
+            import torch
+            import lightning as L
+
+            fabric = L.Fabric()
+            model = Net()
+            optimizer = torch.optim.AdamW(model.parameters())
+            model, optimizer = fabric.setup(model, optimizer)
+            for batch in loader:
+                loss = model(batch)
+                fabric.backward(loss)
+                optimizer.step()
+            """,
+            "5:9",
+            messages=(
+                "the model is trained without `torch.compile`: fused kernels are typically 1.3-2x faster (no fix: "
+                "`fabric.setup` wraps the model: compile the module before it is wrapped, by hand)",
+            ),
+        ),
+        # the model is copied (an EMA copy of it, or the model used through `.clone()`): no fix
+        Invalid(
+            """
+            import copy
+            import torch
+
+            model = Net().cuda()
+            ema = copy.deepcopy(model)
+            optimizer = torch.optim.AdamW(model.parameters())
+            for x in loader:
+                loss = model(x.cuda()).sum()
+                loss.backward()
+                optimizer.step()
+            """,
+            "4:15",
+            messages=(
+                "the model is trained without `torch.compile`: fused kernels are typically 1.3-2x faster (no fix: "
+                "the model is copied (`copy.deepcopy`): compile the copy that runs, by hand)",
+            ),
+        ),
+        Invalid(
+            """
+            import torch
+
+            model = Net().cuda()
+            optimizer = torch.optim.AdamW(model.parameters())
+            for x in loader:
+                loss = model.clone()(x.cuda()).sum()
+                loss.backward()
+                optimizer.step()
+            """,
+            "3:15",
+            messages=(
+                "the model is trained without `torch.compile`: fused kernels are typically 1.3-2x faster (no fix: "
+                "the model is used through `.clone()`: compile the copy that runs, by hand)",
+            ),
+        ),
+        # a Keras model in a plain PyTorch loop (the torch backend): Keras compiles it itself
+        Invalid(
+            """
+            import keras
+            import torch
+
+            model = keras.Sequential([keras.layers.Dense(10)])
+            optimizer = torch.optim.Adam(model.parameters())
+            for x, y in loader:
+                loss = torch.nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+            """,
+            "4:9",
+            messages=(
+                "the model is trained without `torch.compile`: fused kernels are typically 1.3-2x faster "
+                "(no fix: a Keras script: Keras compiles its models itself (`jit_compile=`))",
+            ),
+        ),
     ]
 
     def finish(self) -> None:
@@ -443,6 +577,10 @@ class NoCompile(Rule):
         if _saves_or_loads(self.ctx, model):
             self.report(small.value)  # compiling would change the checkpoint's keys: no fix
             return
+        why_not = _why_not_compiled_here(self.ctx, model)
+        if why_not is not None:
+            self.report(small.value, message=f"{self.message} (no fix: {why_not})")
+            return
         text, imports = self.ctx.reference("torch.compile")
         fix = insert_after(
             assignment,
@@ -453,6 +591,48 @@ class NoCompile(Rule):
             min_torch=(2, 0),
         )
         self.report(small.value, fix=fix)
+
+
+# Wrappers that take the model for distributed or mixed-precision training, by their last name.
+_WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel", "FullyShardedDataParallel", "DDP", "FSDP"})
+# Framework methods that wrap the model: `fabric.setup(model, ...)`, `accelerator.prepare(model, ...)`.
+_WRAPPING_METHODS = {"setup": "fabric", "setup_module": "fabric", "prepare": "accelerator"}
+
+
+def _why_not_compiled_here(ctx: FileContext, model: str) -> str | None:
+    """Why `model = torch.compile(model)` after the model's line would not be a change to merge, or None:
+    a seeded script (compiled random operations draw other numbers), a model that a wrapper takes
+    (the documented order compiles the inner module first), a model that is copied, or a Keras model."""
+    if ctx.uses("keras", "tf_keras"):
+        return "a Keras script: Keras compiles its models itself (`jit_compile=`)"
+    if seeds_random_numbers(ctx):
+        return (
+            "a seeded script: compiled dropout and other random operations draw other numbers than eager "
+            "ones, so losses differ from the first step; compile by hand, with "
+            "`torch._inductor.config.fallback_random = True` where runs must match"
+        )
+    for call in ctx.index.nodes("Call"):
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "clone" and dotted_name(func.value) == model:
+            return "the model is used through `.clone()`: compile the copy that runs, by hand"
+        if not any(_mentions(arg.value, model) for arg in call.args):
+            continue
+        qualified = ctx.call_qualified_name(call) or dotted_name(func) or ""
+        function = qualified.rsplit(".", 1)[-1]
+        if function in _WRAPPERS:
+            return f"the model is wrapped by `{function}`: compile the module before it is wrapped, by hand"
+        if isinstance(func, cst.Attribute):
+            owner = _WRAPPING_METHODS.get(func.attr.value)
+            if owner is not None and (dotted_name(func.value) or "").lower().endswith(owner):
+                return f"`{ctx.code(func)}` wraps the model: compile the module before it is wrapped, by hand"
+        if qualified == "copy.deepcopy":
+            return "the model is copied (`copy.deepcopy`): compile the copy that runs, by hand"
+    return None
+
+
+def _mentions(expression: cst.CSTNode, name: str) -> bool:
+    """Whether `name` (dotted) is spelled in `expression` (`model` in `model.cuda()`)."""
+    return any(isinstance(node, cst.BaseExpression) and dotted_name(node) == name for node in nodes_under(expression))
 
 
 # What a `state_dict()` that is not the model's comes from: compiling the model leaves these as they were.

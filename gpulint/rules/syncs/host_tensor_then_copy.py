@@ -374,6 +374,31 @@ class HostTensorThenCopy(Rule):
                 e = torch.arange(2).to(device, non_blocking=True)
             """,
         ),
+        # `.cuda()` of a seeded reference implementation's shuffle index: the fix changes which
+        # permutation each step draws, so it is unsafe too
+        Invalid(
+            """
+            class MoCo(torch.nn.Module):
+                def shuffle(self, x):
+                    idx_shuffle = torch.randperm(x.shape[0]).cuda()
+                    return x[idx_shuffle]
+
+                def forward(self, x):
+                    return self.encoder(self.shuffle(x))
+            """,
+            "6:50",
+            header=TIMED_CUDA_SCRIPT,
+            fixed="""
+            class MoCo(torch.nn.Module):
+                def shuffle(self, x):
+                    idx_shuffle = torch.randperm(x.shape[0], device="cuda")
+                    return x[idx_shuffle]
+
+                def forward(self, x):
+                    return self.encoder(self.shuffle(x))
+            """,
+            applicability=Applicability.UNSAFE,
+        ),
         # a random factory draws from the device's generator: unsafe; in a module's forward()
         Invalid(
             """

@@ -95,7 +95,8 @@ class TfDataNoPrefetch(Rule):
 
     ## Fix (safe)
     Appends `.prefetch(tf.data.AUTOTUNE)` to the pipeline where it is consumed (with the module's
-    own `tensorflow` alias).  Safe: prefetching yields the same elements in the same order; it only
+    own `tensorflow` alias; `tf.data.experimental.AUTOTUNE` for a TensorFlow older than 2.4, as
+    GL701 writes it).  Safe: prefetching yields the same elements in the same order; it only
     overlaps producing them with consuming them (at the cost of a few batches of host memory).
     Pipelines that keras' `*_dataset_from_directory` or `tfds.load` built (they prefetch already),
     or that arrive as parameters, are not reported.
@@ -291,6 +292,22 @@ class TfDataNoPrefetch(Rule):
                 model.train_on_batch(b)
             """,
         ),
+        # a project on TensorFlow 2.1: `tf.data.AUTOTUNE` comes with 2.4, the experimental name is older
+        Invalid(
+            """
+            ds = tf.data.Dataset.range(3).map(make)
+            for b in ds:
+                model.train_on_batch(b)
+            """,
+            "3:10",
+            header=TF_SCRIPT,
+            target_tensorflow=(2, 1),
+            fixed="""
+            ds = tf.data.Dataset.range(3).map(make)
+            for b in ds.prefetch(tf.data.experimental.AUTOTUNE):
+                model.train_on_batch(b)
+            """,
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -340,7 +357,7 @@ class TfDataNoPrefetch(Rule):
             return
         fix = None
         if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
-            autotune, imports = self.ctx.reference("tensorflow.data.AUTOTUNE")
+            autotune, imports = self.ctx.tf.autotune(expr)
             prefetched = cst.Call(
                 func=cst.Attribute(value=expr, attr=cst.Name("prefetch")),
                 args=[cst.Arg(cst.parse_expression(autotune))],

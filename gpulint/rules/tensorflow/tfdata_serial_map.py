@@ -66,7 +66,10 @@ class TfDataSerialMap(Rule):
     ```
 
     ## Fix (safe)
-    Adds `num_parallel_calls=tf.data.AUTOTUNE` (spelled with the module's own `tensorflow` alias).
+    Adds `num_parallel_calls=tf.data.AUTOTUNE` (spelled with the module's own `tensorflow` alias;
+    `tf.data.experimental.AUTOTUNE`, which TensorFlow 1.x has too, where the project's requirements
+    or its README name a TensorFlow older than 2.4, or the module imports `tensorflow.compat.v1`;
+    a project that names no version gets `tf.data.AUTOTUNE`).
     Safe: parallel `map` keeps the order of elements (`deterministic` defaults to true), so the
     pipeline yields the same elements in the same order.  Only receivers known to be tf.data
     datasets are reported: `.map` on anything else is never touched.
@@ -491,6 +494,84 @@ class TfDataSerialMap(Rule):
             x = 1  # untouched
             """,
         ),
+        # the TensorFlow the project names, by its requirements or its README, is older than 2.4
+        Invalid(
+            """
+            from data_utils import decode
+            ds = tf.data.TFRecordDataset(files).map(decode)
+            model.fit(ds.batch(32), epochs=3)
+            """,
+            "3:37",
+            header=TF_SCRIPT,
+            target_tensorflow=(2, 0),
+            fixed="""
+            from data_utils import decode
+            ds = tf.data.TFRecordDataset(files).map(
+                decode, num_parallel_calls=tf.data.experimental.AUTOTUNE
+            )
+            model.fit(ds.batch(32), epochs=3)
+            """,
+        ),
+        Invalid(
+            """
+            from data_utils import decode
+            ds = tf.data.TFRecordDataset(files).map(decode)
+            model.fit(ds.batch(32), epochs=3)
+            """,
+            "3:37",
+            header=TF_SCRIPT,
+            documented_tensorflow=(1, 15),
+            fixed="""
+            from data_utils import decode
+            ds = tf.data.TFRecordDataset(files).map(
+                decode, num_parallel_calls=tf.data.experimental.AUTOTUNE
+            )
+            model.fit(ds.batch(32), epochs=3)
+            """,
+        ),
+        # a module on `tensorflow.compat.v1`: spelled through it, no second `import tensorflow`
+        Invalid(
+            """
+            import tensorflow.compat.v1 as tf
+            from tensorflow.data import TFRecordDataset
+            from data_utils import decode
+            ds = TFRecordDataset(files).map(decode).batch(32)
+            for batch in ds:
+                step(batch)
+            """,
+            "4:29",
+            fixed="""
+            import tensorflow.compat.v1 as tf
+            from tensorflow.data import TFRecordDataset
+            from data_utils import decode
+            ds = (
+                TFRecordDataset(files)
+                .map(decode, num_parallel_calls=tf.data.experimental.AUTOTUNE)
+                .batch(32)
+            )
+            for batch in ds:
+                step(batch)
+            """,
+        ),
+        # the module imports `tf_data` only further down (a guide's next cell): not bound at the map yet
+        Invalid(
+            """
+            from tensorflow.data import TFRecordDataset
+            from data_utils import decode
+            ds = TFRecordDataset(files).map(decode)
+            model.fit(ds.batch(32), epochs=3)
+            from tensorflow import data as tf_data
+            """,
+            "3:29",
+            fixed="""
+            import tensorflow
+            from tensorflow.data import TFRecordDataset
+            from data_utils import decode
+            ds = TFRecordDataset(files).map(decode, num_parallel_calls=tensorflow.data.AUTOTUNE)
+            model.fit(ds.batch(32), epochs=3)
+            from tensorflow import data as tf_data
+            """,
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -522,7 +603,7 @@ class TfDataSerialMap(Rule):
         if deliberate is not None:
             self.report(node, message=f"{message} (no fix: {deliberate})")
             return
-        autotune, imports = self.ctx.reference("tensorflow.data.AUTOTUNE")
+        autotune, imports = self.ctx.tf.autotune(node)
         self.report(
             node,
             message=message,

@@ -7,7 +7,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from gpulint.linter.analysis.nodes import int_literal, keyword_arg, string_literal
+from gpulint.linter.analysis.nodes import int_literal, is_true, keyword_arg, string_literal
 from gpulint.linter.analysis.trainers import (
     HF_ARGUMENTS,
     TINY_INTERVAL,
@@ -31,6 +31,7 @@ _TRAINERS = re.compile(r"^(transformers|trl)\.(trainer\.|trainer_seq2seq\.)?\w*T
 # What the fix writes for a tiny `logging_steps`, `eval_steps` or `save_steps`: the Trainer's
 # default interval for each (`eval_steps` follows `logging_steps`, itself 500 by default).
 _DEFAULT_INTERVAL = "500"
+_INTERVAL_WORK = {"logging_steps": "log", "eval_steps": "evaluate", "save_steps": "save a checkpoint"}
 
 
 class HfTrainerArgs(Rule):
@@ -74,7 +75,11 @@ class HfTrainerArgs(Rule):
     user wrote it, with its comment.  Unsafe: it changes what is logged, evaluated and saved, and
     how data is loaded.  An interval with a comment on its line (`logging_steps=1,  # per-step loss
     curves for the paper`) is a deliberate choice: it is reported and left as written, without a
-    fix.  Values that come from a parser (`args.logging_steps`) are never reported.
+    fix.  Values that come from a parser (`args.logging_steps`) are never reported.  No fix either
+    where 500 would not do what the run needs (the finding says why): a run whose `max_steps` (as
+    the code gives it) is under 500 would then never log, evaluate or save at that interval; and
+    with `load_best_model_at_end=True` the Trainer requires `save_steps` to be a multiple of
+    `eval_steps`, so one of them is changed only where the other one's value still divides.
 
     Missing workers are a hint where the module's Trainer collates with a collator that pads
     token ids (`DataCollatorWithPadding`, `DataCollatorForSeq2Seq`,
@@ -216,9 +221,64 @@ class HfTrainerArgs(Rule):
             parser = argparse.ArgumentParser()
             parser.add_argument("--max_steps", type=int, default=10)
             args = parser.parse_args()
-            demo = TrainingArguments("o", logging_steps=500, max_steps=args.max_steps)
-            smoke = TrainingArguments("o", logging_steps=500, max_steps=5)
+            demo = TrainingArguments("o", logging_steps=1, max_steps=args.max_steps)
+            smoke = TrainingArguments("o", logging_steps=1, max_steps=5)
             full = TrainingArguments("o", logging_steps=500, max_steps=5000)
+            """,
+        ),
+        # 500 would not come within the run (a run of 20 steps would never log), or would break
+        # `load_best_model_at_end` (`save_steps` a multiple of `eval_steps`): no fix, and why
+        Invalid(
+            """
+            short = TrainingArguments("o", dataloader_num_workers=2, logging_steps=1, max_steps=200)
+            best = TrainingArguments(
+                "o",
+                dataloader_num_workers=2,
+                eval_strategy="steps",
+                eval_steps=5,
+                save_steps=100,
+                load_best_model_at_end=True,
+            )
+            both = TrainingArguments(
+                "o",
+                dataloader_num_workers=2,
+                eval_strategy="steps",
+                eval_steps=5,
+                save_steps=10,
+                load_best_model_at_end=True,
+            )
+            """,
+            "2:58",
+            "7:5",
+            "15:5",
+            "16:5",
+            header=HF_SCRIPT,
+            messages=(
+                "logging_steps=1: the loss is read back and logged every step (no fix: the run has `max_steps=200`: "
+                "at the default interval, 500, it would never log)",
+                "the model is evaluated every few steps (`eval_steps`) (no fix: `load_best_model_at_end` needs "
+                "`save_steps` a multiple of `eval_steps`; 100 and 500 would not be)",
+                "the model is evaluated every few steps (`eval_steps`)",
+                "a checkpoint is written every few steps (`save_steps`)",
+            ),
+            fixed="""
+            short = TrainingArguments("o", dataloader_num_workers=2, logging_steps=1, max_steps=200)
+            best = TrainingArguments(
+                "o",
+                dataloader_num_workers=2,
+                eval_strategy="steps",
+                eval_steps=5,
+                save_steps=100,
+                load_best_model_at_end=True,
+            )
+            both = TrainingArguments(
+                "o",
+                dataloader_num_workers=2,
+                eval_strategy="steps",
+                eval_steps=500,
+                save_steps=500,
+                load_best_model_at_end=True,
+            )
             """,
         ),
         # aliases and Seq2SeqTrainingArguments; workers only where they can start (see GL101)
@@ -354,6 +414,10 @@ class HfTrainerArgs(Rule):
         if keyword in commented_arguments(self.ctx, node):
             self.report(arg, message=f"{message} (no fix: the comment on its line may explain this value)", hint=hint)
             return
+        why_not = self._interval_unfit(node, keyword)
+        if why_not is not None:
+            self.report(arg, message=f"{message} (no fix: {why_not})", hint=hint)
+            return
         fix = set_keyword(
             self.ctx,
             node,
@@ -363,6 +427,39 @@ class HfTrainerArgs(Rule):
             f"`{keyword}={_DEFAULT_INTERVAL}` (the Trainer's default)",
         )
         self.report(arg, message=message, fix=fix, hint=hint)
+
+    def _interval_unfit(self, node: cst.Call, keyword: str) -> str | None:
+        """Why the default interval would not do what this run needs, or None: beyond the run's
+        `max_steps` it never comes; under `load_best_model_at_end` the Trainer raises unless
+        `save_steps` is a multiple of `eval_steps`."""
+        steps = keyword_arg(node, "max_steps")
+        max_steps = self.ctx.loops.static_int(steps.value, node) if steps is not None else None
+        if max_steps is not None and 0 < max_steps < int(_DEFAULT_INTERVAL):
+            return (
+                f"the run has `max_steps={max_steps}`: at the default interval, {_DEFAULT_INTERVAL}, it would never "
+                f"{_INTERVAL_WORK[keyword]}"
+            )
+        best = keyword_arg(node, "load_best_model_at_end")
+        if keyword in ("eval_steps", "save_steps") and best is not None and is_true(best.value):
+            planned = {k: self._interval_after_fix(node, k) for k in ("eval_steps", "save_steps")}
+            evaluation, saving = planned["eval_steps"], planned["save_steps"]
+            if evaluation is not None and saving is not None and saving % evaluation:
+                return (
+                    f"`load_best_model_at_end` needs `save_steps` a multiple of `eval_steps`; {saving} and "
+                    f"{evaluation} would not be"
+                )
+        return None
+
+    def _interval_after_fix(self, node: cst.Call, keyword: str) -> int | None:
+        """The literal `eval_steps` or `save_steps` once this rule's fixes are applied (a tiny value
+        without a comment becomes the default), or None when it is not a literal."""
+        arg = keyword_arg(node, keyword)
+        if arg is None:
+            return int(_DEFAULT_INTERVAL)
+        value = int_literal(arg)
+        if value is not None and value <= TINY_INTERVAL and keyword not in commented_arguments(self.ctx, node):
+            return int(_DEFAULT_INTERVAL)
+        return value
 
 
 def _strategy(arg: cst.Arg | None, default: str) -> str | None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gpulint.linter.analysis.nodes import int_literal, keyword_arg
+from gpulint.linter.analysis.context import FileContext
+from gpulint.linter.analysis.nodes import int_literal, keyword_arg, string_literal
 from gpulint.linter.analysis.trainers import (
     LIGHTNING_TRAINERS,
     TINY_INTERVAL,
@@ -54,6 +55,14 @@ class LightningTrainerArgs(Rule):
     comment on its line (`log_every_n_steps=1,  # per-step curves for the paper`) is a deliberate
     choice: it is reported and left as written, without a fix.  Values from `LightningCLI` or
     `args` are never reported.
+
+    No fix either where the default would not do what the run needs (the finding says why):
+    - `val_check_interval` where a `ModelCheckpoint` or `EarlyStopping` acts on the validation
+      runs: one in the Trainer's `callbacks`, or one in the module that monitors a validation
+      metric (`monitor="val_loss"`).  Which checkpoint is kept, and when training stops (patience
+      counts validation runs), follow how often the run validates;
+    - `log_every_n_steps` in a run shorter than 50 steps (`max_steps`, or `limit_train_batches`
+      times `max_epochs`, as the code gives them): every 50 steps, it would never log.
 
     In a short run -- `max_steps` under 20 (as the code gives it), `fast_dev_run`, or
     `limit_train_batches` times `max_epochs` under 20 -- the finding is a hint: a demo or smoke
@@ -123,10 +132,36 @@ class LightningTrainerArgs(Rule):
                 "than this setting there",
             ),
             fixed="""
-            demo = L.Trainer(max_steps=10, log_every_n_steps=50)
+            demo = L.Trainer(max_steps=10, log_every_n_steps=1)
             check = L.Trainer(fast_dev_run=True, log_every_n_steps=50)
             tiny = L.Trainer(limit_train_batches=5, max_epochs=2, val_check_interval=1.0)
             """,
+        ),
+        # the default would not do what the run needs: a checkpoint callback acts on each validation,
+        # EarlyStopping counts validation runs, a 30-step run would never log every 50 steps
+        Invalid(
+            """
+            from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+            checkpoint = ModelCheckpoint(dirpath="ckpt", every_n_train_steps=10)
+            a = L.Trainer(max_epochs=3, val_check_interval=10, callbacks=[checkpoint])
+            stop = EarlyStopping(monitor="val_loss", patience=3)
+            b = L.Trainer(max_epochs=3, val_check_interval=5, callbacks=callbacks)
+            c = L.Trainer(max_steps=30, log_every_n_steps=1)
+            """,
+            "4:29",
+            "6:29",
+            "7:29",
+            header=LIGHTNING_SCRIPT,
+            messages=(
+                "Lightning Trainer validates every 10 training batches: per-step work keeps the GPU waiting (no fix: "
+                "`ModelCheckpoint(...)` acts on each validation run: validating once an epoch would change which "
+                "checkpoint is kept or when training stops)",
+                "Lightning Trainer validates every 5 training batches: per-step work keeps the GPU waiting (no fix: "
+                '`EarlyStopping(monitor="val_loss")` acts on each validation run: validating once an epoch would '
+                "change which checkpoint is kept or when training stops)",
+                "Lightning Trainer logs every step (`log_every_n_steps=1`): per-step work keeps the GPU waiting (no "
+                "fix: the run has `max_steps=30`: every 50 steps, it would never log)",
+            ),
         ),
         # both package names
         Invalid(
@@ -208,6 +243,10 @@ class LightningTrainerArgs(Rule):
         if commented:
             self.report(arg, message=f"{message} (no fix: the comment on its line may explain this value)", hint=hint)
             return
+        why_not = self._default_unfit(node, keyword)
+        if why_not is not None:
+            self.report(arg, message=f"{message} (no fix: {why_not})", hint=hint)
+            return
         default = _DEFAULTS[keyword]
         fix = set_keyword(
             self.ctx,
@@ -218,3 +257,64 @@ class LightningTrainerArgs(Rule):
             f"`{keyword}={default}` (Lightning's default)",
         )
         self.report(arg, message=message, fix=fix, hint=hint)
+
+    def _default_unfit(self, node: cst.Call, keyword: str) -> str | None:
+        """Why Lightning's default would not do what this run needs, or None."""
+        if keyword == "log_every_n_steps":
+            steps = _run_steps(self.ctx, node)
+            if steps is not None and steps[0] < int(_DEFAULTS[keyword]):
+                return f"the run has {steps[1]}: every {_DEFAULTS[keyword]} steps, it would never log"
+            return None
+        callback = _validation_callback(self.ctx, node)
+        if callback is not None:
+            return (
+                f"`{callback}` acts on each validation run: validating once an epoch would change which "
+                "checkpoint is kept or when training stops"
+            )
+        return None
+
+
+# Callbacks whose decisions are taken at each validation run.
+_VALIDATION_CALLBACKS = frozenset({"ModelCheckpoint", "EarlyStopping"})
+
+
+def _validation_callback(ctx: FileContext, trainer: cst.Call) -> str | None:
+    """How the code writes the first `ModelCheckpoint`/`EarlyStopping` that depends on the
+    trainer's validation cadence (in its `callbacks`, or monitoring a `val...` metric), or None."""
+    given = keyword_arg(trainer, "callbacks")
+    in_trainer: set[int] = set()
+    if given is not None:
+        pending = [given.value]
+        while pending:
+            value = pending.pop()
+            if isinstance(value, (cst.List, cst.Tuple)):
+                pending.extend(element.value for element in value.elements)
+            elif isinstance(value, cst.Call):
+                in_trainer.add(id(value))
+            else:
+                pending.extend(ctx.values.origins(value) or [])
+    for call in ctx.index.nodes("Call"):
+        qualified = ctx.call_qualified_name(call) or ""
+        kind = qualified.rsplit(".", 1)[-1]
+        if not qualified.startswith("lightning.") or kind not in _VALIDATION_CALLBACKS:
+            continue
+        monitor = string_literal(keyword_arg(call, "monitor")) or ""
+        if id(call) in in_trainer or monitor.startswith("val"):
+            return f'{kind}(monitor="{monitor}")' if monitor else f"{kind}(...)"
+    return None
+
+
+def _run_steps(ctx: FileContext, trainer: cst.Call) -> tuple[int, str] | None:
+    """How many training steps the run takes, as the code gives it, and how it says so:
+    `max_steps`, or `limit_train_batches` times `max_epochs` as literals; None when not known."""
+    steps = keyword_arg(trainer, "max_steps")
+    value = ctx.loops.static_int(steps.value, trainer) if steps is not None else None
+    if value is not None and value > 0:
+        return value, f"`max_steps={value}`"
+    batches, epochs = (
+        int_literal(keyword_arg(trainer, "limit_train_batches")),
+        int_literal(keyword_arg(trainer, "max_epochs")),
+    )
+    if batches is not None and epochs is not None and batches > 0 and epochs > 0:
+        return batches * epochs, f"`limit_train_batches={batches}` for `max_epochs={epochs}`"
+    return None

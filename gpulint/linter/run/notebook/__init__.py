@@ -142,7 +142,7 @@ def lint_cells(linter: Linter, cells: list[Cell], name: str, with_edits: bool) -
         findings = [f for f in findings if f.code != SYNTAX_ERROR_CODE]
     findings.sort(key=lambda f: (f.extra.get("cell", 0), f.location.row, f.location.column, f.code))
     # Unused suppressions are only known by joined row; GL900 findings (mapped above) carry them.
-    return FileResult(name, findings, result.parsed, result.skipped_as_test), joined
+    return FileResult(name, findings, result.parsed, result.skipped_as_test, result.held_back), joined
 
 
 def _ipython_lines(cell: Cell) -> list[str]:

@@ -277,6 +277,40 @@ def test_a_random_factory_moved_to_the_device_is_an_unsafe_fix_that_says_the_num
     )
 
 
+def test_code_marked_as_slow_on_purpose_keeps_its_form_and_says_why():
+    marked = HEADER + textwrap.dedent("""
+        # naive baseline, for comparison with the pinned loader below
+        slow = DataLoader(ds, batch_size=8)
+        fast = DataLoader(ds, batch_size=8)
+        # BEGIN_DEOPTIMIZE
+        kept = DataLoader(ds, batch_size=8)
+        # END_DEOPTIMIZE
+    """)
+    fixed = fix(marked, "GL102")
+    assert "slow = DataLoader(ds, batch_size=8)\n" in fixed
+    assert "kept = DataLoader(ds, batch_size=8)\n" in fixed
+    assert "fast = DataLoader(ds, batch_size=8, pin_memory=True)\n" in fixed
+    findings = Linter(Settings(select=["GL102"])).lint_source(marked.encode(), "snippet.py").findings
+    reasons = sorted(f.message.partition("(no fix: ")[2] for f in findings if f.fix is None)
+    assert reasons == [
+        "it lies between the author's `BEGIN_DEOPTIMIZE` and `END_DEOPTIMIZE` marks)",
+        "the author marks this code `naive baseline`)",
+    ]
+
+
+def test_a_folder_whose_readme_takes_no_changes_gets_no_fix(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    frozen = tmp_path / "pipelines" / "deprecated"
+    frozen.mkdir(parents=True)
+    (frozen / "README.md").write_text("We will stop testing these and will not accept any changes to existing files.\n")
+    (frozen / "old.py").write_text(HEADER + "a = DataLoader(ds)\n")
+    (tmp_path / "pipelines" / "new.py").write_text(HEADER + "a = DataLoader(ds)\n")
+    result = run([tmp_path], Settings(select=["GL102"]), RunOptions(fix=True))
+    assert "pin_memory" not in (frozen / "old.py").read_text()
+    assert "pin_memory=True" in (tmp_path / "pipelines" / "new.py").read_text()
+    assert any("(no fix: the README of `deprecated/` says it takes no changes)" in f.message for f in result.findings)
+
+
 def test_start_up_settings_of_two_rules_land_together_once_after_the_seed():
     # GL404 and GL405 both add a process-wide switch: each goes after the script's own settings,
     # in main(), not before the optimizer or the backward of the per-batch function.

@@ -269,7 +269,7 @@ LOGGING_TEST = """
             loss = model(x).sum()
             loss.backward()
             optimizer.step()
-            print(step)
+            print(step, loss)
 """
 
 
@@ -340,7 +340,8 @@ def test_long_runs_in_the_projects_files_are_read_in_one_pass(tmp_path):
     sharing the spaces out (5 s at 8,000 spaces, hours at 400,000).  In a child process with a
     generous limit, so a regression fails instead of hanging the suite."""
     run = " " * 400_000  # (the files stay under the megabyte past which they are not read)
-    (tmp_path / "README.md").write_text(f"Needs torch{run}x and torch version{run}x, PyTorch >= 1.8\n")
+    clones = "git clone -b v2.1.0 " * 20_000  # (a build from source's tag, never the URL)
+    (tmp_path / "README.md").write_text(f"Needs torch{run}x and torch version{run}x, PyTorch >= 1.8\n{clones}\n")
     (tmp_path / "requirements.txt").write_text(f"tensorflow{run}x\ntensorflow>=2.12\n")
     (tmp_path / "setup.py").write_text(
         'install_requires=["tensorflow' + "-a" * 200_000 + '\ninstall_requires=["torch>=1.9"]\n'
@@ -357,6 +358,39 @@ def test_long_runs_in_the_projects_files_are_read_in_one_pass(tmp_path):
     )
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == "(1, 9) (2, 12)\n"
+
+
+def test_a_sub_projects_readme_that_builds_an_older_torch_withholds_the_newer_api(tmp_path):
+    # A repository of examples whose sub-project builds PyTorch from a release tag: the custom_fwd
+    # spelling of torch 2.4 would break the build its README documents, even under --unsafe-fixes.
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "README.md").write_text("# Examples\n")
+    project = tmp_path / "training" / "Domino"
+    (project / "model").mkdir(parents=True)
+    (project / "README.md").write_text(
+        "### Compile PyTorch from Source\n```\ngit clone -b v2.1.0 https://github.com/pytorch/pytorch.git\n```\n"
+    )
+    source = textwrap.dedent("""
+        import torch
+        from torch.cuda.amp import custom_fwd
+
+        class Scatter(torch.autograd.Function):
+            @staticmethod
+            @custom_fwd
+            def forward(ctx, x):
+                return x
+    """).lstrip()
+    script = project / "model" / "layers.py"
+    script.write_text(source)
+    settings = load_settings(None, script)
+    settings.select = ["GL402"]
+    findings = Linter(settings).lint_source(source.encode(), str(script)).findings
+    assert findings and all(f.fix is None for f in findings)
+    assert all(
+        "(no fix: it needs PyTorch 2.4; the project's `Domino/` README names PyTorch 2.1)" in f.message
+        for f in findings
+    )
+    assert fix_source(Linter(settings), source.encode(), str(script), unsafe=True).source == source.encode()
 
 
 def test_long_runs_in_the_lightning_and_tensorflow_prose_patterns_are_read_in_one_pass(tmp_path):

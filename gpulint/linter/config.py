@@ -142,7 +142,7 @@ class Settings:
     line_length: int = DEFAULT_LINE_LENGTH  # where fixed lines are wrapped
     target_torch: tuple[int, int] | None = None  # fixes that need a newer PyTorch are not offered
     # The oldest PyTorch the project's prose names (README, INSTALL.md, a setup.py message; which
-    # one in documented_torch_in): safe fixes that need a newer one are offered as unsafe.
+    # one in documented_torch_in): fixes that need a newer one are withheld, and the finding says why.
     documented_torch: tuple[int, int] | None = None
     documented_torch_in: str | None = None
     target_tensorflow: tuple[int, int] | None = None  # the oldest TensorFlow the project runs on, if known

@@ -66,6 +66,7 @@ from gpulint.linter.findings import (
     RelatedLocation,
     SourceLine,
 )
+from gpulint.linter.project import folder_documented_torch
 from gpulint.linter.suppressions import (
     UNUSED_SUPPRESSION,
     Suppression,
@@ -260,7 +261,7 @@ class Linter:
                 f"too many findings to report ({len(findings):,}, over the max-findings-per-file budget of "
                 f"{budget:,}); skipped"
             )
-        self._withhold_fixes(rules, findings, path)
+        self._withhold_fixes(rules, findings, path, ctx)
         self._hint_in_tests(rules, findings, path)
         self._hint_by_default(rules, findings)
         suppressions = find_suppressions(ctx.source_text) if findings else {}
@@ -312,14 +313,31 @@ class Linter:
             if finding.hint is None and finding.code in reasons:
                 finding.hint = reasons[finding.code]
 
-    def _withhold_fixes(self, rules: list[type[Rule]], findings: list[RawFinding], path: str) -> None:
+    def _withhold_fixes(self, rules: list[type[Rule]], findings: list[RawFinding], path: str, ctx: FileContext) -> None:
         """Drop the fixes the project rules out (the findings stay): those that need a newer
         PyTorch than it targets or than its prose names as supported (its README, INSTALL.md, a
         setup.py check: a maintainer does not merge a change that breaks a version the project
         says it runs on, even as an unsafe fix; the finding says why it has none), and in a test
         file the rules' that change what tests check (trainer configuration, per-step work)
-        unless `fix-tests` is set."""
+        unless `fix-tests` is set; and every fix in code its author keeps as it is on purpose
+        (fix/intent.py: a block marked as slow on purpose or as a baseline, a frozen folder)."""
+        if any(finding.fix is not None for finding in findings):
+            from gpulint.linter.fix.intent import deliberate_code, frozen_folder  # (with libcst, as analyze)
+
+            frozen = frozen_folder(path)
+            for finding in findings:
+                if finding.fix is None:
+                    continue
+                kept = frozen or deliberate_code(ctx, finding.node)
+                if kept is not None:
+                    finding.fix = None
+                    finding.message += f" (no fix: {kept})"
         target, documented = self.settings.target_torch, self.settings.documented_torch
+        where = self.settings.documented_torch_in or "README"
+        if target is None and any(f.fix is not None and f.fix.min_torch is not None for f in findings):
+            nearer = folder_documented_torch(path)
+            if nearer is not None and (documented is None or nearer[0] < documented):
+                documented, where = nearer[0], nearer[1]
         in_tests = not self.settings.fix_tests and self.settings.is_test_file(path)
         not_in_tests = {rule.code for rule in rules if not rule.fixes_test_files} if in_tests else set()
         for finding in findings:
@@ -337,7 +355,6 @@ class Linter:
                 finding.message += f" (no fix: it needs PyTorch {needs}; the project supports PyTorch {allowed})"
             elif documented is not None and fix.min_torch is not None and fix.min_torch > documented:
                 needs, named = ".".join(map(str, fix.min_torch)), ".".join(map(str, documented))
-                where = self.settings.documented_torch_in or "README"
                 finding.fix = None
                 finding.message += f" (no fix: it needs PyTorch {needs}; the project's {where} names PyTorch {named})"
 

@@ -14,9 +14,10 @@ formatter keeps, and the oldest PyTorch, TensorFlow and Lightning it declares it
   names it), where no requirement bounds `torch`: the lowest version named by a README beside it,
   an INSTALL.md ("PyTorch 1.8.1", "torch>=1.8", "PyTorch ≥ 1.8"), or a message in setup.py (a
   project that checks its torch at install time: `assert torch_ver >= [1, 8], "Requires PyTorch
-  >= 1.8"`).  Prose is weaker evidence than a requirement (a README may name an old version in
-  passing): a safe fix that needs a newer PyTorch becomes unsafe, and says why, rather than being
-  withheld;
+  >= 1.8"`, or a build from source: "git clone -b v2.1.0 .../pytorch"), and a README of a
+  sub-project between a file and the top (`folder_documented_torch`).  A fix that needs a newer
+  PyTorch than that is withheld as well, and the finding says why: a maintainer does not merge a
+  change that breaks the version the project documents;
 * TensorFlow: the lowest version the same requirements allow for `tensorflow` (also
   `tensorflow-cpu`, `tensorflow-gpu`, `tensorflow-macos`), or `target-tensorflow = "2.10"`.  Rules
   about tf.data defaults read it: TensorFlow 2.13 and later inject a final prefetch by themselves;
@@ -38,6 +39,7 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +73,10 @@ _DOCUMENTED_TORCH = re.compile(
     r"(?<![\w.-])(?:py)?torch(?![a-z_-])[\s(*`]*(?:version\s*)?(?:(?:>=|≥|==|~=|=|v)\s*)?(?P<major>[0-3])\.(?P<minor>\d+)",
     re.IGNORECASE,
 )
+# A PyTorch built from source at a release tag: `git clone -b v2.1.0 https://github.com/pytorch/pytorch.git`.
+_CLONED_TORCH = re.compile(
+    r"\bclone\s+(?:-b|--branch)\s+v?(?P<major>[0-3])\.(?P<minor>\d+)(?:\.\d+)?\s+https?://github\.com/pytorch/pytorch\b"
+)
 # A TensorFlow version named in prose: "TensorFlow 2.0", "tensorflow-gpu>=1.14", "TF 2.1" (not
 # tensorflow-datasets, not an upper bound "tensorflow<2").
 _DOCUMENTED_TENSORFLOW = re.compile(
@@ -80,6 +86,8 @@ _DOCUMENTED_TENSORFLOW = re.compile(
 _OLDER_RELEASES = re.compile(
     r"\b(older|previous|earlier|legacy)\s+(versions?|releases?|binaries|builds)\b", re.IGNORECASE
 )
+# How many folders above a file may hold a README of its own sub-project.
+_FOLDERS_UP = 4
 _READMES = ("README.md", "README.rst", "README.txt", "README", "readme.md")
 # Where a project's prose names the PyTorch it runs on, as a fix's message calls it.
 _TORCH_DOCUMENTS = (("README", _READMES), ("INSTALL.md", ("INSTALL.md",)), ("setup.py", ("setup.py",)))
@@ -260,8 +268,12 @@ def _conda_requirements(lines: Iterable[str]) -> list[str]:
 def documented_torch(lines: Iterable[str]) -> tuple[int, int] | None:
     """The lowest PyTorch version the lines of a README (or INSTALL.md, setup.py) name (None: they
     name none).  A line about older releases ("Binaries of older versions are also provided for
-    PyTorch 1.4.0") names what the project once shipped, not what it runs on."""
-    return documented_version(_DOCUMENTED_TORCH, lines)
+    PyTorch 1.4.0") names what the project once shipped, not what it runs on.  A build from source
+    at a release tag (`git clone -b v2.1.0 https://github.com/pytorch/pytorch.git`) names one too."""
+    lines = list(lines)
+    named = [documented_version(pattern, lines) for pattern in (_DOCUMENTED_TORCH, _CLONED_TORCH)]
+    found = [version for version in named if version is not None]
+    return min(found) if found else None
 
 
 def documented_version(pattern: re.Pattern[str], lines: Iterable[str]) -> tuple[int, int] | None:
@@ -273,3 +285,30 @@ def documented_version(pattern: re.Pattern[str], lines: Iterable[str]) -> tuple[
         for m in pattern.finditer(line)
     ]
     return min(versions) if versions else None
+
+
+def folder_documented_torch(path: str) -> tuple[tuple[int, int], str] | None:
+    """The lowest PyTorch a README in a folder between the file at `path` and its project's top
+    names (a sub-project of a repository of examples that documents its own build: "git clone -b
+    v2.1.0 .../pytorch"), and which README; None when none names one.  The top's own README is
+    read with the project's facts (`facts_from`)."""
+    folder = Path(os.path.realpath(path)).parent
+    found: tuple[tuple[int, int], str] | None = None
+    for _ in range(_FOLDERS_UP):
+        if is_project_top(folder) or folder.parent == folder:
+            break
+        version = _readme_torch(str(folder))
+        if version is not None and (found is None or version < found[0]):
+            found = version, f"`{folder.name}/` README"
+        folder = folder.parent
+    return found
+
+
+def is_project_top(folder: Path) -> bool:
+    """Whether `folder` is the top of a project: it holds a pyproject.toml, a .git or a setup.py."""
+    return any((folder / name).exists() for name in ("pyproject.toml", ".git", "setup.py"))
+
+
+@lru_cache(maxsize=256)
+def _readme_torch(folder: str) -> tuple[int, int] | None:
+    return documented_torch(line for name in _READMES for line in _lines(Path(folder) / name))

@@ -263,9 +263,11 @@ EXPLANATIONS: dict[str, str] = {
         '`persistent_workers=<num_workers> > 0` for any other value (`persistent_workers=True` with\n'
         'zero workers raises "persistent_workers option needs num_workers > 0": `--workers 0` must keep\n'
         "working).  Batches, their order and the sampler's shuffling are the same (the sampler runs in\n"
-        'the main process, so `sampler.set_epoch()` still works).  The fix is unsafe when the module\n'
+        'the main process, so `sampler.set_epoch()` still works).  No fix where the module\n'
         'changes the dataset between epochs (`dataset.set_epoch(...)`, or assigns its attributes in a\n'
-        'loop): persistent workers keep the copy they started with and would not see the change; when\n'
+        'loop): persistent workers keep the copy they started with and would not see the change; none\n'
+        'either where the project supports a PyTorch older than 1.7, which lacks the keyword.  The fix\n'
+        'is unsafe when\n'
         '`num_workers` is an expression that is not a plain name (it is evaluated twice).  The `=` is\n'
         "spaced as the call's own keywords are (`num_workers = 4` gets `persistent_workers = True`).\n"
         '\n'
@@ -752,7 +754,14 @@ EXPLANATIONS: dict[str, str] = {
         '```\n'
         '\n'
         '## Fix (unsafe)\n'
-        'Wraps the statement in `if <step counter> % <N> == <first value>:` -- or, where it sits in a\n'
+        'Offered only where the guard removes a read of the device that the step makes every step: the\n'
+        'guarded lines (with the read-backs that move under the guard with them) read a tensor back\n'
+        '(`.item()`, a tensor formatted or handed to the logger).  No fix, and the message says why, for\n'
+        'a log of numbers already read back (`avg_loss = ....item()` kept above for other uses, a\n'
+        '`train()` that returns `float(loss)`) or of counters (`max_memory_allocated()`, the epoch), for\n'
+        "one under the script's own switch for it (`if args.print_loss:`), or once per epoch of\n"
+        'full-batch training.  Wraps the statement in `if <step counter> % <N> == <first '
+        'value>:` -- or, where it sits in a\n'
         'loop inside the step that only logs (gradient norms over `model.named_parameters()`), that\n'
         'loop, so one guard does what one per line would.  N fits the loop: the\n'
         "interval of the loop's own logging guard when it has one (`if batch_idx % args.log_interval ==\n"
@@ -1269,7 +1278,9 @@ EXPLANATIONS: dict[str, str] = {
         '"gloo"`: NCCL where there are GPUs, and the script still runs where there are none (a CPU-only\n'
         'build of PyTorch has no NCCL).  Unsafe: NCCL needs one GPU per process and CUDA tensors for\n'
         'every collective; CPU tensors sent through the group (`all_gather_object`, CPU metrics) then\n'
-        'fail, and NCCL is not available on Windows or macOS.'
+        'fail, and NCCL is not available on Windows or macOS.  No fix where the module sends a tensor\n'
+        'that lives on the host through a collective (`dist.all_reduce(t)` of `t = torch.tensor([...])`):\n'
+        'NCCL would reject it.'
     ),
     'GL603': (
         '## What it finds\n'

@@ -53,7 +53,7 @@ def main():
             steps += 1
             lossf = loss.item()
             print(f"epoch {epoch} step {step} loss {lossf:.4f}")
-            logger.info("step %d", step)
+            logger.info("step %d weight norm %.4f", step, model[0].weight.norm())
             evaluate(model, val_loader, device)
             torch.save(model.state_dict(), os.path.join(out, "last.pt"))
     assert steps == 12, steps

@@ -563,7 +563,7 @@ def test_multi_line_suggestion_uses_start_line(review_repo, capsys):
     script = script.replace(
         "        total = loss.item() + blend(val_loader)\n",
         "        total = loss.item() + blend(val_loader)\n"
-        '        logger.info(\n            "step %d", step,\n        )\n',
+        '        logger.info(\n            "step %d grad norm %s", step, model.weight.grad.norm(),\n        )\n',
     )
     (review_repo / "train.py").write_text("import logging\nlogger = logging.getLogger()\n" + script)
     git(review_repo, "commit", "-q", "-am", "log")

@@ -47,6 +47,7 @@ code already had -- joins it, so a run of log lines becomes one `if` block, not 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -66,6 +67,10 @@ _PURE_METHODS = _HOST_READS | frozenset(
     {"detach", "clone", "float", "double", "mean", "sum", "max", "min", "norm", "argmax", "format"}
 )
 _PURE_BUILTINS = frozenset({"float", "int", "str", "round", "abs", "len", "format"})
+# Tensor methods whose result, logged, is read back (`writer.add_scalar("grad", p.grad.norm())`).
+_REDUCTIONS = frozenset({"norm", "mean", "sum", "std", "var", "max", "min", "abs", "detach"})
+# An option that switches output on (`args.print_loss`, `opt.verbose`, `args.debug`).
+_SWITCH_NAME = re.compile(r"(^|_)(print|log|logging|verbose|debug|display|show)(_|$)", re.IGNORECASE)
 
 # A guarded statement runs at least this many times a pass of a loop whose length is known.
 RUNS_PER_PASS = 10
@@ -114,18 +119,75 @@ def guard_fix(ctx: FileContext, node: cst.CSTNode, interval_option: str, interva
     return _guard(plan, _message(what, plan.interval, interval_option))
 
 
-def host_read_guard_fix(ctx: FileContext, node: cst.CSTNode, interval_option: str, interval: int) -> Fix | None:
-    """The fix of a host read (`.item()`) whose value only feeds logging: the log statement is
-    guarded (`print(f"{loss.item()}")`), or the read-back and the log lines that use it (`lossf =
-    loss.item()` then `print(lossf)`).  None when the value feeds anything else."""
-    if enclosing_logging_call(ctx, node) is not None:
-        return guard_fix(ctx, node, interval_option, interval, "logging")
-    statement = ctx.statement_of(node)
-    if not is_read_back(statement):
-        return None
+def logging_guard_fix(
+    ctx: FileContext, node: cst.CSTNode, interval_option: str, interval: int, node_reads: bool = False
+) -> tuple[Fix | None, str | None]:
+    """The guard of a log statement (`guard_fix`), offered only where it removes a read of the
+    device the step makes every step (`node_reads`: `node` is one, as GL201 found it) and the log
+    is not the script's own choice (module docstring): the fix, or None and why there is none
+    (None when `guard_fix`'s own reasons rule it out)."""
+    why_not = _why_no_logging_guard(ctx, node)
+    if why_not is not None:
+        return None, why_not
     plan = _plan(ctx, node, interval, adopt_loop_guard=True)
     if plan is None:
+        return None, None
+    if not node_reads and not _reads_device(ctx, ctx.loops.step_boundary(node), plan.statements):
+        span = _span_from_read_back(ctx, plan)
+        if span is None:
+            return None, "the logged values are not read from the device here (numbers already read back, counters)"
+        plan = span
+    return _guard(plan, _message("logging", plan.interval, interval_option)), None
+
+
+def _span_from_read_back(ctx: FileContext, plan: _Plan) -> _Plan | None:
+    """The guard that takes in the read-back a log line prints (`lossf = loss.item()` some lines
+    above `print(lossf)`) with every line from it to the last one that uses its value, where those
+    lines only log or read back (`logger.info("lr %s", lr)` in between, `wandb.log({"loss":
+    lossf})` after) and nothing else reads the value: the read then runs every N steps too.  None
+    where there is no such read-back."""
+    block = ctx.parent(plan.anchor)
+    if not isinstance(block, cst.IndentedBlock) or len(plan.statements) != 1:
         return None
+    body = list(block.body)
+    at = body.index(plan.statements[0])
+    logged = names_under(plan.statements[0])
+    for start in range(at - 1, -1, -1):
+        candidate = body[start]
+        names = _bound_names(candidate) & logged
+        if not names or not (is_read_back(candidate) and _reads_host(candidate)):
+            continue
+        users = [i for i in range(start + 1, len(body)) if names_under(body[i]) & names]
+        span = body[start : users[-1] + 1]
+        if not all(s is candidate or is_read_back(s) or _is_logging_statement(ctx, s) for s in span):
+            return None
+        if _used_elsewhere(ctx, candidate, names, span) or _read_after(ctx, block, names):
+            return None
+        loop = ctx.loops.step_boundary(plan.anchor)
+        if loop is None or _read_back_kept(ctx, loop, span):  # type: ignore[arg-type]
+            return None
+        return _Plan(plan.interval, span, span[0])
+    return None
+
+
+def host_read_guard_fix(
+    ctx: FileContext, node: cst.CSTNode, interval_option: str, interval: int
+) -> tuple[Fix | None, str | None]:
+    """The fix of a host read (`.item()`) whose value only feeds logging: the log statement is
+    guarded (`print(f"{loss.item()}")`), or the read-back and the log lines that use it (`lossf =
+    loss.item()` then `print(lossf)`).  None when the value feeds anything else; with a reason
+    where the guard would override the script's own choice (`_why_no_logging_guard`)."""
+    if enclosing_logging_call(ctx, node) is not None:
+        return logging_guard_fix(ctx, node, interval_option, interval, node_reads=True)
+    statement = ctx.statement_of(node)
+    if not is_read_back(statement):
+        return None, None
+    why_not = _why_no_logging_guard(ctx, node)
+    if why_not is not None:
+        return None, why_not
+    plan = _plan(ctx, node, interval, adopt_loop_guard=True)
+    if plan is None:
+        return None, None
     assert isinstance(statement, cst.BaseStatement)  # the plan holds it: a statement of a block
     message = _message("logging", plan.interval, interval_option)
     statements = plan.statements
@@ -134,10 +196,99 @@ def host_read_guard_fix(ctx: FileContext, node: cst.CSTNode, interval_option: st
     condition = "".join(plan.interval.condition.split())
     if len(users) == 1 and isinstance(users[0], cst.If) and _condition(users[0]) == condition:
         # Read just before the guard that logs it: guarding the read joins that guard (the fixer merges them).
-        return _guard(_Plan(plan.interval, statements[: at + 1], plan.anchor, plan.dissolved), message)
+        return _guard(_Plan(plan.interval, statements[: at + 1], plan.anchor, plan.dissolved), message), None
     if not users or not all(_is_logging_statement(ctx, s) for s in users):
-        return None
-    return _guard(plan, message)
+        return None, None
+    return _guard(plan, message), None
+
+
+def _why_no_logging_guard(ctx: FileContext, node: cst.CSTNode) -> str | None:
+    """Why a log at `node` takes no guard whatever it reads: it runs under the script's own switch
+    for it (`if args.print_loss:`), or once per epoch of full-batch training (its progress, one
+    wait an epoch)."""
+    switch = _logging_switch(ctx, node)
+    if switch is not None:
+        return f"it runs under `{switch}`, the script's own option for it"
+    if ctx.loops.one_step_per_epoch(node):
+        return "it runs once per epoch of full-batch training, the loop's progress"
+    return None
+
+
+def _logging_switch(ctx: FileContext, node: cst.CSTNode) -> str | None:
+    """The option a condition around `node` (inside its step loop) tests that asks for this
+    output (`args.print_loss`, `self.verbose`, `opt.debug`), as code; else None."""
+    loop = ctx.loops.step_boundary(node)
+    for ancestor in ctx.ancestors(node):
+        if ancestor is loop or isinstance(ancestor, SCOPE_TYPES):
+            break
+        if not isinstance(ancestor, cst.If):
+            continue
+        for test in nodes_under(ancestor.test):
+            if isinstance(test, cst.Attribute) and _SWITCH_NAME.search(test.attr.value):
+                return _code(test)
+    return None
+
+
+def _reads_device(ctx: FileContext, loop: cst.CSTNode | None, statements: Sequence[cst.BaseStatement]) -> bool:
+    """Whether `statements` read a device value back: a `.item()` (or `.cpu()`, `.tolist()`,
+    `float(t)`) of a tensor not known to be on the host, or a tensor a logging call formats or
+    hands over (`print(f"{loss:.4f}")`, `writer.add_scalar("loss", loss, step)`)."""
+    for statement in statements:
+        for node in nodes_under(statement):
+            if not isinstance(node, cst.Call):
+                continue
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _HOST_READS:
+                if not ctx.values.on_host(func.value):
+                    return True
+            elif isinstance(func, cst.Name) and func.value in ("float", "int"):
+                if node.args and _device_value(ctx, loop, node.args[0].value):
+                    return True
+            elif logging_call_kind(ctx, node) is not None:
+                values = [value for arg in node.args for value in nodes_under(arg.value)]
+                if any(_device_value(ctx, loop, value) for value in values if isinstance(value, cst.Name)):
+                    return True
+                if any(_tensor_result(ctx, value) for value in values):
+                    return True
+    return False
+
+
+def _device_value(ctx: FileContext, loop: cst.CSTNode | None, expr: cst.BaseExpression) -> bool:
+    """Whether `expr` is a tensor not known to live on the host.  A name the step loop assigns is
+    judged by what the loop gives it (`loss = train()` of a function that returns `float(loss)`
+    is a number, though the function's own `loss` is a tensor); another by `TensorNames`."""
+    tensors = ctx.torch.tensors
+    if isinstance(expr, cst.Name) and loop is not None:
+        given = [
+            node.value
+            for node in nodes_under(loop)
+            if isinstance(node, cst.Assign) and any(expr.value in names_under(t.target) for t in node.targets)
+        ]
+        if given:
+            return any(
+                not _is_host_read(value) and tensors.is_tensor(value) and not ctx.values.on_host(value)
+                for value in given
+            )
+    return tensors.is_tensor(expr) and not ctx.values.on_host(expr)
+
+
+def _tensor_result(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """`outputs.loss`, or a tensor reduction of a value not known to be on the host
+    (`p.grad.norm()`, `out.mean()`)."""
+    if isinstance(node, cst.Attribute):
+        return node.attr.value == "loss"
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        return node.func.attr.value in _REDUCTIONS and not ctx.values.on_host(node.func.value)
+    return False
+
+
+def _is_host_read(value: cst.BaseExpression) -> bool:
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value in _HOST_READS
+    return isinstance(func, cst.Name) and func.value in _PURE_BUILTINS
 
 
 def _message(what: str, interval: _Interval, option: str) -> str:
@@ -311,6 +462,16 @@ def _read_back_kept(ctx: FileContext, loop: cst.For | cst.While, statements: Seq
     one, which their own fixes guard), do not count."""
     guarded = {_host_read_receiver(node) for statement in statements for node in nodes_under(statement)}
     guarded.discard(None)
+    # A tensor a log line formats is read back as surely as one it calls `.item()` on.
+    guarded |= {
+        name.value
+        for statement in statements
+        for call in nodes_under(statement)
+        if isinstance(call, cst.Call) and logging_call_kind(ctx, call) is not None
+        for arg in call.args
+        for name in nodes_under(arg.value)
+        if isinstance(name, cst.Name) and ctx.torch.tensors.is_tensor(name)
+    }
     if not guarded:
         return False
     skipped = {id(statement) for statement in statements}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cached_property
 
 import libcst as cst
@@ -24,6 +25,10 @@ _EPOCH_LOADER_HOOKS = frozenset({"train_dataloader", "val_dataloader"})
 # More samples than any run draws: a sampler this long is never exhausted.
 _ENDLESS_SAMPLES = 10**8
 _DATASET_MUTATORS = frozenset({"set_epoch", "reshuffle", "resample", "update", "set_stage", "set_difficulty"})
+
+
+# `DataLoader(persistent_workers=)` came with PyTorch 1.7.
+_PERSISTENT_WORKERS_SINCE = (1, 7)
 
 
 class DataLoaderRespawn(Rule):
@@ -79,9 +84,11 @@ class DataLoaderRespawn(Rule):
     `persistent_workers=<num_workers> > 0` for any other value (`persistent_workers=True` with
     zero workers raises "persistent_workers option needs num_workers > 0": `--workers 0` must keep
     working).  Batches, their order and the sampler's shuffling are the same (the sampler runs in
-    the main process, so `sampler.set_epoch()` still works).  The fix is unsafe when the module
+    the main process, so `sampler.set_epoch()` still works).  No fix where the module
     changes the dataset between epochs (`dataset.set_epoch(...)`, or assigns its attributes in a
-    loop): persistent workers keep the copy they started with and would not see the change; when
+    loop): persistent workers keep the copy they started with and would not see the change; none
+    either where the project supports a PyTorch older than 1.7, which lacks the keyword.  The fix
+    is unsafe when
     `num_workers` is an expression that is not a plain name (it is evaluated twice).  The `=` is
     spaced as the call's own keywords are (`num_workers = 4` gets `persistent_workers = True`).
 
@@ -616,7 +623,8 @@ class DataLoaderRespawn(Rule):
                     return DataLoader(self.test, num_workers=8)
             """,
         ),
-        # the dataset changes between epochs: the fix is unsafe
+        # the dataset changes between epochs (a method, or an attribute the training loop
+        # assigns every step): persistent workers would keep their first copy, so no fix
         Invalid(
             """
             loader = DataLoader(ds, num_workers=4)
@@ -624,17 +632,20 @@ class DataLoaderRespawn(Rule):
                 ds.set_epoch(epoch)
                 for x in loader:
                     model(x).sum().backward()
-            """,
-            "4:10",
-            header=CUDA_SCRIPT,
-            fixed="""
-            loader = DataLoader(ds, num_workers=4, persistent_workers=True)
+            train_loader = DataLoader(train_dataset, num_workers=4)
             for epoch in range(10):
-                ds.set_epoch(epoch)
-                for x in loader:
+                for step, x in enumerate(train_loader):
+                    train_dataset.prop_tokens_to_load = step / 100
                     model(x).sum().backward()
             """,
-            applicability=Applicability.UNSAFE,
+            "4:10",
+            "9:16",
+            header=CUDA_SCRIPT,
+            messages=(
+                "DataLoader workers are started again every epoch; set `persistent_workers=True` (no fix: the code "
+                "changes the loader's dataset between epochs)",
+            )
+            * 2,
         ),
     ]
 
@@ -668,12 +679,19 @@ class DataLoaderRespawn(Rule):
         if self.loaders and self.ctx.loaders.single_epoch:
             return  # one epoch (`max_epochs=1`, `for epoch in range(1)`): the workers start once
         for call, key, workers, keywords in self.loaders:
-            if self._reiterated(call, key):
-                hint = None
-                if self.ctx.loaders.literal_value(workers) == 0:
-                    # `num_workers=args.workers` whose option defaults to 0: no workers unless asked for
-                    hint = f"`{self.ctx.code(workers)}` defaults to 0: no workers start unless the run asks for them"
-                self.report(call, fix=self._fix(call, workers, keywords), hint=hint)
+            if not self._reiterated(call, key):
+                continue
+            if self._dataset_changes(call):
+                # Persistent workers keep the copy of the dataset they started with: the change
+                # the loop makes between epochs would never reach them.
+                message = f"{self.message} (no fix: the code changes the loader's dataset between epochs)"
+                self.report(call, message=message)
+                continue
+            hint = None
+            if self.ctx.loaders.literal_value(workers) == 0:
+                # `num_workers=args.workers` whose option defaults to 0: no workers unless asked for
+                hint = f"`{self.ctx.code(workers)}` defaults to 0: no workers start unless the run asks for them"
+            self.report(call, fix=self._fix(call, workers, keywords), hint=hint)
 
     def _binding_key(self, node: cst.CSTNode) -> str | None:
         """`loader` or `self.loader` when the call is the whole right side of an assignment."""
@@ -798,9 +816,8 @@ class DataLoaderRespawn(Rule):
             asked = _persistent_from_dictionary(call)
             value = asked if asked is not None else "True"
             applicability = Applicability.SAFE if asked is not None else Applicability.UNSAFE
-        if self._dataset_changes(call):
-            applicability = Applicability.UNSAFE
-        return set_keyword(self.ctx, call, "persistent_workers", value, applicability, message)
+        fix = set_keyword(self.ctx, call, "persistent_workers", value, applicability, message)
+        return replace(fix, min_torch=_PERSISTENT_WORKERS_SINCE)
 
     def _dataset_changes(self, call: cst.Call) -> bool:
         """Whether the module changes the loader's dataset inside a loop (an epoch-dependent dataset)."""

@@ -25,6 +25,11 @@ _GRADIENTS_CROSS = re.compile(
     r"(all_reduce|all_gather|all_gather_into_tensor|reduce_scatter|reduce_scatter_tensor|reduce|broadcast|"
     r"all_to_all|all_to_all_single)$))"
 )
+# Collectives whose first argument is the tensor (or list of tensors) they send.
+_COLLECTIVE = re.compile(
+    r"^torch\.distributed\.(all_reduce|all_reduce_multigpu|reduce|broadcast|broadcast_multigpu|reduce_scatter"
+    r"|send|recv|isend|irecv)$"
+)
 _FALLBACK_WORDS = re.compile(
     r"is_available|nccl|platform|win32|windows|darwin|macos|^nt$|os\.name|cpu|cuda|gpu|mps|device", re.IGNORECASE
 )
@@ -70,7 +75,9 @@ class GlooOnCuda(Rule):
     "gloo"`: NCCL where there are GPUs, and the script still runs where there are none (a CPU-only
     build of PyTorch has no NCCL).  Unsafe: NCCL needs one GPU per process and CUDA tensors for
     every collective; CPU tensors sent through the group (`all_gather_object`, CPU metrics) then
-    fail, and NCCL is not available on Windows or macOS.
+    fail, and NCCL is not available on Windows or macOS.  No fix where the module sends a tensor
+    that lives on the host through a collective (`dist.all_reduce(t)` of `t = torch.tensor([...])`):
+    NCCL would reject it.
     """
 
     code = "GL602"
@@ -162,6 +169,24 @@ class GlooOnCuda(Rule):
         ),
     ]
     INVALID = [
+        # host tensors all-reduced through the group (a metric built with `torch.tensor`): NCCL
+        # rejects them, so the backend stays
+        Invalid(
+            """
+            import torch
+            import torch.distributed as dist
+            dist.init_process_group("gloo")
+            model(torch.zeros(1).cuda()).backward()
+            values = torch.tensor([correct, total], dtype=torch.float64)
+            dist.all_reduce_multigpu([values])
+            """,
+            "3:1",
+            messages=(
+                "the `gloo` backend moves CUDA gradients through host memory; use `nccl` for GPU training (no fix: "
+                "the script sends host tensors through the group (`dist.all_reduce_multigpu([values])`), which NCCL "
+                "does not take)",
+            ),
+        ),
         # RPC and DDP: the gradients cross the group
         Invalid(
             """
@@ -269,7 +294,11 @@ class GlooOnCuda(Rule):
             return
         value = backend.value
         if _is_gloo(value):
-            if not self._is_fallback(value):
+            if not self._is_fallback(value) and self._host_collective is not None:
+                message = f"{self.message} (no fix: the script sends host tensors through the group "
+                message += f"(`{self._host_collective}`), which NCCL does not take)"
+                self.report(node, message=message)
+            elif not self._is_fallback(value):
                 available, imports = self.ctx.reference("torch.cuda.is_available")
                 nccl = cst.parse_expression(f"{_nccl_string(value).value} if {available}() else {value.value}")
                 message = 'Use the NCCL backend where there are GPUs: `"nccl" if ... else "gloo"`'
@@ -283,6 +312,26 @@ class GlooOnCuda(Rule):
         # Every value the variable can hold is a plain "gloo" chosen outside any fallback.
         if origins and all(_is_gloo(origin) and not self._is_fallback(origin) for origin in origins):
             self.report(node)
+
+    @cached_property
+    def _host_collective(self) -> str | None:
+        """A collective of the module on a tensor that lives on the host (`dist.all_reduce(t)` of
+        `t = torch.tensor([...])`, `all_reduce_multigpu([t])`), as code; None when there is none."""
+        for call in self.ctx.index.nodes("Call"):
+            qualified = self.ctx.call_qualified_name(call) or ""
+            if not _COLLECTIVE.match(qualified):
+                continue
+            tensor = keyword_arg(call, "tensor") or keyword_arg(call, "tensor_list")
+            if tensor is None:
+                positional = positional_args(call)
+                tensor = positional[0] if positional else None
+            if tensor is None:
+                continue
+            value = tensor.value
+            tensors = [e.value for e in value.elements] if isinstance(value, (cst.List, cst.Tuple)) else [value]
+            if tensors and all(self.ctx.values.on_host(t) for t in tensors):
+                return self.ctx.code(call)
+        return None
 
     @cached_property
     def _rpc_only(self) -> bool:

@@ -9,7 +9,7 @@ from gpulint.linter.analysis.facts import STEPS
 from gpulint.linter.analysis.logging_calls import logging_call_kind
 from gpulint.linter.analysis.nodes import keyword_arg, positional_args
 from gpulint.linter.findings import Applicability
-from gpulint.linter.fix.guards import guard_fix
+from gpulint.linter.fix.guards import logging_guard_fix
 from gpulint.linter.rule import MOSTLY_NOT_WANTED, Invalid, Rule, Valid
 from gpulint.rules.case_headers import LOGGING_SCRIPT
 from gpulint.rules.options import LOG_EVERY
@@ -68,7 +68,13 @@ class PerStepLogging(Rule):
     ```
 
     ## Fix (unsafe)
-    Wraps the statement in `if <step counter> % <N> == <first value>:` -- or, where it sits in a
+    Offered only where the guard removes a read of the device that the step makes every step: the
+    guarded lines (with the read-backs that move under the guard with them) read a tensor back
+    (`.item()`, a tensor formatted or handed to the logger).  No fix, and the message says why, for
+    a log of numbers already read back (`avg_loss = ....item()` kept above for other uses, a
+    `train()` that returns `float(loss)`) or of counters (`max_memory_allocated()`, the epoch), for
+    one under the script's own switch for it (`if args.print_loss:`), or once per epoch of
+    full-batch training.  Wraps the statement in `if <step counter> % <N> == <first value>:` -- or, where it sits in a
     loop inside the step that only logs (gradient norms over `model.named_parameters()`), that
     loop, so one guard does what one per line would.  N fits the loop: the
     interval of the loop's own logging guard when it has one (`if batch_idx % args.log_interval ==
@@ -250,11 +256,11 @@ class PerStepLogging(Rule):
                     loss = criterion(model(x), y)
                     loss.backward()
                     optimizer.step()
-                    print(step)
-                    logger.info("step %d", step)
-                    logging.info("step")
-                    wandb.log({"step": step})
-                    writer.add_scalar("loss", 1.0, step)
+                    print(step, loss)
+                    logger.info("step %d loss %s", step, loss)
+                    logging.info("loss %.4f", loss.item())
+                    wandb.log({"loss": loss})
+                    writer.add_scalar("loss", loss, step)
             """,
             "10:9",
             "11:9",
@@ -269,11 +275,11 @@ class PerStepLogging(Rule):
                     loss.backward()
                     optimizer.step()
                     if step % 100 == 0:
-                        print(step)
-                        logger.info("step %d", step)
-                        logging.info("step")
-                        wandb.log({"step": step})
-                        writer.add_scalar("loss", 1.0, step)
+                        print(step, loss)
+                        logger.info("step %d loss %s", step, loss)
+                        logging.info("loss %.4f", loss.item())
+                        wandb.log({"loss": loss})
+                        writer.add_scalar("loss", loss, step)
             """,
         ),
         # a guard next to one of the same interval joins it, above or below; another interval stays apart
@@ -285,9 +291,9 @@ class PerStepLogging(Rule):
                 optimizer.step()
                 if step % 100 == 0:
                     print(step)
-                logger.info("step %d", step)
+                logger.info("step %d loss %s", step, loss)
                 # to the dashboard
-                wandb.log({"step": step})
+                wandb.log({"loss": loss})
                 if step % 100 == 0:
                     writer.add_scalar("loss", 1.0, step)
                 print("done")
@@ -305,11 +311,11 @@ class PerStepLogging(Rule):
                 optimizer.step()
                 if step % 100 == 0:
                     print(step)
-                    logger.info("step %d", step)
+                    logger.info("step %d loss %s", step, loss)
                     # to the dashboard
-                    wandb.log({"step": step})
+                    wandb.log({"loss": loss})
                     writer.add_scalar("loss", 1.0, step)
-                    print("done")
+                print("done")
                 if step % 50 == 0:
                     save()
             """,
@@ -342,8 +348,7 @@ class PerStepLogging(Rule):
                     print(f"step {step} loss {lossf:.4f} acc {acc:.2f}")
                 kept = loss.item()
                 losses.append(kept)
-                if step % 100 == 0:
-                    print(kept)
+                print(kept)
             """,
         ),
         # NVIDIA's dllogger, under any alias; a print that ends its line
@@ -368,7 +373,7 @@ class PerStepLogging(Rule):
                 optimizer.step()
                 if step % 100 == 0:
                     DLLogger.log(step=step, data={"loss": loss})
-                    print(".", end="\\n")
+                print(".", end="\\n")
             """,
         ),
         # an accumulation modulo and a rank check are not interval guards
@@ -380,9 +385,9 @@ class PerStepLogging(Rule):
                     loss.backward()
                     optimizer.step()
                     if step % accum_steps == 0:
-                        print(step)
+                        print(step, loss)
                     if rank == 0:
-                        print(step)
+                        print(step, loss)
             """,
             "11:13",
             "13:13",
@@ -395,10 +400,10 @@ class PerStepLogging(Rule):
                     optimizer.step()
                     if step % accum_steps == 0:
                         if step % 100 == 0:
-                            print(step)
+                            print(step, loss)
                     if rank == 0:
                         if step % 100 == 0:
-                            print(step)
+                            print(step, loss)
             """,
         ),
         # an aliased logger
@@ -412,7 +417,7 @@ class PerStepLogging(Rule):
                     loss = criterion(model(x), y)
                     loss.backward()
                     optimizer.step()
-                    log.info("x")
+                    log.info("loss %s", loss)
             """,
             "9:9",
             fixed="""
@@ -425,7 +430,7 @@ class PerStepLogging(Rule):
                     loss.backward()
                     optimizer.step()
                     if step % 100 == 0:
-                        log.info("x")
+                        log.info("loss %s", loss)
             """,
         ),
         # the guard uses log-every and keeps comments
@@ -436,7 +441,7 @@ class PerStepLogging(Rule):
                     loss = criterion(model(x), y)
                     loss.backward()
                     optimizer.step()
-                    print(step)  # progress
+                    print(step, loss)  # progress
             """,
             "10:9",
             header=LOGGING_SCRIPT,
@@ -447,7 +452,7 @@ class PerStepLogging(Rule):
                     loss.backward()
                     optimizer.step()
                     if step % 25 == 0:
-                        print(step)  # progress
+                        print(step, loss)  # progress
             """,
             options={"log-every": 25},
         ),
@@ -578,8 +583,9 @@ class PerStepLogging(Rule):
             """,
         ),
         # the loss is read back every step below the log line anyway (`losses.append(loss.item())`,
-        # the curve an LR finder plots): a guard would save no wait and only silence the progress;
-        # another log line that reads it does not count (its own fix guards it)
+        # the curve an LR finder plots), also where the log formats the tensor itself: a guard would
+        # save no wait and only silence the progress; another log line that reads it does not count
+        # (its own fix guards it)
         Invalid(
             """
             losses = []
@@ -589,6 +595,7 @@ class PerStepLogging(Rule):
                     loss.backward()
                     optimizer.step()
                     print("loss {:0.4f}".format(loss.item()))
+                    print(f"raw loss {loss}")
                     losses.append(loss.item())
                 for step, (x, y) in enumerate(loader):
                     loss = criterion(model(x), y)
@@ -598,8 +605,9 @@ class PerStepLogging(Rule):
                     writer.add_scalar("loss", loss.item(), step)
             """,
             "11:9",
-            "17:9",
+            "12:9",
             "18:9",
+            "19:9",
             header=LOGGING_SCRIPT,
             fixed="""
             losses = []
@@ -609,6 +617,7 @@ class PerStepLogging(Rule):
                     loss.backward()
                     optimizer.step()
                     print("loss {:0.4f}".format(loss.item()))
+                    print(f"raw loss {loss}")
                     losses.append(loss.item())
                 for step, (x, y) in enumerate(loader):
                     loss = criterion(model(x), y)
@@ -732,6 +741,65 @@ class PerStepLogging(Rule):
                         writer.add_scalar("loss", loss.item(), batch_idx)
             """,
         ),
+        # the read-back the log lines print moves under their guard, with the lines between it and
+        # the last one that uses its value (a log of the learning rate): the read runs every N steps
+        Invalid(
+            """
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                lossf = loss.item()
+                print(f"step {step} loss {lossf:.4f}")
+                logger.info("lr %s", scheduler.get_last_lr())
+                wandb.log({"loss": lossf, "step": step})
+            """,
+            "10:5",
+            "11:5",
+            "12:5",
+            header=LOGGING_SCRIPT,
+            fixed="""
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                if step % 100 == 0:
+                    lossf = loss.item()
+                    print(f"step {step} loss {lossf:.4f}")
+                    logger.info("lr %s", scheduler.get_last_lr())
+                    wandb.log({"loss": lossf, "step": step})
+            """,
+        ),
+        # a guard fixes nothing where the logged values are not on the device -- the epoch and
+        # allocator counters, a mean read back above for other uses -- or overrides the script's
+        # own switch that asks for every step's loss: no fix, and the message says why
+        Invalid(
+            """
+            for epoch in range(3):
+                for step, batch in enumerate(loader):
+                    loss = model(batch).loss
+                    accelerator.backward(loss)
+                    optimizer.step()
+                    avg_loss = accelerator.gather(loss.repeat(8)).mean().item()
+                    print("epoch {}, step {}, loss {}".format(epoch, step, avg_loss))
+                    logger.info(f"epoch {epoch} memory {torch.cuda.max_memory_allocated() / 2**30} GiB")
+                    if args.print_loss:
+                        print(f"epoch {epoch} step {step} loss {loss}")
+                    total += avg_loss
+            """,
+            "11:9",
+            "12:9",
+            "14:13",
+            header=LOGGING_SCRIPT,
+            messages=(
+                "print() runs on every training step; log every N steps (no fix: the logged values are not read "
+                "from the device here (numbers already read back, counters))",
+                "logging runs on every training step; log every N steps (no fix: the logged values are not read "
+                "from the device here (numbers already read back, counters))",
+                "print() runs on every training step; log every N steps (no fix: it runs under `args.print_loss`, "
+                "the script's own option for it)",
+            ),
+        ),
         # a pytest test that takes one step is not a step function; train_step is one
         Invalid(
             """
@@ -757,12 +825,11 @@ class PerStepLogging(Rule):
             return
         if self.ctx.loops.one_step_per_epoch(node) or self.ctx.loops.one_step_per_episode(node):
             return  # once per epoch or per episode, however often the optimizer steps
-        self.report(
-            node,
-            message=f"{_LOGGING_LABELS[kind]} runs on every training step; log every N steps",
-            fix=guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY), "logging"),
-            hint=self.ctx.loops.few_steps_hint(node),
-        )
+        message = f"{_LOGGING_LABELS[kind]} runs on every training step; log every N steps"
+        fix, why_not = logging_guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY))
+        if why_not is not None:
+            message += f" (no fix: {why_not})"
+        self.report(node, message=message, fix=fix, hint=self.ctx.loops.few_steps_hint(node))
 
 
 def _progress_mark(call: cst.Call) -> bool:

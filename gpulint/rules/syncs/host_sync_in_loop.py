@@ -725,7 +725,9 @@ class HostSyncInLoop(Rule):
         return self.ctx.loops.per_step_work(node)
 
     def _report(self, node: cst.CSTNode, message: str) -> None:
-        fix = host_read_guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY))
+        fix, why_not = host_read_guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY))
+        if why_not is not None:
+            message = f"{message} (no fix: {why_not})"
         self.report(node, message=message, fix=fix)
 
     def visit_Call(self, node: cst.Call) -> None:

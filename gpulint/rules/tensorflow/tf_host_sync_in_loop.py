@@ -429,10 +429,11 @@ class TfHostSyncInLoop(Rule):
             return  # (in a loop that times its steps, the read is what makes the timing true)
         if not self.ctx.tf.is_tf_step(node) or self.ctx.tf.in_compiled(node):
             return
-        fix = host_read_guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY))
-        self.report(
-            node, message=self.message.format(what=what), fix=fix, hint=self._guide_hint(node) or self._plotted(node)
-        )
+        fix, why_not = host_read_guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY))
+        message = self.message.format(what=what)
+        if why_not is not None:
+            message += f" (no fix: {why_not})"
+        self.report(node, message=message, fix=fix, hint=self._guide_hint(node) or self._plotted(node))
 
     def _guide_hint(self, node: cst.CSTNode) -> str | None:
         """Why the read is a hint when its loop takes an eager step that the file also runs

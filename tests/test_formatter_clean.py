@@ -245,3 +245,78 @@ def test_fixed_scripts_leave_the_formatter_nothing_to_change(formatter, tmp_path
 
     check = subprocess.run([*command, "--check", "--diff", "."], cwd=tmp_path, capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+# A chain laid out one method a line (the formatters' fluent layout, two methods or more) that a
+# fix shortens to one method: `.to(device=...)` moves into the factory, and the formatters join
+# what is left (`).to(dtype=...)`), dropping parentheses the layout no longer needs.  The safe fix.
+FLUENT_CHAIN_SCRIPT = """\
+import time
+
+import torch
+
+device = torch.device("cuda")
+
+
+class Trainer:
+    def train(self, text_encoder, loader, std_token_embedding, num_channels_latents, height, width):
+        for step, batch in enumerate(loader):
+            start = time.time()
+            (
+                text_encoder.text_model if hasattr(text_encoder, "text_model") else text_encoder
+            ).embeddings.token_embedding.weight.data[self.train_ids] = (
+                torch.zeros(
+                    len(self.train_ids),
+                    (
+                        text_encoder.text_model if hasattr(text_encoder, "text_model") else text_encoder
+                    ).config.hidden_size,
+                )
+                .to(device=self.device)
+                .to(dtype=self.dtype)
+                * std_token_embedding
+            )
+            latents = (
+                torch.zeros(batch.shape[0], num_channels_latents, height // 8, width // 8, dtype=torch.float32)
+                .to(device=self.device)
+                .to(dtype=self.dtype)
+            )
+            noise = (
+                torch.zeros(batch.shape[0], num_channels_latents, height // 8, width // 8)
+                .to(device=self.device)
+                .to(dtype=self.dtype)
+            )
+            print(step, latents.shape, noise.shape, time.time() - start)
+"""
+
+
+def _fixed_and_checked(tmp_path, command, pyproject: str, source: str, select: str) -> tuple[str, str]:
+    """`source` (formatted first) fixed with `--fix` (the safe set) in a project with `pyproject`:
+    the fixed text, and what the formatter's check then says (empty when it finds nothing)."""
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    script = tmp_path / "train.py"
+    script.write_text(source)
+    subprocess.run([*command, "."], cwd=tmp_path, check=True, capture_output=True)
+    before = script.read_text()
+    fixed = subprocess.run(
+        [sys.executable, "-m", "gpulint", "check", "--fix", "--no-cache", "--select", select, "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": ""},
+    )
+    assert fixed.returncode in (0, 1), fixed.stdout + fixed.stderr
+    assert script.read_text() != before, "the fix applies"
+    check = subprocess.run([*command, "--check", "--diff", "."], cwd=tmp_path, capture_output=True, text=True)
+    return script.read_text(), "" if check.returncode == 0 else check.stdout + check.stderr
+
+
+@pytest.mark.parametrize("formatter", sorted(FORMATTERS))
+def test_a_fix_that_shortens_a_fluent_chain_leaves_it_as_the_formatter_does(formatter, tmp_path):
+    command, _, section = FORMATTERS[formatter]
+    if _missing(command):
+        pytest.skip(f"{formatter} is not installed (the dev extra)")
+    fixed, complaints = _fixed_and_checked(
+        tmp_path, command, f"[{section}]\nline-length = 119\n", FLUENT_CHAIN_SCRIPT, "GL203"
+    )
+    assert ".to(device=self.device)" not in fixed
+    assert complaints == ""

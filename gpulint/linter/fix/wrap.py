@@ -24,6 +24,10 @@ Only a statement a fix changed (or moved), and only at a call that closes the li
            .batch(32)
        )
 
+A chain in the fluent layout that a fix leaves with one method called on a result (`.to(device)`
+moved into the factory) is joined as black joins it -- `).to(dtype=...)` -- and an assigned or
+returned value loses the parentheses that layout needed, then is wrapped as in 1 if still too long.
+
 A call already one argument per line (a magic trailing comma, or a comment, holds it) stays so;
 an argument a fix made too long is split as in 2.  The header of a `for`, `while`, `if` or `with`
 (`for x in enumerate(ds.prefetch(...)):`) splits at its last call as in 1.  Statements a fix moved
@@ -50,6 +54,7 @@ def wrap_statement(
     A statement that spans lines and was moved in (from indentation `moved_from`, by a guard) is
     laid out again only when its lines are what gpulint writes for it at its old place -- a
     formatted file, formatted again; otherwise its author's layout stays, moved in as a whole."""
+    statement = _without_lone_links(statement, len(indent), line_length)
     lines = _lines(statement)
     if len(statement.body) != 1 or all(len(indent) + len(line) <= line_length for line in lines):
         return statement
@@ -58,6 +63,81 @@ def wrap_statement(
         if _code(before) != _code(statement):
             return statement
     return _laid_out(statement, lines, indent, step, line_length)
+
+
+class _LoneLinkJoiner(cst.CSTTransformer):
+    """Joins each method chain laid out one method a line (black's fluent layout) that has fewer
+    than two methods called on results left -- a fix took one out (`.to(device)` moved into the
+    factory) -- as black and ruff format do: they break a chain before its dots only for two or more."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner: set[int] = set()  # chain members under another member: a chain is judged whole
+        self.joined = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        below = getattr(node, "func", None) if isinstance(node, cst.Call) else None
+        if isinstance(node, (cst.Attribute, cst.Subscript)):
+            below = node.value
+        if isinstance(below, (cst.Call, cst.Attribute, cst.Subscript)) and not below.lpar:
+            self.inner.add(id(below))
+        return True
+
+    def on_leave(self, original_node, updated_node):
+        updated = super().on_leave(original_node, updated_node)
+        if id(original_node) in self.inner or not isinstance(updated, (cst.Call, cst.Attribute, cst.Subscript)):
+            return updated
+        bare = updated.with_changes(lpar=[], rpar=[])  # the fluent layout's own parentheses, if any
+        links = _links(bare)
+        broken = [link for link in links if _breaks_before(link)]
+        if not broken or len(links) >= 2 or any(_has_comment(link.dot.whitespace_before) for link in broken):
+            return updated
+        self.joined = True
+        return _replace_link(bare, broken[0]).with_changes(lpar=updated.lpar, rpar=updated.rpar)
+
+
+def _breaks_before(link: cst.Attribute) -> bool:
+    return isinstance(link.dot, cst.Dot) and isinstance(link.dot.whitespace_before, cst.ParenthesizedWhitespace)
+
+
+def _has_comment(whitespace: cst.BaseParenthesizableWhitespace) -> bool:
+    return isinstance(whitespace, cst.ParenthesizedWhitespace) and (
+        whitespace.first_line.comment is not None or any(line.comment is not None for line in whitespace.empty_lines)
+    )
+
+
+def _replace_link(node: cst.BaseExpression, link: cst.Attribute) -> cst.BaseExpression:
+    """`node` (a chain) with the line break before `link`'s dot taken out."""
+    if node is link:
+        return link.with_changes(dot=link.dot.with_changes(whitespace_before=cst.SimpleWhitespace("")))
+    if isinstance(node, cst.Call):
+        return node.with_changes(func=_replace_link(node.func, link))
+    assert isinstance(node, (cst.Attribute, cst.Subscript))  # the links of a chain lead down to `link`
+    return node.with_changes(value=_replace_link(node.value, link))
+
+
+def _without_lone_links(statement: cst.SimpleStatementLine, indent: int, line_length: int) -> cst.SimpleStatementLine:
+    """`statement` with every chain a fix left with a single method a line joined (see
+    `_LoneLinkJoiner`).  An assigned or returned value that was in the parentheses of the fluent
+    layout leaves them and goes on one line, to be wrapped as any long line is: black drops
+    parentheses the layout no longer needs (`x = (\n    f(a)\n    .to(b)\n)` -> `x = f(a).to(b)`)."""
+    joiner = _LoneLinkJoiner()
+    joined = statement.visit(joiner)
+    assert isinstance(joined, cst.SimpleStatementLine)  # the joiner changes whitespace only
+    if not joiner.joined:
+        return statement
+    small = joined.body[0] if len(joined.body) == 1 else None
+    value = getattr(small, "value", None)
+    if (
+        not isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return))
+        or not isinstance(value, (cst.Call, cst.Attribute))
+        or len(value.lpar) != 1
+        or _has_comment(value.lpar[0].whitespace_after)
+        or _has_comment(value.rpar[0].whitespace_before)
+    ):
+        return joined
+    bare = _joined(value.with_changes(lpar=[], rpar=[]))
+    return joined if bare is None else joined.with_changes(body=[small.with_changes(value=bare)])
 
 
 def _lines(statement: cst.SimpleStatementLine) -> list[str]:

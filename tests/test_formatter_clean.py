@@ -320,3 +320,41 @@ def test_a_fix_that_shortens_a_fluent_chain_leaves_it_as_the_formatter_does(form
     )
     assert ".to(device=self.device)" not in fixed
     assert complaints == ""
+
+
+# An 80-column project (SpeechBrain's shapes): a fix lengthens a list argument of a call already
+# one argument per line, and the content of an assigned value's own parentheses (a comparison).
+# The formatters split the list one element a line and the comparison before its operator.
+NARROW_SCRIPT = """\
+import time
+
+import torch
+
+device = torch.device("cuda")
+
+
+def pad_and_mask(xs, pad_size, lens_abs, fb_max_length):
+    for x in xs:
+        start = time.time()
+        device = x.device
+        x_padded = torch.cat(
+            [x, torch.zeros(x.size(0), pad_size, x.size(-1)).to(device)],
+            dim=1,
+        )
+        mask_lens = (
+            torch.arange(fb_max_length).to(device)[None, :] < lens_abs[:, None]
+        )
+        print(x_padded.shape, mask_lens, time.time() - start)
+"""
+
+
+@pytest.mark.parametrize("formatter", sorted(FORMATTERS))
+def test_fixes_in_a_narrow_project_are_split_as_the_formatter_splits_them(formatter, tmp_path):
+    command, _, section = FORMATTERS[formatter]
+    if _missing(command):
+        pytest.skip(f"{formatter} is not installed (the dev extra)")
+    fixed, complaints = _fixed_and_checked(
+        tmp_path, command, f"[{section}]\nline-length = 80\n", NARROW_SCRIPT, "GL203"
+    )
+    assert "device=device)[None, :]" in fixed and "x.size(-1), device=device)" in fixed
+    assert complaints == ""

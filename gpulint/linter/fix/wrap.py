@@ -12,7 +12,8 @@ Only a statement a fix changed (or moved), and only at a call that closes the li
        )  # the comment stays after the closing bracket
 
 2. when the arguments do not fit on that line either, one argument per line, each with a trailing
-   comma; an argument that is still too long and is a call itself is split the same way;
+   comma; an argument that is still too long and is a call itself is split the same way, and a
+   list, set or bracketed tuple goes one element a line (black always splits a display so);
 
 3. a method chain assigned or returned, with two or more methods called on results of calls
    (`tf.data.Dataset.from_tensor_slices(x).map(f).batch(32)`), goes in parentheses, one method
@@ -29,7 +30,9 @@ moved into the factory) is joined as black joins it -- `).to(dtype=...)` -- and 
 returned value loses the parentheses that layout needed, then is wrapped as in 1 if still too long.
 
 A call already one argument per line (a magic trailing comma, or a comment, holds it) stays so;
-an argument a fix made too long is split as in 2.  The header of a `for`, `while`, `if` or `with`
+an argument a fix made too long is split as in 2.  A value in parentheses of its own whose content
+a fix made too long (`mask = (\n    f(n, device=d)[None] < lens\n)`) is split before the operators
+of that content (a comparison, `and`/`or`, arithmetic), as black's delimiter split does.  The header of a `for`, `while`, `if` or `with`
 (`for x in enumerate(ds.prefetch(...)):`) splits at its last call as in 1.  Statements a fix moved
 one level in (under a guard) are wrapped the same way.
 
@@ -171,7 +174,9 @@ def _wrapped_statement(
         # comment or a trailing comma after the last argument holds the layout.
         joined = _joined(value)
         if joined is None:
-            refitted = _refit_arguments(value, len(indent), step, line_length)
+            refitted = _refit_arguments(value, len(indent), step, line_length) or _refit_parenthesized(
+                value, len(indent), step, line_length
+            )
             return statement if refitted is None else statement.with_changes(body=[small.with_changes(value=refitted)])
         value = joined
         statement = statement.with_changes(body=[small.with_changes(value=value)])
@@ -268,18 +273,57 @@ def _refit_arguments(
     args = []
     for arg in call.args:
         inner = arg.value
-        if (
-            block_indent + len(step) + len(_arg_code(arg)) + 1 > line_length
-            and isinstance(inner, cst.Call)
-            and inner.args
-            and not inner.lpar
-            and "\n" not in _code(inner)
-        ):
-            arg = arg.with_changes(value=_fit(inner, block_indent, step, 1, line_length))
+        if block_indent + len(step) + len(_arg_code(arg)) + 1 > line_length and "\n" not in _code(inner):
+            if isinstance(inner, cst.Call) and inner.args and not inner.lpar:
+                arg = arg.with_changes(value=_fit(inner, block_indent, step, 1, line_length))
+            elif _explodable_collection(inner):
+                arg = arg.with_changes(value=_exploded_collection(inner, block_indent, step, 1, line_length))
         args.append(arg)
     if all(new is old for new, old in zip(args, call.args, strict=True)):
         return None
     return _replace(value, call, call.with_changes(args=args))
+
+
+def _refit_parenthesized(
+    value: cst.BaseExpression | None, block_indent: int, step: str, line_length: int
+) -> cst.BaseExpression | None:
+    """A value in parentheses of its own, its content on a line of its own and too long for it, a
+    comparison, `and`/`or` chain or operation: split before its operators, one level in, as black's
+    delimiter split does (`x = (\n    f(a)[0]\n    < b\n)`); None for anything else."""
+    if value is None or len(value.lpar) != 1 or len(value.rpar) != 1:
+        return None
+    opening, closing = value.lpar[0].whitespace_after, value.rpar[0].whitespace_before
+    if not isinstance(opening, cst.ParenthesizedWhitespace) or _has_comment(opening) or _has_comment(closing):
+        return None
+    content = value.with_changes(lpar=[], rpar=[])
+    code = _code(content)
+    if "\n" in code or block_indent + len(step) + len(code) <= line_length:
+        return None
+    if isinstance(content, cst.Comparison):
+        targets = [
+            target.with_changes(
+                operator=target.operator.with_changes(
+                    whitespace_before=_break(1, step), whitespace_after=cst.SimpleWhitespace(" ")
+                )
+            )
+            for target in content.comparisons
+        ]
+        split: cst.BaseExpression = content.with_changes(comparisons=targets)
+    elif isinstance(content, cst.BooleanOperation):
+        split = _split_boolean(content, type(content.operator), step)
+    elif _splittable_operation(content):
+        split = _split_operation(content, block_indent, step, 1, line_length)
+    else:
+        return None
+    return split.with_changes(lpar=value.lpar, rpar=value.rpar)
+
+
+def _split_boolean(node: cst.BaseExpression, kind: type, step: str) -> cst.BaseExpression:
+    """`a and b and c` with a line break before each `and` of the chain (`or` likewise)."""
+    if not isinstance(node, cst.BooleanOperation) or node.lpar or not isinstance(node.operator, kind):
+        return node
+    operator = node.operator.with_changes(whitespace_before=_break(1, step), whitespace_after=cst.SimpleWhitespace(" "))
+    return node.with_changes(left=_split_boolean(node.left, kind, step), operator=operator)
 
 
 def _one_argument_per_line(call: cst.Call, step: str) -> bool:
@@ -490,8 +534,55 @@ def _fit(call: cst.Call, block_indent: int, step: str, depth: int, line_length: 
                 arg = arg.with_changes(value=_fit(inner, block_indent, step, depth + 1, line_length))
             elif _splittable_operation(inner):
                 arg = arg.with_changes(value=_split_operation(inner, block_indent, step, depth + 1, line_length))
+            elif _explodable_collection(inner):
+                arg = arg.with_changes(value=_exploded_collection(inner, block_indent, step, depth + 1, line_length))
         args.append(arg)
     return _split(call.with_changes(args=args), step, depth, one_line=False)
+
+
+def _explodable_collection(expression: cst.BaseExpression) -> bool:
+    """A list or set display, or a tuple in brackets of its own, with elements: black splits one
+    that does not fit one element a line (a bracket pair that is an atom always splits so)."""
+    if isinstance(expression, cst.Tuple):
+        return bool(expression.lpar) and len(expression.elements) > 1
+    return isinstance(expression, (cst.List, cst.Set)) and bool(expression.elements) and not expression.lpar
+
+
+def _exploded_collection(
+    node: cst.BaseExpression, block_indent: int, step: str, depth: int, line_length: int
+) -> cst.BaseExpression:
+    """`node` (a list, set or tuple whose own line is `depth` steps in) one element a line, each
+    with a trailing comma; an element still too long that is a call is split as well."""
+    assert isinstance(node, (cst.List, cst.Set, cst.Tuple))  # _explodable_collection
+    element_indent = block_indent + len(step) * (depth + 1)
+    last = len(node.elements) - 1
+    elements = []
+    for index, element in enumerate(node.elements):
+        inner = element.value
+        if (
+            not isinstance(element, (cst.StarredElement,))
+            and isinstance(inner, cst.Call)
+            and inner.args
+            and not inner.lpar
+            and element_indent + len(_code(inner)) + 1 > line_length
+        ):
+            element = element.with_changes(value=_fit(inner, block_indent, step, depth + 1, line_length))
+        comma = cst.Comma(whitespace_after=_break(depth + 1 if index < last else depth, step))
+        elements.append(element.with_changes(comma=comma))
+    opening = _break(depth + 1, step)
+    if isinstance(node, cst.Tuple):
+        return node.with_changes(
+            elements=elements, lpar=[cst.LeftParen(whitespace_after=opening)], rpar=[cst.RightParen()]
+        )
+    if isinstance(node, cst.List):
+        return node.with_changes(
+            elements=elements,
+            lbracket=cst.LeftSquareBracket(whitespace_after=opening),
+            rbracket=cst.RightSquareBracket(),
+        )
+    return node.with_changes(
+        elements=elements, lbrace=cst.LeftCurlyBrace(whitespace_after=opening), rbrace=cst.RightCurlyBrace()
+    )
 
 
 def _splittable_operation(expression: cst.BaseExpression) -> bool:

@@ -32,11 +32,13 @@ returned value loses the parentheses that layout needed, then is wrapped as in 1
 A call already one argument per line (a magic trailing comma, or a comment, holds it) stays so;
 an argument a fix made too long is split as in 2.  A value in parentheses of its own whose content
 a fix made too long (`mask = (\n    f(n, device=d)[None] < lens\n)`) is split before the operators
-of that content (a comparison, `and`/`or`, arithmetic), as black's delimiter split does.  The header of a `for`, `while`, `if` or `with`
-(`for x in enumerate(ds.prefetch(...)):`) splits at its last call as in 1.  Statements a fix moved
-one level in (under a guard) are wrapped the same way.
+of that content (a comparison, `and`/`or`, arithmetic), as black's delimiter split does.  A
+subscript closing the line is a place to split as a call is (`y = f(x, d)[\n    :n\n]` when that
+opening line fits, else `y = f(\n    x, d\n)[:n]`).  The header of a `for`, `while`, `if` or
+`with` (`for x in enumerate(ds.prefetch(...)):`) splits at its last call as in 1.  Statements a
+fix moved one level in (under a guard) are wrapped the same way.
 
-The line length is the project's (ruff's or black's `line-length`, else 88: gpulint/linter/project.py).
+The line length is the project's formatter's (gpulint/linter/project.py says where it is read).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from collections.abc import Callable, Iterator
 import libcst as cst
 
 _MARK = "__gpulint_split_here__"
+_Bracket = cst.Call | cst.Subscript  # where a line closing in brackets splits
 
 
 def wrap_statement(
@@ -257,6 +260,8 @@ def _right_hand_split(
     chain = _calls_closing_the_line(value)
     fitting = [call for call in chain if len(indent) + _head_length(value, call, line_with) <= line_length]
     target = fitting[0] if fitting else chain[0]
+    if isinstance(target, cst.Subscript):
+        return _replace(value, target, _fit_subscript(target, 0, step))
     return _replace(value, target, _fit(target, len(indent), step, 0, line_length))
 
 
@@ -267,7 +272,7 @@ def _refit_arguments(
     argument that is a call and too long for its line split too; None when there is nothing to
     split or the call is laid out otherwise."""
     chain = _calls_closing_the_line(value)
-    if value is None or not chain or not _one_argument_per_line(chain[0], step):
+    if value is None or not chain or not isinstance(chain[0], cst.Call) or not _one_argument_per_line(chain[0], step):
         return None
     call = chain[0]
     args = []
@@ -375,7 +380,7 @@ class _Joiner(cst.CSTTransformer):
 def _joined(value: cst.BaseExpression | None) -> cst.BaseExpression | None:
     """`value` on one line; None when a comment or a trailing comma after a last argument (black's
     "magic trailing comma") keeps it split, or it is in parentheses of its own."""
-    if not isinstance(value, (cst.Call, cst.Attribute)) or value.lpar:
+    if not isinstance(value, (cst.Call, cst.Attribute, cst.Subscript)) or value.lpar:
         return None
     for node in _with_formatting(value):
         if isinstance(node, cst.ParenthesizedWhitespace) and (
@@ -414,21 +419,24 @@ def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
 
-def _calls_closing_the_line(value: cst.BaseExpression | None) -> list[cst.Call]:
+def _calls_closing_the_line(value: cst.BaseExpression | None) -> list[_Bracket]:
     """`a.b(x).c(y)`: [the `.c(y)` call, the `.b(x)` call] -- calls with arguments, outermost first.
     Black splits a pair (`x, y = a(1), b(2)`) or one operation (`a(1) + b(2)`) at its right part."""
     if isinstance(value, cst.Tuple) and not value.lpar and len(value.elements) == 2:
         value = value.elements[-1].value
     elif isinstance(value, cst.BinaryOperation) and not value.lpar and not isinstance(value.left, cst.BinaryOperation):
         value = value.right
-    chain = []
+    chain: list[_Bracket] = []
     node = value
-    while isinstance(node, (cst.Call, cst.Attribute)) and not node.lpar:
+    # (through a subscript too: `f(a)[:n]` splits inside the call, `[:n]` kept after its `)`)
+    while isinstance(node, (cst.Call, cst.Attribute, cst.Subscript)) and not node.lpar:
         if isinstance(node, cst.Call):
             if node.args:
                 chain.append(node)
             node = node.func
         else:
+            if isinstance(node, cst.Subscript):
+                chain.append(node)
             node = node.value
     return chain
 
@@ -489,7 +497,7 @@ def _exploded_tuple(value: cst.Tuple, step: str, depth: int = 0) -> cst.Tuple:
     )
 
 
-def _replace(expression: cst.BaseExpression, target: cst.Call, new: cst.Call) -> cst.BaseExpression:
+def _replace(expression: cst.BaseExpression, target: _Bracket, new: _Bracket) -> cst.BaseExpression:
     if expression is target:
         return new
     if isinstance(expression, cst.Call):
@@ -500,16 +508,28 @@ def _replace(expression: cst.BaseExpression, target: cst.Call, new: cst.Call) ->
         return expression.with_changes(elements=elements)
     if isinstance(expression, cst.BinaryOperation):
         return expression.with_changes(right=_replace(expression.right, target, new))
-    assert isinstance(expression, cst.Attribute)  # the last kind of link of a chain to `target`
+    assert isinstance(expression, (cst.Attribute, cst.Subscript))  # the last kinds of link of a chain to `target`
     return expression.with_changes(value=_replace(expression.value, target, new))
 
 
-def _head_length(value: cst.BaseExpression, call: cst.Call, line_with: Callable[[cst.BaseExpression], str]) -> int:
-    """How long the line up to the call's `(` is."""
-    marked = _replace(
-        value, call, call.with_changes(args=[cst.Arg(cst.Name(_MARK))], whitespace_before_args=cst.SimpleWhitespace(""))
+def _head_length(value: cst.BaseExpression, bracket: _Bracket, line_with: Callable[[cst.BaseExpression], str]) -> int:
+    """How long the line up to the call's `(` (the subscript's `[`) is."""
+    marked: _Bracket
+    if isinstance(bracket, cst.Call):
+        marked = bracket.with_changes(args=[cst.Arg(cst.Name(_MARK))], whitespace_before_args=cst.SimpleWhitespace(""))
+    else:
+        marked = bracket.with_changes(
+            slice=[cst.SubscriptElement(cst.Index(cst.Name(_MARK)))], lbracket=cst.LeftSquareBracket()
+        )
+    return line_with(_replace(value, bracket, marked)).index(_MARK)
+
+
+def _fit_subscript(subscript: cst.Subscript, depth: int, step: str) -> cst.Subscript:
+    """`subscript` with what is in its brackets on a line of its own, `depth` + 1 steps in."""
+    return subscript.with_changes(
+        lbracket=cst.LeftSquareBracket(whitespace_after=_break(depth + 1, step)),
+        rbracket=cst.RightSquareBracket(whitespace_before=_break(depth, step)),
     )
-    return line_with(marked).index(_MARK)
 
 
 def _arg_code(arg: cst.Arg) -> str:

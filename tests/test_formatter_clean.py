@@ -396,3 +396,42 @@ def test_a_fixed_call_whose_result_is_sliced_is_split_as_the_formatter_splits_it
     )
     assert fixed.count("non_blocking=True") == 2
     assert complaints == ""
+
+
+# SpeechBrain's shape: the call a fix lengthens is an element of a list, inside a call, inside a
+# comparison in parentheses -- every level already one item a line.  Only that element is split.
+NESTED_SCRIPT = """\
+import time
+
+import torch
+
+device = torch.device("cuda")
+
+
+def regions(labels, uniform_mat, n_shared, steps):
+    for step in range(steps):
+        start = time.time()
+        irrelevant_regions = (
+            torch.cat(
+                [
+                    uniform_mat,
+                    torch.ones(uniform_mat.shape[0], n_shared).to(labels.device),
+                ],
+                dim=1,
+            )
+            == 1
+        )
+        print(irrelevant_regions, time.time() - start)
+"""
+
+
+@pytest.mark.parametrize("formatter", sorted(FORMATTERS))
+def test_a_fixed_item_deep_in_a_layout_one_item_a_line_is_split_as_the_formatter_splits_it(formatter, tmp_path):
+    command, _, section = FORMATTERS[formatter]
+    if _missing(command):
+        pytest.skip(f"{formatter} is not installed (the dev extra)")
+    fixed, complaints = _fixed_and_checked(
+        tmp_path, command, f"[{section}]\nline-length = 80\n", NESTED_SCRIPT, "GL203"
+    )
+    assert "device=labels.device" in fixed and ".to(labels.device)" not in fixed
+    assert complaints == ""

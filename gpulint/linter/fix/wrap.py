@@ -30,7 +30,8 @@ moved into the factory) is joined as black joins it -- `).to(dtype=...)` -- and 
 returned value loses the parentheses that layout needed, then is wrapped as in 1 if still too long.
 
 A call already one argument per line (a magic trailing comma, or a comment, holds it) stays so;
-an argument a fix made too long is split as in 2.  A value in parentheses of its own whose content
+an argument a fix made too long is split as in 2, at any depth of such a layout (an element of a
+list that is an argument of a call, each on lines of their own).  A value in parentheses of its own whose content
 a fix made too long (`mask = (\n    f(n, device=d)[None] < lens\n)`) is split before the operators
 of that content (a comparison, `and`/`or`, arithmetic), as black's delimiter split does.  A
 subscript closing the line is a place to split as a call is (`y = f(x, d)[\n    :n\n]` when that
@@ -43,7 +44,8 @@ The line length is the project's formatter's (gpulint/linter/project.py says whe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import libcst as cst
 
@@ -177,8 +179,10 @@ def _wrapped_statement(
         # comment or a trailing comma after the last argument holds the layout.
         joined = _joined(value)
         if joined is None:
-            refitted = _refit_arguments(value, len(indent), step, line_length) or _refit_parenthesized(
-                value, len(indent), step, line_length
+            refitted = (
+                _refit_arguments(value, len(indent), step, line_length)
+                or _refit_parenthesized(value, len(indent), step, line_length)
+                or _refit_nested(value, len(indent), step, line_length)
             )
             return statement if refitted is None else statement.with_changes(body=[small.with_changes(value=refitted)])
         value = joined
@@ -287,6 +291,79 @@ def _refit_arguments(
     if all(new is old for new, old in zip(args, call.args, strict=True)):
         return None
     return _replace(value, call, call.with_changes(args=args))
+
+
+class _NestedRefitter(cst.CSTTransformer):
+    """Splits each argument or element that sits on a line of its own, deep in a layout already one
+    item a line, when a fix made that line too long: a call as in 2, a list, set or tuple one
+    element a line.  Its indentation is read from the line break before it (a whole number of
+    steps, or it is left alone: a layout aligned to a bracket is not black's)."""
+
+    def __init__(self, block_indent: int, step: str, line_length: int) -> None:
+        super().__init__()
+        self.block_indent, self.step, self.line_length = block_indent, step, line_length
+        self.changed = False
+
+    def _refit(self, item: cst.CSTNode, inner: cst.BaseExpression, before: object) -> cst.BaseExpression | None:
+        if not isinstance(before, cst.ParenthesizedWhitespace) or not before.indent or _has_comment(before):
+            return None
+        levels, rest = divmod(len(before.last_line.value), len(self.step))
+        comma = 1 if isinstance(getattr(item, "comma", None), cst.Comma) else 0
+        code = _code(inner)
+        if (
+            rest
+            or "\n" in code
+            or self.block_indent + len(before.last_line.value) + len(code) + comma <= self.line_length
+        ):
+            return None
+        if isinstance(inner, cst.Call) and inner.args and not inner.lpar:
+            return _fit(inner, self.block_indent, self.step, levels, self.line_length)
+        if _explodable_collection(inner):
+            return _exploded_collection(inner, self.block_indent, self.step, levels, self.line_length)
+        return None
+
+    def _items(self, items: Sequence[Any], first: object) -> list[Any]:
+        new_items, before = [], first
+        for item in items:
+            refit = self._refit(item, item.value, before)
+            if refit is not None:
+                self.changed = True
+                item = item.with_changes(value=refit)
+            new_items.append(item)
+            before = item.comma.whitespace_after if isinstance(item.comma, cst.Comma) else None
+        return new_items
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        return updated_node.with_changes(args=self._items(updated_node.args, updated_node.whitespace_before_args))
+
+    def leave_List(self, original_node: cst.List, updated_node: cst.List) -> cst.List:
+        return updated_node.with_changes(
+            elements=self._items(updated_node.elements, updated_node.lbracket.whitespace_after)
+        )
+
+    def leave_Set(self, original_node: cst.Set, updated_node: cst.Set) -> cst.Set:
+        return updated_node.with_changes(
+            elements=self._items(updated_node.elements, updated_node.lbrace.whitespace_after)
+        )
+
+    def leave_Tuple(self, original_node: cst.Tuple, updated_node: cst.Tuple) -> cst.Tuple:
+        if not updated_node.lpar:
+            return updated_node
+        return updated_node.with_changes(
+            elements=self._items(updated_node.elements, updated_node.lpar[0].whitespace_after)
+        )
+
+
+def _refit_nested(
+    value: cst.BaseExpression | None, block_indent: int, step: str, line_length: int
+) -> cst.BaseExpression | None:
+    """`value`, laid out one item a line, with each item a fix made too long for its line split
+    (`_NestedRefitter`); None when there is none."""
+    if value is None:
+        return None
+    refitter = _NestedRefitter(block_indent, step, line_length)
+    refitted = value.visit(refitter)
+    return refitted if refitter.changed and isinstance(refitted, cst.BaseExpression) else None
 
 
 def _refit_parenthesized(

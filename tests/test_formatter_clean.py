@@ -398,8 +398,9 @@ def test_a_fixed_call_whose_result_is_sliced_is_split_as_the_formatter_splits_it
     assert complaints == ""
 
 
-# SpeechBrain's shape: the call a fix lengthens is an element of a list, inside a call, inside a
-# comparison in parentheses -- every level already one item a line.  Only that element is split.
+# SpeechBrain's shapes: the call a fix lengthens is an element of a list, inside a call, inside a
+# comparison in parentheses -- every level already one item a line -- or the left operand of an
+# element split before its operator.  Only that call is split.
 NESTED_SCRIPT = """\
 import time
 
@@ -408,7 +409,7 @@ import torch
 device = torch.device("cuda")
 
 
-def regions(labels, uniform_mat, n_shared, steps):
+def regions(labels, uniform_mat, n_shared, steps, grapheme_encoded_data, bos_index):
     for step in range(steps):
         start = time.time()
         irrelevant_regions = (
@@ -421,7 +422,12 @@ def regions(labels, uniform_mat, n_shared, steps):
             )
             == 1
         )
-        print(irrelevant_regions, time.time() - start)
+        phn_encoded = (
+            torch.ones(len(grapheme_encoded_data), 1).to(grapheme_encoded_data.device)
+            * bos_index,
+            torch.ones(len(grapheme_encoded_data)).to(grapheme_encoded_data.device),
+        )
+        print(irrelevant_regions, phn_encoded, time.time() - start)
 """
 
 
@@ -433,5 +439,5 @@ def test_a_fixed_item_deep_in_a_layout_one_item_a_line_is_split_as_the_formatter
     fixed, complaints = _fixed_and_checked(
         tmp_path, command, f"[{section}]\nline-length = 80\n", NESTED_SCRIPT, "GL203"
     )
-    assert "device=labels.device" in fixed and ".to(labels.device)" not in fixed
+    assert "device=labels.device" in fixed and ".to(" not in fixed
     assert complaints == ""

@@ -304,9 +304,17 @@ class _NestedRefitter(cst.CSTTransformer):
         self.block_indent, self.step, self.line_length = block_indent, step, line_length
         self.changed = False
 
-    def _refit(self, item: cst.CSTNode, inner: cst.BaseExpression, before: object) -> cst.BaseExpression | None:
+    def _refit(self, item: cst.CSTNode | None, inner: cst.BaseExpression, before: object) -> cst.BaseExpression | None:
         if not isinstance(before, cst.ParenthesizedWhitespace) or not before.indent or _has_comment(before):
             return None
+        if (
+            isinstance(inner, cst.BinaryOperation)
+            and not inner.lpar
+            and isinstance(getattr(inner.operator, "whitespace_before", None), cst.ParenthesizedWhitespace)
+        ):
+            # (an operation already split before its operator: its left operand has the line)
+            left = self._refit(None, inner.left, before)
+            return None if left is None else inner.with_changes(left=left)
         levels, rest = divmod(len(before.last_line.value), len(self.step))
         comma = 1 if isinstance(getattr(item, "comma", None), cst.Comma) else 0
         code = _code(inner)

@@ -441,3 +441,36 @@ def test_a_fixed_item_deep_in_a_layout_one_item_a_line_is_split_as_the_formatter
     )
     assert "device=labels.device" in fixed and ".to(" not in fixed
     assert complaints == ""
+
+
+# PyG's shape: a copy a fix makes asynchronous inside a comprehension that closes the line.  The
+# formatters put the content between the brackets on its own line, split before `for` and `if`.
+COMPREHENSION_SCRIPT = """\
+import torch
+from torch.utils.data import DataLoader
+
+device = torch.device("cuda")
+
+
+class Runner:
+    def run(self, dataset, model, optimizer):
+        train_loader = DataLoader(dataset, batch_size=32, pin_memory=True)
+        for batch in train_loader:
+            inputs = {k: v.to(self.device) for k, v in batch["input"].items()}
+            masks = [m.to(self.device) for m in batch["masks"] if m.numel()]
+            loss = model(inputs, masks)
+            loss.backward()
+            optimizer.step()
+"""
+
+
+@pytest.mark.parametrize("formatter", sorted(FORMATTERS))
+def test_a_fixed_comprehension_is_split_as_the_formatter_splits_it(formatter, tmp_path):
+    command, _, section = FORMATTERS[formatter]
+    if _missing(command):
+        pytest.skip(f"{formatter} is not installed (the dev extra)")
+    fixed, complaints = _fixed_and_checked(
+        tmp_path, command, f"[{section}]\nline-length = 79\n", COMPREHENSION_SCRIPT, "GL104", "--unsafe-fixes"
+    )
+    assert fixed.count("non_blocking=True") == 2
+    assert complaints == ""

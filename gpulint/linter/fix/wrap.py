@@ -31,13 +31,15 @@ returned value loses the parentheses that layout needed, then is wrapped as in 1
 
 A call already one argument per line (a magic trailing comma, or a comment, holds it) stays so;
 an argument a fix made too long is split as in 2, at any depth of such a layout (an element of a
-list that is an argument of a call, each on lines of their own).  A value in parentheses of its own whose content
-a fix made too long (`mask = (\n    f(n, device=d)[None] < lens\n)`) is split before the operators
-of that content (a comparison, `and`/`or`, arithmetic), as black's delimiter split does.  A
-subscript closing the line is a place to split as a call is (`y = f(x, d)[\n    :n\n]` when that
-opening line fits, else `y = f(\n    x, d\n)[:n]`).  The header of a `for`, `while`, `if` or
-`with` (`for x in enumerate(ds.prefetch(...)):`) splits at its last call as in 1.  Statements a
-fix moved one level in (under a guard) are wrapped the same way.
+list that is an argument of a call, each on lines of their own).  A value in parentheses of its
+own whose content a fix made too long (`mask = (\n    f(n, device=d)[None] < lens\n)`) is split
+before the operators of that content (a comparison, `and`/`or`, arithmetic), as black's delimiter
+split does.  A comprehension closing the line goes between its brackets on a line of its own,
+split before each `for` and `if` when still too long.  A subscript closing the line is a place to
+split as a call is (`y = f(x, d)[\n    :n\n]` when that opening line fits, else
+`y = f(\n    x, d\n)[:n]`).  The header of a `for`, `while`, `if` or `with`
+(`for x in enumerate(ds.prefetch(...)):`) splits at its last call as in 1.  Statements a fix moved
+one level in (under a guard) are wrapped the same way.
 
 The line length is the project's formatter's (gpulint/linter/project.py says where it is read).
 """
@@ -192,6 +194,9 @@ def _wrapped_statement(
         # `a, b = x.to(d), y.to(d)`: ruff format puts the tuple in parentheses, one element a line
         # (black keeps that layout too: the trailing comma holds it).
         return statement.with_changes(body=[small.with_changes(value=_exploded_tuple(value, step))])
+    if isinstance(value, (cst.ListComp, cst.SetComp, cst.DictComp)) and not value.lpar:
+        comprehension = _split_comprehension(value, len(indent), step, line_length)
+        return statement.with_changes(body=[small.with_changes(value=comprehension)])
     if value is None or not _calls_closing_the_line(value):
         return statement
     links = _links(value)
@@ -567,6 +572,34 @@ def _fluent(
 
     return rebuild(value).with_changes(
         lpar=[cst.LeftParen(whitespace_after=_break(1, step))], rpar=[cst.RightParen(whitespace_before=_break(0, step))]
+    )
+
+
+def _split_comprehension(
+    value: cst.ListComp | cst.SetComp | cst.DictComp, block_indent: int, step: str, line_length: int
+) -> cst.BaseExpression:
+    """A comprehension that closes the line, as black splits it: its content on a line of its own
+    between the brackets, and when that is still too long, a line break before each `for` and `if`."""
+    content = len(_code(value)) - 2
+    if block_indent + len(step) + content > line_length:
+
+        def broken(comp_for: cst.CompFor) -> cst.CompFor:
+            inner = comp_for.inner_for_in
+            return comp_for.with_changes(
+                whitespace_before=_break(1, step),
+                ifs=[comp_if.with_changes(whitespace_before=_break(1, step)) for comp_if in comp_for.ifs],
+                inner_for_in=None if inner is None else broken(inner),
+            )
+
+        value = value.with_changes(for_in=broken(value.for_in))
+    if isinstance(value, cst.ListComp):
+        return value.with_changes(
+            lbracket=cst.LeftSquareBracket(whitespace_after=_break(1, step)),
+            rbracket=cst.RightSquareBracket(whitespace_before=_break(0, step)),
+        )
+    return value.with_changes(
+        lbrace=cst.LeftCurlyBrace(whitespace_after=_break(1, step)),
+        rbrace=cst.RightCurlyBrace(whitespace_before=_break(0, step)),
     )
 
 

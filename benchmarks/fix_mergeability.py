@@ -16,6 +16,15 @@ tests/wholerepo/README.md for how to build them).  On each tree in turn, gpulint
 `--safe-only` leaves out `--unsafe-fixes` (what `--fix` and the pre-commit fix hook write unattended);
 `--select ALL` applies every rule's fixes, opt-in rules included (`--fix --unsafe-fixes --select ALL`).
 
+`--formatter-check` also asks the project's formatter whether the fixed files are still formatted:
+the files the fixes change are copied, before and after the fixes, into a folder that mirrors the
+tree with the project's configuration files (those of the tree's root and of each folder above a
+changed file), and `ruff format --check` (when the project configures ruff) and `black --check`
+(when it configures black) run there, at the project's own settings.  A file clean before and not
+after is a new complaint: the fixes wrote what the formatter would not.  The formatters come from
+the `dev` extra (ruff from `bench` too); a missing one is said and skipped.  Notebooks are not
+checked (the formatters read `.py` files).
+
 The diff is split into hunks.  A hunk belongs to the rules whose fix edits touch the lines it
 changes (two rules' fixes on one line make one hunk of both).  Its KIND is those rules and their
 fix messages with digits written as N (`GL102: Pin host memory: `pin_memory=True``): the builder's
@@ -41,8 +50,10 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -309,6 +320,150 @@ def render_text(summary: dict, show_hunks: bool) -> str:
     return "\n".join(out)
 
 
+# -- formatter check -----------------------------------------------------------------------------
+
+# The files that configure the formatters (and say the line length gpulint reads: project.py).
+FORMATTER_CONFIGS = (
+    "pyproject.toml",
+    "ruff.toml",
+    ".ruff.toml",
+    "setup.cfg",
+    "tox.ini",
+    ".flake8",
+    ".style.yapf",
+    ".pre-commit-config.yaml",
+)
+FORMATTER_COMMANDS = {
+    "ruff": [sys.executable, "-m", "ruff", "format", "--check"],
+    "black": [sys.executable, "-m", "black", "--check", "-q"],
+}
+
+
+def patched(original: str, hunks: list[Hunk]) -> str | None:
+    """`original` with the hunks of its diff applied; None when a hunk's context does not match."""
+    lines = original.splitlines(keepends=True)
+    out: list[str] = []
+    position = 0  # the next original line to copy (0-based)
+    for hunk in sorted(hunks, key=lambda h: h.old_start):
+        removes = any(line[:1] in (" ", "-") for line in hunk.body)
+        start = hunk.old_start - 1 if removes else hunk.old_start  # (an insertion's range names the line above)
+        if start < position:
+            return None
+        out += lines[position:start]
+        position = start
+        for line in hunk.body:
+            if line[:1] == "+":
+                out.append(line[1:] + "\n")
+                continue
+            if position >= len(lines) or lines[position].rstrip("\r\n") != line[1:]:
+                return None
+            if line[:1] == " ":
+                out.append(lines[position])
+            position += 1
+    return "".join(out + lines[position:])
+
+
+def configured_formatters(tree: Path) -> list[str]:
+    """The formatters the tree's root configures: ruff (its own files, `[tool.ruff]`, a pre-commit
+    `ruff-format` hook) and black (`[tool.black]`, a `black` hook)."""
+    pyproject = _text(tree / "pyproject.toml")
+    hooks = _text(tree / ".pre-commit-config.yaml")
+    found = []
+    if (
+        (tree / "ruff.toml").is_file()
+        or (tree / ".ruff.toml").is_file()
+        or re.search(r"^\[tool\.ruff[\].]", pyproject, re.MULTILINE)
+        or re.search(r"id:\s*ruff-format\b", hooks)
+    ):
+        found.append("ruff")
+    if re.search(r"^\[tool\.black\]", pyproject, re.MULTILINE) or re.search(r"id:\s*black\b", hooks):
+        found.append("black")
+    return found
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _mirror(tree: Path, root: Path, texts: dict[str, str]) -> None:
+    """`texts` (path relative to the tree -> text) written under `root`, with the configuration files
+    of the tree's root and of every folder above each file."""
+    (root / ".git").mkdir(parents=True)  # the formatters look for the project's root no higher
+    folders = {Path(".")}
+    for relative, text in texts.items():
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        folders.update(Path(relative).parents)
+    for folder in folders:
+        for name in FORMATTER_CONFIGS:
+            source = tree / folder / name
+            if source.is_file() and not (root / folder / name).exists():
+                shutil.copyfile(source, root / folder / name)
+
+
+def _unformatted(command: list[str], root: Path, paths: list[str]) -> set[str]:
+    """The paths (relative to `root`) the formatter's check would change, each checked on its own."""
+    complaints = set()
+    for relative in paths:
+        completed = subprocess.run([*command, relative], cwd=root, capture_output=True, text=True, check=False)
+        if completed.returncode != 0:
+            complaints.add(relative)
+    return complaints
+
+
+def formatter_check(tree: Path, hunks: list[Hunk]) -> dict:
+    """For each formatter the tree configures: the changed files it found formatted before the fixes
+    and not after (`new`), and those it already complained about before (`before`)."""
+    by_path: dict[str, list[Hunk]] = defaultdict(list)
+    for hunk in hunks:
+        if hunk.cell is None and hunk.path.endswith(".py"):
+            by_path[hunk.path].append(hunk)
+    originals, fixed, unpatched = {}, {}, []
+    for relative, file_hunks in sorted(by_path.items()):
+        original = _text(tree / relative)
+        new = patched(original, file_hunks)
+        if new is None:
+            unpatched.append(relative)
+            continue
+        originals[relative], fixed[relative] = original, new
+    result: dict = {"files": len(fixed), "unpatched": unpatched, "formatters": {}}
+    for formatter in configured_formatters(tree):
+        command = FORMATTER_COMMANDS[formatter]
+        if subprocess.run([*command[:3], "--version"], capture_output=True, check=False).returncode != 0:
+            result["formatters"][formatter] = {"missing": f"{formatter} is not installed (the dev extra)"}
+            continue
+        with tempfile.TemporaryDirectory(prefix="gpulint-format-") as scratch:
+            before_root, after_root = Path(scratch) / "before", Path(scratch) / "after"
+            _mirror(tree, before_root, originals)
+            _mirror(tree, after_root, fixed)
+            before = _unformatted(command, before_root, sorted(originals))
+            after = _unformatted(command, after_root, sorted(fixed))
+        result["formatters"][formatter] = {"before": sorted(before), "new": sorted(after - before)}
+    return result
+
+
+def render_formatter_checks(checks: dict[str, dict]) -> str:
+    out = ["", "Formatter check of the fixed files (new: formatted before the fixes, not after):"]
+    for repo, check in checks.items():
+        if not check["formatters"]:
+            out.append(f"  {repo}: {check['files']} files; no ruff or black configured")
+        for formatter, found in check["formatters"].items():
+            if "missing" in found:
+                out.append(f"  {repo}: {formatter}: {found['missing']}")
+                continue
+            out.append(
+                f"  {repo}: {formatter}: {check['files']} files, {len(found['before'])} unformatted before, "
+                f"{len(found['new'])} new"
+            )
+            out += [f"      new: {path}" for path in found["new"]]
+        out += [f"      diff did not apply: {path}" for path in check["unpatched"]]
+    return "\n".join(out)
+
+
 # -- running gpulint -----------------------------------------------------------------------------
 
 
@@ -340,6 +495,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--safe-only", action="store_true", help="only the safe fixes (what `--fix` writes), not `--unsafe-fixes`"
     )
+    parser.add_argument(
+        "--formatter-check",
+        action="store_true",
+        help="also run the project's ruff format / black check on the fixed files (new complaints)",
+    )
     parser.add_argument("--show-hunks", action="store_true", help="print the text of unread and not-mergeable hunks")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args(argv)
@@ -356,6 +516,7 @@ def main(argv: list[str] | None = None) -> int:
     labels = [label for label in load_labels(args.labels) if label.repo in wanted]
 
     hunks: list[Hunk] = []
+    formatter_checks: dict[str, dict] = {}
     for repo in sorted(wanted):
         tree = args.trees / repo_folder(repo)
         if not tree.is_dir():
@@ -372,10 +533,20 @@ def main(argv: list[str] | None = None) -> int:
             args.save_diffs.mkdir(parents=True, exist_ok=True)
             (args.save_diffs / f"{repo_folder(repo)}.diff").write_text(diff, encoding="utf-8")
             (args.save_diffs / f"{repo_folder(repo)}.json").write_text(json.dumps(records), encoding="utf-8")
-        hunks += attribute(split_diff(diff, repo), records, tree)
+        tree_hunks = attribute(split_diff(diff, repo), records, tree)
+        hunks += tree_hunks
+        if args.formatter_check:
+            formatter_checks[repo] = formatter_check(tree, tree_hunks)
 
     summary = summarize(join(labels, hunks))
-    print(json.dumps(summary, indent=1) if args.json else render_text(summary, args.show_hunks))
+    if args.formatter_check:
+        summary["formatter_check"] = formatter_checks
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        print(render_text(summary, args.show_hunks))
+        if args.formatter_check:
+            print(render_formatter_checks(formatter_checks))
     return 0
 
 

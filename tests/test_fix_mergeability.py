@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -156,3 +157,60 @@ def test_end_to_end_on_a_tree_with_gpulint_and_saved_diffs(tmp_path, capsys):
     assert "x.cuda(non_blocking=True)" in (saved / "acme__trainer.diff").read_text()
     assert mergeability.main([*common, "--diffs", str(saved)]) == 0
     assert json.loads(capsys.readouterr().out) == summary
+
+
+def test_the_hunks_of_a_diff_patch_the_original_and_a_stale_one_does_not_apply():
+    original = "".join(f"line {n}\n" for n in range(1, 21))
+    diff = "\n".join(
+        [
+            "--- a/f.py",
+            "+++ b/f.py",
+            "@@ -2,3 +2,4 @@",
+            " line 2",
+            "+new after 2",
+            " line 3",
+            " line 4",
+            "@@ -10,3 +11,3 @@",
+            " line 10",
+            "-line 11",
+            "+changed 11",
+            " line 12",
+        ]
+    )
+    hunks = mergeability.split_diff(diff, REPO)
+    expected = original.replace("line 2\n", "line 2\nnew after 2\n").replace("line 11\n", "changed 11\n")
+    assert mergeability.patched(original, hunks) == expected
+    assert mergeability.patched(original.replace("line 11", "line eleven"), hunks) is None
+
+
+def _ruff_missing() -> bool:
+    return subprocess.run([sys.executable, "-m", "ruff", "--version"], capture_output=True).returncode != 0
+
+
+@pytest.mark.skipif(_ruff_missing(), reason="ruff is not installed (the dev extra)")
+def test_the_formatter_check_reports_files_the_fixes_leave_unformatted_at_the_projects_settings(tmp_path):
+    tree = tmp_path / "acme__trainer"
+    (tree / "pkg").mkdir(parents=True)
+    # Formatted at 100 columns, not at ruff's default 88: the check must read the project's settings.
+    wide = "loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, num_workers=args.workers)\n"
+    (tree / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")
+    (tree / "pkg" / "clean.py").write_text(wide)
+    (tree / "pkg" / "broken.py").write_text(wide)
+    (tree / "messy.py").write_text("x = (1,\n  2)\n")
+
+    def hunk(path: str, old: str, new: str) -> str:
+        return f"--- a/{path}\n+++ b/{path}\n@@ -1,1 +1,1 @@\n-{old}\n+{new}"
+
+    keep = wide.rstrip("\n").replace("shuffle=True", "shuffle=False")
+    break_it = wide.rstrip("\n").replace("(train_set", "( train_set")
+    diff = "\n".join(
+        [
+            hunk("pkg/clean.py", wide.rstrip("\n"), keep),
+            hunk("pkg/broken.py", wide.rstrip("\n"), break_it),
+            "--- a/messy.py\n+++ b/messy.py\n@@ -1,2 +1,2 @@\n-x = (1,\n+x = (3,\n   2)",
+        ]
+    )
+    check = mergeability.formatter_check(tree, mergeability.split_diff(diff, REPO))
+    assert check["files"] == 3 and check["unpatched"] == []
+    # (messy.py was unformatted before the fix: not the fix's doing)
+    assert check["formatters"] == {"ruff": {"before": ["messy.py"], "new": ["pkg/broken.py"]}}

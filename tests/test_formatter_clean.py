@@ -245,3 +245,232 @@ def test_fixed_scripts_leave_the_formatter_nothing_to_change(formatter, tmp_path
 
     check = subprocess.run([*command, "--check", "--diff", "."], cwd=tmp_path, capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+# A chain laid out one method a line (the formatters' fluent layout, two methods or more) that a
+# fix shortens to one method: `.to(device=...)` moves into the factory, and the formatters join
+# what is left (`).to(dtype=...)`), dropping parentheses the layout no longer needs.  The safe fix.
+FLUENT_CHAIN_SCRIPT = """\
+import time
+
+import torch
+
+device = torch.device("cuda")
+
+
+class Trainer:
+    def train(self, text_encoder, loader, std_token_embedding, num_channels_latents, height, width):
+        for step, batch in enumerate(loader):
+            start = time.time()
+            (
+                text_encoder.text_model if hasattr(text_encoder, "text_model") else text_encoder
+            ).embeddings.token_embedding.weight.data[self.train_ids] = (
+                torch.zeros(
+                    len(self.train_ids),
+                    (
+                        text_encoder.text_model if hasattr(text_encoder, "text_model") else text_encoder
+                    ).config.hidden_size,
+                )
+                .to(device=self.device)
+                .to(dtype=self.dtype)
+                * std_token_embedding
+            )
+            latents = (
+                torch.zeros(batch.shape[0], num_channels_latents, height // 8, width // 8, dtype=torch.float32)
+                .to(device=self.device)
+                .to(dtype=self.dtype)
+            )
+            noise = (
+                torch.zeros(batch.shape[0], num_channels_latents, height // 8, width // 8)
+                .to(device=self.device)
+                .to(dtype=self.dtype)
+            )
+            print(step, latents.shape, noise.shape, time.time() - start)
+"""
+
+
+def _fixed_and_checked(tmp_path, command, pyproject: str, source: str, select: str, *fix: str) -> tuple[str, str]:
+    """`source` (formatted first) fixed with `--fix` (the safe set, unless `fix` says more) in a
+    project with `pyproject`: the fixed text, and what the formatter's check then says (empty when
+    it finds nothing)."""
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    script = tmp_path / "train.py"
+    script.write_text(source)
+    subprocess.run([*command, "."], cwd=tmp_path, check=True, capture_output=True)
+    before = script.read_text()
+    fixed = subprocess.run(
+        [sys.executable, "-m", "gpulint", "check", "--fix", *fix, "--no-cache", "--select", select, "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": ""},
+    )
+    assert fixed.returncode in (0, 1), fixed.stdout + fixed.stderr
+    assert script.read_text() != before, "the fix applies"
+    check = subprocess.run([*command, "--check", "--diff", "."], cwd=tmp_path, capture_output=True, text=True)
+    return script.read_text(), "" if check.returncode == 0 else check.stdout + check.stderr
+
+
+@pytest.mark.parametrize("formatter", sorted(FORMATTERS))
+def test_a_fix_that_shortens_a_fluent_chain_leaves_it_as_the_formatter_does(formatter, tmp_path):
+    command, _, section = FORMATTERS[formatter]
+    if _missing(command):
+        pytest.skip(f"{formatter} is not installed (the dev extra)")
+    fixed, complaints = _fixed_and_checked(
+        tmp_path, command, f"[{section}]\nline-length = 119\n", FLUENT_CHAIN_SCRIPT, "GL203"
+    )
+    assert ".to(device=self.device)" not in fixed
+    assert complaints == ""
+
+
+# An 80-column project (SpeechBrain's shapes): a fix lengthens a list argument of a call already
+# one argument per line, and the content of an assigned value's own parentheses (a comparison).
+# The formatters split the list one element a line and the comparison before its operator.
+NARROW_SCRIPT = """\
+import time
+
+import torch
+
+device = torch.device("cuda")
+
+
+def pad_and_mask(xs, pad_size, lens_abs, fb_max_length):
+    for x in xs:
+        start = time.time()
+        device = x.device
+        x_padded = torch.cat(
+            [x, torch.zeros(x.size(0), pad_size, x.size(-1)).to(device)],
+            dim=1,
+        )
+        mask_lens = (
+            torch.arange(fb_max_length).to(device)[None, :] < lens_abs[:, None]
+        )
+        print(x_padded.shape, mask_lens, time.time() - start)
+"""
+
+
+@pytest.mark.parametrize("formatter", sorted(FORMATTERS))
+def test_fixes_in_a_narrow_project_are_split_as_the_formatter_splits_them(formatter, tmp_path):
+    command, _, section = FORMATTERS[formatter]
+    if _missing(command):
+        pytest.skip(f"{formatter} is not installed (the dev extra)")
+    fixed, complaints = _fixed_and_checked(
+        tmp_path, command, f"[{section}]\nline-length = 80\n", NARROW_SCRIPT, "GL203"
+    )
+    assert "device=device)[None, :]" in fixed and "x.size(-1), device=device)" in fixed
+    assert complaints == ""
+
+
+# A 79-column project (PyG's limit): a copy a fix makes asynchronous inside a call whose result is
+# sliced.  The formatters split at the `[` when the line up to it fits, else inside the call.
+SLICED_SCRIPT = """\
+import time
+
+import torch
+import torch.nn.functional as F
+
+device = torch.device("cuda")
+
+
+def train(model, loader, optimizer):
+    for batch in loader:
+        start = time.time()
+        optimizer.zero_grad()
+        y = batch.y[: batch.batch_size]
+        y_hat = model(batch.x, batch.edge_index.to(device))[: batch.batch_size]
+        y_all = model(batch.x, batch.edge_index.to(device), batch.edge_attr)[:9]
+        loss = F.cross_entropy(y_hat, y) + y_all.sum()
+        loss.backward()
+        optimizer.step()
+        print(loss, time.time() - start)
+"""
+
+
+@pytest.mark.parametrize("formatter", sorted(FORMATTERS))
+def test_a_fixed_call_whose_result_is_sliced_is_split_as_the_formatter_splits_it(formatter, tmp_path):
+    command, _, section = FORMATTERS[formatter]
+    if _missing(command):
+        pytest.skip(f"{formatter} is not installed (the dev extra)")
+    fixed, complaints = _fixed_and_checked(
+        tmp_path, command, f"[{section}]\nline-length = 79\n", SLICED_SCRIPT, "GL104", "--unsafe-fixes"
+    )
+    assert fixed.count("non_blocking=True") == 2
+    assert complaints == ""
+
+
+# SpeechBrain's shapes: the call a fix lengthens is an element of a list, inside a call, inside a
+# comparison in parentheses -- every level already one item a line -- or the left operand of an
+# element split before its operator.  Only that call is split.
+NESTED_SCRIPT = """\
+import time
+
+import torch
+
+device = torch.device("cuda")
+
+
+def regions(labels, uniform_mat, n_shared, steps, grapheme_encoded_data, bos_index):
+    for step in range(steps):
+        start = time.time()
+        irrelevant_regions = (
+            torch.cat(
+                [
+                    uniform_mat,
+                    torch.ones(uniform_mat.shape[0], n_shared).to(labels.device),
+                ],
+                dim=1,
+            )
+            == 1
+        )
+        phn_encoded = (
+            torch.ones(len(grapheme_encoded_data), 1).to(grapheme_encoded_data.device)
+            * bos_index,
+            torch.ones(len(grapheme_encoded_data)).to(grapheme_encoded_data.device),
+        )
+        print(irrelevant_regions, phn_encoded, time.time() - start)
+"""
+
+
+@pytest.mark.parametrize("formatter", sorted(FORMATTERS))
+def test_a_fixed_item_deep_in_a_layout_one_item_a_line_is_split_as_the_formatter_splits_it(formatter, tmp_path):
+    command, _, section = FORMATTERS[formatter]
+    if _missing(command):
+        pytest.skip(f"{formatter} is not installed (the dev extra)")
+    fixed, complaints = _fixed_and_checked(
+        tmp_path, command, f"[{section}]\nline-length = 80\n", NESTED_SCRIPT, "GL203"
+    )
+    assert "device=labels.device" in fixed and ".to(" not in fixed
+    assert complaints == ""
+
+
+# PyG's shape: a copy a fix makes asynchronous inside a comprehension that closes the line.  The
+# formatters put the content between the brackets on its own line, split before `for` and `if`.
+COMPREHENSION_SCRIPT = """\
+import torch
+from torch.utils.data import DataLoader
+
+device = torch.device("cuda")
+
+
+class Runner:
+    def run(self, dataset, model, optimizer):
+        train_loader = DataLoader(dataset, batch_size=32, pin_memory=True)
+        for batch in train_loader:
+            inputs = {k: v.to(self.device) for k, v in batch["input"].items()}
+            masks = [m.to(self.device) for m in batch["masks"] if m.numel()]
+            loss = model(inputs, masks)
+            loss.backward()
+            optimizer.step()
+"""
+
+
+@pytest.mark.parametrize("formatter", sorted(FORMATTERS))
+def test_a_fixed_comprehension_is_split_as_the_formatter_splits_it(formatter, tmp_path):
+    command, _, section = FORMATTERS[formatter]
+    if _missing(command):
+        pytest.skip(f"{formatter} is not installed (the dev extra)")
+    fixed, complaints = _fixed_and_checked(
+        tmp_path, command, f"[{section}]\nline-length = 79\n", COMPREHENSION_SCRIPT, "GL104", "--unsafe-fixes"
+    )
+    assert fixed.count("non_blocking=True") == 2
+    assert complaints == ""

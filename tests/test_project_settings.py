@@ -139,6 +139,85 @@ def test_without_our_table_the_nearest_pyproject_and_requirements_count(tmp_path
     assert Settings().line_length == 88 and Settings().target_torch is None
 
 
+# The files that say a project's line length, and what gpulint reads from them: the formatter the
+# pre-commit configuration runs, then a formatter's own setting, a formatter's default, a linter's.
+LINE_LENGTH_SOURCES = {
+    "ruff.toml": ({"ruff.toml": "line-length = 100\n"}, 100),
+    ".ruff.toml over ruff.toml over [tool.ruff]": (
+        {
+            ".ruff.toml": "line-length = 101\n",
+            "ruff.toml": "line-length = 100\n",
+            "pyproject.toml": "[tool.ruff]\nline-length = 120\n",
+        },
+        101,
+    ),
+    "ruff.toml over [tool.black]": (
+        {"ruff.toml": "line-length = 100\n", "pyproject.toml": "[tool.black]\nline-length = 79\n"},
+        100,
+    ),
+    "ruff's format table alone: ruff's default, not the linter's limit": (
+        {
+            "pyproject.toml": '[tool.ruff.format]\nquote-style = "single"\n',
+            ".flake8": "[flake8]\nmax-line-length = 100\n",
+        },
+        88,
+    ),
+    ".style.yapf": ({".style.yapf": "[style]\nbased_on_style = pep8\ncolumn_limit = 100\n"}, 100),
+    "setup.cfg [yapf]": ({"setup.cfg": "[yapf]\ncolumn_limit = 90\n"}, 90),
+    "[tool.yapf] pep8 style": ({"pyproject.toml": '[tool.yapf]\nbased_on_style = "pep8"\n'}, 79),
+    "[tool.yapf] google style": ({"pyproject.toml": '[tool.yapf]\nbased_on_style = "google"\n'}, 80),
+    # PyG: ruff lints at 80, yapf (the pre-commit hook that formats) keeps pep8's 79.
+    "pre-commit yapf over [tool.ruff]": (
+        {
+            "pyproject.toml": '[tool.yapf]\nbased_on_style = "pep8"\n'
+            '[tool.ruff]\nline-length = 80\n[tool.ruff.format]\nquote-style = "single"\n',
+            ".pre-commit-config.yaml": "repos:\n  - repo: yapf\n    hooks:\n      - id: yapf\n"
+            "  - repo: ruff-pre-commit\n    hooks:\n      - id: ruff\n",
+        },
+        79,
+    ),
+    "pre-commit ruff-format over [tool.black]": (
+        {
+            "pyproject.toml": "[tool.black]\nline-length = 100\n[tool.ruff]\nline-length = 80\n",
+            ".pre-commit-config.yaml": "repos:\n- repo: r\n  hooks:\n  - id: ruff\n  - id: ruff-format\n",
+        },
+        80,
+    ),
+    "a commented-out hook runs nothing": (
+        {
+            "pyproject.toml": "[tool.black]\nline-length = 100\n",
+            ".pre-commit-config.yaml": "repos:\n- repo: r\n  hooks:\n  # - id: yapf\n",
+        },
+        100,
+    ),
+    # fairseq: black at its default, whatever flake8 allows.
+    "[tool.black] without a length over flake8": (
+        {"pyproject.toml": "[tool.black]\nextend-exclude = 'x'\n", "setup.cfg": "[flake8]\nmax-line-length = 127\n"},
+        88,
+    ),
+    ".flake8": ({".flake8": "[flake8]\nignore = W503\nmax-line-length = 100\n"}, 100),  # detectron2
+    "tox.ini [flake8]": ({"tox.ini": "[flake8]\nmax-line-length = 120\n"}, 120),  # DETR
+    "setup.cfg [flake8] max_line_length": ({"setup.cfg": "[flake8]\nmax_line_length = 127\n"}, 127),
+    "[tool.flake8]": ({"pyproject.toml": "[tool.flake8]\nmax-line-length = 99\n"}, 99),
+    "setup.cfg [pycodestyle]": ({"setup.cfg": "[pycodestyle]\nmax-line-length = 110\n"}, 110),
+    "pylintrc [FORMAT]": ({"pylintrc": "[FORMAT]\nmax-line-length=80\nindent-string='  '\n"}, 80),  # tensor2tensor
+    "[tool.pylint.format]": ({"pyproject.toml": "[tool.pylint.format]\nmax-line-length = 100\n"}, 100),
+    "values of another shape say nothing": (
+        {"pyproject.toml": '[tool.ruff]\nline-length = "wide"\n', "setup.cfg": "[flake8]\nmax-line-length = -3\n"},
+        88,
+    ),
+    "an INI file that does not parse says nothing": ({"setup.cfg": "max-line-length = 100\n[flake8\n"}, 88),
+}
+
+
+@pytest.mark.parametrize("files, line_length", LINE_LENGTH_SOURCES.values(), ids=LINE_LENGTH_SOURCES)
+def test_the_line_length_comes_from_where_the_project_keeps_it(tmp_path, files, line_length):
+    (tmp_path / ".git").mkdir()
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    assert load_settings(None, tmp_path).line_length == line_length
+
+
 @pytest.mark.parametrize("body, message", [('target-torch = "two"', "target-torch"), ("fix-tests = 1", "fix-tests")])
 def test_bad_values_are_clear_errors(tmp_path, body, message):
     config = tmp_path / "pyproject.toml"

@@ -22,8 +22,9 @@
     history = ".gpulint/history.db"  # where profile/verify keep their runs (relative); false: nowhere
     local-rules = ["tools/lint_rules/"]   # the project's own rule modules (files or folders, relative)
 
-The project's line length (ruff's or black's `line-length`) and the PyTorch its requirements allow
-are read from the same pyproject.toml, or the nearest one when there is no `[tool.gpulint]`
+The project's line length (its formatter's: ruff's or black's `line-length`, yapf's `column_limit`,
+else a linter's limit) and the PyTorch its requirements allow are read from the same pyproject.toml
+and the tools' files beside it, or the nearest one when there is no `[tool.gpulint]`
 (gpulint/linter/project.py).
 
 Local rules (local_rules.py) are project code: they are loaded only when the caller says the

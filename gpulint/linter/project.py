@@ -1,8 +1,21 @@
 """What the project around the linted files says that shapes the fixes: the line length its
 formatter keeps, and the oldest PyTorch, TensorFlow and Lightning it declares it runs on.
 
-* line length: `[tool.ruff] line-length`, else `[tool.black] line-length`, else 88 (both tools'
-  default) -- fixed lines are wrapped to it;
+* line length: fixed lines are wrapped to it, so it is the length the project's formatter keeps
+  -- a fix wrapped shorter is joined again by `ruff format` or black, one wrapped longer is split.
+  In this order (`line_length_from`):
+  1. the formatter the project's pre-commit configuration runs, when it names one (hook `ruff-format`,
+     `black`, `yapf`): that tool's setting below, or its default;
+  2. a formatter's own setting: ruff's `line-length` (`.ruff.toml`, then `ruff.toml`, then
+     `[tool.ruff]`: ruff's own order; ruff has no line length of its own under `[format]`), black's
+     `[tool.black] line-length`, yapf's `column_limit` (`.style.yapf [style]`, `setup.cfg [yapf]`,
+     `[tool.yapf]`);
+  3. a formatter configured without one: its default (ruff and black 88; yapf 79 for its default
+     `pep8` style, 80 for `google`, `facebook` and `yapf`);
+  4. a linter's limit: flake8's `max-line-length` (`[flake8]` in `.flake8`, `setup.cfg`, `tox.ini`,
+     or `[tool.flake8]`), pycodestyle's (`[pycodestyle]`), pylint's (`[tool.pylint.format]`,
+     `[FORMAT]` in `.pylintrc` or `pylintrc`);
+  5. else 88.
 * PyTorch: the lowest version the project's requirements allow for `torch` -- `[project]
   dependencies` and optional dependencies in pyproject.toml, then beside it `requirements*.txt`,
   `setup.py` and `setup.cfg` (their `install_requires`) and a conda `environment.yml`
@@ -35,6 +48,7 @@ linted file belongs to, whatever paths the run names.
 
 from __future__ import annotations
 
+import configparser
 import os
 import re
 from collections.abc import Iterable
@@ -169,13 +183,7 @@ def facts_from(pyproject: dict[str, Any], directory: Path | None) -> ProjectFact
     """The facts of a project from its parsed pyproject.toml (and requirement files in `directory`).
     The tables read here belong to other tools (ruff, black, the packaging metadata): a value of
     another shape than theirs says nothing, and is passed over as if absent."""
-    tool = _table(pyproject, "tool")
-    line_length = DEFAULT_LINE_LENGTH
-    for formatter in ("ruff", "black"):
-        value = _table(tool, formatter).get("line-length")
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            line_length = value
-            break
+    line_length = line_length_from(pyproject, directory)
     project = _table(pyproject, "project")
     requirements = _strings(project.get("dependencies"))
     for group in _table(project, "optional-dependencies").values():
@@ -231,6 +239,129 @@ def _docs_pages(directory: Path) -> list[tuple[str, list[str]]]:
     except OSError:
         return []
     return [(f"docs/{name}", _lines(docs / name)) for name in names[:_DOCS_PAGES_READ]]
+
+
+# Each formatter's line length where the project sets none (yapf's: by the style it is based on).
+_FORMATTER_DEFAULTS = {"ruff": DEFAULT_LINE_LENGTH, "black": DEFAULT_LINE_LENGTH, "yapf": 79}
+_YAPF_STYLE_LIMITS = {"pep8": 79, "google": 80, "facebook": 80, "yapf": 80}
+# A pre-commit hook that formats (`- id: ruff-format`); a commented-out one does not match.
+_FORMATTER_HOOK = re.compile(
+    r"^[ \t]*(?:-[ \t]*)?id:[ \t]*[\"']?(?P<hook>ruff-format|black-jupyter|black|yapf)[\"']?[ \t]*(?:#.*)?$",
+    re.MULTILINE,
+)
+
+
+def line_length_from(pyproject: dict[str, Any], directory: Path | None) -> int:
+    """The line length the project's formatter keeps, from its parsed pyproject.toml and the tools'
+    files in `directory` (the order: the module's docstring).  A value that is not a positive
+    whole number says nothing, as does a file that cannot be read or parsed."""
+    tool = _table(pyproject, "tool")
+    ini = _ini_files(directory)
+    declared: dict[str, int | None] = {
+        "ruff": _ruff_line_length(tool, directory),
+        "black": _positive(_table(tool, "black").get("line-length")),
+        "yapf": None,
+    }
+    yapf_tables = [
+        ini.get((".style.yapf", "style")),
+        ini.get(("setup.cfg", "yapf")),
+        _table(tool, "yapf") if "yapf" in tool else None,
+    ]
+    yapf = [table for table in yapf_tables if table is not None]
+    for table in yapf:
+        declared["yapf"] = _positive(table.get("column_limit"))
+        if declared["yapf"] is not None:
+            break
+    configured = {
+        "ruff": declared["ruff"] is not None or "ruff" in tool or _any_file(directory, ".ruff.toml", "ruff.toml"),
+        "black": "black" in tool,
+        "yapf": bool(yapf),
+    }
+    defaults = dict(_FORMATTER_DEFAULTS)
+    style = next((str(table.get("based_on_style")).lower() for table in yapf if "based_on_style" in table), "pep8")
+    defaults["yapf"] = _YAPF_STYLE_LIMITS.get(style, defaults["yapf"])
+
+    hooks = {m["hook"].removesuffix("-jupyter").removesuffix("-format") for m in _pre_commit_hooks(directory)}
+    if len(hooks) == 1:
+        (formatter,) = hooks
+        return declared[formatter] or defaults[formatter]
+    for formatter in ("ruff", "black", "yapf"):
+        value = declared[formatter]
+        if value is not None:
+            return value
+    for formatter in ("ruff", "black", "yapf"):
+        if configured[formatter]:
+            return defaults[formatter]
+    linters: list[dict[str, Any] | None] = [
+        ini.get((".flake8", "flake8")),
+        ini.get(("setup.cfg", "flake8")),
+        ini.get(("tox.ini", "flake8")),
+        _table(tool, "flake8"),
+        ini.get(("setup.cfg", "pycodestyle")),
+        ini.get(("tox.ini", "pycodestyle")),
+        _table(_table(tool, "pylint"), "format"),
+        _table(_table(tool, "pylint"), "FORMAT"),
+        ini.get((".pylintrc", "format")),
+        ini.get(("pylintrc", "format")),
+    ]
+    for linter in linters:
+        if linter:
+            limit = _positive(linter.get("max-line-length", linter.get("max_line_length")))
+            if limit is not None:
+                return limit
+    return DEFAULT_LINE_LENGTH
+
+
+def _positive(value: Any) -> int | None:
+    """A line length as a tool writes it (`100`, or `"100"` in an INI file); None for anything else."""
+    if isinstance(value, str) and re.fullmatch(r"\s*\d{1,6}\s*", value):
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _any_file(directory: Path | None, *names: str) -> bool:
+    return directory is not None and any((directory / name).is_file() for name in names)
+
+
+def _ruff_line_length(tool: dict[str, Any], directory: Path | None) -> int | None:
+    """ruff's `line-length`: its own files beside pyproject.toml win over `[tool.ruff]`, as in ruff."""
+    # (imported here: config.py reads this module's facts, and its TOML reader keeps the limits)
+    from gpulint.linter.config import ConfigError, read_toml
+
+    if directory is not None:
+        for name in (".ruff.toml", "ruff.toml"):
+            if (directory / name).is_file():
+                try:
+                    return _positive(read_toml(directory / name).get("line-length"))
+                except ConfigError:
+                    return None
+    return _positive(_table(tool, "ruff").get("line-length"))
+
+
+def _ini_files(directory: Path | None) -> dict[tuple[str, str], dict[str, Any]]:
+    """The sections of the INI-style files linters and yapf read (`setup.cfg`, `tox.ini`, `.flake8`,
+    `.style.yapf`, `.pylintrc`, `pylintrc`), by (file, section name in lower case)."""
+    sections: dict[tuple[str, str], dict[str, Any]] = {}
+    if directory is None:
+        return sections
+    for name in ("setup.cfg", "tox.ini", ".flake8", ".style.yapf", ".pylintrc", "pylintrc"):
+        lines = _lines(directory / name)
+        if not lines:
+            continue
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            parser.read_string("\n".join(lines))
+        except configparser.Error:
+            continue
+        for section in parser.sections():
+            sections.setdefault((name, section.lower()), dict(parser.items(section)))
+    return sections
+
+
+def _pre_commit_hooks(directory: Path | None) -> list[re.Match[str]]:
+    if directory is None:
+        return []
+    return list(_FORMATTER_HOOK.finditer("\n".join(_lines(directory / ".pre-commit-config.yaml"))))
 
 
 def _table(parent: dict[str, Any], key: str) -> dict[str, Any]:

@@ -201,6 +201,28 @@ def test_other_tools_tables_of_another_shape_are_passed_over(sandbox, body):
     assert "train.py:5:10: GL102" in result.stdout
 
 
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("ruff.toml", "line-length = [\n"),  # does not parse
+        (".ruff.toml", f"x = {DEEP}\n"),
+        ("setup.cfg", "[flake8\nmax-line-length = 100\n"),
+        ("tox.ini", "[flake8]\nmax-line-length = %(wide)s\n"),  # an interpolation that goes nowhere
+        (".style.yapf", "[style]\ncolumn_limit = 1e9\n"),
+        (".pre-commit-config.yaml", "  " + " " * 400_000 + "- id: black\n" + "-" * 400_000),
+    ],
+)
+def test_other_tools_files_that_cannot_be_read_are_passed_over(sandbox, name, text):
+    """gpulint reads the line length from formatters' and linters' own files beside the project:
+    one that does not parse, or holds what those tools would refuse, gives no hint and stops
+    nothing; a long line in them costs one pass."""
+    sandbox.write(name, text)
+    sandbox.write("train.py")
+    result = sandbox.run(".", "--no-cache")
+    assert result.returncode == 1 and not result.stderr
+    assert "train.py:5:10: GL102" in result.stdout
+
+
 @pytest.mark.parametrize("table", ["[tool]\nruff = 3\n", "[project]\ndependencies = 5\n"])
 def test_other_tools_tables_of_another_shape_beside_ours_are_passed_over(sandbox, table):
     sandbox.write("pyproject.toml", table + IGNORE_TABLE)

@@ -14,7 +14,7 @@ Only a statement a fix changed (or moved), and only at a call that closes the li
 2. when the arguments do not fit on that line either, one argument per line, each with a trailing
    comma; an argument that is still too long and is a call itself is split the same way, and a
    conditional (`precision="bf16-mixed" if ... else "32-true"`) goes in parentheses, one part a
-   line;
+   line, and a list, set or bracketed tuple goes one element a line (black always splits a display so);
 
 3. a method chain assigned or returned, with two or more methods called on results of calls
    (`tf.data.Dataset.from_tensor_slices(x).map(f).batch(32)`), goes in parentheses, one method
@@ -26,21 +26,34 @@ Only a statement a fix changed (or moved), and only at a call that closes the li
            .batch(32)
        )
 
+A chain in the fluent layout that a fix leaves with one method called on a result (`.to(device)`
+moved into the factory) is joined as black joins it -- `).to(dtype=...)` -- and an assigned or
+returned value loses the parentheses that layout needed, then is wrapped as in 1 if still too long.
+
 A call already one argument per line (a magic trailing comma, or a comment, holds it) stays so;
-an argument a fix made too long is split as in 2.  The header of a `for`, `while`, `if` or `with`
+an argument a fix made too long is split as in 2, at any depth of such a layout (an element of a
+list that is an argument of a call, each on lines of their own).  A value in parentheses of its
+own whose content a fix made too long (`mask = (\n    f(n, device=d)[None] < lens\n)`) is split
+before the operators of that content (a comparison, `and`/`or`, arithmetic), as black's delimiter
+split does.  A comprehension closing the line goes between its brackets on a line of its own,
+split before each `for` and `if` when still too long.  A subscript closing the line is a place to
+split as a call is (`y = f(x, d)[\n    :n\n]` when that opening line fits, else
+`y = f(\n    x, d\n)[:n]`).  The header of a `for`, `while`, `if` or `with`
 (`for x in enumerate(ds.prefetch(...)):`) splits at its last call as in 1.  Statements a fix moved
 one level in (under a guard) are wrapped the same way.
 
-The line length is the project's (ruff's or black's `line-length`, else 88: gpulint/linter/project.py).
+The line length is the project's formatter's (gpulint/linter/project.py says where it is read).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import libcst as cst
 
 _MARK = "__gpulint_split_here__"
+_Bracket = cst.Call | cst.Subscript  # where a line closing in brackets splits
 
 
 def wrap_statement(
@@ -52,6 +65,7 @@ def wrap_statement(
     A statement that spans lines and was moved in (from indentation `moved_from`, by a guard) is
     laid out again only when its lines are what gpulint writes for it at its old place -- a
     formatted file, formatted again; otherwise its author's layout stays, moved in as a whole."""
+    statement = _without_lone_links(statement, len(indent), line_length)
     lines = _lines(statement)
     if len(statement.body) != 1 or all(len(indent) + len(line) <= line_length for line in lines):
         return statement
@@ -60,6 +74,81 @@ def wrap_statement(
         if _code(before) != _code(statement):
             return statement
     return _laid_out(statement, lines, indent, step, line_length)
+
+
+class _LoneLinkJoiner(cst.CSTTransformer):
+    """Joins each method chain laid out one method a line (black's fluent layout) that has fewer
+    than two methods called on results left -- a fix took one out (`.to(device)` moved into the
+    factory) -- as black and ruff format do: they break a chain before its dots only for two or more."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner: set[int] = set()  # chain members under another member: a chain is judged whole
+        self.joined = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        below = getattr(node, "func", None) if isinstance(node, cst.Call) else None
+        if isinstance(node, (cst.Attribute, cst.Subscript)):
+            below = node.value
+        if isinstance(below, (cst.Call, cst.Attribute, cst.Subscript)) and not below.lpar:
+            self.inner.add(id(below))
+        return True
+
+    def on_leave(self, original_node, updated_node):
+        updated = super().on_leave(original_node, updated_node)
+        if id(original_node) in self.inner or not isinstance(updated, (cst.Call, cst.Attribute, cst.Subscript)):
+            return updated
+        bare = updated.with_changes(lpar=[], rpar=[])  # the fluent layout's own parentheses, if any
+        links = _links(bare)
+        broken = [link for link in links if _breaks_before(link)]
+        if not broken or len(links) >= 2 or any(_has_comment(link.dot.whitespace_before) for link in broken):
+            return updated
+        self.joined = True
+        return _replace_link(bare, broken[0]).with_changes(lpar=updated.lpar, rpar=updated.rpar)
+
+
+def _breaks_before(link: cst.Attribute) -> bool:
+    return isinstance(link.dot, cst.Dot) and isinstance(link.dot.whitespace_before, cst.ParenthesizedWhitespace)
+
+
+def _has_comment(whitespace: cst.BaseParenthesizableWhitespace) -> bool:
+    return isinstance(whitespace, cst.ParenthesizedWhitespace) and (
+        whitespace.first_line.comment is not None or any(line.comment is not None for line in whitespace.empty_lines)
+    )
+
+
+def _replace_link(node: cst.BaseExpression, link: cst.Attribute) -> cst.BaseExpression:
+    """`node` (a chain) with the line break before `link`'s dot taken out."""
+    if node is link:
+        return link.with_changes(dot=link.dot.with_changes(whitespace_before=cst.SimpleWhitespace("")))
+    if isinstance(node, cst.Call):
+        return node.with_changes(func=_replace_link(node.func, link))
+    assert isinstance(node, (cst.Attribute, cst.Subscript))  # the links of a chain lead down to `link`
+    return node.with_changes(value=_replace_link(node.value, link))
+
+
+def _without_lone_links(statement: cst.SimpleStatementLine, indent: int, line_length: int) -> cst.SimpleStatementLine:
+    """`statement` with every chain a fix left with a single method a line joined (see
+    `_LoneLinkJoiner`).  An assigned or returned value that was in the parentheses of the fluent
+    layout leaves them and goes on one line, to be wrapped as any long line is: black drops
+    parentheses the layout no longer needs (`x = (\n    f(a)\n    .to(b)\n)` -> `x = f(a).to(b)`)."""
+    joiner = _LoneLinkJoiner()
+    joined = statement.visit(joiner)
+    assert isinstance(joined, cst.SimpleStatementLine)  # the joiner changes whitespace only
+    if not joiner.joined:
+        return statement
+    small = joined.body[0] if len(joined.body) == 1 else None
+    value = getattr(small, "value", None)
+    if (
+        not isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return))
+        or not isinstance(value, (cst.Call, cst.Attribute))
+        or len(value.lpar) != 1
+        or _has_comment(value.lpar[0].whitespace_after)
+        or _has_comment(value.rpar[0].whitespace_before)
+    ):
+        return joined
+    bare = _joined(value.with_changes(lpar=[], rpar=[]))
+    return joined if bare is None else joined.with_changes(body=[small.with_changes(value=bare)])
 
 
 def _lines(statement: cst.SimpleStatementLine) -> list[str]:
@@ -93,7 +182,11 @@ def _wrapped_statement(
         # comment or a trailing comma after the last argument holds the layout.
         joined = _joined(value)
         if joined is None:
-            refitted = _refit_arguments(value, len(indent), step, line_length)
+            refitted = (
+                _refit_arguments(value, len(indent), step, line_length)
+                or _refit_parenthesized(value, len(indent), step, line_length)
+                or _refit_nested(value, len(indent), step, line_length)
+            )
             return statement if refitted is None else statement.with_changes(body=[small.with_changes(value=refitted)])
         value = joined
         statement = statement.with_changes(body=[small.with_changes(value=value)])
@@ -102,6 +195,9 @@ def _wrapped_statement(
         # `a, b = x.to(d), y.to(d)`: ruff format puts the tuple in parentheses, one element a line
         # (black keeps that layout too: the trailing comma holds it).
         return statement.with_changes(body=[small.with_changes(value=_exploded_tuple(value, step))])
+    if isinstance(value, (cst.ListComp, cst.SetComp, cst.DictComp)) and not value.lpar:
+        comprehension = _split_comprehension(value, len(indent), step, line_length)
+        return statement.with_changes(body=[small.with_changes(value=comprehension)])
     if value is None or not _calls_closing_the_line(value):
         return statement
     links = _links(value)
@@ -174,6 +270,8 @@ def _right_hand_split(
     chain = _calls_closing_the_line(value)
     fitting = [call for call in chain if len(indent) + _head_length(value, call, line_with) <= line_length]
     target = fitting[0] if fitting else chain[0]
+    if isinstance(target, cst.Subscript):
+        return _replace(value, target, _fit_subscript(target, 0, step))
     return _replace(value, target, _fit(target, len(indent), step, 0, line_length))
 
 
@@ -184,21 +282,147 @@ def _refit_arguments(
     argument that is a call or a conditional and too long for its line split too; None when there
     is nothing to split or the call is laid out otherwise."""
     chain = _calls_closing_the_line(value)
-    if value is None or not chain or not _one_argument_per_line(chain[0], step):
+    if value is None or not chain or not isinstance(chain[0], cst.Call) or not _one_argument_per_line(chain[0], step):
         return None
     call = chain[0]
     args = []
     for arg in call.args:
         inner = arg.value
         too_long = block_indent + len(step) + len(_arg_code(arg)) + 1 > line_length
-        if too_long and isinstance(inner, cst.Call) and inner.args and not inner.lpar and "\n" not in _code(inner):
-            arg = arg.with_changes(value=_fit(inner, block_indent, step, 1, line_length))
-        elif too_long and isinstance(inner, cst.IfExp) and not inner.lpar and "\n" not in _code(inner):
-            arg = arg.with_changes(value=_split_conditional(inner, step, 1))
+        if too_long and "\n" not in _code(inner):
+            if isinstance(inner, cst.Call) and inner.args and not inner.lpar:
+                arg = arg.with_changes(value=_fit(inner, block_indent, step, 1, line_length))
+            elif isinstance(inner, cst.IfExp) and not inner.lpar:
+                arg = arg.with_changes(value=_split_conditional(inner, step, 1))
+            elif _explodable_collection(inner):
+                arg = arg.with_changes(value=_exploded_collection(inner, block_indent, step, 1, line_length))
         args.append(arg)
     if all(new is old for new, old in zip(args, call.args, strict=True)):
         return None
     return _replace(value, call, call.with_changes(args=args))
+
+
+class _NestedRefitter(cst.CSTTransformer):
+    """Splits each argument or element that sits on a line of its own, deep in a layout already one
+    item a line, when a fix made that line too long: a call as in 2, a list, set or tuple one
+    element a line.  Its indentation is read from the line break before it (a whole number of
+    steps, or it is left alone: a layout aligned to a bracket is not black's)."""
+
+    def __init__(self, block_indent: int, step: str, line_length: int) -> None:
+        super().__init__()
+        self.block_indent, self.step, self.line_length = block_indent, step, line_length
+        self.changed = False
+
+    def _refit(self, item: cst.CSTNode | None, inner: cst.BaseExpression, before: object) -> cst.BaseExpression | None:
+        if not isinstance(before, cst.ParenthesizedWhitespace) or not before.indent or _has_comment(before):
+            return None
+        if (
+            isinstance(inner, cst.BinaryOperation)
+            and not inner.lpar
+            and isinstance(getattr(inner.operator, "whitespace_before", None), cst.ParenthesizedWhitespace)
+        ):
+            # (an operation already split before its operator: its left operand has the line)
+            left = self._refit(None, inner.left, before)
+            return None if left is None else inner.with_changes(left=left)
+        levels, rest = divmod(len(before.last_line.value), len(self.step))
+        comma = 1 if isinstance(getattr(item, "comma", None), cst.Comma) else 0
+        code = _code(inner)
+        if (
+            rest
+            or "\n" in code
+            or self.block_indent + len(before.last_line.value) + len(code) + comma <= self.line_length
+        ):
+            return None
+        if isinstance(inner, cst.Call) and inner.args and not inner.lpar:
+            return _fit(inner, self.block_indent, self.step, levels, self.line_length)
+        if _explodable_collection(inner):
+            return _exploded_collection(inner, self.block_indent, self.step, levels, self.line_length)
+        return None
+
+    def _items(self, items: Sequence[Any], first: object) -> list[Any]:
+        new_items, before = [], first
+        for item in items:
+            refit = self._refit(item, item.value, before)
+            if refit is not None:
+                self.changed = True
+                item = item.with_changes(value=refit)
+            new_items.append(item)
+            before = item.comma.whitespace_after if isinstance(item.comma, cst.Comma) else None
+        return new_items
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        return updated_node.with_changes(args=self._items(updated_node.args, updated_node.whitespace_before_args))
+
+    def leave_List(self, original_node: cst.List, updated_node: cst.List) -> cst.List:
+        return updated_node.with_changes(
+            elements=self._items(updated_node.elements, updated_node.lbracket.whitespace_after)
+        )
+
+    def leave_Set(self, original_node: cst.Set, updated_node: cst.Set) -> cst.Set:
+        return updated_node.with_changes(
+            elements=self._items(updated_node.elements, updated_node.lbrace.whitespace_after)
+        )
+
+    def leave_Tuple(self, original_node: cst.Tuple, updated_node: cst.Tuple) -> cst.Tuple:
+        if not updated_node.lpar:
+            return updated_node
+        return updated_node.with_changes(
+            elements=self._items(updated_node.elements, updated_node.lpar[0].whitespace_after)
+        )
+
+
+def _refit_nested(
+    value: cst.BaseExpression | None, block_indent: int, step: str, line_length: int
+) -> cst.BaseExpression | None:
+    """`value`, laid out one item a line, with each item a fix made too long for its line split
+    (`_NestedRefitter`); None when there is none."""
+    if value is None:
+        return None
+    refitter = _NestedRefitter(block_indent, step, line_length)
+    refitted = value.visit(refitter)
+    return refitted if refitter.changed and isinstance(refitted, cst.BaseExpression) else None
+
+
+def _refit_parenthesized(
+    value: cst.BaseExpression | None, block_indent: int, step: str, line_length: int
+) -> cst.BaseExpression | None:
+    """A value in parentheses of its own, its content on a line of its own and too long for it, a
+    comparison, `and`/`or` chain or operation: split before its operators, one level in, as black's
+    delimiter split does (`x = (\n    f(a)[0]\n    < b\n)`); None for anything else."""
+    if value is None or len(value.lpar) != 1 or len(value.rpar) != 1:
+        return None
+    opening, closing = value.lpar[0].whitespace_after, value.rpar[0].whitespace_before
+    if not isinstance(opening, cst.ParenthesizedWhitespace) or _has_comment(opening) or _has_comment(closing):
+        return None
+    content = value.with_changes(lpar=[], rpar=[])
+    code = _code(content)
+    if "\n" in code or block_indent + len(step) + len(code) <= line_length:
+        return None
+    if isinstance(content, cst.Comparison):
+        targets = [
+            target.with_changes(
+                operator=target.operator.with_changes(
+                    whitespace_before=_break(1, step), whitespace_after=cst.SimpleWhitespace(" ")
+                )
+            )
+            for target in content.comparisons
+        ]
+        split: cst.BaseExpression = content.with_changes(comparisons=targets)
+    elif isinstance(content, cst.BooleanOperation):
+        split = _split_boolean(content, type(content.operator), step)
+    elif _splittable_operation(content):
+        split = _split_operation(content, block_indent, step, 1, line_length)
+    else:
+        return None
+    return split.with_changes(lpar=value.lpar, rpar=value.rpar)
+
+
+def _split_boolean(node: cst.BaseExpression, kind: type, step: str) -> cst.BaseExpression:
+    """`a and b and c` with a line break before each `and` of the chain (`or` likewise)."""
+    if not isinstance(node, cst.BooleanOperation) or node.lpar or not isinstance(node.operator, kind):
+        return node
+    operator = node.operator.with_changes(whitespace_before=_break(1, step), whitespace_after=cst.SimpleWhitespace(" "))
+    return node.with_changes(left=_split_boolean(node.left, kind, step), operator=operator)
 
 
 def _one_argument_per_line(call: cst.Call, step: str) -> bool:
@@ -250,7 +474,7 @@ class _Joiner(cst.CSTTransformer):
 def _joined(value: cst.BaseExpression | None) -> cst.BaseExpression | None:
     """`value` on one line; None when a comment or a trailing comma after a last argument (black's
     "magic trailing comma") keeps it split, or it is in parentheses of its own."""
-    if not isinstance(value, (cst.Call, cst.Attribute)) or value.lpar:
+    if not isinstance(value, (cst.Call, cst.Attribute, cst.Subscript)) or value.lpar:
         return None
     for node in _with_formatting(value):
         if isinstance(node, cst.ParenthesizedWhitespace) and (
@@ -289,21 +513,24 @@ def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
 
-def _calls_closing_the_line(value: cst.BaseExpression | None) -> list[cst.Call]:
+def _calls_closing_the_line(value: cst.BaseExpression | None) -> list[_Bracket]:
     """`a.b(x).c(y)`: [the `.c(y)` call, the `.b(x)` call] -- calls with arguments, outermost first.
     Black splits a pair (`x, y = a(1), b(2)`) or one operation (`a(1) + b(2)`) at its right part."""
     if isinstance(value, cst.Tuple) and not value.lpar and len(value.elements) == 2:
         value = value.elements[-1].value
     elif isinstance(value, cst.BinaryOperation) and not value.lpar and not isinstance(value.left, cst.BinaryOperation):
         value = value.right
-    chain = []
+    chain: list[_Bracket] = []
     node = value
-    while isinstance(node, (cst.Call, cst.Attribute)) and not node.lpar:
+    # (through a subscript too: `f(a)[:n]` splits inside the call, `[:n]` kept after its `)`)
+    while isinstance(node, (cst.Call, cst.Attribute, cst.Subscript)) and not node.lpar:
         if isinstance(node, cst.Call):
             if node.args:
                 chain.append(node)
             node = node.func
         else:
+            if isinstance(node, cst.Subscript):
+                chain.append(node)
             node = node.value
     return chain
 
@@ -352,6 +579,34 @@ def _fluent(
     )
 
 
+def _split_comprehension(
+    value: cst.ListComp | cst.SetComp | cst.DictComp, block_indent: int, step: str, line_length: int
+) -> cst.BaseExpression:
+    """A comprehension that closes the line, as black splits it: its content on a line of its own
+    between the brackets, and when that is still too long, a line break before each `for` and `if`."""
+    content = len(_code(value)) - 2
+    if block_indent + len(step) + content > line_length:
+
+        def broken(comp_for: cst.CompFor) -> cst.CompFor:
+            inner = comp_for.inner_for_in
+            return comp_for.with_changes(
+                whitespace_before=_break(1, step),
+                ifs=[comp_if.with_changes(whitespace_before=_break(1, step)) for comp_if in comp_for.ifs],
+                inner_for_in=None if inner is None else broken(inner),
+            )
+
+        value = value.with_changes(for_in=broken(value.for_in))
+    if isinstance(value, cst.ListComp):
+        return value.with_changes(
+            lbracket=cst.LeftSquareBracket(whitespace_after=_break(1, step)),
+            rbracket=cst.RightSquareBracket(whitespace_before=_break(0, step)),
+        )
+    return value.with_changes(
+        lbrace=cst.LeftCurlyBrace(whitespace_after=_break(1, step)),
+        rbrace=cst.RightCurlyBrace(whitespace_before=_break(0, step)),
+    )
+
+
 def _exploded_tuple(value: cst.Tuple, step: str, depth: int = 0) -> cst.Tuple:
     """`value` in parentheses, one element a line (`depth` + 1 steps in), each with a trailing comma."""
     last = len(value.elements) - 1
@@ -364,7 +619,7 @@ def _exploded_tuple(value: cst.Tuple, step: str, depth: int = 0) -> cst.Tuple:
     )
 
 
-def _replace(expression: cst.BaseExpression, target: cst.Call, new: cst.Call) -> cst.BaseExpression:
+def _replace(expression: cst.BaseExpression, target: _Bracket, new: _Bracket) -> cst.BaseExpression:
     if expression is target:
         return new
     if isinstance(expression, cst.Call):
@@ -375,16 +630,28 @@ def _replace(expression: cst.BaseExpression, target: cst.Call, new: cst.Call) ->
         return expression.with_changes(elements=elements)
     if isinstance(expression, cst.BinaryOperation):
         return expression.with_changes(right=_replace(expression.right, target, new))
-    assert isinstance(expression, cst.Attribute)  # the last kind of link of a chain to `target`
+    assert isinstance(expression, (cst.Attribute, cst.Subscript))  # the last kinds of link of a chain to `target`
     return expression.with_changes(value=_replace(expression.value, target, new))
 
 
-def _head_length(value: cst.BaseExpression, call: cst.Call, line_with: Callable[[cst.BaseExpression], str]) -> int:
-    """How long the line up to the call's `(` is."""
-    marked = _replace(
-        value, call, call.with_changes(args=[cst.Arg(cst.Name(_MARK))], whitespace_before_args=cst.SimpleWhitespace(""))
+def _head_length(value: cst.BaseExpression, bracket: _Bracket, line_with: Callable[[cst.BaseExpression], str]) -> int:
+    """How long the line up to the call's `(` (the subscript's `[`) is."""
+    marked: _Bracket
+    if isinstance(bracket, cst.Call):
+        marked = bracket.with_changes(args=[cst.Arg(cst.Name(_MARK))], whitespace_before_args=cst.SimpleWhitespace(""))
+    else:
+        marked = bracket.with_changes(
+            slice=[cst.SubscriptElement(cst.Index(cst.Name(_MARK)))], lbracket=cst.LeftSquareBracket()
+        )
+    return line_with(_replace(value, bracket, marked)).index(_MARK)
+
+
+def _fit_subscript(subscript: cst.Subscript, depth: int, step: str) -> cst.Subscript:
+    """`subscript` with what is in its brackets on a line of its own, `depth` + 1 steps in."""
+    return subscript.with_changes(
+        lbracket=cst.LeftSquareBracket(whitespace_after=_break(depth + 1, step)),
+        rbracket=cst.RightSquareBracket(whitespace_before=_break(depth, step)),
     )
-    return line_with(marked).index(_MARK)
 
 
 def _arg_code(arg: cst.Arg) -> str:
@@ -411,6 +678,8 @@ def _fit(call: cst.Call, block_indent: int, step: str, depth: int, line_length: 
                 arg = arg.with_changes(value=_split_operation(inner, block_indent, step, depth + 1, line_length))
             elif isinstance(inner, cst.IfExp) and not inner.lpar:
                 arg = arg.with_changes(value=_split_conditional(inner, step, depth + 1))
+            elif _explodable_collection(inner):
+                arg = arg.with_changes(value=_exploded_collection(inner, block_indent, step, depth + 1, line_length))
         args.append(arg)
     return _split(call.with_changes(args=args), step, depth, one_line=False)
 
@@ -424,6 +693,51 @@ def _split_conditional(expression: cst.IfExp, step: str, depth: int) -> cst.IfEx
         rpar=[cst.RightParen(whitespace_before=_break(depth, step))],
         whitespace_before_if=inner,
         whitespace_before_else=inner,
+    )
+
+
+def _explodable_collection(expression: cst.BaseExpression) -> bool:
+    """A list or set display, or a tuple in brackets of its own, with elements: black splits one
+    that does not fit one element a line (a bracket pair that is an atom always splits so)."""
+    if isinstance(expression, cst.Tuple):
+        return bool(expression.lpar) and len(expression.elements) > 1
+    return isinstance(expression, (cst.List, cst.Set)) and bool(expression.elements) and not expression.lpar
+
+
+def _exploded_collection(
+    node: cst.BaseExpression, block_indent: int, step: str, depth: int, line_length: int
+) -> cst.BaseExpression:
+    """`node` (a list, set or tuple whose own line is `depth` steps in) one element a line, each
+    with a trailing comma; an element still too long that is a call is split as well."""
+    assert isinstance(node, (cst.List, cst.Set, cst.Tuple))  # _explodable_collection
+    element_indent = block_indent + len(step) * (depth + 1)
+    last = len(node.elements) - 1
+    elements = []
+    for index, element in enumerate(node.elements):
+        inner = element.value
+        if (
+            not isinstance(element, (cst.StarredElement,))
+            and isinstance(inner, cst.Call)
+            and inner.args
+            and not inner.lpar
+            and element_indent + len(_code(inner)) + 1 > line_length
+        ):
+            element = element.with_changes(value=_fit(inner, block_indent, step, depth + 1, line_length))
+        comma = cst.Comma(whitespace_after=_break(depth + 1 if index < last else depth, step))
+        elements.append(element.with_changes(comma=comma))
+    opening = _break(depth + 1, step)
+    if isinstance(node, cst.Tuple):
+        return node.with_changes(
+            elements=elements, lpar=[cst.LeftParen(whitespace_after=opening)], rpar=[cst.RightParen()]
+        )
+    if isinstance(node, cst.List):
+        return node.with_changes(
+            elements=elements,
+            lbracket=cst.LeftSquareBracket(whitespace_after=opening),
+            rbracket=cst.RightSquareBracket(),
+        )
+    return node.with_changes(
+        elements=elements, lbrace=cst.LeftCurlyBrace(whitespace_after=opening), rbrace=cst.RightCurlyBrace()
     )
 
 

@@ -27,6 +27,9 @@ _AVAILABILITY_TESTS = _GPU_TESTS | {"torch.backends.mps.is_available", "torch.xp
 # copy to a TPU their own way: where a batch starts in host memory does not decide how it reaches
 # the device.
 _NOT_PINNED_COPIES = ("torch.distributed.rpc", "torch_xla")
+# Command-line switches that turn the accelerator off, or on (`--no-cuda` and `--no_cuda` alike).
+_DEVICE_OFF_SWITCHES = frozenset({"cpu", "no_cuda", "no_accel", "no_gpu", "disable_cuda"})
+_DEVICE_ON_SWITCHES = frozenset({"cuda", "accel", "gpu", "use_cuda"})
 # A device string that names the GPU: "cuda", "cuda:0".
 _CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 
@@ -88,6 +91,11 @@ class DataLoaderUnpinned(Rule):
 
     * the script's own flag, where one is in scope: a name given only a test of the accelerator
       (`use_cuda = not args.no_cuda and torch.cuda.is_available()`) -> `pin_memory=use_cuda`;
+    * else the script's own command-line device option, where the parsed arguments are in scope
+      (the name `parse_args()` is assigned to, or a parameter of that name): a `--cpu`,
+      `--no-cuda` or `--no-accel` switch -> `pin_memory=not args.cpu`; a `--cuda`, `--accel` or
+      `--gpu` switch -> `pin_memory=args.accel`; a `--device` value -> `pin_memory=args.device !=
+      "cpu"`;
     * else, where the script always runs on the GPU -- a `.cuda()` call or a `"cuda"` device
       string under no condition (`torch.device("cuda")`, `device = "cuda"`; not a command line's
       default, which the user may change), and no question anywhere whether an accelerator is
@@ -430,6 +438,69 @@ class DataLoaderUnpinned(Rule):
                 return DataLoader(ds, num_workers=2, pin_memory=torch.cuda.is_available())
             """,
         ),
+        # the script's own command-line device option, where the parsed arguments are in scope
+        Invalid(
+            """
+            import argparse
+            from torchvision import datasets, transforms
+
+            def build(args, ds):
+                return DataLoader(ds, batch_size=8, num_workers=2)
+
+            def main():
+                parser = argparse.ArgumentParser()
+                parser.add_argument("--no-accel", action="store_true")
+                args = parser.parse_args()
+                device = torch.device("cuda" if not args.no_accel else "cpu")
+                ds = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+                for x in build(args, ds):
+                    step(x.to(device))
+            """,
+            "8:12",
+            fixed="""
+            import argparse
+            from torchvision import datasets, transforms
+
+            def build(args, ds):
+                return DataLoader(ds, batch_size=8, num_workers=2, pin_memory=not args.no_accel)
+
+            def main():
+                parser = argparse.ArgumentParser()
+                parser.add_argument("--no-accel", action="store_true")
+                args = parser.parse_args()
+                device = torch.device("cuda" if not args.no_accel else "cpu")
+                ds = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+                for x in build(args, ds):
+                    step(x.to(device))
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        Invalid(
+            """
+            import argparse
+            from torchvision import datasets, transforms
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--device", default="cuda")
+            args = parser.parse_args()
+            ds = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+            for x in DataLoader(ds, batch_size=8, num_workers=2):
+                step(x.to(args.device))
+            """,
+            "11:10",
+            fixed="""
+            import argparse
+            from torchvision import datasets, transforms
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--device", default="cuda")
+            args = parser.parse_args()
+            ds = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+            for x in DataLoader(ds, batch_size=8, num_workers=2, pin_memory=args.device != "cpu"):
+                step(x.to(args.device))
+            """,
+            header=CUDA_SCRIPT,
+        ),
         # the fix keeps a multi-line layout
         Invalid(
             """
@@ -494,7 +565,7 @@ class DataLoaderUnpinned(Rule):
 
     def _pin_value(self, call: cst.Call) -> tuple[str, tuple[str, ...]]:
         """What the fix writes as `pin_memory=` (see the docs), and the imports it needs."""
-        flag = self._accelerator_flag(call)
+        flag = self._accelerator_flag(call) or self._device_option(call)
         if flag is not None:
             return flag, ()
         if self._always_on_gpu and not self._may_run_without_accelerator:
@@ -587,6 +658,74 @@ class DataLoaderUnpinned(Rule):
             if scope != own_scope or positions[first].start.line < positions[call].start.line:
                 return name
         return None
+
+    @cached_property
+    def _device_options(self) -> list[str]:
+        """The script's command-line device choice: for each `add_argument` of a device option
+        (`--cpu`, `--no_cuda`, `--no-accel`, `--accel`, `--cuda` switches, a `--device` value), the
+        test of the GPU it makes, with `{}` where the parsed command line's name goes."""
+        found: list[str] = []
+        for call in self.ctx.index.nodes("Call"):
+            if method_name(call) != "add_argument" or not call.args:
+                continue
+            flag = call.args[0].value
+            if not isinstance(flag, cst.SimpleString) or not isinstance(flag.evaluated_value, str):
+                continue
+            dest_arg = keyword_arg(call, "dest")
+            dest = flag.evaluated_value.lstrip("-").replace("-", "_")
+            if dest_arg is not None and isinstance(dest_arg.value, cst.SimpleString):
+                dest = str(dest_arg.value.evaluated_value)
+            action = keyword_arg(call, "action")
+            switch = (
+                action is not None
+                and isinstance(action.value, cst.SimpleString)
+                and action.value.evaluated_value == "store_true"
+            )
+            option = flag.evaluated_value.lstrip("-").replace("-", "_")
+            if option == "device":
+                found.append(f'{{}}.{dest} != "cpu"')
+            elif switch and option in _DEVICE_OFF_SWITCHES:
+                found.append(f"not {{}}.{dest}")
+            elif switch and option in _DEVICE_ON_SWITCHES:
+                found.append(f"{{}}.{dest}")
+        return found
+
+    @cached_property
+    def _parsed_arguments(self) -> dict[int, str]:
+        """For each scope (id of a function, or 0 for the module), the name it gives the parsed
+        command line (`args = parser.parse_args()`)."""
+        names: dict[int, str] = {}
+        for assign in self.ctx.index.nodes("Assign"):
+            value = assign.value
+            if not isinstance(value, cst.Call) or method_name(value) != "parse_args":
+                continue
+            target = assign.targets[0].target
+            if isinstance(target, cst.Name):
+                function = self.ctx.enclosing_function(assign)
+                names.setdefault(id(function) if function is not None else 0, target.value)
+        return names
+
+    def _device_option(self, call: cst.Call) -> str | None:
+        """`pin_memory=` from the script's own device option, where the parsed command line is in
+        scope at `call` under the name the script parses it to (a parameter of that name counts):
+        `not args.cpu`, `args.device != "cpu"`."""
+        if not self._device_options or not self._parsed_arguments:
+            return None
+        function = self.ctx.enclosing_function(call)
+        own_scope = id(function) if function is not None else 0
+        in_scope: set[str] = set()
+        if own_scope in self._parsed_arguments:
+            in_scope = {self._parsed_arguments[own_scope]}
+        elif function is not None:
+            params = {param.name.value for param in nodes_under(function.params) if isinstance(param, cst.Param)}
+            in_scope = params & set(self._parsed_arguments.values())
+            if not in_scope and 0 in self._parsed_arguments and self._parsed_arguments[0] not in params:
+                in_scope = {self._parsed_arguments[0]}
+        if len(in_scope) != 1:
+            return None
+        namespace = in_scope.pop()
+        text = self._device_options[0]
+        return text.format(namespace)
 
     def _tests_gpu(self, value: cst.BaseExpression) -> bool:
         """`torch.cuda.is_available()` (or `torch.accelerator.is_available()`), alone or joined to

@@ -166,7 +166,9 @@ class WorkerStart:
                     returned = node.value
                     if isinstance(returned, cst.Call):
                         returned = returned.func  # an object of a class defined in the function
-                    if isinstance(returned, cst.Lambda) or (isinstance(returned, cst.Name) and returned.value in nested):
+                    if isinstance(returned, cst.Lambda) or (
+                        isinstance(returned, cst.Name) and returned.value in nested
+                    ):
                         found.add(definition.name.value)
         return found
 

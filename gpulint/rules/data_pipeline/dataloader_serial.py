@@ -832,11 +832,11 @@ class DataLoaderSerial(Rule):
                 "DataLoader loads batches in the training process: `ImageFolder` decodes a file for every item "
                 "(line 12); the GPU waits for every batch (set `num_workers`) (no fix: what `make_collate()` "
                 "returns, defined inside it, cannot be pickled into a worker under spawn or forkserver "
-                "(\"Can't pickle local object\"))",
+                '("Can\'t pickle local object"))',
                 "DataLoader loads batches in the training process: `ImageFolder` decodes a file for every item "
                 "(line 12); the GPU waits for every batch (set `num_workers`) (no fix: `keep`, defined inside "
                 "a function, cannot be pickled into a worker under spawn or forkserver (\"Can't pickle local "
-                "object\"))",
+                'object"))',
             ),
         ),
         # the ranks sharing a node, as the launcher tells them: the `deepspeed` launcher sets
@@ -1018,14 +1018,14 @@ class DataLoaderSerial(Rule):
         start = self.ctx.workers
         if not start.runs_as_main_program(node):
             return (
-                "the loader is not built under `if __name__ == \"__main__\":`; a worker started under spawn or "
+                'the loader is not built under `if __name__ == "__main__":`; a worker started under spawn or '
                 "forkserver runs the module's top-level code again"
             )
         unpicklable = start.unpicklable(node)
         if unpicklable is not None:
             return (
                 f"{unpicklable} cannot be pickled into a worker under spawn or forkserver "
-                "(\"Can't pickle local object\")"
+                '("Can\'t pickle local object")'
             )
         return None
 

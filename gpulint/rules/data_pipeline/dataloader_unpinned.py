@@ -11,7 +11,7 @@ from gpulint.linter.analysis.code_shapes import LOADER_BUILT
 from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
 from gpulint.linter.analysis.item_cost import TOKENIZES, UNKNOWN_COST_HINT
-from gpulint.linter.analysis.nodes import is_false, keyword_arg, method_name, positional_args
+from gpulint.linter.analysis.nodes import dotted_name, is_false, keyword_arg, method_name, positional_args
 from gpulint.linter.analysis.pytorch import is_dataloader
 from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.analysis.workers import is_main_guard
@@ -48,8 +48,9 @@ class DataLoaderUnpinned(Rule):
     for a loader never consumed, or only peeked at once; not in a module that runs on the CPU
     alone (`Trainer(accelerator="cpu")`, `device = torch.device("cpu")` and nothing naming an
     accelerator: pinning needs one), nor where batches travel by `torch.distributed.rpc` or to a TPU
-    through PyTorch/XLA.  Where
-    the code shows no evidence of large batches -- a dataset built elsewhere, items tokenized into
+    through PyTorch/XLA, nor where they are indices that never reach the device: every loop over
+    the loader reads its batch only to index other data (`x[idx]`) or to hand it to a sampler
+    (`sampler.sample(idx)`).  Where the code shows no evidence of large batches -- a dataset built elsewhere, items tokenized into
     token ids, a run of a handful of batches, a loader Accelerate's `prepare()` wraps (it copies
     each batch without `non_blocking`, so pinning saves a millisecond against a step of hundreds)
     -- the finding is a hint: held back unless hints are shown (`--show-hints`, or the rule
@@ -142,6 +143,22 @@ class DataLoaderUnpinned(Rule):
             train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
             for x, y in DataLoader(train_set, batch_size=64, num_workers=4):
                 rpc.rpc_sync("trainer", train_on_batch, args=(x, y))
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # batches of indices that only select host data or feed a sampler: never copied
+        Valid(
+            """
+            def main():
+                train_idx = split_idx["train"]
+                loader = DataLoader(train_idx, batch_size=1024, shuffle=True, num_workers=2)
+                for epoch in range(10):
+                    for i, idx in enumerate(loader):
+                        out = model(x[idx].to(device))
+                        out.sum().backward()
+                for nodes in DataLoader(train_idx, batch_size=1024, num_workers=2):
+                    subgraph = neighbor_sampler.sample(nodes)
+                    model(subgraph.to(device)).sum().backward()
             """,
             header=CUDA_SCRIPT,
         ),
@@ -540,6 +557,8 @@ class DataLoaderUnpinned(Rule):
         verdict = self.ctx.loaders.verdict(node)
         if verdict.no_cost:
             return  # batches indexed from memory: no workers, little to gain from pinning
+        if self._batches_only_index(node):
+            return  # index batches that select host data or feed a sampler: never copied to the device
         fix = None
         in_a_dictionary = "pin_memory" in (self.ctx.values.keywords_of(node, every_branch=True) or {})
         if keyword_arg(node, "pin_memory") is not None or not in_a_dictionary:  # (a second one would clash)
@@ -562,6 +581,74 @@ class DataLoaderUnpinned(Rule):
         if verdict.evidence and verdict.kind != TOKENIZES:
             message += f"; {verdict.evidence}, so its batches are decoded data, large to copy"
         self.report(node, message=message, fix=fix, hint=hint)
+
+    def _batches_only_index(self, call: cst.Call) -> bool:
+        """Whether the loader's batches are indices that never reach the device: every loop over it
+        (`for idx in DataLoader(train_idx, ...)`, also through the name it is assigned to or
+        `enumerate`) reads its batch only to index other data (`x[idx]`) or to hand it to a
+        sampler (`sampler.sample(idx)`)."""
+        loops = self._loops_over(call)
+        if not loops:
+            return False
+        for loop, batch in loops:
+            reads = [
+                node
+                for node in nodes_under(loop.body)
+                if isinstance(node, cst.Name) and node.value == batch and self._reads_variable(node)
+            ]
+            if not reads or not all(self._indexes_or_samples(read) for read in reads):
+                return False
+        return True
+
+    def _loops_over(self, call: cst.Call) -> list[tuple[cst.For, str]]:
+        """The `for` loops over the loader and the name each gives its batch (empty where any loop
+        over it unpacks its batches, or the loader is read in another way)."""
+        parent = self.ctx.parent(call)
+        if isinstance(parent, cst.For) and parent.iter is call:
+            return [(parent, parent.target.value)] if isinstance(parent.target, cst.Name) else []
+        if not isinstance(parent, cst.Assign) or len(parent.targets) != 1:
+            return []
+        target = parent.targets[0].target
+        function = self.ctx.enclosing_function(call)
+        if not isinstance(target, cst.Name) or function is None:
+            return []
+        loops = []
+        for node in nodes_under(function.body):
+            if not isinstance(node, cst.Name) or node.value != target.value or node is target:
+                continue
+            loop = self.ctx.parent(node)
+            if isinstance(loop, cst.Arg) and isinstance(call_node := self.ctx.parent(loop), cst.Call):
+                if dotted_name(call_node.func) != "enumerate" or not isinstance(self.ctx.parent(call_node), cst.For):
+                    return []
+                loop = self.ctx.parent(call_node)
+                assert isinstance(loop, cst.For)
+                element = loop.target
+                if not isinstance(element, cst.Tuple) or len(element.elements) != 2:
+                    return []
+                batch = element.elements[1].value
+                if not isinstance(batch, cst.Name):
+                    return []
+                loops.append((loop, batch.value))
+            elif isinstance(loop, cst.For) and loop.iter is node and isinstance(loop.target, cst.Name):
+                loops.append((loop, loop.target.value))
+            else:
+                return []
+        return loops
+
+    def _reads_variable(self, name: cst.Name) -> bool:
+        parent = self.ctx.parent(name)
+        if isinstance(parent, cst.Attribute) and parent.attr is name:
+            return False
+        return not (isinstance(parent, cst.Arg) and parent.keyword is name)
+
+    def _indexes_or_samples(self, name: cst.Name) -> bool:
+        """`x[idx]` (the whole index), or an argument of a sampler's method (`sampler.sample(idx)`)."""
+        parent = self.ctx.parent(name)
+        if isinstance(parent, cst.Index) and isinstance(self.ctx.parent(parent), cst.SubscriptElement):
+            return True
+        if isinstance(parent, cst.Arg) and isinstance(call := self.ctx.parent(parent), cst.Call):
+            return "sampl" in (dotted_name(call.func) or "").lower()
+        return False
 
     def _pin_value(self, call: cst.Call) -> tuple[str, tuple[str, ...]]:
         """What the fix writes as `pin_memory=` (see the docs), and the imports it needs."""

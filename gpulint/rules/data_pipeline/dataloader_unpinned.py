@@ -50,11 +50,11 @@ class DataLoaderUnpinned(Rule):
     accelerator: pinning needs one), nor where batches travel by `torch.distributed.rpc` or to a TPU
     through PyTorch/XLA, nor where they are indices that never reach the device: every loop over
     the loader reads its batch only to index other data (`x[idx]`) or to hand it to a sampler
-    (`sampler.sample(idx)`).  Where the code shows no evidence of large batches -- a dataset built elsewhere, items tokenized into
-    token ids, a run of a handful of batches, a loader Accelerate's `prepare()` wraps (it copies
-    each batch without `non_blocking`, so pinning saves a millisecond against a step of hundreds)
-    -- the finding is a hint: held back unless hints are shown (`--show-hints`, or the rule
-    selected by its id).
+    (`sampler.sample(idx)`).  Where the code shows no evidence of large batches -- a dataset built
+    elsewhere, items tokenized into token ids, a run of a handful of batches, a loader
+    Accelerate's `prepare()` wraps (it copies each batch without `non_blocking`, so pinning saves
+    a millisecond against a step of hundreds) -- the finding is a hint: held back unless hints are
+    shown (`--show-hints`, or the rule selected by its id).
 
     ## Why it is slow
     Copies from pageable host memory to the GPU go through a staging buffer and block the host;

@@ -12,7 +12,7 @@ from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
 from gpulint.linter.analysis.item_cost import TOKENIZES, UNKNOWN_COST_HINT
 from gpulint.linter.analysis.nodes import dotted_name, is_false, keyword_arg, method_name, positional_args
-from gpulint.linter.analysis.pytorch import is_dataloader
+from gpulint.linter.analysis.pytorch import dataloader_dataset, is_dataloader, is_device_target
 from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.analysis.workers import is_main_guard
 from gpulint.linter.findings import Applicability
@@ -50,11 +50,12 @@ class DataLoaderUnpinned(Rule):
     accelerator: pinning needs one), nor where batches travel by `torch.distributed.rpc` or to a TPU
     through PyTorch/XLA, nor where they are indices that never reach the device: every loop over
     the loader reads its batch only to index other data (`x[idx]`) or to hand it to a sampler
-    (`sampler.sample(idx)`).  Where the code shows no evidence of large batches -- a dataset built
-    elsewhere, items tokenized into token ids, a run of a handful of batches, a loader
-    Accelerate's `prepare()` wraps (it copies each batch without `non_blocking`, so pinning saves
-    a millisecond against a step of hundreds) -- the finding is a hint: held back unless hints are
-    shown (`--show-hints`, or the rule selected by its id).
+    (`sampler.sample(idx)`), nor over a dataset class of the module whose `__getitem__` moves each
+    item to the accelerator (its batches are there already).  Where the code shows no evidence of
+    large batches -- a dataset built elsewhere, items tokenized into token ids, a run of a handful
+    of batches, a loader Accelerate's `prepare()` wraps (it copies each batch without
+    `non_blocking`, so pinning saves a millisecond against a step of hundreds) -- the finding is a
+    hint: held back unless hints are shown (`--show-hints`, or the rule selected by its id).
 
     ## Why it is slow
     Copies from pageable host memory to the GPU go through a staging buffer and block the host;
@@ -143,6 +144,26 @@ class DataLoaderUnpinned(Rule):
             train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
             for x, y in DataLoader(train_set, batch_size=64, num_workers=4):
                 rpc.rpc_sync("trainer", train_on_batch, args=(x, y))
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # a dataset whose `__getitem__` hands out CUDA tensors: its batches are on the GPU already
+        Valid(
+            """
+            from PIL import Image
+            from torchvision.transforms.functional import to_tensor
+
+            class OnGpu(Dataset):
+                def __init__(self, files):
+                    self.files = files
+                def __len__(self):
+                    return len(self.files)
+                def __getitem__(self, index):
+                    return to_tensor(Image.open(self.files[index])).to(device)
+
+            def main():
+                for batch in DataLoader(OnGpu(files), batch_size=8):
+                    model(batch).sum().backward()
             """,
             header=CUDA_SCRIPT,
         ),
@@ -559,6 +580,8 @@ class DataLoaderUnpinned(Rule):
             return  # batches indexed from memory: no workers, little to gain from pinning
         if self._batches_only_index(node):
             return  # index batches that select host data or feed a sampler: never copied to the device
+        if self._items_on_device(node):
+            return  # batches already on the device: nothing to pin (and pinning a CUDA tensor raises)
         fix = None
         in_a_dictionary = "pin_memory" in (self.ctx.values.keywords_of(node, every_branch=True) or {})
         if keyword_arg(node, "pin_memory") is not None or not in_a_dictionary:  # (a second one would clash)
@@ -581,6 +604,36 @@ class DataLoaderUnpinned(Rule):
         if verdict.evidence and verdict.kind != TOKENIZES:
             message += f"; {verdict.evidence}, so its batches are decoded data, large to copy"
         self.report(node, message=message, fix=fix, hint=hint)
+
+    def _items_on_device(self, call: cst.Call) -> bool:
+        """Whether the loader's dataset is a class of the module whose `__getitem__` moves each item
+        to the accelerator (`return image.cuda()`, `.to(self.device)`)."""
+        dataset = dataloader_dataset(call)
+        pending = [dataset] if dataset is not None else []
+        seen: set[int] = set()
+        while pending:
+            expr = pending.pop()
+            if id(expr) in seen or len(seen) > 20:
+                continue
+            seen.add(id(expr))
+            if isinstance(expr, cst.Call):
+                name = dotted_name(expr.func)
+                for cls in self.ctx.index.nodes("ClassDef"):
+                    if cls.name.value == name and self._getitem_moves_to_device(cls):
+                        return True
+            pending.extend(self.ctx.values.origins(expr) or ())
+        return False
+
+    def _getitem_moves_to_device(self, cls: cst.ClassDef) -> bool:
+        for method in cls.body.body:
+            if isinstance(method, cst.FunctionDef) and method.name.value in ("__getitem__", "__getitems__"):
+                return any(
+                    isinstance(node, cst.Call)
+                    and method_name(node) in ("to", "cuda")
+                    and is_device_target(self.ctx, node)
+                    for node in nodes_under(method.body)
+                )
+        return False
 
     def _batches_only_index(self, call: cst.Call) -> bool:
         """Whether the loader's batches are indices that never reach the device: every loop over it

@@ -40,13 +40,14 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from gpulint.linter.analysis.item_work import is_tokenizer_call, is_transform, reader_phrase
-from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, last_name, positional_args
+from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, last_name, method_name, positional_args
 from gpulint.linter.analysis.project import WORKING_DATASET
 from gpulint.linter.analysis.pytorch import (
     ACCELERATE_ACCELERATORS,
     DATASET_BASES,
     dataloader_dataset,
     in_memory_dataset,
+    is_device_target,
 )
 from gpulint.linter.analysis.trainers import LIGHTNING_TRAINERS
 from gpulint.linter.analysis.values import target_key
@@ -486,6 +487,37 @@ class LoaderCosts:
                 isinstance(o, cst.Call) and self.ctx.call_qualified_name(o) in ACCELERATE_ACCELERATORS for o in origins
             ):
                 return True
+        return False
+
+    def items_on_device(self, loader: cst.Call) -> bool:
+        """Whether the loader's dataset is a class of the module whose `__getitem__` moves each item
+        to the accelerator (`return image.cuda()`, `.to(self.device)`): its batches are there
+        already (nothing to pin), and a forked worker could not use CUDA."""
+        dataset = dataloader_dataset(loader)
+        pending = [dataset] if dataset is not None else []
+        seen: set[int] = set()
+        while pending:
+            expr = pending.pop()
+            if id(expr) in seen or len(seen) > 20:
+                continue
+            seen.add(id(expr))
+            if isinstance(expr, cst.Call):
+                name = dotted_name(expr.func)
+                for cls in self.ctx.index.nodes("ClassDef"):
+                    if cls.name.value == name and self._getitem_moves_to_device(cls):
+                        return True
+            pending.extend(self.ctx.values.origins(expr) or ())
+        return False
+
+    def _getitem_moves_to_device(self, cls: cst.ClassDef) -> bool:
+        for method in cls.body.body:
+            if isinstance(method, cst.FunctionDef) and method.name.value in ("__getitem__", "__getitems__"):
+                return any(
+                    isinstance(node, cst.Call)
+                    and method_name(node) in ("to", "cuda")
+                    and is_device_target(self.ctx, node)
+                    for node in nodes_under(method.body)
+                )
         return False
 
     @cached_property

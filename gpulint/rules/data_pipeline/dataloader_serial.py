@@ -140,7 +140,10 @@ class DataLoaderSerial(Rule):
     (`transforms.Lambda(lambda x: x.mul(255))` in the transforms), or what a function of the
     module returns that is one (`collate_fn=make_collate(tokenizer)` where `make_collate` returns
     its nested `collate`): under `spawn` they cannot be pickled into a worker ("Can't pickle local
-    object").  The message says which of these keeps the fix away.
+    object").  Nor where the loader's dataset is a class of the module whose `__getitem__` moves
+    each item to the GPU (`.cuda()`, `.to(device)`): a forked worker cannot initialize CUDA
+    ("Cannot re-initialize CUDA in forked subprocess").  The message says which of these keeps the
+    fix away.
 
     A loader built to fetch a single batch, `next(iter(DataLoader(...)))` (a callback that logs
     sample images), is not reported: workers would start, hand over one batch and stop.
@@ -839,6 +842,34 @@ class DataLoaderSerial(Rule):
                 'object"))',
             ),
         ),
+        # a dataset whose `__getitem__` moves each item to the GPU: a forked worker cannot use CUDA
+        Invalid(
+            """
+            from PIL import Image
+            from torchvision.transforms.functional import to_tensor
+
+            class OnGpu(Dataset):
+                def __init__(self, files):
+                    self.files = files
+                def __getitem__(self, index):
+                    return to_tensor(Image.open(self.files[index])).cuda()
+
+            def main():
+                for batch in DataLoader(OnGpu(files), batch_size=8):
+                    step(batch)
+
+            if __name__ == "__main__":
+                main()
+            """,
+            "14:18",
+            header=CUDA_SCRIPT,
+            messages=(
+                "DataLoader loads batches in the training process: `__getitem__` applies `to_tensor` to every "
+                "item (line 11); the GPU waits for every batch (set `num_workers`) (no fix: the "
+                "dataset's `__getitem__` moves each item to the GPU, which a forked worker cannot do (\"Cannot "
+                're-initialize CUDA in forked subprocess"))',
+            ),
+        ),
         # the ranks sharing a node, as the launcher tells them: the `deepspeed` launcher sets
         # `LOCAL_SIZE` (not torchrun's `LOCAL_WORLD_SIZE`) ...
         Invalid(
@@ -1020,6 +1051,11 @@ class DataLoaderSerial(Rule):
             return (
                 'the loader is not built under `if __name__ == "__main__":`; a worker started under spawn or '
                 "forkserver runs the module's top-level code again"
+            )
+        if self.ctx.loaders.items_on_device(node):
+            return (
+                "the dataset's `__getitem__` moves each item to the GPU, which a forked worker cannot do "
+                '("Cannot re-initialize CUDA in forked subprocess")'
             )
         unpicklable = start.unpicklable(node)
         if unpicklable is not None:

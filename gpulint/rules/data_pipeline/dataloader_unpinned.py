@@ -12,7 +12,7 @@ from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
 from gpulint.linter.analysis.item_cost import TOKENIZES, UNKNOWN_COST_HINT
 from gpulint.linter.analysis.nodes import dotted_name, is_false, keyword_arg, method_name, positional_args
-from gpulint.linter.analysis.pytorch import dataloader_dataset, is_dataloader, is_device_target
+from gpulint.linter.analysis.pytorch import is_dataloader
 from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.analysis.workers import is_main_guard
 from gpulint.linter.findings import Applicability
@@ -580,7 +580,7 @@ class DataLoaderUnpinned(Rule):
             return  # batches indexed from memory: no workers, little to gain from pinning
         if self._batches_only_index(node):
             return  # index batches that select host data or feed a sampler: never copied to the device
-        if self._items_on_device(node):
+        if self.ctx.loaders.items_on_device(node):
             return  # batches already on the device: nothing to pin (and pinning a CUDA tensor raises)
         fix = None
         in_a_dictionary = "pin_memory" in (self.ctx.values.keywords_of(node, every_branch=True) or {})
@@ -604,36 +604,6 @@ class DataLoaderUnpinned(Rule):
         if verdict.evidence and verdict.kind != TOKENIZES:
             message += f"; {verdict.evidence}, so its batches are decoded data, large to copy"
         self.report(node, message=message, fix=fix, hint=hint)
-
-    def _items_on_device(self, call: cst.Call) -> bool:
-        """Whether the loader's dataset is a class of the module whose `__getitem__` moves each item
-        to the accelerator (`return image.cuda()`, `.to(self.device)`)."""
-        dataset = dataloader_dataset(call)
-        pending = [dataset] if dataset is not None else []
-        seen: set[int] = set()
-        while pending:
-            expr = pending.pop()
-            if id(expr) in seen or len(seen) > 20:
-                continue
-            seen.add(id(expr))
-            if isinstance(expr, cst.Call):
-                name = dotted_name(expr.func)
-                for cls in self.ctx.index.nodes("ClassDef"):
-                    if cls.name.value == name and self._getitem_moves_to_device(cls):
-                        return True
-            pending.extend(self.ctx.values.origins(expr) or ())
-        return False
-
-    def _getitem_moves_to_device(self, cls: cst.ClassDef) -> bool:
-        for method in cls.body.body:
-            if isinstance(method, cst.FunctionDef) and method.name.value in ("__getitem__", "__getitems__"):
-                return any(
-                    isinstance(node, cst.Call)
-                    and method_name(node) in ("to", "cuda")
-                    and is_device_target(self.ctx, node)
-                    for node in nodes_under(method.body)
-                )
-        return False
 
     def _batches_only_index(self, call: cst.Call) -> bool:
         """Whether the loader's batches are indices that never reach the device: every loop over it

@@ -667,13 +667,25 @@ class _Summarizer(ast.NodeVisitor):
 
 
 def _to_without_non_blocking(cls: ast.ClassDef) -> bool:
-    """Whether the class defines `to()` with no `non_blocking` parameter and no `**kwargs`."""
+    """Whether the class defines `to()` with no `non_blocking` parameter and no `**kwargs`, and
+    may be a batch: not a dataset, sampler, loader or model (a PyG `InMemoryDataset.to(device)`
+    moves a whole dataset, never what a loader yields)."""
+    names = [
+        cls.name,
+        *(base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "") for base in cls.bases),
+    ]
+    if any(NOT_A_BATCH.search(name) for name in names):
+        return False
     for statement in cls.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == "to":
             arguments = statement.args
             names = [a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
             return arguments.kwarg is None and "non_blocking" not in names
     return False
+
+
+# Class names (or their bases') that say their objects are not batches.
+NOT_A_BATCH = re.compile(r"Dataset|Sampler|Loader|Module|Model")
 
 
 def _guarded(site: CallSite) -> bool:
@@ -1207,7 +1219,9 @@ class ProjectIndex:
                     {
                         qualname.rpartition(".")[2]
                         for other, other_summary in self.summaries.items()
-                        if other != module_id and other.partition("|")[0] == module_id.partition("|")[0]
+                        if other != module_id
+                        and other not in self.test_modules
+                        and other.partition("|")[0] == module_id.partition("|")[0]
                         for qualname in other_summary.own_to_classes
                     }
                 )

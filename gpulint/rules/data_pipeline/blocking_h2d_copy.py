@@ -22,6 +22,7 @@ from gpulint.linter.analysis.nodes import (
     method_name,
     positional_args,
 )
+from gpulint.linter.analysis.project import NOT_A_BATCH
 from gpulint.linter.analysis.pytorch import ACCELERATE_ACCELERATORS, is_dataloader, is_device_target
 from gpulint.linter.analysis.vocabulary import MODULE_NAME, SYNC_METHODS
 from gpulint.linter.analysis.walk import nodes_under
@@ -602,6 +603,9 @@ class BlockingHostToDeviceCopy(Rule):
         `non_blocking` (DETR's `NestedTensor.to(self, device)`): a batch may be one of them."""
         found = []
         for cls in self.ctx.index.nodes("ClassDef"):
+            names = [cls.name.value, *(last_name(base.value) or "" for base in cls.bases)]
+            if any(NOT_A_BATCH.search(name) for name in names):
+                continue  # a dataset, sampler or model: not what a loader yields
             for statement in cls.body.body:
                 if isinstance(statement, cst.FunctionDef) and statement.name.value == "to":
                     params = statement.params

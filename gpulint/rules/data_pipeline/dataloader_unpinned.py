@@ -30,6 +30,8 @@ _NOT_PINNED_COPIES = ("torch.distributed.rpc", "torch_xla")
 # Command-line switches that turn the accelerator off, or on (`--no-cuda` and `--no_cuda` alike).
 _DEVICE_OFF_SWITCHES = frozenset({"cpu", "no_cuda", "no_accel", "no_gpu", "disable_cuda"})
 _DEVICE_ON_SWITCHES = frozenset({"cuda", "accel", "gpu", "use_cuda"})
+# What reading a batch's size looks like: `idx.numel()`, `idx.size(0)`, `idx.shape`.
+_SIZE_ATTRIBUTES = frozenset({"numel", "size", "shape", "dim", "ndim"})
 # A device string that names the GPU: "cuda", "cuda:0".
 _CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 
@@ -144,6 +146,27 @@ class DataLoaderUnpinned(Rule):
             train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
             for x, y in DataLoader(train_set, batch_size=64, num_workers=4):
                 rpc.rpc_sync("trainer", train_on_batch, args=(x, y))
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # the same at module level, the loaders handed to a function of the module that also reads
+        # each batch's size
+        Valid(
+            """
+            train_loader = DataLoader(train_idx, batch_size=16 * 1024, shuffle=True)
+            test_loader = DataLoader(test_idx, batch_size=32 * 1024)
+
+            def test(loader):
+                total = 0
+                for idx in loader:
+                    out = model(data.x[idx].to(device))
+                    total += idx.numel()
+                return total
+
+            for epoch in range(1, 201):
+                for idx in train_loader:
+                    model(data.x[idx].to(device)).sum().backward()
+                print(test(train_loader), test(test_loader), len(train_loader))
             """,
             header=CUDA_SCRIPT,
         ),
@@ -632,31 +655,62 @@ class DataLoaderUnpinned(Rule):
         if not isinstance(parent, cst.Assign) or len(parent.targets) != 1:
             return []
         target = parent.targets[0].target
-        function = self.ctx.enclosing_function(call)
-        if not isinstance(target, cst.Name) or function is None:
+        if not isinstance(target, cst.Name):
             return []
-        loops = []
-        for node in nodes_under(function.body):
-            if not isinstance(node, cst.Name) or node.value != target.value or node is target:
+        function = self.ctx.enclosing_function(call)
+        # (a module-level loader is read in the functions of the module: `for idx in train_loader`)
+        scope = function.body if function is not None else self.ctx.module
+        return self._loops_over_name(scope, target, depth=2) or []
+
+    def _loops_over_name(self, scope: cst.CSTNode, variable: cst.Name, depth: int) -> list[tuple[cst.For, str]] | None:
+        """The loops over `variable` in `scope` (also through `enumerate`, and through a function
+        of the module it is handed to: `test(train_loader)` then `for idx in loader`); `len()` of
+        it aside, None where it is read in any other way."""
+        loops: list[tuple[cst.For, str]] = []
+        for node in nodes_under(scope):
+            if not isinstance(node, cst.Name) or node.value != variable.value or node is variable:
+                continue
+            if not self._reads_variable(node):
                 continue
             loop = self.ctx.parent(node)
             if isinstance(loop, cst.Arg) and isinstance(call_node := self.ctx.parent(loop), cst.Call):
-                if dotted_name(call_node.func) != "enumerate" or not isinstance(self.ctx.parent(call_node), cst.For):
-                    return []
-                loop = self.ctx.parent(call_node)
-                assert isinstance(loop, cst.For)
-                element = loop.target
-                if not isinstance(element, cst.Tuple) or len(element.elements) != 2:
-                    return []
-                batch = element.elements[1].value
-                if not isinstance(batch, cst.Name):
-                    return []
-                loops.append((loop, batch.value))
+                callee = dotted_name(call_node.func)
+                if callee == "len":
+                    continue
+                if callee == "enumerate" and isinstance(outer := self.ctx.parent(call_node), cst.For):
+                    element = outer.target
+                    if not isinstance(element, cst.Tuple) or len(element.elements) != 2:
+                        return None
+                    batch = element.elements[1].value
+                    if not isinstance(batch, cst.Name):
+                        return None
+                    loops.append((outer, batch.value))
+                    continue
+                handed = self._parameter_for(call_node, loop) if depth > 0 else None
+                if handed is None:
+                    return None
+                function, parameter = handed
+                found = self._loops_over_name(function.body, parameter, depth - 1)
+                if found is None:
+                    return None
+                loops.extend(found)
             elif isinstance(loop, cst.For) and loop.iter is node and isinstance(loop.target, cst.Name):
                 loops.append((loop, loop.target.value))
             else:
-                return []
+                return None
         return loops
+
+    def _parameter_for(self, call: cst.Call, argument: cst.Arg) -> tuple[cst.FunctionDef, cst.Name] | None:
+        """The function of the module `call` calls, and its parameter that `argument` (positional) binds."""
+        if argument.keyword is not None or argument.star:
+            return None
+        name = dotted_name(call.func)
+        functions = [f for f in self.ctx.index.nodes("FunctionDef") if f.name.value == name]
+        if len(functions) != 1:
+            return None
+        position = positional_args(call).index(argument)
+        params = functions[0].params.params
+        return (functions[0], params[position].name) if position < len(params) else None
 
     def _reads_variable(self, name: cst.Name) -> bool:
         parent = self.ctx.parent(name)
@@ -665,12 +719,16 @@ class DataLoaderUnpinned(Rule):
         return not (isinstance(parent, cst.Arg) and parent.keyword is name)
 
     def _indexes_or_samples(self, name: cst.Name) -> bool:
-        """`x[idx]` (the whole index), or an argument of a sampler's method (`sampler.sample(idx)`)."""
+        """`x[idx]` (the whole index), an argument of a sampler's method (`sampler.sample(idx)`), or
+        a look at its size (`idx.numel()`, `len(idx)`)."""
         parent = self.ctx.parent(name)
+        if isinstance(parent, cst.Attribute) and parent.value is name:
+            return parent.attr.value in _SIZE_ATTRIBUTES
         if isinstance(parent, cst.Index) and isinstance(self.ctx.parent(parent), cst.SubscriptElement):
             return True
         if isinstance(parent, cst.Arg) and isinstance(call := self.ctx.parent(parent), cst.Call):
-            return "sampl" in (dotted_name(call.func) or "").lower()
+            callee = dotted_name(call.func) or ""
+            return callee == "len" or "sampl" in callee.lower()
         return False
 
     def _pin_value(self, call: cst.Call) -> tuple[str, tuple[str, ...]]:

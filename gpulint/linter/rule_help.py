@@ -166,15 +166,18 @@ EXPLANATIONS: dict[str, str] = {
         "strings, Lightning's `RandomDataset`, a pre-tokenized Hugging Face dataset: see GL101), nor\n"
         'for a loader never consumed, or only peeked at once; not in a module that runs on the CPU\n'
         'alone (`Trainer(accelerator="cpu")`, `device = torch.device("cpu")` and nothing naming an\n'
-        'accelerator: pinning needs one), nor where batches travel by `torch.distributed.rpc` or to a TPU\n'
-        'through PyTorch/XLA, nor where they are indices that never reach the device: every loop over\n'
-        'the loader reads its batch only to index other data (`x[idx]`) or to hand it to a sampler\n'
-        '(`sampler.sample(idx)`), nor over a dataset class of the module whose `__getitem__` moves each\n'
-        'item to the accelerator (its batches are there already).  Where the code shows no evidence of\n'
-        'large batches -- a dataset built elsewhere, items tokenized into token ids, a run of a handful\n'
-        "of batches, a loader Accelerate's `prepare()` wraps (it copies each batch without\n"
-        '`non_blocking`, so pinning saves a millisecond against a step of hundreds) -- the finding is a\n'
-        'hint: held back unless hints are shown (`--show-hints`, or the rule selected by its id).\n'
+        "accelerator, or a step under CPU autocast -- `torch.cpu.amp.autocast()`, as Intel's `ipex`\n"
+        'recipes do -- with no device named: pinning needs one), nor where batches travel by\n'
+        '`torch.distributed.rpc` or to a TPU through PyTorch/XLA.  Nor where the batches never need\n'
+        'pinning: they are indices that never reach the device (every loop over the loader reads its\n'
+        'batch only to index other data, `x[idx]`, or to hand it to a sampler, `sampler.sample(idx)`),\n'
+        "or the loader's dataset is a class of the module whose `__getitem__` moves each item to the\n"
+        'accelerator (its batches are there already, and pinning a CUDA tensor raises).  Where the\n'
+        'code shows no evidence of large batches -- a dataset built elsewhere, items tokenized into\n'
+        "token ids, a run of a handful of batches, a loader Accelerate's `prepare()` wraps (it copies\n"
+        'each batch without `non_blocking`, so pinning saves a millisecond against a step of\n'
+        'hundreds) -- the finding is a hint: held back unless hints are shown (`--show-hints`, or the\n'
+        'rule selected by its id).\n'
         '\n'
         '## Why it is slow\n'
         'Copies from pageable host memory to the GPU go through a staging buffer and block the host;\n'

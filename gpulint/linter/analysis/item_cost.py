@@ -95,6 +95,8 @@ _CHEAP_CALLS = frozenset(
 )
 # Code that may place work on an accelerator (`accelerator=` itself is stripped first: it is also
 # how a trainer is told "cpu").
+# A device named anywhere in the code (an accelerator library such as Accelerate may still run on the CPU).
+_DEVICE_TEXT = re.compile(r"cuda|gpu|xpu|mps|xla|tpu", re.IGNORECASE)
 _ACCELERATOR_TEXT = re.compile(r"cuda|gpu|mps|xla|tpu|accelerat|deepspeed", re.IGNORECASE)
 
 
@@ -364,9 +366,13 @@ class LoaderCosts:
     def cpu_only(self) -> bool:
         """Whether the module says it runs on the CPU alone: a Lightning trainer, Fabric or a
         device written as "cpu" (`Trainer(accelerator="cpu")`, `device = torch.device("cpu")`),
-        and nothing in its code names an accelerator.  A command line's `--cpu` flag or a
+        and nothing in its code names an accelerator; or it runs its step under CPU autocast
+        (`torch.cpu.amp.autocast()`, `torch.autocast("cpu")`, as Intel's `ipex` recipes do) and
+        names no device at all.  A command line's `--cpu` flag or a
         `"cpu"` fallback beside a "cuda" device is not: the run may use a GPU."""
         ctx = self.ctx
+        if self._cpu_autocast and not _DEVICE_TEXT.search(ctx.code_without_comments):
+            return True  # Intel's CPU recipes: bf16 autocast on the CPU, no device named
         if _ACCELERATOR_TEXT.search(_without_cpu_keywords(ctx.code_without_comments)):
             return False
         for call in ctx.index.nodes("Call"):
@@ -382,6 +388,19 @@ class LoaderCosts:
             for assign in ctx.index.nodes("Assign")
             for target in assign.targets
         )
+
+    @cached_property
+    def _cpu_autocast(self) -> bool:
+        for call in self.ctx.index.nodes("Call"):
+            qualified = self.ctx.call_qualified_name(call) or ""
+            if qualified == "torch.cpu.amp.autocast":
+                return True
+            if qualified in ("torch.autocast", "torch.amp.autocast"):
+                device = keyword_arg(call, "device_type")
+                value = device.value if device is not None else call.args[0].value if call.args else None
+                if value is not None and _string(value) == "cpu":
+                    return True
+        return False
 
     def batches_run(self, loader: cst.Call) -> int | None:
         """How many batches of `loader` the run loads, when the code caps it: a Lightning trainer's

@@ -49,15 +49,18 @@ class DataLoaderUnpinned(Rule):
     strings, Lightning's `RandomDataset`, a pre-tokenized Hugging Face dataset: see GL101), nor
     for a loader never consumed, or only peeked at once; not in a module that runs on the CPU
     alone (`Trainer(accelerator="cpu")`, `device = torch.device("cpu")` and nothing naming an
-    accelerator: pinning needs one), nor where batches travel by `torch.distributed.rpc` or to a TPU
-    through PyTorch/XLA, nor where they are indices that never reach the device: every loop over
-    the loader reads its batch only to index other data (`x[idx]`) or to hand it to a sampler
-    (`sampler.sample(idx)`), nor over a dataset class of the module whose `__getitem__` moves each
-    item to the accelerator (its batches are there already).  Where the code shows no evidence of
-    large batches -- a dataset built elsewhere, items tokenized into token ids, a run of a handful
-    of batches, a loader Accelerate's `prepare()` wraps (it copies each batch without
-    `non_blocking`, so pinning saves a millisecond against a step of hundreds) -- the finding is a
-    hint: held back unless hints are shown (`--show-hints`, or the rule selected by its id).
+    accelerator, or a step under CPU autocast -- `torch.cpu.amp.autocast()`, as Intel's `ipex`
+    recipes do -- with no device named: pinning needs one), nor where batches travel by
+    `torch.distributed.rpc` or to a TPU through PyTorch/XLA.  Nor where the batches never need
+    pinning: they are indices that never reach the device (every loop over the loader reads its
+    batch only to index other data, `x[idx]`, or to hand it to a sampler, `sampler.sample(idx)`),
+    or the loader's dataset is a class of the module whose `__getitem__` moves each item to the
+    accelerator (its batches are there already, and pinning a CUDA tensor raises).  Where the
+    code shows no evidence of large batches -- a dataset built elsewhere, items tokenized into
+    token ids, a run of a handful of batches, a loader Accelerate's `prepare()` wraps (it copies
+    each batch without `non_blocking`, so pinning saves a millisecond against a step of
+    hundreds) -- the finding is a hint: held back unless hints are shown (`--show-hints`, or the
+    rule selected by its id).
 
     ## Why it is slow
     Copies from pageable host memory to the GPU go through a staging buffer and block the host;
@@ -169,6 +172,26 @@ class DataLoaderUnpinned(Rule):
                 print(test(train_loader), test(test_loader), len(train_loader))
             """,
             header=CUDA_SCRIPT,
+        ),
+        # a CPU trainer: Intel's bf16 recipe (`ipex.optimize`, CPU autocast) under Accelerate,
+        # naming no device
+        Valid(
+            """
+            import intel_extension_for_pytorch as ipex
+            from accelerate import Accelerator
+            from torchvision import datasets, transforms
+
+            def main():
+                accelerator = Accelerator()
+                images = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+                loader = DataLoader(images, batch_size=8, num_workers=2)
+                model, optimizer = ipex.optimize(model, optimizer=optimizer, dtype=torch.bfloat16)
+                for x, y in loader:
+                    with torch.cpu.amp.autocast(enabled=True, dtype=torch.bfloat16):
+                        loss = model(x, y)
+                    accelerator.backward(loss)
+            """,
+            header="import torch\nfrom torch.utils.data import DataLoader\n",
         ),
         # a dataset whose `__getitem__` hands out CUDA tensors: its batches are on the GPU already
         Valid(

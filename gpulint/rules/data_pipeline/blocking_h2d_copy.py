@@ -601,16 +601,16 @@ class BlockingHostToDeviceCopy(Rule):
     def _classes_with_own_to(self) -> list[str]:
         """Classes of the module, then of the rest of the project, whose own `to()` takes no
         `non_blocking` (DETR's `NestedTensor.to(self, device)`): a batch may be one of them."""
-        found = []
+        found: list[str] = []
         for cls in self.ctx.index.nodes("ClassDef"):
-            names = [cls.name.value, *(last_name(base.value) or "" for base in cls.bases)]
-            if any(NOT_A_BATCH.search(name) for name in names):
+            class_names = [cls.name.value, *(last_name(base.value) or "" for base in cls.bases)]
+            if any(NOT_A_BATCH.search(name) for name in class_names):
                 continue  # a dataset, sampler or model: not what a loader yields
             for statement in cls.body.body:
                 if isinstance(statement, cst.FunctionDef) and statement.name.value == "to":
                     params = statement.params
-                    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
-                    if not isinstance(params.star_kwarg, cst.Param) and "non_blocking" not in names:
+                    parameters = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+                    if not isinstance(params.star_kwarg, cst.Param) and "non_blocking" not in parameters:
                         found.append(cls.name.value)
         return found + [name for name in self.ctx.project.own_to_elsewhere if name not in found]
 

@@ -571,3 +571,41 @@ def test_a_dataset_class_of_another_module_that_holds_its_tensors_is_in_memory(t
         ("GL102", 16),
         ("GL102", 23),
     ]
+
+
+NESTED_TENSOR = """
+class NestedTensor:
+    def __init__(self, tensors, mask):
+        self.tensors, self.mask = tensors, mask
+
+    def to(self, device):
+        return NestedTensor(self.tensors.to(device), self.mask.to(device))
+"""
+
+ENGINE = """
+import torch
+
+
+def train_one_epoch(model, loader, optimizer, device):
+    for samples, targets in loader:
+        samples = samples.to(device)
+        loss = model(samples, targets)
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_batch_class_of_another_module_whose_to_takes_no_non_blocking_keeps_the_copy_unfixed(tmp_path):
+    # DETR's shape: the loader yields a `NestedTensor` whose own `to(self, device)` takes no
+    # keyword, so `samples.to(device, non_blocking=True)` would raise TypeError on the first step.
+    paths = write_project(tmp_path, misc=NESTED_TENSOR, engine=ENGINE)
+    index = RunIndex([paths["engine"], paths["misc"]])
+    view = index.view(paths["engine"])
+    assert view.own_to_elsewhere == ("NestedTensor",)
+    linter = Linter(Settings(select=["GL104"]))
+    result = linter.lint_source(paths["engine"].read_bytes(), "engine.py", project=view)
+    assert [(f.code, f.location.row, f.fix) for f in result.findings] == [("GL104", 6, None)]
+    assert "`NestedTensor` of this project defines its own `to()` without `non_blocking`" in result.findings[0].message
+    # Without that class in the project the copy is fixed.
+    alone = linter.lint_source(paths["engine"].read_bytes(), "engine.py")
+    assert [f.fix is not None for f in alone.findings] == [True]

@@ -121,9 +121,13 @@ EXPLANATIONS: dict[str, str] = {
         '`DistributedDataParallel`, `DistributedSampler` -- or Accelerate: what `torchrun`, `accelerate\n'
         'launch` and `mp.spawn` scripts do), every rank starts its own workers, and the default would\n'
         "give each rank the whole node (GL605).  There the default divides the node's cores among its\n"
-        'ranks: `min(8, max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))`\n'
-        '(`torchrun` and `accelerate launch` set `LOCAL_WORLD_SIZE`; where it is unset, one rank per\n'
-        'node is assumed).  A `num-workers` the project sets is written as it is.\n'
+        'ranks: `min(8, max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))`,\n'
+        "the number of ranks on the node read the way the script's launcher tells it: `torchrun` and\n"
+        '`accelerate launch` set `LOCAL_WORLD_SIZE`; in a module that uses DeepSpeed, whose `deepspeed`\n'
+        'launcher sets `LOCAL_SIZE` instead, `int(os.environ.get("LOCAL_SIZE", "1"))`; in a script that\n'
+        'starts its ranks with `mp.spawn` (which sets neither), one rank per GPU of the node,\n'
+        '`max(1, torch.cuda.device_count())`.  Where the variable is unset, one rank per node is\n'
+        'assumed.  A `num-workers` the project sets is written as it is.\n'
         '\n'
         'The fix is offered only where workers can start under every start method: the loader is built\n'
         'under `if __name__ == "__main__":`, or in a function or class reached from there.  Under\n'
@@ -134,8 +138,16 @@ EXPLANATIONS: dict[str, str] = {
         'There the finding has no fix: move the training code into a `main()` called under the guard\n'
         'first.  Nor is there one when the loader hands its workers a lambda, or a function or class\n'
         'defined inside a function, directly or in what its dataset was built from\n'
-        '(`transforms.Lambda(lambda x: x.mul(255))` in the transforms): under `spawn` they cannot be\n'
-        'pickled into a worker ("Can\'t pickle local object").\n'
+        '(`transforms.Lambda(lambda x: x.mul(255))` in the transforms), or what a function of the\n'
+        'module returns that is one (`collate_fn=make_collate(tokenizer)` where `make_collate` returns\n'
+        'its nested `collate`): under `spawn` they cannot be pickled into a worker ("Can\'t pickle local\n'
+        'object").  Nor where the loader\'s dataset is a class of the module whose `__getitem__` moves\n'
+        'each item to the GPU (`.cuda()`, `.to(device)`): a forked worker cannot initialize CUDA\n'
+        '("Cannot re-initialize CUDA in forked subprocess").  The message says which of these keeps the\n'
+        'fix away.\n'
+        '\n'
+        'A loader built to fetch a single batch, `next(iter(DataLoader(...)))` (a callback that logs\n'
+        'sample images), is not reported: workers would start, hand over one batch and stop.\n'
         '\n'
         'A loader over an `IterableDataset` of the module that does not split its items between workers\n'
         '(`torch.utils.data.get_worker_info()` in the dataset, or a `worker_init_fn`) is reported with\n'
@@ -154,13 +166,18 @@ EXPLANATIONS: dict[str, str] = {
         "strings, Lightning's `RandomDataset`, a pre-tokenized Hugging Face dataset: see GL101), nor\n"
         'for a loader never consumed, or only peeked at once; not in a module that runs on the CPU\n'
         'alone (`Trainer(accelerator="cpu")`, `device = torch.device("cpu")` and nothing naming an\n'
-        'accelerator: pinning needs one), nor where batches travel by `torch.distributed.rpc` or to a TPU\n'
-        'through PyTorch/XLA.  Where\n'
-        'the code shows no evidence of large batches -- a dataset built elsewhere, items tokenized into\n'
+        "accelerator, or a step under CPU autocast -- `torch.cpu.amp.autocast()`, as Intel's `ipex`\n"
+        'recipes do -- with no device named: pinning needs one), nor where batches travel by\n'
+        '`torch.distributed.rpc` or to a TPU through PyTorch/XLA.  Nor where the batches never need\n'
+        'pinning: they are indices that never reach the device (every loop over the loader reads its\n'
+        'batch only to index other data, `x[idx]`, or to hand it to a sampler, `sampler.sample(idx)`),\n'
+        "or the loader's dataset is a class of the module whose `__getitem__` moves each item to the\n"
+        'accelerator (its batches are there already, and pinning a CUDA tensor raises).  Where the\n'
+        'code shows no evidence of large batches -- a dataset built elsewhere, items tokenized into\n'
         "token ids, a run of a handful of batches, a loader Accelerate's `prepare()` wraps (it copies\n"
-        'each batch without `non_blocking`, so pinning saves a millisecond against a step of hundreds)\n'
-        '-- the finding is a hint: held back unless hints are shown (`--show-hints`, or the rule\n'
-        'selected by its id).\n'
+        'each batch without `non_blocking`, so pinning saves a millisecond against a step of\n'
+        'hundreds) -- the finding is a hint: held back unless hints are shown (`--show-hints`, or the\n'
+        'rule selected by its id).\n'
         '\n'
         '## Why it is slow\n'
         'Copies from pageable host memory to the GPU go through a staging buffer and block the host;\n'
@@ -198,6 +215,11 @@ EXPLANATIONS: dict[str, str] = {
         '\n'
         "* the script's own flag, where one is in scope: a name given only a test of the accelerator\n"
         '  (`use_cuda = not args.no_cuda and torch.cuda.is_available()`) -> `pin_memory=use_cuda`;\n'
+        "* else the script's own command-line device option, where the parsed arguments are in scope\n"
+        '  (the name `parse_args()` is assigned to, or a parameter of that name): a `--cpu`,\n'
+        '  `--no-cuda` or `--no-accel` switch -> `pin_memory=not args.cpu`; a `--cuda`, `--accel` or\n'
+        '  `--gpu` switch -> `pin_memory=args.accel`; a `--device` value -> `pin_memory=args.device !=\n'
+        '  "cpu"`;\n'
         '* else, where the script always runs on the GPU -- a `.cuda()` call or a `"cuda"` device\n'
         '  string under no condition (`torch.device("cuda")`, `device = "cuda"`; not a command line\'s\n'
         '  default, which the user may change), and no question anywhere whether an accelerator is\n'
@@ -340,7 +362,17 @@ EXPLANATIONS: dict[str, str] = {
         'non_blocking and pin_memory()").  From pageable memory the copy simply stays synchronous.  The\n'
         'one hazard -- writing into the pinned *source* tensor before the copy has run -- does not arise\n'
         'for batches, which the loader creates fresh for every step; copies of other tensors (reused\n'
-        'buffers, device-to-host copies) are not reported.'
+        'buffers, device-to-host copies) are not reported.\n'
+        '\n'
+        'No fix for a `.to()` copy in a project that defines a class with its own `to()` method taking\n'
+        "no `non_blocking` (DETR's `NestedTensor.to(self, device)`, in this module or another module of\n"
+        'the project): the batch may be one of its objects, and the keyword would raise TypeError on\n'
+        'the first step.  The message names the class.\n'
+        '\n'
+        '`non_blocking=True` overlaps the copy with compute only from pinned memory.  Where the module\n'
+        "builds a loader without `pin_memory=True`, the fix's description says to pin it too; the GL102\n"
+        "fix does so where the loader's batches are worth pinning (`--fix --select GL102,GL104`).\n"
+        'Unpinned, the copy stays synchronous: the fix changes nothing, for better or worse.'
     ),
     'GL105': (
         '## What it finds\n'

@@ -10,11 +10,20 @@ NUM_WORKERS = RuleOption(
     "Python expression the GL101 and GL801 fixes write as the number of loader worker processes.",
     check=worker_expression,
 )
-# The CPU cores of a node divided among its ranks (`torchrun` and `accelerate launch` set
-# `LOCAL_WORLD_SIZE`; a single process reads 1): what one rank may give its loader workers.
-CORES_PER_RANK = 'max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1")))'
-# What the GL101 fix writes by default in a module that runs one process per GPU.
-NUM_WORKERS_PER_RANK = f"min(8, {CORES_PER_RANK})"
+# How many ranks share a node, as each launcher tells them: `torchrun` and `accelerate launch` set
+# `LOCAL_WORLD_SIZE`; the `deepspeed` launcher sets `LOCAL_SIZE` instead; `mp.spawn` sets neither,
+# and its scripts start one process per GPU of the node.  A single process reads 1.
+LOCAL_RANKS_TORCHRUN = 'int(os.environ.get("LOCAL_WORLD_SIZE", "1"))'
+LOCAL_RANKS_DEEPSPEED = 'int(os.environ.get("LOCAL_SIZE", "1"))'
+LOCAL_RANKS_SPAWN = "max(1, torch.cuda.device_count())"
+
+
+def cores_per_rank(local_ranks: str = LOCAL_RANKS_TORCHRUN) -> str:
+    """The CPU cores of a node divided among its ranks: what one rank may give its loader workers."""
+    return f"max(1, (os.cpu_count() or 1) // {local_ranks})"
+
+
+CORES_PER_RANK = cores_per_rank()
 LOG_EVERY = RuleOption(
     "log-every",
     100,

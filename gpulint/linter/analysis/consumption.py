@@ -63,6 +63,19 @@ def pipeline_consumed(ctx: FileContext, pipeline: cst.BaseExpression) -> bool:
     return any(not _harmless_read(ctx, node, name) for node in reads)
 
 
+def fetches_one_batch(ctx: FileContext, pipeline: cst.BaseExpression) -> bool:
+    """Whether the pipeline is built only to draw one batch from it: `next(iter(DataLoader(...)))`
+    (a callback that logs sample images, a shape probe).  Loader workers would start, hand over
+    one batch and stop: slower than loading it in place."""
+    argument = ctx.parent(pipeline)
+    if not isinstance(argument, cst.Arg) or not isinstance(call := ctx.parent(argument), cst.Call):
+        return False
+    if dotted_name(call.func) != "iter" or not isinstance(outer_argument := ctx.parent(call), cst.Arg):
+        return False
+    outer = ctx.parent(outer_argument)
+    return isinstance(outer, cst.Call) and dotted_name(outer.func) == "next"
+
+
 def _assigned_name(ctx: FileContext, expr: cst.BaseExpression) -> str | None:
     """`name` when `expr`, or the method chain it starts (`expr.batch(32).cache()`), is the whole
     value of `name = ...` (one plain target)."""

@@ -40,13 +40,14 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from gpulint.linter.analysis.item_work import is_tokenizer_call, is_transform, reader_phrase
-from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, last_name, positional_args
+from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, last_name, method_name, positional_args
 from gpulint.linter.analysis.project import WORKING_DATASET
 from gpulint.linter.analysis.pytorch import (
     ACCELERATE_ACCELERATORS,
     DATASET_BASES,
     dataloader_dataset,
     in_memory_dataset,
+    is_device_target,
 )
 from gpulint.linter.analysis.trainers import LIGHTNING_TRAINERS
 from gpulint.linter.analysis.values import target_key
@@ -94,6 +95,8 @@ _CHEAP_CALLS = frozenset(
 )
 # Code that may place work on an accelerator (`accelerator=` itself is stripped first: it is also
 # how a trainer is told "cpu").
+# A device named anywhere in the code (an accelerator library such as Accelerate may still run on the CPU).
+_DEVICE_TEXT = re.compile(r"cuda|gpu|xpu|mps|xla|tpu", re.IGNORECASE)
 _ACCELERATOR_TEXT = re.compile(r"cuda|gpu|mps|xla|tpu|accelerat|deepspeed", re.IGNORECASE)
 
 
@@ -363,9 +366,13 @@ class LoaderCosts:
     def cpu_only(self) -> bool:
         """Whether the module says it runs on the CPU alone: a Lightning trainer, Fabric or a
         device written as "cpu" (`Trainer(accelerator="cpu")`, `device = torch.device("cpu")`),
-        and nothing in its code names an accelerator.  A command line's `--cpu` flag or a
+        and nothing in its code names an accelerator; or it runs its step under CPU autocast
+        (`torch.cpu.amp.autocast()`, `torch.autocast("cpu")`, as Intel's `ipex` recipes do) and
+        names no device at all.  A command line's `--cpu` flag or a
         `"cpu"` fallback beside a "cuda" device is not: the run may use a GPU."""
         ctx = self.ctx
+        if self._cpu_autocast and not _DEVICE_TEXT.search(ctx.code_without_comments):
+            return True  # Intel's CPU recipes: bf16 autocast on the CPU, no device named
         if _ACCELERATOR_TEXT.search(_without_cpu_keywords(ctx.code_without_comments)):
             return False
         for call in ctx.index.nodes("Call"):
@@ -381,6 +388,19 @@ class LoaderCosts:
             for assign in ctx.index.nodes("Assign")
             for target in assign.targets
         )
+
+    @cached_property
+    def _cpu_autocast(self) -> bool:
+        for call in self.ctx.index.nodes("Call"):
+            qualified = self.ctx.call_qualified_name(call) or ""
+            if qualified == "torch.cpu.amp.autocast":
+                return True
+            if qualified in ("torch.autocast", "torch.amp.autocast"):
+                device = keyword_arg(call, "device_type")
+                value = device.value if device is not None else call.args[0].value if call.args else None
+                if value is not None and _string(value) == "cpu":
+                    return True
+        return False
 
     def batches_run(self, loader: cst.Call) -> int | None:
         """How many batches of `loader` the run loads, when the code caps it: a Lightning trainer's
@@ -486,6 +506,37 @@ class LoaderCosts:
                 isinstance(o, cst.Call) and self.ctx.call_qualified_name(o) in ACCELERATE_ACCELERATORS for o in origins
             ):
                 return True
+        return False
+
+    def items_on_device(self, loader: cst.Call) -> bool:
+        """Whether the loader's dataset is a class of the module whose `__getitem__` moves each item
+        to the accelerator (`return image.cuda()`, `.to(self.device)`): its batches are there
+        already (nothing to pin), and a forked worker could not use CUDA."""
+        dataset = dataloader_dataset(loader)
+        pending = [dataset] if dataset is not None else []
+        seen: set[int] = set()
+        while pending:
+            expr = pending.pop()
+            if id(expr) in seen or len(seen) > 20:
+                continue
+            seen.add(id(expr))
+            if isinstance(expr, cst.Call):
+                name = dotted_name(expr.func)
+                for cls in self.ctx.index.nodes("ClassDef"):
+                    if cls.name.value == name and self._getitem_moves_to_device(cls):
+                        return True
+            pending.extend(self.ctx.values.origins(expr) or ())
+        return False
+
+    def _getitem_moves_to_device(self, cls: cst.ClassDef) -> bool:
+        for method in cls.body.body:
+            if isinstance(method, cst.FunctionDef) and method.name.value in ("__getitem__", "__getitems__"):
+                return any(
+                    isinstance(node, cst.Call)
+                    and method_name(node) in ("to", "cuda")
+                    and is_device_target(self.ctx, node)
+                    for node in nodes_under(method.body)
+                )
         return False
 
     @cached_property

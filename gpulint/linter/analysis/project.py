@@ -65,7 +65,7 @@ WORKING_DATASET = "working dataset"
 # Kinds of return values the index tracks (values.KINDS).
 RETURN_KINDS = ("dataloader", "tfdata")
 # The version of a summary's shape: a cached summary of another version is not used.
-SUMMARY_VERSION = 7
+SUMMARY_VERSION = 8
 # Constructors that give each rank's model its gradient all-reduce: a module calling one runs data
 # parallel with one process per GPU (GL603 needs such a wrapper somewhere in the program).
 RANK_WRAPPERS = frozenset(
@@ -158,6 +158,9 @@ class ModuleSummary:
     # Dataset classes whose items cost real work: `__getitem__` (or `__iter__`, or a method of the
     # class they call) reads or decodes a file, transforms an image or tokenizes (item_work.py).
     working_datasets: set[str] = field(default_factory=set)
+    # Classes with their own `to()` method that takes no `non_blocking` (DETR's `NestedTensor.to(self,
+    # device)`): `.to(device, non_blocking=True)` on one of their objects raises TypeError.
+    own_to_classes: set[str] = field(default_factory=set)
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -183,6 +186,7 @@ class ModuleSummary:
             "accelerator": self.names_accelerator,
             "in_memory_datasets": sorted(self.in_memory_datasets),
             "working_datasets": sorted(self.working_datasets),
+            "own_to": sorted(self.own_to_classes),
         }
 
     def moved_from(self, other: ModuleSummary) -> bool:
@@ -233,6 +237,7 @@ class ModuleSummary:
                 names_accelerator=bool(data["accelerator"]),
                 in_memory_datasets={str(q) for q in data["in_memory_datasets"]},
                 working_datasets={str(q) for q in data["working_datasets"]},
+                own_to_classes={str(q) for q in data["own_to"]},
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
@@ -566,6 +571,7 @@ class _Summarizer(ast.NodeVisitor):
                 self.summary.reiterated.add(name)
         self.summary.in_memory_datasets = {q for q, node in self.class_nodes if self._in_memory_dataset(node)}
         self.summary.working_datasets = {q for q, node in self.class_nodes if self._items_work(node)}
+        self.summary.own_to_classes = {q for q, node in self.class_nodes if _to_without_non_blocking(node)}
         return self.summary
 
     def _mark_interval_guards(self) -> None:
@@ -660,6 +666,28 @@ class _Summarizer(ast.NodeVisitor):
         return module == "torch" and name in _TENSOR_FACTORIES
 
 
+def _to_without_non_blocking(cls: ast.ClassDef) -> bool:
+    """Whether the class defines `to()` with no `non_blocking` parameter and no `**kwargs`, and
+    may be a batch: not a dataset, sampler, loader or model (a PyG `InMemoryDataset.to(device)`
+    moves a whole dataset, never what a loader yields)."""
+    names = [
+        cls.name,
+        *(base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "") for base in cls.bases),
+    ]
+    if any(NOT_A_BATCH.search(name) for name in names):
+        return False
+    for statement in cls.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and statement.name == "to":
+            arguments = statement.args
+            names = [a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
+            return arguments.kwarg is None and "non_blocking" not in names
+    return False
+
+
+# Class names (or their bases') that say their objects are not batches.
+NOT_A_BATCH = re.compile(r"Dataset|Sampler|Loader|Module|Model")
+
+
 def _guarded(site: CallSite) -> bool:
     """Whether an interval guard or an event branch stands between the call and its function."""
     return _guarded_path(site.path)
@@ -712,6 +740,9 @@ class ModuleView:
     # Another module of the project wraps a model for data parallel training (RANK_WRAPPERS): the
     # program has a gradient all-reduce for this module's accumulation to repeat (GL603).
     ranks_wrapped_elsewhere: bool = False
+    # Classes of other modules of the project whose own `to()` takes no `non_blocking` (by class
+    # name): a batch copied here may be one of their objects (GL104).
+    own_to_elsewhere: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.per_step or self.calls or self.reiterated)
@@ -755,7 +786,7 @@ class ModuleView:
 
     def digest(self) -> str:
         """A stable digest of the view (part of the module's cache key; "" when empty)."""
-        if not self and not self.ranks_wrapped_elsewhere:
+        if not self and not self.ranks_wrapped_elsewhere and not self.own_to_elsewhere:
             return ""
         return hashlib.sha256(json.dumps(self.to_data(), sort_keys=True).encode()).hexdigest()[:32]
 
@@ -774,6 +805,7 @@ class ModuleView:
             ],
             "loop_elsewhere": [self.torch_loop_elsewhere, self.accelerator_loop_elsewhere],
             "ranks_wrapped_elsewhere": self.ranks_wrapped_elsewhere,
+            "own_to_elsewhere": list(self.own_to_elsewhere),
         }
 
     @classmethod
@@ -804,6 +836,7 @@ class ModuleView:
                 _flag(torch_elsewhere),
                 _flag(accelerator_elsewhere),
                 _flag(data["ranks_wrapped_elsewhere"]),
+                tuple(_text(name) for name in data["own_to_elsewhere"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a project view: {exc}") from None
@@ -1180,5 +1213,17 @@ class ProjectIndex:
             ranks_wrapped_elsewhere=any(
                 other != module_id and other.partition("|")[0] == module_id.partition("|")[0]
                 for other in self.wrapping_modules
+            ),
+            own_to_elsewhere=tuple(
+                sorted(
+                    {
+                        qualname.rpartition(".")[2]
+                        for other, other_summary in self.summaries.items()
+                        if other != module_id
+                        and other not in self.test_modules
+                        and other.partition("|")[0] == module_id.partition("|")[0]
+                        for qualname in other_summary.own_to_classes
+                    }
+                )
             ),
         )

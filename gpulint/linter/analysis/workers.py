@@ -126,16 +126,51 @@ class WorkerStart:
                     pending.extend(self.ctx.values.assigned.get(key, ()))
         return found
 
-    def unpicklable(self, call: cst.Call) -> bool:
-        """Whether something the DataLoader hands its workers cannot be pickled (a lambda, or a
-        function or class defined inside a function), there or in what its arguments were built
-        from (a dataset whose transforms hold `transforms.Lambda(lambda x: x.mul(255))`)."""
+    def unpicklable(self, call: cst.Call) -> str | None:
+        """What the DataLoader hands its workers that cannot be pickled (a lambda, a function or
+        class defined inside a function, or what a function of the module returns that is one: a
+        `make_collate(tokenizer)` that returns its nested `collate`), there or in what its
+        arguments were built from (a dataset whose transforms hold `transforms.Lambda(lambda x:
+        x.mul(255))`), in words; None where everything can be."""
         for value in self._reaching([arg.value for arg in call.args]):
             if any(isinstance(node, cst.Lambda) for node in nodes_under(value)):
-                return True
-            if names_under(value) & self._local_definitions:
-                return True
-        return False
+                return "a lambda"
+            local = sorted(names_under(value) & self._local_definitions)
+            if local:
+                return f"`{local[0]}`, defined inside a function,"
+            for node in nodes_under(value):
+                factory = dotted_name(node.func) if isinstance(node, cst.Call) else None
+                if factory in self._local_factories:
+                    return f"what `{factory}()` returns, defined inside it,"
+        return None
+
+    @cached_property
+    def _local_factories(self) -> set[str]:
+        """Names of the module's functions that return a lambda, a function or class defined in
+        them (a closure), or an object of such a class: what they return cannot be pickled either."""
+        found: set[str] = set()
+        for definitions in self._definitions.values():
+            for definition in definitions:
+                if not isinstance(definition, cst.FunctionDef):
+                    continue
+                nested = {
+                    node.name.value
+                    for node in nodes_under(definition.body)
+                    if isinstance(node, (cst.FunctionDef, cst.ClassDef))
+                }
+                for node in nodes_under(definition.body):
+                    if not isinstance(node, cst.Return) or node.value is None:
+                        continue
+                    if self.ctx.enclosing_function(node) is not definition:
+                        continue  # a nested function's own return
+                    returned = node.value
+                    if isinstance(returned, cst.Call):
+                        returned = returned.func  # an object of a class defined in the function
+                    if isinstance(returned, cst.Lambda) or (
+                        isinstance(returned, cst.Name) and returned.value in nested
+                    ):
+                        found.add(definition.name.value)
+        return found
 
     def unsharded_iterable(self, call: cst.Call, dataset: cst.BaseExpression | None) -> bool:
         """Whether the DataLoader loads an IterableDataset of this module that does not split its

@@ -22,7 +22,8 @@ from gpulint.linter.analysis.nodes import (
     method_name,
     positional_args,
 )
-from gpulint.linter.analysis.pytorch import ACCELERATE_ACCELERATORS, is_device_target
+from gpulint.linter.analysis.project import NOT_A_BATCH
+from gpulint.linter.analysis.pytorch import ACCELERATE_ACCELERATORS, is_dataloader, is_device_target
 from gpulint.linter.analysis.vocabulary import MODULE_NAME, SYNC_METHODS
 from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.findings import Applicability, Fix, RawFinding
@@ -107,6 +108,16 @@ class BlockingHostToDeviceCopy(Rule):
     one hazard -- writing into the pinned *source* tensor before the copy has run -- does not arise
     for batches, which the loader creates fresh for every step; copies of other tensors (reused
     buffers, device-to-host copies) are not reported.
+
+    No fix for a `.to()` copy in a project that defines a class with its own `to()` method taking
+    no `non_blocking` (DETR's `NestedTensor.to(self, device)`, in this module or another module of
+    the project): the batch may be one of its objects, and the keyword would raise TypeError on
+    the first step.  The message names the class.
+
+    `non_blocking=True` overlaps the copy with compute only from pinned memory.  Where the module
+    builds a loader without `pin_memory=True`, the fix's description says to pin it too; the GL102
+    fix does so where the loader's batches are worth pinning (`--fix --select GL102,GL104`).
+    Unpinned, the copy stays synchronous: the fix changes nothing, for better or worse.
     """
 
     code = "GL104"
@@ -444,6 +455,49 @@ class BlockingHostToDeviceCopy(Rule):
                     optimizer.step()
             """,
         ),
+        # a project class with its own `to(self, device)` (DETR's `NestedTensor`): `non_blocking=`
+        # would raise TypeError on a batch of it, so `.to()` copies get no fix (`.cuda()` still does)
+        Invalid(
+            """
+            class NestedTensor:
+                def __init__(self, tensors, mask):
+                    self.tensors, self.mask = tensors, mask
+                def to(self, device):
+                    return NestedTensor(self.tensors.to(device), self.mask.to(device))
+
+            def train(model, loader, optimizer):
+                for samples, labels in loader:
+                    samples = samples.to(device)
+                    labels = labels.cuda()
+                    loss = criterion(model(samples), labels)
+                    loss.backward()
+                    optimizer.step()
+            """,
+            "12:19",
+            "13:18",
+            header=CUDA_SCRIPT,
+            messages=(
+                "batch copied to the GPU without `non_blocking=True`: the host waits for every copy (no fix: "
+                "`NestedTensor` of this project defines its own `to()` without `non_blocking`; on a batch of that "
+                "class the keyword raises TypeError)",
+                "batch copied to the GPU without `non_blocking=True`: the host waits for every copy",
+            ),
+            fixed="""
+            class NestedTensor:
+                def __init__(self, tensors, mask):
+                    self.tensors, self.mask = tensors, mask
+                def to(self, device):
+                    return NestedTensor(self.tensors.to(device), self.mask.to(device))
+
+            def train(model, loader, optimizer):
+                for samples, labels in loader:
+                    samples = samples.to(device)
+                    labels = labels.cuda(non_blocking=True)
+                    loss = criterion(model(samples), labels)
+                    loss.backward()
+                    optimizer.step()
+            """,
+        ),
         # a batch parameter of a step function
         Invalid(
             """
@@ -519,9 +573,19 @@ class BlockingHostToDeviceCopy(Rule):
             return
         if self._from_dali_gpu_output(node, receiver):
             return  # a DALI pipeline made it on the GPU: the copy copies nothing
-        fix = set_keyword(
-            self.ctx, node, "non_blocking", "True", Applicability.SAFE, "Copy asynchronously: `non_blocking=True`"
-        )
+        message = self._message(1)
+        own_to = self._classes_with_own_to[0] if self._classes_with_own_to and func.attr.value == "to" else None
+        fix = None
+        if own_to is not None:
+            message += (
+                f" (no fix: `{own_to}` of this project defines its own `to()` without `non_blocking`; "
+                "on a batch of that class the keyword raises TypeError)"
+            )
+        else:
+            description = "Copy asynchronously: `non_blocking=True`"
+            if self._unpinned_loader:
+                description += " (the copy overlaps compute only from pinned memory: also `pin_memory=True`, GL102)"
+            fix = set_keyword(self.ctx, node, "non_blocking", "True", Applicability.SAFE, description)
         statement = self.ctx.statement_of(node)
         earlier = self._statement_findings.get(id(statement))
         if earlier is not None:
@@ -530,8 +594,38 @@ class BlockingHostToDeviceCopy(Rule):
         hint = self.ctx.loops.few_steps_hint(node)
         if hint is None and self._step_reads_back(node):
             hint = "the step reads a value back every step: the device is idle when the next copy starts"
-        self.report(node, message=self._message(1), fix=fix, hint=hint)
+        self.report(node, message=message, fix=fix, hint=hint)
         self._statement_findings[id(statement)] = self.findings[-1]
+
+    @cached_property
+    def _classes_with_own_to(self) -> list[str]:
+        """Classes of the module, then of the rest of the project, whose own `to()` takes no
+        `non_blocking` (DETR's `NestedTensor.to(self, device)`): a batch may be one of them."""
+        found: list[str] = []
+        for cls in self.ctx.index.nodes("ClassDef"):
+            class_names = [cls.name.value, *(last_name(base.value) or "" for base in cls.bases)]
+            if any(NOT_A_BATCH.search(name) for name in class_names):
+                continue  # a dataset, sampler or model: not what a loader yields
+            for statement in cls.body.body:
+                if isinstance(statement, cst.FunctionDef) and statement.name.value == "to":
+                    params = statement.params
+                    parameters = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+                    if not isinstance(params.star_kwarg, cst.Param) and "non_blocking" not in parameters:
+                        found.append(cls.name.value)
+        return found + [name for name in self.ctx.project.own_to_elsewhere if name not in found]
+
+    @cached_property
+    def _unpinned_loader(self) -> bool:
+        """Whether the module builds a DataLoader that does not pin its batches: copies from it
+        stay synchronous, `non_blocking` or not."""
+        for call in self.ctx.index.nodes("Call"):
+            if not is_dataloader(self.ctx, call):
+                continue
+            keywords = self.ctx.values.keywords_of(call)
+            pin = keywords.get("pin_memory") if keywords is not None else None
+            if keywords is not None and (pin is None or is_false(pin)) and len(positional_args(call)) < 8:
+                return True
+        return False
 
     def _step_reads_back(self, node: cst.Call) -> bool:
         """Whether the step around the copy reads a tensor back on every step (`loss.item()`,

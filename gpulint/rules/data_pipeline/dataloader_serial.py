@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gpulint.linter.analysis.code_shapes import LOADER_BUILT
-from gpulint.linter.analysis.consumption import pipeline_consumed
+from gpulint.linter.analysis.consumption import fetches_one_batch, pipeline_consumed
 from gpulint.linter.analysis.facts import ACCELERATOR, ONE_PROCESS_PER_GPU, TORCH
 from gpulint.linter.analysis.item_cost import UNKNOWN_COST_HINT
 from gpulint.linter.analysis.nodes import is_zero, keyword_arg, positional_args
@@ -14,12 +14,21 @@ from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import MOSTLY_NOT_WANTED, Invalid, Rule, Valid
 from gpulint.rules.case_headers import CUDA_SCRIPT
-from gpulint.rules.options import NUM_WORKERS, NUM_WORKERS_PER_RANK
+from gpulint.rules.options import (
+    LOCAL_RANKS_DEEPSPEED,
+    LOCAL_RANKS_SPAWN,
+    LOCAL_RANKS_TORCHRUN,
+    NUM_WORKERS,
+    cores_per_rank,
+)
 
 ITERABLE_MESSAGE = (
     "DataLoader over an IterableDataset loads batches in the training process; no fix: the dataset does not split its "
     "items with `get_worker_info()`, so every worker would yield every item"
 )
+
+# `mp.spawn` and the call under it: they start the ranks without telling them how many share the node.
+_SPAWNS = frozenset({"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"})
 
 # What the message adds where the call itself sets `num_workers=0`.
 EXPLICIT_ZERO_NOTE = " (no fix: the call sets `num_workers=0` itself, a value chosen on purpose)"
@@ -111,9 +120,13 @@ class DataLoaderSerial(Rule):
     `DistributedDataParallel`, `DistributedSampler` -- or Accelerate: what `torchrun`, `accelerate
     launch` and `mp.spawn` scripts do), every rank starts its own workers, and the default would
     give each rank the whole node (GL605).  There the default divides the node's cores among its
-    ranks: `min(8, max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))`
-    (`torchrun` and `accelerate launch` set `LOCAL_WORLD_SIZE`; where it is unset, one rank per
-    node is assumed).  A `num-workers` the project sets is written as it is.
+    ranks: `min(8, max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))`,
+    the number of ranks on the node read the way the script's launcher tells it: `torchrun` and
+    `accelerate launch` set `LOCAL_WORLD_SIZE`; in a module that uses DeepSpeed, whose `deepspeed`
+    launcher sets `LOCAL_SIZE` instead, `int(os.environ.get("LOCAL_SIZE", "1"))`; in a script that
+    starts its ranks with `mp.spawn` (which sets neither), one rank per GPU of the node,
+    `max(1, torch.cuda.device_count())`.  Where the variable is unset, one rank per node is
+    assumed.  A `num-workers` the project sets is written as it is.
 
     The fix is offered only where workers can start under every start method: the loader is built
     under `if __name__ == "__main__":`, or in a function or class reached from there.  Under
@@ -124,8 +137,16 @@ class DataLoaderSerial(Rule):
     There the finding has no fix: move the training code into a `main()` called under the guard
     first.  Nor is there one when the loader hands its workers a lambda, or a function or class
     defined inside a function, directly or in what its dataset was built from
-    (`transforms.Lambda(lambda x: x.mul(255))` in the transforms): under `spawn` they cannot be
-    pickled into a worker ("Can't pickle local object").
+    (`transforms.Lambda(lambda x: x.mul(255))` in the transforms), or what a function of the
+    module returns that is one (`collate_fn=make_collate(tokenizer)` where `make_collate` returns
+    its nested `collate`): under `spawn` they cannot be pickled into a worker ("Can't pickle local
+    object").  Nor where the loader's dataset is a class of the module whose `__getitem__` moves
+    each item to the GPU (`.cuda()`, `.to(device)`): a forked worker cannot initialize CUDA
+    ("Cannot re-initialize CUDA in forked subprocess").  The message says which of these keeps the
+    fix away.
+
+    A loader built to fetch a single batch, `next(iter(DataLoader(...)))` (a callback that logs
+    sample images), is not reported: workers would start, hand over one batch and stop.
 
     A loader over an `IterableDataset` of the module that does not split its items between workers
     (`torch.utils.data.get_worker_info()` in the dataset, or a `worker_init_fn`) is reported with
@@ -303,6 +324,26 @@ class DataLoaderSerial(Rule):
                 print(len(demo))
                 unused = DataLoader(images, batch_size=16)
                 return batch
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # a loader built to fetch one batch (a callback logging sample images): workers would start,
+        # hand it over and stop
+        Valid(
+            """
+            from torchvision import datasets, transforms
+
+            class SampleImages(Callback):
+                def on_validation_epoch_end(self, trainer, module):
+                    images = datasets.ImageFolder("data/val", transform=transforms.ToTensor())
+                    batch = next(iter(DataLoader(images, batch_size=16, shuffle=True)))
+                    trainer.logger.log_image("samples", batch[0])
+
+            def main():
+                Trainer(callbacks=[SampleImages()]).fit(Model())
+
+            if __name__ == "__main__":
+                main()
             """,
             header=CUDA_SCRIPT,
         ),
@@ -764,6 +805,166 @@ class DataLoaderSerial(Rule):
             "8:14",
             header=CUDA_SCRIPT,
         ),
+        # what a factory function returns (a nested `collate`), and a function defined inside
+        # `main`, cannot be pickled into a worker: no fix, and the message says why
+        Invalid(
+            """
+            from torchvision import datasets, transforms
+
+            def make_collate(tokenizer):
+                def collate(batch):
+                    return tokenizer(batch)
+                return collate
+
+            def main():
+                images = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+                def keep(batch):
+                    return batch
+                a = DataLoader(images, batch_size=8, collate_fn=make_collate(tokenizer))
+                b = DataLoader(images, batch_size=8, collate_fn=keep)
+                for loader in (a, b):
+                    for x in loader:
+                        step(x.cuda())
+
+            if __name__ == "__main__":
+                main()
+            """,
+            "15:9",
+            "16:9",
+            header=CUDA_SCRIPT,
+            messages=(
+                "DataLoader loads batches in the training process: `ImageFolder` decodes a file for every item "
+                "(line 12); the GPU waits for every batch (set `num_workers`) (no fix: what `make_collate()` "
+                "returns, defined inside it, cannot be pickled into a worker under spawn or forkserver "
+                '("Can\'t pickle local object"))',
+                "DataLoader loads batches in the training process: `ImageFolder` decodes a file for every item "
+                "(line 12); the GPU waits for every batch (set `num_workers`) (no fix: `keep`, defined inside "
+                "a function, cannot be pickled into a worker under spawn or forkserver (\"Can't pickle local "
+                'object"))',
+            ),
+        ),
+        # a dataset whose `__getitem__` moves each item to the GPU: a forked worker cannot use CUDA
+        Invalid(
+            """
+            from PIL import Image
+            from torchvision.transforms.functional import to_tensor
+
+            class OnGpu(Dataset):
+                def __init__(self, files):
+                    self.files = files
+                def __getitem__(self, index):
+                    return to_tensor(Image.open(self.files[index])).cuda()
+
+            def main():
+                for batch in DataLoader(OnGpu(files), batch_size=8):
+                    step(batch)
+
+            if __name__ == "__main__":
+                main()
+            """,
+            "14:18",
+            header=CUDA_SCRIPT,
+            messages=(
+                "DataLoader loads batches in the training process: `__getitem__` applies `to_tensor` to every "
+                "item (line 11); the GPU waits for every batch (set `num_workers`) (no fix: the "
+                "dataset's `__getitem__` moves each item to the GPU, which a forked worker cannot do (\"Cannot "
+                're-initialize CUDA in forked subprocess"))',
+            ),
+        ),
+        # the ranks sharing a node, as the launcher tells them: the `deepspeed` launcher sets
+        # `LOCAL_SIZE` (not torchrun's `LOCAL_WORLD_SIZE`) ...
+        Invalid(
+            """
+            import deepspeed
+            import torch
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+            from torchvision import datasets, transforms
+
+            def main():
+                deepspeed.init_distributed()
+                images = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+                loader = DataLoader(images, batch_size=8, sampler=DistributedSampler(images))
+                for x in loader:
+                    step(x.cuda())
+
+            if __name__ == "__main__":
+                main()
+            """,
+            "10:14",
+            fixed="""
+            import os
+
+            import deepspeed
+            import torch
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+            from torchvision import datasets, transforms
+
+            def main():
+                deepspeed.init_distributed()
+                images = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+                loader = DataLoader(
+                    images,
+                    batch_size=8,
+                    sampler=DistributedSampler(images),
+                    num_workers=min(
+                        8, max(1, (os.cpu_count() or 1) // int(os.environ.get("LOCAL_SIZE", "1")))
+                    ),
+                )
+                for x in loader:
+                    step(x.cuda())
+
+            if __name__ == "__main__":
+                main()
+            """,
+        ),
+        # ... and `mp.spawn` sets neither: one process per GPU of the node
+        Invalid(
+            """
+            import torch
+            import torch.distributed as dist
+            import torch.multiprocessing as mp
+            from torch.utils.data import DataLoader
+            from torchvision import datasets, transforms
+
+            def worker(rank, world_size):
+                dist.init_process_group("nccl", rank=rank, world_size=world_size)
+                images = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+                loader = DataLoader(images, batch_size=8)
+                for x in loader:
+                    step(x.cuda(rank))
+
+            if __name__ == "__main__":
+                mp.spawn(worker, args=(4,), nprocs=4)
+            """,
+            "10:14",
+            fixed="""
+            import os
+
+            import torch
+            import torch.distributed as dist
+            import torch.multiprocessing as mp
+            from torch.utils.data import DataLoader
+            from torchvision import datasets, transforms
+
+            def worker(rank, world_size):
+                dist.init_process_group("nccl", rank=rank, world_size=world_size)
+                images = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+                loader = DataLoader(
+                    images,
+                    batch_size=8,
+                    num_workers=min(
+                        8, max(1, (os.cpu_count() or 1) // max(1, torch.cuda.device_count()))
+                    ),
+                )
+                for x in loader:
+                    step(x.cuda(rank))
+
+            if __name__ == "__main__":
+                mp.spawn(worker, args=(4,), nprocs=4)
+            """,
+        ),
         # an IterableDataset that every worker would replay in full; a sharded one is fixed
         Invalid(
             """
@@ -809,6 +1010,8 @@ class DataLoaderSerial(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if not is_dataloader(self.ctx, node) or not pipeline_consumed(self.ctx, node):
             return
+        if fetches_one_batch(self.ctx, node):
+            return  # one batch: workers would start, hand it over and stop, slower than loading it here
         keywords = self.ctx.values.keywords_of(node)
         if keywords is None:
             return  # `**options` this module does not show
@@ -827,8 +1030,9 @@ class DataLoaderSerial(Rule):
             self.report(node, message=ITERABLE_MESSAGE, hint=hint)
             return
         message = self._message(verdict.evidence)
-        if not start.runs_as_main_program(node) or start.unpicklable(node):
-            self.report(node, message=message, hint=hint)  # workers could not start here (see the docs): no fix
+        no_fix = self._why_workers_cannot_start(node)
+        if no_fix is not None:
+            self.report(node, message=f"{message} (no fix: {no_fix})", hint=hint)
             return
         if workers is not None or "num_workers" in (self.ctx.values.keywords_of(node, every_branch=True) or {}):
             # `num_workers=0` written in the call (a deliberate value: no fix), or inside a `**`
@@ -837,10 +1041,30 @@ class DataLoaderSerial(Rule):
                 message += EXPLICIT_ZERO_NOTE
             self.report(node, message=message, hint=hint)
             return
-        expression, description = self._workers_expression()
-        imports = ("import os",) if "os." in expression else ()
+        expression, description, imports = self._workers_expression()
         fix = set_keyword(self.ctx, node, "num_workers", expression, Applicability.UNSAFE, description, imports)
         self.report(node, message=message, fix=fix, hint=hint)
+
+    def _why_workers_cannot_start(self, node: cst.Call) -> str | None:
+        """Why workers would not start, or not pay, for this loader (see the docs); None where they would."""
+        start = self.ctx.workers
+        if not start.runs_as_main_program(node):
+            return (
+                'the loader is not built under `if __name__ == "__main__":`; a worker started under spawn or '
+                "forkserver runs the module's top-level code again"
+            )
+        if self.ctx.loaders.items_on_device(node):
+            return (
+                "the dataset's `__getitem__` moves each item to the GPU, which a forked worker cannot do "
+                '("Cannot re-initialize CUDA in forked subprocess")'
+            )
+        unpicklable = start.unpicklable(node)
+        if unpicklable is not None:
+            return (
+                f"{unpicklable} cannot be pickled into a worker under spawn or forkserver "
+                '("Can\'t pickle local object")'
+            )
+        return None
 
     def _message(self, evidence: str) -> str:
         """The message: what loading an item costs where the code shows it, and who waits -- the
@@ -851,14 +1075,28 @@ class DataLoaderSerial(Rule):
         waits = "the GPU waits for every batch" if on_accelerator else "each step waits for its batch"
         return f"DataLoader loads batches in the training process: {evidence}; {waits} (set `num_workers`)"
 
-    def _workers_expression(self) -> tuple[str, str]:
-        """The `num_workers=` value the fix writes, and its description: the `num-workers` option
-        when the project sets it; else, in a module that runs one process per GPU (every rank
-        starts its own workers, GL605), the node's cores divided among its ranks."""
+    def _workers_expression(self) -> tuple[str, str, tuple[str, ...]]:
+        """The `num_workers=` value the fix writes, its description and the imports it needs: the
+        `num-workers` option when the project sets it; else, in a module that runs one process per
+        GPU (every rank starts its own workers, GL605), the node's cores divided among its ranks,
+        counted the way the script's launcher tells them."""
         if NUM_WORKERS.key not in self.ctx.options and ONE_PROCESS_PER_GPU.holds(self.ctx):
-            return NUM_WORKERS_PER_RANK, (
+            local_ranks, imports = self._local_ranks()
+            expression = f"min(8, {cores_per_rank(local_ranks)})"
+            description = (
                 "Load batches in worker processes, the node's CPU cores divided among its ranks: "
-                f"`num_workers={NUM_WORKERS_PER_RANK}`"
+                f"`num_workers={expression}`"
             )
+            return expression, description, ("import os", *imports)
         expression = str(self.option(NUM_WORKERS))
-        return expression, f"Load batches in worker processes: `num_workers={expression}`"
+        imports = ("import os",) if "os." in expression else ()
+        return expression, f"Load batches in worker processes: `num_workers={expression}`", imports
+
+    def _local_ranks(self) -> tuple[str, tuple[str, ...]]:
+        """How many ranks share the node, read the way the script's launcher tells them (options.py)."""
+        if any(self.ctx.call_qualified_name(call) in _SPAWNS for call in self.ctx.index.nodes("Call")):
+            text, imports = self.ctx.reference("torch.cuda.device_count")
+            return LOCAL_RANKS_SPAWN.replace("torch.cuda.device_count", text), imports
+        if self.ctx.uses("deepspeed"):
+            return LOCAL_RANKS_DEEPSPEED, ()
+        return LOCAL_RANKS_TORCHRUN, ()

@@ -11,7 +11,7 @@ from gpulint.linter.analysis.code_shapes import LOADER_BUILT
 from gpulint.linter.analysis.consumption import pipeline_consumed
 from gpulint.linter.analysis.facts import ACCELERATOR, TORCH
 from gpulint.linter.analysis.item_cost import TOKENIZES, UNKNOWN_COST_HINT
-from gpulint.linter.analysis.nodes import is_false, keyword_arg, method_name, positional_args
+from gpulint.linter.analysis.nodes import dotted_name, is_false, keyword_arg, method_name, positional_args
 from gpulint.linter.analysis.pytorch import is_dataloader
 from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.analysis.workers import is_main_guard
@@ -27,6 +27,11 @@ _AVAILABILITY_TESTS = _GPU_TESTS | {"torch.backends.mps.is_available", "torch.xp
 # copy to a TPU their own way: where a batch starts in host memory does not decide how it reaches
 # the device.
 _NOT_PINNED_COPIES = ("torch.distributed.rpc", "torch_xla")
+# Command-line switches that turn the accelerator off, or on (`--no-cuda` and `--no_cuda` alike).
+_DEVICE_OFF_SWITCHES = frozenset({"cpu", "no_cuda", "no_accel", "no_gpu", "disable_cuda"})
+_DEVICE_ON_SWITCHES = frozenset({"cuda", "accel", "gpu", "use_cuda"})
+# What reading a batch's size looks like: `idx.numel()`, `idx.size(0)`, `idx.shape`.
+_SIZE_ATTRIBUTES = frozenset({"numel", "size", "shape", "dim", "ndim"})
 # A device string that names the GPU: "cuda", "cuda:0".
 _CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 
@@ -44,13 +49,18 @@ class DataLoaderUnpinned(Rule):
     strings, Lightning's `RandomDataset`, a pre-tokenized Hugging Face dataset: see GL101), nor
     for a loader never consumed, or only peeked at once; not in a module that runs on the CPU
     alone (`Trainer(accelerator="cpu")`, `device = torch.device("cpu")` and nothing naming an
-    accelerator: pinning needs one), nor where batches travel by `torch.distributed.rpc` or to a TPU
-    through PyTorch/XLA.  Where
-    the code shows no evidence of large batches -- a dataset built elsewhere, items tokenized into
+    accelerator, or a step under CPU autocast -- `torch.cpu.amp.autocast()`, as Intel's `ipex`
+    recipes do -- with no device named: pinning needs one), nor where batches travel by
+    `torch.distributed.rpc` or to a TPU through PyTorch/XLA.  Nor where the batches never need
+    pinning: they are indices that never reach the device (every loop over the loader reads its
+    batch only to index other data, `x[idx]`, or to hand it to a sampler, `sampler.sample(idx)`),
+    or the loader's dataset is a class of the module whose `__getitem__` moves each item to the
+    accelerator (its batches are there already, and pinning a CUDA tensor raises).  Where the
+    code shows no evidence of large batches -- a dataset built elsewhere, items tokenized into
     token ids, a run of a handful of batches, a loader Accelerate's `prepare()` wraps (it copies
-    each batch without `non_blocking`, so pinning saves a millisecond against a step of hundreds)
-    -- the finding is a hint: held back unless hints are shown (`--show-hints`, or the rule
-    selected by its id).
+    each batch without `non_blocking`, so pinning saves a millisecond against a step of
+    hundreds) -- the finding is a hint: held back unless hints are shown (`--show-hints`, or the
+    rule selected by its id).
 
     ## Why it is slow
     Copies from pageable host memory to the GPU go through a staging buffer and block the host;
@@ -88,6 +98,11 @@ class DataLoaderUnpinned(Rule):
 
     * the script's own flag, where one is in scope: a name given only a test of the accelerator
       (`use_cuda = not args.no_cuda and torch.cuda.is_available()`) -> `pin_memory=use_cuda`;
+    * else the script's own command-line device option, where the parsed arguments are in scope
+      (the name `parse_args()` is assigned to, or a parameter of that name): a `--cpu`,
+      `--no-cuda` or `--no-accel` switch -> `pin_memory=not args.cpu`; a `--cuda`, `--accel` or
+      `--gpu` switch -> `pin_memory=args.accel`; a `--device` value -> `pin_memory=args.device !=
+      "cpu"`;
     * else, where the script always runs on the GPU -- a `.cuda()` call or a `"cuda"` device
       string under no condition (`torch.device("cuda")`, `device = "cuda"`; not a command line's
       default, which the user may change), and no question anywhere whether an accelerator is
@@ -135,6 +150,83 @@ class DataLoaderUnpinned(Rule):
             train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
             for x, y in DataLoader(train_set, batch_size=64, num_workers=4):
                 rpc.rpc_sync("trainer", train_on_batch, args=(x, y))
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # the same at module level, the loaders handed to a function of the module that also reads
+        # each batch's size
+        Valid(
+            """
+            train_loader = DataLoader(train_idx, batch_size=16 * 1024, shuffle=True)
+            test_loader = DataLoader(test_idx, batch_size=32 * 1024)
+
+            def test(loader):
+                total = 0
+                for idx in loader:
+                    out = model(data.x[idx].to(device))
+                    total += idx.numel()
+                return total
+
+            for epoch in range(1, 201):
+                for idx in train_loader:
+                    model(data.x[idx].to(device)).sum().backward()
+                print(test(train_loader), test(test_loader), len(train_loader))
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # a CPU trainer: Intel's bf16 recipe (`ipex.optimize`, CPU autocast) under Accelerate,
+        # naming no device
+        Valid(
+            """
+            import intel_extension_for_pytorch as ipex
+            from accelerate import Accelerator
+            from torchvision import datasets, transforms
+
+            def main():
+                accelerator = Accelerator()
+                images = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+                loader = DataLoader(images, batch_size=8, num_workers=2)
+                model, optimizer = ipex.optimize(model, optimizer=optimizer, dtype=torch.bfloat16)
+                for x, y in loader:
+                    with torch.cpu.amp.autocast(enabled=True, dtype=torch.bfloat16):
+                        loss = model(x, y)
+                    accelerator.backward(loss)
+            """,
+            header="import torch\nfrom torch.utils.data import DataLoader\n",
+        ),
+        # a dataset whose `__getitem__` hands out CUDA tensors: its batches are on the GPU already
+        Valid(
+            """
+            from PIL import Image
+            from torchvision.transforms.functional import to_tensor
+
+            class OnGpu(Dataset):
+                def __init__(self, files):
+                    self.files = files
+                def __len__(self):
+                    return len(self.files)
+                def __getitem__(self, index):
+                    return to_tensor(Image.open(self.files[index])).to(device)
+
+            def main():
+                for batch in DataLoader(OnGpu(files), batch_size=8):
+                    model(batch).sum().backward()
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # batches of indices that only select host data or feed a sampler: never copied
+        Valid(
+            """
+            def main():
+                train_idx = split_idx["train"]
+                loader = DataLoader(train_idx, batch_size=1024, shuffle=True, num_workers=2)
+                for epoch in range(10):
+                    for i, idx in enumerate(loader):
+                        out = model(x[idx].to(device))
+                        out.sum().backward()
+                for nodes in DataLoader(train_idx, batch_size=1024, num_workers=2):
+                    subgraph = neighbor_sampler.sample(nodes)
+                    model(subgraph.to(device)).sum().backward()
             """,
             header=CUDA_SCRIPT,
         ),
@@ -431,6 +523,69 @@ class DataLoaderUnpinned(Rule):
                 return DataLoader(ds, num_workers=2, pin_memory=torch.cuda.is_available())
             """,
         ),
+        # the script's own command-line device option, where the parsed arguments are in scope
+        Invalid(
+            """
+            import argparse
+            from torchvision import datasets, transforms
+
+            def build(args, ds):
+                return DataLoader(ds, batch_size=8, num_workers=2)
+
+            def main():
+                parser = argparse.ArgumentParser()
+                parser.add_argument("--no-accel", action="store_true")
+                args = parser.parse_args()
+                device = torch.device("cuda" if not args.no_accel else "cpu")
+                ds = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+                for x in build(args, ds):
+                    step(x.to(device))
+            """,
+            "8:12",
+            fixed="""
+            import argparse
+            from torchvision import datasets, transforms
+
+            def build(args, ds):
+                return DataLoader(ds, batch_size=8, num_workers=2, pin_memory=not args.no_accel)
+
+            def main():
+                parser = argparse.ArgumentParser()
+                parser.add_argument("--no-accel", action="store_true")
+                args = parser.parse_args()
+                device = torch.device("cuda" if not args.no_accel else "cpu")
+                ds = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+                for x in build(args, ds):
+                    step(x.to(device))
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        Invalid(
+            """
+            import argparse
+            from torchvision import datasets, transforms
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--device", default="cuda")
+            args = parser.parse_args()
+            ds = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+            for x in DataLoader(ds, batch_size=8, num_workers=2):
+                step(x.to(args.device))
+            """,
+            "11:10",
+            fixed="""
+            import argparse
+            from torchvision import datasets, transforms
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--device", default="cuda")
+            args = parser.parse_args()
+            ds = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
+            for x in DataLoader(ds, batch_size=8, num_workers=2, pin_memory=args.device != "cpu"):
+                step(x.to(args.device))
+            """,
+            header=CUDA_SCRIPT,
+        ),
         # the fix keeps a multi-line layout
         Invalid(
             """
@@ -470,6 +625,10 @@ class DataLoaderUnpinned(Rule):
         verdict = self.ctx.loaders.verdict(node)
         if verdict.no_cost:
             return  # batches indexed from memory: no workers, little to gain from pinning
+        if self._batches_only_index(node):
+            return  # index batches that select host data or feed a sampler: never copied to the device
+        if self.ctx.loaders.items_on_device(node):
+            return  # batches already on the device: nothing to pin (and pinning a CUDA tensor raises)
         fix = None
         in_a_dictionary = "pin_memory" in (self.ctx.values.keywords_of(node, every_branch=True) or {})
         if keyword_arg(node, "pin_memory") is not None or not in_a_dictionary:  # (a second one would clash)
@@ -493,9 +652,112 @@ class DataLoaderUnpinned(Rule):
             message += f"; {verdict.evidence}, so its batches are decoded data, large to copy"
         self.report(node, message=message, fix=fix, hint=hint)
 
+    def _batches_only_index(self, call: cst.Call) -> bool:
+        """Whether the loader's batches are indices that never reach the device: every loop over it
+        (`for idx in DataLoader(train_idx, ...)`, also through the name it is assigned to or
+        `enumerate`) reads its batch only to index other data (`x[idx]`) or to hand it to a
+        sampler (`sampler.sample(idx)`)."""
+        loops = self._loops_over(call)
+        if not loops:
+            return False
+        for loop, batch in loops:
+            reads = [
+                node
+                for node in nodes_under(loop.body)
+                if isinstance(node, cst.Name) and node.value == batch and self._reads_variable(node)
+            ]
+            if not reads or not all(self._indexes_or_samples(read) for read in reads):
+                return False
+        return True
+
+    def _loops_over(self, call: cst.Call) -> list[tuple[cst.For, str]]:
+        """The `for` loops over the loader and the name each gives its batch (empty where any loop
+        over it unpacks its batches, or the loader is read in another way)."""
+        parent = self.ctx.parent(call)
+        if isinstance(parent, cst.For) and parent.iter is call:
+            return [(parent, parent.target.value)] if isinstance(parent.target, cst.Name) else []
+        if not isinstance(parent, cst.Assign) or len(parent.targets) != 1:
+            return []
+        target = parent.targets[0].target
+        if not isinstance(target, cst.Name):
+            return []
+        function = self.ctx.enclosing_function(call)
+        # (a module-level loader is read in the functions of the module: `for idx in train_loader`)
+        scope = function.body if function is not None else self.ctx.module
+        return self._loops_over_name(scope, target, depth=2) or []
+
+    def _loops_over_name(self, scope: cst.CSTNode, variable: cst.Name, depth: int) -> list[tuple[cst.For, str]] | None:
+        """The loops over `variable` in `scope` (also through `enumerate`, and through a function
+        of the module it is handed to: `test(train_loader)` then `for idx in loader`); `len()` of
+        it aside, None where it is read in any other way."""
+        loops: list[tuple[cst.For, str]] = []
+        for node in nodes_under(scope):
+            if not isinstance(node, cst.Name) or node.value != variable.value or node is variable:
+                continue
+            if not self._reads_variable(node):
+                continue
+            loop = self.ctx.parent(node)
+            if isinstance(loop, cst.Arg) and isinstance(call_node := self.ctx.parent(loop), cst.Call):
+                callee = dotted_name(call_node.func)
+                if callee == "len":
+                    continue
+                if callee == "enumerate" and isinstance(outer := self.ctx.parent(call_node), cst.For):
+                    element = outer.target
+                    if not isinstance(element, cst.Tuple) or len(element.elements) != 2:
+                        return None
+                    batch = element.elements[1].value
+                    if not isinstance(batch, cst.Name):
+                        return None
+                    loops.append((outer, batch.value))
+                    continue
+                handed = self._parameter_for(call_node, loop) if depth > 0 else None
+                if handed is None:
+                    return None
+                function, parameter = handed
+                found = self._loops_over_name(function.body, parameter, depth - 1)
+                if found is None:
+                    return None
+                loops.extend(found)
+            elif isinstance(loop, cst.For) and loop.iter is node and isinstance(loop.target, cst.Name):
+                loops.append((loop, loop.target.value))
+            else:
+                return None
+        return loops
+
+    def _parameter_for(self, call: cst.Call, argument: cst.Arg) -> tuple[cst.FunctionDef, cst.Name] | None:
+        """The function of the module `call` calls, and its parameter that `argument` (positional) binds."""
+        if argument.keyword is not None or argument.star:
+            return None
+        name = dotted_name(call.func)
+        functions = [f for f in self.ctx.index.nodes("FunctionDef") if f.name.value == name]
+        if len(functions) != 1:
+            return None
+        position = positional_args(call).index(argument)
+        params = functions[0].params.params
+        return (functions[0], params[position].name) if position < len(params) else None
+
+    def _reads_variable(self, name: cst.Name) -> bool:
+        parent = self.ctx.parent(name)
+        if isinstance(parent, cst.Attribute) and parent.attr is name:
+            return False
+        return not (isinstance(parent, cst.Arg) and parent.keyword is name)
+
+    def _indexes_or_samples(self, name: cst.Name) -> bool:
+        """`x[idx]` (the whole index), an argument of a sampler's method (`sampler.sample(idx)`), or
+        a look at its size (`idx.numel()`, `len(idx)`)."""
+        parent = self.ctx.parent(name)
+        if isinstance(parent, cst.Attribute) and parent.value is name:
+            return parent.attr.value in _SIZE_ATTRIBUTES
+        if isinstance(parent, cst.Index) and isinstance(self.ctx.parent(parent), cst.SubscriptElement):
+            return True
+        if isinstance(parent, cst.Arg) and isinstance(call := self.ctx.parent(parent), cst.Call):
+            callee = dotted_name(call.func) or ""
+            return callee == "len" or "sampl" in callee.lower()
+        return False
+
     def _pin_value(self, call: cst.Call) -> tuple[str, tuple[str, ...]]:
         """What the fix writes as `pin_memory=` (see the docs), and the imports it needs."""
-        flag = self._accelerator_flag(call)
+        flag = self._accelerator_flag(call) or self._device_option(call)
         if flag is not None:
             return flag, ()
         if self._always_on_gpu and not self._may_run_without_accelerator:
@@ -588,6 +850,74 @@ class DataLoaderUnpinned(Rule):
             if scope != own_scope or positions[first].start.line < positions[call].start.line:
                 return name
         return None
+
+    @cached_property
+    def _device_options(self) -> list[str]:
+        """The script's command-line device choice: for each `add_argument` of a device option
+        (`--cpu`, `--no_cuda`, `--no-accel`, `--accel`, `--cuda` switches, a `--device` value), the
+        test of the GPU it makes, with `{}` where the parsed command line's name goes."""
+        found: list[str] = []
+        for call in self.ctx.index.nodes("Call"):
+            if method_name(call) != "add_argument" or not call.args:
+                continue
+            flag = call.args[0].value
+            if not isinstance(flag, cst.SimpleString) or not isinstance(flag.evaluated_value, str):
+                continue
+            dest_arg = keyword_arg(call, "dest")
+            dest = flag.evaluated_value.lstrip("-").replace("-", "_")
+            if dest_arg is not None and isinstance(dest_arg.value, cst.SimpleString):
+                dest = str(dest_arg.value.evaluated_value)
+            action = keyword_arg(call, "action")
+            switch = (
+                action is not None
+                and isinstance(action.value, cst.SimpleString)
+                and action.value.evaluated_value == "store_true"
+            )
+            option = flag.evaluated_value.lstrip("-").replace("-", "_")
+            if option == "device":
+                found.append(f'{{}}.{dest} != "cpu"')
+            elif switch and option in _DEVICE_OFF_SWITCHES:
+                found.append(f"not {{}}.{dest}")
+            elif switch and option in _DEVICE_ON_SWITCHES:
+                found.append(f"{{}}.{dest}")
+        return found
+
+    @cached_property
+    def _parsed_arguments(self) -> dict[int, str]:
+        """For each scope (id of a function, or 0 for the module), the name it gives the parsed
+        command line (`args = parser.parse_args()`)."""
+        names: dict[int, str] = {}
+        for assign in self.ctx.index.nodes("Assign"):
+            value = assign.value
+            if not isinstance(value, cst.Call) or method_name(value) != "parse_args":
+                continue
+            target = assign.targets[0].target
+            if isinstance(target, cst.Name):
+                function = self.ctx.enclosing_function(assign)
+                names.setdefault(id(function) if function is not None else 0, target.value)
+        return names
+
+    def _device_option(self, call: cst.Call) -> str | None:
+        """`pin_memory=` from the script's own device option, where the parsed command line is in
+        scope at `call` under the name the script parses it to (a parameter of that name counts):
+        `not args.cpu`, `args.device != "cpu"`."""
+        if not self._device_options or not self._parsed_arguments:
+            return None
+        function = self.ctx.enclosing_function(call)
+        own_scope = id(function) if function is not None else 0
+        in_scope: set[str] = set()
+        if own_scope in self._parsed_arguments:
+            in_scope = {self._parsed_arguments[own_scope]}
+        elif function is not None:
+            params = {param.name.value for param in nodes_under(function.params) if isinstance(param, cst.Param)}
+            in_scope = params & set(self._parsed_arguments.values())
+            if not in_scope and 0 in self._parsed_arguments and self._parsed_arguments[0] not in params:
+                in_scope = {self._parsed_arguments[0]}
+        if len(in_scope) != 1:
+            return None
+        namespace = in_scope.pop()
+        text = self._device_options[0]
+        return text.format(namespace)
 
     def _tests_gpu(self, value: cst.BaseExpression) -> bool:
         """`torch.cuda.is_available()` (or `torch.accelerator.is_available()`), alone or joined to

@@ -110,6 +110,8 @@ def _project(tmp_path: Path) -> Path:
     project.mkdir()
     _git(project, "init", "-q")
     (project / "train.py").write_text(BAD_SCRIPT)
+    # (its finding, GL102, is held back as a hint by default: this user's project shows hints)
+    (project / "pyproject.toml").write_text("[tool.gpulint]\nshow-hints = true\n")
     (project / "README.md").write_text("not python: the hook must not see it\n")
     _git(project, "add", ".")
     return project

@@ -48,9 +48,10 @@ RESOLVING = {"textDocument": {"codeAction": {"resolveSupport": {"properties": ["
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
-    """A project whose configuration turns GL302 off (the script's per-step print would be one)."""
+    """A project whose configuration shows hints (the script's loader findings, GL101 and GL102,
+    are held back as hints by default) and turns GL302 off (the script's per-step print would be one)."""
     root = tmp_path_factory.mktemp("project")
-    (root / "pyproject.toml").write_text('[tool.gpulint]\nignore = ["GL302"]\n')
+    (root / "pyproject.toml").write_text('[tool.gpulint]\nshow-hints = true\nignore = ["GL302"]\n')
     return root
 
 
@@ -124,7 +125,9 @@ def test_diagnostics_match_the_command_line_with_config_and_suppressions(server,
     assert "GL302" not in codes  # ignored by pyproject.toml
     assert all(d["range"]["start"]["line"] != 9 for d in diagnostics)  # the suppressed line
     by_code = {d["code"]: d for d in diagnostics}
-    assert by_code["GL102"]["source"] == "gpulint" and by_code["GL102"]["severity"] == 2
+    assert by_code["GL201"]["source"] == "gpulint" and by_code["GL201"]["severity"] == 2
+    # (a shown hint is information, not a warning)
+    assert by_code["GL102"]["source"] == "gpulint" and by_code["GL102"]["severity"] == 3
     assert by_code["GL102"]["codeDescription"]["href"].endswith("GL102.md")
 
 
@@ -173,10 +176,11 @@ def _fixes(actions: list[dict]) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def every_rule(project) -> Path:
-    """A folder of the project with its own configuration: every default rule, GL302 included."""
+    """A folder of the project with its own configuration: every default rule, GL302 included, and
+    hints shown (GL302's findings, and GL104's where the step reads the loss back anyway, are hints)."""
     folder = project / "every_rule"
     folder.mkdir()
-    (folder / "pyproject.toml").write_text("[tool.gpulint]\n")
+    (folder / "pyproject.toml").write_text("[tool.gpulint]\nshow-hints = true\n")
     return folder
 
 
@@ -585,7 +589,8 @@ def test_a_lint_that_fails_is_one_diagnostic_and_the_requests_waiting_for_it_are
 def test_a_helper_opened_alone_gets_the_finding_its_projects_loop_gives_it(tmp_path):
     """The editor lints a document with its view of the whole project, as `gpulint .` does: a
     training loop in train.py (not open) makes helpers.py's print per-step."""
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    # (GL302 is held back as a hint by default: this project shows hints)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n\n[tool.gpulint]\nshow-hints = true\n")
     helpers = "import torch\n\n\ndef log_loss(loss):\n    print(loss.item())\n"
     (tmp_path / "helpers.py").write_text(helpers)
     (tmp_path / "train.py").write_text(

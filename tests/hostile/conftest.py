@@ -39,6 +39,9 @@ FIXABLE = textwrap.dedent("""\
 """)
 
 
+SHOW_HINTS = "[tool.gpulint]\nshow-hints = true\n"
+
+
 def workflow_commands(output: str) -> list[str]:
     """The lines of `output` the GitHub Actions runner would act on, read as it reads them: lines
     end at CR or LF; a line is a command when, past its leading whitespace, it begins with `::`, or
@@ -112,6 +115,9 @@ class Sandbox:
         self.home = root / "home"
         for folder in (self.project, self.outside / "victims", self.home):
             folder.mkdir(parents=True)
+        # FIXABLE's findings (GL101, GL102) are held back as hints by default: the project shows
+        # them, so each case's input still has findings to report, fix and post.
+        (self.project / "pyproject.toml").write_text(SHOW_HINTS)
         (self.outside / "model.ckpt").write_bytes(os.urandom(4096))
         (self.outside / "train.py").write_text(FIXABLE)
         for index in range(3):

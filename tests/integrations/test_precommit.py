@@ -156,7 +156,7 @@ def test_hooks_with_real_pre_commit(tmp_path, hooks):
 
     check = reports["gpulint"]
     assert (
-        check.split("\n", 1)[0].endswith("Failed") and "- exit code: 1" in check and "train.py:6:14: GL102" in check
+        check.split("\n", 1)[0].endswith("Failed") and "- exit code: 1" in check and "train.py:9:14: GL102" in check
     ), output
     assert "files were modified by this hook" not in check, output  # the check hook writes nothing
 
@@ -223,5 +223,5 @@ def test_the_documented_configuration_pins_a_commit_and_runs(tmp_path, hooks):
     run = _run_pre_commit(project, env, "run", "--all-files", "--verbose")
     output = run.stdout + run.stderr
     assert run.returncode == 1, output
-    assert "Failed" in output and "train.py:6:14: GL102" in output, output
+    assert "Failed" in output and "train.py:9:14: GL102" in output, output
     assert (project / "train.py").read_text() == BAD_SCRIPT

@@ -182,7 +182,9 @@ def test_nothing_that_cannot_be_reported_is_parsed(tmp_path, monkeypatch):
     real_parse = engine.parse
     monkeypatch.setattr(engine, "parse", lambda src, *budget: parsed.append(src) or real_parse(src, *budget))
     source = SUPPRESSIBLE.format(comment="").encode()
-    ignoring = Linter(Settings(select=["ALL"], per_file_ignores={"vendored/*.py": ["GL"]}, root=tmp_path))
+    ignoring = Linter(
+        Settings(select=["ALL"], show_hints=True, per_file_ignores={"vendored/*.py": ["GL"]}, root=tmp_path)
+    )
     assert ignoring.lint_source(source, str(tmp_path / "vendored" / "a.py")).findings == []
     assert parsed == []
     assert [f.code for f in Linter(Settings(select=["GL70"])).lint_source(source, "a.py").findings] == []

@@ -97,7 +97,7 @@ def test_fix_edits_cost_no_code_generation_of_the_module_per_finding(monkeypatch
 
     monkeypatch.setattr(cst.Module, "_codegen_impl", counted)
     source = training_loop(log_lines).encode()
-    result = Linter(Settings(select=["ALL"])).lint_source(source, "train.py", with_edits=True)
+    result = Linter(Settings(select=["ALL"], show_hints=True)).lint_source(source, "train.py", with_edits=True)
     fixed = [f for f in result.findings if f.fix is not None and f.fix.edits]
     assert len(fixed) > 2 * log_lines  # every GL201 and GL302 (and the model and batch copies) has its edits
     assert len(generations) <= 2

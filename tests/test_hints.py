@@ -13,6 +13,7 @@ import pytest
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
 from gpulint.linter.fix.passes import fix_source
+from gpulint.linter.rule import MOSTLY_NOT_WANTED
 from gpulint.server.engine_adapter import _problem
 from tests.helpers import SCHEMAS, run_cli
 
@@ -41,9 +42,14 @@ def _lint(source: str, **settings):
 def test_a_hint_is_held_back_and_counted_by_default():
     result = _lint(HINTED.format(comment=""))
     assert result.findings == [] and result.held_back == 1
-    evident = _lint(EVIDENT)
+    # GL102 is a hint by default (Rule.hint_by_default): its finding with evidence is held back too,
+    # and shown where the rule is named, with the rule's reason rather than a missing-evidence one
+    assert _lint(EVIDENT).findings == [] and _lint(EVIDENT).held_back == 1
+    evident = _lint(EVIDENT, select=["GL102"])
     assert [f.code for f in evident.findings] == ["GL102"] and evident.held_back == 0
-    assert evident.findings[0].hint is None
+    assert evident.findings[0].hint == MOSTLY_NOT_WANTED
+    (hinted,) = _lint(HINTED.format(comment=""), select=["GL102"]).findings
+    assert hinted.hint == "what loading an item costs is not visible here"
 
 
 @pytest.mark.parametrize(
@@ -75,7 +81,8 @@ def test_a_comment_that_silences_a_held_back_hint_is_not_unused():
     result = _lint(source, extend_select=["GL900"])
     assert result.findings == [] and result.held_back == 0  # (silenced, so not held back either)
     stale = _lint(
-        EVIDENT.replace("import torch\n", "import torch  # gpulint: ignore[GL102]\n"), extend_select=["GL900"]
+        EVIDENT.replace("import torch\n", "import torch  # gpulint: ignore[GL102]\n"),
+        extend_select=["GL900", "GL102"],
     )
     assert [f.code for f in stale.findings] == ["GL900", "GL102"]  # (a comment that silences nothing still is)
 
@@ -166,5 +173,9 @@ def test_the_editor_shows_a_shown_hint_as_a_hint():
     assert problem.level == "hint" and problem.message.endswith(
         "(hint: what loading an item costs is not visible here)"
     )
-    (evident,) = _lint(EVIDENT).findings
-    assert _problem(evident).level == "warning"
+    # a rule that is a hint by default shows as one too; a default rule's finding is a warning
+    (evident,) = _lint(EVIDENT, select=["GL102"]).findings
+    assert _problem(evident).level == "hint"
+    step = "for x in loader:\n    loss = model(x)\n    loss.backward()\n    optimizer.step()\n    print(loss.item())\n"
+    (blocking,) = _lint(EVIDENT + step).findings
+    assert blocking.code == "GL201" and _problem(blocking).level == "warning"

@@ -118,9 +118,10 @@ def test_cells_are_counted_with_markdown_and_columns_are_the_cells_own():
 
 def test_text_and_json_reports_carry_the_cell(tmp_path, capsys):
     copy = shutil.copy(BAD, tmp_path / "nb.ipynb")
-    _, out, _ = run_cli(["check", "--select", "ALL", str(copy)], capsys)
+    # (GL302 is held back as a hint by default: shown, as the notebook's owner who wants it sees it)
+    _, out, _ = run_cli(["check", "--select", "ALL", "--show-hints", str(copy)], capsys)
     assert re.search(r"nb\.ipynb:cell 10:15:9: GL302 ", out), out
-    _, out, _ = run_cli(["check", "--select", "ALL", "--format", "json", str(copy)], capsys)
+    _, out, _ = run_cli(["check", "--select", "ALL", "--show-hints", "--format", "json", str(copy)], capsys)
     rows = json.loads(out)
     gl302 = next(r for r in rows if r["code"] == "GL302")
     assert (gl302["cell"], gl302["location"]["row"], gl302["noqa_row"]) == (10, 15, 15)

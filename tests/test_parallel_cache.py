@@ -124,7 +124,7 @@ def count_parses(monkeypatch):
     return calls
 
 
-SETTINGS = Settings(select=["ALL"], unsafe_fixes=True)  # the fix and diff runs apply unsafe fixes too
+SETTINGS = Settings(select=["ALL"], show_hints=True, unsafe_fixes=True)  # the fix and diff runs apply unsafe fixes too
 OPTIONS = RunOptions()
 
 

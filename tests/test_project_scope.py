@@ -49,8 +49,9 @@ def project(tmp_path: Path) -> Path:
 
 
 def findings(capsys, *args: str) -> list[tuple[str, str, int]]:
-    """(file name, code, row) of each finding `gpulint --format json ARGS` reports."""
-    code, out, err = run_cli(["check", "--format", "json", "--exit-zero", *args], capsys)
+    """(file name, code, row) of each finding `gpulint --format json ARGS` reports, hints shown (the
+    helper's per-step print, GL302, is a hint by default)."""
+    code, out, err = run_cli(["check", "--format", "json", "--exit-zero", "--show-hints", *args], capsys)
     assert code == 0, err
     return sorted((Path(f["filename"]).name, f["code"], f["location"]["row"]) for f in json.loads(out))
 

@@ -154,7 +154,8 @@ def _helpers_view(*functions: str) -> ModuleView:
 
 
 def _lint_helpers(view: ModuleView, trigger_filter: bool = True):
-    return Linter(Settings(select=["ALL"]), trigger_filter=trigger_filter).lint_source(
+    # (hints shown: GL202, GL204 and GL302 are hints by default, and parsing is about what may be reported)
+    return Linter(Settings(select=["ALL"], show_hints=True), trigger_filter=trigger_filter).lint_source(
         HELPERS, "helpers.py", project=view
     )
 

@@ -55,10 +55,13 @@ def _codes(capsys, *args: str) -> tuple[list[str], str]:
 
 
 def test_ignore_gl000_hides_syntax_errors(project, capsys):
-    assert _codes(capsys, ".")[0] == ["GL000", "GL102"]
-    codes, out = _codes(capsys, ".", "--ignore", "GL000")
+    # (hints shown: the good file's GL102 is a hint by default, and it shows the run went on)
+    assert _codes(capsys, ".", "--show-hints")[0] == ["GL000", "GL102"]
+    codes, out = _codes(capsys, ".", "--show-hints", "--ignore", "GL000")
     assert codes == ["GL102"] and "broken.py" not in out
-    (project / "pyproject.toml").write_text('[tool.gpulint]\nper-file-ignores = { "broken.py" = ["syntax-error"] }\n')
+    (project / "pyproject.toml").write_text(
+        '[tool.gpulint]\nshow-hints = true\nper-file-ignores = { "broken.py" = ["syntax-error"] }\n'
+    )
     assert _codes(capsys, ".")[0] == ["GL102"]
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from gpulint.linter.findings import Finding, Location, SourceLine
 from gpulint.linter.reporters.text import source_snippet
+from gpulint.linter.rule import MOSTLY_NOT_WANTED
 from tests.helpers import ROOT, run_cli
 
 SCRIPT = textwrap.dedent(
@@ -34,8 +35,14 @@ SCRIPT = textwrap.dedent(
 HEADER = "train.py:6:14: GL102 [*] DataLoader without `pin_memory=True`"
 
 
+# SCRIPT's finding (GL102) is held back as a hint by default; these tests are about how findings
+# read, so the project shows hints, as one whose owner wants those findings does.
+SHOW_HINTS = "[tool.gpulint]\nshow-hints = true\n"
+
+
 @pytest.fixture
 def project(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text(SHOW_HINTS)
     (tmp_path / "train.py").write_text(SCRIPT)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("NO_COLOR", "1")
@@ -66,7 +73,7 @@ def test_concise_is_one_line_per_finding_and_the_default_in_a_pipe(project, caps
     assert code == 1
     assert out.splitlines() == [
         HEADER + ": host-to-GPU copies are slower and cannot overlap compute; `ImageFolder` decodes a file for "
-        "every item (line 4), so its batches are decoded data, large to copy",
+        f"every item (line 4), so its batches are decoded data, large to copy (hint: {MOSTLY_NOT_WANTED})",
         "Found 1 problem (1 fixable with --fix).",
     ]
 
@@ -150,6 +157,7 @@ def test_a_notebook_finding_shows_its_cell_line(tmp_path, capsys, monkeypatch):
         "nbformat": 4,
         "nbformat_minor": 5,
     }
+    (tmp_path / "pyproject.toml").write_text(SHOW_HINTS)
     (tmp_path / "train.ipynb").write_text(json.dumps(notebook, indent=1))
     code, out, _ = run_cli([str(tmp_path / "train.ipynb"), "--no-cache", "--output-format", "full"], capsys)
     assert code == 1

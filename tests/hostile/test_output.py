@@ -183,7 +183,7 @@ def test_file_names_and_source_cannot_print_a_workflow_command(sandbox):
     # Fixing prints the list of what changed; the files themselves keep their names.
     fixed = sandbox.run(".", "--fix", "--show-fixes", env=IN_ACTIONS)
     assert workflow_commands(fixed.stdout + "\n" + fixed.stderr) == [], fixed.stdout + fixed.stderr
-    assert sorted(os.listdir(sandbox.project)) == sorted([*COMMAND_NAMES, ".gpulint_cache"])
+    assert sorted(os.listdir(sandbox.project)) == sorted([*COMMAND_NAMES, ".gpulint_cache", "pyproject.toml"])
 
 
 def test_a_diff_is_fenced_from_the_runner_in_github_actions_and_still_applies(sandbox):

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT
-from tests.hostile.conftest import BOUND_S, FIXABLE
+from tests.hostile.conftest import BOUND_S, FIXABLE, SHOW_HINTS
 from tests.integrations.conftest import git, review_repo  # noqa: F401 - review_repo is a fixture
 
 # An installed `gpulint` is a script in the environment's bin folder: Python puts that folder, not
@@ -80,6 +80,7 @@ def test_the_language_servers_worker_imports_nothing_from_the_workspace(tmp_path
 
     workspace = tmp_path / "workspace"
     marks = _plant(workspace, tmp_path / "marks")
+    (workspace / "pyproject.toml").write_text(SHOW_HINTS)  # (FIXABLE's findings are hints by default)
     client = LspClient(command=[sys.executable, str(_entry(tmp_path / "bin")), "server"], cwd=workspace)
     try:
         client.initialize(workspace)

@@ -110,6 +110,8 @@ def _project(tmp_path: Path) -> Path:
     project.mkdir()
     _git(project, "init", "-q")
     (project / "train.py").write_text(BAD_SCRIPT)
+    # (its finding, GL102, is held back as a hint by default: this user's project shows hints)
+    (project / "pyproject.toml").write_text("[tool.gpulint]\nshow-hints = true\n")
     (project / "README.md").write_text("not python: the hook must not see it\n")
     _git(project, "add", ".")
     return project
@@ -154,7 +156,7 @@ def test_hooks_with_real_pre_commit(tmp_path, hooks):
 
     check = reports["gpulint"]
     assert (
-        check.split("\n", 1)[0].endswith("Failed") and "- exit code: 1" in check and "train.py:6:14: GL102" in check
+        check.split("\n", 1)[0].endswith("Failed") and "- exit code: 1" in check and "train.py:9:14: GL102" in check
     ), output
     assert "files were modified by this hook" not in check, output  # the check hook writes nothing
 
@@ -221,5 +223,5 @@ def test_the_documented_configuration_pins_a_commit_and_runs(tmp_path, hooks):
     run = _run_pre_commit(project, env, "run", "--all-files", "--verbose")
     output = run.stdout + run.stderr
     assert run.returncode == 1, output
-    assert "Failed" in output and "train.py:6:14: GL102" in output, output
+    assert "Failed" in output and "train.py:9:14: GL102" in output, output
     assert (project / "train.py").read_text() == BAD_SCRIPT

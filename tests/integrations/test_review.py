@@ -24,6 +24,18 @@ from gpulint.review.diff import parse_diff, unquote_git_path
 from tests.integrations.conftest import CHANGED_SCRIPT, git, run_cli
 
 TOKEN = "ghs_secretTOKEN1234567890"
+SHOW_HINTS = "[tool.gpulint]\nshow-hints = true\n"
+
+
+@pytest.fixture
+def shows_hints(review_repo) -> Path:
+    """The review repository with hints shown: most of the findings these tests follow (GL101,
+    GL102, GL302 on the new lines) are held back as hints by default, and the tests are about how
+    the review posts findings its owner wants."""
+    (review_repo / "pyproject.toml").write_text(SHOW_HINTS)
+    git(review_repo, "add", "pyproject.toml")
+    git(review_repo, "commit", "-q", "-m", "show hints")
+    return review_repo
 
 
 def _added_rows() -> set[int]:
@@ -32,6 +44,7 @@ def _added_rows() -> set[int]:
     return rows
 
 
+@pytest.mark.usefixtures("shows_hints")
 def test_comments_only_on_added_lines_with_suggestions(review_repo, capsys):
     code, out, err = run_cli(["review", "--base", "main", "--format", "json"], capsys)
     assert code == 1, err
@@ -83,7 +96,7 @@ def test_copies_in_one_line_are_one_suggestion(review_repo, capsys):
     only where the configuration shows hints.)"""
     held = _review_of(review_repo, "        x, y = x.to(device), y.to(device)\n", capsys)
     assert not [c for c in held if "GL104" in _codes(c["body"])]
-    (review_repo / "pyproject.toml").write_text("[tool.gpulint]\nshow-hints = true\n")
+    (review_repo / "pyproject.toml").write_text(SHOW_HINTS)
     git(review_repo, "add", "pyproject.toml")
     comments = _review_of(review_repo, "", capsys)
     on_line = [c for c in comments if "x.to(device" in "".join(_suggestions(c["body"]))]
@@ -95,6 +108,7 @@ def test_copies_in_one_line_are_one_suggestion(review_repo, capsys):
     assert suggested in fixed.splitlines()
 
 
+@pytest.mark.usefixtures("shows_hints")
 def test_two_rules_with_the_same_fix_are_one_suggestion(review_repo, capsys):
     """GL302 and GL201 on `print(score.item())` both guard it: one comment naming both rules, one guard.
     (A read of `loss` would not do: the script reads the loss back on every step anyway, so guarding
@@ -142,6 +156,7 @@ def test_a_comment_is_the_findings_own_message_and_a_link_not_the_docs_section(r
     assert re.fullmatch(r"<!-- gpulint:GL201:[0-9a-f]+ -->", _paragraphs(sync["body"])[-1])
 
 
+@pytest.mark.usefixtures("shows_hints")
 def test_a_line_with_several_findings_gets_one_comment_naming_each(review_repo, capsys):
     """GL302 and GL201 on one added `print(loss.item())`, in a loop that reads the loss back anyway
     (so GL201 has no fix to suggest): one comment on the line, listing both."""
@@ -188,6 +203,7 @@ NEIGHBOURS_CHANGED = (
 )
 
 
+@pytest.mark.usefixtures("shows_hints")
 def test_suggestions_replace_only_lines_the_change_adds(review_repo, capsys):
     """Accepting a suggestion never changes a line the pull request did not touch: the new
     loader's two fixes (which `--fix` writes as one block with the old loader's) get no suggestion,
@@ -264,7 +280,7 @@ def _loader_line_comments(fixed_edits) -> list:
     the given whole-file fixer."""
     from gpulint.review.comments import make_comments
 
-    result = Linter(Settings()).lint_source(CHANGED_SCRIPT.encode(), "train.py", with_edits=True)
+    result = Linter(Settings(show_hints=True)).lint_source(CHANGED_SCRIPT.encode(), "train.py", with_edits=True)
     row = next(i for i, line in enumerate(CHANGED_SCRIPT.splitlines(), 1) if "val_loader" in line)
     findings = [f for f in result.findings if f.location.row == row]
     rows = set(range(1, CHANGED_SCRIPT.count("\n") + 1))
@@ -302,6 +318,7 @@ def test_when_the_file_cannot_be_fixed_a_shared_comment_names_the_fixes_without_
     assert shared.start_line is None and shared.line == shared.finding.location.row
 
 
+@pytest.mark.usefixtures("shows_hints")
 def test_text_summary_and_no_change(review_repo, capsys):
     code, out, _ = run_cli(["review", "--base", "main"], capsys)
     assert code == 1
@@ -443,13 +460,13 @@ class FakeGitHub:
 
 
 @pytest.fixture
-def actions_env(review_repo, tmp_path, monkeypatch):
+def actions_env(shows_hints, tmp_path, monkeypatch):
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": 7, "head": {"sha": "abc123" * 6 + "abcd"}}}))
     monkeypatch.setenv("GITHUB_REPOSITORY", "octo/trainer")
     monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    return review_repo
+    return shows_hints
 
 
 def test_post_creates_one_review_then_nothing_new(actions_env, monkeypatch, capsys):
@@ -509,6 +526,15 @@ def test_http_errors_are_one_line_exit_2_without_the_token(actions_env, monkeypa
     assert TOKEN not in out + err
 
 
+# A finding's annotation: a warning, or a notice for a finding shown as a hint (reporters/github.py).
+_ANNOTATION_STARTS = ("::warning file=train.py,line=", "::notice file=train.py,line=")
+
+
+def _levels(annotations: list[str]) -> dict[str, str]:
+    """Each annotated rule's level (warning, notice)."""
+    return {a.split("title=")[1].split(" ")[0]: a[2:].split(" ")[0] for a in annotations}
+
+
 def test_fork_pull_request_falls_back_to_annotations(actions_env, monkeypatch, capsys):
     """The token of a fork's pull request cannot create reviews (403): the comments become
     annotations, and the exit code follows the findings."""
@@ -518,7 +544,8 @@ def test_fork_pull_request_falls_back_to_annotations(actions_env, monkeypatch, c
         assert [r["method"] for r in fake.requests] == ["GET", "POST"]  # it did try to post
     assert code == 1  # findings on added lines, no --exit-zero
     annotations = out.strip().splitlines()
-    assert len(annotations) == 3 and all(a.startswith("::warning file=train.py,line=") for a in annotations)
+    assert len(annotations) == 3 and all(a.startswith(_ANNOTATION_STARTS) for a in annotations)
+    assert _levels(annotations) == {"GL101": "notice", "GL102": "notice", "GL201": "warning"}  # hints: notices
     assert {int(a.split("line=")[1].split(",")[0]) for a in annotations} <= _added_rows()
     assert {a.split("title=")[1].split("::")[0] for a in annotations} >= {
         "GL102 dataloader-unpinned",
@@ -558,6 +585,7 @@ def test_post_needs_token_and_pull_request(review_repo, monkeypatch, capsys):
     assert code == 2 and "no pull request number" in err
 
 
+@pytest.mark.usefixtures("shows_hints")
 def test_multi_line_suggestion_uses_start_line(review_repo, capsys):
     script = (review_repo / "train.py").read_text()
     script = script.replace(
@@ -627,11 +655,11 @@ def test_action_on_a_fork_pull_request_annotates_and_passes(actions_env, monkeyp
         monkeypatch.setenv("GITHUB_API_URL", fake.url)
         run = _run_action_step("review", tmp_path)
         assert run.returncode == 0, run.stderr
-        assert len([line for line in run.stdout.splitlines() if line.startswith("::warning file=train.py")]) == 3
+        assert len([line for line in run.stdout.splitlines() if line.startswith(_ANNOTATION_STARTS)]) == 3
         assert "could not post the review: forbidden" in run.stderr and TOKEN not in run.stdout + run.stderr
         # asked to fail on findings, the job fails (1: findings), still with the annotations
         run = _run_action_step("review", tmp_path, fail="true")
-        assert run.returncode == 1 and run.stdout.count("::warning file=train.py") == 3
+        assert run.returncode == 1 and sum(run.stdout.count(start) for start in _ANNOTATION_STARTS) == 3
         # with no fallback, a review that cannot be posted fails the step
         run = _run_action_step("review", tmp_path, fail="true", fallback="none")
         assert run.returncode == 2 and "forbidden" in run.stderr

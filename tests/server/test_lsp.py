@@ -48,9 +48,10 @@ RESOLVING = {"textDocument": {"codeAction": {"resolveSupport": {"properties": ["
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
-    """A project whose configuration turns GL302 off (the script's per-step print would be one)."""
+    """A project whose configuration shows hints (the script's loader findings, GL101 and GL102,
+    are held back as hints by default) and turns GL302 off (the script's per-step print would be one)."""
     root = tmp_path_factory.mktemp("project")
-    (root / "pyproject.toml").write_text('[tool.gpulint]\nignore = ["GL302"]\n')
+    (root / "pyproject.toml").write_text('[tool.gpulint]\nshow-hints = true\nignore = ["GL302"]\n')
     return root
 
 
@@ -124,7 +125,9 @@ def test_diagnostics_match_the_command_line_with_config_and_suppressions(server,
     assert "GL302" not in codes  # ignored by pyproject.toml
     assert all(d["range"]["start"]["line"] != 9 for d in diagnostics)  # the suppressed line
     by_code = {d["code"]: d for d in diagnostics}
-    assert by_code["GL102"]["source"] == "gpulint" and by_code["GL102"]["severity"] == 2
+    assert by_code["GL201"]["source"] == "gpulint" and by_code["GL201"]["severity"] == 2
+    # (a shown hint is information, not a warning)
+    assert by_code["GL102"]["source"] == "gpulint" and by_code["GL102"]["severity"] == 3
     assert by_code["GL102"]["codeDescription"]["href"].endswith("GL102.md")
 
 
@@ -173,28 +176,30 @@ def _fixes(actions: list[dict]) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def every_rule(project) -> Path:
-    """A folder of the project with its own configuration: every default rule, GL302 included."""
+    """A folder of the project with its own configuration: every default rule, GL302 included, and
+    hints shown (GL302's findings, and GL104's where the step reads the loss back anyway, are hints)."""
     folder = project / "every_rule"
     folder.mkdir()
-    (folder / "pyproject.toml").write_text("[tool.gpulint]\n")
+    (folder / "pyproject.toml").write_text("[tool.gpulint]\nshow-hints = true\n")
     return folder
 
 
 def test_fixes_of_one_line_are_one_action_and_never_repeated(server, every_rule):
-    """`x, y = x.to(device), y.to(device)`: two GL104 fixes, each of half the line.  Applying one
-    would lose the other: one action applies both, as `--fix` writes the line."""
+    """`x, y = x.to(device), y.to(device)`: one GL104 finding for the statement's two copies, with one
+    fix for both (two, each of half the line, would each lose the other): one action, written as
+    `--fix` writes the line."""
     text = TRAIN.replace("            x = x.to(device)  # gpulint: ignore[GL104]\n", "").replace(
         "            y = y.to(device)\n", "            x, y = x.to(device), y.to(device)\n"
     )
     assert "x, y = x.to(device), y.to(device)" in text
     path = every_rule / "one_line.py"
     uri = server.open(path, text)
-    diagnostic = next(d for d in server.diagnostics(uri, version=1) if d["code"] == "GL104")
-    actions = _fixes(_actions(server, uri, diagnostic))
-    together = [a for a in actions if a["title"].startswith("gpulint: fix all on this line")]
-    assert len(together) == 1 and "(GL104)" in together[0]["title"]
-    assert len(together[0]["diagnostics"]) == 2 and together[0]["isPreferred"] is True
-    fixed = apply_edits(text, together[0]["edit"]["changes"][uri])
+    copies = [d for d in server.diagnostics(uri, version=1) if d["code"] == "GL104"]
+    assert len(copies) == 1
+    actions = _fixes(_actions(server, uri, copies[0]))
+    titles = [a["title"] for a in actions]
+    assert len(actions) == 1 and "(GL104)" in titles[0], titles
+    fixed = apply_edits(text, actions[0]["edit"]["changes"][uri])
     line = "            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\n"
     assert line in fixed
     run = subprocess.run(
@@ -205,9 +210,6 @@ def test_fixes_of_one_line_are_one_action_and_never_repeated(server, every_rule)
         cwd=every_rule,
     )
     assert line in run.stdout
-    # and each finding's own fix, once each, not preferred over the one that applies both
-    titles = [a["title"] for a in actions]
-    assert len(titles) == len(set(titles)) == 3 and not any(a.get("isPreferred") for a in actions[1:])
 
 
 def test_two_rules_with_the_same_fix_are_one_action(server, every_rule):
@@ -585,7 +587,8 @@ def test_a_lint_that_fails_is_one_diagnostic_and_the_requests_waiting_for_it_are
 def test_a_helper_opened_alone_gets_the_finding_its_projects_loop_gives_it(tmp_path):
     """The editor lints a document with its view of the whole project, as `gpulint .` does: a
     training loop in train.py (not open) makes helpers.py's print per-step."""
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    # (GL302 is held back as a hint by default: this project shows hints)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n\n[tool.gpulint]\nshow-hints = true\n")
     helpers = "import torch\n\n\ndef log_loss(loss):\n    print(loss.item())\n"
     (tmp_path / "helpers.py").write_text(helpers)
     (tmp_path / "train.py").write_text(

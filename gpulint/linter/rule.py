@@ -163,7 +163,7 @@ class Invalid(Case):
 
 # The reason a rule that is a hint by default gives its findings (Rule.hint_by_default).
 MOSTLY_NOT_WANTED = (
-    "a hint by default: on whole repositories most of this rule's findings were right but not worth acting on"
+    "held back by default: on whole repositories most of this rule's findings were right but not worth acting on"
 )
 
 

@@ -745,7 +745,10 @@ class ModuleView:
     own_to_elsewhere: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.per_step or self.calls or self.reiterated)
+        """Whether the view says anything (an empty one is not stored, and digests to "")."""
+        return bool(
+            self.per_step or self.calls or self.reiterated or self.ranks_wrapped_elsewhere or self.own_to_elsewhere
+        )
 
     @property
     def steps_elsewhere(self) -> bool:
@@ -786,7 +789,7 @@ class ModuleView:
 
     def digest(self) -> str:
         """A stable digest of the view (part of the module's cache key; "" when empty)."""
-        if not self and not self.ranks_wrapped_elsewhere and not self.own_to_elsewhere:
+        if not self:
             return ""
         return hashlib.sha256(json.dumps(self.to_data(), sort_keys=True).encode()).hexdigest()[:32]
 

@@ -1004,7 +1004,9 @@ EXPLANATIONS: dict[str, str] = {
         "Adds `model = torch.compile(model)` after the model's line, when that line is a plain assignment\n"
         'in the same block as the optimizer.  Unsafe: compilation can fail on dynamic Python code and\n'
         'costs start-up time.  Needs PyTorch 2.0: not offered to a project whose requirements allow an\n'
-        'older one.  A hint: off by default.\n'
+        'older one.  A hint: off by default.  In a graph network (a module that imports PyTorch Geometric\n'
+        'or DGL) the finding is held back as a hint even where the rule is selected by a prefix or ALL:\n'
+        'every graph size recompiles, and its small layers leave little to fuse.\n'
         '\n'
         "The compiled model's `state_dict` keys carry an `_orig_mod.` prefix: its checkpoints no longer\n"
         'load into the model class, and `load_state_dict` of an existing checkpoint fails on it.  So the\n'
@@ -1071,7 +1073,9 @@ EXPLANATIONS: dict[str, str] = {
         "it has any, else at the top of `main()` (or of the main guard's block), else after a script's\n"
         "imports; never in a loop, a class or a per-step function.  Under the script's own option\n"
         '(`if args.tf32:`) where it defines one.  Library code with no entry point gets no fix: where the\n'
-        "program starts is its caller's.  Nor for a network of 2-D/3-D convolutions without attention (a\n"
+        "program starts is its caller's.  In a graph network (a module that imports PyTorch Geometric or\n"
+        'DGL) the finding is a hint: its step is sparse message passing and small layers.'
+        '  Nor for a network of 2-D/3-D convolutions without attention (a\n'
         'CNN, a GAN): cuDNN already runs the convolutions in TF32 by default, so the change would be in\n'
         'the numbers more than in the speed.  Unsafe: results change in the last bits (a 10-bit mantissa\n'
         "for matmul inputs), which a paper's reference numbers may not tolerate.  Needs PyTorch 1.12:\n"

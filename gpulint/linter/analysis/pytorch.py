@@ -28,6 +28,19 @@ ACCELERATE_ACCELERATORS = ("accelerate.Accelerator", "accelerate.accelerator.Acc
 # A call that wraps a model for data parallel training by its name: `DDP(...)`, `smart_DDP(...)`,
 # `MMDistributedDataParallel(...)`, `FSDP(...)`, `fully_shard(...)` (a project's or a library's).
 _RANK_WRAPPER_NAME = re.compile(r"DDP|DistributedDataParallel|FullyShardedDataParallel|FSDP|fully_shard")
+# A module that builds a graph neural network from a graph library's layers.
+_GRAPH_LIBRARY_IMPORT = re.compile(r"^\s*(?:from|import)\s+(?:torch_geometric|dgl)\b", re.MULTILINE)
+# Why model-wide speed-ups (TF32, torch.compile) show no evidence of a real gain in such a module.
+GRAPH_NETWORK_HINT = (
+    "a graph network: its step is sparse message passing and small layers, where TF32 matmuls gain little and "
+    "torch.compile recompiles for each graph size"
+)
+
+
+def builds_graph_network(ctx: FileContext) -> bool:
+    """Whether the module imports a graph library's layers (PyTorch Geometric, DGL)."""
+    return _GRAPH_LIBRARY_IMPORT.search(ctx.code_without_comments) is not None
+
 
 _HOST_DEVICES = re.compile(r"""^[rbuRBU]*['"](cpu|meta)\b""")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
+from gpulint.linter.analysis.pytorch import GRAPH_NETWORK_HINT, builds_graph_network
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.startup import StartupSetting, startup_setting_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -74,7 +75,8 @@ class Fp32Matmul(Rule):
     it has any, else at the top of `main()` (or of the main guard's block), else after a script's
     imports; never in a loop, a class or a per-step function.  Under the script's own option
     (`if args.tf32:`) where it defines one.  Library code with no entry point gets no fix: where the
-    program starts is its caller's.  Nor for a network of 2-D/3-D convolutions without attention (a
+    program starts is its caller's.  In a graph network (a module that imports PyTorch Geometric or
+    DGL) the finding is a hint: its step is sparse message passing and small layers.  Nor for a network of 2-D/3-D convolutions without attention (a
     CNN, a GAN): cuDNN already runs the convolutions in TF32 by default, so the change would be in
     the numbers more than in the speed.  Unsafe: results change in the last bits (a 10-bit mantissa
     for matmul inputs), which a paper's reference numbers may not tolerate.  Needs PyTorch 1.12:
@@ -206,6 +208,22 @@ class Fp32Matmul(Rule):
         ),
     ]
     INVALID = [
+        # a graph network (PyTorch Geometric's layers): message passing gains little from TF32 -- a hint
+        Invalid(
+            """
+            import torch
+            from torch_geometric.nn import GCNConv
+
+            model = GCNConv(16, 2).cuda()
+            optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+            for epoch in range(200):
+                loss = model(data.x, data.edge_index).sum()
+                loss.backward()
+                optimizer.step()
+            """,
+            "5:13",
+            hints=(GRAPH_NETWORK_HINT,),
+        ),
         # plain fp32 training: reported once, where the fix belongs
         Invalid(
             """
@@ -555,6 +573,9 @@ class Fp32Matmul(Rule):
             return
         optimizer = torch.optimizer_construction
         node = optimizer if optimizer is not None else backward_calls[0]
+        if builds_graph_network(self.ctx):
+            self.report(node, hint=GRAPH_NETWORK_HINT)
+            return
         if {2, 3} & torch.convolution_dims and not _ATTENTION_TEXT.search(self.ctx.code_without_comments):
             fix, why_not = None, _CONVOLUTIONAL
         else:

@@ -9,6 +9,7 @@ import libcst as cst
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
 from gpulint.linter.analysis.nodes import dotted_name
+from gpulint.linter.analysis.pytorch import GRAPH_NETWORK_HINT, builds_graph_network
 from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.builders import insert_after
@@ -64,7 +65,9 @@ class NoCompile(Rule):
     Adds `model = torch.compile(model)` after the model's line, when that line is a plain assignment
     in the same block as the optimizer.  Unsafe: compilation can fail on dynamic Python code and
     costs start-up time.  Needs PyTorch 2.0: not offered to a project whose requirements allow an
-    older one.  A hint: off by default.
+    older one.  A hint: off by default.  In a graph network (a module that imports PyTorch Geometric
+    or DGL) the finding is held back as a hint even where the rule is selected by a prefix or ALL:
+    every graph size recompiles, and its small layers leave little to fuse.
 
     The compiled model's `state_dict` keys carry an `_orig_mod.` prefix: its checkpoints no longer
     load into the model class, and `load_state_dict` of an existing checkpoint fails on it.  So the
@@ -177,6 +180,23 @@ class NoCompile(Rule):
         ),
     ]
     INVALID = [
+        # a graph network (DGL's layers): each graph size would recompile -- a hint
+        Invalid(
+            """
+            import dgl
+            import torch
+
+            model = dgl.nn.GraphConv(16, 2).cuda()
+            optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+            for epoch in range(200):
+                for graph, features in loader:
+                    loss = model(graph, features).sum()
+                    loss.backward()
+                    optimizer.step()
+            """,
+            "5:13",
+            hints=(GRAPH_NETWORK_HINT,),
+        ),
         # Fabric sets precision but leaves compilation to the script; the optimizer from a helper
         Invalid(
             """
@@ -566,6 +586,9 @@ class NoCompile(Rule):
         if _COMPILE_TEXT.search(text):
             return
         optimizer = self.ctx.torch.optimizer_construction
+        if builds_graph_network(self.ctx):
+            self.report(optimizer if optimizer is not None else backward_calls[0], hint=GRAPH_NETWORK_HINT)
+            return
         assignment = _model_assignment(self.ctx, optimizer) if optimizer is not None else None
         if assignment is None:
             self.report(optimizer if optimizer is not None else backward_calls[0])

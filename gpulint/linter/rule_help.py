@@ -1074,8 +1074,8 @@ EXPLANATIONS: dict[str, str] = {
         "imports; never in a loop, a class or a per-step function.  Under the script's own option\n"
         '(`if args.tf32:`) where it defines one.  Library code with no entry point gets no fix: where the\n'
         "program starts is its caller's.  In a graph network (a module that imports PyTorch Geometric or\n"
-        'DGL) the finding is a hint: its step is sparse message passing and small layers.'
-        '  Nor for a network of 2-D/3-D convolutions without attention (a\n'
+        'DGL) the finding is a hint: its step is sparse message passing and small layers.  Nor for a\n'
+        'network of 2-D/3-D convolutions without attention (a\n'
         'CNN, a GAN): cuDNN already runs the convolutions in TF32 by default, so the change would be in\n'
         'the numbers more than in the speed.  Unsafe: results change in the last bits (a 10-bit mantissa\n'
         "for matmul inputs), which a paper's reference numbers may not tolerate.  Needs PyTorch 1.12:\n"

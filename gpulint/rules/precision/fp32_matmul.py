@@ -76,7 +76,8 @@ class Fp32Matmul(Rule):
     imports; never in a loop, a class or a per-step function.  Under the script's own option
     (`if args.tf32:`) where it defines one.  Library code with no entry point gets no fix: where the
     program starts is its caller's.  In a graph network (a module that imports PyTorch Geometric or
-    DGL) the finding is a hint: its step is sparse message passing and small layers.  Nor for a network of 2-D/3-D convolutions without attention (a
+    DGL) the finding is a hint: its step is sparse message passing and small layers.  Nor for a
+    network of 2-D/3-D convolutions without attention (a
     CNN, a GAN): cuDNN already runs the convolutions in TF32 by default, so the change would be in
     the numbers more than in the speed.  Unsafe: results change in the last bits (a 10-bit mantissa
     for matmul inputs), which a paper's reference numbers may not tolerate.  Needs PyTorch 1.12:

@@ -233,7 +233,8 @@ def test_fixed_scripts_leave_the_formatter_nothing_to_change(formatter, tmp_path
     before = {path.name: path.read_text() for path in tmp_path.glob("*.py")}
 
     fixed = subprocess.run(
-        [sys.executable, "-m", "gpulint", "check", "--fix", "--unsafe-fixes", "."],
+        # (--show-hints: the fixes of the findings held back by default must keep the layout too)
+        [sys.executable, "-m", "gpulint", "check", "--fix", "--unsafe-fixes", "--show-hints", "."],
         cwd=tmp_path,
         capture_output=True,
         text=True,

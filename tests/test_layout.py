@@ -34,6 +34,7 @@ RULE_IMPORTS = (
     "gpulint.linter.findings",
     "gpulint.linter.fix.builders",
     "gpulint.linter.fix.guards",
+    "gpulint.linter.fix.startup",
     "gpulint.linter.suppressions",
     "gpulint.rules.options",
     "gpulint.rules.case_headers",

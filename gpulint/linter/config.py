@@ -67,7 +67,14 @@ from gpulint.linter.analysis.parse_guard import DEFAULT_MAX_SYNTAX_NODES
 from gpulint.linter.analysis.test_files import is_test_path, matches_test_patterns, project_relative
 from gpulint.linter.catalog import OPTIONS, RULES, load_rule
 from gpulint.linter.findings import DEFAULT_MAX_FINDINGS_PER_FILE, SYNTAX_ERROR_CODE
-from gpulint.linter.project import DEFAULT_LINE_LENGTH, facts_from, parse_version, project_root
+from gpulint.linter.project import (
+    DEFAULT_LINE_LENGTH,
+    facts_from,
+    folder_documented_torch,
+    frozen_folder,
+    parse_version,
+    project_root,
+)
 from gpulint.linter.run.safe_files import DEFAULT_MAX_FILE_BYTES, format_size, read_regular_file
 from gpulint.linter.selection import unknown_selector
 
@@ -262,6 +269,16 @@ class Settings:
         as base64), read as JSON and never compiled; its code cells face the syntax-node budget like
         any source, so its file may be NOTEBOOK_SIZE_FACTOR times `max-file-size`."""
         return self.max_file_size * (NOTEBOOK_SIZE_FACTOR if path.suffix == ".ipynb" else 1)
+
+    def folder_documented_torch(self, path: str) -> tuple[tuple[int, int], str] | None:
+        """The PyTorch a README of a sub-project between `path` and the project's top names, and
+        where (project.py `folder_documented_torch`): the engine reads the file system through the
+        settings, not itself."""
+        return folder_documented_torch(path)
+
+    def frozen_folder(self, path: str) -> str | None:
+        """Why `path` takes no changes (a folder's README says so: project.py `frozen_folder`), or None."""
+        return frozen_folder(path)
 
     def is_test_file(self, path: str | Path) -> bool:
         """Whether `path` is test code: it matches `test-files` (relative to the configuration's

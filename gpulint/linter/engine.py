@@ -66,7 +66,6 @@ from gpulint.linter.findings import (
     RelatedLocation,
     SourceLine,
 )
-from gpulint.linter.project import folder_documented_torch
 from gpulint.linter.suppressions import (
     UNUSED_SUPPRESSION,
     Suppression,
@@ -322,9 +321,9 @@ class Linter:
         unless `fix-tests` is set; and every fix in code its author keeps as it is on purpose
         (fix/intent.py: a block marked as slow on purpose or as a baseline, a frozen folder)."""
         if any(finding.fix is not None for finding in findings):
-            from gpulint.linter.fix.intent import deliberate_code, frozen_folder  # (with libcst, as analyze)
+            from gpulint.linter.fix.intent import deliberate_code  # (with libcst, as analyze)
 
-            frozen = frozen_folder(path)
+            frozen = self.settings.frozen_folder(path)
             for finding in findings:
                 if finding.fix is None:
                     continue
@@ -335,7 +334,7 @@ class Linter:
         target, documented = self.settings.target_torch, self.settings.documented_torch
         where = self.settings.documented_torch_in or "README"
         if target is None and any(f.fix is not None and f.fix.min_torch is not None for f in findings):
-            nearer = folder_documented_torch(path)
+            nearer = self.settings.folder_documented_torch(path)
             if nearer is not None and (documented is None or nearer[0] < documented):
                 documented, where = nearer[0], nearer[1]
         in_tests = not self.settings.fix_tests and self.settings.is_test_file(path)

@@ -51,6 +51,7 @@ from __future__ import annotations
 import configparser
 import os
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -325,17 +326,28 @@ def _any_file(directory: Path | None, *names: str) -> bool:
 
 def _ruff_line_length(tool: dict[str, Any], directory: Path | None) -> int | None:
     """ruff's `line-length`: its own files beside pyproject.toml win over `[tool.ruff]`, as in ruff."""
-    # (imported here: config.py reads this module's facts, and its TOML reader keeps the limits)
-    from gpulint.linter.config import ConfigError, read_toml
-
     if directory is not None:
         for name in (".ruff.toml", "ruff.toml"):
             if (directory / name).is_file():
-                try:
-                    return _positive(read_toml(directory / name).get("line-length"))
-                except ConfigError:
-                    return None
+                return _positive(_other_tools_toml(directory / name).get("line-length"))
     return _positive(_table(tool, "ruff").get("line-length"))
+
+
+def _other_tools_toml(path: Path) -> dict[str, Any]:
+    """Another tool's TOML file (ruff's), or {} when it cannot be read or parsed: it gives no
+    hint then, and is not gpulint's to report (config.py reads gpulint's own configuration)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+
+    try:
+        data = tomllib.loads(
+            read_regular_file(path, _REQUIREMENTS_MAX_BYTES, "the size of a TOML file").decode("utf-8")
+        )
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _ini_files(directory: Path | None) -> dict[tuple[str, str], dict[str, Any]]:
@@ -443,3 +455,39 @@ def is_project_top(folder: Path) -> bool:
 @lru_cache(maxsize=256)
 def _readme_torch(folder: str) -> tuple[int, int] | None:
     return documented_torch(line for name in _READMES for line in _lines(Path(folder) / name))
+
+
+# What a folder's README says when the folder takes no changes.
+_FROZEN = re.compile(
+    r"(will\s+)?not\s+accept\s+(any\s+)?(further\s+)?changes|no\s+(further\s+)?changes\s+(will\s+be|are)\s+accepted"
+    r"|(no\s+longer|not)\s+(actively\s+)?maintained|(will\s+not|won'?t)\s+be\s+updated",
+    re.IGNORECASE,
+)
+_README_MAX_BYTES = 2**20
+
+
+def frozen_folder(path: str) -> str | None:
+    """Why the file at `path` takes no changes, or None: a folder between it and the project's top
+    (not the top itself: a whole project that is unmaintained is still the one the user asked to
+    fix) whose README says so ("will not accept any changes", "no longer maintained", "will not be
+    updated") -- a project's frozen `deprecated/` code, where a maintainer closes any change."""
+    folder = Path(path).resolve().parent
+    for _ in range(_FOLDERS_UP):
+        if is_project_top(folder) or folder.parent == folder:
+            return None
+        if _says_frozen(str(folder)):
+            return f"the README of `{folder.name}/` says it takes no changes"
+        folder = folder.parent
+    return None
+
+
+@lru_cache(maxsize=256)
+def _says_frozen(folder: str) -> bool:
+    for name in _READMES:
+        try:
+            text = read_regular_file(Path(folder) / name, _README_MAX_BYTES, "the size of a README")
+        except OSError:
+            continue
+        if _FROZEN.search(text.decode("utf-8", errors="replace")):
+            return True
+    return False

@@ -7,24 +7,19 @@ findings stay, saying why they have no fix).
   above or at the head of a block (a function, a loop, a `with`) around it, or the module's own
   first comments and docstring.  A fix there would remove what the code is there to show or
   measure;
-* a file under a folder whose README says the folder takes no changes ("will not accept any
-  changes", "no longer maintained", "will not be updated"): a project's frozen `deprecated/`
-  code, where a maintainer closes any change.  The project's own top folder does not count (a
-  whole project that is unmaintained is still the one the user asked to fix).
+* a file under a folder whose README says the folder takes no changes (project.py
+  `frozen_folder`, read through the settings): a project's frozen `deprecated/` code, where a
+  maintainer closes any change.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import lru_cache
-from pathlib import Path
 
 import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
-from gpulint.linter.project import is_project_top
-from gpulint.linter.run.safe_files import read_regular_file
 
 # What an author writes over code kept slow on purpose.
 _DELIBERATE = re.compile(
@@ -34,16 +29,6 @@ _DELIBERATE = re.compile(
 )
 _BEGIN = re.compile(r"#\s*BEGIN_DEOPTIMI[SZ]E")
 _END = re.compile(r"#\s*END_DEOPTIMI[SZ]E")
-# What a folder's README says when the folder takes no changes.
-_FROZEN = re.compile(
-    r"(will\s+)?not\s+accept\s+(any\s+)?(further\s+)?changes|no\s+(further\s+)?changes\s+(will\s+be|are)\s+accepted"
-    r"|(no\s+longer|not)\s+(actively\s+)?maintained|(will\s+not|won'?t)\s+be\s+updated",
-    re.IGNORECASE,
-)
-_READMES = ("README.md", "README.rst", "README.txt", "README")
-_README_MAX_BYTES = 2**20
-# How many folders above a file are asked (a frozen folder holds its files a few levels down).
-_FOLDERS_UP = 4
 
 
 def deliberate_code(ctx: FileContext, node: cst.CSTNode) -> str | None:
@@ -99,27 +84,3 @@ def _comments_over(ctx: FileContext, node: cst.CSTNode) -> Iterable[str]:
 
 def _leading_comments(lines: Iterable[cst.EmptyLine]) -> Iterable[str]:
     return (line.comment.value for line in lines if line.comment is not None)
-
-
-def frozen_folder(path: str) -> str | None:
-    """Why the file at `path` takes no changes (its folder's README says so), or None."""
-    folder = Path(path).resolve().parent
-    for _ in range(_FOLDERS_UP):
-        if is_project_top(folder) or folder.parent == folder:
-            return None
-        if _says_frozen(str(folder)):
-            return f"the README of `{folder.name}/` says it takes no changes"
-        folder = folder.parent
-    return None
-
-
-@lru_cache(maxsize=256)
-def _says_frozen(folder: str) -> bool:
-    for name in _READMES:
-        try:
-            text = read_regular_file(Path(folder) / name, _README_MAX_BYTES, "the size of a README")
-        except OSError:
-            continue
-        if _FROZEN.search(text.decode("utf-8", errors="replace")):
-            return True
-    return False

@@ -9,7 +9,8 @@ so a test can hold the profiler's verdict against what the script itself measure
     GT_BOTTLENECK=validation  a validation pass over a held-out loader every step
     GT_BOTTLENECK=hostsync    the outputs read on the host (.tolist()) every step
     GT_BOTTLENECK=respawn     a loader with 4 workers over 2 ready batches: its workers are started
-                              again every epoch, that is every 2 steps
+                              again every epoch, that is every 2 steps, and starting each costs the
+                              parent ~25 ms of CPU (RESPAWN_WORK), as forking a large process does
     GT_BOTTLENECK=straggler   under torchrun: rank 1 does GT_STRAGGLE_MS (24) more work per step
     GT_BOTTLENECK=collective  under torchrun: a large extra parameter all-reduced every step
 
@@ -20,6 +21,7 @@ from the step hook's side too: gpulint stops the run by raising from inside opti
 the last step's compute is cut short; the file is written in `finally:`.
 """
 
+import functools
 import json
 import os
 import tempfile
@@ -34,6 +36,12 @@ TIMERS = os.environ.get("GT_TIMERS")
 STRAGGLE_S = float(os.environ.get("GT_STRAGGLE_MS", "24")) / 1000
 BATCH = 64
 FEATURES = 256
+# The parent's own work for each worker it forks.  A small script forks in a few milliseconds, less
+# than its step; a real trainer (a large model, a CUDA context, mapped data) pays far more.  This
+# stands in for that cost: CPU work, so it slows with the step on a busy machine and the share
+# holds, and run in C (sum over a range), so no frame of this file is under the loader's code and
+# the stack reads as the loader starting its workers.
+RESPAWN_WORK = functools.partial(sum, range(1_500_000))
 
 
 class SlowDataset(Dataset):
@@ -81,6 +89,7 @@ def main():
     elif BOTTLENECK == "respawn":
         two_batches = TensorDataset(torch.randn(2, BATCH, FEATURES), torch.randn(2, BATCH, 1))
         loader = DataLoader(two_batches, batch_size=None, num_workers=4)
+        os.register_at_fork(before=RESPAWN_WORK)
     else:
         # whole batches stored ready: reading one costs next to nothing beside the step
         batches = TensorDataset(torch.randn(64, BATCH, FEATURES), torch.randn(64, BATCH, 1))

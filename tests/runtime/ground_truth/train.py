@@ -156,10 +156,11 @@ def main():
                     timers["validation"] += time.perf_counter() - started
                 if BOTTLENECK == "hostsync":
                     started = time.perf_counter()
-                    values = output.detach().repeat(1, 12000).tolist()
-                    total = sum(sum(row) for row in values)
+                    # only the read itself: Python work on the values after it is other host work,
+                    # which the profiler rightly does not call a sync, and the timers must agree
+                    values = output.detach().repeat(1, 24000).tolist()
                     timers["hostsync"] += time.perf_counter() - started
-                    del total
+                    del values
     finally:
         log.close()
         if TIMERS:

@@ -1,5 +1,7 @@
 """What gpulint knows about TensorFlow and Keras code: which functions run compiled (under
-`tf.function`), which training steps are TensorFlow steps, and when `float(x)` reads a tensor."""
+`tf.function`), which training steps are TensorFlow steps, when `float(x)` reads a tensor, and when
+a finding about an eager step is a hint (the file runs it eagerly on purpose, or only to compare it
+with its compiled twin)."""
 
 from __future__ import annotations
 
@@ -387,12 +389,15 @@ class TfAnalysis:
         when the file also runs one of those steps compiled (`compiled_twin`: a guide shows the
         eager step first, there to compare), or, where the loop takes an eager step at all, when
         the file turns eager execution on itself (`eager_on_purpose`)."""
-        of_step = isinstance(node, (cst.FunctionDef, cst.For, cst.While))
-        steps = [node] if of_step else self._eager_steps_of_loop(node)
+        steps: list[cst.FunctionDef | cst.For | cst.While]
+        if isinstance(node, (cst.FunctionDef, cst.For, cst.While)):
+            steps, twin_reason = [node], _COMPILED_TWIN_OF_STEP
+        else:
+            steps, twin_reason = self._eager_steps_of_loop(node), _COMPILED_TWIN_OF_LOOP
         for step in steps:
             twin = self.compiled_twin(step)
             if twin is not None:
-                return (_COMPILED_TWIN_OF_STEP if of_step else _COMPILED_TWIN_OF_LOOP).format(twin=twin)
+                return twin_reason.format(twin=twin)
         return self.eager_on_purpose if steps else None
 
     def _eager_steps_of_loop(self, node: cst.CSTNode) -> list[cst.FunctionDef | cst.For | cst.While]:

@@ -1,5 +1,5 @@
-"""The phase timers the ground-truth scripts beside this file time themselves with (gpulint's own code,
-not part of any copied repository).
+"""The phase timers that the ground-truth scripts beside this file time themselves with (gpulint's
+own code, in none of the copied repositories).
 
 A script names its phases once (`start`), wraps each piece of work in `with timed(phase):` and calls
 `new_step()` at each optimizer step.  When the process exits the timers are written as JSON to

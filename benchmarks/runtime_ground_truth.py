@@ -194,14 +194,21 @@ def load() -> float:
     return os.getloadavg()[0]
 
 
-def gpulint(arguments: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+def script_environment(env: dict[str, str]) -> dict[str, str]:
+    """This process's environment with `env` on top, and on PYTHONPATH this checkout (gpulint) and
+    SCRIPTS, where the scripts import their phase timers from: the profiled process, torchrun's
+    workers and verify's runs inherit it."""
     environment = dict(os.environ, **env)
-    # The scripts import their phase timers from SCRIPTS; the profiled process, torchrun's workers
-    # and verify's runs inherit this path.
     path = [str(REPO), str(SCRIPTS), os.environ.get("PYTHONPATH")]
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, path))
+    return environment
+
+
+def gpulint(arguments: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "gpulint", *arguments]
-    return subprocess.run(command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        command, cwd=cwd, env=script_environment(env), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def script_command(case: Case) -> list[str]:

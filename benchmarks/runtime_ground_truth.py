@@ -8,7 +8,7 @@ The scripts are copies of training scripts from development repositories, in
 benchmarks/ground_truth/<owner>__<name>/ (each with its licence, and a header saying what was
 changed): synthetic data in place of downloads, a small model, one bottleneck chosen by
 GT_BOTTLENECK (or none), and the script's own phase timers written as JSON to GT_TIMERS (per rank
-under a launcher: GT_TIMERS.rank<RANK>), per step.
+under a launcher: GT_TIMERS.rank<RANK>), per step, by the suite's ground_truth/phase_timers.py.
 
 Each case is profiled `--runs` times with `gpulint profile --json FILE` in a subprocess, as a user
 runs it, from a scratch folder.  The script's own timers over the measured steps (the steps after
@@ -194,11 +194,21 @@ def load() -> float:
     return os.getloadavg()[0]
 
 
-def gpulint(arguments: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+def script_environment(env: dict[str, str]) -> dict[str, str]:
+    """This process's environment with `env` on top, and on PYTHONPATH this checkout (gpulint) and
+    SCRIPTS, where the scripts import their phase timers from: the profiled process, torchrun's
+    workers and verify's runs inherit it."""
     environment = dict(os.environ, **env)
-    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    path = [str(REPO), str(SCRIPTS), os.environ.get("PYTHONPATH")]
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, path))
+    return environment
+
+
+def gpulint(arguments: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "gpulint", *arguments]
-    return subprocess.run(command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        command, cwd=cwd, env=script_environment(env), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def script_command(case: Case) -> list[str]:

@@ -8,6 +8,7 @@ import libcst as cst
 import pytest
 
 from gpulint.linter.analysis.context import FileContext
+from gpulint.linter.analysis.nodes import method_name
 
 
 def context(source: str) -> FileContext:
@@ -145,6 +146,71 @@ def test_tensorflow_tape_step():
             log_it()
     """)
     assert ctx.loops.per_step(call_named(ctx, "log_it"))
+
+
+EAGER_GUIDE = """
+import tensorflow as tf
+{switch}
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x))
+    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+    return loss
+
+for x, y in ds:
+    print(train_step(x, y).numpy())
+{compiled}
+for x, y in ds:
+    print(fast_step(x, y).numpy())
+"""
+COMPILED_TWIN = """
+@tf.function
+def fast_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x))
+    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+    return loss
+"""
+COMPILED_OTHER = """
+@tf.function
+def fast_step(x, y):
+    return optimizer.minimize(lambda: loss_fn(y, model(x)), variables)
+"""
+
+
+@pytest.mark.parametrize(
+    "switch, compiled, step_hint, loop_hint",
+    [
+        # a guide: the same step compiled below the eager one -- said of the step, and of its loop
+        (
+            "",
+            COMPILED_TWIN,
+            "the file also runs this step compiled (`fast_step` under `tf.function`): the eager one is there to "
+            "compare",
+            "the loop takes the eager step of a file that also runs it compiled (`fast_step` under `tf.function`): "
+            "a guide's loop, there to compare",
+        ),
+        # TensorFlow 1 turned eager on its own: the same reason for the step and for its loop
+        (
+            "tf.compat.v1.enable_eager_execution()",
+            COMPILED_OTHER,
+            "the file turns eager execution on itself (`tf.compat.v1.enable_eager_execution()`, TensorFlow 1)",
+            "the file turns eager execution on itself (`tf.compat.v1.enable_eager_execution()`, TensorFlow 1)",
+        ),
+        # another compiled step, eager not asked for: no reason
+        ("", COMPILED_OTHER, None, None),
+    ],
+)
+def test_an_eager_step_is_a_hint_where_the_file_compiles_it_too_or_asks_for_eager(
+    switch, compiled, step_hint, loop_hint
+):
+    ctx = context(EAGER_GUIDE.format(switch=switch, compiled=compiled))
+    eager_step = next(f for f in ctx.index.nodes("FunctionDef") if f.name.value == "train_step")
+    eager_read, compiled_read = (c for c in ctx.index.nodes("Call") if method_name(c) == "numpy")
+    assert ctx.tf.eager_step_hint(eager_step) == step_hint
+    assert ctx.tf.eager_step_hint(eager_read) == loop_hint
+    # a loop that takes only the compiled step takes no eager one: never a hint for this reason
+    assert ctx.tf.eager_step_hint(compiled_read) is None
 
 
 def test_lightning_training_step_is_per_step():

@@ -21,9 +21,10 @@
 #                 in the model's state: 32 MB at K = 65536)
 #     straggler   rank 1 is slower: before backward it waits GT_STRAGGLE (default 0.5) times the time
 #                 its forward took, every step (a device that much slower, whatever the load)
-# - the script's own phase timers (moco/timers.py: data, compute, collectives -- the all_gather
-#   and broadcast of the batch shuffle and the queue --, logging, checkpoint, straggle), written as
-#   JSON to GT_TIMERS.rank<RANK> at exit, and GT_THREADS (default 1) intra-op threads.
+# - the script's own phase timers (the suite's ../phase_timers.py, on PYTHONPATH: data, compute,
+#   collectives -- the all_gather and broadcast of the batch shuffle and the queue, in
+#   moco/builder.py --, logging, checkpoint, straggle), written as JSON to GT_TIMERS.rank<RANK> at
+#   exit, and GT_THREADS (default 1) intra-op threads.
 
 
 import argparse
@@ -46,11 +47,13 @@ import torch.nn.parallel
 import torch.optim
 import torch.utils.data
 import torch.utils.data.distributed
-from moco.timers import new_step, timed
+import phase_timers
+from phase_timers import new_step, timed
 
 BOTTLENECK = os.environ.get("GT_BOTTLENECK", "healthy")
 STRAGGLE = float(os.environ.get("GT_STRAGGLE", "0.5"))
 torch.set_num_threads(int(os.environ.get("GT_THREADS", "1")))
+phase_timers.start(("data", "compute", "collectives", "logging", "checkpoint", "straggle"), per_rank=True)
 
 
 class BasicBlock(nn.Module):

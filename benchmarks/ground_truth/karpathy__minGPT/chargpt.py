@@ -9,9 +9,9 @@ Trains a character-level language model.
 # - one bottleneck chosen by GT_BOTTLENECK (default none, "healthy"):
 #     sample  the callback's every-500-iterations block (sample 500 characters, save the model)
 #             every iteration
-# - the script's own phase timers (mingpt/utils.py: data and compute in mingpt/trainer.py,
-#   logging, validation and checkpoint here), written as JSON to GT_TIMERS at exit, and
-#   GT_THREADS (default 1) intra-op threads.
+# - the script's own phase timers (the suite's ../phase_timers.py, on PYTHONPATH: data and compute
+#   in mingpt/trainer.py, logging, validation and checkpoint here), written as JSON to GT_TIMERS at
+#   exit, and GT_THREADS (default 1) intra-op threads.
 
 import os
 import random
@@ -23,11 +23,15 @@ from torch.utils.data.dataloader import DataLoader
 
 from mingpt.model import GPT
 from mingpt.trainer import Trainer
-from mingpt.utils import set_seed, setup_logging, CfgNode as CN, timed
+from mingpt.utils import set_seed, setup_logging, CfgNode as CN
+
+import phase_timers
+from phase_timers import timed
 
 BOTTLENECK = os.environ.get('GT_BOTTLENECK', 'healthy')
 EVAL_EVERY = 1 if BOTTLENECK == 'sample' else 500
 torch.set_num_threads(int(os.environ.get('GT_THREADS', '1')))
+phase_timers.start(('data', 'compute', 'logging', 'validation', 'checkpoint'))
 
 # -----------------------------------------------------------------------------
 

@@ -10,68 +10,30 @@
 #     loader      each image is stored compressed at 256x256 and decoded and shrunk when read
 #     logging     every weight written to a log file as text every step, each line fsync'ed
 #     validation  test() every step instead of every epoch
-# - the script's own phase timers (data, compute, logging, validation, checkpoint), written as
-#   JSON to GT_TIMERS at exit, and GT_THREADS (default 1) intra-op threads.
+# - the script's own phase timers (data, compute, logging, validation, checkpoint; the suite's
+#   ../phase_timers.py, on PYTHONPATH), written as JSON to GT_TIMERS at exit, and GT_THREADS
+#   (default 1) intra-op threads.
 import torch
 import torch.nn as nn
 import torch.optim as optim
 import torch.nn.functional as F
 import torch.backends.cudnn as cudnn
 
-import atexit
-import json
 import os
 import argparse
 import tempfile
-import time
 import zlib
-from contextlib import contextmanager
 
 from models import *
 from utils import progress_bar
 
+import phase_timers
+from phase_timers import new_step, timed
+
 
 BOTTLENECK = os.environ.get('GT_BOTTLENECK', 'healthy')
 torch.set_num_threads(int(os.environ.get('GT_THREADS', '1')))
-timers = {'data': 0.0, 'compute': 0.0, 'logging': 0.0, 'validation': 0.0, 'checkpoint': 0.0, 'steps': 0}
-
-
-per_step = [{}]  # each step's phases, from one optimizer step to the next (the first: set-up)
-running = []  # the phases being timed, innermost last: an inner phase's time is not its outer's
-
-
-def new_step():
-    timers['steps'] += 1
-    per_step.append({})
-
-
-def _add(phase, seconds):
-    timers[phase] += seconds
-    per_step[-1][phase] = per_step[-1].get(phase, 0.0) + seconds
-
-
-@contextmanager
-def timed(phase):
-    now = time.perf_counter()
-    if running:
-        _add(running[-1][0], now - running[-1][1])
-    running.append([phase, now])
-    try:
-        yield
-    finally:
-        now = time.perf_counter()
-        _add(phase, now - running.pop()[1])
-        if running:
-            running[-1][1] = now
-
-
-def write_timers():
-    if os.environ.get('GT_TIMERS'):
-        with open(os.environ['GT_TIMERS'], 'w') as handle:
-            json.dump(dict(timers, per_step=per_step), handle)
-
-
-atexit.register(write_timers)
+phase_timers.start(('data', 'compute', 'logging', 'validation', 'checkpoint'))
 
 
 class FakeCIFAR10(torch.utils.data.Dataset):

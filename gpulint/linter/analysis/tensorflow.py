@@ -1,5 +1,7 @@
 """What gpulint knows about TensorFlow and Keras code: which functions run compiled (under
-`tf.function`), which training steps are TensorFlow steps, and when `float(x)` reads a tensor."""
+`tf.function`), which training steps are TensorFlow steps, when `float(x)` reads a tensor, and when
+a finding about an eager step is a hint (the file runs it eagerly on purpose, or only to compare it
+with its compiled twin)."""
 
 from __future__ import annotations
 
@@ -65,6 +67,15 @@ _RECORD_WRITERS = frozenset(
 _MODEL_RUNS = frozenset({"fit", "evaluate", "predict", "train_on_batch", "fit_generator"})
 # TensorFlow 1's switch to eager execution: a file that calls it runs eagerly on purpose.
 _ENABLE_EAGER = frozenset({"tensorflow.enable_eager_execution", "tensorflow.compat.v1.enable_eager_execution"})
+# Why a finding about an eager step is a hint when the file also runs that step compiled: said of
+# the step itself, or of code in a loop that takes it.
+_COMPILED_TWIN_OF_STEP = (
+    "the file also runs this step compiled (`{twin}` under `tf.function`): the eager one is there to compare"
+)
+_COMPILED_TWIN_OF_LOOP = (
+    "the loop takes the eager step of a file that also runs it compiled (`{twin}` under `tf.function`): "
+    "a guide's loop, there to compare"
+)
 # Tensor methods that only read or set static shape information.
 _SHAPE_METHODS = frozenset({"set_shape", "get_shape"})
 
@@ -369,6 +380,42 @@ class TfAnalysis:
             if qualified in _ENABLE_EAGER:
                 return f"the file turns eager execution on itself (`{dotted_name(call.func)}()`, TensorFlow 1)"
         return None
+
+    def eager_step_hint(self, node: cst.CSTNode) -> str | None:
+        """Why a finding about eager training steps is a hint rather than shown by default, or None.
+        `node` is either an eager step itself (a step function, or a step loop with the tape
+        written inline) or code in a step loop, whose eager steps are then its inline tape and the
+        functions of this module, not compiled, with a tape that it calls.  The finding is a hint
+        when the file also runs one of those steps compiled (`compiled_twin`: a guide shows the
+        eager step first, there to compare), or, where the loop takes an eager step at all, when
+        the file turns eager execution on itself (`eager_on_purpose`)."""
+        steps: list[cst.FunctionDef | cst.For | cst.While]
+        if isinstance(node, (cst.FunctionDef, cst.For, cst.While)):
+            steps, twin_reason = [node], _COMPILED_TWIN_OF_STEP
+        else:
+            steps, twin_reason = self._eager_steps_of_loop(node), _COMPILED_TWIN_OF_LOOP
+        for step in steps:
+            twin = self.compiled_twin(step)
+            if twin is not None:
+                return twin_reason.format(twin=twin)
+        return self.eager_on_purpose if steps else None
+
+    def _eager_steps_of_loop(self, node: cst.CSTNode) -> list[cst.FunctionDef | cst.For | cst.While]:
+        """The eager steps the step loop around `node` takes: the loop itself when it holds a
+        `tf.GradientTape()` block, and the functions of this module, not compiled, with one that
+        it calls."""
+        loops = self.ctx.loops
+        loop = loops.step_boundary(node)
+        if not isinstance(loop, (cst.For, cst.While)):
+            return []
+        steps: list[cst.FunctionDef | cst.For | cst.While] = [loop] if self.tape_blocks(loop) else []
+        called = {c.func.value for c in self.calls if isinstance(c.func, cst.Name) and loops.step_boundary(c) is loop}
+        steps += [
+            f
+            for f in self.ctx.index.nodes("FunctionDef")
+            if f.name.value in called and not self.in_compiled(f) and self.tape_blocks(f)
+        ]
+        return steps
 
     def compiled_twin(self, step: cst.FunctionDef | cst.For | cst.While) -> str | None:
         """The name of a compiled function of this module that is the same training step as an

@@ -355,7 +355,7 @@ class TfEagerStep(Rule):
                 decorators=[*node.decorators, cst.Decorator(decorator=cst.parse_expression(decorator))]
             )
             fix = Fix(Applicability.UNSAFE, f"Compile the step: `@{decorator}`", {node: new}, imports)
-        self.report(node.name, fix=fix, hint=self._twin_hint(node))
+        self.report(node.name, fix=fix, hint=tf.eager_step_hint(node))
 
     def visit_Call(self, node: cst.Call) -> None:
         """A tape step written inline in a training loop (no step function to decorate)."""
@@ -375,15 +375,7 @@ class TfEagerStep(Rule):
         )
         if not applies or tf.in_compiled(node):
             return  # gradients without an optimizer step (a test of gradients) are no training step
-        self.report(node, hint=self._twin_hint(boundary))
-
-    def _twin_hint(self, step: cst.FunctionDef | cst.For | cst.While) -> str | None:
-        twin = self.ctx.tf.compiled_twin(step)
-        if twin is None:
-            return self.ctx.tf.eager_on_purpose
-        return (
-            f"the file also runs this step compiled (`{twin}` under `tf.function`): the eager one is there to compare"
-        )
+        self.report(node, hint=tf.eager_step_hint(boundary))
 
     def _split_step(self, apply: cst.Call) -> None:
         """`grads = grad(model, x, y)` (a helper of this module runs the tape) then

@@ -401,13 +401,9 @@ class TfHostSyncInLoop(Rule):
         tensor for its truth value.  Under tf.function, autograph turns it into graph control flow."""
         while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             test = test.expression
-        if not isinstance(test, cst.Call) or not self._is_tf_predicate(test):
+        if not isinstance(test, cst.Call) or not self._is_tf_predicate(test) or not self._eager_per_step(test):
             return
-        if not self.ctx.loops.per_step_work(test) or self.ctx.loops.times_steps(test):
-            return
-        if not self.ctx.tf.is_tf_step(test) or self.ctx.tf.in_compiled(test):
-            return
-        self.report(test, message=_CONDITION, hint=self._guide_hint(test))
+        self.report(test, message=_CONDITION, hint=self.ctx.tf.eager_step_hint(test))
 
     def _is_tf_predicate(self, call: cst.Call) -> bool:
         qualified = self.ctx.call_qualified_name(call) or ""
@@ -425,40 +421,22 @@ class TfHostSyncInLoop(Rule):
             what = f"{node.func.value}(...)"
         else:
             return
-        if not self.ctx.loops.per_step_work(node) or self.ctx.loops.times_steps(node):
-            return  # (in a loop that times its steps, the read is what makes the timing true)
-        if not self.ctx.tf.is_tf_step(node) or self.ctx.tf.in_compiled(node):
+        if not self._eager_per_step(node):
             return
         fix, why_not = host_read_guard_fix(self.ctx, node, LOG_EVERY.key, self.option(LOG_EVERY))
         message = self.message.format(what=what)
         if why_not is not None:
             message += f" (no fix: {why_not})"
-        self.report(node, message=message, fix=fix, hint=self._guide_hint(node) or self._plotted(node))
+        self.report(node, message=message, fix=fix, hint=self.ctx.tf.eager_step_hint(node) or self._plotted(node))
 
-    def _guide_hint(self, node: cst.CSTNode) -> str | None:
-        """Why the read is a hint when its loop takes an eager step that the file also runs
-        compiled (TfAnalysis.compiled_twin): a guide's first, eager loop, there to compare."""
-        loop = self.ctx.loops.step_boundary(node)
-        if not isinstance(loop, (cst.For, cst.While)):
-            return None
-        tf = self.ctx.tf
-        steps: list[cst.FunctionDef | cst.For | cst.While] = [loop] if tf.tape_blocks(loop) else []
-        called = {
-            c.func.value for c in tf.calls if isinstance(c.func, cst.Name) and self.ctx.loops.step_boundary(c) is loop
-        }
-        steps += [
-            f
-            for f in self.ctx.index.nodes("FunctionDef")
-            if f.name.value in called and not tf.in_compiled(f) and tf.tape_blocks(f)
-        ]
-        for step in steps:
-            twin = tf.compiled_twin(step)
-            if twin is not None:
-                return (
-                    f"the loop takes the eager step of a file that also runs it compiled (`{twin}` under "
-                    "`tf.function`): a guide's loop, there to compare"
-                )
-        return tf.eager_on_purpose if steps else None
+    def _eager_per_step(self, node: cst.CSTNode) -> bool:
+        """Whether a read at `node` waits for the device every step: per-step work of a TensorFlow
+        step loop that runs eagerly and does not time its steps (where it does, the read is what
+        makes the timing true)."""
+        loops, tf = self.ctx.loops, self.ctx.tf
+        if not loops.per_step_work(node) or loops.times_steps(node):
+            return False
+        return tf.is_tf_step(node) and not tf.in_compiled(node)
 
     def _plotted(self, node: cst.CSTNode) -> str | None:
         """Why the read is a hint when it records each step's value for a plot: it is (in) the

@@ -7,7 +7,7 @@
 
 import torch
 import torch.nn as nn
-from moco.timers import timed
+from phase_timers import timed
 
 
 class MoCo(nn.Module):

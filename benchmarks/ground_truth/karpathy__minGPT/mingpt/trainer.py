@@ -8,7 +8,8 @@ from collections import defaultdict
 
 import torch
 from torch.utils.data.dataloader import DataLoader
-from mingpt.utils import CfgNode as CN, new_step, timed
+from mingpt.utils import CfgNode as CN
+from phase_timers import new_step, timed
 
 class Trainer:
 

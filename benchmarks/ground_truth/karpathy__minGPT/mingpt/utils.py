@@ -8,47 +8,6 @@ from ast import literal_eval
 import numpy as np
 import torch
 
-import atexit
-import time
-from contextlib import contextmanager
-
-# -----------------------------------------------------------------------------
-# The script's own phase timers (added for gpulint's ground-truth suite): seconds per phase,
-# written as JSON to GT_TIMERS when the process exits.
-
-timers = {'data': 0.0, 'compute': 0.0, 'logging': 0.0, 'validation': 0.0, 'checkpoint': 0.0, 'steps': 0}
-per_step = [{}]  # each step's phases, from one optimizer step to the next (the first: set-up)
-running = []  # the phases being timed, innermost last: an inner phase's time is not its outer's
-
-def new_step():
-    timers['steps'] += 1
-    per_step.append({})
-
-def _add(phase, seconds):
-    timers[phase] += seconds
-    per_step[-1][phase] = per_step[-1].get(phase, 0.0) + seconds
-
-@contextmanager
-def timed(phase):
-    now = time.perf_counter()
-    if running:
-        _add(running[-1][0], now - running[-1][1])
-    running.append([phase, now])
-    try:
-        yield
-    finally:
-        now = time.perf_counter()
-        _add(phase, now - running.pop()[1])
-        if running:
-            running[-1][1] = now
-
-def write_timers():
-    if os.environ.get('GT_TIMERS'):
-        with open(os.environ['GT_TIMERS'], 'w') as f:
-            json.dump(dict(timers, per_step=per_step), f)
-
-atexit.register(write_timers)
-
 # -----------------------------------------------------------------------------
 
 def set_seed(seed):

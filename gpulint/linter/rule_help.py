@@ -247,8 +247,10 @@ EXPLANATIONS: dict[str, str] = {
         '(`num_workers=self.config.workers`).  Keywords may come through a `**kwargs` dictionary built\n'
         'in the module.  The rule is about the host: it applies whether or not the module names an\n'
         "accelerator.  A run of a single epoch (Lightning's `max_epochs=1`, an epoch loop over\n"
-        '`range(1)`, or over `range(args.epochs)` where `--epochs` defaults to 1) starts its workers\n'
-        'once, and is not reported.  Where the workers come from a command-line option that defaults to\n'
+        '`range(1)`, or over `range(args.epochs)` where `--epochs` defaults to 1, declared in the module\n'
+        'or by a function of another module it calls for its parser: `parser = get_argument_parser()`)\n'
+        'starts its workers once, and is not reported.  Where the workers come from a com'
+        'mand-line option that defaults to\n'
         '0 (`num_workers=args.dataloader_num_workers`), none start unless the run asks for them: the\n'
         'finding is a hint, held back unless hints are shown.\n'
         '\n'

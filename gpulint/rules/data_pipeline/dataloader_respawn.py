@@ -48,8 +48,9 @@ class DataLoaderRespawn(Rule):
     (`num_workers=self.config.workers`).  Keywords may come through a `**kwargs` dictionary built
     in the module.  The rule is about the host: it applies whether or not the module names an
     accelerator.  A run of a single epoch (Lightning's `max_epochs=1`, an epoch loop over
-    `range(1)`, or over `range(args.epochs)` where `--epochs` defaults to 1) starts its workers
-    once, and is not reported.  Where the workers come from a command-line option that defaults to
+    `range(1)`, or over `range(args.epochs)` where `--epochs` defaults to 1, declared in the module
+    or by a function of another module it calls for its parser: `parser = get_argument_parser()`)
+    starts its workers once, and is not reported.  Where the workers come from a command-line option that defaults to
     0 (`num_workers=args.dataloader_num_workers`), none start unless the run asks for them: the
     finding is a hint, held back unless hints are shown.
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gpulint.linter.analysis import facts
 from gpulint.linter.analysis.project import EMPTY_VIEW, ModuleSummary, ModuleView, summarize
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
@@ -229,6 +230,8 @@ def test_a_module_learns_the_option_defaults_of_a_parser_another_module_builds(t
     # only integer defaults; one declared with two defaults is not known
     assert view.options_elsewhere == {"epochs": 1, "workers": 16}
     assert ModuleView.from_data(view.to_data()) == view
+    # options say nothing about torch or training steps: rules this module's code rules out stay out
+    assert not view.may_make_hold(facts.STEPS.name) and not view.may_make_hold(facts.TORCH.name)
 
 
 def test_a_module_nothing_elsewhere_says_anything_about_has_an_empty_view(tmp_path):

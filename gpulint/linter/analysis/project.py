@@ -38,7 +38,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -796,8 +796,9 @@ class ModuleView:
         """Whether the view may make `fact` (a fact's name, catalog.FACT_SHAPES) hold in a module
         whose code holds none of the fact's shapes: the view's property that makes it hold
         (catalog.FACT_ELSEWHERE), or any call of another module's function here -- what it returns
-        is not in this module's code (an optimizer whose `.apply(` takes a step)."""
-        if self.calls:
+        is not in this module's code (an optimizer whose `.apply(` takes a step).  A function
+        known only for the options it declares makes none hold."""
+        if any(replace(facts, options=()) != CalleeFacts() for _, facts in self.calls):
             return True
         elsewhere = FACT_ELSEWHERE.get(fact)
         return elsewhere is not None and bool(getattr(self, elsewhere))

@@ -456,7 +456,9 @@ EXPLANATIONS: dict[str, str] = {
         "nor the value a framework's step hook returns read back where the framework's own version\n"
         'returns it so and its caller reads it on the host every step (`return loss.detach().cpu()`\n'
         "in the `fit_batch` of a SpeechBrain `Brain` subclass): the override follows the framework's\n"
-        "contract, and the wait is the framework's.\n"
+        "contract, and the wait is the framework's.  The same holds for an override of a method of a\n"
+        "base class of the module whose own version returns the value read back: the base's read is\n"
+        'the one reported, and changing the contract there is the fix.\n'
         'Held back unless hints are shown (a hint on the finding says why): a read in a loop the code\n'
         'bounds to fewer than 50 steps, and one in a loop that times its steps on purpose -- it reads a\n'
         "clock and also synchronizes every step, or keeps each step's time (`times.append(...)`), or\n"

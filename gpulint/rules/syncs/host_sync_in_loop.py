@@ -21,6 +21,7 @@ from gpulint.linter.analysis.vocabulary import (
     SYNC_METHODS,
     TORCH_PREDICATES,
 )
+from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.fix.guards import host_read_guard_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -71,7 +72,9 @@ class HostSyncInLoop(Rule):
     nor the value a framework's step hook returns read back where the framework's own version
     returns it so and its caller reads it on the host every step (`return loss.detach().cpu()`
     in the `fit_batch` of a SpeechBrain `Brain` subclass): the override follows the framework's
-    contract, and the wait is the framework's.
+    contract, and the wait is the framework's.  The same holds for an override of a method of a
+    base class of the module whose own version returns the value read back: the base's read is
+    the one reported, and changing the contract there is the fix.
     Held back unless hints are shown (a hint on the finding says why): a read in a loop the code
     bounds to fewer than 50 steps, and one in a loop that times its steps on purpose -- it reads a
     clock and also synchronizes every step, or keeps each step's time (`times.append(...)`), or
@@ -487,7 +490,8 @@ class HostSyncInLoop(Rule):
             header=TIMED_CUDA_SCRIPT,
         ),
         # a framework's step hook: a read it does not hand back, and a step method of a class
-        # that is no such framework's
+        # that is no such framework's; a base class of the module that returns a read sets the
+        # contract its subclass keeps: the base's read is reported, once
         Invalid(
             """
             import speechbrain as sb
@@ -503,6 +507,13 @@ class HostSyncInLoop(Rule):
             class Trainer:
                 def fit_batch(self, batch):
                     loss = self.compute_objectives(self.compute_forward(batch), batch)
+                    loss.backward()
+                    self.optimizer.step()
+                    return loss.detach().cpu()
+
+            class WarmupTrainer(Trainer):
+                def fit_batch(self, batch):
+                    loss = self.compute_objectives(self.compute_forward(batch), batch) * self.warmup
                     loss.backward()
                     self.optimizer.step()
                     return loss.detach().cpu()
@@ -818,32 +829,35 @@ class HostSyncInLoop(Rule):
         self._nan_check(node)
 
     def _handed_to_a_host_reading_framework(self, node: cst.Call) -> bool:
-        """Whether `node` is what a framework's step hook returns (`return loss.detach().cpu()` in
-        the `fit_batch` of a `speechbrain.Brain` subclass, HOST_READ_HOOKS): the framework reads
-        the value on the host every step whatever the override returns, so the read moves the
-        wait, it adds none."""
+        """Whether `node` is what a step method returns where the class it overrides sets that
+        contract: a framework's hook whose caller reads the value on the host every step
+        (`return loss.detach().cpu()` in the `fit_batch` of a `speechbrain.Brain` subclass,
+        HOST_READ_HOOKS), or a method of a base class of this module whose own version returns a
+        read-back value (where that read is reported, once).  The override keeps the contract: the
+        read moves the wait the caller has anyway, it adds none."""
         if not isinstance(self.ctx.parent(node), cst.Return):
             return False
         function = self.ctx.enclosing_function(node)
         if function is None:
             return False
         cls = method_class(self.ctx.index, function)
-        return cls is not None and function.name.value in self._framework_hooks(cls, set())
+        return cls is not None and function.name.value in self._inherited_host_returns(cls, set())
 
-    def _framework_hooks(self, cls: cst.ClassDef, seen: set[str]) -> frozenset[str]:
-        """The host-reading hooks `cls` inherits: from a framework base class, directly or through
-        classes of this module."""
+    def _inherited_host_returns(self, cls: cst.ClassDef, seen: set[str]) -> frozenset[str]:
+        """The methods whose value `cls` inherits the contract to return read back: a framework
+        base class's hooks, and the methods of its base classes of this module that return one
+        (`return loss.item()`), following those classes' own bases."""
         seen.add(cls.name.value)
-        hooks: frozenset[str] = frozenset()
+        methods: frozenset[str] = frozenset()
         for base in cls.bases:
             qualified = self.ctx.imports.qualified_name(base.value)
             if qualified is not None:
-                hooks |= HOST_READ_HOOKS.get(qualified, frozenset())
+                methods |= HOST_READ_HOOKS.get(qualified, frozenset())
             elif isinstance(base.value, cst.Name) and base.value.value not in seen:
                 for local in self.ctx.index.nodes("ClassDef"):
                     if local.name.value == base.value.value:
-                        hooks |= self._framework_hooks(local, seen)
-        return hooks
+                        methods |= _methods_returning_a_read(local) | self._inherited_host_returns(local, seen)
+        return methods
 
     def _host_just_before(self, receiver: cst.BaseExpression, node: cst.Call) -> bool:
         """Whether the statement right before the read gives `receiver` a host tensor (`t =
@@ -1231,6 +1245,23 @@ class HostSyncInLoop(Rule):
                 return None
             child = ancestor
         return None
+
+
+def _methods_returning_a_read(cls: cst.ClassDef) -> frozenset[str]:
+    """The methods `cls` defines that return a value read back (`return loss.detach().cpu()`)."""
+    found = set()
+    for statement in cls.body.body:
+        if not isinstance(statement, cst.FunctionDef):
+            continue
+        for node in nodes_under(statement.body):
+            if (
+                isinstance(node, cst.Return)
+                and isinstance(node.value, cst.Call)
+                and isinstance(node.value.func, cst.Attribute)
+                and node.value.func.attr.value in SYNC_METHODS
+            ):
+                found.add(statement.name.value)
+    return frozenset(found)
 
 
 def _earlier_sync_in_chain(call: cst.Call) -> bool:

@@ -1,6 +1,7 @@
 """Rules whose finding in one module depends on what another module of the project does: the
 model wrapped for data parallel training elsewhere (GL603), a function of another module that
-runs Python inside a tf.data map (GL703).  Each is linted as a user runs gpulint on a folder."""
+runs Python inside a tf.data map (GL703), the epochs a command-line parser another module builds
+defaults to (GL103).  Each is linted as a user runs gpulint on a folder."""
 
 from __future__ import annotations
 
@@ -59,6 +60,35 @@ ds = ds.map(lambda x: load(x)).batch(32)
 model.fit(ds, epochs=3)
 """
 
+# A training script whose command-line parser another module of the project builds.
+EPOCHS_TRAIN = """\
+import torch
+
+from utils import get_argument_parser
+
+
+def train(args):
+    loader = torch.utils.data.DataLoader(dataset, batch_size=64, shuffle=True, num_workers=4)
+    for epoch in range(args.epochs):
+        for images in loader:
+            loss = model(images.cuda()).mean()
+            loss.backward()
+            optimizer.step()
+
+
+train(get_argument_parser().parse_args())
+"""
+PARSER_UTILS = """\
+import argparse
+
+
+def get_argument_parser():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument("--epochs", type=int, default={epochs})
+    return parser
+"""
+
 
 def _findings(tmp_path, monkeypatch, capsys, select: str, files: dict[str, str]) -> list[tuple[str, int, int]]:
     for name, text in files.items():
@@ -80,3 +110,11 @@ def test_accumulation_sync_needs_a_model_wrapped_somewhere_in_the_program(
 def test_py_function_of_another_module_in_a_mapped_lambda_is_reported_at_its_call(tmp_path, monkeypatch, capsys):
     files = {"train.py": PY_FUNCTION_TRAIN, "utils.py": PY_FUNCTION_UTILS}
     assert _findings(tmp_path, monkeypatch, capsys, "GL703", files) == [("train.py", 6, 23)]
+
+
+@pytest.mark.parametrize(("epochs", "expected"), [(1, []), (10, [("train.py", 7, 14)])])
+def test_loader_of_a_run_whose_parser_elsewhere_defaults_to_one_epoch_is_not_reported(
+    tmp_path, monkeypatch, capsys, epochs, expected
+):
+    files = {"train.py": EPOCHS_TRAIN, "utils.py": PARSER_UTILS.format(epochs=epochs)}
+    assert _findings(tmp_path, monkeypatch, capsys, "GL103", files) == expected

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.linter.analysis.project import EMPTY_VIEW, ModuleSummary, summarize
+from gpulint.linter.analysis import facts
+from gpulint.linter.analysis.project import EMPTY_VIEW, ModuleSummary, ModuleView, summarize
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
 from gpulint.linter.rule import MOSTLY_NOT_WANTED
@@ -207,6 +208,30 @@ def test_what_a_module_learns_about_the_project_functions_it_calls(project):
     assert train.callee("utils.evaluate") is None  # nothing to tell
     assert index.view(paths["loop"]).callee("train_step").steps
     assert index.view(paths["utils"]).reiterated == {("make_loaders", 0)}  # the test loader is used once
+
+
+def test_a_module_learns_the_option_defaults_of_a_parser_another_module_builds(tmp_path):
+    parser = """
+    import argparse
+
+
+    def get_argument_parser():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--epochs", type=int, default=1)
+        parser.add_argument("--num-workers", dest="workers", type=int, default=16)
+        parser.add_argument("--lr", type=float, default=0.1)
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--seed", type=int, default=7)
+        return parser
+    """
+    train = "from options import get_argument_parser\nargs = get_argument_parser().parse_args()\n"
+    paths = write_project(tmp_path, options=parser, train=train)
+    view = RunIndex(list(paths.values())).view(paths["train"])
+    # only integer defaults; one declared with two defaults is not known
+    assert view.options_elsewhere == {"epochs": 1, "workers": 16}
+    assert ModuleView.from_data(view.to_data()) == view
+    # options say nothing about torch or training steps: rules this module's code rules out stay out
+    assert not view.may_make_hold(facts.STEPS.name) and not view.may_make_hold(facts.TORCH.name)
 
 
 def test_a_module_nothing_elsewhere_says_anything_about_has_an_empty_view(tmp_path):

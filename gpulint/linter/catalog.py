@@ -294,14 +294,19 @@ RULES: tuple[RuleInfo, ...] = (
             'a loop, or returned by `train_dataloader()` / `val_dataloader()` (Lightning '
             'iterates those every epoch) -- also a loader a function or method of the module '
             'builds and returns (`def make_loader(ds): return DataLoader(...)`), followed to '
-            'the name its caller keeps it in. The workers may be any value that is not 0: a '
-            "literal, a command line's, a configuration's attribute "
-            '(`num_workers=self.config.workers`). Keywords may come through a `**kwargs` '
-            'dictionary built in the module. The rule is about the host: it applies whether '
-            "or not the module names an accelerator. A run of a single epoch (Lightning's "
-            '`max_epochs=1`, an epoch loop over `range(1)`, or over `range(args.epochs)` '
-            'where `--epochs` defaults to 1) starts its workers once, and is not reported. '
-            'Where the workers come from a command-line option that defaults to 0 '
+            'the name its caller keeps it in. A function a loop calls that builds its loader '
+            'on every call, itself or through such a factory into a name of its own (`data = '
+            'self.load_data(files)`, once per split), iterates a new loader each time: its '
+            'workers start once for their one pass, and it is not reported. The workers may '
+            "be any value that is not 0: a literal, a command line's, a configuration's "
+            'attribute (`num_workers=self.config.workers`). Keywords may come through a '
+            '`**kwargs` dictionary built in the module. The rule is about the host: it '
+            'applies whether or not the module names an accelerator. A run of a single epoch '
+            "(Lightning's `max_epochs=1`, an epoch loop over `range(1)`, or over "
+            '`range(args.epochs)` where `--epochs` defaults to 1, declared in the module or '
+            'by a function of another module it calls for its parser: `parser = '
+            'get_argument_parser()`) starts its workers once, and is not reported. Where the '
+            'workers come from a command-line option that defaults to 0 '
             '(`num_workers=args.dataloader_num_workers`), none start unless the run asks for '
             'them: the finding is a hint, held back unless hints are shown.'
         ),

@@ -239,13 +239,18 @@ EXPLANATIONS: dict[str, str] = {
         'epoch loop, by a function called from a loop, passed to a call inside a loop, or returned by\n'
         '`train_dataloader()` / `val_dataloader()` (Lightning iterates those every epoch) -- also a\n'
         'loader a function or method of the module builds and returns (`def make_loader(ds): return\n'
-        'DataLoader(...)`), followed to the name its caller keeps it in.  The workers may be any value\n'
+        'DataLoader(...)`), followed to the name its caller keeps it in.  A function a loop calls that\n'
+        'builds its loader on every call, itself or through such a factory into a name of its own\n'
+        '(`data = self.load_data(files)`, once per split), iterates a new loader each time: its workers\n'
+        'start once for their one pass, and it is not reported.  The workers may be any value\n'
         "that is not 0: a literal, a command line's, a configuration's attribute\n"
         '(`num_workers=self.config.workers`).  Keywords may come through a `**kwargs` dictionary built\n'
         'in the module.  The rule is about the host: it applies whether or not the module names an\n'
         "accelerator.  A run of a single epoch (Lightning's `max_epochs=1`, an epoch loop over\n"
-        '`range(1)`, or over `range(args.epochs)` where `--epochs` defaults to 1) starts its workers\n'
-        'once, and is not reported.  Where the workers come from a command-line option that defaults to\n'
+        '`range(1)`, or over `range(args.epochs)` where `--epochs` defaults to 1, declared in the module\n'
+        'or by a function of another module it calls for its parser: `parser = get_argument_parser()`)\n'
+        'starts its workers once, and is not reported.  Where the workers come from a com'
+        'mand-line option that defaults to\n'
         '0 (`num_workers=args.dataloader_num_workers`), none start unless the run asks for them: the\n'
         'finding is a hint, held back unless hints are shown.\n'
         '\n'
@@ -447,7 +452,13 @@ EXPLANATIONS: dict[str, str] = {
         'read in a loop of a handful of steps (`range(15)`, `num_batches = 3`: fewer than 20\n'
         'known statically), under a condition that reads the data (`if loss > 10:`), whose body does\n'
         'not run every step, or in the statement right after `torch.cuda.synchronize()` (a step\n'
-        "timer's: the host already waited there; GL204 reports the synchronize when it is per step).\n"
+        "timer's: the host already waited there; GL204 reports the synchronize when it is per step),\n"
+        "nor the value a framework's step hook returns read back where the framework's own version\n"
+        'returns it so and its caller reads it on the host every step (`return loss.detach().cpu()`\n'
+        "in the `fit_batch` of a SpeechBrain `Brain` subclass): the override follows the framework's\n"
+        "contract, and the wait is the framework's.  The same holds for an override of a method of a\n"
+        "base class of the module whose own version returns the value read back: the base's read is\n"
+        'the one reported, and changing the contract there is the fix.\n'
         'Held back unless hints are shown (a hint on the finding says why): a read in a loop the code\n'
         'bounds to fewer than 50 steps, and one in a loop that times its steps on purpose -- it reads a\n'
         "clock and also synchronizes every step, or keeps each step's time (`times.append(...)`), or\n"

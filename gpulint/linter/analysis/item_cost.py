@@ -455,11 +455,16 @@ class LoaderCosts:
     def literal_value(self, expr: cst.BaseExpression) -> int | None:
         """The integer `expr` holds when the module says so: a literal, a name only ever given
         one literal, or a command-line option whose `add_argument(..., default=N)` the module
-        declares (`args.epochs` with `--epochs` defaulting to 1).  None when not known."""
+        declares (`args.epochs` with `--epochs` defaulting to 1), or a function of another module
+        it calls declares (the project index).  None when not known."""
         if isinstance(expr, cst.Integer):
             return int(expr.evaluated_value)
         if isinstance(expr, cst.Attribute):
-            default = self._option_defaults.get(expr.attr.value)
+            option = expr.attr.value
+            if option not in self._option_defaults:
+                # a parser another module of the project builds (`parser = get_argument_parser()`)
+                return self.ctx.project.options_elsewhere.get(option)
+            default = self._option_defaults[option]
             return int(default.evaluated_value) if isinstance(default, cst.Integer) else None
         values = self.ctx.values.origins(expr) if target_key(expr) is not None else None
         literals = {int(v.evaluated_value) for v in values or () if isinstance(v, cst.Integer)}

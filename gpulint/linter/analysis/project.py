@@ -38,7 +38,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -65,7 +65,7 @@ WORKING_DATASET = "working dataset"
 # Kinds of return values the index tracks (values.KINDS).
 RETURN_KINDS = ("dataloader", "tfdata")
 # The version of a summary's shape: a cached summary of another version is not used.
-SUMMARY_VERSION = 8
+SUMMARY_VERSION = 9
 # Constructors that give each rank's model its gradient all-reduce: a module calling one runs data
 # parallel with one process per GPU (GL603 needs such a wrapper somewhere in the program).
 RANK_WRAPPERS = frozenset(
@@ -134,6 +134,10 @@ class FunctionSummary:
     returns: list[tuple[int | None, str]] = field(default_factory=list)
     wraps_ranks: bool = False  # it calls a RANK_WRAPPERS constructor
     runs_python: bool = False  # it calls one of TF_PYTHON_CALLS
+    # The command-line options it declares with an integer default (`parser.add_argument("--epochs",
+    # default=1)` -> `{"epochs": 1}`, by the attribute that holds the value): a module that builds
+    # its parser by calling it (`parser = get_argument_parser()`) has `args.epochs` 1 by default.
+    options: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -175,6 +179,7 @@ class ModuleSummary:
                     "returns": [[i, t] for i, t in f.returns],
                     "wraps": f.wraps_ranks,
                     "python": f.runs_python,
+                    "options": f.options,
                 }
                 for name, f in self.functions.items()
             },
@@ -220,6 +225,7 @@ class ModuleSummary:
                     returns=[(None if i is None else int(i), str(t)) for i, t in f["returns"]],
                     wraps_ranks=bool(f["wraps"]),
                     runs_python=bool(f["python"]),
+                    options={str(k): int(v) for k, v in f["options"].items()},
                 )
                 for name, f in data["functions"].items()
             }
@@ -337,6 +343,7 @@ class _Summarizer(ast.NodeVisitor):
         self.class_nodes: list[tuple[str, ast.ClassDef]] = []  # (qualname, definition)
         self.shared_paths: dict[tuple[Step, ...], tuple[Step, ...]] = {}  # one tuple per enclosing block
         self._visitors: dict[type, Callable[[Any], None]] = {}  # (visit)
+        self.conflicting_options: set[tuple[str, str]] = set()  # (function, option) given two defaults
 
     # -- the walk -------------------------------------------------------------------------------
     # ast.NodeVisitor's, without its per-node overhead (a method looked up by name for every node,
@@ -539,6 +546,8 @@ class _Summarizer(ast.NodeVisitor):
             target is not None and f"{target}.{rest}".startswith(ACCELERATOR_CALL_PREFIXES)
         ):
             self.summary.names_accelerator = True
+        if isinstance(func, ast.Attribute) and func.attr == "add_argument":
+            self._option(node)
         if self._in_loop():
             last = text.rpartition(".")[2]
             self.in_loop_calls.add(last)
@@ -547,6 +556,32 @@ class _Summarizer(ast.NodeVisitor):
                     key = _key(arg)
                     if key is not None:
                         self.summary.reiterated.add(key)
+
+    def _option(self, node: ast.Call) -> None:
+        """An `add_argument` with an integer default, by the attribute that holds its value (the
+        dest, else the first long flag, else the first name); one declared twice with two
+        defaults is left out."""
+        keywords = {k.arg: k.value for k in node.keywords if k.arg is not None}
+        default = keywords.get("default")
+        if not (isinstance(default, ast.Constant) and type(default.value) is int):
+            return
+        dest = keywords.get("dest")
+        names = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        flags = [n for n in names if n.startswith("--")]
+        if isinstance(dest, ast.Constant) and isinstance(dest.value, str):
+            name = dest.value
+        elif flags or names:
+            name = (flags or names)[0].lstrip("-")
+        else:
+            return
+        name = name.replace("-", "_")
+        options = self.function.options
+        key = (self.function_names[-1], name)
+        if key in self.conflicting_options or options.get(name, default.value) != default.value:
+            self.conflicting_options.add(key)
+            options.pop(name, None)
+            return
+        options[name] = default.value
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and _CUDA_TEXT.match(node.value):
@@ -719,6 +754,7 @@ class CalleeFacts:
     reads_clock: bool = False
     returns: tuple[str, ...] = ()  # kinds of what it returns (values.KINDS names)
     runs_python: bool = False  # calls `tf.py_function` or the like, itself or through project functions
+    options: tuple[tuple[str, int], ...] = ()  # the options it declares with integer defaults (FunctionSummary)
 
 
 @dataclass(frozen=True)
@@ -760,11 +796,26 @@ class ModuleView:
         """Whether the view may make `fact` (a fact's name, catalog.FACT_SHAPES) hold in a module
         whose code holds none of the fact's shapes: the view's property that makes it hold
         (catalog.FACT_ELSEWHERE), or any call of another module's function here -- what it returns
-        is not in this module's code (an optimizer whose `.apply(` takes a step)."""
-        if self.calls:
+        is not in this module's code (an optimizer whose `.apply(` takes a step).  A function
+        known only for the options it declares makes none hold."""
+        if any(replace(facts, options=()) != CalleeFacts() for _, facts in self.calls):
             return True
         elsewhere = FACT_ELSEWHERE.get(fact)
         return elsewhere is not None and bool(getattr(self, elsewhere))
+
+    @property
+    def options_elsewhere(self) -> dict[str, int]:
+        """The integer defaults of the command-line options that functions of other modules this
+        module calls declare (`parser = get_argument_parser()`: `args.epochs` is its `--epochs`
+        default unless the command line says otherwise); one given two defaults is left out."""
+        found: dict[str, int] = {}
+        conflicting: set[str] = set()
+        for _, facts in self.calls:
+            for name, value in facts.options:
+                if found.get(name, value) != value:
+                    conflicting.add(name)
+                found[name] = value
+        return {name: value for name, value in found.items() if name not in conflicting}
 
     def callee(self, text: str | None) -> CalleeFacts | None:
         if text is None:
@@ -798,7 +849,14 @@ class ModuleView:
         return {
             "per_step": sorted(self.per_step),
             "calls": [
-                [text, facts.steps, facts.reads_clock, list(facts.returns), facts.runs_python]
+                [
+                    text,
+                    facts.steps,
+                    facts.reads_clock,
+                    list(facts.returns),
+                    facts.runs_python,
+                    [[name, value] for name, value in facts.options],
+                ]
                 for text, facts in self.calls
             ],
             "reiterated": sorted([q, -1 if i is None else i] for q, i in self.reiterated),
@@ -821,9 +879,15 @@ class ModuleView:
                 tuple(
                     (
                         _text(text),
-                        CalleeFacts(_flag(steps), _flag(clock), tuple(_text(k) for k in kinds), _flag(python)),
+                        CalleeFacts(
+                            _flag(steps),
+                            _flag(clock),
+                            tuple(_text(k) for k in kinds),
+                            _flag(python),
+                            tuple((_text(name), _number(value)) for name, value in options),
+                        ),
                     )
-                    for text, steps, clock, kinds, python in data["calls"]
+                    for text, steps, clock, kinds, python, options in data["calls"]
                 ),
                 frozenset((_text(q), None if _number(i) == -1 else _number(i)) for q, i in data["reiterated"]),
                 tuple(
@@ -1162,6 +1226,11 @@ class ProjectIndex:
                 caller, site = self._per_step_because[caller]
         return None
 
+    def _options_of(self, function: Function) -> dict[str, int]:
+        summary = self.summaries.get(function[0])
+        found = summary.functions.get(function[1]) if summary is not None else None
+        return found.options if found is not None else {}
+
     def _path(self, module_id: str) -> str:
         root, _, dotted = module_id.partition("|")
         return self.paths.get(module_id) or f"{root}/{dotted.replace('.', '/')}.py"
@@ -1196,6 +1265,7 @@ class ProjectIndex:
                     callee in self.clock_functions,
                     tuple(sorted(self.returns.get(callee, ()))),
                     callee in self.python_functions,
+                    tuple(sorted(self._options_of(callee).items())),
                 )
                 if facts != CalleeFacts():
                     calls[site.text] = facts

@@ -234,6 +234,14 @@ def is_step_method(method: str, receiver: str | None) -> bool:
 # -- what per-step rules report, by name (shared by the rules and the trigger filter's shapes) --------
 # Tensor methods that read the value back to the host (GL201).
 SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
+# Step hooks of frameworks whose caller reads the returned value on the host every step, by base
+# class: the framework's own version returns it read back (SpeechBrain's `Brain.fit_batch` returns
+# `loss.detach().cpu()`, and `Brain.fit` averages it with `float()`), so an override that does the
+# same adds no wait (GL201).
+HOST_READ_HOOKS: dict[str, frozenset[str]] = {
+    "speechbrain.Brain": frozenset({"fit_batch"}),
+    "speechbrain.core.Brain": frozenset({"fit_batch"}),
+}
 # NaN/Inf predicates, as `torch.*` functions and tensor methods.
 NAN_CHECKS = frozenset({"isnan", "isinf", "isfinite", "isneginf", "isposinf"})
 # Functions whose result's size depends on the values of their input.

@@ -13,6 +13,7 @@ from gpulint.linter.analysis.loops import is_method, qualname
 from gpulint.linter.analysis.nodes import dotted_name, is_false, is_zero, keyword_arg, positional_args
 from gpulint.linter.analysis.pytorch import dataloader_dataset, is_dataloader
 from gpulint.linter.analysis.values import ValueOrigins, target_key
+from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.fix.builders import persistent_workers_value, set_keyword
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -39,13 +40,17 @@ class DataLoaderRespawn(Rule):
     epoch loop, by a function called from a loop, passed to a call inside a loop, or returned by
     `train_dataloader()` / `val_dataloader()` (Lightning iterates those every epoch) -- also a
     loader a function or method of the module builds and returns (`def make_loader(ds): return
-    DataLoader(...)`), followed to the name its caller keeps it in.  The workers may be any value
+    DataLoader(...)`), followed to the name its caller keeps it in.  A function a loop calls that
+    builds its loader on every call, itself or through such a factory into a name of its own
+    (`data = self.load_data(files)`, once per split), iterates a new loader each time: its workers
+    start once for their one pass, and it is not reported.  The workers may be any value
     that is not 0: a literal, a command line's, a configuration's attribute
     (`num_workers=self.config.workers`).  Keywords may come through a `**kwargs` dictionary built
     in the module.  The rule is about the host: it applies whether or not the module names an
     accelerator.  A run of a single epoch (Lightning's `max_epochs=1`, an epoch loop over
-    `range(1)`, or over `range(args.epochs)` where `--epochs` defaults to 1) starts its workers
-    once, and is not reported.  Where the workers come from a command-line option that defaults to
+    `range(1)`, or over `range(args.epochs)` where `--epochs` defaults to 1, declared in the module
+    or by a function of another module it calls for its parser: `parser = get_argument_parser()`)
+    starts its workers once, and is not reported.  Where the workers come from a command-line option that defaults to
     0 (`num_workers=args.dataloader_num_workers`), none start unless the run asks for them: the
     finding is a hint, held back unless hints are shown.
 
@@ -198,6 +203,26 @@ class DataLoaderRespawn(Rule):
 
             for epoch in range(10):
                 validate(model, val_set)
+            """,
+            header=CUDA_SCRIPT,
+        ),
+        # nor is one it gets from a factory: each split's call builds and iterates its own loader
+        Valid(
+            """
+            class Featurizer:
+                def load_data(self, files):
+                    loader = DataLoader(FilesDataset(files), batch_size=32, num_workers=8)
+                    return loader
+
+                def iterate(self, files):
+                    data = self.load_data(files)
+                    for batch in data:
+                        yield model(batch.cuda())
+
+                def process_splits(self):
+                    for split in self.splits:
+                        for features in self.iterate(self.files(split)):
+                            write(features)
             """,
             header=CUDA_SCRIPT,
         ),
@@ -749,8 +774,10 @@ class DataLoaderRespawn(Rule):
             function = self.ctx.enclosing_function(loop)
             if function is None or function.name.value not in self._functions_called_in_loops:
                 continue
-            if self.ctx.enclosing_function(call) is not function:
-                return True  # (a loader the function builds itself is a new one on every call)
+            # A loader the function builds itself, or gets from a factory into a name of its
+            # own, is a new one on every call: each call's workers start once for its one pass.
+            if self.ctx.enclosing_function(call) is not function and not self._built_per_call(function, key):
+                return True
         for other in self.ctx.index.nodes("Call"):
             name = (dotted_name(other.func) or "").rsplit(".", 1)[-1]
             if name in _NOT_ITERATING or other is call:
@@ -758,6 +785,21 @@ class DataLoaderRespawn(Rule):
             if any(target_key(arg.value) == key for arg in other.args) and self.ctx.in_loop(other):
                 return True
         return False
+
+    def _built_per_call(self, function: cst.FunctionDef, key: str) -> bool:
+        """Whether `key` is a local name of `function` given the result of a call there (`data =
+        self.load_data(files)`): every call of the function iterates a loader of its own."""
+        if "." in key or any(
+            isinstance(node, (cst.Global, cst.Nonlocal)) and any(n.name.value == key for n in node.names)
+            for node in nodes_under(function)
+        ):
+            return False
+        return any(
+            isinstance(assign.value, cst.Call)
+            and self.ctx.enclosing_function(assign) is function
+            and any(target_key(target.target) == key for target in assign.targets)
+            for assign in self.ctx.index.nodes("Assign")
+        )
 
     def _returned_to_an_epoch_loop(self, call: cst.Call, key: str | None) -> bool:
         """Whether the function around the loader returns it (alone, or at a position of a tuple)

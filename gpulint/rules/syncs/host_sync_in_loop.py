@@ -8,11 +8,12 @@ import libcst as cst
 
 from gpulint.linter.analysis.code_shapes import HOST_READ, STEP_LOOP
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
-from gpulint.linter.analysis.loops import is_method
+from gpulint.linter.analysis.loops import is_method, method_class
 from gpulint.linter.analysis.nodes import dotted_name, last_name, method_name
 from gpulint.linter.analysis.pytorch import is_device_target
 from gpulint.linter.analysis.values import HOST_FACTORIES, target_key
 from gpulint.linter.analysis.vocabulary import (
+    HOST_READ_HOOKS,
     MASK_METHODS,
     MODULE_NAME,
     NAN_CHECKS,
@@ -20,6 +21,7 @@ from gpulint.linter.analysis.vocabulary import (
     SYNC_METHODS,
     TORCH_PREDICATES,
 )
+from gpulint.linter.analysis.walk import nodes_under
 from gpulint.linter.findings import Applicability, Fix
 from gpulint.linter.fix.guards import host_read_guard_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -66,7 +68,13 @@ class HostSyncInLoop(Rule):
     read in a loop of a handful of steps (`range(15)`, `num_batches = 3`: fewer than 20
     known statically), under a condition that reads the data (`if loss > 10:`), whose body does
     not run every step, or in the statement right after `torch.cuda.synchronize()` (a step
-    timer's: the host already waited there; GL204 reports the synchronize when it is per step).
+    timer's: the host already waited there; GL204 reports the synchronize when it is per step),
+    nor the value a framework's step hook returns read back where the framework's own version
+    returns it so and its caller reads it on the host every step (`return loss.detach().cpu()`
+    in the `fit_batch` of a SpeechBrain `Brain` subclass): the override follows the framework's
+    contract, and the wait is the framework's.  The same holds for an override of a method of a
+    base class of the module whose own version returns the value read back: the base's read is
+    the one reported, and changing the contract there is the fix.
     Held back unless hints are shown (a hint on the finding says why): a read in a loop the code
     bounds to fewer than 50 steps, and one in a loop that times its steps on purpose -- it reads a
     clock and also synchronizes every step, or keeps each step's time (`times.append(...)`), or
@@ -211,6 +219,28 @@ class HostSyncInLoop(Rule):
                 optimizer.step()
                 total = correct.cpu() + 1
                 print(correct.item(), total.item(), f"{correct}")
+            """,
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # the loss a framework's step hook hands back read, as the framework's own version does: its
+        # caller reads it on the host every step anyway (also through a subclass of the module)
+        Valid(
+            """
+            import speechbrain as sb
+
+            class Separation(sb.Brain):
+                def fit_batch(self, batch):
+                    loss = self.compute_objectives(self.compute_forward(batch), batch)
+                    loss.backward()
+                    self.optimizer.step()
+                    return loss.detach().cpu()
+
+            class Enhancement(Separation):
+                def fit_batch(self, batch):
+                    loss = self.compute_objectives(self.compute_forward(batch), batch)
+                    loss.backward()
+                    self.optimizer.step()
+                    return loss.detach().cpu()
             """,
             header=TIMED_CUDA_SCRIPT,
         ),
@@ -457,6 +487,39 @@ class HostSyncInLoop(Rule):
                     print(loss.item())
             """,
             "8:12",
+            header=TIMED_CUDA_SCRIPT,
+        ),
+        # a framework's step hook: a read it does not hand back, and a step method of a class
+        # that is no such framework's; a base class of the module that returns a read sets the
+        # contract its subclass keeps: the base's read is reported, once
+        Invalid(
+            """
+            import speechbrain as sb
+
+            class GAN(sb.Brain):
+                def fit_batch(self, batch):
+                    loss = self.compute_objectives(self.compute_forward(batch), batch)
+                    loss.backward()
+                    self.optimizer.step()
+                    loss.detach().cpu()
+                    return loss.detach()
+
+            class Trainer:
+                def fit_batch(self, batch):
+                    loss = self.compute_objectives(self.compute_forward(batch), batch)
+                    loss.backward()
+                    self.optimizer.step()
+                    return loss.detach().cpu()
+
+            class WarmupTrainer(Trainer):
+                def fit_batch(self, batch):
+                    loss = self.compute_objectives(self.compute_forward(batch), batch) * self.warmup
+                    loss.backward()
+                    self.optimizer.step()
+                    return loss.detach().cpu()
+            """,
+            "11:23",
+            "19:30",
             header=TIMED_CUDA_SCRIPT,
         ),
         # the value decides control flow: no fix
@@ -739,6 +802,8 @@ class HostSyncInLoop(Rule):
                 return  # `vae.cpu()`: a model offloaded (its move is GL202's question), no value read
             if _earlier_sync_in_chain(node) or self._right_after_synchronize(node):
                 return
+            if self._handed_to_a_host_reading_framework(node):
+                return
             if self._applies(node) and not self._converts_a_tensor_argument(node):
                 self._report(node, self.message.format(method=func.attr.value))
             return
@@ -762,6 +827,37 @@ class HostSyncInLoop(Rule):
         if self._counts_a_selection(node):
             return
         self._nan_check(node)
+
+    def _handed_to_a_host_reading_framework(self, node: cst.Call) -> bool:
+        """Whether `node` is what a step method returns where the class it overrides sets that
+        contract: a framework's hook whose caller reads the value on the host every step
+        (`return loss.detach().cpu()` in the `fit_batch` of a `speechbrain.Brain` subclass,
+        HOST_READ_HOOKS), or a method of a base class of this module whose own version returns a
+        read-back value (where that read is reported, once).  The override keeps the contract: the
+        read moves the wait the caller has anyway, it adds none."""
+        if not isinstance(self.ctx.parent(node), cst.Return):
+            return False
+        function = self.ctx.enclosing_function(node)
+        if function is None:
+            return False
+        cls = method_class(self.ctx.index, function)
+        return cls is not None and function.name.value in self._inherited_host_returns(cls, set())
+
+    def _inherited_host_returns(self, cls: cst.ClassDef, seen: set[str]) -> frozenset[str]:
+        """The methods whose value `cls` inherits the contract to return read back: a framework
+        base class's hooks, and the methods of its base classes of this module that return one
+        (`return loss.item()`), following those classes' own bases."""
+        seen.add(cls.name.value)
+        methods: frozenset[str] = frozenset()
+        for base in cls.bases:
+            qualified = self.ctx.imports.qualified_name(base.value)
+            if qualified is not None:
+                methods |= HOST_READ_HOOKS.get(qualified, frozenset())
+            elif isinstance(base.value, cst.Name) and base.value.value not in seen:
+                for local in self.ctx.index.nodes("ClassDef"):
+                    if local.name.value == base.value.value:
+                        methods |= _methods_returning_a_read(local) | self._inherited_host_returns(local, seen)
+        return methods
 
     def _host_just_before(self, receiver: cst.BaseExpression, node: cst.Call) -> bool:
         """Whether the statement right before the read gives `receiver` a host tensor (`t =
@@ -1149,6 +1245,23 @@ class HostSyncInLoop(Rule):
                 return None
             child = ancestor
         return None
+
+
+def _methods_returning_a_read(cls: cst.ClassDef) -> frozenset[str]:
+    """The methods `cls` defines that return a value read back (`return loss.detach().cpu()`)."""
+    found = set()
+    for statement in cls.body.body:
+        if not isinstance(statement, cst.FunctionDef):
+            continue
+        for node in nodes_under(statement.body):
+            if (
+                isinstance(node, cst.Return)
+                and isinstance(node.value, cst.Call)
+                and isinstance(node.value.func, cst.Attribute)
+                and node.value.func.attr.value in SYNC_METHODS
+            ):
+                found.add(statement.name.value)
+    return frozenset(found)
 
 
 def _earlier_sync_in_chain(call: cst.Call) -> bool:

@@ -1671,7 +1671,10 @@ EXPLANATIONS: dict[str, str] = {
         '  `on_batch_begin`, ...): with N batches a call it is called for every Nth batch only, and a\n'
         '  callback that waits for batch 1 or counts batches never sees what it waits for;\n'
         '- where the file picks Keras\' PyTorch backend (`os.environ["KERAS_BACKEND"] = "torch"`),\n'
-        '  which does not support `steps_per_execution`.'
+        '  which does not support `steps_per_execution`;\n'
+        "- in Keras' (or TensorFlow's) own repository, by its distribution name: its guides and\n"
+        '  examples run on every backend, the PyTorch one included, and show `compile()` as users\n'
+        '  write it.'
     ),
     'GL706': (
         '## What it finds\n'

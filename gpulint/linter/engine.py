@@ -449,7 +449,7 @@ def told_anything(project: ModuleView | None) -> bool:
     that holds none of its triggers, and the trigger filter checks only the rules' facts and site
     triggers."""
     return project is not None and bool(
-        project or project.chains or project.torch_loop_elsewhere or project.accelerator_loop_elsewhere
+        project.makes_rules_fire or project.chains or project.torch_loop_elsewhere or project.accelerator_loop_elsewhere
     )
 
 

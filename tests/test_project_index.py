@@ -703,7 +703,7 @@ def allow_tf32():
 
 RECIPE = """
 import torch
-import quirks
+import speech.quirks
 
 
 def main():
@@ -719,18 +719,33 @@ if __name__ == "__main__":
 """
 
 
-def test_where_another_module_decides_tf32_no_second_switch_is_written(tmp_path):
+def test_where_a_module_of_the_projects_package_decides_tf32_no_second_switch_is_written(tmp_path):
     # SpeechBrain's shape: the library enables TF32 at import (and lets users opt out); a line in a
     # recipe would override that choice.
-    paths = write_project(tmp_path, quirks=QUIRKS, recipe=RECIPE)
-    index = RunIndex([paths["recipe"], paths["quirks"]])
+    (tmp_path / "speech").mkdir()
+    (tmp_path / "speech" / "__init__.py").write_text("")
+    paths = write_project(tmp_path, **{"speech/quirks": QUIRKS, "recipe": RECIPE})
+    index = RunIndex([paths["recipe"], paths["speech/quirks"]])
     view = index.view(paths["recipe"])
     assert view.tf32_set_in.endswith("quirks.py")
     assert not view.makes_rules_fire  # (it only withholds a fix: the trigger filter is as before)
     result = Linter(Settings(select=["GL404"])).lint_source(paths["recipe"].read_bytes(), "recipe.py", project=view)
     assert [(f.code, f.fix) for f in result.findings] == [("GL404", None)]
     assert result.findings[0].message.endswith(f"(no fix: the project decides TF32 itself, in `{view.tf32_set_in}`)")
-    # the module that decides it is not told about itself, and a module that does not train is told nothing
-    assert index.view(paths["quirks"]).tf32_set_in == ""
-    summary = summarize(textwrap.dedent(QUIRKS).encode(), "quirks")
+    # the module that decides it (and trains nothing) is told nothing
+    assert index.view(paths["speech/quirks"]).tf32_set_in == ""
+    summary = summarize(textwrap.dedent(QUIRKS).encode(), "speech.quirks")
     assert summary.sets_tf32 and ModuleSummary.from_data(summary.to_data()) == summary
+
+
+def test_a_script_that_sets_tf32_for_itself_decides_nothing_for_the_scripts_beside_it(tmp_path):
+    # A folder of examples: one script enables TF32 in its own main; its neighbour still gets the fix.
+    tuned = RECIPE.replace("import speech.quirks\n", "").replace(
+        "def main():\n", 'def main():\n    torch.set_float32_matmul_precision("high")\n'
+    )
+    paths = write_project(tmp_path, tuned=tuned, recipe=RECIPE.replace("import speech.quirks\n", ""))
+    assert summarize(paths["tuned"].read_bytes(), "tuned").sets_tf32 is False
+    view = RunIndex([paths["recipe"], paths["tuned"]]).view(paths["recipe"])
+    assert view.tf32_set_in == ""
+    result = Linter(Settings(select=["GL404"])).lint_source(paths["recipe"].read_bytes(), "recipe.py", project=view)
+    assert [f.fix is not None for f in result.findings] == [True]

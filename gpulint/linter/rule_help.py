@@ -1080,7 +1080,7 @@ EXPLANATIONS: dict[str, str] = {
         'the numbers more than in the speed -- whether the module builds the layers itself, builds\n'
         "network classes of other modules of the project that do, or picks a CNN from torchvision's\n"
         'registry by an option whose default is one (`models.__dict__[args.arch]`, `default="resnet50"`).\n'
-        'Nor where another module of the project decides TF32 itself (`allow_tf32`,\n'
+        "Nor where a module of the project's package (not a script) decides TF32 itself (`allow_tf32`,\n"
         "`set_float32_matmul_precision`): a second switch would override the project's own, and the\n"
         'message names the module.  Unsafe: results change in the last bits (a 10-bit mantissa\n'
         "for matmul inputs), which a paper's reference numbers may not tolerate.  Needs PyTorch 1.12:\n"

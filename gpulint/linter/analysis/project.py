@@ -161,8 +161,10 @@ class ModuleSummary:
     # Classes with their own `to()` method that takes no `non_blocking` (DETR's `NestedTensor.to(self,
     # device)`): `.to(device, non_blocking=True)` on one of their objects raises TypeError.
     own_to_classes: set[str] = field(default_factory=set)
-    # It decides TF32 itself: sets `torch.backends.*.allow_tf32`, an `fp32_precision`, or calls
-    # `torch.set_float32_matmul_precision` (GL404 writes no second switch in the project).
+    # It decides TF32 for the programs that import it: a module of a package, not a script (no
+    # main guard), that sets `torch.backends.*.allow_tf32` or an `fp32_precision`, or calls
+    # `torch.set_float32_matmul_precision` (GL404 writes no second switch in the project).  A
+    # script that sets it for itself decides nothing for the scripts beside it.
     sets_tf32: bool = False
     # Its network classes of one kind, by qualname (`NETWORK_KINDS`): "convolution" for a class that
     # builds convolutions and names no attention or transformer, "attention" for one that names
@@ -358,6 +360,8 @@ class _Summarizer(ast.NodeVisitor):
         self.conditions_calling: dict[str, frozenset[str]] = {}  # `if` condition text -> names it calls
         self.class_nodes: list[tuple[str, ast.ClassDef]] = []  # (qualname, definition)
         self.shared_paths: dict[tuple[Step, ...], tuple[Step, ...]] = {}  # one tuple per enclosing block
+        self.tf32_set = False  # it sets TF32 somewhere (ModuleSummary.sets_tf32 says whether for others)
+        self.main_guard = False  # `if __name__ == "__main__":` at its top level
         self._visitors: dict[type, Callable[[Any], None]] = {}  # (visit)
 
     # -- the walk -------------------------------------------------------------------------------
@@ -448,6 +452,8 @@ class _Summarizer(ast.NodeVisitor):
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
         condition = ast.unparse(node.test)
+        if not self.scope and "__name__" in condition and "__main__" in condition:
+            self.main_guard = True
         called = _names_called_as_condition(node.test)
         if called:  # (an interval guard if one of them is an interval helper: `finish` decides)
             self.conditions_calling[condition] = called
@@ -500,7 +506,7 @@ class _Summarizer(ast.NodeVisitor):
         for target in node.targets:
             self._bind(target, node.value)
             if isinstance(target, ast.Attribute) and target.attr in _TF32_ATTRIBUTES:
-                self.summary.sets_tf32 = True
+                self.tf32_set = True
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
@@ -560,7 +566,7 @@ class _Summarizer(ast.NodeVisitor):
         if qualified in TF_PYTHON_CALLS:
             function.runs_python = True
         if text.rpartition(".")[2] == "set_float32_matmul_precision":
-            self.summary.sets_tf32 = True
+            self.tf32_set = True
         if (isinstance(func, ast.Attribute) and func.attr == "cuda") or (
             target is not None and f"{target}.{rest}".startswith(ACCELERATOR_CALL_PREFIXES)
         ):
@@ -598,6 +604,7 @@ class _Summarizer(ast.NodeVisitor):
         self.summary.in_memory_datasets = {q for q, node in self.class_nodes if self._in_memory_dataset(node)}
         self.summary.working_datasets = {q for q, node in self.class_nodes if self._items_work(node)}
         self.summary.own_to_classes = {q for q, node in self.class_nodes if _to_without_non_blocking(node)}
+        self.summary.sets_tf32 = self.tf32_set and "." in self.module and not self.main_guard
         for qualname, node in self.class_nodes:
             kind = self._network_kind(node)
             if kind is not None:

@@ -95,7 +95,7 @@ class Fp32Matmul(Rule):
     the numbers more than in the speed -- whether the module builds the layers itself, builds
     network classes of other modules of the project that do, or picks a CNN from torchvision's
     registry by an option whose default is one (`models.__dict__[args.arch]`, `default="resnet50"`).
-    Nor where another module of the project decides TF32 itself (`allow_tf32`,
+    Nor where a module of the project's package (not a script) decides TF32 itself (`allow_tf32`,
     `set_float32_matmul_precision`): a second switch would override the project's own, and the
     message names the module.  Unsafe: results change in the last bits (a 10-bit mantissa
     for matmul inputs), which a paper's reference numbers may not tolerate.  Needs PyTorch 1.12:

@@ -582,9 +582,10 @@ def test_the_quotes_strings_are_written_in_come_from_the_formatters_settings(tmp
 
 
 def test_long_runs_in_setup_py_are_read_in_one_pass_for_the_distribution_name(tmp_path):
-    """setup.py comes with the repository: `setup(` followed by a megabyte of unclosed or nested
-    parentheses (the file under the megabyte past which it is not read) must cost the name's pattern one pass, not one per way of nesting them (a child
-    process with a generous limit, so a regression fails instead of hanging the suite)."""
+    """setup.py comes with the repository: `setup(` followed by most of a megabyte (past which it
+    is not read) of unclosed or nested parentheses must cost the name's pattern one pass, not one
+    per way of nesting them (a child process with a generous limit, so a regression fails instead
+    of hanging the suite)."""
     (tmp_path / "setup.py").write_text(
         "setup(" + "a(b" * 100_000 + "\n" + "setup(" * 40_000 + "\n" + "setup(" + "(x)" * 80_000 + ', name="keras")\n'
     )

@@ -190,7 +190,7 @@ def test_a_configuration_that_cannot_be_used_is_one_error_line(sandbox, body, me
         "[project]\nrequires-python = 5\n",
         "project = 3\n",
         "[project]\nname = 5\n",
-        "[project]\nname = [\"keras\"]\n",
+        '[project]\nname = ["keras"]\n',
         "[tool.ruff]\nformat = 3\n",
         '[tool.ruff.format]\nquote-style = ["single"]\n',
         "[tool.black]\nskip-string-normalization = 3\n",

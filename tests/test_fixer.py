@@ -6,6 +6,9 @@ import os
 import stat
 import textwrap
 
+import libcst as cst
+import pytest
+
 from gpulint.linter.config import Settings
 from gpulint.linter.engine import Linter
 from gpulint.linter.fix.passes import fix_source
@@ -350,3 +353,51 @@ def test_start_up_settings_of_two_rules_land_together_once_after_the_seed():
     )
     assert settings in fixed
     assert fixed.count("set_float32_matmul_precision") == 1 and fixed.count("cudnn.benchmark") == 1
+
+
+CPU_AUTOCAST = """\
+import torch
+
+if torch.cuda.is_available():
+    amp = torch.amp.autocast({cuda}, enabled=False)
+else:
+    amp = torch.cpu.amp.autocast(enabled=flags[{key}])
+"""
+
+
+def _fixed_with(source: str, quote_style: str | None) -> str:
+    """GL402's fix of `source` with the project's quote style, checked as every fix is: it
+    parses, and a second run changes nothing."""
+    linter = Linter(Settings(select=["GL402"], quote_style=quote_style))
+    fixed = fix_source(linter, source.encode(), "bench.py", unsafe=True).source.decode()
+    cst.parse_module(fixed)
+    assert fix_source(linter, fixed.encode(), "bench.py", unsafe=True).source.decode() == fixed
+    return fixed
+
+
+@pytest.mark.parametrize(
+    "quotes, quote_style, written",
+    [
+        # no setting: the file's own prevailing quotes (PyG's benchmarks: `'cuda'` beside the fix)
+        (("'cuda'", "'bf16'"), None, "'cpu'"),
+        (('"cuda"', '"bf16"'), None, '"cpu"'),
+        # the formatter's setting wins over the file
+        (('"cuda"', '"bf16"'), "single", "'cpu'"),
+        (("'cuda'", "'bf16'"), "double", '"cpu"'),
+    ],
+)
+def test_strings_a_fix_writes_take_the_projects_quotes_and_those_it_keeps_stay(quotes, quote_style, written):
+    cuda, key = quotes
+    source = CPU_AUTOCAST.format(cuda=cuda, key=key)
+    expected = source.replace(
+        f"torch.cpu.amp.autocast(enabled=flags[{key}])", f"torch.amp.autocast({written}, enabled=flags[{key}])"
+    )
+    assert _fixed_with(source, quote_style) == expected
+
+
+def test_a_string_that_would_need_escaping_in_the_other_quotes_keeps_its_own():
+    from gpulint.linter.fix.quotes import _restyled
+
+    assert _restyled(cst.SimpleString('"it\'s"'), "'").value == '"it\'s"'
+    assert _restyled(cst.SimpleString('b"cpu"'), "'").value == "b'cpu'"
+    assert _restyled(cst.SimpleString('"""cpu"""'), "'").value == '"""cpu"""'

@@ -636,3 +636,141 @@ def test_a_batch_class_of_another_module_whose_to_takes_no_non_blocking_keeps_th
     # Without that class in the project the copy is fixed.
     alone = linter.lint_source(paths["engine"].read_bytes(), "engine.py")
     assert [f.fix is not None for f in alone.findings] == [True]
+
+
+GAN_MODELS = """
+import torch.nn as nn
+
+
+class Generator(nn.Module):
+    def __init__(self, nz, ngf):
+        super().__init__()
+        self.main = nn.Sequential(nn.ConvTranspose2d(nz, ngf, 4, 1, 0), nn.BatchNorm2d(ngf), nn.Tanh())
+
+    def forward(self, x):
+        return self.main(x)
+
+
+class Discriminator(nn.Module):
+    def __init__(self, ndf):
+        super().__init__()
+        self.main = nn.Sequential(nn.Conv2d(3, ndf, 4, 2, 1), nn.LeakyReLU(0.2), nn.Sigmoid())
+
+    def forward(self, x):
+        return self.main(x)
+"""
+
+TRANSFORMER_MODELS = """
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.conv = nn.Conv2d(3, width, 16, 16)
+        self.attention = nn.MultiheadAttention(width, 8)
+
+    def forward(self, x):
+        return self.attention(x, x, x)[0]
+"""
+
+GAN_TRAINING = """
+import torch
+from models import {classes}
+
+
+def main():
+    netG, netD = {built}
+    optimizer = torch.optim.Adam(netD.parameters())
+    for real in loader:
+        loss = netD(real.cuda()).mean() - netD(netG(noise)).mean()
+        loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize(
+    "models, classes, built, fixed",
+    [
+        # DCGAN's shape: every network the script builds is another module's convolutions
+        (GAN_MODELS, "Generator, Discriminator", "Generator(100, 64).cuda(), Discriminator(64).cuda()", False),
+        # a network of another module that names attention: TF32 matmuls matter there
+        (TRANSFORMER_MODELS, "Encoder", "Encoder(256).cuda(), Encoder(256).cuda()", True),
+    ],
+)
+def test_a_script_that_trains_convolutional_networks_of_another_module_gets_no_tf32_fix(
+    tmp_path, models, classes, built, fixed
+):
+    paths = write_project(tmp_path, models=models, train=GAN_TRAINING.format(classes=classes, built=built))
+    view = RunIndex([paths["train"], paths["models"]]).view(paths["train"])
+    assert view.networks_elsewhere == (("convolution",) if not fixed else ("attention",))
+    result = Linter(Settings(select=["GL404"])).lint_source(paths["train"].read_bytes(), "train.py", project=view)
+    assert [(f.code, f.fix is not None) for f in result.findings] == [("GL404", fixed)]
+    if not fixed:
+        assert "(no fix: a convolutional network" in result.findings[0].message
+    # linted alone, the networks are unknown: the fix is offered
+    alone = Linter(Settings(select=["GL404"])).lint_source(paths["train"].read_bytes(), "train.py")
+    assert [f.fix is not None for f in alone.findings] == [True]
+
+
+QUIRKS = """
+import torch
+
+
+def allow_tf32():
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+"""
+
+RECIPE = """
+import torch
+import speech.quirks
+
+
+def main():
+    optimizer = torch.optim.Adam(model.parameters())
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x.cuda()), y.cuda())
+        loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_where_a_module_of_the_projects_package_decides_tf32_no_second_switch_is_written(tmp_path):
+    # SpeechBrain's shape: the library enables TF32 at import (and lets users opt out); a line in a
+    # recipe would override that choice.
+    (tmp_path / "speech").mkdir()
+    (tmp_path / "speech" / "__init__.py").write_text("")
+    paths = write_project(tmp_path, **{"speech/quirks": QUIRKS, "recipe": RECIPE})
+    index = RunIndex([paths["recipe"], paths["speech/quirks"]])
+    view = index.view(paths["recipe"])
+    assert view.tf32_set_in.endswith("quirks.py")
+    assert not view.makes_rules_fire  # (it only withholds a fix: the trigger filter is as before)
+    result = Linter(Settings(select=["GL404"])).lint_source(paths["recipe"].read_bytes(), "recipe.py", project=view)
+    assert [(f.code, f.fix) for f in result.findings] == [("GL404", None)]
+    assert result.findings[0].message.endswith(f"(no fix: the project decides TF32 itself, in `{view.tf32_set_in}`)")
+    # the module that decides it (and trains nothing) is told nothing
+    assert index.view(paths["speech/quirks"]).tf32_set_in == ""
+    summary = summarize(textwrap.dedent(QUIRKS).encode(), "speech.quirks")
+    assert summary.sets_tf32 and ModuleSummary.from_data(summary.to_data()) == summary
+
+
+def test_a_script_that_sets_tf32_for_itself_decides_nothing_for_the_scripts_beside_it(tmp_path):
+    # A folder of examples: one script enables TF32 in its own main; its neighbour still gets the fix.
+    tuned = RECIPE.replace("import speech.quirks\n", "").replace(
+        "def main():\n", 'def main():\n    torch.set_float32_matmul_precision("high")\n'
+    )
+    paths = write_project(tmp_path, tuned=tuned, recipe=RECIPE.replace("import speech.quirks\n", ""))
+    assert summarize(paths["tuned"].read_bytes(), "tuned").sets_tf32 is False
+    view = RunIndex([paths["recipe"], paths["tuned"]]).view(paths["recipe"])
+    assert view.tf32_set_in == ""
+    result = Linter(Settings(select=["GL404"])).lint_source(paths["recipe"].read_bytes(), "recipe.py", project=view)
+    assert [f.fix is not None for f in result.findings] == [True]

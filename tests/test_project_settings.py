@@ -492,3 +492,111 @@ def test_long_runs_in_the_lightning_and_tensorflow_prose_patterns_are_read_in_on
     )
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == "(2, 3) (2, 1)\n"
+
+
+@pytest.mark.parametrize(
+    "name, text, framework",
+    [
+        ("pyproject.toml", '[project]\nname = "keras"\n', "Keras"),
+        ("pyproject.toml", '[project]\nname = "Keras_Nightly"\n', "Keras"),  # (compared as pip compares names)
+        ("setup.cfg", "[metadata]\nname = torch\n", "PyTorch"),
+        (
+            "setup.py",
+            'from setuptools import setup\nsetup(\n    version="1.0",\n    name="pytorch-lightning",\n)\n',
+            "Lightning",
+        ),
+        ("pyproject.toml", '[project]\nname = "keras-tuner"\n', None),  # a project that uses Keras
+        ("pyproject.toml", '[project]\nname = "tensorflow-docs"\n', None),
+        ("setup.py", 'setup(name=f"{base}-keras")\n', None),
+    ],
+)
+def test_the_framework_a_project_is_comes_from_its_distribution_name(tmp_path, name, text, framework):
+    (tmp_path / name).write_text(text)
+    assert load_settings(None, tmp_path).framework == framework
+
+
+def test_a_top_level_folder_named_after_a_framework_is_not_the_framework(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "my-trainer"\n')
+    (tmp_path / "keras").mkdir()
+    (tmp_path / "keras" / "__init__.py").write_text("")
+    assert load_settings(None, tmp_path).framework is None
+
+
+KERAS_GUIDE = """\
+import keras
+
+model = keras.Sequential([keras.layers.Dense(10)])
+model.compile(optimizer="adam", loss="mse")
+model.fit(x, y, epochs=1)
+"""
+
+
+def test_in_a_frameworks_own_repository_the_fixes_that_write_its_api_are_withheld(tmp_path):
+    # Keras' own guides run on every backend; its PyTorch backend ignores `steps_per_execution`.
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "keras"\n')
+    guide = tmp_path / "guides" / "functional_api.py"
+    guide.parent.mkdir()
+    guide.write_text(KERAS_GUIDE)
+    settings = load_settings(None, guide)
+    settings.select = ["GL705"]
+    findings = Linter(settings).lint_source(KERAS_GUIDE.encode(), str(guide)).findings
+    assert [(f.code, f.fix) for f in findings] == [("GL705", None)]
+    assert findings[0].message.endswith(
+        "(no fix: the project is Keras itself: its guides and examples show the calls as its users write them, "
+        "on every setup it supports)"
+    )
+    assert fix_source(Linter(settings), KERAS_GUIDE.encode(), str(guide), unsafe=True).source == KERAS_GUIDE.encode()
+    # a project that uses Keras gets the fix
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "keras-guides-reader"\n')
+    user = load_settings(None, guide)
+    user.select = ["GL705"]
+    fixed = fix_source(Linter(user), KERAS_GUIDE.encode(), str(guide), unsafe=True).source.decode()
+    assert 'model.compile(optimizer="adam", loss="mse", steps_per_execution=32)' in fixed
+
+
+@pytest.mark.parametrize(
+    "files, quote_style",
+    [
+        ({"pyproject.toml": '[tool.ruff.format]\nquote-style = "single"\n'}, "single"),
+        ({"ruff.toml": '[format]\nquote-style = "single"\n', "pyproject.toml": "[tool.ruff]\n"}, "single"),
+        ({"pyproject.toml": '[tool.ruff.format]\nquote-style = "preserve"\n'}, None),
+        ({"pyproject.toml": "[tool.black]\nline-length = 100\n"}, "double"),
+        ({"pyproject.toml": "[tool.black]\nskip-string-normalization = true\n"}, None),
+        ({"pyproject.toml": "[tool.ruff]\nline-length = 100\n"}, None),  # (ruff may only lint)
+        ({".pre-commit-config.yaml": "repos:\n  - hooks:\n      - id: ruff-format\n"}, "double"),
+        # PyG's shape: yapf formats (it keeps quotes as written), ruff's setting says single
+        (
+            {
+                ".pre-commit-config.yaml": "repos:\n  - hooks:\n      - id: yapf\n",
+                "pyproject.toml": '[tool.yapf]\nbased_on_style = "pep8"\n[tool.ruff.format]\nquote-style = "single"\n',
+            },
+            "single",
+        ),
+        ({}, None),
+    ],
+)
+def test_the_quotes_strings_are_written_in_come_from_the_formatters_settings(tmp_path, files, quote_style):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    assert load_settings(None, tmp_path).quote_style == quote_style
+
+
+def test_long_runs_in_setup_py_are_read_in_one_pass_for_the_distribution_name(tmp_path):
+    """setup.py comes with the repository: `setup(` followed by most of a megabyte (past which it
+    is not read) of unclosed or nested parentheses must cost the name's pattern one pass, not one
+    per way of nesting them (a child process with a generous limit, so a regression fails instead
+    of hanging the suite)."""
+    (tmp_path / "setup.py").write_text(
+        "setup(" + "a(b" * 100_000 + "\n" + "setup(" * 40_000 + "\n" + "setup(" + "(x)" * 80_000 + ', name="keras")\n'
+    )
+    script = textwrap.dedent(f"""\
+        from pathlib import Path
+        from gpulint.linter.project import facts_from
+
+        print(facts_from({{}}, Path({str(tmp_path)!r})).framework)
+    """)
+    completed = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == "Keras\n"

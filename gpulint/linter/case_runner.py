@@ -40,6 +40,7 @@ def linter_for(rule: type[Rule], case: Case, local_rules: LocalRuleSet | None = 
     settings.target_torch = case.target_torch
     settings.target_lightning = case.target_lightning
     settings.documented_tensorflow = case.documented_tensorflow
+    settings.framework = case.framework
     return Linter(settings)
 
 

@@ -159,6 +159,12 @@ class Settings:
     documented_tensorflow: tuple[int, int] | None = None
     documented_tensorflow_in: str | None = None
     target_lightning: tuple[int, int] | None = None  # the oldest Lightning its requirements allow, if known
+    # The framework the project is, by its distribution name ("Keras"; project.py `framework_from`):
+    # the fixes that write that framework's API are withheld in its own repository.
+    framework: str | None = None
+    # The quotes the project's formatter writes ("single", "double"; None: not configured): the
+    # strings fixes write take them (else the file's own prevailing quotes).
+    quote_style: str | None = None
     max_file_size: int = DEFAULT_MAX_FILE_BYTES  # bytes; larger files are skipped with a message
     # Work per file (docs/safety.md, "Work per file"): files with more syntax nodes, or more
     # findings, are skipped with a message.
@@ -329,6 +335,8 @@ class Settings:
             "documented_tensorflow": self.documented_tensorflow,
             "documented_tensorflow_in": self.documented_tensorflow_in,
             "target_lightning": self.target_lightning,
+            "framework": self.framework,
+            "quote_style": self.quote_style,
             "options": self.options,
             # The local rules' code: editing one re-lints every file.
             "local_rules": self.local_rules.digest() if self.local_rules is not None else None,
@@ -585,6 +593,8 @@ def _apply_project(settings: Settings, pyproject: dict[str, Any], directory: Pat
     settings.documented_tensorflow = facts.documented_tensorflow
     settings.documented_tensorflow_in = facts.documented_tensorflow_in
     settings.target_lightning = facts.target_lightning
+    settings.framework = facts.framework
+    settings.quote_style = facts.quote_style
 
 
 def _toml_type(value: Any) -> str:

@@ -261,6 +261,10 @@ class Linter:
                 f"{budget:,}); skipped"
             )
         self._withhold_fixes(rules, findings, path, ctx)
+        if any(finding.fix is not None for finding in findings):
+            from gpulint.linter.fix.quotes import restyle_fix_strings  # (with libcst, as analyze)
+
+            restyle_fix_strings(ctx.module, (f.fix for f in findings if f.fix is not None), self.settings.quote_style)
         self._hint_in_tests(rules, findings, path)
         self._hint_by_default(rules, findings)
         suppressions = find_suppressions(ctx.source_text) if findings else {}
@@ -313,13 +317,26 @@ class Linter:
                 finding.hint = reasons[finding.code]
 
     def _withhold_fixes(self, rules: list[type[Rule]], findings: list[RawFinding], path: str, ctx: FileContext) -> None:
-        """Drop the fixes the project rules out (the findings stay): those that need a newer
+        """Drop the fixes the project rules out (the findings stay): in a framework's own repository
+        the fixes that write its API (project.py `framework_from`), those that need a newer
         PyTorch than it targets or than its prose names as supported (its README, INSTALL.md, a
         setup.py check: a maintainer does not merge a change that breaks a version the project
         says it runs on, even as an unsafe fix; the finding says why it has none), and in a test
         file the rules' that change what tests check (trainer configuration, per-step work)
         unless `fix-tests` is set; and every fix in code its author keeps as it is on purpose
         (fix/intent.py: a block marked as slow on purpose or as a baseline, a frozen folder)."""
+        framework = self.settings.framework
+        if framework is not None and any(finding.fix is not None for finding in findings):
+            from gpulint.linter.project import FRAMEWORK_APIS
+
+            own = {rule.code for rule in rules if rule.fix_apis() & FRAMEWORK_APIS.get(framework, frozenset())}
+            for finding in findings:
+                if finding.fix is not None and finding.code in own:
+                    finding.fix = None
+                    finding.message += (
+                        f" (no fix: the project is {framework} itself: its guides and examples show the calls as its "
+                        "users write them, on every setup it supports)"
+                    )
         if any(finding.fix is not None for finding in findings):
             from gpulint.linter.fix.intent import deliberate_code  # (with libcst, as analyze)
 
@@ -432,7 +449,7 @@ def told_anything(project: ModuleView | None) -> bool:
     that holds none of its triggers, and the trigger filter checks only the rules' facts and site
     triggers."""
     return project is not None and bool(
-        project or project.chains or project.torch_loop_elsewhere or project.accelerator_loop_elsewhere
+        project.makes_rules_fire or project.chains or project.torch_loop_elsewhere or project.accelerator_loop_elsewhere
     )
 
 

@@ -41,6 +41,18 @@ formatter keeps, and the oldest PyTorch, TensorFlow and Lightning it declares it
 * Lightning: the lowest version the same requirements allow for `lightning`,
   `pytorch-lightning` or `pytorch_lightning` (`target_lightning`).  The trainer values a fix
   writes depend on it (`precision="bf16-mixed"` is Lightning 2.0's spelling, `"bf16"` 1.5's).
+* the framework the project is (`framework`): its distribution name (`[project] name` in
+  pyproject.toml, else `name` in setup.cfg's `[metadata]` or setup.py's `setup(name=...)`) is
+  that of a framework whose API fixes write -- `keras`, `tensorflow`, `torch`, `lightning`,
+  `transformers` (`FRAMEWORK_DISTRIBUTIONS`).  Its guides, examples and benchmarks show that API
+  as the framework's users write it, on every setup it supports (Keras 3's on each of its
+  backends): a fix that changes how it is called there is the framework's own choice to make,
+  so those fixes are withheld (`FRAMEWORK_APIS`).  Only the name is read: a folder called
+  `torch/` in a user's project is not PyTorch;
+* the quotes written strings take (`quote_style`, "single" or "double"; None: not configured):
+  ruff's `[format] quote-style` (its own files, then `[tool.ruff.format]`), or black's double
+  quotes where black formats the project without `skip-string-normalization`; the formatter
+  its pre-commit configuration runs decides between them, as for the line length.
 
 Also where a file's project starts (`project_root`): the project index reads the whole project a
 linted file belongs to, whatever paths the run names.
@@ -121,6 +133,37 @@ class ProjectFacts:
     documented_tensorflow: tuple[int, int] | None = None  # the lowest TensorFlow the project's prose names
     documented_tensorflow_in: str | None = None  # where: "README", "INSTALL.md" or "docs/<page>"
     target_lightning: tuple[int, int] | None = None  # the lowest Lightning its requirements allow
+    framework: str | None = None  # the framework the project is ("Keras"); None for a project that uses one
+    quote_style: str | None = None  # "single" or "double": the quotes its formatter writes; None: not configured
+
+
+# The distributions (names normalized as pip compares them) that are a framework whose API fixes
+# write, by the framework's name.
+FRAMEWORK_DISTRIBUTIONS = {
+    "keras": "Keras",
+    "keras-nightly": "Keras",
+    "tf-keras": "Keras",
+    "tensorflow": "TensorFlow",
+    "tensorflow-cpu": "TensorFlow",
+    "tensorflow-gpu": "TensorFlow",
+    "tf-nightly": "TensorFlow",
+    "torch": "PyTorch",
+    "lightning": "Lightning",
+    "pytorch-lightning": "Lightning",
+    "transformers": "Transformers",
+}
+# The APIs (as rules name the API their fixes write: `Rule.fix_api`) that a framework's own
+# repository shows as its users write them.  Keras 3 runs on TensorFlow, JAX and PyTorch, and its
+# guides show each backend's calls beside Keras' own.
+FRAMEWORK_APIS = {
+    "Keras": frozenset({"tensorflow", "torch"}),
+    "TensorFlow": frozenset({"tensorflow"}),
+    "PyTorch": frozenset({"torch"}),
+    "Lightning": frozenset({"lightning"}),
+    "Transformers": frozenset({"transformers"}),
+}
+_SETUP_PY_NAME = re.compile(r"""\bsetup\s*\((?:[^()]|\([^()]*\))*?\bname\s*=\s*["'](?P<name>[\w.-]{1,100})["']""")
+_QUOTE_STYLES = ("single", "double")
 
 
 def project_root(path: Path) -> Path | None:
@@ -228,7 +271,51 @@ def facts_from(pyproject: dict[str, Any], directory: Path | None) -> ProjectFact
         documented_tf,
         documented_tf_in,
         lightning_lower_bound(requirements),
+        framework_from(pyproject, directory),
+        quote_style_from(pyproject, directory),
     )
+
+
+def framework_from(pyproject: dict[str, Any], directory: Path | None) -> str | None:
+    """The framework the project is, by its distribution name (the module's docstring), or None."""
+    name = _table(pyproject, "project").get("name")
+    if not isinstance(name, str) and directory is not None:
+        name = _ini_files(directory).get(("setup.cfg", "metadata"), {}).get("name")
+        if not isinstance(name, str):
+            match = _SETUP_PY_NAME.search("\n".join(_lines(directory / "setup.py")))
+            name = match["name"] if match is not None else None
+    if not isinstance(name, str):
+        return None
+    return FRAMEWORK_DISTRIBUTIONS.get(re.sub(r"[-_.]+", "-", name.strip()).lower())
+
+
+def quote_style_from(pyproject: dict[str, Any], directory: Path | None) -> str | None:
+    """The quotes the project's formatter writes strings in, "single" or "double"; None where no
+    formatter setting says (the module's docstring)."""
+    tool = _table(pyproject, "tool")
+    ruff = _ruff_format_table(tool, directory)
+    ruff_style = ruff.get("quote-style") if ruff.get("quote-style") in _QUOTE_STYLES else None
+    black = _table(tool, "black")
+    black_style = None if black.get("skip-string-normalization") is True else "double"
+    hooks = {m["hook"].removesuffix("-jupyter").removesuffix("-format") for m in _pre_commit_hooks(directory)}
+    # (yapf keeps the quotes as written: a project it formats may still set them for ruff)
+    formatter = next(iter(hooks)) if len(hooks) == 1 else None
+    if formatter == "ruff":  # (double unless told otherwise; "preserve" keeps each string's own)
+        return ruff_style if "quote-style" in ruff else "double"
+    if formatter == "black":
+        return black_style
+    if ruff_style is not None:
+        return ruff_style
+    return black_style if "black" in tool else None
+
+
+def _ruff_format_table(tool: dict[str, Any], directory: Path | None) -> dict[str, Any]:
+    """ruff's `[format]` settings: its own files beside pyproject.toml win over `[tool.ruff]`."""
+    if directory is not None:
+        for name in (".ruff.toml", "ruff.toml"):
+            if (directory / name).is_file():
+                return _table(_other_tools_toml(directory / name), "format")
+    return _table(_table(tool, "ruff"), "format")
 
 
 def _docs_pages(directory: Path) -> list[tuple[str, list[str]]]:

@@ -105,6 +105,7 @@ class Case:
         target_torch: tuple[int, int] | None = None,
         target_lightning: tuple[int, int] | None = None,
         documented_tensorflow: tuple[int, int] | None = None,
+        framework: str | None = None,
     ) -> None:
         self.code = code
         self.header = header
@@ -116,6 +117,7 @@ class Case:
         self.target_torch = target_torch  # the project's PyTorch, as its requirements or `target-torch` would say
         self.target_lightning = target_lightning  # the project's Lightning, as its requirements would say
         self.documented_tensorflow = documented_tensorflow  # the TensorFlow its README names
+        self.framework = framework  # the framework the project is ("Keras"), as its distribution name says
 
     @property
     def source(self) -> str:
@@ -178,6 +180,10 @@ class Rule:
     severity: ClassVar[str] = "warning"
     fix_applicability: ClassVar[Applicability | None] = None  # the fix it offers, for docs and cases
     requires: ClassVar[AbstractSet[Fact]] = frozenset()
+    # The frameworks whose API the fix writes ("torch", "tensorflow" -- Keras' too --, "lightning",
+    # "transformers"): it is withheld in that framework's own repository (project.py
+    # `FRAMEWORK_APIS`).  None: read from `requires` (`fix_apis`).
+    fix_api: ClassVar[frozenset[str] | None] = None
     # Prefilter: the file must contain at least one of these (as text) to be parsed for this rule.
     tokens: ClassVar[tuple[str, ...]] = ()
     # Trigger filter: the code shapes the rule may fire on (analysis/code_shapes.py), in groups: the
@@ -273,6 +279,16 @@ class Rule:
             hint_by_default=cls.hint_by_default is not None,
             implementation=f"{cls.__module__}:{cls.__qualname__}",
         )
+
+    @classmethod
+    def fix_apis(cls) -> frozenset[str]:
+        """`fix_api`, or where the rule does not say, the framework each fact it requires names:
+        a rule that runs only on torch code fixes torch calls."""
+        if cls.fix_api is not None:
+            return cls.fix_api
+        from gpulint.linter.analysis.facts import TENSORFLOW, TORCH  # (with the rules, not the catalog)
+
+        return frozenset(api for fact, api in ((TORCH, "torch"), (TENSORFLOW, "tensorflow")) if fact in cls.requires)
 
     @classmethod
     def applies(cls, ctx: FileContext) -> bool:

@@ -1085,10 +1085,15 @@ EXPLANATIONS: dict[str, str] = {
         "imports; never in a loop, a class or a per-step function.  Under the script's own option\n"
         '(`if args.tf32:`) where it defines one.  Library code with no entry point gets no fix: where the\n'
         "program starts is its caller's.  In a graph network (a module that imports PyTorch Geometric or\n"
-        'DGL) the finding is a hint: its step is sparse message passing and small layers.  Nor for a\n'
-        'network of 2-D/3-D convolutions without attention (a\n'
-        'CNN, a GAN): cuDNN already runs the convolutions in TF32 by default, so the change would be in\n'
-        'the numbers more than in the speed.  Unsafe: results change in the last bits (a 10-bit mantissa\n'
+        'DGL) the finding is a hint: its step is sparse message passing and small layers.  No fix for a\n'
+        'network of convolutions without attention (a CNN, a GAN; 1-D convolutions without recurrent\n'
+        'layers too): cuDNN already runs the convolutions in TF32 by default, so the change would be in\n'
+        'the numbers more than in the speed -- whether the module builds the layers itself, builds\n'
+        "network classes of other modules of the project that do, or picks a CNN from torchvision's\n"
+        'registry by an option whose default is one (`models.__dict__[args.arch]`, `default="resnet50"`).\n'
+        "Nor where a module of the project's package (not a script) decides TF32 itself (`allow_tf32`,\n"
+        "`set_float32_matmul_precision`): a second switch would override the project's own, and the\n"
+        'message names the module.  Unsafe: results change in the last bits (a 10-bit mantissa\n'
         "for matmul inputs), which a paper's reference numbers may not tolerate.  Needs PyTorch 1.12:\n"
         'not offered to a project whose requirements allow an older one.  A hint: off by default.'
     ),
@@ -1682,7 +1687,10 @@ EXPLANATIONS: dict[str, str] = {
         '  `on_batch_begin`, ...): with N batches a call it is called for every Nth batch only, and a\n'
         '  callback that waits for batch 1 or counts batches never sees what it waits for;\n'
         '- where the file picks Keras\' PyTorch backend (`os.environ["KERAS_BACKEND"] = "torch"`),\n'
-        '  which does not support `steps_per_execution`.'
+        '  which does not support `steps_per_execution`;\n'
+        "- in Keras' (or TensorFlow's) own repository, by its distribution name: its guides and\n"
+        '  examples run on every backend, the PyTorch one included, and show `compile()` as users\n'
+        '  write it.'
     ),
     'GL706': (
         '## What it finds\n'

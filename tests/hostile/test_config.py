@@ -189,6 +189,11 @@ def test_a_configuration_that_cannot_be_used_is_one_error_line(sandbox, body, me
         "[project.optional-dependencies]\ncuda = 5\n",
         "[project]\nrequires-python = 5\n",
         "project = 3\n",
+        "[project]\nname = 5\n",
+        '[project]\nname = ["keras"]\n',
+        "[tool.ruff]\nformat = 3\n",
+        '[tool.ruff.format]\nquote-style = ["single"]\n',
+        "[tool.black]\nskip-string-normalization = 3\n",
     ],
 )
 def test_other_tools_tables_of_another_shape_are_passed_over(sandbox, body):
@@ -205,6 +210,9 @@ def test_other_tools_tables_of_another_shape_are_passed_over(sandbox, body):
     "name, text",
     [
         ("ruff.toml", "line-length = [\n"),  # does not parse
+        ("ruff.toml", "format = 3\n"),
+        ("setup.cfg", "[metadata]\nname = %(dist)s\n"),  # an interpolation that goes nowhere
+        ("setup.py", "setup(" + "(" * 400_000 + 'name="keras"'),
         (".ruff.toml", f"x = {DEEP}\n"),
         ("setup.cfg", "[flake8\nmax-line-length = 100\n"),
         ("tox.ini", "[flake8]\nmax-line-length = %(wide)s\n"),  # an interpolation that goes nowhere

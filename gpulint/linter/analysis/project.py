@@ -165,6 +165,15 @@ class ModuleSummary:
     # Classes with their own `to()` method that takes no `non_blocking` (DETR's `NestedTensor.to(self,
     # device)`): `.to(device, non_blocking=True)` on one of their objects raises TypeError.
     own_to_classes: set[str] = field(default_factory=set)
+    # It decides TF32 for the programs that import it: a module of a package, not a script (no
+    # main guard), that sets `torch.backends.*.allow_tf32` or an `fp32_precision`, or calls
+    # `torch.set_float32_matmul_precision` (GL404 writes no second switch in the project).  A
+    # script that sets it for itself decides nothing for the scripts beside it.
+    sets_tf32: bool = False
+    # Its network classes of one kind, by qualname (`NETWORK_KINDS`): "convolution" for a class that
+    # builds convolutions and names no attention or transformer, "attention" for one that names
+    # them.  A module that builds them from here is a convolutional network or not (GL404).
+    network_kinds: dict[str, str] = field(default_factory=dict)
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -192,6 +201,8 @@ class ModuleSummary:
             "in_memory_datasets": sorted(self.in_memory_datasets),
             "working_datasets": sorted(self.working_datasets),
             "own_to": sorted(self.own_to_classes),
+            "tf32": self.sets_tf32,
+            "networks": self.network_kinds,
         }
 
     def moved_from(self, other: ModuleSummary) -> bool:
@@ -244,9 +255,22 @@ class ModuleSummary:
                 in_memory_datasets={str(q) for q in data["in_memory_datasets"]},
                 working_datasets={str(q) for q in data["working_datasets"]},
                 own_to_classes={str(q) for q in data["own_to"]},
+                sets_tf32=bool(data["tf32"]),
+                network_kinds={str(q): str(k) for q, k in data["networks"].items() if k in NETWORK_KINDS},
             )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
+
+
+# The kinds of network class a summary records (ModuleSummary.network_kinds).
+NETWORK_KINDS = ("convolution", "attention")
+# A convolution layer or function, by its qualified name (pytorch.py reads the same in a module).
+_CONVOLUTION = re.compile(
+    r"^torch\.nn\.(?:Conv|ConvTranspose|LazyConv|functional\.conv|functional\.conv_transpose)[123]d$"
+)
+_ATTENTION_NAME = re.compile(r"attention|transformer", re.IGNORECASE)
+# What decides TF32: `torch.backends.cuda.matmul.allow_tf32 = ...`, `...conv.fp32_precision = "tf32"`.
+_TF32_ATTRIBUTES = frozenset({"allow_tf32", "fp32_precision"})
 
 
 def _positionless(data: dict[str, Any]) -> dict[str, Any]:
@@ -342,6 +366,8 @@ class _Summarizer(ast.NodeVisitor):
         self.conditions_calling: dict[str, frozenset[str]] = {}  # `if` condition text -> names it calls
         self.class_nodes: list[tuple[str, ast.ClassDef]] = []  # (qualname, definition)
         self.shared_paths: dict[tuple[Step, ...], tuple[Step, ...]] = {}  # one tuple per enclosing block
+        self.tf32_set = False  # it sets TF32 somewhere (ModuleSummary.sets_tf32 says whether for others)
+        self.main_guard = False  # `if __name__ == "__main__":` at its top level
         self._visitors: dict[type, Callable[[Any], None]] = {}  # (visit)
         self.conflicting_options: set[tuple[str, str]] = set()  # (function, option) given two defaults
 
@@ -433,6 +459,8 @@ class _Summarizer(ast.NodeVisitor):
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
         condition = ast.unparse(node.test)
+        if not self.scope and "__name__" in condition and "__main__" in condition:
+            self.main_guard = True
         called = _names_called_as_condition(node.test)
         if called:  # (an interval guard if one of them is an interval helper: `finish` decides)
             self.conditions_calling[condition] = called
@@ -484,6 +512,8 @@ class _Summarizer(ast.NodeVisitor):
         self.visit(node.value)
         for target in node.targets:
             self._bind(target, node.value)
+            if isinstance(target, ast.Attribute) and target.attr in _TF32_ATTRIBUTES:
+                self.tf32_set = True
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
@@ -542,6 +572,8 @@ class _Summarizer(ast.NodeVisitor):
             function.wraps_ranks = True
         if qualified in TF_PYTHON_CALLS:
             function.runs_python = True
+        if text.rpartition(".")[2] == "set_float32_matmul_precision":
+            self.tf32_set = True
         if (isinstance(func, ast.Attribute) and func.attr == "cuda") or (
             target is not None and f"{target}.{rest}".startswith(ACCELERATOR_CALL_PREFIXES)
         ):
@@ -607,7 +639,35 @@ class _Summarizer(ast.NodeVisitor):
         self.summary.in_memory_datasets = {q for q, node in self.class_nodes if self._in_memory_dataset(node)}
         self.summary.working_datasets = {q for q, node in self.class_nodes if self._items_work(node)}
         self.summary.own_to_classes = {q for q, node in self.class_nodes if _to_without_non_blocking(node)}
+        self.summary.sets_tf32 = self.tf32_set and "." in self.module and not self.main_guard
+        for qualname, node in self.class_nodes:
+            kind = self._network_kind(node)
+            if kind is not None:
+                self.summary.network_kinds[qualname] = kind
         return self.summary
+
+    def _network_kind(self, cls: ast.ClassDef) -> str | None:
+        """ "attention" for a class that names attention or a transformer (its name, a name it
+        uses, a layer it builds), else "convolution" for one that builds a convolution, else None."""
+        convolution = False
+        for node in ast.walk(cls):
+            if isinstance(node, ast.ClassDef | ast.Name | ast.Attribute):
+                name = (
+                    node.name
+                    if isinstance(node, ast.ClassDef)
+                    else node.id
+                    if isinstance(node, ast.Name)
+                    else node.attr
+                )
+                if _ATTENTION_NAME.search(name):
+                    return "attention"
+            if isinstance(node, ast.Call) and not convolution:
+                callee = dotted_name(node.func) or ""
+                head, _, rest = callee.partition(".")
+                target = self.summary.bindings.get(head)
+                qualified = canonical(f"{target}.{rest}" if rest else target) if target is not None else ""
+                convolution = bool(_CONVOLUTION.match(qualified))
+        return "convolution" if convolution else None
 
     def _mark_interval_guards(self) -> None:
         """The `if`s whose condition calls an interval helper of the module, in every call's path:
@@ -779,9 +839,22 @@ class ModuleView:
     # Classes of other modules of the project whose own `to()` takes no `non_blocking` (by class
     # name): a batch copied here may be one of their objects (GL104).
     own_to_elsewhere: tuple[str, ...] = ()
+    # Where another module of the project decides TF32 itself (ModuleSummary.sets_tf32), for a
+    # module that trains with torch: its shown path; "" when none does.
+    tf32_set_in: str = ""
+    # The kinds of the network classes of other modules this module builds (NETWORK_KINDS): a
+    # script that builds only convolutional ones is a convolutional network (GL404).
+    networks_elsewhere: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         """Whether the view says anything (an empty one is not stored, and digests to "")."""
+        return self.makes_rules_fire or bool(self.tf32_set_in or self.networks_elsewhere)
+
+    @property
+    def makes_rules_fire(self) -> bool:
+        """Whether the view may make a rule report code that holds none of its triggers (the
+        trigger filter asks: engine.told_anything).  What only withholds a fix does not: TF32 set
+        in another module, the kinds of the networks built from other modules."""
         return bool(
             self.per_step or self.calls or self.reiterated or self.ranks_wrapped_elsewhere or self.own_to_elsewhere
         )
@@ -867,6 +940,8 @@ class ModuleView:
             "loop_elsewhere": [self.torch_loop_elsewhere, self.accelerator_loop_elsewhere],
             "ranks_wrapped_elsewhere": self.ranks_wrapped_elsewhere,
             "own_to_elsewhere": list(self.own_to_elsewhere),
+            "tf32_set_in": self.tf32_set_in,
+            "networks_elsewhere": list(self.networks_elsewhere),
         }
 
     @classmethod
@@ -904,6 +979,8 @@ class ModuleView:
                 _flag(accelerator_elsewhere),
                 _flag(data["ranks_wrapped_elsewhere"]),
                 tuple(_text(name) for name in data["own_to_elsewhere"]),
+                _text(data["tf32_set_in"]),
+                tuple(_text(kind) for kind in data["networks_elsewhere"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a project view: {exc}") from None
@@ -1255,11 +1332,15 @@ class ProjectIndex:
             return EMPTY_VIEW
         per_step = frozenset(q for m, q in self.per_step_elsewhere if m == module_id)
         calls: dict[str, CalleeFacts] = {}
+        networks: set[str] = set()
         for function in summary.functions.values():
             for site in function.calls:
                 callee = self.resolve(module_id, site.text, site.cls)
                 if callee is None or callee[0] == module_id or site.text in calls:
                     continue  # (calls within the module are the module's own analysis)
+                kind = self.summaries[callee[0]].network_kinds.get(callee[1])
+                if kind is not None:
+                    networks.add(kind)
                 facts = CalleeFacts(
                     callee in self.step_functions,
                     callee in self.clock_functions,
@@ -1299,4 +1380,20 @@ class ProjectIndex:
                     }
                 )
             ),
+            tf32_set_in=self._tf32_set_in(module_id) if self._trains(summary) else "",
+            networks_elsewhere=tuple(sorted(networks)),
         )
+
+    @staticmethod
+    def _trains(summary: ModuleSummary) -> bool:
+        """A module that imports torch and takes training steps itself (where GL404 reports)."""
+        return summary.imports_torch and any(site.steps for f in summary.functions.values() for site in f.calls)
+
+    def _tf32_set_in(self, module_id: str) -> str:
+        """The shown path of the first other module of the project (not test code) that decides
+        TF32 itself; "" when none does."""
+        found = self.__dict__.get("_tf32_modules")
+        if found is None:  # (once per index: every training module asks)
+            found = sorted(m for m, s in self.summaries.items() if s.sets_tf32 and m not in self.test_modules)
+            self.__dict__["_tf32_modules"] = found
+        return next((self._path(m) for m in found if m != module_id), "")

@@ -98,6 +98,7 @@ class DdpAccumulationSync(Rule):
 
     code = "GL603"
     name = "ddp-accumulation-sync"
+    fix_api = frozenset({"torch"})
     message = (
         "gradient accumulation under DDP all-reduces gradients on every micro-batch; "
         "wrap the non-final ones in `model.no_sync()`"

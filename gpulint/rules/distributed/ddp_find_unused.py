@@ -44,6 +44,7 @@ class DdpFindUnused(Rule):
 
     code = "GL604"
     name = "ddp-find-unused"
+    fix_api = frozenset({"torch"})
     hint_by_default = MOSTLY_NOT_WANTED
     message = (
         "`find_unused_parameters=True` makes DDP traverse the autograd graph every step; "

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import re
 
+import libcst as cst
+
+from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
+from gpulint.linter.analysis.nodes import keyword_arg, string_literal
 from gpulint.linter.analysis.pytorch import GRAPH_NETWORK_HINT, builds_graph_network
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.startup import StartupSetting, startup_setting_fix
@@ -13,6 +17,15 @@ from gpulint.linter.rule import Invalid, Rule, Valid
 _TF32_TEXT = re.compile(r"tf32|float32_matmul_precision|fp32_precision", re.IGNORECASE)
 # A convolutional network whose matmuls are more than a classifier head: attention, transformers.
 _ATTENTION_TEXT = re.compile(r"attention|transformer", re.IGNORECASE)
+# Recurrent layers: a network of 1-D convolutions with them is not all convolutions.
+_RECURRENT_TEXT = re.compile(r"\b(?:LSTM|GRU|RNN)(?:Cell)?\b")
+# A model picked by name from torchvision's registry: `models.__dict__[args.arch]`.
+_REGISTRY_LOOKUP = re.compile(r"\b(?P<registry>\w+)\.__dict__\[\s*\w+\.(?P<option>\w+)\s*\]")
+# The torchvision architectures that are convolutional networks, by the start of their names.
+_TORCHVISION_CNN_NAME = re.compile(
+    r"^(resnet|resnext|wide_resnet|vgg|densenet|mobilenet|efficientnet|regnet|convnext|alexnet|googlenet"
+    r"|inception|squeezenet|shufflenet|mnasnet)"
+)
 _CONVOLUTIONAL = (
     "a convolutional network: cuDNN already runs its convolutions in TF32 by default "
     "(`torch.backends.cudnn.allow_tf32`), so TF32 matmuls would change results for little"
@@ -76,10 +89,15 @@ class Fp32Matmul(Rule):
     imports; never in a loop, a class or a per-step function.  Under the script's own option
     (`if args.tf32:`) where it defines one.  Library code with no entry point gets no fix: where the
     program starts is its caller's.  In a graph network (a module that imports PyTorch Geometric or
-    DGL) the finding is a hint: its step is sparse message passing and small layers.  Nor for a
-    network of 2-D/3-D convolutions without attention (a
-    CNN, a GAN): cuDNN already runs the convolutions in TF32 by default, so the change would be in
-    the numbers more than in the speed.  Unsafe: results change in the last bits (a 10-bit mantissa
+    DGL) the finding is a hint: its step is sparse message passing and small layers.  No fix for a
+    network of convolutions without attention (a CNN, a GAN; 1-D convolutions without recurrent
+    layers too): cuDNN already runs the convolutions in TF32 by default, so the change would be in
+    the numbers more than in the speed -- whether the module builds the layers itself, builds
+    network classes of other modules of the project that do, or picks a CNN from torchvision's
+    registry by an option whose default is one (`models.__dict__[args.arch]`, `default="resnet50"`).
+    Nor where a module of the project's package (not a script) decides TF32 itself (`allow_tf32`,
+    `set_float32_matmul_precision`): a second switch would override the project's own, and the
+    message names the module.  Unsafe: results change in the last bits (a 10-bit mantissa
     for matmul inputs), which a paper's reference numbers may not tolerate.  Needs PyTorch 1.12:
     not offered to a project whose requirements allow an older one.  A hint: off by default.
     """
@@ -543,6 +561,85 @@ class Fp32Matmul(Rule):
                 "by default (`torch.backends.cudnn.allow_tf32`), so TF32 matmuls would change results for little)",
             ),
         ),
+        # a CNN picked from torchvision's registry by an option whose default is one (MoCo's shape)
+        Invalid(
+            """
+            import argparse
+            import torch
+            import torchvision.models as models
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("-a", "--arch", default="resnet50")
+            args = parser.parse_args()
+            model = models.__dict__[args.arch]().cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+            """,
+            "9:13",
+            messages=(
+                'fp32 training without TF32: `torch.set_float32_matmul_precision("high")` makes matmuls up to 8x '
+                "faster on Ampere+ (no fix: a convolutional network: cuDNN already runs its convolutions in TF32 "
+                "by default (`torch.backends.cudnn.allow_tf32`), so TF32 matmuls would change results for little)",
+            ),
+        ),
+        # 1-D convolutions and a projection, in a tutorial whose prose mentions "transformers": a
+        # convolutional network all the same
+        Invalid(
+            '''
+            """Train a small network; see the data transformers of torchvision."""
+            import torch
+            import torch.nn as nn
+
+            model = nn.Sequential(nn.Conv1d(80, 256, 5), nn.ReLU(), nn.Conv1d(256, 256, 5), nn.Linear(256, 1)).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+            ''',
+            "6:13",
+            messages=(
+                'fp32 training without TF32: `torch.set_float32_matmul_precision("high")` makes matmuls up to 8x '
+                "faster on Ampere+ (no fix: a convolutional network: cuDNN already runs its convolutions in TF32 "
+                "by default (`torch.backends.cudnn.allow_tf32`), so TF32 matmuls would change results for little)",
+            ),
+        ),
+        # 1-D convolutions under a recurrent network: the LSTM's matmuls are not convolutions
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+
+            conv = nn.Conv1d(80, 256, 5)
+            rnn = nn.LSTM(256, 512)
+            model = nn.ModuleList([conv, rnn]).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(rnn(conv(x.cuda()))[0], y.cuda())
+                loss.backward()
+                optimizer.step()
+            """,
+            "7:13",
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            # TF32 matmuls on Ampere+: faster, ~1e-3 relative precision
+            torch.set_float32_matmul_precision("high")
+
+            conv = nn.Conv1d(80, 256, 5)
+            rnn = nn.LSTM(256, 512)
+            model = nn.ModuleList([conv, rnn]).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = nn.functional.mse_loss(rnn(conv(x.cuda()))[0], y.cuda())
+                loss.backward()
+                optimizer.step()
+            """,
+        ),
         # library code with no entry point: where the process starts is the caller's, no fix
         Invalid(
             """
@@ -577,8 +674,59 @@ class Fp32Matmul(Rule):
         if builds_graph_network(self.ctx):
             self.report(node, hint=GRAPH_NETWORK_HINT)
             return
-        if {2, 3} & torch.convolution_dims and not _ATTENTION_TEXT.search(self.ctx.code_without_comments):
+        elsewhere = self.ctx.project
+        if elsewhere.tf32_set_in:
+            fix, why_not = None, f"the project decides TF32 itself, in `{elsewhere.tf32_set_in}`"
+        elif _convolutional_network(self.ctx):
             fix, why_not = None, _CONVOLUTIONAL
         else:
             fix, why_not = startup_setting_fix(self.ctx, node, TF32_SETTING)
         self.report(node, message=f"{self.message} (no fix: {why_not})" if fix is None else None, fix=fix)
+
+
+def _convolutional_network(ctx: FileContext) -> bool:
+    """Whether the network the module trains is convolutions without attention: the layers it
+    builds, the network classes of other modules it builds (the project index), or a CNN its
+    option picks from torchvision's registry by default."""
+    if _mentioned_in_code(ctx, _ATTENTION_TEXT) or "attention" in ctx.project.networks_elsewhere:
+        return False
+    dims = ctx.torch.convolution_dims
+    if {2, 3} & dims or "convolution" in ctx.project.networks_elsewhere or _registry_cnn(ctx):
+        return True
+    return 1 in dims and not _mentioned_in_code(ctx, _RECURRENT_TEXT)
+
+
+def _mentioned_in_code(ctx: FileContext, pattern: re.Pattern[str]) -> bool:
+    """Whether `pattern` occurs in the module's code other than its comments, docstrings and other
+    bare strings (a tutorial's prose that mentions "data transformers" builds no transformer):
+    more often in the code without comments than in those strings."""
+    found = len(pattern.findall(ctx.code_without_comments))
+    if not found:
+        return False
+    in_prose = sum(
+        len(pattern.findall(string.value))
+        for string in ctx.index.nodes("SimpleString")
+        if isinstance(ctx.parent(string), cst.Expr)
+    )
+    return found > in_prose
+
+
+def _registry_cnn(ctx: FileContext) -> bool:
+    """`models.__dict__[args.arch]` with `models` torchvision's model registry, and the script's
+    `--arch` option defaulting to a convolutional architecture (`default="resnet50"`)."""
+    defaults: dict[str, str] = {}
+    for call in ctx.index.nodes("Call"):
+        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument"):
+            continue
+        default = string_literal(keyword_arg(call, "default"))
+        names = [string_literal(arg) for arg in call.args if arg.keyword is None]
+        long_name = next((n for n in names if n and n.startswith("--")), None)
+        dest = string_literal(keyword_arg(call, "dest")) or (long_name or "").lstrip("-").replace("-", "_")
+        if default is not None and dest:
+            defaults[dest] = default
+    for match in _REGISTRY_LOOKUP.finditer(ctx.code_without_comments):
+        if ctx.imports.bindings.get(match["registry"]) != "torchvision.models":
+            continue
+        if _TORCHVISION_CNN_NAME.match(defaults.get(match["option"], "")):
+            return True
+    return False

@@ -67,7 +67,10 @@ class KerasStepsPerExecution(Rule):
       `on_batch_begin`, ...): with N batches a call it is called for every Nth batch only, and a
       callback that waits for batch 1 or counts batches never sees what it waits for;
     - where the file picks Keras' PyTorch backend (`os.environ["KERAS_BACKEND"] = "torch"`),
-      which does not support `steps_per_execution`.
+      which does not support `steps_per_execution`;
+    - in Keras' (or TensorFlow's) own repository, by its distribution name: its guides and
+      examples run on every backend, the PyTorch one included, and show `compile()` as users
+      write it.
     """
 
     code = "GL705"
@@ -188,6 +191,21 @@ class KerasStepsPerExecution(Rule):
             messages=(
                 "`model.compile()` without `steps_per_execution`: `fit` returns to Python after every batch "
                 "(no fix: the file runs Keras on its PyTorch backend, which does not support `steps_per_execution`)",
+            ),
+        ),
+        # Keras' own guides: they run on every backend, PyTorch's included
+        Invalid(
+            """
+            model.compile(optimizer="adam", loss="mse")
+            model.fit(x, y, epochs=1)
+            """,
+            "2:1",
+            header=TF_SCRIPT,
+            framework="Keras",
+            messages=(
+                "`model.compile()` without `steps_per_execution`: `fit` returns to Python after every batch "
+                "(no fix: the project is Keras itself: its guides and examples show the calls as its users write "
+                "them, on every setup it supports)",
             ),
         ),
         # a library's helper that compiles its caller's model: reported, left to the caller

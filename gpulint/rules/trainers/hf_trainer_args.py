@@ -91,6 +91,7 @@ class HfTrainerArgs(Rule):
 
     code = "GL801"
     name = "hf-trainer-args"
+    fix_api = frozenset({"transformers"})
     message = (
         "TrainingArguments that starve the GPU: no loader workers, or logging, evaluation or saving every few steps"
     )

@@ -71,6 +71,7 @@ class LightningTrainerArgs(Rule):
 
     code = "GL802"
     name = "lightning-trainer"
+    fix_api = frozenset({"lightning"})
     message = "Lightning Trainer {what}: per-step work keeps the GPU waiting"
     title = "Lightning Trainer that logs or validates every few steps: per-step work keeps the GPU waiting"
     tokens = ("Trainer",)

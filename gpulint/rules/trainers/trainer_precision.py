@@ -80,6 +80,7 @@ class TrainerPrecision(Rule):
 
     code = "GL803"
     name = "trainer-precision"
+    fix_api = frozenset({"lightning", "transformers"})
     message = "trainer configured for fp32: mixed precision (bf16) is usually about 2x faster on tensor-core GPUs"
     tokens = ("Trainer",)
     # the configuration it reports: its qualified name ends in one

@@ -65,7 +65,7 @@ WORKING_DATASET = "working dataset"
 # Kinds of return values the index tracks (values.KINDS).
 RETURN_KINDS = ("dataloader", "tfdata")
 # The version of a summary's shape: a cached summary of another version is not used.
-SUMMARY_VERSION = 9
+SUMMARY_VERSION = 10
 # Constructors that give each rank's model its gradient all-reduce: a module calling one runs data
 # parallel with one process per GPU (GL603 needs such a wrapper somewhere in the program).
 RANK_WRAPPERS = frozenset(

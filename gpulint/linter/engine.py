@@ -318,7 +318,7 @@ class Linter:
 
     def _withhold_fixes(self, rules: list[type[Rule]], findings: list[RawFinding], path: str, ctx: FileContext) -> None:
         """Drop the fixes the project rules out (the findings stay): in a framework's own repository
-        the fixes that write its API (project.py `framework_from`), those that need a newer
+        the fixes that write its API (the settings' `framework`, rule.py `FRAMEWORK_APIS`), those that need a newer
         PyTorch than it targets or than its prose names as supported (its README, INSTALL.md, a
         setup.py check: a maintainer does not merge a change that breaks a version the project
         says it runs on, even as an unsafe fix; the finding says why it has none), and in a test
@@ -327,7 +327,7 @@ class Linter:
         (fix/intent.py: a block marked as slow on purpose or as a baseline, a frozen folder)."""
         framework = self.settings.framework
         if framework is not None and any(finding.fix is not None for finding in findings):
-            from gpulint.linter.project import FRAMEWORK_APIS
+            from gpulint.linter.rule import FRAMEWORK_APIS  # (loaded already: the rules' module)
 
             own = {rule.code for rule in rules if rule.fix_apis() & FRAMEWORK_APIS.get(framework, frozenset())}
             for finding in findings:

@@ -47,7 +47,7 @@ formatter keeps, and the oldest PyTorch, TensorFlow and Lightning it declares it
   `transformers` (`FRAMEWORK_DISTRIBUTIONS`).  Its guides, examples and benchmarks show that API
   as the framework's users write it, on every setup it supports (Keras 3's on each of its
   backends): a fix that changes how it is called there is the framework's own choice to make,
-  so those fixes are withheld (`FRAMEWORK_APIS`).  Only the name is read: a folder called
+  so those fixes are withheld (rule.py `FRAMEWORK_APIS`).  Only the name is read: a folder called
   `torch/` in a user's project is not PyTorch;
 * the quotes written strings take (`quote_style`, "single" or "double"; None: not configured):
   ruff's `[format] quote-style` (its own files, then `[tool.ruff.format]`), or black's double
@@ -151,16 +151,6 @@ FRAMEWORK_DISTRIBUTIONS = {
     "lightning": "Lightning",
     "pytorch-lightning": "Lightning",
     "transformers": "Transformers",
-}
-# The APIs (as rules name the API their fixes write: `Rule.fix_api`) that a framework's own
-# repository shows as its users write them.  Keras 3 runs on TensorFlow, JAX and PyTorch, and its
-# guides show each backend's calls beside Keras' own.
-FRAMEWORK_APIS = {
-    "Keras": frozenset({"tensorflow", "torch"}),
-    "TensorFlow": frozenset({"tensorflow"}),
-    "PyTorch": frozenset({"torch"}),
-    "Lightning": frozenset({"lightning"}),
-    "Transformers": frozenset({"transformers"}),
 }
 _SETUP_PY_NAME = re.compile(r"""\bsetup\s*\((?:[^()]|\([^()]*\))*?\bname\s*=\s*["'](?P<name>[\w.-]{1,100})["']""")
 _QUOTE_STYLES = ("single", "double")

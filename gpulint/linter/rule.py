@@ -163,6 +163,16 @@ class Invalid(Case):
         return None if self._fixed is None else self.header + textwrap.dedent(self._fixed).lstrip("\n")
 
 
+# The APIs (as rules name the API their fixes write: `Rule.fix_api`) that a framework's own
+# repository shows as its users write them.  Keras 3 runs on TensorFlow, JAX and PyTorch, and its
+# guides show each backend's calls beside Keras' own.
+FRAMEWORK_APIS = {
+    "Keras": frozenset({"tensorflow", "torch"}),
+    "TensorFlow": frozenset({"tensorflow"}),
+    "PyTorch": frozenset({"torch"}),
+    "Lightning": frozenset({"lightning"}),
+    "Transformers": frozenset({"transformers"}),
+}
 # The reason a rule that is a hint by default gives its findings (Rule.hint_by_default).
 MOSTLY_NOT_WANTED = (
     "held back by default: on whole repositories most of this rule's findings were right but not worth acting on"
@@ -181,8 +191,8 @@ class Rule:
     fix_applicability: ClassVar[Applicability | None] = None  # the fix it offers, for docs and cases
     requires: ClassVar[AbstractSet[Fact]] = frozenset()
     # The frameworks whose API the fix writes ("torch", "tensorflow" -- Keras' too --, "lightning",
-    # "transformers"): it is withheld in that framework's own repository (project.py
-    # `FRAMEWORK_APIS`).  None: read from `requires` (`fix_apis`).
+    # "transformers"): it is withheld in that framework's own repository (below:
+    # `FRAMEWORK_APIS`, by the name project.py `framework_from` reads).  None: read from `requires` (`fix_apis`).
     fix_api: ClassVar[frozenset[str] | None] = None
     # Prefilter: the file must contain at least one of these (as text) to be parsed for this rule.
     tokens: ClassVar[tuple[str, ...]] = ()

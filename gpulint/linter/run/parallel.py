@@ -276,6 +276,7 @@ def _init_summary_worker(cache) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (as _init_worker)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (a pool in `in_child`'s child: its pool stops it so)
     gc.set_threshold(*LINT_COLLECTOR_THRESHOLDS)
     from gpulint.linter.run.project import Folders
 
@@ -347,7 +348,7 @@ def in_child(work: Callable[[], T], meanwhile: Callable[[], object] | None = Non
     modules took 120 MB, of which Python and the C library hand little back once freed -- then
     never enters this process, nor the workers forked from it later; only the result is copied
     back (pickled), so it must be small beside the work.  `meanwhile()` runs here while the child
-    works.  An interruption (Ctrl-C) stops the child too."""
+    works.  An interruption (Ctrl-C) stops the child too, and its workers."""
     import signal
 
     context = _context()
@@ -376,10 +377,10 @@ def in_child(work: Callable[[], T], meanwhile: Callable[[], object] | None = Non
     finally:
         receiving.close()
         if not finished and child.is_alive():
-            os.kill(child.pid, signal.SIGINT)  # (it stops its own workers, as this process would)
+            os.kill(child.pid, signal.SIGTERM)  # (it stops as if interrupted: `_send_result`)
             child.join(10)
             if child.is_alive():
-                child.terminate()
+                child.kill()
         child.join()
     return result
 
@@ -387,7 +388,15 @@ def in_child(work: Callable[[], T], meanwhile: Callable[[], object] | None = Non
 def _send_result(work: Callable[[], object], sending) -> None:
     """In the child of `in_child`: send what `work()` returns and leave without the interpreter's
     teardown (nothing of this process's is the child's to flush or finalize); on any error or an
-    interruption, leave without a word: the parent does the work itself, or is interrupted too."""
+    interruption, leave without a word: the parent does the work itself, or is interrupted too.
+
+    Only the parent stops the child, once (a Ctrl-C at a terminal reaches the whole process group:
+    a second interruption while the first closes the child's own pool would leave its workers
+    behind), by SIGTERM, which unwinds the work as an interruption would."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     code = 1
     try:
         sending.send(work())

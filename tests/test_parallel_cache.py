@@ -523,6 +523,34 @@ def test_work_in_a_child_comes_back_and_a_failed_child_leaves_it_to_the_caller()
     assert here == [os.getpid(), os.getpid()]
 
 
+def test_an_interrupted_parent_stops_its_child_which_unwinds_as_interrupted(tmp_path):
+    """A Ctrl-C in the parent while the child of `in_child` works ends the child -- by unwinding
+    its work as an interruption, so that it closes what it started (its own pool) -- and reaches
+    the caller; no process is left."""
+    import multiprocessing
+    import time
+
+    started, unwound = tmp_path / "started", tmp_path / "unwound"
+
+    def work():
+        try:
+            started.write_text("")
+            time.sleep(300)
+        finally:
+            unwound.write_text("closed")
+
+    def interrupted():
+        deadline = time.monotonic() + 120
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        parallel.in_child(work, meanwhile=interrupted)
+    assert unwound.read_text() == "closed"
+    assert multiprocessing.active_children() == []
+
+
 def _collector_pace(path, linter, options, cache, view):
     """What a file's lint sees of the cyclic collector (in a worker: module level, so it pickles)."""
     import gc

@@ -360,7 +360,7 @@ def in_child(work: Callable[[], T], meanwhile: Callable[[], object] | None = Non
     child = context.Process(target=_send_result, args=(work, sending), name="gpulint-child", daemon=False)
     try:
         child.start()
-    except OSError:
+    except (OSError, AssertionError):  # (no process left to start; a daemonic process may start none)
         receiving.close()
         sending.close()
         return None

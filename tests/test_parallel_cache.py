@@ -473,35 +473,82 @@ def test_with_workers_each_module_is_summarized_and_compiled_once_in_a_worker(co
     assert _summary(result) == serial
 
 
-def test_with_workers_the_rules_load_while_the_summaries_are_computed(corpus, monkeypatch):
-    """The lint's start-up (libcst, the rules) runs in a thread of its own while the summarizing
-    workers work, and is over, its thread gone, before the lint's workers are forked."""
+def test_with_workers_the_index_is_built_in_a_child_while_the_rules_load(corpus, tmp_path, monkeypatch):
+    """With workers, the project index is built in a child process -- which summarizes the modules
+    in its own pool and hands back the views -- while this process loads the lint's start-up
+    (libcst, the rules); the child is gone, and no thread of ours is left, when the lint's workers
+    are forked, and the results are those of a serial run."""
+    import multiprocessing
+
     from gpulint.linter.run import runner
 
-    seen: list[tuple[str, int]] = []
+    serial = _serial(corpus, RunOptions())
+    record = tmp_path / "summaries.txt"
+    seen: list[tuple] = []
     summarize_files, pool = parallel.summarize_files, parallel._pool
 
     def warming(self):
-        seen.append(("warm-up", threading.get_ident()))
+        seen.append(("warm-up", [child.name for child in multiprocessing.active_children()]))
 
     def summarizing(*args, **kwargs):
-        seen.append(("summaries start", threading.get_ident()))
-        found = summarize_files(*args, **kwargs)
-        seen.append(("summaries end", threading.active_count()))
-        return found
+        with record.open("a") as out:  # (in the child: this process sees only the file)
+            out.write(f"{os.getpid()}\n")
+        return summarize_files(*args, **kwargs)
 
     def forking(*args, **kwargs):
-        seen.append(("lint pool", threading.active_count()))
+        seen.append(("lint pool", threading.active_count(), multiprocessing.active_children()))
         return pool(*args, **kwargs)
 
     monkeypatch.setattr(runner._ProjectViews, "warm_up", warming)
     monkeypatch.setattr(parallel, "summarize_files", summarizing)
     monkeypatch.setattr(parallel, "_pool", forking)
-    run([corpus], SETTINGS, RunOptions(), jobs=2)
-    steps = [step for step, _ in seen]
-    assert steps == ["summaries start", "warm-up", "summaries end", "lint pool"]
-    assert seen[1][1] != seen[0][1], "the warm-up runs in a thread of its own"
-    assert seen[2][1] == seen[3][1] == 1, "no thread is left when the lint's workers fork"
+    result = run([corpus], SETTINGS, RunOptions(), jobs=2)
+    assert seen == [("warm-up", ["gpulint-child"]), ("lint pool", 1, [])]
+    summarizers = record.read_text().split()
+    assert len(summarizers) == 1 and summarizers[0] != str(os.getpid()), "the child summarizes, once"
+    assert _summary(result) == serial
+
+
+def test_work_in_a_child_comes_back_and_a_failed_child_leaves_it_to_the_caller():
+    """`in_child` hands back what the child computed (even None), and None -- do it yourself --
+    when the work raised or the child died before answering; `meanwhile` runs here either way."""
+    here: list[int] = []
+    assert parallel.in_child(lambda: {"views": [1, None]}, meanwhile=lambda: here.append(os.getpid())) == (
+        {"views": [1, None]},
+    )
+    assert parallel.in_child(lambda: None) == (None,)
+    assert parallel.in_child(lambda: os.getpid()) != (os.getpid(),)
+    assert parallel.in_child(lambda: 1 // 0, meanwhile=lambda: here.append(os.getpid())) is None
+    assert parallel.in_child(lambda: os._exit(3)) is None
+    assert here == [os.getpid(), os.getpid()]
+
+
+def test_an_interrupted_parent_stops_its_child_which_unwinds_as_interrupted(tmp_path):
+    """A Ctrl-C in the parent while the child of `in_child` works ends the child -- by unwinding
+    its work as an interruption, so that it closes what it started (its own pool) -- and reaches
+    the caller; no process is left."""
+    import multiprocessing
+    import time
+
+    started, unwound = tmp_path / "started", tmp_path / "unwound"
+
+    def work():
+        try:
+            started.write_text("")
+            time.sleep(300)
+        finally:
+            unwound.write_text("closed")
+
+    def interrupted():
+        deadline = time.monotonic() + 120
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        parallel.in_child(work, meanwhile=interrupted)
+    assert unwound.read_text() == "closed"
+    assert multiprocessing.active_children() == []
 
 
 def _collector_pace(path, linter, options, cache, view):

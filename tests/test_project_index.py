@@ -774,3 +774,39 @@ def test_a_script_that_sets_tf32_for_itself_decides_nothing_for_the_scripts_besi
     assert view.tf32_set_in == ""
     result = Linter(Settings(select=["GL404"])).lint_source(paths["recipe"].read_bytes(), "recipe.py", project=view)
     assert [f.fix is not None for f in result.findings] == [True]
+
+
+def test_the_views_of_a_project_read_the_whole_index_once_not_once_per_module():
+    """What a view gathers from every module of its source root (the batch classes with their own
+    `to()`, the modules that wrap a model, what other modules make per step) is grouped once: the
+    views of N modules walked all N summaries each before (N * N: a tenth of the index's time on a
+    tree of 2,000 modules), and the grouping says the same as that walk did."""
+    from gpulint.linter.analysis.project import ProjectIndex
+
+    class Counted(dict):
+        walks = 0
+
+        def items(self):
+            Counted.walks += 1
+            return super().items()
+
+        def values(self):
+            Counted.walks += 1
+            return super().values()
+
+    def batch(n: int) -> bytes:
+        return f"class Batch{n}:\n    def to(self, device):\n        return self\n".encode()
+
+    summaries = Counted({f"/src|pkg.batch_{n}": summarize(batch(n), f"pkg.batch_{n}", False) for n in range(30)})
+    summaries["/src|pkg.again"] = summarize(batch(0), "pkg.again", False)  # (a second module with Batch0)
+    summaries["/src|tests.test_batch"] = summarize(batch(99), "tests.test_batch", False)
+    summaries["/other|lib"] = summarize(batch(77), "lib", False)
+    index = ProjectIndex(summaries, test_modules=frozenset({"/src|tests.test_batch"}))
+    built = Counted.walks
+    views = {module_id: index.view(module_id) for module_id in summaries}
+    assert Counted.walks == built, "a view walked every module"
+    everything = tuple(sorted(f"Batch{n}" for n in range(30)))
+    assert views["/src|pkg.batch_5"].own_to_elsewhere == tuple(name for name in everything if name != "Batch5")
+    assert views["/src|pkg.batch_0"].own_to_elsewhere == everything  # (pkg.again has a Batch0 too)
+    assert views["/src|tests.test_batch"].own_to_elsewhere == everything  # (a test's own class is not counted)
+    assert views["/other|lib"].own_to_elsewhere == ()  # (another source root)

@@ -1046,6 +1046,7 @@ class ProjectIndex:
         self.returns: dict[Function, set[str]] = {}
         self.reiterated: dict[str, set[tuple[str, int | None]]] = {}  # module id -> (qualname, position)
         self._solve()
+        self._by_module = _ByModule(self)
 
     def moved(self, summaries: dict[str, ModuleSummary]) -> ProjectIndex | None:
         """This index for `summaries` that differ from its own only in where calls and loops are
@@ -1330,7 +1331,9 @@ class ProjectIndex:
         summary = self.summaries.get(module_id)
         if summary is None:
             return EMPTY_VIEW
-        per_step = frozenset(q for m, q in self.per_step_elsewhere if m == module_id)
+        by_module = self._by_module
+        root = module_id.partition("|")[0]
+        per_step = by_module.per_step_elsewhere.get(module_id, frozenset())
         calls: dict[str, CalleeFacts] = {}
         networks: set[str] = set()
         for function in summary.functions.values():
@@ -1364,21 +1367,9 @@ class ProjectIndex:
             chains,
             torch_loop_elsewhere=any(m.imports_torch for m in loop_modules),
             accelerator_loop_elsewhere=any(m.names_accelerator for m in loop_modules),
-            ranks_wrapped_elsewhere=any(
-                other != module_id and other.partition("|")[0] == module_id.partition("|")[0]
-                for other in self.wrapping_modules
-            ),
+            ranks_wrapped_elsewhere=bool(by_module.wrapping.get(root, set()) - {module_id}),
             own_to_elsewhere=tuple(
-                sorted(
-                    {
-                        qualname.rpartition(".")[2]
-                        for other, other_summary in self.summaries.items()
-                        if other != module_id
-                        and other not in self.test_modules
-                        and other.partition("|")[0] == module_id.partition("|")[0]
-                        for qualname in other_summary.own_to_classes
-                    }
-                )
+                sorted(name for name, modules in by_module.own_to.get(root, {}).items() if modules - {module_id})
             ),
             tf32_set_in=self._tf32_set_in(module_id) if self._trains(summary) else "",
             networks_elsewhere=tuple(sorted(networks)),
@@ -1392,8 +1383,30 @@ class ProjectIndex:
     def _tf32_set_in(self, module_id: str) -> str:
         """The shown path of the first other module of the project (not test code) that decides
         TF32 itself; "" when none does."""
-        found = self.__dict__.get("_tf32_modules")
-        if found is None:  # (once per index: every training module asks)
-            found = sorted(m for m, s in self.summaries.items() if s.sets_tf32 and m not in self.test_modules)
-            self.__dict__["_tf32_modules"] = found
-        return next((self._path(m) for m in found if m != module_id), "")
+        return next((self._path(m) for m in self._by_module.tf32_modules if m != module_id), "")
+
+
+class _ByModule:
+    """What `ProjectIndex.view` reads of the whole index, grouped once by module or by source root:
+    gathered per view, it made the views of a project's N modules cost N * N (a tenth of the index's
+    time on a tree of 2,000 modules).  The solved sets do not change after the solve."""
+
+    def __init__(self, index: ProjectIndex) -> None:
+        per_step: dict[str, set[str]] = {}
+        for module_id, qualname in index.per_step_elsewhere:
+            per_step.setdefault(module_id, set()).add(qualname)
+        self.per_step_elsewhere = {module_id: frozenset(names) for module_id, names in per_step.items()}
+        self.wrapping: dict[str, set[str]] = {}  # source root -> ids of its modules that wrap a model
+        for module_id in index.wrapping_modules:
+            self.wrapping.setdefault(module_id.partition("|")[0], set()).add(module_id)
+        # source root -> class name -> ids of the (non-test) modules with such a class of their own `.to`
+        self.own_to: dict[str, dict[str, set[str]]] = {}
+        self.tf32_modules: list[str] = []  # ids of the (non-test) modules that decide TF32 themselves, sorted
+        for module_id, summary in sorted(index.summaries.items()):
+            if module_id in index.test_modules:
+                continue
+            if summary.sets_tf32:
+                self.tf32_modules.append(module_id)
+            for qualname in summary.own_to_classes:
+                by_name = self.own_to.setdefault(module_id.partition("|")[0], {})
+                by_name.setdefault(qualname.rpartition(".")[2], set()).add(module_id)

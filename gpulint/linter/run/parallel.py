@@ -12,7 +12,9 @@ processed again alone in a one-worker pool, a file that kills that one too is re
 not be analysed: the parser crashed", and the other files go on in a fresh pool.
 
 Before the lint, a pool of its own summarizes the modules for the project index (`summarize_files`:
-CPython's parser only, no libcst); if it breaks, the index summarizes them in this process.
+CPython's parser only, no libcst); if it breaks, the index summarizes them in this process.  A large
+index is built in a child process of its own (`in_child`) that hands back only the views, so that
+this process, which the lint's workers are forked from, never holds it.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from gpulint.child_processes import SPAWN_CAN_LEAVE_OUT_WORKING_DIRECTORY, spawned_without_working_directory
 from gpulint.linter.config import Settings
@@ -54,6 +56,7 @@ MIN_FILES_FOR_WORKERS = 4
 MIN_BYTES_FOR_SUMMARY_WORKERS = 96 * 1024
 
 _worker: dict = {}
+T = TypeVar("T")
 # Where the pools fork (see _context).
 FORK_IS_SAFE = sys.platform.startswith("linux")
 
@@ -132,10 +135,37 @@ def _init_worker(settings: Settings, options, cache) -> None:
 
 
 def _work(items: list[tuple[Path, ModuleView | None]]) -> list:
-    return [
+    outcomes = [
         process_file_cached(path, _worker["linter"], _worker["options"], _worker["cache"], project)
         for path, project in items
     ]
+    release_freed_memory()
+    return outcomes
+
+
+# glibc's malloc_trim, where the C library has one (None elsewhere); looked up on first use.
+_malloc_trim: Callable[[int], int] | None | bool = False
+
+
+def release_freed_memory() -> None:
+    """Hand the memory freed since back to the operating system where the C library keeps it
+    (glibc: `malloc_trim`; elsewhere nothing is done).  libcst's tree of a large module takes tens
+    of megabytes, and glibc keeps what a freed tree leaves between the objects that outlive it: a
+    worker that linted a 300 KB module held about 60 MB more until it ended, and the files come
+    largest first.  A trim costs a few milliseconds after a large tree, a tenth of one when nothing
+    was freed."""
+    global _malloc_trim
+    if _malloc_trim is False:
+        _malloc_trim = None
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            try:
+                _malloc_trim = ctypes.CDLL(None).malloc_trim
+            except (AttributeError, OSError):  # (musl and other C libraries have none)
+                pass
+    if callable(_malloc_trim):
+        _malloc_trim(0)
 
 
 def _pool(jobs: int, settings: Settings, options, cache) -> ProcessPoolExecutor:
@@ -235,10 +265,18 @@ def _map_files(
                 yield from (_alone(item, settings, options, cache) for item in chunk)
 
 
+def summarize_in_pool(paths: Sequence[Path], sizes: dict[Path, int] | None = None) -> bool:
+    """Whether `summarize_files` starts a pool for the modules at `paths` (their sizes, when known):
+    enough bytes of them (MIN_BYTES_FOR_SUMMARY_WORKERS)."""
+    total = sum(sizes[path] for path in paths) if sizes is not None else sum(file_size(path) for path in paths)
+    return total >= MIN_BYTES_FOR_SUMMARY_WORKERS
+
+
 def _init_summary_worker(cache) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (as _init_worker)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # (a pool in `in_child`'s child: its pool stops it so)
     gc.set_threshold(*LINT_COLLECTOR_THRESHOLDS)
     from gpulint.linter.run.project import Folders
 
@@ -267,7 +305,7 @@ def summarize_files(
     rules, about a tenth of a second -- would otherwise leave a core idle after the pool ends.  It
     is done when this returns, so the lint's workers fork from a process with no thread of ours."""
     sizes = {path: file_size(path) for path, _budget in items}
-    if sum(sizes.values()) < MIN_BYTES_FOR_SUMMARY_WORKERS:
+    if not summarize_in_pool(list(sizes), sizes):
         return {}  # (before the imports a pool needs, which a run this small does without)
     import threading
     from concurrent.futures import ProcessPoolExecutor
@@ -300,6 +338,73 @@ def summarize_files(
             if helper is not None:
                 helper.join()
     return {item: summarized for item, summarized in found.items() if summarized is not None}
+
+
+def in_child(work: Callable[[], T], meanwhile: Callable[[], object] | None = None) -> tuple[T] | None:
+    """(what `work()` returns,) computed in a forked child process, which ends then; None where
+    processes are not forked (`_context`), or when the child could not start, failed or died: the
+    caller does the work itself (and meets the same error there, as it would have without the
+    child).  What a large computation leaves behind -- the project index of a tree of two thousand
+    modules took 120 MB, of which Python and the C library hand little back once freed -- then
+    never enters this process, nor the workers forked from it later; only the result is copied
+    back (pickled), so it must be small beside the work.  `meanwhile()` runs here while the child
+    works.  An interruption (Ctrl-C) stops the child too, and its workers."""
+    import signal
+
+    context = _context()
+    if context is None or context.get_start_method() != "fork":
+        return None
+    receiving, sending = context.Pipe(duplex=False)
+    for stream in (sys.stdout, sys.stderr):  # (the child must not write what this process buffers again)
+        stream.flush()
+    child = context.Process(target=_send_result, args=(work, sending), name="gpulint-child", daemon=False)
+    try:
+        child.start()
+    except (OSError, AssertionError):  # (no process left to start; a daemonic process may start none)
+        receiving.close()
+        sending.close()
+        return None
+    sending.close()
+    finished = False
+    try:
+        if meanwhile is not None:
+            meanwhile()
+        try:
+            result: tuple[T] | None = (receiving.recv(),)
+        except (EOFError, OSError):  # (the child failed or died)
+            result = None
+        finished = True
+    finally:
+        receiving.close()
+        if not finished and child.is_alive():
+            os.kill(child.pid, signal.SIGTERM)  # (it stops as if interrupted: `_send_result`)
+            child.join(10)
+            if child.is_alive():
+                child.kill()
+        child.join()
+    return result
+
+
+def _send_result(work: Callable[[], object], sending) -> None:
+    """In the child of `in_child`: send what `work()` returns and leave without the interpreter's
+    teardown (nothing of this process's is the child's to flush or finalize); on any error or an
+    interruption, leave without a word: the parent does the work itself, or is interrupted too.
+
+    Only the parent stops the child, once (a Ctrl-C at a terminal reaches the whole process group:
+    a second interruption while the first closes the child's own pool would leave its workers
+    behind), by SIGTERM, which unwinds the work as an interruption would."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    code = 1
+    try:
+        sending.send(work())
+        code = 0
+    except BaseException:  # noqa: BLE001 - reported by the parent, which meets it again
+        pass
+    finally:
+        os._exit(code)
 
 
 def file_size(path: Path) -> int:

@@ -66,7 +66,9 @@ class _ProjectViews:
       call, loop or import), the views are the same: nothing is solved;
     * otherwise the index is built and solved again, and the entry rewritten.  With workers
       (`jobs` > 1), the modules are read, compiled and summarized in a worker pool first
-      (`_summarize_ahead`); the index is solved here."""
+      (`_summarize_ahead`), and the index is built and solved in a child process that hands back
+      the views (`parallel.in_child`): the lint's workers are forked from this process, and what
+      a large index leaves behind would stay in it, and in each of them, for the whole lint."""
 
     def __init__(
         self,
@@ -102,6 +104,7 @@ class _ProjectViews:
         # the chains' paths are shown from.
         self._context = f"{os.getcwd()}|{settings_for(files[0]).fingerprint()}" if files else ""
         self._views: list[ModuleView | None] | None = None
+        self._ahead_paths: list[tuple[Path, int | None]] | None = None
         self._index_key = ""
         # The run's own files' (size, content hash) as the index entry knows them: their outcomes
         # are looked up without reading them again.
@@ -181,10 +184,30 @@ class _ProjectViews:
 
     def _build(self) -> list[ModuleView | None]:
         from gpulint.linter.analysis import parse_guard
+
+        if self.jobs > 1 and parallel.summarize_in_pool([path for path, _budget in self._ahead()]):
+            built = parallel.in_child(self._build_for_parent, meanwhile=self.warm_up)
+            if built is not None:
+                views, measured = built[0]
+                for key, found in measured:  # (for the lint of the same bytes, as if measured here)
+                    parse_guard.keep_measurement(key, found)
+                return views
+        return self._build_here(warm_up=True)
+
+    def _build_for_parent(self) -> tuple[list[ModuleView | None], list]:
+        """In the child process of `_build`: the views, and what the parse guard measured on the
+        way (parse_guard.keep_measurement), for the process that lints."""
+        from gpulint.linter.analysis import parse_guard
+
+        views = self._build_here(warm_up=False)
+        return views, list(parse_guard._MEASURED.items())
+
+    def _build_here(self, warm_up: bool) -> list[ModuleView | None]:
+        from gpulint.linter.analysis import parse_guard
         from gpulint.linter.run.project import RunIndex, module_summary
 
         now = time.time_ns()
-        ahead = self._summarize_ahead()
+        ahead = self._summarize_ahead(warm_up)
         summarized: dict[str, tuple[str, str]] = {}  # resolved path -> (content hash, summary key)
 
         def summary_of(path: Path, source: bytes, dotted: str, package: bool, budget: int | None):
@@ -214,23 +237,30 @@ class _ProjectViews:
             self.cache.put_index(self._index_key, own, self._rows(index, summarized, now))
         return views
 
-    def _summarize_ahead(self) -> dict[tuple[Path, int | None], Summarized]:
+    def _summarize_ahead(self, warm_up: bool) -> dict[tuple[Path, int | None], Summarized]:
         """With workers, the summaries of what the index reads first -- the run's files and their
         projects', with the lint's budget of nodes -- computed in a worker pool by (resolved path,
         budget); the index takes each for the same bytes.  The modules they import from elsewhere
         are summarized here as the index follows them, as are the test files it reads only where
-        imported (`read_if_imported`).  Without workers, or too few bytes of
-        modules for a pool to pay, nothing."""
+        imported (`read_if_imported`).  Without workers, or too few bytes of modules for a pool to
+        pay, nothing.  `warm_up`: load what the lint starts with meanwhile (`warm_up`; not in a
+        child process, whose parent does it)."""
         if self.jobs < 2:
             return {}
-        paths = dict.fromkeys(
-            Path(self._real(path))
-            for path in [*self.project, *self.files]
-            if path.suffix == ".py" and not self.read_if_imported(path)
-        )
         return parallel.summarize_files(
-            [(path, self.max_nodes) for path in paths], self.cache, self.jobs, meanwhile=self.warm_up
+            self._ahead(), self.cache, self.jobs, meanwhile=self.warm_up if warm_up else None
         )
+
+    def _ahead(self) -> list[tuple[Path, int | None]]:
+        """What `_summarize_ahead` summarizes: (resolved path, node budget) pairs."""
+        if self._ahead_paths is None:
+            paths = dict.fromkeys(
+                Path(self._real(path))
+                for path in [*self.project, *self.files]
+                if path.suffix == ".py" and not self.read_if_imported(path)
+            )
+            self._ahead_paths = [(path, self.max_nodes) for path in paths]
+        return self._ahead_paths
 
     def warm_up(self) -> None:
         """Load what the lint of the run's files starts with (libcst, the rules of the first file's

@@ -71,7 +71,11 @@ class DataLoaderSerial(Rule):
     or CIFAR with `ToTensor()` and `Normalize()`), or the run loads a handful of batches
     (`max_steps=10`, `limit_train_batches=15`, `if i == 15: break` in the loop over the loader) --
     the finding is a hint: held back unless hints are shown (`--show-hints`, or the rule selected
-    by its id).
+    by its id).  The rule's other findings are held back by default too (most were right but not
+    worth acting on), except where every item goes through transforms (image augmentation in
+    `__getitem__`, a torchvision dataset given a `transform=`, `with_transform`): such findings
+    were mostly wanted on whole repositories, and are shown (docs/precision.md).  Files read or
+    items tokenized per item were not, and stay held.
 
     ## Example
     ```python

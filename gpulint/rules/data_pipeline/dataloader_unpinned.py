@@ -60,7 +60,10 @@ class DataLoaderUnpinned(Rule):
     token ids, a run of a handful of batches, a loader Accelerate's `prepare()` wraps (it copies
     each batch without `non_blocking`, so pinning saves a millisecond against a step of
     hundreds) -- the finding is a hint: held back unless hints are shown (`--show-hints`, or the
-    rule selected by its id).
+    rule selected by its id).  The rule's other findings are held back by default too (most were
+    right but not worth acting on), except where every item goes through transforms (image
+    augmentation in `__getitem__`, a torchvision dataset given a `transform=`, `with_transform`):
+    such findings were mostly wanted on whole repositories, and are shown (docs/precision.md).
 
     ## Why it is slow
     Copies from pageable host memory to the GPU go through a staging buffer and block the host;

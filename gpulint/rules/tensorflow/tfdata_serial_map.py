@@ -45,6 +45,13 @@ class TfDataSerialMap(Rule):
     TensorFlow version: there only a `map` whose function is known to be stateful (it calls
     `tf.random.*` or `tf.py_function` itself) is reported, since tf.data leaves that one serial.
 
+    The rule's findings are held back by default (most were right but not worth acting on: small
+    tutorial datasets, a map cached after it), except a `map` whose function draws random numbers
+    for every element -- random augmentation: `tf.random.*`, `tf.image.random_*`, Keras' `Random*`
+    layers, called by a lambda or function of the module, a model those layers are added to, or a
+    layer class of the module -- which says so in its message and is shown: such findings were
+    wanted on whole repositories (docs/precision.md).
+
     ## Why it is slow
     Without `num_parallel_calls`, tf.data runs the mapped function on one element at a time, on one
     core: decoding and augmentation become a single-threaded bottleneck while the other cores and

@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/corpus_recall.py CORPUS_ROOT            # table, misses, false positives
     .venv/bin/python benchmarks/corpus_recall.py CORPUS_ROOT --json     # the same as one JSON document
+    .venv/bin/python benchmarks/corpus_recall.py CORPUS_ROOT --default-output   # what a default run prints
     .venv/bin/python benchmarks/corpus_recall.py --fetch-commands       # shell commands that build CORPUS_ROOT
     .venv/bin/python benchmarks/corpus_recall.py CORPUS_ROOT --stamp    # fill in missing `text_sha1` of labels
 
@@ -10,7 +11,9 @@ holds the manifest (repositories, commits, files) and the labels (see tests/corp
 CORPUS_ROOT holds one folder per repository, `<owner>__<name>/`, checked out at the manifest's commit.
 
 gpulint (its CLI: `--select ALL --show-hints --format json --no-cache`: findings held back as hints
-included, each with its `hint`) runs once over the listed files, and every finding is matched to a
+included, each with its `hint`) runs once over the listed files -- with `--default-output`, only the
+findings a default run prints are scored: those of the rules on by default that are not hints (held
+back by default, or by the rule for want of evidence) -- and every finding is matched to a
 label of the same file and rule: on the same line, or in the same statement (a label may anchor on
 any line of a multi-line call), or -- for the rules reported once per module (GL401, GL403, GL404)
 -- anywhere in the file.  A finding is a true positive when it matches a positive label, a false
@@ -213,6 +216,12 @@ def run_gpulint(paths: list[Path], jobs: int | None) -> list[dict]:
     if completed.returncode != 0:
         raise RuntimeError(f"gpulint exited {completed.returncode}:\n{completed.stderr[-2000:]}")
     return json.loads(completed.stdout)
+
+
+def default_output(records: list[dict]) -> list[dict]:
+    """The records a default run prints: of the rules on by default, the findings that are not hints."""
+    on = {rule.code for rule in all_rules() if rule.default == "on"}
+    return [record for record in records if record["code"] in on and record.get("hint") is None]
 
 
 def findings_from_json(records: list[dict], root: Path, repos: list[str]) -> list[Finding]:
@@ -450,6 +459,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, help="gpulint's worker processes")
     parser.add_argument("--findings", type=Path, help="use gpulint JSON saved by --save-findings instead of running it")
     parser.add_argument("--save-findings", type=Path, help="also write gpulint's JSON output here")
+    parser.add_argument(
+        "--default-output", action="store_true", help="score only what a default run prints (no hints, no opt-in rules)"
+    )
     parser.add_argument("--stamp", action="store_true", help="fill in labels' missing text_sha1 from the corpus")
     parser.add_argument("--fetch-commands", action="store_true", help="print shell commands that build the corpus")
     args = parser.parse_args(argv)
@@ -480,6 +492,8 @@ def main(argv: list[str] | None = None) -> int:
         records = run_gpulint([root / repo_folder(repo) / path for repo, path in keys], args.jobs)
     if args.save_findings:
         args.save_findings.write_text(json.dumps(records), encoding="utf-8")
+    if args.default_output:
+        records = default_output(records)
     findings = findings_from_json(records, root, list(manifest["repos"]))
     labels = [label for label in labels if label.file_key in sources]
     summary = summarize(evaluate(labels, findings, sources), labels, len(keys))

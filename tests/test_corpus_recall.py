@@ -172,3 +172,23 @@ def test_end_to_end_with_gpulint(tmp_path, capsys):
     assert summary["per_rule"]["GL104"]["tp"] == 1 and summary["per_rule"]["GL201"]["tp"] == 1
     assert corpus_recall.main(["--manifest", str(manifest_path), "--fetch-commands"]) == 0
     assert f"git clone --filter=blob:none --no-checkout https://github.com/{REPO}.git" in capsys.readouterr().out
+
+
+def test_default_output_scores_only_what_a_default_run_prints(tmp_path, capsys):
+    # the loader's dataset is not visible: GL102 is a hint, shown by the harness's own run
+    # (`--show-hints`) and left out of what a default run prints
+    sources = write_corpus(tmp_path)
+    labels = [label("train.py", 4, "GL102", sources), label("train.py", 13, "GL201", sources)]
+    labels_path, manifest_path = tmp_path / "labels.jsonl", tmp_path / "manifest.json"
+    corpus_recall.write_labels(labels_path, labels)
+    manifest_path.write_text(
+        json.dumps({"repos": {REPO: {"commit": "0" * 40}}, "files": [{"repo": REPO, "path": "train.py"}]})
+    )
+    saved = tmp_path / "findings.json"
+    common = [str(tmp_path), "--labels", str(labels_path), "--manifest", str(manifest_path), "--json"]
+    assert corpus_recall.main([*common, "--jobs", "1", "--save-findings", str(saved)]) == 0
+    shown = json.loads(capsys.readouterr().out)["per_rule"]
+    assert corpus_recall.main([*common, "--findings", str(saved), "--default-output"]) == 0
+    printed = json.loads(capsys.readouterr().out)["per_rule"]
+    assert shown["GL102"]["tp"] == 1 and (printed["GL102"]["tp"], printed["GL102"]["fn"]) == (0, 1)
+    assert shown["GL201"]["tp"] == printed["GL201"]["tp"] == 1

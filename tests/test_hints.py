@@ -52,6 +52,29 @@ def test_a_hint_is_held_back_and_counted_by_default():
     assert hinted.hint == "what loading an item costs is not visible here"
 
 
+# A loader whose dataset augments every item (a random crop): evidence that lifts GL102's hold.
+AUGMENTED = textwrap.dedent("""\
+    import torch
+    from torch.utils.data import DataLoader
+    from torchvision import transforms
+    from torchvision.datasets import CIFAR10
+    device = "cuda"
+    crop = transforms.Compose([transforms.RandomCrop(32, padding=4), transforms.ToTensor()])
+    loader = DataLoader(CIFAR10("data", transform=crop), num_workers=2)
+    for x, y in loader:
+        step(x.to(device))
+""")
+
+
+def test_evidence_that_was_mostly_wanted_shows_a_finding_of_a_rule_held_back_by_default():
+    # GL102 is held back by default; items augmented one by one are evidence of large batches that
+    # lifts the hold, where a file decoded per item (EVIDENT) does not
+    result = _lint(AUGMENTED)
+    assert [f.code for f in result.findings] == ["GL102"] and result.held_back == 0
+    assert result.findings[0].hint is None and result.findings[0].fix is not None
+    assert _lint(EVIDENT).findings == []
+
+
 @pytest.mark.parametrize(
     "selection, shown",
     [

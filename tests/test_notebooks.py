@@ -362,6 +362,7 @@ LOADER_CELLS = [
         "import torch\nfrom torch.utils.data import DataLoader\n"
         "model = model.cuda()\nloader = DataLoader(ds, num_workers=2)",
     ),
+    ("code", "for x in loader:\n    model(x.cuda()).sum().backward()"),
 ]
 
 
@@ -510,7 +511,10 @@ def test_a_notebook_whose_outputs_pass_max_file_size_is_still_linted(tmp_path):
 
     path = write_notebook(
         tmp_path / "plots.ipynb",
-        [("code", "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n")],
+        [
+            ("code", "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n"),
+            ("code", "for x in loader:\n    step(x)\n"),
+        ],
     )
     nb = json.loads(path.read_text())
     image = "A" * (3 * 2**20)
@@ -524,3 +528,24 @@ def test_a_notebook_whose_outputs_pass_max_file_size_is_still_linted(tmp_path):
     settings = Settings(max_file_size=path.stat().st_size // NOTEBOOK_SIZE_FACTOR - 1)
     outcome = process_file(path, Linter(settings), RunOptions())
     assert outcome.errors and "max-file-size" in outcome.errors[0]
+
+
+def test_a_loader_a_notebook_builds_and_never_reads_is_not_reported(tmp_path):
+    # nothing imports a notebook: a loader none of its cells reads draws no batch, where a script's
+    # module-level loader may be imported by another module
+    builds = (
+        "import torch\n"
+        "from torch.utils.data import DataLoader\n"
+        "from torchvision import datasets, transforms\n"
+        "device = torch.device('cuda')\n"
+        "crop = transforms.Compose([transforms.RandomCrop(32, padding=4), transforms.ToTensor()])\n"
+        "train_loader = DataLoader(datasets.CIFAR10('data', transform=crop), batch_size=64)\n"
+        "test_loader = DataLoader(datasets.CIFAR10('data', transform=crop), batch_size=64)\n"
+    )
+    trains = "for x, y in train_loader:\n    step(x.to(device), y.to(device))\n"
+    notebook = write_notebook(tmp_path / "train.ipynb", [("code", builds), ("code", trains)])
+    found = {(f.location.row, f.code) for f in findings_of(notebook, select=["GL101", "GL102"])}
+    assert found == {(6, "GL101"), (6, "GL102")}
+    script = tmp_path / "train.py"
+    script.write_text(builds + trains, encoding="utf-8")
+    assert {f.location.row for f in findings_of(script, select=["GL101", "GL102"])} == {6, 7}

@@ -64,9 +64,9 @@ def invalid_failures(rule: type[Rule], case: Invalid, local_rules: LocalRuleSet 
         return [f"expected findings at {', '.join(case.findings)}; found {', '.join(where) or 'none'}"]
     if case.messages is not None and [f.message for f in found] != list(case.messages):
         return [f"expected messages {list(case.messages)}; found {[f.message for f in found]}"]
-    # (a case lists the hints the rule gives, None where it gives none: the reason every finding of
-    # a rule that is a hint by default carries is not one of them)
-    hints = [None if f.hint is not None and f.hint == rule.hint_by_default else f.hint for f in found]
+    # (a case lists the hints its findings carry, None where a default run shows the finding: for a
+    # rule that is a hint by default, its reason where the finding holds no evidence that lifts it)
+    hints = [f.hint for f in found]
     if case.hints is not None and hints != list(case.hints):
         return [f"expected hints {list(case.hints)}; found {hints}"]
     offered = [f.fix for f in found if f.fix is not None]

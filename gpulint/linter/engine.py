@@ -56,6 +56,7 @@ from gpulint.linter.analysis.parse_guard import Measured, UnanalysableSource, me
 from gpulint.linter.analysis.step_region import region_shapes
 from gpulint.linter.analysis.vocabulary import tensorflow_injects_prefetch
 from gpulint.linter.findings import (
+    EVIDENCE_THAT_LIFTS_THE_HOLD,
     SYNTAX_ERROR_CODE,
     SYNTAX_ERROR_NAME,
     Edit,
@@ -310,10 +311,15 @@ class Linter:
     @staticmethod
     def _hint_by_default(rules: list[type[Rule]], findings: list[RawFinding]) -> None:
         """The findings of the rules that are hints by default (`Rule.hint_by_default`) are hints with
-        that reason, unless the rule gave a reason of its own."""
+        that reason, unless the rule gave a reason of its own, or found evidence of a class that was
+        mostly wanted where the rule's findings as a whole were not (`EVIDENCE_THAT_LIFTS_THE_HOLD`)."""
         reasons = {rule.code: rule.hint_by_default for rule in rules if rule.hint_by_default is not None}
         for finding in findings:
-            if finding.hint is None and finding.code in reasons:
+            if (
+                finding.hint is None
+                and finding.code in reasons
+                and finding.evidence not in EVIDENCE_THAT_LIFTS_THE_HOLD
+            ):
                 finding.hint = reasons[finding.code]
 
     def _withhold_fixes(self, rules: list[type[Rule]], findings: list[RawFinding], path: str, ctx: FileContext) -> None:

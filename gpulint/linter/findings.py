@@ -66,6 +66,17 @@ class Fix:
     min_torch: tuple[int, int] | None = None
 
 
+# Every item augmented: image transforms applied per item by a DataLoader's dataset, or random
+# augmentation drawn per element by a tf.data `map` (RawFinding.evidence).
+AUGMENTS_EVERY_ITEM = "augments"
+
+# The classes of evidence (RawFinding.evidence) that show a finding by default although its rule is
+# held back (Rule.hint_by_default): those whose labelled findings on the whole-repository set were
+# more than half wanted, and right on the training-script corpus (docs/precision.md, "Evidence that
+# lifts the hold").  Files read or decoded per item, or items tokenized, were not: they stay held.
+EVIDENCE_THAT_LIFTS_THE_HOLD = frozenset({AUGMENTS_EVERY_ITEM})
+
+
 @dataclass
 class RawFinding:
     """A finding as a rule reports it, still pointing into the parsed tree."""
@@ -77,6 +88,9 @@ class RawFinding:
     fix: Fix | None = None
     severity: str = "warning"
     hint: str | None = None  # no evidence of a real cost: why (the finding is held back unless hints are shown)
+    # The class of evidence of a real cost the rule found (`EVIDENCE_THAT_LIFTS_THE_HOLD`):
+    # what decides whether a finding of a rule held back by default is shown all the same.
+    evidence: str | None = None
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,8 @@ a Valid must produce no finding; an Invalid must produce findings at exactly the
 exactly `fixed`, which must parse and have nothing left to fix.  A finding reported with
 `hint=` (no evidence of a real cost: held back unless hints are shown) counts in a case, which
 selects its rule by id and so shows them: a Valid has neither kind, and `Invalid(..., hints=(...))`
-says which of the findings are hints and why (None for one with evidence of a real cost).
+says which of the findings are hints and why (None for one a default run shows; a rule held back
+by default gives its reason, `MOSTLY_NOT_WANTED`, to each finding no evidence lifts it from).
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ class Invalid(Case):
     `fixed` is the code after the rule's fixes (unsafe ones included; None: no finding offers a
     fix), `applicability` the safety every offered fix must have (default: the rule's), `messages`
     the findings' messages when the case is about them, `hints` their hints (RawFinding.hint: the
-    reason a finding is held back, None for one that is not) when the case is about those."""
+    reason a default run holds a finding back, None for one it shows) when the case is about those."""
 
     def __init__(
         self,
@@ -220,9 +221,11 @@ class Rule:
     # For a rule reported in tests: why its findings there show no real cost (a test exercising a
     # deprecated API on purpose), which makes them hints (RawFinding.hint); None: they are findings.
     hint_in_tests: ClassVar[str | None] = None
-    # Why every finding of the rule is a hint by default (RawFinding.hint: held back unless hints are
-    # shown for it), where reading whole repositories found fewer than half its findings wanted and no
-    # evidence in the code tells the wanted ones apart (docs/precision.md); None: reported as found.
+    # Why the rule's findings are hints by default (RawFinding.hint: held back unless hints are shown
+    # for it), where reading whole repositories found fewer than half its findings wanted
+    # (docs/precision.md); None: reported as found.  A finding whose evidence is of a class that
+    # was mostly wanted (findings.py `EVIDENCE_THAT_LIFTS_THE_HOLD`, given to `report_with_evidence`)
+    # is shown all the same.
     hint_by_default: ClassVar[str | None] = None
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
@@ -241,6 +244,19 @@ class Rule:
         """Report a finding at `node`.  `hint`: the rule found no evidence that what it reports
         costs anything here (a loop of a handful of steps, a dataset built where it cannot see),
         and says why in a few words: the finding is held back unless hints are shown (findings.py)."""
+        self.report_with_evidence(node, None, message, fix, hint)
+
+    def report_with_evidence(
+        self,
+        node: cst.CSTNode,
+        evidence: str | None,
+        message: str | None = None,
+        fix: Fix | None = None,
+        hint: str | None = None,
+    ) -> None:
+        """`report`, naming the class of evidence of a real cost the rule found (findings.py
+        `AUGMENTS_EVERY_ITEM`; None: none of a named class).  The rule only says what it found:
+        the engine decides whether that shows a finding of a rule held back by default."""
         self.findings.append(
             RawFinding(
                 code=self.code,
@@ -250,6 +266,7 @@ class Rule:
                 fix=fix,
                 severity=self.severity,
                 hint=hint,
+                evidence=evidence,
             )
         )
 

@@ -71,7 +71,11 @@ EXPLANATIONS: dict[str, str] = {
         'or CIFAR with `ToTensor()` and `Normalize()`), or the run loads a handful of batches\n'
         '(`max_steps=10`, `limit_train_batches=15`, `if i == 15: break` in the loop over the loader) --\n'
         'the finding is a hint: held back unless hints are shown (`--show-hints`, or the rule selected\n'
-        'by its id).\n'
+        "by its id).  The rule's other findings are held back by default too (most were right but not\n"
+        'worth acting on), except where every item goes through transforms (image augmentation in\n'
+        '`__getitem__`, a torchvision dataset given a `transform=`, `with_transform`): such findings\n'
+        'were mostly wanted on whole repositories, and are shown (docs/precision.md).  Files read or\n'
+        'items tokenized per item were not, and stay held.\n'
         '\n'
         '## Example\n'
         '```python\n'
@@ -177,7 +181,10 @@ EXPLANATIONS: dict[str, str] = {
         "token ids, a run of a handful of batches, a loader Accelerate's `prepare()` wraps (it copies\n"
         'each batch without `non_blocking`, so pinning saves a millisecond against a step of\n'
         'hundreds) -- the finding is a hint: held back unless hints are shown (`--show-hints`, or the\n'
-        'rule selected by its id).\n'
+        "rule selected by its id).  The rule's other findings are held back by default too (most were\n"
+        'right but not worth acting on), except where every item goes through transforms (image\n'
+        'augmentation in `__getitem__`, a torchvision dataset given a `transform=`, `with_transform`):\n'
+        'such findings were mostly wanted on whole repositories, and are shown (docs/precision.md).\n'
         '\n'
         '## Why it is slow\n'
         'Copies from pageable host memory to the GPU go through a staging buffer and block the host;\n'
@@ -1491,6 +1498,13 @@ EXPLANATIONS: dict[str, str] = {
         '= True`, then `ds.with_options(options)`) asked tf.data to parallelise its maps, on any\n'
         'TensorFlow version: there only a `map` whose function is known to be stateful (it calls\n'
         '`tf.random.*` or `tf.py_function` itself) is reported, since tf.data leaves that one serial.\n'
+        '\n'
+        "The rule's findings are held back by default (most were right but not worth acting on: small\n"
+        'tutorial datasets, a map cached after it), except a `map` whose function draws random numbers\n'
+        "for every element -- random augmentation: `tf.random.*`, `tf.image.random_*`, Keras' `Random*`\n"
+        'layers, called by a lambda or function of the module, a model those layers are added to, or a\n'
+        'layer class of the module -- which says so in its message and is shown: such findings were\n'
+        'wanted on whole repositories (docs/precision.md).\n'
         '\n'
         '## Why it is slow\n'
         'Without `num_parallel_calls`, tf.data runs the mapped function on one element at a time, on one\n'

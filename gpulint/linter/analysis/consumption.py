@@ -17,8 +17,9 @@ loader)`, `enumerate(loader)`), returned, stored -- and *not consumed* when ever
   mean);
 * building the pipeline further under the same name (`ds = ds.map(f)`);
 
-or when it is never read at all -- for a local variable of a function.  A module-level name may
-be imported by another module: it is not consumed only when a peek shows what it is for.  A
+or when it is never read at all -- for a local variable of a function, or a name of a notebook
+(nothing imports a notebook).  A module-level name of a Python file may be imported by another
+module: it is not consumed only when a peek shows what it is for.  A
 pipeline not assigned to a plain name (an argument, a `return`, `self.loader = ...`) counts as
 consumed.
 """
@@ -58,7 +59,8 @@ def pipeline_consumed(ctx: FileContext, pipeline: cst.BaseExpression) -> bool:
     scope = _scope(ctx, pipeline)
     reads = [node for node in nodes_under(scope) if isinstance(node, cst.Name) and node.value == name]
     reads = [node for node in reads if _is_read(ctx, node) and _scope(ctx, node) is scope]
-    if isinstance(scope, cst.Module) and not any(_is_peek(ctx, node) for node in reads):
+    importable = isinstance(scope, cst.Module) and not str(ctx.path).endswith(".ipynb")
+    if importable and not any(_is_peek(ctx, node) for node in reads):
         return True  # a module's name may be used by another module: only a peek says it is not
     return any(not _harmless_read(ctx, node, name) for node in reads)
 

@@ -52,11 +52,14 @@ from gpulint.linter.analysis.pytorch import (
 from gpulint.linter.analysis.trainers import LIGHTNING_TRAINERS
 from gpulint.linter.analysis.values import target_key
 from gpulint.linter.analysis.walk import nodes_under
+from gpulint.linter.findings import AUGMENTS_EVERY_ITEM
 
 if TYPE_CHECKING:
     from gpulint.linter.analysis.context import FileContext
 
-READS, AUGMENTS, TOKENIZES, MEMORY, UNKNOWN = "reads", "augments", "tokenizes", "memory", "unknown"
+READS, TOKENIZES, MEMORY, UNKNOWN = "reads", "tokenizes", "memory", "unknown"
+# (the kind the loader rules give as a finding's evidence that lifts a rule's hold: findings.py)
+AUGMENTS = AUGMENTS_EVERY_ITEM
 # Items that do a little work, known to be small: not a cost worth a finding, not nothing either.
 LIGHT = "light"
 

@@ -45,6 +45,12 @@ _STATEFUL_OPS = re.compile(
     r"^tensorflow\.(random\.(?!stateless_)|py_function|numpy_function|compat\.v1\.py_func|Variable|keras|"
     r"image\.random_|data\.)"
 )
+# Ops that draw random numbers for each element: augmentation (`tf.image.random_flip_left_right`,
+# `tf.random.uniform`, Keras' `RandomFlip` / `RandomRotation` / ... preprocessing layers).
+_RANDOM_OPS = re.compile(
+    r"^tensorflow\.(random\.(?!stateless_)|image\.random_)"
+    r"|^(tensorflow\.)?keras\.layers\.(experimental\.preprocessing\.)?Random[A-Z]"
+)
 # What an Estimator's `model_fn` returns; Estimator calls the function to build a graph.
 _ESTIMATOR_SPEC = re.compile(r"^tensorflow\.(compat\.v1\.)?estimator\.(tpu\.TPU)?EstimatorSpec$")
 _PURE_BUILTINS = frozenset({"len", "int", "float", "tuple", "list", "dict", "str", "min", "max", "abs", "range"})
@@ -241,6 +247,55 @@ class TfAnalysis:
             isinstance(node, cst.Call) and _STATEFUL_OPS.search(self.ctx.call_qualified_name(node) or "")
             for node in nodes_under(body)
         )
+
+    def draws_random_numbers(self, function: cst.BaseExpression, depth: int = 2) -> bool:
+        """Whether a function given to `map` is known to draw random numbers for each element --
+        random augmentation: a random op itself, a lambda or function of this module that calls
+        one, a name the module binds to a Keras model or layer built from random layers
+        (`augment = keras.Sequential([layers.RandomFlip(), ...])`, `augment.add(layers.RandomZoom(0.1))`),
+        or an instance of a class of the module whose code calls one (`map(Augment())`), following
+        the module's functions `depth` calls deep."""
+        qualified = self.ctx.qualified_name(function) or ""
+        if qualified.startswith(("tensorflow.", "keras.")):
+            return bool(_RANDOM_OPS.search(qualified))
+        if isinstance(function, cst.Call) and isinstance(function.func, cst.Name):
+            defined = self._class_of_module(function.func.value)
+            return defined is not None and self._calls_random(defined, depth)
+        body = self._function_body(function)
+        if body is not None:
+            return self._calls_random(body, depth)
+        if isinstance(function, cst.Name) and function.value not in self.ctx.imports.bindings:
+            added = [
+                call
+                for call in self.calls
+                if isinstance(call.func, cst.Attribute)
+                and call.func.attr.value == "add"
+                and isinstance(call.func.value, cst.Name)
+                and call.func.value.value == function.value
+            ]
+            return any(self._calls_random(node, depth) for node in [*self._bound_once(function.value), *added])
+        return False
+
+    def _calls_random(self, code: cst.CSTNode, depth: int) -> bool:
+        """Whether `code` calls an op that draws random numbers, or a function, layer or class of
+        the module that does (`depth` calls deep)."""
+        for node in nodes_under(code):
+            if not isinstance(node, cst.Call):
+                continue
+            qualified = self.ctx.call_qualified_name(node)
+            if _RANDOM_OPS.search(qualified or ""):
+                return True
+            if depth > 0 and not qualified and isinstance(node.func, cst.Name):
+                # (an instance of a class of the module is followed into the class)
+                called = node if self._class_of_module(node.func.value) is not None else node.func
+                if self.draws_random_numbers(called, depth - 1):
+                    return True
+        return False
+
+    def _class_of_module(self, name: str) -> cst.ClassDef | None:
+        """The class the module defines once under `name`."""
+        classes = [c for c in self.ctx.index.nodes("ClassDef") if c.name.value == name]
+        return classes[0] if len(classes) == 1 else None
 
     def stateless(self, function: cst.BaseExpression, depth: int = 2) -> bool:
         """Whether a function given to `map` is known to be stateless: a TensorFlow op itself

@@ -71,7 +71,11 @@ class DataLoaderSerial(Rule):
     or CIFAR with `ToTensor()` and `Normalize()`), or the run loads a handful of batches
     (`max_steps=10`, `limit_train_batches=15`, `if i == 15: break` in the loop over the loader) --
     the finding is a hint: held back unless hints are shown (`--show-hints`, or the rule selected
-    by its id).
+    by its id).  The rule's other findings are held back by default too (most were right but not
+    worth acting on), except where every item goes through transforms (image augmentation in
+    `__getitem__`, a torchvision dataset given a `transform=`, `with_transform`): such findings
+    were mostly wanted on whole repositories, and are shown (docs/precision.md).  Files read or
+    items tokenized per item were not, and stay held.
 
     ## Example
     ```python
@@ -510,6 +514,65 @@ class DataLoaderSerial(Rule):
             "10:17",
             header=CUDA_SCRIPT,
             hints=("its items are small images held in memory, only converted to tensors", None),
+        ),
+        # augmented items are shown by default although the rule is held back; files read per item
+        # are held back with it (on whole repositories those were mostly not wanted)
+        Invalid(
+            """
+            import numpy as np
+            from torch.utils.data import Dataset
+            from torchvision import transforms
+            from torchvision.datasets import CIFAR10
+
+            class Arrays(Dataset):
+                def __init__(self, files):
+                    self.files = files
+                def __len__(self):
+                    return len(self.files)
+                def __getitem__(self, index):
+                    return np.load(self.files[index])
+
+            def main():
+                crop = transforms.Compose([transforms.RandomCrop(32, padding=4), transforms.ToTensor()])
+                aug = DataLoader(CIFAR10("data", transform=crop), batch_size=64)
+                arrays = DataLoader(Arrays(files), batch_size=64)
+                for loader in (aug, arrays):
+                    for x in loader:
+                        step(x.to(device))
+
+            if __name__ == "__main__":
+                main()
+            """,
+            "19:11",
+            "20:14",
+            header=CUDA_SCRIPT,
+            options={"num-workers": "4"},
+            hints=(None, MOSTLY_NOT_WANTED),
+            fixed="""
+            import numpy as np
+            from torch.utils.data import Dataset
+            from torchvision import transforms
+            from torchvision.datasets import CIFAR10
+
+            class Arrays(Dataset):
+                def __init__(self, files):
+                    self.files = files
+                def __len__(self):
+                    return len(self.files)
+                def __getitem__(self, index):
+                    return np.load(self.files[index])
+
+            def main():
+                crop = transforms.Compose([transforms.RandomCrop(32, padding=4), transforms.ToTensor()])
+                aug = DataLoader(CIFAR10("data", transform=crop), batch_size=64, num_workers=4)
+                arrays = DataLoader(Arrays(files), batch_size=64, num_workers=4)
+                for loader in (aug, arrays):
+                    for x in loader:
+                        step(x.to(device))
+
+            if __name__ == "__main__":
+                main()
+            """,
         ),
         # a run of a handful of batches: a hint, whatever an item costs
         Invalid(
@@ -1027,23 +1090,23 @@ class DataLoaderSerial(Rule):
         hint = verdict.hint
         start = self.ctx.workers
         if start.unsharded_iterable(node, dataset):
-            self.report(node, message=ITERABLE_MESSAGE, hint=hint)
+            self.report_with_evidence(node, verdict.kind, message=ITERABLE_MESSAGE, hint=hint)
             return
         message = self._message(verdict.evidence)
         no_fix = self._why_workers_cannot_start(node)
         if no_fix is not None:
-            self.report(node, message=f"{message} (no fix: {no_fix})", hint=hint)
+            self.report_with_evidence(node, verdict.kind, message=f"{message} (no fix: {no_fix})", hint=hint)
             return
         if workers is not None or "num_workers" in (self.ctx.values.keywords_of(node, every_branch=True) or {}):
             # `num_workers=0` written in the call (a deliberate value: no fix), or inside a `**`
             # dictionary, on some branch (where a second `num_workers=` would not run)
             if keyword_arg(node, "num_workers") is not None:
                 message += EXPLICIT_ZERO_NOTE
-            self.report(node, message=message, hint=hint)
+            self.report_with_evidence(node, verdict.kind, message=message, hint=hint)
             return
         expression, description, imports = self._workers_expression()
         fix = set_keyword(self.ctx, node, "num_workers", expression, Applicability.UNSAFE, description, imports)
-        self.report(node, message=message, fix=fix, hint=hint)
+        self.report_with_evidence(node, verdict.kind, message=message, fix=fix, hint=hint)
 
     def _why_workers_cannot_start(self, node: cst.Call) -> str | None:
         """Why workers would not start, or not pay, for this loader (see the docs); None where they would."""

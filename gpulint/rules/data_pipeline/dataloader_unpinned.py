@@ -60,7 +60,10 @@ class DataLoaderUnpinned(Rule):
     token ids, a run of a handful of batches, a loader Accelerate's `prepare()` wraps (it copies
     each batch without `non_blocking`, so pinning saves a millisecond against a step of
     hundreds) -- the finding is a hint: held back unless hints are shown (`--show-hints`, or the
-    rule selected by its id).
+    rule selected by its id).  The rule's other findings are held back by default too (most were
+    right but not worth acting on), except where every item goes through transforms (image
+    augmentation in `__getitem__`, a torchvision dataset given a `transform=`, `with_transform`):
+    such findings were mostly wanted on whole repositories, and are shown (docs/precision.md).
 
     ## Why it is slow
     Copies from pageable host memory to the GPU go through a staging buffer and block the host;
@@ -304,6 +307,36 @@ class DataLoaderUnpinned(Rule):
             model, loader = accelerator.prepare(model, loader)
             for x, y in loader:
                 accelerator.backward(model(x, y))
+            """,
+        ),
+        # augmented images are shown by default although the rule is held back; files read per item
+        # are held back with it (on whole repositories those were mostly not wanted)
+        Invalid(
+            """
+            from torchvision import transforms
+            from torchvision.datasets import CIFAR10, ImageFolder
+
+            crop = transforms.Compose([transforms.RandomCrop(32, padding=4), transforms.ToTensor()])
+            augmented = DataLoader(CIFAR10("data", transform=crop), batch_size=128)
+            decoded = DataLoader(ImageFolder("data/val"), batch_size=128)
+            for loader in (augmented, decoded):
+                for x, y in loader:
+                    step(x.to(device), y.to(device))
+            """,
+            "8:13",
+            "9:11",
+            header=CUDA_SCRIPT,
+            hints=(None, MOSTLY_NOT_WANTED),
+            fixed="""
+            from torchvision import transforms
+            from torchvision.datasets import CIFAR10, ImageFolder
+
+            crop = transforms.Compose([transforms.RandomCrop(32, padding=4), transforms.ToTensor()])
+            augmented = DataLoader(CIFAR10("data", transform=crop), batch_size=128, pin_memory=True)
+            decoded = DataLoader(ImageFolder("data/val"), batch_size=128, pin_memory=True)
+            for loader in (augmented, decoded):
+                for x, y in loader:
+                    step(x.to(device), y.to(device))
             """,
         ),
         # decoded images, named in the message; items tokenized into token ids are a hint
@@ -650,7 +683,7 @@ class DataLoaderUnpinned(Rule):
         message = self.message
         if verdict.evidence and verdict.kind != TOKENIZES:
             message += f"; {verdict.evidence}, so its batches are decoded data, large to copy"
-        self.report(node, message=message, fix=fix, hint=hint)
+        self.report_with_evidence(node, verdict.kind, message=message, fix=fix, hint=hint)
 
     def _batches_only_index(self, call: cst.Call) -> bool:
         """Whether the loader's batches are indices that never reach the device: every loop over it

@@ -146,7 +146,7 @@ class DataParallel(Rule):
                 "a fallback the code warns about: its warning recommends DistributedDataParallel",
                 "a fallback: the other branch of its `if` wraps the model in DistributedDataParallel",
                 "a fallback the code warns about: its warning recommends DistributedDataParallel",
-                None,
+                MOSTLY_NOT_WANTED,
             ),
         ),
         # an opt-in flag that names it; inference only (no training step, the model under no_grad)
@@ -160,7 +160,7 @@ class DataParallel(Rule):
             """,
             "3:13",
             "5:13",
-            hints=("an opt-in: the code wraps only when `args.data_parallel` asks for it", None),
+            hints=("an opt-in: the code wraps only when `args.data_parallel` asks for it", MOSTLY_NOT_WANTED),
         ),
         Invalid(
             """

@@ -271,7 +271,7 @@ class TfHostSyncInLoop(Rule):
             hints=(
                 "the loop takes the eager step of a file that also runs it compiled (`fast_step` under "
                 "`tf.function`): a guide's loop, there to compare",
-                None,
+                MOSTLY_NOT_WANTED,
             ),
         ),
         # a predicate as a Python condition: the condition reads the tensor back (an interval

@@ -11,7 +11,7 @@ from gpulint.linter.analysis.facts import TENSORFLOW
 from gpulint.linter.analysis.nodes import dotted_name, has_star_kwargs, keyword_arg, method_name, positional_args
 from gpulint.linter.analysis.vocabulary import CLOCKS
 from gpulint.linter.analysis.walk import nodes_under
-from gpulint.linter.findings import Applicability
+from gpulint.linter.findings import AUGMENTS_EVERY_ITEM, Applicability
 from gpulint.linter.fix.builders import set_keyword
 from gpulint.linter.rule import MOSTLY_NOT_WANTED, Invalid, Rule, Valid
 from gpulint.rules.case_headers import TF_SCRIPT
@@ -44,6 +44,13 @@ class TfDataSerialMap(Rule):
     = True`, then `ds.with_options(options)`) asked tf.data to parallelise its maps, on any
     TensorFlow version: there only a `map` whose function is known to be stateful (it calls
     `tf.random.*` or `tf.py_function` itself) is reported, since tf.data leaves that one serial.
+
+    The rule's findings are held back by default (most were right but not worth acting on: small
+    tutorial datasets, a map cached after it), except a `map` whose function draws random numbers
+    for every element -- random augmentation: `tf.random.*`, `tf.image.random_*`, Keras' `Random*`
+    layers, called by a lambda or function of the module, a model those layers are added to, or a
+    layer class of the module -- which says so in its message and is shown: such findings were
+    wanted on whole repositories (docs/precision.md).
 
     ## Why it is slow
     Without `num_parallel_calls`, tf.data runs the mapped function on one element at a time, on one
@@ -239,6 +246,64 @@ class TfDataSerialMap(Rule):
             ds = ds.map(jitter, num_parallel_calls=tf.data.AUTOTUNE)
             ds = ds.map(lambda a: tf.py_function(f, [a], t), num_parallel_calls=tf.data.AUTOTUNE)
             ds = ds.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+            """,
+        ),
+        # random augmentation, per element (a layer class of the module built from random layers, a
+        # model random layers are added to, a function drawing random numbers): evidence shown by
+        # default; Python and a function of another module are held back with the rule
+        Invalid(
+            """
+            class Augment(tf.keras.layers.Layer):
+                def __init__(self):
+                    super().__init__()
+                    self.flip = tf.keras.layers.RandomFlip("horizontal")
+                def call(self, image, label):
+                    return self.flip(image), label
+            zoom = tf.keras.Sequential()
+            zoom.add(tf.keras.layers.RandomZoom(0.1))
+            def jitter(image, label):
+                return tf.image.random_brightness(image, 0.2), label
+            ds = tf.data.Dataset.from_tensor_slices((x, y))
+            ds = ds.map(Augment())
+            ds = ds.map(lambda a, b: (zoom(a), b))
+            ds = ds.map(jitter)
+            ds = ds.map(lambda a: tf.py_function(f, [a], t))
+            ds = ds.map(preprocess)
+            model.fit(ds)
+            """,
+            "13:6",
+            "14:6",
+            "15:6",
+            "16:6",
+            "17:6",
+            header=TF_SCRIPT,
+            messages=(
+                *(
+                    "tf.data `.map()` without `num_parallel_calls` runs on one core; its function augments every "
+                    "element with random ops",
+                )
+                * 3,
+                *("tf.data `.map()` without `num_parallel_calls` runs on one core",) * 2,
+            ),
+            hints=(None, None, None, MOSTLY_NOT_WANTED, MOSTLY_NOT_WANTED),
+            fixed="""
+            class Augment(tf.keras.layers.Layer):
+                def __init__(self):
+                    super().__init__()
+                    self.flip = tf.keras.layers.RandomFlip("horizontal")
+                def call(self, image, label):
+                    return self.flip(image), label
+            zoom = tf.keras.Sequential()
+            zoom.add(tf.keras.layers.RandomZoom(0.1))
+            def jitter(image, label):
+                return tf.image.random_brightness(image, 0.2), label
+            ds = tf.data.Dataset.from_tensor_slices((x, y))
+            ds = ds.map(Augment(), num_parallel_calls=tf.data.AUTOTUNE)
+            ds = ds.map(lambda a, b: (zoom(a), b), num_parallel_calls=tf.data.AUTOTUNE)
+            ds = ds.map(jitter, num_parallel_calls=tf.data.AUTOTUNE)
+            ds = ds.map(lambda a: tf.py_function(f, [a], t), num_parallel_calls=tf.data.AUTOTUNE)
+            ds = ds.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+            model.fit(ds)
             """,
         ),
         # the same name bound once, to a model that draws random numbers: reported
@@ -604,9 +669,14 @@ class TfDataSerialMap(Rule):
         if deliberate is not None:
             self.report(node, message=f"{message} (no fix: {deliberate})")
             return
+        mapped_function = _mapped_function(node) if method == "map" else None
+        augments = mapped_function is not None and self.ctx.tf.draws_random_numbers(mapped_function)
+        if augments:
+            message += "; its function augments every element with random ops"
         autotune, imports = self.ctx.tf.autotune(node)
-        self.report(
+        self.report_with_evidence(
             node,
+            AUGMENTS_EVERY_ITEM if augments else None,
             message=message,
             fix=set_keyword(
                 self.ctx,

@@ -95,6 +95,16 @@ class Module:
         functions = [node for node in nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
         # A loop steps if it calls a step method, or a function of the module that does (a `train_step`).
         step_functions = {f.name for f in functions if STEP_METHODS.intersection(_calls(f))}
+        # ... or a name bound to a wrapped one (`p_train_step = jax.pmap(train_step)`, `tf.function(step)`).
+        step_functions |= {
+            target.id
+            for node in nodes
+            if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and _mentions(node.value, step_functions)
+            for target in node.targets
+            if isinstance(target, ast.Name)
+        }
         stepping = STEP_METHODS | step_functions
         self.loops = [
             (cell, node)

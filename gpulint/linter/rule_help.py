@@ -1044,7 +1044,9 @@ EXPLANATIONS: dict[str, str] = {
         "`DataParallel`, FSDP, `fabric.setup`), PyTorch's guidance is to compile the inner module\n"
         "before wrapping it, which moves the author's code; and where the model is copied\n"
         '(`copy.deepcopy`, `.clone()`), the copy may be what runs.  A Keras script (a Keras model trained\n'
-        "by a PyTorch loop on the torch backend) is left to Keras's own `jit_compile=`."
+        "by a PyTorch loop on the torch backend) is left to Keras's own `jit_compile=`.  Nor where the\n"
+        'training loop is timed as a benchmark (a clock read in it, or one before it and one after it\n'
+        'in its block): the first steps would compile, inside what the code measures.'
     ),
     'GL404': (
         '## What it finds\n'

@@ -53,7 +53,7 @@ below the loop that calls it):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -1051,6 +1051,30 @@ class LoopModel:
                 return True
         functions = [a for a in (boundary, *self.index.ancestors(boundary)) if isinstance(a, cst.FunctionDef)]
         return any(_BENCHMARK_NAME.search(function.name.value) for function in functions)
+
+    def times_the_loop(self, node: cst.CSTNode) -> bool:
+        """Whether the step loop around `node` is timed as a benchmark: a clock read in it
+        (`times_steps`), or one in the statements of its block before it and another after it
+        (`start = time.perf_counter()`, the loop, `return time.perf_counter() - start`) -- the run's
+        time is what the code measures, so whatever the loop's first steps pay is in the figure."""
+        if self.times_steps(node):
+            return True
+        loop = self.step_boundary(node)
+        if not isinstance(loop, LOOP_TYPES):
+            return False
+        block = self.index.parent(loop)
+        if not isinstance(block, (cst.IndentedBlock, cst.Module)) or loop not in block.body:
+            return False
+        position = block.body.index(loop)
+
+        def reads_clock(statements: Sequence[cst.BaseStatement]) -> bool:
+            return any(
+                isinstance(call, cst.Call) and self._reads_clock(call)
+                for statement in statements
+                for call in nodes_under(statement)
+            )
+
+        return reads_clock(block.body[:position]) and reads_clock(block.body[position + 1 :])
 
     def _reads_clock(self, call: cst.Call) -> bool:
         qualified = self.imports.qualified_name(call.func) or ""

@@ -87,7 +87,9 @@ class NoCompile(Rule):
     `DataParallel`, FSDP, `fabric.setup`), PyTorch's guidance is to compile the inner module
     before wrapping it, which moves the author's code; and where the model is copied
     (`copy.deepcopy`, `.clone()`), the copy may be what runs.  A Keras script (a Keras model trained
-    by a PyTorch loop on the torch backend) is left to Keras's own `jit_compile=`.
+    by a PyTorch loop on the torch backend) is left to Keras's own `jit_compile=`.  Nor where the
+    training loop is timed as a benchmark (a clock read in it, or one before it and one after it
+    in its block): the first steps would compile, inside what the code measures.
     """
 
     code = "GL403"
@@ -477,6 +479,34 @@ class NoCompile(Rule):
                 "`torch._inductor.config.fallback_random = True` where runs must match)",
             ),
         ),
+        # a runtime benchmark: the training loop between two clock reads whose difference is the
+        # result -- the compile would run inside the timed steps: no fix, and the message says why
+        Invalid(
+            """
+            import time
+
+            import torch
+            import torch.nn as nn
+
+
+            def train_runtime(model, x, y, epochs, device):
+                model = model.to(device)
+                optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+                t_start = time.perf_counter()
+                for _ in range(epochs):
+                    optimizer.zero_grad()
+                    loss = nn.functional.nll_loss(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                return time.perf_counter() - t_start
+            """,
+            "8:13",
+            messages=(
+                "the model is trained without `torch.compile`: fused kernels are typically 1.3-2x faster (no fix: "
+                "the training loop is timed as a benchmark: the first steps would compile, and the compile would be "
+                "in what it measures; compile by hand, warmed up before the clock starts)",
+            ),
+        ),
         # the model is wrapped by DistributedDataParallel: compiling the wrapper is not what the
         # PyTorch documentation advises (compile the inner module): no fix
         Invalid(
@@ -601,6 +631,11 @@ class NoCompile(Rule):
             self.report(small.value)  # compiling would change the checkpoint's keys: no fix
             return
         why_not = _why_not_compiled_here(self.ctx, model)
+        if why_not is None and any(self.ctx.loops.times_the_loop(call) for call in backward_calls):
+            why_not = (
+                "the training loop is timed as a benchmark: the first steps would compile, and the compile "
+                "would be in what it measures; compile by hand, warmed up before the clock starts"
+            )
         if why_not is not None:
             self.report(small.value, message=f"{self.message} (no fix: {why_not})")
             return

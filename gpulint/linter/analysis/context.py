@@ -18,6 +18,7 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import CodeRange
 
+from gpulint.linter.analysis.command_line import Option, declared_options
 from gpulint.linter.analysis.imports import ImportTable
 from gpulint.linter.analysis.item_cost import LoaderCosts
 from gpulint.linter.analysis.loops import (
@@ -167,7 +168,13 @@ class FileContext:
             self.values,
             self.project,
             is_tensor=lambda expr: self.torch.tensors.is_tensor(expr),
+            command_line=lambda: self.command_line,
         )
+
+    @cached_property
+    def command_line(self) -> tuple[Option, ...]:
+        """The command-line options the module declares with argparse (command_line.py)."""
+        return declared_options(self.index)
 
     @cached_property
     def torch(self) -> TorchAnalysis:

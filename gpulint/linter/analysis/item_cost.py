@@ -480,22 +480,13 @@ class LoaderCosts:
         twice with different defaults is left out."""
         defaults: dict[str, cst.BaseExpression] = {}
         conflicting: set[str] = set()
-        for call in self.ctx.index.nodes("Call"):
-            if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument"):
+        for option in self.ctx.command_line:
+            if option.default is None:
                 continue
-            default = keyword_arg(call, "default")
-            if default is None:
-                continue
-            dest = keyword_arg(call, "dest")
-            names = [_string(arg.value) for arg in positional_args(call)]
-            flags = [n for n in names if n and n.startswith("--")]
-            name = _string(dest.value) if dest is not None else (flags[0][2:] if flags else names[0] if names else None)
-            if not name:
-                continue
-            name = name.replace("-", "_")
-            if name in defaults and self.ctx.code(defaults[name]) != self.ctx.code(default.value):
+            name = option.dest
+            if name in defaults and self.ctx.code(defaults[name]) != self.ctx.code(option.default):
                 conflicting.add(name)
-            defaults[name] = default.value
+            defaults[name] = option.default
         return {name: value for name, value in defaults.items() if name not in conflicting}
 
     def prepared_by_accelerate(self, loader: cst.Call) -> bool:

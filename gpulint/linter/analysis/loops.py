@@ -61,6 +61,7 @@ import libcst as cst
 
 from gpulint.linter.analysis import intervals
 from gpulint.linter.analysis.code_shapes import OPTIMIZER_APPLY
+from gpulint.linter.analysis.command_line import Option, declared_options
 from gpulint.linter.analysis.imports import ImportTable
 from gpulint.linter.analysis.nodes import dotted_name, is_zero, last_name, method_name
 from gpulint.linter.analysis.values import ValueOrigins, target_key
@@ -236,12 +237,15 @@ class LoopModel:
         values: ValueOrigins,
         project: ModuleView | None = None,
         is_tensor: Callable[[cst.BaseExpression], bool] | None = None,
+        command_line: Callable[[], Sequence[Option]] | None = None,
     ) -> None:
         self.index = index
         self.imports = imports
         self.values = values
         # Which expressions hold tensors (the PyTorch analysis's answer), for data guards.
         self._is_tensor = is_tensor or (lambda expr: False)
+        # The module's command-line options (command_line.py), read when a question needs them.
+        self._command_line = command_line or (lambda: declared_options(index))
         # What other modules say: which functions here they run per step, what the project
         # functions called here do (a step, a clock).
         self.project = project
@@ -873,25 +877,13 @@ class LoopModel:
         )
 
     def _argparse_option_defaults(self, value_of: Callable[[cst.BaseExpression], int | None]) -> dict[str, int]:
-        """Option name -> `value_of` its `add_argument(..., default=...)` (the largest when given
-        twice), for the options whose default `value_of` can read."""
+        """Option attribute -> `value_of` its `add_argument(..., default=...)` (the largest when
+        given twice), for the options whose default `value_of` can read."""
         found: dict[str, int] = {}
-        for call in self.index.nodes("Call"):
-            if method_name(call) != "add_argument":
-                continue
-            keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
-            default = keywords.get("default")
-            value = value_of(default) if default is not None else None
-            if value is None:
-                continue
-            dest = keywords.get("dest")
-            flags = [dest] if dest is not None else [arg.value for arg in call.args if arg.keyword is None]
-            names = [f.evaluated_value for f in flags if isinstance(f, cst.SimpleString)]
-            long_names = [n for n in names if isinstance(n, str) and n.startswith("--")] or names
-            if not long_names or not isinstance(long_names[0], str):
-                continue
-            option = long_names[0].lstrip("-").replace("-", "_")
-            found[option] = max(found.get(option, 0), value)
+        for option in self._command_line():
+            value = value_of(option.default) if option.default is not None else None
+            if value is not None:
+                found[option.dest] = max(found.get(option.dest, 0), value)
         return found
 
     def in_event_branch(self, node: cst.CSTNode) -> bool:

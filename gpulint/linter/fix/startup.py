@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
-from gpulint.linter.analysis.nodes import dotted_name, keyword_arg, string_literal
+from gpulint.linter.analysis.nodes import dotted_name
 from gpulint.linter.analysis.walk import names_under
 from gpulint.linter.analysis.workers import is_main_guard
 from gpulint.linter.findings import Applicability, Fix
@@ -186,16 +186,10 @@ def _option(ctx: FileContext, flags: Sequence[str]) -> tuple[str, str] | None:
     """(the flag, its attribute name) of the script's own command-line option for the switch."""
     if not flags:
         return None
-    for call in ctx.index.nodes("Call"):
-        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument"):
-            continue
-        names = [string_literal(arg) for arg in call.args if arg.keyword is None]
-        flag = next((name for name in names if name in flags), None)
-        if flag is None:
-            continue
-        dest = string_literal(keyword_arg(call, "dest"))
-        long_name = next((n for n in names if n and n.startswith("--")), flag)
-        return flag, dest or long_name.lstrip("-").replace("-", "_")
+    for option in ctx.command_line:
+        flag = next((name for name in option.flags if name in flags), None)
+        if flag is not None:
+            return flag, option.dest
     return None
 
 

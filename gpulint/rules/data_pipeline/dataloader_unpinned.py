@@ -890,29 +890,15 @@ class DataLoaderUnpinned(Rule):
         (`--cpu`, `--no_cuda`, `--no-accel`, `--accel`, `--cuda` switches, a `--device` value), the
         test of the GPU it makes, with `{}` where the parsed command line's name goes."""
         found: list[str] = []
-        for call in self.ctx.index.nodes("Call"):
-            if method_name(call) != "add_argument" or not call.args:
-                continue
-            flag = call.args[0].value
-            if not isinstance(flag, cst.SimpleString) or not isinstance(flag.evaluated_value, str):
-                continue
-            dest_arg = keyword_arg(call, "dest")
-            dest = flag.evaluated_value.lstrip("-").replace("-", "_")
-            if dest_arg is not None and isinstance(dest_arg.value, cst.SimpleString):
-                dest = str(dest_arg.value.evaluated_value)
-            action = keyword_arg(call, "action")
-            switch = (
-                action is not None
-                and isinstance(action.value, cst.SimpleString)
-                and action.value.evaluated_value == "store_true"
-            )
-            option = flag.evaluated_value.lstrip("-").replace("-", "_")
-            if option == "device":
-                found.append(f'{{}}.{dest} != "cpu"')
-            elif switch and option in _DEVICE_OFF_SWITCHES:
-                found.append(f"not {{}}.{dest}")
-            elif switch and option in _DEVICE_ON_SWITCHES:
-                found.append(f"{{}}.{dest}")
+        for option in self.ctx.command_line:
+            names = {flag.lstrip("-").replace("-", "_") for flag in option.flags}
+            switch = option.action == "store_true"
+            if "device" in names:
+                found.append(f'{{}}.{option.dest} != "cpu"')
+            elif switch and names & _DEVICE_OFF_SWITCHES:
+                found.append(f"not {{}}.{option.dest}")
+            elif switch and names & _DEVICE_ON_SWITCHES:
+                found.append(f"{{}}.{option.dest}")
         return found
 
     @cached_property

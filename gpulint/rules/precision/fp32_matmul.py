@@ -8,7 +8,6 @@ import libcst as cst
 
 from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
-from gpulint.linter.analysis.nodes import keyword_arg, string_literal
 from gpulint.linter.analysis.pytorch import GRAPH_NETWORK_HINT, builds_graph_network
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.startup import StartupSetting, startup_setting_fix
@@ -714,16 +713,11 @@ def _mentioned_in_code(ctx: FileContext, pattern: re.Pattern[str]) -> bool:
 def _registry_cnn(ctx: FileContext) -> bool:
     """`models.__dict__[args.arch]` with `models` torchvision's model registry, and the script's
     `--arch` option defaulting to a convolutional architecture (`default="resnet50"`)."""
-    defaults: dict[str, str] = {}
-    for call in ctx.index.nodes("Call"):
-        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument"):
-            continue
-        default = string_literal(keyword_arg(call, "default"))
-        names = [string_literal(arg) for arg in call.args if arg.keyword is None]
-        long_name = next((n for n in names if n and n.startswith("--")), None)
-        dest = string_literal(keyword_arg(call, "dest")) or (long_name or "").lstrip("-").replace("-", "_")
-        if default is not None and dest:
-            defaults[dest] = default
+    defaults = {
+        option.dest: option.default.evaluated_value
+        for option in ctx.command_line
+        if isinstance(option.default, cst.SimpleString) and isinstance(option.default.evaluated_value, str)
+    }
     for match in _REGISTRY_LOOKUP.finditer(ctx.code_without_comments):
         if ctx.imports.bindings.get(match["registry"]) != "torchvision.models":
             continue

@@ -50,6 +50,7 @@ from gpulint.linter.analysis.vocabulary import (
     ACCELERATOR_CALL_PREFIXES,
     ACCELERATOR_MODULES,
     CLOCKS,
+    CONVOLUTION_LAYER,
     EXIT_CALLS,
     KINDS,
     canonical,
@@ -264,10 +265,6 @@ class ModuleSummary:
 
 # The kinds of network class a summary records (ModuleSummary.network_kinds).
 NETWORK_KINDS = ("convolution", "attention")
-# A convolution layer or function, by its qualified name (pytorch.py reads the same in a module).
-_CONVOLUTION = re.compile(
-    r"^torch\.nn\.(?:Conv|ConvTranspose|LazyConv|functional\.conv|functional\.conv_transpose)[123]d$"
-)
 _ATTENTION_NAME = re.compile(r"attention|transformer", re.IGNORECASE)
 # What decides TF32: `torch.backends.cuda.matmul.allow_tf32 = ...`, `...conv.fp32_precision = "tf32"`.
 _TF32_ATTRIBUTES = frozenset({"allow_tf32", "fp32_precision"})
@@ -666,7 +663,7 @@ class _Summarizer(ast.NodeVisitor):
                 head, _, rest = callee.partition(".")
                 target = self.summary.bindings.get(head)
                 qualified = canonical(f"{target}.{rest}" if rest else target) if target is not None else ""
-                convolution = bool(_CONVOLUTION.match(qualified))
+                convolution = bool(CONVOLUTION_LAYER.match(qualified))
         return "convolution" if convolution else None
 
     def _mark_interval_guards(self) -> None:

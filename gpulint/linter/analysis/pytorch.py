@@ -13,7 +13,13 @@ import libcst as cst
 from gpulint.linter.analysis.nodes import keyword_arg, last_name, method_name, positional_args
 from gpulint.linter.analysis.project import RANK_WRAPPERS
 from gpulint.linter.analysis.values import target_key
-from gpulint.linter.analysis.vocabulary import LOSSY_NAME, MODULE_NAME, TENSOR_METHODS, TORCH_NOT_TENSOR
+from gpulint.linter.analysis.vocabulary import (
+    CONVOLUTION_LAYER,
+    LOSSY_NAME,
+    MODULE_NAME,
+    TENSOR_METHODS,
+    TORCH_NOT_TENSOR,
+)
 
 if TYPE_CHECKING:
     from gpulint.linter.analysis.context import FileContext
@@ -251,7 +257,7 @@ class TorchAnalysis:
         dims = set()
         for call in self.ctx.index.nodes("Call"):
             qualified = self.ctx.call_qualified_name(call) or ""
-            match = _CONVOLUTION.match(qualified)
+            match = CONVOLUTION_LAYER.match(qualified)
             if match:
                 dims.add(int(match.group(1)))
             elif _TORCHVISION_CNN.match(qualified):
@@ -287,10 +293,7 @@ class TorchAnalysis:
         return any(ctx.call_qualified_name(call) in wrappers for call in ctx.index.nodes("Call"))
 
 
-# Convolution layers and functions; torchvision's convolutional classification models.
-_CONVOLUTION = re.compile(
-    r"^torch\.nn\.(?:Conv|ConvTranspose|LazyConv|functional\.conv|functional\.conv_transpose)([123])d$"
-)
+# torchvision's convolutional classification models.
 _TORCHVISION_CNN = re.compile(
     r"^torchvision\.models\.(?:[a-z_0-9]+\.)?(resnet|resnext|wide_resnet|vgg|densenet|mobilenet|efficientnet|regnet"
     r"|convnext|alexnet|googlenet|inception|squeezenet|shufflenet|mnasnet)"

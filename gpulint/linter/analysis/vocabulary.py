@@ -295,3 +295,10 @@ def tensorflow_injects_prefetch(target_tensorflow: tuple[int, int] | None) -> bo
     """Whether the TensorFlow a project targets ends tf.data pipelines with a prefetch by itself
     (a project whose TensorFlow is not known gets today's, which does)."""
     return target_tensorflow is None or target_tensorflow >= INJECT_PREFETCH_SINCE
+
+
+# A convolution layer or function, by its qualified name, with its dimensions (1, 2 or 3) as group 1:
+# what a module builds (pytorch.py) and what a network class of another module builds (project.py).
+CONVOLUTION_LAYER = re.compile(
+    r"^torch\.nn\.(?:Conv|ConvTranspose|LazyConv|functional\.conv|functional\.conv_transpose)([123])d$"
+)

@@ -631,11 +631,6 @@ class NoCompile(Rule):
             self.report(small.value)  # compiling would change the checkpoint's keys: no fix
             return
         why_not = _why_not_compiled_here(self.ctx, model)
-        if why_not is None and any(self.ctx.loops.times_the_loop(call) for call in backward_calls):
-            why_not = (
-                "the training loop is timed as a benchmark: the first steps would compile, and the compile "
-                "would be in what it measures; compile by hand, warmed up before the clock starts"
-            )
         if why_not is not None:
             self.report(small.value, message=f"{self.message} (no fix: {why_not})")
             return
@@ -660,7 +655,8 @@ _WRAPPING_METHODS = {"setup": "fabric", "setup_module": "fabric", "prepare": "ac
 def _why_not_compiled_here(ctx: FileContext, model: str) -> str | None:
     """Why `model = torch.compile(model)` after the model's line would not be a change to merge, or None:
     a seeded script (compiled random operations draw other numbers), a model that a wrapper takes
-    (the documented order compiles the inner module first), a model that is copied, or a Keras model."""
+    (the documented order compiles the inner module first), a model that is copied, a Keras model,
+    or a training loop timed as a benchmark."""
     if ctx.uses("keras", "tf_keras"):
         return "a Keras script: Keras compiles its models itself (`jit_compile=`)"
     if seeds_random_numbers(ctx):
@@ -685,6 +681,11 @@ def _why_not_compiled_here(ctx: FileContext, model: str) -> str | None:
                 return f"`{ctx.code(func)}` wraps the model: compile the module before it is wrapped, by hand"
         if qualified == "copy.deepcopy":
             return "the model is copied (`copy.deepcopy`): compile the copy that runs, by hand"
+    if any(ctx.loops.times_the_loop(call) for call in ctx.torch.own_loop_backward_calls):
+        return (
+            "the training loop is timed as a benchmark: the first steps would compile, and the compile "
+            "would be in what it measures; compile by hand, warmed up before the clock starts"
+        )
     return None
 
 

@@ -37,3 +37,11 @@ def test_flags_defaults_and_actions_are_as_written():
     assert workers.flags == ("--num-workers", "-j") and isinstance(workers.default, cst.Integer)
     assert isinstance(arch.default, cst.SimpleString) and arch.default.evaluated_value == "resnet50"
     assert epochs.flags == ("epochs",) and batch.action is None
+
+
+def test_the_names_the_parsed_command_line_is_bound_to():
+    from gpulint.linter.analysis.command_line import parsed_arguments
+
+    source = "args = parser.parse_args()\ndef main():\n    opt = get_parser().parse_args(argv)\nself.args = p.parse_args()\n"
+    index = TreeIndex(cst.parse_module(source), frozenset({"Assign"}))
+    assert [name for _assign, name in parsed_arguments(index)] == ["args", "opt"]

@@ -1,5 +1,6 @@
 """The command-line options a module declares with argparse (`parser.add_argument(...)`): each
-option's flags, the attribute the parsed namespace holds it in, its default and its action.
+option's flags, the attribute the parsed namespace holds it in, its default and its action; and
+the names the module binds the parsed command line to (`args = parser.parse_args()`).
 
 Read once per module (`FileContext.command_line`) for every analysis that asks about the script's
 options: what `--epochs` or `--num-workers` defaults to (loops.py, item_cost.py), which option picks
@@ -47,6 +48,18 @@ def declared_options(index: TreeIndex) -> tuple[Option, ...]:
         default = keyword_arg(call, "default")
         action = _string(keyword_arg(call, "action"))
         found.append(Option(call, flags, dest, default.value if default is not None else None, action))
+    return tuple(found)
+
+
+def parsed_arguments(index: TreeIndex) -> tuple[tuple[cst.Assign, str], ...]:
+    """(the assignment, the name) for each `NAME = ....parse_args()` of the module, in source
+    order: where the script binds its parsed command line, and under which name."""
+    found = []
+    for assign in index.nodes("Assign"):
+        target = assign.targets[0].target
+        if isinstance(assign.value, cst.Call) and method_name(assign.value) == "parse_args":
+            if isinstance(target, cst.Name):
+                found.append((assign, target.value))
     return tuple(found)
 
 

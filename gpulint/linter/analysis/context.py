@@ -18,7 +18,7 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from gpulint.linter.analysis.command_line import Option, declared_options
+from gpulint.linter.analysis.command_line import Option, declared_options, parsed_arguments
 from gpulint.linter.analysis.imports import ImportTable
 from gpulint.linter.analysis.item_cost import LoaderCosts
 from gpulint.linter.analysis.loops import (
@@ -175,6 +175,11 @@ class FileContext:
     def command_line(self) -> tuple[Option, ...]:
         """The command-line options the module declares with argparse (command_line.py)."""
         return declared_options(self.index)
+
+    @cached_property
+    def parsed_arguments(self) -> tuple[tuple[cst.Assign, str], ...]:
+        """Where the module binds its parsed command line, and the name (command_line.py)."""
+        return parsed_arguments(self.index)
 
     @cached_property
     def torch(self) -> TorchAnalysis:

@@ -197,14 +197,7 @@ def _namespace_at(ctx: FileContext, block: _Block, index: int) -> tuple[str, int
     """(the name of the parsed arguments, the index in `block` after which it is bound), where the
     setting goes: bound by `... = parser.parse_args()` earlier in the block, or a parameter of the
     function the block belongs to that has the name the arguments are bound to elsewhere."""
-    parsed: set[str] = set()
-    for assign in ctx.index.nodes("Assign"):
-        value = assign.value
-        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
-            if value.func.attr.value == "parse_args" and len(assign.targets) == 1:
-                name = dotted_name(assign.targets[0].target)
-                if name is not None and "." not in name:
-                    parsed.add(name)
+    parsed = {name for _assign, name in ctx.parsed_arguments}
     for i, statement in enumerate(block.body):
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:

@@ -906,14 +906,9 @@ class DataLoaderUnpinned(Rule):
         """For each scope (id of a function, or 0 for the module), the name it gives the parsed
         command line (`args = parser.parse_args()`)."""
         names: dict[int, str] = {}
-        for assign in self.ctx.index.nodes("Assign"):
-            value = assign.value
-            if not isinstance(value, cst.Call) or method_name(value) != "parse_args":
-                continue
-            target = assign.targets[0].target
-            if isinstance(target, cst.Name):
-                function = self.ctx.enclosing_function(assign)
-                names.setdefault(id(function) if function is not None else 0, target.value)
+        for assign, name in self.ctx.parsed_arguments:
+            function = self.ctx.enclosing_function(assign)
+            names.setdefault(id(function) if function is not None else 0, name)
         return names
 
     def _device_option(self, call: cst.Call) -> str | None:

@@ -42,6 +42,8 @@ def test_flags_defaults_and_actions_are_as_written():
 def test_the_names_the_parsed_command_line_is_bound_to():
     from gpulint.linter.analysis.command_line import parsed_arguments
 
-    source = "args = parser.parse_args()\ndef main():\n    opt = get_parser().parse_args(argv)\nself.args = p.parse_args()\n"
+    source = (
+        "args = parser.parse_args()\ndef main():\n    opt = get_parser().parse_args(argv)\nself.args = p.parse_args()\n"
+    )
     index = TreeIndex(cst.parse_module(source), frozenset({"Assign"}))
     assert [name for _assign, name in parsed_arguments(index)] == ["args", "opt"]

@@ -43,8 +43,9 @@ from pathlib import Path
 if "IGNORE_TERM" in sys.argv:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 here = Path(__file__).parent
-(here / "pid.tmp").write_text(str(os.getpid()))
-os.replace(here / "pid.tmp", here / f"pid{os.environ.get('RANK', '')}")
+rank = os.environ.get("RANK", "")
+(here / f"pid{rank}.tmp").write_text(str(os.getpid()))  # (one per rank: ranks start together)
+os.replace(here / f"pid{rank}.tmp", here / f"pid{rank}")
 while True:
     time.sleep(0.5)
 """

@@ -810,3 +810,30 @@ def test_the_views_of_a_project_read_the_whole_index_once_not_once_per_module():
     assert views["/src|pkg.batch_0"].own_to_elsewhere == everything  # (pkg.again has a Batch0 too)
     assert views["/src|tests.test_batch"].own_to_elsewhere == everything  # (a test's own class is not counted)
     assert views["/other|lib"].own_to_elsewhere == ()  # (another source root)
+
+
+@pytest.mark.parametrize(
+    "source, kinds",
+    [
+        (
+            "from torch.nn import Conv2d as C\n\nclass Net:\n    def __init__(self):\n        self.c = C(3, 8, 3)\n",
+            {"Net": "convolution"},
+        ),  # (the layer's name is spelled in the import only)
+        (
+            "import torch.nn.functional as F\n\nclass Net:\n    def forward(self, x):\n        return F.conv1d(x, w)\n",
+            {"Net": "convolution"},
+        ),
+        ("class Block:\n    def __init__(self, mha: 'MultiHeadAttention'):\n        self.att = Multi()\n", {}),
+        ("class Block:\n    def __init__(self):\n        self.att = SelfAttention()\n", {"Block": "attention"}),
+        (
+            "import torch\n\nclass Head:\n    def __init__(self):\n        self.fc = torch.nn.Linear(3, 4)  # conv\n",
+            {},
+        ),
+        # (Python reads identifiers in NFKC form: `ſ` is `s` in the tree, not in the bytes)
+        ("class Block:\n    def __init__(self):\n        self.att = Tranſformer()\n", {"Block": "attention"}),
+    ],
+    ids=["aliased-import", "functional", "annotation-text-only", "attention", "neither", "nfkc"],
+)
+def test_a_summary_records_the_kind_of_each_network_class(source, kinds):
+    summary = summarize(source.encode(), "nets")
+    assert summary is not None and summary.network_kinds == kinds

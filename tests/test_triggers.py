@@ -112,6 +112,26 @@ def test_a_file_whose_code_holds_a_trigger_is_parsed():
     assert _parsed(source, trigger_filter=True)
 
 
+@pytest.mark.parametrize("view", [None, ModuleView(per_step=frozenset({"fit"}))], ids=["alone", "told"])
+def test_a_module_that_names_the_trainer_but_sets_no_reported_argument_is_not_parsed_for_gl802(view):
+    # (a Lightning library names its Trainer in annotations and builds it with other arguments)
+    names = textwrap.dedent(
+        """
+        import lightning as L
+
+
+        def fit(trainer: L.Trainer, model):
+            return L.Trainer(max_epochs=3).fit(model)
+        """
+    ).encode()
+    linter = Linter(Settings(select=["GL802"]), trigger_filter=True)
+    assert not linter.lint_source(names, "helpers.py", project=view).parsed
+    logs_every_step = linter.lint_source(
+        names.replace(b"max_epochs=3", b"log_every_n_steps=1"), "helpers.py", project=view
+    )
+    assert [finding.code for finding in logs_every_step.findings] == ["GL802"]
+
+
 @pytest.mark.parametrize(
     "view, parsed",
     [

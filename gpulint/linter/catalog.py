@@ -1162,10 +1162,12 @@ RULES: tuple[RuleInfo, ...] = (
             'Lightning `Trainer(...)` with `log_every_n_steps=1`, or an integer '
             '`val_check_interval` of 10 or less (validation every few training batches).'
         ),
-        tokens=('Trainer',),
+        tokens=('log_every_n_steps', 'val_check_interval'),
         triggers=(
+            ('log_every_n_steps=', 'val_check_interval='),
             ('Trainer',),
         ),
+        site_triggers=1,
         implementation='gpulint.rules.trainers.lightning_trainer:LightningTrainerArgs',
     ),
     RuleInfo(

@@ -266,6 +266,10 @@ class ModuleSummary:
 # The kinds of network class a summary records (ModuleSummary.network_kinds).
 NETWORK_KINDS = ("convolution", "attention")
 _ATTENTION_NAME = re.compile(r"attention|transformer", re.IGNORECASE)
+# What a module's text holds where one of its classes may have a network kind: an attention name
+# (_ATTENTION_NAME), or a convolution layer's own name (CONVOLUTION_LAYER's last part, which the
+# code spells in the call or in the import that binds it).
+_NETWORK_TEXT = re.compile(rb"attention|transformer|conv(?:_?transpose)?[123]d", re.IGNORECASE)
 # What decides TF32: `torch.backends.cuda.matmul.allow_tf32 = ...`, `...conv.fp32_precision = "tf32"`.
 _TF32_ATTRIBUTES = frozenset({"allow_tf32", "fp32_precision"})
 
@@ -637,7 +641,7 @@ class _Summarizer(ast.NodeVisitor):
         self.summary.working_datasets = {q for q, node in self.class_nodes if self._items_work(node)}
         self.summary.own_to_classes = {q for q, node in self.class_nodes if _to_without_non_blocking(node)}
         self.summary.sets_tf32 = self.tf32_set and "." in self.module and not self.main_guard
-        for qualname, node in self.class_nodes:
+        for qualname, node in self.class_nodes if _may_name_a_network(self.source) else ():
             kind = self._network_kind(node)
             if kind is not None:
                 self.summary.network_kinds[qualname] = kind
@@ -1407,3 +1411,11 @@ class _ByModule:
             for qualname in summary.own_to_classes:
                 by_name = self.own_to.setdefault(module_id.partition("|")[0], {})
                 by_name.setdefault(qualname.rpartition(".")[2], set()).add(module_id)
+
+
+def _may_name_a_network(source: bytes) -> bool:
+    """Whether a class of the module may have a network kind (_network_kind): its text spells one
+    of the names that decide it.  Walking every class again costs 5% of a library's run, and most
+    modules of one spell none.  (Python reads identifiers in NFKC form, so a non-ASCII source may
+    hold a name its bytes do not spell: there every class is walked.)"""
+    return not source.isascii() or _NETWORK_TEXT.search(source) is not None

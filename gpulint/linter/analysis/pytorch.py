@@ -260,7 +260,7 @@ class TorchAnalysis:
             match = CONVOLUTION_LAYER.match(qualified)
             if match:
                 dims.add(int(match.group(1)))
-            elif _TORCHVISION_CNN.match(qualified):
+            elif TORCHVISION_CNN.match(qualified):
                 dims.add(2)
         return frozenset(dims)
 
@@ -294,7 +294,7 @@ class TorchAnalysis:
 
 
 # torchvision's convolutional classification models.
-_TORCHVISION_CNN = re.compile(
+TORCHVISION_CNN = re.compile(
     r"^torchvision\.models\.(?:[a-z_0-9]+\.)?(resnet|resnext|wide_resnet|vgg|densenet|mobilenet|efficientnet|regnet"
     r"|convnext|alexnet|googlenet|inception|squeezenet|shufflenet|mnasnet)"
 )

@@ -5,7 +5,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+import libcst as cst
+
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
+from gpulint.linter.analysis.nodes import int_literal, keyword_arg, positional_args
+from gpulint.linter.analysis.pytorch import TORCHVISION_CNN, is_dataloader
+from gpulint.linter.analysis.vocabulary import CONVOLUTION_LAYER
 from gpulint.linter.findings import Applicability
 from gpulint.linter.fix.startup import StartupSetting, startup_setting_fix
 from gpulint.linter.rule import Invalid, Rule, Valid
@@ -16,11 +21,30 @@ if TYPE_CHECKING:
 # A script that already decided: cudnn.benchmark set either way (or a flag for it), or
 # deterministic kernels chosen (benchmarking would undo that choice).
 _DECIDED_TEXT = re.compile(r"cudnn\W*benchmark|cudnn_benchmark|deterministic", re.IGNORECASE)
-# Data sets of fixed-size images.
-_FIXED_SIZE_DATASETS = frozenset(
-    f"torchvision.datasets.{name}"
-    for name in ("MNIST", "FashionMNIST", "KMNIST", "EMNIST", "QMNIST", "CIFAR10", "CIFAR100", "SVHN", "STL10")
+# Data sets of fixed-size images, and the side of their (square) images.
+_IMAGE_SIDE = {
+    f"torchvision.datasets.{name}": side
+    for names, side in (
+        (("MNIST", "FashionMNIST", "KMNIST", "EMNIST", "QMNIST"), 28),
+        (("CIFAR10", "CIFAR100", "SVHN"), 32),
+        (("STL10",), 96),
+    )
+    for name in names
+}
+_FIXED_SIZE_DATASETS = frozenset(_IMAGE_SIDE)
+# Code after which an image's size is no longer its data set's: transforms that resize, crop or
+# pad, layers that upsample.
+_CHANGES_IMAGE_SIZE = re.compile(
+    r"^torchvision\.transforms\..*(?:Resize|Crop|Pad|Scale|Zoom|Affine|Perspective)"
+    r"|^torch\.nn\.(?:Upsample\w*|PixelShuffle|functional\.(?:interpolate|upsample\w*|pad|pixel_shuffle))$"
 )
+# The size model (the rule's docs): a training step dispatches at least 20 kernels (forward,
+# backward and optimizer of the smallest network with a convolution), each costing its host about
+# 5 us in PyTorch's dispatcher -- 100 us of host time a step.  A network whose convolutions are
+# at most this many multiply-adds a step (forward and backward: three convolutions' worth each)
+# runs them in under 100 us even at 1 TFLOP/s, a slow algorithm on an old card: the step waits
+# on the host, and a faster algorithm only lengthens the GPU's idle time.
+_HOST_BOUND_CONVOLUTION_WORK = 50_000_000
 # Transforms whose output has one size whatever the input.
 _FIXED_SIZE_TRANSFORMS = re.compile(r"^torchvision\.transforms\.(?:v2\.)?(RandomResizedCrop|CenterCrop|RandomCrop)$")
 
@@ -46,6 +70,82 @@ def feeds_fixed_size_images(ctx: FileContext) -> bool:
     return False
 
 
+def convolution_work_per_step(ctx: FileContext) -> int | None:
+    """An upper bound of the multiply-adds a training step spends in the module's convolutions,
+    where the module spells everything it depends on, else None: the images come from data sets
+    of one known size and nothing resizes, crops or upsamples them; every convolution is an
+    `nn.Conv2d` built once, with literal channels, kernel and padding (no torchvision model, no
+    functional or lazy convolution); every DataLoader has a literal batch size.  Each
+    convolution's output is bounded by the input side plus what padding can add over all of
+    them; forward and backward are three convolutions' worth."""
+    side, batch, per_image, growth = 0, 0, 0, 0
+    for call in ctx.index.nodes("Call"):
+        qualified = ctx.call_qualified_name(call) or ""
+        if qualified in _IMAGE_SIDE:
+            side = max(side, _IMAGE_SIDE[qualified])
+        elif _CHANGES_IMAGE_SIZE.match(qualified):
+            return None
+        elif is_dataloader(ctx, call):
+            size = _argument(call, 1, "batch_size")
+            if size is None:
+                size = 1 if len(positional_args(call)) < 2 and keyword_arg(call, "batch_size") is None else None
+            if size is None:
+                return None
+            batch = max(batch, size)
+        elif qualified == "torch.nn.Conv2d":
+            channels = (_argument(call, 0, "in_channels"), _argument(call, 1, "out_channels"))
+            kernel = _pair(call, 2, "kernel_size")
+            padding = _pair(call, 4, "padding", default=0)
+            if (
+                None in channels
+                or kernel is None
+                or padding is None
+                or ctx.in_loop(call)
+                or _in_comprehension(ctx, call)
+            ):
+                return None
+            per_image += channels[0] * channels[1] * kernel[0] * kernel[1]  # (times the output's area, below)
+            growth += max(0, 2 * max(padding) - (min(kernel) - 1))
+        elif CONVOLUTION_LAYER.match(qualified) or TORCHVISION_CNN.match(qualified):
+            return None
+    if not side or not batch or not per_image:
+        return None
+    return 3 * batch * per_image * (side + growth) ** 2
+
+
+def _argument(call: cst.Call, position: int, keyword: str) -> int | None:
+    """An integer literal given at that position or by that keyword."""
+    arg = keyword_arg(call, keyword)
+    if arg is None:
+        positional = positional_args(call)
+        arg = positional[position] if len(positional) > position else None
+    return int_literal(arg)
+
+
+def _pair(call: cst.Call, position: int, keyword: str, default: int | None = None) -> tuple[int, int] | None:
+    """A size given as an integer literal or a tuple of two (`3`, `(3, 5)`), or `default` where
+    the call gives none; None where it is anything else (a name, `padding="same"`)."""
+    arg = keyword_arg(call, keyword)
+    if arg is None:
+        positional = positional_args(call)
+        arg = positional[position] if len(positional) > position else None
+    if arg is None:
+        return None if default is None else (default, default)
+    if isinstance(arg.value, cst.Integer):
+        value = int(arg.value.evaluated_value)
+        return value, value
+    if isinstance(arg.value, cst.Tuple) and len(arg.value.elements) == 2:
+        values = [e.value for e in arg.value.elements]
+        if all(isinstance(v, cst.Integer) for v in values):
+            return int(values[0].evaluated_value), int(values[1].evaluated_value)
+    return None
+
+
+def _in_comprehension(ctx: FileContext, node: cst.CSTNode) -> bool:
+    comprehensions = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+    return any(isinstance(ancestor, comprehensions) for ancestor in ctx.ancestors(node))
+
+
 class CudnnBenchmark(Rule):
     """
     ## What it finds
@@ -54,7 +154,12 @@ class CudnnBenchmark(Rule):
     `RandomResizedCrop`/`CenterCrop`/`RandomCrop` transform), and never sets
     `torch.backends.cudnn.benchmark`.  Reported once, at the optimizer's construction (or the first
     `.backward()`).  A module that chooses deterministic kernels, or mentions `cudnn.benchmark` at
-    all (a flag for it), has decided.
+    all (a flag for it), has decided.  Nor is a network too small for the algorithm to matter:
+    where the module spells every size (a data set of one known image size, `nn.Conv2d` layers
+    with literal channels and kernels, literal batch sizes), an upper bound of its convolutions'
+    work per step, forward and backward, of at most 50 M multiply-adds (a LeNet on 4 CIFAR
+    images: 35 M) runs in under 100 us even at 1 TFLOP/s -- less than the host spends
+    dispatching the step's kernels, so the step waits on the host whatever algorithm runs.
 
     ## Why it is slow
     With `benchmark` off, cuDNN picks a convolution algorithm by heuristics.  With it on, the first
@@ -197,6 +302,30 @@ class CudnnBenchmark(Rule):
                 optimizer.step()
             """,
         ),
+        # too little convolution to show in a step (the size model: a LeNet on 4 CIFAR images a
+        # step is at most 35 M multiply-adds, forward and backward): the step waits on the host
+        Valid(
+            """
+            import torch
+            import torch.nn as nn
+            import torchvision
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv1 = nn.Conv2d(3, 6, 5)
+                    self.conv2 = nn.Conv2d(6, 16, 5)
+
+            train_set = torchvision.datasets.CIFAR10("data", train=True)
+            loader = torch.utils.data.DataLoader(train_set, batch_size=4, shuffle=True)
+            net = Net().to("cuda")
+            optimizer = torch.optim.SGD(net.parameters(), lr=0.001)
+            for x, y in loader:
+                loss = net(x.to("cuda")).sum()
+                loss.backward()
+                optimizer.step()
+            """
+        ),
     ]
     INVALID = [
         Invalid(
@@ -231,6 +360,53 @@ class CudnnBenchmark(Rule):
             # train
             for x, y in loader:
                 loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                loss.backward()
+                optimizer.step()
+            """,
+        ),
+        # the same network on 128 images a step: a billion multiply-adds, the GPU's time
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            import torchvision
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv1 = nn.Conv2d(3, 6, 5)
+                    self.conv2 = nn.Conv2d(6, 16, 5)
+
+            train_set = torchvision.datasets.CIFAR10("data", train=True)
+            loader = torch.utils.data.DataLoader(train_set, batch_size=128, shuffle=True)
+            net = Net().to("cuda")
+            optimizer = torch.optim.SGD(net.parameters(), lr=0.001)
+            for x, y in loader:
+                loss = net(x.to("cuda")).sum()
+                loss.backward()
+                optimizer.step()
+            """,
+            "14:13",
+            fixed="""
+            import torch
+            import torch.nn as nn
+            import torchvision
+
+            # cuDNN times its conv algorithms per input shape and keeps the fastest: not bit-reproducible
+            torch.backends.cudnn.benchmark = True
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv1 = nn.Conv2d(3, 6, 5)
+                    self.conv2 = nn.Conv2d(6, 16, 5)
+
+            train_set = torchvision.datasets.CIFAR10("data", train=True)
+            loader = torch.utils.data.DataLoader(train_set, batch_size=128, shuffle=True)
+            net = Net().to("cuda")
+            optimizer = torch.optim.SGD(net.parameters(), lr=0.001)
+            for x, y in loader:
+                loss = net(x.to("cuda")).sum()
                 loss.backward()
                 optimizer.step()
             """,
@@ -384,6 +560,9 @@ class CudnnBenchmark(Rule):
             or not feeds_fixed_size_images(self.ctx)
         ):
             return
+        work = convolution_work_per_step(self.ctx)
+        if work is not None and work <= _HOST_BOUND_CONVOLUTION_WORK:
+            return  # (too little convolution for the algorithm to show in the step time: see above)
         if _DECIDED_TEXT.search(self.ctx.code_without_comments):
             return
         optimizer = torch.optimizer_construction

@@ -93,18 +93,19 @@ def convolution_work_per_step(ctx: FileContext) -> int | None:
                 return None
             batch = max(batch, size)
         elif qualified == "torch.nn.Conv2d":
-            channels = (_argument(call, 0, "in_channels"), _argument(call, 1, "out_channels"))
+            inputs, outputs = _argument(call, 0, "in_channels"), _argument(call, 1, "out_channels")
             kernel = _pair(call, 2, "kernel_size")
             padding = _pair(call, 4, "padding", default=0)
             if (
-                None in channels
+                inputs is None
+                or outputs is None
                 or kernel is None
                 or padding is None
                 or ctx.in_loop(call)
                 or _in_comprehension(ctx, call)
             ):
                 return None
-            per_image += channels[0] * channels[1] * kernel[0] * kernel[1]  # (times the output's area, below)
+            per_image += inputs * outputs * kernel[0] * kernel[1]  # (times the output's area, below)
             growth += max(0, 2 * max(padding) - (min(kernel) - 1))
         elif CONVOLUTION_LAYER.match(qualified) or TORCHVISION_CNN.match(qualified):
             return None
@@ -135,9 +136,9 @@ def _pair(call: cst.Call, position: int, keyword: str, default: int | None = Non
         value = int(arg.value.evaluated_value)
         return value, value
     if isinstance(arg.value, cst.Tuple) and len(arg.value.elements) == 2:
-        values = [e.value for e in arg.value.elements]
-        if all(isinstance(v, cst.Integer) for v in values):
-            return int(values[0].evaluated_value), int(values[1].evaluated_value)
+        first, second = (element.value for element in arg.value.elements)
+        if isinstance(first, cst.Integer) and isinstance(second, cst.Integer):
+            return int(first.evaluated_value), int(second.evaluated_value)
     return None
 
 

@@ -265,7 +265,11 @@ class Linter:
         if any(finding.fix is not None for finding in findings):
             from gpulint.linter.fix.quotes import restyle_fix_strings  # (with libcst, as analyze)
 
-            restyle_fix_strings(ctx.module, (f.fix for f in findings if f.fix is not None), self.settings.quote_style)
+            restyle_fix_strings(
+                ctx.index.nodes("SimpleString"),
+                (f.fix for f in findings if f.fix is not None),
+                self.settings.quote_style,
+            )
         self._hint_in_tests(rules, findings, path)
         self._hint_by_default(rules, findings)
         suppressions = find_suppressions(ctx.source_text) if findings else {}

@@ -57,8 +57,9 @@ def pipeline_consumed(ctx: FileContext, pipeline: cst.BaseExpression) -> bool:
     if name is None:
         return True
     scope = _scope(ctx, pipeline)
-    reads = [node for node in nodes_under(scope) if isinstance(node, cst.Name) and node.value == name]
-    reads = [node for node in reads if _is_read(ctx, node) and _scope(ctx, node) is scope]
+    reads = [
+        node for node in ctx.names_by_identifier.get(name, ()) if _is_read(ctx, node) and _scope(ctx, node) is scope
+    ]
     importable = isinstance(scope, cst.Module) and not str(ctx.path).endswith(".ipynb")
     if importable and not any(_is_peek(ctx, node) for node in reads):
         return True  # a module's name may be used by another module: only a peek says it is not
@@ -214,9 +215,7 @@ def iterator_only_displayed(ctx: FileContext, iter_call: cst.Call) -> bool:
         return False
     scope = _scope(ctx, iter_call)
     reads = [
-        node
-        for node in nodes_under(scope)
-        if isinstance(node, cst.Name) and node.value == name and _is_read(ctx, node) and _scope(ctx, node) is scope
+        node for node in ctx.names_by_identifier.get(name, ()) if _is_read(ctx, node) and _scope(ctx, node) is scope
     ]
     for read in reads:
         arg = ctx.parent(read)

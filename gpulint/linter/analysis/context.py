@@ -59,6 +59,10 @@ ANALYSIS_TYPES = frozenset(
     }
 )
 
+# Node types the analyses look up by type, which no rule needs dispatched in source order: each
+# used to be found by a walk of its own over the whole tree, for every variable asked about.
+LISTED_TYPES = frozenset({"Name", "For"})
+
 _CUDA_STRING = re.compile(r"""^[rbuRBU]*['"]{1,3}(cuda|gpu)\b""")
 # Names that hold a device: `device`, `self.dev`, `trainer.device`, `local_rank`, `gpu_id`.
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev|rank|local_rank|gpu|gpu_id)$", re.IGNORECASE)
@@ -100,7 +104,7 @@ class FileContext:
         self.target_lightning = target_lightning
         # What the rest of the project says about this module (empty when linted alone).
         self.project = project if project is not None else EMPTY_VIEW
-        self.index = TreeIndex(module, wanted_types | ANALYSIS_TYPES)
+        self.index = TreeIndex(module, wanted_types | ANALYSIS_TYPES, LISTED_TYPES)
         self.imports = ImportTable()
         for import_ in self.index.nodes("Import"):
             self.imports.add_import(import_)
@@ -158,6 +162,15 @@ class FileContext:
         hold them, recording only those (positions.py).  Ask once, for every node needed: each
         call is a pass of its own."""
         return positions_of(self.module, nodes, self.source_text, self.index.parent)
+
+    @cached_property
+    def names_by_identifier(self) -> Mapping[str, list[cst.Name]]:
+        """Every `Name` of the module by its identifier, for the analyses that look for a
+        variable's uses (each of them used to walk its scope for every variable it asked about)."""
+        found: dict[str, list[cst.Name]] = {}
+        for node in self.index.nodes("Name"):
+            found.setdefault(node.value, []).append(node)
+        return found
 
     # -- analyses ----------------------------------------------------------------------------
     @cached_property

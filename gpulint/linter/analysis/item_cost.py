@@ -540,7 +540,7 @@ class LoaderCosts:
 
     @cached_property
     def _fors(self) -> list[cst.For]:
-        return [node for node in nodes_under(self.ctx.module) if isinstance(node, cst.For)]
+        return self.ctx.index.nodes("For")
 
     def _binding(self, call: cst.Call) -> str | None:
         parent = self.ctx.parent(call)

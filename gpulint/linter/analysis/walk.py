@@ -135,15 +135,19 @@ def names_under(node: cst.CSTNode) -> set[str]:
 class TreeIndex:
     """Parents and per-type node lists for one module, filled by a single walk."""
 
-    def __init__(self, module: cst.Module, wanted_types: frozenset[str]) -> None:
+    def __init__(
+        self, module: cst.Module, wanted_types: frozenset[str], listed_types: frozenset[str] = frozenset()
+    ) -> None:
+        """`wanted_types`: listed by type and in `ordered`; `listed_types`: by type only (the
+        analyses look them up, no rule visits them)."""
         self.module = module
         self.parents: dict[int, cst.CSTNode] = {}
-        self.by_type: dict[str, list[cst.CSTNode]] = {name: [] for name in wanted_types}
+        self.by_type: dict[str, list[cst.CSTNode]] = {name: [] for name in wanted_types | listed_types}
         # Every wanted node in pre-order, for dispatching rules in source order.
         self.ordered: list[cst.CSTNode] = []
-        self._walk(module, wanted_types)
+        self._walk(module, wanted_types, listed_types - wanted_types)
 
-    def _walk(self, root: cst.CSTNode, wanted: frozenset[str]) -> None:
+    def _walk(self, root: cst.CSTNode, wanted: frozenset[str], listed: frozenset[str]) -> None:
         parents = self.parents
         by_type = self.by_type
         ordered = self.ordered
@@ -158,6 +162,8 @@ class TreeIndex:
             if type_name in wanted:
                 by_type[type_name].append(node)
                 ordered.append(node)
+            elif type_name in listed:
+                by_type[type_name].append(node)
             children = iter_children(node)
             if children:
                 for child in children:
@@ -185,11 +191,15 @@ class TreeIndex:
     @overload
     def nodes(self, type_name: Literal["ClassDef"]) -> list[cst.ClassDef]: ...
     @overload
+    def nodes(self, type_name: Literal["For"]) -> list[cst.For]: ...
+    @overload
     def nodes(self, type_name: Literal["FunctionDef"]) -> list[cst.FunctionDef]: ...
     @overload
     def nodes(self, type_name: Literal["Import"]) -> list[cst.Import]: ...
     @overload
     def nodes(self, type_name: Literal["ImportFrom"]) -> list[cst.ImportFrom]: ...
+    @overload
+    def nodes(self, type_name: Literal["Name"]) -> list[cst.Name]: ...
     @overload
     def nodes(self, type_name: Literal["Return"]) -> list[cst.Return]: ...
     @overload

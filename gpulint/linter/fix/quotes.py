@@ -68,9 +68,12 @@ class _Restyle(cst.CSTTransformer):
         return _restyled(updated_node, self.quote) if id(original_node) in self.written else updated_node
 
 
-def restyle_fix_strings(module: cst.Module, fixes: Iterable[Fix], quote_style: str | None) -> None:
-    """Write the strings each fix adds to `module` in the project's quotes (the module's
-    docstring); the strings it keeps from the module are left as they are."""
+def restyle_fix_strings(
+    module_strings: Iterable[cst.SimpleString], fixes: Iterable[Fix], quote_style: str | None
+) -> None:
+    """Write the strings each fix adds to a module in the project's quotes (the module's
+    docstring); the strings it keeps from the module (`module_strings`: every one-line string of
+    its tree, as the file's index holds them) are left as they are."""
     wanted = _QUOTES.get(quote_style or "")
     fixes = list(fixes)
     added: dict[int, list[cst.SimpleString]] = {}
@@ -80,7 +83,7 @@ def restyle_fix_strings(module: cst.Module, fixes: Iterable[Fix], quote_style: s
             added[index] = strings
     if not added:
         return  # (most fixes write no string, or already the configured quotes)
-    original = _strings([module])
+    original = list(module_strings)
     kept = {id(node) for node in original}
     if wanted is None:
         quotes = [_quote_of(node) for node in original]

@@ -204,6 +204,8 @@ class Linter:
         if findings:
             text = analysis.ctx.source_text if analysis is not None else _text_of(source)
             findings = with_source_lines(findings, text)
+        if analysis is not None:
+            analysis.ctx.release()  # (the findings are plain values now: the tree can go)
         return FileResult(
             path, sorted(findings, key=Finding.sort_key), analysis is not None, skipped_as_test, held_back
         )

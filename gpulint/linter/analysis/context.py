@@ -172,6 +172,14 @@ class FileContext:
             found.setdefault(node.value, []).append(node)
         return found
 
+    def release(self) -> None:
+        """Drop the analyses built on the module (its cached properties), once no one asks again.
+        Each analysis holds this context, so until then the module's whole tree is in reference
+        cycles only the cyclic collector frees -- in a corpus run, one collection of 180,000 objects
+        in mid-run; without the cycles it is freed as soon as the lint lets go of it."""
+        for name in _CACHED_PROPERTIES:
+            self.__dict__.pop(name, None)
+
     # -- analyses ----------------------------------------------------------------------------
     @cached_property
     def loops(self) -> LoopModel:
@@ -334,6 +342,9 @@ class FileContext:
             return text, ()
         top = qualified.split(".", 1)[0]
         return qualified, (f"import {top}",)
+
+
+_CACHED_PROPERTIES = tuple(name for name, value in vars(FileContext).items() if isinstance(value, cached_property))
 
 
 def _is_host_device(ctx: FileContext, expr: cst.BaseExpression) -> bool:

@@ -645,6 +645,9 @@ class _Summarizer(ast.NodeVisitor):
             kind = self._network_kind(node)
             if kind is not None:
                 self.summary.network_kinds[qualname] = kind
+        # (the visitors are bound methods: a cycle through the summarizer that would keep the
+        # module's tree until the cyclic collector came by)
+        self._visitors.clear()
         return self.summary
 
     def _network_kind(self, cls: ast.ClassDef) -> str | None:

@@ -66,6 +66,7 @@ The line length is the project's formatter's (gpulint/linter/project.py says whe
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -658,33 +659,49 @@ def _one_argument_per_line(call: cst.Call, step: str) -> bool:
     )
 
 
-# Operators a line break may sit next to: joined, the break becomes the space PEP 8 puts there.
-_OPERATORS = (cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp)
+# What a line break may sit next to where, joined, it becomes a space: an operator (the space PEP 8
+# puts there), a keyword inside an expression (`sum(w\n    for w in ws)`: `for`, `if`, `else`,
+# `not`, `await`), which needs one, strings written one after the other, and a colon of a dict or
+# a lambda (`{key:\n    value}`: `{key: value}`).
+_SPACED = (
+    cst.BaseBinaryOp,
+    cst.BaseBooleanOp,
+    cst.BaseCompOp,
+    cst.CompFor,
+    cst.CompIf,
+    cst.IfExp,
+    cst.Not,
+    cst.Await,
+    cst.ConcatenatedString,  # (`"a, "\n"b"` joined is `"a, " "b"`)
+)
 
 
 class _Joiner(cst.CSTTransformer):
-    """Every line break in an expression made a space (after a comma, around an operator) or
-    nothing (inside brackets)."""
+    """Every line break in an expression made a space (after a comma, around an operator or a
+    keyword) or nothing (inside brackets)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spaced: set[int] = set()  # the line breaks that become a space
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        for field in dataclasses.fields(node):
+            whitespace = getattr(node, field.name)
+            if (
+                field.name.startswith("whitespace")
+                and isinstance(whitespace, cst.ParenthesizedWhitespace)
+                and (isinstance(node, _SPACED) or field.name == "whitespace_after_colon")
+            ):
+                self.spaced.add(id(whitespace))
+        return super().on_visit(node)
 
     def leave_Comma(self, original_node: cst.Comma, updated_node: cst.Comma) -> cst.Comma:
         if isinstance(original_node.whitespace_after, cst.ParenthesizedWhitespace):
             return updated_node.with_changes(whitespace_after=cst.SimpleWhitespace(" "))
         return updated_node
 
-    def on_leave(self, original_node, updated_node):
-        updated = super().on_leave(original_node, updated_node)
-        if isinstance(original_node, _OPERATORS):
-            spaced = {
-                side: cst.SimpleWhitespace(" ")
-                for side in ("whitespace_before", "whitespace_after")
-                if isinstance(getattr(original_node, side, None), cst.ParenthesizedWhitespace)
-            }
-            if spaced:
-                return updated.with_changes(**spaced)
-        return updated
-
     def leave_ParenthesizedWhitespace(self, original_node, updated_node) -> cst.SimpleWhitespace:
-        return cst.SimpleWhitespace("")
+        return cst.SimpleWhitespace(" " if id(original_node) in self.spaced else "")
 
 
 def _joined(value: cst.BaseExpression | None) -> cst.BaseExpression | None:

@@ -73,6 +73,23 @@ FIXED = {
         " sampler=DistributedSampler(self, num_replicas=world_size, rank=rank, shuffle=True),"
         " persistent_workers=self.num_workers > 0)\n"
     ),
+    "a sole argument, itself a call": """\
+        def build(self, dim_model, i):
+            if self.up:
+                self.transformers_up.append(TransformerBlock(in_channels=dim_model[i], out_channels=dim_model[i]))
+        """,
+    "the arguments far to the right: yapf breaks after the bracket": """\
+        def rag(self, ret, documents):
+            for document in documents:
+                if document.pending:
+                    with self.lock:
+                        if ret:
+                            text_artifacts = get_text_artifacts(ret["segments"], self.client.to(device))
+        """,
+    "a call before the last one on the line splits": """\
+        def cluster(kmeans_input):
+            kmeans = KMeans(n_clusters=7, random_state=0, n_init="auto").fit(kmeans_input.to(device))
+        """,
     "the call's name too long to align with": """\
         def wrap(model, device, local_rank):
             model = torch.nn.parallel.DistributedDataParallel(model.to(device), device_ids=[local_rank])

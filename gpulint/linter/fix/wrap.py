@@ -347,9 +347,12 @@ def _aligned_split(
 
     1. the arguments go on after the `(`, the lines they continue on aligned with the column after
        it, each filled as far as it goes -- or, in the `YAPF` layout, one argument a line when the
-       list has a keyword argument and does not fit on the line;
+       list has a keyword argument and does not fit on the line; where they do not fit so, the
+       arguments of a call before it on the line (of two or more), the rest of the line after its
+       `)`;
     2. else all of them on one line of their own, one step in, `)` after the last one (where no
-       earlier call of the line has two arguments or more: yapf splits that one instead);
+       earlier call of the line has two arguments or more: yapf splits that one instead); a sole
+       argument too long for that line, a call, split inside itself as in 1;
     3. else black's layout, one argument a line, one step in, each with a trailing comma and `)`
        back at the start: yapf keeps a list that ends in a comma one element a line (its "ending
        comma heuristic") where its own choice is hard to foresee (a lambda, a comparison among the
@@ -363,6 +366,16 @@ def _aligned_split(
     continued = len(indent) + len(step)
     each_line = layout == YAPF
     split = _aligned_arguments(call, len(indent) + head, len(indent), closing, line_length, each_line)
+    for earlier, (earlier_head, earlier_closing) in zip(calls[index + 1 :], opening[index + 1 :], strict=True):
+        if split is not None:
+            break
+        # (`kmeans = KMeans(n_clusters=7,\n                random_state=0).fit(x)`: the call before splits)
+        if len(earlier.args) > 1 and len(indent) + earlier_head <= line_length:
+            aligned = _aligned_arguments(
+                earlier, len(indent) + earlier_head, len(indent), earlier_closing, line_length, each_line
+            )
+            if aligned is not None:
+                call, split = earlier, aligned
     one_line = continued + len(", ".join(_arg_code(arg) for arg in call.args)) + closing <= line_length
     # (yapf splits an earlier call of the chain with arguments to spare, aligned, rather than this one
     # after its `(`: `x = f(a,\n      b).to(c,\n            d=1)`)
@@ -370,6 +383,11 @@ def _aligned_split(
         split = _aligned_arguments(call, continued, len(indent), closing, line_length, each_line=False)
         assert split is not None  # (they fit on one line)
         split = split.with_changes(whitespace_before_args=_column_break(continued, len(indent)))
+    if split is None and len(call.args) == 1:
+        # (a sole argument takes no trailing comma: on its line one step in, split inside itself)
+        split = _aligned_arguments(call, continued, len(indent), closing, line_length, each_line, nested=True)
+        if split is not None:
+            split = split.with_changes(whitespace_before_args=_column_break(continued, len(indent)))
     if split is None:
         split = _exploded_aligned(call, continued, len(indent), line_length, each_line)
     return _replace(value, call, split)
@@ -435,9 +453,13 @@ def _aligned_arguments(
     last one (`)` and what comes after it on the line).  `each_line`: one argument a line when one
     of them is a keyword argument and they do not fit on one line (yapf's `split_before_named_assigns`).
     `nested`: an argument too long for a line of its own that is a call is split inside itself the
-    same way.  None when a line does not fit (unless `force`)."""
+    same way.  None when a line does not fit, or `column` is in the last 30% of the line (yapf then
+    breaks after the `(`), unless `force`."""
     codes = [_arg_code(arg) for arg in call.args]
     last = len(codes) - 1
+    fits = column + len(", ".join(codes)) + 2 <= line_length  # (yapf counts the `(` as well)
+    if len(codes) > 1 and not fits and line_length - column < 0.3 * line_length and not force:
+        return None  # yapf breaks after the `(` instead: "try not to squish all of the arguments off to the right"
     one_a_line = (
         each_line
         and any(arg.keyword is not None for arg in call.args)

@@ -53,13 +53,15 @@ not fit on the line (yapf's `split_before_named_assigns`, on unless the project 
     F.nll_loss(model(data.to(device, non_blocking=True)),
                target).backward()
 
-then, when they do not fit so, on one line of their own one step in, `)` after the last
-(`model = DistributedDataParallel(\n    model.to(device), device_ids=[rank])`); and else in black's
-layout with its trailing comma, which yapf keeps one argument a line, an argument still too long
-split inside itself the aligned way.  A method chain is split at its call as any line is (yapf
-has no fluent layout); a statement a comment or a trailing comma holds split, or one that closes
-in no call (a comprehension), is left as it is: yapf weighs the costs of every split, which this
-module does not reproduce.  tests/test_wrap_yapf.py checks the layout with yapf itself.
+or the arguments of a call before it on the line, when its own do not fit; then, when they do not
+fit so or the `(` is in the last 30% of the line (yapf's rule), on one line of their own one step
+in, `)` after the last (`model = DistributedDataParallel(\n    model.to(device), device_ids=[rank])`;
+a sole argument too long for that line split inside itself); and else in black's layout with its
+trailing comma, which yapf keeps one argument a line, an argument still too long split inside
+itself the aligned way.  A method chain is split at its call as any line is (yapf has no fluent
+layout); a statement a comment or a trailing comma holds split, or one that closes in no call (a
+comprehension), is left as it is: yapf weighs the costs of every split, which this module does
+not reproduce.  tests/test_wrap_yapf.py checks the layout with yapf itself.
 
 The line length is the project's formatter's (gpulint/linter/project.py says where it is read).
 """

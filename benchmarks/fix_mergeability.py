@@ -19,11 +19,11 @@ tests/wholerepo/README.md for how to build them).  On each tree in turn, gpulint
 `--formatter-check` also asks the project's formatter whether the fixed files are still formatted:
 the files the fixes change are copied, before and after the fixes, into a folder that mirrors the
 tree with the project's configuration files (those of the tree's root and of each folder above a
-changed file), and `ruff format --check` (when the project configures ruff) and `black --check`
-(when it configures black) run there, at the project's own settings.  A file clean before and not
-after is a new complaint: the fixes wrote what the formatter would not.  The formatters come from
-the `dev` extra (ruff from `bench` too); a missing one is said and skipped.  Notebooks are not
-checked (the formatters read `.py` files).
+changed file), and `ruff format --check` (when the project configures ruff), `black --check` (when
+it configures black) and `yapf --diff` (when it configures yapf) run there, at the project's own
+settings.  A file clean before and not after is a new complaint: the fixes wrote what the formatter
+would not.  The formatters come from the `dev` extra (ruff from `bench` too); a missing one is said
+and skipped.  Notebooks are not checked (the formatters read `.py` files).
 
 The diff is split into hunks.  A hunk belongs to the rules whose fix edits touch the lines it
 changes (two rules' fixes on one line make one hunk of both).  Its KIND is those rules and their
@@ -336,6 +336,7 @@ FORMATTER_CONFIGS = (
 FORMATTER_COMMANDS = {
     "ruff": [sys.executable, "-m", "ruff", "format", "--check"],
     "black": [sys.executable, "-m", "black", "--check", "-q"],
+    "yapf": [sys.executable, "-m", "yapf", "--diff"],  # (exits 1 when it would change the file)
 }
 
 
@@ -365,7 +366,8 @@ def patched(original: str, hunks: list[Hunk]) -> str | None:
 
 def configured_formatters(tree: Path) -> list[str]:
     """The formatters the tree's root configures: ruff (its own files, `[tool.ruff]`, a pre-commit
-    `ruff-format` hook) and black (`[tool.black]`, a `black` hook)."""
+    `ruff-format` hook), black (`[tool.black]`, a `black` hook) and yapf (`.style.yapf`, `[yapf]` in
+    setup.cfg, `[tool.yapf]`, a `yapf` hook)."""
     pyproject = _text(tree / "pyproject.toml")
     hooks = _text(tree / ".pre-commit-config.yaml")
     found = []
@@ -378,6 +380,13 @@ def configured_formatters(tree: Path) -> list[str]:
         found.append("ruff")
     if re.search(r"^\[tool\.black\]", pyproject, re.MULTILINE) or re.search(r"id:\s*black\b", hooks):
         found.append("black")
+    if (
+        (tree / ".style.yapf").is_file()
+        or re.search(r"^\[yapf\]", _text(tree / "setup.cfg"), re.MULTILINE)
+        or re.search(r"^\[tool\.yapf\]", pyproject, re.MULTILINE)
+        or re.search(r"id:\s*yapf\b", hooks)
+    ):
+        found.append("yapf")
     return found
 
 
@@ -450,7 +459,7 @@ def render_formatter_checks(checks: dict[str, dict]) -> str:
     out = ["", "Formatter check of the fixed files (new: formatted before the fixes, not after):"]
     for repo, check in checks.items():
         if not check["formatters"]:
-            out.append(f"  {repo}: {check['files']} files; no ruff or black configured")
+            out.append(f"  {repo}: {check['files']} files; no ruff, black or yapf configured")
         for formatter, found in check["formatters"].items():
             if "missing" in found:
                 out.append(f"  {repo}: {formatter}: {found['missing']}")
@@ -498,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--formatter-check",
         action="store_true",
-        help="also run the project's ruff format / black check on the fixed files (new complaints)",
+        help="also run the project's ruff format / black / yapf check on the fixed files (new complaints)",
     )
     parser.add_argument("--show-hunks", action="store_true", help="print the text of unread and not-mergeable hunks")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")

@@ -214,3 +214,38 @@ def test_the_formatter_check_reports_files_the_fixes_leave_unformatted_at_the_pr
     assert check["files"] == 3 and check["unpatched"] == []
     # (messy.py was unformatted before the fix: not the fix's doing)
     assert check["formatters"] == {"ruff": {"before": ["messy.py"], "new": ["pkg/broken.py"]}}
+
+
+def _yapf_missing() -> bool:
+    return subprocess.run([sys.executable, "-m", "yapf", "--version"], capture_output=True).returncode != 0
+
+
+@pytest.mark.skipif(_yapf_missing(), reason="yapf is not installed (the dev extra)")
+def test_the_formatter_check_runs_yapf_where_the_project_formats_with_it(tmp_path):
+    tree = tmp_path / "acme__trainer"
+    tree.mkdir()
+    # pytorch_geometric's setup: yapf formats (its pre-commit hook, `[tool.yapf]`), ruff only lints.
+    (tree / "pyproject.toml").write_text('[tool.yapf]\nbased_on_style = "pep8"\n\n[tool.ruff]\nline-length = 79\n')
+    (tree / ".pre-commit-config.yaml").write_text(
+        "repos:\n  - repo: https://github.com/google/yapf\n    hooks:\n      - id: yapf\n"
+    )
+    assert mergeability.configured_formatters(tree) == ["ruff", "yapf"]
+    aligned = "loader = make_loader(train_set, args.batch_size, args.num_workers,\n                     args.shuffle)\n"
+    (tree / "aligned.py").write_text(aligned)
+    (tree / "broken.py").write_text(aligned)
+    black = "loader = make_loader(\n    train_set, args.batch_size, args.num_workers, args.shuffle_each_epoch\n)"
+    diff = "\n".join(
+        [
+            "--- a/aligned.py\n+++ b/aligned.py\n@@ -1,2 +1,2 @@\n"
+            " loader = make_loader(train_set, args.batch_size, args.num_workers,\n"
+            "-                     args.shuffle)\n+                     args.shuffle_each_epoch)",
+            "--- a/broken.py\n+++ b/broken.py\n@@ -1,2 +1,3 @@\n"
+            "-loader = make_loader(train_set, args.batch_size, args.num_workers,\n-                     args.shuffle)\n"
+            + "\n".join("+" + line for line in black.split("\n")),
+        ]
+    )
+    check = mergeability.formatter_check(tree, mergeability.split_diff(diff, REPO))
+    assert check["files"] == 2 and check["unpatched"] == []
+    # (the aligned layout is yapf's, not ruff format's: each formatter judges by its own)
+    assert check["formatters"]["yapf"] == {"before": [], "new": ["broken.py"]}
+    assert check["formatters"]["ruff"]["before"] == ["aligned.py", "broken.py"]

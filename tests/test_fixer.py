@@ -155,7 +155,7 @@ def test_fix_that_would_break_parsing_is_not_written(tmp_path, monkeypatch):
     path.write_text(HEADER + "a = DataLoader(ds)\n")
     before = path.read_bytes()
 
-    def broken_apply(ctx, fixes, line_length):
+    def broken_apply(ctx, fixes, line_length, layout):
         # Stand in for a buggy fix: a module whose code is `def`, which does not parse.
         return cst.Module(body=[cst.SimpleStatementLine([cst.Expr(cst.Name("def"))])])
 

@@ -165,6 +165,9 @@ class Settings:
     # The quotes the project's formatter writes ("single", "double"; None: not configured): the
     # strings fixes write take them (else the file's own prevailing quotes).
     quote_style: str | None = None
+    # How fixed lines too long are wrapped (wrap.py's layouts: "black", or yapf's where yapf formats
+    # the project; project.py `layout_from`).
+    layout: str = "black"
     max_file_size: int = DEFAULT_MAX_FILE_BYTES  # bytes; larger files are skipped with a message
     # Work per file (docs/safety.md, "Work per file"): files with more syntax nodes, or more
     # findings, are skipped with a message.
@@ -337,6 +340,7 @@ class Settings:
             "target_lightning": self.target_lightning,
             "framework": self.framework,
             "quote_style": self.quote_style,
+            "layout": self.layout,
             "options": self.options,
             # The local rules' code: editing one re-lints every file.
             "local_rules": self.local_rules.digest() if self.local_rules is not None else None,
@@ -595,6 +599,7 @@ def _apply_project(settings: Settings, pyproject: dict[str, Any], directory: Pat
     settings.target_lightning = facts.target_lightning
     settings.framework = facts.framework
     settings.quote_style = facts.quote_style
+    settings.layout = facts.layout
 
 
 def _toml_type(value: Any) -> str:

@@ -414,7 +414,7 @@ class Linter:
             from gpulint.linter.fix.fixer import file_edits
 
             fixes = [raw.fix for raw in analysis.findings if raw.fix is not None]
-            computed = file_edits(ctx, fixes, self.settings.line_length)
+            computed = file_edits(ctx, fixes, self.settings.line_length, self.settings.layout)
             edits_of = {id(fix): edits for fix, edits in zip(fixes, computed, strict=True)}
         located = []
         for raw in analysis.findings:

@@ -52,7 +52,11 @@ formatter keeps, and the oldest PyTorch, TensorFlow and Lightning it declares it
 * the quotes written strings take (`quote_style`, "single" or "double"; None: not configured):
   ruff's `[format] quote-style` (its own files, then `[tool.ruff.format]`), or black's double
   quotes where black formats the project without `skip-string-normalization`; the formatter
-  its pre-commit configuration runs decides between them, as for the line length.
+  its pre-commit configuration runs decides between them, as for the line length;
+* how a fixed line too long is wrapped (`layout`, wrap.py's layouts): yapf's where yapf formats the
+  project (a `yapf` pre-commit hook and no other formatter's, or no formatter hook and a yapf
+  configuration) in its `pep8` or `google` style -- one keyword argument a line, unless the
+  project sets `split_before_named_assigns = false` -- and black's everywhere else (`layout_from`).
 
 Also where a file's project starts (`project_root`): the project index reads the whole project a
 linted file belongs to, whatever paths the run names.
@@ -70,6 +74,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from gpulint.linter.fix.wrap import BLACK, YAPF, YAPF_FILLED
 from gpulint.linter.run.safe_files import read_regular_file
 
 DEFAULT_LINE_LENGTH = 88
@@ -135,6 +140,7 @@ class ProjectFacts:
     target_lightning: tuple[int, int] | None = None  # the lowest Lightning its requirements allow
     framework: str | None = None  # the framework the project is ("Keras"); None for a project that uses one
     quote_style: str | None = None  # "single" or "double": the quotes its formatter writes; None: not configured
+    layout: str = BLACK  # how its formatter wraps a line too long (wrap.py's layouts)
 
 
 # The distributions (names normalized as pip compares them) that are a framework whose API fixes
@@ -263,6 +269,7 @@ def facts_from(pyproject: dict[str, Any], directory: Path | None) -> ProjectFact
         lightning_lower_bound(requirements),
         framework_from(pyproject, directory),
         quote_style_from(pyproject, directory),
+        layout_from(pyproject, directory),
     )
 
 
@@ -287,7 +294,7 @@ def quote_style_from(pyproject: dict[str, Any], directory: Path | None) -> str |
     ruff_style = ruff.get("quote-style") if ruff.get("quote-style") in _QUOTE_STYLES else None
     black = _table(tool, "black")
     black_style = None if black.get("skip-string-normalization") is True else "double"
-    hooks = {m["hook"].removesuffix("-jupyter").removesuffix("-format") for m in _pre_commit_hooks(directory)}
+    hooks = _formatter_hooks(directory)
     # (yapf keeps the quotes as written: a project it formats may still set them for ruff)
     formatter = next(iter(hooks)) if len(hooks) == 1 else None
     if formatter == "ruff":  # (double unless told otherwise; "preserve" keeps each string's own)
@@ -340,12 +347,7 @@ def line_length_from(pyproject: dict[str, Any], directory: Path | None) -> int:
         "black": _positive(_table(tool, "black").get("line-length")),
         "yapf": None,
     }
-    yapf_tables = [
-        ini.get((".style.yapf", "style")),
-        ini.get(("setup.cfg", "yapf")),
-        _table(tool, "yapf") if "yapf" in tool else None,
-    ]
-    yapf = [table for table in yapf_tables if table is not None]
+    yapf = _yapf_tables(tool, ini)
     for table in yapf:
         declared["yapf"] = _positive(table.get("column_limit"))
         if declared["yapf"] is not None:
@@ -356,10 +358,9 @@ def line_length_from(pyproject: dict[str, Any], directory: Path | None) -> int:
         "yapf": bool(yapf),
     }
     defaults = dict(_FORMATTER_DEFAULTS)
-    style = next((str(table.get("based_on_style")).lower() for table in yapf if "based_on_style" in table), "pep8")
-    defaults["yapf"] = _YAPF_STYLE_LIMITS.get(style, defaults["yapf"])
+    defaults["yapf"] = _YAPF_STYLE_LIMITS.get(_yapf_style(yapf), defaults["yapf"])
 
-    hooks = {m["hook"].removesuffix("-jupyter").removesuffix("-format") for m in _pre_commit_hooks(directory)}
+    hooks = _formatter_hooks(directory)
     if len(hooks) == 1:
         (formatter,) = hooks
         return declared[formatter] or defaults[formatter]
@@ -388,6 +389,50 @@ def line_length_from(pyproject: dict[str, Any], directory: Path | None) -> int:
             if limit is not None:
                 return limit
     return DEFAULT_LINE_LENGTH
+
+
+def layout_from(pyproject: dict[str, Any], directory: Path | None) -> str:
+    """How fixed lines too long are wrapped (wrap.py's layouts): yapf's where yapf formats the
+    project -- its pre-commit configuration runs a `yapf` hook and no other formatter, or it has
+    no formatter hook and configures yapf -- in its `pep8` or `google` style; black's otherwise
+    (ruff format's and black's own, and the nearest to yapf's `facebook` style, which puts `)`
+    back at the start of a line as black does)."""
+    hooks = _formatter_hooks(directory)
+    yapf = _yapf_tables(_table(pyproject, "tool"), _ini_files(directory))
+    if hooks - {"yapf"} or not (hooks or yapf) or _yapf_style(yapf) not in ("pep8", "google"):
+        return BLACK
+    split_before_named_assigns = _yapf_option(yapf, "split_before_named_assigns")
+    return YAPF_FILLED if str(split_before_named_assigns).strip().lower() == "false" else YAPF
+
+
+def _yapf_tables(tool: dict[str, Any], ini: dict[tuple[str, str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """yapf's settings, in the order yapf reads its files: `.style.yapf`, `setup.cfg [yapf]`, `[tool.yapf]`."""
+    tables = [
+        ini.get((".style.yapf", "style")),
+        ini.get(("setup.cfg", "yapf")),
+        _table(tool, "yapf") if "yapf" in tool else None,
+    ]
+    return [table for table in tables if table is not None]
+
+
+def _yapf_option(tables: list[dict[str, Any]], name: str) -> Any:
+    """A yapf setting from the first of its files that sets it (yapf reads names in either case); None if none does."""
+    for table in tables:
+        for key, value in table.items():
+            if isinstance(key, str) and key.lower() == name:
+                return value
+    return None
+
+
+def _yapf_style(tables: list[dict[str, Any]]) -> str:
+    """The style yapf's settings are based on (`based_on_style`; yapf's default `pep8`)."""
+    style = _yapf_option(tables, "based_on_style")
+    return "pep8" if style is None else str(style).strip().lower()
+
+
+def _formatter_hooks(directory: Path | None) -> set[str]:
+    """The formatters the project's pre-commit configuration runs: "ruff", "black", "yapf"."""
+    return {m["hook"].removesuffix("-jupyter").removesuffix("-format") for m in _pre_commit_hooks(directory)}
 
 
 def _positive(value: Any) -> int | None:

@@ -28,7 +28,7 @@ from gpulint.linter.analysis.context import FileContext
 from gpulint.linter.findings import Applicability, Edit, Fix, Location
 from gpulint.linter.fix.guards import merge_adjacent_guards
 from gpulint.linter.fix.imports import add_imports, remove_unused_imports
-from gpulint.linter.fix.wrap import wrap_header, wrap_statement
+from gpulint.linter.fix.wrap import BLACK, wrap_header, wrap_statement
 
 
 class _Replacer(cst.CSTTransformer):
@@ -36,12 +36,15 @@ class _Replacer(cst.CSTTransformer):
     by side (one of them new), they become one (guards.py); and a statement or header a fix made
     longer than the line length is wrapped (wrap.py)."""
 
-    def __init__(self, replacements: dict[int, object], default_indent: str, line_length: int) -> None:
+    def __init__(
+        self, replacements: dict[int, object], default_indent: str, line_length: int, layout: str = BLACK
+    ) -> None:
         super().__init__()
         self.replacements = replacements
         self.new = {id(r) for r in replacements.values()}
         self.default_indent = default_indent
         self.line_length = line_length
+        self.layout = layout  # how a line too long is wrapped (wrap.py's layouts)
         self.indents: list[str] = []
         self.touched: list[bool] = []  # per statement being visited: whether a fix changed part of it
 
@@ -78,10 +81,10 @@ class _Replacer(cst.CSTTransformer):
         compound statement's header; when it is new or `moved` in, the statements in its body too
         (a guard moved them one level in, from the guard's own indentation: `moved_from`)."""
         if isinstance(statement, cst.SimpleStatementLine):
-            return wrap_statement(statement, indent, self.default_indent, self.line_length, moved_from)
+            return wrap_statement(statement, indent, self.default_indent, self.line_length, moved_from, self.layout)
         if not isinstance(statement, cst.BaseCompoundStatement):
             return statement  # a removal
-        statement = wrap_header(statement, indent, self.default_indent, self.line_length)
+        statement = wrap_header(statement, indent, self.default_indent, self.line_length, self.layout)
         if not moved or not isinstance(statement.body, cst.IndentedBlock):
             return statement
         inner = indent + (self.default_indent if statement.body.indent is None else statement.body.indent)
@@ -94,14 +97,14 @@ class _Replacer(cst.CSTTransformer):
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 
 
-def apply_fixes(ctx: FileContext, fixes: list[Fix], line_length: int) -> cst.Module:
+def apply_fixes(ctx: FileContext, fixes: list[Fix], line_length: int, layout: str = BLACK) -> cst.Module:
     replacements: dict[int, object] = {}
     imports: list[str] = []
     for fix in fixes:
         for original, replacement in fix.replacements.items():
             replacements[id(original)] = replacement
         imports.extend(fix.imports)
-    module = ctx.module.visit(_Replacer(replacements, ctx.module.default_indent, line_length))
+    module = ctx.module.visit(_Replacer(replacements, ctx.module.default_indent, line_length, layout))
     if imports:
         module = add_imports(module, imports, set(ctx.imports.bindings))
     unbound = {name for fix in fixes for name in fix.unbinds}
@@ -129,12 +132,12 @@ def non_overlapping(ctx: FileContext, fixes: list[Fix]) -> list[Fix]:
     return chosen
 
 
-def edits_for(ctx: FileContext, fix: Fix, line_length: int) -> list[Edit]:
+def edits_for(ctx: FileContext, fix: Fix, line_length: int, layout: str = BLACK) -> list[Edit]:
     """The edits of one fix, from the whole module fixed and diffed (see `file_edits`)."""
-    return line_edits(ctx.source_text, apply_fixes(ctx, [fix], line_length).code)
+    return line_edits(ctx.source_text, apply_fixes(ctx, [fix], line_length, layout).code)
 
 
-def file_edits(ctx: FileContext, fixes: list[Fix], line_length: int) -> list[list[Edit]]:
+def file_edits(ctx: FileContext, fixes: list[Fix], line_length: int, layout: str = BLACK) -> list[list[Edit]]:
     """The edits of each fix (as `edits_for` gives them), for all the fixes of one file: their
     windows are located in one code generation pass, and each is fixed and diffed on its own."""
     positions: dict[int, dict[int, int]] = {}  # per block (by id): where each of its statements is
@@ -142,8 +145,8 @@ def file_edits(ctx: FileContext, fixes: list[Fix], line_length: int) -> list[lis
     spans = _Spans.of(ctx, [w for w in windows if w is not None])
     edits = []
     for fix, window in zip(fixes, windows, strict=True):
-        local = None if window is None or spans is None else _window_edits(ctx, fix, window, spans, line_length)
-        edits.append(edits_for(ctx, fix, line_length) if local is None else local)
+        local = None if window is None or spans is None else _window_edits(ctx, fix, window, spans, line_length, layout)
+        edits.append(edits_for(ctx, fix, line_length, layout) if local is None else local)
     return edits
 
 
@@ -273,7 +276,9 @@ def _recording_state(base: type) -> type:
     return RecordingState
 
 
-def _window_edits(ctx: FileContext, fix: Fix, window: _Window, spans: _Spans, line_length: int) -> list[Edit] | None:
+def _window_edits(
+    ctx: FileContext, fix: Fix, window: _Window, spans: _Spans, line_length: int, layout: str
+) -> list[Edit] | None:
     """The fix's edits from its window alone: the window's statements transformed as the whole
     module's transform would (same indentation, same guards beside them), generated at their
     indentation, and diffed with the lines they replace."""
@@ -285,7 +290,7 @@ def _window_edits(ctx: FileContext, fix: Fix, window: _Window, spans: _Spans, li
     start, end, row = located
     module, owner = ctx.module, window.owner
     indents = _block_indents(ctx, owner)
-    replacer = _Replacer({id(o): r for o, r in fix.replacements.items()}, module.default_indent, line_length)
+    replacer = _Replacer({id(o): r for o, r in fix.replacements.items()}, module.default_indent, line_length, layout)
     container: cst.Module | cst.IndentedBlock  # the window as a block of its own, transformed alone
     if isinstance(owner, cst.IndentedBlock):
         replacer.indents = indents[:-1]  # the block pushes its own

@@ -64,7 +64,7 @@ def fix_source(linter: Linter, source: bytes, path: str, unsafe: bool, project: 
         if not fixes:
             return _count_fixed(outcome, found, analysis.findings)
         chosen = non_overlapping(analysis.ctx, fixes)
-        new_module = apply_fixes(analysis.ctx, chosen, linter.settings.line_length)
+        new_module = apply_fixes(analysis.ctx, chosen, linter.settings.line_length, linter.settings.layout)
         new_source = new_module.bytes
         try:
             parse(new_source)

@@ -1,4 +1,5 @@
-"""Wrap a line a fix made longer than the project's line length, the way black would.
+"""Wrap a line a fix made longer than the project's line length, the way the project's formatter
+would: black's layout (also ruff format's), or yapf's in a project yapf formats.
 
 Only a statement a fix changed (or moved), and only at a call that closes the line
 (`loader = DataLoader(...)`, `return f(...)`, `ds = ds.map(...).batch(32)`):
@@ -42,22 +43,53 @@ split as a call is (`y = f(x, d)[\n    :n\n]` when that opening line fits, else
 (`for x in enumerate(ds.prefetch(...)):`) splits at its last call as in 1.  Statements a fix moved
 one level in (under a guard) are wrapped the same way.
 
+In a project yapf formats (its `pep8` or `google` style: the `YAPF` and `YAPF_FILLED` layouts,
+which project.py `layout_from` picks), a statement or header is split at the same call, as yapf
+splits it (`_aligned_split`): the arguments go on after the `(` and the lines they continue on
+align with the column after it (yapf's `CONTINUATION_ALIGN_STYLE = SPACE`), each filled as far as
+it goes -- one argument a line in the `YAPF` layout when the list has a keyword argument and does
+not fit on the line (yapf's `split_before_named_assigns`, on unless the project turns it off):
+
+    F.nll_loss(model(data.to(device, non_blocking=True)),
+               target).backward()
+
+or the arguments of a call before it on the line, when its own do not fit; then, when they do not
+fit so or the `(` is in the last 30% of the line (yapf's rule), on one line of their own one step
+in, `)` after the last (`model = DistributedDataParallel(\n    model.to(device), device_ids=[rank])`;
+a sole argument too long for that line split inside itself); and else in black's layout with its
+trailing comma, which yapf keeps one argument a line, an argument still too long split inside
+itself the aligned way.  A method chain is split at its call as any line is (yapf has no fluent
+layout); a statement a comment or a trailing comma holds split, or one that closes in no call (a
+comprehension), is left as it is: yapf weighs the costs of every split, which this module does
+not reproduce.  tests/test_wrap_yapf.py checks the layout with yapf itself.
+
 The line length is the project's formatter's (gpulint/linter/project.py says where it is read).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import libcst as cst
 
 _MARK = "__gpulint_split_here__"
+# How a line is wrapped (gpulint/linter/project.py `layout_from` says which a project gets):
+BLACK = "black"  # black's and ruff format's layout
+YAPF = "yapf"  # yapf's pep8 and google styles: a split argument list with a keyword argument in it one a line
+YAPF_FILLED = "yapf-filled"  # the same with yapf's `split_before_named_assigns = false`: every list filled
+LAYOUTS = (BLACK, YAPF, YAPF_FILLED)
 _Bracket = cst.Call | cst.Subscript  # where a line closing in brackets splits
 
 
 def wrap_statement(
-    statement: cst.SimpleStatementLine, indent: str, step: str, line_length: int, moved_from: str | None = None
+    statement: cst.SimpleStatementLine,
+    indent: str,
+    step: str,
+    line_length: int,
+    moved_from: str | None = None,
+    layout: str = BLACK,
 ) -> cst.SimpleStatementLine:
     """`statement` (at indentation `indent`; one level is `step`) wrapped to fit `line_length`,
     or unchanged when it fits, ends in no call, or spans lines in a layout black would keep.
@@ -70,10 +102,10 @@ def wrap_statement(
     if len(statement.body) != 1 or all(len(indent) + len(line) <= line_length for line in lines):
         return statement
     if len(lines) > 1 and moved_from is not None:
-        before = _laid_out(statement, lines, moved_from, step, line_length)
+        before = _laid_out(statement, lines, moved_from, step, line_length, layout)
         if _code(before) != _code(statement):
             return statement
-    return _laid_out(statement, lines, indent, step, line_length)
+    return _laid_out(statement, lines, indent, step, line_length, layout)
 
 
 class _LoneLinkJoiner(cst.CSTTransformer):
@@ -156,7 +188,7 @@ def _lines(statement: cst.SimpleStatementLine) -> list[str]:
 
 
 def _laid_out(
-    statement: cst.SimpleStatementLine, lines: list[str], indent: str, step: str, line_length: int
+    statement: cst.SimpleStatementLine, lines: list[str], indent: str, step: str, line_length: int, layout: str
 ) -> cst.SimpleStatementLine:
     """`statement` as gpulint lays it out at `indent`: on one line when it fits (unless a comment
     or a trailing comma holds it split), else wrapped."""
@@ -169,7 +201,32 @@ def _laid_out(
                 return one_line
     elif len(indent) + len(lines[0]) <= line_length:
         return statement
+    if layout != BLACK:
+        return _yapf_wrapped_statement(statement, lines, indent, step, line_length, layout)
     return _wrapped_statement(statement, lines, indent, step, line_length)
+
+
+def _yapf_wrapped_statement(
+    statement: cst.SimpleStatementLine, lines: list[str], indent: str, step: str, line_length: int, layout: str
+) -> cst.SimpleStatementLine:
+    """`statement` split at its call as yapf splits it (`_aligned_split`); a statement held split by a
+    comment, or ending in no call, stays as it is."""
+    small = statement.body[0]
+    value: cst.BaseExpression | None = getattr(small, "value", None)
+    if len(lines) > 1:
+        value = _joined(value)
+        if value is None:
+            return statement
+        statement = statement.with_changes(body=[small.with_changes(value=value)])
+        small = statement.body[0]
+    if value is None or not any(isinstance(call, cst.Call) for call in _calls_closing_the_line(value)):
+        return statement
+
+    def line_with(new_value: cst.BaseExpression) -> str:
+        return _code(statement.with_changes(leading_lines=(), body=[small.with_changes(value=new_value)]))
+
+    wrapped = _aligned_split(value, line_with, indent, step, line_length, layout)
+    return statement.with_changes(body=[small.with_changes(value=wrapped)])
 
 
 def _wrapped_statement(
@@ -218,7 +275,7 @@ _HEADER_EXPRESSION = {cst.For: "iter", cst.While: "test", cst.If: "test"}
 
 
 def wrap_header(
-    statement: cst.BaseCompoundStatement, indent: str, step: str, line_length: int
+    statement: cst.BaseCompoundStatement, indent: str, step: str, line_length: int, layout: str = BLACK
 ) -> cst.BaseCompoundStatement:
     """The header of `statement` (`for ... in <call>:`, `with a, <call> as x:`) split at its last call
     when the header is one line and longer than `line_length`; otherwise `statement` unchanged."""
@@ -250,6 +307,10 @@ def wrap_header(
     header = header_with(value)
     if "\n" in header or len(indent) + len(header) <= line_length or not _calls_closing_the_line(value):
         return statement
+    if layout != BLACK:
+        if not any(isinstance(call, cst.Call) for call in _calls_closing_the_line(value)):
+            return statement
+        return rebuilt(_aligned_split(value, header_with, indent, step, line_length, layout))
     return rebuilt(_right_hand_split(value, header_with, indent, step, line_length))
 
 
@@ -273,6 +334,186 @@ def _right_hand_split(
     if isinstance(target, cst.Subscript):
         return _replace(value, target, _fit_subscript(target, 0, step))
     return _replace(value, target, _fit(target, len(indent), step, 0, line_length))
+
+
+def _aligned_split(
+    value: cst.BaseExpression,
+    line_with: Callable[[cst.BaseExpression], str],
+    indent: str,
+    step: str,
+    line_length: int,
+    layout: str,
+) -> cst.BaseExpression:
+    """`value` split as yapf's pep8 and google styles split it, at the call black's right hand
+    split would choose (`_right_hand_split`):
+
+    1. the arguments go on after the `(`, the lines they continue on aligned with the column after
+       it, each filled as far as it goes -- or, in the `YAPF` layout, one argument a line when the
+       list has a keyword argument and does not fit on the line; where they do not fit so, the
+       arguments of a call before it on the line (of two or more), the rest of the line after its
+       `)`;
+    2. else all of them on one line of their own, one step in, `)` after the last one (where no
+       earlier call of the line has two arguments or more: yapf splits that one instead); a sole
+       argument too long for that line, a call, split inside itself as in 1;
+    3. else black's layout, one argument a line, one step in, each with a trailing comma and `)`
+       back at the start: yapf keeps a list that ends in a comma one element a line (its "ending
+       comma heuristic") where its own choice is hard to foresee (a lambda, a comparison among the
+       arguments); an argument still too long for its line that is a call is split inside itself
+       as in 1."""
+    calls = [call for call in _calls_closing_the_line(value) if isinstance(call, cst.Call)]
+    opening = [_around(value, call, line_with) for call in calls]
+    fitting = [index for index, (head, _) in enumerate(opening) if len(indent) + head <= line_length]
+    index = fitting[0] if fitting else 0
+    call, (head, closing) = calls[index], opening[index]
+    continued = len(indent) + len(step)
+    each_line = layout == YAPF
+    split = _aligned_arguments(call, len(indent) + head, len(indent), closing, line_length, each_line)
+    for earlier, (earlier_head, earlier_closing) in zip(calls[index + 1 :], opening[index + 1 :], strict=True):
+        if split is not None:
+            break
+        # (`kmeans = KMeans(n_clusters=7,\n                random_state=0).fit(x)`: the call before splits)
+        if len(earlier.args) > 1 and len(indent) + earlier_head <= line_length:
+            aligned = _aligned_arguments(
+                earlier, len(indent) + earlier_head, len(indent), earlier_closing, line_length, each_line
+            )
+            if aligned is not None:
+                call, split = earlier, aligned
+    one_line = continued + len(", ".join(_arg_code(arg) for arg in call.args)) + closing <= line_length
+    # (yapf splits an earlier call of the chain with arguments to spare, aligned, rather than this one
+    # after its `(`: `x = f(a,\n      b).to(c,\n            d=1)`)
+    if split is None and one_line and all(len(earlier.args) < 2 for earlier in calls[index + 1 :]):
+        split = _aligned_arguments(call, continued, len(indent), closing, line_length, each_line=False)
+        assert split is not None  # (they fit on one line)
+        split = split.with_changes(whitespace_before_args=_column_break(continued, len(indent)))
+    if split is None and len(call.args) == 1:
+        # (a sole argument takes no trailing comma: on its line one step in, split inside itself)
+        split = _aligned_arguments(call, continued, len(indent), closing, line_length, each_line, nested=True)
+        if split is not None:
+            split = split.with_changes(whitespace_before_args=_column_break(continued, len(indent)))
+    if split is None:
+        split = _exploded_aligned(call, continued, len(indent), line_length, each_line)
+    return _replace(value, call, split)
+
+
+def _exploded_aligned(call: cst.Call, column: int, block_indent: int, line_length: int, each_line: bool) -> cst.Call:
+    """`call` one argument a line from `column` on, each with a trailing comma, `)` back at the
+    block's indentation; an argument too long for its line that is a call split inside itself, its
+    arguments aligned after its `(` (`_aligned_arguments`)."""
+    last = len(call.args) - 1
+    args = []
+    for index, arg in enumerate(call.args):
+        inner = arg.value
+        if (
+            column + len(_arg_code(arg)) + 1 > line_length
+            and isinstance(inner, cst.Call)
+            and inner.args
+            and not inner.lpar
+        ):
+            inner_column = column + _opening(arg)
+            split = _aligned_arguments(inner, inner_column, block_indent, 2, line_length, each_line, True, force=True)
+            assert split is not None  # (forced)
+            arg = arg.with_changes(value=split)
+        after = _column_break(column if index < last else block_indent, block_indent)
+        args.append(
+            arg.with_changes(comma=cst.Comma(whitespace_after=after), whitespace_after_arg=cst.SimpleWhitespace(""))
+        )
+    return call.with_changes(args=args, whitespace_before_args=_column_break(column, block_indent))
+
+
+def _opening(arg: cst.Arg) -> int:
+    """Where, in `arg` (a call, or a keyword argument that is one), the call's arguments start."""
+    assert isinstance(arg.value, cst.Call)  # (the callers split a call)
+    marked = arg.with_changes(
+        value=arg.value.with_changes(args=[cst.Arg(cst.Name(_MARK))], whitespace_before_args=cst.SimpleWhitespace("")),
+        comma=cst.MaybeSentinel.DEFAULT,
+    )
+    return _code(marked).index(_MARK)
+
+
+def _around(
+    value: cst.BaseExpression, call: cst.Call, line_with: Callable[[cst.BaseExpression], str]
+) -> tuple[int, int]:
+    """How long the line is up to `call`'s `(`, and from its `)` on (the `)` included)."""
+    marked = call.with_changes(args=[cst.Arg(cst.Name(_MARK))], whitespace_before_args=cst.SimpleWhitespace(""))
+    line = line_with(_replace(value, call, marked)).split("\n")[0]
+    head = line.index(_MARK)
+    return head, len(line) - head - len(_MARK)
+
+
+def _aligned_arguments(
+    call: cst.Call,
+    column: int,
+    block_indent: int,
+    closing: int,
+    line_length: int,
+    each_line: bool,
+    nested: bool = False,
+    force: bool = False,
+) -> cst.Call | None:
+    """`call`'s arguments from `column` on, each line after the first starting at `column` (yapf's
+    `CONTINUATION_ALIGN_STYLE = SPACE`), filled as far as each goes; `closing` characters follow the
+    last one (`)` and what comes after it on the line).  `each_line`: one argument a line when one
+    of them is a keyword argument and they do not fit on one line (yapf's `split_before_named_assigns`).
+    `nested`: an argument too long for a line of its own that is a call is split inside itself the
+    same way.  None when a line does not fit, or `column` is in the last 30% of the line (yapf then
+    breaks after the `(`), unless `force`."""
+    codes = [_arg_code(arg) for arg in call.args]
+    last = len(codes) - 1
+    fits = column + len(", ".join(codes)) + 2 <= line_length  # (yapf counts the `(` as well)
+    if len(codes) > 1 and not fits and line_length - column < 0.3 * line_length and not force:
+        return None  # yapf breaks after the `(` instead: "try not to squish all of the arguments off to the right"
+    one_a_line = (
+        each_line
+        and any(arg.keyword is not None for arg in call.args)
+        and column + len(", ".join(codes)) + 1 > line_length
+    )
+    groups: list[list[int]] = []
+    width = 0
+    for index, code in enumerate(codes):
+        after = closing if index == last else 1  # (the comma)
+        if groups and not one_a_line and column + width + 2 + len(code) + after <= line_length:
+            groups[-1].append(index)
+            width += 2 + len(code)
+        else:
+            groups.append([index])
+            width = len(code)
+    args = list(call.args)
+    for group in groups:
+        after = closing if group[-1] == last else 1
+        if column + len(", ".join(codes[i] for i in group)) + after <= line_length:
+            continue
+        arg = args[group[0]]
+        inner = arg.value
+        if len(group) == 1 and nested and isinstance(inner, cst.Call) and inner.args and not inner.lpar:
+            inner_column = column + _opening(arg)
+            split = _aligned_arguments(
+                inner, inner_column, block_indent, 1 + after, line_length, each_line, nested, force
+            )
+            if split is not None:
+                args[group[0]] = arg.with_changes(value=split)
+                continue
+        if not force:
+            return None
+    for group in groups:
+        for index in group:
+            arg = args[index].with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))
+            if index == last:
+                args[index] = arg
+            elif index == group[-1]:
+                args[index] = arg.with_changes(comma=cst.Comma(whitespace_after=_column_break(column, block_indent)))
+            else:
+                args[index] = arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    return call.with_changes(args=args, whitespace_before_args=cst.SimpleWhitespace(""))
+
+
+def _column_break(column: int, block_indent: int) -> cst.ParenthesizedWhitespace:
+    """A line break, then the block's indentation and spaces up to `column`."""
+    return cst.ParenthesizedWhitespace(
+        first_line=cst.TrailingWhitespace(),
+        empty_lines=[],
+        indent=True,
+        last_line=cst.SimpleWhitespace(" " * (column - block_indent)),
+    )
 
 
 def _refit_arguments(
@@ -442,33 +683,49 @@ def _one_argument_per_line(call: cst.Call, step: str) -> bool:
     )
 
 
-# Operators a line break may sit next to: joined, the break becomes the space PEP 8 puts there.
-_OPERATORS = (cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp)
+# What a line break may sit next to where, joined, it becomes a space: an operator (the space PEP 8
+# puts there), a keyword inside an expression (`sum(w\n    for w in ws)`: `for`, `if`, `else`,
+# `not`, `await`), which needs one, strings written one after the other, and a colon of a dict or
+# a lambda (`{key:\n    value}`: `{key: value}`).
+_SPACED = (
+    cst.BaseBinaryOp,
+    cst.BaseBooleanOp,
+    cst.BaseCompOp,
+    cst.CompFor,
+    cst.CompIf,
+    cst.IfExp,
+    cst.Not,
+    cst.Await,
+    cst.ConcatenatedString,  # (`"a, "\n"b"` joined is `"a, " "b"`)
+)
 
 
 class _Joiner(cst.CSTTransformer):
-    """Every line break in an expression made a space (after a comma, around an operator) or
-    nothing (inside brackets)."""
+    """Every line break in an expression made a space (after a comma, around an operator or a
+    keyword) or nothing (inside brackets)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spaced: set[int] = set()  # the line breaks that become a space
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        for field in dataclasses.fields(node):
+            whitespace = getattr(node, field.name)
+            if (
+                field.name.startswith("whitespace")
+                and isinstance(whitespace, cst.ParenthesizedWhitespace)
+                and (isinstance(node, _SPACED) or field.name == "whitespace_after_colon")
+            ):
+                self.spaced.add(id(whitespace))
+        return super().on_visit(node)
 
     def leave_Comma(self, original_node: cst.Comma, updated_node: cst.Comma) -> cst.Comma:
         if isinstance(original_node.whitespace_after, cst.ParenthesizedWhitespace):
             return updated_node.with_changes(whitespace_after=cst.SimpleWhitespace(" "))
         return updated_node
 
-    def on_leave(self, original_node, updated_node):
-        updated = super().on_leave(original_node, updated_node)
-        if isinstance(original_node, _OPERATORS):
-            spaced = {
-                side: cst.SimpleWhitespace(" ")
-                for side in ("whitespace_before", "whitespace_after")
-                if isinstance(getattr(original_node, side, None), cst.ParenthesizedWhitespace)
-            }
-            if spaced:
-                return updated.with_changes(**spaced)
-        return updated
-
     def leave_ParenthesizedWhitespace(self, original_node, updated_node) -> cst.SimpleWhitespace:
-        return cst.SimpleWhitespace("")
+        return cst.SimpleWhitespace(" " if id(original_node) in self.spaced else "")
 
 
 def _joined(value: cst.BaseExpression | None) -> cst.BaseExpression | None:

@@ -51,7 +51,11 @@ def test_server_help_loads_only_the_command(tmp_path):
     assert imported(["server", "--help"], tmp_path) == {"gpulint.server", "gpulint.server.limits"}
 
 
-def test_lint_of_files_the_prefilter_rejects_never_imports_libcst(tmp_path):
+@pytest.mark.parametrize("configuration", ["", "[tool.yapf]\nbased_on_style = 'pep8'\n", "[tool.ruff]\n"])
+def test_lint_of_files_the_prefilter_rejects_never_imports_libcst(tmp_path, configuration):
+    # (reading the project's settings -- its formatter's layout among them -- needs no libcst either)
+    if configuration:
+        (tmp_path / "pyproject.toml").write_text(configuration)
     (tmp_path / "utils.py").write_text("import os\n\n\ndef read(path):\n    return open(path).read()\n")
     (tmp_path / "model.py").write_text("import torch\n\n\nclass Net(torch.nn.Module):\n    pass\n")
     assert imported(["--no-cache", str(tmp_path)], tmp_path) == set()

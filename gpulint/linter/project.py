@@ -74,10 +74,19 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from gpulint.linter.fix.wrap import BLACK, YAPF, YAPF_FILLED
 from gpulint.linter.run.safe_files import read_regular_file
 
 DEFAULT_LINE_LENGTH = 88
+
+# How a fixed line too long is wrapped (fix/wrap.py lays each out; `layout_from` picks the
+# project's): black's and ruff format's layout; yapf's pep8 and google styles (a split argument
+# list with a keyword argument in it, one argument a line); the same with yapf's
+# `split_before_named_assigns = false` (every list filled).  Decided here, where start-up reads the
+# project's files, so that deciding it imports no libcst.
+BLACK = "black"
+YAPF = "yapf"
+YAPF_FILLED = "yapf-filled"
+
 _REQUIREMENTS_MAX_BYTES = 2**20
 # The patterns below read the project's own files, which may be built to hurt: no two repeats in
 # a row can take the same characters (`\s*\s*`), so a long run of them costs one pass, not one

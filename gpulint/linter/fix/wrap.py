@@ -74,12 +74,10 @@ from typing import Any
 
 import libcst as cst
 
+from gpulint.linter.project import BLACK, YAPF
+
 _MARK = "__gpulint_split_here__"
 # How a line is wrapped (gpulint/linter/project.py `layout_from` says which a project gets):
-BLACK = "black"  # black's and ruff format's layout
-YAPF = "yapf"  # yapf's pep8 and google styles: a split argument list with a keyword argument in it one a line
-YAPF_FILLED = "yapf-filled"  # the same with yapf's `split_before_named_assigns = false`: every list filled
-LAYOUTS = (BLACK, YAPF, YAPF_FILLED)
 _Bracket = cst.Call | cst.Subscript  # where a line closing in brackets splits
 
 

@@ -13,8 +13,8 @@ import textwrap
 import libcst as cst
 import pytest
 
-from gpulint.linter.fix.wrap import BLACK, YAPF, YAPF_FILLED, wrap_header, wrap_statement
-from gpulint.linter.project import layout_from
+from gpulint.linter.fix.wrap import wrap_header, wrap_statement
+from gpulint.linter.project import BLACK, YAPF, YAPF_FILLED, layout_from
 from tests.helpers import run_cli
 
 if sys.version_info >= (3, 11):

@@ -506,7 +506,12 @@ def test_long_runs_in_the_lightning_and_tensorflow_prose_patterns_are_read_in_on
             "Lightning",
         ),
         ("pyproject.toml", '[project]\nname = "keras-tuner"\n', None),  # a project that uses Keras
-        ("pyproject.toml", '[project]\nname = "tensorflow-docs"\n', None),
+        # the framework's own documentation site: its guides show the API as users write it
+        ("pyproject.toml", '[project]\nname = "tensorflow-docs"\n', "TensorFlow"),
+        ("setup.py", "project_name = 'tensorflow-docs'\nsetup(\n    name=project_name,\n)\n", "TensorFlow"),
+        ("setup.py", 'NAME = "keras"  # the distribution\nsetup(name=NAME, version=VERSION)\n', "Keras"),
+        ("setup.py", "setup(name=NAME)\n", None),  # (a name read from elsewhere)
+        ("pyproject.toml", '[project]\nname = "tensorflow-datasets"\n', None),
         ("setup.py", 'setup(name=f"{base}-keras")\n', None),
     ],
 )

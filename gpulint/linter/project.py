@@ -44,7 +44,8 @@ formatter keeps, and the oldest PyTorch, TensorFlow and Lightning it declares it
 * the framework the project is (`framework`): its distribution name (`[project] name` in
   pyproject.toml, else `name` in setup.cfg's `[metadata]` or setup.py's `setup(name=...)`) is
   that of a framework whose API fixes write -- `keras`, `tensorflow`, `torch`, `lightning`,
-  `transformers` (`FRAMEWORK_DISTRIBUTIONS`).  Its guides, examples and benchmarks show that API
+  `transformers`, or the framework's own documentation site, `tensorflow-docs`
+  (`FRAMEWORK_DISTRIBUTIONS`; a `name=` given by a constant of setup.py is read through it).  Its guides, examples and benchmarks show that API
   as the framework's users write it, on every setup it supports (Keras 3's on each of its
   backends): a fix that changes how it is called there is the framework's own choice to make,
   so those fixes are withheld (rule.py `FRAMEWORK_APIS`).  Only the name is read: a folder called
@@ -166,8 +167,15 @@ FRAMEWORK_DISTRIBUTIONS = {
     "lightning": "Lightning",
     "pytorch-lightning": "Lightning",
     "transformers": "Transformers",
+    # The framework's own documentation site (tensorflow.org's guides and tutorials, whose
+    # repository publishes its notebook tools under this name): it shows the API as users write it.
+    "tensorflow-docs": "TensorFlow",
 }
-_SETUP_PY_NAME = re.compile(r"""\bsetup\s*\((?:[^()]|\([^()]*\))*?\bname\s*=\s*["'](?P<name>[\w.-]{1,100})["']""")
+# `setup(name="...")`, or `setup(name=NAME)` with `NAME = "..."` at the top of setup.py.
+_SETUP_PY_NAME = re.compile(
+    r"""\bsetup\s*\((?:[^()]|\([^()]*\))*?\bname\s*=\s*(?:["'](?P<name>[\w.-]{1,100})["']|(?P<constant>[A-Za-z_]\w{0,99})\b)"""
+)
+_SETUP_PY_CONSTANT = r"""^{constant}\s*=\s*["'](?P<name>[\w.-]{{1,100}})["']\s*(?:#.*)?$"""
 _QUOTE_STYLES = ("single", "double")
 
 
@@ -288,7 +296,10 @@ def framework_from(pyproject: dict[str, Any], directory: Path | None) -> str | N
     if not isinstance(name, str) and directory is not None:
         name = _ini_files(directory).get(("setup.cfg", "metadata"), {}).get("name")
         if not isinstance(name, str):
-            match = _SETUP_PY_NAME.search("\n".join(_lines(directory / "setup.py")))
+            setup_py = "\n".join(_lines(directory / "setup.py"))
+            match = _SETUP_PY_NAME.search(setup_py)
+            if match is not None and match["constant"] is not None:
+                match = re.search(_SETUP_PY_CONSTANT.format(constant=match["constant"]), setup_py, re.MULTILINE)
             name = match["name"] if match is not None else None
     if not isinstance(name, str):
         return None

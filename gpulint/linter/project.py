@@ -45,11 +45,11 @@ formatter keeps, and the oldest PyTorch, TensorFlow and Lightning it declares it
   pyproject.toml, else `name` in setup.cfg's `[metadata]` or setup.py's `setup(name=...)`) is
   that of a framework whose API fixes write -- `keras`, `tensorflow`, `torch`, `lightning`,
   `transformers`, or the framework's own documentation site, `tensorflow-docs`
-  (`FRAMEWORK_DISTRIBUTIONS`; a `name=` given by a constant of setup.py is read through it).  Its guides, examples and benchmarks show that API
-  as the framework's users write it, on every setup it supports (Keras 3's on each of its
-  backends): a fix that changes how it is called there is the framework's own choice to make,
-  so those fixes are withheld (rule.py `FRAMEWORK_APIS`).  Only the name is read: a folder called
-  `torch/` in a user's project is not PyTorch;
+  (`FRAMEWORK_DISTRIBUTIONS`; a `name=` given by a constant of setup.py is read through it).  Its
+  guides, examples and benchmarks show that API as the framework's users write it, on every setup
+  it supports (Keras 3's on each of its backends): a fix that changes how it is called there is
+  the framework's own choice to make, so those fixes are withheld (rule.py `FRAMEWORK_APIS`).
+  Only the name is read: a folder called `torch/` in a user's project is not PyTorch;
 * the quotes written strings take (`quote_style`, "single" or "double"; None: not configured):
   ruff's `[format] quote-style` (its own files, then `[tool.ruff.format]`), or black's double
   quotes where black formats the project without `skip-string-normalization`; the formatter
@@ -75,18 +75,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from gpulint.linter.fix.layouts import BLACK, YAPF, YAPF_FILLED
 from gpulint.linter.run.safe_files import read_regular_file
 
 DEFAULT_LINE_LENGTH = 88
-
-# How a fixed line too long is wrapped (fix/wrap.py lays each out; `layout_from` picks the
-# project's): black's and ruff format's layout; yapf's pep8 and google styles (a split argument
-# list with a keyword argument in it, one argument a line); the same with yapf's
-# `split_before_named_assigns = false` (every list filled).  Decided here, where start-up reads the
-# project's files, so that deciding it imports no libcst.
-BLACK = "black"
-YAPF = "yapf"
-YAPF_FILLED = "yapf-filled"
 
 _REQUIREMENTS_MAX_BYTES = 2**20
 # The patterns below read the project's own files, which may be built to hurt: no two repeats in

@@ -74,7 +74,7 @@ from typing import Any
 
 import libcst as cst
 
-from gpulint.linter.project import BLACK, YAPF
+from gpulint.linter.fix.layouts import BLACK, YAPF
 
 _MARK = "__gpulint_split_here__"
 # How a line is wrapped (gpulint/linter/project.py `layout_from` says which a project gets):

@@ -253,6 +253,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('DataLoader(...)',),
         ),
+        site_triggers=1,
         hint_by_default=True,
         implementation='gpulint.rules.data_pipeline.dataloader_serial:DataLoaderSerial',
     ),
@@ -278,6 +279,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('DataLoader(...)',),
         ),
+        site_triggers=1,
         hint_by_default=True,
         implementation='gpulint.rules.data_pipeline.dataloader_unpinned:DataLoaderUnpinned',
     ),
@@ -315,6 +317,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('DataLoader(...)',),
         ),
+        site_triggers=1,
         implementation='gpulint.rules.data_pipeline.dataloader_respawn:DataLoaderRespawn',
     ),
     RuleInfo(
@@ -372,9 +375,10 @@ RULES: tuple[RuleInfo, ...] = (
         facts=('imports torch',),
         tokens=('DataLoader',),
         triggers=(
-            ('DataLoader',),
             ('len(list(', 'len(tuple(', 'next(iter('),
+            ('DataLoader',),
         ),
+        site_triggers=1,
         implementation='gpulint.rules.data_pipeline.loader_reiterated:LoaderReiterated',
     ),
     RuleInfo(
@@ -810,6 +814,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('DataParallel', 'data_parallel'),
         ),
+        site_triggers=1,
         hint_by_default=True,
         implementation='gpulint.rules.distributed.data_parallel:DataParallel',
     ),
@@ -896,6 +901,7 @@ RULES: tuple[RuleInfo, ...] = (
         triggers=(
             ('ddp_find_unused_parameters', 'find_unused_parameters', 'strategy'),
         ),
+        site_triggers=1,
         hint_by_default=True,
         implementation='gpulint.rules.distributed.ddp_find_unused:DdpFindUnused',
     ),

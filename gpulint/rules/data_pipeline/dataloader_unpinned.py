@@ -126,6 +126,7 @@ class DataLoaderUnpinned(Rule):
     requires = {TORCH, ACCELERATOR}
     tokens = ("DataLoader",)
     triggers = ((LOADER_BUILT,),)  # what it reports: a DataLoader built
+    site_triggers = 1  # (here: the module's own import table names the call a DataLoader)
     fix_applicability = Applicability.SAFE
 
     VALID = [

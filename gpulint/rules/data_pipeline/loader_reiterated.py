@@ -66,8 +66,10 @@ class LoaderReiterated(Rule):
     title = "DataLoader iterated just to count or sample it: every call loads batches (and starts workers) again"
     requires = {TORCH}
     tokens = ("DataLoader",)
-    # the loader's qualified name ends in it (also through an alias, an annotation); what it reports
-    triggers = (("DataLoader",), ("len(list(", "len(tuple(", "next(iter("))
+    # what it reports, here; the loader's qualified name ends in it (also through an alias, an
+    # annotation) -- or another module makes the loader
+    triggers = (("len(list(", "len(tuple(", "next(iter("), ("DataLoader",))
+    site_triggers = 1
 
     VALID = [
         # one peek before the loop, len(), not a loader

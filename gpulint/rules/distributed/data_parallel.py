@@ -85,6 +85,7 @@ class DataParallel(Rule):
     requires = {TORCH}
     tokens = ("DataParallel", "data_parallel")
     triggers = (tuple(sorted({name.rsplit(".", 1)[1] for name in DATA_PARALLEL})),)  # what it reports ends in one
+    site_triggers = 1  # (the call it reports is named through this module's own imports)
 
     VALID = [
         Valid(

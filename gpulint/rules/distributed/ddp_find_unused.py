@@ -57,6 +57,7 @@ class DdpFindUnused(Rule):
     # given the keyword -- a registry that *offers* the option, a test helper -- is not a choice.
     CALLEES = re.compile(r"DDP|DistributedDataParallel|Strategy$|TrainingArguments$|Kwargs$|^Trainer$|^Fabric$")
     triggers = ((*sorted(KEYWORDS), "strategy"),)  # the keyword it reports
+    site_triggers = 1
 
     VALID = [
         Valid(

@@ -139,8 +139,9 @@ def test_a_module_that_names_the_trainer_but_sets_no_reported_argument_is_not_pa
         # nothing that makes the module take steps: the step rules' facts still need their shapes
         (ModuleView(reiterated=frozenset({("make_loader", None)})), False),
         (ModuleView(per_step=frozenset({"collate"})), True),  # it takes part in another module's steps
-        # it calls another module's function: what that returns (an optimizer) is not in its code
-        (ModuleView(calls=(("build_optimizer", CalleeFacts(returns=("optimizer",))),)), True),
+        # it calls another module's function, but nothing here could take a step with what that
+        # returns: no `.apply(` (every other step method is a shape of its own)
+        (ModuleView(calls=(("build_optimizer", CalleeFacts(returns=("optimizer",))),)), False),
     ],
     ids=["reiterated", "per-step", "calls"],
 )
@@ -148,6 +149,14 @@ def test_a_module_the_project_says_something_about_is_filtered_by_the_rules_fact
     # (all three require steps; GL202's site trigger, `.cuda(`, is in the code `collate` runs per step)
     linter = Linter(Settings(select=["GL201", "GL202", "GL301"]), trigger_filter=True)
     assert linter.lint_source(DOCSTRING_ONLY, "helpers.py", project=view).parsed == parsed
+
+
+def test_an_optimizer_another_module_returns_takes_a_step_with_apply():
+    # (Keras 3's step: `optimizer.apply(grads)`, on a receiver named like nothing in particular)
+    view = ModuleView(calls=(("build_optimizer", CalleeFacts(returns=("optimizer",))),))
+    source = DOCSTRING_ONLY + b"\n\ndef train(grads):\n    thing = build_optimizer()\n    thing.apply(grads)\n"
+    linter = Linter(Settings(select=["GL201", "GL202", "GL301"]), trigger_filter=True)
+    assert linter.lint_source(source, "helpers.py", project=view).parsed
 
 
 def test_where_the_project_says_something_the_reported_calls_shapes_still_count():

@@ -106,7 +106,7 @@ class RuleInfo:
     def may_fire(
         self,
         shapes: frozenset[str],
-        view_may_make: Callable[[str], bool] | None = None,
+        view_may_make: Callable[[str, frozenset[str]], bool] | None = None,
         per_step_shapes: frozenset[str] | None = None,
     ) -> bool:
         """The trigger filter: the module's code (its shapes, analysis/code_shapes.py) holds one
@@ -129,7 +129,7 @@ class RuleInfo:
         if groups is not None and not all(held.intersection(group) for group in groups):
             return False
         return all(
-            shapes.intersection(FACT_SHAPES[fact]) or (view_may_make is not None and view_may_make(fact))
+            shapes.intersection(FACT_SHAPES[fact]) or (view_may_make is not None and view_may_make(fact, shapes))
             for fact in self.facts
             if fact in FACT_SHAPES
         )
@@ -147,7 +147,8 @@ class RuleInfo:
     def shapes(self) -> frozenset[str]:
         """Every shape the trigger filter asks about for this rule."""
         named = {shape for group in self.triggers or () for shape in group}
-        return frozenset(named.union(*(FACT_SHAPES.get(fact, ()) for fact in self.facts)))
+        facts = [(*FACT_SHAPES.get(fact, ()), *FACT_THROUGH_CALLS.get(fact, ())) for fact in self.facts]
+        return frozenset(named.union(*facts))
 
 
 def trigger_vocabulary(rules: Iterable[RuleInfo]) -> frozenset[str]:
@@ -1331,4 +1332,10 @@ FACT_ELSEWHERE: dict[str, str] = {
     'imports torch': 'torch_loop_elsewhere',
     'runs on an accelerator': 'accelerator_loop_elsewhere',
     'takes training steps': 'steps_elsewhere',
+}
+
+# Where a module calls another module's functions, the shapes of its code on which what they
+# return can make the fact hold; a fact not listed may hold on any code then.
+FACT_THROUGH_CALLS: dict[str, tuple[str, ...]] = {
+    'takes training steps': ('.apply(',),
 }

@@ -197,5 +197,17 @@ def catalog_source(current: str) -> str:
     lines += ["}", "", "# Facts the rest of the project can make true: the property of the project view that says so."]
     lines.append("FACT_ELSEWHERE: dict[str, str] = {")
     lines += [f"    {name!r}: {facts[name].elsewhere!r}," for name in sorted(facts) if facts[name].elsewhere]
+    lines += [
+        "}",
+        "",
+        "# Where a module calls another module's functions, the shapes of its code on which what they",
+        "# return can make the fact hold; a fact not listed may hold on any code then.",
+        "FACT_THROUGH_CALLS: dict[str, tuple[str, ...]] = {",
+    ]
+    lines += [
+        f"    {name!r}: {_strings_literal(facts[name].through_calls or (), 4)},"
+        for name in sorted(facts)
+        if facts[name].through_calls is not None
+    ]
     lines += ["}", ""]
     return f"{head}\n{catalog.GENERATED_BELOW}\n" + "\n".join(lines)

@@ -41,6 +41,7 @@ class Fact:
         tokens: tuple[bytes, ...] = (),
         elsewhere: str | None = None,
         shapes: tuple[str, ...] = (),
+        through_calls: tuple[str, ...] | None = None,
     ) -> None:
         self.name = name
         self._check = check
@@ -52,6 +53,10 @@ class Fact:
         # checks, for a module the rest of the project says nothing about); () when not known.
         # Only a fact with tokens has shapes (the catalog keys both by the fact's name).
         self.shapes = shapes if tokens else ()
+        # In a module that calls another module's functions, the shapes of its own code on which
+        # what they return can make the fact hold (an optimizer another module builds, whose
+        # `.apply(grads)` here takes a step); None: any code may (project.py `may_make_hold`).
+        self.through_calls = through_calls
 
     def holds(self, ctx: FileContext) -> bool:
         return self._check(ctx)
@@ -148,6 +153,9 @@ STEPS = Fact(
     # another module runs one of its functions per step, or it calls a step function of another
     elsewhere="steps_elsewhere",
     shapes=STEP_SHAPES,
+    # Every other step method is one of the shapes: only `.apply(` needs its receiver's kind, which
+    # a value another module returns can give (loops.is_direct_step_call).
+    through_calls=(".apply(",),
 )
 ONE_PROCESS_PER_GPU = Fact(
     "runs one process per GPU",

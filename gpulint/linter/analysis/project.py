@@ -56,7 +56,7 @@ from gpulint.linter.analysis.vocabulary import (
     canonical,
     is_step_method,
 )
-from gpulint.linter.catalog import FACT_ELSEWHERE
+from gpulint.linter.catalog import FACT_ELSEWHERE, FACT_THROUGH_CALLS
 from gpulint.linter.findings import Location, RelatedLocation
 
 # Builtins that take an iterable without iterating it again and again.
@@ -869,13 +869,18 @@ class ModuleView:
         functions runs per step, or it calls a step function of another module (facts.STEPS)."""
         return bool(self.per_step) or any(facts.steps for _, facts in self.calls)
 
-    def may_make_hold(self, fact: str) -> bool:
+    def may_make_hold(self, fact: str, shapes: frozenset[str] | None = None) -> bool:
         """Whether the view may make `fact` (a fact's name, catalog.FACT_SHAPES) hold in a module
         whose code holds none of the fact's shapes: the view's property that makes it hold
-        (catalog.FACT_ELSEWHERE), or any call of another module's function here -- what it returns
-        is not in this module's code (an optimizer whose `.apply(` takes a step).  A function
-        known only for the options it declares makes none hold."""
-        if any(replace(facts, options=()) != CalleeFacts() for _, facts in self.calls):
+        (catalog.FACT_ELSEWHERE), or a call of another module's function here -- what it returns
+        is not in this module's code (an optimizer whose `.apply(` takes a step), where the
+        module's code (`shapes`, when known) holds what that value can make the fact hold on
+        (catalog.FACT_THROUGH_CALLS).  A function known only for the options it declares makes
+        none hold."""
+        through = FACT_THROUGH_CALLS.get(fact)
+        if (through is None or shapes is None or not shapes.isdisjoint(through)) and any(
+            replace(facts, options=()) != CalleeFacts() for _, facts in self.calls
+        ):
             return True
         elsewhere = FACT_ELSEWHERE.get(fact)
         return elsewhere is not None and bool(getattr(self, elsewhere))

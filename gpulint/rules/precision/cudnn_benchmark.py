@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
+from gpulint.linter.analysis.loops import method_class
 from gpulint.linter.analysis.nodes import int_literal, keyword_arg, positional_args
 from gpulint.linter.analysis.pytorch import TORCHVISION_CNN, is_dataloader
 from gpulint.linter.analysis.vocabulary import CONVOLUTION_LAYER
@@ -74,10 +75,10 @@ def convolution_work_per_step(ctx: FileContext) -> int | None:
     """An upper bound of the multiply-adds a training step spends in the module's convolutions,
     where the module spells everything it depends on, else None: the images come from data sets
     of one known size and nothing resizes, crops or upsamples them; every convolution is an
-    `nn.Conv2d` built once, with literal channels, kernel and padding (no torchvision model, no
-    functional or lazy convolution); every DataLoader has a literal batch size.  Each
-    convolution's output is bounded by the input side plus what padding can add over all of
-    them; forward and backward are three convolutions' worth."""
+    `nn.Conv2d` with literal channels, kernel and padding (no torchvision model, no functional or
+    lazy convolution), built once for a step as far as the module says (`_once_a_step`); every
+    DataLoader has a literal batch size.  Each convolution's output is bounded by the input side plus what
+    padding can add over all of them; forward and backward are three convolutions' worth."""
     side, batch, per_image, growth = 0, 0, 0, 0
     for call in ctx.index.nodes("Call"):
         qualified = ctx.call_qualified_name(call) or ""
@@ -96,14 +97,7 @@ def convolution_work_per_step(ctx: FileContext) -> int | None:
             inputs, outputs = _argument(call, 0, "in_channels"), _argument(call, 1, "out_channels")
             kernel = _pair(call, 2, "kernel_size")
             padding = _pair(call, 4, "padding", default=0)
-            if (
-                inputs is None
-                or outputs is None
-                or kernel is None
-                or padding is None
-                or ctx.in_loop(call)
-                or _in_comprehension(ctx, call)
-            ):
+            if inputs is None or outputs is None or kernel is None or padding is None or not _once_a_step(ctx, call):
                 return None
             per_image += inputs * outputs * kernel[0] * kernel[1]  # (times the output's area, below)
             growth += max(0, 2 * max(padding) - (min(kernel) - 1))
@@ -114,22 +108,56 @@ def convolution_work_per_step(ctx: FileContext) -> int | None:
     return 3 * batch * per_image * (side + growth) ** 2
 
 
-def _argument(call: cst.Call, position: int, keyword: str) -> int | None:
-    """An integer literal given at that position or by that keyword."""
+def _once_a_step(ctx: FileContext, layer: cst.Call) -> bool:
+    """Whether, as far as the module says, a step runs the layer once: it is built in
+    straight-line module code, or in the `__init__` of a class the module builds only in
+    straight-line code (each `Net()` outside loops and comprehensions: one instance takes part in
+    a step -- the model the optimizer trains; a second, as a tutorial's copy loaded for
+    evaluation, does not).  Not where it is built in a loop, a comprehension or another function,
+    or its class is built nowhere here or handed around."""
+    if _runs_again(ctx, layer):
+        return False
+    function = ctx.enclosing_function(layer)
+    if function is None:
+        return True
+    owner = method_class(ctx.index, function)
+    if owner is None or function.name.value != "__init__":
+        return False
+    built = False
+    for name in ctx.names_by_identifier.get(owner.name.value, ()):
+        call = ctx.parent(name)
+        if isinstance(call, cst.Call) and call.func is name:
+            if _runs_again(ctx, call):
+                return False
+            built = True
+        elif name is not owner.name and owner not in ctx.ancestors(name):
+            return False  # (handed around: built where this module does not say; `super(Net, self)` is not)
+    return built
+
+
+def _runs_again(ctx: FileContext, node: cst.CSTNode) -> bool:
+    comprehensions = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+    return ctx.in_loop(node) or any(isinstance(ancestor, comprehensions) for ancestor in ctx.ancestors(node))
+
+
+def _given(call: cst.Call, position: int, keyword: str) -> cst.Arg | None:
+    """The argument given at that position or by that keyword."""
     arg = keyword_arg(call, keyword)
     if arg is None:
         positional = positional_args(call)
         arg = positional[position] if len(positional) > position else None
-    return int_literal(arg)
+    return arg
+
+
+def _argument(call: cst.Call, position: int, keyword: str) -> int | None:
+    """An integer literal given at that position or by that keyword."""
+    return int_literal(_given(call, position, keyword))
 
 
 def _pair(call: cst.Call, position: int, keyword: str, default: int | None = None) -> tuple[int, int] | None:
     """A size given as an integer literal or a tuple of two (`3`, `(3, 5)`), or `default` where
     the call gives none; None where it is anything else (a name, `padding="same"`)."""
-    arg = keyword_arg(call, keyword)
-    if arg is None:
-        positional = positional_args(call)
-        arg = positional[position] if len(positional) > position else None
+    arg = _given(call, position, keyword)
     if arg is None:
         return None if default is None else (default, default)
     if isinstance(arg.value, cst.Integer):
@@ -140,11 +168,6 @@ def _pair(call: cst.Call, position: int, keyword: str, default: int | None = Non
         if isinstance(first, cst.Integer) and isinstance(second, cst.Integer):
             return int(first.evaluated_value), int(second.evaluated_value)
     return None
-
-
-def _in_comprehension(ctx: FileContext, node: cst.CSTNode) -> bool:
-    comprehensions = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
-    return any(isinstance(ancestor, comprehensions) for ancestor in ctx.ancestors(node))
 
 
 class CudnnBenchmark(Rule):
@@ -304,7 +327,8 @@ class CudnnBenchmark(Rule):
             """,
         ),
         # too little convolution to show in a step (the size model: a LeNet on 4 CIFAR images a
-        # step is at most 35 M multiply-adds, forward and backward): the step waits on the host
+        # step is at most 35 M multiply-adds, forward and backward): the step waits on the host;
+        # the copy built again to evaluate a saved model takes no part in a step
         Valid(
             """
             import torch
@@ -313,7 +337,7 @@ class CudnnBenchmark(Rule):
 
             class Net(nn.Module):
                 def __init__(self):
-                    super().__init__()
+                    super(Net, self).__init__()
                     self.conv1 = nn.Conv2d(3, 6, 5)
                     self.conv2 = nn.Conv2d(6, 16, 5)
 
@@ -325,6 +349,8 @@ class CudnnBenchmark(Rule):
                 loss = net(x.to("cuda")).sum()
                 loss.backward()
                 optimizer.step()
+            net = Net()
+            net.load_state_dict(torch.load("net.pth"))
             """
         ),
     ]
@@ -409,6 +435,50 @@ class CudnnBenchmark(Rule):
             for x, y in loader:
                 loss = net(x.to("cuda")).sum()
                 loss.backward()
+                optimizer.step()
+            """,
+        ),
+        # the same small layer built twenty times (a comprehension): the module does not say
+        # how many a step runs, so no size is claimed
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            import torchvision
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(16, 16, 3, padding=1)
+
+            train_set = torchvision.datasets.CIFAR10("data", train=True)
+            loader = torch.utils.data.DataLoader(train_set, batch_size=4)
+            net = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), *[Block() for _ in range(20)]).cuda()
+            optimizer = torch.optim.SGD(net.parameters(), lr=0.001)
+            for x, y in loader:
+                net(x.cuda()).sum().backward()
+                optimizer.step()
+            """,
+            "13:13",
+            fixed="""
+            import torch
+            import torch.nn as nn
+            import torchvision
+
+            # cuDNN times its conv algorithms per input shape and keeps the fastest: not bit-reproducible
+            torch.backends.cudnn.benchmark = True
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = nn.Conv2d(16, 16, 3, padding=1)
+
+            train_set = torchvision.datasets.CIFAR10("data", train=True)
+            loader = torch.utils.data.DataLoader(train_set, batch_size=4)
+            net = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), *[Block() for _ in range(20)]).cuda()
+            optimizer = torch.optim.SGD(net.parameters(), lr=0.001)
+            for x, y in loader:
+                net(x.cuda()).sum().backward()
                 optimizer.step()
             """,
         ),

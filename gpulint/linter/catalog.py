@@ -739,11 +739,11 @@ RULES: tuple[RuleInfo, ...] = (
             'mentions `cudnn.benchmark` at all (a flag for it), has decided. Nor is a network '
             'too small for the algorithm to matter: where the module spells every size (a '
             'data set of one known image size, `nn.Conv2d` layers with literal channels and '
-            "kernels, literal batch sizes), an upper bound of its convolutions' work per "
-            'step, forward and backward, of at most 50 M multiply-adds (a LeNet on 4 CIFAR '
-            'images: 35 M) runs in under 100 us even at 1 TFLOP/s -- less than the host '
-            "spends dispatching the step's kernels, so the step waits on the host whatever "
-            'algorithm runs.'
+            'kernels, each built once for a step as the module shows it, literal batch '
+            "sizes), an upper bound of its convolutions' work per step, forward and backward, "
+            'of at most 50 M multiply-adds (a LeNet on 4 CIFAR images: 35 M) runs in under '
+            "100 us even at 1 TFLOP/s -- less than the host spends dispatching the step's "
+            'kernels, so the step waits on the host whatever algorithm runs.'
         ),
         facts=('imports torch', 'runs on an accelerator', 'takes training steps'),
         tokens=('backward',),

@@ -45,7 +45,10 @@ def test_profile_twice_then_compare_report_and_a_gate_that_fails_on_a_50_percent
     assert (tmp_path / "first.html").read_text().count('class="series"') >= 2
     same = profile(tmp_path, "--baseline", "last", "--fail-on-regression", "10")
     assert same.returncode == 0, same.stdout + same.stderr
-    assert re.search(r"^gpulint: no regression \(within the allowance\): step time .* in run 1", same.stdout, re.M)
+    # (the same script: within the allowance, or -- where a busy machine slowed this run's steps
+    # by more than 10% -- within the noise the runs measured; never a regression)
+    no_regression = r"^gpulint: no regression \(within the (allowance|noise)\): step time .* in run 1"
+    assert re.search(no_regression, same.stdout, re.M), same.stdout
     slower = profile(tmp_path, "--baseline", "last", "--fail-on-regression", "10", step_ms=30)
     assert slower.returncode == 1, slower.stdout + slower.stderr
     gate = [line for line in slower.stdout.splitlines() if line.startswith("gpulint: REGRESSION")]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from gpulint.linter.analysis.facts import ACCELERATOR, STEPS, TORCH
 from gpulint.linter.analysis.loops import method_class
-from gpulint.linter.analysis.nodes import int_literal, keyword_arg, positional_args
+from gpulint.linter.analysis.nodes import positional_args
 from gpulint.linter.analysis.pytorch import TORCHVISION_CNN, is_dataloader
 from gpulint.linter.analysis.vocabulary import CONVOLUTION_LAYER
 from gpulint.linter.findings import Applicability
@@ -87,16 +88,20 @@ def convolution_work_per_step(ctx: FileContext) -> int | None:
         elif _CHANGES_IMAGE_SIZE.match(qualified):
             return None
         elif is_dataloader(ctx, call):
-            size = _argument(call, 1, "batch_size")
-            if size is None:
-                size = 1 if len(positional_args(call)) < 2 and keyword_arg(call, "batch_size") is None else None
+            given = _arguments(ctx, call)
+            if given is None:
+                return None  # (a `*args` or a `**options` this module does not show)
+            size = 1 if given("batch_size", 1) is None else _integer(given("batch_size", 1))
             if size is None:
                 return None
             batch = max(batch, size)
         elif qualified == "torch.nn.Conv2d":
-            inputs, outputs = _argument(call, 0, "in_channels"), _argument(call, 1, "out_channels")
-            kernel = _pair(call, 2, "kernel_size")
-            padding = _pair(call, 4, "padding", default=0)
+            given = _arguments(ctx, call)
+            if given is None:
+                return None
+            inputs, outputs = _integer(given("in_channels", 0)), _integer(given("out_channels", 1))
+            kernel = _pair(given("kernel_size", 2))
+            padding = _pair(given("padding", 4), default=0)
             if inputs is None or outputs is None or kernel is None or padding is None or not _once_a_step(ctx, call):
                 return None
             per_image += inputs * outputs * kernel[0] * kernel[1]  # (times the output's area, below)
@@ -140,33 +145,38 @@ def _runs_again(ctx: FileContext, node: cst.CSTNode) -> bool:
     return ctx.in_loop(node) or any(isinstance(ancestor, comprehensions) for ancestor in ctx.ancestors(node))
 
 
-def _given(call: cst.Call, position: int, keyword: str) -> cst.Arg | None:
-    """The argument given at that position or by that keyword."""
-    arg = keyword_arg(call, keyword)
-    if arg is None:
-        positional = positional_args(call)
-        arg = positional[position] if len(positional) > position else None
-    return arg
+def _arguments(ctx: FileContext, call: cst.Call) -> Callable[[str, int], cst.BaseExpression | None] | None:
+    """What the call passes for a parameter, by its keyword (its `**` dictionaries resolved:
+    ValueOrigins.keywords_of) or its position; None where a `*args` or a `**options` the module
+    does not show may pass anything."""
+    keywords = ctx.values.keywords_of(call)
+    if keywords is None or any(arg.star == "*" for arg in call.args):
+        return None
+    positional = [arg.value for arg in positional_args(call)]
+
+    def given(keyword: str, position: int) -> cst.BaseExpression | None:
+        if keyword in keywords:
+            return keywords[keyword]
+        return positional[position] if position < len(positional) else None
+
+    return given
 
 
-def _argument(call: cst.Call, position: int, keyword: str) -> int | None:
-    """An integer literal given at that position or by that keyword."""
-    return int_literal(_given(call, position, keyword))
+def _integer(expr: cst.BaseExpression | None) -> int | None:
+    return int(expr.evaluated_value) if isinstance(expr, cst.Integer) else None
 
 
-def _pair(call: cst.Call, position: int, keyword: str, default: int | None = None) -> tuple[int, int] | None:
+def _pair(expr: cst.BaseExpression | None, default: int | None = None) -> tuple[int, int] | None:
     """A size given as an integer literal or a tuple of two (`3`, `(3, 5)`), or `default` where
     the call gives none; None where it is anything else (a name, `padding="same"`)."""
-    arg = _given(call, position, keyword)
-    if arg is None:
+    if expr is None:
         return None if default is None else (default, default)
-    if isinstance(arg.value, cst.Integer):
-        value = int(arg.value.evaluated_value)
-        return value, value
-    if isinstance(arg.value, cst.Tuple) and len(arg.value.elements) == 2:
-        first, second = (element.value for element in arg.value.elements)
-        if isinstance(first, cst.Integer) and isinstance(second, cst.Integer):
-            return int(first.evaluated_value), int(second.evaluated_value)
+    if isinstance(expr, cst.Integer):
+        return int(expr.evaluated_value), int(expr.evaluated_value)
+    if isinstance(expr, cst.Tuple) and len(expr.elements) == 2:
+        first, second = (_integer(element.value) for element in expr.elements)
+        if first is not None and second is not None:
+            return first, second
     return None
 
 
@@ -431,6 +441,55 @@ class CudnnBenchmark(Rule):
 
             train_set = torchvision.datasets.CIFAR10("data", train=True)
             loader = torch.utils.data.DataLoader(train_set, batch_size=128, shuffle=True)
+            net = Net().to("cuda")
+            optimizer = torch.optim.SGD(net.parameters(), lr=0.001)
+            for x, y in loader:
+                loss = net(x.to("cuda")).sum()
+                loss.backward()
+                optimizer.step()
+            """,
+        ),
+        # the batch size a `**` dictionary passes counts: 128 images, not the default of 1
+        Invalid(
+            """
+            import torch
+            import torch.nn as nn
+            import torchvision
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv1 = nn.Conv2d(3, 6, 5)
+                    self.conv2 = nn.Conv2d(6, 16, 5)
+
+            train_set = torchvision.datasets.CIFAR10("data", train=True)
+            train_kwargs = {"batch_size": 128, "shuffle": True}
+            loader = torch.utils.data.DataLoader(train_set, **train_kwargs)
+            net = Net().to("cuda")
+            optimizer = torch.optim.SGD(net.parameters(), lr=0.001)
+            for x, y in loader:
+                loss = net(x.to("cuda")).sum()
+                loss.backward()
+                optimizer.step()
+            """,
+            "15:13",
+            fixed="""
+            import torch
+            import torch.nn as nn
+            import torchvision
+
+            # cuDNN times its conv algorithms per input shape and keeps the fastest: not bit-reproducible
+            torch.backends.cudnn.benchmark = True
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.conv1 = nn.Conv2d(3, 6, 5)
+                    self.conv2 = nn.Conv2d(6, 16, 5)
+
+            train_set = torchvision.datasets.CIFAR10("data", train=True)
+            train_kwargs = {"batch_size": 128, "shuffle": True}
+            loader = torch.utils.data.DataLoader(train_set, **train_kwargs)
             net = Net().to("cuda")
             optimizer = torch.optim.SGD(net.parameters(), lr=0.001)
             for x, y in loader:
